@@ -1,0 +1,60 @@
+// Command kioku runs the kioku sessions and memory bank service.
+//
+// Usage:
+//
+//	kioku serve [flags]        run the server (see kioku serve -h)
+//	kioku bench <scenario>     measure the service (see kioku bench -h)
+//
+// Every flag of serve has an environment variable of the same name in upper
+// case with a KIOKU_ prefix (--data-dir is KIOKU_DATA_DIR); a flag given on
+// the command line wins over the variable.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "kioku:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `kioku: sessions and memory bank service for LLM agents
+
+Usage:
+  kioku serve [flags]      run the server
+  kioku bench SCENARIO     run a benchmark (kioku bench -h lists them)
+
+Run "kioku serve -h" for the server's flags.
+`
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:])
+	case "bench":
+		return bench(ctx, args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(os.Stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}

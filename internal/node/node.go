@@ -1,0 +1,137 @@
+// Package node assembles a kioku server from its parts: it opens the chosen
+// store, builds the domain services and their background workers, and
+// serves them through package server. cmd/kioku serve, the benchmarks, the
+// companion demo's embedded mode and end-to-end tests all start kioku
+// through it, so they run exactly what production runs.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/sessions"
+	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
+)
+
+// Config chooses the store and tunes the server.
+type Config struct {
+	// Store is "sqlite" (the default) or "firestore".
+	Store string
+	// DataDir holds the SQLite file (kioku.db). Created if missing.
+	DataDir string
+	// FirestoreProject and FirestoreDatabase select the Firestore database.
+	FirestoreProject  string
+	FirestoreDatabase string
+
+	// SessionLimits bound session inputs; zero fields take the defaults.
+	SessionLimits sessions.Limits
+	// SweepInterval is how often expired sessions are deleted. Default 1m.
+	SweepInterval time.Duration
+
+	Logger *slog.Logger
+}
+
+// Node is a running kioku: stores, services, background workers and the
+// HTTP handler.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	server   *server.Server
+	Sessions *sessions.Service
+
+	closers []func() error
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Open builds a Node and starts its background workers.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Store == "" {
+		cfg.Store = "sqlite"
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger}
+	var store sessions.Store
+	switch cfg.Store {
+	case "sqlite":
+		db, err := openSQLite(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		n.closers = append(n.closers, db.Close)
+		s, err := sessionsqlite.New(db)
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		store = s
+	default:
+		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
+	}
+	n.Sessions = sessions.NewService(store, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger})
+	n.server = server.New(server.Config{
+		Logger:   cfg.Logger,
+		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{Logger: cfg.Logger}),
+	})
+
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
+	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
+	return n, nil
+}
+
+// openSQLite opens kioku.db in dir, creating dir if needed.
+func openSQLite(dir string) (*sqlitedb.DB, error) {
+	if dir == "" {
+		return nil, errors.New("the sqlite store needs a data directory (--data-dir)")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	path := filepath.Join(dir, "kioku.db")
+	db, err := sqlitedb.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Handler returns the HTTP handler of every API.
+func (n *Node) Handler() http.Handler { return n.server.Handler() }
+
+// Serve serves on ln until ctx is done, then shuts down gracefully.
+func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
+	return n.server.Serve(ctx, ln, 10*time.Second)
+}
+
+// HTTPServer returns an http.Server for the handler with kioku's settings.
+func (n *Node) HTTPServer() *http.Server { return n.server.HTTPServer() }
+
+// Close stops the background workers and closes the stores.
+func (n *Node) Close() error {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	var errs []error
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		errs = append(errs, n.closers[i]())
+	}
+	n.closers = nil
+	return errors.Join(errs...)
+}

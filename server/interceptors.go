@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+)
+
+// loggingInterceptor writes one structured log line per call: the
+// procedure, the protocol, the outcome code and the duration. Failed calls
+// log at warning level (error level for internal errors).
+type loggingInterceptor struct {
+	log *slog.Logger
+}
+
+func newLoggingInterceptor(log *slog.Logger) *loggingInterceptor {
+	return &loggingInterceptor{log: log}
+}
+
+func (l *loggingInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		start := time.Now()
+		resp, err := next(ctx, req)
+		l.record(ctx, req.Spec().Procedure, req.Peer().Protocol, start, err)
+		return resp, err
+	}
+}
+
+func (l *loggingInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (l *loggingInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		start := time.Now()
+		err := next(ctx, conn)
+		l.record(ctx, conn.Spec().Procedure, conn.Peer().Protocol, start, err)
+		return err
+	}
+}
+
+func (l *loggingInterceptor) record(ctx context.Context, procedure, protocol string, start time.Time, err error) {
+	level := slog.LevelDebug
+	code := "ok"
+	if err != nil {
+		c := connect.CodeOf(err)
+		code = c.String()
+		switch c {
+		case connect.CodeInternal, connect.CodeUnknown, connect.CodeDataLoss:
+			level = slog.LevelError
+		case connect.CodeCanceled:
+			level = slog.LevelDebug
+		default:
+			level = slog.LevelInfo
+		}
+	}
+	if !l.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("procedure", procedure),
+		slog.String("protocol", protocol),
+		slog.String("code", code),
+		slog.Duration("duration", time.Since(start)),
+	}
+	if err != nil {
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			attrs = append(attrs, slog.String("error", ce.Message()))
+		} else {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+	}
+	l.log.LogAttrs(ctx, level, "rpc", attrs...)
+}
+
+// deadlineInterceptor gives unary calls without a deadline a default one
+// and caps the deadline a client may ask for, so no unary call holds
+// resources forever. Streams are bounded by their client and by shutdown.
+type deadlineInterceptor struct {
+	def, max time.Duration
+}
+
+func newDeadlineInterceptor(def, max time.Duration) *deadlineInterceptor {
+	return &deadlineInterceptor{def: def, max: max}
+}
+
+func (d *deadlineInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		limit := d.def
+		if deadline, ok := ctx.Deadline(); ok {
+			limit = min(time.Until(deadline), d.max)
+		}
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		return next(ctx, req)
+	}
+}
+
+func (d *deadlineInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (d *deadlineInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}

@@ -1,0 +1,163 @@
+// Package server serves kioku's API over Connect, gRPC and gRPC-Web on one
+// port.
+//
+// It is the only package that knows both the wire (the generated code in
+// gen/) and the domain (sessions, memorybank): its handlers parse resource
+// names, bound every input, convert protos to domain values and back, and map
+// the domain's typed errors (package fault) to Connect codes. Beside the
+// kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
+// server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
+// all work against one address.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+)
+
+// Config configures a Server. The zero value serves every method as
+// UNIMPLEMENTED, which is enough for health and reflection.
+type Config struct {
+	// Logger receives one structured line per call. Nil: slog.Default().
+	Logger *slog.Logger
+
+	// MaxRequestBytes bounds the size of one request message. Zero: 16 MiB.
+	MaxRequestBytes int
+
+	// DefaultTimeout applies to unary calls that carry no deadline.
+	// Zero: 60 seconds.
+	DefaultTimeout time.Duration
+
+	// MaxTimeout caps the deadline of unary calls. Zero: 10 minutes.
+	MaxTimeout time.Duration
+
+	// Handlers of the three services. A nil one answers UNIMPLEMENTED.
+	Sessions   kiokuv1connect.SessionServiceHandler
+	Memories   kiokuv1connect.MemoryBankServiceHandler
+	Operations kiokuv1connect.OperationServiceHandler
+}
+
+// Server is kioku's HTTP handler plus the http.Server settings it runs with.
+type Server struct {
+	cfg     Config
+	handler http.Handler
+	health  *grpchealth.StaticChecker
+}
+
+// serviceNames are the fully-qualified names of the kioku.v1 services.
+var serviceNames = []string{
+	kiokuv1connect.SessionServiceName,
+	kiokuv1connect.MemoryBankServiceName,
+	kiokuv1connect.OperationServiceName,
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = 16 << 20
+	}
+	if cfg.DefaultTimeout == 0 {
+		cfg.DefaultTimeout = 60 * time.Second
+	}
+	if cfg.MaxTimeout == 0 {
+		cfg.MaxTimeout = 10 * time.Minute
+	}
+	if cfg.Sessions == nil {
+		cfg.Sessions = unimplementedSessions{}
+	}
+	if cfg.Memories == nil {
+		cfg.Memories = unimplementedMemories{}
+	}
+	if cfg.Operations == nil {
+		cfg.Operations = unimplementedOperations{}
+	}
+
+	opts := []connect.HandlerOption{
+		connect.WithInterceptors(
+			newLoggingInterceptor(cfg.Logger),
+			newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout),
+		),
+		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
+			cfg.Logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
+			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+		}),
+		connect.WithReadMaxBytes(cfg.MaxRequestBytes),
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, opts...))
+	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, opts...))
+	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, opts...))
+
+	health := grpchealth.NewStaticChecker(serviceNames...)
+	mux.Handle(grpchealth.NewHandler(health, opts...))
+	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, serviceNames...)...)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, opts...))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, opts...))
+
+	return &Server{cfg: cfg, handler: mux, health: health}
+}
+
+// Handler returns the HTTP handler serving every protocol. It speaks HTTP/1.1
+// and, when the http.Server allows unencrypted HTTP/2, h2c (needed by gRPC).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// HTTPServer returns an http.Server for the handler with kioku's timeouts and
+// HTTP/1.1 plus h2c enabled. It sets no write timeout, so that streams
+// (WatchSession) and long waits (WaitOperation) can run; unary calls are
+// bounded by the deadline interceptor instead.
+func (s *Server) HTTPServer() *http.Server {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler:           s.handler,
+		Protocols:         protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: health
+// turns NOT_SERVING, new connections are refused, and calls in flight get up
+// to grace to finish before their connections are closed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := s.HTTPServer()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	for _, name := range serviceNames {
+		s.health.SetStatus(name, grpchealth.StatusNotServing)
+	}
+	s.health.SetStatus("", grpchealth.StatusNotServing)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return err
+}

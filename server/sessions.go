@@ -1,0 +1,388 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// SessionForgetter deletes what the memory bank derived from a session
+// only. DeleteSession calls it when forget_memories is set, before the
+// session itself is deleted (so that a failure leaves the session in place
+// to retry).
+type SessionForgetter interface {
+	ForgetSession(ctx context.Context, key sessions.Key) error
+}
+
+// SessionAppendHook is told of every stored event, after the append is
+// durable (the memory bank's generation triggers use it). It must not
+// block.
+type SessionAppendHook func(ctx context.Context, key sessions.Key, e *sessions.Event)
+
+// SessionHandler serves kioku.v1.SessionService over a sessions.Service.
+type SessionHandler struct {
+	svc      *sessions.Service
+	log      *slog.Logger
+	forget   SessionForgetter
+	onAppend SessionAppendHook
+}
+
+var _ kiokuv1connect.SessionServiceHandler = (*SessionHandler)(nil)
+
+// SessionHandlerOptions are the optional parts of a SessionHandler.
+type SessionHandlerOptions struct {
+	Logger *slog.Logger
+	// Forgetter serves DeleteSession's forget_memories; without it such a
+	// request is FAILED_PRECONDITION.
+	Forgetter SessionForgetter
+	// OnAppend, when set, is called after every stored append.
+	OnAppend SessionAppendHook
+}
+
+// NewSessionHandler returns the SessionService handler.
+func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *SessionHandler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter, onAppend: opts.OnAppend}
+}
+
+func (h *SessionHandler) fail(ctx context.Context, err error) error { return toConnect(ctx, h.log, err) }
+
+// CreateSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request[kiokuv1.CreateSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
+	m := req.Msg
+	app, user, err := parseSessionParent("parent", m.GetParent(), false)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	s := m.GetSession()
+	r := sessions.CreateSessionRequest{
+		App:         app,
+		User:        user,
+		ID:          m.GetSessionId(),
+		DisplayName: s.GetDisplayName(),
+		Labels:      s.GetLabels(),
+		State:       structToMap(s.GetState()),
+	}
+	if r.ExpireTime, r.TTL, err = expirationFromProto(s.GetExpireTime(), s.GetTtl() != nil, s.GetTtl().AsDuration()); err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	created, err := h.svc.CreateSession(ctx, r)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := sessionToProto(created, nil)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func expirationFromProto(at *timestamppb.Timestamp, hasTTL bool, ttl time.Duration) (time.Time, time.Duration, error) {
+	t, err := timeOrZero(at)
+	if err != nil {
+		return time.Time{}, 0, fault.Invalidf("expire_time: %v", err)
+	}
+	if hasTTL && ttl <= 0 {
+		return time.Time{}, 0, fault.Invalidf("ttl must be positive")
+	}
+	return t, ttl, nil
+}
+
+// GetSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[kiokuv1.GetSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
+	key, err := parseSessionKey("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	after, err := timeOrZero(req.Msg.GetAfterTime())
+	if err != nil {
+		return nil, h.fail(ctx, fault.Invalidf("after_time: %v", err))
+	}
+	s, events, err := h.svc.GetSession(ctx, key, sessions.GetSessionRequest{
+		NumRecentEvents: int(req.Msg.GetNumRecentEvents()),
+		After:           after,
+		SkipEvents:      req.Msg.GetSkipEvents(),
+	})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := sessionToProto(s, events)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// ListSessions implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[kiokuv1.ListSessionsRequest]) (*connect.Response[kiokuv1.ListSessionsResponse], error) {
+	m := req.Msg
+	app, user, err := parseSessionParent("parent", m.GetParent(), true)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	list, next, err := h.svc.ListSessions(ctx, sessions.ListSessionsRequest{
+		App:          app,
+		User:         user,
+		PageSize:     m.GetPageSize(),
+		PageToken:    m.GetPageToken(),
+		Filter:       m.GetFilter(),
+		IncludeState: m.GetIncludeState(),
+	})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.ListSessionsResponse{NextPageToken: next}
+	for _, s := range list {
+		ps, err := sessionToProto(s, nil)
+		if err != nil {
+			return nil, h.fail(ctx, err)
+		}
+		out.Sessions = append(out.Sessions, ps)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// UpdateSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) UpdateSession(ctx context.Context, req *connect.Request[kiokuv1.UpdateSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
+	s := req.Msg.GetSession()
+	if s == nil {
+		return nil, h.fail(ctx, fault.Invalidf("session is required"))
+	}
+	key, err := parseSessionKey("session.name", s.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	paths := req.Msg.GetUpdateMask().GetPaths()
+	if len(paths) == 0 {
+		return nil, h.fail(ctx, fault.Invalidf("update_mask is required: name the fields to change (display_name, labels, expire_time, ttl)"))
+	}
+	var u sessions.UpdateSessionRequest
+	for _, p := range paths {
+		switch p {
+		case "display_name":
+			u.DisplayName = new(s.GetDisplayName())
+		case "labels":
+			labels := s.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			u.Labels = &labels
+		case "expire_time":
+			t, err := timeOrZero(s.GetExpireTime())
+			if err != nil {
+				return nil, h.fail(ctx, fault.Invalidf("session.expire_time: %v", err))
+			}
+			u.ExpireTime = &t
+		case "ttl":
+			u.TTL = new(s.GetTtl().AsDuration())
+		default:
+			return nil, h.fail(ctx, fault.Invalidf("update_mask path %q cannot be updated; use display_name, labels, expire_time or ttl", p))
+		}
+	}
+	updated, err := h.svc.UpdateSession(ctx, key, u)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := sessionToProto(updated, nil)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// DeleteSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request[kiokuv1.DeleteSessionRequest]) (*connect.Response[emptypb.Empty], error) {
+	key, err := parseSessionKey("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if req.Msg.GetForgetMemories() {
+		if h.forget == nil {
+			return nil, h.fail(ctx, fault.New(fault.FailedPrecondition, "forget_memories needs the memory bank, which this server does not run"))
+		}
+		// The session must exist (and be the caller's) before anything is forgotten.
+		if _, _, err := h.svc.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true}); err != nil {
+			if fault.Is(err, fault.NotFound) && req.Msg.GetAllowMissing() {
+				return connect.NewResponse(&emptypb.Empty{}), nil
+			}
+			return nil, h.fail(ctx, err)
+		}
+		if err := h.forget.ForgetSession(ctx, key); err != nil {
+			return nil, h.fail(ctx, err)
+		}
+	}
+	err = h.svc.DeleteSession(ctx, key)
+	if fault.Is(err, fault.NotFound) && req.Msg.GetAllowMissing() {
+		err = nil
+	}
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(&emptypb.Empty{}), nil
+}
+
+// AppendEvent implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) AppendEvent(ctx context.Context, req *connect.Request[kiokuv1.AppendEventRequest]) (*connect.Response[kiokuv1.AppendEventResponse], error) {
+	key, err := parseSessionKey("session", req.Msg.GetSession())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	ev, err := eventFromProto(req.Msg.GetEvent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	stored, err := h.svc.AppendEvent(ctx, key, ev, req.Msg.ExpectedSequence)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if h.onAppend != nil && stored.Sequence > 0 {
+		h.onAppend(ctx, key, stored)
+	}
+	out, err := eventToProto(key, stored)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(&kiokuv1.AppendEventResponse{Event: out}), nil
+}
+
+// ListEvents implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[kiokuv1.ListEventsRequest]) (*connect.Response[kiokuv1.ListEventsResponse], error) {
+	m := req.Msg
+	key, err := parseSessionKey("parent", m.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	from, err := timeOrZero(m.GetStartTime())
+	if err != nil {
+		return nil, h.fail(ctx, fault.Invalidf("start_time: %v", err))
+	}
+	to, err := timeOrZero(m.GetEndTime())
+	if err != nil {
+		return nil, h.fail(ctx, fault.Invalidf("end_time: %v", err))
+	}
+	var desc bool
+	switch m.GetOrderBy() {
+	case "", "sequence", "sequence asc":
+	case "sequence desc":
+		desc = true
+	default:
+		return nil, h.fail(ctx, fault.Invalidf("order_by %q is not supported; use \"sequence\" or \"sequence desc\"", m.GetOrderBy()))
+	}
+	events, next, err := h.svc.ListEvents(ctx, key, sessions.ListEventsRequest{
+		PageSize:   m.GetPageSize(),
+		PageToken:  m.GetPageToken(),
+		From:       from,
+		To:         to,
+		Descending: desc,
+	})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.ListEventsResponse{NextPageToken: next}
+	for _, e := range events {
+		pe, err := eventToProto(key, e)
+		if err != nil {
+			return nil, h.fail(ctx, err)
+		}
+		out.Events = append(out.Events, pe)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func stateToProto(st *sessions.SharedState) (*kiokuv1.State, error) {
+	s, err := mapToStruct("state", st.State)
+	if err != nil {
+		return nil, err
+	}
+	name := appStateName(st.Ref.App)
+	if st.Ref.User != "" {
+		name = userStateName(st.Ref.App, st.Ref.User)
+	}
+	return &kiokuv1.State{Name: name, State: s, UpdateTime: timestampOrNil(st.UpdateTime)}, nil
+}
+
+// GetState implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) GetState(ctx context.Context, req *connect.Request[kiokuv1.GetStateRequest]) (*connect.Response[kiokuv1.State], error) {
+	ref, err := parseStateRef("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	st, err := h.svc.GetState(ctx, ref)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := stateToProto(st)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// UpdateState implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) UpdateState(ctx context.Context, req *connect.Request[kiokuv1.UpdateStateRequest]) (*connect.Response[kiokuv1.State], error) {
+	ref, err := parseStateRef("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	st, err := h.svc.UpdateState(ctx, ref, structToMap(req.Msg.GetStateDelta()))
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := stateToProto(st)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// ForkSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) ForkSession(ctx context.Context, req *connect.Request[kiokuv1.ForkSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
+	key, err := parseSessionKey("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	fork, err := h.svc.ForkSession(ctx, key, sessions.ForkSessionRequest{
+		ID:          req.Msg.GetSessionId(),
+		EventID:     req.Msg.GetEventId(),
+		DisplayName: req.Msg.GetDisplayName(),
+	})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := sessionToProto(fork, nil)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// WatchSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) WatchSession(ctx context.Context, req *connect.Request[kiokuv1.WatchSessionRequest], stream *connect.ServerStream[kiokuv1.WatchSessionResponse]) error {
+	key, err := parseSessionKey("name", req.Msg.GetName())
+	if err != nil {
+		return h.fail(ctx, err)
+	}
+	err = h.svc.Watch(ctx, key, req.Msg.AfterSequence, func(e *sessions.Event) error {
+		pe, err := eventToProto(key, e)
+		if err != nil {
+			return err
+		}
+		return stream.Send(&kiokuv1.WatchSessionResponse{Event: pe})
+	})
+	if err != nil && ctx.Err() != nil {
+		// The client went away or the server is shutting down.
+		return nil
+	}
+	return h.fail(ctx, err)
+}

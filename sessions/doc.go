@@ -1,0 +1,27 @@
+// Package sessions is kioku's session domain: sessions, their append-only
+// events, and prefix-scoped state.
+//
+// A Session belongs to a user of an app and holds an ordered log of Events.
+// Appending an event applies its state delta atomically across the scopes
+// its keys name:
+//
+//   - no prefix: this session only;
+//   - "user:": every session of this user in this app;
+//   - "app:": every session of every user in this app;
+//   - "temp:": this invocation only; never stored, stripped from the stored
+//     event's delta.
+//
+// A read returns the merged view of the session, user and app scopes (the
+// prefixed keys keep their prefix). A value replaces the old one whole and a
+// nil (JSON null) value deletes the key.
+//
+// Service holds the rules (validation, limits, ids, timestamps, idempotency,
+// paging, watching, expiry); a Store persists. Every Store implementation
+// must pass the conformance suite in package sessionstest. The embedded
+// default is package sessions/sqlite; package sessions/firestore serves
+// deployments of several servers.
+//
+// Errors are of package fault's kinds: Invalid and ResourceExhausted name the
+// field and limit at fault; a session of another user or app, and an expired
+// one, is NotFound, never a hint that it exists.
+package sessions

@@ -1,0 +1,370 @@
+package sessions
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kioku-ai/kioku/fault"
+)
+
+// Limits bound every input. The zero value of a field means its default.
+type Limits struct {
+	// MaxEventBytes bounds an event's encoded size. Default 512 KiB.
+	MaxEventBytes int
+	// MaxStateBytes bounds the encoded size of one scope's state (a
+	// session's own state, a user's or an app's). Default 256 KiB.
+	MaxStateBytes int
+	// MaxStateKeyBytes bounds a state key's length. Default 256.
+	MaxStateKeyBytes int
+	// MaxLabels bounds a session's labels. Default 64.
+	MaxLabels int
+	// MaxForkEvents bounds how many events a fork may copy. Default 100,000.
+	MaxForkEvents int
+}
+
+// DefaultLimits are the limits used for zero fields.
+var DefaultLimits = Limits{
+	MaxEventBytes:    512 << 10,
+	MaxStateBytes:    256 << 10,
+	MaxStateKeyBytes: 256,
+	MaxLabels:        64,
+	MaxForkEvents:    100_000,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxEventBytes > 0 {
+		d.MaxEventBytes = l.MaxEventBytes
+	}
+	if l.MaxStateBytes > 0 {
+		d.MaxStateBytes = l.MaxStateBytes
+	}
+	if l.MaxStateKeyBytes > 0 {
+		d.MaxStateKeyBytes = l.MaxStateKeyBytes
+	}
+	if l.MaxLabels > 0 {
+		d.MaxLabels = l.MaxLabels
+	}
+	if l.MaxForkEvents > 0 {
+		d.MaxForkEvents = l.MaxForkEvents
+	}
+	return d
+}
+
+// Fixed limits, part of the API contract.
+const (
+	MaxIDBytes          = 128
+	MaxDisplayNameBytes = 512
+	MaxLabelKeyBytes    = 63
+	MaxLabelValueBytes  = 256
+	MaxPageSize         = 1000
+	DefaultPageSize     = 100
+	MaxFilterBytes      = 4096
+	maxValueDepth       = 32
+)
+
+// ValidateID checks an id (app, user, session or event): 1 to 128 bytes,
+// starting with a letter or digit, then letters, digits and the characters
+// in extra.
+func ValidateID(field, id, extra string) error {
+	if id == "" {
+		return fault.Invalidf("%s is required", field)
+	}
+	if len(id) > MaxIDBytes {
+		return fault.Invalidf("%s is %d bytes; the limit is %d", field, len(id), MaxIDBytes)
+	}
+	for i, c := range []byte(id) {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if alnum || i > 0 && strings.IndexByte(extra, c) >= 0 {
+			continue
+		}
+		if i == 0 {
+			return fault.Invalidf("%s %q must start with a letter or digit", field, id)
+		}
+		return fault.Invalidf("%s %q has the character %q; allowed are letters, digits and %q", field, id, c, extra)
+	}
+	return nil
+}
+
+// Characters allowed after the first in the kinds of id.
+const (
+	AppIDChars     = "-_."
+	UserIDChars    = "-_.@:+"
+	SessionIDChars = "-_."
+	EventIDChars   = "-_."
+)
+
+// ValidateKey checks a session key's three ids.
+func ValidateKey(k Key) error {
+	if err := ValidateID("app id", k.App, AppIDChars); err != nil {
+		return err
+	}
+	if err := ValidateID("user id", k.User, UserIDChars); err != nil {
+		return err
+	}
+	return ValidateID("session id", k.ID, SessionIDChars)
+}
+
+func validateRef(r StateRef) error {
+	if err := ValidateID("app id", r.App, AppIDChars); err != nil {
+		return err
+	}
+	if r.User != "" {
+		return ValidateID("user id", r.User, UserIDChars)
+	}
+	return nil
+}
+
+// validateLabels checks a session's labels.
+func (l Limits) validateLabels(labels map[string]string) error {
+	if len(labels) > l.MaxLabels {
+		return fault.New(fault.ResourceExhausted, "session has %d labels; the limit is %d", len(labels), l.MaxLabels)
+	}
+	for k, v := range labels {
+		if err := validateLabelKey(k); err != nil {
+			return err
+		}
+		if len(v) > MaxLabelValueBytes {
+			return fault.Invalidf("label %q value is %d bytes; the limit is %d", k, len(v), MaxLabelValueBytes)
+		}
+		if !utf8.ValidString(v) {
+			return fault.Invalidf("label %q value is not valid UTF-8", k)
+		}
+	}
+	return nil
+}
+
+func validateLabelKey(k string) error {
+	if k == "" || len(k) > MaxLabelKeyBytes {
+		return fault.Invalidf("label key %q must be 1 to %d bytes", k, MaxLabelKeyBytes)
+	}
+	for _, c := range []byte(k) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fault.Invalidf("label key %q has the character %q; allowed are letters, digits, '-', '_' and '.'", k, c)
+		}
+	}
+	return nil
+}
+
+func validateDisplayName(s string) error {
+	if len(s) > MaxDisplayNameBytes {
+		return fault.Invalidf("display_name is %d bytes; the limit is %d", len(s), MaxDisplayNameBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fault.Invalidf("display_name is not valid UTF-8")
+	}
+	return nil
+}
+
+// validateDelta checks the keys and values of a state delta or initial
+// state: keys non-empty, bounded, valid UTF-8; values JSON values (nil,
+// bool, float64 or other numbers, string, []any, map[string]any) of bounded
+// depth with valid UTF-8 strings and finite numbers.
+func (l Limits) validateDelta(field string, delta map[string]any) error {
+	for k, v := range delta {
+		if k == "" {
+			return fault.Invalidf("%s has an empty key", field)
+		}
+		if len(k) > l.MaxStateKeyBytes {
+			return fault.Invalidf("%s key %.40q... is %d bytes; the limit is %d", field, k, len(k), l.MaxStateKeyBytes)
+		}
+		if !utf8.ValidString(k) {
+			return fault.Invalidf("%s key %q is not valid UTF-8", field, k)
+		}
+		if p := ScopeOf(k); p != ScopeSession && len(k) == len(prefixOf(p)) {
+			return fault.Invalidf("%s key %q has a prefix but no name", field, k)
+		}
+		if err := validateValue(fmt.Sprintf("%s[%q]", field, k), v, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func prefixOf(s Scope) string {
+	switch s {
+	case ScopeUser:
+		return PrefixUser
+	case ScopeApp:
+		return PrefixApp
+	case ScopeTemp:
+		return PrefixTemp
+	}
+	return ""
+}
+
+// validateValue checks that v is a JSON value kioku can store.
+func validateValue(path string, v any, depth int) error {
+	if depth > maxValueDepth {
+		return fault.Invalidf("%s nests deeper than %d levels", path, maxValueDepth)
+	}
+	switch x := v.(type) {
+	case nil, bool, int, int32, int64, uint32, uint64, json.Number:
+		return nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fault.Invalidf("%s is not a finite number", path)
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fault.Invalidf("%s is not a finite number", path)
+		}
+	case string:
+		if !utf8.ValidString(x) {
+			return fault.Invalidf("%s is not valid UTF-8", path)
+		}
+	case []any:
+		for i, e := range x {
+			if err := validateValue(fmt.Sprintf("%s[%d]", path, i), e, depth+1); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) {
+				return fault.Invalidf("%s has a key that is not valid UTF-8", path)
+			}
+			if err := validateValue(fmt.Sprintf("%s[%q]", path, k), e, depth+1); err != nil {
+				return err
+			}
+		}
+	default:
+		return fault.Invalidf("%s has the type %T; only JSON values can be stored", path, v)
+	}
+	return nil
+}
+
+// validateEvent checks an event before it is prepared for storing.
+func (l Limits) validateEvent(e *Event) error {
+	if e.ID != "" {
+		if err := ValidateID("event.id", e.ID, EventIDChars); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"event.invocation_id", e.InvocationID},
+		{"event.author", e.Author},
+		{"event.error_code", e.ErrorCode},
+		{"event.error_message", e.ErrorMessage},
+		{"event.branch", e.Branch},
+		{"event.finish_reason", e.FinishReason},
+		{"event.model_version", e.ModelVersion},
+		{"event.actions.transfer_to_agent", e.Actions.TransferToAgent},
+	} {
+		if !utf8.ValidString(f.v) {
+			return fault.Invalidf("%s is not valid UTF-8", f.name)
+		}
+	}
+	if len(e.InvocationID) > 256 || len(e.Author) > 256 || len(e.Branch) > 1024 {
+		return fault.Invalidf("event.invocation_id and event.author must be at most 256 bytes, event.branch 1024")
+	}
+	if err := l.validateDelta("event.actions.state_delta", e.Actions.StateDelta); err != nil {
+		return err
+	}
+	for name, m := range map[string]map[string]any{
+		"event.custom_metadata":    e.CustomMetadata,
+		"event.usage_metadata":     e.UsageMetadata,
+		"event.grounding_metadata": e.GroundingMetadata,
+		"event.citation_metadata":  e.CitationMetadata,
+		"event.extensions":         e.Extensions,
+	} {
+		if err := validateValue(name, m, 0); err != nil {
+			return err
+		}
+	}
+	if e.Content != nil {
+		if !utf8.ValidString(e.Content.Role) {
+			return fault.Invalidf("event.content.role is not valid UTF-8")
+		}
+		for i, p := range e.Content.Parts {
+			path := fmt.Sprintf("event.content.parts[%d]", i)
+			if !utf8.ValidString(p.Text) {
+				return fault.Invalidf("%s.text is not valid UTF-8", path)
+			}
+			if p.FunctionCall != nil {
+				if err := validateValue(path+".function_call.args", p.FunctionCall.Args, 0); err != nil {
+					return err
+				}
+			}
+			if p.FunctionResponse != nil {
+				if err := validateValue(path+".function_response.response", p.FunctionResponse.Response, 0); err != nil {
+					return err
+				}
+			}
+			if err := validateValue(path+".extensions", p.Extensions, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if !validTime(e.Timestamp) {
+		return fault.Invalidf("event.timestamp %v is out of range (years 1678 to 2261)", e.Timestamp)
+	}
+	return nil
+}
+
+// checkStateSize returns ResourceExhausted when a scope's state encodes to
+// more than max bytes.
+func checkStateSize(scope string, state map[string]any, max int) error {
+	n, err := EncodedSize(state)
+	if err != nil {
+		return err
+	}
+	if n > max {
+		return StateTooLarge(scope, n, max)
+	}
+	return nil
+}
+
+// EncodedSize returns the size of the stored encoding of a state.
+func EncodedSize(state map[string]any) (int, error) {
+	b, err := EncodeState(state)
+	if err != nil {
+		return 0, fault.Invalidf("state is not encodable: %v", err)
+	}
+	return len(b), nil
+}
+
+// StateTooLarge is the error for a scope whose state would exceed the limit.
+// Stores return it from their size checks.
+func StateTooLarge(scope string, size, max int) error {
+	return fault.New(fault.ResourceExhausted, "%s state would be %d bytes; the limit is %d bytes (MaxStateBytes)", scope, size, max)
+}
+
+// CheckScopeSizes checks the encoded sizes of the scopes a store is about to
+// write; a nil map is not checked.
+func CheckScopeSizes(max int, session, user, app map[string]any) error {
+	for _, s := range []struct {
+		name  string
+		state map[string]any
+	}{{"session", session}, {"user", user}, {"app", app}} {
+		if s.state == nil {
+			continue
+		}
+		if err := checkStateSize(s.name, s.state, max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clampPageSize returns the page size to use, or an error naming the field.
+func clampPageSize(field string, n int32) (int, error) {
+	switch {
+	case n < 0:
+		return 0, fault.Invalidf("%s must not be negative", field)
+	case n == 0:
+		return DefaultPageSize, nil
+	case n > MaxPageSize:
+		return 0, fault.Invalidf("%s is %d; the limit is %d", field, n, MaxPageSize)
+	}
+	return int(n), nil
+}
+
+// validTime reports whether t can be stored (as Unix nanoseconds).
+func validTime(t time.Time) bool {
+	return t.IsZero() || t.Year() >= 1678 && t.Year() <= 2261
+}

@@ -1,0 +1,79 @@
+package sessions
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+
+	"github.com/kioku-ai/kioku/fault"
+)
+
+// pageToken is the decoded form of a next_page_token: an opaque cursor plus
+// a digest of the query it belongs to, so a token used with other
+// parameters is rejected instead of returning a wrong page.
+type pageToken struct {
+	Query  string `json:"q"`
+	Time   int64  `json:"t,omitempty"`
+	ID     string `json:"i,omitempty"`
+	Seq    int64  `json:"s,omitempty"`
+	Offset int    `json:"o,omitempty"`
+}
+
+// queryDigest returns a short digest of the parts of a query a page token
+// is bound to.
+func queryDigest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9])
+}
+
+// EncodePageToken encodes a cursor for a query (see DecodePageToken).
+func encodePageToken(t pageToken) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodePageToken decodes a token and checks it belongs to the query; the
+// empty token is the first page.
+func decodePageToken(token, query string) (pageToken, error) {
+	var t pageToken
+	if token == "" {
+		return t, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || json.Unmarshal(b, &t) != nil {
+		return t, fault.Invalidf("page_token is malformed; pass the next_page_token of the previous call unchanged")
+	}
+	if t.Query != query {
+		return t, fault.Invalidf("page_token belongs to a call with other parameters; keep every parameter but page_token the same while paging")
+	}
+	return t, nil
+}
+
+// NewID returns a random URL-safe id of 20 lower-case letters and digits
+// (about 103 bits).
+func NewID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var b [20]byte
+	rand.Read(b[:])
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for _, c := range b {
+		// 252 = 7*36: reject the top values to stay uniform.
+		for c >= 252 {
+			var r [1]byte
+			rand.Read(r[:])
+			c = r[0]
+		}
+		sb.WriteByte(alphabet[c%36])
+	}
+	return sb.String()
+}

@@ -1,0 +1,587 @@
+package sessions
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+)
+
+// Config configures a Service. Every field is optional.
+type Config struct {
+	// Limits bound the inputs; zero fields take DefaultLimits.
+	Limits Limits
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+	// NewID returns a random id for sessions and events. Default NewID.
+	NewID func() string
+	// WatchPollInterval is how often a watch looks for events appended by
+	// other servers sharing the store. Appends through this Service wake
+	// watchers at once. Default 1s.
+	WatchPollInterval time.Duration
+	// Logger receives background errors (the expiry sweeper). Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Service implements the session rules over a Store. It is safe for
+// concurrent use.
+type Service struct {
+	store  Store
+	limits Limits
+	now    func() time.Time
+	newID  func() string
+	poll   time.Duration
+	log    *slog.Logger
+	broker *broker
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, cfg Config) *Service {
+	s := &Service{
+		store:  store,
+		limits: cfg.Limits.withDefaults(),
+		now:    cfg.Now,
+		newID:  cfg.NewID,
+		poll:   cfg.WatchPollInterval,
+		log:    cfg.Logger,
+		broker: newBroker(),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = NewID
+	}
+	if s.poll <= 0 {
+		s.poll = time.Second
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// Limits returns the limits in force.
+func (s *Service) Limits() Limits { return s.limits }
+
+// CreateSessionRequest is the input of CreateSession.
+type CreateSessionRequest struct {
+	App, User string
+	// ID is the session id; empty lets the service choose one.
+	ID          string
+	DisplayName string
+	Labels      map[string]string
+	// State is the initial state; prefixed keys go to their scopes, "temp:"
+	// keys are dropped.
+	State map[string]any
+	// ExpireTime or TTL (not both) make the session expire.
+	ExpireTime time.Time
+	TTL        time.Duration
+}
+
+// CreateSession creates a session and returns it with its merged state.
+func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*Session, error) {
+	now := s.now()
+	key := Key{App: r.App, User: r.User, ID: r.ID}
+	if key.ID == "" {
+		key.ID = s.newID()
+	}
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := validateDisplayName(r.DisplayName); err != nil {
+		return nil, err
+	}
+	if err := s.limits.validateLabels(r.Labels); err != nil {
+		return nil, err
+	}
+	if err := s.limits.validateDelta("session.state", r.State); err != nil {
+		return nil, err
+	}
+	expire, err := expiry(now, r.ExpireTime, r.TTL)
+	if err != nil {
+		return nil, err
+	}
+	d := SplitDelta(r.State)
+	own := ApplyDelta(nil, d.Session)
+	sess := &Session{
+		Key:         key,
+		DisplayName: r.DisplayName,
+		Labels:      maps.Clone(r.Labels),
+		State:       own,
+		CreateTime:  now,
+		UpdateTime:  now,
+		ExpireTime:  expire,
+	}
+	if err := CheckScopeSizes(s.limits.MaxStateBytes, own, nil, nil); err != nil {
+		return nil, err
+	}
+	err = s.store.CreateSession(ctx, &CreateRequest{
+		Session:       sess,
+		InitialState:  own,
+		User:          d.User,
+		App:           d.App,
+		MaxStateBytes: s.limits.MaxStateBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	got, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
+	return got, err
+}
+
+// expiry turns an expire time or a TTL into an expire time (zero: never).
+func expiry(now, at time.Time, ttl time.Duration) (time.Time, error) {
+	switch {
+	case !at.IsZero() && ttl != 0:
+		return time.Time{}, fault.Invalidf("set expire_time or ttl, not both")
+	case ttl < 0:
+		return time.Time{}, fault.Invalidf("ttl must be positive")
+	case ttl > 0:
+		at = now.Add(ttl)
+	}
+	if !validTime(at) {
+		return time.Time{}, fault.Invalidf("expire_time %v is out of range (years 1678 to 2261)", at)
+	}
+	if !at.IsZero() && !at.After(now) {
+		return time.Time{}, fault.Invalidf("expire_time %v is not in the future", at.UTC())
+	}
+	return at, nil
+}
+
+// GetSessionRequest selects what GetSession returns.
+type GetSessionRequest struct {
+	// NumRecentEvents returns at most this many of the most recent selected
+	// events; 0 returns all of them.
+	NumRecentEvents int
+	// After returns only events whose timestamp is at or after it.
+	After time.Time
+	// SkipEvents returns no events.
+	SkipEvents bool
+}
+
+// GetSession returns a session with its merged state and selected events.
+func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) (*Session, []*Event, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	if r.NumRecentEvents < 0 {
+		return nil, nil, fault.Invalidf("num_recent_events must not be negative")
+	}
+	if !validTime(r.After) {
+		return nil, nil, fault.Invalidf("after_time is out of range")
+	}
+	return s.store.GetSession(ctx, key, EventQuery{
+		Now:   s.now(),
+		Skip:  r.SkipEvents,
+		Limit: r.NumRecentEvents,
+		From:  r.After,
+	})
+}
+
+// ListSessionsRequest is the input of ListSessions.
+type ListSessionsRequest struct {
+	App string
+	// User limits the listing to one user; empty lists the whole app.
+	User         string
+	PageSize     int32
+	PageToken    string
+	Filter       string
+	IncludeState bool
+}
+
+// ListSessions returns a page of sessions, most recently updated first, and
+// the token of the next page ("" when none).
+func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*Session, string, error) {
+	if err := ValidateID("app id", r.App, AppIDChars); err != nil {
+		return nil, "", err
+	}
+	if r.User != "" {
+		if err := ValidateID("user id", r.User, UserIDChars); err != nil {
+			return nil, "", err
+		}
+	}
+	size, err := clampPageSize("page_size", r.PageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	displayName, labels, none, err := sessionFilter(r.Filter)
+	if err != nil {
+		return nil, "", err
+	}
+	digest := queryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState))
+	tok, err := decodePageToken(r.PageToken, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	if none {
+		return nil, "", nil
+	}
+	q := ListQuery{
+		App:          r.App,
+		User:         r.User,
+		Now:          s.now(),
+		DisplayName:  displayName,
+		Labels:       labels,
+		AfterID:      tok.ID,
+		Limit:        size + 1,
+		IncludeState: r.IncludeState,
+	}
+	if tok.ID != "" {
+		q.AfterUpdate = time.Unix(0, tok.Time)
+	}
+	list, err := s.store.ListSessions(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(list) <= size {
+		return list, "", nil
+	}
+	list = list[:size]
+	last := list[size-1]
+	return list, encodePageToken(pageToken{Query: digest, Time: last.UpdateTime.UnixNano(), ID: last.ID}), nil
+}
+
+// UpdateSessionRequest lists the fields to change; nil fields stay.
+type UpdateSessionRequest struct {
+	DisplayName *string
+	Labels      *map[string]string
+	// ExpireTime sets the expiry (pointer to zero: never expires); TTL sets
+	// it relative to now. Not both.
+	ExpireTime *time.Time
+	TTL        *time.Duration
+}
+
+// UpdateSession changes a session's metadata and returns it with its merged
+// state.
+func (s *Service) UpdateSession(ctx context.Context, key Key, r UpdateSessionRequest) (*Session, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	u := &SessionUpdate{Now: now, DisplayName: r.DisplayName, Labels: r.Labels}
+	if r.DisplayName != nil {
+		if err := validateDisplayName(*r.DisplayName); err != nil {
+			return nil, err
+		}
+	}
+	if r.Labels != nil {
+		if err := s.limits.validateLabels(*r.Labels); err != nil {
+			return nil, err
+		}
+	}
+	if r.ExpireTime != nil || r.TTL != nil {
+		var at time.Time
+		var ttl time.Duration
+		if r.ExpireTime != nil {
+			at = *r.ExpireTime
+		}
+		if r.TTL != nil {
+			ttl = *r.TTL
+			if ttl == 0 {
+				return nil, fault.Invalidf("ttl must be positive; to remove the expiry set expire_time to nothing")
+			}
+		}
+		e, err := expiry(now, at, ttl)
+		if err != nil {
+			return nil, err
+		}
+		u.ExpireTime = &e
+	}
+	if _, err := s.store.UpdateSession(ctx, key, u); err != nil {
+		return nil, err
+	}
+	got, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
+	return got, err
+}
+
+// DeleteSession deletes a session and its events. Watchers of the session
+// see their streams end.
+func (s *Service) DeleteSession(ctx context.Context, key Key) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := s.store.DeleteSession(ctx, key, s.now()); err != nil {
+		return err
+	}
+	s.broker.notify(key)
+	return nil
+}
+
+// AppendEvent appends an event to a session. See the package documentation
+// for state scopes. The returned event is the stored one: id, timestamp and
+// sequence set, "temp:" keys removed. An event with Partial set is returned
+// as given and not stored. A retry of an earlier append (same id, same
+// content) returns the stored event and changes nothing; the same id with
+// other content is AlreadyExists. With expected set, the append fails with
+// FailedPrecondition unless the session's last sequence equals *expected.
+func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected *int64) (*Event, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if ev == nil {
+		return nil, fault.Invalidf("event is required")
+	}
+	if err := s.limits.validateEvent(ev); err != nil {
+		return nil, err
+	}
+	if expected != nil && *expected < 0 {
+		return nil, fault.Invalidf("expected_sequence must not be negative")
+	}
+	if ev.Partial {
+		return ev, nil
+	}
+	now := s.now()
+	e := *ev
+	e.Sequence = 0
+	if e.ID == "" {
+		e.ID = s.newID()
+	}
+	callerTime := !e.Timestamp.IsZero()
+	if !callerTime {
+		e.Timestamp = now
+	}
+	e.Actions.StateDelta = StripTemp(e.Actions.StateDelta)
+	if len(e.Actions.StateDelta) == 0 {
+		e.Actions.StateDelta = nil
+	}
+	body, err := e.Marshal()
+	if err != nil {
+		return nil, fault.Invalidf("event is not encodable: %v", err)
+	}
+	if len(body) > s.limits.MaxEventBytes {
+		return nil, fault.New(fault.ResourceExhausted, "event is %d bytes encoded; the limit is %d bytes (MaxEventBytes); store large data elsewhere and reference it with file_data", len(body), s.limits.MaxEventBytes)
+	}
+	fp := e.Fingerprint()
+	res, err := s.store.AppendEvent(ctx, &AppendRequest{
+		Key:              key,
+		Event:            &e,
+		Fingerprint:      fp,
+		ExpectedSequence: expected,
+		Deltas:           SplitDelta(e.Actions.StateDelta),
+		Now:              now,
+		MaxStateBytes:    s.limits.MaxStateBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Existing {
+		if res.StoredFingerprint != fp || callerTime && !res.Event.Timestamp.Equal(e.Timestamp) {
+			return nil, fault.New(fault.AlreadyExists, "event %q already exists in session %s with different content; use a new event id", e.ID, key.Name())
+		}
+		return res.Event, nil
+	}
+	s.broker.notify(key)
+	return res.Event, nil
+}
+
+// ListEventsRequest is the input of ListEvents.
+type ListEventsRequest struct {
+	PageSize  int32
+	PageToken string
+	// From and To bound the timestamps: From <= t < To (zero: open).
+	From, To time.Time
+	// Descending lists the newest first.
+	Descending bool
+}
+
+// ListEvents returns a page of a session's events and the next page token.
+func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) ([]*Event, string, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, "", err
+	}
+	size, err := clampPageSize("page_size", r.PageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	if !validTime(r.From) || !validTime(r.To) {
+		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")
+	}
+	digest := queryDigest("events", key.Name(), strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10), strconv.FormatBool(r.Descending))
+	tok, err := decodePageToken(r.PageToken, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	q := EventQuery{Now: s.now(), Limit: size + 1, From: r.From, To: r.To, Descending: r.Descending}
+	if r.Descending {
+		q.BeforeSeq = tok.Seq
+	} else {
+		q.AfterSeq = tok.Seq
+	}
+	events, err := s.store.ListEvents(ctx, key, q)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(events) <= size {
+		return events, "", nil
+	}
+	events = events[:size]
+	return events, encodePageToken(pageToken{Query: digest, Seq: events[size-1].Sequence}), nil
+}
+
+// SharedState is a "user:" or "app:" scope's state.
+type SharedState struct {
+	Ref        StateRef
+	State      map[string]any
+	UpdateTime time.Time
+}
+
+// GetState returns a shared scope's state.
+func (s *Service) GetState(ctx context.Context, ref StateRef) (*SharedState, error) {
+	if err := validateRef(ref); err != nil {
+		return nil, err
+	}
+	st, t, err := s.store.GetState(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &SharedState{Ref: ref, State: st, UpdateTime: t}, nil
+}
+
+// UpdateState applies a delta to a shared scope. Every key must carry the
+// scope's prefix.
+func (s *Service) UpdateState(ctx context.Context, ref StateRef, delta map[string]any) (*SharedState, error) {
+	if err := validateRef(ref); err != nil {
+		return nil, err
+	}
+	if err := s.limits.validateDelta("state_delta", delta); err != nil {
+		return nil, err
+	}
+	want := ScopeApp
+	if ref.User != "" {
+		want = ScopeUser
+	}
+	for k := range delta {
+		if ScopeOf(k) != want {
+			return nil, fault.Invalidf("state_delta key %q does not start with %q, the prefix of this scope", k, ref.Prefix())
+		}
+	}
+	st, t, err := s.store.UpdateState(ctx, &StateUpdate{Ref: ref, Delta: delta, Now: s.now(), MaxStateBytes: s.limits.MaxStateBytes})
+	if err != nil {
+		return nil, err
+	}
+	return &SharedState{Ref: ref, State: st, UpdateTime: t}, nil
+}
+
+// ForkSessionRequest is the input of ForkSession.
+type ForkSessionRequest struct {
+	// ID is the new session's id; empty lets the service choose.
+	ID string
+	// EventID is the last event to copy; empty copies all events.
+	EventID     string
+	DisplayName string
+}
+
+// ForkSession creates a session of the same user holding copies of the
+// source's events up to and including r.EventID (ids, timestamps and
+// sequences kept), with the session state as of that event: the source's
+// initial state with the copied events' session-scope deltas applied. The
+// "user:" and "app:" scopes are shared, not copied. Labels are copied;
+// expiry is not.
+func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest) (*Session, error) {
+	if err := ValidateKey(src); err != nil {
+		return nil, err
+	}
+	dst := Key{App: src.App, User: src.User, ID: r.ID}
+	if dst.ID == "" {
+		dst.ID = s.newID()
+	}
+	if err := ValidateKey(dst); err != nil {
+		return nil, err
+	}
+	if err := validateDisplayName(r.DisplayName); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	source, _, err := s.store.GetSession(ctx, src, EventQuery{Now: now, Skip: true})
+	if err != nil {
+		return nil, err
+	}
+	upTo := source.LastSequence
+	if r.EventID != "" {
+		if err := ValidateID("event_id", r.EventID, EventIDChars); err != nil {
+			return nil, err
+		}
+		ev, err := s.store.FindEvent(ctx, src, r.EventID, now)
+		if err != nil {
+			return nil, err
+		}
+		upTo = ev.Sequence
+	}
+	if upTo > int64(s.limits.MaxForkEvents) {
+		return nil, fault.New(fault.ResourceExhausted, "fork would copy %d events; the limit is %d (MaxForkEvents)", upTo, s.limits.MaxForkEvents)
+	}
+	events := make([]*Event, 0, upTo)
+	state := maps.Clone(source.InitialState)
+	for cursor := int64(0); cursor < upTo; {
+		page, err := s.store.ListEvents(ctx, src, EventQuery{Now: now, AfterSeq: cursor, BeforeSeq: upTo + 1, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			state = ApplyDelta(state, SplitDelta(e.Actions.StateDelta).Session)
+		}
+		events = append(events, page...)
+		cursor = page[len(page)-1].Sequence
+	}
+	if int64(len(events)) != upTo {
+		return nil, fault.New(fault.Aborted, "session %s changed while forking; retry", src.Name())
+	}
+	sess := &Session{
+		Key:          dst,
+		DisplayName:  r.DisplayName,
+		Labels:       source.Labels,
+		State:        state,
+		CreateTime:   now,
+		UpdateTime:   now,
+		LastSequence: upTo,
+	}
+	err = s.store.CreateSession(ctx, &CreateRequest{
+		Session:       sess,
+		InitialState:  source.InitialState,
+		Events:        events,
+		MaxStateBytes: s.limits.MaxStateBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	got, _, err := s.store.GetSession(ctx, dst, EventQuery{Now: now, Skip: true})
+	return got, err
+}
+
+// RunSweeper deletes expired sessions every interval until ctx is done.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "sweeping expired sessions", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SweepExpired deletes every session that has expired, with its events, and
+// returns how many it deleted.
+func (s *Service) SweepExpired(ctx context.Context) (int, error) {
+	const batch = 500
+	total := 0
+	for {
+		n, err := s.store.DeleteExpired(ctx, s.now(), batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package sessions
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Key identifies a session. Session ids are unique within an app; the user
+// is part of the key so that a session is only reachable under its owner.
+type Key struct {
+	App  string
+	User string
+	ID   string
+}
+
+// Name returns the session's resource name,
+// "apps/{app}/users/{user}/sessions/{id}".
+func (k Key) Name() string {
+	return "apps/" + k.App + "/users/" + k.User + "/sessions/" + k.ID
+}
+
+// Session is a conversation's metadata and state.
+type Session struct {
+	Key
+	DisplayName string
+	Labels      map[string]string
+	// State is the session's own state on write and in listings, and the
+	// merged view (session, "user:" and "app:" keys) on GetSession.
+	State      map[string]any
+	CreateTime time.Time
+	UpdateTime time.Time
+	// ExpireTime is when the session expires; zero means never.
+	ExpireTime time.Time
+	// LastSequence is the sequence of the last stored event, 0 when none.
+	LastSequence int64
+	// InitialState is the session-scope state the session was created with
+	// (for a fork, its source's). Stores fill it in GetSession only; forks
+	// replay events on top of it.
+	InitialState map[string]any
+}
+
+// Expired reports whether the session has expired at now.
+func (s *Session) Expired(now time.Time) bool {
+	return !s.ExpireTime.IsZero() && !now.Before(s.ExpireTime)
+}
+
+// Event is one entry of a session's log. Its JSON encoding (the field tags
+// below) is the form the stores keep, so tags must not change.
+type Event struct {
+	ID                 string         `json:"id,omitempty"`
+	InvocationID       string         `json:"invocation_id,omitempty"`
+	Author             string         `json:"author,omitempty"`
+	Content            *Content       `json:"content,omitempty"`
+	Actions            Actions        `json:"actions"`
+	Timestamp          time.Time      `json:"timestamp"`
+	Partial            bool           `json:"partial,omitempty"`
+	TurnComplete       bool           `json:"turn_complete,omitempty"`
+	ErrorCode          string         `json:"error_code,omitempty"`
+	ErrorMessage       string         `json:"error_message,omitempty"`
+	CustomMetadata     map[string]any `json:"custom_metadata,omitempty"`
+	Sequence           int64          `json:"sequence,omitempty"`
+	Branch             string         `json:"branch,omitempty"`
+	Interrupted        bool           `json:"interrupted,omitempty"`
+	LongRunningToolIDs []string       `json:"long_running_tool_ids,omitempty"`
+	UsageMetadata      map[string]any `json:"usage_metadata,omitempty"`
+	GroundingMetadata  map[string]any `json:"grounding_metadata,omitempty"`
+	CitationMetadata   map[string]any `json:"citation_metadata,omitempty"`
+	FinishReason       string         `json:"finish_reason,omitempty"`
+	ModelVersion       string         `json:"model_version,omitempty"`
+	Extensions         map[string]any `json:"extensions,omitempty"`
+}
+
+// Actions are the side effects of an event.
+type Actions struct {
+	// StateDelta holds the state changes; see the package documentation for
+	// the scopes. A nil value deletes the key.
+	StateDelta        map[string]any   `json:"state_delta,omitempty"`
+	ArtifactDelta     map[string]int64 `json:"artifact_delta,omitempty"`
+	TransferToAgent   string           `json:"transfer_to_agent,omitempty"`
+	Escalate          bool             `json:"escalate,omitempty"`
+	SkipSummarization bool             `json:"skip_summarization,omitempty"`
+}
+
+// Content is a message: a role and its parts (genai's Content).
+type Content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Text returns the concatenated text of the content's non-thought parts.
+func (c *Content) Text() string {
+	if c == nil {
+		return ""
+	}
+	var text string
+	for _, p := range c.Parts {
+		if p.Text != "" && !p.Thought {
+			if text != "" {
+				text += "\n"
+			}
+			text += p.Text
+		}
+	}
+	return text
+}
+
+// Part is one piece of a message (genai's Part).
+type Part struct {
+	Text             string            `json:"text,omitempty"`
+	InlineData       *Blob             `json:"inline_data,omitempty"`
+	FileData         *FileData         `json:"file_data,omitempty"`
+	FunctionCall     *FunctionCall     `json:"function_call,omitempty"`
+	FunctionResponse *FunctionResponse `json:"function_response,omitempty"`
+	Thought          bool              `json:"thought,omitempty"`
+	ThoughtSignature []byte            `json:"thought_signature,omitempty"`
+	Extensions       map[string]any    `json:"extensions,omitempty"`
+}
+
+// Blob is inline bytes with their media type.
+type Blob struct {
+	MIMEType    string `json:"mime_type,omitempty"`
+	Data        []byte `json:"data,omitempty"`
+	DisplayName string `json:"display_name,omitempty"`
+}
+
+// FileData references a file by URI.
+type FileData struct {
+	MIMEType    string `json:"mime_type,omitempty"`
+	FileURI     string `json:"file_uri,omitempty"`
+	DisplayName string `json:"display_name,omitempty"`
+}
+
+// FunctionCall is a tool call the model asked for.
+type FunctionCall struct {
+	ID   string         `json:"id,omitempty"`
+	Name string         `json:"name,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// FunctionResponse is the result of a tool call.
+type FunctionResponse struct {
+	ID       string         `json:"id,omitempty"`
+	Name     string         `json:"name,omitempty"`
+	Response map[string]any `json:"response,omitempty"`
+}
+
+// Fingerprint returns a digest of everything the caller chose about the
+// event except its id, sequence and timestamp. Two appends with the same id
+// and fingerprint are the same append retried.
+func (e *Event) Fingerprint() string {
+	c := *e
+	c.ID, c.Sequence, c.Timestamp = "", 0, time.Time{}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		// Events are validated as JSON-encodable before they get here.
+		panic("sessions: event not encodable: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Marshal returns the stored encoding of the event.
+func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }
+
+// UnmarshalEvent decodes an event stored with Marshal.
+func UnmarshalEvent(b []byte) (*Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}

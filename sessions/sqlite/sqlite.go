@@ -1,0 +1,694 @@
+// Package sqlite is the embedded default session store: tables in kioku's
+// SQLite file (see internal/sqlitedb), durable on acknowledgement, with
+// concurrent appends grouped into shared commits.
+//
+// Layout:
+//
+//	sessions   (app, id) → user, display_name, labels (JSON), state (JSON),
+//	           initial_state (JSON), create/update/expire times (Unix ns),
+//	           last_seq; indexed by (app, user, update time, id) and
+//	           (app, update time, id) for listings, and by expire time for
+//	           the sweeper.
+//	events     (app, session, seq) → id, timestamp (Unix ns), fingerprint,
+//	           body (the event's JSON); unique on (app, session, id).
+//	user_state (app, user) → state (JSON), update time.
+//	app_state  (app) → state (JSON), update time.
+//
+// Session ids are unique per app, so events are keyed by app and session id.
+// Every read of events is a range scan of the events primary key and reads
+// only the rows it returns (or, with a time filter, the rows it skips).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+var schema = []string{`
+CREATE TABLE sessions (
+	app           TEXT    NOT NULL,
+	id            TEXT    NOT NULL,
+	user          TEXT    NOT NULL,
+	display_name  TEXT    NOT NULL DEFAULT '',
+	labels        TEXT    NOT NULL DEFAULT '{}',
+	state         TEXT    NOT NULL DEFAULT '{}',
+	initial_state TEXT    NOT NULL DEFAULT '{}',
+	create_ns     INTEGER NOT NULL,
+	update_ns     INTEGER NOT NULL,
+	expire_ns     INTEGER NOT NULL DEFAULT 0,
+	last_seq      INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (app, id)
+) WITHOUT ROWID;
+CREATE INDEX sessions_by_user ON sessions (app, user, update_ns DESC, id DESC);
+CREATE INDEX sessions_by_app ON sessions (app, update_ns DESC, id DESC);
+CREATE INDEX sessions_by_expiry ON sessions (expire_ns) WHERE expire_ns > 0;
+CREATE TABLE events (
+	app         TEXT    NOT NULL,
+	session     TEXT    NOT NULL,
+	seq         INTEGER NOT NULL,
+	id          TEXT    NOT NULL,
+	ts_ns       INTEGER NOT NULL,
+	fingerprint TEXT    NOT NULL,
+	body        BLOB    NOT NULL,
+	PRIMARY KEY (app, session, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX events_by_id ON events (app, session, id);
+CREATE TABLE user_state (
+	app       TEXT    NOT NULL,
+	user      TEXT    NOT NULL,
+	state     TEXT    NOT NULL,
+	update_ns INTEGER NOT NULL,
+	PRIMARY KEY (app, user)
+) WITHOUT ROWID;
+CREATE TABLE app_state (
+	app       TEXT    NOT NULL PRIMARY KEY,
+	state     TEXT    NOT NULL,
+	update_ns INTEGER NOT NULL
+) WITHOUT ROWID;
+`}
+
+// Store is the SQLite session store.
+type Store struct {
+	db *sqlitedb.DB
+
+	// Statements of the append path, prepared once on the write connection.
+	selSession, selEventByID, insEvent, updSession, updSessionState *sql.Stmt
+	selUserState, putUserState, selAppState, putAppState          *sql.Stmt
+}
+
+var _ sessions.Store = (*Store)(nil)
+
+// New returns a Store on db, creating its tables if needed.
+func New(db *sqlitedb.DB) (*Store, error) {
+	if err := db.Migrate("sessions", schema); err != nil {
+		return nil, err
+	}
+	s := &Store{db: db}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.selSession, `SELECT user, expire_ns, last_seq FROM sessions WHERE app = ? AND id = ?`},
+		{&s.selEventByID, `SELECT fingerprint, body FROM events WHERE app = ? AND session = ? AND id = ?`},
+		{&s.insEvent, `INSERT INTO events (app, session, seq, id, ts_ns, fingerprint, body) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&s.updSession, `UPDATE sessions SET last_seq = ?, update_ns = ? WHERE app = ? AND id = ?`},
+		{&s.updSessionState, `UPDATE sessions SET last_seq = ?, update_ns = ?, state = ? WHERE app = ? AND id = ?`},
+		{&s.selUserState, `SELECT state FROM user_state WHERE app = ? AND user = ?`},
+		{&s.putUserState, `INSERT INTO user_state (app, user, state, update_ns) VALUES (?, ?, ?, ?) ON CONFLICT (app, user) DO UPDATE SET state = excluded.state, update_ns = excluded.update_ns`},
+		{&s.selAppState, `SELECT state FROM app_state WHERE app = ?`},
+		{&s.putAppState, `INSERT INTO app_state (app, state, update_ns) VALUES (?, ?, ?) ON CONFLICT (app) DO UPDATE SET state = excluded.state, update_ns = excluded.update_ns`},
+	} {
+		var err error
+		if *p.stmt, err = db.Prepare(p.sql); err != nil {
+			return nil, fmt.Errorf("sessions/sqlite: preparing %q: %w", p.sql, err)
+		}
+	}
+	return s, nil
+}
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func notFound(key sessions.Key) error {
+	return fault.NotFoundf("session %s not found", key.Name())
+}
+
+func expired(expireNS int64, now time.Time) bool {
+	return expireNS != 0 && expireNS <= now.UnixNano()
+}
+
+// CreateSession implements sessions.Store.
+func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) error {
+	sess := r.Session
+	labels, err := json.Marshal(nonNilLabels(sess.Labels))
+	if err != nil {
+		return err
+	}
+	state, err := sessions.EncodeState(sess.State)
+	if err != nil {
+		return err
+	}
+	initial, err := sessions.EncodeState(r.InitialState)
+	if err != nil {
+		return err
+	}
+	bodies := make([][]byte, len(r.Events))
+	for i, e := range r.Events {
+		if bodies[i], err = e.Marshal(); err != nil {
+			return err
+		}
+	}
+	now := sess.CreateTime
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		var expireNS int64
+		err := tx.QueryRow(`SELECT expire_ns FROM sessions WHERE app = ? AND id = ?`, sess.App, sess.ID).Scan(&expireNS)
+		switch {
+		case err == nil && !expired(expireNS, now):
+			return fault.New(fault.AlreadyExists, "session id %q already exists in app %q", sess.ID, sess.App)
+		case err == nil:
+			if err := deleteSession(tx, sess.App, sess.ID); err != nil {
+				return err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		_, err = tx.Exec(`INSERT INTO sessions (app, id, user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.App, sess.ID, sess.User, sess.DisplayName, labels, state, initial,
+			ns(sess.CreateTime), ns(sess.UpdateTime), ns(sess.ExpireTime), sess.LastSequence)
+		if err != nil {
+			return err
+		}
+		for i, e := range r.Events {
+			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, ns(e.Timestamp), e.Fingerprint(), bodies[i]); err != nil {
+				return err
+			}
+		}
+		return s.applyShared(tx, sess.App, sess.User, r.User, r.App, now, r.MaxStateBytes)
+	})
+}
+
+func nonNilLabels(l map[string]string) map[string]string {
+	if l == nil {
+		return map[string]string{}
+	}
+	return l
+}
+
+// applyShared applies deltas to a user's and an app's state rows.
+func (s *Store) applyShared(tx *sql.Tx, app, user string, userDelta, appDelta map[string]any, now time.Time, max int) error {
+	if len(userDelta) > 0 {
+		if _, err := s.updateScope(tx, s.selUserState, s.putUserState, []any{app, user}, "user", userDelta, now, max); err != nil {
+			return err
+		}
+	}
+	if len(appDelta) > 0 {
+		if _, err := s.updateScope(tx, s.selAppState, s.putAppState, []any{app}, "app", appDelta, now, max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateScope reads a shared scope's state row, applies delta, checks the
+// size and writes it back.
+func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, key []any, scope string, delta map[string]any, now time.Time, max int) (map[string]any, error) {
+	var raw []byte
+	if err := tx.Stmt(sel).QueryRow(key...).Scan(&raw); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	old, err := sessions.DecodeState(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s state: %w", scope, err)
+	}
+	st := sessions.ApplyDelta(old, delta)
+	enc, err := sessions.EncodeState(st)
+	if err != nil {
+		return nil, err
+	}
+	if len(enc) > max {
+		return nil, sessions.StateTooLarge(scope, len(enc), max)
+	}
+	if _, err := tx.Stmt(put).Exec(append(key, enc, ns(now))...); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// querier is what a read needs: a read transaction or a write transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readTx runs fn in a read transaction, so that its queries see one
+// snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
+	tx, err := s.db.Read().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+const sessionColumns = `user, display_name, labels, create_ns, update_ns, expire_ns, last_seq`
+
+func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessions.Session, error) {
+	var (
+		sess                        = &sessions.Session{Key: sessions.Key{App: app, ID: id}}
+		labels                      []byte
+		createNS, updateNS, expireNS int64
+	)
+	dest := append([]any{&sess.User, &sess.DisplayName, &labels, &createNS, &updateNS, &expireNS, &sess.LastSequence}, extra...)
+	if err := scan(dest...); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(labels, &sess.Labels); err != nil {
+		return nil, fmt.Errorf("decoding labels of session %s: %w", id, err)
+	}
+	if len(sess.Labels) == 0 {
+		sess.Labels = nil
+	}
+	sess.CreateTime, sess.UpdateTime, sess.ExpireTime = fromNS(createNS), fromNS(updateNS), fromNS(expireNS)
+	return sess, nil
+}
+
+// loadSession reads a visible session row (with its own and initial state).
+func loadSession(ctx context.Context, q querier, key sessions.Key, now time.Time) (*sessions.Session, error) {
+	var state, initial []byte
+	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+`, state, initial_state FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID)
+	sess, err := scanSession(key.App, key.ID, row.Scan, &state, &initial)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sess.User != key.User || sess.Expired(now) {
+		return nil, notFound(key)
+	}
+	if sess.State, err = sessions.DecodeState(state); err != nil {
+		return nil, err
+	}
+	if sess.InitialState, err = sessions.DecodeState(initial); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+func scopeState(ctx context.Context, q querier, query string, args ...any) (map[string]any, int64, error) {
+	var raw []byte
+	var updateNS int64
+	err := q.QueryRowContext(ctx, query, args...).Scan(&raw, &updateNS)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, err
+	}
+	st, err := sessions.DecodeState(raw)
+	return st, updateNS, err
+}
+
+// GetSession implements sessions.Store.
+func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.EventQuery) (*sessions.Session, []*sessions.Event, error) {
+	var (
+		sess   *sessions.Session
+		events []*sessions.Event
+	)
+	err := s.readTx(ctx, func(tx querier) error {
+		var err error
+		if sess, err = loadSession(ctx, tx, key, q.Now); err != nil {
+			return err
+		}
+		user, _, err := scopeState(ctx, tx, `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`, key.App, key.User)
+		if err != nil {
+			return err
+		}
+		app, _, err := scopeState(ctx, tx, `SELECT state, update_ns FROM app_state WHERE app = ?`, key.App)
+		if err != nil {
+			return err
+		}
+		sess.State = sessions.Merge(sess.State, user, app)
+		if q.Skip {
+			return nil
+		}
+		// The most recent Limit events, read newest first and reversed.
+		q.Descending = q.Limit > 0
+		if events, err = queryEvents(ctx, tx, key, q); err != nil {
+			return err
+		}
+		if q.Descending {
+			for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+				events[i], events[j] = events[j], events[i]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, events, nil
+}
+
+// queryEvents reads events of a session the caller has found visible.
+func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+	var sb strings.Builder
+	args := []any{key.App, key.ID}
+	sb.WriteString(`SELECT body FROM events WHERE app = ? AND session = ?`)
+	if q.AfterSeq > 0 {
+		sb.WriteString(` AND seq > ?`)
+		args = append(args, q.AfterSeq)
+	}
+	if q.BeforeSeq > 0 {
+		sb.WriteString(` AND seq < ?`)
+		args = append(args, q.BeforeSeq)
+	}
+	if !q.From.IsZero() {
+		sb.WriteString(` AND ts_ns >= ?`)
+		args = append(args, q.From.UnixNano())
+	}
+	if !q.To.IsZero() {
+		sb.WriteString(` AND ts_ns < ?`)
+		args = append(args, q.To.UnixNano())
+	}
+	if q.Descending {
+		sb.WriteString(` ORDER BY seq DESC`)
+	} else {
+		sb.WriteString(` ORDER BY seq ASC`)
+	}
+	if q.Limit > 0 {
+		sb.WriteString(` LIMIT ?`)
+		args = append(args, q.Limit)
+	}
+	rows, err := tx.QueryContext(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []*sessions.Event
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		e, err := sessions.UnmarshalEvent(body)
+		if err != nil {
+			return nil, fmt.Errorf("decoding an event of %s: %w", key.Name(), err)
+		}
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// ListEvents implements sessions.Store.
+func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+	var events []*sessions.Event
+	err := s.readTx(ctx, func(tx querier) error {
+		if err := visible(ctx, tx, key, q.Now); err != nil {
+			return err
+		}
+		var err error
+		events, err = queryEvents(ctx, tx, key, q)
+		return err
+	})
+	return events, err
+}
+
+// visible returns NotFound unless the session exists under its user and has
+// not expired.
+func visible(ctx context.Context, tx querier, key sessions.Key, now time.Time) error {
+	var user string
+	var expireNS int64
+	err := tx.QueryRowContext(ctx, `SELECT user, expire_ns FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&user, &expireNS)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, now)) {
+		return notFound(key)
+	}
+	return err
+}
+
+// FindEvent implements sessions.Store.
+func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now time.Time) (*sessions.Event, error) {
+	var e *sessions.Event
+	err := s.readTx(ctx, func(tx querier) error {
+		if err := visible(ctx, tx, key, now); err != nil {
+			return err
+		}
+		var body []byte
+		err := tx.QueryRowContext(ctx, `SELECT body FROM events WHERE app = ? AND session = ? AND id = ?`, key.App, key.ID, id).Scan(&body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fault.NotFoundf("event %q not found in session %s", id, key.Name())
+		}
+		if err != nil {
+			return err
+		}
+		e, err = sessions.UnmarshalEvent(body)
+		return err
+	})
+	return e, err
+}
+
+// ListSessions implements sessions.Store.
+func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
+	var sb strings.Builder
+	cols := sessionColumns + `, id`
+	if q.IncludeState {
+		cols += `, state`
+	}
+	sb.WriteString(`SELECT ` + cols + ` FROM sessions WHERE app = ?`)
+	args := []any{q.App}
+	if q.User != "" {
+		sb.WriteString(` AND user = ?`)
+		args = append(args, q.User)
+	}
+	sb.WriteString(` AND (expire_ns = 0 OR expire_ns > ?)`)
+	args = append(args, q.Now.UnixNano())
+	if q.DisplayName != nil {
+		sb.WriteString(` AND display_name = ?`)
+		args = append(args, *q.DisplayName)
+	}
+	for k, v := range q.Labels {
+		sb.WriteString(` AND json_extract(labels, ?) = ?`)
+		args = append(args, `$."`+k+`"`, v)
+	}
+	if q.AfterID != "" {
+		t := q.AfterUpdate.UnixNano()
+		sb.WriteString(` AND (update_ns < ? OR (update_ns = ? AND id < ?))`)
+		args = append(args, t, t, q.AfterID)
+	}
+	sb.WriteString(` ORDER BY update_ns DESC, id DESC LIMIT ?`)
+	args = append(args, q.Limit)
+	rows, err := s.db.Read().QueryContext(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sessions.Session
+	for rows.Next() {
+		var id string
+		var state []byte
+		extra := []any{&id}
+		if q.IncludeState {
+			extra = append(extra, &state)
+		}
+		sess, err := scanSession(q.App, "", rows.Scan, extra...)
+		if err != nil {
+			return nil, err
+		}
+		sess.ID = id
+		if q.IncludeState {
+			if sess.State, err = sessions.DecodeState(state); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// UpdateSession implements sessions.Store.
+func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions.SessionUpdate) (*sessions.Session, error) {
+	var out *sessions.Session
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		sess, err := loadSession(ctx, tx, key, u.Now)
+		if err != nil {
+			return err
+		}
+		if u.DisplayName != nil {
+			sess.DisplayName = *u.DisplayName
+		}
+		if u.Labels != nil {
+			sess.Labels = maps.Clone(*u.Labels)
+		}
+		if u.ExpireTime != nil {
+			sess.ExpireTime = *u.ExpireTime
+		}
+		sess.UpdateTime = u.Now
+		labels, err := json.Marshal(nonNilLabels(sess.Labels))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(`UPDATE sessions SET display_name = ?, labels = ?, expire_ns = ?, update_ns = ? WHERE app = ? AND id = ?`,
+			sess.DisplayName, labels, ns(sess.ExpireTime), ns(sess.UpdateTime), key.App, key.ID)
+		out = sess
+		return err
+	})
+	return out, err
+}
+
+// DeleteSession implements sessions.Store.
+func (s *Store) DeleteSession(ctx context.Context, key sessions.Key, now time.Time) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		if err := visible(ctx, tx, key, now); err != nil {
+			return err
+		}
+		return deleteSession(tx, key.App, key.ID)
+	})
+}
+
+func deleteSession(tx *sql.Tx, app, id string) error {
+	if _, err := tx.Exec(`DELETE FROM events WHERE app = ? AND session = ?`, app, id); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`DELETE FROM sessions WHERE app = ? AND id = ?`, app, id)
+	return err
+}
+
+// AppendEvent implements sessions.Store.
+func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
+	key := r.Key
+	var res *sessions.AppendResult
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var user string
+		var expireNS, last int64
+		err := tx.Stmt(s.selSession).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, r.Now)) {
+			return notFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		var fp string
+		var body []byte
+		err = tx.Stmt(s.selEventByID).QueryRow(key.App, key.ID, r.Event.ID).Scan(&fp, &body)
+		if err == nil {
+			stored, err := sessions.UnmarshalEvent(body)
+			if err != nil {
+				return err
+			}
+			res = &sessions.AppendResult{Event: stored, Existing: true, StoredFingerprint: fp}
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if r.ExpectedSequence != nil && *r.ExpectedSequence != last {
+			return fault.New(fault.FailedPrecondition, "session %s is at sequence %d, not the expected %d; read it again and retry", key.Name(), last, *r.ExpectedSequence)
+		}
+		e := *r.Event
+		e.Sequence = last + 1
+		body, err = e.Marshal()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, e.Sequence, e.ID, ns(e.Timestamp), r.Fingerprint, body); err != nil {
+			return err
+		}
+		if len(r.Deltas.Session) > 0 {
+			var raw []byte
+			if err := tx.QueryRow(`SELECT state FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&raw); err != nil {
+				return err
+			}
+			old, err := sessions.DecodeState(raw)
+			if err != nil {
+				return err
+			}
+			enc, err := sessions.EncodeState(sessions.ApplyDelta(old, r.Deltas.Session))
+			if err != nil {
+				return err
+			}
+			if len(enc) > r.MaxStateBytes {
+				return sessions.StateTooLarge("session", len(enc), r.MaxStateBytes)
+			}
+			_, err = tx.Stmt(s.updSessionState).Exec(e.Sequence, ns(r.Now), enc, key.App, key.ID)
+			if err != nil {
+				return err
+			}
+		} else if _, err := tx.Stmt(s.updSession).Exec(e.Sequence, ns(r.Now), key.App, key.ID); err != nil {
+			return err
+		}
+		if err := s.applyShared(tx, key.App, key.User, r.Deltas.User, r.Deltas.App, r.Now, r.MaxStateBytes); err != nil {
+			return err
+		}
+		res = &sessions.AppendResult{Event: &e}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// GetState implements sessions.Store.
+func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string]any, time.Time, error) {
+	var (
+		st  map[string]any
+		uns int64
+		err error
+	)
+	if ref.User == "" {
+		st, uns, err = scopeState(ctx, s.db.Read(), `SELECT state, update_ns FROM app_state WHERE app = ?`, ref.App)
+	} else {
+		st, uns, err = scopeState(ctx, s.db.Read(), `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`, ref.App, ref.User)
+	}
+	return st, fromNS(uns), err
+}
+
+// UpdateState implements sessions.Store.
+func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[string]any, time.Time, error) {
+	var st map[string]any
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if r.Ref.User == "" {
+			st, err = s.updateScope(tx, s.selAppState, s.putAppState, []any{r.Ref.App}, "app", r.Delta, r.Now, r.MaxStateBytes)
+		} else {
+			st, err = s.updateScope(tx, s.selUserState, s.putUserState, []any{r.Ref.App, r.Ref.User}, "user", r.Delta, r.Now, r.MaxStateBytes)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return st, r.Now.UTC(), nil
+}
+
+// DeleteExpired implements sessions.Store.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	n := 0
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.Query(`SELECT app, id FROM sessions WHERE expire_ns > 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		var keys [][2]string
+		for rows.Next() {
+			var k [2]string
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return err
+			}
+			keys = append(keys, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := deleteSession(tx, k[0], k[1]); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	return n, err
+}

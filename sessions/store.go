@@ -1,0 +1,170 @@
+package sessions
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists sessions, events and state. Service validates every input
+// and prepares every value before it reaches a Store, so a Store only stores,
+// looks up and enforces what needs the stored data: existence, uniqueness,
+// expiry, expected sequences and state sizes, each inside one transaction.
+//
+// All methods treat a session that has expired at the request's Now as
+// absent. Errors are of package fault's kinds (NotFound, AlreadyExists,
+// FailedPrecondition, ResourceExhausted); any other error is Internal.
+type Store interface {
+	// CreateSession stores a new session, the initial events of a fork, and
+	// the "user:" and "app:" parts of its initial state, in one transaction.
+	// A session with the same id in the same app is AlreadyExists, even under
+	// another user (unless it has expired: then it is replaced).
+	CreateSession(ctx context.Context, r *CreateRequest) error
+
+	// GetSession returns the session with its merged state, and the events
+	// the query selects in sequence order. It reads only what it returns.
+	GetSession(ctx context.Context, key Key, q EventQuery) (*Session, []*Event, error)
+
+	// ListSessions returns up to q.Limit sessions of an app or of one of its
+	// users, most recently updated first, starting after q.After.
+	ListSessions(ctx context.Context, q ListQuery) ([]*Session, error)
+
+	// UpdateSession changes a session's metadata.
+	UpdateSession(ctx context.Context, key Key, u *SessionUpdate) (*Session, error)
+
+	// DeleteSession deletes a session and its events. NotFound when absent.
+	DeleteSession(ctx context.Context, key Key, now time.Time) error
+
+	// AppendEvent appends r.Event (or finds an earlier append of the same
+	// event id) in one transaction with its state deltas.
+	AppendEvent(ctx context.Context, r *AppendRequest) (*AppendResult, error)
+
+	// ListEvents returns up to q.Limit events of a session in sequence order
+	// (descending when q.Descending), within the query's bounds.
+	ListEvents(ctx context.Context, key Key, q EventQuery) ([]*Event, error)
+
+	// FindEvent returns the event with the given id, or NotFound.
+	FindEvent(ctx context.Context, key Key, id string, now time.Time) (*Event, error)
+
+	// GetState returns a "user:" or "app:" scope's state and its last update
+	// time (zero if it was never written).
+	GetState(ctx context.Context, ref StateRef) (map[string]any, time.Time, error)
+
+	// UpdateState applies a delta to a "user:" or "app:" scope.
+	UpdateState(ctx context.Context, r *StateUpdate) (map[string]any, time.Time, error)
+
+	// DeleteExpired deletes up to limit sessions that expired before now, with
+	// their events, and returns how many it deleted.
+	DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// CreateRequest is a Store.CreateSession request.
+type CreateRequest struct {
+	// Session holds the key, metadata, times and the session scope's state
+	// (State). LastSequence equals len(Events).
+	Session *Session
+	// InitialState is the session-scope state the session started with,
+	// kept so that a fork can replay its events.
+	InitialState map[string]any
+	// User and App are deltas for the shared scopes (keys with prefixes).
+	User, App map[string]any
+	// Events are stored as they are (ids, timestamps and sequences 1..n set).
+	Events []*Event
+	// MaxStateBytes bounds the encoded size of each scope after the deltas.
+	MaxStateBytes int
+}
+
+// EventQuery selects a session's events.
+type EventQuery struct {
+	// Now is the time that decides expiry.
+	Now time.Time
+	// Skip selects no events at all (GetSession only).
+	Skip bool
+	// Limit is the most events to return; 0 means no limit. With
+	// GetSession (ascending order), the last Limit of the selected events.
+	Limit int
+	// From and To bound the event timestamps: From <= t < To (zero: open).
+	From, To time.Time
+	// AfterSeq and BeforeSeq bound the sequences: AfterSeq < s < BeforeSeq
+	// (zero: open).
+	AfterSeq, BeforeSeq int64
+	// Descending returns the newest first (ListEvents only).
+	Descending bool
+}
+
+// ListQuery selects sessions for ListSessions.
+type ListQuery struct {
+	App  string
+	User string // empty: every user of the app
+	Now  time.Time
+	// Filter conditions: all must hold.
+	DisplayName *string
+	Labels      map[string]string
+	// After is the cursor: the (UpdateTime, ID) of the last session of the
+	// previous page; zero for the first page.
+	AfterUpdate time.Time
+	AfterID     string
+	Limit       int
+	// IncludeState returns each session's own state.
+	IncludeState bool
+}
+
+// SessionUpdate changes a session's metadata; nil fields stay as they are.
+type SessionUpdate struct {
+	Now         time.Time
+	DisplayName *string
+	Labels      *map[string]string
+	ExpireTime  *time.Time // pointer to zero: never expires
+}
+
+// AppendRequest is a Store.AppendEvent request.
+type AppendRequest struct {
+	Key Key
+	// Event is the event to store, with id and timestamp set, "temp:" keys
+	// removed and Sequence zero (the Store assigns it).
+	Event *Event
+	// Fingerprint is Event.Fingerprint(), kept to recognise retries.
+	Fingerprint string
+	// ExpectedSequence, when set, must equal the session's LastSequence.
+	ExpectedSequence *int64
+	// Deltas are the event's state changes split by scope.
+	Deltas Deltas
+	// Now is the time of the append: the session's new update time, and the
+	// time that decides expiry.
+	Now time.Time
+	// MaxStateBytes bounds the encoded size of each scope after the deltas.
+	MaxStateBytes int
+}
+
+// AppendResult is what Store.AppendEvent did.
+type AppendResult struct {
+	// Event is the stored event: the new one, or the earlier append of the
+	// same id.
+	Event *Event
+	// Existing is true when an event with this id was already stored; then
+	// nothing was written and StoredFingerprint is its fingerprint.
+	Existing          bool
+	StoredFingerprint string
+}
+
+// StateRef names a shared scope: the app's ("app:") when User is empty, the
+// user's ("user:") otherwise.
+type StateRef struct {
+	App  string
+	User string
+}
+
+// Prefix returns the key prefix of the scope.
+func (r StateRef) Prefix() string {
+	if r.User == "" {
+		return PrefixApp
+	}
+	return PrefixUser
+}
+
+// StateUpdate is a Store.UpdateState request.
+type StateUpdate struct {
+	Ref           StateRef
+	Delta         map[string]any
+	Now           time.Time
+	MaxStateBytes int
+}
