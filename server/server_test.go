@@ -166,4 +166,3 @@ func sessionServer(t *testing.T) *httptest.Server {
 	svc := sessions.NewService(store, sessions.Config{})
 	return startServer(t, server.Config{Sessions: server.NewSessionHandler(svc, server.SessionHandlerOptions{})})
 }
-

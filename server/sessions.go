@@ -9,9 +9,9 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -56,7 +56,9 @@ func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *Sessi
 	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter, onAppend: opts.OnAppend}
 }
 
-func (h *SessionHandler) fail(ctx context.Context, err error) error { return toConnect(ctx, h.log, err) }
+func (h *SessionHandler) fail(ctx context.Context, err error) error {
+	return toConnect(ctx, h.log, err)
+}
 
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request[kiokuv1.CreateSessionRequest]) (*connect.Response[kiokuv1.Session], error) {

@@ -83,7 +83,7 @@ type Store struct {
 
 	// Statements of the append path, prepared once on the write connection.
 	selSession, selEventByID, insEvent, updSession, updSessionState *sql.Stmt
-	selUserState, putUserState, selAppState, putAppState          *sql.Stmt
+	selUserState, putUserState, selAppState, putAppState            *sql.Stmt
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -257,8 +257,8 @@ const sessionColumns = `user, display_name, labels, create_ns, update_ns, expire
 
 func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessions.Session, error) {
 	var (
-		sess                        = &sessions.Session{Key: sessions.Key{App: app, ID: id}}
-		labels                      []byte
+		sess                         = &sessions.Session{Key: sessions.Key{App: app, ID: id}}
+		labels                       []byte
 		createNS, updateNS, expireNS int64
 	)
 	dest := append([]any{&sess.User, &sess.DisplayName, &labels, &createNS, &updateNS, &expireNS, &sess.LastSequence}, extra...)
