@@ -251,11 +251,34 @@ func (h *SessionHandler) AppendEvent(ctx context.Context, req *connect.Request[k
 	if h.onAppend != nil && stored.Sequence > 0 {
 		h.onAppend(ctx, key, stored)
 	}
-	out, err := eventToProto(key, stored)
-	if err != nil {
-		return nil, h.fail(ctx, err)
-	}
+	out := storedFromRequest(key, req.Msg.GetEvent(), stored)
 	return connect.NewResponse(&kiokuv1.AppendEventResponse{Event: out}), nil
+}
+
+// storedFromRequest turns the request's event into the stored one without
+// converting the domain event back: the stored event has the request's
+// content (for a retry, the service has checked the content is the same)
+// plus the id, timestamp and sequence the store assigned, minus the "temp:"
+// keys of its state delta.
+func storedFromRequest(key sessions.Key, e *kiokuv1.Event, stored *sessions.Event) *kiokuv1.Event {
+	e.Id = stored.ID
+	e.Timestamp = timestampOrNil(stored.Timestamp)
+	e.Sequence = stored.Sequence
+	e.Name = ""
+	if stored.Sequence > 0 {
+		e.Name = eventName(key, stored.ID)
+		if d := e.GetActions().GetStateDelta(); d != nil {
+			for k := range d.Fields {
+				if sessions.ScopeOf(k) == sessions.ScopeTemp {
+					delete(d.Fields, k)
+				}
+			}
+			if len(d.Fields) == 0 {
+				e.Actions.StateDelta = nil
+			}
+		}
+	}
+	return e
 }
 
 // ListEvents implements kiokuv1connect.SessionServiceHandler.

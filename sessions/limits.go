@@ -178,8 +178,8 @@ func (l Limits) validateDelta(field string, delta map[string]any) error {
 		if p := ScopeOf(k); p != ScopeSession && len(k) == len(prefixOf(p)) {
 			return fault.Invalidf("%s key %q has a prefix but no name", field, k)
 		}
-		if err := validateValue(fmt.Sprintf("%s[%q]", field, k), v, 0); err != nil {
-			return err
+		if b := checkValue(v, 0); b != nil {
+			return fault.Invalidf("%s[%q]%s %s", field, k, b.path, b.problem)
 		}
 	}
 	return nil
@@ -197,43 +197,58 @@ func prefixOf(s Scope) string {
 	return ""
 }
 
-// validateValue checks that v is a JSON value kioku can store.
-func validateValue(path string, v any, depth int) error {
+// badValue says where inside a JSON value a problem is (a path such as
+// ["k"][2], built only when there is a problem) and what it is.
+type badValue struct{ path, problem string }
+
+// checkValue checks that v is a JSON value kioku can store: nil, a bool, a
+// finite number, a valid UTF-8 string, or a list or object of such values,
+// nested at most maxValueDepth deep.
+func checkValue(v any, depth int) *badValue {
 	if depth > maxValueDepth {
-		return fault.Invalidf("%s nests deeper than %d levels", path, maxValueDepth)
+		return &badValue{problem: fmt.Sprintf("nests deeper than %d levels", maxValueDepth)}
 	}
 	switch x := v.(type) {
 	case nil, bool, int, int32, int64, uint32, uint64, json.Number:
-		return nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fault.Invalidf("%s is not a finite number", path)
+			return &badValue{problem: "is not a finite number"}
 		}
 	case float32:
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fault.Invalidf("%s is not a finite number", path)
+			return &badValue{problem: "is not a finite number"}
 		}
 	case string:
 		if !utf8.ValidString(x) {
-			return fault.Invalidf("%s is not valid UTF-8", path)
+			return &badValue{problem: "is not valid UTF-8"}
 		}
 	case []any:
 		for i, e := range x {
-			if err := validateValue(fmt.Sprintf("%s[%d]", path, i), e, depth+1); err != nil {
-				return err
+			if b := checkValue(e, depth+1); b != nil {
+				b.path = fmt.Sprintf("[%d]", i) + b.path
+				return b
 			}
 		}
 	case map[string]any:
 		for k, e := range x {
 			if !utf8.ValidString(k) {
-				return fault.Invalidf("%s has a key that is not valid UTF-8", path)
+				return &badValue{problem: "has a key that is not valid UTF-8"}
 			}
-			if err := validateValue(fmt.Sprintf("%s[%q]", path, k), e, depth+1); err != nil {
-				return err
+			if b := checkValue(e, depth+1); b != nil {
+				b.path = fmt.Sprintf("[%q]", k) + b.path
+				return b
 			}
 		}
 	default:
-		return fault.Invalidf("%s has the type %T; only JSON values can be stored", path, v)
+		return &badValue{problem: fmt.Sprintf("has the type %T; only JSON values can be stored", v)}
+	}
+	return nil
+}
+
+// validateValue checks a JSON value; field names it in the error.
+func validateValue(field string, v any) error {
+	if b := checkValue(v, 0); b != nil {
+		return fault.Invalidf("%s%s %s", field, b.path, b.problem)
 	}
 	return nil
 }
@@ -265,14 +280,20 @@ func (l Limits) validateEvent(e *Event) error {
 	if err := l.validateDelta("event.actions.state_delta", e.Actions.StateDelta); err != nil {
 		return err
 	}
-	for name, m := range map[string]map[string]any{
-		"event.custom_metadata":    e.CustomMetadata,
-		"event.usage_metadata":     e.UsageMetadata,
-		"event.grounding_metadata": e.GroundingMetadata,
-		"event.citation_metadata":  e.CitationMetadata,
-		"event.extensions":         e.Extensions,
+	for _, m := range [...]struct {
+		name  string
+		value map[string]any
+	}{
+		{"event.custom_metadata", e.CustomMetadata},
+		{"event.usage_metadata", e.UsageMetadata},
+		{"event.grounding_metadata", e.GroundingMetadata},
+		{"event.citation_metadata", e.CitationMetadata},
+		{"event.extensions", e.Extensions},
 	} {
-		if err := validateValue(name, m, 0); err != nil {
+		if m.value == nil {
+			continue
+		}
+		if err := validateValue(m.name, m.value); err != nil {
 			return err
 		}
 	}
@@ -281,22 +302,20 @@ func (l Limits) validateEvent(e *Event) error {
 			return fault.Invalidf("event.content.role is not valid UTF-8")
 		}
 		for i, p := range e.Content.Parts {
-			path := fmt.Sprintf("event.content.parts[%d]", i)
 			if !utf8.ValidString(p.Text) {
-				return fault.Invalidf("%s.text is not valid UTF-8", path)
+				return fault.Invalidf("event.content.parts[%d].text is not valid UTF-8", i)
 			}
-			if p.FunctionCall != nil {
-				if err := validateValue(path+".function_call.args", p.FunctionCall.Args, 0); err != nil {
-					return err
+			for _, v := range [...]struct {
+				name  string
+				value map[string]any
+			}{
+				{"function_call.args", p.FunctionCall.GetArgs()},
+				{"function_response.response", p.FunctionResponse.GetResponse()},
+				{"extensions", p.Extensions},
+			} {
+				if b := checkValue(v.value, 0); b != nil {
+					return fault.Invalidf("event.content.parts[%d].%s%s %s", i, v.name, b.path, b.problem)
 				}
-			}
-			if p.FunctionResponse != nil {
-				if err := validateValue(path+".function_response.response", p.FunctionResponse.Response, 0); err != nil {
-					return err
-				}
-			}
-			if err := validateValue(path+".extensions", p.Extensions, 0); err != nil {
-				return err
 			}
 		}
 	}

@@ -356,11 +356,10 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 	if len(body) > s.limits.MaxEventBytes {
 		return nil, fault.New(fault.ResourceExhausted, "event is %d bytes encoded; the limit is %d bytes (MaxEventBytes); store large data elsewhere and reference it with file_data", len(body), s.limits.MaxEventBytes)
 	}
-	fp := e.Fingerprint()
 	res, err := s.store.AppendEvent(ctx, &AppendRequest{
 		Key:              key,
 		Event:            &e,
-		Fingerprint:      fp,
+		Body:             body,
 		ExpectedSequence: expected,
 		Deltas:           SplitDelta(e.Actions.StateDelta),
 		Now:              now,
@@ -370,7 +369,7 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 		return nil, err
 	}
 	if res.Existing {
-		if res.StoredFingerprint != fp || callerTime && !res.Event.Timestamp.Equal(e.Timestamp) {
+		if !res.Event.SameContent(&e) || callerTime && !res.Event.Timestamp.Equal(e.Timestamp) {
 			return nil, fault.New(fault.AlreadyExists, "event %q already exists in session %s with different content; use a new event id", e.ID, key.Name())
 		}
 		return res.Event, nil

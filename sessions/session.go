@@ -1,8 +1,7 @@
 package sessions
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -139,6 +138,14 @@ type FunctionCall struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
+// GetArgs returns the call's arguments; nil for a nil call.
+func (c *FunctionCall) GetArgs() map[string]any {
+	if c == nil {
+		return nil
+	}
+	return c.Args
+}
+
 // FunctionResponse is the result of a tool call.
 type FunctionResponse struct {
 	ID       string         `json:"id,omitempty"`
@@ -146,19 +153,22 @@ type FunctionResponse struct {
 	Response map[string]any `json:"response,omitempty"`
 }
 
-// Fingerprint returns a digest of everything the caller chose about the
-// event except its id, sequence and timestamp. Two appends with the same id
-// and fingerprint are the same append retried.
-func (e *Event) Fingerprint() string {
+// SameContent reports whether two events carry the same content: everything
+// a caller chooses except the id, the sequence and the timestamp. An append
+// whose id is already stored is a retry when its content is the same.
+func (e *Event) SameContent(o *Event) bool {
+	return bytes.Equal(e.contentJSON(), o.contentJSON())
+}
+
+func (e *Event) contentJSON() []byte {
 	c := *e
 	c.ID, c.Sequence, c.Timestamp = "", 0, time.Time{}
 	b, err := json.Marshal(&c)
 	if err != nil {
-		// Events are validated as JSON-encodable before they get here.
+		// Events are validated as JSON-encodable before they are stored.
 		panic("sessions: event not encodable: " + err.Error())
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
+	return b
 }
 
 // Marshal returns the stored encoding of the event.
@@ -171,4 +181,12 @@ func UnmarshalEvent(b []byte) (*Event, error) {
 		return nil, err
 	}
 	return &e, nil
+}
+
+// GetResponse returns the response's content; nil for a nil response.
+func (r *FunctionResponse) GetResponse() map[string]any {
+	if r == nil {
+		return nil
+	}
+	return r.Response
 }

@@ -122,8 +122,9 @@ type AppendRequest struct {
 	// Event is the event to store, with id and timestamp set, "temp:" keys
 	// removed and Sequence zero (the Store assigns it).
 	Event *Event
-	// Fingerprint is Event.Fingerprint(), kept to recognise retries.
-	Fingerprint string
+	// Body is Event.Marshal(), already computed to check the size; stores
+	// that keep the JSON form store it as it is.
+	Body []byte
 	// ExpectedSequence, when set, must equal the session's LastSequence.
 	ExpectedSequence *int64
 	// Deltas are the event's state changes split by scope.
@@ -141,9 +142,8 @@ type AppendResult struct {
 	// same id.
 	Event *Event
 	// Existing is true when an event with this id was already stored; then
-	// nothing was written and StoredFingerprint is its fingerprint.
-	Existing          bool
-	StoredFingerprint string
+	// nothing was written and Event is the stored one.
+	Existing bool
 }
 
 // StateRef names a shared scope: the app's ("app:") when User is empty, the

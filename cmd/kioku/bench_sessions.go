@@ -2,7 +2,217 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/sessions"
 )
 
-func benchSessions(ctx context.Context, args []string) error { return errors.New("todo") }
+const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore]
+
+Starts kioku in-process on loopback with a fresh temporary store and
+measures, in one run:
+
+  noop_rps              health Check RPCs per second through the same server
+                        stack (64 concurrent clients)
+  append_rps            durable AppendEvent RPCs per second (64 concurrent
+                        clients, one session each), with append_p50_ms and
+                        append_p99_ms
+  get_recent_100_ms     GetSession(num_recent_events=20) median latency on a
+  get_recent_10000_ms   session of 100 and of 10,000 events
+  list_page_ms          ListSessions first page of 100 among 10,000 sessions
+                        of one user, median latency
+
+With --json the last line of output is one JSON object with those keys.
+
+Flags:
+`
+
+func benchSessions(ctx context.Context, args []string) error {
+	fs := newFlagSet("bench sessions", benchSessionsUsage)
+	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
+	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
+	project := fs.String("firestore-project", "kioku-bench", "Firestore project (--store firestore)")
+	duration := fs.Duration("duration", 4*time.Second, "how long each throughput phase runs")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the append phase to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	env, err := startBenchNode(ctx, *store, *project)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	const clients = 64
+	r := &benchReport{}
+	say := func(format string, a ...any) { fmt.Fprintf(os.Stdout, format+"\n", a...) }
+	say("kioku bench sessions: store %s, %d clients, %v per throughput phase", *store, clients, *duration)
+
+	// No-op RPCs through the same stack.
+	health := grpchealth.NewClient(env.httpClient, env.url)
+	noop, _, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, _, _ int) error {
+		_, err := health.Check(ctx, &grpchealth.CheckRequest{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("noop phase: %w", err)
+	}
+	r.set("noop_rps", noop)
+	say("noop_rps            %10.0f", noop)
+
+	// Durable appends, one session per client.
+	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
+	for c := range clients {
+		if _, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
+			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("append-%d", c),
+		})); err != nil {
+			return err
+		}
+	}
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	appendRPS, lat, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, c, i int) error {
+		_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
+			Session: fmt.Sprintf("apps/bench/users/u%d/sessions/append-%d", c, c),
+			Event: &kiokuv1.Event{
+				Id:           fmt.Sprintf("e%d", i),
+				InvocationId: fmt.Sprintf("i%d", i/2),
+				Author:       "user",
+				Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
+				Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
+			},
+		}))
+		return err
+	})
+	stopProfile()
+	if err != nil {
+		return fmt.Errorf("append phase: %w", err)
+	}
+	r.set("append_rps", appendRPS)
+	r.set("append_p50_ms", ms(percentile(lat, 0.50)))
+	r.set("append_p99_ms", ms(percentile(lat, 0.99)))
+	say("append_rps          %10.0f   (%.2f of noop)", appendRPS, appendRPS/noop)
+	say("append_p50_ms       %10.2f", ms(percentile(lat, 0.50)))
+	say("append_p99_ms       %10.2f", ms(percentile(lat, 0.99)))
+
+	// Reads of recent events on a short and a long session.
+	for _, n := range []int{100, 10_000} {
+		key := sessions.Key{App: "bench", User: "reader", ID: fmt.Sprintf("long-%d", n)}
+		if err := env.seedEvents(ctx, key, n); err != nil {
+			return err
+		}
+		lat, err := measureLatency(ctx, 300, func(ctx context.Context) error {
+			res, err := sc.GetSession(ctx, connect.NewRequest(&kiokuv1.GetSessionRequest{Name: key.Name(), NumRecentEvents: 20}))
+			if err == nil && len(res.Msg.GetEvents()) != 20 {
+				err = fmt.Errorf("GetSession returned %d events, want 20", len(res.Msg.GetEvents()))
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("get_recent on %d events: %w", n, err)
+		}
+		name := fmt.Sprintf("get_recent_%d_ms", n)
+		r.set(name, ms(percentile(lat, 0.5)))
+		say("%-19s %10.3f", name, ms(percentile(lat, 0.5)))
+	}
+	say("get_recent ratio    %10.2f   (10,000 / 100 events)", r.get("get_recent_10000_ms")/r.get("get_recent_100_ms"))
+
+	// Listing among many sessions.
+	if err := env.seedSessions(ctx, "bench", "lister", 10_000); err != nil {
+		return err
+	}
+	lat, err = measureLatency(ctx, 200, func(ctx context.Context) error {
+		res, err := sc.ListSessions(ctx, connect.NewRequest(&kiokuv1.ListSessionsRequest{Parent: "apps/bench/users/lister", PageSize: 100}))
+		if err == nil && len(res.Msg.GetSessions()) != 100 {
+			err = fmt.Errorf("ListSessions returned %d sessions, want 100", len(res.Msg.GetSessions()))
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("list phase: %w", err)
+	}
+	r.set("list_page_ms", ms(percentile(lat, 0.5)))
+	say("list_page_ms        %10.3f", ms(percentile(lat, 0.5)))
+
+	if *asJSON {
+		return r.printJSON(os.Stdout)
+	}
+	return nil
+}
+
+// benchDelta is the state delta of a benchmark event: a session-scoped
+// turn counter, the most common kind of state an agent writes per turn.
+func benchDelta(i int) *structpb.Struct {
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		"turn": structpb.NewNumberValue(float64(i)),
+	}}
+}
+
+// seedEvents appends n events to a new session through the service (not
+// the RPC), 64 at a time.
+func (e *benchEnv) seedEvents(ctx context.Context, key sessions.Key, n int) error {
+	if _, err := e.node.Sessions.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
+		return err
+	}
+	return parallel(ctx, 64, n, func(ctx context.Context, i int) error {
+		_, err := e.node.Sessions.AppendEvent(ctx, key, &sessions.Event{
+			ID:      fmt.Sprint("e", i),
+			Author:  "user",
+			Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "a message of moderate length, like people write to an agent"}}},
+		}, nil)
+		return err
+	})
+}
+
+// seedSessions creates n sessions of one user.
+func (e *benchEnv) seedSessions(ctx context.Context, app, user string, n int) error {
+	return parallel(ctx, 64, n, func(ctx context.Context, i int) error {
+		_, err := e.node.Sessions.CreateSession(ctx, sessions.CreateSessionRequest{App: app, User: user, ID: fmt.Sprintf("%s-%d", user, i), DisplayName: "chat"})
+		return err
+	})
+}
+
+// parallel runs fn(i) for i in [0, n) on workers goroutines.
+func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
+	var (
+		mu   sync.Mutex
+		next int
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}

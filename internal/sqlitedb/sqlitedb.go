@@ -1,15 +1,21 @@
 // Package sqlitedb is the embedded database under kioku's sqlite backends:
 // one SQLite file (modernc.org/sqlite, pure Go) in WAL mode with
-// synchronous=FULL, a pool of read connections, and a single writer that
-// groups concurrent writes into shared commits.
+// synchronous=FULL, a pool of read connections, and one write connection on
+// which concurrent writes are grouped into shared commits.
 //
-// Every write is a function run inside a transaction by the writer
-// goroutine. While one commit is being made durable (fsync), new writes
-// queue; the writer then runs all of them in one transaction, each inside its
-// own savepoint so that one failing write rolls back only itself, and commits
-// once. Write returns only after the commit holding its function is durable,
-// so an acknowledged write survives a crash, and the cost of an fsync is
-// shared by everything that arrived while the previous one ran.
+// Every write is a function run inside a transaction. Writes queue; the
+// first writer to find no commit in progress becomes the leader: it takes
+// every queued write, runs them one after another in one transaction (see
+// commit for how one failing write is kept from undoing the others), commits
+// once, and wakes their callers. Writes that arrive meanwhile queue for the
+// next leader, chosen among them when the commit ends. With no contention a
+// write runs in its caller's goroutine with no hand-off at all; under load,
+// one commit, and so one fsync of the log, serves everything that arrived
+// while the previous one was being made durable. Write returns only after
+// its commit is on disk, so an acknowledged write survives a crash.
+//
+// Checkpoints (copying the log into the database file) run in the
+// background on their own connection, so commits do not stop for them.
 package sqlitedb
 
 import (
@@ -22,6 +28,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -32,20 +40,30 @@ const MaxBatch = 256
 // DB is an open kioku database file.
 type DB struct {
 	read  *sql.DB
-	write *sql.DB
-	reqs  chan *writeReq
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	write *sql.DB // one connection
+	ckpt  *sql.DB // one connection, for background checkpoints
+
+	mu      sync.Mutex
+	queue   []*writeReq
+	leading bool // a leader is committing
+	closed  bool
+	idle    *sync.Cond // signalled when leading turns false
+
+	dirty    atomic.Int64 // commits since the last checkpoint
+	quit     chan struct{}
+	ckptDone chan struct{}
 
 	savepoint, release, rollbackTo *sql.Stmt
 }
 
 type writeReq struct {
-	ctx  context.Context
-	fn   func(*sql.Tx) error
-	err  error
-	done chan struct{}
+	ctx context.Context
+	fn  func(*sql.Tx) error
+	err error
+	// wake is sent to once: finished true when the write is done (err set),
+	// false when its goroutine must lead the next commit.
+	wake     chan struct{}
+	finished bool
 }
 
 // Open opens (creating if needed) the database at path, whose directory must
@@ -59,37 +77,39 @@ func Open(path string) (*DB, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(OFF)&_pragma=temp_store(MEMORY)"
-	write, err := sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous(FULL)&_pragma=cache_size(-65536)&_txlock=immediate")
-	if err != nil {
-		return nil, err
-	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	if err := write.Ping(); err != nil {
-		write.Close()
+	db := &DB{quit: make(chan struct{}), ckptDone: make(chan struct{})}
+	db.idle = sync.NewCond(&db.mu)
+	fail := func(err error) (*DB, error) {
+		for _, c := range []*sql.DB{db.read, db.write, db.ckpt} {
+			if c != nil {
+				c.Close()
+			}
+		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	var err error
+	// The writer checkpoints by itself only if the background checkpointer
+	// falls far behind (16,384 pages of log).
+	if db.write, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous(FULL)&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(16384)&_txlock=immediate"); err != nil {
+		return fail(err)
+	}
+	db.write.SetMaxOpenConns(1)
+	db.write.SetMaxIdleConns(1)
+	db.write.SetConnMaxLifetime(0)
 	// Check the file is writable now rather than at the first write.
-	if _, err := write.Exec("CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+	if _, err := db.write.Exec("CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"); err != nil {
+		return fail(err)
 	}
-	read, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)&_pragma=cache_size(-16384)")
-	if err != nil {
-		write.Close()
-		return nil, err
+	if db.read, err = sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)&_pragma=cache_size(-16384)"); err != nil {
+		return fail(err)
 	}
 	n := max(4, 2*runtime.GOMAXPROCS(0))
-	read.SetMaxOpenConns(n)
-	read.SetMaxIdleConns(n)
-	db := &DB{
-		read:  read,
-		write: write,
-		reqs:  make(chan *writeReq, MaxBatch),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
+	db.read.SetMaxOpenConns(n)
+	db.read.SetMaxIdleConns(n)
+	if db.ckpt, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous(FULL)"); err != nil {
+		return fail(err)
 	}
+	db.ckpt.SetMaxOpenConns(1)
 	for _, s := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -98,13 +118,11 @@ func Open(path string) (*DB, error) {
 		{&db.release, "RELEASE w"},
 		{&db.rollbackTo, "ROLLBACK TO w"},
 	} {
-		if *s.stmt, err = write.Prepare(s.sql); err != nil {
-			read.Close()
-			write.Close()
-			return nil, err
+		if *s.stmt, err = db.write.Prepare(s.sql); err != nil {
+			return fail(err)
 		}
 	}
-	go db.writer()
+	go db.checkpointer()
 	return db, nil
 }
 
@@ -120,87 +138,125 @@ var ErrClosed = errors.New("sqlitedb: database is closed")
 
 // Write runs fn in a transaction shared with other concurrent writes and
 // returns once that transaction is durable, or fn's error (in which case
-// nothing fn did remains). fn must not keep tx, must do nothing but database
-// work, and may run at most once. If ctx ends before fn starts, fn does not
+// nothing fn did remains). fn must not keep tx and must do nothing but
+// database work and setting its own results: it may run twice (when another
+// write of its batch fails), and only its last run counts. It may run in
+// another goroutine than Write's. If ctx ends before fn starts, fn does not
 // run and ctx's error is returned.
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	r := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{})}
-	select {
-	case db.reqs <- r:
-	case <-db.quit:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	<-r.done
+	r := &writeReq{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.queue = append(db.queue, r)
+	lead := !db.leading
+	db.leading = true
+	db.mu.Unlock()
+	if !lead {
+		<-r.wake
+		if r.finished {
+			return r.err
+		}
+		// Made leader by the previous one; r is in the queue.
+	}
+	db.lead()
 	return r.err
 }
 
-func (db *DB) writer() {
-	defer close(db.done)
-	batch := make([]*writeReq, 0, MaxBatch)
-	for {
-		select {
-		case r := <-db.reqs:
-			batch = append(batch[:0], r)
-		case <-db.quit:
-			// Fail whatever is still queued.
-			for {
-				select {
-				case r := <-db.reqs:
-					r.err = ErrClosed
-					close(r.done)
-				default:
-					return
-				}
-			}
-		}
-	drain:
-		for len(batch) < MaxBatch {
-			select {
-			case r := <-db.reqs:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		db.commit(batch)
-		for _, r := range batch {
-			close(r.done)
-		}
+// lead commits the queued writes (the leader's own among them), wakes their
+// callers, and hands leadership to the first write queued meanwhile.
+func (db *DB) lead() {
+	db.mu.Lock()
+	n := min(len(db.queue), MaxBatch)
+	batch := db.queue[:n:n]
+	db.queue = db.queue[n:]
+	db.mu.Unlock()
+
+	if db.commit(batch) {
+		db.dirty.Add(1)
+	}
+
+	db.mu.Lock()
+	var next *writeReq
+	if len(db.queue) > 0 {
+		next = db.queue[0]
+	} else {
+		db.leading = false
+		db.idle.Broadcast()
+	}
+	db.mu.Unlock()
+	for _, r := range batch {
+		r.finished = true
+		r.wake <- struct{}{}
+	}
+	if next != nil {
+		next.wake <- struct{}{}
 	}
 }
 
-// commit runs a batch in one transaction, each write in its own savepoint.
-func (db *DB) commit(batch []*writeReq) {
-	tx, err := db.write.BeginTx(context.Background(), nil)
-	if err != nil {
-		for _, r := range batch {
-			r.err = fmt.Errorf("sqlitedb: begin: %w", err)
-		}
-		return
-	}
-	ok := 0
+// commit runs a batch in one transaction. The fast path runs the writes
+// one after another with no savepoints. If one fails, the transaction is
+// rolled back and the batch runs again with each write in its own
+// savepoint, so that a failed write undoes only itself; every write's
+// outcome is then that of the second run, in the same order. It reports
+// whether a transaction was committed.
+func (db *DB) commit(batch []*writeReq) bool {
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
+		}
+	}
+	if done, committed := db.runBatch(batch, false); done {
+		return committed
+	}
+	for _, r := range batch {
+		if r.err != nil && r.ctx.Err() == nil {
+			r.err = nil
+		}
+	}
+	_, committed := db.runBatch(batch, true)
+	return committed
+}
+
+// runBatch runs the writes of batch that have no error yet in one
+// transaction and commits it. Without savepoints it stops at the first
+// failing write, rolls back and returns done=false. Otherwise it returns
+// done=true with every write's outcome in its err, and whether it
+// committed.
+func (db *DB) runBatch(batch []*writeReq, savepoints bool) (done, committed bool) {
+	tx, err := db.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		failAll(batch, fmt.Errorf("sqlitedb: begin: %w", err))
+		return true, false
+	}
+	ok := 0
+	for _, r := range batch {
+		if r.err != nil {
+			continue
+		}
+		if !savepoints {
+			if r.err = run(r.fn, tx); r.err != nil {
+				tx.Rollback()
+				return false, false
+			}
+			ok++
 			continue
 		}
 		if _, err := tx.Stmt(db.savepoint).Exec(); err != nil {
 			r.err = fmt.Errorf("sqlitedb: savepoint: %w", err)
 			continue
 		}
-		r.err = run(r.fn, tx)
-		if r.err != nil {
+		if r.err = run(r.fn, tx); r.err != nil {
 			if _, err := tx.Stmt(db.rollbackTo).Exec(); err != nil {
 				// The transaction is unusable: fail the whole batch.
 				tx.Rollback()
-				for _, r := range batch {
-					if r.err == nil {
-						r.err = fmt.Errorf("sqlitedb: rollback to savepoint: %w", err)
-					}
-				}
-				return
+				failAll(batch, fmt.Errorf("sqlitedb: rollback to savepoint: %w", err))
+				return true, false
 			}
 		}
 		if _, err := tx.Stmt(db.release).Exec(); err != nil && r.err == nil {
@@ -212,19 +268,26 @@ func (db *DB) commit(batch []*writeReq) {
 	}
 	if ok == 0 {
 		tx.Rollback()
-		return
+		return true, false
 	}
 	if err := tx.Commit(); err != nil {
-		for _, r := range batch {
-			if r.err == nil {
-				r.err = fmt.Errorf("sqlitedb: commit: %w", err)
-			}
+		failAll(batch, fmt.Errorf("sqlitedb: commit: %w", err))
+		return true, false
+	}
+	return true, true
+}
+
+// failAll sets err on every write of the batch that has not failed yet.
+func failAll(batch []*writeReq, err error) {
+	for _, r := range batch {
+		if r.err == nil {
+			r.err = err
 		}
 	}
 }
 
 // run calls fn, turning a panic into an error so one bad write cannot take
-// the writer down.
+// the others down.
 func run(fn func(*sql.Tx) error, tx *sql.Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -232,6 +295,31 @@ func run(fn func(*sql.Tx) error, tx *sql.Tx) (err error) {
 		}
 	}()
 	return fn(tx)
+}
+
+// checkpointInterval is how often the checkpointer looks for new commits.
+const checkpointInterval = 100 * time.Millisecond
+
+// checkpointer runs passive checkpoints on its own connection whenever
+// there were commits, so that the log stays short without writers stopping
+// to copy it.
+func (db *DB) checkpointer() {
+	defer close(db.ckptDone)
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.quit:
+			return
+		case <-t.C:
+		}
+		if db.dirty.Swap(0) == 0 {
+			continue
+		}
+		// A failed or partial passive checkpoint is retried at the next
+		// tick; it never affects correctness, only the log's length.
+		db.ckpt.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+	}
 }
 
 // Migrate brings a component's tables to the latest of its schema steps.
@@ -257,12 +345,23 @@ func (db *DB) Migrate(component string, steps []string) error {
 	})
 }
 
-// Close stops the writer (failing queued writes) and closes the file.
+// Close refuses new writes, waits for the commit in progress and the writes
+// queued for it, and closes the file.
 func (db *DB) Close() error {
-	db.once.Do(func() { close(db.quit) })
-	<-db.done
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	for db.leading {
+		db.idle.Wait()
+	}
+	db.mu.Unlock()
+	close(db.quit)
+	<-db.ckptDone
 	for _, s := range []*sql.Stmt{db.savepoint, db.release, db.rollbackTo} {
 		s.Close()
 	}
-	return errors.Join(db.read.Close(), db.write.Close())
+	return errors.Join(db.read.Close(), db.ckpt.Close(), db.write.Close())
 }

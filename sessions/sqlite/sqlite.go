@@ -9,8 +9,9 @@
 //	           last_seq; indexed by (app, user, update time, id) and
 //	           (app, update time, id) for listings, and by expire time for
 //	           the sweeper.
-//	events     (app, session, seq) → id, timestamp (Unix ns), fingerprint,
-//	           body (the event's JSON); unique on (app, session, id).
+//	events     (app, session, seq) → id, timestamp (Unix ns), body (the
+//	           event's JSON without its sequence); unique on (app, session,
+//	           id).
 //	user_state (app, user) → state (JSON), update time.
 //	app_state  (app) → state (JSON), update time.
 //
@@ -58,7 +59,6 @@ CREATE TABLE events (
 	seq         INTEGER NOT NULL,
 	id          TEXT    NOT NULL,
 	ts_ns       INTEGER NOT NULL,
-	fingerprint TEXT    NOT NULL,
 	body        BLOB    NOT NULL,
 	PRIMARY KEY (app, session, seq)
 ) WITHOUT ROWID;
@@ -82,8 +82,8 @@ type Store struct {
 	db *sqlitedb.DB
 
 	// Statements of the append path, prepared once on the write connection.
-	selSession, selEventByID, insEvent, updSession, updSessionState *sql.Stmt
-	selUserState, putUserState, selAppState, putAppState            *sql.Stmt
+	selSession, selSessionState, selEventByID, insEvent, updSession, updSessionState *sql.Stmt
+	selUserState, putUserState, selAppState, putAppState                             *sql.Stmt
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -99,8 +99,9 @@ func New(db *sqlitedb.DB) (*Store, error) {
 		sql  string
 	}{
 		{&s.selSession, `SELECT user, expire_ns, last_seq FROM sessions WHERE app = ? AND id = ?`},
-		{&s.selEventByID, `SELECT fingerprint, body FROM events WHERE app = ? AND session = ? AND id = ?`},
-		{&s.insEvent, `INSERT INTO events (app, session, seq, id, ts_ns, fingerprint, body) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&s.selSessionState, `SELECT user, expire_ns, last_seq, state FROM sessions WHERE app = ? AND id = ?`},
+		{&s.selEventByID, `SELECT seq, body FROM events WHERE app = ? AND session = ? AND id = ?`},
+		{&s.insEvent, `INSERT INTO events (app, session, seq, id, ts_ns, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app, session, id) DO NOTHING`},
 		{&s.updSession, `UPDATE sessions SET last_seq = ?, update_ns = ? WHERE app = ? AND id = ?`},
 		{&s.updSessionState, `UPDATE sessions SET last_seq = ?, update_ns = ?, state = ? WHERE app = ? AND id = ?`},
 		{&s.selUserState, `SELECT state FROM user_state WHERE app = ? AND user = ?`},
@@ -155,7 +156,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	}
 	bodies := make([][]byte, len(r.Events))
 	for i, e := range r.Events {
-		if bodies[i], err = e.Marshal(); err != nil {
+		if bodies[i], err = encodeEvent(e); err != nil {
 			return err
 		}
 	}
@@ -181,12 +182,30 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 			return err
 		}
 		for i, e := range r.Events {
-			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, ns(e.Timestamp), e.Fingerprint(), bodies[i]); err != nil {
+			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, ns(e.Timestamp), bodies[i]); err != nil {
 				return err
 			}
 		}
 		return s.applyShared(tx, sess.App, sess.User, r.User, r.App, now, r.MaxStateBytes)
 	})
+}
+
+// encodeEvent returns an event's stored body: its JSON without the
+// sequence, which is a column of its own.
+func encodeEvent(e *sessions.Event) ([]byte, error) {
+	c := *e
+	c.Sequence = 0
+	return c.Marshal()
+}
+
+// decodeEvent decodes a stored body and sets its sequence.
+func decodeEvent(seq int64, body []byte) (*sessions.Event, error) {
+	e, err := sessions.UnmarshalEvent(body)
+	if err != nil {
+		return nil, err
+	}
+	e.Sequence = seq
+	return e, nil
 }
 
 func nonNilLabels(l map[string]string) map[string]string {
@@ -354,7 +373,7 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
 	var sb strings.Builder
 	args := []any{key.App, key.ID}
-	sb.WriteString(`SELECT body FROM events WHERE app = ? AND session = ?`)
+	sb.WriteString(`SELECT seq, body FROM events WHERE app = ? AND session = ?`)
 	if q.AfterSeq > 0 {
 		sb.WriteString(` AND seq > ?`)
 		args = append(args, q.AfterSeq)
@@ -387,11 +406,12 @@ func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.E
 	defer rows.Close()
 	var events []*sessions.Event
 	for rows.Next() {
+		var seq int64
 		var body []byte
-		if err := rows.Scan(&body); err != nil {
+		if err := rows.Scan(&seq, &body); err != nil {
 			return nil, err
 		}
-		e, err := sessions.UnmarshalEvent(body)
+		e, err := decodeEvent(seq, body)
 		if err != nil {
 			return nil, fmt.Errorf("decoding an event of %s: %w", key.Name(), err)
 		}
@@ -433,15 +453,16 @@ func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now 
 		if err := visible(ctx, tx, key, now); err != nil {
 			return err
 		}
+		var seq int64
 		var body []byte
-		err := tx.QueryRowContext(ctx, `SELECT body FROM events WHERE app = ? AND session = ? AND id = ?`, key.App, key.ID, id).Scan(&body)
+		err := tx.QueryRowContext(ctx, `SELECT seq, body FROM events WHERE app = ? AND session = ? AND id = ?`, key.App, key.ID, id).Scan(&seq, &body)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fault.NotFoundf("event %q not found in session %s", id, key.Name())
 		}
 		if err != nil {
 			return err
 		}
-		e, err = sessions.UnmarshalEvent(body)
+		e, err = decodeEvent(seq, body)
 		return err
 	})
 	return e, err
@@ -553,52 +574,55 @@ func deleteSession(tx *sql.Tx, app, id string) error {
 	return err
 }
 
-// AppendEvent implements sessions.Store.
+// AppendEvent implements sessions.Store. Its common path is three
+// statements: read the session's row, insert the event (ignored when the id
+// exists: then the earlier append is returned) and move the session on.
 func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
 	key := r.Key
+	body := r.Body // the event's JSON; its Sequence is zero
 	var res *sessions.AppendResult
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var user string
 		var expireNS, last int64
-		err := tx.Stmt(s.selSession).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last)
+		var state []byte // read only when the event changes the session's state
+		var err error
+		if len(r.Deltas.Session) > 0 {
+			err = tx.Stmt(s.selSessionState).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &state)
+		} else {
+			err = tx.Stmt(s.selSession).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last)
+		}
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, r.Now)) {
 			return notFound(key)
 		}
 		if err != nil {
 			return err
 		}
-		var fp string
-		var body []byte
-		err = tx.Stmt(s.selEventByID).QueryRow(key.App, key.ID, r.Event.ID).Scan(&fp, &body)
-		if err == nil {
-			stored, err := sessions.UnmarshalEvent(body)
+		seq := last + 1
+		ins, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, seq, r.Event.ID, ns(r.Event.Timestamp), body)
+		if err != nil {
+			return err
+		}
+		if n, err := ins.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			// The id exists: this is a retry (or a conflict the caller judges).
+			var storedSeq int64
+			var stored []byte
+			if err := tx.Stmt(s.selEventByID).QueryRow(key.App, key.ID, r.Event.ID).Scan(&storedSeq, &stored); err != nil {
+				return err
+			}
+			e, err := decodeEvent(storedSeq, stored)
 			if err != nil {
 				return err
 			}
-			res = &sessions.AppendResult{Event: stored, Existing: true, StoredFingerprint: fp}
+			res = &sessions.AppendResult{Event: e, Existing: true}
 			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
 		}
 		if r.ExpectedSequence != nil && *r.ExpectedSequence != last {
 			return fault.New(fault.FailedPrecondition, "session %s is at sequence %d, not the expected %d; read it again and retry", key.Name(), last, *r.ExpectedSequence)
 		}
-		e := *r.Event
-		e.Sequence = last + 1
-		body, err = e.Marshal()
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, e.Sequence, e.ID, ns(e.Timestamp), r.Fingerprint, body); err != nil {
-			return err
-		}
 		if len(r.Deltas.Session) > 0 {
-			var raw []byte
-			if err := tx.QueryRow(`SELECT state FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&raw); err != nil {
-				return err
-			}
-			old, err := sessions.DecodeState(raw)
+			old, err := sessions.DecodeState(state)
 			if err != nil {
 				return err
 			}
@@ -609,16 +633,17 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if len(enc) > r.MaxStateBytes {
 				return sessions.StateTooLarge("session", len(enc), r.MaxStateBytes)
 			}
-			_, err = tx.Stmt(s.updSessionState).Exec(e.Sequence, ns(r.Now), enc, key.App, key.ID)
-			if err != nil {
+			if _, err := tx.Stmt(s.updSessionState).Exec(seq, ns(r.Now), enc, key.App, key.ID); err != nil {
 				return err
 			}
-		} else if _, err := tx.Stmt(s.updSession).Exec(e.Sequence, ns(r.Now), key.App, key.ID); err != nil {
+		} else if _, err := tx.Stmt(s.updSession).Exec(seq, ns(r.Now), key.App, key.ID); err != nil {
 			return err
 		}
 		if err := s.applyShared(tx, key.App, key.User, r.Deltas.User, r.Deltas.App, r.Now, r.MaxStateBytes); err != nil {
 			return err
 		}
+		e := *r.Event
+		e.Sequence = seq
 		res = &sessions.AppendResult{Event: &e}
 		return nil
 	})

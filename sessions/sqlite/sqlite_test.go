@@ -1,7 +1,9 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
@@ -10,7 +12,9 @@ import (
 	"github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
-func newStore(t *testing.T) sessions.Store {
+func newStore(t *testing.T) sessions.Store { return openStore(t) }
+
+func openStore(t testing.TB) *sqlite.Store {
 	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -25,4 +29,31 @@ func newStore(t *testing.T) sessions.Store {
 
 func TestConformance(t *testing.T) {
 	sessionstest.Run(t, newStore)
+}
+
+// BenchmarkAppendParallel measures durable appends through the Service
+// without RPC: concurrent goroutines, a session each.
+func BenchmarkAppendParallel(b *testing.B) {
+	svc := sessions.NewService(openStore(b), sessions.Config{})
+	var n atomic.Int64
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		key := sessions.Key{App: "bench", User: "u", ID: fmt.Sprint("s", n.Add(1))}
+		if _, err := svc.CreateSession(b.Context(), sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
+			b.Error(err)
+			return
+		}
+		for i := 0; pb.Next(); i++ {
+			_, err := svc.AppendEvent(b.Context(), key, &sessions.Event{
+				ID:      fmt.Sprint("e", i),
+				Author:  "user",
+				Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I would like a cup of green tea, please."}}},
+				Actions: sessions.Actions{StateDelta: map[string]any{"turn": float64(i)}},
+			}, nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/node"
+)
+
+// benchEnv is a kioku node serving on loopback for a benchmark, with a
+// client for it.
+type benchEnv struct {
+	node       *node.Node
+	url        string
+	httpClient *http.Client
+	close      func()
+}
+
+// startBenchNode starts a node on a fresh temporary store and serves it on
+// a loopback port.
+func startBenchNode(ctx context.Context, store, project string, extra ...func(*node.Config)) (*benchEnv, error) {
+	dir, err := os.MkdirTemp("", "kioku-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cfg := node.Config{
+		Store:             store,
+		DataDir:           dir,
+		FirestoreProject:  project,
+		FirestoreDatabase: "(default)",
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, f := range extra {
+		f(&cfg)
+	}
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		n.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	srv := n.HTTPServer()
+	go srv.Serve(ln)
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	return &benchEnv{
+		node:       n,
+		url:        "http://" + ln.Addr().String(),
+		httpClient: &http.Client{Transport: &http.Transport{Protocols: protocols}},
+		close: func() {
+			srv.Close()
+			n.Close()
+			os.RemoveAll(dir)
+		},
+	}, nil
+}
+
+// measureThroughput runs fn from clients goroutines for d and returns the
+// calls per second and every call's latency. fn gets its client number and
+// the client's call counter. The first error stops the run.
+func measureThroughput(ctx context.Context, clients int, d time.Duration, fn func(ctx context.Context, client, i int) error) (float64, []time.Duration, error) {
+	var (
+		mu   sync.Mutex
+		lats []time.Duration
+		errs []error
+		wg   sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	deadline := start.Add(d)
+	for c := range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for i := 0; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				if err := fn(ctx, c, i); err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						cancel()
+					}
+					break
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(errs) > 0 {
+		return 0, nil, errs[0]
+	}
+	return float64(len(lats)) / elapsed.Seconds(), lats, nil
+}
+
+// measureLatency calls fn n times in sequence (after a few warm-up calls)
+// and returns the latencies.
+func measureLatency(ctx context.Context, n int, fn func(ctx context.Context) error) ([]time.Duration, error) {
+	for range 10 {
+		if err := fn(ctx); err != nil {
+			return nil, err
+		}
+	}
+	lats := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if err := fn(ctx); err != nil {
+			return nil, err
+		}
+		lats = append(lats, time.Since(t0))
+	}
+	return lats, nil
+}
+
+// percentile returns the q-quantile (0..1) of the latencies.
+func percentile(lats []time.Duration, q float64) time.Duration {
+	if len(lats) == 0 {
+		return 0
+	}
+	s := slices.Clone(lats)
+	slices.Sort(s)
+	i := int(q * float64(len(s)-1))
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchReport collects named figures in order for the JSON line.
+type benchReport struct {
+	keys   []string
+	values map[string]any
+}
+
+func (r *benchReport) set(key string, v any) {
+	if r.values == nil {
+		r.values = map[string]any{}
+	}
+	if _, ok := r.values[key]; !ok {
+		r.keys = append(r.keys, key)
+	}
+	r.values[key] = v
+}
+
+func (r *benchReport) get(key string) float64 {
+	f, _ := r.values[key].(float64)
+	return f
+}
+
+// printJSON writes the figures as one JSON object on one line, in the order
+// they were set.
+func (r *benchReport) printJSON(w io.Writer) error {
+	buf := []byte{'{'}
+	for i, k := range r.keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		kb, _ := json.Marshal(k)
+		v := r.values[k]
+		if f, ok := v.(float64); ok {
+			v = roundFigure(f)
+		}
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, kb...)
+		buf = append(buf, ':')
+		buf = append(buf, vb...)
+	}
+	buf = append(buf, '}', '\n')
+	_, err := w.Write(buf)
+	return err
+}
+
+// roundFigure keeps four significant digits.
+func roundFigure(f float64) float64 {
+	var out float64
+	fmt.Sscanf(fmt.Sprintf("%.4g", f), "%g", &out)
+	return out
+}
+
+// startCPUProfile starts a CPU profile into path ("" profiles nothing) and
+// returns the function that stops it.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
