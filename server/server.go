@@ -107,7 +107,11 @@ func New(cfg Config) *Server {
 
 	health := grpchealth.NewStaticChecker(serviceNames...)
 	mux.Handle(grpchealth.NewHandler(health, opts...))
-	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, serviceNames...)...)
+	reflector := grpcreflect.NewStaticReflector(append([]string{
+		grpchealth.HealthV1ServiceName,
+		grpcreflect.ReflectV1ServiceName,
+		grpcreflect.ReflectV1AlphaServiceName,
+	}, serviceNames...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, opts...))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, opts...))
 

@@ -81,6 +81,8 @@ func TestReflectionListsServices(t *testing.T) {
 	conn := grpcConn(t, ts)
 	want := []string{
 		"grpc.health.v1.Health",
+		"grpc.reflection.v1.ServerReflection",
+		"grpc.reflection.v1alpha.ServerReflection",
 		kiokuv1connect.MemoryBankServiceName,
 		kiokuv1connect.OperationServiceName,
 		kiokuv1connect.SessionServiceName,
