@@ -370,8 +370,9 @@ func CheckScopeSizes(max int, session, user, app map[string]any) error {
 	return nil
 }
 
-// clampPageSize returns the page size to use, or an error naming the field.
-func clampPageSize(field string, n int32) (int, error) {
+// PageSize returns the page size to use for a request's page_size, or an
+// error naming the field.
+func PageSize(field string, n int32) (int, error) {
 	switch {
 	case n < 0:
 		return 0, fault.Invalidf("%s must not be negative", field)

@@ -11,10 +11,10 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 )
 
-// pageToken is the decoded form of a next_page_token: an opaque cursor plus
-// a digest of the query it belongs to, so a token used with other
+// PageToken is the decoded form of a next_page_token: an opaque cursor
+// plus a digest of the query it belongs to, so a token used with other
 // parameters is rejected instead of returning a wrong page.
-type pageToken struct {
+type PageToken struct {
 	Query  string `json:"q"`
 	Time   int64  `json:"t,omitempty"`
 	ID     string `json:"i,omitempty"`
@@ -22,9 +22,9 @@ type pageToken struct {
 	Offset int    `json:"o,omitempty"`
 }
 
-// queryDigest returns a short digest of the parts of a query a page token
+// QueryDigest returns a short digest of the parts of a query a page token
 // is bound to.
-func queryDigest(parts ...string) string {
+func QueryDigest(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		var n [8]byte
@@ -35,16 +35,16 @@ func queryDigest(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9])
 }
 
-// EncodePageToken encodes a cursor for a query (see DecodePageToken).
-func encodePageToken(t pageToken) string {
+// EncodePageToken encodes a cursor (see DecodePageToken).
+func EncodePageToken(t PageToken) string {
 	b, _ := json.Marshal(t)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodePageToken decodes a token and checks it belongs to the query; the
-// empty token is the first page.
-func decodePageToken(token, query string) (pageToken, error) {
-	var t pageToken
+// DecodePageToken decodes a token and checks it belongs to the query (a
+// QueryDigest); the empty token is the first page.
+func DecodePageToken(token, query string) (PageToken, error) {
+	var t PageToken
 	if token == "" {
 		return t, nil
 	}

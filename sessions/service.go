@@ -205,7 +205,7 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 			return nil, "", err
 		}
 	}
-	size, err := clampPageSize("page_size", r.PageSize)
+	size, err := PageSize("page_size", r.PageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -213,8 +213,8 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	digest := queryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState))
-	tok, err := decodePageToken(r.PageToken, digest)
+	digest := QueryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState))
+	tok, err := DecodePageToken(r.PageToken, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -243,7 +243,7 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	}
 	list = list[:size]
 	last := list[size-1]
-	return list, encodePageToken(pageToken{Query: digest, Time: last.UpdateTime.UnixNano(), ID: last.ID}), nil
+	return list, EncodePageToken(PageToken{Query: digest, Time: last.UpdateTime.UnixNano(), ID: last.ID}), nil
 }
 
 // UpdateSessionRequest lists the fields to change; nil fields stay.
@@ -393,15 +393,15 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err := ValidateKey(key); err != nil {
 		return nil, "", err
 	}
-	size, err := clampPageSize("page_size", r.PageSize)
+	size, err := PageSize("page_size", r.PageSize)
 	if err != nil {
 		return nil, "", err
 	}
 	if !validTime(r.From) || !validTime(r.To) {
 		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")
 	}
-	digest := queryDigest("events", key.Name(), strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10), strconv.FormatBool(r.Descending))
-	tok, err := decodePageToken(r.PageToken, digest)
+	digest := QueryDigest("events", key.Name(), strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10), strconv.FormatBool(r.Descending))
+	tok, err := DecodePageToken(r.PageToken, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -419,7 +419,7 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 		return events, "", nil
 	}
 	events = events[:size]
-	return events, encodePageToken(pageToken{Query: digest, Seq: events[size-1].Sequence}), nil
+	return events, EncodePageToken(PageToken{Query: digest, Seq: events[size-1].Sequence}), nil
 }
 
 // SharedState is a "user:" or "app:" scope's state.
@@ -583,4 +583,15 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
+}
+
+// EventsAfter returns up to limit events of a session whose sequence is
+// greater than after and whose timestamp is within [from, to) (zero: open),
+// in sequence order. The memory bank reads what it has not processed yet
+// with it.
+func (s *Service) EventsAfter(ctx context.Context, key Key, after int64, from, to time.Time, limit int) ([]*Event, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	return s.store.ListEvents(ctx, key, EventQuery{Now: s.now(), AfterSeq: after, From: from, To: to, Limit: limit})
 }

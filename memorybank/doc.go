@@ -1,0 +1,63 @@
+// Package memorybank is kioku's long-term memory: facts about a scope
+// (usually a user) extracted from conversations by a language model,
+// consolidated against what is already known, kept with every revision, and
+// retrieved by similarity.
+//
+// # Memories, scopes and revisions
+//
+// A Memory is a short fact with a Scope (a map such as {"user_id": "u1"};
+// retrieval matches it exactly), topics, metadata and provenance (the
+// sessions and events it came from). Memories belong to an app and never
+// cross apps. Every change records a Revision (the new fact, the candidate
+// facts that led to it, the sources, the operation); revisions are never
+// rewritten, a deleted memory keeps them, and RollbackMemory restores any of
+// them.
+//
+// # Generation
+//
+// GenerateMemories returns an Operation at once. A worker (any server
+// sharing the store) claims it with a lease and runs the pipeline:
+//
+//  1. gather the input: the events of a session not processed before (a
+//     per-session watermark, so ingesting a session twice changes nothing),
+//     events given inline, or facts given directly;
+//  2. extract candidate facts with one structured-output model call, guided
+//     by the app's topics and few-shot examples (skipped for direct facts);
+//  3. consolidate the candidates with one model call against the most
+//     similar memories of the scope, shown to the model under small integer
+//     ids; the model answers create, update, delete or skip per candidate
+//     (skipped with disable_consolidation). Without a model, direct facts
+//     are consolidated by near-duplicate detection: a fact already known is
+//     not stored twice;
+//  4. write everything in one transaction, together with the watermark and
+//     the operation's completion, so that effects apply exactly once even
+//     if a worker dies and another takes the operation over (a stale
+//     worker's write is refused by its lease's fencing check).
+//
+// Pending operations of one scope are claimed together and share one
+// pipeline run (coalescing), which saves model calls; an operation of a
+// scope waits while another of the same scope runs, so consolidations never
+// race. A model reply that is not valid JSON, names a memory it was not
+// shown, or acts twice on one memory fails the operation with a clear error
+// and writes nothing. Rate limits and server errors are retried with
+// backoff (honouring Retry-After) by package model, then the operation is
+// retried a few times before it fails.
+//
+// # Retrieval
+//
+// RetrieveMemories embeds the query and returns the top k memories of the
+// scope by similarity, with a distance. Similarity is the dot product of
+// the memory's vector with the query vector whose coordinates are weighted
+// by how rare each coordinate is among the scope's memories (an inverse
+// document frequency per coordinate: ln(1 + (N - df + 0.5) / (df + 0.5))).
+// For the offline embedder, whose vectors are sparse hashed bags of words,
+// this works like BM25's IDF; for dense model embeddings every coordinate
+// is used by every memory, the weights are equal and the ranking is the
+// cosine's. Without a query RetrieveMemories pages through the scope.
+//
+// # Stores
+//
+// Store persists memories, revisions, configurations, operations and
+// watermarks; package memorybanktest is its conformance suite, run by
+// memorybank/sqlite and memorybank/firestore.
+package memorybank

@@ -1,0 +1,342 @@
+package memorybank
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// GenerateMemories validates a request and queues an operation for it. The
+// operation runs in the background (Run); wait for it with WaitOperation.
+func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*Operation, error) {
+	if err := validateApp(r.App); err != nil {
+		return nil, err
+	}
+	sources := 0
+	if r.Session != nil {
+		sources++
+		if err := sessions.ValidateKey(*r.Session); err != nil {
+			return nil, err
+		}
+		if r.Session.App != r.App {
+			return nil, fault.Invalidf("session_source.session %s is not in app %s", r.Session.Name(), r.App)
+		}
+		if len(r.Scope) == 0 {
+			r.Scope = Scope{"user_id": r.Session.User}
+		}
+		if !r.To.IsZero() && !r.To.After(r.From) {
+			return nil, fault.Invalidf("session_source.end_time must be after start_time")
+		}
+		if s.sess == nil {
+			return nil, fault.New(fault.FailedPrecondition, "this server cannot read sessions for memory generation")
+		}
+	}
+	if len(r.Events) > 0 {
+		sources++
+		if len(r.Events) > MaxInlineEvents {
+			return nil, fault.New(fault.ResourceExhausted, "events_source has %d events; the limit is %d", len(r.Events), MaxInlineEvents)
+		}
+	}
+	if len(r.Facts) > 0 {
+		sources++
+		if len(r.Facts) > MaxDirectFacts {
+			return nil, fault.New(fault.ResourceExhausted, "direct_memories_source has %d facts; the limit is %d", len(r.Facts), MaxDirectFacts)
+		}
+		for i, f := range r.Facts {
+			if err := validateFact("direct_memories_source.memories["+strconv.Itoa(i)+"].fact", f.Fact); err != nil {
+				return nil, err
+			}
+			if err := validateTopics("direct_memories_source.memories["+strconv.Itoa(i)+"].topics", f.Topics); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if sources != 1 {
+		return nil, fault.Invalidf("give exactly one source: session_source, events_source or direct_memories_source")
+	}
+	if err := ValidateScope("scope", r.Scope); err != nil {
+		return nil, err
+	}
+	if err := validateTopics("allowed_topics", r.AllowedTopics); err != nil {
+		return nil, err
+	}
+	needsModel := r.Session != nil || len(r.Events) > 0
+	if needsModel && s.gen == nil {
+		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model, and this server has none; configure one with %s (direct facts work without a model)", model.Settings)
+	}
+	op := &Operation{
+		App: r.App, ID: s.newID(), Method: MethodGenerate, State: OpPending,
+		ScopeKey: r.Scope.Key(), Generate: r, CreateTime: s.now(), Progress: "queued",
+	}
+	return op, s.enqueue(ctx, op)
+}
+
+// PurgeMemories queues a purge: with Force it deletes the memories
+// matching the scope and filter (recording revisions), without it only
+// counts them.
+func (s *Service) PurgeMemories(ctx context.Context, r *PurgeRequest) (*Operation, error) {
+	if err := validateApp(r.App); err != nil {
+		return nil, err
+	}
+	if len(r.Scope) > 0 {
+		if err := ValidateScope("scope", r.Scope); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := ParseFilter(r.Filter); err != nil {
+		return nil, err
+	}
+	op := &Operation{App: r.App, ID: s.newID(), Method: MethodPurge, State: OpPending, Purge: r, CreateTime: s.now(), Progress: "queued"}
+	if len(r.Scope) > 0 {
+		op.ScopeKey = r.Scope.Key()
+	}
+	return op, s.enqueue(ctx, op)
+}
+
+func (s *Service) enqueue(ctx context.Context, op *Operation) error {
+	if err := s.store.CreateOperation(ctx, op); err != nil {
+		return err
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// GetOperation returns an operation.
+func (s *Service) GetOperation(ctx context.Context, app, id string) (*Operation, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := ValidateID("operation id", id); err != nil {
+		return nil, err
+	}
+	return s.store.GetOperation(ctx, app, id)
+}
+
+// ListOperations returns a page of an app's operations, newest first,
+// optionally only those in the given states.
+func (s *Service) ListOperations(ctx context.Context, app string, states []OpState, pageSize int32, token string) ([]*Operation, string, error) {
+	if err := validateApp(app); err != nil {
+		return nil, "", err
+	}
+	size, err := sessions.PageSize("page_size", pageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	var names []string
+	for _, st := range states {
+		names = append(names, st.String())
+	}
+	digest := sessions.QueryDigest("operations", app, strings.Join(names, ","))
+	tok, err := sessions.DecodePageToken(token, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	q := OpQuery{App: app, States: states, AfterID: tok.ID, Limit: size + 1}
+	if tok.ID != "" {
+		q.AfterCreate = time.Unix(0, tok.Time)
+	}
+	ops, err := s.store.ListOperations(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(ops) <= size {
+		return ops, "", nil
+	}
+	ops = ops[:size]
+	last := ops[size-1]
+	return ops, sessions.EncodePageToken(sessions.PageToken{Query: digest, Time: last.CreateTime.UnixNano(), ID: last.ID}), nil
+}
+
+// WaitOperation returns an operation once it is done, or as it is when
+// timeout passes or ctx ends first.
+func (s *Service) WaitOperation(ctx context.Context, app, id string, timeout time.Duration) (*Operation, error) {
+	op, err := s.GetOperation(ctx, app, id)
+	if err != nil || op.State.Done() {
+		return op, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := s.subscribe(op.Name())
+	defer s.unsubscribe(op.Name(), done)
+	delay := 20 * time.Millisecond
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			// Report the operation as it is; the wait itself did not fail.
+			cur, err := s.store.GetOperation(context.WithoutCancel(ctx), app, id)
+			if err != nil {
+				return op, nil
+			}
+			return cur, nil
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		if op, err = s.store.GetOperation(ctx, app, id); err != nil {
+			if ctx.Err() != nil {
+				return op, nil
+			}
+			return nil, err
+		}
+		if op.State.Done() {
+			return op, nil
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+func (s *Service) subscribe(name string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	s.waitMu.Lock()
+	s.waiters[name] = append(s.waiters[name], ch)
+	s.waitMu.Unlock()
+	return ch
+}
+
+func (s *Service) unsubscribe(name string, ch chan struct{}) {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	s.waiters[name] = slices.DeleteFunc(s.waiters[name], func(c chan struct{}) bool { return c == ch })
+	if len(s.waiters[name]) == 0 {
+		delete(s.waiters, name)
+	}
+}
+
+// finished wakes the waiters of operations that ended in this process.
+func (s *Service) finished(ops ...*Operation) {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	for _, op := range ops {
+		for _, ch := range s.waiters[op.Name()] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// CancelOperation cancels an operation that has not finished: a pending one
+// never runs; a running one's result is discarded (its write is refused).
+func (s *Service) CancelOperation(ctx context.Context, app, id string) (*Operation, error) {
+	for attempt := 0; ; attempt++ {
+		op, err := s.GetOperation(ctx, app, id)
+		if err != nil {
+			return nil, err
+		}
+		if op.State.Done() {
+			return nil, fault.New(fault.FailedPrecondition, "operation %s has already finished (%s)", op.Name(), op.State)
+		}
+		prev, attemptN := op.State, op.Attempt
+		op.State, op.EndTime, op.Progress = OpCancelled, s.now(), "cancelled"
+		op.ErrorKind, op.ErrorMessage = fault.Canceled, "cancelled by request"
+		err = s.store.Write(ctx, &Write{App: app, Now: s.now(), Operations: []OpUpdate{{Op: op, ExpectState: prev, ExpectAttempt: attemptN}}})
+		if fault.Is(err, fault.Aborted) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.finished(op)
+		return op, nil
+	}
+}
+
+// SessionAppended tells the memory bank that an event was stored, for the
+// generation triggers of the session's app. It is cheap when the app has no
+// triggers, and never fails the append: problems are logged.
+func (s *Service) SessionAppended(ctx context.Context, key sessions.Key, sequence int64) {
+	cfg, err := s.config(ctx, key.App)
+	if err != nil {
+		s.log.WarnContext(ctx, "reading memory bank config for triggers", "app", key.App, "error", err)
+		return
+	}
+	t := cfg.Trigger
+	if t.EventCount <= 0 && t.IdleDuration <= 0 {
+		return
+	}
+	name := key.Name()
+	if t.IdleDuration > 0 {
+		s.idle.touch(key, sequence, s.now())
+	}
+	if t.EventCount <= 0 {
+		return
+	}
+	s.triggerMu.Lock()
+	fired := s.triggered[name]
+	s.triggerMu.Unlock()
+	if sequence-fired < int64(t.EventCount) {
+		return
+	}
+	wm, err := s.store.Watermark(ctx, key.App, name)
+	if err != nil {
+		s.log.WarnContext(ctx, "reading watermark for triggers", "session", name, "error", err)
+		return
+	}
+	if sequence-max(wm, fired) < int64(t.EventCount) {
+		return
+	}
+	s.fire(ctx, key, sequence, "every "+strconv.Itoa(t.EventCount)+" events")
+}
+
+// fire queues a generation from a session for a trigger.
+func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
+	s.triggerMu.Lock()
+	s.triggered[key.Name()] = sequence
+	s.triggerMu.Unlock()
+	op, err := s.GenerateMemories(context.WithoutCancel(ctx), &GenerateRequest{App: key.App, Session: &key})
+	if err != nil {
+		s.log.WarnContext(ctx, "queueing triggered memory generation", "session", key.Name(), "error", err)
+		return
+	}
+	s.log.InfoContext(ctx, "memory generation triggered", "session", key.Name(), "trigger", why, "operation", op.Name())
+}
+
+// idleSessions remembers the last append of each session of apps with an
+// idle trigger. It lives in memory: after a restart, a session's idle timer
+// starts again at its next append.
+type idleSessions struct {
+	mu   sync.Mutex
+	last map[string]idleEntry
+}
+
+type idleEntry struct {
+	key      sessions.Key
+	sequence int64
+	at       time.Time
+}
+
+func (i *idleSessions) touch(key sessions.Key, seq int64, now time.Time) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.last == nil {
+		i.last = map[string]idleEntry{}
+	}
+	i.last[key.Name()] = idleEntry{key: key, sequence: seq, at: now}
+}
+
+// due removes and returns the sessions idle for at least idle(app).
+func (i *idleSessions) due(now time.Time, idle func(app string) time.Duration) []idleEntry {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	var out []idleEntry
+	for name, e := range i.last {
+		if d := idle(e.key.App); d > 0 && now.Sub(e.at) >= d {
+			out = append(out, e)
+			delete(i.last, name)
+		}
+	}
+	return out
+}

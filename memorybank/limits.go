@@ -1,0 +1,182 @@
+package memorybank
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Limits of the memory bank's inputs, part of the API contract.
+const (
+	MaxFactBytes          = 4 << 10
+	MaxScopeEntries       = 8
+	MaxScopeKeyBytes      = 63
+	MaxScopeValueBytes    = 256
+	MaxTopics             = 16
+	MaxMetadataEntries    = 32
+	MaxMetadataKeyBytes   = 63
+	MaxMetadataValueBytes = 1 << 10
+	MaxDirectFacts        = 100
+	MaxInlineEvents       = 1000
+	MaxQueryBytes         = 4 << 10
+	DefaultTopK           = 3
+	MaxTopK               = 100
+	MaxCustomTopics       = 32
+	MaxTopicDescription   = 1 << 10
+	MaxExamples           = 16
+	// MaxEventsPerOperation bounds the events one generation reads from a
+	// session; a longer backlog is taken by the next generations.
+	MaxEventsPerOperation = 400
+)
+
+var (
+	topicLabel = regexp.MustCompile(`^[A-Z0-9_]{1,63}$`)
+	plainKey   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
+)
+
+func validateFact(field, fact string) error {
+	switch {
+	case strings.TrimSpace(fact) == "":
+		return fault.Invalidf("%s is required", field)
+	case len(fact) > MaxFactBytes:
+		return fault.Invalidf("%s is %d bytes; the limit is %d", field, len(fact), MaxFactBytes)
+	case !utf8.ValidString(fact):
+		return fault.Invalidf("%s is not valid UTF-8", field)
+	}
+	return nil
+}
+
+// ValidateScope checks a scope.
+func ValidateScope(field string, s Scope) error {
+	if len(s) == 0 {
+		return fault.Invalidf("%s is required, for example {\"user_id\": \"u1\"}", field)
+	}
+	if len(s) > MaxScopeEntries {
+		return fault.Invalidf("%s has %d entries; the limit is %d", field, len(s), MaxScopeEntries)
+	}
+	for k, v := range s {
+		if !plainKey.MatchString(k) {
+			return fault.Invalidf("%s key %q must be 1 to %d letters, digits, '_', '.' or '-'", field, k, MaxScopeKeyBytes)
+		}
+		if v == "" || len(v) > MaxScopeValueBytes || !utf8.ValidString(v) {
+			return fault.Invalidf("%s value of %q must be 1 to %d bytes of UTF-8", field, k, MaxScopeValueBytes)
+		}
+	}
+	return nil
+}
+
+func validateTopics(field string, topics []string) error {
+	if len(topics) > MaxTopics {
+		return fault.Invalidf("%s has %d topics; the limit is %d", field, len(topics), MaxTopics)
+	}
+	for _, t := range topics {
+		if !topicLabel.MatchString(t) {
+			return fault.Invalidf("%s: topic %q must be 1 to 63 upper-case letters, digits or '_'", field, t)
+		}
+	}
+	return nil
+}
+
+func validateMetadata(field string, m map[string]string) error {
+	if len(m) > MaxMetadataEntries {
+		return fault.Invalidf("%s has %d entries; the limit is %d", field, len(m), MaxMetadataEntries)
+	}
+	for k, v := range m {
+		if !plainKey.MatchString(k) {
+			return fault.Invalidf("%s key %q must be 1 to %d letters, digits, '_', '.' or '-'", field, k, MaxMetadataKeyBytes)
+		}
+		if len(v) > MaxMetadataValueBytes || !utf8.ValidString(v) {
+			return fault.Invalidf("%s value of %q must be at most %d bytes of UTF-8", field, k, MaxMetadataValueBytes)
+		}
+	}
+	return nil
+}
+
+// ValidateID checks a memory or operation id: 1 to 128 bytes of letters,
+// digits, '-' and '_', starting with a letter or digit.
+func ValidateID(field, id string) error {
+	return sessions.ValidateID(field, id, "-_")
+}
+
+// ParseFilter parses a memory filter: conditions joined with AND, each
+// `topics = "NAME"` or `metadata.KEY = "value"`.
+func ParseFilter(filter string) (Filter, error) {
+	conds, err := sessions.ParseFilter(filter)
+	if err != nil {
+		return Filter{}, err
+	}
+	var f Filter
+	for _, c := range conds {
+		switch {
+		case c.Field == "topics" || c.Field == "topic":
+			if !slices.Contains(f.Topics, c.Value) {
+				f.Topics = append(f.Topics, c.Value)
+			}
+		case strings.HasPrefix(c.Field, "metadata."):
+			k := strings.TrimPrefix(c.Field, "metadata.")
+			if !plainKey.MatchString(k) {
+				return Filter{}, fault.Invalidf("filter: metadata key %q must be letters, digits, '_', '.' or '-'", k)
+			}
+			if f.Metadata == nil {
+				f.Metadata = map[string]string{}
+			}
+			if old, ok := f.Metadata[k]; ok && old != c.Value {
+				f.None = true
+			}
+			f.Metadata[k] = c.Value
+		default:
+			return Filter{}, fault.Invalidf("filter: unknown field %q; memories filter on topics and metadata.KEY", c.Field)
+		}
+	}
+	return f, nil
+}
+
+// validateConfig checks a configuration.
+func validateConfig(c *BankConfig) error {
+	for _, t := range c.ManagedTopics {
+		if _, ok := ManagedTopics[t]; !ok {
+			return fault.Invalidf("managed_topics: %q is not a managed topic (USER_PERSONAL_INFO, USER_PREFERENCES, KEY_CONVERSATION_DETAILS, EXPLICIT_INSTRUCTIONS)", t)
+		}
+	}
+	if len(c.CustomTopics) > MaxCustomTopics {
+		return fault.Invalidf("custom_topics has %d topics; the limit is %d", len(c.CustomTopics), MaxCustomTopics)
+	}
+	seen := map[string]bool{}
+	for _, t := range c.CustomTopics {
+		if !topicLabel.MatchString(t.Label) {
+			return fault.Invalidf("custom_topics: label %q must be 1 to 63 upper-case letters, digits or '_'", t.Label)
+		}
+		if _, ok := ManagedTopics[t.Label]; ok || seen[t.Label] {
+			return fault.Invalidf("custom_topics: label %q is used twice or is a managed topic", t.Label)
+		}
+		seen[t.Label] = true
+		if t.Description == "" || len(t.Description) > MaxTopicDescription || !utf8.ValidString(t.Description) {
+			return fault.Invalidf("custom_topics: the description of %q must be 1 to %d bytes of UTF-8", t.Label, MaxTopicDescription)
+		}
+	}
+	if len(c.Examples) > MaxExamples {
+		return fault.Invalidf("generation_examples has %d examples; the limit is %d", len(c.Examples), MaxExamples)
+	}
+	for i, ex := range c.Examples {
+		if len(ex.Events) == 0 || len(ex.Events) > 50 {
+			return fault.Invalidf("generation_examples[%d] must have 1 to 50 events", i)
+		}
+		for _, f := range ex.ExpectedFacts {
+			if err := validateFact("generation_examples expected fact", f); err != nil {
+				return err
+			}
+		}
+	}
+	if c.MemoryTTL < 0 || c.RevisionTTL < 0 || c.Trigger.IdleDuration < 0 || c.Trigger.EventCount < 0 {
+		return fault.Invalidf("TTLs and trigger values must not be negative")
+	}
+	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
+		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package memorybank
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Scope says whom a memory is about, for example {"user_id": "u1"}.
+type Scope map[string]string
+
+// Key returns the scope's canonical form, "k1=v1&k2=v2" with sorted keys and
+// URL query escaping; two scopes are the same when their keys are.
+func (s Scope) Key() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(k))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(s[k]))
+	}
+	return b.String()
+}
+
+// ParseScopeKey is the inverse of Scope.Key.
+func ParseScopeKey(key string) Scope {
+	s := Scope{}
+	for _, kv := range strings.Split(key, "&") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		k, _ = url.QueryUnescape(k)
+		v, _ = url.QueryUnescape(v)
+		s[k] = v
+	}
+	return s
+}
+
+// Source is one session a memory was derived from.
+type Source struct {
+	// Session is the session's resource name.
+	Session  string   `json:"session"`
+	EventIDs []string `json:"event_ids,omitempty"`
+}
+
+// mergeSources returns a with b's sessions and events added.
+func mergeSources(a, b []Source) []Source {
+	out := slices.Clone(a)
+	for _, s := range b {
+		i := slices.IndexFunc(out, func(x Source) bool { return x.Session == s.Session })
+		if i < 0 {
+			out = append(out, Source{Session: s.Session, EventIDs: slices.Clone(s.EventIDs)})
+			continue
+		}
+		for _, id := range s.EventIDs {
+			if !slices.Contains(out[i].EventIDs, id) {
+				out[i].EventIDs = append(out[i].EventIDs, id)
+			}
+		}
+	}
+	return out
+}
+
+// Memory is one long-term fact.
+type Memory struct {
+	App        string
+	ID         string
+	Fact       string
+	Scope      Scope
+	Topics     []string
+	Metadata   map[string]string
+	CreateTime time.Time
+	UpdateTime time.Time
+	// ExpireTime is when the memory expires; zero means never.
+	ExpireTime time.Time
+	Sources    []Source
+	// Revision is the number of the latest revision (1 for a new memory).
+	Revision int64
+	// Deleted memories are invisible but keep their revisions.
+	Deleted bool
+	// Embedding is the fact's vector by EmbeddingModel (an Embedder's Name).
+	Embedding      []float32
+	EmbeddingModel string
+}
+
+// Name returns the memory's resource name.
+func (m *Memory) Name() string { return "apps/" + m.App + "/memories/" + m.ID }
+
+// Expired reports whether the memory has expired at now.
+func (m *Memory) Expired(now time.Time) bool {
+	return !m.ExpireTime.IsZero() && !now.Before(m.ExpireTime)
+}
+
+// Visible reports whether reads return the memory at now.
+func (m *Memory) Visible(now time.Time) bool { return !m.Deleted && !m.Expired(now) }
+
+// clone returns a deep copy (the vector is shared: vectors are never
+// modified in place).
+func (m *Memory) clone() *Memory {
+	c := *m
+	c.Scope = Scope(cloneMap(m.Scope))
+	c.Topics = slices.Clone(m.Topics)
+	c.Metadata = cloneMap(m.Metadata)
+	c.Sources = mergeSources(nil, m.Sources)
+	return &c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Action is what a change did to a memory.
+type Action int
+
+// The actions.
+const (
+	ActionUnspecified Action = iota
+	Created
+	Updated
+	Deleted
+)
+
+// String returns the action's name.
+func (a Action) String() string {
+	switch a {
+	case Created:
+		return "CREATED"
+	case Updated:
+		return "UPDATED"
+	case Deleted:
+		return "DELETED"
+	}
+	return "UNSPECIFIED"
+}
+
+// Revision records one change of a memory.
+type Revision struct {
+	App      string
+	MemoryID string
+	// Number is the revision's number: 1, 2, 3... per memory.
+	Number   int64
+	Action   Action
+	Fact     string
+	Scope    Scope
+	Topics   []string
+	Metadata map[string]string
+	// ExtractedFacts are the candidate facts that led to the change.
+	ExtractedFacts []string
+	Sources        []Source
+	// Operation is the resource name of the operation that made the change.
+	Operation  string
+	Reason     string
+	CreateTime time.Time
+	ExpireTime time.Time
+}
+
+// Name returns the revision's resource name.
+func (r *Revision) Name() string {
+	return "apps/" + r.App + "/memories/" + r.MemoryID + "/revisions/" + strconv.FormatInt(r.Number, 10)
+}
+
+// The managed memory topics.
+const (
+	TopicUserPersonalInfo       = "USER_PERSONAL_INFO"
+	TopicUserPreferences        = "USER_PREFERENCES"
+	TopicKeyConversationDetails = "KEY_CONVERSATION_DETAILS"
+	TopicExplicitInstructions   = "EXPLICIT_INSTRUCTIONS"
+)
+
+// ManagedTopics describes the managed topics, for the extraction prompt.
+var ManagedTopics = map[string]string{
+	TopicUserPersonalInfo:       "Significant personal information about the user: names, relationships, hobbies, important dates, work, where they live.",
+	TopicUserPreferences:        "The user's stated or implied likes, dislikes, preferred styles and patterns.",
+	TopicKeyConversationDetails: "Important milestones or conclusions within the dialogue: decisions, outcomes, plans.",
+	TopicExplicitInstructions:   "Information the user explicitly asked to be remembered or forgotten.",
+}
+
+// managedOrder is the order of the managed topics in prompts.
+var managedOrder = []string{TopicUserPersonalInfo, TopicUserPreferences, TopicKeyConversationDetails, TopicExplicitInstructions}
+
+// CustomTopic is an app's own topic.
+type CustomTopic struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+// Example is a few-shot example for extraction.
+type Example struct {
+	Events        []*sessions.Event `json:"events"`
+	ExpectedFacts []string          `json:"expected_facts"`
+}
+
+// Trigger makes memories appear without the caller asking.
+type Trigger struct {
+	// EventCount generates from a session every time this many new events
+	// have been appended to it since its last generation; 0 is off.
+	EventCount int `json:"event_count,omitempty"`
+	// IdleDuration generates from a session once it has been idle this
+	// long; 0 is off.
+	IdleDuration time.Duration `json:"idle_duration,omitempty"`
+}
+
+// BankConfig is an app's memory bank configuration.
+type BankConfig struct {
+	App string `json:"-"`
+	// ManagedTopics to extract; empty (with no custom topics) means all.
+	ManagedTopics []string      `json:"managed_topics,omitempty"`
+	CustomTopics  []CustomTopic `json:"custom_topics,omitempty"`
+	Examples      []Example     `json:"examples,omitempty"`
+	// MemoryTTL and RevisionTTL make new memories and revisions expire.
+	MemoryTTL   time.Duration `json:"memory_ttl,omitempty"`
+	RevisionTTL time.Duration `json:"revision_ttl,omitempty"`
+	Trigger     Trigger       `json:"trigger,omitempty"`
+	UpdateTime  time.Time     `json:"update_time,omitempty"`
+}
+
+// Topics returns the topics extraction may use: label → description.
+func (c *BankConfig) Topics() (labels []string, descriptions map[string]string) {
+	descriptions = map[string]string{}
+	managed := c.ManagedTopics
+	if len(managed) == 0 && len(c.CustomTopics) == 0 {
+		managed = managedOrder
+	}
+	for _, t := range managedOrder {
+		if slices.Contains(managed, t) {
+			labels = append(labels, t)
+			descriptions[t] = ManagedTopics[t]
+		}
+	}
+	for _, t := range c.CustomTopics {
+		labels = append(labels, t.Label)
+		descriptions[t.Label] = t.Description
+	}
+	return labels, descriptions
+}

@@ -1,0 +1,1025 @@
+// Package memorybanktest is the conformance suite of memorybank.Store:
+// every backend runs Run and must pass all of it. The suite drives a Store
+// through memorybank.Service with the offline embedder and a real Gemini
+// client talking to a fake Gemini server (package modeltest), so it checks
+// what a caller sees: CRUD, revisions and rollback, scoped retrieval,
+// generation with its watermarks, consolidation and its failures, leases
+// and exactly-once completion, coalescing, cancellation, forgetting,
+// purging, expiry and triggers.
+package memorybanktest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// NewStore returns an empty store for one test; register cleanup with
+// t.Cleanup.
+type NewStore func(t *testing.T) memorybank.Store
+
+// Run runs the conformance suite.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"CreateGetList", testCreateGetList},
+		{"InvalidInput", testInvalidInput},
+		{"AppIsolation", testAppIsolation},
+		{"UpdateDeleteRevisionsRollback", testRevisions},
+		{"RetrieveSimilarity", testRetrieveSimilarity},
+		{"RetrieveFiltersAndPaging", testRetrieveFiltersAndPaging},
+		{"DirectFactsWithoutModel", testDirectFactsWithoutModel},
+		{"EventsNeedAModel", testEventsNeedAModel},
+		{"GenerateFromSession", testGenerateFromSession},
+		{"ConsolidationActions", testConsolidationActions},
+		{"DisableConsolidationAndAllowedTopics", testDisableConsolidationAndAllowedTopics},
+		{"ModelTrouble", testModelTrouble},
+		{"TransientFailureRetried", testTransientFailureRetried},
+		{"LeaseFencing", testLeaseFencing},
+		{"Coalescing", testCoalescing},
+		{"OperationsListCancelWait", testOperations},
+		{"ForgetSession", testForgetSession},
+		{"Purge", testPurge},
+		{"Expiry", testExpiry},
+		{"Config", testConfig},
+		{"Triggers", testTriggers},
+		{"Reembed", testReembed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, newStore(t))
+			tc.fn(t, h)
+		})
+	}
+}
+
+// Clock is a settable clock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the time, one microsecond later at each call.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Microsecond)
+	return c.now
+}
+
+// Advance moves the clock.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// FakeSessions is an in-memory memorybank.SessionReader.
+type FakeSessions struct {
+	mu     sync.Mutex
+	events map[string][]*sessions.Event
+}
+
+// Append adds events to a session, numbering them.
+func (f *FakeSessions) Append(key sessions.Key, texts ...string) []*sessions.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.events == nil {
+		f.events = map[string][]*sessions.Event{}
+	}
+	var out []*sessions.Event
+	for _, t := range texts {
+		list := f.events[key.Name()]
+		e := &sessions.Event{
+			ID: fmt.Sprintf("e%d", len(list)+1), Author: "user", Sequence: int64(len(list) + 1),
+			Content:   &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: t}}},
+			Timestamp: time.Date(2026, 1, 1, 0, len(list), 0, 0, time.UTC),
+		}
+		f.events[key.Name()] = append(list, e)
+		out = append(out, e)
+	}
+	return out
+}
+
+// EventsAfter implements memorybank.SessionReader.
+func (f *FakeSessions) EventsAfter(_ context.Context, key sessions.Key, after int64, _, _ time.Time, limit int) ([]*sessions.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	list, ok := f.events[key.Name()]
+	if !ok {
+		return nil, fault.NotFoundf("session %s not found", key.Name())
+	}
+	var out []*sessions.Event
+	for _, e := range list {
+		if e.Sequence > after && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+type harness struct {
+	t      *testing.T
+	store  memorybank.Store
+	clock  *Clock
+	gemini *modeltest.Gemini
+	sess   *FakeSessions
+	svc    *memorybank.Service // with a model
+	noGen  *memorybank.Service // without a model
+	ctx    context.Context
+}
+
+func newHarness(t *testing.T, store memorybank.Store) *harness {
+	h := &harness{
+		t: t, store: store, ctx: t.Context(),
+		clock:  &Clock{now: time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)},
+		gemini: modeltest.NewGemini(t),
+		sess:   &FakeSessions{},
+	}
+	h.svc = h.service("worker-a", &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"})
+	h.noGen = h.service("worker-b", nil)
+	return h
+}
+
+func (h *harness) service(worker string, gen model.Generator) *memorybank.Service {
+	cfg := memorybank.Config{
+		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Now,
+		WorkerID: worker, Lease: time.Minute, MaxAttempts: 3,
+	}
+	if gen != nil {
+		cfg.Generator = gen
+	}
+	return memorybank.NewService(h.store, cfg)
+}
+
+var user1 = memorybank.Scope{"user_id": "u1"}
+
+func (h *harness) create(fact string, scope memorybank.Scope, topics ...string) *memorybank.Memory {
+	h.t.Helper()
+	m, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: fact, Scope: scope, Topics: topics})
+	if err != nil {
+		h.t.Fatalf("CreateMemory(%q): %v", fact, err)
+	}
+	return m
+}
+
+// drain runs operations until none is left and returns how many ran.
+func (h *harness) drain(svc *memorybank.Service) int {
+	h.t.Helper()
+	total := 0
+	for range 50 {
+		n, err := svc.RunOnce(h.ctx)
+		if n == 0 {
+			return total
+		}
+		_ = err // failures are recorded on the operations
+		total += n
+	}
+	h.t.Fatal("operations keep coming")
+	return total
+}
+
+func (h *harness) op(op *memorybank.Operation) *memorybank.Operation {
+	h.t.Helper()
+	got, err := h.svc.GetOperation(h.ctx, op.App, op.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return got
+}
+
+func (h *harness) facts(scope memorybank.Scope) []string {
+	h.t.Helper()
+	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: scope, PageSize: 1000})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, r := range res {
+		out = append(out, r.Memory.Fact)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func wantKind(t *testing.T, what string, err error, kind fault.Kind) {
+	t.Helper()
+	if fault.KindOf(err) != kind || err == nil {
+		t.Fatalf("%s: error %v (kind %v), want %v", what, err, fault.KindOf(err), kind)
+	}
+}
+
+func testCreateGetList(t *testing.T, h *harness) {
+	m, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{
+		ID: "m1", Fact: "The user likes green tea.", Scope: user1,
+		Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"source": "chat"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name() != "apps/app1/memories/m1" || m.Revision != 1 || m.CreateTime.IsZero() {
+		t.Fatalf("created %+v", m)
+	}
+	got, err := h.svc.GetMemory(h.ctx, "app1", "m1")
+	if err != nil || got.Fact != m.Fact || got.Scope["user_id"] != "u1" || got.Metadata["source"] != "chat" || !slices.Equal(got.Topics, m.Topics) {
+		t.Fatalf("GetMemory = %+v, %v", got, err)
+	}
+	_, err = h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m1", Fact: "x", Scope: user1})
+	wantKind(t, "duplicate memory id", err, fault.AlreadyExists)
+	for i := range 5 {
+		h.create(fmt.Sprintf("fact %d about u2", i), memorybank.Scope{"user_id": "u2"})
+	}
+	var all []string
+	token := ""
+	for {
+		page, next, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", PageSize: 2, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page {
+			all = append(all, m.ID)
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	if len(all) != 6 || all[len(all)-1] != "m1" {
+		t.Fatalf("listing all = %v (want 6, newest first, m1 last)", all)
+	}
+	u1, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Scope: user1})
+	if err != nil || len(u1) != 1 || u1[0].ID != "m1" {
+		t.Fatalf("listing scope u1 = %v, %v", u1, err)
+	}
+	f, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Filter: `topics = "USER_PREFERENCES" AND metadata.source = "chat"`})
+	if err != nil || len(f) != 1 {
+		t.Fatalf("listing with filter = %v, %v", f, err)
+	}
+}
+
+func testInvalidInput(t *testing.T, h *harness) {
+	for name, in := range map[string]memorybank.MemoryInput{
+		"empty fact":     {Fact: " ", Scope: user1},
+		"long fact":      {Fact: strings.Repeat("x", memorybank.MaxFactBytes+1), Scope: user1},
+		"bad utf-8":      {Fact: "a\xff", Scope: user1},
+		"no scope":       {Fact: "f"},
+		"bad scope key":  {Fact: "f", Scope: memorybank.Scope{"a b": "c"}},
+		"bad topic":      {Fact: "f", Scope: user1, Topics: []string{"lower"}},
+		"bad metadata":   {Fact: "f", Scope: user1, Metadata: map[string]string{"": "x"}},
+		"bad id":         {ID: "a/b", Fact: "f", Scope: user1},
+		"ttl and expire": {Fact: "f", Scope: user1, TTL: time.Hour, ExpireTime: time.Now().Add(time.Hour)},
+	} {
+		_, err := h.svc.CreateMemory(h.ctx, "app1", in)
+		wantKind(t, name, err, fault.Invalid)
+	}
+	_, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "q", TopK: 101})
+	wantKind(t, "top_k 101", err, fault.Invalid)
+	_, _, err = h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Filter: "color = red"})
+	wantKind(t, "unknown filter field", err, fault.Invalid)
+	_, err = h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1})
+	wantKind(t, "no source", err, fault.Invalid)
+	facts := make([]memorybank.DirectFact, memorybank.MaxDirectFacts+1)
+	for i := range facts {
+		facts[i].Fact = "f"
+	}
+	_, err = h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: facts})
+	wantKind(t, "too many facts", err, fault.ResourceExhausted)
+	if list, _, _ := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1"}); len(list) != 0 {
+		t.Fatalf("rejected input stored %d memories", len(list))
+	}
+}
+
+func testAppIsolation(t *testing.T, h *harness) {
+	m := h.create("The user lives in Osaka.", user1)
+	if _, err := h.svc.GetMemory(h.ctx, "app2", m.ID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("memory of app1 read through app2: %v", err)
+	}
+	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app2", Scope: user1, Query: "Osaka"})
+	if err != nil || len(res) != 0 {
+		t.Fatalf("retrieval in app2 = %v, %v", res, err)
+	}
+	if err := h.svc.DeleteMemory(h.ctx, "app2", m.ID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("delete through app2: %v", err)
+	}
+}
+
+func testRevisions(t *testing.T, h *harness) {
+	m := h.create("The user has a cat.", user1)
+	up, err := h.svc.UpdateMemory(h.ctx, "app1", m.ID, memorybank.MemoryUpdate{Fact: new("The user has two cats.")})
+	if err != nil || up.Revision != 2 || up.Fact != "The user has two cats." {
+		t.Fatalf("UpdateMemory = %+v, %v", up, err)
+	}
+	if err := h.svc.DeleteMemory(h.ctx, "app1", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.GetMemory(h.ctx, "app1", m.ID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("deleted memory still readable: %v", err)
+	}
+	if res, _, _ := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "cats"}); len(res) != 0 {
+		t.Fatalf("deleted memory retrieved")
+	}
+	revs, _, err := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range revs {
+		got = append(got, fmt.Sprintf("%d %s %s", r.Number, r.Action, r.Fact))
+	}
+	want := []string{"3 DELETED The user has two cats.", "2 UPDATED The user has two cats.", "1 CREATED The user has a cat."}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("revisions (-want +got):\n%s", diff)
+	}
+	// Paging.
+	page, next, err := h.svc.ListRevisions(h.ctx, "app1", m.ID, 2, "")
+	if err != nil || len(page) != 2 || next == "" {
+		t.Fatalf("revision page 1 = %d, %q, %v", len(page), next, err)
+	}
+	page, next, _ = h.svc.ListRevisions(h.ctx, "app1", m.ID, 2, next)
+	if len(page) != 1 || page[0].Number != 1 || next != "" {
+		t.Fatalf("revision page 2 = %v, %q", page, next)
+	}
+	// Rollback restores the deleted memory at revision 1.
+	back, err := h.svc.RollbackMemory(h.ctx, "app1", m.ID, "1")
+	if err != nil || back.Fact != "The user has a cat." || back.Revision != 4 {
+		t.Fatalf("RollbackMemory = %+v, %v", back, err)
+	}
+	res, _, _ := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "cat"})
+	if len(res) != 1 || res[0].Memory.ID != m.ID {
+		t.Fatalf("rolled-back memory not retrievable: %v", res)
+	}
+	r4, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 1, "")
+	if r4[0].Action != memorybank.Created || !strings.Contains(r4[0].Reason, "rollback to revision 1") {
+		t.Fatalf("rollback revision = %+v", r4[0])
+	}
+	_, err = h.svc.RollbackMemory(h.ctx, "app1", m.ID, "3")
+	wantKind(t, "rollback to a deletion", err, fault.Invalid)
+	_, err = h.svc.RollbackMemory(h.ctx, "app1", m.ID, "99")
+	wantKind(t, "rollback to a missing revision", err, fault.NotFound)
+}
+
+func testRetrieveSimilarity(t *testing.T, h *harness) {
+	for _, f := range []string{
+		"The user likes green tea in the morning.",
+		"The user plays tennis on weekends.",
+		"The user's sister lives in Kyoto.",
+		"The user is allergic to peanuts.",
+		"The user works as a nurse.",
+	} {
+		h.create(f, user1)
+	}
+	h.create("The user likes green tea very much.", memorybank.Scope{"user_id": "u2"})
+	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "what tea does the user drink?", TopK: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || !strings.Contains(res[0].Memory.Fact, "green tea") {
+		t.Fatalf("top result = %v", res)
+	}
+	for _, r := range res {
+		if r.Memory.Scope["user_id"] != "u1" {
+			t.Fatalf("retrieved a memory of another scope: %+v", r.Memory)
+		}
+	}
+	if !(res[0].Distance <= res[1].Distance) || res[0].Distance < -1e-9 || res[0].Distance > 2 {
+		t.Fatalf("distances %v, %v not ascending within [0, 2]", res[0].Distance, res[1].Distance)
+	}
+	def, _, _ := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "tennis"})
+	if len(def) != memorybank.DefaultTopK || !strings.Contains(def[0].Memory.Fact, "tennis") {
+		t.Fatalf("default top_k results = %v", def)
+	}
+	// A scope with two keys is another scope.
+	two, _, _ := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: memorybank.Scope{"user_id": "u1", "agent": "x"}, Query: "tea"})
+	if len(two) != 0 {
+		t.Fatalf("exact scope match broken: %v", two)
+	}
+}
+
+func testRetrieveFiltersAndPaging(t *testing.T, h *harness) {
+	for i := range 7 {
+		topic := "USER_PREFERENCES"
+		if i%2 == 1 {
+			topic = "USER_PERSONAL_INFO"
+		}
+		if _, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{
+			Fact: fmt.Sprintf("fact number %d about music", i), Scope: user1, Topics: []string{topic},
+			Metadata: map[string]string{"parity": fmt.Sprint(i % 2)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "music", TopK: 10, Filter: `topics = "USER_PERSONAL_INFO"`})
+	if err != nil || len(res) != 3 {
+		t.Fatalf("similarity with a topic filter = %d results, %v", len(res), err)
+	}
+	res, _, _ = h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "music", TopK: 10, Filter: `metadata.parity = "0"`})
+	if len(res) != 4 {
+		t.Fatalf("similarity with a metadata filter = %d results", len(res))
+	}
+	res, _, _ = h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "music", TopK: 10, Filter: `metadata.parity = "0" AND metadata.parity = "1"`})
+	if len(res) != 0 {
+		t.Fatalf("contradictory filter matched %d", len(res))
+	}
+	seen := map[string]bool{}
+	token := ""
+	for pages := 0; ; pages++ {
+		page, next, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, PageSize: 3, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			if seen[r.Memory.ID] || r.Distance != 0 {
+				t.Fatalf("paging repeated %s or gave a distance", r.Memory.ID)
+			}
+			seen[r.Memory.ID] = true
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	if len(seen) != 7 {
+		t.Fatalf("paging saw %d memories, want 7", len(seen))
+	}
+}
+
+func testDirectFactsWithoutModel(t *testing.T, h *harness) {
+	gen := func(facts ...string) *memorybank.Operation {
+		t.Helper()
+		var df []memorybank.DirectFact
+		for _, f := range facts {
+			df = append(df, memorybank.DirectFact{Fact: f})
+		}
+		op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: df})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.State.Done() {
+			t.Fatalf("GenerateMemories returned a finished operation")
+		}
+		h.drain(h.noGen)
+		return h.op(op)
+	}
+	op := gen("The user prefers window seats.", "The user is vegetarian.")
+	if op.State != memorybank.OpSucceeded || len(op.Generated) != 2 {
+		t.Fatalf("first generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
+	}
+	again := gen("The user prefers window seats.", "the user is vegetarian")
+	if again.State != memorybank.OpSucceeded || len(again.Generated) != 0 {
+		t.Fatalf("repeated facts changed something: %v", again.Generated)
+	}
+	if got := h.facts(user1); len(got) != 2 {
+		t.Fatalf("memories after the same facts twice = %v", got)
+	}
+	if len(h.gemini.Calls()) != 0 {
+		t.Fatalf("a model was called without one configured")
+	}
+}
+
+func testEventsNeedAModel(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	_, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	wantKind(t, "session source without a model", err, fault.FailedPrecondition)
+	if !strings.Contains(err.Error(), "--model-provider") {
+		t.Fatalf("error %q does not name the settings", err)
+	}
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: []*sessions.Event{{Author: "user"}}})
+	wantKind(t, "inline events without a model", err, fault.FailedPrecondition)
+}
+
+func extraction(facts ...string) map[string]any {
+	var fs []any
+	for i, f := range facts {
+		fs = append(fs, map[string]any{"fact": f, "topic": "USER_PREFERENCES", "events": []int{i + 1}})
+	}
+	if fs == nil {
+		fs = []any{}
+	}
+	return map[string]any{"facts": fs}
+}
+
+func testGenerateFromSession(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "I love hiking in the Alps.", "Also, call me Kim.")
+	h.gemini.ReplyJSON(extraction("The user loves hiking in the Alps.", "The user wants to be called Kim."))
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Generate.Scope["user_id"] != "u1" {
+		t.Fatalf("default scope = %v", op.Generate.Scope)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != memorybank.OpSucceeded || len(op.Generated) != 2 || op.ModelCalls != 1 || op.EventsProcessed != 2 || op.FactsExtracted != 2 {
+		t.Fatalf("operation = %s, %d generated, %d model calls, %d events, %d facts, %s", op.State, len(op.Generated), op.ModelCalls, op.EventsProcessed, op.FactsExtracted, op.ErrorMessage)
+	}
+	call := h.gemini.Calls()[0]
+	if !strings.Contains(call.Text(), "[1] user: I love hiking in the Alps.") || !strings.Contains(call.System, "USER_PREFERENCES") || call.Schema == nil {
+		t.Fatalf("extraction call = %q / schema %v", call.Text(), call.Schema)
+	}
+	m := op.Generated[0].Memory
+	if op.Generated[0].Action != memorybank.Created || len(m.Sources) != 1 || m.Sources[0].Session != key.Name() || m.Sources[0].EventIDs[0] != "e1" {
+		t.Fatalf("generated memory = %+v", m)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, "")
+	if len(revs) != 1 || len(revs[0].ExtractedFacts) != 2 || revs[0].Operation != op.Name() || len(revs[0].Sources) != 1 {
+		t.Fatalf("revision = %+v", revs[0])
+	}
+	// Nothing new: no model call, nothing changes.
+	again, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	if again = h.op(again); again.State != memorybank.OpSucceeded || len(again.Generated) != 0 || again.ModelCalls != 0 {
+		t.Fatalf("re-ingesting = %s %v with %d model calls", again.State, again.Generated, again.ModelCalls)
+	}
+	// Only the new event is sent; consolidation sees the similar memory.
+	h.sess.Append(key, "I went hiking in the Alps again last week.")
+	h.gemini.ReplyJSON(extraction("The user went hiking in the Alps last week."))
+	h.gemini.ReplyJSON(map[string]any{"actions": []any{map[string]any{"candidate": 1, "action": "UPDATE", "memory": 1, "fact": "The user loves hiking in the Alps and went again last week."}}})
+	third, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	third = h.op(third)
+	calls := h.gemini.Calls()
+	if len(calls) != 3 || strings.Contains(calls[1].Text(), "Call me Kim") || !strings.Contains(calls[1].Text(), "[1] user: I went hiking") {
+		t.Fatalf("second extraction sent %q", calls[1].Text())
+	}
+	if !strings.Contains(calls[2].Text(), "[1] The user loves hiking in the Alps.") {
+		t.Fatalf("consolidation did not show the similar memory as [1]: %q", calls[2].Text())
+	}
+	if third.State != memorybank.OpSucceeded || len(third.Generated) != 1 || third.Generated[0].Action != memorybank.Updated || third.ModelCalls != 2 {
+		t.Fatalf("third generation = %s %+v %d calls %s", third.State, third.Generated, third.ModelCalls, third.ErrorMessage)
+	}
+	upd := third.Generated[0].Memory
+	if upd.ID != m.ID || len(upd.Sources[0].EventIDs) != 2 {
+		t.Fatalf("updated memory = %+v", upd)
+	}
+}
+
+func testConsolidationActions(t *testing.T, h *harness) {
+	tea := h.create("The user drinks coffee every morning.", user1)
+	dog := h.create("The user has a dog named Rex.", user1)
+	events := []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I switched from coffee to tea. Rex says hi. I have a dog named Rex."}}}}}
+	h.gemini.ReplyJSON(extraction("The user now drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."))
+	// The consolidation reply names memories by the numbers the prompt shows.
+	h.gemini.SetResponder(func(c modeltest.Call) modeltest.Reply {
+		coffee := shownNumber(c.Text(), "coffee every morning")
+		return modeltest.Reply{Text: fmt.Sprintf(`{"actions":[
+			{"candidate":1,"action":"DELETE","memory":%d,"fact":""},
+			{"candidate":1,"action":"CREATE","memory":0,"fact":"The user drinks tea instead of coffee."},
+			{"candidate":2,"action":"SKIP","memory":0,"fact":""}]}`, coffee)}
+	})
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != memorybank.OpSucceeded {
+		t.Fatalf("operation %s: %s", op.State, op.ErrorMessage)
+	}
+	var actions []string
+	for _, g := range op.Generated {
+		actions = append(actions, g.Action.String()+" "+g.Memory.Fact)
+	}
+	slices.Sort(actions)
+	want := []string{
+		"CREATED The user drinks tea instead of coffee.",
+		"CREATED The user lives near a park.", // not addressed by the model: kept
+		"DELETED The user drinks coffee every morning.",
+	}
+	if diff := cmp.Diff(want, actions); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	got := h.facts(user1)
+	wantFacts := []string{"The user drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."}
+	if diff := cmp.Diff(wantFacts, got); diff != "" {
+		t.Fatalf("memories (-want +got):\n%s", diff)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", tea.ID, 0, "")
+	if revs[0].Action != memorybank.Deleted || !strings.Contains(revs[0].Reason, "tea instead of coffee") {
+		t.Fatalf("deletion revision = %+v", revs[0])
+	}
+	if d, _ := h.svc.GetMemory(h.ctx, "app1", dog.ID); d.Revision != 1 {
+		t.Fatalf("skipped memory changed: %+v", d)
+	}
+}
+
+// shownNumber returns the number under which a consolidation prompt shows
+// the memory whose fact contains substr (0 when it is not shown).
+func shownNumber(prompt, substr string) int {
+	for _, line := range strings.Split(prompt, "\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "[%d]", &n); err == nil && strings.Contains(line, substr) {
+			return n
+		}
+	}
+	return 0
+}
+
+func testDisableConsolidationAndAllowedTopics(t *testing.T, h *harness) {
+	h.create("The user likes jazz.", user1)
+	h.gemini.ReplyJSON(map[string]any{"facts": []any{
+		map[string]any{"fact": "The user likes jazz.", "topic": "USER_PREFERENCES", "events": []int{1}},
+		map[string]any{"fact": "The user is 30 years old.", "topic": "USER_PERSONAL_INFO", "events": []int{1}},
+	}})
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"},
+		Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I'm 30 and love jazz"}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != memorybank.OpSucceeded || op.ModelCalls != 1 || len(op.Generated) != 1 || op.Generated[0].Memory.Fact != "The user likes jazz." {
+		t.Fatalf("operation %s, %d calls, %+v", op.State, op.ModelCalls, op.Generated)
+	}
+	enum := fmt.Sprint(h.gemini.Calls()[0].Schema)
+	if strings.Contains(enum, "USER_PERSONAL_INFO") {
+		t.Fatalf("extraction schema offers a topic outside allowed_topics: %s", enum)
+	}
+	if got := h.facts(user1); len(got) != 2 {
+		t.Fatalf("without consolidation the duplicate should be stored: %v", got)
+	}
+}
+
+func testModelTrouble(t *testing.T, h *harness) {
+	h.create("The user has a bike.", user1)
+	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I sold my bike and bought a car."}}}}}
+	for _, tc := range []struct {
+		name    string
+		replies []string
+		want    string
+	}{
+		{"invalid JSON", []string{`{"facts": [`}, "not the JSON"},
+		{"unknown memory", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":1,"action":"DELETE","memory":7,"fact":""}]}`}, "memory 7"},
+		{"unknown candidate", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":3,"action":"CREATE","memory":0,"fact":"x"}]}`}, "new fact 3"},
+		{"twice on one memory", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":1,"action":"UPDATE","memory":1,"fact":"a"},{"candidate":1,"action":"DELETE","memory":1,"fact":""}]}`}, "twice"},
+		{"unknown action", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":1,"action":"MERGE","memory":1,"fact":"a"}]}`}, "MERGE"},
+	} {
+		h.gemini.ReplyText(tc.replies...)
+		op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.drain(h.svc)
+		op = h.op(op)
+		if op.State != memorybank.OpFailed || !strings.Contains(op.ErrorMessage, tc.want) {
+			t.Fatalf("%s: operation %s %q, want FAILED mentioning %q", tc.name, op.State, op.ErrorMessage, tc.want)
+		}
+		if got := h.facts(user1); len(got) != 1 || got[0] != "The user has a bike." {
+			t.Fatalf("%s: memories changed: %v", tc.name, got)
+		}
+		if h.gemini.Pending() != 0 {
+			t.Fatalf("%s: %d scripted replies unused", tc.name, h.gemini.Pending())
+		}
+	}
+}
+
+func testTransientFailureRetried(t *testing.T, h *harness) {
+	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I play the violin."}}}}}
+	// Every HTTP attempt of the first operation attempt fails; the second
+	// operation attempt succeeds.
+	for range modeltest.FastRetry.Attempts {
+		h.gemini.Reply(modeltest.Reply{Status: 503})
+	}
+	h.gemini.ReplyJSON(extraction("The user plays the violin."))
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	if got := h.op(op); got.State != memorybank.OpPending || got.Attempt != 1 {
+		t.Fatalf("after a failed attempt: %s attempt %d (%s)", got.State, got.Attempt, got.Progress)
+	}
+	h.clock.Advance(time.Minute) // past the backoff
+	h.drain(h.svc)
+	got := h.op(op)
+	if got.State != memorybank.OpSucceeded || got.Attempt != 2 || len(got.Generated) != 1 {
+		t.Fatalf("after the retry: %s attempt %d %s", got.State, got.Attempt, got.ErrorMessage)
+	}
+}
+
+func testLeaseFencing(t *testing.T, h *harness) {
+	op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user speaks French."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Worker A claims it, then stalls past its lease.
+	claimed, err := h.store.ClaimOperations(h.ctx, memorybank.Claim{Owner: "stalled", Now: h.clock.Now(), Lease: time.Second, Max: 1})
+	if err != nil || len(claimed) != 1 || claimed[0].Attempt != 1 {
+		t.Fatalf("claim = %v, %v", claimed, err)
+	}
+	// A running operation with a live lease is not claimed again.
+	if again, _ := h.store.ClaimOperations(h.ctx, memorybank.Claim{Owner: "other", Now: h.clock.Now(), Lease: time.Second, Max: 1}); len(again) != 0 {
+		t.Fatalf("claimed an operation under a live lease")
+	}
+	h.clock.Advance(2 * time.Second)
+	// Worker B takes it over (attempt 2) while A is still alive.
+	taken, err := h.store.ClaimOperations(h.ctx, memorybank.Claim{Owner: "b", Now: h.clock.Now(), Lease: time.Minute, Max: 1})
+	if err != nil || len(taken) != 1 || taken[0].Attempt != 2 || taken[0].LeaseOwner != "b" {
+		t.Fatalf("takeover claim = %v, %v", taken, err)
+	}
+	// Worker A wakes up: its completion is refused (the operation is
+	// running, but at attempt 2) and changes nothing.
+	stale := *claimed[0]
+	stale.State = memorybank.OpSucceeded
+	err = h.store.Write(h.ctx, &memorybank.Write{
+		App: "app1", Now: h.clock.Now(),
+		Changes: []memorybank.Change{{
+			Memory:   &memorybank.Memory{App: "app1", ID: "stale", Fact: "The user speaks French.", Scope: user1, Revision: 1, CreateTime: h.clock.Now(), UpdateTime: h.clock.Now()},
+			Revision: &memorybank.Revision{App: "app1", MemoryID: "stale", Number: 1, Action: memorybank.Created, Fact: "x", CreateTime: h.clock.Now()},
+		}},
+		Operations: []memorybank.OpUpdate{{Op: &stale, ExpectState: memorybank.OpRunning, ExpectAttempt: 1}},
+	})
+	wantKind(t, "stale worker's completion", err, fault.Aborted)
+	if got := h.facts(user1); len(got) != 0 {
+		t.Fatalf("stale write applied: %v", got)
+	}
+	// B dies too; a live worker finishes the operation exactly once.
+	h.clock.Advance(2 * time.Minute)
+	h.drain(h.noGen)
+	done := h.op(op)
+	if done.State != memorybank.OpSucceeded || done.Attempt != 3 {
+		t.Fatalf("after takeovers: %s attempt %d %s", done.State, done.Attempt, done.ErrorMessage)
+	}
+	if got := h.facts(user1); len(got) != 1 {
+		t.Fatalf("memories after completion: %v", got)
+	}
+}
+
+func testCoalescing(t *testing.T, h *harness) {
+	var ops []*memorybank.Operation
+	for i := range 3 {
+		key := sessions.Key{App: "app1", User: "u1", ID: fmt.Sprintf("s%d", i)}
+		h.sess.Append(key, fmt.Sprintf("My favourite number is %d.", i))
+		op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	h.gemini.ReplyJSON(extraction("The user has favourite numbers 0, 1 and 2."))
+	h.drain(h.svc)
+	if n := len(h.gemini.Calls()); n != 1 {
+		t.Fatalf("%d model calls for 3 coalesced operations, want 1", n)
+	}
+	call := h.gemini.Calls()[0].Text()
+	for i := range 3 {
+		if !strings.Contains(call, fmt.Sprintf("number is %d", i)) {
+			t.Fatalf("coalesced extraction misses session %d: %q", i, call)
+		}
+	}
+	for _, op := range ops {
+		got := h.op(op)
+		if got.State != memorybank.OpSucceeded || len(got.Generated) != 1 || len(got.CoalescedWith) != 2 {
+			t.Fatalf("coalesced operation = %s %v %v", got.State, got.Generated, got.CoalescedWith)
+		}
+	}
+}
+
+func testOperations(t *testing.T, h *harness) {
+	a, _ := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "A"}}})
+	b, _ := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"user_id": "u2"}, Facts: []memorybank.DirectFact{{Fact: "B"}}})
+	cancelled, err := h.noGen.CancelOperation(h.ctx, "app1", b.ID)
+	if err != nil || cancelled.State != memorybank.OpCancelled {
+		t.Fatalf("CancelOperation = %v, %v", cancelled, err)
+	}
+	// Waiting times out while a is pending.
+	w, err := h.noGen.WaitOperation(h.ctx, "app1", a.ID, 50*time.Millisecond)
+	if err != nil || w.State != memorybank.OpPending {
+		t.Fatalf("WaitOperation before work = %v, %v", w, err)
+	}
+	h.drain(h.noGen)
+	w, err = h.noGen.WaitOperation(h.ctx, "app1", a.ID, time.Second)
+	if err != nil || w.State != memorybank.OpSucceeded {
+		t.Fatalf("WaitOperation = %v, %v", w, err)
+	}
+	if got := h.facts(memorybank.Scope{"user_id": "u2"}); len(got) != 0 {
+		t.Fatalf("cancelled operation ran: %v", got)
+	}
+	_, err = h.noGen.CancelOperation(h.ctx, "app1", a.ID)
+	wantKind(t, "cancel a finished operation", err, fault.FailedPrecondition)
+	list, _, err := h.noGen.ListOperations(h.ctx, "app1", []memorybank.OpState{memorybank.OpCancelled}, 0, "")
+	if err != nil || len(list) != 1 || list[0].ID != b.ID {
+		t.Fatalf("ListOperations(CANCELLED) = %v, %v", list, err)
+	}
+	all, _, _ := h.noGen.ListOperations(h.ctx, "app1", nil, 0, "")
+	if len(all) != 2 || all[0].ID != b.ID {
+		t.Fatalf("ListOperations = %v (newest first)", all)
+	}
+	_, err = h.noGen.GetOperation(h.ctx, "app2", a.ID)
+	wantKind(t, "operation of another app", err, fault.NotFound)
+}
+
+func testForgetSession(t *testing.T, h *harness) {
+	s1 := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	s2 := sessions.Key{App: "app1", User: "u1", ID: "s2"}
+	h.sess.Append(s1, "I was born in Lyon.", "I like cheese.")
+	h.gemini.ReplyJSON(map[string]any{"facts": []any{
+		map[string]any{"fact": "The user was born in Lyon.", "topic": "USER_PERSONAL_INFO", "events": []int{1}},
+		map[string]any{"fact": "The user likes cheese.", "topic": "USER_PREFERENCES", "events": []int{2}},
+	}})
+	op, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &s1})
+	h.drain(h.svc)
+	cheese := h.op(op).Generated[1].Memory
+	// The second session confirms the cheese.
+	h.sess.Append(s2, "Cheese is the best.")
+	h.gemini.ReplyJSON(extraction("The user likes cheese."))
+	h.gemini.ReplyJSON(map[string]any{"actions": []any{map[string]any{"candidate": 1, "action": "SKIP", "memory": 1, "fact": ""}}})
+	op2, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &s2})
+	h.drain(h.svc)
+	if got := h.op(op2); got.State != memorybank.OpSucceeded {
+		t.Fatalf("second generation %s: %s", got.State, got.ErrorMessage)
+	}
+	if err := h.svc.ForgetSession(h.ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"The user likes cheese."}, h.facts(user1)); diff != "" {
+		t.Fatalf("after forgetting s1 (-want +got):\n%s", diff)
+	}
+	kept, _ := h.svc.GetMemory(h.ctx, "app1", cheese.ID)
+	if len(kept.Sources) != 1 || kept.Sources[0].Session != s2.Name() {
+		t.Fatalf("kept memory's sources = %+v", kept.Sources)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", cheese.ID, 0, "")
+	if !strings.Contains(revs[0].Reason, "session forgotten") {
+		t.Fatalf("forgetting not recorded: %+v", revs[0])
+	}
+}
+
+func testPurge(t *testing.T, h *harness) {
+	for i := range 5 {
+		h.create(fmt.Sprintf("old fact %d", i), user1, "USER_PREFERENCES")
+	}
+	h.create("keep me", user1, "USER_PERSONAL_INFO")
+	h.create("other scope", memorybank.Scope{"user_id": "u2"}, "USER_PREFERENCES")
+	dry, err := h.svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: user1, Filter: `topics = "USER_PREFERENCES"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	if got := h.op(dry); got.State != memorybank.OpSucceeded || got.PurgeCount != 5 {
+		t.Fatalf("dry run = %s count %d", got.State, got.PurgeCount)
+	}
+	if len(h.facts(user1)) != 6 {
+		t.Fatalf("dry run deleted something")
+	}
+	real, _ := h.svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: user1, Filter: `topics = "USER_PREFERENCES"`, Force: true})
+	h.drain(h.svc)
+	if got := h.op(real); got.State != memorybank.OpSucceeded || got.PurgeCount != 5 {
+		t.Fatalf("purge = %s count %d %s", got.State, got.PurgeCount, got.ErrorMessage)
+	}
+	if diff := cmp.Diff([]string{"keep me"}, h.facts(user1)); diff != "" {
+		t.Fatalf("after purge (-want +got):\n%s", diff)
+	}
+	if len(h.facts(memorybank.Scope{"user_id": "u2"})) != 1 {
+		t.Fatalf("purge crossed scopes")
+	}
+}
+
+func testExpiry(t *testing.T, h *harness) {
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", MemoryTTL: time.Hour, RevisionTTL: 2 * time.Hour}, []string{"memory_ttl", "revision_ttl"}); err != nil {
+		t.Fatal(err)
+	}
+	m := h.create("The user is on holiday this week.", user1)
+	if m.ExpireTime.IsZero() {
+		t.Fatalf("memory_ttl not applied")
+	}
+	short, _ := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: "short", Scope: user1, TTL: time.Minute})
+	keep, _ := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: "keep", Scope: user1, TTL: 24 * time.Hour})
+	h.clock.Advance(2 * time.Minute)
+	if _, err := h.svc.GetMemory(h.ctx, "app1", short.ID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("expired memory readable: %v", err)
+	}
+	h.clock.Advance(time.Hour)
+	if got := h.facts(user1); len(got) != 1 || got[0] != "keep" {
+		t.Fatalf("visible after expiry: %v", got)
+	}
+	n, err := h.svc.SweepExpired(h.ctx)
+	if err != nil || n < 2 {
+		t.Fatalf("SweepExpired = %d, %v", n, err)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, "")
+	if len(revs) != 2 || revs[0].Reason != "expired" {
+		t.Fatalf("revisions after sweep = %+v", revs)
+	}
+	h.clock.Advance(3 * time.Hour)
+	if _, err := h.svc.SweepExpired(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, ""); len(revs) != 0 {
+		t.Fatalf("expired revisions kept: %d", len(revs))
+	}
+	_ = keep
+}
+
+func testConfig(t *testing.T, h *harness) {
+	c, err := h.svc.GetConfig(h.ctx, "app1")
+	if err != nil || len(c.CustomTopics) != 0 {
+		t.Fatalf("default config = %+v, %v", c, err)
+	}
+	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1",
+		ManagedTopics: []string{"USER_PREFERENCES"},
+		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples:      []memorybank.Example{{Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hi"}}}}}, ExpectedFacts: nil}},
+		Trigger:       memorybank.Trigger{EventCount: 4},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ = h.svc.GetConfig(h.ctx, "app1")
+	if len(c.CustomTopics) != 1 || c.Trigger.EventCount != 4 || len(c.Examples) != 1 || c.UpdateTime.IsZero() {
+		t.Fatalf("stored config = %+v", c)
+	}
+	// A masked update leaves the other fields.
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", MemoryTTL: time.Hour}, []string{"memory_ttl"}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = h.svc.GetConfig(h.ctx, "app1")
+	if len(c.CustomTopics) != 1 || c.MemoryTTL != time.Hour {
+		t.Fatalf("masked update = %+v", c)
+	}
+	for name, bad := range map[string]*memorybank.BankConfig{
+		"unknown managed topic": {App: "app1", ManagedTopics: []string{"NOPE"}},
+		"lower-case label":      {App: "app1", CustomTopics: []memorybank.CustomTopic{{Label: "travel", Description: "x"}}},
+		"no description":        {App: "app1", CustomTopics: []memorybank.CustomTopic{{Label: "TRAVEL"}}},
+	} {
+		_, err := h.svc.UpdateConfig(h.ctx, bad, nil)
+		wantKind(t, name, err, fault.Invalid)
+	}
+	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1"}, []string{"nope"})
+	wantKind(t, "bad mask", err, fault.Invalid)
+	// The custom topic and the example reach the extraction prompt.
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "We fly to Lisbon in May.")
+	h.gemini.ReplyJSON(map[string]any{"facts": []any{map[string]any{"fact": "The user flies to Lisbon in May.", "topic": "TRAVEL", "events": []int{1}}}})
+	op, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	sys := h.gemini.Calls()[0].System
+	if !strings.Contains(sys, "TRAVEL: Trips the user took or plans.") || !strings.Contains(sys, "Facts to remember: []") || strings.Contains(sys, "USER_PERSONAL_INFO") {
+		t.Fatalf("extraction prompt ignores the config:\n%s", sys)
+	}
+	if got := h.op(op); len(got.Generated) != 1 || got.Generated[0].Memory.Topics[0] != "TRAVEL" {
+		t.Fatalf("custom topic not kept: %+v", got.Generated)
+	}
+}
+
+func testTriggers(t *testing.T, h *harness) {
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Trigger: memorybank.Trigger{EventCount: 3}}, []string{"generation_trigger"}); err != nil {
+		t.Fatal(err)
+	}
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	evs := h.sess.Append(key, "one", "two", "three", "four")
+	for _, e := range evs[:2] {
+		h.svc.SessionAppended(h.ctx, key, e.Sequence)
+	}
+	if ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, ""); len(ops) != 0 {
+		t.Fatalf("triggered before 3 events: %d operations", len(ops))
+	}
+	h.svc.SessionAppended(h.ctx, key, 3)
+	h.svc.SessionAppended(h.ctx, key, 4)
+	ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, "")
+	if len(ops) != 1 || ops[0].Generate.Session == nil || ops[0].Generate.Session.ID != "s1" {
+		t.Fatalf("operations after 4 events = %v", ops)
+	}
+}
+
+func testReembed(t *testing.T, h *harness) {
+	m := h.create("The user grows tomatoes.", user1)
+	other := memorybank.NewService(h.store, memorybank.Config{Embedder: renamed{model.Offline{}}, Now: h.clock.Now})
+	if res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "tomatoes"}); len(res) != 0 {
+		t.Fatalf("vectors of another embedder were compared")
+	}
+	n, err := other.Reembed(h.ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Reembed = %d, %v", n, err)
+	}
+	res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "tomatoes"})
+	if len(res) != 1 || res[0].Memory.ID != m.ID {
+		t.Fatalf("after re-embedding: %v", res)
+	}
+	got, _ := other.GetMemory(h.ctx, "app1", m.ID)
+	if got.Revision != 1 {
+		t.Fatalf("re-embedding recorded a revision: %d", got.Revision)
+	}
+}
+
+// renamed is an embedder with another name (another embedding space).
+type renamed struct{ model.Offline }
+
+func (renamed) Name() string { return "renamed-offline" }

@@ -1,0 +1,128 @@
+package memorybank
+
+import (
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// OpState is the state of an operation.
+type OpState int
+
+// The states of an operation.
+const (
+	OpUnspecified OpState = iota
+	OpPending
+	OpRunning
+	OpSucceeded
+	OpFailed
+	OpCancelled
+)
+
+// Done reports whether the state is final.
+func (s OpState) Done() bool { return s >= OpSucceeded }
+
+// String returns the state's name.
+func (s OpState) String() string {
+	switch s {
+	case OpPending:
+		return "PENDING"
+	case OpRunning:
+		return "RUNNING"
+	case OpSucceeded:
+		return "SUCCEEDED"
+	case OpFailed:
+		return "FAILED"
+	case OpCancelled:
+		return "CANCELLED"
+	}
+	return "UNSPECIFIED"
+}
+
+// The methods an operation runs.
+const (
+	MethodGenerate = "GenerateMemories"
+	MethodPurge    = "PurgeMemories"
+)
+
+// Operation is slow work: a generation or a purge.
+type Operation struct {
+	App    string
+	ID     string
+	Method string
+	State  OpState
+	// ScopeKey is the scope the operation writes (Scope.Key); operations of
+	// one scope run one at a time. Empty for purges across scopes.
+	ScopeKey string
+	// Generate or Purge is the request, by Method.
+	Generate *GenerateRequest
+	Purge    *PurgeRequest
+	// Result of a succeeded operation, by Method.
+	Generated  []GeneratedMemory
+	PurgeCount int64
+	// ErrorKind and ErrorMessage of a failed operation.
+	ErrorKind    fault.Kind
+	ErrorMessage string
+
+	CreateTime, StartTime, EndTime time.Time
+	// NotBefore delays a retried operation.
+	NotBefore time.Time
+	// Attempt counts the claims; it fences writes of stale workers.
+	Attempt int
+	// LeaseOwner and LeaseExpiry are the claiming worker's lease.
+	LeaseOwner  string
+	LeaseExpiry time.Time
+
+	Progress        string
+	ModelCalls      int
+	EventsProcessed int
+	FactsExtracted  int
+	ExtractionTime  time.Duration
+	Consolidation   time.Duration
+	// CoalescedWith lists the other operations that ran in the same
+	// pipeline run (and share its result).
+	CoalescedWith []string
+}
+
+// Name returns the operation's resource name.
+func (o *Operation) Name() string { return "apps/" + o.App + "/operations/" + o.ID }
+
+// GeneratedMemory is one memory an operation created, updated or deleted.
+type GeneratedMemory struct {
+	Memory *Memory
+	Action Action
+}
+
+// GenerateRequest is the input of GenerateMemories. Exactly one of Session,
+// Events and Facts is set.
+type GenerateRequest struct {
+	App   string `json:"-"`
+	Scope Scope  `json:"scope"`
+	// Session is a stored session; only events not processed before are
+	// used, optionally within [From, To).
+	Session *sessions.Key `json:"session,omitempty"`
+	From    time.Time     `json:"from,omitzero"`
+	To      time.Time     `json:"to,omitzero"`
+	// Events is a conversation given inline.
+	Events []*sessions.Event `json:"events,omitempty"`
+	// Facts are facts given directly.
+	Facts                []DirectFact `json:"facts,omitempty"`
+	DisableConsolidation bool         `json:"disable_consolidation,omitempty"`
+	AllowedTopics        []string     `json:"allowed_topics,omitempty"`
+}
+
+// DirectFact is one fact given directly.
+type DirectFact struct {
+	Fact   string   `json:"fact"`
+	Topics []string `json:"topics,omitempty"`
+}
+
+// PurgeRequest is the input of PurgeMemories.
+type PurgeRequest struct {
+	App    string `json:"-"`
+	Scope  Scope  `json:"scope,omitempty"`
+	Filter string `json:"filter,omitempty"`
+	// Force deletes; without it the operation only counts.
+	Force bool `json:"force,omitempty"`
+}

@@ -1,0 +1,708 @@
+package memorybank
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// SessionReader reads the sessions memories are generated from.
+// *sessions.Service implements it.
+type SessionReader interface {
+	// EventsAfter returns up to limit events of a session with sequence
+	// greater than after, within [from, to) when set, in order. NotFound
+	// when the session does not exist.
+	EventsAfter(ctx context.Context, key sessions.Key, after int64, from, to time.Time, limit int) ([]*sessions.Event, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	// Generator is the language model for extraction and consolidation;
+	// nil means none: generation from events fails with
+	// FailedPrecondition, direct facts still work.
+	Generator model.Generator
+	// Embedder embeds facts and queries. Required.
+	Embedder model.Embedder
+	// Sessions reads sessions for generation from a session. Required for
+	// session sources.
+	Sessions SessionReader
+
+	// Now and NewID are the clock and the id source (defaults: time.Now and
+	// sessions.NewID).
+	Now   func() time.Time
+	NewID func() string
+	// Logger receives the workers' errors. Default slog.Default().
+	Logger *slog.Logger
+
+	// WorkerID names this process in operation leases. Default: a random id.
+	WorkerID string
+	// Workers is how many operations this process runs at once (Run).
+	// Default 2.
+	Workers int
+	// Lease is how long a claimed operation stays claimed without renewal.
+	// Default 60s.
+	Lease time.Duration
+	// PollInterval is how often idle workers look for operations queued by
+	// other servers. Default 500ms.
+	PollInterval time.Duration
+	// MaxAttempts is how often an operation is started before it fails
+	// for good. Default 5.
+	MaxAttempts int
+}
+
+// Service is the memory bank. It is safe for concurrent use.
+type Service struct {
+	store Store
+	gen   model.Generator
+	emb   model.Embedder
+	sess  SessionReader
+	now   func() time.Time
+	newID func() string
+	log   *slog.Logger
+	cfg   Config
+
+	wake    chan struct{} // a new operation was queued here
+	waitMu  sync.Mutex
+	waiters map[string][]chan struct{} // operation name → Wait calls
+
+	configMu    sync.Mutex
+	configCache map[string]cachedConfig
+
+	triggerMu sync.Mutex
+	triggered map[string]int64 // session name → sequence a trigger fired at
+	idle      idleSessions
+}
+
+type cachedConfig struct {
+	cfg *BankConfig
+	at  time.Time
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = sessions.NewID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "worker-" + sessions.NewID()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 60 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 500 * time.Millisecond
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.Embedder == nil {
+		cfg.Embedder = model.Offline{}
+	}
+	return &Service{
+		store:       store,
+		gen:         cfg.Generator,
+		emb:         cfg.Embedder,
+		sess:        cfg.Sessions,
+		now:         cfg.Now,
+		newID:       cfg.NewID,
+		log:         cfg.Logger,
+		cfg:         cfg,
+		wake:        make(chan struct{}, 1),
+		waiters:     map[string][]chan struct{}{},
+		configCache: map[string]cachedConfig{},
+		triggered:   map[string]int64{},
+	}
+}
+
+// MemoryInput is the input of CreateMemory.
+type MemoryInput struct {
+	// ID is the memory id; empty lets the service choose.
+	ID         string
+	Fact       string
+	Scope      Scope
+	Topics     []string
+	Metadata   map[string]string
+	ExpireTime time.Time
+	TTL        time.Duration
+}
+
+func validateApp(app string) error { return sessions.ValidateID("app id", app, sessions.AppIDChars) }
+
+// expiry resolves an expire time or TTL (not both) against now, falling
+// back to def (a TTL, 0 for none).
+func expiry(now, at time.Time, ttl, def time.Duration) (time.Time, error) {
+	switch {
+	case !at.IsZero() && ttl != 0:
+		return time.Time{}, fault.Invalidf("set expire_time or ttl, not both")
+	case ttl < 0:
+		return time.Time{}, fault.Invalidf("ttl must be positive")
+	case ttl > 0:
+		return now.Add(ttl), nil
+	case !at.IsZero():
+		if !at.After(now) {
+			return time.Time{}, fault.Invalidf("expire_time %v is not in the future", at.UTC())
+		}
+		return at, nil
+	case def > 0:
+		return now.Add(def), nil
+	}
+	return time.Time{}, nil
+}
+
+// CreateMemory stores a memory directly: no model, no consolidation.
+func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) (*Memory, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if in.ID == "" {
+		in.ID = s.newID()
+	}
+	if err := ValidateID("memory_id", in.ID); err != nil {
+		return nil, err
+	}
+	if err := s.validateMemory("memory", in.Fact, in.Scope, in.Topics, in.Metadata); err != nil {
+		return nil, err
+	}
+	cfg, err := s.config(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	exp, err := expiry(now, in.ExpireTime, in.TTL, cfg.MemoryTTL)
+	if err != nil {
+		return nil, err
+	}
+	vecs, err := s.emb.Embed(ctx, []string{in.Fact}, model.TaskDocument)
+	if err != nil {
+		return nil, err
+	}
+	m := &Memory{
+		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, Topics: in.Topics, Metadata: in.Metadata,
+		CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
+		Embedding: vecs[0], EmbeddingModel: s.emb.Name(),
+	}
+	rev := s.revision(cfg, m, Created, now, "created directly", nil, "")
+	if err := s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev}}}); err != nil {
+		if fault.Is(err, fault.AlreadyExists) {
+			return nil, fault.New(fault.AlreadyExists, "memory %s already exists", m.Name())
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, metadata map[string]string) error {
+	if err := validateFact(field+".fact", fact); err != nil {
+		return err
+	}
+	if err := ValidateScope(field+".scope", scope); err != nil {
+		return err
+	}
+	if err := validateTopics(field+".topics", topics); err != nil {
+		return err
+	}
+	return validateMetadata(field+".metadata", metadata)
+}
+
+// revision builds the revision recording m's new state.
+func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
+	r := &Revision{
+		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
+		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: cloneMap(m.Metadata),
+		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,
+		CreateTime: now,
+	}
+	if cfg.RevisionTTL > 0 {
+		r.ExpireTime = now.Add(cfg.RevisionTTL)
+	}
+	return r
+}
+
+// GetMemory returns a visible memory.
+func (s *Service) GetMemory(ctx context.Context, app, id string) (*Memory, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := ValidateID("memory id", id); err != nil {
+		return nil, err
+	}
+	m, err := s.store.GetMemory(ctx, app, id)
+	if err == nil && !m.Visible(s.now()) {
+		err = fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ListMemoriesRequest is the input of ListMemories.
+type ListMemoriesRequest struct {
+	App       string
+	Scope     Scope // empty: every scope
+	Filter    string
+	PageSize  int32
+	PageToken string
+}
+
+// ListMemories returns a page of memories, most recently updated first.
+func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*Memory, string, error) {
+	if err := validateApp(r.App); err != nil {
+		return nil, "", err
+	}
+	if len(r.Scope) > 0 {
+		if err := ValidateScope("scope", r.Scope); err != nil {
+			return nil, "", err
+		}
+	}
+	f, err := ParseFilter(r.Filter)
+	if err != nil {
+		return nil, "", err
+	}
+	size, err := sessions.PageSize("page_size", r.PageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.listPage(ctx, "memories", r.App, r.Scope, f, r.Filter, size, r.PageToken)
+}
+
+func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f Filter, filter string, size int, token string) ([]*Memory, string, error) {
+	scopeKey := ""
+	if len(scope) > 0 {
+		scopeKey = scope.Key()
+	}
+	digest := sessions.QueryDigest(kind, app, scopeKey, filter)
+	tok, err := sessions.DecodePageToken(token, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	q := ListQuery{App: app, ScopeKey: scopeKey, Filter: f, Now: s.now(), AfterID: tok.ID, Limit: size + 1}
+	if tok.ID != "" {
+		q.AfterUpdate = time.Unix(0, tok.Time)
+	}
+	list, err := s.store.ListMemories(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(list) <= size {
+		return list, "", nil
+	}
+	list = list[:size]
+	last := list[size-1]
+	return list, sessions.EncodePageToken(sessions.PageToken{Query: digest, Time: last.UpdateTime.UnixNano(), ID: last.ID}), nil
+}
+
+// MemoryUpdate lists the fields UpdateMemory changes; nil fields stay.
+type MemoryUpdate struct {
+	Fact       *string
+	Topics     *[]string
+	Metadata   *map[string]string
+	ExpireTime *time.Time // pointer to zero: never expires
+	TTL        *time.Duration
+}
+
+// UpdateMemory changes a memory and records a revision.
+func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpdate) (*Memory, error) {
+	if u.Fact != nil {
+		if err := validateFact("memory.fact", *u.Fact); err != nil {
+			return nil, err
+		}
+	}
+	if u.Topics != nil {
+		if err := validateTopics("memory.topics", *u.Topics); err != nil {
+			return nil, err
+		}
+	}
+	if u.Metadata != nil {
+		if err := validateMetadata("memory.metadata", *u.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	return s.modify(ctx, app, id, func(m *Memory, now time.Time) (Action, string, error) {
+		if u.Fact != nil {
+			m.Fact = *u.Fact
+		}
+		if u.Topics != nil {
+			m.Topics = slices.Clone(*u.Topics)
+		}
+		if u.Metadata != nil {
+			m.Metadata = maps.Clone(*u.Metadata)
+		}
+		if u.ExpireTime != nil || u.TTL != nil {
+			var at time.Time
+			var ttl time.Duration
+			if u.ExpireTime != nil {
+				at = *u.ExpireTime
+			}
+			if u.TTL != nil {
+				if ttl = *u.TTL; ttl <= 0 {
+					return 0, "", fault.Invalidf("ttl must be positive")
+				}
+			}
+			if at.IsZero() && ttl == 0 {
+				m.ExpireTime = time.Time{}
+			} else {
+				exp, err := expiry(now, at, ttl, 0)
+				if err != nil {
+					return 0, "", err
+				}
+				m.ExpireTime = exp
+			}
+		}
+		return Updated, "updated directly", nil
+	})
+}
+
+// DeleteMemory deletes a memory; its revisions remain.
+func (s *Service) DeleteMemory(ctx context.Context, app, id string) error {
+	_, err := s.modify(ctx, app, id, func(m *Memory, _ time.Time) (Action, string, error) {
+		m.Deleted = true
+		return Deleted, "deleted directly", nil
+	})
+	return err
+}
+
+// modify applies change to a visible memory with a new revision, retrying
+// when a concurrent change won.
+func (s *Service) modify(ctx context.Context, app, id string, change func(m *Memory, now time.Time) (Action, string, error)) (*Memory, error) {
+	for attempt := 0; ; attempt++ {
+		m, err := s.GetMemory(ctx, app, id)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := s.config(ctx, app)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now()
+		old := m.Revision
+		oldFact := m.Fact
+		action, reason, err := change(m, now)
+		if err != nil {
+			return nil, err
+		}
+		if m.Fact != oldFact || len(m.Embedding) == 0 || m.EmbeddingModel != s.emb.Name() {
+			vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
+			if err != nil {
+				return nil, err
+			}
+			m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
+		}
+		m.Revision = old + 1
+		m.UpdateTime = now
+		rev := s.revision(cfg, m, action, now, reason, nil, "")
+		err = s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
+		if fault.Is(err, fault.Aborted) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+}
+
+// Retrieved is a memory found by RetrieveMemories.
+type Retrieved struct {
+	Memory *Memory
+	// Distance is 1 minus the similarity score; 0 without a query.
+	Distance float64
+}
+
+// RetrieveRequest is the input of RetrieveMemories.
+type RetrieveRequest struct {
+	App   string
+	Scope Scope
+	// Query, when set, selects the TopK most similar memories (TopK 0
+	// means 3); otherwise the scope is paged.
+	Query     string
+	TopK      int32
+	PageSize  int32
+	PageToken string
+	Filter    string
+}
+
+// RetrieveMemories returns the memories of a scope most similar to a query,
+// or a page of the scope without a query.
+func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Retrieved, string, error) {
+	if err := validateApp(r.App); err != nil {
+		return nil, "", err
+	}
+	if err := ValidateScope("scope", r.Scope); err != nil {
+		return nil, "", err
+	}
+	f, err := ParseFilter(r.Filter)
+	if err != nil {
+		return nil, "", err
+	}
+	if r.Query == "" {
+		size, err := sessions.PageSize("simple_retrieval.page_size", r.PageSize)
+		if err != nil {
+			return nil, "", err
+		}
+		list, next, err := s.listPage(ctx, "retrieve", r.App, r.Scope, f, r.Filter, size, r.PageToken)
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]Retrieved, len(list))
+		for i, m := range list {
+			out[i] = Retrieved{Memory: m}
+		}
+		return out, next, nil
+	}
+	if len(r.Query) > MaxQueryBytes {
+		return nil, "", fault.Invalidf("similarity_search.query is %d bytes; the limit is %d", len(r.Query), MaxQueryBytes)
+	}
+	k := int(r.TopK)
+	switch {
+	case k < 0 || k > MaxTopK:
+		return nil, "", fault.Invalidf("similarity_search.top_k is %d; it must be 1 to %d (0 means %d)", k, MaxTopK, DefaultTopK)
+	case k == 0:
+		k = DefaultTopK
+	}
+	scored, err := s.search(ctx, r.App, r.Scope.Key(), r.Query, k, f)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Retrieved, len(scored))
+	for i, sc := range scored {
+		out[i] = Retrieved{Memory: sc.Memory, Distance: Distance(sc.Score)}
+	}
+	return out, "", nil
+}
+
+// search embeds a query and searches a scope.
+func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f Filter) ([]Scored, error) {
+	vecs, err := s.emb.Embed(ctx, []string{query}, model.TaskQuery)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.SearchMemories(ctx, SearchQuery{
+		App: app, ScopeKey: scopeKey, Vector: vecs[0], Model: s.emb.Name(), K: k, Filter: f, Now: s.now(),
+	})
+}
+
+// ListRevisions returns a page of a memory's revisions, newest first. It
+// works for deleted memories too.
+func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize int32, token string) ([]*Revision, string, error) {
+	if err := validateApp(app); err != nil {
+		return nil, "", err
+	}
+	if err := ValidateID("memory id", id); err != nil {
+		return nil, "", err
+	}
+	size, err := sessions.PageSize("page_size", pageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := s.store.GetMemory(ctx, app, id); err != nil {
+		return nil, "", err
+	}
+	digest := sessions.QueryDigest("revisions", app, id)
+	tok, err := sessions.DecodePageToken(token, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	revs, err := s.store.ListRevisions(ctx, app, id, tok.Seq, size+1, s.now())
+	if err != nil {
+		return nil, "", err
+	}
+	if len(revs) <= size {
+		return revs, "", nil
+	}
+	revs = revs[:size]
+	return revs, sessions.EncodePageToken(sessions.PageToken{Query: digest, Seq: revs[size-1].Number}), nil
+}
+
+// RollbackMemory restores a memory, deleted or not, to a revision, and
+// records the restoration as a new revision.
+func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) (*Memory, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := ValidateID("memory id", id); err != nil {
+		return nil, err
+	}
+	n, err := strconv.ParseInt(revision, 10, 64)
+	if err != nil || n < 1 {
+		return nil, fault.Invalidf("target_revision_id %q is not a revision number", revision)
+	}
+	for attempt := 0; ; attempt++ {
+		m, err := s.store.GetMemory(ctx, app, id)
+		if err != nil {
+			return nil, err
+		}
+		target, err := s.store.GetRevision(ctx, app, id, n)
+		if err != nil {
+			return nil, err
+		}
+		if target.Action == Deleted {
+			return nil, fault.Invalidf("revision %d records a deletion; roll back to a revision that holds the fact", n)
+		}
+		cfg, err := s.config(ctx, app)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now()
+		old := m.Revision
+		action, reason := Updated, "rollback to revision "+revision
+		if m.Deleted || m.Expired(now) {
+			action, reason = Created, "restored by rollback to revision "+revision
+			m.Deleted = false
+			m.ExpireTime = time.Time{}
+			if cfg.MemoryTTL > 0 {
+				m.ExpireTime = now.Add(cfg.MemoryTTL)
+			}
+		}
+		m.Fact, m.Topics, m.Metadata, m.Sources = target.Fact, target.Topics, target.Metadata, target.Sources
+		vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
+		if err != nil {
+			return nil, err
+		}
+		m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
+		m.Revision, m.UpdateTime = old+1, now
+		rev := s.revision(cfg, m, action, now, reason, nil, "")
+		err = s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
+		if fault.Is(err, fault.Aborted) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+}
+
+// GetConfig returns an app's configuration.
+func (s *Service) GetConfig(ctx context.Context, app string) (*BankConfig, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	return s.store.GetConfig(ctx, app)
+}
+
+// The fields of BankConfig an update mask may name.
+var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger"}
+
+// UpdateConfig changes the fields of an app's configuration named in mask
+// (all of them when mask is empty) to those of c.
+func (s *Service) UpdateConfig(ctx context.Context, c *BankConfig, mask []string) (*BankConfig, error) {
+	if err := validateApp(c.App); err != nil {
+		return nil, err
+	}
+	if len(mask) == 0 {
+		mask = configFields
+	}
+	cur, err := s.store.GetConfig(ctx, c.App)
+	if err != nil {
+		return nil, err
+	}
+	next := *cur
+	for _, f := range mask {
+		switch f {
+		case "managed_topics":
+			next.ManagedTopics = c.ManagedTopics
+		case "custom_topics":
+			next.CustomTopics = c.CustomTopics
+		case "generation_examples":
+			next.Examples = c.Examples
+		case "memory_ttl":
+			next.MemoryTTL = c.MemoryTTL
+		case "revision_ttl":
+			next.RevisionTTL = c.RevisionTTL
+		case "generation_trigger":
+			next.Trigger = c.Trigger
+		default:
+			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", f, configFields)
+		}
+	}
+	if err := validateConfig(&next); err != nil {
+		return nil, err
+	}
+	next.App = c.App
+	next.UpdateTime = s.now()
+	if err := s.store.PutConfig(ctx, &next); err != nil {
+		return nil, err
+	}
+	s.configMu.Lock()
+	delete(s.configCache, c.App)
+	s.configMu.Unlock()
+	return &next, nil
+}
+
+// configTTL is how long a configuration is cached for the hot paths
+// (appends that may trigger generation).
+const configTTL = 5 * time.Second
+
+// config returns an app's configuration, cached briefly.
+func (s *Service) config(ctx context.Context, app string) (*BankConfig, error) {
+	now := s.now()
+	s.configMu.Lock()
+	c, ok := s.configCache[app]
+	s.configMu.Unlock()
+	if ok && now.Sub(c.at) < configTTL {
+		return c.cfg, nil
+	}
+	cfg, err := s.store.GetConfig(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	s.configMu.Lock()
+	s.configCache[app] = cachedConfig{cfg: cfg, at: now}
+	s.configMu.Unlock()
+	return cfg, nil
+}
+
+// ForgetSession deletes the memories derived only from a session and
+// removes the session from the sources of the others, with revisions that
+// say so.
+func (s *Service) ForgetSession(ctx context.Context, key sessions.Key) error {
+	name := key.Name()
+	for attempt := 0; ; attempt++ {
+		now := s.now()
+		mems, err := s.store.MemoriesBySource(ctx, key.App, name, now)
+		if err != nil {
+			return err
+		}
+		if len(mems) == 0 {
+			return nil
+		}
+		cfg, err := s.config(ctx, key.App)
+		if err != nil {
+			return err
+		}
+		w := &Write{App: key.App, Now: now}
+		for _, m := range mems {
+			old := m.Revision
+			m.Sources = slices.DeleteFunc(m.Sources, func(src Source) bool { return src.Session == name })
+			m.Revision, m.UpdateTime = old+1, now
+			action := Updated
+			if len(m.Sources) == 0 {
+				m.Deleted, action = true, Deleted
+			}
+			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, action, now, "session forgotten: "+name, nil, ""), ExpectRevision: old})
+		}
+		err = s.store.Write(ctx, w)
+		if fault.Is(err, fault.Aborted) && attempt < 5 {
+			continue
+		}
+		return err
+	}
+}

@@ -1,0 +1,723 @@
+// Package sqlite is the embedded default memory bank store: tables in
+// kioku's SQLite file (see internal/sqlitedb), beside the session tables.
+//
+// Layout:
+//
+//	memories         (app, id) → scope key, fact, scope/topics/metadata/
+//	                 sources (JSON), times (Unix ns), revision, deleted,
+//	                 embedding (memorybank.EncodeVector) and its model;
+//	                 indexed by (app, scope, update time) and (app, update
+//	                 time) for listings, by expiry for the sweeper.
+//	memory_sources   (app, session, memory) for forgetting a session.
+//	memory_revisions (app, memory, number) → the revision (JSON), expiry.
+//	bank_configs     (app) → the configuration (JSON).
+//	operations       (app, id) → state, scope, times, attempt, the
+//	                 operation (JSON); indexed for listing and for claiming.
+//	watermarks       (app, session) → last processed sequence.
+//
+// Similarity search runs in memory over a memorybank.VectorIndex: a
+// scope's vectors are loaded on its first search and kept current after
+// each write, so a search costs a scan of the scope's vectors in RAM (sparse
+// vectors cost their non-zero coordinates) and no database read. Memory
+// rows are never removed: a deleted memory keeps its row for its revisions
+// and for rollback.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+var schema = []string{`
+CREATE TABLE memories (
+	app             TEXT    NOT NULL,
+	id              TEXT    NOT NULL,
+	scope_key       TEXT    NOT NULL,
+	fact            TEXT    NOT NULL,
+	scope           TEXT    NOT NULL,
+	topics          TEXT    NOT NULL DEFAULT '[]',
+	metadata        TEXT    NOT NULL DEFAULT '{}',
+	sources         TEXT    NOT NULL DEFAULT '[]',
+	create_ns       INTEGER NOT NULL,
+	update_ns       INTEGER NOT NULL,
+	expire_ns       INTEGER NOT NULL DEFAULT 0,
+	revision        INTEGER NOT NULL,
+	deleted         INTEGER NOT NULL DEFAULT 0,
+	embedding       BLOB,
+	embedding_model TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (app, id)
+) WITHOUT ROWID;
+CREATE INDEX memories_by_scope ON memories (app, scope_key, deleted, update_ns DESC, id DESC);
+CREATE INDEX memories_by_app ON memories (app, deleted, update_ns DESC, id DESC);
+CREATE INDEX memories_by_expiry ON memories (expire_ns) WHERE expire_ns > 0 AND deleted = 0;
+CREATE INDEX memories_by_model ON memories (embedding_model) WHERE deleted = 0;
+CREATE TABLE memory_sources (
+	app       TEXT NOT NULL,
+	session   TEXT NOT NULL,
+	memory_id TEXT NOT NULL,
+	PRIMARY KEY (app, session, memory_id)
+) WITHOUT ROWID;
+CREATE TABLE memory_revisions (
+	app       TEXT    NOT NULL,
+	memory_id TEXT    NOT NULL,
+	number    INTEGER NOT NULL,
+	body      TEXT    NOT NULL,
+	expire_ns INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (app, memory_id, number)
+) WITHOUT ROWID;
+CREATE INDEX revisions_by_expiry ON memory_revisions (expire_ns) WHERE expire_ns > 0;
+CREATE TABLE bank_configs (
+	app  TEXT NOT NULL PRIMARY KEY,
+	body TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE operations (
+	app             TEXT    NOT NULL,
+	id              TEXT    NOT NULL,
+	state           INTEGER NOT NULL,
+	method          TEXT    NOT NULL,
+	scope_key       TEXT    NOT NULL,
+	create_ns       INTEGER NOT NULL,
+	not_before_ns   INTEGER NOT NULL DEFAULT 0,
+	lease_expiry_ns INTEGER NOT NULL DEFAULT 0,
+	attempt         INTEGER NOT NULL DEFAULT 0,
+	body            TEXT    NOT NULL,
+	PRIMARY KEY (app, id)
+) WITHOUT ROWID;
+CREATE INDEX operations_by_app ON operations (app, create_ns DESC, id DESC);
+CREATE INDEX operations_queue ON operations (state, create_ns) WHERE state IN (1, 2);
+CREATE INDEX operations_by_scope ON operations (app, scope_key, state) WHERE state IN (1, 2);
+CREATE TABLE watermarks (
+	app     TEXT    NOT NULL,
+	session TEXT    NOT NULL,
+	seq     INTEGER NOT NULL,
+	PRIMARY KEY (app, session)
+) WITHOUT ROWID;
+`}
+
+// Store is the SQLite memory bank store.
+type Store struct {
+	db    *sqlitedb.DB
+	index *memorybank.VectorIndex
+}
+
+var _ memorybank.Store = (*Store)(nil)
+
+// New returns a Store on db, creating its tables if needed.
+func New(db *sqlitedb.DB) (*Store, error) {
+	if err := db.Migrate("memorybank", schema); err != nil {
+		return nil, err
+	}
+	return &Store{db: db, index: memorybank.NewVectorIndex()}, nil
+}
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model`
+
+func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
+	var (
+		m                            memorybank.Memory
+		scope, topics, meta, sources string
+		createNS, updateNS, expireNS int64
+		deleted                      int
+		embedding                    []byte
+	)
+	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		raw string
+		dst any
+	}{{scope, &m.Scope}, {topics, &m.Topics}, {meta, &m.Metadata}, {sources, &m.Sources}} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
+		}
+	}
+	if len(m.Topics) == 0 {
+		m.Topics = nil
+	}
+	if len(m.Metadata) == 0 {
+		m.Metadata = nil
+	}
+	if len(m.Sources) == 0 {
+		m.Sources = nil
+	}
+	m.CreateTime, m.UpdateTime, m.ExpireTime = fromNS(createNS), fromNS(updateNS), fromNS(expireNS)
+	m.Deleted = deleted != 0
+	var err error
+	if m.Embedding, err = memorybank.DecodeVector(embedding); err != nil {
+		return nil, fmt.Errorf("decoding the vector of memory %s: %w", m.ID, err)
+	}
+	return &m, nil
+}
+
+func queryMemories(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*memorybank.Memory
+	for rows.Next() {
+		m, err := scanMemory(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// GetMemory implements memorybank.Store.
+func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
+	m, err := scanMemory(s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
+	}
+	return m, err
+}
+
+// filterSQL appends the conditions of a filter.
+func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
+	for _, t := range f.Topics {
+		sb.WriteString(` AND EXISTS (SELECT 1 FROM json_each(topics) WHERE value = ?)`)
+		args = append(args, t)
+	}
+	for k, v := range f.Metadata {
+		sb.WriteString(` AND json_extract(metadata, ?) = ?`)
+		args = append(args, `$."`+k+`"`, v)
+	}
+	return args
+}
+
+// ListMemories implements memorybank.Store.
+func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*memorybank.Memory, error) {
+	if q.Filter.None {
+		return nil, nil
+	}
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + memoryColumns + ` FROM memories WHERE app = ?`)
+	args := []any{q.App}
+	if q.ScopeKey != "" {
+		sb.WriteString(` AND scope_key = ?`)
+		args = append(args, q.ScopeKey)
+	}
+	sb.WriteString(` AND deleted = 0 AND (expire_ns = 0 OR expire_ns > ?)`)
+	args = append(args, q.Now.UnixNano())
+	args = filterSQL(&sb, args, q.Filter)
+	if q.AfterID != "" {
+		t := q.AfterUpdate.UnixNano()
+		sb.WriteString(` AND (update_ns < ? OR (update_ns = ? AND id < ?))`)
+		args = append(args, t, t, q.AfterID)
+	}
+	sb.WriteString(` ORDER BY update_ns DESC, id DESC LIMIT ?`)
+	args = append(args, q.Limit)
+	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
+}
+
+// SearchMemories implements memorybank.Store: it loads the scope into the
+// index on first use, then searches in memory.
+func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
+	if q.Filter.None {
+		return nil, nil
+	}
+	for {
+		if res, ok := s.index.Search(q); ok {
+			return res, nil
+		}
+		gen := s.index.Generation(q.App, q.ScopeKey)
+		mems, err := queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND scope_key = ? AND deleted = 0`, q.App, q.ScopeKey)
+		if err != nil {
+			return nil, err
+		}
+		s.index.Install(q.App, q.ScopeKey, gen, mems)
+	}
+}
+
+// MemoriesBySource implements memorybank.Store.
+func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
+	return queryMemories(ctx, s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
+		WHERE src.app = ? AND src.session = ? AND m.deleted = 0 AND (m.expire_ns = 0 OR m.expire_ns > ?) ORDER BY m.id`, app, session, now.UnixNano())
+}
+
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i := range parts {
+		parts[i] = p + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// StaleEmbeddings implements memorybank.Store.
+func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
+	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND embedding_model != ? AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, now.UnixNano(), limit)
+}
+
+// ExpiredMemories implements memorybank.Store.
+func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorybank.Memory, error) {
+	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
+}
+
+// DeleteExpiredRevisions implements memorybank.Store.
+func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int64
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM memory_revisions WHERE (app, memory_id, number) IN (SELECT app, memory_id, number FROM memory_revisions WHERE expire_ns > 0 AND expire_ns <= ? LIMIT ?)`, now.UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// Write implements memorybank.Store.
+func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
+	type prepared struct {
+		c                                  memorybank.Change
+		scope, topics, meta, sources, body string
+		embedding                          []byte
+	}
+	var ps []prepared
+	for _, c := range w.Changes {
+		m := c.Memory
+		p := prepared{c: c, embedding: memorybank.EncodeVector(m.Embedding)}
+		var err error
+		if p.scope, err = jsonText(m.Scope); err != nil {
+			return err
+		}
+		if p.topics, err = jsonText(nonNil(m.Topics)); err != nil {
+			return err
+		}
+		if p.meta, err = jsonText(nonNilMap(m.Metadata)); err != nil {
+			return err
+		}
+		if p.sources, err = jsonText(nonNil(m.Sources)); err != nil {
+			return err
+		}
+		if c.Revision != nil {
+			if p.body, err = jsonText(revisionRecord(c.Revision)); err != nil {
+				return err
+			}
+		}
+		ps = append(ps, p)
+	}
+	opBodies := make([]string, len(w.Operations))
+	for i, u := range w.Operations {
+		b, err := json.Marshal(u.Op)
+		if err != nil {
+			return err
+		}
+		opBodies[i] = string(b)
+	}
+	for _, c := range w.Changes {
+		s.index.Touch(c.Memory.App, c.Memory.Scope.Key())
+	}
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		// Preconditions first: nothing is written unless all hold.
+		for _, u := range w.Operations {
+			var state, attempt int
+			err := tx.QueryRow(`SELECT state, attempt FROM operations WHERE app = ? AND id = ?`, u.Op.App, u.Op.ID).Scan(&state, &attempt)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fault.NotFoundf("operation %s not found", u.Op.Name())
+			}
+			if err != nil {
+				return err
+			}
+			if memorybank.OpState(state) != u.ExpectState || attempt != u.ExpectAttempt {
+				return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), memorybank.OpState(state), attempt, u.ExpectState, u.ExpectAttempt)
+			}
+		}
+		for _, p := range ps {
+			m := p.c.Memory
+			var rev int64
+			err := tx.QueryRow(`SELECT revision FROM memories WHERE app = ? AND id = ?`, m.App, m.ID).Scan(&rev)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				if p.c.ExpectRevision != 0 {
+					return fault.New(fault.Aborted, "memory %s no longer exists", m.Name())
+				}
+			case err != nil:
+				return err
+			case p.c.ExpectRevision == 0:
+				return fault.New(fault.AlreadyExists, "memory %s already exists", m.Name())
+			case rev != p.c.ExpectRevision:
+				return fault.New(fault.Aborted, "memory %s changed meanwhile (revision %d, expected %d)", m.Name(), rev, p.c.ExpectRevision)
+			}
+		}
+		for _, p := range ps {
+			m := p.c.Memory
+			deleted := 0
+			if m.Deleted {
+				deleted = 1
+			}
+			if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
+				sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
+				deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model`,
+				m.App, m.ID, m.Fact, p.scope, p.topics, p.meta, p.sources, ns(m.CreateTime), ns(m.UpdateTime), ns(m.ExpireTime),
+				m.Revision, deleted, p.embedding, m.EmbeddingModel, m.Scope.Key()); err != nil {
+				return err
+			}
+			if p.c.Revision == nil {
+				continue
+			}
+			if _, err := tx.Exec(`DELETE FROM memory_sources WHERE app = ? AND memory_id = ?`, m.App, m.ID); err != nil {
+				return err
+			}
+			if !m.Deleted {
+				for _, src := range m.Sources {
+					if _, err := tx.Exec(`INSERT OR IGNORE INTO memory_sources (app, session, memory_id) VALUES (?, ?, ?)`, m.App, src.Session, m.ID); err != nil {
+						return err
+					}
+				}
+			}
+			r := p.c.Revision
+			if _, err := tx.Exec(`INSERT INTO memory_revisions (app, memory_id, number, body, expire_ns) VALUES (?, ?, ?, ?, ?)`,
+				r.App, r.MemoryID, r.Number, p.body, ns(r.ExpireTime)); err != nil {
+				return fmt.Errorf("recording revision %d of %s: %w", r.Number, m.Name(), err)
+			}
+		}
+		for session, seq := range w.Watermarks {
+			if _, err := tx.Exec(`INSERT INTO watermarks (app, session, seq) VALUES (?, ?, ?) ON CONFLICT (app, session) DO UPDATE SET seq = max(seq, excluded.seq)`, w.App, session, seq); err != nil {
+				return err
+			}
+		}
+		for i, u := range w.Operations {
+			op := u.Op
+			if _, err := tx.Exec(`UPDATE operations SET state = ?, not_before_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
+				int(op.State), ns(op.NotBefore), ns(op.LeaseExpiry), op.Attempt, opBodies[i], op.App, op.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range w.Changes {
+		s.index.Put(c.Memory)
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// revisionJSON is the stored form of a revision.
+type revisionJSON struct {
+	Action         memorybank.Action   `json:"action"`
+	Fact           string              `json:"fact"`
+	Scope          memorybank.Scope    `json:"scope"`
+	Topics         []string            `json:"topics,omitempty"`
+	Metadata       map[string]string   `json:"metadata,omitempty"`
+	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
+	Sources        []memorybank.Source `json:"sources,omitempty"`
+	Operation      string              `json:"operation,omitempty"`
+	Reason         string              `json:"reason,omitempty"`
+	CreateNS       int64               `json:"create_ns"`
+	ExpireNS       int64               `json:"expire_ns,omitempty"`
+}
+
+func revisionRecord(r *memorybank.Revision) revisionJSON {
+	return revisionJSON{
+		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
+		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason,
+		CreateNS: ns(r.CreateTime), ExpireNS: ns(r.ExpireTime),
+	}
+}
+
+func decodeRevision(app, memoryID string, number int64, body string) (*memorybank.Revision, error) {
+	var j revisionJSON
+	if err := json.Unmarshal([]byte(body), &j); err != nil {
+		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", number, memoryID, err)
+	}
+	return &memorybank.Revision{
+		App: app, MemoryID: memoryID, Number: number, Action: j.Action, Fact: j.Fact, Scope: j.Scope,
+		Topics: j.Topics, Metadata: j.Metadata, ExtractedFacts: j.ExtractedFacts, Sources: j.Sources,
+		Operation: j.Operation, Reason: j.Reason, CreateTime: fromNS(j.CreateNS), ExpireTime: fromNS(j.ExpireNS),
+	}, nil
+}
+
+// ListRevisions implements memorybank.Store.
+func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorybank.Revision, error) {
+	q := `SELECT number, body FROM memory_revisions WHERE app = ? AND memory_id = ? AND (expire_ns = 0 OR expire_ns > ?)`
+	args := []any{app, memoryID, now.UnixNano()}
+	if before > 0 {
+		q += ` AND number < ?`
+		args = append(args, before)
+	}
+	q += ` ORDER BY number DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.db.Read().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*memorybank.Revision
+	for rows.Next() {
+		var n int64
+		var body string
+		if err := rows.Scan(&n, &body); err != nil {
+			return nil, err
+		}
+		r, err := decodeRevision(app, memoryID, n, body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// GetRevision implements memorybank.Store.
+func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
+	var body string
+	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM memory_revisions WHERE app = ? AND memory_id = ? AND number = ?`, app, memoryID, number).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeRevision(app, memoryID, number, body)
+}
+
+// GetConfig implements memorybank.Store.
+func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+	var body string
+	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &memorybank.BankConfig{App: app}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c memorybank.BankConfig
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
+	}
+	c.App = app
+	return &c, nil
+}
+
+// PutConfig implements memorybank.Store.
+func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
+	body, err := jsonText(c)
+	if err != nil {
+		return err
+	}
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, body)
+		return err
+	})
+}
+
+// CreateOperation implements memorybank.Store.
+func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) error {
+	body, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, create_ns, not_before_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			op.App, op.ID, int(op.State), op.Method, op.ScopeKey, ns(op.CreateTime), ns(op.NotBefore), ns(op.LeaseExpiry), op.Attempt, string(body))
+		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+			return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
+		}
+		return err
+	})
+}
+
+func decodeOperation(body string) (*memorybank.Operation, error) {
+	var op memorybank.Operation
+	if err := json.Unmarshal([]byte(body), &op); err != nil {
+		return nil, fmt.Errorf("decoding an operation: %w", err)
+	}
+	return &op, nil
+}
+
+// GetOperation implements memorybank.Store.
+func (s *Store) GetOperation(ctx context.Context, app, id string) (*memorybank.Operation, error) {
+	var body string
+	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM operations WHERE app = ? AND id = ?`, app, id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeOperation(body)
+}
+
+func queryOperations(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Operation, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*memorybank.Operation
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		op, err := decodeOperation(body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, rows.Err()
+}
+
+// ListOperations implements memorybank.Store.
+func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*memorybank.Operation, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT body FROM operations WHERE app = ?`)
+	args := []any{q.App}
+	if len(q.States) > 0 {
+		sb.WriteString(` AND state IN (`)
+		for i, st := range q.States {
+			if i > 0 {
+				sb.WriteString(`, `)
+			}
+			sb.WriteString(`?`)
+			args = append(args, int(st))
+		}
+		sb.WriteString(`)`)
+	}
+	if q.AfterID != "" {
+		t := q.AfterCreate.UnixNano()
+		sb.WriteString(` AND (create_ns < ? OR (create_ns = ? AND id < ?))`)
+		args = append(args, t, t, q.AfterID)
+	}
+	sb.WriteString(` ORDER BY create_ns DESC, id DESC LIMIT ?`)
+	args = append(args, q.Limit)
+	return queryOperations(ctx, s.db.Read(), sb.String(), args...)
+}
+
+// ClaimOperations implements memorybank.Store.
+func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*memorybank.Operation, error) {
+	var claimed []*memorybank.Operation
+	now := c.Now.UnixNano()
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		claimed = nil
+		cands, err := queryOperations(ctx, tx, `SELECT body FROM operations
+			WHERE (state = ? AND not_before_ns <= ?) OR (state = ? AND lease_expiry_ns <= ?)
+			ORDER BY create_ns LIMIT 64`, int(memorybank.OpPending), now, int(memorybank.OpRunning), now)
+		if err != nil {
+			return err
+		}
+		for _, op := range cands {
+			if op.State == memorybank.OpRunning && c.MaxAttempts > 0 && op.Attempt >= c.MaxAttempts {
+				// Its workers kept dying: give up.
+				op.State, op.EndTime = memorybank.OpFailed, c.Now
+				op.ErrorKind = fault.Unavailable
+				op.ErrorMessage = fmt.Sprintf("gave up after %d attempts: the worker running it stopped each time (lease expired)", op.Attempt)
+				op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
+				if err := putOperation(tx, op); err != nil {
+					return err
+				}
+				continue
+			}
+			if op.ScopeKey != "" {
+				var busy int
+				err := tx.QueryRow(`SELECT count(*) FROM operations WHERE app = ? AND scope_key = ? AND state = ? AND lease_expiry_ns > ? AND id != ?`,
+					op.App, op.ScopeKey, int(memorybank.OpRunning), now, op.ID).Scan(&busy)
+				if err != nil {
+					return err
+				}
+				if busy > 0 {
+					continue
+				}
+			}
+			group := []*memorybank.Operation{op}
+			if op.Method == memorybank.MethodGenerate && c.Max > 1 {
+				more, err := queryOperations(ctx, tx, `SELECT body FROM operations WHERE app = ? AND scope_key = ? AND method = ? AND state = ? AND not_before_ns <= ? AND id != ?
+					ORDER BY create_ns LIMIT ?`, op.App, op.ScopeKey, memorybank.MethodGenerate, int(memorybank.OpPending), now, op.ID, c.Max-1)
+				if err != nil {
+					return err
+				}
+				group = append(group, more...)
+			}
+			for _, g := range group {
+				g.State = memorybank.OpRunning
+				g.Attempt++
+				g.LeaseOwner, g.LeaseExpiry = c.Owner, c.Now.Add(c.Lease)
+				g.StartTime = c.Now
+				g.Progress = "claimed by " + c.Owner
+				if err := putOperation(tx, g); err != nil {
+					return err
+				}
+			}
+			claimed = group
+			return nil
+		}
+		return nil
+	})
+	return claimed, err
+}
+
+func putOperation(tx *sql.Tx, op *memorybank.Operation) error {
+	body, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(`UPDATE operations SET state = ?, not_before_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
+		int(op.State), ns(op.NotBefore), ns(op.LeaseExpiry), op.Attempt, string(body), op.App, op.ID)
+	return err
+}
+
+// Watermark implements memorybank.Store.
+func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
+	var seq int64
+	err := s.db.Read().QueryRowContext(ctx, `SELECT seq FROM watermarks WHERE app = ? AND session = ?`, app, session).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}

@@ -1,0 +1,188 @@
+package memorybank
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists the memory bank. Service validates inputs and computes
+// every change; a Store stores, looks up and enforces the preconditions of
+// a Write atomically.
+//
+// Errors are of package fault's kinds (NotFound, AlreadyExists, Aborted for
+// a failed precondition of a Write); any other error is Internal.
+type Store interface {
+	// GetMemory returns a memory, deleted or expired ones included (the
+	// caller decides what is visible). NotFound when it never existed.
+	GetMemory(ctx context.Context, app, id string) (*Memory, error)
+
+	// ListMemories returns up to q.Limit visible memories, most recently
+	// updated first, after the cursor.
+	ListMemories(ctx context.Context, q ListQuery) ([]*Memory, error)
+
+	// SearchMemories returns up to q.K visible memories of a scope whose
+	// vectors (of q.Model) score highest against q.Vector, weighted by
+	// QueryWeights over the scope's vectors of q.Model; see ScoreMemories.
+	SearchMemories(ctx context.Context, q SearchQuery) ([]Scored, error)
+
+	// MemoriesBySource returns the visible memories that have the session
+	// among their sources.
+	MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*Memory, error)
+
+	// StaleEmbeddings returns up to limit visible memories whose vectors are
+	// not of model (for re-embedding after the embedder changed).
+	StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*Memory, error)
+
+	// Write applies a set of changes atomically, after checking all its
+	// preconditions; if one fails nothing is written and the error is
+	// Aborted (or NotFound / AlreadyExists as described on Write).
+	Write(ctx context.Context, w *Write) error
+
+	// ListRevisions returns up to limit revisions of a memory, newest
+	// first, with numbers below before (0: from the newest).
+	ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*Revision, error)
+
+	// GetRevision returns one revision, or NotFound.
+	GetRevision(ctx context.Context, app, memoryID string, number int64) (*Revision, error)
+
+	// GetConfig returns an app's configuration; a zero BankConfig (with App
+	// set) when none was stored.
+	GetConfig(ctx context.Context, app string) (*BankConfig, error)
+
+	// PutConfig stores an app's configuration.
+	PutConfig(ctx context.Context, c *BankConfig) error
+
+	// CreateOperation stores a new operation.
+	CreateOperation(ctx context.Context, op *Operation) error
+
+	// GetOperation returns an operation, or NotFound.
+	GetOperation(ctx context.Context, app, id string) (*Operation, error)
+
+	// ListOperations returns up to q.Limit operations of an app, newest
+	// first, after the cursor.
+	ListOperations(ctx context.Context, q OpQuery) ([]*Operation, error)
+
+	// ClaimOperations claims the oldest operation that is pending (or
+	// running with an expired lease) and due, whose scope has no other
+	// running operation with a live lease; with it, up to max-1 more
+	// pending generations of the same scope and app, to coalesce. Claimed
+	// operations become running with Attempt incremented and the lease of
+	// c. None claimable: an empty result.
+	ClaimOperations(ctx context.Context, c Claim) ([]*Operation, error)
+
+	// Watermark returns the last sequence of a session processed by
+	// generation (0 when none).
+	Watermark(ctx context.Context, app, session string) (int64, error)
+
+	// ExpiredMemories returns up to limit memories that are not deleted but
+	// have expired at now (the sweeper deletes them with a revision).
+	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*Memory, error)
+
+	// DeleteExpiredRevisions deletes up to limit revisions that expired
+	// before now and returns how many.
+	DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// ListQuery selects memories for ListMemories.
+type ListQuery struct {
+	App string
+	// ScopeKey, when set, selects one scope (Scope.Key).
+	ScopeKey string
+	Filter   Filter
+	Now      time.Time
+	// AfterUpdate and AfterID are the cursor: the last memory of the
+	// previous page; zero for the first page.
+	AfterUpdate time.Time
+	AfterID     string
+	Limit       int
+}
+
+// Filter restricts memories by topics and metadata; all conditions must
+// hold.
+type Filter struct {
+	// Topics the memory must all have.
+	Topics []string
+	// Metadata entries the memory must have.
+	Metadata map[string]string
+	// None is set when the conditions contradict each other: nothing
+	// matches.
+	None bool
+}
+
+// Empty reports whether the filter has no condition.
+func (f Filter) Empty() bool { return len(f.Topics) == 0 && len(f.Metadata) == 0 && !f.None }
+
+// SearchQuery is a similarity search.
+type SearchQuery struct {
+	App      string
+	ScopeKey string
+	// Vector is the query embedding, of Model.
+	Vector []float32
+	Model  string
+	K      int
+	Filter Filter
+	Now    time.Time
+}
+
+// Scored is a memory with its similarity score (higher is closer).
+type Scored struct {
+	Memory *Memory
+	Score  float64
+}
+
+// Write is a set of changes applied atomically.
+type Write struct {
+	App string
+	Now time.Time
+	// Changes of memories, each with its revision.
+	Changes []Change
+	// Watermarks to raise: session name → last processed sequence. A
+	// watermark never moves back.
+	Watermarks map[string]int64
+	// Operations to update, each only if it is still as expected.
+	Operations []OpUpdate
+}
+
+// Change writes a memory's new state (Deleted for a deletion) and one
+// revision. A change without a revision only refreshes the memory's vector
+// (its Revision number stays).
+type Change struct {
+	Memory   *Memory
+	Revision *Revision
+	// ExpectRevision is the revision the stored memory must be at (0: the
+	// memory must not exist, AlreadyExists otherwise); Aborted when it
+	// differs.
+	ExpectRevision int64
+}
+
+// OpUpdate replaces a stored operation with Op if the stored one is in
+// ExpectState with ExpectAttempt (Aborted otherwise).
+type OpUpdate struct {
+	Op            *Operation
+	ExpectState   OpState
+	ExpectAttempt int
+}
+
+// OpQuery selects operations for ListOperations.
+type OpQuery struct {
+	App string
+	// States, when not empty, keeps operations in these states.
+	States []OpState
+	// AfterCreate and AfterID are the cursor.
+	AfterCreate time.Time
+	AfterID     string
+	Limit       int
+}
+
+// Claim is a worker's request for work.
+type Claim struct {
+	Owner string
+	Now   time.Time
+	// Lease is how long the claim lasts unless renewed.
+	Lease time.Duration
+	// Max is the most operations claimed together (coalescing).
+	Max int
+	// MaxAttempts: an operation whose lease expired after this many
+	// attempts is failed instead of claimed again.
+	MaxAttempts int
+}

@@ -1,0 +1,13 @@
+// Package model is kioku's access to language models: text generation with
+// structured output, and embeddings. It has three providers behind two small
+// interfaces:
+//
+//   - Gemini, through google.golang.org/genai, with a Gemini API key or on
+//     Vertex AI (project, location and Application Default Credentials);
+//   - any OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenAI itself)
+//     over its chat/completions and embeddings endpoints;
+//   - Offline, a built-in deterministic embedder that needs no network.
+//
+// The memory bank (extraction, consolidation, retrieval) and the agent
+// runtime both use it.
+package model

@@ -1,0 +1,237 @@
+package model_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+)
+
+type answer struct {
+	City  string `json:"city" jsonschema_description:"The city."`
+	Count int    `json:"count"`
+	Note  string `json:"note,omitempty"`
+}
+
+func TestSchemaForIsInlineAndStrict(t *testing.T) {
+	s := model.SchemaFor(&answer{})
+	b, _ := json.Marshal(s)
+	got := string(b)
+	for _, want := range []string{`"required":["city","count"]`, `"additionalProperties":false`, `"description":"The city."`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("schema %s lacks %s", got, want)
+		}
+	}
+	for _, bad := range []string{`$ref`, `$schema`, `$id`} {
+		if strings.Contains(got, bad) {
+			t.Errorf("schema %s has %s", got, bad)
+		}
+	}
+}
+
+func TestGeminiStructuredOutput(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	fake.ReplyText(`{"city":"Kyoto","count":3}`)
+	g := &model.Gemini{Client: fake.Client(t), Model: "gemini-test"}
+	resp, err := g.Generate(t.Context(), &model.GenerateRequest{
+		System:   "be brief",
+		Messages: []model.Message{{Role: "user", Text: "where?"}},
+		Schema:   model.SchemaFor(&answer{}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	if err := json.Unmarshal([]byte(resp.Text), &a); err != nil || a.City != "Kyoto" {
+		t.Fatalf("reply %q: %v", resp.Text, err)
+	}
+	if resp.PromptTokens != 10 || resp.OutputTokens != 5 {
+		t.Fatalf("usage = %d/%d", resp.PromptTokens, resp.OutputTokens)
+	}
+	call := fake.Calls()[0]
+	if call.Model != "gemini-test" || call.System != "be brief" || call.Text() != "where?" {
+		t.Fatalf("request = %+v", call)
+	}
+	schema, _ := json.Marshal(call.Schema)
+	if !strings.Contains(string(schema), `"city"`) {
+		t.Fatalf("response schema not sent: %s", schema)
+	}
+	if mime := call.Raw["generationConfig"].(map[string]any)["responseMimeType"]; mime != "application/json" {
+		t.Fatalf("responseMimeType = %v", mime)
+	}
+}
+
+func TestGeminiRetriesHonouringRetryAfter(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	fake.Reply(modeltest.Reply{Status: 429, RetryAfter: "1"}, modeltest.Reply{Status: 503}, modeltest.Reply{Text: "ok"})
+	g := &model.Gemini{Client: fake.Client(t), Model: "m"}
+	start := time.Now()
+	resp, err := g.Generate(t.Context(), &model.GenerateRequest{Messages: []model.Message{{Role: "user", Text: "hi"}}})
+	if err != nil || resp.Text != "ok" {
+		t.Fatalf("Generate after 429 and 503 = %v, %v", resp, err)
+	}
+	if len(fake.Calls()) != 3 {
+		t.Fatalf("%d calls, want 3", len(fake.Calls()))
+	}
+	if waited := time.Since(start); waited < 900*time.Millisecond {
+		t.Fatalf("waited %v; Retry-After asked for 1s", waited)
+	}
+}
+
+func TestGeminiGivesUpWithUnavailable(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	for range 4 {
+		fake.Reply(modeltest.Reply{Status: 500})
+	}
+	g := &model.Gemini{Client: fake.Client(t), Model: "m"}
+	_, err := g.Generate(t.Context(), &model.GenerateRequest{Messages: []model.Message{{Role: "user", Text: "hi"}}})
+	if fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("error after exhausting retries = %v (%v), want Unavailable", err, fault.KindOf(err))
+	}
+	if n := len(fake.Calls()); n != modeltest.FastRetry.Attempts {
+		t.Fatalf("%d attempts, want %d", n, modeltest.FastRetry.Attempts)
+	}
+}
+
+func TestGeminiEmbedderBatchesAndNormalises(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	e := &model.GeminiEmbedder{Client: fake.Client(t), Model: "gemini-embedding-001", Dims: 64}
+	texts := make([]string, 150)
+	for i := range texts {
+		texts[i] = "text number " + string(rune('a'+i%26))
+	}
+	vecs, err := e.Embed(t.Context(), texts, model.TaskDocument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vecs) != 150 || len(vecs[0]) != 64 {
+		t.Fatalf("got %d vectors of %d", len(vecs), len(vecs[0]))
+	}
+	if n := fake.EmbedRequests(); n != 2 {
+		t.Fatalf("%d embedding requests for 150 texts, want 2 (batches of 100)", n)
+	}
+	if norm := l2(vecs[0]); math.Abs(norm-1) > 1e-5 {
+		t.Fatalf("vector norm %v, want 1", norm)
+	}
+}
+
+func TestOpenAIGenerateAndEmbed(t *testing.T) {
+	fake := modeltest.NewOpenAI(t)
+	fake.ReplyText("```json\n{\"city\":\"Osaka\",\"count\":1}\n```")
+	g := model.NewOpenAI(fake.Config(), "llama3.1")
+	resp, err := g.Generate(t.Context(), &model.GenerateRequest{System: "sys", Messages: []model.Message{{Role: "user", Text: "q"}}, Schema: model.SchemaFor(&answer{})})
+	if err != nil || !strings.Contains(resp.Text, "Osaka") {
+		t.Fatalf("Generate = %v, %v", resp, err)
+	}
+	call := fake.Calls()[0]
+	if call.System != "sys" || call.Model != "llama3.1" || call.Schema == nil {
+		t.Fatalf("request = %+v", call)
+	}
+	rf := call.Raw["response_format"].(map[string]any)
+	if rf["type"] != "json_schema" || rf["json_schema"].(map[string]any)["strict"] != true {
+		t.Fatalf("response_format = %v", rf)
+	}
+	e := model.NewOpenAIEmbedder(fake.Config(), "nomic-embed-text", 256)
+	vecs, err := e.Embed(t.Context(), []string{"a", "b"}, model.TaskQuery)
+	if err != nil || len(vecs) != 2 || len(vecs[1]) != 256 {
+		t.Fatalf("Embed = %d vectors, %v", len(vecs), err)
+	}
+	bad := model.NewOpenAIEmbedder(fake.Config(), "nomic-embed-text", 300)
+	if _, err := bad.Embed(t.Context(), []string{"a"}, model.TaskQuery); fault.KindOf(err) != fault.Unavailable || !strings.Contains(err.Error(), "dimensions") {
+		t.Fatalf("embedding of the wrong size: %v", err)
+	}
+}
+
+func TestOpenAIErrorsAreClassified(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"message":"model 'nope' not found"}}`))
+	}))
+	defer srv.Close()
+	g := model.NewOpenAI(model.OpenAIConfig{BaseURL: srv.URL, Retry: modeltest.FastRetry}, "nope")
+	_, err := g.Generate(context.Background(), &model.GenerateRequest{Messages: []model.Message{{Role: "user", Text: "q"}}})
+	if fault.KindOf(err) != fault.FailedPrecondition || !strings.Contains(err.Error(), "model 'nope' not found") {
+		t.Fatalf("400 error = %v", err)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("a 400 was retried (%d calls)", calls.Load())
+	}
+}
+
+func TestConfigBuild(t *testing.T) {
+	t.Setenv("GEMINI_API_KEY", "")
+	t.Setenv("GOOGLE_API_KEY", "")
+	gen, emb, err := model.Config{}.Build(t.Context())
+	if err != nil || gen != nil || emb.Name() != "kioku-offline-v1" {
+		t.Fatalf("default config = %v, %v, %v", gen, emb, err)
+	}
+	_, _, err = model.Config{Provider: "gemini"}.Build(t.Context())
+	if fault.KindOf(err) != fault.FailedPrecondition || !strings.Contains(err.Error(), "GEMINI_API_KEY") {
+		t.Fatalf("gemini without a key: %v", err)
+	}
+	_, _, err = model.Config{Provider: "openai"}.Build(t.Context())
+	if fault.KindOf(err) != fault.Invalid || !strings.Contains(err.Error(), "--model") {
+		t.Fatalf("openai without a model: %v", err)
+	}
+	fake := modeltest.NewGemini(t)
+	gen, emb, err = model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Embedder: "gemini", EmbedDims: 32}.Build(t.Context())
+	if err != nil || gen.Name() != "gemini:gemini-2.5-flash" || emb.Dimensions() != 32 {
+		t.Fatalf("gemini config = %v, %v, %v", gen, emb, err)
+	}
+}
+
+func l2(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func TestOfflineEmbedder(t *testing.T) {
+	e := model.Offline{}
+	q := func(s string) []float32 { return e.Vector(s, model.TaskQuery) }
+	d := func(s string) []float32 { return e.Vector(s, model.TaskDocument) }
+	// Deterministic, fixed size, unit queries.
+	if a, b := q("I love green tea"), q("I love green tea"); dot(a, b) < 0.999 || len(a) != model.OfflineDimensions {
+		t.Fatalf("not deterministic or wrong size")
+	}
+	if n := l2(q("hello world")); math.Abs(n-1) > 1e-5 {
+		t.Fatalf("query norm %v", n)
+	}
+	// Inflections meet; unrelated texts do not.
+	near := dot(q("She paints landscapes"), d("painting a landscape"))
+	far := dot(q("She paints landscapes"), d("my dog likes the beach"))
+	if near <= 0.3 || far > 0.05 {
+		t.Fatalf("similar %v, unrelated %v", near, far)
+	}
+	// Japanese: character bigrams.
+	jaNear := dot(q("緑茶が好きです"), d("私は緑茶が大好き"))
+	jaFar := dot(q("緑茶が好きです"), d("明日は雨が降る"))
+	if jaNear <= 0.3 || jaNear <= jaFar+0.2 {
+		t.Fatalf("Japanese similar %v, unrelated %v", jaNear, jaFar)
+	}
+	// Stop words alone carry nothing.
+	if n := l2(q("the and of to")); n != 0 {
+		t.Fatalf("stop words embed to norm %v", n)
+	}
+}

@@ -1,0 +1,429 @@
+// Package modeltest fakes model providers at the HTTP level for tests: an
+// httptest server that speaks the Gemini API (generateContent and
+// batchEmbedContents) and one that speaks the OpenAI-compatible API
+// (chat/completions and embeddings). The code under test uses the real
+// clients (google.golang.org/genai, package model's OpenAI client) pointed
+// at them, so requests and replies go through the real wire formats.
+//
+// Replies to generation calls are scripted: queue them with Reply, or set a
+// Responder that answers from the request. Embeddings are deterministic: the
+// offline embedder's vector of the text folded to the requested size, so
+// similar texts get similar vectors.
+package modeltest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/kioku-ai/kioku/model"
+)
+
+// Reply is one scripted answer to a generation call.
+type Reply struct {
+	// Text is the reply's text (for structured output, the JSON).
+	Text string
+	// Parts, when set, are the reply's parts as raw Gemini JSON objects
+	// (for function calls), instead of Text.
+	Parts []map[string]any
+	// Status, when not 0 or 200, makes the call fail with this HTTP status
+	// and an error body; RetryAfter is sent as the Retry-After header.
+	Status     int
+	RetryAfter string
+}
+
+// Call is a generation request the fake received.
+type Call struct {
+	Model string
+	// System is the system instruction's text.
+	System string
+	// Messages are the texts of the contents, in order, with their roles.
+	Messages []Message
+	// Schema is the response JSON schema asked for, if any.
+	Schema any
+	// Tools are the function declarations offered, if any (Gemini only).
+	Tools []map[string]any
+	// Raw is the whole request body.
+	Raw map[string]any
+}
+
+// Message is a content's role and text (function calls and responses are
+// rendered as "call NAME ARGS" and "response NAME RESULT").
+type Message struct {
+	Role string
+	Text string
+}
+
+// Text returns the texts of all messages, joined with newlines.
+func (c Call) Text() string {
+	var parts []string
+	for _, m := range c.Messages {
+		parts = append(parts, m.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// fake is what both servers share.
+type fake struct {
+	mu        sync.Mutex
+	script    []Reply
+	calls     []Call
+	embedReqs int
+	responder func(Call) Reply
+}
+
+// Reply queues replies, answered in order.
+func (f *fake) Reply(r ...Reply) {
+	f.mu.Lock()
+	f.script = append(f.script, r...)
+	f.mu.Unlock()
+}
+
+// ReplyText queues text replies.
+func (f *fake) ReplyText(texts ...string) {
+	for _, t := range texts {
+		f.Reply(Reply{Text: t})
+	}
+}
+
+// ReplyJSON queues a reply whose text is v in JSON.
+func (f *fake) ReplyJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	f.Reply(Reply{Text: string(b)})
+}
+
+// SetResponder answers the calls the script does not.
+func (f *fake) SetResponder(r func(Call) Reply) {
+	f.mu.Lock()
+	f.responder = r
+	f.mu.Unlock()
+}
+
+// Calls returns the generation calls received so far.
+func (f *fake) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Call(nil), f.calls...)
+}
+
+// EmbedRequests returns how many embedding requests were received.
+func (f *fake) EmbedRequests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.embedReqs
+}
+
+func (f *fake) next(c Call) (Reply, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+	if len(f.script) > 0 {
+		r := f.script[0]
+		f.script = f.script[1:]
+		return r, nil
+	}
+	if f.responder != nil {
+		return f.responder(c), nil
+	}
+	return Reply{}, fmt.Errorf("modeltest: unexpected generation call %d (no reply scripted): %.300s", len(f.calls), c.Text())
+}
+
+// Pending returns how many scripted replies are still queued.
+func (f *fake) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.script)
+}
+
+// Vector returns the fake embedding of a text with dims values.
+func Vector(text string, dims int) []float32 {
+	full := model.Offline{}.Vector(text, model.TaskQuery)
+	out := make([]float32, dims)
+	for i, x := range full {
+		out[i%dims] += x
+	}
+	var s float64
+	for _, x := range out {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		out[0] = 1
+		return out
+	}
+	n := float32(1 / math.Sqrt(s))
+	for i := range out {
+		out[i] *= n
+	}
+	return out
+}
+
+func writeError(w http.ResponseWriter, r Reply) {
+	if r.RetryAfter != "" {
+		w.Header().Set("Retry-After", r.RetryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.Status)
+	fmt.Fprintf(w, `{"error":{"code":%d,"message":"scripted failure","status":"UNAVAILABLE"}}`, r.Status)
+}
+
+// Gemini is a fake Gemini API.
+type Gemini struct {
+	fake
+	URL string
+}
+
+// NewGemini starts a fake Gemini API; it stops when the test ends.
+func NewGemini(t testing.TB) *Gemini {
+	g := &Gemini{}
+	srv := httptest.NewServer(http.HandlerFunc(g.serve))
+	t.Cleanup(srv.Close)
+	g.URL = srv.URL
+	return g
+}
+
+// Client returns a real genai client for the fake, with fast retries.
+func (g *Gemini) Client(t testing.TB) *genai.Client {
+	c, err := model.NewGeminiClient(context.Background(), g.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Config returns the GeminiConfig that points at the fake.
+func (g *Gemini) Config() model.GeminiConfig {
+	return model.GeminiConfig{APIKey: "test-key", BaseURL: g.URL, Retry: FastRetry}
+}
+
+// FastRetry retries quickly, for tests.
+var FastRetry = model.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Millisecond, MaxDelay: 2 * time.Second}
+
+func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	path := r.URL.Path
+	model := path[strings.LastIndex(path, "/")+1:]
+	model, method, _ := strings.Cut(model, ":")
+	switch method {
+	case "generateContent":
+		g.generate(w, model, req)
+	case "batchEmbedContents":
+		g.embed(w, req)
+	default:
+		http.Error(w, "unknown method "+method, http.StatusNotFound)
+	}
+}
+
+func textsOf(content any) (role string, text string) {
+	m, _ := content.(map[string]any)
+	role, _ = m["role"].(string)
+	parts, _ := m["parts"].([]any)
+	var out []string
+	for _, p := range parts {
+		pm, _ := p.(map[string]any)
+		if t, ok := pm["text"].(string); ok {
+			out = append(out, t)
+		}
+		if fc, ok := pm["functionCall"].(map[string]any); ok {
+			args, _ := json.Marshal(fc["args"])
+			out = append(out, fmt.Sprintf("call %v %s", fc["name"], args))
+		}
+		if fr, ok := pm["functionResponse"].(map[string]any); ok {
+			resp, _ := json.Marshal(fr["response"])
+			out = append(out, fmt.Sprintf("response %v %s", fr["name"], resp))
+		}
+	}
+	return role, strings.Join(out, "\n")
+}
+
+func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]any) {
+	c := Call{Model: model, Raw: req}
+	if si, ok := req["systemInstruction"]; ok {
+		_, c.System = textsOf(si)
+	}
+	contents, _ := req["contents"].([]any)
+	for _, ct := range contents {
+		role, text := textsOf(ct)
+		c.Messages = append(c.Messages, Message{Role: role, Text: text})
+	}
+	if gc, ok := req["generationConfig"].(map[string]any); ok {
+		c.Schema = gc["responseJsonSchema"]
+		if c.Schema == nil {
+			c.Schema = gc["responseSchema"]
+		}
+	}
+	if tools, ok := req["tools"].([]any); ok {
+		for _, t := range tools {
+			tm, _ := t.(map[string]any)
+			decls, _ := tm["functionDeclarations"].([]any)
+			for _, d := range decls {
+				if dm, ok := d.(map[string]any); ok {
+					c.Tools = append(c.Tools, dm)
+				}
+			}
+		}
+	}
+	reply, err := g.next(c)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		writeError(w, reply)
+		return
+	}
+	parts := reply.Parts
+	if parts == nil {
+		parts = []map[string]any{{"text": reply.Text}}
+	}
+	resp := map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": parts},
+			"finishReason": "STOP",
+			"index":        0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  model,
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp)
+}
+
+func (g *Gemini) embed(w http.ResponseWriter, req map[string]any) {
+	g.mu.Lock()
+	g.embedReqs++
+	g.mu.Unlock()
+	reqs, _ := req["requests"].([]any)
+	var embs []any
+	for _, r := range reqs {
+		rm, _ := r.(map[string]any)
+		_, text := textsOf(rm["content"])
+		dims := 768
+		if d, ok := rm["outputDimensionality"].(float64); ok && d > 0 {
+			dims = int(d)
+		}
+		embs = append(embs, map[string]any{"values": Vector(text, dims)})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"embeddings": embs})
+}
+
+// OpenAI is a fake OpenAI-compatible API.
+type OpenAI struct {
+	fake
+	// URL is the API root (ending in /v1).
+	URL string
+	// Dims is the size of the embeddings it returns. Default 256.
+	Dims int
+}
+
+// NewOpenAI starts a fake OpenAI-compatible server; it stops when the test
+// ends.
+func NewOpenAI(t testing.TB) *OpenAI {
+	o := &OpenAI{Dims: 256}
+	srv := httptest.NewServer(http.HandlerFunc(o.serve))
+	t.Cleanup(srv.Close)
+	o.URL = srv.URL + "/v1"
+	return o
+}
+
+// Config returns the OpenAIConfig that points at the fake.
+func (o *OpenAI) Config() model.OpenAIConfig {
+	return model.OpenAIConfig{BaseURL: o.URL, APIKey: "test-key", Retry: FastRetry}
+}
+
+func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer test-key" {
+		http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		o.chat(w, req)
+	case "/v1/embeddings":
+		o.embeddings(w, req)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
+	c := Call{Raw: req}
+	c.Model, _ = req["model"].(string)
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		role, _ := mm["role"].(string)
+		text, _ := mm["content"].(string)
+		if role == "system" {
+			c.System = text
+			continue
+		}
+		c.Messages = append(c.Messages, Message{Role: role, Text: text})
+	}
+	if rf, ok := req["response_format"].(map[string]any); ok {
+		if js, ok := rf["json_schema"].(map[string]any); ok {
+			c.Schema = js["schema"]
+		}
+	}
+	reply, err := o.next(c)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		writeError(w, reply)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion", "model": c.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": reply.Text}}},
+		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+	})
+}
+
+func (o *OpenAI) embeddings(w http.ResponseWriter, req map[string]any) {
+	o.mu.Lock()
+	o.embedReqs++
+	o.mu.Unlock()
+	var inputs []string
+	switch in := req["input"].(type) {
+	case string:
+		inputs = []string{in}
+	case []any:
+		for _, x := range in {
+			s, _ := x.(string)
+			inputs = append(inputs, s)
+		}
+	}
+	var data []any
+	for i, text := range inputs {
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": Vector(text, o.Dims)})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req["model"]})
+}
