@@ -2,6 +2,7 @@ package memorybank
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,9 @@ import (
 func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*Operation, error) {
 	if err := validateApp(r.App); err != nil {
 		return nil, err
+	}
+	if (r.Session != nil || len(r.Events) > 0) && s.gen == nil {
+		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model, and this server has none; configure one with %s (direct facts work without a model)", model.Settings)
 	}
 	sources := 0
 	if r.Session != nil {
@@ -36,6 +40,10 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*Op
 		}
 		if s.sess == nil {
 			return nil, fault.New(fault.FailedPrecondition, "this server cannot read sessions for memory generation")
+		}
+		// The session must exist now (and be the named user's).
+		if _, err := s.sess.EventsAfter(ctx, *r.Session, math.MaxInt64, time.Time{}, time.Time{}, 1); err != nil {
+			return nil, err
 		}
 	}
 	if len(r.Events) > 0 {
@@ -66,10 +74,6 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*Op
 	}
 	if err := validateTopics("allowed_topics", r.AllowedTopics); err != nil {
 		return nil, err
-	}
-	needsModel := r.Session != nil || len(r.Events) > 0
-	if needsModel && s.gen == nil {
-		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model, and this server has none; configure one with %s (direct facts work without a model)", model.Settings)
 	}
 	op := &Operation{
 		App: r.App, ID: s.newID(), Method: MethodGenerate, State: OpPending,

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
 )
 
 // flagSet is a flag.FlagSet whose flags default to KIOKU_* environment
@@ -52,6 +54,8 @@ Flags:
 
 type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
+
+	provider, model, embedder, embedModel, embedDims, openaiURL, workers *string
 }
 
 func registerServeFlags(fs *flagSet) *serveFlags {
@@ -62,6 +66,14 @@ func registerServeFlags(fs *flagSet) *serveFlags {
 		fsProject:  fs.string("firestore-project", "", "Firestore project id (--store firestore)"),
 		fsDatabase: fs.string("firestore-database", "(default)", "Firestore database id (--store firestore)"),
 		logLevel:   fs.string("log-level", "info", "log level: debug, info, warn or error"),
+
+		provider:   fs.string("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
+		model:      fs.string("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
+		embedder:   fs.string("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
+		embedModel: fs.string("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
+		embedDims:  fs.string("embed-dims", "", "embedding dimensions (default 768 for gemini; required for openai)"),
+		openaiURL:  fs.string("openai-base-url", "", "OpenAI-compatible API root, e.g. http://localhost:11434/v1 (default OPENAI_BASE_URL or https://api.openai.com/v1; key from OPENAI_API_KEY)"),
+		workers:    fs.string("workers", "2", "memory operations run at once by this server"),
 	}
 }
 
@@ -71,13 +83,41 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	default:
 		return node.Config{}, fmt.Errorf("--store %q: use sqlite or firestore", *f.store)
 	}
+	dims, err := optionalInt("--embed-dims", *f.embedDims)
+	if err != nil {
+		return node.Config{}, err
+	}
+	workers, err := optionalInt("--workers", *f.workers)
+	if err != nil {
+		return node.Config{}, err
+	}
 	return node.Config{
 		Store:             *f.store,
 		DataDir:           *f.dataDir,
 		FirestoreProject:  *f.fsProject,
 		FirestoreDatabase: *f.fsDatabase,
 		Logger:            log,
+		Workers:           workers,
+		Models: model.Config{
+			Provider:      *f.provider,
+			Model:         *f.model,
+			Embedder:      *f.embedder,
+			EmbedModel:    *f.embedModel,
+			EmbedDims:     dims,
+			OpenAIBaseURL: *f.openaiURL,
+		},
 	}, nil
+}
+
+func optionalInt(flag, v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q: want a non-negative number", flag, v)
+	}
+	return n, nil
 }
 
 func newLogger(level string) (*slog.Logger, error) {

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/memorybank"
+	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
+	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/sessions"
 	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
@@ -32,6 +35,23 @@ type Config struct {
 	// FirestoreProject and FirestoreDatabase select the Firestore database.
 	FirestoreProject  string
 	FirestoreDatabase string
+
+	// Models chooses the generation model and the embedder.
+	Models model.Config
+	// Generator and Embedder, when set, replace what Models builds (tests
+	// and benchmarks inject fakes at the HTTP level through Models instead
+	// when they can).
+	Generator model.Generator
+	Embedder  model.Embedder
+
+	// Workers is how many memory operations this server runs at once.
+	// Default 2.
+	Workers int
+	// WorkerID names this server in operation leases. Default: random.
+	WorkerID string
+	// Lease is how long a claimed memory operation stays claimed without
+	// renewal. Default 60s.
+	Lease time.Duration
 
 	// SessionLimits bound session inputs; zero fields take the defaults.
 	SessionLimits sessions.Limits
@@ -48,6 +68,7 @@ type Node struct {
 	log      *slog.Logger
 	server   *server.Server
 	Sessions *sessions.Service
+	Memories *memorybank.Service
 
 	closers []func() error
 	cancel  context.CancelFunc
@@ -65,8 +86,21 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = time.Minute
 	}
+	gen, emb, err := cfg.Models.Build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Generator != nil {
+		gen = cfg.Generator
+	}
+	if cfg.Embedder != nil {
+		emb = cfg.Embedder
+	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
-	var store sessions.Store
+	var (
+		sessionStore sessions.Store
+		memoryStore  memorybank.Store
+	)
 	switch cfg.Store {
 	case "sqlite":
 		db, err := openSQLite(cfg.DataDir)
@@ -74,24 +108,51 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 		n.closers = append(n.closers, db.Close)
-		s, err := sessionsqlite.New(db)
-		if err != nil {
+		if sessionStore, err = sessionsqlite.New(db); err != nil {
 			n.Close()
 			return nil, err
 		}
-		store = s
+		if memoryStore, err = memorysqlite.New(db); err != nil {
+			n.Close()
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}
-	n.Sessions = sessions.NewService(store, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger})
-	n.server = server.New(server.Config{
-		Logger:   cfg.Logger,
-		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{Logger: cfg.Logger}),
+	n.Sessions = sessions.NewService(sessionStore, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger})
+	n.Memories = memorybank.NewService(memoryStore, memorybank.Config{
+		Generator: gen,
+		Embedder:  emb,
+		Sessions:  n.Sessions,
+		Logger:    cfg.Logger,
+		Workers:   cfg.Workers,
+		WorkerID:  cfg.WorkerID,
+		Lease:     cfg.Lease,
 	})
+	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
+	n.server = server.New(server.Config{
+		Logger: cfg.Logger,
+		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
+			Logger:    cfg.Logger,
+			Forgetter: n.Memories,
+			OnAppend: func(ctx context.Context, key sessions.Key, e *sessions.Event) {
+				n.Memories.SessionAppended(ctx, key, e.Sequence)
+			},
+		}),
+		Memories:   memories,
+		Operations: memories,
+	})
+	if gen == nil {
+		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
+	} else {
+		cfg.Logger.Info("memory generation model", "model", gen.Name())
+	}
+	cfg.Logger.Info("embedder", "embedder", emb.Name())
 
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
 	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
+	n.wg.Go(func() { n.Memories.Run(bg) })
 	return n, nil
 }
 

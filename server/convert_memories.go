@@ -1,0 +1,247 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/kioku-ai/kioku/fault"
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
+	out := &kiokuv1.Memory{
+		Name:       m.Name(),
+		Fact:       m.Fact,
+		Scope:      m.Scope,
+		Topics:     m.Topics,
+		Metadata:   m.Metadata,
+		CreateTime: timestampOrNil(m.CreateTime),
+		UpdateTime: timestampOrNil(m.UpdateTime),
+		RevisionId: strconv.FormatInt(m.Revision, 10),
+	}
+	if !m.ExpireTime.IsZero() {
+		out.Expiration = &kiokuv1.Memory_ExpireTime{ExpireTime: timestamppb.New(m.ExpireTime)}
+	}
+	out.Sources = sourcesToProto(m.Sources)
+	return out
+}
+
+func sourcesToProto(src []memorybank.Source) []*kiokuv1.MemorySource {
+	var out []*kiokuv1.MemorySource
+	for _, s := range src {
+		out = append(out, &kiokuv1.MemorySource{Session: s.Session, EventIds: s.EventIDs})
+	}
+	return out
+}
+
+func actionToProto(a memorybank.Action) kiokuv1.MemoryAction {
+	switch a {
+	case memorybank.Created:
+		return kiokuv1.MemoryAction_MEMORY_ACTION_CREATED
+	case memorybank.Updated:
+		return kiokuv1.MemoryAction_MEMORY_ACTION_UPDATED
+	case memorybank.Deleted:
+		return kiokuv1.MemoryAction_MEMORY_ACTION_DELETED
+	}
+	return kiokuv1.MemoryAction_MEMORY_ACTION_UNSPECIFIED
+}
+
+func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
+	return &kiokuv1.MemoryRevision{
+		Name:           r.Name(),
+		Action:         actionToProto(r.Action),
+		Fact:           r.Fact,
+		Scope:          r.Scope,
+		Topics:         r.Topics,
+		Metadata:       r.Metadata,
+		ExtractedFacts: r.ExtractedFacts,
+		Sources:        sourcesToProto(r.Sources),
+		Operation:      r.Operation,
+		Reason:         r.Reason,
+		CreateTime:     timestampOrNil(r.CreateTime),
+		ExpireTime:     timestampOrNil(r.ExpireTime),
+	}
+}
+
+func durationOrNil(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, error) {
+	out := &kiokuv1.MemoryBankConfig{
+		Name:          "apps/" + c.App + "/memoryBankConfig",
+		ManagedTopics: c.ManagedTopics,
+		MemoryTtl:     durationOrNil(c.MemoryTTL),
+		RevisionTtl:   durationOrNil(c.RevisionTTL),
+		UpdateTime:    timestampOrNil(c.UpdateTime),
+	}
+	for _, t := range c.CustomTopics {
+		out.CustomTopics = append(out.CustomTopics, &kiokuv1.CustomMemoryTopic{Label: t.Label, Description: t.Description})
+	}
+	for _, ex := range c.Examples {
+		pe := &kiokuv1.GenerationExample{ExpectedFacts: ex.ExpectedFacts}
+		for _, e := range ex.Events {
+			ev, err := eventToProto(sessions.Key{}, e)
+			if err != nil {
+				return nil, err
+			}
+			pe.Events = append(pe.Events, ev)
+		}
+		out.GenerationExamples = append(out.GenerationExamples, pe)
+	}
+	if t := c.Trigger; t.EventCount > 0 || t.IdleDuration > 0 {
+		out.GenerationTrigger = &kiokuv1.GenerationTrigger{EventCount: int32(t.EventCount), IdleDuration: durationOrNil(t.IdleDuration)}
+	}
+	return out, nil
+}
+
+func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.BankConfig, error) {
+	c := &memorybank.BankConfig{
+		App:           app,
+		ManagedTopics: p.GetManagedTopics(),
+		MemoryTTL:     p.GetMemoryTtl().AsDuration(),
+		RevisionTTL:   p.GetRevisionTtl().AsDuration(),
+		Trigger: memorybank.Trigger{
+			EventCount:   int(p.GetGenerationTrigger().GetEventCount()),
+			IdleDuration: p.GetGenerationTrigger().GetIdleDuration().AsDuration(),
+		},
+	}
+	for _, t := range p.GetCustomTopics() {
+		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
+	}
+	for i, ex := range p.GetGenerationExamples() {
+		e := memorybank.Example{ExpectedFacts: ex.GetExpectedFacts()}
+		for _, pe := range ex.GetEvents() {
+			ev, err := eventFromProto(pe)
+			if err != nil {
+				return nil, fault.Invalidf("generation_examples[%d]: %v", i, err)
+			}
+			e.Events = append(e.Events, ev)
+		}
+		c.Examples = append(c.Examples, e)
+	}
+	return c, nil
+}
+
+var opStates = map[memorybank.OpState]kiokuv1.OperationState{
+	memorybank.OpPending:   kiokuv1.OperationState_OPERATION_STATE_PENDING,
+	memorybank.OpRunning:   kiokuv1.OperationState_OPERATION_STATE_RUNNING,
+	memorybank.OpSucceeded: kiokuv1.OperationState_OPERATION_STATE_SUCCEEDED,
+	memorybank.OpFailed:    kiokuv1.OperationState_OPERATION_STATE_FAILED,
+	memorybank.OpCancelled: kiokuv1.OperationState_OPERATION_STATE_CANCELLED,
+}
+
+// operationToProto builds the LRO-shaped Operation: OperationMetadata as
+// metadata; when done, a Status error or the typed response.
+func operationToProto(op *memorybank.Operation) (*kiokuv1.Operation, error) {
+	md := &kiokuv1.OperationMetadata{
+		State:                 opStates[op.State],
+		Method:                op.Method,
+		ProgressMessage:       op.Progress,
+		CreateTime:            timestampOrNil(op.CreateTime),
+		StartTime:             timestampOrNil(op.StartTime),
+		EndTime:               timestampOrNil(op.EndTime),
+		Attempt:               int32(op.Attempt),
+		ModelCalls:            int32(op.ModelCalls),
+		EventsProcessed:       int32(op.EventsProcessed),
+		FactsExtracted:        int32(op.FactsExtracted),
+		ExtractionDuration:    durationOrNil(op.ExtractionTime),
+		ConsolidationDuration: durationOrNil(op.Consolidation),
+		CoalescedOperations:   op.CoalescedWith,
+	}
+	mdAny, err := anypb.New(md)
+	if err != nil {
+		return nil, err
+	}
+	out := &kiokuv1.Operation{Name: op.Name(), Metadata: mdAny, Done: op.State.Done()}
+	switch op.State {
+	case memorybank.OpFailed, memorybank.OpCancelled:
+		code := codes[op.ErrorKind]
+		if op.State == memorybank.OpCancelled {
+			code = codes[fault.Canceled]
+		}
+		out.Result = &kiokuv1.Operation_Error{Error: &kiokuv1.Status{Code: int32(code), Message: op.ErrorMessage}}
+	case memorybank.OpSucceeded:
+		var resp proto.Message
+		if op.Method == memorybank.MethodPurge {
+			resp = &kiokuv1.PurgeMemoriesResponse{PurgeCount: op.PurgeCount}
+		} else {
+			r := &kiokuv1.GenerateMemoriesResponse{}
+			for _, g := range op.Generated {
+				r.GeneratedMemories = append(r.GeneratedMemories, &kiokuv1.GeneratedMemory{Memory: memoryToProto(g.Memory), Action: actionToProto(g.Action)})
+			}
+			resp = r
+		}
+		a, err := anypb.New(resp)
+		if err != nil {
+			return nil, err
+		}
+		out.Result = &kiokuv1.Operation_Response{Response: a}
+	}
+	return out, nil
+}
+
+// parseOpFilter parses ListOperations' filter: conditions joined with AND,
+// each `state = NAME` (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED,
+// optionally with the OPERATION_STATE_ prefix) or `done = true|false`. It
+// returns the states that pass (nil: all).
+func parseOpFilter(filter string) ([]memorybank.OpState, error) {
+	conds, err := sessions.ParseFilter(filter)
+	if err != nil || len(conds) == 0 {
+		return nil, err
+	}
+	pass := map[memorybank.OpState]bool{}
+	for st := memorybank.OpPending; st <= memorybank.OpCancelled; st++ {
+		pass[st] = true
+	}
+	for _, c := range conds {
+		var ok func(memorybank.OpState) bool
+		switch c.Field {
+		case "state":
+			name := strings.TrimPrefix(strings.ToUpper(c.Value), "OPERATION_STATE_")
+			known := false
+			for st := memorybank.OpPending; st <= memorybank.OpCancelled; st++ {
+				known = known || st.String() == name
+			}
+			if !known {
+				return nil, fault.Invalidf("filter: unknown state %q; use PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED", c.Value)
+			}
+			ok = func(st memorybank.OpState) bool { return st.String() == name }
+		case "done":
+			want, err := strconv.ParseBool(c.Value)
+			if err != nil {
+				return nil, fault.Invalidf("filter: done must be true or false, not %q", c.Value)
+			}
+			ok = func(st memorybank.OpState) bool { return st.Done() == want }
+		default:
+			return nil, fault.Invalidf("filter: unknown field %q; operations filter on state and done", c.Field)
+		}
+		for st := range pass {
+			if !ok(st) {
+				delete(pass, st)
+			}
+		}
+	}
+	states := []memorybank.OpState{}
+	for st := memorybank.OpPending; st <= memorybank.OpCancelled; st++ {
+		if pass[st] {
+			states = append(states, st)
+		}
+	}
+	if len(states) == 0 {
+		// Contradictory conditions: no state passes.
+		states = []memorybank.OpState{memorybank.OpUnspecified}
+	}
+	return states, nil
+}

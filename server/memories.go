@@ -1,0 +1,419 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/kioku-ai/kioku/fault"
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+// MemoryHandler serves kioku.v1.MemoryBankService and
+// kioku.v1.OperationService over a memorybank.Service.
+type MemoryHandler struct {
+	svc *memorybank.Service
+	log *slog.Logger
+}
+
+var (
+	_ kiokuv1connect.MemoryBankServiceHandler = (*MemoryHandler)(nil)
+	_ kiokuv1connect.OperationServiceHandler  = (*MemoryHandler)(nil)
+)
+
+// NewMemoryHandler returns the MemoryBankService and OperationService
+// handler.
+func NewMemoryHandler(svc *memorybank.Service, log *slog.Logger) *MemoryHandler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &MemoryHandler{svc: svc, log: log}
+}
+
+func (h *MemoryHandler) fail(ctx context.Context, err error) error { return toConnect(ctx, h.log, err) }
+
+func parseMemoryName(field, name string) (app, id string, err error) {
+	v, err := parseName(field, name, memoryPattern)
+	if err != nil {
+		return "", "", err
+	}
+	return v[0], v[1], nil
+}
+
+func parseOperationName(field, name string) (app, id string, err error) {
+	v, err := parseName(field, name, operationPattern)
+	if err != nil {
+		return "", "", err
+	}
+	return v[0], v[1], nil
+}
+
+func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*connect.Response[T], error) {
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(v), nil
+}
+
+// CreateMemory implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[kiokuv1.CreateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
+	app, err := parseApp("parent", req.Msg.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	m := req.Msg.GetMemory()
+	if m == nil {
+		return nil, h.fail(ctx, fault.Invalidf("memory is required"))
+	}
+	in := memorybank.MemoryInput{
+		ID: req.Msg.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope(), Topics: m.GetTopics(), Metadata: m.GetMetadata(),
+	}
+	if in.ExpireTime, in.TTL, err = expirationFromProto(m.GetExpireTime(), m.GetTtl() != nil, m.GetTtl().AsDuration()); err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	created, err := h.svc.CreateMemory(ctx, app, in)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(memoryToProto(created)), nil
+}
+
+// GetMemory implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
+	app, id, err := parseMemoryName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	m, err := h.svc.GetMemory(ctx, app, id)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(memoryToProto(m)), nil
+}
+
+// ListMemories implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[kiokuv1.ListMemoriesRequest]) (*connect.Response[kiokuv1.ListMemoriesResponse], error) {
+	app, err := parseApp("parent", req.Msg.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	list, next, err := h.svc.ListMemories(ctx, memorybank.ListMemoriesRequest{
+		App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), PageSize: req.Msg.GetPageSize(), PageToken: req.Msg.GetPageToken(),
+	})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.ListMemoriesResponse{NextPageToken: next}
+	for _, m := range list {
+		out.Memories = append(out.Memories, memoryToProto(m))
+	}
+	return connect.NewResponse(out), nil
+}
+
+// UpdateMemory implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
+	m := req.Msg.GetMemory()
+	app, id, err := parseMemoryName("memory.name", m.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	paths := req.Msg.GetUpdateMask().GetPaths()
+	if len(paths) == 0 {
+		return nil, h.fail(ctx, fault.Invalidf("update_mask is required: name the fields to change (fact, topics, metadata, expire_time, ttl)"))
+	}
+	var u memorybank.MemoryUpdate
+	for _, p := range paths {
+		switch p {
+		case "fact":
+			u.Fact = new(m.GetFact())
+		case "topics":
+			u.Topics = new(m.GetTopics())
+		case "metadata":
+			u.Metadata = new(m.GetMetadata())
+		case "expire_time":
+			t, err := timeOrZero(m.GetExpireTime())
+			if err != nil {
+				return nil, h.fail(ctx, fault.Invalidf("memory.expire_time: %v", err))
+			}
+			u.ExpireTime = &t
+		case "ttl":
+			u.TTL = new(m.GetTtl().AsDuration())
+		default:
+			return nil, h.fail(ctx, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time or ttl", p))
+		}
+	}
+	updated, err := h.svc.UpdateMemory(ctx, app, id, u)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(memoryToProto(updated)), nil
+}
+
+// DeleteMemory implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[kiokuv1.DeleteMemoryRequest]) (*connect.Response[emptypb.Empty], error) {
+	app, id, err := parseMemoryName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return respond(ctx, h, &emptypb.Empty{}, h.svc.DeleteMemory(ctx, app, id))
+}
+
+// GenerateMemories implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Request[kiokuv1.GenerateMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
+	m := req.Msg
+	app, err := parseApp("parent", m.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	r := &memorybank.GenerateRequest{
+		App: app, Scope: m.GetScope(), DisableConsolidation: m.GetDisableConsolidation(), AllowedTopics: m.GetAllowedTopics(),
+	}
+	switch src := m.GetSource().(type) {
+	case *kiokuv1.GenerateMemoriesRequest_SessionSource:
+		key, err := parseSessionKey("session_source.session", src.SessionSource.GetSession())
+		if err != nil {
+			return nil, h.fail(ctx, err)
+		}
+		r.Session = &key
+		if r.From, err = timeOrZero(src.SessionSource.GetStartTime()); err != nil {
+			return nil, h.fail(ctx, fault.Invalidf("session_source.start_time: %v", err))
+		}
+		if r.To, err = timeOrZero(src.SessionSource.GetEndTime()); err != nil {
+			return nil, h.fail(ctx, fault.Invalidf("session_source.end_time: %v", err))
+		}
+	case *kiokuv1.GenerateMemoriesRequest_EventsSource:
+		for i, pe := range src.EventsSource.GetEvents() {
+			ev, err := eventFromProto(pe)
+			if err != nil {
+				return nil, h.fail(ctx, fault.Invalidf("events_source.events[%d]: %v", i, err))
+			}
+			r.Events = append(r.Events, ev)
+		}
+		if len(r.Events) == 0 {
+			return nil, h.fail(ctx, fault.Invalidf("events_source.events is empty"))
+		}
+	case *kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource:
+		for _, d := range src.DirectMemoriesSource.GetMemories() {
+			r.Facts = append(r.Facts, memorybank.DirectFact{Fact: d.GetFact(), Topics: d.GetTopics()})
+		}
+		if len(r.Facts) == 0 {
+			return nil, h.fail(ctx, fault.Invalidf("direct_memories_source.memories is empty"))
+		}
+	}
+	op, err := h.svc.GenerateMemories(ctx, r)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return h.operation(ctx, op)
+}
+
+func (h *MemoryHandler) operation(ctx context.Context, op *memorybank.Operation) (*connect.Response[kiokuv1.Operation], error) {
+	out, err := operationToProto(op)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// RetrieveMemories implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Request[kiokuv1.RetrieveMemoriesRequest]) (*connect.Response[kiokuv1.RetrieveMemoriesResponse], error) {
+	m := req.Msg
+	app, err := parseApp("parent", m.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	r := memorybank.RetrieveRequest{App: app, Scope: m.GetScope(), Filter: m.GetFilter()}
+	switch method := m.GetMethod().(type) {
+	case *kiokuv1.RetrieveMemoriesRequest_SimilaritySearch:
+		r.Query, r.TopK = method.SimilaritySearch.GetQuery(), method.SimilaritySearch.GetTopK()
+		if r.Query == "" {
+			return nil, h.fail(ctx, fault.Invalidf("similarity_search.query is required"))
+		}
+	case *kiokuv1.RetrieveMemoriesRequest_SimpleRetrieval:
+		r.PageSize, r.PageToken = method.SimpleRetrieval.GetPageSize(), method.SimpleRetrieval.GetPageToken()
+	}
+	found, next, err := h.svc.RetrieveMemories(ctx, r)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.RetrieveMemoriesResponse{NextPageToken: next}
+	for _, f := range found {
+		out.RetrievedMemories = append(out.RetrievedMemories, &kiokuv1.RetrievedMemory{Memory: memoryToProto(f.Memory), Distance: f.Distance})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// ListMemoryRevisions implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Request[kiokuv1.ListMemoryRevisionsRequest]) (*connect.Response[kiokuv1.ListMemoryRevisionsResponse], error) {
+	app, id, err := parseMemoryName("parent", req.Msg.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	revs, next, err := h.svc.ListRevisions(ctx, app, id, req.Msg.GetPageSize(), req.Msg.GetPageToken())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.ListMemoryRevisionsResponse{NextPageToken: next}
+	for _, r := range revs {
+		out.MemoryRevisions = append(out.MemoryRevisions, revisionToProto(r))
+	}
+	return connect.NewResponse(out), nil
+}
+
+// RollbackMemory implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request[kiokuv1.RollbackMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
+	app, id, err := parseMemoryName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	rev := req.Msg.GetTargetRevisionId()
+	if v, ok := revisionPattern.match(rev); ok {
+		// A revision's full name is accepted too.
+		if v[0] != app || v[1] != id {
+			return nil, h.fail(ctx, fault.Invalidf("target_revision_id %q is a revision of another memory", rev))
+		}
+		rev = v[2]
+	}
+	m, err := h.svc.RollbackMemory(ctx, app, id, rev)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return connect.NewResponse(memoryToProto(m)), nil
+}
+
+// PurgeMemories implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[kiokuv1.PurgeMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
+	app, err := parseApp("parent", req.Msg.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	op, err := h.svc.PurgeMemories(ctx, &memorybank.PurgeRequest{App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), Force: req.Msg.GetForce()})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return h.operation(ctx, op)
+}
+
+func parseConfigName(field, name string) (string, error) {
+	v, err := parseName(field, name, bankConfigPattern)
+	if err != nil {
+		return "", err
+	}
+	return v[0], nil
+}
+
+// GetMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
+	app, err := parseConfigName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	c, err := h.svc.GetConfig(ctx, app)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := bankConfigToProto(c)
+	return respond(ctx, h, out, err)
+}
+
+// UpdateMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
+	p := req.Msg.GetMemoryBankConfig()
+	app, err := parseConfigName("memory_bank_config.name", p.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	c, err := bankConfigFromProto(app, p)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	updated, err := h.svc.UpdateConfig(ctx, c, req.Msg.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := bankConfigToProto(updated)
+	return respond(ctx, h, out, err)
+}
+
+// GetOperation implements kiokuv1connect.OperationServiceHandler.
+func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[kiokuv1.GetOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
+	app, id, err := parseOperationName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	op, err := h.svc.GetOperation(ctx, app, id)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return h.operation(ctx, op)
+}
+
+// ListOperations implements kiokuv1connect.OperationServiceHandler.
+func (h *MemoryHandler) ListOperations(ctx context.Context, req *connect.Request[kiokuv1.ListOperationsRequest]) (*connect.Response[kiokuv1.ListOperationsResponse], error) {
+	app, err := parseApp("parent", req.Msg.GetParent())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	states, err := parseOpFilter(req.Msg.GetFilter())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	ops, next, err := h.svc.ListOperations(ctx, app, states, req.Msg.GetPageSize(), req.Msg.GetPageToken())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.ListOperationsResponse{NextPageToken: next}
+	for _, op := range ops {
+		po, err := operationToProto(op)
+		if err != nil {
+			return nil, h.fail(ctx, err)
+		}
+		out.Operations = append(out.Operations, po)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// maxWait bounds WaitOperation's timeout.
+const maxWait = 10 * time.Minute
+
+// WaitOperation implements kiokuv1connect.OperationServiceHandler.
+func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[kiokuv1.WaitOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
+	app, id, err := parseOperationName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	timeout := 60 * time.Second
+	if t := req.Msg.GetTimeout(); t != nil {
+		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 || t.AsDuration() > maxWait {
+			return nil, h.fail(ctx, fault.Invalidf("timeout must be between 0 and %v", maxWait))
+		}
+		timeout = t.AsDuration()
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		// Answer a little before the call's deadline rather than fail it.
+		timeout = min(timeout, time.Until(deadline)-50*time.Millisecond)
+	}
+	op, err := h.svc.WaitOperation(ctx, app, id, max(timeout, 0))
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return h.operation(ctx, op)
+}
+
+// CancelOperation implements kiokuv1connect.OperationServiceHandler.
+func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Request[kiokuv1.CancelOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
+	app, id, err := parseOperationName("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	op, err := h.svc.CancelOperation(ctx, app, id)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return h.operation(ctx, op)
+}

@@ -1,0 +1,247 @@
+package server_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+)
+
+type clients struct {
+	sessions kiokuv1connect.SessionServiceClient
+	memories kiokuv1connect.MemoryBankServiceClient
+	ops      kiokuv1connect.OperationServiceClient
+}
+
+// startNode runs a whole kioku (SQLite store, memory bank workers) with a
+// fake Gemini behind the real genai client, served over HTTP/2.
+func startNode(t *testing.T, withModel bool) (*clients, *modeltest.Gemini) {
+	t.Helper()
+	fake := modeltest.NewGemini(t)
+	cfg := node.Config{
+		DataDir: t.TempDir(),
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if withModel {
+		cfg.Models = model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+	}
+	n, err := node.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ts := httptest.NewUnstartedServer(n.Handler())
+	ts.Config = n.HTTPServer()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	hc := h2cClient()
+	return &clients{
+		sessions: kiokuv1connect.NewSessionServiceClient(hc, ts.URL, connect.WithProtoJSON()),
+		memories: kiokuv1connect.NewMemoryBankServiceClient(hc, ts.URL, connect.WithProtoJSON()),
+		ops:      kiokuv1connect.NewOperationServiceClient(hc, ts.URL, connect.WithProtoJSON()),
+	}, fake
+}
+
+func req[T any](m *T) *connect.Request[T] { return connect.NewRequest(m) }
+
+func wait(t *testing.T, c *clients, op *kiokuv1.Operation) *kiokuv1.Operation {
+	t.Helper()
+	res, err := c.ops.WaitOperation(t.Context(), req(&kiokuv1.WaitOperationRequest{Name: op.GetName(), Timeout: durationpb.New(20 * time.Second)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Msg.GetDone() {
+		t.Fatalf("operation %s not done after 20s: %v", op.GetName(), res.Msg)
+	}
+	return res.Msg
+}
+
+func TestMemoryRoundTripOverConnect(t *testing.T) {
+	c, fake := startNode(t, true)
+	ctx := t.Context()
+	scope := map[string]string{"user_id": "ann"}
+
+	created, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{
+		Parent: "apps/demo",
+		Memory: &kiokuv1.Memory{Fact: "Ann prefers green tea.", Scope: scope, Topics: []string{"USER_PREFERENCES"}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Msg.GetName(), "apps/demo/memories/") || created.Msg.GetRevisionId() != "1" {
+		t.Fatalf("created %v", created.Msg)
+	}
+	got, err := c.memories.RetrieveMemories(ctx, req(&kiokuv1.RetrieveMemoriesRequest{
+		Parent: "apps/demo", Scope: scope,
+		Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: "what tea?", TopK: 5}},
+	}))
+	if err != nil || len(got.Msg.GetRetrievedMemories()) != 1 || got.Msg.GetRetrievedMemories()[0].GetDistance() >= 1 {
+		t.Fatalf("RetrieveMemories = %v, %v", got, err)
+	}
+
+	// Generate from a session: extraction and consolidation through the
+	// fake model, then wait on the operation.
+	if _, err := c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/demo/users/ann", SessionId: "s1"})); err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"I moved to Sapporo last month.", "Also I now prefer black tea."} {
+		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{
+			Session: "apps/demo/users/ann/sessions/s1",
+			Event:   &kiokuv1.Event{Id: "e" + string(rune('1'+i)), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}},
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.ReplyText(`{"facts":[{"fact":"Ann moved to Sapporo last month.","topic":"USER_PERSONAL_INFO","events":[1]},{"fact":"Ann prefers black tea.","topic":"USER_PREFERENCES","events":[2]}]}`)
+	fake.SetResponder(func(call modeltest.Call) modeltest.Reply {
+		return modeltest.Reply{Text: `{"actions":[{"candidate":1,"action":"CREATE","memory":0,"fact":"Ann moved to Sapporo last month."},{"candidate":2,"action":"UPDATE","memory":1,"fact":"Ann prefers black tea (she used to prefer green tea)."}]}`}
+	})
+	op, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{
+		Parent: "apps/demo",
+		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: "apps/demo/users/ann/sessions/s1"}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Msg.GetDone() || !strings.HasPrefix(op.Msg.GetName(), "apps/demo/operations/") {
+		t.Fatalf("GenerateMemories returned %v", op.Msg)
+	}
+	done := wait(t, c, op.Msg)
+	if done.GetError() != nil {
+		t.Fatalf("operation failed: %v", done.GetError())
+	}
+	var resp kiokuv1.GenerateMemoriesResponse
+	if err := done.GetResponse().UnmarshalTo(&resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetGeneratedMemories()) != 2 {
+		t.Fatalf("generated %v", resp.GetGeneratedMemories())
+	}
+	var md kiokuv1.OperationMetadata
+	if err := done.GetMetadata().UnmarshalTo(&md); err != nil || md.GetModelCalls() != 2 || md.GetState() != kiokuv1.OperationState_OPERATION_STATE_SUCCEEDED {
+		t.Fatalf("metadata = %v, %v", &md, err)
+	}
+	// The JSON shape the README shows.
+	js, _ := protojson.Marshal(done)
+	for _, want := range []string{`"done":true`, `"generatedMemories"`, `"action":"MEMORY_ACTION_UPDATED"`, `"@type":"type.googleapis.com/kioku.v1.GenerateMemoriesResponse"`} {
+		if !strings.Contains(string(js), want) {
+			t.Fatalf("operation JSON %s lacks %s", js, want)
+		}
+	}
+
+	// Revisions of the updated memory, and a rollback by revision name.
+	revs, err := c.memories.ListMemoryRevisions(ctx, req(&kiokuv1.ListMemoryRevisionsRequest{Parent: created.Msg.GetName()}))
+	if err != nil || len(revs.Msg.GetMemoryRevisions()) != 2 || revs.Msg.GetMemoryRevisions()[0].GetExtractedFacts() == nil {
+		t.Fatalf("revisions = %v, %v", revs, err)
+	}
+	back, err := c.memories.RollbackMemory(ctx, req(&kiokuv1.RollbackMemoryRequest{Name: created.Msg.GetName(), TargetRevisionId: created.Msg.GetName() + "/revisions/1"}))
+	if err != nil || back.Msg.GetFact() != "Ann prefers green tea." || back.Msg.GetRevisionId() != "3" {
+		t.Fatalf("rollback = %v, %v", back, err)
+	}
+
+	// Operations listed by state.
+	list, err := c.ops.ListOperations(ctx, req(&kiokuv1.ListOperationsRequest{Parent: "apps/demo", Filter: "state = SUCCEEDED"}))
+	if err != nil || len(list.Msg.GetOperations()) != 1 {
+		t.Fatalf("ListOperations = %v, %v", list, err)
+	}
+	_, err = c.ops.ListOperations(ctx, req(&kiokuv1.ListOperationsRequest{Parent: "apps/demo", Filter: "state = DANCING"}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("bad filter: %v", err)
+	}
+
+	// Config round trip with a mask.
+	cfg, err := c.memories.UpdateMemoryBankConfig(ctx, req(&kiokuv1.UpdateMemoryBankConfigRequest{
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/demo/memoryBankConfig", CustomTopics: []*kiokuv1.CustomMemoryTopic{{Label: "TRAVEL", Description: "Trips."}}},
+		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"custom_topics"}},
+	}))
+	if err != nil || len(cfg.Msg.GetCustomTopics()) != 1 {
+		t.Fatalf("UpdateMemoryBankConfig = %v, %v", cfg, err)
+	}
+
+	// forget_memories on DeleteSession removes what only s1 supported.
+	if _, err := c.sessions.DeleteSession(ctx, req(&kiokuv1.DeleteSessionRequest{Name: "apps/demo/users/ann/sessions/s1", ForgetMemories: true})); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/demo"}))
+	for _, m := range left.Msg.GetMemories() {
+		if strings.Contains(m.GetFact(), "Sapporo") {
+			t.Fatalf("memory derived only from the deleted session survived: %v", m)
+		}
+	}
+}
+
+func TestMemoryErrorsOverConnect(t *testing.T) {
+	c, _ := startNode(t, false)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name string
+		call func() error
+		code connect.Code
+		msg  string
+	}{
+		{"generate from a session without a model", func() error {
+			_, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo",
+				Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: "apps/demo/users/u/sessions/s"}}}))
+			return err
+		}, connect.CodeFailedPrecondition, "GEMINI_API_KEY"},
+		{"bad parent", func() error {
+			_, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "demo", Memory: &kiokuv1.Memory{Fact: "x"}}))
+			return err
+		}, connect.CodeInvalidArgument, "apps/{app}"},
+		{"missing scope", func() error {
+			_, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/demo", Memory: &kiokuv1.Memory{Fact: "x"}}))
+			return err
+		}, connect.CodeInvalidArgument, "memory.scope"},
+		{"unknown memory", func() error {
+			_, err := c.memories.GetMemory(ctx, req(&kiokuv1.GetMemoryRequest{Name: "apps/demo/memories/nope"}))
+			return err
+		}, connect.CodeNotFound, "not found"},
+		{"too many facts", func() error {
+			var facts []*kiokuv1.DirectMemory
+			for range 101 {
+				facts = append(facts, &kiokuv1.DirectMemory{Fact: "f"})
+			}
+			_, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo", Scope: map[string]string{"user_id": "u"},
+				Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: facts}}}))
+			return err
+		}, connect.CodeResourceExhausted, "limit is 100"},
+		{"wait on an unknown operation", func() error {
+			_, err := c.ops.WaitOperation(ctx, req(&kiokuv1.WaitOperationRequest{Name: "apps/demo/operations/nope"}))
+			return err
+		}, connect.CodeNotFound, "not found"},
+	} {
+		err := tc.call()
+		if connect.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %v with %q", tc.name, err, tc.code, tc.msg)
+		}
+	}
+	// Direct facts work without a model; the same fact twice is one memory.
+	for range 2 {
+		op, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo", Scope: map[string]string{"user_id": "u"},
+			Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "The user is left-handed."}}}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done := wait(t, c, op.Msg); done.GetError() != nil {
+			t.Fatalf("direct facts failed: %v", done.GetError())
+		}
+	}
+	list, _ := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/demo"}))
+	if len(list.Msg.GetMemories()) != 1 {
+		t.Fatalf("the same direct fact twice gave %d memories", len(list.Msg.GetMemories()))
+	}
+}
+
