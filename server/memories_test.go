@@ -244,4 +244,3 @@ func TestMemoryErrorsOverConnect(t *testing.T) {
 		t.Fatalf("the same direct fact twice gave %d memories", len(list.Msg.GetMemories()))
 	}
 }
-
