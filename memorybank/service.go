@@ -56,6 +56,9 @@ type Config struct {
 	// MaxAttempts is how often an operation is started before it fails
 	// for good. Default 5.
 	MaxAttempts int
+	// OperationRetention is how long finished operations are kept.
+	// Default 7 days.
+	OperationRetention time.Duration
 }
 
 // Service is the memory bank. It is safe for concurrent use.
@@ -112,6 +115,9 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 5
 	}
+	if cfg.OperationRetention <= 0 {
+		cfg.OperationRetention = 7 * 24 * time.Hour
+	}
 	if cfg.Embedder == nil {
 		cfg.Embedder = model.Offline{}
 	}
@@ -130,6 +136,9 @@ func NewService(store Store, cfg Config) *Service {
 		triggered:   map[string]int64{},
 	}
 }
+
+// EmbedderName returns the name of the embedder in use.
+func (s *Service) EmbedderName() string { return s.emb.Name() }
 
 // MemoryInput is the input of CreateMemory.
 type MemoryInput struct {

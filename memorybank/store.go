@@ -81,6 +81,10 @@ type Store interface {
 	// DeleteExpiredRevisions deletes up to limit revisions that expired
 	// before now and returns how many.
 	DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// DeleteFinishedOperations deletes up to limit finished operations
+	// created before the given time and returns how many.
+	DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // ListQuery selects memories for ListMemories.

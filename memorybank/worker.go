@@ -95,11 +95,21 @@ func (s *Service) fireIdle(ctx context.Context) {
 }
 
 // SweepExpired deletes expired memories, recording a revision for each
-// (their revisions remain until they expire themselves), then deletes
-// expired revisions. It returns how many memories and revisions it
-// deleted.
+// (their revisions remain until they expire themselves), then expired
+// revisions, then finished operations older than the retention. It returns
+// how many things it deleted.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	total := 0
+	for {
+		n, err := s.store.DeleteFinishedOperations(ctx, s.now().Add(-s.cfg.OperationRetention), 500)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < 500 {
+			break
+		}
+	}
 	for {
 		now := s.now()
 		mems, err := s.store.ExpiredMemories(ctx, now, 200)

@@ -244,3 +244,52 @@ func TestMemoryErrorsOverConnect(t *testing.T) {
 		t.Fatalf("the same direct fact twice gave %d memories", len(list.Msg.GetMemories()))
 	}
 }
+
+// TestGenerateWithOpenAICompatible runs generation and retrieval on an
+// OpenAI-compatible server (as Ollama or vLLM would be), for both the
+// model and the embeddings.
+func TestGenerateWithOpenAICompatible(t *testing.T) {
+	fake := modeltest.NewOpenAI(t)
+	n, err := node.Open(t.Context(), node.Config{
+		DataDir: t.TempDir(),
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Models: model.Config{
+			Provider: "openai", Model: "llama3.1", Embedder: "openai", EmbedModel: "nomic-embed-text", EmbedDims: fake.Dims,
+			OpenAIBaseURL: fake.URL, OpenAIAPIKey: "test-key", Retry: modeltest.FastRetry,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ts := httptest.NewServer(n.Handler())
+	defer ts.Close()
+	mc := kiokuv1connect.NewMemoryBankServiceClient(ts.Client(), ts.URL)
+	oc := kiokuv1connect.NewOperationServiceClient(ts.Client(), ts.URL)
+	ctx := t.Context()
+	fake.ReplyText(`{"facts":[{"fact":"The user keeps bees.","topic":"USER_PERSONAL_INFO","events":[1]}]}`)
+	op, err := mc.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{
+		Parent: "apps/demo", Scope: map[string]string{"user_id": "u"},
+		Source: &kiokuv1.GenerateMemoriesRequest_EventsSource{EventsSource: &kiokuv1.EventsSource{Events: []*kiokuv1.Event{
+			{Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "My bees made honey this year."}}}},
+		}}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := oc.WaitOperation(ctx, req(&kiokuv1.WaitOperationRequest{Name: op.Msg.GetName(), Timeout: durationpb.New(20 * time.Second)}))
+	if err != nil || done.Msg.GetError() != nil || !done.Msg.GetDone() {
+		t.Fatalf("operation = %v, %v", done, err)
+	}
+	if call := fake.Calls()[0]; call.Model != "llama3.1" || !strings.Contains(call.Text(), "My bees made honey") || call.Schema == nil {
+		t.Fatalf("extraction request = %+v", call)
+	}
+	res, err := mc.RetrieveMemories(ctx, req(&kiokuv1.RetrieveMemoriesRequest{Parent: "apps/demo", Scope: map[string]string{"user_id": "u"},
+		Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: "does the user keep bees?"}}}))
+	if err != nil || len(res.Msg.GetRetrievedMemories()) != 1 {
+		t.Fatalf("retrieval = %v, %v", res, err)
+	}
+	if fake.EmbedRequests() < 2 {
+		t.Fatalf("embeddings did not go to the OpenAI-compatible server (%d requests)", fake.EmbedRequests())
+	}
+}

@@ -3,13 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 )
+
+// stdout receives the benchmarks' report (tests replace it).
+var stdout io.Writer = os.Stdout
 
 const benchUsage = `Usage: kioku bench SCENARIO [flags]
 
 Scenarios:
   sessions    session throughput and read latency over loopback RPC
+  memories    memory retrieval latency and generation throughput
+  locomo      LoCoMo retrieval recall
 `
 
 func bench(ctx context.Context, args []string) error {
@@ -20,6 +26,10 @@ func bench(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "sessions":
 		return benchSessions(ctx, args[1:])
+	case "memories":
+		return benchMemories(ctx, args[1:])
+	case "locomo":
+		return benchLocomo(ctx, args[1:])
 	}
 	fmt.Fprint(os.Stderr, benchUsage)
 	return fmt.Errorf("unknown bench scenario %q", args[0])

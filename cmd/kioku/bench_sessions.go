@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -54,7 +53,7 @@ func benchSessions(ctx context.Context, args []string) error {
 
 	const clients = 64
 	r := &benchReport{}
-	say := func(format string, a ...any) { fmt.Fprintf(os.Stdout, format+"\n", a...) }
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("kioku bench sessions: store %s, %d clients, %v per throughput phase", *store, clients, *duration)
 
 	// No-op RPCs through the same stack.
@@ -146,7 +145,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	say("list_page_ms        %10.3f", ms(percentile(lat, 0.5)))
 
 	if *asJSON {
-		return r.printJSON(os.Stdout)
+		return r.printJSON(stdout)
 	}
 	return nil
 }

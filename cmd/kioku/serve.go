@@ -9,9 +9,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/model"
 )
 
 // flagSet is a flag.FlagSet whose flags default to KIOKU_* environment
@@ -54,8 +54,8 @@ Flags:
 
 type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
-
-	provider, model, embedder, embedModel, embedDims, openaiURL, workers *string
+	models                                                *modelFlags
+	geminiURL, workers, lease                             *string
 }
 
 func registerServeFlags(fs *flagSet) *serveFlags {
@@ -67,13 +67,10 @@ func registerServeFlags(fs *flagSet) *serveFlags {
 		fsDatabase: fs.string("firestore-database", "(default)", "Firestore database id (--store firestore)"),
 		logLevel:   fs.string("log-level", "info", "log level: debug, info, warn or error"),
 
-		provider:   fs.string("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
-		model:      fs.string("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
-		embedder:   fs.string("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
-		embedModel: fs.string("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
-		embedDims:  fs.string("embed-dims", "", "embedding dimensions (default 768 for gemini; required for openai)"),
-		openaiURL:  fs.string("openai-base-url", "", "OpenAI-compatible API root, e.g. http://localhost:11434/v1 (default OPENAI_BASE_URL or https://api.openai.com/v1; key from OPENAI_API_KEY)"),
-		workers:    fs.string("workers", "2", "memory operations run at once by this server"),
+		models:    registerModelFlags(fs),
+		geminiURL: fs.string("gemini-base-url", "", "Gemini or Vertex AI endpoint override (a proxy or a regional endpoint)"),
+		workers:   fs.string("workers", "2", "memory operations run at once by this server"),
+		lease:     fs.string("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
 
@@ -83,13 +80,18 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	default:
 		return node.Config{}, fmt.Errorf("--store %q: use sqlite or firestore", *f.store)
 	}
-	dims, err := optionalInt("--embed-dims", *f.embedDims)
+	models, err := f.models.config()
 	if err != nil {
 		return node.Config{}, err
 	}
+	models.GeminiBaseURL = *f.geminiURL
 	workers, err := optionalInt("--workers", *f.workers)
 	if err != nil {
 		return node.Config{}, err
+	}
+	lease, err := time.ParseDuration(*f.lease)
+	if err != nil || lease < time.Second {
+		return node.Config{}, fmt.Errorf("--operation-lease %q: want a duration of at least 1s", *f.lease)
 	}
 	return node.Config{
 		Store:             *f.store,
@@ -98,14 +100,8 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		FirestoreDatabase: *f.fsDatabase,
 		Logger:            log,
 		Workers:           workers,
-		Models: model.Config{
-			Provider:      *f.provider,
-			Model:         *f.model,
-			Embedder:      *f.embedder,
-			EmbedModel:    *f.embedModel,
-			EmbedDims:     dims,
-			OpenAIBaseURL: *f.openaiURL,
-		},
+		Lease:             lease,
+		Models:            models,
 	}, nil
 }
 

@@ -11,6 +11,8 @@ package memorybanktest
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -159,6 +161,7 @@ func (h *harness) service(worker string, gen model.Generator) *memorybank.Servic
 	cfg := memorybank.Config{
 		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Now,
 		WorkerID: worker, Lease: time.Minute, MaxAttempts: 3,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if gen != nil {
 		cfg.Generator = gen
@@ -824,6 +827,13 @@ func testOperations(t *testing.T, h *harness) {
 	}
 	_, err = h.noGen.GetOperation(h.ctx, "app2", a.ID)
 	wantKind(t, "operation of another app", err, fault.NotFound)
+	// Finished operations are kept for a week, then swept.
+	h.clock.Advance(8 * 24 * time.Hour)
+	if _, err := h.noGen.SweepExpired(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.noGen.GetOperation(h.ctx, "app1", a.ID)
+	wantKind(t, "operation past its retention", err, fault.NotFound)
 }
 
 func testForgetSession(t *testing.T, h *harness) {

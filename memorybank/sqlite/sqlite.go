@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -93,8 +94,9 @@ CREATE TABLE operations (
 	PRIMARY KEY (app, id)
 ) WITHOUT ROWID;
 CREATE INDEX operations_by_app ON operations (app, create_ns DESC, id DESC);
-CREATE INDEX operations_queue ON operations (state, create_ns) WHERE state IN (1, 2);
-CREATE INDEX operations_by_scope ON operations (app, scope_key, state) WHERE state IN (1, 2);
+CREATE INDEX operations_queue ON operations (state, create_ns);
+CREATE INDEX operations_by_scope ON operations (app, scope_key, state, method, create_ns);
+CREATE INDEX operations_by_end ON operations (state, create_ns) WHERE state >= 3;
 CREATE TABLE watermarks (
 	app     TEXT    NOT NULL,
 	session TEXT    NOT NULL,
@@ -257,7 +259,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 			return res, nil
 		}
 		gen := s.index.Generation(q.App, q.ScopeKey)
-		mems, err := queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND scope_key = ? AND deleted = 0`, q.App, q.ScopeKey)
+		mems, err := queryMemories(ctx, s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +283,7 @@ func prefixed(p, cols string) string {
 
 // StaleEmbeddings implements memorybank.Store.
 func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND embedding_model != ? AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, now.UnixNano(), limit)
+	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
 }
 
 // ExpiredMemories implements memorybank.Store.
@@ -640,21 +642,80 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 	return queryOperations(ctx, s.db.Read(), sb.String(), args...)
 }
 
-// ClaimOperations implements memorybank.Store.
+// opRef is what claiming needs to know of a queued operation.
+type opRef struct {
+	app, id, scopeKey, method string
+	state, attempt            int
+	createNS                  int64
+}
+
+func queryOpRefs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]opRef, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []opRef
+	for rows.Next() {
+		var r opRef
+		if err := rows.Scan(&r.app, &r.id, &r.scopeKey, &r.method, &r.state, &r.attempt, &r.createNS); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const opRefColumns = `app, id, scope_key, method, state, attempt, create_ns`
+
+// The queries of the hot paths, each pinned to its index (the planner,
+// without statistics, would otherwise scan a whole app by primary key).
+// TestQueryPlans checks them.
+const (
+	scopeLoadQuery = `SELECT ` + memoryColumns + ` FROM memories INDEXED BY memories_by_scope WHERE app = ? AND scope_key = ? AND deleted = 0`
+	pendingQuery   = `SELECT ` + opRefColumns + ` FROM operations INDEXED BY operations_queue WHERE state = ? AND not_before_ns <= ? ORDER BY create_ns LIMIT 64`
+	expiredQuery   = `SELECT ` + opRefColumns + ` FROM operations INDEXED BY operations_queue WHERE state = ? AND lease_expiry_ns <= ? ORDER BY create_ns LIMIT 64`
+	busyQuery      = `SELECT count(*) FROM operations INDEXED BY operations_by_scope WHERE app = ? AND scope_key = ? AND state = ? AND lease_expiry_ns > ? AND id != ?`
+	coalesceQuery  = `SELECT ` + opRefColumns + ` FROM operations INDEXED BY operations_by_scope
+		WHERE app = ? AND scope_key = ? AND state = ? AND method = ? AND not_before_ns <= ? AND id != ? ORDER BY create_ns LIMIT ?`
+	finishedSelect = `SELECT app, id FROM operations INDEXED BY operations_by_end WHERE state >= 3 AND create_ns < ? LIMIT ?`
+	finishedQuery  = `DELETE FROM operations WHERE (app, id) IN (` + finishedSelect + `)`
+)
+
+func getOperationTx(ctx context.Context, tx *sql.Tx, app, id string) (*memorybank.Operation, error) {
+	var body string
+	if err := tx.QueryRowContext(ctx, `SELECT body FROM operations WHERE app = ? AND id = ?`, app, id).Scan(&body); err != nil {
+		return nil, err
+	}
+	return decodeOperation(body)
+}
+
+// ClaimOperations implements memorybank.Store. Candidates are the oldest
+// due pending operations and the running ones whose lease expired, read
+// through the queue index without decoding their bodies; only claimed
+// operations are decoded and rewritten.
 func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*memorybank.Operation, error) {
 	var claimed []*memorybank.Operation
 	now := c.Now.UnixNano()
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		claimed = nil
-		cands, err := queryOperations(ctx, tx, `SELECT body FROM operations
-			WHERE (state = ? AND not_before_ns <= ?) OR (state = ? AND lease_expiry_ns <= ?)
-			ORDER BY create_ns LIMIT 64`, int(memorybank.OpPending), now, int(memorybank.OpRunning), now)
+		pending, err := queryOpRefs(ctx, tx, pendingQuery, int(memorybank.OpPending), now)
 		if err != nil {
 			return err
 		}
-		for _, op := range cands {
-			if op.State == memorybank.OpRunning && c.MaxAttempts > 0 && op.Attempt >= c.MaxAttempts {
+		expired, err := queryOpRefs(ctx, tx, expiredQuery, int(memorybank.OpRunning), now)
+		if err != nil {
+			return err
+		}
+		cands := append(expired, pending...)
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].createNS < cands[j].createNS })
+		for _, ref := range cands {
+			if ref.state == int(memorybank.OpRunning) && c.MaxAttempts > 0 && ref.attempt >= c.MaxAttempts {
 				// Its workers kept dying: give up.
+				op, err := getOperationTx(ctx, tx, ref.app, ref.id)
+				if err != nil {
+					return err
+				}
 				op.State, op.EndTime = memorybank.OpFailed, c.Now
 				op.ErrorKind = fault.Unavailable
 				op.ErrorMessage = fmt.Sprintf("gave up after %d attempts: the worker running it stopped each time (lease expired)", op.Attempt)
@@ -664,10 +725,9 @@ func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*mem
 				}
 				continue
 			}
-			if op.ScopeKey != "" {
+			if ref.scopeKey != "" {
 				var busy int
-				err := tx.QueryRow(`SELECT count(*) FROM operations WHERE app = ? AND scope_key = ? AND state = ? AND lease_expiry_ns > ? AND id != ?`,
-					op.App, op.ScopeKey, int(memorybank.OpRunning), now, op.ID).Scan(&busy)
+				err := tx.QueryRow(busyQuery, ref.app, ref.scopeKey, int(memorybank.OpRunning), now, ref.id).Scan(&busy)
 				if err != nil {
 					return err
 				}
@@ -675,26 +735,29 @@ func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*mem
 					continue
 				}
 			}
-			group := []*memorybank.Operation{op}
-			if op.Method == memorybank.MethodGenerate && c.Max > 1 {
-				more, err := queryOperations(ctx, tx, `SELECT body FROM operations WHERE app = ? AND scope_key = ? AND method = ? AND state = ? AND not_before_ns <= ? AND id != ?
-					ORDER BY create_ns LIMIT ?`, op.App, op.ScopeKey, memorybank.MethodGenerate, int(memorybank.OpPending), now, op.ID, c.Max-1)
+			refs := []opRef{ref}
+			if ref.method == memorybank.MethodGenerate && c.Max > 1 {
+				more, err := queryOpRefs(ctx, tx, coalesceQuery, ref.app, ref.scopeKey, int(memorybank.OpPending), memorybank.MethodGenerate, now, ref.id, c.Max-1)
 				if err != nil {
 					return err
 				}
-				group = append(group, more...)
+				refs = append(refs, more...)
 			}
-			for _, g := range group {
-				g.State = memorybank.OpRunning
-				g.Attempt++
-				g.LeaseOwner, g.LeaseExpiry = c.Owner, c.Now.Add(c.Lease)
-				g.StartTime = c.Now
-				g.Progress = "claimed by " + c.Owner
-				if err := putOperation(tx, g); err != nil {
+			for _, r := range refs {
+				op, err := getOperationTx(ctx, tx, r.app, r.id)
+				if err != nil {
 					return err
 				}
+				op.State = memorybank.OpRunning
+				op.Attempt++
+				op.LeaseOwner, op.LeaseExpiry = c.Owner, c.Now.Add(c.Lease)
+				op.StartTime = c.Now
+				op.Progress = "claimed by " + c.Owner
+				if err := putOperation(tx, op); err != nil {
+					return err
+				}
+				claimed = append(claimed, op)
 			}
-			claimed = group
 			return nil
 		}
 		return nil
@@ -720,4 +783,18 @@ func (s *Store) Watermark(ctx context.Context, app, session string) (int64, erro
 		return 0, nil
 	}
 	return seq, err
+}
+
+// DeleteFinishedOperations implements memorybank.Store.
+func (s *Store) DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int64
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(finishedQuery, before.UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }

@@ -126,19 +126,24 @@ func (f *fake) EmbedRequests() int {
 	return f.embedReqs
 }
 
+// next records a call and returns its reply. A responder runs without the
+// fake's lock held, so it may block (to hold calls in flight).
 func (f *fake) next(c Call) (Reply, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls = append(f.calls, c)
+	n := len(f.calls)
 	if len(f.script) > 0 {
 		r := f.script[0]
 		f.script = f.script[1:]
+		f.mu.Unlock()
 		return r, nil
 	}
-	if f.responder != nil {
-		return f.responder(c), nil
+	responder := f.responder
+	f.mu.Unlock()
+	if responder != nil {
+		return responder(c), nil
 	}
-	return Reply{}, fmt.Errorf("modeltest: unexpected generation call %d (no reply scripted): %.300s", len(f.calls), c.Text())
+	return Reply{}, fmt.Errorf("modeltest: unexpected generation call %d (no reply scripted): %.300s", n, c.Text())
 }
 
 // Pending returns how many scripted replies are still queued.
@@ -187,15 +192,23 @@ type Gemini struct {
 
 // NewGemini starts a fake Gemini API; it stops when the test ends.
 func NewGemini(t testing.TB) *Gemini {
+	g, stop := StartGemini()
+	t.Cleanup(stop)
+	return g
+}
+
+// StartGemini starts a fake Gemini API outside a test (for benchmarks) and
+// returns the function that stops it.
+func StartGemini() (*Gemini, func()) {
 	g := &Gemini{}
 	srv := httptest.NewServer(http.HandlerFunc(g.serve))
-	t.Cleanup(srv.Close)
 	g.URL = srv.URL
-	return g
+	return g, srv.Close
 }
 
 // Client returns a real genai client for the fake, with fast retries.
 func (g *Gemini) Client(t testing.TB) *genai.Client {
+	t.Helper()
 	c, err := model.NewGeminiClient(context.Background(), g.Config())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
+)
+
+const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations] [--json]
+
+LoCoMo retrieval (see ../shared/data/locomo/README.md). kioku runs
+in-process on loopback with a fresh temporary store. For each conversation,
+one scope {"user_id": <sample_id>} receives one memory per dialogue turn
+("<speaker>: <text>" plus the image caption, when there is one), or per
+observation, created with CreateMemory and tagged with its dia_id(s) in
+metadata. Every question of categories 1-4 with valid evidence is asked with
+RetrieveMemories (top_k 20); recall@k is the share of the question's
+evidence ids among the dia_ids of the first k memories, averaged over
+questions. The embedder is the built-in one unless --embedder says
+otherwise (same flags as kioku serve).
+
+With --json the last line is
+  {"variant":..., "questions":N, "recall":{"1":r,"5":r,"10":r,"20":r}}
+
+Flags:
+`
+
+// locomoConversation is the part of a LoCoMo sample the benchmark reads.
+type locomoConversation struct {
+	SampleID     string                                    `json:"sample_id"`
+	Conversation map[string]json.RawMessage                `json:"conversation"`
+	Observation  map[string]map[string][][]json.RawMessage `json:"observation"`
+	QA           []struct {
+		Question string            `json:"question"`
+		Evidence []json.RawMessage `json:"evidence"`
+		Category int               `json:"category"`
+	} `json:"qa"`
+}
+
+type locomoTurn struct {
+	Speaker string `json:"speaker"`
+	DiaID   string `json:"dia_id"`
+	Text    string `json:"text"`
+	Caption string `json:"blip_caption"`
+}
+
+// locomoDoc is one memory to create.
+type locomoDoc struct {
+	text string
+	ids  []string
+}
+
+var evidenceID = regexp.MustCompile(`^D\d+:\d+$`)
+
+// sessionNumbers returns the numbers N of the conversation's session_N keys
+// that hold turns, in order.
+func sessionNumbers(c map[string]json.RawMessage) []int {
+	var out []int
+	for k := range c {
+		if n, ok := strings.CutPrefix(k, "session_"); ok {
+			if i, err := strconv.Atoi(n); err == nil {
+				out = append(out, i)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
+	var docs []locomoDoc
+	switch variant {
+	case "turns":
+		for _, n := range sessionNumbers(c.Conversation) {
+			var turns []locomoTurn
+			if err := json.Unmarshal(c.Conversation[fmt.Sprint("session_", n)], &turns); err != nil {
+				continue // a session key without turns
+			}
+			for _, t := range turns {
+				text := t.Speaker + ": " + t.Text
+				if t.Caption != "" {
+					text += " " + t.Caption
+				}
+				docs = append(docs, locomoDoc{text: text, ids: []string{t.DiaID}})
+			}
+		}
+	case "observations":
+		var keys []int
+		for k := range c.Observation {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(k, "session_"), "_observation"))
+			keys = append(keys, n)
+		}
+		sort.Ints(keys)
+		for _, n := range keys {
+			bySpeaker := c.Observation[fmt.Sprintf("session_%d_observation", n)]
+			speakers := make([]string, 0, len(bySpeaker))
+			for s := range bySpeaker {
+				speakers = append(speakers, s)
+			}
+			sort.Strings(speakers)
+			for _, s := range speakers {
+				for _, obs := range bySpeaker[s] {
+					if len(obs) < 2 {
+						continue
+					}
+					var fact string
+					if err := json.Unmarshal(obs[0], &fact); err != nil {
+						return nil, err
+					}
+					var ids []string
+					var one string
+					if json.Unmarshal(obs[1], &one) == nil {
+						ids = []string{one}
+					} else if err := json.Unmarshal(obs[1], &ids); err != nil {
+						return nil, fmt.Errorf("observation %q: dia_id %s", fact, obs[1])
+					}
+					docs = append(docs, locomoDoc{text: fact, ids: ids})
+				}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("--variant %q: use turns or observations", variant)
+	}
+	return docs, nil
+}
+
+func benchLocomo(ctx context.Context, args []string) error {
+	fs := newFlagSet("bench locomo", benchLocomoUsage)
+	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo JSON file")
+	variant := fs.String("variant", "turns", "turns or observations")
+	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
+	flags := registerModelFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(*data)
+	if err != nil {
+		return fmt.Errorf("reading the LoCoMo data: %w (pass --data)", err)
+	}
+	var convs []locomoConversation
+	if err := json.Unmarshal(raw, &convs); err != nil {
+		return fmt.Errorf("decoding %s: %w", *data, err)
+	}
+	models, err := flags.config()
+	if err != nil {
+		return err
+	}
+	env, err := startBenchNode(ctx, "sqlite", "", func(c *node.Config) { c.Models = models })
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
+	fmt.Fprintf(stdout, "kioku bench locomo: %s, variant %s, embedder %s\n", *data, *variant, env.node.Memories.EmbedderName())
+
+	ks := []int{1, 5, 10, 20}
+	sums := map[int]float64{}
+	questions := 0
+	for _, c := range convs {
+		docs, err := locomoDocs(&c, *variant)
+		if err != nil {
+			return err
+		}
+		scope := map[string]string{"user_id": c.SampleID}
+		if err := parallel(ctx, 16, len(docs), func(ctx context.Context, i int) error {
+			_, err := mc.CreateMemory(ctx, connect.NewRequest(&kiokuv1.CreateMemoryRequest{
+				Parent:   "apps/locomo",
+				MemoryId: fmt.Sprintf("%s-%d", c.SampleID, i),
+				Memory: &kiokuv1.Memory{
+					Fact: docs[i].text, Scope: scope,
+					Metadata: map[string]string{"dia_ids": strings.Join(docs[i].ids, ",")},
+				},
+			}))
+			return err
+		}); err != nil {
+			return fmt.Errorf("creating the memories of %s: %w", c.SampleID, err)
+		}
+		var mu sync.Mutex
+		if err := parallel(ctx, 8, len(c.QA), func(ctx context.Context, i int) error {
+			q := c.QA[i]
+			if q.Category < 1 || q.Category > 4 {
+				return nil
+			}
+			var evidence []string
+			for _, e := range q.Evidence {
+				var s string
+				if json.Unmarshal(e, &s) == nil && evidenceID.MatchString(s) {
+					evidence = append(evidence, s)
+				}
+			}
+			if len(evidence) == 0 {
+				return nil
+			}
+			res, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{
+				Parent: "apps/locomo", Scope: scope,
+				Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: q.Question, TopK: 20}},
+			}))
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			questions++
+			for _, k := range ks {
+				found := map[string]bool{}
+				for j, r := range res.Msg.GetRetrievedMemories() {
+					if j >= k {
+						break
+					}
+					for _, id := range strings.Split(r.GetMemory().GetMetadata()["dia_ids"], ",") {
+						found[id] = true
+					}
+				}
+				hit := 0
+				for _, e := range evidence {
+					if found[e] {
+						hit++
+					}
+				}
+				sums[k] += float64(hit) / float64(len(evidence))
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("asking the questions of %s: %w", c.SampleID, err)
+		}
+	}
+	if questions == 0 {
+		return fmt.Errorf("no question with valid evidence in %s", *data)
+	}
+	recall := map[string]float64{}
+	for _, k := range ks {
+		recall[strconv.Itoa(k)] = roundFigure(sums[k] / float64(questions))
+		fmt.Fprintf(stdout, "recall@%-2d  %.3f\n", k, sums[k]/float64(questions))
+	}
+	fmt.Fprintf(stdout, "questions  %d\n", questions)
+	if *asJSON {
+		r := &benchReport{}
+		r.set("variant", *variant)
+		r.set("questions", questions)
+		r.set("recall", recall)
+		return r.printJSON(stdout)
+	}
+	return nil
+}
+
+// modelFlags are the model flags benchmarks share with kioku serve.
+type modelFlags struct {
+	provider, model, embedder, embedModel, embedDims, openaiURL *string
+}
+
+func registerModelFlags(fs *flagSet) *modelFlags {
+	return &modelFlags{
+		provider:   fs.string("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
+		model:      fs.string("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
+		embedder:   fs.string("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
+		embedModel: fs.string("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
+		embedDims:  fs.string("embed-dims", "", "embedding dimensions (default 768 for gemini; required for openai)"),
+		openaiURL:  fs.string("openai-base-url", "", "OpenAI-compatible API root, e.g. http://localhost:11434/v1 (default OPENAI_BASE_URL or https://api.openai.com/v1; key from OPENAI_API_KEY)"),
+	}
+}
+
+func (f *modelFlags) config() (model.Config, error) {
+	dims, err := optionalInt("--embed-dims", *f.embedDims)
+	if err != nil {
+		return model.Config{}, err
+	}
+	return model.Config{Provider: *f.provider, Model: *f.model, Embedder: *f.embedder, EmbedModel: *f.embedModel, EmbedDims: dims, OpenAIBaseURL: *f.openaiURL}, nil
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+)
+
+const benchMemoriesUsage = `Usage: kioku bench memories [--json]
+
+Starts kioku in-process on loopback with a fresh temporary store, the
+offline embedder, and a zero-latency fake Gemini endpoint (an HTTP server
+speaking generateContent, behind the real genai client), and measures:
+
+  retrieve_1000_p50_ms    RetrieveMemories (similarity, top_k 10) over RPC in
+  retrieve_1000_p95_ms    a scope of 1,000 memories, and of 10,000
+  retrieve_10000_p50_ms
+  retrieve_10000_p95_ms
+  generate_ops_per_s      GenerateMemories operations completed per second
+                          (queued over RPC, each from two inline events in
+                          its own scope that holds one similar memory, so
+                          that both extraction and consolidation run)
+  model_calls_per_op      generation calls to the model per operation
+
+With --json the last line of output is one JSON object with those keys.
+
+Flags:
+`
+
+// vocabulary for synthetic facts.
+var benchWords = strings.Fields(`tea coffee hiking tennis piano guitar Kyoto Osaka Lisbon Paris nurse teacher
+engineer painter cat dog rabbit garden tomatoes roses novel poetry jazz opera sushi ramen curry pasta
+bicycle train marathon yoga chess football swimming camping sister brother daughter son grandmother
+birthday wedding holiday vacation allergy peanuts gluten vegetarian morning evening weekend Monday
+Friday winter summer mountains ocean river lake forest museum library cinema theatre concert festival`)
+
+func syntheticFact(r *rand.Rand) string {
+	pick := func() string { return benchWords[r.IntN(len(benchWords))] }
+	templates := []string{
+		"The user likes %s and %s on the %s.",
+		"The user's %s lives near the %s in %s.",
+		"The user plans a %s trip to %s with their %s.",
+		"The user works as a %s and enjoys %s after %s.",
+		"The user is learning %s and %s this %s.",
+	}
+	return fmt.Sprintf(templates[r.IntN(len(templates))], pick(), pick(), pick())
+}
+
+func benchMemories(ctx context.Context, args []string) error {
+	fs := newFlagSet("bench memories", benchMemoriesUsage)
+	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
+	ops := fs.Int("ops", 1000, "GenerateMemories operations to run")
+	workers := fs.Int("workers", 2, "memory operation workers (kioku serve's default is 2)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the generation phase to this file")
+	sizesFlag := fs.String("sizes", "1000,10000", "scope sizes to measure retrieval in")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fake, stopFake := modeltest.StartGemini()
+	defer stopFake()
+	var modelCalls atomic.Int64
+	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
+		modelCalls.Add(1)
+		if strings.Contains(c.System, "New\nfacts") || strings.Contains(c.Text(), "Existing memories:") {
+			return modeltest.Reply{Text: `{"actions":[{"candidate":1,"action":"CREATE","memory":0,"fact":"The user now plays the cello on Sundays."}]}`}
+		}
+		return modeltest.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1,2]}]}`}
+	})
+	env, err := startBenchNode(ctx, "sqlite", "", func(c *node.Config) {
+		c.Models = model.Config{Provider: "gemini", GeminiAPIKey: "bench", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+		c.Workers = *workers
+	})
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	r := &benchReport{}
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+	say("kioku bench memories: embedder %s, %d workers", env.node.Memories.EmbedderName(), *workers)
+	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
+	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	var sizes []int
+	for _, f := range strings.Split(*sizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 10 {
+			return fmt.Errorf("--sizes %q: want numbers of at least 10", *sizesFlag)
+		}
+		sizes = append(sizes, n)
+	}
+
+	// Retrieval latency in scopes of 1,000 and 10,000 memories.
+	for _, n := range sizes {
+		scope := memorybank.Scope{"user_id": fmt.Sprint("retrieve-", n)}
+		facts := make([]string, n)
+		for i := range facts {
+			facts[i] = syntheticFact(rng)
+		}
+		if err := parallel(ctx, 16, n, func(ctx context.Context, i int) error {
+			_, err := env.node.Memories.CreateMemory(ctx, "bench", memorybank.MemoryInput{Fact: facts[i], Scope: scope})
+			return err
+		}); err != nil {
+			return err
+		}
+		lat, err := measureLatency(ctx, 300, func(ctx context.Context) error {
+			res, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{
+				Parent: "apps/bench", Scope: scope,
+				Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: syntheticFact(rng), TopK: 10}},
+			}))
+			if err == nil && len(res.Msg.GetRetrievedMemories()) != 10 {
+				err = fmt.Errorf("retrieved %d memories, want 10", len(res.Msg.GetRetrievedMemories()))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		p50, p95 := ms(percentile(lat, 0.5)), ms(percentile(lat, 0.95))
+		r.set(fmt.Sprintf("retrieve_%d_p50_ms", n), p50)
+		r.set(fmt.Sprintf("retrieve_%d_p95_ms", n), p95)
+		say("retrieve %6d memories   p50 %6.2f ms   p95 %6.2f ms", n, p50, p95)
+	}
+
+	// Generation throughput: each operation's scope holds one memory so
+	// that consolidation has something to compare with.
+	if err := parallel(ctx, 16, *ops, func(ctx context.Context, i int) error {
+		_, err := env.node.Memories.CreateMemory(ctx, "bench", memorybank.MemoryInput{Fact: "The user plays the cello.", Scope: memorybank.Scope{"user_id": fmt.Sprint("gen-", i)}})
+		return err
+	}); err != nil {
+		return err
+	}
+	modelCalls.Store(0)
+	names := make([]string, *ops)
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	start := time.Now()
+	if err := parallel(ctx, 16, *ops, func(ctx context.Context, i int) error {
+		res, err := mc.GenerateMemories(ctx, connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
+			Parent: "apps/bench", Scope: map[string]string{"user_id": fmt.Sprint("gen-", i)},
+			Source: &kiokuv1.GenerateMemoriesRequest_EventsSource{EventsSource: &kiokuv1.EventsSource{Events: []*kiokuv1.Event{
+				{Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I started playing the cello."}}}},
+				{Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I practise every Sunday."}}}},
+			}}},
+		}))
+		if err == nil {
+			names[i] = res.Msg.GetName()
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	var failed atomic.Int64
+	if err := parallel(ctx, 16, *ops, func(ctx context.Context, i int) error {
+		res, err := oc.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: names[i], Timeout: durationpb.New(5 * time.Minute)}))
+		if err != nil {
+			return err
+		}
+		if !res.Msg.GetDone() || res.Msg.GetError() != nil {
+			failed.Add(1)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if failed.Load() > 0 {
+		return fmt.Errorf("%d of %d operations did not succeed", failed.Load(), *ops)
+	}
+	opsPerS := float64(*ops) / elapsed.Seconds()
+	perOp := float64(modelCalls.Load()) / float64(*ops)
+	r.set("generate_ops_per_s", opsPerS)
+	r.set("model_calls_per_op", perOp)
+	say("generate              %8.0f operations/s (%d in %v)", opsPerS, *ops, elapsed.Round(time.Millisecond))
+	say("model calls/operation %8.2f", perOp)
+	if *asJSON {
+		return r.printJSON(stdout)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runBench runs a bench command and returns the JSON object of its last
+// line.
+func runBench(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var out bytes.Buffer
+	old := stdout
+	stdout = &out
+	defer func() { stdout = old }()
+	if err := bench(t.Context(), args); err != nil {
+		t.Fatalf("kioku bench %v: %v\n%s", args, err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("last line %q is not JSON: %v", lines[len(lines)-1], err)
+	}
+	return m
+}
+
+// A tiny conversation in LoCoMo's format, whose answers are known.
+const tinyLocomo = `[{
+  "sample_id": "conv-x",
+  "conversation": {
+    "speaker_a": "Ann", "speaker_b": "Bo",
+    "session_1_date_time": "1:00 pm on 1 May, 2023",
+    "session_1": [
+      {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey cat called Miso."},
+      {"speaker": "Bo", "dia_id": "D1:2", "text": "My sister runs marathons in Boston."},
+      {"speaker": "Ann", "dia_id": "D1:3", "text": "I'm learning to play the cello.", "blip_caption": "a photo of a cello"}
+    ],
+    "session_2_date_time": "2:00 pm on 2 May, 2023"
+  },
+  "observation": {"session_1_observation": {"Ann": [["Ann adopted a cat named Miso.", "D1:1"], ["Ann learns the cello.", ["D1:3"]]], "Bo": [["Bo's sister runs marathons.", "D1:2"]]}},
+  "qa": [
+    {"question": "What is the name of Ann's cat?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+    {"question": "Who runs marathons?", "answer": "Bo's sister", "evidence": ["D1:2", "D"], "category": 1},
+    {"question": "Which instrument is Ann learning?", "answer": "cello", "evidence": ["D1:3"], "category": 4},
+    {"question": "Adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+    {"question": "No evidence", "answer": "x", "evidence": ["D8:6; D9:17"], "category": 2}
+  ]
+}]`
+
+func TestBenchLocomoComputesRecall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.json")
+	if err := os.WriteFile(path, []byte(tinyLocomo), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, variant := range []string{"turns", "observations"} {
+		got := runBench(t, "locomo", "--data", path, "--variant", variant, "--json")
+		if got["variant"] != variant || got["questions"] != 3.0 {
+			t.Fatalf("%s: %v; want 3 questions (category 5 and malformed evidence skipped)", variant, got)
+		}
+		recall := got["recall"].(map[string]any)
+		if recall["1"] != 1.0 || recall["20"] != 1.0 {
+			t.Fatalf("%s: recall %v; each question has one obvious answer", variant, recall)
+		}
+	}
+}
+
+func TestBenchMemoriesRuns(t *testing.T) {
+	got := runBench(t, "memories", "--ops", "30", "--sizes", "200", "--json")
+	if got["model_calls_per_op"] != 2.0 || got["generate_ops_per_s"].(float64) <= 0 || got["retrieve_200_p95_ms"] == nil {
+		t.Fatalf("bench memories = %v", got)
+	}
+}
