@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"os"
+
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -39,11 +41,19 @@ func benchSessions(ctx context.Context, args []string) error {
 	fs := newFlagSet("bench sessions", benchSessionsUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
-	project := fs.String("firestore-project", "kioku-bench", "Firestore project (--store firestore)")
+	project := fs.String("firestore-project", "", "Firestore project (--store firestore; with FIRESTORE_EMULATOR_HOST set, a fresh one by default)")
 	duration := fs.Duration("duration", 4*time.Second, "how long each throughput phase runs")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the append phase to this file")
+	longEvents := fs.Int("events", 10_000, "events of the long session (get_recent_<N>_ms)")
+	listSessions := fs.Int("sessions", 10_000, "sessions of the listed user (list_page_ms)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *store == "firestore" && *project == "" {
+		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+			return fmt.Errorf("--store firestore needs FIRESTORE_EMULATOR_HOST (the emulator) or --firestore-project")
+		}
+		*project = "bench-" + sessions.NewID()
 	}
 	env, err := startBenchNode(ctx, *store, *project)
 	if err != nil {
@@ -106,7 +116,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	say("append_p99_ms       %10.2f", ms(percentile(lat, 0.99)))
 
 	// Reads of recent events on a short and a long session.
-	for _, n := range []int{100, 10_000} {
+	for _, n := range []int{100, *longEvents} {
 		key := sessions.Key{App: "bench", User: "reader", ID: fmt.Sprintf("long-%d", n)}
 		if err := env.seedEvents(ctx, key, n); err != nil {
 			return err
@@ -125,16 +135,16 @@ func benchSessions(ctx context.Context, args []string) error {
 		r.set(name, ms(percentile(lat, 0.5)))
 		say("%-19s %10.3f", name, ms(percentile(lat, 0.5)))
 	}
-	say("get_recent ratio    %10.2f   (10,000 / 100 events)", r.get("get_recent_10000_ms")/r.get("get_recent_100_ms"))
+	say("get_recent ratio    %10.2f   (%d / 100 events)", r.get(fmt.Sprintf("get_recent_%d_ms", *longEvents))/r.get("get_recent_100_ms"), *longEvents)
 
 	// Listing among many sessions.
-	if err := env.seedSessions(ctx, "bench", "lister", 10_000); err != nil {
+	if err := env.seedSessions(ctx, "bench", "lister", *listSessions); err != nil {
 		return err
 	}
 	lat, err = measureLatency(ctx, 200, func(ctx context.Context) error {
 		res, err := sc.ListSessions(ctx, connect.NewRequest(&kiokuv1.ListSessionsRequest{Parent: "apps/bench/users/lister", PageSize: 100}))
-		if err == nil && len(res.Msg.GetSessions()) != 100 {
-			err = fmt.Errorf("ListSessions returned %d sessions, want 100", len(res.Msg.GetSessions()))
+		if want := min(100, *listSessions); err == nil && len(res.Msg.GetSessions()) != want {
+			err = fmt.Errorf("ListSessions returned %d sessions, want %d", len(res.Msg.GetSessions()), want)
 		}
 		return err
 	})

@@ -17,12 +17,16 @@ import (
 	"sync"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
+	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/sessions"
+	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
@@ -116,6 +120,21 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			n.Close()
 			return nil, err
 		}
+	case "firestore":
+		if cfg.FirestoreProject == "" {
+			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
+		}
+		db := cfg.FirestoreDatabase
+		if db == "" {
+			db = firestore.DefaultDatabaseID
+		}
+		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
+		}
+		n.closers = append(n.closers, client.Close)
+		sessionStore = sessionfirestore.New(client, sessionfirestore.Options{})
+		memoryStore = memoryfirestore.New(client, memoryfirestore.Options{})
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}

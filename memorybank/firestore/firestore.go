@@ -1,0 +1,924 @@
+// Package firestore is the memory bank store for deployments of several
+// kioku servers, in Cloud Firestore (native mode). Any server can claim and
+// finish any pending operation.
+//
+// # Document layout
+//
+// Under the root collection (kioku_apps by default):
+//
+//	kioku_apps/{app}/kioku_memories/{memory}
+//	    scope_key, fact, scope (map), topics (array), metadata (map),
+//	    sources (JSON text), source_sessions (array, for forgetting),
+//	    create_ns, update_ns, expire_ns, revision, deleted, embedding
+//	    (vector), embedding_model
+//	kioku_apps/{app}/kioku_memories/{memory}/kioku_revisions/{number, 20 digits}
+//	    number, expire_ns, body (the revision as JSON)
+//	kioku_apps/{app}/kioku_config/memory_bank      body (JSON)
+//	kioku_apps/{app}/kioku_operations/{operation}
+//	    state, method, scope_key, create_ns, due_ns, lease_expiry_ns,
+//	    attempt, body (the operation as JSON)
+//	kioku_apps/{app}/kioku_watermarks/{sha256 of the session name}
+//	    session, seq
+//	kioku_apps/{app}/kioku_scope_stats/{sha256 of the scope key}
+//	    body: per embedding model, the count of memories and, per vector
+//	    coordinate, how many of them use it (for retrieval's weights)
+//
+// A Write is one transaction: it reads the operations, memories,
+// watermarks and scope statistics it changes, checks every precondition,
+// then writes. A worker's lease is fenced by the operation's attempt.
+//
+// # Retrieval
+//
+// SearchMemories reads the scope's statistics, weights the query, and runs
+// a vector search (FindNearest, dot product) pre-filtered on the scope,
+// deleted = false and the embedding model; topic and metadata filters and
+// expiry are applied to a larger candidate set (up to 1,000) in the server.
+//
+// # Indexes
+//
+// firestore.indexes.json at the repository root lists the composite and
+// vector indexes production needs (the emulator needs none): the vector
+// index on (scope_key, deleted, embedding_model, embedding) must have the
+// embedder's dimension; create one per embedder in use.
+package firestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+// Options configures a Store.
+type Options struct {
+	// Root is the root collection. Default "kioku_apps".
+	Root string
+	// MaxAttempts bounds the tries of one transaction. Default 30.
+	MaxAttempts int
+}
+
+// Store is the Firestore memory bank store.
+type Store struct {
+	c    *firestore.Client
+	root string
+	txn  []firestore.TransactionOption
+}
+
+var _ memorybank.Store = (*Store)(nil)
+
+// New returns a Store on a Firestore client.
+func New(c *firestore.Client, o Options) *Store {
+	if o.Root == "" {
+		o.Root = "kioku_apps"
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 30
+	}
+	return &Store{c: c, root: o.Root, txn: []firestore.TransactionOption{firestore.MaxAttempts(o.MaxAttempts)}}
+}
+
+func (s *Store) app(app string) *firestore.DocumentRef { return s.c.Collection(s.root).Doc(app) }
+
+func (s *Store) memories(app string) *firestore.CollectionRef {
+	return s.app(app).Collection("kioku_memories")
+}
+
+func (s *Store) revisionRef(app, memoryID string, n int64) *firestore.DocumentRef {
+	return s.memories(app).Doc(memoryID).Collection("kioku_revisions").Doc(fmt.Sprintf("%020d", n))
+}
+
+func (s *Store) opRef(app, id string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_operations").Doc(id)
+}
+
+func hashID(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:16])
+}
+
+func (s *Store) watermarkRef(app, session string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_watermarks").Doc(hashID(session))
+}
+
+func (s *Store) statsRef(app, scopeKey string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_scope_stats").Doc(hashID(scopeKey))
+}
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	switch status.Code(err) {
+	case codes.Aborted:
+		return fault.Wrap(fault.Aborted, err, "too much contention; retry")
+	case codes.Unavailable, codes.ResourceExhausted:
+		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable")
+	case codes.DeadlineExceeded:
+		return fault.Wrap(fault.DeadlineExceeded, err, "Firestore did not answer in time")
+	case codes.Canceled:
+		return fault.Wrap(fault.Canceled, err, "canceled")
+	}
+	return err
+}
+
+// memoryDoc is a memory document.
+type memoryDoc struct {
+	ScopeKey       string             `firestore:"scope_key"`
+	Fact           string             `firestore:"fact"`
+	Scope          map[string]string  `firestore:"scope"`
+	Topics         []string           `firestore:"topics"`
+	Metadata       map[string]string  `firestore:"metadata"`
+	Sources        string             `firestore:"sources"`
+	SourceSessions []string           `firestore:"source_sessions"`
+	CreateNS       int64              `firestore:"create_ns"`
+	UpdateNS       int64              `firestore:"update_ns"`
+	ExpireNS       int64              `firestore:"expire_ns"`
+	Revision       int64              `firestore:"revision"`
+	Deleted        bool               `firestore:"deleted"`
+	Embedding      firestore.Vector32 `firestore:"embedding,omitempty"`
+	EmbeddingModel string             `firestore:"embedding_model"`
+}
+
+func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
+	sources, err := json.Marshal(m.Sources)
+	if err != nil {
+		return nil, err
+	}
+	d := &memoryDoc{
+		ScopeKey: m.Scope.Key(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
+		Sources: string(sources), CreateNS: ns(m.CreateTime), UpdateNS: ns(m.UpdateTime), ExpireNS: ns(m.ExpireTime),
+		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
+	}
+	if d.Topics == nil {
+		d.Topics = []string{}
+	}
+	if d.Metadata == nil {
+		d.Metadata = map[string]string{}
+	}
+	d.SourceSessions = []string{}
+	for _, src := range m.Sources {
+		d.SourceSessions = append(d.SourceSessions, src.Session)
+	}
+	if len(m.Embedding) > 0 {
+		d.Embedding = firestore.Vector32(m.Embedding)
+	}
+	return d, nil
+}
+
+func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory, error) {
+	var d memoryDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, err
+	}
+	m := &memorybank.Memory{
+		App: app, ID: snap.Ref.ID, Fact: d.Fact, Scope: d.Scope, Topics: d.Topics, Metadata: d.Metadata,
+		CreateTime: fromNS(d.CreateNS), UpdateTime: fromNS(d.UpdateNS), ExpireTime: fromNS(d.ExpireNS),
+		Revision: d.Revision, Deleted: d.Deleted, EmbeddingModel: d.EmbeddingModel,
+	}
+	if len(d.Embedding) > 0 {
+		m.Embedding = []float32(d.Embedding)
+	}
+	if len(m.Topics) == 0 {
+		m.Topics = nil
+	}
+	if len(m.Metadata) == 0 {
+		m.Metadata = nil
+	}
+	if d.Sources != "" && d.Sources != "null" {
+		if err := json.Unmarshal([]byte(d.Sources), &m.Sources); err != nil {
+			return nil, fmt.Errorf("decoding the sources of memory %s: %w", m.ID, err)
+		}
+	}
+	return m, nil
+}
+
+func appOf(snap *firestore.DocumentSnapshot) string { return snap.Ref.Parent.Parent.ID }
+
+// GetMemory implements memorybank.Store.
+func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
+	snap, err := s.memories(app).Doc(id).Get(ctx)
+	if isNotFound(err) {
+		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return fromSnap(app, snap)
+}
+
+// collect runs a query page by page until limit memories pass keep.
+func collect(ctx context.Context, base firestore.Query, limit int, after []any, keep func(*memorybank.Memory) bool, app func(*firestore.DocumentSnapshot) string, cursor func(*memorybank.Memory) []any) ([]*memorybank.Memory, error) {
+	var out []*memorybank.Memory
+	for len(out) < limit {
+		want := limit - len(out)
+		q := base.Limit(want)
+		if after != nil {
+			q = q.StartAfter(after...)
+		}
+		snaps, err := q.Documents(ctx).GetAll()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		for _, snap := range snaps {
+			m, err := fromSnap(app(snap), snap)
+			if err != nil {
+				return nil, err
+			}
+			if cursor != nil {
+				after = cursor(m)
+			}
+			if keep(m) {
+				out = append(out, m)
+			}
+		}
+		if len(snaps) < want || cursor == nil {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ListMemories implements memorybank.Store. The first topic and the
+// metadata conditions are query filters; further topics and expiry are
+// checked in the server, reading further pages as needed.
+func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*memorybank.Memory, error) {
+	if q.Filter.None {
+		return nil, nil
+	}
+	base := s.memories(q.App).Where("deleted", "==", false)
+	if q.ScopeKey != "" {
+		base = base.Where("scope_key", "==", q.ScopeKey)
+	}
+	if len(q.Filter.Topics) > 0 {
+		base = base.Where("topics", "array-contains", q.Filter.Topics[0])
+	}
+	for k, v := range q.Filter.Metadata {
+		base = base.WherePath(firestore.FieldPath{"metadata", k}, "==", v)
+	}
+	base = base.OrderBy("update_ns", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
+	var after []any
+	if q.AfterID != "" {
+		after = []any{q.AfterUpdate.UnixNano(), q.AfterID}
+	}
+	return collect(ctx, base, q.Limit, after,
+		func(m *memorybank.Memory) bool { return m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) },
+		func(*firestore.DocumentSnapshot) string { return q.App },
+		func(m *memorybank.Memory) []any { return []any{ns(m.UpdateTime), m.ID} })
+}
+
+// scopeStats is the document of a scope's vector statistics.
+type scopeStats map[string]*modelStats
+
+type modelStats struct {
+	N  int     `json:"n"`
+	DF []int32 `json:"df"`
+}
+
+func readStats(snap *firestore.DocumentSnapshot, err error) (scopeStats, error) {
+	if isNotFound(err) {
+		return scopeStats{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	body, err := snap.DataAt("body")
+	if err != nil {
+		return nil, err
+	}
+	st := scopeStats{}
+	if err := json.Unmarshal([]byte(body.(string)), &st); err != nil {
+		return nil, fmt.Errorf("decoding scope statistics: %w", err)
+	}
+	return st, nil
+}
+
+// count adds (sign 1) or removes (sign -1) a memory's vector.
+func (st scopeStats) count(m *memorybank.Memory, sign int32) {
+	if m == nil || m.Deleted || len(m.Embedding) == 0 {
+		return
+	}
+	ms := st[m.EmbeddingModel]
+	if ms == nil {
+		ms = &modelStats{}
+		st[m.EmbeddingModel] = ms
+	}
+	if len(ms.DF) < len(m.Embedding) {
+		ms.DF = append(ms.DF, make([]int32, len(m.Embedding)-len(ms.DF))...)
+	}
+	ms.N += int(sign)
+	for i, x := range m.Embedding {
+		if x != 0 {
+			ms.DF[i] += sign
+		}
+	}
+}
+
+// SearchMemories implements memorybank.Store.
+func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
+	if q.Filter.None || q.K <= 0 {
+		return nil, nil
+	}
+	st, err := readStats(s.statsRef(q.App, q.ScopeKey).Get(ctx))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	ms := st[q.Model]
+	if ms == nil || ms.N <= 0 {
+		return nil, nil
+	}
+	df := ms.DF
+	if len(df) < len(q.Vector) {
+		df = append(df, make([]int32, len(q.Vector)-len(df))...)
+	}
+	wq := memorybank.WeightQuery(q.Vector, memorybank.QueryWeights(df[:len(q.Vector)], ms.N))
+	limit := min(1000, 2*q.K+10)
+	if !q.Filter.Empty() {
+		limit = min(1000, 10*q.K+50)
+	}
+	vq := s.memories(q.App).Where("scope_key", "==", q.ScopeKey).Where("deleted", "==", false).Where("embedding_model", "==", q.Model).
+		FindNearest("embedding", firestore.Vector32(wq), limit, firestore.DistanceMeasureDotProduct, &firestore.FindNearestOptions{DistanceResultField: "kioku_score"})
+	snaps, err := vq.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var out []memorybank.Scored
+	for _, snap := range snaps {
+		m, err := fromSnap(q.App, snap)
+		if err != nil {
+			return nil, err
+		}
+		if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) {
+			continue
+		}
+		score, _ := snap.DataAt("kioku_score")
+		f, _ := score.(float64)
+		out = append(out, memorybank.Scored{Memory: m, Score: f})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].Memory.ID < out[j].Memory.ID
+	})
+	if len(out) > q.K {
+		out = out[:q.K]
+	}
+	return out, nil
+}
+
+// MemoriesBySource implements memorybank.Store.
+func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
+	snaps, err := s.memories(app).Where("source_sessions", "array-contains", session).Where("deleted", "==", false).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var out []*memorybank.Memory
+	for _, snap := range snaps {
+		m, err := fromSnap(app, snap)
+		if err != nil {
+			return nil, err
+		}
+		if m.Visible(now) {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// StaleEmbeddings implements memorybank.Store.
+func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
+	base := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false).Where("embedding_model", "!=", model)
+	return collect(ctx, base, limit, nil, func(m *memorybank.Memory) bool { return m.Visible(now) }, appOf, nil)
+}
+
+// ExpiredMemories implements memorybank.Store.
+func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorybank.Memory, error) {
+	base := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false).Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano())
+	return collect(ctx, base, limit, nil, func(*memorybank.Memory) bool { return true }, appOf, nil)
+}
+
+// deleteQuery deletes the documents a query returns and returns how many.
+func (s *Store) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
+	snaps, err := q.Select().Documents(ctx).GetAll()
+	if err != nil || len(snaps) == 0 {
+		return 0, wrap(err)
+	}
+	bw := s.c.BulkWriter(ctx)
+	var jobs []*firestore.BulkWriterJob
+	for _, snap := range snaps {
+		j, err := bw.Delete(snap.Ref)
+		if err != nil {
+			bw.End()
+			return 0, err
+		}
+		jobs = append(jobs, j)
+	}
+	bw.End()
+	for _, j := range jobs {
+		if _, err := j.Results(); err != nil {
+			return 0, wrap(err)
+		}
+	}
+	return len(snaps), nil
+}
+
+// DeleteExpiredRevisions implements memorybank.Store.
+func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
+	return s.deleteQuery(ctx, s.c.CollectionGroup("kioku_revisions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit))
+}
+
+// DeleteFinishedOperations implements memorybank.Store.
+func (s *Store) DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.deleteQuery(ctx, s.c.CollectionGroup("kioku_operations").Where("state", ">=", int(memorybank.OpSucceeded)).Where("create_ns", "<", before.UnixNano()).Limit(limit))
+}
+
+// revisionDoc is a revision document.
+type revisionDoc struct {
+	Number   int64  `firestore:"number"`
+	ExpireNS int64  `firestore:"expire_ns"`
+	Body     string `firestore:"body"`
+}
+
+type revisionJSON struct {
+	Action         memorybank.Action   `json:"action"`
+	Fact           string              `json:"fact"`
+	Scope          memorybank.Scope    `json:"scope"`
+	Topics         []string            `json:"topics,omitempty"`
+	Metadata       map[string]string   `json:"metadata,omitempty"`
+	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
+	Sources        []memorybank.Source `json:"sources,omitempty"`
+	Operation      string              `json:"operation,omitempty"`
+	Reason         string              `json:"reason,omitempty"`
+	CreateNS       int64               `json:"create_ns"`
+}
+
+func revisionToDoc(r *memorybank.Revision) (*revisionDoc, error) {
+	body, err := json.Marshal(revisionJSON{
+		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
+		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason, CreateNS: ns(r.CreateTime),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &revisionDoc{Number: r.Number, ExpireNS: ns(r.ExpireTime), Body: string(body)}, nil
+}
+
+func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*memorybank.Revision, error) {
+	var d revisionDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, err
+	}
+	var j revisionJSON
+	if err := json.Unmarshal([]byte(d.Body), &j); err != nil {
+		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", d.Number, memoryID, err)
+	}
+	return &memorybank.Revision{
+		App: app, MemoryID: memoryID, Number: d.Number, Action: j.Action, Fact: j.Fact, Scope: j.Scope,
+		Topics: j.Topics, Metadata: j.Metadata, ExtractedFacts: j.ExtractedFacts, Sources: j.Sources,
+		Operation: j.Operation, Reason: j.Reason, CreateTime: fromNS(j.CreateNS), ExpireTime: fromNS(d.ExpireNS),
+	}, nil
+}
+
+// ListRevisions implements memorybank.Store.
+func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorybank.Revision, error) {
+	q := s.memories(app).Doc(memoryID).Collection("kioku_revisions").OrderBy("number", firestore.Desc)
+	if before > 0 {
+		q = q.Where("number", "<", before)
+	}
+	var out []*memorybank.Revision
+	for len(out) < limit {
+		want := limit - len(out)
+		snaps, err := q.Limit(want).Documents(ctx).GetAll()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		for _, snap := range snaps {
+			r, err := revisionFromSnap(app, memoryID, snap)
+			if err != nil {
+				return nil, err
+			}
+			before = r.Number
+			if r.ExpireTime.IsZero() || r.ExpireTime.After(now) {
+				out = append(out, r)
+			}
+		}
+		if len(snaps) < want {
+			break
+		}
+		q = s.memories(app).Doc(memoryID).Collection("kioku_revisions").OrderBy("number", firestore.Desc).Where("number", "<", before)
+	}
+	return out, nil
+}
+
+// GetRevision implements memorybank.Store.
+func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
+	snap, err := s.revisionRef(app, memoryID, number).Get(ctx)
+	if isNotFound(err) {
+		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return revisionFromSnap(app, memoryID, snap)
+}
+
+func (s *Store) configRef(app string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_config").Doc("memory_bank")
+}
+
+// GetConfig implements memorybank.Store.
+func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+	snap, err := s.configRef(app).Get(ctx)
+	if isNotFound(err) {
+		return &memorybank.BankConfig{App: app}, nil
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	body, err := snap.DataAt("body")
+	if err != nil {
+		return nil, err
+	}
+	var c memorybank.BankConfig
+	if err := json.Unmarshal([]byte(body.(string)), &c); err != nil {
+		return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
+	}
+	c.App = app
+	return &c, nil
+}
+
+// PutConfig implements memorybank.Store.
+func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = s.configRef(c.App).Set(ctx, map[string]any{"body": string(body)})
+	return wrap(err)
+}
+
+// opDoc is an operation document.
+type opDoc struct {
+	State         int    `firestore:"state"`
+	Method        string `firestore:"method"`
+	ScopeKey      string `firestore:"scope_key"`
+	CreateNS      int64  `firestore:"create_ns"`
+	DueNS         int64  `firestore:"due_ns"`
+	LeaseExpiryNS int64  `firestore:"lease_expiry_ns"`
+	Attempt       int    `firestore:"attempt"`
+	Body          string `firestore:"body"`
+}
+
+func toOpDoc(op *memorybank.Operation) (*opDoc, error) {
+	body, err := json.Marshal(op)
+	if err != nil {
+		return nil, err
+	}
+	due := ns(op.NotBefore)
+	if due == 0 {
+		due = ns(op.CreateTime)
+	}
+	return &opDoc{
+		State: int(op.State), Method: op.Method, ScopeKey: op.ScopeKey, CreateNS: ns(op.CreateTime),
+		DueNS: due, LeaseExpiryNS: ns(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
+	}, nil
+}
+
+func opFromSnap(snap *firestore.DocumentSnapshot) (*memorybank.Operation, error) {
+	body, err := snap.DataAt("body")
+	if err != nil {
+		return nil, err
+	}
+	var op memorybank.Operation
+	if err := json.Unmarshal([]byte(body.(string)), &op); err != nil {
+		return nil, fmt.Errorf("decoding an operation: %w", err)
+	}
+	return &op, nil
+}
+
+// CreateOperation implements memorybank.Store.
+func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) error {
+	d, err := toOpDoc(op)
+	if err != nil {
+		return err
+	}
+	_, err = s.opRef(op.App, op.ID).Create(ctx, d)
+	if status.Code(err) == codes.AlreadyExists {
+		return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
+	}
+	return wrap(err)
+}
+
+// GetOperation implements memorybank.Store.
+func (s *Store) GetOperation(ctx context.Context, app, id string) (*memorybank.Operation, error) {
+	snap, err := s.opRef(app, id).Get(ctx)
+	if isNotFound(err) {
+		return nil, fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return opFromSnap(snap)
+}
+
+// ListOperations implements memorybank.Store.
+func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*memorybank.Operation, error) {
+	base := s.app(q.App).Collection("kioku_operations").Query
+	if len(q.States) > 0 {
+		var states []any
+		for _, st := range q.States {
+			states = append(states, int(st))
+		}
+		base = base.Where("state", "in", states)
+	}
+	base = base.OrderBy("create_ns", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
+	if q.AfterID != "" {
+		base = base.StartAfter(q.AfterCreate.UnixNano(), q.AfterID)
+	}
+	snaps, err := base.Limit(q.Limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var out []*memorybank.Operation
+	for _, snap := range snaps {
+		op, err := opFromSnap(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// ClaimOperations implements memorybank.Store, in a transaction across
+// apps: it reads the due pending operations and the running ones whose
+// lease expired (collection group queries on state and due or lease time),
+// checks the scope of each in turn for a live lease, and claims the first
+// free one with the pending generations of its scope.
+func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*memorybank.Operation, error) {
+	now := c.Now.UnixNano()
+	var claimed []*memorybank.Operation
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		claimed = nil
+		ops := s.c.CollectionGroup("kioku_operations")
+		pending, err := tx.Documents(ops.Where("state", "==", int(memorybank.OpPending)).Where("due_ns", "<=", now).OrderBy("due_ns", firestore.Asc).Limit(32)).GetAll()
+		if err != nil {
+			return err
+		}
+		expired, err := tx.Documents(ops.Where("state", "==", int(memorybank.OpRunning)).Where("lease_expiry_ns", "<=", now).OrderBy("lease_expiry_ns", firestore.Asc).Limit(32)).GetAll()
+		if err != nil {
+			return err
+		}
+		type cand struct {
+			snap *firestore.DocumentSnapshot
+			doc  opDoc
+		}
+		var cands []cand
+		for _, snap := range append(expired, pending...) {
+			var d opDoc
+			if err := snap.DataTo(&d); err != nil {
+				return err
+			}
+			cands = append(cands, cand{snap, d})
+		}
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].doc.CreateNS < cands[j].doc.CreateNS })
+		type update struct {
+			ref *firestore.DocumentRef
+			op  *memorybank.Operation
+		}
+		var updates []update
+		var chosen []*firestore.DocumentSnapshot
+		for _, cd := range cands {
+			op, err := opFromSnap(cd.snap)
+			if err != nil {
+				return err
+			}
+			if cd.doc.State == int(memorybank.OpRunning) && c.MaxAttempts > 0 && op.Attempt >= c.MaxAttempts {
+				op.State, op.EndTime = memorybank.OpFailed, c.Now
+				op.ErrorKind = fault.Unavailable
+				op.ErrorMessage = fmt.Sprintf("gave up after %d attempts: the worker running it stopped each time (lease expired)", op.Attempt)
+				op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
+				updates = append(updates, update{cd.snap.Ref, op})
+				continue
+			}
+			appOps := cd.snap.Ref.Parent
+			if cd.doc.ScopeKey != "" {
+				busy, err := tx.Documents(appOps.Where("scope_key", "==", cd.doc.ScopeKey).Where("state", "==", int(memorybank.OpRunning)).Where("lease_expiry_ns", ">", now).Limit(2)).GetAll()
+				if err != nil {
+					return err
+				}
+				taken := false
+				for _, b := range busy {
+					taken = taken || b.Ref.ID != cd.snap.Ref.ID
+				}
+				if taken {
+					continue
+				}
+			}
+			chosen = append(chosen, cd.snap)
+			if cd.doc.Method == memorybank.MethodGenerate && c.Max > 1 {
+				more, err := tx.Documents(appOps.Where("scope_key", "==", cd.doc.ScopeKey).Where("state", "==", int(memorybank.OpPending)).
+					Where("method", "==", memorybank.MethodGenerate).Where("due_ns", "<=", now).OrderBy("due_ns", firestore.Asc).Limit(c.Max)).GetAll()
+				if err != nil {
+					return err
+				}
+				for _, m := range more {
+					if m.Ref.ID != cd.snap.Ref.ID && len(chosen) < c.Max {
+						chosen = append(chosen, m)
+					}
+				}
+			}
+			break
+		}
+		for _, snap := range chosen {
+			op, err := opFromSnap(snap)
+			if err != nil {
+				return err
+			}
+			op.State = memorybank.OpRunning
+			op.Attempt++
+			op.LeaseOwner, op.LeaseExpiry = c.Owner, c.Now.Add(c.Lease)
+			op.StartTime = c.Now
+			op.Progress = "claimed by " + c.Owner
+			updates = append(updates, update{snap.Ref, op})
+			claimed = append(claimed, op)
+		}
+		for _, u := range updates {
+			d, err := toOpDoc(u.op)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(u.ref, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, s.txn...)
+	return claimed, wrap(err)
+}
+
+// Watermark implements memorybank.Store.
+func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
+	snap, err := s.watermarkRef(app, session).Get(ctx)
+	if isNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap(err)
+	}
+	v, err := snap.DataAt("seq")
+	if err != nil {
+		return 0, err
+	}
+	return v.(int64), nil
+}
+
+// Write implements memorybank.Store.
+func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		// Reads first: operations, memories, scope statistics, watermarks.
+		for _, u := range w.Operations {
+			snap, err := tx.Get(s.opRef(u.Op.App, u.Op.ID))
+			if isNotFound(err) {
+				return fault.NotFoundf("operation %s not found", u.Op.Name())
+			}
+			if err != nil {
+				return err
+			}
+			var d opDoc
+			if err := snap.DataTo(&d); err != nil {
+				return err
+			}
+			if memorybank.OpState(d.State) != u.ExpectState || d.Attempt != u.ExpectAttempt {
+				return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), memorybank.OpState(d.State), d.Attempt, u.ExpectState, u.ExpectAttempt)
+			}
+		}
+		olds := make([]*memorybank.Memory, len(w.Changes))
+		type scopeRef struct{ app, key string }
+		stats := map[scopeRef]scopeStats{}
+		for i, c := range w.Changes {
+			m := c.Memory
+			snap, err := tx.Get(s.memories(m.App).Doc(m.ID))
+			switch {
+			case isNotFound(err):
+				if c.ExpectRevision != 0 {
+					return fault.New(fault.Aborted, "memory %s no longer exists", m.Name())
+				}
+			case err != nil:
+				return err
+			default:
+				old, err := fromSnap(m.App, snap)
+				if err != nil {
+					return err
+				}
+				if c.ExpectRevision == 0 {
+					return fault.New(fault.AlreadyExists, "memory %s already exists", m.Name())
+				}
+				if old.Revision != c.ExpectRevision {
+					return fault.New(fault.Aborted, "memory %s changed meanwhile (revision %d, expected %d)", m.Name(), old.Revision, c.ExpectRevision)
+				}
+				olds[i] = old
+			}
+			key := scopeRef{m.App, m.Scope.Key()}
+			if _, ok := stats[key]; !ok {
+				st, err := readStats(tx.Get(s.statsRef(key.app, key.key)))
+				if err != nil {
+					return err
+				}
+				stats[key] = st
+			}
+		}
+		marks := map[string]int64{}
+		for session, seq := range w.Watermarks {
+			snap, err := tx.Get(s.watermarkRef(w.App, session))
+			old := int64(0)
+			if err == nil {
+				v, _ := snap.DataAt("seq")
+				old, _ = v.(int64)
+			} else if !isNotFound(err) {
+				return err
+			}
+			marks[session] = max(old, seq)
+		}
+		// Writes.
+		for i, c := range w.Changes {
+			m := c.Memory
+			st := stats[scopeRef{m.App, m.Scope.Key()}]
+			st.count(olds[i], -1)
+			st.count(m, 1)
+			d, err := toDoc(m)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(s.memories(m.App).Doc(m.ID), d); err != nil {
+				return err
+			}
+			if c.Revision != nil {
+				rd, err := revisionToDoc(c.Revision)
+				if err != nil {
+					return err
+				}
+				if err := tx.Create(s.revisionRef(m.App, m.ID, c.Revision.Number), rd); err != nil {
+					return err
+				}
+			}
+		}
+		for key, st := range stats {
+			body, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(s.statsRef(key.app, key.key), map[string]any{"scope_key": key.key, "body": string(body)}); err != nil {
+				return err
+			}
+		}
+		for session, seq := range marks {
+			if err := tx.Set(s.watermarkRef(w.App, session), map[string]any{"session": session, "seq": seq}); err != nil {
+				return err
+			}
+		}
+		for _, u := range w.Operations {
+			d, err := toOpDoc(u.Op)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(s.opRef(u.Op.App, u.Op.ID), d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, s.txn...)
+	return wrap(err)
+}

@@ -1,0 +1,17 @@
+package firestore_test
+
+import (
+	"testing"
+
+	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/firestore"
+	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+)
+
+func TestConformance(t *testing.T) {
+	memorybanktest.Run(t, func(t *testing.T) memorybank.Store {
+		c, _ := firestoretest.NewClient(t)
+		return firestore.New(c, firestore.Options{})
+	})
+}

@@ -1,0 +1,932 @@
+// Package firestore is the session store for deployments of several kioku
+// servers: sessions, events and state in Cloud Firestore (native mode),
+// shared by every server.
+//
+// # Document layout
+//
+// Under a root collection (kioku_apps by default), one document path per
+// app, never written itself:
+//
+//	kioku_apps/{app}/kioku_sessions/{session}
+//	    user, display_name, labels (map), state and initial_state (JSON
+//	    text), create_ns, update_ns, expire_ns (Unix ns, 0 = never),
+//	    last_seq, incarnation
+//	kioku_apps/{app}/kioku_session_data/{incarnation}/events/{seq, 20 digits}
+//	    seq, id, ts_ns, body (the event's JSON without its sequence)
+//	kioku_apps/{app}/kioku_session_data/{incarnation}/event_ids/{event id}
+//	    seq: the idempotency index, read by id inside the append
+//	kioku_apps/{app}/kioku_users/{user}          state (JSON), update_ns
+//	kioku_apps/{app}/kioku_app_state/state       state (JSON), update_ns
+//	kioku_apps/{app}/kioku_tombstones/{incarnation}
+//	    the data of a deleted session, still to be removed
+//
+// A session's events live under its incarnation (a random id given at
+// creation), not under its id: deleting a session removes its document at
+// once (it is invisible from then on) and leaves a tombstone; the data is
+// removed right after, or by the sweeper if the server stopped meanwhile. A
+// new session with the same id gets a new incarnation, so it never sees the
+// old events.
+//
+// # Transactions
+//
+// An append is one transaction: it reads the session document, the event
+// id's index entry, and the user or app state document only when the event
+// writes such keys, then writes the event, its index entry, the session
+// (sequence, update time, state) and the touched shared scopes. An append
+// that writes no "app:" key never touches the app's state document, so a
+// busy app does not serialise its users' appends. Concurrent appends to one
+// session conflict on the session document and are retried by Firestore's
+// transaction protocol; every acknowledged one is committed.
+//
+// # Reads
+//
+// GetSession reads the session, user and app documents in one batch and the
+// selected events with one bounded query (ordered by seq, limited to
+// num_recent_events). Listings use cursors (StartAfter), never offsets.
+//
+// # Indexes
+//
+// firestore.indexes.json at the repository root lists the composite indexes
+// production needs; the emulator needs none. Session listings filtered on a
+// label need an index per label key (labels.KEY, update_ns DESC).
+package firestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Options configures a Store.
+type Options struct {
+	// Root is the root collection. Default "kioku_apps".
+	Root string
+	// MaxAttempts bounds the tries of one transaction under contention.
+	// Default 30.
+	MaxAttempts int
+}
+
+// Store is the Firestore session store.
+type Store struct {
+	c    *firestore.Client
+	root string
+	txn  []firestore.TransactionOption
+
+	// Appends to one session (or one shared state document) from this
+	// process queue on a lock instead of conflicting in Firestore; appends
+	// from other servers still conflict and are retried.
+	locksMu sync.Mutex
+	locks   map[string]*sessionLock
+}
+
+type sessionLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockAppend takes the locks of an append: its session's, then its user's
+// and its app's state when it writes them (always in this order, so two
+// appends cannot deadlock).
+func (s *Store) lockAppend(r *sessions.AppendRequest) func() {
+	unlock := []func(){s.lock("s/" + r.Key.App + "/" + r.Key.ID)}
+	if len(r.Deltas.User) > 0 {
+		unlock = append(unlock, s.lock("u/"+r.Key.App+"/"+r.Key.User))
+	}
+	if len(r.Deltas.App) > 0 {
+		unlock = append(unlock, s.lock("a/"+r.Key.App))
+	}
+	return func() {
+		for i := len(unlock) - 1; i >= 0; i-- {
+			unlock[i]()
+		}
+	}
+}
+
+// lock serialises this process's writes to one document.
+func (s *Store) lock(k string) func() {
+	s.locksMu.Lock()
+	l := s.locks[k]
+	if l == nil {
+		l = &sessionLock{}
+		s.locks[k] = l
+	}
+	l.refs++
+	s.locksMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.locksMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, k)
+		}
+		s.locksMu.Unlock()
+	}
+}
+
+var _ sessions.Store = (*Store)(nil)
+
+// New returns a Store on a Firestore client.
+func New(c *firestore.Client, o Options) *Store {
+	if o.Root == "" {
+		o.Root = "kioku_apps"
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 30
+	}
+	return &Store{c: c, root: o.Root, txn: []firestore.TransactionOption{firestore.MaxAttempts(o.MaxAttempts)}, locks: map[string]*sessionLock{}}
+}
+
+func (s *Store) app(app string) *firestore.DocumentRef { return s.c.Collection(s.root).Doc(app) }
+
+func (s *Store) sessionRef(app, id string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_sessions").Doc(id)
+}
+
+func (s *Store) dataRef(app, incarnation string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_session_data").Doc(incarnation)
+}
+
+func (s *Store) eventRef(app, incarnation string, seq int64) *firestore.DocumentRef {
+	return s.dataRef(app, incarnation).Collection("events").Doc(fmt.Sprintf("%020d", seq))
+}
+
+func (s *Store) eventIDRef(app, incarnation, id string) *firestore.DocumentRef {
+	return s.dataRef(app, incarnation).Collection("event_ids").Doc(id)
+}
+
+func (s *Store) userRef(app, user string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_users").Doc(user)
+}
+
+func (s *Store) appStateRef(app string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_app_state").Doc("state")
+}
+
+func (s *Store) tombstoneRef(app, incarnation string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_tombstones").Doc(incarnation)
+}
+
+// sessionDoc is a session document.
+type sessionDoc struct {
+	User         string            `firestore:"user"`
+	DisplayName  string            `firestore:"display_name"`
+	Labels       map[string]string `firestore:"labels"`
+	State        string            `firestore:"state"`
+	InitialState string            `firestore:"initial_state"`
+	CreateNS     int64             `firestore:"create_ns"`
+	UpdateNS     int64             `firestore:"update_ns"`
+	ExpireNS     int64             `firestore:"expire_ns"`
+	LastSeq      int64             `firestore:"last_seq"`
+	Incarnation  string            `firestore:"incarnation"`
+}
+
+func (d *sessionDoc) expired(now time.Time) bool {
+	return d.ExpireNS != 0 && d.ExpireNS <= now.UnixNano()
+}
+
+// session converts a document to a Session with its own state.
+func (d *sessionDoc) session(app, id string) (*sessions.Session, error) {
+	st, err := sessions.DecodeState([]byte(d.State))
+	if err != nil {
+		return nil, fmt.Errorf("decoding the state of session %s: %w", id, err)
+	}
+	initial, err := sessions.DecodeState([]byte(d.InitialState))
+	if err != nil {
+		return nil, err
+	}
+	labels := d.Labels
+	if len(labels) == 0 {
+		labels = nil
+	}
+	return &sessions.Session{
+		Key:          sessions.Key{App: app, User: d.User, ID: id},
+		DisplayName:  d.DisplayName,
+		Labels:       labels,
+		State:        st,
+		CreateTime:   fromNS(d.CreateNS),
+		UpdateTime:   fromNS(d.UpdateNS),
+		ExpireTime:   fromNS(d.ExpireNS),
+		LastSequence: d.LastSeq,
+		InitialState: initial,
+	}, nil
+}
+
+// eventDoc is an event document.
+type eventDoc struct {
+	Seq  int64  `firestore:"seq"`
+	ID   string `firestore:"id"`
+	TSNS int64  `firestore:"ts_ns"`
+	Body string `firestore:"body"`
+}
+
+func (d *eventDoc) event() (*sessions.Event, error) {
+	e, err := sessions.UnmarshalEvent([]byte(d.Body))
+	if err != nil {
+		return nil, fmt.Errorf("decoding event %s: %w", d.ID, err)
+	}
+	e.Sequence = d.Seq
+	return e, nil
+}
+
+// stateDoc is a shared scope's state document.
+type stateDoc struct {
+	State    string `firestore:"state"`
+	UpdateNS int64  `firestore:"update_ns"`
+}
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func notFound(key sessions.Key) error {
+	return fault.NotFoundf("session %s not found", key.Name())
+}
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// wrap turns Firestore's errors into the domain's: contention that
+// outlasted the retries is Aborted, an unreachable service Unavailable.
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	switch status.Code(err) {
+	case codes.Aborted:
+		return fault.Wrap(fault.Aborted, err, "too much contention; retry")
+	case codes.Unavailable, codes.ResourceExhausted:
+		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable")
+	case codes.DeadlineExceeded:
+		return fault.Wrap(fault.DeadlineExceeded, err, "Firestore did not answer in time")
+	case codes.Canceled:
+		return fault.Wrap(fault.Canceled, err, "canceled")
+	}
+	return err
+}
+
+// readSession reads a visible session document.
+func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error), ref *firestore.DocumentRef, key sessions.Key, now time.Time) (*sessionDoc, error) {
+	snap, err := get(ref)
+	if isNotFound(err) {
+		return nil, notFound(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d sessionDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, err
+	}
+	if d.User != key.User || d.expired(now) {
+		return nil, notFound(key)
+	}
+	return &d, nil
+}
+
+func readState(snap *firestore.DocumentSnapshot, err error) (map[string]any, int64, error) {
+	if isNotFound(err) || err == nil && !snap.Exists() {
+		return map[string]any{}, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var d stateDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, 0, err
+	}
+	st, err := sessions.DecodeState([]byte(d.State))
+	return st, d.UpdateNS, err
+}
+
+// newIncarnation returns a random id for a session's data.
+func newIncarnation() string { return sessions.NewID() }
+
+// CreateSession implements sessions.Store. A fork's events are written
+// under the new incarnation first, where nothing points at them yet; the
+// session document that makes them visible is then created in a
+// transaction. If that fails, the events are removed again.
+func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) error {
+	sess := r.Session
+	inc := newIncarnation()
+	if len(r.Events) > 0 {
+		if err := s.writeEvents(ctx, sess.App, inc, r.Events); err != nil {
+			s.purgeData(context.WithoutCancel(ctx), sess.App, inc)
+			return wrap(err)
+		}
+	}
+	state, err := sessions.EncodeState(sess.State)
+	if err != nil {
+		return err
+	}
+	initial, err := sessions.EncodeState(r.InitialState)
+	if err != nil {
+		return err
+	}
+	doc := sessionDoc{
+		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
+		State: string(state), InitialState: string(initial),
+		CreateNS: ns(sess.CreateTime), UpdateNS: ns(sess.UpdateTime), ExpireNS: ns(sess.ExpireTime),
+		LastSeq: sess.LastSequence, Incarnation: inc,
+	}
+	ref := s.sessionRef(sess.App, sess.ID)
+	var replaced string
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		replaced = ""
+		snap, err := tx.Get(ref)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		if err == nil {
+			var old sessionDoc
+			if err := snap.DataTo(&old); err != nil {
+				return err
+			}
+			if !old.expired(sess.CreateTime) {
+				return fault.New(fault.AlreadyExists, "session id %q already exists in app %q", sess.ID, sess.App)
+			}
+			replaced = old.Incarnation
+		}
+		w, err := s.sharedWrites(tx, sess.App, sess.User, r.User, r.App, sess.CreateTime, r.MaxStateBytes)
+		if err != nil {
+			return err
+		}
+		if replaced != "" {
+			if err := tx.Set(s.tombstoneRef(sess.App, replaced), map[string]any{"create_ns": ns(sess.CreateTime)}); err != nil {
+				return err
+			}
+		}
+		if err := tx.Set(ref, doc); err != nil {
+			return err
+		}
+		return w()
+	}, s.txn...)
+	if err != nil {
+		if len(r.Events) > 0 {
+			s.purgeData(context.WithoutCancel(ctx), sess.App, inc)
+		}
+		return wrap(err)
+	}
+	if replaced != "" {
+		s.purge(context.WithoutCancel(ctx), sess.App, replaced)
+	}
+	return nil
+}
+
+func nonNilLabels(l map[string]string) map[string]string {
+	if l == nil {
+		return map[string]string{}
+	}
+	return l
+}
+
+// writeEvents writes events under an incarnation, in batches.
+func (s *Store) writeEvents(ctx context.Context, app, inc string, events []*sessions.Event) error {
+	bw := s.c.BulkWriter(ctx)
+	var jobs []*firestore.BulkWriterJob
+	for _, e := range events {
+		c := *e
+		c.Sequence = 0
+		body, err := c.Marshal()
+		if err != nil {
+			bw.End()
+			return err
+		}
+		j1, err := bw.Create(s.eventRef(app, inc, e.Sequence), eventDoc{Seq: e.Sequence, ID: e.ID, TSNS: ns(e.Timestamp), Body: string(body)})
+		if err != nil {
+			bw.End()
+			return err
+		}
+		j2, err := bw.Create(s.eventIDRef(app, inc, e.ID), map[string]any{"seq": e.Sequence})
+		if err != nil {
+			bw.End()
+			return err
+		}
+		jobs = append(jobs, j1, j2)
+	}
+	bw.End()
+	for _, j := range jobs {
+		if _, err := j.Results(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sharedWrites reads the user and app state documents a change touches (in
+// the transaction, before any write) and returns the function that writes
+// them. Untouched scopes are not read.
+func (s *Store) sharedWrites(tx *firestore.Transaction, app, user string, userDelta, appDelta map[string]any, now time.Time, max int) (func() error, error) {
+	type pending struct {
+		ref   *firestore.DocumentRef
+		state []byte
+	}
+	var out []pending
+	for _, scope := range []struct {
+		name  string
+		ref   *firestore.DocumentRef
+		delta map[string]any
+	}{
+		{"user", s.userRef(app, user), userDelta},
+		{"app", s.appStateRef(app), appDelta},
+	} {
+		if len(scope.delta) == 0 {
+			continue
+		}
+		old, _, err := readState(tx.Get(scope.ref))
+		if err != nil {
+			return nil, err
+		}
+		enc, err := sessions.EncodeState(sessions.ApplyDelta(old, scope.delta))
+		if err != nil {
+			return nil, err
+		}
+		if len(enc) > max {
+			return nil, sessions.StateTooLarge(scope.name, len(enc), max)
+		}
+		out = append(out, pending{scope.ref, enc})
+	}
+	return func() error {
+		for _, p := range out {
+			if err := tx.Set(p.ref, stateDoc{State: string(p.state), UpdateNS: ns(now)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// GetSession implements sessions.Store.
+func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.EventQuery) (*sessions.Session, []*sessions.Event, error) {
+	snaps, err := s.c.GetAll(ctx, []*firestore.DocumentRef{s.sessionRef(key.App, key.ID), s.userRef(key.App, key.User), s.appStateRef(key.App)})
+	if err != nil {
+		return nil, nil, wrap(err)
+	}
+	d, err := readSession(func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+		if !snaps[0].Exists() {
+			return nil, status.Error(codes.NotFound, "no session")
+		}
+		return snaps[0], nil
+	}, nil, key, q.Now)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := d.session(key.App, key.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	user, _, err := readState(snaps[1], nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	app, _, err := readState(snaps[2], nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess.State = sessions.Merge(sess.State, user, app)
+	if q.Skip {
+		return sess, nil, nil
+	}
+	// The most recent Limit events, read newest first and reversed.
+	q.Descending = q.Limit > 0
+	events, err := s.queryEvents(ctx, key.App, d.Incarnation, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	if q.Descending {
+		for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+			events[i], events[j] = events[j], events[i]
+		}
+	}
+	return sess, events, nil
+}
+
+// queryEvents runs one bounded query over a session's events.
+func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.EventQuery) ([]*sessions.Event, error) {
+	query := s.dataRef(app, inc).Collection("events").Query
+	if q.AfterSeq > 0 {
+		query = query.Where("seq", ">", q.AfterSeq)
+	}
+	if q.BeforeSeq > 0 {
+		query = query.Where("seq", "<", q.BeforeSeq)
+	}
+	if !q.From.IsZero() {
+		query = query.Where("ts_ns", ">=", q.From.UnixNano())
+	}
+	if !q.To.IsZero() {
+		query = query.Where("ts_ns", "<", q.To.UnixNano())
+	}
+	dir := firestore.Asc
+	if q.Descending {
+		dir = firestore.Desc
+	}
+	query = query.OrderBy("seq", dir)
+	if q.Limit > 0 {
+		query = query.Limit(q.Limit)
+	}
+	it := query.Documents(ctx)
+	defer it.Stop()
+	var out []*sessions.Event
+	for {
+		snap, err := it.Next()
+		if err == iterator.Done {
+			return out, nil
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+		var d eventDoc
+		if err := snap.DataTo(&d); err != nil {
+			return nil, err
+		}
+		e, err := d.event()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+}
+
+// visible reads a visible session document.
+func (s *Store) visible(ctx context.Context, key sessions.Key, now time.Time) (*sessionDoc, error) {
+	d, err := readSession(func(r *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) { return r.Get(ctx) }, s.sessionRef(key.App, key.ID), key, now)
+	return d, wrap(err)
+}
+
+// ListEvents implements sessions.Store.
+func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+	d, err := s.visible(ctx, key, q.Now)
+	if err != nil {
+		return nil, err
+	}
+	return s.queryEvents(ctx, key.App, d.Incarnation, q)
+}
+
+// FindEvent implements sessions.Store.
+func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now time.Time) (*sessions.Event, error) {
+	d, err := s.visible(ctx, key, now)
+	if err != nil {
+		return nil, err
+	}
+	idSnap, err := s.eventIDRef(key.App, d.Incarnation, id).Get(ctx)
+	if isNotFound(err) {
+		return nil, fault.NotFoundf("event %q not found in session %s", id, key.Name())
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	seq, err := idSnap.DataAt("seq")
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.eventRef(key.App, d.Incarnation, seq.(int64)).Get(ctx)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var ed eventDoc
+	if err := snap.DataTo(&ed); err != nil {
+		return nil, err
+	}
+	return ed.event()
+}
+
+// ListSessions implements sessions.Store. Expired sessions (not swept yet)
+// are skipped, reading further pages until the limit is reached.
+func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
+	base := s.app(q.App).Collection("kioku_sessions").Query
+	if q.User != "" {
+		base = base.Where("user", "==", q.User)
+	}
+	if q.DisplayName != nil {
+		base = base.Where("display_name", "==", *q.DisplayName)
+	}
+	for k, v := range q.Labels {
+		base = base.WherePath(firestore.FieldPath{"labels", k}, "==", v)
+	}
+	base = base.OrderBy("update_ns", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
+	cursorNS, cursorID := q.AfterUpdate.UnixNano(), q.AfterID
+	var out []*sessions.Session
+	for len(out) < q.Limit {
+		want := q.Limit - len(out)
+		query := base.Limit(want)
+		if cursorID != "" {
+			query = query.StartAfter(cursorNS, cursorID)
+		}
+		it := query.Documents(ctx)
+		n := 0
+		for {
+			snap, err := it.Next()
+			if err == iterator.Done {
+				break
+			}
+			if err != nil {
+				it.Stop()
+				return nil, wrap(err)
+			}
+			n++
+			var d sessionDoc
+			if err := snap.DataTo(&d); err != nil {
+				it.Stop()
+				return nil, err
+			}
+			cursorNS, cursorID = d.UpdateNS, snap.Ref.ID
+			if d.expired(q.Now) {
+				continue
+			}
+			sess, err := d.session(q.App, snap.Ref.ID)
+			if err != nil {
+				it.Stop()
+				return nil, err
+			}
+			sess.InitialState = nil
+			if !q.IncludeState {
+				sess.State = nil
+			}
+			out = append(out, sess)
+		}
+		it.Stop()
+		if n < want {
+			break // no more documents
+		}
+	}
+	return out, nil
+}
+
+// UpdateSession implements sessions.Store.
+func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions.SessionUpdate) (*sessions.Session, error) {
+	ref := s.sessionRef(key.App, key.ID)
+	var out *sessions.Session
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		d, err := readSession(tx.Get, ref, key, u.Now)
+		if err != nil {
+			return err
+		}
+		if u.DisplayName != nil {
+			d.DisplayName = *u.DisplayName
+		}
+		if u.Labels != nil {
+			d.Labels = nonNilLabels(maps.Clone(*u.Labels))
+		}
+		if u.ExpireTime != nil {
+			d.ExpireNS = ns(*u.ExpireTime)
+		}
+		d.UpdateNS = ns(u.Now)
+		if out, err = d.session(key.App, key.ID); err != nil {
+			return err
+		}
+		return tx.Set(ref, *d)
+	}, s.txn...)
+	return out, wrap(err)
+}
+
+// DeleteSession implements sessions.Store.
+func (s *Store) DeleteSession(ctx context.Context, key sessions.Key, now time.Time) error {
+	ref := s.sessionRef(key.App, key.ID)
+	var inc string
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		d, err := readSession(tx.Get, ref, key, now)
+		if err != nil {
+			return err
+		}
+		inc = d.Incarnation
+		if err := tx.Set(s.tombstoneRef(key.App, inc), map[string]any{"create_ns": ns(now)}); err != nil {
+			return err
+		}
+		return tx.Delete(ref)
+	}, s.txn...)
+	if err != nil {
+		return wrap(err)
+	}
+	s.purge(context.WithoutCancel(ctx), key.App, inc)
+	return nil
+}
+
+// purge removes a deleted session's data, then its tombstone. A failure
+// leaves the tombstone for the sweeper.
+func (s *Store) purge(ctx context.Context, app, inc string) {
+	if s.purgeData(ctx, app, inc) == nil {
+		s.tombstoneRef(app, inc).Delete(ctx)
+	}
+}
+
+// purgeData deletes everything under an incarnation.
+func (s *Store) purgeData(ctx context.Context, app, inc string) error {
+	for _, col := range []string{"events", "event_ids"} {
+		for {
+			snaps, err := s.dataRef(app, inc).Collection(col).Select().Limit(300).Documents(ctx).GetAll()
+			if err != nil {
+				return err
+			}
+			if len(snaps) == 0 {
+				break
+			}
+			bw := s.c.BulkWriter(ctx)
+			for _, snap := range snaps {
+				if _, err := bw.Delete(snap.Ref); err != nil {
+					bw.End()
+					return err
+				}
+			}
+			bw.End()
+		}
+	}
+	return nil
+}
+
+// AppendEvent implements sessions.Store.
+func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
+	key := r.Key
+	ref := s.sessionRef(key.App, key.ID)
+	defer s.lockAppend(r)()
+	var res *sessions.AppendResult
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		res = nil
+		d, err := readSession(tx.Get, ref, key, r.Now)
+		if err != nil {
+			return err
+		}
+		idSnap, err := tx.Get(s.eventIDRef(key.App, d.Incarnation, r.Event.ID))
+		switch {
+		case err == nil:
+			seq, err := idSnap.DataAt("seq")
+			if err != nil {
+				return err
+			}
+			snap, err := tx.Get(s.eventRef(key.App, d.Incarnation, seq.(int64)))
+			if err != nil {
+				return err
+			}
+			var ed eventDoc
+			if err := snap.DataTo(&ed); err != nil {
+				return err
+			}
+			e, err := ed.event()
+			if err != nil {
+				return err
+			}
+			res = &sessions.AppendResult{Event: e, Existing: true}
+			return nil
+		case !isNotFound(err):
+			return err
+		}
+		if r.ExpectedSequence != nil && *r.ExpectedSequence != d.LastSeq {
+			return fault.New(fault.FailedPrecondition, "session %s is at sequence %d, not the expected %d; read it again and retry", key.Name(), d.LastSeq, *r.ExpectedSequence)
+		}
+		seq := d.LastSeq + 1
+		updates := []firestore.Update{{Path: "last_seq", Value: seq}, {Path: "update_ns", Value: ns(r.Now)}}
+		if len(r.Deltas.Session) > 0 {
+			old, err := sessions.DecodeState([]byte(d.State))
+			if err != nil {
+				return err
+			}
+			enc, err := sessions.EncodeState(sessions.ApplyDelta(old, r.Deltas.Session))
+			if err != nil {
+				return err
+			}
+			if len(enc) > r.MaxStateBytes {
+				return sessions.StateTooLarge("session", len(enc), r.MaxStateBytes)
+			}
+			updates = append(updates, firestore.Update{Path: "state", Value: string(enc)})
+		}
+		writeShared, err := s.sharedWrites(tx, key.App, key.User, r.Deltas.User, r.Deltas.App, r.Now, r.MaxStateBytes)
+		if err != nil {
+			return err
+		}
+		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), eventDoc{Seq: seq, ID: r.Event.ID, TSNS: ns(r.Event.Timestamp), Body: string(r.Body)}); err != nil {
+			return err
+		}
+		if err := tx.Create(s.eventIDRef(key.App, d.Incarnation, r.Event.ID), map[string]any{"seq": seq}); err != nil {
+			return err
+		}
+		if err := tx.Update(ref, updates); err != nil {
+			return err
+		}
+		if err := writeShared(); err != nil {
+			return err
+		}
+		e := *r.Event
+		e.Sequence = seq
+		res = &sessions.AppendResult{Event: &e}
+		return nil
+	}, s.txn...)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return res, nil
+}
+
+// GetState implements sessions.Store.
+func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string]any, time.Time, error) {
+	doc := s.appStateRef(ref.App)
+	if ref.User != "" {
+		doc = s.userRef(ref.App, ref.User)
+	}
+	st, updateNS, err := readState(doc.Get(ctx))
+	return st, fromNS(updateNS), wrap(err)
+}
+
+// UpdateState implements sessions.Store.
+func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[string]any, time.Time, error) {
+	var st map[string]any
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		doc, name := s.appStateRef(r.Ref.App), "app"
+		if r.Ref.User != "" {
+			doc, name = s.userRef(r.Ref.App, r.Ref.User), "user"
+		}
+		old, _, err := readState(tx.Get(doc))
+		if err != nil {
+			return err
+		}
+		st = sessions.ApplyDelta(old, r.Delta)
+		enc, err := sessions.EncodeState(st)
+		if err != nil {
+			return err
+		}
+		if len(enc) > r.MaxStateBytes {
+			return sessions.StateTooLarge(name, len(enc), r.MaxStateBytes)
+		}
+		return tx.Set(doc, stateDoc{State: string(enc), UpdateNS: ns(r.Now)})
+	}, s.txn...)
+	if err != nil {
+		return nil, time.Time{}, wrap(err)
+	}
+	return st, r.Now.UTC(), nil
+}
+
+// DeleteExpired implements sessions.Store: it deletes sessions that expired
+// (across apps, with a collection group query on expire_ns), then removes
+// the data of deleted sessions whose removal was interrupted.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	it := s.c.CollectionGroup("kioku_sessions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit).Documents(ctx)
+	snaps, err := it.GetAll()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	n := 0
+	for _, snap := range snaps {
+		app := snap.Ref.Parent.Parent.ID
+		var inc string
+		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			cur, err := tx.Get(snap.Ref)
+			if isNotFound(err) {
+				inc = ""
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var d sessionDoc
+			if err := cur.DataTo(&d); err != nil {
+				return err
+			}
+			if !d.expired(now) {
+				inc = ""
+				return nil // renewed meanwhile
+			}
+			inc = d.Incarnation
+			if err := tx.Set(s.tombstoneRef(app, inc), map[string]any{"create_ns": ns(now)}); err != nil {
+				return err
+			}
+			return tx.Delete(snap.Ref)
+		}, s.txn...)
+		if err != nil {
+			return n, wrap(err)
+		}
+		if inc != "" {
+			s.purge(ctx, app, inc)
+			n++
+		}
+	}
+	// Interrupted removals.
+	tombs, err := s.c.CollectionGroup("kioku_tombstones").Where("create_ns", "<", now.Add(-time.Minute).UnixNano()).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return n, wrap(err)
+	}
+	for _, t := range tombs {
+		s.purge(ctx, t.Ref.Parent.Parent.ID, t.Ref.ID)
+	}
+	return n, nil
+}
