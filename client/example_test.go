@@ -1,0 +1,140 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/kioku-ai/kioku/client"
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/node"
+)
+
+// startKioku runs a kioku with an embedded store for an example.
+func startKioku() (url string, stop func()) {
+	dir, err := os.MkdirTemp("", "kioku-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, err := node.Open(context.Background(), node.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(n.Handler())
+	srv.Config = n.HTTPServer()
+	srv.Start()
+	return srv.URL, func() {
+		srv.Close()
+		n.Close()
+		os.RemoveAll(dir)
+	}
+}
+
+func Example() {
+	url, stop := startKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url)
+
+	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{
+		Parent:    client.UserName("demo", "ann"),
+		SessionId: "s1",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	delta, _ := structpb.NewStruct(map[string]any{"user:drink": "tea"})
+	res, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{
+		Session: s.GetName(),
+		Event: &kiokuv1.Event{
+			Author:  "user",
+			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I prefer tea."}}},
+			Actions: &kiokuv1.EventActions{StateDelta: delta},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("appended sequence", res.GetEvent().GetSequence())
+
+	// The user: key is seen by every session of the user.
+	other, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("other session sees", other.GetState().AsMap()["user:drink"])
+	// Output:
+	// appended sequence 1
+	// other session sees tea
+}
+
+func ExampleSessionName() {
+	name := client.SessionName("demo", "ann", "s1")
+	app, user, session, _ := client.ParseSessionName(name)
+	fmt.Println(name)
+	fmt.Println(app, user, session)
+	// Output:
+	// apps/demo/users/ann/sessions/s1
+	// demo ann s1
+}
+
+func ExampleClient_AllEvents() {
+	url, stop := startKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url, client.WithJSON())
+	name := client.SessionName("demo", "ann", "long")
+	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann"), SessionId: "long"}); err != nil {
+		log.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Session: name, Event: &kiokuv1.Event{Id: fmt.Sprint("e", i), Author: "user"}}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Pages of 2, fetched as the loop goes.
+	for ev, err := range c.AllEvents(ctx, &kiokuv1.ListEventsRequest{Parent: name, PageSize: 2, OrderBy: "sequence desc"}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Print(ev.GetId(), " ")
+	}
+	fmt.Println()
+	// Output: e4 e3 e2 e1 e0
+}
+
+func ExampleClient_WaitOperation() {
+	url, stop := startKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url, client.WithGRPC())
+
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
+		Parent: client.AppName("demo"),
+		Scope:  map[string]string{"user_id": "ann"},
+		Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
+			Memories: []*kiokuv1.DirectMemory{{Fact: "Ann lives in Sapporo."}},
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done, err := c.WaitOperation(ctx, op.GetName())
+	if err != nil {
+		log.Fatal(err)
+	}
+	result, err := client.GenerateResult(done)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, g := range result.GetGeneratedMemories() {
+		fmt.Println(g.GetAction(), g.GetMemory().GetFact())
+	}
+	// Output: MEMORY_ACTION_CREATED Ann lives in Sapporo.
+}

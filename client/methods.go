@@ -1,0 +1,158 @@
+package client
+
+// Every unary method of the three services, forwarded to the generated
+// clients without connect's request and response wrappers.
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+)
+
+// CreateSession creates a session. A caller-chosen session_id already used in
+// the app is ALREADY_EXISTS.
+func (c *Client) CreateSession(ctx context.Context, req *kiokuv1.CreateSessionRequest) (*kiokuv1.Session, error) {
+	return unary(ctx, c.sessions.CreateSession, req)
+}
+
+// GetSession returns a session with its merged state and the selected events.
+// A session of another user or app, or an expired one, is NOT_FOUND.
+func (c *Client) GetSession(ctx context.Context, req *kiokuv1.GetSessionRequest) (*kiokuv1.Session, error) {
+	return unary(ctx, c.sessions.GetSession, req)
+}
+
+// ListSessions lists the sessions of a user, or of a whole app, most recently
+// updated first. Sessions are returned without events and with their own
+// state only when requested.
+func (c *Client) ListSessions(ctx context.Context, req *kiokuv1.ListSessionsRequest) (*kiokuv1.ListSessionsResponse, error) {
+	return unary(ctx, c.sessions.ListSessions, req)
+}
+
+// UpdateSession updates a session's display name, labels or expiry.
+func (c *Client) UpdateSession(ctx context.Context, req *kiokuv1.UpdateSessionRequest) (*kiokuv1.Session, error) {
+	return unary(ctx, c.sessions.UpdateSession, req)
+}
+
+// DeleteSession deletes a session and its events.
+func (c *Client) DeleteSession(ctx context.Context, req *kiokuv1.DeleteSessionRequest) (*emptypb.Empty, error) {
+	return unary(ctx, c.sessions.DeleteSession, req)
+}
+
+// AppendEvent appends an event to a session and applies its state delta, all
+// in one atomic transaction. Idempotent by event id.
+func (c *Client) AppendEvent(ctx context.Context, req *kiokuv1.AppendEventRequest) (*kiokuv1.AppendEventResponse, error) {
+	return unary(ctx, c.sessions.AppendEvent, req)
+}
+
+// ListEvents lists a session's events, paged, optionally within a time range.
+func (c *Client) ListEvents(ctx context.Context, req *kiokuv1.ListEventsRequest) (*kiokuv1.ListEventsResponse, error) {
+	return unary(ctx, c.sessions.ListEvents, req)
+}
+
+// GetState returns the `user:` or `app:` state, without a session.
+func (c *Client) GetState(ctx context.Context, req *kiokuv1.GetStateRequest) (*kiokuv1.State, error) {
+	return unary(ctx, c.sessions.GetState, req)
+}
+
+// UpdateState applies a delta to the `user:` or `app:` state, without a
+// session.
+func (c *Client) UpdateState(ctx context.Context, req *kiokuv1.UpdateStateRequest) (*kiokuv1.State, error) {
+	return unary(ctx, c.sessions.UpdateState, req)
+}
+
+// ForkSession creates a new session holding copies of a session's events up
+// to a given event, with the session state as of that event.
+func (c *Client) ForkSession(ctx context.Context, req *kiokuv1.ForkSessionRequest) (*kiokuv1.Session, error) {
+	return unary(ctx, c.sessions.ForkSession, req)
+}
+
+// CreateMemory creates a memory directly, without a model and without
+// consolidation.
+func (c *Client) CreateMemory(ctx context.Context, req *kiokuv1.CreateMemoryRequest) (*kiokuv1.Memory, error) {
+	return unary(ctx, c.memories.CreateMemory, req)
+}
+
+// GetMemory returns a memory.
+func (c *Client) GetMemory(ctx context.Context, req *kiokuv1.GetMemoryRequest) (*kiokuv1.Memory, error) {
+	return unary(ctx, c.memories.GetMemory, req)
+}
+
+// ListMemories lists the memories of an app, optionally of one scope, newest
+// first.
+func (c *Client) ListMemories(ctx context.Context, req *kiokuv1.ListMemoriesRequest) (*kiokuv1.ListMemoriesResponse, error) {
+	return unary(ctx, c.memories.ListMemories, req)
+}
+
+// UpdateMemory updates a memory's fact, topics, metadata or expiry; records a
+// revision.
+func (c *Client) UpdateMemory(ctx context.Context, req *kiokuv1.UpdateMemoryRequest) (*kiokuv1.Memory, error) {
+	return unary(ctx, c.memories.UpdateMemory, req)
+}
+
+// DeleteMemory deletes a memory; its revisions remain and it can be rolled
+// back.
+func (c *Client) DeleteMemory(ctx context.Context, req *kiokuv1.DeleteMemoryRequest) (*emptypb.Empty, error) {
+	return unary(ctx, c.memories.DeleteMemory, req)
+}
+
+// GenerateMemories starts generating memories from a session, inline events
+// or direct facts. Returns at once with an Operation whose response is a
+// GenerateMemoriesResponse.
+func (c *Client) GenerateMemories(ctx context.Context, req *kiokuv1.GenerateMemoriesRequest) (*kiokuv1.Operation, error) {
+	return unary(ctx, c.memories.GenerateMemories, req)
+}
+
+// RetrieveMemories returns the memories of a scope most similar to a query,
+// or pages through the scope without a query.
+func (c *Client) RetrieveMemories(ctx context.Context, req *kiokuv1.RetrieveMemoriesRequest) (*kiokuv1.RetrieveMemoriesResponse, error) {
+	return unary(ctx, c.memories.RetrieveMemories, req)
+}
+
+// ListMemoryRevisions lists a memory's revisions, newest first. Works for
+// deleted memories.
+func (c *Client) ListMemoryRevisions(ctx context.Context, req *kiokuv1.ListMemoryRevisionsRequest) (*kiokuv1.ListMemoryRevisionsResponse, error) {
+	return unary(ctx, c.memories.ListMemoryRevisions, req)
+}
+
+// RollbackMemory restores a memory (deleted or not) to the state of one of
+// its revisions, recording a new revision.
+func (c *Client) RollbackMemory(ctx context.Context, req *kiokuv1.RollbackMemoryRequest) (*kiokuv1.Memory, error) {
+	return unary(ctx, c.memories.RollbackMemory, req)
+}
+
+// PurgeMemories deletes the memories matching a scope and filter. Without
+// force it only counts them. Returns an Operation whose response is a
+// PurgeMemoriesResponse.
+func (c *Client) PurgeMemories(ctx context.Context, req *kiokuv1.PurgeMemoriesRequest) (*kiokuv1.Operation, error) {
+	return unary(ctx, c.memories.PurgeMemories, req)
+}
+
+// GetMemoryBankConfig returns an app's memory bank configuration.
+func (c *Client) GetMemoryBankConfig(ctx context.Context, req *kiokuv1.GetMemoryBankConfigRequest) (*kiokuv1.MemoryBankConfig, error) {
+	return unary(ctx, c.memories.GetMemoryBankConfig, req)
+}
+
+// UpdateMemoryBankConfig updates an app's memory bank configuration.
+func (c *Client) UpdateMemoryBankConfig(ctx context.Context, req *kiokuv1.UpdateMemoryBankConfigRequest) (*kiokuv1.MemoryBankConfig, error) {
+	return unary(ctx, c.memories.UpdateMemoryBankConfig, req)
+}
+
+// GetOperation returns an operation.
+func (c *Client) GetOperation(ctx context.Context, req *kiokuv1.GetOperationRequest) (*kiokuv1.Operation, error) {
+	return unary(ctx, c.operations.GetOperation, req)
+}
+
+// ListOperations lists an app's operations, newest first.
+func (c *Client) ListOperations(ctx context.Context, req *kiokuv1.ListOperationsRequest) (*kiokuv1.ListOperationsResponse, error) {
+	return unary(ctx, c.operations.ListOperations, req)
+}
+
+
+// CancelOperation cancels an operation that has not finished. Effects already
+// applied stay; a cancelled operation applies nothing more. Cancelling a
+// finished operation is FAILED_PRECONDITION.
+func (c *Client) CancelOperation(ctx context.Context, req *kiokuv1.CancelOperationRequest) (*kiokuv1.Operation, error) {
+	return unary(ctx, c.operations.CancelOperation, req)
+}
