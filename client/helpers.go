@@ -23,7 +23,9 @@ func AppName(app string) string { return "apps/" + app }
 func UserName(app, user string) string { return AppName(app) + "/users/" + user }
 
 // SessionName returns "apps/{app}/users/{user}/sessions/{session}".
-func SessionName(app, user, session string) string { return UserName(app, user) + "/sessions/" + session }
+func SessionName(app, user, session string) string {
+	return UserName(app, user) + "/sessions/" + session
+}
 
 // EventName returns a session's event's name.
 func EventName(app, user, session, event string) string {

@@ -149,7 +149,6 @@ func (c *Client) ListOperations(ctx context.Context, req *kiokuv1.ListOperations
 	return unary(ctx, c.operations.ListOperations, req)
 }
 
-
 // CancelOperation cancels an operation that has not finished. Effects already
 // applied stay; a cancelled operation applies nothing more. Cancelling a
 // finished operation is FAILED_PRECONDITION.
