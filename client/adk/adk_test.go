@@ -1,0 +1,230 @@
+package adk_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/memory"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/model/gemini"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/session/sessiontestsuite"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/loadmemorytool"
+	"google.golang.org/adk/v2/tool/preloadmemorytool"
+	"google.golang.org/genai"
+
+	"github.com/kioku-ai/kioku/client"
+	"github.com/kioku-ai/kioku/client/adk"
+	"github.com/kioku-ai/kioku/internal/node"
+	kmodel "github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+)
+
+// startKioku serves a fresh kioku (embedded store) for one test; with a
+// fake Gemini, memory generation uses it.
+func startKioku(t *testing.T, fake *modeltest.Gemini) *client.Client {
+	t.Helper()
+	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if fake != nil {
+		cfg.Models = kmodel.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+	}
+	n, err := node.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	srv := httptest.NewUnstartedServer(n.Handler())
+	srv.Config = n.HTTPServer()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return client.New(srv.URL)
+}
+
+// TestADKSessionServiceSuite runs ADK's own conformance suite against
+// kioku.
+func TestADKSessionServiceSuite(t *testing.T) {
+	sessiontestsuite.RunServiceTests(t, sessiontestsuite.SuiteOptions{SupportsUserProvidedSessionID: true}, func(t *testing.T) session.Service {
+		return adk.NewSessionService(startKioku(t, nil))
+	})
+}
+
+// TestEventFieldsRoundTrip stores an event with every field ADK has and
+// reads it back equal.
+func TestEventFieldsRoundTrip(t *testing.T) {
+	svc := adk.NewSessionService(startKioku(t, nil))
+	ctx := t.Context()
+	created, err := svc.Create(ctx, &session.CreateRequest{AppName: "a", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &session.Event{
+		ID: "e1", InvocationID: "inv", Author: "helper", Branch: "root.helper", IsolationScope: "scope",
+		Timestamp: time.Date(2026, 2, 3, 4, 5, 6, 7000, time.UTC),
+		Actions: session.EventActions{
+			StateDelta: map[string]any{"k": "v", "user:n": 2.0}, ArtifactDelta: map[string]int64{"f.png": 3},
+			TransferToAgent: "other", Escalate: true, SkipSummarization: true,
+		},
+		LongRunningToolIDs: []string{"call-1"},
+		Routes:             []string{"next"},
+		Output:             map[string]any{"answer": 42.0},
+		NodeInfo:           &session.NodeInfo{Path: "wf/step@1", MessageAsOutput: true},
+		LLMResponse: model.LLMResponse{
+			Content: &genai.Content{Role: "model", Parts: []*genai.Part{
+				{Text: "let me think", Thought: true, ThoughtSignature: []byte("sig")},
+				{InlineData: &genai.Blob{MIMEType: "image/png", Data: []byte{1, 2, 3}}},
+				{FileData: &genai.FileData{MIMEType: "application/pdf", FileURI: "gs://b/o.pdf"}},
+				{FunctionCall: &genai.FunctionCall{ID: "call-1", Name: "lookup", Args: map[string]any{"q": "tea"}}},
+				{FunctionResponse: &genai.FunctionResponse{ID: "call-1", Name: "lookup", Response: map[string]any{"ok": true}, WillContinue: new(true)}},
+				{ExecutableCode: &genai.ExecutableCode{Code: "print(1)", Language: genai.LanguagePython}},
+			}},
+			GroundingMetadata:   &genai.GroundingMetadata{WebSearchQueries: []string{"q"}},
+			UsageMetadata:       &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4, TotalTokenCount: 7},
+			CitationMetadata:    &genai.CitationMetadata{Citations: []*genai.Citation{{Title: "t", URI: "https://x"}}},
+			CustomMetadata:      map[string]any{"trace": "abc"},
+			InputTranscription:  &genai.Transcription{Text: "heard", Finished: true},
+			ModelVersion:        "gemini-x",
+			TurnComplete:        true,
+			Interrupted:         true,
+			ErrorCode:           "E",
+			ErrorMessage:        "message",
+			FinishReason:        genai.FinishReasonStop,
+			AvgLogprobs:         -0.5,
+		},
+	}
+	if err := svc.AppendEvent(ctx, created.Session, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Get(ctx, &session.GetRequest{AppName: "a", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Session.Events().Len() != 1 {
+		t.Fatalf("%d events", got.Session.Events().Len())
+	}
+	if diff := cmp.Diff(e, got.Session.Events().At(0)); diff != "" {
+		t.Fatalf("event after a round trip (-stored +read):\n%s", diff)
+	}
+	// The session passed to AppendEvent sees the delta at once.
+	if v, _ := created.Session.State().Get("user:n"); v != 2.0 {
+		t.Fatalf("local state user:n = %v", v)
+	}
+}
+
+// TestADKRunnerRemembersAcrossSessions runs an ADK llmagent through ADK's
+// runner with kioku as session and memory service, ADK's preload_memory and
+// load_memory tools, and a fake Gemini endpoint (for the agent and for
+// kioku's memory generation): a fact told in one session is answered in
+// the next.
+func TestADKRunnerRemembersAcrossSessions(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	c := startKioku(t, fake)
+	ctx := t.Context()
+
+	llm, err := gemini.NewModel(ctx, "gemini-test", &genai.ClientConfig{APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: fake.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := llmagent.New(llmagent.Config{
+		Name:        "companion",
+		Model:       llm,
+		Instruction: "You are a friendly companion.",
+		Tools:       []tool.Tool{preloadmemorytool.New(), loadmemorytool.New()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := adk.NewSessionService(c)
+	memories := adk.NewMemoryService(c, adk.WithWait(true), adk.WithTopK(3))
+	r, err := runner.New(runner.Config{AppName: "companion", Agent: a, SessionService: sessions, MemoryService: memories})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(sessionID, text string) string {
+		t.Helper()
+		var reply string
+		for ev, err := range r.Run(ctx, "alice", sessionID, genai.NewContentFromText(text, genai.RoleUser), agent.RunConfig{}) {
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if ev.Content != nil && ev.IsFinalResponse() {
+				for _, p := range ev.Content.Parts {
+					reply += p.Text
+				}
+			}
+		}
+		return reply
+	}
+
+	// Session 1: the user tells a fact; kioku extracts it.
+	for _, id := range []string{"day1", "day2"} {
+		if _, err := sessions.Create(ctx, &session.CreateRequest{AppName: "companion", UserID: "alice", SessionID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.ReplyText("How lovely!")
+	if got := say("day1", "My favourite colour is teal."); got != "How lovely!" {
+		t.Fatalf("reply in session 1 = %q", got)
+	}
+	fake.ReplyText(`{"facts":[{"fact":"Alice's favourite colour is teal.","topic":"USER_PREFERENCES","events":[1]}]}`)
+	day1, err := sessions.Get(ctx, &session.GetRequest{AppName: "companion", UserID: "alice", SessionID: "day1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := memories.AddSessionToMemory(ctx, day1.Session); err != nil {
+		t.Fatalf("AddSessionToMemory: %v", err)
+	}
+	extraction := fake.Calls()[len(fake.Calls())-1]
+	if !strings.Contains(extraction.Text(), "My favourite colour is teal.") {
+		t.Fatalf("kioku's extraction did not see session 1: %q", extraction.Text())
+	}
+
+	// Session 2: the memory is preloaded; the model also searches with load_memory.
+	fake.Reply(modeltest.Reply{Parts: []map[string]any{{"functionCall": map[string]any{"name": "load_memory", "args": map[string]any{"query": "favourite colour"}}}}})
+	fake.SetResponder(func(call modeltest.Call) modeltest.Reply {
+		if strings.Contains(call.Text(), "teal") {
+			return modeltest.Reply{Text: "Your favourite colour is teal."}
+		}
+		return modeltest.Reply{Text: "I don't know."}
+	})
+	before := len(fake.Calls())
+	if got := say("day2", "What is my favourite colour?"); got != "Your favourite colour is teal." {
+		t.Fatalf("reply in session 2 = %q", got)
+	}
+	calls := fake.Calls()[before:]
+	if len(calls) != 2 {
+		t.Fatalf("%d model calls in session 2, want 2 (load_memory, then the answer)", len(calls))
+	}
+	if !strings.Contains(calls[0].System, "Alice's favourite colour is teal.") {
+		t.Fatalf("preload_memory did not put the memory in the instruction: %q", calls[0].System)
+	}
+	if !strings.Contains(calls[1].Text(), "response load_memory") || !strings.Contains(calls[1].Text(), "teal") {
+		t.Fatalf("load_memory's result did not reach the model: %q", calls[1].Text())
+	}
+
+	// Memories stay in their app and with their user.
+	for _, req := range []struct{ app, user string }{{"other-app", "alice"}, {"companion", "bob"}} {
+		res, err := memories.SearchMemory(ctx, &memory.SearchRequest{Query: "favourite colour", AppName: req.app, UserID: req.user})
+		if err != nil || len(res.Memories) != 0 {
+			t.Fatalf("search in %s for %s = %v, %v", req.app, req.user, res, err)
+		}
+	}
+	// The events of session 2 are in kioku, tool call and result included.
+	day2, _ := sessions.Get(ctx, &session.GetRequest{AppName: "companion", UserID: "alice", SessionID: "day2"})
+	var authors []string
+	for e := range day2.Session.Events().All() {
+		authors = append(authors, fmt.Sprintf("%s:%v", e.Author, e.Content != nil))
+	}
+	if len(authors) != 4 {
+		t.Fatalf("session 2 holds %v; want the user message, the call, the result and the answer", authors)
+	}
+}
