@@ -288,7 +288,9 @@ func TestMemoryPolicies(t *testing.T) {
 		}
 	}
 	// temp: values live for the turn only.
-	e.agent.Tools = []agent.Tool{{Name: "peek", Run: func(_ context.Context, c *agent.Call) (any, error) { return map[string]any{"mood": c.State["temp:mood"]}, nil }}}
+	e.agent.Tools = []agent.Tool{{Name: "peek", Run: func(_ context.Context, c *agent.Call) (any, error) {
+		return map[string]any{"mood": c.State["temp:mood"]}, nil
+	}}}
 	e.fake.SetResponder(nil)
 	e.fake.Reply(call("peek", nil))
 	e.fake.ReplyText("done")
