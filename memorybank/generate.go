@@ -65,6 +65,25 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*Op
 				return nil, err
 			}
 		}
+		if k := r.FactsSession; k != nil {
+			if err := sessions.ValidateKey(*k); err != nil {
+				return nil, err
+			}
+			if k.App != r.App {
+				return nil, fault.Invalidf("direct_memories_source.source.session %s is not in app %s", k.Name(), r.App)
+			}
+		}
+		if len(r.FactsEventIDs) > 0 && r.FactsSession == nil {
+			return nil, fault.Invalidf("direct_memories_source.source.event_ids needs direct_memories_source.source.session")
+		}
+		if len(r.FactsEventIDs) > MaxSourceEventIDs {
+			return nil, fault.New(fault.ResourceExhausted, "direct_memories_source.source.event_ids has %d ids; the limit is %d", len(r.FactsEventIDs), MaxSourceEventIDs)
+		}
+		for i, id := range r.FactsEventIDs {
+			if err := sessions.ValidateID("direct_memories_source.source.event_ids["+strconv.Itoa(i)+"]", id, sessions.EventIDChars); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if sources != 1 {
 		return nil, fault.Invalidf("give exactly one source: session_source, events_source or direct_memories_source")

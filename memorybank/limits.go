@@ -22,6 +22,7 @@ const (
 	MaxMetadataKeyBytes   = 63
 	MaxMetadataValueBytes = 1 << 10
 	MaxDirectFacts        = 100
+	MaxSourceEventIDs     = 100
 	MaxInlineEvents       = 1000
 	MaxQueryBytes         = 4 << 10
 	DefaultTopK           = 3

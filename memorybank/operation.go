@@ -106,8 +106,11 @@ type GenerateRequest struct {
 	To      time.Time     `json:"to,omitzero"`
 	// Events is a conversation given inline.
 	Events []*sessions.Event `json:"events,omitempty"`
-	// Facts are facts given directly.
-	Facts                []DirectFact `json:"facts,omitempty"`
+	// Facts are facts given directly. FactsSession and FactsEventIDs, when
+	// set, are recorded as their source.
+	Facts                []DirectFact  `json:"facts,omitempty"`
+	FactsSession         *sessions.Key `json:"facts_session,omitempty"`
+	FactsEventIDs        []string      `json:"facts_event_ids,omitempty"`
 	DisableConsolidation bool         `json:"disable_consolidation,omitempty"`
 	AllowedTopics        []string     `json:"allowed_topics,omitempty"`
 }

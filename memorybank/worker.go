@@ -390,7 +390,11 @@ func (r *run) generate(ctx context.Context) (*Write, error) {
 		}
 		conv.add("", g.Events...)
 		for _, f := range g.Facts {
-			cands = append(cands, candidate{fact: f.Fact, topics: f.Topics})
+			c := candidate{fact: f.Fact, topics: f.Topics}
+			if g.FactsSession != nil {
+				c.sources = []Source{{Session: g.FactsSession.Name(), EventIDs: g.FactsEventIDs}}
+			}
+			cands = append(cands, c)
 		}
 	}
 	r.update(func(op *Operation) { op.EventsProcessed = len(conv.events) })

@@ -204,6 +204,13 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 		if len(r.Facts) == 0 {
 			return nil, h.fail(ctx, fault.Invalidf("direct_memories_source.memories is empty"))
 		}
+		if s := src.DirectMemoriesSource.GetSource(); s != nil {
+			k, err := parseSessionKey("direct_memories_source.source.session", s.GetSession())
+			if err != nil {
+				return nil, h.fail(ctx, err)
+			}
+			r.FactsSession, r.FactsEventIDs = &k, s.GetEventIds()
+		}
 	}
 	op, err := h.svc.GenerateMemories(ctx, r)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RetrieveSimilarity", testRetrieveSimilarity},
 		{"RetrieveFiltersAndPaging", testRetrieveFiltersAndPaging},
 		{"DirectFactsWithoutModel", testDirectFactsWithoutModel},
+		{"DirectFactsRecordTheirSource", testDirectFactsSource},
 		{"EventsNeedAModel", testEventsNeedAModel},
 		{"GenerateFromSession", testGenerateFromSession},
 		{"ConsolidationActions", testConsolidationActions},
@@ -491,6 +493,37 @@ func testDirectFactsWithoutModel(t *testing.T, h *harness) {
 	if len(h.gemini.Calls()) != 0 {
 		t.Fatalf("a model was called without one configured")
 	}
+}
+
+func testDirectFactsSource(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "chat-1"}
+	op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user's cat is called Miso."}},
+		FactsSession: &key, FactsEventIDs: []string{"e-7"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.noGen)
+	op = h.op(op)
+	if op.State != memorybank.OpSucceeded || len(op.Generated) != 1 {
+		t.Fatalf("generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
+	}
+	m := op.Generated[0].Memory
+	want := []memorybank.Source{{Session: key.Name(), EventIDs: []string{"e-7"}}}
+	if !reflect.DeepEqual(m.Sources, want) {
+		t.Fatalf("sources = %+v, want %+v", m.Sources, want)
+	}
+
+	other := sessions.Key{App: "app2", User: "u1", ID: "chat-1"}
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "x"}}, FactsSession: &other,
+	})
+	wantKind(t, "a source session of another app", err, fault.Invalid)
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "x"}}, FactsEventIDs: []string{"e1"},
+	})
+	wantKind(t, "event ids without a session", err, fault.Invalid)
 }
 
 func testEventsNeedAModel(t *testing.T, h *harness) {

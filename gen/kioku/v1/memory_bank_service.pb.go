@@ -631,7 +631,12 @@ func (x *EventsSource) GetEvents() []*Event {
 type DirectMemoriesSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The facts.
-	Memories      []*DirectMemory `protobuf:"bytes,1,rep,name=memories,proto3" json:"memories,omitempty"`
+	Memories []*DirectMemory `protobuf:"bytes,1,rep,name=memories,proto3" json:"memories,omitempty"`
+	// Where the facts were learned, recorded as the source of the memories
+	// they create or update (for example the session and event in which an
+	// agent decided to remember them). Optional; the session must be in the
+	// request's app, with at most 100 event ids.
+	Source        *MemorySource `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -669,6 +674,13 @@ func (*DirectMemoriesSource) Descriptor() ([]byte, []int) {
 func (x *DirectMemoriesSource) GetMemories() []*DirectMemory {
 	if x != nil {
 		return x.Memories
+	}
+	return nil
+}
+
+func (x *DirectMemoriesSource) GetSource() *MemorySource {
+	if x != nil {
+		return x.Source
 	}
 	return nil
 }
@@ -1466,9 +1478,10 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"7\n" +
 	"\fEventsSource\x12'\n" +
-	"\x06events\x18\x01 \x03(\v2\x0f.kioku.v1.EventR\x06events\"J\n" +
+	"\x06events\x18\x01 \x03(\v2\x0f.kioku.v1.EventR\x06events\"z\n" +
 	"\x14DirectMemoriesSource\x122\n" +
-	"\bmemories\x18\x01 \x03(\v2\x16.kioku.v1.DirectMemoryR\bmemories\":\n" +
+	"\bmemories\x18\x01 \x03(\v2\x16.kioku.v1.DirectMemoryR\bmemories\x12.\n" +
+	"\x06source\x18\x02 \x01(\v2\x16.kioku.v1.MemorySourceR\x06source\":\n" +
 	"\fDirectMemory\x12\x12\n" +
 	"\x04fact\x18\x01 \x01(\tR\x04fact\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\"\xe4\x02\n" +
@@ -1581,10 +1594,11 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*fieldmaskpb.FieldMask)(nil),         // 27: google.protobuf.FieldMask
 	(*timestamppb.Timestamp)(nil),         // 28: google.protobuf.Timestamp
 	(*Event)(nil),                         // 29: kioku.v1.Event
-	(*MemoryRevision)(nil),                // 30: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 31: kioku.v1.MemoryBankConfig
-	(*emptypb.Empty)(nil),                 // 32: google.protobuf.Empty
-	(*Operation)(nil),                     // 33: kioku.v1.Operation
+	(*MemorySource)(nil),                  // 30: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),                // 31: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 32: kioku.v1.MemoryBankConfig
+	(*emptypb.Empty)(nil),                 // 33: google.protobuf.Empty
+	(*Operation)(nil),                     // 34: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
 	26, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
@@ -1600,44 +1614,45 @@ var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
 	28, // 10: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
 	29, // 11: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
 	10, // 12: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	24, // 13: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	12, // 14: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	13, // 15: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	15, // 16: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	26, // 17: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	30, // 18: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	25, // 19: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	31, // 20: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	27, // 21: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 22: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 23: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 24: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 25: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 26: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 27: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 28: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	16, // 29: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	18, // 30: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	19, // 31: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	20, // 32: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	21, // 33: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	26, // 34: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	26, // 35: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 36: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	26, // 37: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	32, // 38: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	33, // 39: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	14, // 40: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	17, // 41: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	26, // 42: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	33, // 43: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	31, // 44: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	31, // 45: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	34, // [34:46] is the sub-list for method output_type
-	22, // [22:34] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	30, // 13: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	24, // 14: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	12, // 15: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	13, // 16: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	15, // 17: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	26, // 18: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	31, // 19: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	25, // 20: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	32, // 21: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	27, // 22: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 23: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	1,  // 24: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	2,  // 25: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	4,  // 26: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	5,  // 27: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	6,  // 28: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	11, // 29: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	16, // 30: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	18, // 31: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	19, // 32: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	20, // 33: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	21, // 34: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	26, // 35: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	26, // 36: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	3,  // 37: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	26, // 38: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	33, // 39: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	34, // 40: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	14, // 41: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	17, // 42: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	26, // 43: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	34, // 44: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	32, // 45: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	32, // 46: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
