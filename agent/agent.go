@@ -1,15 +1,17 @@
 // Package agent is kioku's small agent runtime, for Go backends that do not
-// use ADK: one call runs one turn of a conversation with a Gemini model
-// (google.golang.org/genai), keeping the conversation in a kioku session
-// and what matters in kioku's memory bank.
+// use ADK: one call runs one turn of a conversation with a model (Gemini
+// through google.golang.org/genai, or an OpenAI-compatible server; see
+// model.Chat), keeping the conversation in a kioku session and what matters
+// in kioku's memory bank.
 //
 // A turn:
 //
 //  1. appends the user's message to the session (with the caller's state
 //     delta, "temp:" keys included: they live for this turn only);
 //  2. reads the session's recent events and merged state;
-//  3. preloads the memories most relevant to the message into the system
-//     instruction (preload_memory);
+//  3. fills the instruction's {key} placeholders from the state and
+//     preloads the memories most relevant to the message into it
+//     (preload_memory);
 //  4. calls the model, offering the tools load_memory(query) and
 //     save_to_memory(fact) and the caller's tools, and runs the calls the
 //     model makes, step after step, up to MaxSteps model calls;
@@ -29,7 +31,13 @@
 // offers tools ends through a final_answer tool whose parameters are that
 // schema; without tools the schema is sent as the response schema. An
 // invalid reply is sent back to the model once with the error; a second
-// invalid reply fails the turn.
+// invalid reply fails the turn. A reply is invalid when it is not JSON of
+// the type, lacks a required field, or (when the type has a method
+// Validate() error) fails its Validate.
+//
+// save_to_memory records the session and the user's event of the turn as
+// the source of the memory, so a memory can always be traced back to the
+// conversation it came from.
 package agent
 
 import (
@@ -40,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -94,12 +103,14 @@ type MemoryPolicy struct {
 type Agent struct {
 	// Kioku is the kioku server holding sessions and memories. Required.
 	Kioku *client.Client
-	// Model is the genai client and ModelName the model. Required.
-	Model     *genai.Client
-	ModelName string
+	// Model is the conversation model. Required.
+	Model model.Chat
 	// Name is the author of the agent's events. Default "agent".
 	Name string
-	// Instruction is the system instruction.
+	// Instruction is the system instruction. {key} names a state value
+	// (any scope: {user:nickname}, {temp:mood}), filled in at the start of
+	// each turn; a missing key fails the turn, unless written {key?}, which
+	// leaves it empty. Braces around anything else stay as written.
 	Instruction string
 	// Tools are the caller's function tools, offered with the memory tools.
 	Tools []Tool
@@ -236,8 +247,8 @@ type turn struct {
 // Turn runs one turn of the session (a resource name,
 // apps/{app}/users/{user}/sessions/{session}) with the user's message.
 func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnOption) (*Result, error) {
-	if a.Kioku == nil || a.Model == nil || a.ModelName == "" {
-		return nil, errors.New("agent: Kioku, Model and ModelName are required")
+	if a.Kioku == nil || a.Model == nil {
+		return nil, errors.New("agent: Kioku and Model are required")
 	}
 	var o turnOptions
 	for _, opt := range opts {
@@ -281,8 +292,11 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	}
 	contents := contentsOf(sess.GetEvents())
 
-	// 3. Memories.
-	system := a.Instruction
+	// 3. Instruction and memories.
+	system, err := fillInstruction(a.Instruction, t.state)
+	if err != nil {
+		return nil, err
+	}
 	if preloaded, err := t.preload(ctx, message); err != nil {
 		return nil, err
 	} else if preloaded != "" {
@@ -333,13 +347,13 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		if step >= maxSteps {
 			return t.res, ErrTooManySteps
 		}
-		resp, err := a.Model.Models.GenerateContent(ctx, a.ModelName, contents, cfg)
+		resp, err := a.Model.GenerateContent(ctx, contents, cfg)
 		t.res.ModelCalls++
 		if err != nil {
-			return t.res, fmt.Errorf("agent: calling %s: %w", a.ModelName, err)
+			return t.res, fmt.Errorf("agent: calling %s: %w", a.Model.Name(), err)
 		}
 		if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil {
-			return t.res, fmt.Errorf("agent: %s returned no content", a.ModelName)
+			return t.res, fmt.Errorf("agent: %s returned no content", a.Model.Name())
 		}
 		reply := resp.Candidates[0].Content
 		reply.Role = genai.RoleModel
@@ -498,6 +512,11 @@ func (t *turn) decodeOutput(text string) error {
 			}
 		}
 	}
+	if val, ok := v.Interface().(interface{ Validate() error }); ok {
+		if err := val.Validate(); err != nil {
+			return err
+		}
+	}
 	t.res.Output = v.Interface()
 	return nil
 }
@@ -595,12 +614,18 @@ func (t *turn) tools() []Tool {
 				if err := c.Decode(&a); err != nil || strings.TrimSpace(a.Fact) == "" {
 					return nil, errors.New("give the fact to remember")
 				}
-				// The scope is the session's user, whatever the arguments say.
+				// The scope is the session's user, whatever the arguments
+				// say; the source is this session and the turn's message.
+				src := &kiokuv1.MemorySource{Session: t.name}
+				if len(t.res.Events) > 0 {
+					src.EventIds = []string{t.res.Events[0].GetId()}
+				}
 				op, err := t.a.Kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
 					Parent: client.AppName(c.App),
 					Scope:  map[string]string{"user_id": c.User},
 					Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
 						Memories: []*kiokuv1.DirectMemory{{Fact: a.Fact}},
+						Source:   src,
 					}},
 				})
 				if err != nil {
@@ -643,6 +668,34 @@ func (t *turn) afterTurn(ctx context.Context) error {
 	}
 	t.res.MemoryOperations = append(t.res.MemoryOperations, op.GetName())
 	return nil
+}
+
+// placeholder matches a {key} or {key?} of an instruction.
+var placeholder = regexp.MustCompile(`\{((?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(\??)\}`)
+
+// fillInstruction replaces the instruction's placeholders with state
+// values: strings as they are, other values as JSON.
+func fillInstruction(instruction string, state map[string]any) (string, error) {
+	var missing string
+	out := placeholder.ReplaceAllStringFunc(instruction, func(m string) string {
+		sub := placeholder.FindStringSubmatch(m)
+		v, ok := state[sub[1]]
+		if !ok || v == nil {
+			if sub[2] == "" && missing == "" {
+				missing = sub[1]
+			}
+			return ""
+		}
+		if s, ok := v.(string); ok {
+			return s
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	})
+	if missing != "" {
+		return "", fmt.Errorf("agent: the instruction names the state key %q, which this session does not have (write {%s?} to make it optional)", missing, missing)
+	}
+	return out, nil
 }
 
 func actions(delta map[string]any) (*kiokuv1.EventActions, error) {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -41,7 +42,7 @@ func setup(t *testing.T) *env {
 	srv := httptest.NewServer(n.Handler())
 	t.Cleanup(srv.Close)
 	c := client.New(srv.URL)
-	return &env{kioku: c, fake: fake, agent: &agent.Agent{Kioku: c, Model: fake.Client(t), ModelName: "gemini-test", Instruction: "Be kind."}}
+	return &env{kioku: c, fake: fake, agent: &agent.Agent{Kioku: c, Model: &model.Gemini{Client: fake.Client(t), Model: "gemini-test"}, Instruction: "Be kind."}}
 }
 
 func (e *env) session(t *testing.T, user, id string) string {
@@ -216,6 +217,16 @@ func TestIdentityComesFromTheSession(t *testing.T) {
 	if count("app", "alice") != 1 || count("app", "bob") != 0 || count("other", "bob") != 0 {
 		t.Fatalf("memories: alice %d, bob %d, other/bob %d", count("app", "alice"), count("app", "bob"), count("other", "bob"))
 	}
+	// The memory's source is the session and the user's message of the turn.
+	for m, err := range e.kioku.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: client.AppName("app"), Scope: map[string]string{"user_id": "alice"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := m.GetSources()
+		if len(src) != 1 || src[0].GetSession() != client.SessionName("app", "alice", "s") || len(src[0].GetEventIds()) != 1 || src[0].GetEventIds()[0] != res.Events[0].GetId() {
+			t.Fatalf("sources = %v, want the session and event %s", src, res.Events[0].GetId())
+		}
+	}
 }
 
 func TestMemoryCarriesToTheNextSession(t *testing.T) {
@@ -304,5 +315,100 @@ func TestMemoryPolicies(t *testing.T) {
 	got, _ := e.kioku.GetSession(t.Context(), &kiokuv1.GetSessionRequest{Name: s, SkipEvents: true})
 	if st := got.GetState().AsMap(); st["temp:mood"] != nil || st["user:seen"] != true {
 		t.Fatalf("stored state %v", st)
+	}
+}
+
+func TestInstructionPlaceholders(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, "alice", "s")
+	e.agent.Instruction = "Call the user {user:nickname}. Mood: {temp:mood?}. Unset: [{nothing?}]. JSON stays: {\"a\": 1} {not a key}."
+	e.fake.ReplyText("Hi Ali.")
+	if _, err := e.agent.Turn(t.Context(), s, "hi", agent.WithStateDelta(map[string]any{"user:nickname": "Ali", "temp:mood": "sunny"})); err != nil {
+		t.Fatal(err)
+	}
+	want := `Call the user Ali. Mood: sunny. Unset: []. JSON stays: {"a": 1} {not a key}.`
+	if got := e.fake.Calls()[0].System; got != want {
+		t.Fatalf("instruction = %q, want %q", got, want)
+	}
+	// A required key the state lacks fails the turn before any model call.
+	e.agent.Instruction = "Hello {user:age}."
+	_, err := e.agent.Turn(t.Context(), s, "hi")
+	if err == nil || !strings.Contains(err.Error(), `"user:age"`) || len(e.fake.Calls()) != 1 {
+		t.Fatalf("missing key: %v after %d calls", err, len(e.fake.Calls()))
+	}
+}
+
+type score struct {
+	Score int `json:"score"`
+}
+
+func (s score) Validate() error {
+	if s.Score < 0 || s.Score > 10 {
+		return fmt.Errorf("score %d is out of range 0 to 10", s.Score)
+	}
+	return nil
+}
+
+func TestOutputValidateMethod(t *testing.T) {
+	e := setup(t)
+	e.agent.Output = score{}
+	e.agent.OutputMode = agent.OutputResponseSchema
+	e.fake.ReplyText(`{"score":42}`, `{"score":4}`)
+	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s"), "rate it")
+	if err != nil || res.Output.(*score).Score != 4 {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if !strings.Contains(e.fake.Calls()[1].Text(), "score 42 is out of range") {
+		t.Fatalf("the model was not told why: %q", e.fake.Calls()[1].Text())
+	}
+}
+
+// TestOpenAICompatibleModel runs a turn with tools and structured output on
+// an OpenAI-compatible server (faked at the HTTP level), through the same
+// runtime.
+func TestOpenAICompatibleModel(t *testing.T) {
+	e := setup(t)
+	oa := modeltest.NewOpenAI(t)
+	e.agent.Model = model.NewOpenAI(oa.Config(), "llama-test")
+	e.agent.Output = mood{}
+	e.agent.Tools = []agent.Tool{{
+		Name: "weather", Description: "The weather in a city.",
+		Parameters: struct {
+			City string `json:"city"`
+		}{},
+		Run: func(_ context.Context, c *agent.Call) (any, error) {
+			return map[string]any{"forecast": "rain"}, nil
+		},
+	}}
+	oa.Reply(call("weather", map[string]any{"city": "Kyoto"}), call("final_answer", map[string]any{"mood": "sad", "score": 3}))
+	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s"), "Weather in Kyoto?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Output.(*mood); m.Mood != "sad" || m.Score != 3 {
+		t.Fatalf("output %+v", m)
+	}
+	calls := oa.Calls()
+	if len(calls) != 2 || calls[0].System != "Be kind." {
+		t.Fatalf("%d calls, system %q", len(calls), calls[0].System)
+	}
+	names := map[string]bool{}
+	for _, d := range calls[0].Tools {
+		names[d["name"].(string)] = true
+		if _, ok := d["parameters"].(map[string]any); !ok {
+			t.Fatalf("tool %v has no parameters schema", d["name"])
+		}
+	}
+	if !names["weather"] || !names["final_answer"] || !names["save_to_memory"] {
+		t.Fatalf("tools offered: %v", names)
+	}
+	// The second call carries the assistant's tool call and the tool's
+	// result, linked by the call's id.
+	text := calls[1].Text()
+	if !strings.Contains(text, `call weather {"city":"Kyoto"}`) || !strings.Contains(text, `response weather {"forecast":"rain"}`) {
+		t.Fatalf("second call saw %q", text)
+	}
+	if len(res.Events) != 5 || res.Events[1].GetContent().GetParts()[0].GetFunctionCall().GetId() == "" {
+		t.Fatalf("events %v", res.Events)
 	}
 }

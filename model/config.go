@@ -76,22 +76,13 @@ func (c Config) withDefaults() Config {
 // embedder.
 func (c Config) Build(ctx context.Context) (Generator, Embedder, error) {
 	c = c.withDefaults()
+	chat, err := c.chat(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	var gen Generator
-	switch c.Provider {
-	case "":
-	case "gemini", "vertex":
-		client, err := c.gemini(ctx, c.Provider)
-		if err != nil {
-			return nil, nil, err
-		}
-		gen = &Gemini{Client: client, Model: firstNonEmpty(c.Model, "gemini-2.5-flash")}
-	case "openai":
-		if c.Model == "" {
-			return nil, nil, fault.Invalidf("--model is required with --model-provider openai (for example llama3.1 on Ollama)")
-		}
-		gen = NewOpenAI(c.openAI(), c.Model)
-	default:
-		return nil, nil, fault.Invalidf("unknown model provider %q: use gemini, vertex or openai", c.Provider)
+	if chat != nil {
+		gen = chat
 	}
 
 	var emb Embedder
@@ -124,6 +115,43 @@ func (c Config) Build(ctx context.Context) (Generator, Embedder, error) {
 
 // gemini returns a genai client for the Gemini API ("gemini") or Vertex AI
 // ("vertex").
+// Chat returns the configured generation model for conversations with
+// tools, or an error naming the settings when none is configured.
+func (c Config) Chat(ctx context.Context) (Chat, error) {
+	chat, err := c.withDefaults().chat(ctx)
+	if err == nil && chat == nil {
+		err = fault.New(fault.FailedPrecondition, "no model is configured: use %s", Settings)
+	}
+	return chat, err
+}
+
+// chatGenerator is what every generation provider implements.
+type chatGenerator interface {
+	Chat
+	Generator
+}
+
+// chat builds the generation model, nil when none is configured.
+func (c Config) chat(ctx context.Context) (chatGenerator, error) {
+	switch c.Provider {
+	case "":
+		return nil, nil
+	case "gemini", "vertex":
+		client, err := c.gemini(ctx, c.Provider)
+		if err != nil {
+			return nil, err
+		}
+		return &Gemini{Client: client, Model: firstNonEmpty(c.Model, "gemini-2.5-flash")}, nil
+	case "openai":
+		if c.Model == "" {
+			return nil, fault.Invalidf("--model is required with --model-provider openai (for example llama3.1 on Ollama)")
+		}
+		return NewOpenAI(c.openAI(), c.Model), nil
+	default:
+		return nil, fault.Invalidf("unknown model provider %q: use gemini, vertex or openai", c.Provider)
+	}
+}
+
 func (c Config) gemini(ctx context.Context, provider string) (*genai.Client, error) {
 	gc := GeminiConfig{BaseURL: c.GeminiBaseURL, Retry: c.Retry, HTTPClient: c.HTTPClient}
 	if provider == "vertex" {

@@ -34,7 +34,8 @@ type Reply struct {
 	// Text is the reply's text (for structured output, the JSON).
 	Text string
 	// Parts, when set, are the reply's parts as raw Gemini JSON objects
-	// (for function calls), instead of Text.
+	// (for function calls), instead of Text. The OpenAI fake turns
+	// functionCall parts into tool_calls.
 	Parts []map[string]any
 	// Status, when not 0 or 200, makes the call fail with this HTTP status
 	// and an error body; RetryAfter is sent as the Retry-After header.
@@ -51,7 +52,8 @@ type Call struct {
 	Messages []Message
 	// Schema is the response JSON schema asked for, if any.
 	Schema any
-	// Tools are the function declarations offered, if any (Gemini only).
+	// Tools are the function declarations offered, if any (as the
+	// provider's JSON objects: name, description and parameters).
 	Tools []map[string]any
 	// Raw is the whole request body.
 	Raw map[string]any
@@ -387,19 +389,43 @@ func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
 	c := Call{Raw: req}
 	c.Model, _ = req["model"].(string)
 	msgs, _ := req["messages"].([]any)
+	callNames := map[string]any{} // tool call id → function name
 	for _, m := range msgs {
 		mm, _ := m.(map[string]any)
 		role, _ := mm["role"].(string)
 		text, _ := mm["content"].(string)
-		if role == "system" {
+		switch role {
+		case "system":
 			c.System = text
 			continue
+		case "tool":
+			id, _ := mm["tool_call_id"].(string)
+			text = fmt.Sprintf("response %v %s", callNames[id], text)
 		}
-		c.Messages = append(c.Messages, Message{Role: role, Text: text})
+		var lines []string
+		if text != "" {
+			lines = append(lines, text)
+		}
+		calls, _ := mm["tool_calls"].([]any)
+		for _, tc := range calls {
+			tcm, _ := tc.(map[string]any)
+			fn, _ := tcm["function"].(map[string]any)
+			id, _ := tcm["id"].(string)
+			callNames[id] = fn["name"]
+			lines = append(lines, fmt.Sprintf("call %v %v", fn["name"], fn["arguments"]))
+		}
+		c.Messages = append(c.Messages, Message{Role: role, Text: strings.Join(lines, "\n")})
 	}
 	if rf, ok := req["response_format"].(map[string]any); ok {
 		if js, ok := rf["json_schema"].(map[string]any); ok {
 			c.Schema = js["schema"]
+		}
+	}
+	tools, _ := req["tools"].([]any)
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		if fn, ok := tm["function"].(map[string]any); ok {
+			c.Tools = append(c.Tools, fn)
 		}
 	}
 	reply, err := o.next(c)
@@ -411,10 +437,34 @@ func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
 		writeError(w, reply)
 		return
 	}
+	msg := map[string]any{"role": "assistant", "content": reply.Text}
+	finish := "stop"
+	var toolCalls []any
+	for i, p := range reply.Parts {
+		if t, ok := p["text"].(string); ok {
+			msg["content"] = t
+		}
+		fc, ok := p["functionCall"].(map[string]any)
+		if !ok {
+			continue
+		}
+		args, _ := json.Marshal(fc["args"])
+		toolCalls = append(toolCalls, map[string]any{
+			"id": fmt.Sprintf("call_%d_%d", len(c.Messages), i), "type": "function",
+			"function": map[string]any{"name": fc["name"], "arguments": string(args)},
+		})
+	}
+	if toolCalls != nil {
+		msg["tool_calls"] = toolCalls
+		finish = "tool_calls"
+		if msg["content"] == "" {
+			msg["content"] = nil
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion", "model": c.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": reply.Text}}},
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
 	})
 }
