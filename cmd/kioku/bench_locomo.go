@@ -11,12 +11,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kioku-ai/kioku/internal/cli"
+
 	"connectrpc.com/connect"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/model"
 )
 
 const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations] [--json]
@@ -138,11 +139,11 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 }
 
 func benchLocomo(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench locomo", benchLocomoUsage)
+	fs := cli.NewFlagSet("bench locomo", "KIOKU_", benchLocomoUsage)
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo JSON file")
 	variant := fs.String("variant", "turns", "turns or observations")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
-	flags := registerModelFlags(fs)
+	flags := cli.RegisterModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func benchLocomo(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(raw, &convs); err != nil {
 		return fmt.Errorf("decoding %s: %w", *data, err)
 	}
-	models, err := flags.config()
+	models, err := flags.Config()
 	if err != nil {
 		return err
 	}
@@ -254,28 +255,4 @@ func benchLocomo(ctx context.Context, args []string) error {
 		return r.printJSON(stdout)
 	}
 	return nil
-}
-
-// modelFlags are the model flags benchmarks share with kioku serve.
-type modelFlags struct {
-	provider, model, embedder, embedModel, embedDims, openaiURL *string
-}
-
-func registerModelFlags(fs *flagSet) *modelFlags {
-	return &modelFlags{
-		provider:   fs.string("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
-		model:      fs.string("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
-		embedder:   fs.string("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
-		embedModel: fs.string("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
-		embedDims:  fs.string("embed-dims", "", "embedding dimensions (default 768 for gemini; required for openai)"),
-		openaiURL:  fs.string("openai-base-url", "", "OpenAI-compatible API root, e.g. http://localhost:11434/v1 (default OPENAI_BASE_URL or https://api.openai.com/v1; key from OPENAI_API_KEY)"),
-	}
-}
-
-func (f *modelFlags) config() (model.Config, error) {
-	dims, err := optionalInt("--embed-dims", *f.embedDims)
-	if err != nil {
-		return model.Config{}, err
-	}
-	return model.Config{Provider: *f.provider, Model: *f.model, Embedder: *f.embedder, EmbedModel: *f.embedModel, EmbedDims: dims, OpenAIBaseURL: *f.openaiURL}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/cli"
+
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -61,7 +63,7 @@ func syntheticFact(r *rand.Rand) string {
 }
 
 func benchMemories(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench memories", benchMemoriesUsage)
+	fs := cli.NewFlagSet("bench memories", "KIOKU_", benchMemoriesUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	ops := fs.Int("ops", 1000, "GenerateMemories operations to run")
 	workers := fs.Int("workers", 2, "memory operation workers (kioku serve's default is 2)")

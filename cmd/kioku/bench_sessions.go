@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/cli"
+
 	"os"
 
 	"connectrpc.com/connect"
@@ -38,7 +40,7 @@ Flags:
 `
 
 func benchSessions(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench sessions", benchSessionsUsage)
+	fs := cli.NewFlagSet("bench sessions", "KIOKU_", benchSessionsUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
 	project := fs.String("firestore-project", "", "Firestore project (--store firestore; with FIRESTORE_EMULATOR_HOST set, a fresh one by default)")

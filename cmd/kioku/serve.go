@@ -2,46 +2,15 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 )
-
-// flagSet is a flag.FlagSet whose flags default to KIOKU_* environment
-// variables.
-type flagSet struct {
-	*flag.FlagSet
-	envErrs []string
-}
-
-func newFlagSet(name, usage string) *flagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
-	return &flagSet{FlagSet: fs}
-}
-
-// envName returns the environment variable of a flag: KIOKU_ and the flag's
-// name in upper case with '-' as '_'.
-func envName(flagName string) string {
-	return "KIOKU_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-func (f *flagSet) string(name, def, usage string) *string {
-	if v, ok := os.LookupEnv(envName(name)); ok {
-		def = v
-	}
-	return f.String(name, def, usage+" (env "+envName(name)+")")
-}
 
 const serveUsage = `Usage: kioku serve [flags]
 
@@ -54,23 +23,22 @@ Flags:
 
 type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
-	models                                                *modelFlags
-	geminiURL, workers, lease                             *string
+	models                                                *cli.ModelFlags
+	workers, lease                                        *string
 }
 
-func registerServeFlags(fs *flagSet) *serveFlags {
+func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 	return &serveFlags{
-		addr:       fs.string("addr", "127.0.0.1:8080", "address to listen on"),
-		store:      fs.string("store", "sqlite", "store: sqlite (embedded, one file under --data-dir) or firestore"),
-		dataDir:    fs.string("data-dir", "./kioku-data", "directory of the sqlite store"),
-		fsProject:  fs.string("firestore-project", "", "Firestore project id (--store firestore)"),
-		fsDatabase: fs.string("firestore-database", "(default)", "Firestore database id (--store firestore)"),
-		logLevel:   fs.string("log-level", "info", "log level: debug, info, warn or error"),
+		addr:       fs.Env("addr", "127.0.0.1:8080", "address to listen on"),
+		store:      fs.Env("store", "sqlite", "store: sqlite (embedded, one file under --data-dir) or firestore"),
+		dataDir:    fs.Env("data-dir", "./kioku-data", "directory of the sqlite store"),
+		fsProject:  fs.Env("firestore-project", "", "Firestore project id (--store firestore)"),
+		fsDatabase: fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
+		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
-		models:    registerModelFlags(fs),
-		geminiURL: fs.string("gemini-base-url", "", "Gemini or Vertex AI endpoint override (a proxy or a regional endpoint)"),
-		workers:   fs.string("workers", "2", "memory operations run at once by this server"),
-		lease:     fs.string("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+		models:  cli.RegisterModelFlags(fs),
+		workers: fs.Env("workers", "2", "memory operations run at once by this server"),
+		lease:   fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
 
@@ -80,12 +48,11 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	default:
 		return node.Config{}, fmt.Errorf("--store %q: use sqlite or firestore", *f.store)
 	}
-	models, err := f.models.config()
+	models, err := f.models.Config()
 	if err != nil {
 		return node.Config{}, err
 	}
-	models.GeminiBaseURL = *f.geminiURL
-	workers, err := optionalInt("--workers", *f.workers)
+	workers, err := cli.OptionalInt("--workers", *f.workers)
 	if err != nil {
 		return node.Config{}, err
 	}
@@ -104,28 +71,8 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Models:            models,
 	}, nil
 }
-
-func optionalInt(flag, v string) (int, error) {
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s %q: want a non-negative number", flag, v)
-	}
-	return n, nil
-}
-
-func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
-}
-
 func serve(ctx context.Context, args []string) error {
-	fs := newFlagSet("serve", serveUsage)
+	fs := cli.NewFlagSet("serve", "KIOKU_", serveUsage)
 	flags := registerServeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -133,7 +80,7 @@ func serve(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
-	log, err := newLogger(*flags.logLevel)
+	log, err := cli.NewLogger(*flags.logLevel)
 	if err != nil {
 		return err
 	}

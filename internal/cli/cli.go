@@ -1,0 +1,102 @@
+// Package cli holds what kioku's commands share on the command line: flag
+// sets whose string flags can default to environment variables, the model
+// flags (the same in kioku serve, the benchmarks and the companion demo),
+// and the logger.
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/kioku-ai/kioku/model"
+)
+
+// FlagSet is a flag.FlagSet whose Env flags default to environment
+// variables named after them.
+type FlagSet struct {
+	*flag.FlagSet
+	prefix string
+}
+
+// NewFlagSet returns a flag set whose usage prints usage then the flags.
+// envPrefix starts the environment variables of its Env flags ("KIOKU_").
+func NewFlagSet(name, envPrefix, usage string) *FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return &FlagSet{FlagSet: fs, prefix: envPrefix}
+}
+
+// EnvName returns the environment variable of a flag: the prefix and the
+// flag's name in upper case with '-' as '_' (--data-dir is KIOKU_DATA_DIR).
+func (f *FlagSet) EnvName(flagName string) string {
+	return f.prefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Env defines a string flag whose default is its environment variable when
+// set; a flag on the command line wins over the variable.
+func (f *FlagSet) Env(name, def, usage string) *string {
+	env := f.EnvName(name)
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	return f.String(name, def, usage+" (env "+env+")")
+}
+
+// ModelFlags choose the generation model and the embedder.
+type ModelFlags struct {
+	provider, model, embedder, embedModel, embedDims, openaiURL, geminiURL *string
+}
+
+// RegisterModelFlags defines the model flags on fs.
+func RegisterModelFlags(fs *FlagSet) *ModelFlags {
+	return &ModelFlags{
+		provider:   fs.Env("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
+		model:      fs.Env("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
+		embedder:   fs.Env("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
+		embedModel: fs.Env("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
+		embedDims:  fs.Env("embed-dims", "", "embedding dimensions (default 768 for gemini; required for openai)"),
+		openaiURL:  fs.Env("openai-base-url", "", "OpenAI-compatible API root, e.g. http://localhost:11434/v1 (default OPENAI_BASE_URL or https://api.openai.com/v1; key from OPENAI_API_KEY)"),
+		geminiURL:  fs.Env("gemini-base-url", "", "Gemini or Vertex AI endpoint override (a proxy or a regional endpoint)"),
+	}
+}
+
+// Config returns the model configuration the flags give.
+func (f *ModelFlags) Config() (model.Config, error) {
+	dims, err := OptionalInt("--embed-dims", *f.embedDims)
+	if err != nil {
+		return model.Config{}, err
+	}
+	return model.Config{
+		Provider: *f.provider, Model: *f.model,
+		Embedder: *f.embedder, EmbedModel: *f.embedModel, EmbedDims: dims,
+		OpenAIBaseURL: *f.openaiURL, GeminiBaseURL: *f.geminiURL,
+	}, nil
+}
+
+// OptionalInt parses a non-negative number; empty is 0.
+func OptionalInt(flag, v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q: want a non-negative number", flag, v)
+	}
+	return n, nil
+}
+
+// NewLogger returns a text logger on stderr at a level named by name.
+func NewLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
