@@ -127,6 +127,12 @@ type Agent struct {
 	// preloading. Default 5.
 	PreloadTopK int
 	Memory      MemoryPolicy
+	// UserIDKey, when set, names the session state key holding the user id,
+	// written when the session was created (for example "user_id"): tools,
+	// the memory tools included, act for the user it names, and a session
+	// whose state lacks it, or names another user than the session's, fails
+	// the turn before the model is called.
+	UserIDKey string
 	// Temperature, when set, overrides the model's.
 	Temperature *float32
 }
@@ -289,6 +295,16 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		if strings.HasPrefix(k, "temp:") {
 			t.state[k] = v
 		}
+	}
+	if key := a.UserIDKey; key != "" {
+		id, _ := t.state[key].(string)
+		if id == "" {
+			return nil, fmt.Errorf("agent: the session's state has no %q; write the user id there when the session is created", key)
+		}
+		if id != user {
+			return nil, fmt.Errorf("agent: the session's state %q names the user %q, but the session belongs to %q", key, id, user)
+		}
+		t.user = id
 	}
 	contents := contentsOf(sess.GetEvents())
 

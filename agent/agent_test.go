@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/kioku-ai/kioku/agent"
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
@@ -410,5 +412,37 @@ func TestOpenAICompatibleModel(t *testing.T) {
 	}
 	if len(res.Events) != 5 || res.Events[1].GetContent().GetParts()[0].GetFunctionCall().GetId() == "" {
 		t.Fatalf("events %v", res.Events)
+	}
+}
+
+func TestUserIDFromState(t *testing.T) {
+	e := setup(t)
+	e.agent.UserIDKey = "user_id"
+	create := func(user, id string, state map[string]any) string {
+		st, _ := structpb.NewStruct(state)
+		s, err := e.kioku.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("app", user), SessionId: id, Session: &kiokuv1.Session{State: st}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.GetName()
+	}
+	var seen string
+	e.agent.Tools = []agent.Tool{{Name: "who", Run: func(_ context.Context, c *agent.Call) (any, error) {
+		seen = c.User
+		return "ok", nil
+	}}}
+	e.fake.Reply(call("who", nil))
+	e.fake.ReplyText("done")
+	if _, err := e.agent.Turn(t.Context(), create("alice", "s1", map[string]any{"user_id": "alice"}), "hi"); err != nil || seen != "alice" {
+		t.Fatalf("turn: %v, tool saw %q", err, seen)
+	}
+	for _, state := range []map[string]any{{}, {"user_id": "bob"}} {
+		_, err := e.agent.Turn(t.Context(), create("alice", fmt.Sprintf("s%d", len(state)+2), state), "hi")
+		if err == nil || !strings.Contains(err.Error(), `"user_id"`) {
+			t.Fatalf("state %v: %v", state, err)
+		}
+	}
+	if n := len(e.fake.Calls()); n != 2 {
+		t.Fatalf("the model was called %d times; the refused turns must not call it", n)
 	}
 }
