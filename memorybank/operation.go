@@ -111,8 +111,8 @@ type GenerateRequest struct {
 	Facts                []DirectFact  `json:"facts,omitempty"`
 	FactsSession         *sessions.Key `json:"facts_session,omitempty"`
 	FactsEventIDs        []string      `json:"facts_event_ids,omitempty"`
-	DisableConsolidation bool         `json:"disable_consolidation,omitempty"`
-	AllowedTopics        []string     `json:"allowed_topics,omitempty"`
+	DisableConsolidation bool          `json:"disable_consolidation,omitempty"`
+	AllowedTopics        []string      `json:"allowed_topics,omitempty"`
 }
 
 // DirectFact is one fact given directly.

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kioku-ai/kioku/client"
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestNextAffinity(t *testing.T) {
+	for _, c := range []struct{ prev, proposed, want int }{
+		{50, 55, 55}, {50, 95, 60}, {50, 0, 40}, {95, 100, 100}, {98, 120, 100}, {3, -50, 0}, {60, 60, 60},
+	} {
+		if got := nextAffinity(c.prev, c.proposed); got != c.want {
+			t.Errorf("nextAffinity(%d, %d) = %d, want %d", c.prev, c.proposed, got, c.want)
+		}
+	}
+}
+
+func TestUserID(t *testing.T) {
+	for name, want := range map[string]string{
+		"Ann": "ann", "  Mary Jane ": "mary-jane", "Zoë!!": "zo", "!!!": "", "R2-D2": "r2-d2", strings.Repeat("a", 60): strings.Repeat("a", 40),
+	} {
+		if got := userID(name); got != want {
+			t.Errorf("userID(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestCharacterReplyValidate(t *testing.T) {
+	ok := CharacterReply{Dialogue: "Hi", Emotion: "happy", Scene: "park", AffinityLevel: 50}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []CharacterReply{
+		{Dialogue: "", Emotion: "happy", Scene: "park"},
+		{Dialogue: "Hi", Emotion: "bored", Scene: "park"},
+		{Dialogue: "Hi", Emotion: "happy", Scene: "moon"},
+		{Dialogue: "Hi", Emotion: "happy", Scene: "park", AffinityLevel: 101},
+	} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v passed validation", bad)
+		}
+	}
+}
+
+// site is the app on an embedded kioku whose memory generation and the
+// character both use one fake Gemini.
+type site struct {
+	t     *testing.T
+	url   string
+	http  *http.Client
+	kioku *client.Client
+	fake  *modeltest.Gemini
+}
+
+func newSite(t *testing.T) *site {
+	fake := modeltest.NewGemini(t)
+	fake.SetResponder(hana)
+	cfg := model.Config{Provider: "gemini", GeminiAPIKey: "test-key", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Models: cfg, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ks := httptest.NewServer(n.Handler())
+	t.Cleanup(ks.Close)
+	kioku := client.New(ks.URL)
+	chat, err := cfg.Chat(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := NewApp(t.Context(), kioku, chat, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	return &site{t: t, url: srv.URL, http: &http.Client{Jar: jar}, kioku: kioku, fake: fake}
+}
+
+// call sends a JSON request and decodes the answer into out; it returns
+// the status.
+func (s *site) call(method, path string, in, out any) int {
+	s.t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, body)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			s.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (s *site) turn(path string, in any) turnResult {
+	s.t.Helper()
+	var res turnResult
+	if code := s.call("POST", path, in, &res); code != http.StatusOK {
+		s.t.Fatalf("%s: status %d", path, code)
+	}
+	return res
+}
+
+func TestConversationAcrossDays(t *testing.T) {
+	s := newSite(t)
+	var e struct{ Error string }
+	if code := s.call("GET", "/api/me", nil, &e); code != http.StatusUnauthorized {
+		t.Fatalf("before sign-in: %d", code)
+	}
+	if code := s.call("POST", "/api/signin", map[string]string{"name": "!!!"}, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, "name") {
+		t.Fatalf("bad name: %d %q", code, e.Error)
+	}
+	if code := s.call("POST", "/api/signin", map[string]string{"name": "Ann Lee"}, nil); code != http.StatusOK {
+		t.Fatalf("sign-in: %d", code)
+	}
+	var v view
+	s.call("GET", "/api/me", nil, &v)
+	if v.User != "ann-lee" || v.Nickname != "Ann Lee" || v.Affinity != 50 || v.Session != "" {
+		t.Fatalf("first view %+v", v)
+	}
+	if code := s.call("POST", "/api/chat", map[string]string{"message": "hi"}, &e); code != http.StatusConflict {
+		t.Fatalf("chat before a day: %d", code)
+	}
+
+	// Day 1: the greeting.
+	day1 := s.turn("/api/day", map[string]string{"local_time": "Mon 09:30"})
+	if day1.Reply.Emotion != "shy" || day1.AffinityBefore != 50 || day1.AffinityAfter != 53 || day1.View.Day != 1 {
+		t.Fatalf("greeting %+v", day1)
+	}
+	if st := day1.View.State["session"].(map[string]any); st["user_id"] != "ann-lee" {
+		t.Fatalf("session state %v has no user id", st)
+	}
+	// temp: reached the model and the turn, and was never stored.
+	if day1.Temp["temp:local_time"] != "Mon 09:30" || !strings.Contains(s.fake.Calls()[0].System, "Their local time: Mon 09:30") {
+		t.Fatalf("temp %v; system %q", day1.Temp, s.fake.Calls()[0].System)
+	}
+	sess, err := s.kioku.GetSession(t.Context(), &kiokuv1.GetSessionRequest{Name: day1.View.Session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range sess.GetState().AsMap() {
+		if strings.HasPrefix(k, "temp:") {
+			t.Fatalf("stored state has %s", k)
+		}
+	}
+	if len(day1.View.Messages) != 1 || day1.View.Messages[0].Role != "hana" {
+		t.Fatalf("the stage direction shows as a message: %+v", day1.View.Messages)
+	}
+
+	// A fact worth remembering: saved by the model's tool call; affinity
+	// proposed +25 moves +10.
+	t1 := s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso", "local_time": "Mon 09:31"})
+	if t1.Reply.Emotion != "excited" || t1.AffinityBefore != 53 || t1.AffinityAfter != 63 {
+		t.Fatalf("turn 1 %+v", t1)
+	}
+	if len(t1.Saved) != 1 || t1.Saved[0] != "The user has a cat called Miso." {
+		t.Fatalf("saved %v", t1.Saved)
+	}
+	// The nickname tool writes user: state.
+	t2 := s.turn("/api/chat", map[string]string{"message": "please call me Aki"})
+	if t2.View.Nickname != "Aki" || t2.View.State["user"].(map[string]any)["user:nickname"] != "Aki" {
+		t.Fatalf("nickname after set_nickname: %+v", t2.View)
+	}
+	if len(t2.Temp) != 0 {
+		t.Fatalf("a turn without local time has temp state %v", t2.Temp)
+	}
+	t3 := s.turn("/api/chat", map[string]string{"message": "you are boring"})
+	if t3.Reply.Emotion != "angry" || t3.AffinityAfter != t3.AffinityBefore-4 {
+		t.Fatalf("turn 3 %+v", t3)
+	}
+	if code := s.call("POST", "/api/chat", map[string]string{"message": "  "}, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, "message") {
+		t.Fatalf("empty message: %d %q", code, e.Error)
+	}
+
+	// The memory panel: the fact, its revision and the day it came from.
+	var mem struct{ Memories []memoryView }
+	s.call("GET", "/api/memories", nil, &mem)
+	if len(mem.Memories) != 1 {
+		t.Fatalf("memories %+v", mem)
+	}
+	m := mem.Memories[0]
+	if m.Fact != "The user has a cat called Miso." || len(m.Revisions) != 1 || m.Revisions[0].Action != "created" ||
+		len(m.Sources) != 1 || m.Sources[0].Label != "Day 1" || m.Sources[0].Session != day1.View.Session {
+		t.Fatalf("memory %+v", m)
+	}
+
+	// Day 2: a new session; the greeting draws on the memory; user: state
+	// carried over, session state did not.
+	day2 := s.turn("/api/day", map[string]string{})
+	if day2.View.Session == day1.View.Session || day2.View.Day != 2 {
+		t.Fatalf("day 2 %+v", day2.View)
+	}
+	if !strings.Contains(day2.Reply.Dialogue, "The user has a cat called Miso.") {
+		t.Fatalf("day 2 greeting %q", day2.Reply.Dialogue)
+	}
+	if day2.View.Nickname != "Aki" || day2.AffinityBefore != t3.AffinityAfter {
+		t.Fatalf("user state did not carry over: %+v", day2)
+	}
+	if len(day2.View.Messages) != 1 {
+		t.Fatalf("day 2 shows %d messages", len(day2.View.Messages))
+	}
+	if day2.View.State["app"].(map[string]any)["app:greeting"] != defaultGreeting {
+		t.Fatalf("app state %v", day2.View.State["app"])
+	}
+
+	// Another user sees none of it.
+	s.http.Jar, _ = cookiejar.New(nil)
+	s.call("POST", "/api/signin", map[string]string{"name": "Bob"}, nil)
+	s.call("GET", "/api/memories", nil, &mem)
+	s.call("GET", "/api/me", nil, &v)
+	if len(mem.Memories) != 0 || v.Session != "" || v.Affinity != 50 {
+		t.Fatalf("bob sees %d memories, session %q, affinity %d", len(mem.Memories), v.Session, v.Affinity)
+	}
+}
+
+func TestNoModelConfigured(t *testing.T) {
+	t.Setenv("COMPANION_MODEL_PROVIDER", "")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--addr", "127.0.0.1:0"}, &out, nil)
+	if err == nil || !strings.Contains(err.Error(), "--model-provider") || !strings.Contains(err.Error(), "COMPANION_MODEL_PROVIDER") || !strings.Contains(err.Error(), "GEMINI_API_KEY") {
+		t.Fatalf("without a model: %v", err)
+	}
+}
+
+// TestRunWithKiokuURL runs the binary's entry point against a kioku server
+// given by --kioku, with the model chosen by COMPANION_ variables.
+func TestRunWithKiokuURL(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	fake.SetResponder(hana)
+	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ks := httptest.NewServer(n.Handler())
+	t.Cleanup(ks.Close)
+	t.Setenv("GEMINI_API_KEY", "test-key")
+	t.Setenv("COMPANION_MODEL_PROVIDER", "gemini")
+	t.Setenv("COMPANION_GEMINI_BASE_URL", fake.URL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	urls, done := make(chan string, 1), make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--kioku", ks.URL, "--log-level", "warn"}, &stderr, func(u string) { urls <- u })
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "embedded kioku") {
+		t.Fatalf("started an embedded kioku despite --kioku: %s", stderr.String())
+	}
+	jar, _ := cookiejar.New(nil)
+	s := &site{t: t, url: url, http: &http.Client{Jar: jar}, kioku: client.New(ks.URL), fake: fake}
+	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	day := s.turn("/api/day", map[string]string{})
+	// The session is on the given server.
+	if _, err := s.kioku.GetSession(t.Context(), &kiokuv1.GetSessionRequest{Name: day.View.Session}); err != nil {
+		t.Fatalf("the day's session is not on --kioku's server: %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kioku-ai/kioku/model/modeltest"
+)
+
+// chromium finds the browser: $CHROMIUM, else Debian's chromium or Chrome
+// on the PATH. A missing browser fails the test: .ci/run installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium found: install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM to the browser's path")
+	return ""
+}
+
+// artifacts is where the test leaves its screenshots: $TEST_ARTIFACTS_DIR
+// when set (CI keeps it), else the test's temporary directory.
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("TEST_ARTIFACTS_DIR")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBrowser drives the whole app in headless Chromium: the real binary's
+// run (flags, embedded kioku, model from the flags) against a fake Gemini
+// endpoint. It signs in, chats two turns, checks the dialogue, the emotion
+// picture and the affinity change, starts a new day and finds the
+// remembered fact in the greeting and the memory panel.
+func TestBrowser(t *testing.T) {
+	browser := chromium(t)
+	fake := modeltest.NewGemini(t)
+	fake.SetResponder(hana)
+	t.Setenv("GEMINI_API_KEY", "test-key")
+
+	appCtx, stopApp := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(appCtx, []string{
+			"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn",
+			"--model-provider", "gemini", "--model", "gemini-test", "--gemini-base-url", fake.URL,
+		}, &stderr, func(url string) { urls <- url })
+	}()
+	t.Cleanup(func() {
+		stopApp()
+		if err := <-done; err != nil {
+			t.Errorf("the app ended with %v", err)
+		}
+	})
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatalf("the app did not start: %v\n%s", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the app did not start in 30s\n%s", stderr.String())
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	defer cancel()
+
+	dir := artifacts(t)
+	screenshot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+	}
+	failed := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			screenshot("companion-failure.png")
+			t.Fatalf("%s: %v\napp log:\n%s", what, err, stderr.String())
+		}
+	}
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		failed(what, chromedp.Do(ctx, actions...))
+	}
+	// text is an element's textContent, trimmed.
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+		failed("reading "+sel, err)
+		return strings.TrimSpace(s)
+	}
+	attr := func(sel, name string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(sel), name))
+		failed("reading "+sel+" "+name, err)
+		return v.Value
+	}
+	// waitDialogue waits for Hana's reply to contain s and the page to be
+	// idle again.
+	waitDialogue := func(s string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](
+			`document.getElementById("dialogue").textContent.includes(`+jsString(s)+`) && !document.getElementById("send").disabled`,
+			chromedp.WithPollingTimeout(60*time.Second)))
+		failed("waiting for the dialogue "+s, err)
+	}
+	say := func(msg string) {
+		t.Helper()
+		step("sending "+msg,
+			chromedp.SendKeys(chromedp.CSS("#message"), msg),
+			chromedp.Click(chromedp.CSS("#send")))
+	}
+
+	// Sign in: the first day starts with Hana's greeting.
+	step("signing in",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS("#signin-name")),
+		chromedp.SendKeys(chromedp.CSS("#signin-name"), "Ann"),
+		chromedp.Click(chromedp.CSS("#signin-btn")),
+		chromedp.WaitVisible(chromedp.CSS("#main")))
+	waitDialogue("Welcome to my little flower stall")
+	if got := attr("#face", "data-emotion"); got != "shy" {
+		t.Fatalf("greeting emotion picture %q, want shy", got)
+	}
+	if got := text("#affinity-value"); got != "53" {
+		t.Fatalf("affinity after the greeting %q, want 53", got)
+	}
+
+	// Turn 1: a fact worth remembering; the model proposes +25, the page
+	// shows the clamped +10.
+	say("I have a cat called Miso")
+	waitDialogue("A cat called Miso?")
+	if got := attr("#face", "data-emotion"); got != "excited" {
+		t.Fatalf("emotion picture %q, want excited", got)
+	}
+	faceSVG, err := chromedp.Run(ctx, chromedp.InnerHTML(chromedp.CSS("#face")))
+	failed("reading the face", err)
+	if !strings.Contains(faceSVG, "<svg") || !strings.Contains(faceSVG, "Hana looks excited") {
+		t.Fatalf("the face is not an SVG picture of the emotion: %.200s", faceSVG)
+	}
+	if got := attr("#stage", "data-scene"); got != "park" {
+		t.Fatalf("scene %q, want park", got)
+	}
+	if v, d := text("#affinity-value"), text("#affinity-delta"); v != "63" || d != "+10" {
+		t.Fatalf("affinity %q (%q), want 63 (+10)", v, d)
+	}
+	if got := text("#memories"); !strings.Contains(got, "The user has a cat called Miso.") || !strings.Contains(got, "learned on Day 1") {
+		t.Fatalf("memory panel %q", got)
+	}
+	if got := text("#state-temp"); !strings.Contains(got, "temp:local_time") {
+		t.Fatalf("temp state panel %q", got)
+	}
+
+	// Turn 2: an unkind message.
+	say("you are boring")
+	waitDialogue("not very kind")
+	if got := attr("#face", "data-emotion"); got != "angry" {
+		t.Fatalf("emotion picture %q, want angry", got)
+	}
+	if v, d := text("#affinity-value"), text("#affinity-delta"); v != "59" || d != "-4" {
+		t.Fatalf("affinity %q (%q), want 59 (-4)", v, d)
+	}
+	if got := text("#state-user"); !strings.Contains(got, "user:affinity59") || !strings.Contains(got, "user:nicknameAnn") {
+		t.Fatalf("user state panel %q", got)
+	}
+	if got := text("#state-session"); !strings.Contains(got, "user_idann") || !strings.Contains(got, "day1") {
+		t.Fatalf("session state panel %q", got)
+	}
+	if got := text("#log"); !strings.Contains(got, "I have a cat called Miso") || strings.Contains(got, stagePrefix) {
+		t.Fatalf("conversation %q", got)
+	}
+	screenshot("companion-day1.png")
+
+	// A new day: a new session, and Hana greets with what she remembers.
+	step("starting a new day", chromedp.Click(chromedp.CSS("#new-day")))
+	waitDialogue("I remember: The user has a cat called Miso.")
+	if got := text("#state-session"); !strings.Contains(got, "day2") {
+		t.Fatalf("session state on day 2 %q", got)
+	}
+	if got := text("#log"); strings.Contains(got, "boring") {
+		t.Fatalf("day 2 shows day 1's conversation: %q", got)
+	}
+	if got := text("#memories"); !strings.Contains(got, "The user has a cat called Miso.") {
+		t.Fatalf("memory panel on day 2 %q", got)
+	}
+	screenshot("companion.png")
+
+	// Reloading the page restores the day from kioku.
+	step("reloading", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#main")))
+	waitDialogue("I remember: The user has a cat called Miso.")
+}
+
+func jsString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}

@@ -1,0 +1,152 @@
+// Command companion is kioku's demo web app: chat with Hana, a character
+// who remembers you.
+//
+// It shows kioku end to end. Each day is a session under
+// apps/companion/users/{user}; the user id is written into the session's
+// state when the session is created, and the agent takes the user of every
+// tool call from there (agent.UserIDKey). Hana replies with a structured
+// CharacterReply (dialogue, narration, emotion, scene, affinity_level)
+// through the final_answer tool whose parameters are generated from the Go
+// type. The program, not a tool, stores the affinity as user:affinity,
+// moving from the previous value toward the model's proposal by at most 10
+// points. user:nickname (changed by the set_nickname tool), app:greeting
+// and the session's day show the stored scopes; the browser's local time is
+// passed as temp:local_time, which the instruction uses and kioku never
+// stores. Hana decides what to remember with save_to_memory; memories are
+// preloaded into every turn; "New day" starts a new session whose greeting
+// draws on them.
+//
+// Usage:
+//
+//	companion [flags]
+//
+// With --kioku URL it uses a running kioku server; without it, it runs an
+// embedded kioku (SQLite under --data-dir) in-process, reachable on a
+// loopback port it prints. A model is required: see --model-provider. Every
+// flag can also be set with COMPANION_ and its name in upper case
+// (--model-provider is COMPANION_MODEL_PROVIDER).
+//
+// Sign-in is by name, kept in a cookie: it is a demo, not authentication;
+// anyone who types a name sees that user's conversation and memories.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kioku-ai/kioku/client"
+	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/internal/node"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "companion:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `Usage: companion [flags]
+
+Serves the companion demo: chat with Hana, a character who remembers you,
+on kioku. Every flag can also be set with the environment variable named
+after it.
+
+Flags:
+`
+
+// run runs the app until ctx is done. ready, when set, is called with the
+// app's URL once it serves.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(url string)) error {
+	fs := cli.NewFlagSet("companion", "COMPANION_", usage)
+	fs.SetOutput(stderr)
+	addr := fs.Env("addr", "127.0.0.1:8090", "address of the web app")
+	kiokuURL := fs.Env("kioku", "", "URL of a running kioku server; empty: run an embedded kioku")
+	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
+	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
+	models := cli.RegisterModelFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("companion takes no arguments, got %q", fs.Args())
+	}
+	log, err := cli.NewLogger(*logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := models.Config()
+	if err != nil {
+		return err
+	}
+	if cfg.Provider == "" {
+		return fmt.Errorf(`a model is needed; choose one:
+  Gemini API:   --model-provider gemini, with GEMINI_API_KEY set
+  Vertex AI:    --model-provider vertex, with GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION) and Application Default Credentials
+  OpenAI-compatible (a local Ollama, vLLM, OpenAI):
+                --model-provider openai --openai-base-url http://localhost:11434/v1 --model llama3.1
+Each flag can be set in the environment instead: %s, %s, %s`,
+			fs.EnvName("model-provider"), fs.EnvName("model"), fs.EnvName("openai-base-url"))
+	}
+	chat, err := cfg.Chat(ctx)
+	if err != nil {
+		return err
+	}
+
+	base := *kiokuURL
+	if base == "" {
+		n, err := node.Open(ctx, node.Config{DataDir: *dataDir, Models: cfg, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer n.Close()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		go n.Serve(ctx, ln)
+		base = "http://" + ln.Addr().String()
+		fmt.Fprintf(stderr, "embedded kioku on %s (data in %s)\n", base, *dataDir)
+	}
+	kioku := client.New(base)
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	app, err := NewApp(sctx, kioku, chat, log)
+	cancel()
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w (choose another address with --addr)", *addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stderr, "companion on %s (model %s, kioku %s)\n", url, chat.Name(), base)
+	srv := &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if ready != nil {
+		ready(url)
+	}
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
