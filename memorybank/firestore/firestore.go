@@ -47,10 +47,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -115,43 +117,6 @@ func (s *Store) statsRef(app, scopeKey string) *firestore.DocumentRef {
 	return s.app(app).Collection("kioku_scope_stats").Doc(hashID(scopeKey))
 }
 
-func ns(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNS(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
-
-func wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	switch status.Code(err) {
-	case codes.Aborted:
-		return fault.Wrap(fault.Aborted, err, "too much contention; retry")
-	case codes.Unavailable, codes.ResourceExhausted:
-		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable")
-	case codes.DeadlineExceeded:
-		return fault.Wrap(fault.DeadlineExceeded, err, "Firestore did not answer in time")
-	case codes.Canceled:
-		return fault.Wrap(fault.Canceled, err, "canceled")
-	}
-	return err
-}
-
 // memoryDoc is a memory document.
 type memoryDoc struct {
 	ScopeKey       string             `firestore:"scope_key"`
@@ -177,7 +142,7 @@ func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
 	}
 	d := &memoryDoc{
 		ScopeKey: m.Scope.Key(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
-		Sources: string(sources), CreateNS: ns(m.CreateTime), UpdateNS: ns(m.UpdateTime), ExpireNS: ns(m.ExpireTime),
+		Sources: string(sources), CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 	}
 	if d.Topics == nil {
@@ -203,7 +168,7 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 	}
 	m := &memorybank.Memory{
 		App: app, ID: snap.Ref.ID, Fact: d.Fact, Scope: d.Scope, Topics: d.Topics, Metadata: d.Metadata,
-		CreateTime: fromNS(d.CreateNS), UpdateTime: fromNS(d.UpdateNS), ExpireTime: fromNS(d.ExpireNS),
+		CreateTime: unixnano.Time(d.CreateNS), UpdateTime: unixnano.Time(d.UpdateNS), ExpireTime: unixnano.Time(d.ExpireNS),
 		Revision: d.Revision, Deleted: d.Deleted, EmbeddingModel: d.EmbeddingModel,
 	}
 	if len(d.Embedding) > 0 {
@@ -228,11 +193,11 @@ func appOf(snap *firestore.DocumentSnapshot) string { return snap.Ref.Parent.Par
 // GetMemory implements memorybank.Store.
 func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
 	snap, err := s.memories(app).Doc(id).Get(ctx)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
 	}
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	return fromSnap(app, snap)
 }
@@ -248,7 +213,7 @@ func collect(ctx context.Context, base firestore.Query, limit int, after []any, 
 		}
 		snaps, err := q.Documents(ctx).GetAll()
 		if err != nil {
-			return nil, wrap(err)
+			return nil, firestoredb.Wrap(err)
 		}
 		for _, snap := range snaps {
 			m, err := fromSnap(app(snap), snap)
@@ -294,7 +259,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	return collect(ctx, base, q.Limit, after,
 		func(m *memorybank.Memory) bool { return m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) },
 		func(*firestore.DocumentSnapshot) string { return q.App },
-		func(m *memorybank.Memory) []any { return []any{ns(m.UpdateTime), m.ID} })
+		func(m *memorybank.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })
 }
 
 // scopeStats is the document of a scope's vector statistics.
@@ -306,7 +271,7 @@ type modelStats struct {
 }
 
 func readStats(snap *firestore.DocumentSnapshot, err error) (scopeStats, error) {
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return scopeStats{}, nil
 	}
 	if err != nil {
@@ -351,7 +316,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 	}
 	st, err := readStats(s.statsRef(q.App, q.ScopeKey).Get(ctx))
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	ms := st[q.Model]
 	if ms == nil || ms.N <= 0 {
@@ -370,7 +335,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		FindNearest("embedding", firestore.Vector32(wq), limit, firestore.DistanceMeasureDotProduct, &firestore.FindNearestOptions{DistanceResultField: "kioku_score"})
 	snaps, err := vq.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	var out []memorybank.Scored
 	for _, snap := range snaps {
@@ -401,7 +366,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
 	snaps, err := s.memories(app).Where("source_sessions", "array-contains", session).Where("deleted", "==", false).Documents(ctx).GetAll()
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	var out []*memorybank.Memory
 	for _, snap := range snaps {
@@ -433,7 +398,7 @@ func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) (
 func (s *Store) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
 	snaps, err := q.Select().Documents(ctx).GetAll()
 	if err != nil || len(snaps) == 0 {
-		return 0, wrap(err)
+		return 0, firestoredb.Wrap(err)
 	}
 	bw := s.c.BulkWriter(ctx)
 	var jobs []*firestore.BulkWriterJob
@@ -448,7 +413,7 @@ func (s *Store) deleteQuery(ctx context.Context, q firestore.Query) (int, error)
 	bw.End()
 	for _, j := range jobs {
 		if _, err := j.Results(); err != nil {
-			return 0, wrap(err)
+			return 0, firestoredb.Wrap(err)
 		}
 	}
 	return len(snaps), nil
@@ -487,12 +452,12 @@ type revisionJSON struct {
 func revisionToDoc(r *memorybank.Revision) (*revisionDoc, error) {
 	body, err := json.Marshal(revisionJSON{
 		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
-		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason, CreateNS: ns(r.CreateTime),
+		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason, CreateNS: unixnano.From(r.CreateTime),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &revisionDoc{Number: r.Number, ExpireNS: ns(r.ExpireTime), Body: string(body)}, nil
+	return &revisionDoc{Number: r.Number, ExpireNS: unixnano.From(r.ExpireTime), Body: string(body)}, nil
 }
 
 func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*memorybank.Revision, error) {
@@ -507,7 +472,7 @@ func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*
 	return &memorybank.Revision{
 		App: app, MemoryID: memoryID, Number: d.Number, Action: j.Action, Fact: j.Fact, Scope: j.Scope,
 		Topics: j.Topics, Metadata: j.Metadata, ExtractedFacts: j.ExtractedFacts, Sources: j.Sources,
-		Operation: j.Operation, Reason: j.Reason, CreateTime: fromNS(j.CreateNS), ExpireTime: fromNS(d.ExpireNS),
+		Operation: j.Operation, Reason: j.Reason, CreateTime: unixnano.Time(j.CreateNS), ExpireTime: unixnano.Time(d.ExpireNS),
 	}, nil
 }
 
@@ -522,7 +487,7 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 		want := limit - len(out)
 		snaps, err := q.Limit(want).Documents(ctx).GetAll()
 		if err != nil {
-			return nil, wrap(err)
+			return nil, firestoredb.Wrap(err)
 		}
 		for _, snap := range snaps {
 			r, err := revisionFromSnap(app, memoryID, snap)
@@ -545,11 +510,11 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 // GetRevision implements memorybank.Store.
 func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
 	snap, err := s.revisionRef(app, memoryID, number).Get(ctx)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
 	}
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	return revisionFromSnap(app, memoryID, snap)
 }
@@ -561,11 +526,11 @@ func (s *Store) configRef(app string) *firestore.DocumentRef {
 // GetConfig implements memorybank.Store.
 func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
 	snap, err := s.configRef(app).Get(ctx)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return &memorybank.BankConfig{App: app}, nil
 	}
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	body, err := snap.DataAt("body")
 	if err != nil {
@@ -586,7 +551,7 @@ func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
 		return err
 	}
 	_, err = s.configRef(c.App).Set(ctx, map[string]any{"body": string(body)})
-	return wrap(err)
+	return firestoredb.Wrap(err)
 }
 
 // opDoc is an operation document.
@@ -606,13 +571,13 @@ func toOpDoc(op *memorybank.Operation) (*opDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	due := ns(op.NotBefore)
+	due := unixnano.From(op.NotBefore)
 	if due == 0 {
-		due = ns(op.CreateTime)
+		due = unixnano.From(op.CreateTime)
 	}
 	return &opDoc{
-		State: int(op.State), Method: op.Method, ScopeKey: op.ScopeKey, CreateNS: ns(op.CreateTime),
-		DueNS: due, LeaseExpiryNS: ns(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
+		State: int(op.State), Method: op.Method, ScopeKey: op.ScopeKey, CreateNS: unixnano.From(op.CreateTime),
+		DueNS: due, LeaseExpiryNS: unixnano.From(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
 	}, nil
 }
 
@@ -638,17 +603,17 @@ func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) e
 	if status.Code(err) == codes.AlreadyExists {
 		return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 	}
-	return wrap(err)
+	return firestoredb.Wrap(err)
 }
 
 // GetOperation implements memorybank.Store.
 func (s *Store) GetOperation(ctx context.Context, app, id string) (*memorybank.Operation, error) {
 	snap, err := s.opRef(app, id).Get(ctx)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return nil, fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
 	}
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	return opFromSnap(snap)
 }
@@ -669,7 +634,7 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 	}
 	snaps, err := base.Limit(q.Limit).Documents(ctx).GetAll()
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	var out []*memorybank.Operation
 	for _, snap := range snaps {
@@ -786,17 +751,17 @@ func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*mem
 		}
 		return nil
 	}, s.txn...)
-	return claimed, wrap(err)
+	return claimed, firestoredb.Wrap(err)
 }
 
 // Watermark implements memorybank.Store.
 func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
 	snap, err := s.watermarkRef(app, session).Get(ctx)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, wrap(err)
+		return 0, firestoredb.Wrap(err)
 	}
 	v, err := snap.DataAt("seq")
 	if err != nil {
@@ -811,7 +776,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		// Reads first: operations, memories, scope statistics, watermarks.
 		for _, u := range w.Operations {
 			snap, err := tx.Get(s.opRef(u.Op.App, u.Op.ID))
-			if isNotFound(err) {
+			if firestoredb.IsNotFound(err) {
 				return fault.NotFoundf("operation %s not found", u.Op.Name())
 			}
 			if err != nil {
@@ -832,7 +797,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			m := c.Memory
 			snap, err := tx.Get(s.memories(m.App).Doc(m.ID))
 			switch {
-			case isNotFound(err):
+			case firestoredb.IsNotFound(err):
 				if c.ExpectRevision != 0 {
 					return fault.New(fault.Aborted, "memory %s no longer exists", m.Name())
 				}
@@ -867,7 +832,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if err == nil {
 				v, _ := snap.DataAt("seq")
 				old, _ = v.(int64)
-			} else if !isNotFound(err) {
+			} else if !firestoredb.IsNotFound(err) {
 				return err
 			}
 			marks[session] = max(old, seq)
@@ -920,5 +885,5 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		}
 		return nil
 	}, s.txn...)
-	return wrap(err)
+	return firestoredb.Wrap(err)
 }

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/unixnano"
+
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -121,20 +123,6 @@ func New(db *sqlitedb.DB) (*Store, error) {
 	return &Store{db: db, index: memorybank.NewVectorIndex()}, nil
 }
 
-func ns(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNS(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 func jsonText(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
@@ -175,7 +163,7 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	if len(m.Sources) == 0 {
 		m.Sources = nil
 	}
-	m.CreateTime, m.UpdateTime, m.ExpireTime = fromNS(createNS), fromNS(updateNS), fromNS(expireNS)
+	m.CreateTime, m.UpdateTime, m.ExpireTime = unixnano.Time(createNS), unixnano.Time(updateNS), unixnano.Time(expireNS)
 	m.Deleted = deleted != 0
 	var err error
 	if m.Embedding, err = memorybank.DecodeVector(embedding); err != nil {
@@ -389,7 +377,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 				ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
 				sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
 				deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model`,
-				m.App, m.ID, m.Fact, p.scope, p.topics, p.meta, p.sources, ns(m.CreateTime), ns(m.UpdateTime), ns(m.ExpireTime),
+				m.App, m.ID, m.Fact, p.scope, p.topics, p.meta, p.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
 				m.Revision, deleted, p.embedding, m.EmbeddingModel, m.Scope.Key()); err != nil {
 				return err
 			}
@@ -408,7 +396,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			}
 			r := p.c.Revision
 			if _, err := tx.Exec(`INSERT INTO memory_revisions (app, memory_id, number, body, expire_ns) VALUES (?, ?, ?, ?, ?)`,
-				r.App, r.MemoryID, r.Number, p.body, ns(r.ExpireTime)); err != nil {
+				r.App, r.MemoryID, r.Number, p.body, unixnano.From(r.ExpireTime)); err != nil {
 				return fmt.Errorf("recording revision %d of %s: %w", r.Number, m.Name(), err)
 			}
 		}
@@ -420,7 +408,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		for i, u := range w.Operations {
 			op := u.Op
 			if _, err := tx.Exec(`UPDATE operations SET state = ?, not_before_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
-				int(op.State), ns(op.NotBefore), ns(op.LeaseExpiry), op.Attempt, opBodies[i], op.App, op.ID); err != nil {
+				int(op.State), unixnano.From(op.NotBefore), unixnano.From(op.LeaseExpiry), op.Attempt, opBodies[i], op.App, op.ID); err != nil {
 				return err
 			}
 		}
@@ -468,7 +456,7 @@ func revisionRecord(r *memorybank.Revision) revisionJSON {
 	return revisionJSON{
 		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
 		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason,
-		CreateNS: ns(r.CreateTime), ExpireNS: ns(r.ExpireTime),
+		CreateNS: unixnano.From(r.CreateTime), ExpireNS: unixnano.From(r.ExpireTime),
 	}
 }
 
@@ -480,7 +468,7 @@ func decodeRevision(app, memoryID string, number int64, body string) (*memoryban
 	return &memorybank.Revision{
 		App: app, MemoryID: memoryID, Number: number, Action: j.Action, Fact: j.Fact, Scope: j.Scope,
 		Topics: j.Topics, Metadata: j.Metadata, ExtractedFacts: j.ExtractedFacts, Sources: j.Sources,
-		Operation: j.Operation, Reason: j.Reason, CreateTime: fromNS(j.CreateNS), ExpireTime: fromNS(j.ExpireNS),
+		Operation: j.Operation, Reason: j.Reason, CreateTime: unixnano.Time(j.CreateNS), ExpireTime: unixnano.Time(j.ExpireNS),
 	}, nil
 }
 
@@ -566,7 +554,7 @@ func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) e
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, create_ns, not_before_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			op.App, op.ID, int(op.State), op.Method, op.ScopeKey, ns(op.CreateTime), ns(op.NotBefore), ns(op.LeaseExpiry), op.Attempt, string(body))
+			op.App, op.ID, int(op.State), op.Method, op.ScopeKey, unixnano.From(op.CreateTime), unixnano.From(op.NotBefore), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
 		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 			return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 		}
@@ -771,7 +759,7 @@ func putOperation(tx *sql.Tx, op *memorybank.Operation) error {
 		return err
 	}
 	_, err = tx.Exec(`UPDATE operations SET state = ?, not_before_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
-		int(op.State), ns(op.NotBefore), ns(op.LeaseExpiry), op.Attempt, string(body), op.App, op.ID)
+		int(op.State), unixnano.From(op.NotBefore), unixnano.From(op.LeaseExpiry), op.Attempt, string(body), op.App, op.ID)
 	return err
 }
 

@@ -53,11 +53,13 @@ package firestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
@@ -214,9 +216,9 @@ func (d *sessionDoc) session(app, id string) (*sessions.Session, error) {
 		DisplayName:  d.DisplayName,
 		Labels:       labels,
 		State:        st,
-		CreateTime:   fromNS(d.CreateNS),
-		UpdateTime:   fromNS(d.UpdateNS),
-		ExpireTime:   fromNS(d.ExpireNS),
+		CreateTime:   unixnano.Time(d.CreateNS),
+		UpdateTime:   unixnano.Time(d.UpdateNS),
+		ExpireTime:   unixnano.Time(d.ExpireNS),
 		LastSequence: d.LastSeq,
 		InitialState: initial,
 	}, nil
@@ -245,53 +247,14 @@ type stateDoc struct {
 	UpdateNS int64  `firestore:"update_ns"`
 }
 
-func ns(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNS(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 func notFound(key sessions.Key) error {
 	return fault.NotFoundf("session %s not found", key.Name())
-}
-
-func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
-
-// wrap turns Firestore's errors into the domain's: contention that
-// outlasted the retries is Aborted, an unreachable service Unavailable.
-func wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	switch status.Code(err) {
-	case codes.Aborted:
-		return fault.Wrap(fault.Aborted, err, "too much contention; retry")
-	case codes.Unavailable, codes.ResourceExhausted:
-		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable")
-	case codes.DeadlineExceeded:
-		return fault.Wrap(fault.DeadlineExceeded, err, "Firestore did not answer in time")
-	case codes.Canceled:
-		return fault.Wrap(fault.Canceled, err, "canceled")
-	}
-	return err
 }
 
 // readSession reads a visible session document.
 func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error), ref *firestore.DocumentRef, key sessions.Key, now time.Time) (*sessionDoc, error) {
 	snap, err := get(ref)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return nil, notFound(key)
 	}
 	if err != nil {
@@ -308,7 +271,7 @@ func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, 
 }
 
 func readState(snap *firestore.DocumentSnapshot, err error) (map[string]any, int64, error) {
-	if isNotFound(err) || err == nil && !snap.Exists() {
+	if firestoredb.IsNotFound(err) || err == nil && !snap.Exists() {
 		return map[string]any{}, 0, nil
 	}
 	if err != nil {
@@ -335,7 +298,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	if len(r.Events) > 0 {
 		if err := s.writeEvents(ctx, sess.App, inc, r.Events); err != nil {
 			s.purgeData(context.WithoutCancel(ctx), sess.App, inc)
-			return wrap(err)
+			return firestoredb.Wrap(err)
 		}
 	}
 	state, err := sessions.EncodeState(sess.State)
@@ -349,7 +312,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	doc := sessionDoc{
 		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
 		State: string(state), InitialState: string(initial),
-		CreateNS: ns(sess.CreateTime), UpdateNS: ns(sess.UpdateTime), ExpireNS: ns(sess.ExpireTime),
+		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
 		LastSeq: sess.LastSequence, Incarnation: inc,
 	}
 	ref := s.sessionRef(sess.App, sess.ID)
@@ -357,7 +320,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		replaced = ""
 		snap, err := tx.Get(ref)
-		if err != nil && !isNotFound(err) {
+		if err != nil && !firestoredb.IsNotFound(err) {
 			return err
 		}
 		if err == nil {
@@ -375,7 +338,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 			return err
 		}
 		if replaced != "" {
-			if err := tx.Set(s.tombstoneRef(sess.App, replaced), map[string]any{"create_ns": ns(sess.CreateTime)}); err != nil {
+			if err := tx.Set(s.tombstoneRef(sess.App, replaced), map[string]any{"create_ns": unixnano.From(sess.CreateTime)}); err != nil {
 				return err
 			}
 		}
@@ -388,7 +351,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		if len(r.Events) > 0 {
 			s.purgeData(context.WithoutCancel(ctx), sess.App, inc)
 		}
-		return wrap(err)
+		return firestoredb.Wrap(err)
 	}
 	if replaced != "" {
 		s.purge(context.WithoutCancel(ctx), sess.App, replaced)
@@ -415,7 +378,7 @@ func (s *Store) writeEvents(ctx context.Context, app, inc string, events []*sess
 			bw.End()
 			return err
 		}
-		j1, err := bw.Create(s.eventRef(app, inc, e.Sequence), eventDoc{Seq: e.Sequence, ID: e.ID, TSNS: ns(e.Timestamp), Body: string(body)})
+		j1, err := bw.Create(s.eventRef(app, inc, e.Sequence), eventDoc{Seq: e.Sequence, ID: e.ID, TSNS: unixnano.From(e.Timestamp), Body: string(body)})
 		if err != nil {
 			bw.End()
 			return err
@@ -471,7 +434,7 @@ func (s *Store) sharedWrites(tx *firestore.Transaction, app, user string, userDe
 	}
 	return func() error {
 		for _, p := range out {
-			if err := tx.Set(p.ref, stateDoc{State: string(p.state), UpdateNS: ns(now)}); err != nil {
+			if err := tx.Set(p.ref, stateDoc{State: string(p.state), UpdateNS: unixnano.From(now)}); err != nil {
 				return err
 			}
 		}
@@ -483,7 +446,7 @@ func (s *Store) sharedWrites(tx *firestore.Transaction, app, user string, userDe
 func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.EventQuery) (*sessions.Session, []*sessions.Event, error) {
 	snaps, err := s.c.GetAll(ctx, []*firestore.DocumentRef{s.sessionRef(key.App, key.ID), s.userRef(key.App, key.User), s.appStateRef(key.App)})
 	if err != nil {
-		return nil, nil, wrap(err)
+		return nil, nil, firestoredb.Wrap(err)
 	}
 	d, err := readSession(func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
 		if !snaps[0].Exists() {
@@ -556,7 +519,7 @@ func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.Eve
 			return out, nil
 		}
 		if err != nil {
-			return nil, wrap(err)
+			return nil, firestoredb.Wrap(err)
 		}
 		var d eventDoc
 		if err := snap.DataTo(&d); err != nil {
@@ -573,7 +536,7 @@ func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.Eve
 // visible reads a visible session document.
 func (s *Store) visible(ctx context.Context, key sessions.Key, now time.Time) (*sessionDoc, error) {
 	d, err := readSession(func(r *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) { return r.Get(ctx) }, s.sessionRef(key.App, key.ID), key, now)
-	return d, wrap(err)
+	return d, firestoredb.Wrap(err)
 }
 
 // ListEvents implements sessions.Store.
@@ -592,11 +555,11 @@ func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now 
 		return nil, err
 	}
 	idSnap, err := s.eventIDRef(key.App, d.Incarnation, id).Get(ctx)
-	if isNotFound(err) {
+	if firestoredb.IsNotFound(err) {
 		return nil, fault.NotFoundf("event %q not found in session %s", id, key.Name())
 	}
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	seq, err := idSnap.DataAt("seq")
 	if err != nil {
@@ -604,7 +567,7 @@ func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now 
 	}
 	snap, err := s.eventRef(key.App, d.Incarnation, seq.(int64)).Get(ctx)
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	var ed eventDoc
 	if err := snap.DataTo(&ed); err != nil {
@@ -644,7 +607,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 			}
 			if err != nil {
 				it.Stop()
-				return nil, wrap(err)
+				return nil, firestoredb.Wrap(err)
 			}
 			n++
 			var d sessionDoc
@@ -691,15 +654,15 @@ func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions
 			d.Labels = nonNilLabels(maps.Clone(*u.Labels))
 		}
 		if u.ExpireTime != nil {
-			d.ExpireNS = ns(*u.ExpireTime)
+			d.ExpireNS = unixnano.From(*u.ExpireTime)
 		}
-		d.UpdateNS = ns(u.Now)
+		d.UpdateNS = unixnano.From(u.Now)
 		if out, err = d.session(key.App, key.ID); err != nil {
 			return err
 		}
 		return tx.Set(ref, *d)
 	}, s.txn...)
-	return out, wrap(err)
+	return out, firestoredb.Wrap(err)
 }
 
 // DeleteSession implements sessions.Store.
@@ -712,13 +675,13 @@ func (s *Store) DeleteSession(ctx context.Context, key sessions.Key, now time.Ti
 			return err
 		}
 		inc = d.Incarnation
-		if err := tx.Set(s.tombstoneRef(key.App, inc), map[string]any{"create_ns": ns(now)}); err != nil {
+		if err := tx.Set(s.tombstoneRef(key.App, inc), map[string]any{"create_ns": unixnano.From(now)}); err != nil {
 			return err
 		}
 		return tx.Delete(ref)
 	}, s.txn...)
 	if err != nil {
-		return wrap(err)
+		return firestoredb.Wrap(err)
 	}
 	s.purge(context.WithoutCancel(ctx), key.App, inc)
 	return nil
@@ -789,14 +752,14 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			}
 			res = &sessions.AppendResult{Event: e, Existing: true}
 			return nil
-		case !isNotFound(err):
+		case !firestoredb.IsNotFound(err):
 			return err
 		}
 		if r.ExpectedSequence != nil && *r.ExpectedSequence != d.LastSeq {
 			return fault.New(fault.FailedPrecondition, "session %s is at sequence %d, not the expected %d; read it again and retry", key.Name(), d.LastSeq, *r.ExpectedSequence)
 		}
 		seq := d.LastSeq + 1
-		updates := []firestore.Update{{Path: "last_seq", Value: seq}, {Path: "update_ns", Value: ns(r.Now)}}
+		updates := []firestore.Update{{Path: "last_seq", Value: seq}, {Path: "update_ns", Value: unixnano.From(r.Now)}}
 		if len(r.Deltas.Session) > 0 {
 			old, err := sessions.DecodeState([]byte(d.State))
 			if err != nil {
@@ -815,7 +778,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		if err != nil {
 			return err
 		}
-		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), eventDoc{Seq: seq, ID: r.Event.ID, TSNS: ns(r.Event.Timestamp), Body: string(r.Body)}); err != nil {
+		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), eventDoc{Seq: seq, ID: r.Event.ID, TSNS: unixnano.From(r.Event.Timestamp), Body: string(r.Body)}); err != nil {
 			return err
 		}
 		if err := tx.Create(s.eventIDRef(key.App, d.Incarnation, r.Event.ID), map[string]any{"seq": seq}); err != nil {
@@ -833,7 +796,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		return nil
 	}, s.txn...)
 	if err != nil {
-		return nil, wrap(err)
+		return nil, firestoredb.Wrap(err)
 	}
 	return res, nil
 }
@@ -845,7 +808,7 @@ func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string
 		doc = s.userRef(ref.App, ref.User)
 	}
 	st, updateNS, err := readState(doc.Get(ctx))
-	return st, fromNS(updateNS), wrap(err)
+	return st, unixnano.Time(updateNS), firestoredb.Wrap(err)
 }
 
 // UpdateState implements sessions.Store.
@@ -868,10 +831,10 @@ func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[s
 		if len(enc) > r.MaxStateBytes {
 			return sessions.StateTooLarge(name, len(enc), r.MaxStateBytes)
 		}
-		return tx.Set(doc, stateDoc{State: string(enc), UpdateNS: ns(r.Now)})
+		return tx.Set(doc, stateDoc{State: string(enc), UpdateNS: unixnano.From(r.Now)})
 	}, s.txn...)
 	if err != nil {
-		return nil, time.Time{}, wrap(err)
+		return nil, time.Time{}, firestoredb.Wrap(err)
 	}
 	return st, r.Now.UTC(), nil
 }
@@ -883,7 +846,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 	it := s.c.CollectionGroup("kioku_sessions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit).Documents(ctx)
 	snaps, err := it.GetAll()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, firestoredb.Wrap(err)
 	}
 	n := 0
 	for _, snap := range snaps {
@@ -891,7 +854,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 		var inc string
 		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 			cur, err := tx.Get(snap.Ref)
-			if isNotFound(err) {
+			if firestoredb.IsNotFound(err) {
 				inc = ""
 				return nil
 			}
@@ -907,13 +870,13 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 				return nil // renewed meanwhile
 			}
 			inc = d.Incarnation
-			if err := tx.Set(s.tombstoneRef(app, inc), map[string]any{"create_ns": ns(now)}); err != nil {
+			if err := tx.Set(s.tombstoneRef(app, inc), map[string]any{"create_ns": unixnano.From(now)}); err != nil {
 				return err
 			}
 			return tx.Delete(snap.Ref)
 		}, s.txn...)
 		if err != nil {
-			return n, wrap(err)
+			return n, firestoredb.Wrap(err)
 		}
 		if inc != "" {
 			s.purge(ctx, app, inc)
@@ -923,7 +886,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 	// Interrupted removals.
 	tombs, err := s.c.CollectionGroup("kioku_tombstones").Where("create_ns", "<", now.Add(-time.Minute).UnixNano()).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
-		return n, wrap(err)
+		return n, firestoredb.Wrap(err)
 	}
 	for _, t := range tombs {
 		s.purge(ctx, t.Ref.Parent.Parent.ID, t.Ref.ID)

@@ -30,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/unixnano"
+
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
@@ -117,20 +119,6 @@ func New(db *sqlitedb.DB) (*Store, error) {
 	return s, nil
 }
 
-func ns(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNS(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 func notFound(key sessions.Key) error {
 	return fault.NotFoundf("session %s not found", key.Name())
 }
@@ -177,12 +165,12 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		_, err = tx.Exec(`INSERT INTO sessions (app, id, user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sess.App, sess.ID, sess.User, sess.DisplayName, labels, state, initial,
-			ns(sess.CreateTime), ns(sess.UpdateTime), ns(sess.ExpireTime), sess.LastSequence)
+			unixnano.From(sess.CreateTime), unixnano.From(sess.UpdateTime), unixnano.From(sess.ExpireTime), sess.LastSequence)
 		if err != nil {
 			return err
 		}
 		for i, e := range r.Events {
-			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, ns(e.Timestamp), bodies[i]); err != nil {
+			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, unixnano.From(e.Timestamp), bodies[i]); err != nil {
 				return err
 			}
 		}
@@ -249,7 +237,7 @@ func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, key []any, scope str
 	if len(enc) > max {
 		return nil, sessions.StateTooLarge(scope, len(enc), max)
 	}
-	if _, err := tx.Stmt(put).Exec(append(key, enc, ns(now))...); err != nil {
+	if _, err := tx.Stmt(put).Exec(append(key, enc, unixnano.From(now))...); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -290,7 +278,7 @@ func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessio
 	if len(sess.Labels) == 0 {
 		sess.Labels = nil
 	}
-	sess.CreateTime, sess.UpdateTime, sess.ExpireTime = fromNS(createNS), fromNS(updateNS), fromNS(expireNS)
+	sess.CreateTime, sess.UpdateTime, sess.ExpireTime = unixnano.Time(createNS), unixnano.Time(updateNS), unixnano.Time(expireNS)
 	return sess, nil
 }
 
@@ -549,7 +537,7 @@ func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions
 			return err
 		}
 		_, err = tx.Exec(`UPDATE sessions SET display_name = ?, labels = ?, expire_ns = ?, update_ns = ? WHERE app = ? AND id = ?`,
-			sess.DisplayName, labels, ns(sess.ExpireTime), ns(sess.UpdateTime), key.App, key.ID)
+			sess.DisplayName, labels, unixnano.From(sess.ExpireTime), unixnano.From(sess.UpdateTime), key.App, key.ID)
 		out = sess
 		return err
 	})
@@ -598,7 +586,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			return err
 		}
 		seq := last + 1
-		ins, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, seq, r.Event.ID, ns(r.Event.Timestamp), body)
+		ins, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, seq, r.Event.ID, unixnano.From(r.Event.Timestamp), body)
 		if err != nil {
 			return err
 		}
@@ -633,10 +621,10 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if len(enc) > r.MaxStateBytes {
 				return sessions.StateTooLarge("session", len(enc), r.MaxStateBytes)
 			}
-			if _, err := tx.Stmt(s.updSessionState).Exec(seq, ns(r.Now), enc, key.App, key.ID); err != nil {
+			if _, err := tx.Stmt(s.updSessionState).Exec(seq, unixnano.From(r.Now), enc, key.App, key.ID); err != nil {
 				return err
 			}
-		} else if _, err := tx.Stmt(s.updSession).Exec(seq, ns(r.Now), key.App, key.ID); err != nil {
+		} else if _, err := tx.Stmt(s.updSession).Exec(seq, unixnano.From(r.Now), key.App, key.ID); err != nil {
 			return err
 		}
 		if err := s.applyShared(tx, key.App, key.User, r.Deltas.User, r.Deltas.App, r.Now, r.MaxStateBytes); err != nil {
@@ -665,7 +653,7 @@ func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string
 	} else {
 		st, uns, err = scopeState(ctx, s.db.Read(), `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`, ref.App, ref.User)
 	}
-	return st, fromNS(uns), err
+	return st, unixnano.Time(uns), err
 }
 
 // UpdateState implements sessions.Store.
