@@ -14,7 +14,8 @@
 // passed as temp:local_time, which the instruction uses and kioku never
 // stores. Hana decides what to remember with save_to_memory; memories are
 // preloaded into every turn; "New day" starts a new session whose greeting
-// draws on them.
+// draws on them. A turn answers once the memory operations it started are
+// done (at most 20 seconds), so the memory panel shows what was just saved.
 //
 // Usage:
 //
