@@ -7,7 +7,10 @@
 // the domain's typed errors (package fault) to Connect codes. Beside the
 // kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
 // server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
-// all work against one address.
+// all work against one address. With Keys set, the kioku.v1 services need
+// an API key confined to an app (auth.go); every resource name of the API
+// is in a field called name, parent or session, which is what the check
+// reads, so new fields holding names must keep to those names.
 package server
 
 import (
@@ -17,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -41,6 +45,10 @@ type Config struct {
 
 	// MaxTimeout caps the deadline of unary calls. Zero: 10 minutes.
 	MaxTimeout time.Duration
+
+	// Keys, when set, are the API keys the kioku.v1 services require, each
+	// confined to its app (see Keys). Nil: no key is needed.
+	Keys *Keys
 
 	// Handlers of the three services. A nil one answers UNIMPLEMENTED.
 	Sessions   kiokuv1connect.SessionServiceHandler
@@ -100,10 +108,16 @@ func New(cfg Config) *Server {
 		connect.WithCompressMinBytes(4 << 10),
 	}
 
+	// The kioku services check keys after logging (so refusals are logged);
+	// health and reflection stay open.
+	apiOpts := opts
+	if cfg.Keys != nil {
+		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(&authInterceptor{keys: cfg.Keys}))
+	}
 	mux := http.NewServeMux()
-	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, opts...))
-	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, opts...))
-	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, opts...))
+	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
+	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
+	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
 
 	health := grpchealth.NewStaticChecker(serviceNames...)
 	mux.Handle(grpchealth.NewHandler(health, opts...))

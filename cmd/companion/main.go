@@ -76,6 +76,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	fs.SetOutput(stderr)
 	addr := fs.Env("addr", "127.0.0.1:8090", "address of the web app")
 	kiokuURL := fs.Env("kioku", "", "URL of a running kioku server; empty: run an embedded kioku")
+	kiokuKey := fs.Env("kioku-key", "", "API key for --kioku, when that server requires one (kioku key --app companion)")
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
 	models := cli.RegisterModelFlags(fs)
@@ -122,7 +123,11 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 		base = "http://" + ln.Addr().String()
 		fmt.Fprintf(stderr, "embedded kioku on %s (data in %s)\n", base, *dataDir)
 	}
-	kioku := client.New(base)
+	var opts []client.Option
+	if *kiokuKey != "" {
+		opts = append(opts, client.WithAuthToken(*kiokuKey))
+	}
+	kioku := client.New(base, opts...)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	app, err := NewApp(sctx, kioku, chat, log)
 	cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/server"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -24,7 +25,7 @@ Flags:
 type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
 	models                                                *cli.ModelFlags
-	workers, lease                                        *string
+	workers, lease, authKeys                              *string
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -38,6 +39,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 
 		models:  cli.RegisterModelFlags(fs),
 		workers: fs.Env("workers", "2", "memory operations run at once by this server"),
+		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app (kioku key makes them); empty: no key needed"),
 		lease:   fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
@@ -60,7 +62,14 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil || lease < time.Second {
 		return node.Config{}, fmt.Errorf("--operation-lease %q: want a duration of at least 1s", *f.lease)
 	}
+	var keys *server.Keys
+	if *f.authKeys != "" {
+		if keys, err = server.LoadKeys(*f.authKeys); err != nil {
+			return node.Config{}, fmt.Errorf("--auth-keys: %w", err)
+		}
+	}
 	return node.Config{
+		Keys:              keys,
 		Store:             *f.store,
 		DataDir:           *f.dataDir,
 		FirestoreProject:  *f.fsProject,
@@ -71,6 +80,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Models:            models,
 	}, nil
 }
+
 func serve(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("serve", "KIOKU_", serveUsage)
 	flags := registerServeFlags(fs)
@@ -102,11 +112,17 @@ func serve(ctx context.Context, args []string) error {
 	if cfg.Store == "firestore" {
 		where = "store firestore, project " + cfg.FirestoreProject + ", database " + cfg.FirestoreDatabase
 	}
+	auth := ""
+	if cfg.Keys != nil {
+		auth = ` -H 'Authorization: Bearer KEY'`
+	} else if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("listening beyond loopback without --auth-keys: every caller reaches every app", "addr", addr)
+	}
 	fmt.Fprintf(os.Stderr, `kioku listening on http://%s (%s)
 Try:
-  curl -H 'Content-Type: application/json' -d '{"parent":"apps/demo/users/ann","session_id":"first"}' http://%s/kioku.v1.SessionService/CreateSession
-`, addr, where, addr)
-	log.Info("serving", "addr", addr, "store", cfg.Store)
+  curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' http://%s/kioku.v1.SessionService/CreateSession
+`, addr, where, auth, addr)
+	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil)
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
 	return err

@@ -57,6 +57,9 @@ type Config struct {
 	// renewal. Default 60s.
 	Lease time.Duration
 
+	// Keys, when set, are the API keys callers need (see server.Keys).
+	Keys *server.Keys
+
 	// SessionLimits bound session inputs; zero fields take the defaults.
 	SessionLimits sessions.Limits
 	// SweepInterval is how often expired sessions are deleted. Default 1m.
@@ -151,6 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
 	n.server = server.New(server.Config{
 		Logger: cfg.Logger,
+		Keys:   cfg.Keys,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Logger:    cfg.Logger,
 			Forgetter: n.Memories,

@@ -1,0 +1,141 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/server"
+)
+
+// keyFile writes a key file of the given entries.
+func keyFile(t *testing.T, keys ...server.Key) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"keys": keys})
+	path := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func withKey(key string) connect.ClientOption {
+	return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			if key != "" {
+				req.Header().Set("Authorization", "Bearer "+key)
+			}
+			return next(ctx, req)
+		}
+	}))
+}
+
+func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
+	appKey, appEntry := server.NewKey("backend", "a")
+	opKey, opEntry := server.NewKey("operator", server.AllApps)
+	keys, err := server.LoadKeys(keyFile(t, appEntry, opEntry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handlers are unimplemented: a call the keys let through ends
+	// UNIMPLEMENTED, one they stop ends UNAUTHENTICATED or PERMISSION_DENIED.
+	ts := startServer(t, server.Config{Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	sessionsWith := func(key string) kiokuv1connect.SessionServiceClient {
+		return kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
+	}
+	memoriesWith := func(key string) kiokuv1connect.MemoryBankServiceClient {
+		return kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, ts.URL, withKey(key))
+	}
+	want := func(what string, err error, code connect.Code, msg string) {
+		t.Helper()
+		if connect.CodeOf(err) != code || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("%s: %v, want %v with %q", what, err, code, msg)
+		}
+	}
+	create := func(key, parent string) error {
+		_, err := sessionsWith(key).CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent}))
+		return err
+	}
+
+	want("no key", create("", "apps/a/users/u"), connect.CodeUnauthenticated, "Authorization: Bearer")
+	want("unknown key", create("kioku_nope", "apps/a/users/u"), connect.CodeUnauthenticated, "unknown API key")
+	want("own app", create(appKey, "apps/a/users/u"), connect.CodeUnimplemented, "")
+	want("other app", create(appKey, "apps/b/users/u"), connect.CodePermissionDenied, `names app "b"`)
+	want("operator key", create(opKey, "apps/b/users/u"), connect.CodeUnimplemented, "")
+
+	// Names nested in the request count; text that looks like a name does not.
+	_, err = memoriesWith(appKey).GenerateMemories(t.Context(), connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
+		Parent: "apps/a",
+		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: "apps/b/users/u/sessions/s"}},
+	}))
+	want("a session source in another app", err, connect.CodePermissionDenied, `session names app "b"`)
+	_, err = memoriesWith(appKey).GenerateMemories(t.Context(), connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
+		Parent: "apps/a",
+		Source: &kiokuv1.GenerateMemoriesRequest_EventsSource{EventsSource: &kiokuv1.EventsSource{Events: []*kiokuv1.Event{{
+			Author: "user", Content: &kiokuv1.Content{Parts: []*kiokuv1.Part{{Text: "apps/b/users/u is my favourite path"}}},
+		}}}},
+	}))
+	want("text that looks like a name", err, connect.CodeUnimplemented, "")
+	_, err = sessionsWith(appKey).AppendEvent(t.Context(), connect.NewRequest(&kiokuv1.AppendEventRequest{
+		Session: "apps/b/users/u/sessions/s", Event: &kiokuv1.Event{Author: "user"},
+	}))
+	want("append to another app", err, connect.CodePermissionDenied, `"b"`)
+
+	// Streams are checked too.
+	watch := func(key, name string) error {
+		req := connect.NewRequest(&kiokuv1.WatchSessionRequest{Name: name})
+		if key != "" {
+			req.Header().Set("Authorization", "Bearer "+key)
+		}
+		stream, err := sessionsWith("").WatchSession(t.Context(), req)
+		if err != nil {
+			return err
+		}
+		for stream.Receive() {
+		}
+		return stream.Err()
+	}
+	want("watching another app", watch(appKey, "apps/b/users/u/sessions/s"), connect.CodePermissionDenied, `"b"`)
+	want("watching without a key", watch("", "apps/a/users/u/sessions/s"), connect.CodeUnauthenticated, "")
+	want("watching its own app", watch(appKey, "apps/a/users/u/sessions/s"), connect.CodeUnimplemented, "")
+
+	// Health needs no key.
+	res, err := grpchealth.NewClient(http.DefaultClient, ts.URL).Check(t.Context(), &grpchealth.CheckRequest{})
+	if err != nil || res.Status != grpchealth.StatusServing {
+		t.Fatalf("health without a key: %v %v", res, err)
+	}
+}
+
+func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
+	_, good := server.NewKey("k", "a")
+	for _, c := range []struct {
+		file, want string
+	}{
+		{`{"keys": [{"name": "k", "app": "a", "sha256": "abc"}]}`, "keys[0].sha256"},
+		{`{"keys": [{"name": "k", "app": "bad/app", "sha256": "` + good.SHA256 + `"}]}`, "keys[0].app"},
+		{`{"keys": []}`, "no keys"},
+		{`{"keyz": []}`, "unknown field"},
+		{`{"keys": [{"app": "a", "sha256": "` + good.SHA256 + `"}, {"app": "b", "sha256": "` + good.SHA256 + `"}]}`, "keys[1] repeats"},
+	} {
+		path := filepath.Join(t.TempDir(), "keys.json")
+		os.WriteFile(path, []byte(c.file), 0o600)
+		if _, err := server.LoadKeys(path); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.file, err, c.want)
+		}
+	}
+	if _, err := server.LoadKeys(filepath.Join(t.TempDir(), "missing.json")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
