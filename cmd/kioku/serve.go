@@ -37,10 +37,10 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		fsDatabase: fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
-		models:  cli.RegisterModelFlags(fs),
-		workers: fs.Env("workers", "2", "memory operations run at once by this server"),
+		models:   cli.RegisterModelFlags(fs),
+		workers:  fs.Env("workers", "2", "memory operations run at once by this server"),
 		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app (kioku key makes them); empty: no key needed"),
-		lease:   fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+		lease:    fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
 
