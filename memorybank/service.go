@@ -244,6 +244,22 @@ func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.T
 	return r
 }
 
+// MemoryScope returns the scope of a memory, deleted or expired ones
+// included (their revisions remain readable), for access checks.
+func (s *Service) MemoryScope(ctx context.Context, app, id string) (Scope, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := ValidateID("memory id", id); err != nil {
+		return nil, err
+	}
+	m, err := s.store.GetMemory(ctx, app, id)
+	if err != nil {
+		return nil, err
+	}
+	return m.Scope, nil
+}
+
 // GetMemory returns a visible memory.
 func (s *Service) GetMemory(ctx context.Context, app, id string) (*Memory, error) {
 	if err := validateApp(app); err != nil {

@@ -15,18 +15,28 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// Keys are the API keys a server accepts, each confined to one app (or, for
-// operators, to every app). Callers send a key as `Authorization: Bearer
-// KEY`. The server keeps only the keys' SHA-256 digests.
+// Keys are the API keys a server accepts. Callers send a key as
+// `Authorization: Bearer KEY`; the server keeps only the keys' SHA-256
+// digests. Health and reflection need no key.
 //
-// A key's confinement is checked on every request before its handler runs:
-// each resource name the request carries, at any depth (`name`, `parent`,
-// `session` fields: a session source, a memory source, a fork's target),
-// must be under `apps/{the key's app}`. Health and reflection need no key.
-// User-scoped keys (confined to one user of an app) are not supported yet.
+// A key is confined to one app (or, for operators, "*": every app), and
+// may be confined further to one user of its app. Before a handler runs,
+// every resource name the request carries, at any depth (the `name`,
+// `parent` and `session` fields: a session source, a memory source, a
+// fork's target), must be under the key's app, and under
+// apps/{app}/users/{user} where it names a user; every `scope` must have the
+// key's user as its user_id. A user key may call only what a user's own
+// agent needs: the session methods on its own sessions and user state (and
+// read the app state), the memory methods within its own scope (a request
+// that lists, retrieves, creates or purges must give that scope), memories
+// and operations by name when they are in its scope (others are NOT_FOUND,
+// as if absent), and reading the memory bank's configuration. It may not
+// list all sessions or operations of the app, change app state or the
+// configuration.
 type Keys struct {
 	byDigest map[[sha256.Size]byte]Key
 }
@@ -37,6 +47,8 @@ type Key struct {
 	Name string `json:"name"`
 	// App is the app the key may reach, or "*" for every app.
 	App string `json:"app"`
+	// User, when set, confines the key to this user of App.
+	User string `json:"user,omitempty"`
 	// SHA256 is the hex SHA-256 digest of the key.
 	SHA256 string `json:"sha256"`
 }
@@ -44,7 +56,8 @@ type Key struct {
 // AllApps is the App of a key that may reach every app.
 const AllApps = "*"
 
-// LoadKeys reads a key file: {"keys": [{"name": ..., "app": ..., "sha256": ...}]}.
+// LoadKeys reads a key file: {"keys": [{"name", "app", "user", "sha256"}]},
+// user being optional.
 func LoadKeys(path string) (*Keys, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -69,6 +82,14 @@ func LoadKeys(path string) (*Keys, error) {
 				return nil, fmt.Errorf("key file %s: %v (or \"*\" for every app)", path, err)
 			}
 		}
+		if key.User != "" {
+			if key.App == AllApps {
+				return nil, fmt.Errorf("key file %s: keys[%d] has a user but app \"*\"; a user key needs its app", path, i)
+			}
+			if err := sessions.ValidateID(fmt.Sprintf("keys[%d].user", i), key.User, sessions.UserIDChars); err != nil {
+				return nil, fmt.Errorf("key file %s: %v", path, err)
+			}
+		}
 		var digest [sha256.Size]byte
 		copy(digest[:], d)
 		if _, dup := k.byDigest[digest]; dup {
@@ -82,13 +103,14 @@ func LoadKeys(path string) (*Keys, error) {
 	return k, nil
 }
 
-// NewKey returns a new random key and its key-file entry.
-func NewKey(name, app string) (string, Key) {
+// NewKey returns a new random key and its key-file entry; user may be
+// empty.
+func NewKey(name, app, user string) (string, Key) {
 	var b [32]byte
 	rand.Read(b[:])
 	key := "kioku_" + base64.RawURLEncoding.EncodeToString(b[:])
 	d := sha256.Sum256([]byte(key))
-	return key, Key{Name: name, App: app, SHA256: hex.EncodeToString(d[:])}
+	return key, Key{Name: name, App: app, User: user, SHA256: hex.EncodeToString(d[:])}
 }
 
 // lookup returns the entry of a presented key.
@@ -125,11 +147,11 @@ func (a *authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			return nil, err
 		}
 		if m, ok := req.Any().(proto.Message); ok {
-			if err := confine(key, m.ProtoReflect()); err != nil {
+			if err := admit(key, req.Spec().Procedure, m.ProtoReflect()); err != nil {
 				return nil, err
 			}
 		}
-		return next(ctx, req)
+		return next(context.WithValue(ctx, keyContext{}, key), req)
 	}
 }
 
@@ -143,7 +165,7 @@ func (a *authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 		if err != nil {
 			return err
 		}
-		return next(ctx, &confinedConn{StreamingHandlerConn: conn, key: key})
+		return next(context.WithValue(ctx, keyContext{}, key), &confinedConn{StreamingHandlerConn: conn, key: key})
 	}
 }
 
@@ -158,7 +180,97 @@ func (c *confinedConn) Receive(msg any) error {
 		return err
 	}
 	if m, ok := msg.(proto.Message); ok {
-		return confine(c.key, m.ProtoReflect())
+		return admit(c.key, c.Spec().Procedure, m.ProtoReflect())
+	}
+	return nil
+}
+
+// keyContext carries the caller's key in a handler's context.
+type keyContext struct{}
+
+// confinedUser returns the user a call's key is confined to, or "".
+func confinedUser(ctx context.Context) string {
+	k, _ := ctx.Value(keyContext{}).(Key)
+	return k.User
+}
+
+// userRule is what a user key must also meet to call a procedure.
+type userRule int
+
+const (
+	// ownNames: every name is under the key's user (session methods).
+	ownNames userRule = iota + 1
+	// ownNamesOrAppState: as ownNames, or the app state (GetState).
+	ownNamesOrAppState
+	// scoped: the request gives a scope (checked to be the user's).
+	scoped
+	// checkedByHandler: names an app-level resource (a memory, an
+	// operation) that the handler checks is in the user's scope, or reads
+	// what every user may read; the generic checks suffice otherwise.
+	checkedByHandler
+)
+
+// userRules are the procedures open to user keys; any other is closed.
+var userRules = map[string]userRule{
+	kiokuv1connect.SessionServiceCreateSessionProcedure:          ownNames,
+	kiokuv1connect.SessionServiceGetSessionProcedure:             ownNames,
+	kiokuv1connect.SessionServiceListSessionsProcedure:           ownNames,
+	kiokuv1connect.SessionServiceUpdateSessionProcedure:          ownNames,
+	kiokuv1connect.SessionServiceDeleteSessionProcedure:          ownNames,
+	kiokuv1connect.SessionServiceAppendEventProcedure:            ownNames,
+	kiokuv1connect.SessionServiceListEventsProcedure:             ownNames,
+	kiokuv1connect.SessionServiceForkSessionProcedure:            ownNames,
+	kiokuv1connect.SessionServiceWatchSessionProcedure:           ownNames,
+	kiokuv1connect.SessionServiceUpdateStateProcedure:            ownNames,
+	kiokuv1connect.SessionServiceGetStateProcedure:               ownNamesOrAppState,
+	kiokuv1connect.MemoryBankServiceCreateMemoryProcedure:        scoped,
+	kiokuv1connect.MemoryBankServiceListMemoriesProcedure:        scoped,
+	kiokuv1connect.MemoryBankServiceRetrieveMemoriesProcedure:    scoped,
+	kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure:       scoped,
+	kiokuv1connect.MemoryBankServiceGenerateMemoriesProcedure:    checkedByHandler, // scope or a session of the user
+	kiokuv1connect.MemoryBankServiceGetMemoryProcedure:           checkedByHandler,
+	kiokuv1connect.MemoryBankServiceUpdateMemoryProcedure:        checkedByHandler,
+	kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure:        checkedByHandler,
+	kiokuv1connect.MemoryBankServiceRollbackMemoryProcedure:      checkedByHandler,
+	kiokuv1connect.MemoryBankServiceListMemoryRevisionsProcedure: checkedByHandler,
+	kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure: checkedByHandler,
+	kiokuv1connect.OperationServiceGetOperationProcedure:         checkedByHandler,
+	kiokuv1connect.OperationServiceWaitOperationProcedure:        checkedByHandler,
+	kiokuv1connect.OperationServiceCancelOperationProcedure:      checkedByHandler,
+}
+
+// admit checks a request against a key: its names and scopes (confine),
+// then, for a user key, the procedure's rule.
+func admit(key Key, procedure string, m protoreflect.Message) error {
+	if err := confine(key, m); err != nil {
+		return err
+	}
+	if key.User == "" {
+		return nil
+	}
+	denied := func(format string, a ...any) error {
+		return connect.NewError(connect.CodePermissionDenied, fmt.Errorf(format, a...))
+	}
+	rule, ok := userRules[procedure]
+	if !ok {
+		return denied("%s is not open to a key confined to one user", procedure)
+	}
+	switch rule {
+	case ownNames, ownNamesOrAppState:
+		var err error
+		userPrefix := "apps/" + key.App + "/users/" + key.User
+		walkNames(m, func(field protoreflect.Name, name string) bool {
+			own := name == userPrefix || strings.HasPrefix(name, userPrefix+"/")
+			if !own && !(rule == ownNamesOrAppState && name == "apps/"+key.App+"/state") {
+				err = denied("%s %q is not under %s; this API key may reach user %q only", field, name, userPrefix, key.User)
+			}
+			return err == nil
+		})
+		return err
+	case scoped:
+		if !hasScope(m) {
+			return denied("give scope {\"user_id\": %q}: this API key may reach user %q only", key.User, key.User)
+		}
 	}
 	return nil
 }
@@ -166,48 +278,108 @@ func (c *confinedConn) Receive(msg any) error {
 // nameFields are the fields that hold resource names.
 var nameFields = map[protoreflect.Name]bool{"name": true, "parent": true, "session": true}
 
-// confine checks the resource names of a message, at any depth, against a
-// key's app.
-func confine(key Key, m protoreflect.Message) error {
-	if key.App == AllApps {
-		return nil
-	}
-	var err error
+// walkNames calls fn with every resource-name field of a message, at any
+// depth, until fn returns false.
+func walkNames(m protoreflect.Message, fn func(field protoreflect.Name, name string) bool) bool {
+	more := true
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {
 		case fd.IsMap():
 			if fd.MapValue().Kind() == protoreflect.MessageKind {
 				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-					err = confine(key, mv.Message())
-					return err == nil
+					more = walkNames(mv.Message(), fn)
+					return more
 				})
 			}
 		case fd.IsList():
 			if fd.Kind() == protoreflect.MessageKind {
-				for i := range v.List().Len() {
-					if err = confine(key, v.List().Get(i).Message()); err != nil {
-						break
-					}
+				for i := 0; i < v.List().Len() && more; i++ {
+					more = walkNames(v.List().Get(i).Message(), fn)
 				}
 			}
 		case fd.Kind() == protoreflect.MessageKind:
-			err = confine(key, v.Message())
+			more = walkNames(v.Message(), fn)
 		case fd.Kind() == protoreflect.StringKind && nameFields[fd.Name()]:
-			if app, ok := appOf(v.String()); ok && app != key.App {
-				err = connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s names app %q; this API key may reach app %q only", fd.Name(), app, key.App))
+			more = fn(fd.Name(), v.String())
+		}
+		return more
+	})
+	return more
+}
+
+// walkScopes calls fn with every non-empty scope map of a message, at any
+// depth, until fn returns false.
+func walkScopes(m protoreflect.Message, fn func(scope protoreflect.Map) bool) bool {
+	more := true
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.Name() == "scope" && fd.MapValue().Kind() == protoreflect.StringKind {
+				more = fn(v.Map())
+			} else if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					more = walkScopes(mv.Message(), fn)
+					return more
+				})
 			}
+		case fd.IsList():
+			if fd.Kind() == protoreflect.MessageKind {
+				for i := 0; i < v.List().Len() && more; i++ {
+					more = walkScopes(v.List().Get(i).Message(), fn)
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			more = walkScopes(v.Message(), fn)
+		}
+		return more
+	})
+	return more
+}
+
+func hasScope(m protoreflect.Message) bool {
+	return !walkScopes(m, func(protoreflect.Map) bool { return false })
+}
+
+// confine checks a message's resource names against a key's app and, for
+// a user key, that names of users name its user and scopes its user.
+func confine(key Key, m protoreflect.Message) error {
+	if key.App == AllApps {
+		return nil
+	}
+	var err error
+	walkNames(m, func(field protoreflect.Name, name string) bool {
+		app, user, ok := appOf(name)
+		switch {
+		case !ok:
+		case app != key.App:
+			err = connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s names app %q; this API key may reach app %q only", field, app, key.App))
+		case key.User != "" && user != "" && user != key.User:
+			err = connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s names user %q; this API key may reach user %q only", field, user, key.User))
+		}
+		return err == nil
+	})
+	if err != nil || key.User == "" {
+		return err
+	}
+	walkScopes(m, func(scope protoreflect.Map) bool {
+		if got := scope.Get(protoreflect.ValueOfString("user_id").MapKey()); !got.IsValid() || got.String() != key.User {
+			err = connect.NewError(connect.CodePermissionDenied, fmt.Errorf("scope must have user_id %q: this API key may reach user %q only", key.User, key.User))
 		}
 		return err == nil
 	})
 	return err
 }
 
-// appOf returns the app of a resource name apps/{app}/...
-func appOf(name string) (string, bool) {
+// appOf returns the app of a resource name apps/{app}/..., and its user
+// when it is apps/{app}/users/{user}/...
+func appOf(name string) (app, user string, ok bool) {
 	rest, ok := strings.CutPrefix(name, "apps/")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	app, _, _ := strings.Cut(rest, "/")
-	return app, true
+	app, rest, _ = strings.Cut(rest, "/")
+	if rest, ok := strings.CutPrefix(rest, "users/"); ok {
+		user, _, _ = strings.Cut(rest, "/")
+	}
+	return app, user, true
 }

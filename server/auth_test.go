@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,12 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/server"
 )
 
@@ -43,8 +47,8 @@ func withKey(key string) connect.ClientOption {
 }
 
 func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
-	appKey, appEntry := server.NewKey("backend", "a")
-	opKey, opEntry := server.NewKey("operator", server.AllApps)
+	appKey, appEntry := server.NewKey("backend", "a", "")
+	opKey, opEntry := server.NewKey("operator", server.AllApps, "")
 	keys, err := server.LoadKeys(keyFile(t, appEntry, opEntry))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +123,7 @@ func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 }
 
 func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
-	_, good := server.NewKey("k", "a")
+	_, good := server.NewKey("k", "a", "")
 	for _, c := range []struct {
 		file, want string
 	}{
@@ -138,4 +142,93 @@ func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
 	if _, err := server.LoadKeys(filepath.Join(t.TempDir(), "missing.json")); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
+}
+
+func TestUserKeysReachOnlyTheirUser(t *testing.T) {
+	annKey, annEntry := server.NewKey("ann's agent", "a", "ann")
+	appKey, appEntry := server.NewKey("backend", "a", "")
+	keys, err := server.LoadKeys(keyFile(t, annEntry, appEntry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ts := httptest.NewServer(n.Handler())
+	t.Cleanup(ts.Close)
+	ann, app := client.New(ts.URL, client.WithAuthToken(annKey)), client.New(ts.URL, client.WithAuthToken(appKey))
+	ctx := t.Context()
+	want := func(what string, err error, code connect.Code) {
+		t.Helper()
+		if connect.CodeOf(err) != code && !(code == 0 && err == nil) {
+			t.Fatalf("%s: %v, want %v", what, err, code)
+		}
+	}
+	const ok connect.Code = 0
+	annScope, bobScope := map[string]string{"user_id": "ann"}, map[string]string{"user_id": "bob"}
+
+	// Sessions and state.
+	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"})
+	want("own session", err, ok)
+	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/bob"})
+	want("bob's session", err, connect.CodePermissionDenied)
+	_, err = ann.ListSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: "apps/a"})
+	want("every session of the app", err, connect.CodePermissionDenied)
+	_, err = ann.ListSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: "apps/a/users/-"})
+	want("every user's sessions", err, connect.CodePermissionDenied)
+	_, err = ann.GetState(ctx, &kiokuv1.GetStateRequest{Name: "apps/a/state"})
+	want("reading app state", err, ok)
+	d, _ := structpb.NewStruct(map[string]any{"app:x": 1})
+	_, err = ann.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: d})
+	want("changing app state", err, connect.CodePermissionDenied)
+
+	// Memories: requests must carry ann's scope; by name, others' are absent.
+	_, err = ann.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: "apps/a"})
+	want("retrieving without a scope", err, connect.CodePermissionDenied)
+	_, err = ann.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: "apps/a", Scope: bobScope})
+	want("retrieving bob's", err, connect.CodePermissionDenied)
+	own, err := ann.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: "apps/a", Memory: &kiokuv1.Memory{Fact: "Ann likes tea.", Scope: annScope}})
+	want("creating her own", err, ok)
+	_, err = ann.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: "apps/a", Memory: &kiokuv1.Memory{Fact: "Bob likes tea.", Scope: bobScope}})
+	want("creating bob's", err, connect.CodePermissionDenied)
+	bobs, err := app.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: "apps/a", Memory: &kiokuv1.Memory{Fact: "Bob likes coffee.", Scope: bobScope}})
+	want("the app key creating bob's", err, ok)
+	_, err = ann.GetMemory(ctx, &kiokuv1.GetMemoryRequest{Name: own.GetName()})
+	want("reading her own by name", err, ok)
+	_, err = ann.GetMemory(ctx, &kiokuv1.GetMemoryRequest{Name: bobs.GetName()})
+	want("reading bob's by name", err, connect.CodeNotFound)
+	_, err = ann.DeleteMemory(ctx, &kiokuv1.DeleteMemoryRequest{Name: bobs.GetName()})
+	want("deleting bob's", err, connect.CodeNotFound)
+	_, err = ann.ListMemoryRevisions(ctx, &kiokuv1.ListMemoryRevisionsRequest{Parent: bobs.GetName()})
+	want("bob's revisions", err, connect.CodeNotFound)
+	if _, err := app.GetMemory(ctx, &kiokuv1.GetMemoryRequest{Name: bobs.GetName()}); err != nil {
+		t.Fatalf("bob's memory after ann's attempts: %v", err)
+	}
+
+	// Operations: hers by name, not bob's, and no listing.
+	gen := func(c *client.Client, scope map[string]string) (*kiokuv1.Operation, error) {
+		return c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/a", Scope: scope,
+			Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "Likes rain."}}}}})
+	}
+	annOp, err := gen(ann, annScope)
+	want("generating for herself", err, ok)
+	_, err = gen(ann, bobScope)
+	want("generating for bob", err, connect.CodePermissionDenied)
+	_, err = ann.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/a",
+		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: "apps/a/users/bob/sessions/s1"}}})
+	want("generating from bob's session", err, connect.CodePermissionDenied)
+	bobOp, err := gen(app, bobScope)
+	want("the app key generating for bob", err, ok)
+	_, err = ann.WaitOperation(ctx, annOp.GetName())
+	want("waiting on hers", err, ok)
+	_, err = ann.GetOperation(ctx, &kiokuv1.GetOperationRequest{Name: bobOp.GetName()})
+	want("bob's operation", err, connect.CodeNotFound)
+	_, err = ann.ListOperations(ctx, &kiokuv1.ListOperationsRequest{Parent: "apps/a"})
+	want("listing the app's operations", err, connect.CodePermissionDenied)
+	_, err = ann.UpdateMemoryBankConfig(ctx, &kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/a/memoryBankConfig"}})
+	want("changing the configuration", err, connect.CodePermissionDenied)
+	_, err = ann.GetMemoryBankConfig(ctx, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/a/memoryBankConfig"})
+	want("reading the configuration", err, ok)
 }

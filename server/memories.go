@@ -89,6 +89,9 @@ func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiok
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
+	if err := h.checkMemory(ctx, app, id); err != nil {
+		return nil, h.fail(ctx, err)
+	}
 	m, err := h.svc.GetMemory(ctx, app, id)
 	if err != nil {
 		return nil, h.fail(ctx, err)
@@ -120,6 +123,9 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 	m := req.Msg.GetMemory()
 	app, id, err := parseMemoryName("memory.name", m.GetName())
 	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if err := h.checkMemory(ctx, app, id); err != nil {
 		return nil, h.fail(ctx, err)
 	}
 	paths := req.Msg.GetUpdateMask().GetPaths()
@@ -158,6 +164,9 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[kiokuv1.DeleteMemoryRequest]) (*connect.Response[emptypb.Empty], error) {
 	app, id, err := parseMemoryName("name", req.Msg.GetName())
 	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if err := h.checkMemory(ctx, app, id); err != nil {
 		return nil, h.fail(ctx, err)
 	}
 	return respond(ctx, h, &emptypb.Empty{}, h.svc.DeleteMemory(ctx, app, id))
@@ -261,6 +270,9 @@ func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
+	if err := h.checkMemory(ctx, app, id); err != nil {
+		return nil, h.fail(ctx, err)
+	}
 	revs, next, err := h.svc.ListRevisions(ctx, app, id, req.Msg.GetPageSize(), req.Msg.GetPageToken())
 	if err != nil {
 		return nil, h.fail(ctx, err)
@@ -276,6 +288,9 @@ func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Re
 func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request[kiokuv1.RollbackMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	app, id, err := parseMemoryName("name", req.Msg.GetName())
 	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if err := h.checkMemory(ctx, app, id); err != nil {
 		return nil, h.fail(ctx, err)
 	}
 	rev := req.Msg.GetTargetRevisionId()
@@ -353,6 +368,9 @@ func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[k
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
+	if err := h.checkOperation(ctx, app, id); err != nil {
+		return nil, h.fail(ctx, err)
+	}
 	op, err := h.svc.GetOperation(ctx, app, id)
 	if err != nil {
 		return nil, h.fail(ctx, err)
@@ -394,6 +412,9 @@ func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
+	if err := h.checkOperation(ctx, app, id); err != nil {
+		return nil, h.fail(ctx, err)
+	}
 	timeout := 60 * time.Second
 	if t := req.Msg.GetTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 || t.AsDuration() > maxWait {
@@ -418,9 +439,41 @@ func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
+	if err := h.checkOperation(ctx, app, id); err != nil {
+		return nil, h.fail(ctx, err)
+	}
 	op, err := h.svc.CancelOperation(ctx, app, id)
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
 	return h.operation(ctx, op)
+}
+
+// checkMemory answers NOT_FOUND, as for a memory that does not exist, when
+// the caller's key is confined to a user and the memory is not in that
+// user's scope.
+func (h *MemoryHandler) checkMemory(ctx context.Context, app, id string) error {
+	user := confinedUser(ctx)
+	if user == "" {
+		return nil
+	}
+	scope, err := h.svc.MemoryScope(ctx, app, id)
+	if err == nil && scope["user_id"] != user {
+		err = fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
+	}
+	return err
+}
+
+// checkOperation is checkMemory for operations: a user key reaches only
+// operations on its user's scope.
+func (h *MemoryHandler) checkOperation(ctx context.Context, app, id string) error {
+	user := confinedUser(ctx)
+	if user == "" {
+		return nil
+	}
+	op, err := h.svc.GetOperation(ctx, app, id)
+	if err == nil && memorybank.ParseScopeKey(op.ScopeKey)["user_id"] != user {
+		err = fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
+	}
+	return err
 }

@@ -8,9 +8,11 @@
 // kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
 // server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
 // all work against one address. With Keys set, the kioku.v1 services need
-// an API key confined to an app (auth.go); every resource name of the API
-// is in a field called name, parent or session, which is what the check
-// reads, so new fields holding names must keep to those names.
+// an API key confined to an app or to one user of an app (auth.go); the
+// memory handlers check memories and operations named directly against a
+// user key's scope. Every resource name of the API is in a field called
+// name, parent or session, and every scope in a field called scope, which
+// is what the checks read: new fields must keep to those names.
 package server
 
 import (
@@ -47,7 +49,7 @@ type Config struct {
 	MaxTimeout time.Duration
 
 	// Keys, when set, are the API keys the kioku.v1 services require, each
-	// confined to its app (see Keys). Nil: no key is needed.
+	// confined to an app or a user (see Keys). Nil: no key is needed.
 	Keys *Keys
 
 	// Handlers of the three services. A nil one answers UNIMPLEMENTED.

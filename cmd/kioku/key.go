@@ -10,12 +10,13 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-const keyUsage = `Usage: kioku key --app APP [--name NAME]
+const keyUsage = `Usage: kioku key --app APP [--user USER] [--name NAME]
 
 Makes a new API key for kioku serve --auth-keys. It prints the key (give it
 to the caller; kioku does not keep it) and the entry to add to the key
 file's "keys" list (only the key's SHA-256 is stored). --app "*" makes an
-operator key that reaches every app.
+operator key that reaches every app; --user confines the key to one user of
+the app (its sessions, its state, memories of its scope).
 
 Flags:
 `
@@ -24,6 +25,7 @@ Flags:
 func key(args []string, stdout io.Writer) error {
 	fs := cli.NewFlagSet("key", "KIOKU_", keyUsage)
 	app := fs.String("app", "", "the app the key may reach, or * for every app (required)")
+	user := fs.String("user", "", "confine the key to this user of the app")
 	name := fs.String("name", "", "whose key it is, for logs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -37,7 +39,15 @@ func key(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	k, entry := server.NewKey(*name, *app)
+	if *user != "" {
+		if *app == server.AllApps {
+			return fmt.Errorf("--user needs a single --app, not *")
+		}
+		if err := sessions.ValidateID("--user", *user, sessions.UserIDChars); err != nil {
+			return err
+		}
+	}
+	k, entry := server.NewKey(*name, *app, *user)
 	line, err := json.Marshal(entry)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 
 		models:   cli.RegisterModelFlags(fs),
 		workers:  fs.Env("workers", "2", "memory operations run at once by this server"),
-		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app (kioku key makes them); empty: no key needed"),
+		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them); empty: no key needed"),
 		lease:    fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
