@@ -65,13 +65,29 @@ type site struct {
 	url   string
 	http  *http.Client
 	kioku *client.Client
-	fake  *modeltest.Gemini
+	fake  interface{ Calls() []modeltest.Call }
 }
 
-func newSite(t *testing.T) *site {
-	fake := modeltest.NewGemini(t)
-	fake.SetResponder(hana)
-	cfg := model.Config{Provider: "gemini", GeminiAPIKey: "test-key", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+func newSite(t *testing.T) *site { return newSiteOn(t, "gemini") }
+
+// newSiteOn is newSite with the model of a provider: "gemini" or "openai"
+// (an OpenAI-compatible server, faked too).
+func newSiteOn(t *testing.T, provider string) *site {
+	var (
+		fake interface{ Calls() []modeltest.Call }
+		cfg  model.Config
+	)
+	switch provider {
+	case "gemini":
+		g := modeltest.NewGemini(t)
+		g.SetResponder(hana)
+		fake, cfg = g, model.Config{Provider: "gemini", GeminiAPIKey: "test-key", GeminiBaseURL: g.URL, Retry: modeltest.FastRetry}
+	case "openai":
+		o := modeltest.NewOpenAI(t)
+		o.SetResponder(hana)
+		oc := o.Config()
+		fake, cfg = o, model.Config{Provider: "openai", Model: "llama-test", OpenAIBaseURL: oc.BaseURL, OpenAIAPIKey: oc.APIKey, Retry: modeltest.FastRetry}
+	}
 	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Models: cfg, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
@@ -292,5 +308,25 @@ func TestRunWithKiokuURL(t *testing.T) {
 	// The session is on the given server.
 	if _, err := s.kioku.GetSession(t.Context(), &kiokuv1.GetSessionRequest{Name: day.View.Session}); err != nil {
 		t.Fatalf("the day's session is not on --kioku's server: %v", err)
+	}
+}
+
+// TestOpenAICompatibleModel runs a day on an OpenAI-compatible model: tool
+// calls (save_to_memory, final_answer) through chat completions.
+func TestOpenAICompatibleModel(t *testing.T) {
+	s := newSiteOn(t, "openai")
+	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	s.turn("/api/day", map[string]string{})
+	res := s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso"})
+	if res.Reply.Emotion != "excited" || len(res.Saved) != 1 || res.AffinityAfter != res.AffinityBefore+10 {
+		t.Fatalf("turn %+v", res)
+	}
+	var mem struct{ Memories []memoryView }
+	s.call("GET", "/api/memories", nil, &mem)
+	if len(mem.Memories) != 1 || mem.Memories[0].Fact != "The user has a cat called Miso." {
+		t.Fatalf("memories %+v", mem)
+	}
+	if calls := s.fake.Calls(); len(calls) < 3 || len(calls[0].Tools) == 0 {
+		t.Fatalf("the OpenAI-compatible server saw %d calls", len(calls))
 	}
 }
