@@ -278,62 +278,57 @@ func admit(key Key, procedure string, m protoreflect.Message) error {
 // nameFields are the fields that hold resource names.
 var nameFields = map[protoreflect.Name]bool{"name": true, "parent": true, "session": true}
 
-// walkNames calls fn with every resource-name field of a message, at any
-// depth, until fn returns false.
-func walkNames(m protoreflect.Message, fn func(field protoreflect.Name, name string) bool) bool {
+// walkFields calls fn with every set field of a message and, through
+// singular, repeated and map-valued messages, of the messages within it,
+// until fn returns false.
+func walkFields(m protoreflect.Message, fn func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool) bool {
 	more := true
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if more = fn(fd, v); !more {
+			return false
+		}
 		switch {
 		case fd.IsMap():
 			if fd.MapValue().Kind() == protoreflect.MessageKind {
 				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-					more = walkNames(mv.Message(), fn)
+					more = walkFields(mv.Message(), fn)
 					return more
 				})
 			}
 		case fd.IsList():
 			if fd.Kind() == protoreflect.MessageKind {
 				for i := 0; i < v.List().Len() && more; i++ {
-					more = walkNames(v.List().Get(i).Message(), fn)
+					more = walkFields(v.List().Get(i).Message(), fn)
 				}
 			}
 		case fd.Kind() == protoreflect.MessageKind:
-			more = walkNames(v.Message(), fn)
-		case fd.Kind() == protoreflect.StringKind && nameFields[fd.Name()]:
-			more = fn(fd.Name(), v.String())
+			more = walkFields(v.Message(), fn)
 		}
 		return more
 	})
 	return more
 }
 
-// walkScopes calls fn with every non-empty scope map of a message, at any
-// depth, until fn returns false.
-func walkScopes(m protoreflect.Message, fn func(scope protoreflect.Map) bool) bool {
-	more := true
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsMap():
-			if fd.Name() == "scope" && fd.MapValue().Kind() == protoreflect.StringKind {
-				more = fn(v.Map())
-			} else if fd.MapValue().Kind() == protoreflect.MessageKind {
-				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-					more = walkScopes(mv.Message(), fn)
-					return more
-				})
-			}
-		case fd.IsList():
-			if fd.Kind() == protoreflect.MessageKind {
-				for i := 0; i < v.List().Len() && more; i++ {
-					more = walkScopes(v.List().Get(i).Message(), fn)
-				}
-			}
-		case fd.Kind() == protoreflect.MessageKind:
-			more = walkScopes(v.Message(), fn)
+// walkNames calls fn with every resource-name field, at any depth, until fn
+// returns false.
+func walkNames(m protoreflect.Message, fn func(field protoreflect.Name, name string) bool) bool {
+	return walkFields(m, func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() == protoreflect.StringKind && !fd.IsList() && !fd.IsMap() && nameFields[fd.Name()] {
+			return fn(fd.Name(), v.String())
 		}
-		return more
+		return true
 	})
-	return more
+}
+
+// walkScopes calls fn with every set scope map, at any depth, until fn
+// returns false.
+func walkScopes(m protoreflect.Message, fn func(scope protoreflect.Map) bool) bool {
+	return walkFields(m, func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.IsMap() && fd.Name() == "scope" && fd.MapValue().Kind() == protoreflect.StringKind {
+			return fn(v.Map())
+		}
+		return true
+	})
 }
 
 func hasScope(m protoreflect.Message) bool {
