@@ -327,9 +327,60 @@ func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, wh
 	s.log.InfoContext(ctx, "memory generation triggered", "session", key.Name(), "trigger", why, "operation", op.Name())
 }
 
+// maxIdleRecovery bounds the sessions per app that RecoverIdle looks at.
+const maxIdleRecovery = 10000
+
+// RecoverIdle re-arms the idle triggers when a server starts (Run calls
+// it): for each app with an idle trigger, the sessions updated since the
+// trigger was configured that still have events the memory bank has not
+// processed are timed from their last update. A session that went idle
+// while no server ran, or whose server stopped before its timer fired, so
+// still gets its memories. It looks at the most recently updated
+// maxIdleRecovery sessions of each app.
+func (s *Service) RecoverIdle(ctx context.Context) error {
+	if s.sess == nil {
+		return nil
+	}
+	cfgs, err := s.store.ListConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cfgs {
+		if c.Trigger.IdleDuration <= 0 {
+			continue
+		}
+		token, seen := "", 0
+	pages:
+		for {
+			list, next, err := s.sess.ListSessions(ctx, sessions.ListSessionsRequest{App: c.App, PageSize: 100, PageToken: token})
+			if err != nil {
+				return err
+			}
+			for _, ss := range list {
+				if ss.UpdateTime.Before(c.UpdateTime) || seen == maxIdleRecovery {
+					break pages
+				}
+				seen++
+				wm, err := s.store.Watermark(ctx, c.App, ss.Key.Name())
+				if err != nil {
+					return err
+				}
+				if ss.LastSequence > wm {
+					s.idle.touch(ss.Key, ss.LastSequence, ss.UpdateTime)
+				}
+			}
+			if next == "" {
+				break
+			}
+			token = next
+		}
+	}
+	return nil
+}
+
 // idleSessions remembers the last append of each session of apps with an
-// idle trigger. It lives in memory: after a restart, a session's idle timer
-// starts again at its next append.
+// idle trigger. It lives in memory, re-armed from the stores by
+// RecoverIdle when a server starts.
 type idleSessions struct {
 	mu   sync.Mutex
 	last map[string]idleEntry

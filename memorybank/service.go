@@ -21,6 +21,9 @@ type SessionReader interface {
 	// greater than after, within [from, to) when set, in order. NotFound
 	// when the session does not exist.
 	EventsAfter(ctx context.Context, key sessions.Key, after int64, from, to time.Time, limit int) ([]*sessions.Event, error)
+	// ListSessions returns a page of sessions, most recently updated
+	// first (for re-arming idle triggers after a start).
+	ListSessions(ctx context.Context, r sessions.ListSessionsRequest) ([]*sessions.Session, string, error)
 }
 
 // Config configures a Service.

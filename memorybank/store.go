@@ -52,6 +52,10 @@ type Store interface {
 	// PutConfig stores an app's configuration.
 	PutConfig(ctx context.Context, c *BankConfig) error
 
+	// ListConfigs returns every stored configuration (one per app that
+	// has one), in no particular order.
+	ListConfigs(ctx context.Context) ([]*BankConfig, error)
+
 	// CreateOperation stores a new operation.
 	CreateOperation(ctx context.Context, op *Operation) error
 

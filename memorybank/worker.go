@@ -52,6 +52,9 @@ func (s *Service) maintain(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var lastSweep, lastEmbed time.Time
+	if err := s.RecoverIdle(ctx); err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "re-arming idle triggers", "error", err)
+	}
 	for {
 		now := s.now()
 		if now.Sub(lastSweep) >= time.Minute {
@@ -66,7 +69,7 @@ func (s *Service) maintain(ctx context.Context) {
 				s.log.WarnContext(ctx, "re-embedding memories", "error", err)
 			}
 		}
-		s.fireIdle(ctx)
+		s.FireIdle(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -75,8 +78,9 @@ func (s *Service) maintain(ctx context.Context) {
 	}
 }
 
-// fireIdle queues generations for sessions idle long enough.
-func (s *Service) fireIdle(ctx context.Context) {
+// FireIdle queues generations for sessions idle long enough. Run calls it
+// on every maintenance tick.
+func (s *Service) FireIdle(ctx context.Context) {
 	due := s.idle.due(s.now(), func(app string) time.Duration {
 		cfg, err := s.config(ctx, app)
 		if err != nil {

@@ -532,6 +532,10 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
+	return decodeConfig(app, snap)
+}
+
+func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*memorybank.BankConfig, error) {
 	body, err := snap.DataAt("body")
 	if err != nil {
 		return nil, err
@@ -542,6 +546,38 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 	}
 	c.App = app
 	return &c, nil
+}
+
+// ListConfigs implements memorybank.Store. It lists the app documents
+// (which may exist only as parents of collections) and reads their
+// configuration documents: no index is needed.
+func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
+	apps, err := s.c.Collection(s.root).DocumentRefs(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	refs := make([]*firestore.DocumentRef, len(apps))
+	for i, a := range apps {
+		refs[i] = s.configRef(a.ID)
+	}
+	var out []*memorybank.BankConfig
+	for start := 0; start < len(refs); start += 300 {
+		snaps, err := s.c.GetAll(ctx, refs[start:min(start+300, len(refs))])
+		if err != nil {
+			return nil, firestoredb.Wrap(err)
+		}
+		for i, snap := range snaps {
+			if !snap.Exists() {
+				continue
+			}
+			c, err := decodeConfig(apps[start+i].ID, snap)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // PutConfig implements memorybank.Store.

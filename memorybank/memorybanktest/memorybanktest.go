@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Expiry", testExpiry},
 		{"Config", testConfig},
 		{"Triggers", testTriggers},
+		{"IdleTriggerAndRestart", testIdleTrigger},
 		{"Reembed", testReembed},
 	}
 	for _, tc := range tests {
@@ -92,10 +93,13 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// FakeSessions is an in-memory memorybank.SessionReader.
+// FakeSessions is an in-memory memorybank.SessionReader. Now, when set,
+// stamps each session's update time at its appends.
 type FakeSessions struct {
-	mu     sync.Mutex
-	events map[string][]*sessions.Event
+	Now     func() time.Time
+	mu      sync.Mutex
+	events  map[string][]*sessions.Event
+	updated map[string]*sessions.Session
 }
 
 // Append adds events to a session, numbering them.
@@ -116,7 +120,31 @@ func (f *FakeSessions) Append(key sessions.Key, texts ...string) []*sessions.Eve
 		f.events[key.Name()] = append(list, e)
 		out = append(out, e)
 	}
+	if f.updated == nil {
+		f.updated = map[string]*sessions.Session{}
+	}
+	ss := &sessions.Session{Key: key, LastSequence: int64(len(f.events[key.Name()]))}
+	if f.Now != nil {
+		ss.UpdateTime = f.Now()
+	}
+	f.updated[key.Name()] = ss
 	return out
+}
+
+// ListSessions implements memorybank.SessionReader: one page of the app's
+// (or user's) sessions, most recently updated first.
+func (f *FakeSessions) ListSessions(_ context.Context, r sessions.ListSessionsRequest) ([]*sessions.Session, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*sessions.Session
+	for _, ss := range f.updated {
+		if ss.App == r.App && (r.User == "" || ss.User == r.User) {
+			c := *ss
+			out = append(out, &c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *sessions.Session) int { return b.UpdateTime.Compare(a.UpdateTime) })
+	return out, "", nil
 }
 
 // EventsAfter implements memorybank.SessionReader.
@@ -152,8 +180,8 @@ func newHarness(t *testing.T, store memorybank.Store) *harness {
 		t: t, store: store, ctx: t.Context(),
 		clock:  &Clock{now: time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)},
 		gemini: modeltest.NewGemini(t),
-		sess:   &FakeSessions{},
 	}
+	h.sess = &FakeSessions{Now: h.clock.Now}
 	h.svc = h.service("worker-a", &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"})
 	h.noGen = h.service("worker-b", nil)
 	return h
@@ -1039,6 +1067,62 @@ func testTriggers(t *testing.T, h *harness) {
 	ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, "")
 	if len(ops) != 1 || ops[0].Generate.Session == nil || ops[0].Generate.Session.ID != "s1" {
 		t.Fatalf("operations after 4 events = %v", ops)
+	}
+}
+
+func testIdleTrigger(t *testing.T, h *harness) {
+	h.gemini.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: `{"facts":[]}`} })
+	ops := func(svc *memorybank.Service) []*memorybank.Operation {
+		t.Helper()
+		list, _, err := svc.ListOperations(h.ctx, "app1", []memorybank.OpState{memorybank.OpPending}, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	// A session idle since before the trigger existed is left alone.
+	before := sessions.Key{App: "app1", User: "u1", ID: "before"}
+	h.sess.Append(before, "old news")
+	h.clock.Advance(time.Hour)
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Trigger: memorybank.Trigger{IdleDuration: time.Minute}}, []string{"generation_trigger"}); err != nil {
+		t.Fatal(err)
+	}
+
+	s1 := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	for _, e := range h.sess.Append(s1, "one", "two") {
+		h.svc.SessionAppended(h.ctx, s1, e.Sequence)
+	}
+	h.svc.FireIdle(h.ctx)
+	if got := ops(h.svc); len(got) != 0 {
+		t.Fatalf("fired before the session was idle: %d operations", len(got))
+	}
+	h.clock.Advance(2 * time.Minute)
+	h.svc.FireIdle(h.ctx)
+	if got := ops(h.svc); len(got) != 1 || got[0].Generate.Session == nil || *got[0].Generate.Session != s1 {
+		t.Fatalf("after a minute idle: %v", got)
+	}
+	h.drain(h.svc)
+
+	// s2 is appended, then its server stops before the timer fires. A new
+	// server knows nothing of it until RecoverIdle re-arms it from the
+	// stores; s1, already processed, is not re-armed.
+	s2 := sessions.Key{App: "app1", User: "u2", ID: "s2"}
+	for _, e := range h.sess.Append(s2, "three") {
+		h.svc.SessionAppended(h.ctx, s2, e.Sequence)
+	}
+	restarted := h.service("worker-c", &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"})
+	h.clock.Advance(2 * time.Minute)
+	restarted.FireIdle(h.ctx)
+	if got := ops(restarted); len(got) != 0 {
+		t.Fatalf("a new server fired without re-arming: %v", got)
+	}
+	if err := restarted.RecoverIdle(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted.FireIdle(h.ctx)
+	got := ops(restarted)
+	if len(got) != 1 || got[0].Generate.Session == nil || *got[0].Generate.Session != s2 {
+		t.Fatalf("after RecoverIdle: %v", got)
 	}
 }
 

@@ -546,6 +546,29 @@ func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
 	})
 }
 
+// ListConfigs implements memorybank.Store.
+func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
+	rows, err := s.db.Read().QueryContext(ctx, `SELECT app, body FROM bank_configs`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*memorybank.BankConfig
+	for rows.Next() {
+		var app, body string
+		if err := rows.Scan(&app, &body); err != nil {
+			return nil, err
+		}
+		var c memorybank.BankConfig
+		if err := json.Unmarshal([]byte(body), &c); err != nil {
+			return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
+		}
+		c.App = app
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
 // CreateOperation implements memorybank.Store.
 func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) error {
 	body, err := json.Marshal(op)
