@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genai"
+
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -233,5 +235,51 @@ func TestOfflineEmbedder(t *testing.T) {
 	// Stop words alone carry nothing.
 	if n := l2(q("the and of to")); n != 0 {
 		t.Fatalf("stop words embed to norm %v", n)
+	}
+}
+
+// TestOpenAIChatCarriesToolCalls sends a conversation begun on Gemini (its
+// function calls have no ids) to an OpenAI-compatible server: the calls get
+// ids, the responses name the same ids, and the reply's tool calls come
+// back as genai function calls.
+func TestOpenAIChatCarriesToolCalls(t *testing.T) {
+	fake := modeltest.NewOpenAI(t)
+	fake.Reply(modeltest.Reply{Parts: []map[string]any{{"functionCall": map[string]any{"name": "weather", "args": map[string]any{"city": "Nara"}}}}})
+	chat := model.NewOpenAI(fake.Config(), "llama3.1")
+	contents := []*genai.Content{
+		genai.NewContentFromText("Weather in Kyoto and Osaka?", genai.RoleUser),
+		{Role: genai.RoleModel, Parts: []*genai.Part{
+			{FunctionCall: &genai.FunctionCall{Name: "weather", Args: map[string]any{"city": "Kyoto"}}},
+			{FunctionCall: &genai.FunctionCall{Name: "forecast", Args: map[string]any{"city": "Osaka"}}},
+		}},
+		{Role: genai.RoleUser, Parts: []*genai.Part{
+			{FunctionResponse: &genai.FunctionResponse{Name: "weather", Response: map[string]any{"sky": "sunny"}}},
+			{FunctionResponse: &genai.FunctionResponse{Name: "forecast", Response: map[string]any{"sky": "rain"}}},
+		}},
+		genai.NewContentFromText("And Nara?", genai.RoleUser),
+	}
+	cfg := &genai.GenerateContentConfig{
+		SystemInstruction: genai.NewContentFromText("Be brief.", genai.RoleUser),
+		Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{
+			{Name: "weather", Description: "The weather.", ParametersJsonSchema: map[string]any{"type": "object"}},
+		}}},
+	}
+	resp, err := chat.GenerateContent(t.Context(), contents, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := resp.Candidates[0].Content.Parts[0].FunctionCall
+	if fc == nil || fc.Name != "weather" || fc.Args["city"] != "Nara" || fc.ID == "" {
+		t.Fatalf("reply = %+v", resp.Candidates[0].Content.Parts[0])
+	}
+	call := fake.Calls()[0]
+	text := call.Text()
+	for _, want := range []string{`call weather {"city":"Kyoto"}`, `call forecast {"city":"Osaka"}`, `response weather {"sky":"sunny"}`, `response forecast {"sky":"rain"}`, "And Nara?"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the server saw %q, without %q", text, want)
+		}
+	}
+	if call.System != "Be brief." || len(call.Tools) != 1 || call.Tools[0]["name"] != "weather" {
+		t.Fatalf("system %q, tools %v", call.System, call.Tools)
 	}
 }
