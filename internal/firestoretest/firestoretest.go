@@ -6,7 +6,8 @@
 // the emulator's jar from the Cloud SDK, found through gcloud, the
 // KIOKU_FIRESTORE_EMULATOR_JAR variable, or the usual install places) on a
 // free port, and it dies with the test binary. Each test gets a project id
-// of its own, so tests never see each other's data.
+// of its own, so tests never see each other's data, and the project's data
+// is deleted when the test ends.
 //
 // Where no emulator can be found or started, the test fails with a message
 // saying how to get one. It never skips.
@@ -73,17 +74,45 @@ func Project(t testing.TB) string {
 }
 
 // NewClient returns a client on the emulator for a fresh project, closed
-// when the test ends.
+// when the test ends, when the project's data is also deleted through the
+// emulator's REST endpoint (so a shared emulator does not grow).
 func NewClient(t testing.TB) (*firestore.Client, string) {
 	t.Helper()
-	Host(t)
+	h := Host(t)
 	project := Project(t)
 	c, err := firestore.NewClientWithDatabase(context.Background(), project, firestore.DefaultDatabaseID)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		c.Close()
+		if err := Reset(h, project); err != nil {
+			t.Errorf("resetting the emulator's project %s: %v", project, err)
+		}
+	})
 	return c, project
+}
+
+// Reset deletes every document of a project's default database on the
+// emulator at host.
+func Reset(host, project string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := "http://" + host + "/emulator/v1/projects/" + project + "/databases/(default)/documents"
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("DELETE %s: %s %s", url, resp.Status, body)
+	}
+	return nil
 }
 
 // jar finds the emulator's jar.
