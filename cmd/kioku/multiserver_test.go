@@ -22,8 +22,7 @@ import (
 // lose nothing and keep contiguous sequences, and a memory operation held
 // by a server that is killed is finished by the other, exactly once.
 func TestTwoServersShareFirestore(t *testing.T) {
-	firestoretest.Host(t) // sets FIRESTORE_EMULATOR_HOST for the servers
-	project := firestoretest.Project(t)
+	project := firestoretest.Project(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
 	fake := modeltest.NewGemini(t)
 	hold := make(chan struct{})
 	var holdOnce sync.Once

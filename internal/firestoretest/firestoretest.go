@@ -66,30 +66,33 @@ func Host(t testing.TB) string {
 	return host
 }
 
-// Project returns a fresh project id for one test.
+// Project returns a fresh project id for one test on the emulator (started
+// if needed); the project's data is deleted through the emulator's REST
+// endpoint when the test ends, so a shared emulator does not grow.
 func Project(t testing.TB) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "test-" + hex.EncodeToString(b[:])
-}
-
-// NewClient returns a client on the emulator for a fresh project, closed
-// when the test ends, when the project's data is also deleted through the
-// emulator's REST endpoint (so a shared emulator does not grow).
-func NewClient(t testing.TB) (*firestore.Client, string) {
 	t.Helper()
 	h := Host(t)
+	var b [6]byte
+	rand.Read(b[:])
+	project := "test-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		if err := Reset(h, project); err != nil {
+			t.Errorf("resetting the emulator's project %s: %v", project, err)
+		}
+	})
+	return project
+}
+
+// NewClient returns a client on the emulator for a fresh project (see
+// Project), closed when the test ends.
+func NewClient(t testing.TB) (*firestore.Client, string) {
+	t.Helper()
 	project := Project(t)
 	c, err := firestore.NewClientWithDatabase(context.Background(), project, firestore.DefaultDatabaseID)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
-	t.Cleanup(func() {
-		c.Close()
-		if err := Reset(h, project); err != nil {
-			t.Errorf("resetting the emulator's project %s: %v", project, err)
-		}
-	})
+	t.Cleanup(func() { c.Close() })
 	return c, project
 }
 
