@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
+	_ "io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,7 +74,9 @@ func startKioku(t *testing.T, args ...string) *kiokuProcess {
 			}
 			t.Logf("kioku: %s", sc.Text())
 		}
-		io.Copy(io.Discard, stderr)
+		for sc.Scan() {
+			fmt.Fprintf(os.Stderr, "[%s] %s\n", cmd.Args[len(cmd.Args)-1], sc.Text())
+		}
 	}()
 	select {
 	case url := <-found:

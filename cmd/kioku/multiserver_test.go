@@ -20,7 +20,8 @@ import (
 // TestTwoServersShareFirestore runs two kioku serve processes on one
 // Firestore (the emulator): concurrent appends to one session through both
 // lose nothing and keep contiguous sequences, and a memory operation held
-// by a server that is killed is finished by the other, exactly once.
+// by a server that is killed is finished by another, exactly once, after
+// the lease expires.
 func TestTwoServersShareFirestore(t *testing.T) {
 	project := firestoretest.Project(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
 	fake := modeltest.NewGemini(t)
@@ -91,8 +92,12 @@ func TestTwoServersShareFirestore(t *testing.T) {
 		}
 	}
 
-	// A memory operation claimed by server a, which dies holding it.
-	b.cmd.Process.Signal(syscall.SIGSTOP) // only a may claim it
+	// A memory operation claimed by server a, which dies holding it. Server
+	// b stops first (gracefully: no transaction of its own in flight), so
+	// that a claims the operation; a new server b takes it over once a's
+	// lease expires.
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	b.cmd.Wait()
 	ma := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, a.url)
 	op, err := ma.GenerateMemories(ctx, connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
 		Parent: "apps/multi", Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: session}},
@@ -109,8 +114,8 @@ func TestTwoServersShareFirestore(t *testing.T) {
 	}
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	a.cmd.Wait()
-	b.cmd.Process.Signal(syscall.SIGCONT)
 	holdOnce.Do(func() { close(hold) })
+	b = startKioku(t, args...)
 
 	ob := kiokuv1connect.NewOperationServiceClient(http.DefaultClient, b.url)
 	res, err := ob.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: op.Msg.GetName(), Timeout: durationpb.New(60 * time.Second)}))

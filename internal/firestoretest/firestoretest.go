@@ -76,8 +76,11 @@ func Project(t testing.TB) string {
 	rand.Read(b[:])
 	project := "test-" + hex.EncodeToString(b[:])
 	t.Cleanup(func() {
+		// A process the test killed may have left a transaction whose locks
+		// hold the reset until the emulator times them out; cleaning up is
+		// hygiene, not a result, so it gets a few seconds and a log line.
 		if err := Reset(h, project); err != nil {
-			t.Errorf("resetting the emulator's project %s: %v", project, err)
+			t.Logf("could not reset the emulator's project %s: %v", project, err)
 		}
 	})
 	return project
@@ -99,7 +102,7 @@ func NewClient(t testing.TB) (*firestore.Client, string) {
 // Reset deletes every document of a project's default database on the
 // emulator at host.
 func Reset(host, project string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	url := "http://" + host + "/emulator/v1/projects/" + project + "/databases/(default)/documents"
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
