@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	_ "io"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,9 +74,7 @@ func startKioku(t *testing.T, args ...string) *kiokuProcess {
 			}
 			t.Logf("kioku: %s", sc.Text())
 		}
-		for sc.Scan() {
-			fmt.Fprintf(os.Stderr, "[%s] %s\n", cmd.Args[len(cmd.Args)-1], sc.Text())
-		}
+		io.Copy(io.Discard, stderr)
 	}()
 	select {
 	case url := <-found:
