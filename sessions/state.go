@@ -109,6 +109,21 @@ func ApplyDelta(state, delta map[string]any) map[string]any {
 	return out
 }
 
+// UpdatedState applies delta to a scope's state (ApplyDelta) and encodes
+// the result (EncodeState); an encoding over max bytes is
+// RESOURCE_EXHAUSTED, naming the scope ("session", "user", "app").
+func UpdatedState(old, delta map[string]any, scope string, max int) (map[string]any, []byte, error) {
+	st := ApplyDelta(old, delta)
+	enc, err := EncodeState(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(enc) > max {
+		return nil, nil, StateTooLarge(scope, len(enc), max)
+	}
+	return st, enc, nil
+}
+
 // Merge returns the merged view of the three scopes.
 func Merge(session, user, app map[string]any) map[string]any {
 	out := make(map[string]any, len(session)+len(user)+len(app))

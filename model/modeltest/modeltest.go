@@ -148,6 +148,22 @@ func (f *fake) next(c Call) (Reply, error) {
 	return Reply{}, fmt.Errorf("modeltest: unexpected generation call %d (no reply scripted): %.300s", n, c.Text())
 }
 
+// answer records a call and returns its reply; when the reply is a
+// scripted failure (or none was scripted) it writes the error and returns
+// false.
+func (f *fake) answer(w http.ResponseWriter, c Call) (Reply, bool) {
+	reply, err := f.next(c)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return Reply{}, false
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		writeError(w, reply)
+		return Reply{}, false
+	}
+	return reply, true
+}
+
 // Pending returns how many scripted replies are still queued.
 func (f *fake) Pending() int {
 	f.mu.Lock()
@@ -295,13 +311,8 @@ func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]an
 			}
 		}
 	}
-	reply, err := g.next(c)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		writeError(w, reply)
+	reply, ok := g.answer(w, c)
+	if !ok {
 		return
 	}
 	parts := reply.Parts
@@ -428,13 +439,8 @@ func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
 			c.Tools = append(c.Tools, fn)
 		}
 	}
-	reply, err := o.next(c)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		writeError(w, reply)
+	reply, ok := o.answer(w, c)
+	if !ok {
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": reply.Text}

@@ -423,12 +423,9 @@ func (s *Store) sharedWrites(tx *firestore.Transaction, app, user string, userDe
 		if err != nil {
 			return nil, err
 		}
-		enc, err := sessions.EncodeState(sessions.ApplyDelta(old, scope.delta))
+		_, enc, err := sessions.UpdatedState(old, scope.delta, scope.name, max)
 		if err != nil {
 			return nil, err
-		}
-		if len(enc) > max {
-			return nil, sessions.StateTooLarge(scope.name, len(enc), max)
 		}
 		out = append(out, pending{scope.ref, enc})
 	}
@@ -765,12 +762,9 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err != nil {
 				return err
 			}
-			enc, err := sessions.EncodeState(sessions.ApplyDelta(old, r.Deltas.Session))
+			_, enc, err := sessions.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
 			if err != nil {
 				return err
-			}
-			if len(enc) > r.MaxStateBytes {
-				return sessions.StateTooLarge("session", len(enc), r.MaxStateBytes)
 			}
 			updates = append(updates, firestore.Update{Path: "state", Value: string(enc)})
 		}
@@ -823,13 +817,9 @@ func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[s
 		if err != nil {
 			return err
 		}
-		st = sessions.ApplyDelta(old, r.Delta)
-		enc, err := sessions.EncodeState(st)
-		if err != nil {
+		var enc []byte
+		if st, enc, err = sessions.UpdatedState(old, r.Delta, name, r.MaxStateBytes); err != nil {
 			return err
-		}
-		if len(enc) > r.MaxStateBytes {
-			return sessions.StateTooLarge(name, len(enc), r.MaxStateBytes)
 		}
 		return tx.Set(doc, stateDoc{State: string(enc), UpdateNS: unixnano.From(r.Now)})
 	}, s.txn...)

@@ -229,13 +229,9 @@ func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, key []any, scope str
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s state: %w", scope, err)
 	}
-	st := sessions.ApplyDelta(old, delta)
-	enc, err := sessions.EncodeState(st)
+	st, enc, err := sessions.UpdatedState(old, delta, scope, max)
 	if err != nil {
 		return nil, err
-	}
-	if len(enc) > max {
-		return nil, sessions.StateTooLarge(scope, len(enc), max)
 	}
 	if _, err := tx.Stmt(put).Exec(append(key, enc, unixnano.From(now))...); err != nil {
 		return nil, err
@@ -614,12 +610,9 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err != nil {
 				return err
 			}
-			enc, err := sessions.EncodeState(sessions.ApplyDelta(old, r.Deltas.Session))
+			_, enc, err := sessions.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
 			if err != nil {
 				return err
-			}
-			if len(enc) > r.MaxStateBytes {
-				return sessions.StateTooLarge("session", len(enc), r.MaxStateBytes)
 			}
 			if _, err := tx.Stmt(s.updSessionState).Exec(seq, unixnano.From(r.Now), enc, key.App, key.ID); err != nil {
 				return err
