@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -37,8 +38,12 @@ import (
 // as if absent), and reading the memory bank's configuration. It may not
 // list all sessions or operations of the app, change app state or the
 // configuration.
+//
+// Keys can be replaced while the server runs (Reload): a call is checked
+// against the keys in force when it arrives.
 type Keys struct {
-	byDigest map[[sha256.Size]byte]Key
+	path     string
+	byDigest atomic.Pointer[map[[sha256.Size]byte]Key]
 }
 
 // Key is one entry of a key file.
@@ -59,6 +64,30 @@ const AllApps = "*"
 // LoadKeys reads a key file: {"keys": [{"name", "app", "user", "sha256"}]},
 // user being optional.
 func LoadKeys(path string) (*Keys, error) {
+	m, err := readKeys(path)
+	if err != nil {
+		return nil, err
+	}
+	k := &Keys{path: path}
+	k.byDigest.Store(&m)
+	return k, nil
+}
+
+// Reload reads the key file again and, if it is valid, puts its keys in
+// force at once: new keys work and removed ones stop working for every
+// later call. If it is not valid the keys in force stay, and the error says
+// why. It returns the number of keys now in force.
+func (k *Keys) Reload() (int, error) {
+	m, err := readKeys(k.path)
+	if err != nil {
+		return len(*k.byDigest.Load()), err
+	}
+	k.byDigest.Store(&m)
+	return len(m), nil
+}
+
+// readKeys reads and checks a key file.
+func readKeys(path string) (map[[sha256.Size]byte]Key, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the key file: %w", err)
@@ -71,7 +100,7 @@ func LoadKeys(path string) (*Keys, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("key file %s: %w (want {\"keys\": [{\"name\", \"app\", \"sha256\"}]})", path, err)
 	}
-	k := &Keys{byDigest: map[[sha256.Size]byte]Key{}}
+	k := map[[sha256.Size]byte]Key{}
 	for i, key := range f.Keys {
 		d, err := hex.DecodeString(key.SHA256)
 		if err != nil || len(d) != sha256.Size {
@@ -92,12 +121,12 @@ func LoadKeys(path string) (*Keys, error) {
 		}
 		var digest [sha256.Size]byte
 		copy(digest[:], d)
-		if _, dup := k.byDigest[digest]; dup {
+		if _, dup := k[digest]; dup {
 			return nil, fmt.Errorf("key file %s: keys[%d] repeats the digest of an earlier key", path, i)
 		}
-		k.byDigest[digest] = key
+		k[digest] = key
 	}
-	if len(k.byDigest) == 0 {
+	if len(k) == 0 {
 		return nil, fmt.Errorf("key file %s has no keys", path)
 	}
 	return k, nil
@@ -115,7 +144,7 @@ func NewKey(name, app, user string) (string, Key) {
 
 // lookup returns the entry of a presented key.
 func (k *Keys) lookup(key string) (Key, bool) {
-	e, ok := k.byDigest[sha256.Sum256([]byte(key))]
+	e, ok := (*k.byDigest.Load())[sha256.Sum256([]byte(key))]
 	return e, ok
 }
 

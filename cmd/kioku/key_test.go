@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -50,5 +52,42 @@ func TestAPIKeys(t *testing.T) {
 	}
 	if err := create(client.New(proc.url, client.WithGRPC(), client.WithAuthToken(key)), "demo"); err != nil {
 		t.Fatalf("with the key over gRPC: %v", err)
+	}
+
+	// Rotation: the file now holds only a new key; SIGHUP puts it in force
+	// and revokes the old one.
+	out, err = exec.Command(bin, "key", "--app", "demo", "--name", "rotated").Output()
+	if err != nil {
+		t.Fatalf("kioku key: %v", err)
+	}
+	lines = strings.Split(strings.TrimSpace(string(out)), "\n")
+	key2, entry2 := strings.TrimSpace(lines[1]), strings.TrimSpace(lines[3])
+	if err := os.WriteFile(keys, []byte(`{"keys": [`+entry2+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for create(client.New(proc.url, client.WithAuthToken(key2)), "demo") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the new key was not accepted within 10s of SIGHUP")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := create(client.New(proc.url, client.WithAuthToken(key)), "demo"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("with the revoked key: %v", err)
+	}
+
+	// A broken file on reload leaves the keys in force, and the server up.
+	if err := os.WriteFile(keys, []byte(`{"keys": [{"name": "x", "app": "demo", "sha256": "not hex"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := create(client.New(proc.url, client.WithAuthToken(key2)), "demo"); err != nil {
+		t.Fatalf("after reloading a broken key file, with the key in force: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
@@ -39,7 +41,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 
 		models:   cli.RegisterModelFlags(fs),
 		workers:  fs.Env("workers", "2", "memory operations run at once by this server"),
-		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them); empty: no key needed"),
+		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		lease:    fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
@@ -103,6 +105,10 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer n.Close()
+	if cfg.Keys != nil {
+		stop := reloadKeysOnHangup(cfg.Keys, log)
+		defer stop()
+	}
 	ln, err := net.Listen("tcp", *flags.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (is another kioku running? choose another port with --addr)", *flags.addr, err)
@@ -126,4 +132,31 @@ Try:
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
 	return err
+}
+
+// reloadKeysOnHangup reads the key file again on each SIGHUP, so keys can
+// be added and revoked without a restart; a broken file leaves the keys in
+// force. It returns the function that stops it.
+func reloadKeysOnHangup(keys *server.Keys, log *slog.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				if n, err := keys.Reload(); err != nil {
+					log.Error("reloading the key file failed; the keys in force are unchanged", "keys", n, "err", err)
+				} else {
+					log.Info("reloaded the key file", "keys", n)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }
