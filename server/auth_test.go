@@ -122,6 +122,58 @@ func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 	}
 }
 
+// TestReloadKeys replaces the keys of a running server: a valid file takes
+// effect for the next call, a broken one leaves the keys in force.
+func TestReloadKeys(t *testing.T) {
+	oldKey, oldEntry := server.NewKey("old", "a", "")
+	newKey, newEntry := server.NewKey("new", "a", "")
+	path := keyFile(t, oldEntry)
+	keys, err := server.LoadKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handlers are unimplemented: a call the keys let through ends
+	// UNIMPLEMENTED, one they stop ends UNAUTHENTICATED.
+	ts := startServer(t, server.Config{Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	code := func(key string) connect.Code {
+		c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
+		_, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u"}))
+		return connect.CodeOf(err)
+	}
+	if code(oldKey) != connect.CodeUnimplemented || code(newKey) != connect.CodeUnauthenticated {
+		t.Fatalf("before the reload: old key %v, new key %v", code(oldKey), code(newKey))
+	}
+
+	if err := os.WriteFile(path, []byte(`{"keys": [`+mustJSON(t, newEntry)+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := keys.Reload(); n != 1 || err != nil {
+		t.Fatalf("Reload = %d, %v", n, err)
+	}
+	if code(oldKey) != connect.CodeUnauthenticated || code(newKey) != connect.CodeUnimplemented {
+		t.Fatalf("after the reload: old key %v, new key %v", code(oldKey), code(newKey))
+	}
+
+	if err := os.WriteFile(path, []byte(`{"keys": [{"name": "x", "app": "a", "sha256": "abc"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := keys.Reload(); n != 1 || err == nil || !strings.Contains(err.Error(), "keys[0].sha256") {
+		t.Fatalf("Reload of a broken file = %d, %v; want the keys in force kept and the field named", n, err)
+	}
+	if code(newKey) != connect.CodeUnimplemented {
+		t.Fatalf("after a broken reload, the key in force: %v", code(newKey))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
 	_, good := server.NewKey("k", "a", "")
 	for _, c := range []struct {
