@@ -80,7 +80,10 @@ func LoadKeys(path string) (*Keys, error) {
 func (k *Keys) Reload() (int, error) {
 	m, err := readKeys(k.path)
 	if err != nil {
-		return len(*k.byDigest.Load()), err
+		if old := k.byDigest.Load(); old != nil {
+			return len(*old), err
+		}
+		return 0, err
 	}
 	k.byDigest.Store(&m)
 	return len(m), nil
@@ -144,7 +147,11 @@ func NewKey(name, app, user string) (string, Key) {
 
 // lookup returns the entry of a presented key.
 func (k *Keys) lookup(key string) (Key, bool) {
-	e, ok := (*k.byDigest.Load())[sha256.Sum256([]byte(key))]
+	m := k.byDigest.Load()
+	if m == nil { // a zero Keys holds no key: every call is refused
+		return Key{}, false
+	}
+	e, ok := (*m)[sha256.Sum256([]byte(key))]
 	return e, ok
 }
 
