@@ -172,12 +172,10 @@ func (s *Service) ListOperations(ctx context.Context, app string, states []OpSta
 	if err != nil {
 		return nil, "", err
 	}
-	if len(ops) <= size {
-		return ops, "", nil
-	}
-	ops = ops[:size]
-	last := ops[size-1]
-	return ops, sessions.EncodePageToken(sessions.PageToken{Query: digest, Time: last.CreateTime.UnixNano(), ID: last.ID}), nil
+	ops, next := sessions.Page(ops, size, digest, func(last *Operation) sessions.PageToken {
+		return sessions.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
+	})
+	return ops, next, nil
 }
 
 // WaitOperation returns an operation once it is done, or as it is when

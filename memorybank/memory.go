@@ -1,12 +1,15 @@
 package memorybank
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -171,6 +174,44 @@ type Revision struct {
 	Reason     string
 	CreateTime time.Time
 	ExpireTime time.Time
+}
+
+// revisionBody is the stored form of a revision, the same in every store:
+// everything but its app, memory and number, which the stores key it by.
+type revisionBody struct {
+	Action         Action            `json:"action"`
+	Fact           string            `json:"fact"`
+	Scope          Scope             `json:"scope"`
+	Topics         []string          `json:"topics,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	ExtractedFacts []string          `json:"extracted_facts,omitempty"`
+	Sources        []Source          `json:"sources,omitempty"`
+	Operation      string            `json:"operation,omitempty"`
+	Reason         string            `json:"reason,omitempty"`
+	CreateNS       int64             `json:"create_ns"`
+	ExpireNS       int64             `json:"expire_ns,omitempty"`
+}
+
+// MarshalBody returns the revision's stored form (see UnmarshalRevision).
+func (r *Revision) MarshalBody() ([]byte, error) {
+	return json.Marshal(revisionBody{
+		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
+		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason,
+		CreateNS: unixnano.From(r.CreateTime), ExpireNS: unixnano.From(r.ExpireTime),
+	})
+}
+
+// UnmarshalRevision decodes a stored revision of memoryID.
+func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*Revision, error) {
+	var b revisionBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", number, memoryID, err)
+	}
+	return &Revision{
+		App: app, MemoryID: memoryID, Number: number, Action: b.Action, Fact: b.Fact, Scope: b.Scope,
+		Topics: b.Topics, Metadata: b.Metadata, ExtractedFacts: b.ExtractedFacts, Sources: b.Sources,
+		Operation: b.Operation, Reason: b.Reason, CreateTime: unixnano.Time(b.CreateNS), ExpireTime: unixnano.Time(b.ExpireNS),
+	}, nil
 }
 
 // Name returns the revision's resource name.

@@ -329,12 +329,10 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if err != nil {
 		return nil, "", err
 	}
-	if len(list) <= size {
-		return list, "", nil
-	}
-	list = list[:size]
-	last := list[size-1]
-	return list, sessions.EncodePageToken(sessions.PageToken{Query: digest, Time: last.UpdateTime.UnixNano(), ID: last.ID}), nil
+	list, next := sessions.Page(list, size, digest, func(last *Memory) sessions.PageToken {
+		return sessions.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
+	})
+	return list, next, nil
 }
 
 // MemoryUpdate lists the fields UpdateMemory changes; nil fields stay.
@@ -552,11 +550,10 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 	if err != nil {
 		return nil, "", err
 	}
-	if len(revs) <= size {
-		return revs, "", nil
-	}
-	revs = revs[:size]
-	return revs, sessions.EncodePageToken(sessions.PageToken{Query: digest, Seq: revs[size-1].Number}), nil
+	revs, next := sessions.Page(revs, size, digest, func(last *Revision) sessions.PageToken {
+		return sessions.PageToken{Seq: last.Number}
+	})
+	return revs, next, nil
 }
 
 // RollbackMemory restores a memory, deleted or not, to a revision, and

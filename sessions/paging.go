@@ -58,6 +58,19 @@ func DecodePageToken(token, query string) (PageToken, error) {
 	return t, nil
 }
 
+// Page trims a list fetched with one item more than a page (Limit size+1)
+// to the page, and returns the next page's token: empty when nothing was
+// left over, else the cursor of the page's last item, bound to query.
+func Page[T any](list []T, size int, query string, cursor func(last T) PageToken) ([]T, string) {
+	if len(list) <= size {
+		return list, ""
+	}
+	list = list[:size]
+	t := cursor(list[size-1])
+	t.Query = query
+	return list, EncodePageToken(t)
+}
+
 // NewID returns a random URL-safe id of 20 lower-case letters and digits
 // (about 103 bits).
 func NewID() string {

@@ -238,12 +238,10 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	if len(list) <= size {
-		return list, "", nil
-	}
-	list = list[:size]
-	last := list[size-1]
-	return list, EncodePageToken(PageToken{Query: digest, Time: last.UpdateTime.UnixNano(), ID: last.ID}), nil
+	list, next := Page(list, size, digest, func(last *Session) PageToken {
+		return PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
+	})
+	return list, next, nil
 }
 
 // UpdateSessionRequest lists the fields to change; nil fields stay.
@@ -415,11 +413,10 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err != nil {
 		return nil, "", err
 	}
-	if len(events) <= size {
-		return events, "", nil
-	}
-	events = events[:size]
-	return events, EncodePageToken(PageToken{Query: digest, Seq: events[size-1].Sequence}), nil
+	events, next := Page(events, size, digest, func(last *Event) PageToken {
+		return PageToken{Seq: last.Sequence}
+	})
+	return events, next, nil
 }
 
 // SharedState is a "user:" or "app:" scope's state.

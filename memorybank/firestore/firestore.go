@@ -436,24 +436,8 @@ type revisionDoc struct {
 	Body     string `firestore:"body"`
 }
 
-type revisionJSON struct {
-	Action         memorybank.Action   `json:"action"`
-	Fact           string              `json:"fact"`
-	Scope          memorybank.Scope    `json:"scope"`
-	Topics         []string            `json:"topics,omitempty"`
-	Metadata       map[string]string   `json:"metadata,omitempty"`
-	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
-	Sources        []memorybank.Source `json:"sources,omitempty"`
-	Operation      string              `json:"operation,omitempty"`
-	Reason         string              `json:"reason,omitempty"`
-	CreateNS       int64               `json:"create_ns"`
-}
-
 func revisionToDoc(r *memorybank.Revision) (*revisionDoc, error) {
-	body, err := json.Marshal(revisionJSON{
-		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
-		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason, CreateNS: unixnano.From(r.CreateTime),
-	})
+	body, err := r.MarshalBody()
 	if err != nil {
 		return nil, err
 	}
@@ -465,15 +449,14 @@ func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*
 	if err := snap.DataTo(&d); err != nil {
 		return nil, err
 	}
-	var j revisionJSON
-	if err := json.Unmarshal([]byte(d.Body), &j); err != nil {
-		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", d.Number, memoryID, err)
+	r, err := memorybank.UnmarshalRevision(app, memoryID, d.Number, []byte(d.Body))
+	if err != nil {
+		return nil, err
 	}
-	return &memorybank.Revision{
-		App: app, MemoryID: memoryID, Number: d.Number, Action: j.Action, Fact: j.Fact, Scope: j.Scope,
-		Topics: j.Topics, Metadata: j.Metadata, ExtractedFacts: j.ExtractedFacts, Sources: j.Sources,
-		Operation: j.Operation, Reason: j.Reason, CreateTime: unixnano.Time(j.CreateNS), ExpireTime: unixnano.Time(d.ExpireNS),
-	}, nil
+	// The expiry is a field of the document (queries filter on it); bodies
+	// written before it was also in the body lack it.
+	r.ExpireTime = unixnano.Time(d.ExpireNS)
+	return r, nil
 }
 
 // ListRevisions implements memorybank.Store.

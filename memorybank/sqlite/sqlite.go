@@ -226,13 +226,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	sb.WriteString(` AND deleted = 0 AND (expire_ns = 0 OR expire_ns > ?)`)
 	args = append(args, q.Now.UnixNano())
 	args = filterSQL(&sb, args, q.Filter)
-	if q.AfterID != "" {
-		t := q.AfterUpdate.UnixNano()
-		sb.WriteString(` AND (update_ns < ? OR (update_ns = ? AND id < ?))`)
-		args = append(args, t, t, q.AfterID)
-	}
-	sb.WriteString(` ORDER BY update_ns DESC, id DESC LIMIT ?`)
-	args = append(args, q.Limit)
+	args = sqlitedb.NewestFirst(&sb, args, "update_ns", q.AfterUpdate, q.AfterID, q.Limit)
 	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
 }
 
@@ -318,9 +312,11 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			return err
 		}
 		if c.Revision != nil {
-			if p.body, err = jsonText(revisionRecord(c.Revision)); err != nil {
+			body, err := c.Revision.MarshalBody()
+			if err != nil {
 				return err
 			}
+			p.body = string(body)
 		}
 		ps = append(ps, p)
 	}
@@ -437,41 +433,6 @@ func nonNilMap(m map[string]string) map[string]string {
 	return m
 }
 
-// revisionJSON is the stored form of a revision.
-type revisionJSON struct {
-	Action         memorybank.Action   `json:"action"`
-	Fact           string              `json:"fact"`
-	Scope          memorybank.Scope    `json:"scope"`
-	Topics         []string            `json:"topics,omitempty"`
-	Metadata       map[string]string   `json:"metadata,omitempty"`
-	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
-	Sources        []memorybank.Source `json:"sources,omitempty"`
-	Operation      string              `json:"operation,omitempty"`
-	Reason         string              `json:"reason,omitempty"`
-	CreateNS       int64               `json:"create_ns"`
-	ExpireNS       int64               `json:"expire_ns,omitempty"`
-}
-
-func revisionRecord(r *memorybank.Revision) revisionJSON {
-	return revisionJSON{
-		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
-		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason,
-		CreateNS: unixnano.From(r.CreateTime), ExpireNS: unixnano.From(r.ExpireTime),
-	}
-}
-
-func decodeRevision(app, memoryID string, number int64, body string) (*memorybank.Revision, error) {
-	var j revisionJSON
-	if err := json.Unmarshal([]byte(body), &j); err != nil {
-		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", number, memoryID, err)
-	}
-	return &memorybank.Revision{
-		App: app, MemoryID: memoryID, Number: number, Action: j.Action, Fact: j.Fact, Scope: j.Scope,
-		Topics: j.Topics, Metadata: j.Metadata, ExtractedFacts: j.ExtractedFacts, Sources: j.Sources,
-		Operation: j.Operation, Reason: j.Reason, CreateTime: unixnano.Time(j.CreateNS), ExpireTime: unixnano.Time(j.ExpireNS),
-	}, nil
-}
-
 // ListRevisions implements memorybank.Store.
 func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorybank.Revision, error) {
 	q := `SELECT number, body FROM memory_revisions WHERE app = ? AND memory_id = ? AND (expire_ns = 0 OR expire_ns > ?)`
@@ -494,7 +455,7 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 		if err := rows.Scan(&n, &body); err != nil {
 			return nil, err
 		}
-		r, err := decodeRevision(app, memoryID, n, body)
+		r, err := memorybank.UnmarshalRevision(app, memoryID, n, []byte(body))
 		if err != nil {
 			return nil, err
 		}
@@ -513,7 +474,7 @@ func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number in
 	if err != nil {
 		return nil, err
 	}
-	return decodeRevision(app, memoryID, number, body)
+	return memorybank.UnmarshalRevision(app, memoryID, number, []byte(body))
 }
 
 // GetConfig implements memorybank.Store.
@@ -643,13 +604,7 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 		}
 		sb.WriteString(`)`)
 	}
-	if q.AfterID != "" {
-		t := q.AfterCreate.UnixNano()
-		sb.WriteString(` AND (create_ns < ? OR (create_ns = ? AND id < ?))`)
-		args = append(args, t, t, q.AfterID)
-	}
-	sb.WriteString(` ORDER BY create_ns DESC, id DESC LIMIT ?`)
-	args = append(args, q.Limit)
+	args = sqlitedb.NewestFirst(&sb, args, "create_ns", q.AfterCreate, q.AfterID, q.Limit)
 	return queryOperations(ctx, s.db.Read(), sb.String(), args...)
 }
 

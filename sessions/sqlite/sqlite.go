@@ -475,13 +475,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 		sb.WriteString(` AND json_extract(labels, ?) = ?`)
 		args = append(args, `$."`+k+`"`, v)
 	}
-	if q.AfterID != "" {
-		t := q.AfterUpdate.UnixNano()
-		sb.WriteString(` AND (update_ns < ? OR (update_ns = ? AND id < ?))`)
-		args = append(args, t, t, q.AfterID)
-	}
-	sb.WriteString(` ORDER BY update_ns DESC, id DESC LIMIT ?`)
-	args = append(args, q.Limit)
+	args = sqlitedb.NewestFirst(&sb, args, "update_ns", q.AfterUpdate, q.AfterID, q.Limit)
 	rows, err := s.db.Read().QueryContext(ctx, sb.String(), args...)
 	if err != nil {
 		return nil, err
