@@ -1,0 +1,199 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func open(t *testing.T) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kioku.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
+}
+
+// The durability promise rests on these settings: a commit returns only
+// after the log is synced (synchronous=FULL in WAL mode), and checkpoints
+// sync too. The crash test cannot see a missing fsync (a killed process's
+// writes survive in the OS cache), so they are checked here.
+func TestDurabilitySettings(t *testing.T) {
+	db, _ := open(t)
+	for _, c := range []struct {
+		name string
+		pool *sql.DB
+	}{{"write", db.write}, {"checkpoint", db.ckpt}} {
+		var mode string
+		var sync int
+		if err := c.pool.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.pool.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || sync != 2 {
+			t.Errorf("%s connection: journal_mode=%s synchronous=%d, want wal and 2 (FULL)", c.name, mode, sync)
+		}
+	}
+	if _, err := db.Read().Exec("INSERT INTO t (k, v) VALUES (1, 'x')"); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+}
+
+// Concurrent writes share commits; a write that fails or panics undoes only
+// itself, and every other write of its batch lands.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+
+	// Hold the first commit open until every other write has queued, so
+	// that they all fall into one batch.
+	const writers = 64
+	release := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.Write(ctx, func(tx *sql.Tx) error {
+			<-release
+			_, err := tx.Exec("INSERT INTO t (k, v) VALUES (0, 'first')")
+			return err
+		})
+	}()
+	waitFor(t, func() bool { db.mu.Lock(); defer db.mu.Unlock(); return db.leading })
+
+	var (
+		wg   sync.WaitGroup
+		errs [writers]error
+		mu   sync.Mutex
+		txs  = map[int]*sql.Tx{} // the transaction of each write's last run
+	)
+	for i := 1; i < writers; i++ {
+		wg.Go(func() {
+			errs[i] = db.Write(ctx, func(tx *sql.Tx) error {
+				mu.Lock()
+				txs[i] = tx
+				mu.Unlock()
+				if _, err := tx.Exec("INSERT INTO t (k, v) VALUES (?, ?)", i, fmt.Sprint("v", i)); err != nil {
+					return err
+				}
+				switch {
+				case i%7 == 0:
+					return fmt.Errorf("write %d refuses", i)
+				case i%11 == 0:
+					panic(fmt.Sprintf("write %d panics", i))
+				}
+				return nil
+			})
+		})
+	}
+	waitFor(t, func() bool { db.mu.Lock(); defer db.mu.Unlock(); return len(db.queue) == writers-1 })
+	close(release)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+
+	distinct := map[*sql.Tx]bool{}
+	for _, tx := range txs {
+		distinct[tx] = true
+	}
+	if len(distinct) != 1 {
+		t.Errorf("the %d queued writes ran in %d transactions, want one shared commit", writers-1, len(distinct))
+	}
+	for i := 1; i < writers; i++ {
+		var v string
+		err := db.Read().QueryRow("SELECT v FROM t WHERE k = ?", i).Scan(&v)
+		switch {
+		case i%7 == 0:
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "refuses") {
+				t.Errorf("write %d: error %v, want its own", i, errs[i])
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				t.Errorf("write %d failed but its row is there (%v)", i, err)
+			}
+		case i%11 == 0:
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "panicked") {
+				t.Errorf("write %d: error %v, want the panic as an error", i, errs[i])
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				t.Errorf("write %d panicked but its row is there (%v)", i, err)
+			}
+		default:
+			if errs[i] != nil || err != nil || v != fmt.Sprint("v", i) {
+				t.Errorf("write %d: error %v, row %q (%v); want it stored", i, errs[i], v, err)
+			}
+		}
+	}
+}
+
+// Acknowledged writes are in the file when it is opened again, and a
+// canceled write never runs.
+func TestReopenAndCancel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kioku.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}
+	if err := db.Migrate("test", steps); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec("INSERT INTO t (k, v) VALUES (1, 'kept')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	ran := false
+	if err := db.Write(canceled, func(tx *sql.Tx) error { ran = true; return nil }); !errors.Is(err, context.Canceled) || ran {
+		t.Errorf("canceled write: error %v, ran %v; want context.Canceled and not run", err, ran)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx *sql.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("write after Close: %v, want ErrClosed", err)
+	}
+
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate("test", steps); err != nil {
+		t.Fatalf("migrating an up-to-date database again: %v", err)
+	}
+	var v string
+	if err := db.Read().QueryRow("SELECT v FROM t WHERE k = 1").Scan(&v); err != nil || v != "kept" {
+		t.Errorf("after reopening: %q, %v; want the acknowledged row", v, err)
+	}
+	if err := db.Migrate("test", nil); err == nil || !strings.Contains(err.Error(), "newer than this kioku") {
+		t.Errorf("a database newer than the code: %v, want a refusal naming it", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
