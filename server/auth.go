@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -39,11 +40,19 @@ import (
 // list all sessions or operations of the app, change app state or the
 // configuration.
 //
-// Keys can be replaced while the server runs (Reload): a call is checked
-// against the keys in force when it arrives.
+// A key may have an expiry time, after which it is refused as expired.
+// Keys can be replaced while the server runs (Reload). A call is checked
+// against the keys in force, and their expiry, when it arrives; a stream
+// opened before then runs to its end.
 type Keys struct {
 	path     string
-	byDigest atomic.Pointer[map[[sha256.Size]byte]Key]
+	byDigest atomic.Pointer[map[[sha256.Size]byte]loadedKey]
+}
+
+// loadedKey is a key-file entry with its expiry parsed.
+type loadedKey struct {
+	Key
+	expires time.Time // zero: never
 }
 
 // Key is one entry of a key file.
@@ -56,13 +65,15 @@ type Key struct {
 	User string `json:"user,omitempty"`
 	// SHA256 is the hex SHA-256 digest of the key.
 	SHA256 string `json:"sha256"`
+	// ExpireTime, when set, is when the key stops working (RFC 3339).
+	ExpireTime string `json:"expire_time,omitempty"`
 }
 
 // AllApps is the App of a key that may reach every app.
 const AllApps = "*"
 
-// LoadKeys reads a key file: {"keys": [{"name", "app", "user", "sha256"}]},
-// user being optional.
+// LoadKeys reads a key file: {"keys": [{"name", "app", "user", "sha256",
+// "expire_time"}]}, user and expire_time being optional.
 func LoadKeys(path string) (*Keys, error) {
 	m, err := readKeys(path)
 	if err != nil {
@@ -90,7 +101,7 @@ func (k *Keys) Reload() (int, error) {
 }
 
 // readKeys reads and checks a key file.
-func readKeys(path string) (map[[sha256.Size]byte]Key, error) {
+func readKeys(path string) (map[[sha256.Size]byte]loadedKey, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the key file: %w", err)
@@ -103,7 +114,7 @@ func readKeys(path string) (map[[sha256.Size]byte]Key, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("key file %s: %w (want {\"keys\": [{\"name\", \"app\", \"sha256\"}]})", path, err)
 	}
-	k := map[[sha256.Size]byte]Key{}
+	k := map[[sha256.Size]byte]loadedKey{}
 	for i, key := range f.Keys {
 		d, err := hex.DecodeString(key.SHA256)
 		if err != nil || len(d) != sha256.Size {
@@ -122,12 +133,18 @@ func readKeys(path string) (map[[sha256.Size]byte]Key, error) {
 				return nil, fmt.Errorf("key file %s: %v", path, err)
 			}
 		}
+		var expires time.Time
+		if key.ExpireTime != "" {
+			if expires, err = time.Parse(time.RFC3339, key.ExpireTime); err != nil {
+				return nil, fmt.Errorf("key file %s: keys[%d].expire_time %q is not an RFC 3339 time (like 2027-01-31T00:00:00Z)", path, i, key.ExpireTime)
+			}
+		}
 		var digest [sha256.Size]byte
 		copy(digest[:], d)
 		if _, dup := k[digest]; dup {
 			return nil, fmt.Errorf("key file %s: keys[%d] repeats the digest of an earlier key", path, i)
 		}
-		k[digest] = key
+		k[digest] = loadedKey{Key: key, expires: expires}
 	}
 	if len(k) == 0 {
 		return nil, fmt.Errorf("key file %s has no keys", path)
@@ -146,10 +163,10 @@ func NewKey(name, app, user string) (string, Key) {
 }
 
 // lookup returns the entry of a presented key.
-func (k *Keys) lookup(key string) (Key, bool) {
+func (k *Keys) lookup(key string) (loadedKey, bool) {
 	m := k.byDigest.Load()
 	if m == nil { // a zero Keys holds no key: every call is refused
-		return Key{}, false
+		return loadedKey{}, false
 	}
 	e, ok := (*m)[sha256.Sum256([]byte(key))]
 	return e, ok
@@ -170,7 +187,10 @@ func (a *authInterceptor) authenticate(h interface{ Get(string) string }) (Key, 
 	if !ok {
 		return Key{}, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("unknown API key"))
 	}
-	return key, nil
+	if !key.expires.IsZero() && !time.Now().Before(key.expires) {
+		return Key{}, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("this API key expired at %s; ask for a new one", key.ExpireTime))
+	}
+	return key.Key, nil
 }
 
 func (a *authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {

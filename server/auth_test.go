@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -165,6 +166,33 @@ func TestReloadKeys(t *testing.T) {
 	}
 }
 
+// TestExpiredKeys: a key past its expire_time is refused as expired, one
+// before it works.
+func TestExpiredKeys(t *testing.T) {
+	oldKey, oldEntry := server.NewKey("old", "a", "")
+	oldEntry.ExpireTime = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	liveKey, liveEntry := server.NewKey("live", "a", "")
+	liveEntry.ExpireTime = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	keys, err := server.LoadKeys(keyFile(t, oldEntry, liveEntry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handlers are unimplemented: a call the keys let through ends
+	// UNIMPLEMENTED.
+	ts := startServer(t, server.Config{Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	call := func(key string) error {
+		c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
+		_, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u"}))
+		return err
+	}
+	if err := call(oldKey); connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "expired at "+oldEntry.ExpireTime) {
+		t.Errorf("expired key: %v, want UNAUTHENTICATED saying when it expired", err)
+	}
+	if err := call(liveKey); connect.CodeOf(err) != connect.CodeUnimplemented {
+		t.Errorf("key before its expiry: %v, want it let through", err)
+	}
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -184,6 +212,7 @@ func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
 		{`{"keys": []}`, "no keys"},
 		{`{"keyz": []}`, "unknown field"},
 		{`{"keys": [{"app": "a", "sha256": "` + good.SHA256 + `"}, {"app": "b", "sha256": "` + good.SHA256 + `"}]}`, "keys[1] repeats"},
+		{`{"keys": [{"app": "a", "sha256": "` + good.SHA256 + `", "expire_time": "next week"}]}`, "keys[0].expire_time"},
 	} {
 		path := filepath.Join(t.TempDir(), "keys.json")
 		os.WriteFile(path, []byte(c.file), 0o600)

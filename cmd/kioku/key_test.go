@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,12 +57,25 @@ func TestAPIKeys(t *testing.T) {
 
 	// Rotation: the file now holds only a new key; SIGHUP puts it in force
 	// and revokes the old one.
-	out, err = exec.Command(bin, "key", "--app", "demo", "--name", "rotated").Output()
+	// The new key expires in 30 days (--ttl).
+	out, err = exec.Command(bin, "key", "--app", "demo", "--name", "rotated", "--ttl", "720h").Output()
 	if err != nil {
 		t.Fatalf("kioku key: %v", err)
 	}
 	lines = strings.Split(strings.TrimSpace(string(out)), "\n")
 	key2, entry2 := strings.TrimSpace(lines[1]), strings.TrimSpace(lines[3])
+	var e struct {
+		ExpireTime time.Time `json:"expire_time"`
+	}
+	if err := json.Unmarshal([]byte(entry2), &e); err != nil {
+		t.Fatalf("entry %s: %v", entry2, err)
+	}
+	if d := time.Until(e.ExpireTime); d < 719*time.Hour || d > 720*time.Hour {
+		t.Fatalf("kioku key --ttl 720h: entry %s expires in %v", entry2, d)
+	}
+	if err := exec.Command(bin, "key", "--app", "demo", "--ttl", "-1h").Run(); err == nil {
+		t.Fatal("kioku key --ttl -1h succeeded")
+	}
 	if err := os.WriteFile(keys, []byte(`{"keys": [`+entry2+`]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
