@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/internal/node"
 
 	"os"
 
@@ -29,6 +30,10 @@ measures, in one run:
   append_rps            durable AppendEvent RPCs per second (64 concurrent
                         clients, one session each), with append_p50_ms and
                         append_p99_ms
+  append_unsynced_rps   the same appends on a second, fresh SQLite file whose
+                        commits are not synced to disk (sqlite store only; a
+                        setting kioku never serves with), to show what
+                        durability costs
   get_recent_100_ms     GetSession(num_recent_events=20) median latency on a
   get_recent_10000_ms   session of 100 and of 10,000 events
   list_page_ms          ListSessions first page of 100 among 10,000 sessions
@@ -50,6 +55,15 @@ func benchSessions(ctx context.Context, args []string) error {
 	listSessions := fs.Int("sessions", 10_000, "sessions of the listed user (list_page_ms)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *duration <= 0 {
+		return fmt.Errorf("--duration is %v; it must be positive", *duration)
+	}
+	if *longEvents <= 100 {
+		return fmt.Errorf("--events is %d; the long session must have more than the short one's 100 events", *longEvents)
+	}
+	if *listSessions < 1 {
+		return fmt.Errorf("--sessions is %d; it must be at least 1", *listSessions)
 	}
 	if *store == "firestore" && *project == "" {
 		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
@@ -81,31 +95,11 @@ func benchSessions(ctx context.Context, args []string) error {
 	say("noop_rps            %10.0f", noop)
 
 	// Durable appends, one session per client.
-	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
-	for c := range clients {
-		if _, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
-			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("append-%d", c),
-		})); err != nil {
-			return err
-		}
-	}
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {
 		return err
 	}
-	appendRPS, lat, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, c, i int) error {
-		_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
-			Session: fmt.Sprintf("apps/bench/users/u%d/sessions/append-%d", c, c),
-			Event: &kiokuv1.Event{
-				Id:           fmt.Sprintf("e%d", i),
-				InvocationId: fmt.Sprintf("i%d", i/2),
-				Author:       "user",
-				Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
-				Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
-			},
-		}))
-		return err
-	})
+	appendRPS, lat, err := env.measureAppends(ctx, clients, *duration)
 	stopProfile()
 	if err != nil {
 		return fmt.Errorf("append phase: %w", err)
@@ -117,6 +111,23 @@ func benchSessions(ctx context.Context, args []string) error {
 	say("append_p50_ms       %10.2f", ms(percentile(lat, 0.50)))
 	say("append_p99_ms       %10.2f", ms(percentile(lat, 0.99)))
 
+	// The same appends on a SQLite file whose commits are not synced: what
+	// durability itself costs.
+	if *store == "sqlite" {
+		unsynced, err := startBenchNode(ctx, *store, "", func(c *node.Config) { c.BenchUnsynced = true })
+		if err != nil {
+			return err
+		}
+		rps, _, err := unsynced.measureAppends(ctx, clients, *duration)
+		unsynced.close()
+		if err != nil {
+			return fmt.Errorf("unsynced append phase: %w", err)
+		}
+		r.set("append_unsynced_rps", rps)
+		say("append_unsynced_rps %10.0f   (durable appends run at %.2f of this)", rps, appendRPS/rps)
+	}
+
+	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
 	// Reads of recent events on a short and a long session.
 	for _, n := range []int{100, *longEvents} {
 		key := sessions.Key{App: "bench", User: "reader", ID: fmt.Sprintf("long-%d", n)}
@@ -160,6 +171,36 @@ func benchSessions(ctx context.Context, args []string) error {
 		return r.printJSON(stdout)
 	}
 	return nil
+}
+
+// measureAppends runs AppendEvent from clients goroutines, each on a session
+// of its own, for d, and returns the appends per second and their
+// latencies.
+func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Duration) (float64, []time.Duration, error) {
+	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	names := make([]string, clients)
+	for c := range clients {
+		res, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
+			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("append-%d", c),
+		}))
+		if err != nil {
+			return 0, nil, err
+		}
+		names[c] = res.Msg.GetName()
+	}
+	return measureThroughput(ctx, clients, d, func(ctx context.Context, c, i int) error {
+		_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
+			Session: names[c],
+			Event: &kiokuv1.Event{
+				Id:           fmt.Sprintf("e%d", i),
+				InvocationId: fmt.Sprintf("i%d", i/2),
+				Author:       "user",
+				Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
+				Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
+			},
+		}))
+		return err
+	})
 }
 
 // benchDelta is the state delta of a benchmark event: a session-scoped

@@ -74,3 +74,18 @@ func TestBenchMemoriesRuns(t *testing.T) {
 		t.Fatalf("bench memories = %v", got)
 	}
 }
+
+func TestBenchSessionsRuns(t *testing.T) {
+	if err := bench(t.Context(), []string{"sessions", "--events", "100"}); err == nil || !strings.Contains(err.Error(), "--events") {
+		t.Errorf("bench sessions --events 100: %v, want a refusal naming --events", err)
+	}
+	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--json")
+	for _, k := range []string{"noop_rps", "append_rps", "append_p50_ms", "append_p99_ms", "append_unsynced_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
+		if v, ok := got[k].(float64); !ok || v <= 0 {
+			t.Errorf("bench sessions: %s = %v, want a positive figure (all: %v)", k, got[k], got)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("bench sessions reported %d figures, want 8: %v", len(got), got)
+	}
+}

@@ -36,6 +36,10 @@ type Config struct {
 	Store string
 	// DataDir holds the SQLite file (kioku.db). Created if missing.
 	DataDir string
+	// BenchUnsynced opens the SQLite file without syncing commits to disk
+	// (a crash can lose acknowledged writes). Only `kioku bench sessions`
+	// sets it, to measure what durability costs; serve never does.
+	BenchUnsynced bool
 	// FirestoreProject and FirestoreDatabase select the Firestore database.
 	FirestoreProject  string
 	FirestoreDatabase string
@@ -110,7 +114,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	)
 	switch cfg.Store {
 	case "sqlite":
-		db, err := openSQLite(cfg.DataDir)
+		db, err := openSQLite(cfg.DataDir, cfg.BenchUnsynced)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 // openSQLite opens kioku.db in dir, creating dir if needed.
-func openSQLite(dir string) (*sqlitedb.DB, error) {
+func openSQLite(dir string, unsynced bool) (*sqlitedb.DB, error) {
 	if dir == "" {
 		return nil, errors.New("the sqlite store needs a data directory (--data-dir)")
 	}
@@ -188,7 +192,11 @@ func openSQLite(dir string) (*sqlitedb.DB, error) {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
 	path := filepath.Join(dir, "kioku.db")
-	db, err := sqlitedb.Open(path)
+	opener := sqlitedb.Open
+	if unsynced {
+		opener = sqlitedb.OpenUnsynced
+	}
+	db, err := opener(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

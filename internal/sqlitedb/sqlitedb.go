@@ -68,7 +68,18 @@ type writeReq struct {
 
 // Open opens (creating if needed) the database at path, whose directory must
 // exist and be writable.
-func Open(path string) (*DB, error) {
+func Open(path string) (*DB, error) { return open(path, "FULL") }
+
+// OpenUnsynced opens the database like Open, but its commits are not synced
+// to disk (synchronous=OFF): a crash of the machine can lose acknowledged
+// writes, and a crash of the process too. It exists only so that `kioku
+// bench sessions` can measure what durability costs; kioku never serves
+// from such a database.
+func OpenUnsynced(path string) (*DB, error) { return open(path, "OFF") }
+
+// open opens the database with the given synchronous setting of its write
+// and checkpoint connections.
+func open(path, synchronous string) (*DB, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
@@ -90,7 +101,7 @@ func Open(path string) (*DB, error) {
 	var err error
 	// The writer checkpoints by itself only if the background checkpointer
 	// falls far behind (16,384 pages of log).
-	if db.write, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous(FULL)&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(16384)&_txlock=immediate"); err != nil {
+	if db.write, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous("+synchronous+")&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(16384)&_txlock=immediate"); err != nil {
 		return fail(err)
 	}
 	db.write.SetMaxOpenConns(1)
@@ -106,7 +117,7 @@ func Open(path string) (*DB, error) {
 	n := max(4, 2*runtime.GOMAXPROCS(0))
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
-	if db.ckpt, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous(FULL)"); err != nil {
+	if db.ckpt, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous("+synchronous+")"); err != nil {
 		return fail(err)
 	}
 	db.ckpt.SetMaxOpenConns(1)

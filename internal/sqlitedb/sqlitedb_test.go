@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-func open(t *testing.T) (*DB, string) {
+func openTest(t *testing.T) *DB {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kioku.db")
 	db, err := Open(path)
@@ -23,7 +23,7 @@ func open(t *testing.T) (*DB, string) {
 	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
 		t.Fatal(err)
 	}
-	return db, path
+	return db
 }
 
 // The durability promise rests on these settings: a commit returns only
@@ -31,7 +31,7 @@ func open(t *testing.T) (*DB, string) {
 // sync too. The crash test cannot see a missing fsync (a killed process's
 // writes survive in the OS cache), so they are checked here.
 func TestDurabilitySettings(t *testing.T) {
-	db, _ := open(t)
+	db := openTest(t)
 	for _, c := range []struct {
 		name string
 		pool *sql.DB
@@ -51,12 +51,23 @@ func TestDurabilitySettings(t *testing.T) {
 	if _, err := db.Read().Exec("INSERT INTO t (k, v) VALUES (1, 'x')"); err == nil {
 		t.Error("the read pool accepted a write")
 	}
+
+	// The benchmark's unsynced file really skips the syncs.
+	unsynced, err := OpenUnsynced(filepath.Join(t.TempDir(), "unsynced.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsynced.Close()
+	var sync int
+	if err := unsynced.write.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 0 {
+		t.Errorf("OpenUnsynced: synchronous=%d (%v), want 0 (OFF)", sync, err)
+	}
 }
 
 // Concurrent writes share commits; a write that fails or panics undoes only
 // itself, and every other write of its batch lands.
 func TestGroupCommitIsolatesFailures(t *testing.T) {
-	db, _ := open(t)
+	db := openTest(t)
 	ctx := context.Background()
 
 	// Hold the first commit open until every other write has queued, so
