@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,37 +94,65 @@ func startKioku(t *testing.T, args ...string) *kiokuProcess {
 func TestAcknowledgedAppendsSurviveSIGKILL(t *testing.T) {
 	dataDir := t.TempDir()
 	proc := startKioku(t, "--data-dir", dataDir)
-	client := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
-	ctx := t.Context()
+	load := startAppendLoad(t, proc.url)
+	time.Sleep(1500 * time.Millisecond)
+	if err := proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	proc.cmd.Wait()
+	acked := load.stop()
+	if len(acked) < 100 {
+		t.Fatalf("only %d appends were acknowledged before the kill; the load did not run", len(acked))
+	}
+	t.Logf("%d appends acknowledged before SIGKILL", len(acked))
 
-	const sessionsN, workers = 8, 32
-	name := func(i int) string { return fmt.Sprintf("apps/crash/users/u%d/sessions/s%d", i, i) }
-	for i := range sessionsN {
+	proc = startKioku(t, "--data-dir", dataDir)
+	checkAcknowledged(t, proc.url, acked)
+}
+
+// The sessions of an append load.
+const loadSessions = 8
+
+func loadSession(i int) string { return fmt.Sprintf("apps/crash/users/u%d/sessions/s%d", i, i) }
+
+// ack is an acknowledged append.
+type ack struct {
+	session string
+	id      string
+	seq     int64
+}
+
+// appendLoad appends to loadSessions sessions (one per user) from 32
+// goroutines until stopped or until the server goes away. Each event sets
+// "last" and "user:last" to its id.
+type appendLoad struct {
+	mu     sync.Mutex
+	acked  []ack
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startAppendLoad(t *testing.T, url string) *appendLoad {
+	t.Helper()
+	client := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url)
+	ctx := t.Context()
+	for i := range loadSessions {
 		if _, err := client.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
 			Parent: fmt.Sprintf("apps/crash/users/u%d", i), SessionId: fmt.Sprintf("s%d", i),
 		})); err != nil {
 			t.Fatal(err)
 		}
 	}
-
-	type ack struct {
-		session string
-		id      string
-		seq     int64
-	}
-	var (
-		mu    sync.Mutex
-		acked []ack
-		wg    sync.WaitGroup
-	)
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	l := &appendLoad{}
+	ctx, l.cancel = context.WithCancel(ctx)
+	const workers = 32
 	for w := range workers {
-		wg.Go(func() {
-			for i := 0; loadCtx.Err() == nil; i++ {
-				s := name(w % sessionsN)
+		l.wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				s := loadSession(w % loadSessions)
 				id := fmt.Sprintf("w%d-%d", w, i)
 				delta, _ := structpb.NewStruct(map[string]any{"last": id, "user:last": id})
-				res, err := client.AppendEvent(loadCtx, connect.NewRequest(&kiokuv1.AppendEventRequest{
+				res, err := client.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
 					Session: s,
 					Event: &kiokuv1.Event{
 						Id: id, Author: "user",
@@ -132,38 +161,48 @@ func TestAcknowledgedAppendsSurviveSIGKILL(t *testing.T) {
 					},
 				}))
 				if err != nil {
-					return // the server is gone
+					return // stopped, or the server is gone
 				}
-				mu.Lock()
-				acked = append(acked, ack{s, id, res.Msg.GetEvent().GetSequence()})
-				mu.Unlock()
+				l.mu.Lock()
+				l.acked = append(l.acked, ack{s, id, res.Msg.GetEvent().GetSequence()})
+				l.mu.Unlock()
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
-	if err := proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	proc.cmd.Wait()
-	stopLoad()
-	wg.Wait()
-	if len(acked) < 100 {
-		t.Fatalf("only %d appends were acknowledged before the kill; the load did not run", len(acked))
-	}
-	t.Logf("%d appends acknowledged before SIGKILL", len(acked))
+	return l
+}
 
-	proc = startKioku(t, "--data-dir", dataDir)
-	client = kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
+// acknowledged returns the appends acknowledged so far.
+func (l *appendLoad) acknowledged() []ack {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.acked)
+}
+
+// stop ends the load and returns every acknowledged append.
+func (l *appendLoad) stop() []ack {
+	l.cancel()
+	l.wg.Wait()
+	return l.acknowledged()
+}
+
+// checkAcknowledged checks the load's sessions on the server at url: every
+// acknowledged append is there with its sequence, sequences are contiguous
+// from 1, and each session's state is that of its last stored event.
+func checkAcknowledged(t *testing.T, url string, acked []ack) {
+	t.Helper()
+	ctx := t.Context()
+	client := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url)
 	stored := map[string]map[string]int64{} // session -> event id -> sequence
-	for i := range sessionsN {
-		s := name(i)
+	for i := range loadSessions {
+		s := loadSession(i)
 		stored[s] = map[string]int64{}
 		var all []*kiokuv1.Event
 		token := ""
 		for {
 			res, err := client.ListEvents(ctx, connect.NewRequest(&kiokuv1.ListEventsRequest{Parent: s, PageSize: 1000, PageToken: token}))
 			if err != nil {
-				t.Fatalf("ListEvents(%s) after restart: %v", s, err)
+				t.Fatalf("ListEvents(%s): %v", s, err)
 			}
 			all = append(all, res.Msg.GetEvents()...)
 			if token = res.Msg.GetNextPageToken(); token == "" {
@@ -187,14 +226,14 @@ func TestAcknowledgedAppendsSurviveSIGKILL(t *testing.T) {
 			lastID := all[n-1].GetId()
 			st := sess.Msg.GetState().AsMap()
 			if st["last"] != lastID || st["user:last"] != lastID {
-				t.Fatalf("%s: state %v after restart; want last and user:last = %s, the last stored event", s, st, lastID)
+				t.Fatalf("%s: state %v; want last and user:last = %s, the last stored event", s, st, lastID)
 			}
 		}
 	}
 	for _, a := range acked {
 		seq, ok := stored[a.session][a.id]
 		if !ok {
-			t.Fatalf("acknowledged event %s of %s (sequence %d) is missing after the crash", a.id, a.session, a.seq)
+			t.Fatalf("acknowledged event %s of %s (sequence %d) is missing", a.id, a.session, a.seq)
 		}
 		if seq != a.seq {
 			t.Fatalf("acknowledged event %s of %s had sequence %d, now %d", a.id, a.session, a.seq, seq)

@@ -5,6 +5,7 @@
 //	kioku serve [flags]        run the server (see kioku serve -h)
 //	kioku bench <scenario>     measure the service (see kioku bench -h)
 //	kioku key --app APP        make an API key for serve --auth-keys
+//	kioku backup --out FILE    copy the embedded store, even while it serves
 //
 // Every flag of serve has an environment variable of the same name in upper
 // case with a KIOKU_ prefix (--data-dir is KIOKU_DATA_DIR); a flag given on
@@ -60,6 +61,7 @@ Usage:
   kioku serve [flags]      run the server
   kioku bench SCENARIO     run a benchmark (kioku bench -h lists them)
   kioku key --app APP      make an API key for kioku serve --auth-keys
+  kioku backup --out FILE  copy the embedded store, even while it serves
 
 Run "kioku serve -h" for the server's flags.
 `
@@ -76,6 +78,8 @@ func run(ctx context.Context, args []string) error {
 		return bench(ctx, args[1:])
 	case "key":
 		return key(args[1:], os.Stdout)
+	case "backup":
+		return backup(ctx, args[1:], os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return nil

@@ -16,6 +16,7 @@
 //
 // Checkpoints (copying the log into the database file) run in the
 // background on their own connection, so commits do not stop for them.
+// Backup copies a database consistently while it is being written.
 package sqlitedb
 
 import (
@@ -86,7 +87,7 @@ func open(path, synchronous string) (*DB, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("data directory %s is not a directory", dir)
 	}
-	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	base := fileURI(path)
 	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(OFF)&_pragma=temp_store(MEMORY)"
 	db := &DB{quit: make(chan struct{}), ckptDone: make(chan struct{})}
 	db.idle = sync.NewCond(&db.mu)
@@ -287,6 +288,9 @@ func (db *DB) runBatch(batch []*writeReq, savepoints bool) (done, committed bool
 	}
 	return true, true
 }
+
+// fileURI is the SQLite URI of a file path.
+func fileURI(path string) string { return "file:" + (&url.URL{Path: path}).EscapedPath() }
 
 // failAll sets err on every write of the batch that has not failed yet.
 func failAll(batch []*writeReq, err error) {

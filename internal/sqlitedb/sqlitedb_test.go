@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -206,5 +207,49 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out waiting")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// Backup refuses a missing source or an existing destination and leaves
+// nothing behind; a good copy reads back.
+func TestBackup(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kioku.db")
+	db, err := Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec("INSERT INTO t (k, v) VALUES (7, 'seven')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Backup(t.Context(), filepath.Join(dir, "missing.db"), filepath.Join(dir, "a.db")); err == nil {
+		t.Error("backing up a missing file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed backup left its destination behind (%v)", err)
+	}
+
+	dst := filepath.Join(dir, "copy.db")
+	if err := Backup(t.Context(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := Backup(t.Context(), src, dst); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("backing up over an existing file: %v", err)
+	}
+	cp, err := Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	var v string
+	if err := cp.Read().QueryRow("SELECT v FROM t WHERE k = 7").Scan(&v); err != nil || v != "seven" {
+		t.Errorf("the copy: %q, %v; want the committed row", v, err)
 	}
 }
