@@ -1,6 +1,7 @@
 package memorybank
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -235,11 +236,13 @@ func (s *Service) unsubscribe(name string, ch chan struct{}) {
 	}
 }
 
-// finished wakes the waiters of operations that ended in this process.
+// finished wakes the waiters of operations that ended in this process and
+// counts them.
 func (s *Service) finished(ops ...*Operation) {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	for _, op := range ops {
+		s.ended[OperationCount{Method: op.Method, State: op.State}]++
 		for _, ch := range s.waiters[op.Name()] {
 			select {
 			case ch <- struct{}{}:
@@ -247,6 +250,30 @@ func (s *Service) finished(ops ...*Operation) {
 			}
 		}
 	}
+}
+
+// OperationCount is how many operations of a method ended in a state.
+type OperationCount struct {
+	Method string
+	State  OpState
+	N      uint64
+}
+
+// EndedOperations counts the operations that ended in this process (run by
+// its workers or cancelled through it) since it started, by method and
+// final state.
+func (s *Service) EndedOperations() []OperationCount {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	out := make([]OperationCount, 0, len(s.ended))
+	for k, n := range s.ended {
+		k.N = n
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b OperationCount) int {
+		return cmp.Or(strings.Compare(a.Method, b.Method), cmp.Compare(a.State, b.State))
+	})
+	return out
 }
 
 // CancelOperation cancels an operation that has not finished: a pending one

@@ -78,6 +78,7 @@ type Service struct {
 	wake    chan struct{} // a new operation was queued here
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // operation name → Wait calls
+	ended   map[OperationCount]uint64  // operations ended here (N zero), for metrics
 
 	configMu    sync.Mutex
 	configCache map[string]cachedConfig
@@ -135,6 +136,7 @@ func NewService(store Store, cfg Config) *Service {
 		cfg:         cfg,
 		wake:        make(chan struct{}, 1),
 		waiters:     map[string][]chan struct{}{},
+		ended:       map[OperationCount]uint64{},
 		configCache: map[string]cachedConfig{},
 		triggered:   map[string]int64{},
 	}

@@ -9,40 +9,43 @@ import (
 	"connectrpc.com/connect"
 )
 
-// loggingInterceptor writes one structured log line per call: the
-// procedure, the protocol, the outcome code and the duration. Failed calls
-// log at warning level (error level for internal errors).
-type loggingInterceptor struct {
-	log *slog.Logger
+// observingInterceptor writes one structured log line per call (the
+// procedure, the protocol, the outcome code and the duration; failed calls
+// at warning level, error level for internal errors) and counts the call in
+// the server's metrics.
+type observingInterceptor struct {
+	log     *slog.Logger
+	metrics *rpcMetrics
 }
 
-func newLoggingInterceptor(log *slog.Logger) *loggingInterceptor {
-	return &loggingInterceptor{log: log}
+func newObservingInterceptor(log *slog.Logger, metrics *rpcMetrics) *observingInterceptor {
+	return &observingInterceptor{log: log, metrics: metrics}
 }
 
-func (l *loggingInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+func (l *observingInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		start := time.Now()
 		resp, err := next(ctx, req)
-		l.record(ctx, req.Spec().Procedure, req.Peer().Protocol, start, err)
+		l.record(ctx, req.Spec().Procedure, req.Peer().Protocol, start, err, true)
 		return resp, err
 	}
 }
 
-func (l *loggingInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (l *observingInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
-func (l *loggingInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (l *observingInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
 		err := next(ctx, conn)
-		l.record(ctx, conn.Spec().Procedure, conn.Peer().Protocol, start, err)
+		l.record(ctx, conn.Spec().Procedure, conn.Peer().Protocol, start, err, false)
 		return err
 	}
 }
 
-func (l *loggingInterceptor) record(ctx context.Context, procedure, protocol string, start time.Time, err error) {
+func (l *observingInterceptor) record(ctx context.Context, procedure, protocol string, start time.Time, err error, unary bool) {
+	l.metrics.record(procedure, err, time.Since(start), unary)
 	level := slog.LevelDebug
 	code := "ok"
 	if err != nil {

@@ -24,6 +24,7 @@ type clients struct {
 	sessions kiokuv1connect.SessionServiceClient
 	memories kiokuv1connect.MemoryBankServiceClient
 	ops      kiokuv1connect.OperationServiceClient
+	url      string
 }
 
 // startNode runs a whole kioku (SQLite store, memory bank workers) with a
@@ -52,6 +53,7 @@ func startNode(t *testing.T, withModel bool) (*clients, *modeltest.Gemini) {
 		sessions: kiokuv1connect.NewSessionServiceClient(hc, ts.URL, connect.WithProtoJSON()),
 		memories: kiokuv1connect.NewMemoryBankServiceClient(hc, ts.URL, connect.WithProtoJSON()),
 		ops:      kiokuv1connect.NewOperationServiceClient(hc, ts.URL, connect.WithProtoJSON()),
+		url:      ts.URL,
 	}, fake
 }
 

@@ -7,7 +7,7 @@
 // the domain's typed errors (package fault) to Connect codes. Beside the
 // kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
 // server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
-// all work against one address. With Keys set, the kioku.v1 services need
+// all work against one address, and GET /metrics (metrics.go). With Keys set, the kioku.v1 services need
 // an API key confined to an app or to one user of an app (auth.go); the
 // memory handlers check memories and operations named directly against a
 // user key's scope. Every resource name of the API is in a field called
@@ -51,6 +51,10 @@ type Config struct {
 	// Keys, when set, are the API keys the kioku.v1 services require, each
 	// confined to an app or a user (see Keys). Nil: no key is needed.
 	Keys *Keys
+
+	// Metrics, when set, adds other components' figures (the store's, the
+	// memory workers') to GET /metrics; it is called at each scrape.
+	Metrics func() []Metric
 
 	// Handlers of the three services. A nil one answers UNIMPLEMENTED.
 	Sessions   kiokuv1connect.SessionServiceHandler
@@ -96,9 +100,10 @@ func New(cfg Config) *Server {
 		cfg.Operations = unimplementedOperations{}
 	}
 
+	metrics := newRPCMetrics(cfg.Metrics)
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(
-			newLoggingInterceptor(cfg.Logger),
+			newObservingInterceptor(cfg.Logger, metrics),
 			newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout),
 		),
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
@@ -110,8 +115,8 @@ func New(cfg Config) *Server {
 		connect.WithCompressMinBytes(4 << 10),
 	}
 
-	// The kioku services check keys after logging (so refusals are logged);
-	// health and reflection stay open.
+	// The kioku services check keys after logging and counting (so refusals
+	// are logged and counted); health, reflection and /metrics stay open.
 	apiOpts := opts
 	if cfg.Keys != nil {
 		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(&authInterceptor{keys: cfg.Keys}))
@@ -130,6 +135,7 @@ func New(cfg Config) *Server {
 	}, serviceNames...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, opts...))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, opts...))
+	mux.Handle("GET /metrics", metrics)
 
 	return &Server{cfg: cfg, handler: mux, health: health}
 }

@@ -112,12 +112,14 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		sessionStore sessions.Store
 		memoryStore  memorybank.Store
 	)
+	var sqliteDB *sqlitedb.DB
 	switch cfg.Store {
 	case "sqlite":
 		db, err := openSQLite(cfg.DataDir, cfg.BenchUnsynced)
 		if err != nil {
 			return nil, err
 		}
+		sqliteDB = db
 		n.closers = append(n.closers, db.Close)
 		if sessionStore, err = sessionsqlite.New(db); err != nil {
 			n.Close()
@@ -168,6 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}),
 		Memories:   memories,
 		Operations: memories,
+		Metrics:    func() []server.Metric { return n.metrics(sqliteDB) },
 	})
 	if gen == nil {
 		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
@@ -181,6 +184,28 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
 	n.wg.Go(func() { n.Memories.Run(bg) })
 	return n, nil
+}
+
+// metrics are the node's figures for /metrics beyond the server's own: the
+// embedded store's commits (db nil on Firestore) and the memory operations
+// that ended here.
+func (n *Node) metrics(db *sqlitedb.DB) []server.Metric {
+	var out []server.Metric
+	if db != nil {
+		st := db.Stats()
+		out = append(out,
+			server.Metric{Name: "kioku_sqlite_commits_total", Help: "Transactions committed to the SQLite file (each one sync of its log).", Value: float64(st.Commits)},
+			server.Metric{Name: "kioku_sqlite_commit_writes_total", Help: "Writes those commits held; over commits, the group commit's average batch.", Value: float64(st.Writes)},
+			server.Metric{Name: "kioku_sqlite_commit_seconds_total", Help: "Time spent committing: writing and syncing the log.", Value: st.CommitTime.Seconds()},
+		)
+	}
+	for _, c := range n.Memories.EndedOperations() {
+		out = append(out, server.Metric{
+			Name: "kioku_memory_operations_total", Help: "Memory operations that ended on this server, by method and final state.",
+			Labels: [][2]string{{"method", c.Method}, {"state", c.State.String()}}, Value: float64(c.N),
+		})
+	}
+	return out
 }
 
 // openSQLite opens kioku.db in dir, creating dir if needed.

@@ -51,6 +51,7 @@ type DB struct {
 	idle    *sync.Cond // signalled when leading turns false
 
 	dirty    atomic.Int64 // commits since the last checkpoint
+	stats    struct{ commits, writes, commitNanos atomic.Uint64 }
 	quit     chan struct{}
 	ckptDone chan struct{}
 
@@ -282,11 +283,34 @@ func (db *DB) runBatch(batch []*writeReq, savepoints bool) (done, committed bool
 		tx.Rollback()
 		return true, false
 	}
+	start := time.Now()
 	if err := tx.Commit(); err != nil {
 		failAll(batch, fmt.Errorf("sqlitedb: commit: %w", err))
 		return true, false
 	}
+	db.stats.commitNanos.Add(uint64(time.Since(start)))
+	db.stats.commits.Add(1)
+	db.stats.writes.Add(uint64(ok))
 	return true, true
+}
+
+// Stats are counts of a database's work since it was opened.
+type Stats struct {
+	// Commits made, and the writes they held (Writes/Commits is the
+	// average batch of the group commit).
+	Commits, Writes uint64
+	// CommitTime is the time spent committing: writing the log and, for a
+	// durable database, syncing it.
+	CommitTime time.Duration
+}
+
+// Stats returns the database's counts so far.
+func (db *DB) Stats() Stats {
+	return Stats{
+		Commits:    db.stats.commits.Load(),
+		Writes:     db.stats.writes.Load(),
+		CommitTime: time.Duration(db.stats.commitNanos.Load()),
+	}
 }
 
 // fileURI is the SQLite URI of a file path.
