@@ -155,7 +155,9 @@ var ErrClosed = errors.New("sqlitedb: database is closed")
 // database work and setting its own results: it may run twice (when another
 // write of its batch fails), and only its last run counts. It may run in
 // another goroutine than Write's. If ctx ends before fn starts, fn does not
-// run and ctx's error is returned.
+// run and ctx's error is returned. SQLite's errors an operator can act on
+// come back with a fault kind: a full disk is ResourceExhausted, a busy or
+// read-only database Unavailable.
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -173,12 +175,12 @@ func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if !lead {
 		<-r.wake
 		if r.finished {
-			return r.err
+			return classify(r.err)
 		}
 		// Made leader by the previous one; r is in the queue.
 	}
 	db.lead()
-	return r.err
+	return classify(r.err)
 }
 
 // lead commits the queued writes (the leader's own among them), wakes their

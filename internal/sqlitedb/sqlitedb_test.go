@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kioku-ai/kioku/fault"
 )
 
 func openTest(t *testing.T) *DB {
@@ -251,5 +253,48 @@ func TestBackup(t *testing.T) {
 	var v string
 	if err := cp.Read().QueryRow("SELECT v FROM t WHERE k = 7").Scan(&v); err != nil || v != "seven" {
 		t.Errorf("the copy: %q, %v; want the committed row", v, err)
+	}
+}
+
+// A full disk (here the file's max_page_count) fails the writes that do not
+// fit as ResourceExhausted, keeps what was committed, and the database
+// takes writes again once there is room.
+func TestDiskFull(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	var pages int
+	if err := db.write.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.write.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+8)); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 3000)
+	var committed int
+	var err error
+	for i := range 100 {
+		if err = db.Write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec("INSERT INTO t (k, v) VALUES (?, ?)", i, big)
+			return err
+		}); err != nil {
+			break
+		}
+		committed++
+	}
+	if !fault.Is(err, fault.ResourceExhausted) || !strings.Contains(err.Error(), "disk is full") {
+		t.Fatalf("after %d rows: %v, want ResourceExhausted saying the disk is full", committed, err)
+	}
+	var n int
+	if err := db.Read().QueryRow("SELECT count(*) FROM t").Scan(&n); err != nil || n != committed || committed == 0 {
+		t.Fatalf("%d rows stored (%v), want the %d committed", n, err, committed)
+	}
+	if _, err := db.write.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec("INSERT INTO t (k, v) VALUES (-1, ?)", big)
+		return err
+	}); err != nil {
+		t.Fatalf("a write once there is room: %v", err)
 	}
 }
