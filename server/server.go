@@ -7,7 +7,8 @@
 // the domain's typed errors (package fault) to Connect codes. Beside the
 // kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
 // server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
-// all work against one address, and GET /metrics (metrics.go). With Keys set, the kioku.v1 services need
+// all work against one address, and GET /metrics (metrics.go); over TLS
+// when given a Certificate (tls.go). With Keys set, the kioku.v1 services need
 // an API key confined to an app or to one user of an app (auth.go); the
 // memory handlers check memories and operations named directly against a
 // user key's scope. Every resource name of the API is in a field called
@@ -17,6 +18,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +53,11 @@ type Config struct {
 	// Keys, when set, are the API keys the kioku.v1 services require, each
 	// confined to an app or a user (see Keys). Nil: no key is needed.
 	Keys *Keys
+
+	// TLS, when set, is the certificate the server serves HTTPS with
+	// (HTTP/2 and HTTP/1.1); it then serves no plaintext. Nil: plaintext
+	// HTTP/1.1 and h2c, for loopback or behind a TLS-terminating proxy.
+	TLS *Certificate
 
 	// Metrics, when set, adds other components' figures (the store's, the
 	// memory workers') to GET /metrics; it is called at each scrape.
@@ -144,17 +151,25 @@ func New(cfg Config) *Server {
 // and, when the http.Server allows unencrypted HTTP/2, h2c (needed by gRPC).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// HTTPServer returns an http.Server for the handler with kioku's timeouts and
-// HTTP/1.1 plus h2c enabled. It sets no write timeout, so that streams
-// (WatchSession) and long waits (WaitOperation) can run; unary calls are
-// bounded by the deadline interceptor instead.
+// HTTPServer returns an http.Server for the handler with kioku's timeouts:
+// HTTP/1.1 and h2c, or with Config.TLS, HTTP/1.1 and HTTP/2 over TLS (serve
+// it with ServeTLS and empty file names). It sets no write timeout, so that
+// streams (WatchSession) and long waits (WaitOperation) can run; unary calls
+// are bounded by the deadline interceptor instead.
 func (s *Server) HTTPServer() *http.Server {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
+	var tlsConfig *tls.Config
+	if s.cfg.TLS != nil {
+		protocols.SetHTTP2(true)
+		tlsConfig = s.cfg.TLS.tlsConfig()
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	return &http.Server{
 		Handler:           s.handler,
 		Protocols:         protocols,
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
@@ -168,7 +183,13 @@ func (s *Server) HTTPServer() *http.Server {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := s.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err

@@ -43,7 +43,7 @@ type kiokuProcess struct {
 	url string
 }
 
-var listening = regexp.MustCompile(`kioku listening on (http://\S+)`)
+var listening = regexp.MustCompile(`kioku listening on (https?://\S+)`)
 
 // startKioku runs `kioku serve` on a free port with args and waits until it
 // listens.

@@ -27,7 +27,7 @@ Flags:
 type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
 	models                                                *cli.ModelFlags
-	workers, lease, authKeys                              *string
+	workers, lease, authKeys, tlsCert, tlsKey             *string
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -42,6 +42,8 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		models:   cli.RegisterModelFlags(fs),
 		workers:  fs.Env("workers", "2", "memory operations run at once by this server"),
 		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
+		tlsCert:  fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
+		tlsKey:   fs.Env("tls-key", "", "PEM private key of --tls-cert"),
 		lease:    fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 	}
 }
@@ -70,8 +72,18 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return node.Config{}, fmt.Errorf("--auth-keys: %w", err)
 		}
 	}
+	var cert *server.Certificate
+	switch {
+	case (*f.tlsCert == "") != (*f.tlsKey == ""):
+		return node.Config{}, fmt.Errorf("--tls-cert and --tls-key go together: give both or neither")
+	case *f.tlsCert != "":
+		if cert, err = server.LoadCertificate(*f.tlsCert, *f.tlsKey); err != nil {
+			return node.Config{}, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+	}
 	return node.Config{
 		Keys:              keys,
+		TLS:               cert,
 		Store:             *f.store,
 		DataDir:           *f.dataDir,
 		FirestoreProject:  *f.fsProject,
@@ -105,8 +117,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer n.Close()
-	if cfg.Keys != nil {
-		stop := reloadKeysOnHangup(cfg.Keys, log)
+	if cfg.Keys != nil || cfg.TLS != nil {
+		stop := reloadOnHangup(cfg.Keys, cfg.TLS, log)
 		defer stop()
 	}
 	ln, err := net.Listen("tcp", *flags.addr)
@@ -119,25 +131,39 @@ func serve(ctx context.Context, args []string) error {
 		where = "store firestore, project " + cfg.FirestoreProject + ", database " + cfg.FirestoreDatabase
 	}
 	auth := ""
-	if cfg.Keys != nil {
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+		log.Info("serving HTTPS", "cert", *flags.tlsCert, "expires", cfg.TLS.NotAfter())
+	}
+	beyondLoopback := false
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		beyondLoopback = true
+	}
+	switch {
+	case cfg.Keys != nil:
 		auth = ` -H 'Authorization: Bearer KEY'`
-	} else if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		if beyondLoopback && cfg.TLS == nil {
+			log.Warn("listening beyond loopback without TLS: API keys cross the network in clear text; serve with --tls-cert and --tls-key, or behind a TLS-terminating proxy", "addr", addr)
+		}
+	case beyondLoopback:
 		log.Warn("listening beyond loopback without --auth-keys: every caller reaches every app", "addr", addr)
 	}
-	fmt.Fprintf(os.Stderr, `kioku listening on http://%s (%s)
+	fmt.Fprintf(os.Stderr, `kioku listening on %s://%s (%s)
 Try:
-  curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' http://%s/kioku.v1.SessionService/CreateSession
-`, addr, where, auth, addr)
-	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil)
+  curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' %s://%s/kioku.v1.SessionService/CreateSession
+`, scheme, addr, where, auth, scheme, addr)
+	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil)
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
 	return err
 }
 
-// reloadKeysOnHangup reads the key file again on each SIGHUP, so keys can
-// be added and revoked without a restart; a broken file leaves the keys in
-// force. It returns the function that stops it.
-func reloadKeysOnHangup(keys *server.Keys, log *slog.Logger) func() {
+// reloadOnHangup reads the key file and the TLS certificate (those in use)
+// again on each SIGHUP, so keys can be added and revoked and certificates
+// renewed without a restart; a broken file leaves what is in force. It
+// returns the function that stops it.
+func reloadOnHangup(keys *server.Keys, cert *server.Certificate, log *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -147,10 +173,19 @@ func reloadKeysOnHangup(keys *server.Keys, log *slog.Logger) func() {
 			case <-done:
 				return
 			case <-hup:
+			}
+			if keys != nil {
 				if n, err := keys.Reload(); err != nil {
 					log.Error("reloading the key file failed; the keys in force are unchanged", "keys", n, "err", err)
 				} else {
 					log.Info("reloaded the key file", "keys", n)
+				}
+			}
+			if cert != nil {
+				if err := cert.Reload(); err != nil {
+					log.Error("reloading the TLS certificate failed; the certificate in force is unchanged", "err", err)
+				} else {
+					log.Info("reloaded the TLS certificate", "expires", cert.NotAfter())
 				}
 			}
 		}

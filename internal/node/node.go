@@ -63,6 +63,8 @@ type Config struct {
 
 	// Keys, when set, are the API keys callers need (see server.Keys).
 	Keys *server.Keys
+	// TLS, when set, makes the server serve HTTPS only.
+	TLS *server.Certificate
 
 	// SessionLimits bound session inputs; zero fields take the defaults.
 	SessionLimits sessions.Limits
@@ -161,6 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.server = server.New(server.Config{
 		Logger: cfg.Logger,
 		Keys:   cfg.Keys,
+		TLS:    cfg.TLS,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Logger:    cfg.Logger,
 			Forgetter: n.Memories,
