@@ -136,10 +136,8 @@ func serve(ctx context.Context, args []string) error {
 		scheme = "https"
 		log.Info("serving HTTPS", "cert", *flags.tlsCert, "expires", cfg.TLS.NotAfter())
 	}
-	beyondLoopback := false
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-		beyondLoopback = true
-	}
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	beyondLoopback := ok && !tcp.IP.IsLoopback()
 	switch {
 	case cfg.Keys != nil:
 		auth = ` -H 'Authorization: Bearer KEY'`
