@@ -6,6 +6,7 @@
 //	kioku bench <scenario>     measure the service (see kioku bench -h)
 //	kioku key --app APP        make an API key for serve --auth-keys
 //	kioku backup --out FILE    copy the embedded store, even while it serves
+//	kioku version              print the build's version
 //
 // Every flag of serve has an environment variable of the same name in upper
 // case with a KIOKU_ prefix (--data-dir is KIOKU_DATA_DIR); a flag given on
@@ -62,6 +63,7 @@ Usage:
   kioku bench SCENARIO     run a benchmark (kioku bench -h lists them)
   kioku key --app APP      make an API key for kioku serve --auth-keys
   kioku backup --out FILE  copy the embedded store, even while it serves
+  kioku version            print the build's version
 
 Run "kioku serve -h" for the server's flags.
 `
@@ -80,6 +82,8 @@ func run(ctx context.Context, args []string) error {
 		return key(args[1:], os.Stdout)
 	case "backup":
 		return backup(ctx, args[1:], os.Stdout)
+	case "version", "--version":
+		return printVersion(os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return nil

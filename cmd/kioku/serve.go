@@ -151,7 +151,7 @@ func serve(ctx context.Context, args []string) error {
 Try:
   curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' %s://%s/kioku.v1.SessionService/CreateSession
 `, scheme, addr, where, auth, scheme, addr)
-	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil)
+	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil, "version", version())
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
 	return err
