@@ -9,5 +9,6 @@
 //   - Offline, a built-in deterministic embedder that needs no network.
 //
 // The memory bank (extraction, consolidation, retrieval) and the agent
-// runtime both use it.
+// runtime both use it. A Meter wraps a Generator and an Embedder to count
+// their calls, tokens and texts for the server's metrics.
 package model

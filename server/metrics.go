@@ -135,28 +135,36 @@ func (m *rpcMetrics) write(b *strings.Builder) {
 	if m.extra == nil {
 		return
 	}
-	seen := map[string]bool{}
+	// Series of one name form one group, in the order names first appear.
+	var names []string
+	byName := map[string][]Metric{}
 	for _, e := range m.extra() {
-		if !seen[e.Name] {
-			seen[e.Name] = true
-			kind := "counter"
-			if e.Gauge {
-				kind = "gauge"
-			}
-			family(b, e.Name, e.Help, kind)
+		if _, ok := byName[e.Name]; !ok {
+			names = append(names, e.Name)
 		}
-		b.WriteString(e.Name)
-		if len(e.Labels) > 0 {
-			b.WriteByte('{')
-			for i, l := range e.Labels {
-				if i > 0 {
-					b.WriteByte(',')
+		byName[e.Name] = append(byName[e.Name], e)
+	}
+	for _, name := range names {
+		group := byName[name]
+		kind := "counter"
+		if group[0].Gauge {
+			kind = "gauge"
+		}
+		family(b, name, group[0].Help, kind)
+		for _, e := range group {
+			b.WriteString(e.Name)
+			if len(e.Labels) > 0 {
+				b.WriteByte('{')
+				for i, l := range e.Labels {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					b.WriteString(l[0] + "=" + quote(l[1]))
 				}
-				b.WriteString(l[0] + "=" + quote(l[1]))
+				b.WriteByte('}')
 			}
-			b.WriteByte('}')
+			b.WriteString(" " + number(e.Value) + "\n")
 		}
-		b.WriteString(" " + number(e.Value) + "\n")
 	}
 }
 

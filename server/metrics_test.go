@@ -30,9 +30,24 @@ func scrape(t *testing.T, url string) map[string]float64 {
 		t.Fatalf("GET /metrics: %s, %s\n%s", res.Status, res.Header.Get("Content-Type"), body)
 	}
 	series := map[string]float64{}
+	typed := map[string]bool{} // families with a TYPE line so far
+	family := ""               // the family whose series come now
 	for line := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			family, _, _ = strings.Cut(name, " ")
+			if typed[family] {
+				t.Fatalf("family %s has a second TYPE line: its series must form one group", family)
+			}
+			typed[family] = true
+			continue
+		}
 		if strings.HasPrefix(line, "#") {
 			continue
+		}
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		if name != family && strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") != family {
+			t.Fatalf("series %q is outside its family's group (after the TYPE of %s)", line, family)
 		}
 		i := strings.LastIndexByte(line, ' ')
 		v, err := strconv.ParseFloat(line[i+1:], 64)
@@ -57,7 +72,11 @@ func TestMetrics(t *testing.T) {
 		Keys:   keys,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Metrics: func() []server.Metric {
-			return []server.Metric{{Name: "kioku_test_things", Help: "Things.", Gauge: true, Labels: [][2]string{{"kind", `a "b" \ c`}}, Value: 2.5}}
+			return []server.Metric{
+				{Name: "kioku_test_things", Help: "Things.", Gauge: true, Labels: [][2]string{{"kind", `a "b" \ c`}}, Value: 2.5},
+				{Name: "kioku_test_other_total", Help: "Others.", Value: 1},
+				{Name: "kioku_test_things", Help: "Things.", Gauge: true, Labels: [][2]string{{"kind", "d"}}, Value: 4},
+			}
 		},
 	})
 	sessions := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
@@ -76,6 +95,8 @@ func TestMetrics(t *testing.T) {
 		`kioku_rpc_duration_seconds_count{` + create + `}`:                          2,
 		`kioku_rpc_duration_seconds_bucket{` + create + `,le="+Inf"}`:               2,
 		`kioku_test_things{kind="a \"b\" \\ c"}`:                                    2.5,
+		`kioku_test_things{kind="d"}`:                                               4,
+		`kioku_test_other_total`:                                                    1,
 	} {
 		if got[series] != want {
 			t.Errorf("%s = %v, want %v", series, got[series], want)
@@ -89,7 +110,7 @@ func TestMetrics(t *testing.T) {
 // TestNodeMetrics: a whole node reports its SQLite commits and the memory
 // operations its workers ended.
 func TestNodeMetrics(t *testing.T) {
-	c, _ := startNode(t, false)
+	c, fake := startNode(t, true)
 	ctx := t.Context()
 	if _, err := c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/demo/users/u", SessionId: "s"})); err != nil {
 		t.Fatal(err)
@@ -106,6 +127,20 @@ func TestNodeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, c, op.Msg)
+	// A generation from the session: one extraction call to the model.
+	if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Session: "apps/demo/users/u/sessions/s", Event: &kiokuv1.Event{
+		Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I moved to Sapporo."}}}}})); err != nil {
+		t.Fatal(err)
+	}
+	fake.ReplyText(`{"facts":[{"fact":"The user moved to Sapporo.","topic":"USER_PERSONAL_INFO","events":[4]}]}`)
+	op, err = c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo",
+		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: "apps/demo/users/u/sessions/s"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := wait(t, c, op.Msg); done.GetError() != nil {
+		t.Fatalf("generation failed: %v", done.GetError())
+	}
 	after := scrape(t, c.url)
 	if d := after["kioku_sqlite_commit_writes_total"] - before["kioku_sqlite_commit_writes_total"]; d < 3 {
 		t.Errorf("3 appends added %v committed writes", d)
@@ -113,10 +148,25 @@ func TestNodeMetrics(t *testing.T) {
 	if after["kioku_sqlite_commits_total"] <= before["kioku_sqlite_commits_total"] || after["kioku_sqlite_commit_seconds_total"] <= 0 {
 		t.Errorf("commits %v -> %v, commit time %v", before["kioku_sqlite_commits_total"], after["kioku_sqlite_commits_total"], after["kioku_sqlite_commit_seconds_total"])
 	}
-	if n := after[`kioku_memory_operations_total{method="GenerateMemories",state="SUCCEEDED"}`]; n != 1 {
-		t.Errorf("succeeded GenerateMemories operations = %v, want 1", n)
+	if n := after[`kioku_memory_operations_total{method="GenerateMemories",state="SUCCEEDED"}`]; n != 2 {
+		t.Errorf("succeeded GenerateMemories operations = %v, want 2", n)
 	}
-	if n := after[`kioku_rpc_calls_total{procedure="/kioku.v1.SessionService/AppendEvent",code="ok"}`]; n != 3 {
-		t.Errorf("AppendEvent calls = %v, want 3", n)
+	var generate, prompt, embedded float64
+	for series, v := range after {
+		switch {
+		case strings.HasPrefix(series, "kioku_model_calls_total{") && strings.HasSuffix(series, `call="generate",outcome="ok"}`):
+			generate += v
+		case strings.HasPrefix(series, "kioku_model_tokens_total{") && strings.Contains(series, `kind="prompt",outcome="ok"`):
+			prompt += v
+		case series == `kioku_model_embedded_texts_total{model="kioku-offline-v1",outcome="ok"}`:
+			embedded += v
+		}
+	}
+	// The fake reports 10 prompt tokens a call.
+	if generate < 1 || prompt != 10*generate || embedded < 2 {
+		t.Errorf("model calls: %v generate, %v prompt tokens, %v texts embedded; want at least 1 call of 10 tokens and 2 texts (the two facts)", generate, prompt, embedded)
+	}
+	if n := after[`kioku_rpc_calls_total{procedure="/kioku.v1.SessionService/AppendEvent",code="ok"}`]; n != 4 {
+		t.Errorf("AppendEvent calls = %v, want 4", n)
 	}
 }

@@ -82,6 +82,7 @@ type Node struct {
 	server   *server.Server
 	Sessions *sessions.Service
 	Memories *memorybank.Service
+	meter    *model.Meter // the model calls of the memory bank
 
 	closers []func() error
 	cancel  context.CancelFunc
@@ -109,7 +110,11 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Embedder != nil {
 		emb = cfg.Embedder
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger}
+	n := &Node{cfg: cfg, log: cfg.Logger, meter: model.NewMeter()}
+	if gen != nil {
+		gen = n.meter.Generator(gen)
+	}
+	emb = n.meter.Embedder(emb)
 	var (
 		sessionStore sessions.Store
 		memoryStore  memorybank.Store
@@ -190,8 +195,8 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 // metrics are the node's figures for /metrics beyond the server's own: the
-// embedded store's commits (db nil on Firestore) and the memory operations
-// that ended here.
+// embedded store's commits (db nil on Firestore), the model calls and
+// tokens, and the memory operations that ended here.
 func (n *Node) metrics(db *sqlitedb.DB) []server.Metric {
 	var out []server.Metric
 	if db != nil {
@@ -201,6 +206,27 @@ func (n *Node) metrics(db *sqlitedb.DB) []server.Metric {
 			server.Metric{Name: "kioku_sqlite_commit_writes_total", Help: "Writes those commits held; over commits, the group commit's average batch.", Value: float64(st.Writes)},
 			server.Metric{Name: "kioku_sqlite_commit_seconds_total", Help: "Time spent committing: writing and syncing the log.", Value: st.CommitTime.Seconds()},
 		)
+	}
+	for _, u := range n.meter.Usage() {
+		outcome := "ok"
+		if !u.OK {
+			outcome = "error"
+		}
+		labels := [][2]string{{"model", u.Model}, {"call", u.Call}}
+		out = append(out, server.Metric{
+			Name: "kioku_model_calls_total", Help: "Calls to the generation model and the embedder, by model, call and outcome.",
+			Labels: append(labels, [2]string{"outcome", outcome}), Value: float64(u.Calls),
+		})
+		if u.Call == "generate" {
+			out = append(out,
+				server.Metric{Name: "kioku_model_tokens_total", Help: "Tokens the generation model reported, by model and kind (prompt or output).",
+					Labels: [][2]string{{"model", u.Model}, {"kind", "prompt"}, {"outcome", outcome}}, Value: float64(u.PromptTokens)},
+				server.Metric{Name: "kioku_model_tokens_total", Help: "Tokens the generation model reported, by model and kind (prompt or output).",
+					Labels: [][2]string{{"model", u.Model}, {"kind", "output"}, {"outcome", outcome}}, Value: float64(u.OutputTokens)})
+		} else {
+			out = append(out, server.Metric{Name: "kioku_model_embedded_texts_total", Help: "Texts sent to the embedder, by model.",
+				Labels: [][2]string{{"model", u.Model}, {"outcome", outcome}}, Value: float64(u.Texts)})
+		}
 	}
 	for _, c := range n.Memories.EndedOperations() {
 		out = append(out, server.Metric{

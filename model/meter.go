@@ -1,0 +1,101 @@
+package model
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Meter counts the calls made through the generators and embedders it
+// wraps, and the tokens and texts they used, for the server's metrics:
+// model calls are what a memory bank costs to run.
+type Meter struct {
+	mu     sync.Mutex
+	counts map[usageKey]Usage
+}
+
+type usageKey struct {
+	model, call string
+	ok          bool
+}
+
+// Usage is the count of one kind of call of one model.
+type Usage struct {
+	Model string // the Generator's or Embedder's Name
+	Call  string // "generate" or "embed"
+	OK    bool   // the calls succeeded (else they failed)
+
+	Calls        uint64
+	PromptTokens uint64 // generate calls, as the provider reports them
+	OutputTokens uint64
+	Texts        uint64 // embed calls: texts embedded
+}
+
+// NewMeter returns a Meter with nothing counted.
+func NewMeter() *Meter { return &Meter{counts: map[usageKey]Usage{}} }
+
+func (m *Meter) add(model, call string, err error, prompt, output, texts int) {
+	k := usageKey{model, call, err == nil}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.counts[k]
+	u.Model, u.Call, u.OK = model, call, err == nil
+	u.Calls++
+	u.PromptTokens += uint64(prompt)
+	u.OutputTokens += uint64(output)
+	u.Texts += uint64(texts)
+	m.counts[k] = u
+}
+
+// Usage returns the counts so far, by model, call and outcome (succeeded
+// first).
+func (m *Meter) Usage() []Usage {
+	m.mu.Lock()
+	out := slices.Collect(maps.Values(m.counts))
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Usage) int {
+		if c := cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.Call, b.Call)); c != 0 || a.OK == b.OK {
+			return c
+		}
+		if a.OK {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// Generator returns g counted by m.
+func (m *Meter) Generator(g Generator) Generator { return meteredGenerator{g, m} }
+
+// Embedder returns e counted by m.
+func (m *Meter) Embedder(e Embedder) Embedder { return meteredEmbedder{e, m} }
+
+type meteredGenerator struct {
+	Generator
+	m *Meter
+}
+
+func (g meteredGenerator) Generate(ctx context.Context, r *GenerateRequest) (*GenerateResponse, error) {
+	resp, err := g.Generator.Generate(ctx, r)
+	var prompt, output int
+	if resp != nil {
+		prompt, output = resp.PromptTokens, resp.OutputTokens
+	}
+	g.m.add(g.Name(), "generate", err, prompt, output, 0)
+	return resp, err
+}
+
+type meteredEmbedder struct {
+	Embedder
+	m *Meter
+}
+
+func (e meteredEmbedder) Embed(ctx context.Context, texts []string, task EmbedTask) ([][]float32, error) {
+	v, err := e.Embedder.Embed(ctx, texts, task)
+	e.m.add(e.Name(), "embed", err, 0, 0, len(texts))
+	return v, err
+}
