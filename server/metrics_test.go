@@ -145,6 +145,9 @@ func TestNodeMetrics(t *testing.T) {
 	if d := after["kioku_sqlite_commit_writes_total"] - before["kioku_sqlite_commit_writes_total"]; d < 3 {
 		t.Errorf("3 appends added %v committed writes", d)
 	}
+	if after[`kioku_sqlite_file_bytes{file="database"}`] < 4096 || after[`kioku_sqlite_file_bytes{file="log"}`] <= 0 {
+		t.Errorf("file sizes: database %v, log %v", after[`kioku_sqlite_file_bytes{file="database"}`], after[`kioku_sqlite_file_bytes{file="log"}`])
+	}
 	if after["kioku_sqlite_commits_total"] <= before["kioku_sqlite_commits_total"] || after["kioku_sqlite_commit_seconds_total"] <= 0 {
 		t.Errorf("commits %v -> %v, commit time %v", before["kioku_sqlite_commits_total"], after["kioku_sqlite_commits_total"], after["kioku_sqlite_commit_seconds_total"])
 	}

@@ -205,6 +205,8 @@ func (n *Node) metrics(db *sqlitedb.DB) []server.Metric {
 			server.Metric{Name: "kioku_sqlite_commits_total", Help: "Transactions committed to the SQLite file (each one sync of its log).", Value: float64(st.Commits)},
 			server.Metric{Name: "kioku_sqlite_commit_writes_total", Help: "Writes those commits held; over commits, the group commit's average batch.", Value: float64(st.Writes)},
 			server.Metric{Name: "kioku_sqlite_commit_seconds_total", Help: "Time spent committing: writing and syncing the log.", Value: st.CommitTime.Seconds()},
+			server.Metric{Name: "kioku_sqlite_file_bytes", Help: "Size of the SQLite database file (file) and of its write-ahead log (log).", Gauge: true, Labels: [][2]string{{"file", "database"}}, Value: float64(st.FileBytes)},
+			server.Metric{Name: "kioku_sqlite_file_bytes", Help: "Size of the SQLite database file (file) and of its write-ahead log (log).", Gauge: true, Labels: [][2]string{{"file", "log"}}, Value: float64(st.LogBytes)},
 		)
 	}
 	for _, u := range n.meter.Usage() {

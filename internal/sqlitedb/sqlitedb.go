@@ -40,6 +40,7 @@ const MaxBatch = 256
 
 // DB is an open kioku database file.
 type DB struct {
+	path  string
 	read  *sql.DB
 	write *sql.DB // one connection
 	ckpt  *sql.DB // one connection, for background checkpoints
@@ -90,7 +91,7 @@ func open(path, synchronous string) (*DB, error) {
 	}
 	base := fileURI(path)
 	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(OFF)&_pragma=temp_store(MEMORY)"
-	db := &DB{quit: make(chan struct{}), ckptDone: make(chan struct{})}
+	db := &DB{path: path, quit: make(chan struct{}), ckptDone: make(chan struct{})}
 	db.idle = sync.NewCond(&db.mu)
 	fail := func(err error) (*DB, error) {
 		for _, c := range []*sql.DB{db.read, db.write, db.ckpt} {
@@ -304,15 +305,25 @@ type Stats struct {
 	// CommitTime is the time spent committing: writing the log and, for a
 	// durable database, syncing it.
 	CommitTime time.Duration
+	// FileBytes and LogBytes are the sizes of the database file and of its
+	// write-ahead log now.
+	FileBytes, LogBytes int64
 }
 
-// Stats returns the database's counts so far.
+// Stats returns the database's counts so far and its files' sizes.
 func (db *DB) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Commits:    db.stats.commits.Load(),
 		Writes:     db.stats.writes.Load(),
 		CommitTime: time.Duration(db.stats.commitNanos.Load()),
 	}
+	if fi, err := os.Stat(db.path); err == nil {
+		st.FileBytes = fi.Size()
+	}
+	if fi, err := os.Stat(db.path + "-wal"); err == nil {
+		st.LogBytes = fi.Size()
+	}
+	return st
 }
 
 // fileURI is the SQLite URI of a file path.
