@@ -433,18 +433,22 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 			}
 			m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
 		}
-		m.Revision = old + 1
-		m.UpdateTime = now
-		rev := s.revision(cfg, m, action, now, reason, nil, "")
-		err = s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
-		if fault.Is(err, fault.Aborted) && attempt < 3 {
+		if err := s.writeRevision(ctx, cfg, m, old, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
 			continue
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, err
 		}
 		return m, nil
 	}
+}
+
+// writeRevision stores m as revision old+1 with its revision record, if the
+// memory is still at revision old; otherwise the error is Aborted and the
+// caller reads the memory again.
+func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, action Action, now time.Time, reason string) error {
+	m.Revision, m.UpdateTime = old+1, now
+	rev := s.revision(cfg, m, action, now, reason, nil, "")
+	return s.store.Write(ctx, &Write{App: m.App, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
 }
 
 // Retrieved is a memory found by RetrieveMemories.
@@ -604,13 +608,9 @@ func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) 
 			return nil, err
 		}
 		m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
-		m.Revision, m.UpdateTime = old+1, now
-		rev := s.revision(cfg, m, action, now, reason, nil, "")
-		err = s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
-		if fault.Is(err, fault.Aborted) && attempt < 3 {
+		if err := s.writeRevision(ctx, cfg, m, old, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
 			continue
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, err
 		}
 		return m, nil
