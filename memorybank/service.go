@@ -426,14 +426,7 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 		if err != nil {
 			return nil, err
 		}
-		if m.Fact != oldFact || len(m.Embedding) == 0 || m.EmbeddingModel != s.emb.Name() {
-			vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
-			if err != nil {
-				return nil, err
-			}
-			m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
-		}
-		if err := s.writeRevision(ctx, cfg, m, old, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
+		if err := s.writeRevision(ctx, cfg, m, old, m.Fact != oldFact, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
 			continue
 		} else if err != nil {
 			return nil, err
@@ -444,8 +437,16 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 
 // writeRevision stores m as revision old+1 with its revision record, if the
 // memory is still at revision old; otherwise the error is Aborted and the
-// caller reads the memory again.
-func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, action Action, now time.Time, reason string) error {
+// caller reads the memory again. It embeds the fact first when
+// factChanged, or when m has no vector of the current embedder.
+func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
+	if factChanged || len(m.Embedding) == 0 || m.EmbeddingModel != s.emb.Name() {
+		vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
+		if err != nil {
+			return err
+		}
+		m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
+	}
 	m.Revision, m.UpdateTime = old+1, now
 	rev := s.revision(cfg, m, action, now, reason, nil, "")
 	return s.store.Write(ctx, &Write{App: m.App, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
@@ -603,12 +604,7 @@ func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) 
 			}
 		}
 		m.Fact, m.Topics, m.Metadata, m.Sources = target.Fact, target.Topics, target.Metadata, target.Sources
-		vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
-		if err != nil {
-			return nil, err
-		}
-		m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
-		if err := s.writeRevision(ctx, cfg, m, old, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
+		if err := s.writeRevision(ctx, cfg, m, old, true, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
 			continue
 		} else if err != nil {
 			return nil, err
