@@ -539,7 +539,7 @@ func (t *turn) decodeOutput(text string) error {
 
 // append stores an event and records it in the result.
 func (t *turn) append(ctx context.Context, e *kiokuv1.Event) error {
-	res, err := t.a.Kioku.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Session: t.name, Event: e})
+	res, err := t.a.Kioku.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: t.name, Event: e})
 	if err != nil {
 		return err
 	}

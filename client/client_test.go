@@ -104,7 +104,7 @@ func TestIteratorsAndWatch(t *testing.T) {
 		close(got)
 	}()
 	time.Sleep(200 * time.Millisecond)
-	c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Session: name, Event: &kiokuv1.Event{Id: "live"}})
+	c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: name, Event: &kiokuv1.Event{Id: "live"}})
 	if id := <-got; id != "live" {
 		t.Fatalf("watched %q", id)
 	}

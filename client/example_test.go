@@ -51,7 +51,7 @@ func Example() {
 	}
 	delta, _ := structpb.NewStruct(map[string]any{"user:drink": "tea"})
 	res, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{
-		Session: s.GetName(),
+		Name: s.GetName(),
 		Event: &kiokuv1.Event{
 			Author:  "user",
 			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I prefer tea."}}},
@@ -94,7 +94,7 @@ func ExampleClient_AllEvents() {
 		log.Fatal(err)
 	}
 	for i := range 5 {
-		if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Session: name, Event: &kiokuv1.Event{Id: fmt.Sprint("e", i), Author: "user"}}); err != nil {
+		if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: name, Event: &kiokuv1.Event{Id: fmt.Sprint("e", i), Author: "user"}}); err != nil {
 			log.Fatal(err)
 		}
 	}

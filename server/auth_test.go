@@ -94,7 +94,7 @@ func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 	}))
 	want("text that looks like a name", err, connect.CodeUnimplemented, "")
 	_, err = sessionsWith(appKey).AppendEvent(t.Context(), connect.NewRequest(&kiokuv1.AppendEventRequest{
-		Session: "apps/b/users/u/sessions/s", Event: &kiokuv1.Event{Author: "user"},
+		Name: "apps/b/users/u/sessions/s", Event: &kiokuv1.Event{Author: "user"},
 	}))
 	want("append to another app", err, connect.CodePermissionDenied, `"b"`)
 

@@ -117,7 +117,7 @@ func TestNodeMetrics(t *testing.T) {
 	}
 	before := scrape(t, c.url)
 	for range 3 {
-		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Session: "apps/demo/users/u/sessions/s", Event: &kiokuv1.Event{Author: "user"}})); err != nil {
+		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Name: "apps/demo/users/u/sessions/s", Event: &kiokuv1.Event{Author: "user"}})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestNodeMetrics(t *testing.T) {
 	}
 	wait(t, c, op.Msg)
 	// A generation from the session: one extraction call to the model.
-	if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Session: "apps/demo/users/u/sessions/s", Event: &kiokuv1.Event{
+	if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Name: "apps/demo/users/u/sessions/s", Event: &kiokuv1.Event{
 		Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I moved to Sapporo."}}}}})); err != nil {
 		t.Fatal(err)
 	}

@@ -236,7 +236,7 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 
 // AppendEvent implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) AppendEvent(ctx context.Context, req *connect.Request[kiokuv1.AppendEventRequest]) (*connect.Response[kiokuv1.AppendEventResponse], error) {
-	key, err := parseSessionKey("session", req.Msg.GetSession())
+	key, err := parseSessionKey("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}

@@ -91,7 +91,7 @@ func TestSessionServiceProtocols(t *testing.T) {
 				t.Fatalf("created = %v", first.Msg)
 			}
 			appended, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
-				Session: first.Msg.GetName(),
+				Name: first.Msg.GetName(),
 				Event: &kiokuv1.Event{
 					Id:      "e1",
 					Author:  "user",
@@ -158,11 +158,11 @@ func TestSessionServiceProtocols(t *testing.T) {
 					return err
 				}, connect.CodeAlreadyExists, "already exists"},
 				{"stale expected_sequence", func() error {
-					_, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Session: first.Msg.GetName(), Event: &kiokuv1.Event{Id: "e2"}, ExpectedSequence: new(int64(0))}))
+					_, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: first.Msg.GetName(), Event: &kiokuv1.Event{Id: "e2"}, ExpectedSequence: new(int64(0))}))
 					return err
 				}, connect.CodeFailedPrecondition, "expected 0"},
 				{"oversized state", func() error {
-					_, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Session: first.Msg.GetName(), Event: &kiokuv1.Event{
+					_, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: first.Msg.GetName(), Event: &kiokuv1.Event{
 						Id: "e3", Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"k": strings.Repeat("x", 300<<10)})}}}))
 					return err
 				}, connect.CodeResourceExhausted, "limit"},
@@ -194,7 +194,7 @@ func TestWatchSessionStream(t *testing.T) {
 	if _, err := c.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/w/users/u", SessionId: "s"})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Session: name, Event: &kiokuv1.Event{Id: "before"}})); err != nil {
+	if _, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: name, Event: &kiokuv1.Event{Id: "before"}})); err != nil {
 		t.Fatal(err)
 	}
 	stream, err := c.WatchSession(ctx, connect.NewRequest(&kiokuv1.WatchSessionRequest{Name: name, AfterSequence: new(int64(0))}))
@@ -203,7 +203,7 @@ func TestWatchSessionStream(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Session: name, Event: &kiokuv1.Event{Id: "after"}}))
+		c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: name, Event: &kiokuv1.Event{Id: "after"}}))
 		time.Sleep(100 * time.Millisecond)
 		c.DeleteSession(ctx, connect.NewRequest(&kiokuv1.DeleteSessionRequest{Name: name}))
 	}()

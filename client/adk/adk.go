@@ -139,7 +139,7 @@ func (s *SessionService) AppendEvent(ctx context.Context, sess session.Session, 
 		return err
 	}
 	res, err := s.c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{
-		Session: client.SessionName(sess.AppName(), sess.UserID(), sess.ID()),
+		Name: client.SessionName(sess.AppName(), sess.UserID(), sess.ID()),
 		Event:   pe,
 	})
 	if err != nil {

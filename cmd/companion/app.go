@@ -438,7 +438,7 @@ func (a *App) turn(ctx context.Context, user, session, msg, localTime string) (*
 	out.AffinityAfter = nextAffinity(out.AffinityBefore, reply.AffinityLevel)
 	if out.AffinityAfter != out.AffinityBefore {
 		delta, _ := structpb.NewStruct(map[string]any{"user:affinity": out.AffinityAfter})
-		if _, err := a.kioku.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Session: session, Event: &kiokuv1.Event{
+		if _, err := a.kioku.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
 			Author: "companion", Actions: &kiokuv1.EventActions{StateDelta: delta},
 		}}); err != nil {
 			return nil, err

@@ -190,7 +190,7 @@ func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Durat
 	}
 	return measureThroughput(ctx, clients, d, func(ctx context.Context, c, i int) error {
 		_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
-			Session: names[c],
+			Name: names[c],
 			Event: &kiokuv1.Event{
 				Id:           fmt.Sprintf("e%d", i),
 				InvocationId: fmt.Sprintf("i%d", i/2),

@@ -153,7 +153,7 @@ func startAppendLoad(t *testing.T, url string) *appendLoad {
 				id := fmt.Sprintf("w%d-%d", w, i)
 				delta, _ := structpb.NewStruct(map[string]any{"last": id, "user:last": id})
 				res, err := client.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
-					Session: s,
+					Name: s,
 					Event: &kiokuv1.Event{
 						Id: id, Author: "user",
 						Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "message " + id}}},

@@ -58,7 +58,7 @@ func TestTwoServersShareFirestore(t *testing.T) {
 		wg.Go(func() {
 			for i := range 8 {
 				id := fmt.Sprintf("w%d-%d", w, i)
-				res, err := client.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Session: session, Event: &kiokuv1.Event{
+				res, err := client.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
 					Id: id, Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "note " + id}}},
 				}}))
 				mu.Lock()

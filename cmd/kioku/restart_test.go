@@ -48,7 +48,7 @@ func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("%s/sessions/s%d", parent, i)
-		if _, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Session: name, Event: &kiokuv1.Event{
+		if _, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: name, Event: &kiokuv1.Event{
 			Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: fmt.Sprintf("I am user %d.", i)}}},
 		}})); err != nil {
 			t.Fatal(err)

@@ -432,7 +432,7 @@ func (x *DeleteSessionRequest) GetAllowMissing() bool {
 type AppendEventRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session: `apps/{app}/users/{user}/sessions/{session}`. Required.
-	Session string `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The event to append. Required. Its sequence and name are ignored.
 	Event *Event `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
 	// When set, the append succeeds only if the session's last sequence equals
@@ -473,9 +473,9 @@ func (*AppendEventRequest) Descriptor() ([]byte, []int) {
 	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *AppendEventRequest) GetSession() string {
+func (x *AppendEventRequest) GetName() string {
 	if x != nil {
-		return x.Session
+		return x.Name
 	}
 	return ""
 }
@@ -1000,9 +1000,9 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fforget_memories\x18\x02 \x01(\bR\x0eforgetMemories\x12#\n" +
-	"\rallow_missing\x18\x03 \x01(\bR\fallowMissing\"\x9d\x01\n" +
-	"\x12AppendEventRequest\x12\x18\n" +
-	"\asession\x18\x01 \x01(\tR\asession\x12%\n" +
+	"\rallow_missing\x18\x03 \x01(\bR\fallowMissing\"\x97\x01\n" +
+	"\x12AppendEventRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x05event\x18\x02 \x01(\v2\x0f.kioku.v1.EventR\x05event\x120\n" +
 	"\x11expected_sequence\x18\x03 \x01(\x03H\x00R\x10expectedSequence\x88\x01\x01B\x14\n" +
 	"\x12_expected_sequence\"<\n" +
