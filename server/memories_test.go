@@ -101,8 +101,8 @@ func TestMemoryRoundTripOverConnect(t *testing.T) {
 	}
 	for i, text := range []string{"I moved to Sapporo last month.", "Also I now prefer black tea."} {
 		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{
-			Name: "apps/demo/users/ann/sessions/s1",
-			Event:   &kiokuv1.Event{Id: "e" + string(rune('1'+i)), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}},
+			Name:  "apps/demo/users/ann/sessions/s1",
+			Event: &kiokuv1.Event{Id: "e" + string(rune('1'+i)), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}},
 		})); err != nil {
 			t.Fatal(err)
 		}

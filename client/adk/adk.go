@@ -139,8 +139,8 @@ func (s *SessionService) AppendEvent(ctx context.Context, sess session.Session, 
 		return err
 	}
 	res, err := s.c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{
-		Name: client.SessionName(sess.AppName(), sess.UserID(), sess.ID()),
-		Event:   pe,
+		Name:  client.SessionName(sess.AppName(), sess.UserID(), sess.ID()),
+		Event: pe,
 	})
 	if err != nil {
 		return err
