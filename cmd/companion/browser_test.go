@@ -16,7 +16,7 @@ import (
 )
 
 // chromium finds the browser: $CHROMIUM, else Debian's chromium or Chrome
-// on the PATH. A missing browser fails the test: .ci/run installs it.
+// on the PATH. A missing browser fails the test: scripts/test installs it.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("CHROMIUM"); p != "" {
@@ -27,7 +27,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no Chromium found: install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM to the browser's path")
+	t.Fatal("no Chromium found: install Debian's chromium package (./scripts/test does when it can) or set CHROMIUM to the browser's path")
 	return ""
 }
 
