@@ -1,0 +1,210 @@
+// Package terms cuts text into the normalised terms kioku matches text by:
+// the features of the offline embedder (package model) and the terms of the
+// event search index (package sessions and its stores). Both use this one
+// function, so that a memory and an event are matched by the same words.
+//
+// Text is normalised (Unicode NFKC, lower case) and cut into runs of letters
+// and digits, and runs of Japanese or Chinese characters:
+//
+//   - a run of letters and digits is a word; apostrophes inside it vanish
+//     ("don't" is "dont", "caroline's" is "carolines"). Latin-script words
+//     lose the most common English function words (a fixed stop list) and
+//     are reduced to a stem by a light suffix stripper (plurals, -ing, -ed,
+//     -ly, ...), so that "paints", "painted" and "painting" are one
+//     term. Words that are frequent in conversation but say little about
+//     what it is about ("really", "thing", "feel") are of Kind Weak;
+//   - a run of CJK characters, which has no spaces, gives every character
+//     bigram (Bigram) and every single Han character (Han); a run of one
+//     kana character gives that character (Single).
+package terms
+
+import (
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Kind says what a term is; users weight the kinds differently.
+type Kind uint8
+
+// The kinds of terms.
+const (
+	// Word is a stemmed word that is not a stop word.
+	Word Kind = iota
+	// Weak is a stemmed word frequent in conversation that says little
+	// (the embedder counts it a third).
+	Weak
+	// Bigram is two adjacent CJK characters.
+	Bigram
+	// Han is one Han character of a CJK run.
+	Han
+	// Single is a CJK run of one character that is not Han (a lone kana).
+	Single
+)
+
+// Each calls fn with every term of text, in the order of the text (a term
+// occurring twice is given twice).
+func Each(text string, fn func(term string, kind Kind)) {
+	text = norm.NFKC.String(strings.ToLower(text))
+
+	flushWord := func(word string) {
+		if word == "" || stopWords[word] {
+			return
+		}
+		stem := Stem(word)
+		if weakWords[stem] {
+			fn(stem, Weak)
+		} else {
+			fn(stem, Word)
+		}
+	}
+	flushCJK := func(run []rune) {
+		for i, r := range run {
+			if unicode.Is(unicode.Han, r) {
+				fn(string(r), Han)
+			}
+			if i+1 < len(run) {
+				fn(string(run[i:i+2]), Bigram)
+			}
+		}
+		if len(run) == 1 && !unicode.Is(unicode.Han, run[0]) {
+			fn(string(run), Single)
+		}
+	}
+
+	var word strings.Builder
+	var cjk []rune
+	for _, r := range text {
+		switch {
+		case isCJK(r):
+			flushWord(word.String())
+			word.Reset()
+			cjk = append(cjk, r)
+		case r == '\'' || r == '’':
+			// Apostrophes vanish inside a word.
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if len(cjk) > 0 {
+				flushCJK(cjk)
+				cjk = cjk[:0]
+			}
+			word.WriteRune(r)
+		default:
+			flushWord(word.String())
+			word.Reset()
+			if len(cjk) > 0 {
+				flushCJK(cjk)
+				cjk = cjk[:0]
+			}
+		}
+	}
+	flushWord(word.String())
+	if len(cjk) > 0 {
+		flushCJK(cjk)
+	}
+}
+
+// Terms returns the terms of text in order (see Each), without their kinds.
+func Terms(text string) []string {
+	var out []string
+	Each(text, func(t string, _ Kind) { out = append(out, t) })
+	return out
+}
+
+func isCJK(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || r == 'ー'
+}
+
+// Stem strips common English inflectional and derivational suffixes from a
+// lower-case word. It is deliberately light: it maps the forms of a word
+// people actually vary ("paints", "painted", "painting" → "paint") and
+// leaves the rest alone; words of three letters or fewer and words with
+// non-ASCII letters stay as they are.
+func Stem(w string) string {
+	if len(w) <= 3 || !isASCIIWord(w) {
+		return w
+	}
+	for _, s := range []struct{ suffix, repl string }{
+		{"ational", "ate"}, {"fulness", "ful"}, {"iveness", "ive"}, {"ization", "ize"},
+		{"nesses", ""}, {"ations", "ate"}, {"ation", "ate"}, {"ments", ""}, {"ment", ""},
+		{"ingly", ""}, {"edly", ""}, {"ness", ""}, {"ities", ""}, {"ity", ""},
+		{"ies", "y"}, {"ied", "y"}, {"ing", ""}, {"ers", ""}, {"er", ""}, {"ed", ""},
+		{"ly", ""}, {"es", ""}, {"s", ""},
+	} {
+		if !strings.HasSuffix(w, s.suffix) {
+			continue
+		}
+		stem := w[:len(w)-len(s.suffix)] + s.repl
+		if len(stem) < 3 {
+			continue
+		}
+		switch s.suffix {
+		case "s":
+			if strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "us") || strings.HasSuffix(w, "is") {
+				return w
+			}
+		case "es":
+			// "boxes", "wishes", "classes" lose "es"; "hikes", "games" only "s".
+			if !(strings.HasSuffix(stem, "x") || strings.HasSuffix(stem, "sh") || strings.HasSuffix(stem, "ch") || strings.HasSuffix(stem, "ss") || strings.HasSuffix(stem, "z")) {
+				stem = w[:len(w)-1]
+			}
+		case "ing", "ed", "er", "ers":
+			// "running" → "run", "stopped" → "stop"; "hiking" → "hike".
+			n := len(stem)
+			if n >= 2 && stem[n-1] == stem[n-2] && !strings.ContainsRune("lsz", rune(stem[n-1])) {
+				stem = stem[:n-1]
+			} else if n >= 2 && isConsonant(stem[n-1]) && isVowel(stem[n-2]) && (n < 3 || isConsonant(stem[n-3])) && !strings.ContainsRune("wxy", rune(stem[n-1])) {
+				stem += "e"
+			}
+		}
+		return stem
+	}
+	return w
+}
+
+func isASCIIWord(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func isVowel(c byte) bool     { return strings.IndexByte("aeiou", c) >= 0 }
+func isConsonant(c byte) bool { return c >= 'a' && c <= 'z' && !isVowel(c) }
+
+func setOf(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
+}
+
+// stopWords are English function words, dropped.
+var stopWords = setOf(`a about above after again against all am an and any are as at be because been
+before being below between both but by can could did do does doing down during each few for from
+further had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours ourselves
+out over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up very was we were what when where which while
+who whom why will with would you your yours yourself yourselves also yeah yes oh hey hi wow um uh
+ok okay lol im ive id ill youre youve dont didnt doesnt isnt wasnt cant wont thats its theres
+let lets got get gets getting go goes going gone went come came one two us may might must shall
+really`)
+
+// weakWords are frequent in conversation but say little about what it is
+// about. The set holds their stems.
+var weakWords = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range setOf(`like thing things think thinking feel feeling know want make time good great
+love lot lots way much mean sounds sound say said tell told look looks see thanks thank glad happy
+amazing awesome nice cool sure well even still always never something anything everything someone
+anyone day today year new old back keep take thought felt made kind sort pretty totally definitely
+actually probably maybe need try help wonderful excited exciting fun hope hear share talk appreciate
+super`) {
+		m[Stem(w)] = true
+	}
+	return m
+}()
