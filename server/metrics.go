@@ -1,25 +1,21 @@
 package server
 
 import (
-	"cmp"
-	"fmt"
-	"io"
-	"maps"
-	"math"
+	"log/slog"
 	"net/http"
-	"runtime/metrics"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
+	"runtime/debug"
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metric is one figure a component reports on /metrics: a counter (only
-// grows) or a gauge, in Prometheus' text format. Labels are name=value
-// pairs.
+// Metric is one figure a component reports on /metrics through
+// Config.Metrics: a counter (only grows) or a gauge. Labels are name=value
+// pairs; every Metric of one Name must have the same Help, kind and label
+// names.
 type Metric struct {
 	Name   string
 	Help   string
@@ -28,30 +24,73 @@ type Metric struct {
 	Value  float64
 }
 
-// rpcMetrics counts the calls of every procedure by outcome (as the
-// observing interceptor reports them), with a histogram of unary latencies,
-// and serves them with the Go runtime's and the components' figures at GET
-// /metrics (Prometheus text format, version 0.0.4). Only registered
-// procedures reach the interceptor, so the series are bounded. The endpoint
-// is open like health: it names procedures and counts, never data.
+// rpcMetrics is what GET /metrics serves, through the Prometheus client
+// library on a registry of the server's own: the calls of every procedure
+// by outcome (as the observing interceptor reports them) with a histogram
+// of unary latencies, the build, the Go runtime's and the process's
+// standard figures, and the components' figures (Config.Metrics, read at
+// each scrape). Only registered procedures reach the interceptor, so the
+// series are bounded. The endpoint is open like health: it names
+// procedures and counts, never data.
 type rpcMetrics struct {
-	mu        sync.Mutex
-	calls     map[[2]string]uint64  // procedure, code
-	latencies map[string]*histogram // unary calls, by procedure
-	extra     func() []Metric
-}
-
-func newRPCMetrics(extra func() []Metric) *rpcMetrics {
-	return &rpcMetrics{calls: map[[2]string]uint64{}, latencies: map[string]*histogram{}, extra: extra}
+	calls   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
+	handler http.Handler
 }
 
 // latencyBuckets are the upper bounds, in seconds, of the latency buckets.
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
-type histogram struct {
-	counts []uint64 // per bucket, then +Inf
-	sum    float64
-	n      uint64
+func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
+	m := &rpcMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kioku_rpc_calls_total",
+			Help: "Calls finished, by procedure and Connect code.",
+		}, []string{"procedure", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kioku_rpc_duration_seconds",
+			Help:    "Latency of unary calls, by procedure.",
+			Buckets: latencyBuckets,
+		}, []string{"procedure"}),
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		m.calls,
+		m.latency,
+		buildInfo(),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	if extra != nil {
+		reg.MustRegister(componentCollector(extra))
+	}
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		// A component's malformed figure costs that figure, not the scrape.
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+	return m
+}
+
+// buildInfo is kioku_build_info: always 1, with the module version, the
+// VCS revision (when the build recorded it) and the Go version as labels.
+func buildInfo() prometheus.Collector {
+	version, revision, goVersion := "unknown", "unknown", "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		version, goVersion = info.Main.Version, info.GoVersion
+		for _, kv := range info.Settings {
+			if kv.Key == "vcs.revision" {
+				revision = kv.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "kioku_build_info",
+		Help:        "The running build: kioku's module version, VCS revision and Go version (always 1).",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	})
+	g.Set(1)
+	return g
 }
 
 // record counts one finished call; streams get no latency.
@@ -60,126 +99,38 @@ func (m *rpcMetrics) record(procedure string, err error, d time.Duration, unary 
 	if err != nil {
 		code = connect.CodeOf(err).String()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls[[2]string{procedure, code}]++
-	if !unary {
-		return
+	m.calls.WithLabelValues(procedure, code).Inc()
+	if unary {
+		m.latency.WithLabelValues(procedure).Observe(d.Seconds())
 	}
-	h := m.latencies[procedure]
-	if h == nil {
-		h = &histogram{counts: make([]uint64, len(latencyBuckets)+1)}
-		m.latencies[procedure] = h
-	}
-	s := d.Seconds()
-	i, _ := slices.BinarySearch(latencyBuckets, s)
-	h.counts[i]++
-	h.sum += s
-	h.n++
-}
-
-// runtimeMetrics are the Go runtime's figures /metrics reports.
-var runtimeMetrics = []struct{ sample, name, help string }{
-	{"/sched/goroutines:goroutines", "go_goroutines", "Goroutines that currently exist."},
-	{"/memory/classes/heap/objects:bytes", "go_heap_objects_bytes", "Memory occupied by live and not yet swept heap objects."},
-	{"/memory/classes/total:bytes", "go_memory_total_bytes", "All memory the Go runtime has mapped (SQLite's page cache is outside it)."},
-	{"/gc/cycles/total:gc-cycles", "go_gc_cycles_total", "Completed garbage collection cycles."},
 }
 
 func (m *rpcMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var b strings.Builder
-	m.write(&b)
-	io.WriteString(w, b.String())
+	m.handler.ServeHTTP(w, r)
 }
 
-// write writes every figure in the text format, each family once with its
-// HELP and TYPE, series sorted.
-func (m *rpcMetrics) write(b *strings.Builder) {
-	m.mu.Lock()
-	callKeys := slices.SortedFunc(maps.Keys(m.calls), func(a, b [2]string) int {
-		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
-	})
-	family(b, "kioku_rpc_calls_total", "Calls finished, by procedure and Connect code.", "counter")
-	for _, k := range callKeys {
-		fmt.Fprintf(b, "kioku_rpc_calls_total{procedure=%s,code=%s} %d\n", quote(k[0]), quote(k[1]), m.calls[k])
-	}
-	family(b, "kioku_rpc_duration_seconds", "Latency of unary calls, by procedure.", "histogram")
-	for _, p := range slices.Sorted(maps.Keys(m.latencies)) {
-		h := m.latencies[p]
-		var cum uint64
-		for i, le := range latencyBuckets {
-			cum += h.counts[i]
-			fmt.Fprintf(b, "kioku_rpc_duration_seconds_bucket{procedure=%s,le=%q} %d\n", quote(p), strconv.FormatFloat(le, 'g', -1, 64), cum)
-		}
-		fmt.Fprintf(b, "kioku_rpc_duration_seconds_bucket{procedure=%s,le=\"+Inf\"} %d\n", quote(p), h.n)
-		fmt.Fprintf(b, "kioku_rpc_duration_seconds_sum{procedure=%s} %s\n", quote(p), number(h.sum))
-		fmt.Fprintf(b, "kioku_rpc_duration_seconds_count{procedure=%s} %d\n", quote(p), h.n)
-	}
-	m.mu.Unlock()
+// componentCollector turns the figures of Config.Metrics into constant
+// metrics at each scrape. It describes nothing in advance (an unchecked
+// collector): the registry checks the families when it gathers them.
+type componentCollector func() []Metric
 
-	samples := make([]metrics.Sample, len(runtimeMetrics))
-	for i, rm := range runtimeMetrics {
-		samples[i].Name = rm.sample
-	}
-	metrics.Read(samples)
-	for i, rm := range runtimeMetrics {
-		kind := "gauge"
-		if strings.HasSuffix(rm.name, "_total") {
-			kind = "counter"
-		}
-		family(b, rm.name, rm.help, kind)
-		fmt.Fprintf(b, "%s %d\n", rm.name, samples[i].Value.Uint64())
-	}
+func (componentCollector) Describe(chan<- *prometheus.Desc) {}
 
-	if m.extra == nil {
-		return
-	}
-	// Series of one name form one group, in the order names first appear.
-	var names []string
-	byName := map[string][]Metric{}
-	for _, e := range m.extra() {
-		if _, ok := byName[e.Name]; !ok {
-			names = append(names, e.Name)
+func (f componentCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, e := range f() {
+		names := make([]string, len(e.Labels))
+		values := make([]string, len(e.Labels))
+		for i, l := range e.Labels {
+			names[i], values[i] = l[0], l[1]
 		}
-		byName[e.Name] = append(byName[e.Name], e)
-	}
-	for _, name := range names {
-		group := byName[name]
-		kind := "counter"
-		if group[0].Gauge {
-			kind = "gauge"
+		kind := prometheus.CounterValue
+		if e.Gauge {
+			kind = prometheus.GaugeValue
 		}
-		family(b, name, group[0].Help, kind)
-		for _, e := range group {
-			b.WriteString(e.Name)
-			if len(e.Labels) > 0 {
-				b.WriteByte('{')
-				for i, l := range e.Labels {
-					if i > 0 {
-						b.WriteByte(',')
-					}
-					b.WriteString(l[0] + "=" + quote(l[1]))
-				}
-				b.WriteByte('}')
-			}
-			b.WriteString(" " + number(e.Value) + "\n")
+		m, err := prometheus.NewConstMetric(prometheus.NewDesc(e.Name, e.Help, names, nil), kind, e.Value, values...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(prometheus.NewInvalidDesc(err), err)
 		}
+		ch <- m
 	}
-}
-
-func family(b *strings.Builder, name, help, kind string) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
-}
-
-// quote quotes a label value: backslash, double quote and newline escaped.
-func quote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
-}
-
-func number(f float64) string {
-	if math.IsInf(f, 1) {
-		return "+Inf"
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }

@@ -1,23 +1,30 @@
 package server_test
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/server"
 )
 
-// scrape reads /metrics and returns its series by their full name (with
-// labels).
+// scrape reads /metrics, parses it as Prometheus' text format (which
+// refuses a family whose series are not one group) and returns its series
+// by their full name, with the labels sorted by name: histograms as their
+// _bucket (with le), _sum and _count series.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	res, err := http.Get(url + "/metrics")
@@ -29,32 +36,44 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
 		t.Fatalf("GET /metrics: %s, %s\n%s", res.Status, res.Header.Get("Content-Type"), body)
 	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
 	series := map[string]float64{}
-	typed := map[string]bool{} // families with a TYPE line so far
-	family := ""               // the family whose series come now
-	for line := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n") {
-		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			family, _, _ = strings.Cut(name, " ")
-			if typed[family] {
-				t.Fatalf("family %s has a second TYPE line: its series must form one group", family)
+	key := func(name string, labels []*dto.LabelPair, extra ...string) string {
+		var pairs []string
+		for _, l := range labels {
+			pairs = append(pairs, l.GetName()+"="+strconv.Quote(l.GetValue()))
+		}
+		pairs = append(pairs, extra...)
+		if len(pairs) == 0 {
+			return name
+		}
+		slices.Sort(pairs)
+		return name + "{" + strings.Join(pairs, ",") + "}"
+	}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				series[key(name, m.GetLabel())] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				series[key(name, m.GetLabel())] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					le := strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)
+					series[key(name+"_bucket", m.GetLabel(), "le="+strconv.Quote(le))] = float64(b.GetCumulativeCount())
+				}
+				series[key(name+"_bucket", m.GetLabel(), `le="+Inf"`)] = float64(h.GetSampleCount())
+				series[key(name+"_sum", m.GetLabel())] = h.GetSampleSum()
+				series[key(name+"_count", m.GetLabel())] = float64(h.GetSampleCount())
+			case dto.MetricType_SUMMARY:
+				series[key(name+"_count", m.GetLabel())] = float64(m.GetSummary().GetSampleCount())
 			}
-			typed[family] = true
-			continue
 		}
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		if name != family && strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") != family {
-			t.Fatalf("series %q is outside its family's group (after the TYPE of %s)", line, family)
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		series[line[:i]] = v
 	}
 	return series
 }
@@ -90,10 +109,10 @@ func TestMetrics(t *testing.T) {
 	got := scrape(t, ts.URL)
 	const create = `procedure="/kioku.v1.SessionService/CreateSession"`
 	for series, want := range map[string]float64{
-		`kioku_rpc_calls_total{` + create + `,code="unimplemented"}`:                2,
-		`kioku_rpc_calls_total{procedure="/grpc.health.v1.Health/Check",code="ok"}`: 1,
+		`kioku_rpc_calls_total{code="unimplemented",` + create + `}`:                2,
+		`kioku_rpc_calls_total{code="ok",procedure="/grpc.health.v1.Health/Check"}`: 1,
 		`kioku_rpc_duration_seconds_count{` + create + `}`:                          2,
-		`kioku_rpc_duration_seconds_bucket{` + create + `,le="+Inf"}`:               2,
+		`kioku_rpc_duration_seconds_bucket{le="+Inf",` + create + `}`:               2,
 		`kioku_test_things{kind="a \"b\" \\ c"}`:                                    2.5,
 		`kioku_test_things{kind="d"}`:                                               4,
 		`kioku_test_other_total`:                                                    1,
@@ -102,8 +121,17 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", series, got[series], want)
 		}
 	}
-	if got[`kioku_rpc_duration_seconds_bucket{`+create+`,le="30"}`] != 2 || got["go_goroutines"] <= 0 {
-		t.Errorf("histogram buckets or runtime figures missing: %v", got)
+	if got[`kioku_rpc_duration_seconds_bucket{le="30",`+create+`}`] != 2 || got["go_goroutines"] <= 0 || got["process_resident_memory_bytes"] <= 0 {
+		t.Errorf("histogram buckets, runtime or process figures missing: %v", got)
+	}
+	var build int
+	for series, v := range got {
+		if strings.HasPrefix(series, "kioku_build_info{") && strings.Contains(series, `goversion="go1.`) && v == 1 {
+			build++
+		}
+	}
+	if build != 1 {
+		t.Errorf("want one kioku_build_info series of value 1 naming the Go version: %v", got)
 	}
 }
 
@@ -157,9 +185,9 @@ func TestNodeMetrics(t *testing.T) {
 	var generate, prompt, embedded float64
 	for series, v := range after {
 		switch {
-		case strings.HasPrefix(series, "kioku_model_calls_total{") && strings.HasSuffix(series, `call="generate",outcome="ok"}`):
+		case strings.HasPrefix(series, `kioku_model_calls_total{call="generate",`) && strings.HasSuffix(series, `,outcome="ok"}`):
 			generate += v
-		case strings.HasPrefix(series, "kioku_model_tokens_total{") && strings.Contains(series, `kind="prompt",outcome="ok"`):
+		case strings.HasPrefix(series, `kioku_model_tokens_total{kind="prompt",`) && strings.HasSuffix(series, `,outcome="ok"}`):
 			prompt += v
 		case series == `kioku_model_embedded_texts_total{model="kioku-offline-v1",outcome="ok"}`:
 			embedded += v
@@ -169,7 +197,7 @@ func TestNodeMetrics(t *testing.T) {
 	if generate < 1 || prompt != 10*generate || embedded < 2 {
 		t.Errorf("model calls: %v generate, %v prompt tokens, %v texts embedded; want at least 1 call of 10 tokens and 2 texts (the two facts)", generate, prompt, embedded)
 	}
-	if n := after[`kioku_rpc_calls_total{procedure="/kioku.v1.SessionService/AppendEvent",code="ok"}`]; n != 4 {
+	if n := after[`kioku_rpc_calls_total{code="ok",procedure="/kioku.v1.SessionService/AppendEvent"}`]; n != 4 {
 		t.Errorf("AppendEvent calls = %v, want 4", n)
 	}
 }

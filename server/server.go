@@ -14,6 +14,24 @@
 // user key's scope. Every resource name of the API is in a field called
 // name, parent or session, and every scope in a field called scope, which
 // is what the checks read: new fields must keep to those names.
+//
+// # Metrics
+//
+// GET /metrics is served by the Prometheus client library (metrics.go) from
+// a registry of the server's own, with the standard go_* and process_*
+// figures and kioku_build_info. To add a metric:
+//
+//   - in this package, create it in newRPCMetrics (prometheus.NewCounterVec
+//     and the like), register it there and keep it on rpcMetrics for the
+//     code that counts;
+//   - in another component, keep the figure in the component (a counter
+//     read by a Stats method, say) and report it as a Metric from the
+//     node's metrics function (internal/node), which Config.Metrics calls
+//     at each scrape, so domain packages need not import Prometheus.
+//
+// Name series kioku_<component>_<what>_<unit>, counters ending in _total;
+// label values must stay bounded (procedures, codes, states, models: never
+// ids or user data). Document new series in the README's Metrics table.
 package server
 
 import (
@@ -107,7 +125,7 @@ func New(cfg Config) *Server {
 		cfg.Operations = unimplementedOperations{}
 	}
 
-	metrics := newRPCMetrics(cfg.Metrics)
+	metrics := newRPCMetrics(cfg.Logger, cfg.Metrics)
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(
 			newObservingInterceptor(cfg.Logger, metrics),
