@@ -206,13 +206,14 @@ func (s *Service) WaitOperation(ctx context.Context, app, id string, timeout tim
 		case <-t.C:
 		}
 		t.Stop()
-		if op, err = s.store.GetOperation(ctx, app, id); err != nil {
+		cur, err := s.store.GetOperation(ctx, app, id)
+		if err != nil {
 			if ctx.Err() != nil {
-				return op, nil
+				return op, nil // the wait timed out during the read
 			}
 			return nil, err
 		}
-		if op.State.Done() {
+		if op = cur; op.State.Done() {
 			return op, nil
 		}
 		delay = min(2*delay, time.Second)
@@ -236,9 +237,16 @@ func (s *Service) unsubscribe(name string, ch chan struct{}) {
 	}
 }
 
-// finished wakes the waiters of operations that ended in this process and
-// counts them.
+// finished wakes the waiters of operations that ended in this process,
+// counts them, and forgets the triggers that queued them.
 func (s *Service) finished(ops ...*Operation) {
+	s.triggerMu.Lock()
+	for _, op := range ops {
+		if g := op.Generate; g != nil && g.Session != nil {
+			delete(s.triggered, g.Session.Name())
+		}
+	}
+	s.triggerMu.Unlock()
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	for _, op := range ops {
@@ -302,54 +310,101 @@ func (s *Service) CancelOperation(ctx context.Context, app, id string) (*Operati
 	}
 }
 
-// SessionAppended tells the memory bank that an event was stored, for the
-// generation triggers of the session's app. It is cheap when the app has no
-// triggers, and never fails the append: problems are logged.
-func (s *Service) SessionAppended(ctx context.Context, key sessions.Key, sequence int64) {
-	cfg, err := s.config(ctx, key.App)
+// Observe implements sessions.Observer: the memory bank's generation
+// triggers follow the appends and deletions of sessions. Package sessions
+// calls it off the append path, so reading the app's configuration and the
+// session's watermark here delays no append; problems are logged.
+func (s *Service) Observe(ctx context.Context, n sessions.Notice) {
+	name := n.Key.Name()
+	if n.Deleted {
+		s.forgetTrigger(name)
+		s.idle.forget(name)
+		return
+	}
+	cfg, err := s.config(ctx, n.Key.App)
 	if err != nil {
-		s.log.WarnContext(ctx, "reading memory bank config for triggers", "app", key.App, "error", err)
+		s.log.WarnContext(ctx, "reading memory bank config for triggers", "app", n.Key.App, "error", err)
 		return
 	}
 	t := cfg.Trigger
-	if t.EventCount <= 0 && t.IdleDuration <= 0 {
-		return
-	}
-	name := key.Name()
 	if t.IdleDuration > 0 {
-		s.idle.touch(key, sequence, s.now())
+		s.idle.touch(n.Key, n.Sequence, s.now())
 	}
 	if t.EventCount <= 0 {
 		return
 	}
 	s.triggerMu.Lock()
-	fired := s.triggered[name]
+	fired := s.triggered[name].sequence
 	s.triggerMu.Unlock()
-	if sequence-fired < int64(t.EventCount) {
+	if n.Sequence-fired < int64(t.EventCount) {
 		return
 	}
-	wm, err := s.store.Watermark(ctx, key.App, name)
+	wm, err := s.store.Watermark(ctx, n.Key.App, name)
 	if err != nil {
 		s.log.WarnContext(ctx, "reading watermark for triggers", "session", name, "error", err)
 		return
 	}
-	if sequence-max(wm, fired) < int64(t.EventCount) {
+	if n.Sequence-max(wm, fired) < int64(t.EventCount) {
 		return
 	}
-	s.fire(ctx, key, sequence, "every "+strconv.Itoa(t.EventCount)+" events")
+	s.fire(ctx, n.Key, n.Sequence, "every "+strconv.Itoa(t.EventCount)+" events")
 }
 
-// fire queues a generation from a session for a trigger.
+// firedTrigger is a generation a trigger queued for a session: it keeps
+// the count trigger from firing again while that generation waits.
+type firedTrigger struct {
+	sequence int64
+	at       time.Time
+}
+
+// firedTTL is how long a fired trigger is remembered when its operation's
+// end is not seen here (it ran on another server).
+const firedTTL = time.Hour
+
+// fire queues a generation from a session for a trigger. The session is
+// remembered until the operation ends (finished), the session is deleted,
+// or firedTTL passes.
 func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
 	s.triggerMu.Lock()
-	s.triggered[key.Name()] = sequence
+	s.triggered[key.Name()] = firedTrigger{sequence: sequence, at: s.now()}
 	s.triggerMu.Unlock()
 	op, err := s.GenerateMemories(context.WithoutCancel(ctx), &GenerateRequest{App: key.App, Session: &key})
 	if err != nil {
+		s.forgetTrigger(key.Name())
 		s.log.WarnContext(ctx, "queueing triggered memory generation", "session", key.Name(), "error", err)
 		return
 	}
 	s.log.InfoContext(ctx, "memory generation triggered", "session", key.Name(), "trigger", why, "operation", op.Name())
+}
+
+func (s *Service) forgetTrigger(session string) {
+	s.triggerMu.Lock()
+	delete(s.triggered, session)
+	s.triggerMu.Unlock()
+}
+
+// pruneTriggers forgets fired triggers older than firedTTL.
+func (s *Service) pruneTriggers(now time.Time) {
+	s.triggerMu.Lock()
+	defer s.triggerMu.Unlock()
+	for name, f := range s.triggered {
+		if now.Sub(f.at) >= firedTTL {
+			delete(s.triggered, name)
+		}
+	}
+}
+
+// TriggerSessions returns how many sessions the triggers remember: those
+// timed for the idle trigger and those whose triggered generation has not
+// ended yet.
+func (s *Service) TriggerSessions() (idle, fired int) {
+	s.triggerMu.Lock()
+	fired = len(s.triggered)
+	s.triggerMu.Unlock()
+	s.idle.mu.Lock()
+	idle = len(s.idle.last)
+	s.idle.mu.Unlock()
+	return idle, fired
 }
 
 // maxIdleRecovery bounds the sessions per app that RecoverIdle looks at.
@@ -415,6 +470,12 @@ type idleEntry struct {
 	key      sessions.Key
 	sequence int64
 	at       time.Time
+}
+
+func (i *idleSessions) forget(name string) {
+	i.mu.Lock()
+	delete(i.last, name)
+	i.mu.Unlock()
 }
 
 func (i *idleSessions) touch(key sessions.Key, seq int64, now time.Time) {

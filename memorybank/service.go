@@ -84,7 +84,7 @@ type Service struct {
 	configCache map[string]cachedConfig
 
 	triggerMu sync.Mutex
-	triggered map[string]int64 // session name → sequence a trigger fired at
+	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
 	idle      idleSessions
 }
 
@@ -138,7 +138,7 @@ func NewService(store Store, cfg Config) *Service {
 		waiters:     map[string][]chan struct{}{},
 		ended:       map[OperationCount]uint64{},
 		configCache: map[string]cachedConfig{},
-		triggered:   map[string]int64{},
+		triggered:   map[string]firedTrigger{},
 	}
 }
 

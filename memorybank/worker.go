@@ -70,6 +70,7 @@ func (s *Service) maintain(ctx context.Context) {
 			}
 		}
 		s.FireIdle(ctx)
+		s.pruneTriggers(now)
 		select {
 		case <-ctx.Done():
 			return
@@ -90,7 +91,7 @@ func (s *Service) FireIdle(ctx context.Context) {
 	})
 	for _, e := range due {
 		s.triggerMu.Lock()
-		fired := s.triggered[e.key.Name()]
+		fired := s.triggered[e.key.Name()].sequence
 		s.triggerMu.Unlock()
 		if e.sequence > fired {
 			s.fire(ctx, e.key, e.sequence, "idle")

@@ -200,4 +200,11 @@ func TestNodeMetrics(t *testing.T) {
 	if n := after[`kioku_rpc_calls_total{code="ok",procedure="/kioku.v1.SessionService/AppendEvent"}`]; n != 4 {
 		t.Errorf("AppendEvent calls = %v, want 4", n)
 	}
+	// The memory bank's triggers observe the appends (off their path).
+	if n := after[`kioku_session_observer_notices_total{observer="memory_triggers",outcome="delivered"}`]; n < 1 || n > 4 {
+		t.Errorf("notices delivered to the memory triggers = %v, want 1 to 4 (one per append, merged while waiting)", n)
+	}
+	if _, ok := after[`kioku_memory_trigger_sessions{kind="fired"}`]; !ok {
+		t.Errorf("kioku_memory_trigger_sessions missing")
+	}
 }

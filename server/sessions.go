@@ -23,17 +23,11 @@ type SessionForgetter interface {
 	ForgetSession(ctx context.Context, key sessions.Key) error
 }
 
-// SessionAppendHook is told of every stored event, after the append is
-// durable (the memory bank's generation triggers use it). It must not
-// block.
-type SessionAppendHook func(ctx context.Context, key sessions.Key, e *sessions.Event)
-
 // SessionHandler serves kioku.v1.SessionService over a sessions.Service.
 type SessionHandler struct {
-	svc      *sessions.Service
-	log      *slog.Logger
-	forget   SessionForgetter
-	onAppend SessionAppendHook
+	svc    *sessions.Service
+	log    *slog.Logger
+	forget SessionForgetter
 }
 
 var _ kiokuv1connect.SessionServiceHandler = (*SessionHandler)(nil)
@@ -44,8 +38,6 @@ type SessionHandlerOptions struct {
 	// Forgetter serves DeleteSession's forget_memories; without it such a
 	// request is FAILED_PRECONDITION.
 	Forgetter SessionForgetter
-	// OnAppend, when set, is called after every stored append.
-	OnAppend SessionAppendHook
 }
 
 // NewSessionHandler returns the SessionService handler.
@@ -53,7 +45,7 @@ func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *Sessi
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter, onAppend: opts.OnAppend}
+	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter}
 }
 
 func (h *SessionHandler) fail(ctx context.Context, err error) error {
@@ -247,9 +239,6 @@ func (h *SessionHandler) AppendEvent(ctx context.Context, req *connect.Request[k
 	stored, err := h.svc.AppendEvent(ctx, key, ev, req.Msg.ExpectedSequence)
 	if err != nil {
 		return nil, h.fail(ctx, err)
-	}
-	if h.onAppend != nil && stored.Sequence > 0 {
-		h.onAppend(ctx, key, stored)
 	}
 	out := storedFromRequest(key, req.Msg.GetEvent(), stored)
 	return connect.NewResponse(&kiokuv1.AppendEventResponse{Event: out}), nil

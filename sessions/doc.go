@@ -16,7 +16,13 @@
 // nil (JSON null) value deletes the key.
 //
 // Service holds the rules (validation, limits, ids, timestamps, idempotency,
-// paging, watching, expiry); a Store persists. Every Store implementation
+// paging, watching, expiry); a Store persists.
+//
+// Other parts of kioku react to sessions through observers (Service.Observe):
+// after each append or deletion made through the Service, every observer is
+// sent a small Notice on a bounded queue of its own and handles it on its
+// own goroutine, so an append never waits for an observer. The memory
+// bank's generation triggers are one; compaction triggers can be another. Every Store implementation
 // must pass the conformance suite in package sessionstest. The embedded
 // default is package sessions/sqlite; package sessions/firestore serves
 // deployments of several servers.

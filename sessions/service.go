@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -37,6 +38,9 @@ type Service struct {
 	poll   time.Duration
 	log    *slog.Logger
 	broker *broker
+
+	obsMu     sync.Mutex
+	observers []*observation
 }
 
 // NewService returns a Service over store.
@@ -298,7 +302,7 @@ func (s *Service) UpdateSession(ctx context.Context, key Key, r UpdateSessionReq
 }
 
 // DeleteSession deletes a session and its events. Watchers of the session
-// see their streams end.
+// see their streams end; observers are told.
 func (s *Service) DeleteSession(ctx context.Context, key Key) error {
 	if err := ValidateKey(key); err != nil {
 		return err
@@ -307,6 +311,7 @@ func (s *Service) DeleteSession(ctx context.Context, key Key) error {
 		return err
 	}
 	s.broker.notify(key)
+	s.notify(Notice{Key: key, Deleted: true})
 	return nil
 }
 
@@ -317,6 +322,8 @@ func (s *Service) DeleteSession(ctx context.Context, key Key) error {
 // content) returns the stored event and changes nothing; the same id with
 // other content is AlreadyExists. With expected set, the append fails with
 // FailedPrecondition unless the session's last sequence equals *expected.
+// Once the event is stored, the observers (Observe) are told, off this
+// call's path.
 func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected *int64) (*Event, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -373,6 +380,7 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 		return res.Event, nil
 	}
 	s.broker.notify(key)
+	s.notify(Notice{Key: key, Sequence: res.Event.Sequence, Time: res.Event.Timestamp, Appends: 1, Bytes: int64(len(body))})
 	return res.Event, nil
 }
 

@@ -172,9 +172,6 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Logger:    cfg.Logger,
 			Forgetter: n.Memories,
-			OnAppend: func(ctx context.Context, key sessions.Key, e *sessions.Event) {
-				n.Memories.SessionAppended(ctx, key, e.Sequence)
-			},
 		}),
 		Memories:   memories,
 		Operations: memories,
@@ -189,6 +186,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
+	// Generation triggers follow every append made through the session
+	// service, whichever path it came by, off the append's path.
+	n.Sessions.Observe(bg, "memory_triggers", n.Memories, sessions.ObserveOptions{})
 	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
 	n.wg.Go(func() { n.Memories.Run(bg) })
 	return n, nil
@@ -230,6 +230,21 @@ func (n *Node) metrics(db *sqlitedb.DB) []server.Metric {
 				Labels: [][2]string{{"model", u.Model}, {"outcome", outcome}}, Value: float64(u.Texts)})
 		}
 	}
+	for _, o := range n.Sessions.Observers() {
+		l := [2]string{"observer", o.Name}
+		help := "Notices of session appends and deletions handed to an observer (delivered) or dropped because its queue was full (dropped)."
+		out = append(out,
+			server.Metric{Name: "kioku_session_observer_waiting", Help: "Sessions with a notice waiting for an observer (the memory bank's triggers, ...).", Gauge: true, Labels: [][2]string{l}, Value: float64(o.Waiting)},
+			server.Metric{Name: "kioku_session_observer_notices_total", Help: help, Labels: [][2]string{l, {"outcome", "delivered"}}, Value: float64(o.Delivered)},
+			server.Metric{Name: "kioku_session_observer_notices_total", Help: help, Labels: [][2]string{l, {"outcome", "dropped"}}, Value: float64(o.Dropped)},
+		)
+	}
+	idle, fired := n.Memories.TriggerSessions()
+	help := "Sessions the memory bank's triggers remember: timed for the idle trigger (idle), or with a triggered generation not ended yet (fired)."
+	out = append(out,
+		server.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "idle"}}, Value: float64(idle)},
+		server.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "fired"}}, Value: float64(fired)},
+	)
 	for _, c := range n.Memories.EndedOperations() {
 		out = append(out, server.Metric{
 			Name: "kioku_memory_operations_total", Help: "Memory operations that ended on this server, by method and final state.",

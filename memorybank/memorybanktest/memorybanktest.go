@@ -226,6 +226,11 @@ func (h *harness) drain(svc *memorybank.Service) int {
 	return total
 }
 
+// appended tells svc of an append, as package sessions does.
+func (h *harness) appended(svc *memorybank.Service, key sessions.Key, seq int64) {
+	svc.Observe(h.ctx, sessions.Notice{Key: key, Sequence: seq, Appends: 1})
+}
+
 func (h *harness) op(op *memorybank.Operation) *memorybank.Operation {
 	h.t.Helper()
 	got, err := h.svc.GetOperation(h.ctx, op.App, op.ID)
@@ -1057,16 +1062,36 @@ func testTriggers(t *testing.T, h *harness) {
 	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
 	evs := h.sess.Append(key, "one", "two", "three", "four")
 	for _, e := range evs[:2] {
-		h.svc.SessionAppended(h.ctx, key, e.Sequence)
+		h.appended(h.svc, key, e.Sequence)
 	}
 	if ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, ""); len(ops) != 0 {
 		t.Fatalf("triggered before 3 events: %d operations", len(ops))
 	}
-	h.svc.SessionAppended(h.ctx, key, 3)
-	h.svc.SessionAppended(h.ctx, key, 4)
+	h.appended(h.svc, key, 3)
+	h.appended(h.svc, key, 4)
 	ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, "")
 	if len(ops) != 1 || ops[0].Generate.Session == nil || ops[0].Generate.Session.ID != "s1" {
 		t.Fatalf("operations after 4 events = %v", ops)
+	}
+	// The session is remembered while its generation waits, and forgotten
+	// once it ends.
+	if _, fired := h.svc.TriggerSessions(); fired != 1 {
+		t.Fatalf("%d sessions remembered while the generation waits, want 1", fired)
+	}
+	h.gemini.ReplyJSON(extraction("The user counts to four."))
+	h.drain(h.svc)
+	if _, fired := h.svc.TriggerSessions(); fired != 0 {
+		t.Fatalf("%d sessions remembered after the generation ended, want 0", fired)
+	}
+	// Three more events fire again; deleting the session forgets it.
+	h.sess.Append(key, "five", "six", "seven")
+	h.appended(h.svc, key, 7)
+	if _, fired := h.svc.TriggerSessions(); fired != 1 {
+		t.Fatalf("%d sessions remembered after the second firing, want 1", fired)
+	}
+	h.svc.Observe(h.ctx, sessions.Notice{Key: key, Deleted: true})
+	if _, fired := h.svc.TriggerSessions(); fired != 0 {
+		t.Fatalf("%d sessions remembered after the session was deleted, want 0", fired)
 	}
 }
 
@@ -1090,7 +1115,7 @@ func testIdleTrigger(t *testing.T, h *harness) {
 
 	s1 := sessions.Key{App: "app1", User: "u1", ID: "s1"}
 	for _, e := range h.sess.Append(s1, "one", "two") {
-		h.svc.SessionAppended(h.ctx, s1, e.Sequence)
+		h.appended(h.svc, s1, e.Sequence)
 	}
 	h.svc.FireIdle(h.ctx)
 	if got := ops(h.svc); len(got) != 0 {
@@ -1108,7 +1133,7 @@ func testIdleTrigger(t *testing.T, h *harness) {
 	// stores; s1, already processed, is not re-armed.
 	s2 := sessions.Key{App: "app1", User: "u2", ID: "s2"}
 	for _, e := range h.sess.Append(s2, "three") {
-		h.svc.SessionAppended(h.ctx, s2, e.Sequence)
+		h.appended(h.svc, s2, e.Sequence)
 	}
 	restarted := h.service("worker-c", &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"})
 	h.clock.Advance(2 * time.Minute)

@@ -1,0 +1,102 @@
+package memorybank_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/memorybank"
+	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/sessions"
+	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
+)
+
+// blockingStore is a memory bank store whose configuration reads wait
+// while blocked is open: the first thing a trigger does.
+type blockingStore struct {
+	memorybank.Store
+	blocked chan struct{}
+}
+
+func (s *blockingStore) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+	select {
+	case <-s.blocked:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.GetConfig(ctx, app)
+}
+
+// TestTriggersFollowAppendsWithoutDelayingThem wires the memory bank's
+// triggers to a session service as kioku serve does, blocks the memory
+// store, and appends through the session service directly (no RPC): every
+// append completes while the store is blocked. Once it is unblocked, the
+// count trigger fires for those appends.
+func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
+	ctx := t.Context()
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sessStore, err := sessionsqlite.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memStore, err := memorysqlite.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := sessions.NewService(sessStore, sessions.Config{})
+	gemini := modeltest.NewGemini(t)
+	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}
+	mem := memorybank.NewService(store, memorybank.Config{
+		Generator: &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
+		Sessions:  sess,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err := memStore.PutConfig(ctx, &memorybank.BankConfig{App: "app", Trigger: memorybank.Trigger{EventCount: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	sess.Observe(ctx, "memory_triggers", mem, sessions.ObserveOptions{})
+
+	key := sessions.Key{App: "app", User: "u", ID: "s"}
+	if _, err := sess.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := range n {
+		if _, err := sess.AppendEvent(ctx, key, &sessions.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I like tea."}}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// All 50 appends are stored while the memory store is blocked.
+	if st := sess.Observers(); len(st) != 1 || st[0].Delivered > 1 || st[0].Waiting != 1 {
+		t.Fatalf("observer while the store is blocked: %+v; want the appends merged into one waiting notice", st)
+	}
+	close(store.blocked)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ops, _, err := mem.ListOperations(ctx, "app", nil, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ops) == 1 {
+			if g := ops[0].Generate; g.Session == nil || *g.Session != key {
+				t.Fatalf("triggered operation = %+v", g)
+			}
+			break
+		}
+		if len(ops) > 1 || time.Now().After(deadline) {
+			t.Fatalf("%d operations triggered, want 1", len(ops))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
