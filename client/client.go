@@ -1,14 +1,23 @@
 // Package client is the Go client of kioku: every method of the three
-// services with the generated request and response types, resource-name
-// helpers, iterators over every List method, and operation waiting.
+// services with the generated request and response types (package
+// github.com/kioku-ai/kioku/gen/kioku/v1, imported as kiokuv1),
+// resource-name helpers, iterators over every List method, and operation
+// waiting.
 //
 //	c := client.New("http://127.0.0.1:8080")
 //	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
 //	for ev, err := range c.AllEvents(ctx, &kiokuv1.ListEventsRequest{Parent: s.GetName()}) { ... }
 //
+// Text, Delta, Scope, Similar, Every, Facts, FromSession and FromEvents
+// build the messages a program needs most.
+//
 // The client speaks Connect (binary protobuf) by default; WithGRPC switches
-// to gRPC, WithJSON to Connect's JSON. Errors are *connect.Error values:
-// connect.CodeOf(err) gives the status code (connect.CodeNotFound, ...).
+// to gRPC, WithJSON to Connect's JSON. It retries calls that are safe to
+// repeat when the server is unavailable or the connection breaks, with
+// backoff (RetryPolicy), and gives every appended event without an id a
+// fresh one first, so that a retry never appends an event twice. Errors are
+// *connect.Error values: connect.CodeOf(err) gives the status code
+// (connect.CodeNotFound, ...).
 package client
 
 import (
@@ -36,6 +45,7 @@ type options struct {
 	headers    http.Header
 	connect    []connect.ClientOption
 	grpc       bool
+	retry      RetryPolicy
 }
 
 type optionFunc func(*options)
@@ -77,7 +87,7 @@ func WithConnectOptions(opts ...connect.ClientOption) Option {
 // New returns a client of the kioku server at baseURL (for example
 // "http://127.0.0.1:8080").
 func New(baseURL string, opts ...Option) *Client {
-	o := &options{headers: http.Header{}}
+	o := &options{headers: http.Header{}, retry: DefaultRetryPolicy}
 	for _, opt := range opts {
 		opt.apply(o)
 	}
@@ -91,10 +101,8 @@ func New(baseURL string, opts ...Option) *Client {
 		protocols.SetHTTP2(true)
 		o.httpClient = &http.Client{Transport: &http.Transport{Protocols: protocols, Proxy: http.ProxyFromEnvironment}}
 	}
-	copts := o.connect
-	if len(o.headers) > 0 {
-		copts = append(copts, connect.WithInterceptors(headerInterceptor(o.headers)))
-	}
+	// The headers go on once, outside the retries.
+	copts := append(o.connect, connect.WithInterceptors(headerInterceptor(o.headers), retryInterceptor{o.retry.withDefaults()}))
 	baseURL = strings.TrimRight(baseURL, "/")
 	return &Client{
 		sessions:   kiokuv1connect.NewSessionServiceClient(o.httpClient, baseURL, copts...),

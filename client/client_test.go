@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +20,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
+// serve runs a real kioku whose handler is wrapped by wrap, which can reach
+// the request's TCP connection through connOf.
 func serve(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -27,6 +31,7 @@ func serve(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Cleanup(func() { n.Close() })
 	srv := httptest.NewUnstartedServer(wrap(n.Handler()))
 	srv.Config.Protocols = n.HTTPServer().Protocols
+	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -131,4 +136,17 @@ func TestOperationError(t *testing.T) {
 	if client.OperationError(&kiokuv1.Operation{Done: true}) != nil {
 		t.Fatal("error for a successful operation")
 	}
+}
+
+func TestDelta(t *testing.T) {
+	d := client.Delta(map[string]any{"user:drink": "tea", "n": 2, "gone": nil, "list": []any{"a", 1.5}})
+	if got := d.AsMap(); got["user:drink"] != "tea" || got["n"] != 2.0 || got["gone"] != nil || len(got) != 4 {
+		t.Fatalf("Delta = %v", got)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "client.Delta") {
+			t.Fatalf("Delta of a channel: recovered %v, want a panic naming client.Delta", r)
+		}
+	}()
+	client.Delta(map[string]any{"c": make(chan int)})
 }

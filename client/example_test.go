@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
@@ -49,13 +47,12 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	delta, _ := structpb.NewStruct(map[string]any{"user:drink": "tea"})
 	res, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{
 		Name: s.GetName(),
 		Event: &kiokuv1.Event{
 			Author:  "user",
-			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I prefer tea."}}},
-			Actions: &kiokuv1.EventActions{StateDelta: delta},
+			Content: client.Text("user", "I prefer tea."),
+			Actions: &kiokuv1.EventActions{StateDelta: client.Delta(map[string]any{"user:drink": "tea"})},
 		},
 	})
 	if err != nil {
@@ -117,10 +114,8 @@ func ExampleClient_WaitOperation() {
 
 	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
 		Parent: client.AppName("demo"),
-		Scope:  map[string]string{"user_id": "ann"},
-		Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
-			Memories: []*kiokuv1.DirectMemory{{Fact: "Ann lives in Sapporo."}},
-		}},
+		Scope:  client.Scope("ann"),
+		Source: client.Facts("Ann lives in Sapporo."),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -137,4 +132,26 @@ func ExampleClient_WaitOperation() {
 		fmt.Println(g.GetAction(), g.GetMemory().GetFact())
 	}
 	// Output: MEMORY_ACTION_CREATED Ann lives in Sapporo.
+}
+
+func ExampleSimilar() {
+	url, stop := startKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url)
+	for _, fact := range []string{"Ann prefers green tea.", "Ann lives in Sapporo."} {
+		if _, err := c.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: client.AppName("demo"),
+			Memory: &kiokuv1.Memory{Fact: fact, Scope: client.Scope("ann")}}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	res, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"),
+		Scope: client.Scope("ann"), Method: client.Similar("Which tea does Ann like?", 1)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range res.GetRetrievedMemories() {
+		fmt.Println(m.GetMemory().GetFact())
+	}
+	// Output: Ann prefers green tea.
 }

@@ -41,7 +41,10 @@ func (c *Client) DeleteSession(ctx context.Context, req *kiokuv1.DeleteSessionRe
 }
 
 // AppendEvent appends an event to a session and applies its state delta, all
-// in one atomic transaction. Idempotent by event id.
+// in one atomic transaction. It is idempotent by event id: an event without
+// an id is given a fresh one (NewEventID) before it is sent, set on
+// req.Event, so the client's retries (RetryPolicy), and the caller's own
+// repeat of the same request, store it once.
 func (c *Client) AppendEvent(ctx context.Context, req *kiokuv1.AppendEventRequest) (*kiokuv1.AppendEventResponse, error) {
 	return unary(ctx, c.sessions.AppendEvent, req)
 }
