@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -13,47 +12,46 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // AppName returns "apps/{app}", the parent of memories and operations.
-func AppName(app string) string { return "apps/" + app }
+func AppName(app string) string { return aip.AppName(app) }
 
 // UserName returns "apps/{app}/users/{user}", the parent of a user's
 // sessions.
-func UserName(app, user string) string { return AppName(app) + "/users/" + user }
+func UserName(app, user string) string { return aip.UserName(app, user) }
 
 // SessionName returns "apps/{app}/users/{user}/sessions/{session}".
-func SessionName(app, user, session string) string {
-	return UserName(app, user) + "/sessions/" + session
-}
+func SessionName(app, user, session string) string { return aip.SessionName(app, user, session) }
 
 // EventName returns a session's event's name.
 func EventName(app, user, session, event string) string {
-	return SessionName(app, user, session) + "/events/" + event
+	return aip.EventName(app, user, session, event)
 }
 
 // AppStateName returns the name of an app's "app:" state.
-func AppStateName(app string) string { return AppName(app) + "/state" }
+func AppStateName(app string) string { return aip.AppStateName(app) }
 
 // UserStateName returns the name of a user's "user:" state.
-func UserStateName(app, user string) string { return UserName(app, user) + "/state" }
+func UserStateName(app, user string) string { return aip.UserStateName(app, user) }
 
 // MemoryName returns "apps/{app}/memories/{memory}".
-func MemoryName(app, memory string) string { return AppName(app) + "/memories/" + memory }
+func MemoryName(app, memory string) string { return aip.MemoryName(app, memory) }
 
 // OperationName returns "apps/{app}/operations/{operation}".
-func OperationName(app, operation string) string { return AppName(app) + "/operations/" + operation }
+func OperationName(app, operation string) string { return aip.OperationName(app, operation) }
 
 // MemoryBankConfigName returns "apps/{app}/memoryBankConfig".
-func MemoryBankConfigName(app string) string { return AppName(app) + "/memoryBankConfig" }
+func MemoryBankConfigName(app string) string { return aip.MemoryBankConfigName(app) }
 
-// ParseSessionName splits "apps/{app}/users/{user}/sessions/{session}".
+// ParseSessionName splits "apps/{app}/users/{user}/sessions/{session}",
+// checking the ids as the server does.
 func ParseSessionName(name string) (app, user, session string, err error) {
-	p := strings.Split(name, "/")
-	if len(p) != 6 || p[0] != "apps" || p[2] != "users" || p[4] != "sessions" || p[1] == "" || p[3] == "" || p[5] == "" {
-		return "", "", "", fmt.Errorf("client: %q is not a session name (apps/{app}/users/{user}/sessions/{session})", name)
+	if app, user, session, err = aip.ParseSession("session name", name); err != nil {
+		return "", "", "", fmt.Errorf("client: %w", err)
 	}
-	return p[1], p[3], p[5], nil
+	return app, user, session, nil
 }
 
 // pages iterates over the items of a List method's pages.

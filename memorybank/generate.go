@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -81,7 +82,7 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*Op
 			return nil, fault.New(fault.ResourceExhausted, "direct_memories_source.source.event_ids has %d ids; the limit is %d", len(r.FactsEventIDs), MaxSourceEventIDs)
 		}
 		for i, id := range r.FactsEventIDs {
-			if err := sessions.ValidateID("direct_memories_source.source.event_ids["+strconv.Itoa(i)+"]", id, sessions.EventIDChars); err != nil {
+			if err := aip.ValidateID("direct_memories_source.source.event_ids["+strconv.Itoa(i)+"]", id, aip.EventIDChars); err != nil {
 				return nil, err
 			}
 		}
@@ -152,7 +153,7 @@ func (s *Service) ListOperations(ctx context.Context, app string, states []OpSta
 	if err := validateApp(app); err != nil {
 		return nil, "", err
 	}
-	size, err := sessions.PageSize("page_size", pageSize)
+	size, err := aip.PageSize("page_size", pageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -160,8 +161,8 @@ func (s *Service) ListOperations(ctx context.Context, app string, states []OpSta
 	for _, st := range states {
 		names = append(names, st.String())
 	}
-	digest := sessions.QueryDigest("operations", app, strings.Join(names, ","))
-	tok, err := sessions.DecodePageToken(token, digest)
+	digest := aip.QueryDigest("operations", app, strings.Join(names, ","))
+	tok, err := aip.DecodePageToken(token, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -173,8 +174,8 @@ func (s *Service) ListOperations(ctx context.Context, app string, states []OpSta
 	if err != nil {
 		return nil, "", err
 	}
-	ops, next := sessions.Page(ops, size, digest, func(last *Operation) sessions.PageToken {
-		return sessions.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
+	ops, next := aip.Page(ops, size, digest, func(last *Operation) aip.PageToken {
+		return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
 	})
 	return ops, next, nil
 }

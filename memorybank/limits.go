@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -101,7 +102,7 @@ func validateMetadata(field string, m map[string]string) error {
 // ValidateID checks a memory or operation id: 1 to 128 bytes of letters,
 // digits, '-' and '_', starting with a letter or digit.
 func ValidateID(field, id string) error {
-	return sessions.ValidateID(field, id, "-_")
+	return aip.ValidateID(field, id, aip.MemoryIDChars)
 }
 
 // ParseFilter parses a memory filter: conditions joined with AND, each

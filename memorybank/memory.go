@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -99,7 +100,7 @@ type Memory struct {
 }
 
 // Name returns the memory's resource name.
-func (m *Memory) Name() string { return "apps/" + m.App + "/memories/" + m.ID }
+func (m *Memory) Name() string { return aip.MemoryName(m.App, m.ID) }
 
 // Expired reports whether the memory has expired at now.
 func (m *Memory) Expired(now time.Time) bool {
@@ -216,7 +217,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*Revisi
 
 // Name returns the revision's resource name.
 func (r *Revision) Name() string {
-	return "apps/" + r.App + "/memories/" + r.MemoryID + "/revisions/" + strconv.FormatInt(r.Number, 10)
+	return aip.RevisionName(r.App, r.MemoryID, strconv.FormatInt(r.Number, 10))
 }
 
 // The managed memory topics.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -86,7 +87,7 @@ type Operation struct {
 }
 
 // Name returns the operation's resource name.
-func (o *Operation) Name() string { return "apps/" + o.App + "/operations/" + o.ID }
+func (o *Operation) Name() string { return aip.OperationName(o.App, o.ID) }
 
 // GeneratedMemory is one memory an operation created, updated or deleted.
 type GeneratedMemory struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -39,7 +40,7 @@ type Config struct {
 	Sessions SessionReader
 
 	// Now and NewID are the clock and the id source (defaults: time.Now and
-	// sessions.NewID).
+	// aip.NewID).
 	Now   func() time.Time
 	NewID func() string
 	// Logger receives the workers' errors. Default slog.Default().
@@ -99,13 +100,13 @@ func NewService(store Store, cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	if cfg.NewID == nil {
-		cfg.NewID = sessions.NewID
+		cfg.NewID = aip.NewID
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.WorkerID == "" {
-		cfg.WorkerID = "worker-" + sessions.NewID()
+		cfg.WorkerID = "worker-" + aip.NewID()
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
@@ -157,7 +158,7 @@ type MemoryInput struct {
 	TTL        time.Duration
 }
 
-func validateApp(app string) error { return sessions.ValidateID("app id", app, sessions.AppIDChars) }
+func validateApp(app string) error { return aip.ValidateID("app id", app, aip.AppIDChars) }
 
 // expiry resolves an expire time or TTL (not both) against now, falling
 // back to def (a TTL, 0 for none).
@@ -306,7 +307,7 @@ func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*M
 	if err != nil {
 		return nil, "", err
 	}
-	size, err := sessions.PageSize("page_size", r.PageSize)
+	size, err := aip.PageSize("page_size", r.PageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -318,8 +319,8 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if len(scope) > 0 {
 		scopeKey = scope.Key()
 	}
-	digest := sessions.QueryDigest(kind, app, scopeKey, filter)
-	tok, err := sessions.DecodePageToken(token, digest)
+	digest := aip.QueryDigest(kind, app, scopeKey, filter)
+	tok, err := aip.DecodePageToken(token, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -331,8 +332,8 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if err != nil {
 		return nil, "", err
 	}
-	list, next := sessions.Page(list, size, digest, func(last *Memory) sessions.PageToken {
-		return sessions.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
+	list, next := aip.Page(list, size, digest, func(last *Memory) aip.PageToken {
+		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
 	})
 	return list, next, nil
 }
@@ -486,7 +487,7 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 		return nil, "", err
 	}
 	if r.Query == "" {
-		size, err := sessions.PageSize("simple_retrieval.page_size", r.PageSize)
+		size, err := aip.PageSize("simple_retrieval.page_size", r.PageSize)
 		if err != nil {
 			return nil, "", err
 		}
@@ -541,15 +542,15 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 	if err := ValidateID("memory id", id); err != nil {
 		return nil, "", err
 	}
-	size, err := sessions.PageSize("page_size", pageSize)
+	size, err := aip.PageSize("page_size", pageSize)
 	if err != nil {
 		return nil, "", err
 	}
 	if _, err := s.store.GetMemory(ctx, app, id); err != nil {
 		return nil, "", err
 	}
-	digest := sessions.QueryDigest("revisions", app, id)
-	tok, err := sessions.DecodePageToken(token, digest)
+	digest := aip.QueryDigest("revisions", app, id)
+	tok, err := aip.DecodePageToken(token, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -557,8 +558,8 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 	if err != nil {
 		return nil, "", err
 	}
-	revs, next := sessions.Page(revs, size, digest, func(last *Revision) sessions.PageToken {
-		return sessions.PageToken{Seq: last.Number}
+	revs, next := aip.Page(revs, size, digest, func(last *Revision) aip.PageToken {
+		return aip.PageToken{Seq: last.Number}
 	})
 	return revs, next, nil
 }

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // Keys are the API keys a server accepts. Callers send a key as
@@ -121,7 +121,7 @@ func readKeys(path string) (map[[sha256.Size]byte]loadedKey, error) {
 			return nil, fmt.Errorf("key file %s: keys[%d].sha256 must be 64 hex digits (the SHA-256 of the key; kioku key prints it)", path, i)
 		}
 		if key.App != AllApps {
-			if err := sessions.ValidateID(fmt.Sprintf("keys[%d].app", i), key.App, sessions.AppIDChars); err != nil {
+			if err := aip.ValidateID(fmt.Sprintf("keys[%d].app", i), key.App, aip.AppIDChars); err != nil {
 				return nil, fmt.Errorf("key file %s: %v (or \"*\" for every app)", path, err)
 			}
 		}
@@ -129,7 +129,7 @@ func readKeys(path string) (map[[sha256.Size]byte]loadedKey, error) {
 			if key.App == AllApps {
 				return nil, fmt.Errorf("key file %s: keys[%d] has a user but app \"*\"; a user key needs its app", path, i)
 			}
-			if err := sessions.ValidateID(fmt.Sprintf("keys[%d].user", i), key.User, sessions.UserIDChars); err != nil {
+			if err := aip.ValidateID(fmt.Sprintf("keys[%d].user", i), key.User, aip.UserIDChars); err != nil {
 				return nil, fmt.Errorf("key file %s: %v", path, err)
 			}
 		}

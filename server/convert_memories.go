@@ -12,6 +12,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -80,7 +81,7 @@ func durationOrNil(d time.Duration) *durationpb.Duration {
 
 func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, error) {
 	out := &kiokuv1.MemoryBankConfig{
-		Name:          "apps/" + c.App + "/memoryBankConfig",
+		Name:          aip.MemoryBankConfigName(c.App),
 		ManagedTopics: c.ManagedTopics,
 		MemoryTtl:     durationOrNil(c.MemoryTTL),
 		RevisionTtl:   durationOrNil(c.RevisionTTL),

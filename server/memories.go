@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
@@ -37,22 +38,6 @@ func NewMemoryHandler(svc *memorybank.Service, log *slog.Logger) *MemoryHandler 
 
 func (h *MemoryHandler) fail(ctx context.Context, err error) error { return toConnect(ctx, h.log, err) }
 
-func parseMemoryName(field, name string) (app, id string, err error) {
-	v, err := parseName(field, name, memoryPattern)
-	if err != nil {
-		return "", "", err
-	}
-	return v[0], v[1], nil
-}
-
-func parseOperationName(field, name string) (app, id string, err error) {
-	v, err := parseName(field, name, operationPattern)
-	if err != nil {
-		return "", "", err
-	}
-	return v[0], v[1], nil
-}
-
 func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*connect.Response[T], error) {
 	if err != nil {
 		return nil, h.fail(ctx, err)
@@ -62,7 +47,7 @@ func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*co
 
 // CreateMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[kiokuv1.CreateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
-	app, err := parseApp("parent", req.Msg.GetParent())
+	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -85,7 +70,7 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[k
 
 // GetMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
-	app, id, err := parseMemoryName("name", req.Msg.GetName())
+	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -101,7 +86,7 @@ func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiok
 
 // ListMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[kiokuv1.ListMemoriesRequest]) (*connect.Response[kiokuv1.ListMemoriesResponse], error) {
-	app, err := parseApp("parent", req.Msg.GetParent())
+	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -121,7 +106,7 @@ func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[k
 // UpdateMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	m := req.Msg.GetMemory()
-	app, id, err := parseMemoryName("memory.name", m.GetName())
+	app, id, err := aip.ParseMemory("memory.name", m.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -162,7 +147,7 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 
 // DeleteMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[kiokuv1.DeleteMemoryRequest]) (*connect.Response[emptypb.Empty], error) {
-	app, id, err := parseMemoryName("name", req.Msg.GetName())
+	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -175,7 +160,7 @@ func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[k
 // GenerateMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Request[kiokuv1.GenerateMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	m := req.Msg
-	app, err := parseApp("parent", m.GetParent())
+	app, err := aip.ParseApp("parent", m.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -239,7 +224,7 @@ func (h *MemoryHandler) operation(ctx context.Context, op *memorybank.Operation)
 // RetrieveMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Request[kiokuv1.RetrieveMemoriesRequest]) (*connect.Response[kiokuv1.RetrieveMemoriesResponse], error) {
 	m := req.Msg
-	app, err := parseApp("parent", m.GetParent())
+	app, err := aip.ParseApp("parent", m.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -266,7 +251,7 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 
 // ListMemoryRevisions implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Request[kiokuv1.ListMemoryRevisionsRequest]) (*connect.Response[kiokuv1.ListMemoryRevisionsResponse], error) {
-	app, id, err := parseMemoryName("parent", req.Msg.GetParent())
+	app, id, err := aip.ParseMemory("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -286,7 +271,7 @@ func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Re
 
 // RollbackMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request[kiokuv1.RollbackMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
-	app, id, err := parseMemoryName("name", req.Msg.GetName())
+	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -294,7 +279,7 @@ func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request
 		return nil, h.fail(ctx, err)
 	}
 	rev := req.Msg.GetTargetRevisionId()
-	if v, ok := revisionPattern.match(rev); ok {
+	if v, ok := aip.Revision.Match(rev); ok {
 		// A revision's full name is accepted too.
 		if v[0] != app || v[1] != id {
 			return nil, h.fail(ctx, fault.Invalidf("target_revision_id %q is a revision of another memory", rev))
@@ -310,7 +295,7 @@ func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request
 
 // PurgeMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[kiokuv1.PurgeMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, err := parseApp("parent", req.Msg.GetParent())
+	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -321,17 +306,9 @@ func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[
 	return h.operation(ctx, op)
 }
 
-func parseConfigName(field, name string) (string, error) {
-	v, err := parseName(field, name, bankConfigPattern)
-	if err != nil {
-		return "", err
-	}
-	return v[0], nil
-}
-
 // GetMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
-	app, err := parseConfigName("name", req.Msg.GetName())
+	app, err := aip.ParseMemoryBankConfig("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -346,7 +323,7 @@ func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Re
 // UpdateMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
 	p := req.Msg.GetMemoryBankConfig()
-	app, err := parseConfigName("memory_bank_config.name", p.GetName())
+	app, err := aip.ParseMemoryBankConfig("memory_bank_config.name", p.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -364,7 +341,7 @@ func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect
 
 // GetOperation implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[kiokuv1.GetOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, id, err := parseOperationName("name", req.Msg.GetName())
+	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -380,7 +357,7 @@ func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[k
 
 // ListOperations implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) ListOperations(ctx context.Context, req *connect.Request[kiokuv1.ListOperationsRequest]) (*connect.Response[kiokuv1.ListOperationsResponse], error) {
-	app, err := parseApp("parent", req.Msg.GetParent())
+	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -408,7 +385,7 @@ const maxWait = 10 * time.Minute
 
 // WaitOperation implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[kiokuv1.WaitOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, id, err := parseOperationName("name", req.Msg.GetName())
+	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -435,7 +412,7 @@ func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[
 
 // CancelOperation implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Request[kiokuv1.CancelOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, id, err := parseOperationName("name", req.Msg.GetName())
+	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}

@@ -3,8 +3,9 @@
 //
 // It is the only package that knows both the wire (the generated code in
 // gen/) and the domain (sessions, memorybank): its handlers parse resource
-// names, bound every input, convert protos to domain values and back, and map
-// the domain's typed errors (package fault) to Connect codes. Beside the
+// names (with package internal/aip), bound every input, convert protos to
+// domain values and back, and map the domain's typed errors (package fault)
+// to Connect codes. Beside the
 // kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
 // server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
 // all work against one address, and GET /metrics (metrics.go); over TLS

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -55,7 +56,7 @@ func (h *SessionHandler) fail(ctx context.Context, err error) error {
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request[kiokuv1.CreateSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
 	m := req.Msg
-	app, user, err := parseSessionParent("parent", m.GetParent(), false)
+	app, user, err := aip.ParseUser("parent", m.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -121,7 +122,7 @@ func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[ki
 // ListSessions implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[kiokuv1.ListSessionsRequest]) (*connect.Response[kiokuv1.ListSessionsResponse], error) {
 	m := req.Msg
-	app, user, err := parseSessionParent("parent", m.GetParent(), true)
+	app, user, err := aip.ParseUserOrAll("parent", m.GetParent())
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
@@ -319,11 +320,7 @@ func stateToProto(st *sessions.SharedState) (*kiokuv1.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := appStateName(st.Ref.App)
-	if st.Ref.User != "" {
-		name = userStateName(st.Ref.App, st.Ref.User)
-	}
-	return &kiokuv1.State{Name: name, State: s, UpdateTime: timestampOrNil(st.UpdateTime)}, nil
+	return &kiokuv1.State{Name: stateName(st.Ref), State: s, UpdateTime: timestampOrNil(st.UpdateTime)}, nil
 }
 
 // GetState implements kiokuv1connect.SessionServiceHandler.

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // Limits bound every input. The zero value of a field means its default.
@@ -57,64 +57,30 @@ func (l Limits) withDefaults() Limits {
 
 // Fixed limits, part of the API contract.
 const (
-	MaxIDBytes          = 128
 	MaxDisplayNameBytes = 512
 	MaxLabelKeyBytes    = 63
 	MaxLabelValueBytes  = 256
-	MaxPageSize         = 1000
-	DefaultPageSize     = 100
 	MaxFilterBytes      = 4096
 	maxValueDepth       = 32
 )
 
-// ValidateID checks an id (app, user, session or event): 1 to 128 bytes,
-// starting with a letter or digit, then letters, digits and the characters
-// in extra.
-func ValidateID(field, id, extra string) error {
-	if id == "" {
-		return fault.Invalidf("%s is required", field)
-	}
-	if len(id) > MaxIDBytes {
-		return fault.Invalidf("%s is %d bytes; the limit is %d", field, len(id), MaxIDBytes)
-	}
-	for i, c := range []byte(id) {
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if alnum || i > 0 && strings.IndexByte(extra, c) >= 0 {
-			continue
-		}
-		if i == 0 {
-			return fault.Invalidf("%s %q must start with a letter or digit", field, id)
-		}
-		return fault.Invalidf("%s %q has the character %q; allowed are letters, digits and %q", field, id, c, extra)
-	}
-	return nil
-}
-
-// Characters allowed after the first in the kinds of id.
-const (
-	AppIDChars     = "-_."
-	UserIDChars    = "-_.@:+"
-	SessionIDChars = "-_."
-	EventIDChars   = "-_."
-)
-
 // ValidateKey checks a session key's three ids.
 func ValidateKey(k Key) error {
-	if err := ValidateID("app id", k.App, AppIDChars); err != nil {
+	if err := aip.ValidateID("app id", k.App, aip.AppIDChars); err != nil {
 		return err
 	}
-	if err := ValidateID("user id", k.User, UserIDChars); err != nil {
+	if err := aip.ValidateID("user id", k.User, aip.UserIDChars); err != nil {
 		return err
 	}
-	return ValidateID("session id", k.ID, SessionIDChars)
+	return aip.ValidateID("session id", k.ID, aip.SessionIDChars)
 }
 
 func validateRef(r StateRef) error {
-	if err := ValidateID("app id", r.App, AppIDChars); err != nil {
+	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
 		return err
 	}
 	if r.User != "" {
-		return ValidateID("user id", r.User, UserIDChars)
+		return aip.ValidateID("user id", r.User, aip.UserIDChars)
 	}
 	return nil
 }
@@ -256,7 +222,7 @@ func validateValue(field string, v any) error {
 // validateEvent checks an event before it is prepared for storing.
 func (l Limits) validateEvent(e *Event) error {
 	if e.ID != "" {
-		if err := ValidateID("event.id", e.ID, EventIDChars); err != nil {
+		if err := aip.ValidateID("event.id", e.ID, aip.EventIDChars); err != nil {
 			return err
 		}
 	}
@@ -368,20 +334,6 @@ func CheckScopeSizes(max int, session, user, app map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// PageSize returns the page size to use for a request's page_size, or an
-// error naming the field.
-func PageSize(field string, n int32) (int, error) {
-	switch {
-	case n < 0:
-		return 0, fault.Invalidf("%s must not be negative", field)
-	case n == 0:
-		return DefaultPageSize, nil
-	case n > MaxPageSize:
-		return 0, fault.Invalidf("%s is %d; the limit is %d", field, n, MaxPageSize)
-	}
-	return int(n), nil
 }
 
 // validTime reports whether t can be stored (as Unix nanoseconds).

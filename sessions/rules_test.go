@@ -70,34 +70,6 @@ func TestApplyDeltaReplacesWholeAndDeletesOnNull(t *testing.T) {
 	}
 }
 
-func TestPageTokensAreBoundToTheirQuery(t *testing.T) {
-	q := sessions.QueryDigest("apps/a/users/u", "labels.team = \"core\"")
-	if q == sessions.QueryDigest("apps/a/users/u", "labels.team = \"other\"") || q == sessions.QueryDigest("apps/a/users/ulabels.team = \"core\"") {
-		t.Error("QueryDigest does not tell queries apart (parts must not run together)")
-	}
-	list := []int{1, 2, 3, 4}
-	page, token := sessions.Page(list, 3, q, func(last int) sessions.PageToken { return sessions.PageToken{Seq: int64(last)} })
-	if len(page) != 3 || token == "" {
-		t.Fatalf("Page of 4 fetched for 3 = %v, %q; want 3 items and a token", page, token)
-	}
-	if _, token := sessions.Page(list[:3], 3, q, nil); token != "" {
-		t.Errorf("a last page has a next token %q", token)
-	}
-	got, err := sessions.DecodePageToken(token, q)
-	if err != nil || got.Seq != 3 {
-		t.Errorf("DecodePageToken = %+v, %v; want the cursor of the page's last item", got, err)
-	}
-	if _, err := sessions.DecodePageToken(token, sessions.QueryDigest("apps/a/users/v")); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "other parameters") {
-		t.Errorf("a token of another query: %v", err)
-	}
-	if _, err := sessions.DecodePageToken("not*base64", q); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "malformed") {
-		t.Errorf("a malformed token: %v", err)
-	}
-	if first, err := sessions.DecodePageToken("", q); err != nil || first != (sessions.PageToken{}) {
-		t.Errorf("the empty token = %+v, %v; want the first page", first, err)
-	}
-}
-
 func TestParseFilter(t *testing.T) {
 	got, err := sessions.ParseFilter(` display_name = "weekly \"sync\"" and labels.team=core `)
 	want := []sessions.Condition{{Field: "display_name", Value: `weekly "sync"`}, {Field: "labels.team", Value: "core"}}
@@ -117,41 +89,6 @@ func TestParseFilter(t *testing.T) {
 	} {
 		if _, err := sessions.ParseFilter(filter); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("ParseFilter(%.40q) = %v, want INVALID_ARGUMENT with %q", filter, err, msg)
-		}
-	}
-}
-
-func TestIDsAndPageSizes(t *testing.T) {
-	for _, c := range []struct {
-		id, extra, msg string
-	}{
-		{"", sessions.AppIDChars, "is required"},
-		{strings.Repeat("a", 129), sessions.AppIDChars, "the limit is 128"},
-		{"-a", sessions.AppIDChars, "must start with a letter or digit"},
-		{"a/b", sessions.AppIDChars, `the character '/'`},
-		{"ann@example.com", sessions.AppIDChars, `the character '@'`},
-	} {
-		if err := sessions.ValidateID("app id", c.id, c.extra); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "app id") {
-			t.Errorf("ValidateID(%.20q) = %v, want INVALID_ARGUMENT naming the field and %q", c.id, err, c.msg)
-		}
-	}
-	if err := sessions.ValidateID("user id", "ann@example.com", sessions.UserIDChars); err != nil {
-		t.Errorf("an email as a user id: %v", err)
-	}
-	for i := range 200 {
-		if id := sessions.NewID(); len(id) != 20 || sessions.ValidateID("session id", id, sessions.SessionIDChars) != nil {
-			t.Fatalf("NewID() = %q (try %d)", id, i)
-		}
-	}
-
-	for n, want := range map[int32]int{0: sessions.DefaultPageSize, 1: 1, 1000: 1000} {
-		if got, err := sessions.PageSize("page_size", n); err != nil || got != want {
-			t.Errorf("PageSize(%d) = %d, %v; want %d", n, got, err, want)
-		}
-	}
-	for n, msg := range map[int32]string{-1: "must not be negative", 1001: "the limit is 1000"} {
-		if _, err := sessions.PageSize("page_size", n); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "page_size") {
-			t.Errorf("PageSize(%d) = %v, want INVALID_ARGUMENT naming page_size and %q", n, err, msg)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // Config configures a Service. Every field is optional.
@@ -17,7 +18,7 @@ type Config struct {
 	Limits Limits
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
-	// NewID returns a random id for sessions and events. Default NewID.
+	// NewID returns a random id for sessions and events. Default aip.NewID.
 	NewID func() string
 	// WatchPollInterval is how often a watch looks for events appended by
 	// other servers sharing the store. Appends through this Service wake
@@ -58,7 +59,7 @@ func NewService(store Store, cfg Config) *Service {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = NewID
+		s.newID = aip.NewID
 	}
 	if s.poll <= 0 {
 		s.poll = time.Second
@@ -201,15 +202,15 @@ type ListSessionsRequest struct {
 // ListSessions returns a page of sessions, most recently updated first, and
 // the token of the next page ("" when none).
 func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*Session, string, error) {
-	if err := ValidateID("app id", r.App, AppIDChars); err != nil {
+	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
 		return nil, "", err
 	}
 	if r.User != "" {
-		if err := ValidateID("user id", r.User, UserIDChars); err != nil {
+		if err := aip.ValidateID("user id", r.User, aip.UserIDChars); err != nil {
 			return nil, "", err
 		}
 	}
-	size, err := PageSize("page_size", r.PageSize)
+	size, err := aip.PageSize("page_size", r.PageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -217,8 +218,8 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	digest := QueryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState))
-	tok, err := DecodePageToken(r.PageToken, digest)
+	digest := aip.QueryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState))
+	tok, err := aip.DecodePageToken(r.PageToken, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -242,8 +243,8 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	list, next := Page(list, size, digest, func(last *Session) PageToken {
-		return PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
+	list, next := aip.Page(list, size, digest, func(last *Session) aip.PageToken {
+		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
 	})
 	return list, next, nil
 }
@@ -399,15 +400,15 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err := ValidateKey(key); err != nil {
 		return nil, "", err
 	}
-	size, err := PageSize("page_size", r.PageSize)
+	size, err := aip.PageSize("page_size", r.PageSize)
 	if err != nil {
 		return nil, "", err
 	}
 	if !validTime(r.From) || !validTime(r.To) {
 		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")
 	}
-	digest := QueryDigest("events", key.Name(), strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10), strconv.FormatBool(r.Descending))
-	tok, err := DecodePageToken(r.PageToken, digest)
+	digest := aip.QueryDigest("events", key.Name(), strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10), strconv.FormatBool(r.Descending))
+	tok, err := aip.DecodePageToken(r.PageToken, digest)
 	if err != nil {
 		return nil, "", err
 	}
@@ -421,8 +422,8 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err != nil {
 		return nil, "", err
 	}
-	events, next := Page(events, size, digest, func(last *Event) PageToken {
-		return PageToken{Seq: last.Sequence}
+	events, next := aip.Page(events, size, digest, func(last *Event) aip.PageToken {
+		return aip.PageToken{Seq: last.Sequence}
 	})
 	return events, next, nil
 }
@@ -507,7 +508,7 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 	}
 	upTo := source.LastSequence
 	if r.EventID != "" {
-		if err := ValidateID("event_id", r.EventID, EventIDChars); err != nil {
+		if err := aip.ValidateID("event_id", r.EventID, aip.EventIDChars); err != nil {
 			return nil, err
 		}
 		ev, err := s.store.FindEvent(ctx, src, r.EventID, now)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // Key identifies a session. Session ids are unique within an app; the user
@@ -17,7 +19,7 @@ type Key struct {
 // Name returns the session's resource name,
 // "apps/{app}/users/{user}/sessions/{id}".
 func (k Key) Name() string {
-	return "apps/" + k.App + "/users/" + k.User + "/sessions/" + k.ID
+	return aip.SessionName(k.App, k.User, k.ID)
 }
 
 // Session is a conversation's metadata and state.

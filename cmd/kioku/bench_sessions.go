@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 
@@ -69,7 +70,7 @@ func benchSessions(ctx context.Context, args []string) error {
 		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
 			return fmt.Errorf("--store firestore needs FIRESTORE_EMULATOR_HOST (the emulator) or --firestore-project")
 		}
-		*project = "bench-" + sessions.NewID()
+		*project = "bench-" + aip.NewID()
 	}
 	env, err := startBenchNode(ctx, *store, *project)
 	if err != nil {

@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/sessions"
 )
 
 const keyUsage = `Usage: kioku key --app APP [--user USER] [--name NAME] [--ttl DURATION]
@@ -39,7 +39,7 @@ func key(args []string, stdout io.Writer) error {
 		return fmt.Errorf("--app is required")
 	}
 	if *app != server.AllApps {
-		if err := sessions.ValidateID("--app", *app, sessions.AppIDChars); err != nil {
+		if err := aip.ValidateID("--app", *app, aip.AppIDChars); err != nil {
 			return err
 		}
 	}
@@ -47,7 +47,7 @@ func key(args []string, stdout io.Writer) error {
 		if *app == server.AllApps {
 			return fmt.Errorf("--user needs a single --app, not *")
 		}
-		if err := sessions.ValidateID("--user", *user, sessions.UserIDChars); err != nil {
+		if err := aip.ValidateID("--user", *user, aip.UserIDChars); err != nil {
 			return err
 		}
 	}

@@ -58,6 +58,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 
@@ -286,7 +287,7 @@ func readState(snap *firestore.DocumentSnapshot, err error) (map[string]any, int
 }
 
 // newIncarnation returns a random id for a session's data.
-func newIncarnation() string { return sessions.NewID() }
+func newIncarnation() string { return aip.NewID() }
 
 // CreateSession implements sessions.Store. A fork's events are written
 // under the new incarnation first, where nothing points at them yet; the

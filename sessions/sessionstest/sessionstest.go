@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -230,7 +231,7 @@ func testCreateServerIDs(t *testing.T, h *harness) {
 				t.Fatalf("server-chosen id %q is not URL-safe", s.ID)
 			}
 		}
-		if err := sessions.ValidateID("session id", s.ID, sessions.SessionIDChars); err != nil {
+		if err := aip.ValidateID("session id", s.ID, aip.SessionIDChars); err != nil {
 			t.Fatalf("server-chosen id %q is not a valid id: %v", s.ID, err)
 		}
 	}
@@ -262,7 +263,7 @@ func testInvalidNames(t *testing.T, h *harness) {
 		{App: "a", User: "u", ID: "bad id"},
 		{App: "a", User: "u", ID: ".."},
 		{App: "a", User: "u", ID: "__x__"},
-		{App: "a", User: "u", ID: strings.Repeat("x", sessions.MaxIDBytes+1)},
+		{App: "a", User: "u", ID: strings.Repeat("x", aip.MaxIDBytes+1)},
 		{App: "a", User: "u\xff", ID: "s"},
 	} {
 		_, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: k.App, User: k.User, ID: k.ID})
@@ -749,7 +750,7 @@ func testListSessionsPagingAndOrder(t *testing.T, h *harness) {
 	if diff := cmp.Diff(wantU2, u2); diff != "" {
 		t.Fatalf("user listing (-want +got):\n%s", diff)
 	}
-	for _, size := range []int32{-1, sessions.MaxPageSize + 1} {
+	for _, size := range []int32{-1, aip.MaxPageSize + 1} {
 		_, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: size})
 		wantKind(t, fmt.Sprintf("page_size %d", size), err, fault.Invalid)
 	}

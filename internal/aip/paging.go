@@ -1,15 +1,33 @@
-package sessions
+package aip
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
 )
+
+// Page sizes of every List method (AIP-158).
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// PageSize returns the page size to use for a request's page_size, or an
+// error naming the field.
+func PageSize(field string, n int32) (int, error) {
+	switch {
+	case n < 0:
+		return 0, fault.Invalidf("%s must not be negative", field)
+	case n == 0:
+		return DefaultPageSize, nil
+	case n > MaxPageSize:
+		return 0, fault.Invalidf("%s is %d; the limit is %d", field, n, MaxPageSize)
+	}
+	return int(n), nil
+}
 
 // PageToken is the decoded form of a next_page_token: an opaque cursor
 // plus a digest of the query it belongs to, so a token used with other
@@ -66,27 +84,13 @@ func Page[T any](list []T, size int, query string, cursor func(last T) PageToken
 		return list, ""
 	}
 	list = list[:size]
-	t := cursor(list[size-1])
-	t.Query = query
-	return list, EncodePageToken(t)
+	return list, NextPageToken(list[size-1], query, cursor)
 }
 
-// NewID returns a random URL-safe id of 20 lower-case letters and digits
-// (about 103 bits).
-func NewID() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b [20]byte
-	rand.Read(b[:])
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for _, c := range b {
-		// 252 = 7*36: reject the top values to stay uniform.
-		for c >= 252 {
-			var r [1]byte
-			rand.Read(r[:])
-			c = r[0]
-		}
-		sb.WriteByte(alphabet[c%36])
-	}
-	return sb.String()
+// NextPageToken returns the token of the page after the one ending with
+// last, bound to query.
+func NextPageToken[T any](last T, query string, cursor func(last T) PageToken) string {
+	t := cursor(last)
+	t.Query = query
+	return EncodePageToken(t)
 }

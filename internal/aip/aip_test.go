@@ -1,0 +1,184 @@
+package aip_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+)
+
+func TestPageTokensAreBoundToTheirQuery(t *testing.T) {
+	q := aip.QueryDigest("apps/a/users/u", "labels.team = \"core\"")
+	if q == aip.QueryDigest("apps/a/users/u", "labels.team = \"other\"") || q == aip.QueryDigest("apps/a/users/ulabels.team = \"core\"") {
+		t.Error("QueryDigest does not tell queries apart (parts must not run together)")
+	}
+	list := []int{1, 2, 3, 4}
+	page, token := aip.Page(list, 3, q, func(last int) aip.PageToken { return aip.PageToken{Seq: int64(last)} })
+	if len(page) != 3 || token == "" {
+		t.Fatalf("Page of 4 fetched for 3 = %v, %q; want 3 items and a token", page, token)
+	}
+	if _, token := aip.Page(list[:3], 3, q, nil); token != "" {
+		t.Errorf("a last page has a next token %q", token)
+	}
+	got, err := aip.DecodePageToken(token, q)
+	if err != nil || got.Seq != 3 {
+		t.Errorf("DecodePageToken = %+v, %v; want the cursor of the page's last item", got, err)
+	}
+	if _, err := aip.DecodePageToken(token, aip.QueryDigest("apps/a/users/v")); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "other parameters") {
+		t.Errorf("a token of another query: %v", err)
+	}
+	if _, err := aip.DecodePageToken("not*base64", q); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "malformed") {
+		t.Errorf("a malformed token: %v", err)
+	}
+	if first, err := aip.DecodePageToken("", q); err != nil || first != (aip.PageToken{}) {
+		t.Errorf("the empty token = %+v, %v; want the first page", first, err)
+	}
+}
+
+func TestIDsAndPageSizes(t *testing.T) {
+	for _, c := range []struct {
+		id, extra, msg string
+	}{
+		{"", aip.AppIDChars, "is required"},
+		{strings.Repeat("a", 129), aip.AppIDChars, "the limit is 128"},
+		{"-a", aip.AppIDChars, "must start with an ASCII letter or digit"},
+		{"\uff41bc", aip.AppIDChars, "U+FF41, not ASCII"},
+		{"a\uff42c", aip.AppIDChars, "U+FF42, not ASCII) at byte 1"},
+		{"a b", aip.AppIDChars, "U+0020 (a space or control character)"},
+		{"a\xffb", aip.AppIDChars, "a byte that is not valid UTF-8"},
+		{"a/b", aip.AppIDChars, `the character '/'`},
+		{"ann@example.com", aip.AppIDChars, `the character '@'`},
+	} {
+		if err := aip.ValidateID("app id", c.id, c.extra); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "app id") {
+			t.Errorf("ValidateID(%.20q) = %v, want INVALID_ARGUMENT naming the field and %q", c.id, err, c.msg)
+		}
+	}
+	if err := aip.ValidateID("user id", "ann@example.com", aip.UserIDChars); err != nil {
+		t.Errorf("an email as a user id: %v", err)
+	}
+	for i := range 200 {
+		if id := aip.NewID(); len(id) != 20 || aip.ValidateID("session id", id, aip.SessionIDChars) != nil {
+			t.Fatalf("NewID() = %q (try %d)", id, i)
+		}
+	}
+
+	for n, want := range map[int32]int{0: aip.DefaultPageSize, 1: 1, 1000: 1000} {
+		if got, err := aip.PageSize("page_size", n); err != nil || got != want {
+			t.Errorf("PageSize(%d) = %d, %v; want %d", n, got, err, want)
+		}
+	}
+	for n, msg := range map[int32]string{-1: "must not be negative", 1001: "the limit is 1000"} {
+		if _, err := aip.PageSize("page_size", n); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "page_size") {
+			t.Errorf("PageSize(%d) = %v, want INVALID_ARGUMENT naming page_size and %q", n, err, msg)
+		}
+	}
+}
+
+// FuzzResourceNames checks that name parsing never panics, rejects what it
+// cannot use with Invalid, and that whatever it accepts names exactly the
+// resource it parsed.
+func FuzzResourceNames(f *testing.F) {
+	for _, s := range []string{
+		"apps/a/users/u/sessions/s",
+		"apps/a/users/u/sessions/s/",
+		"apps//users/u/sessions/s",
+		"apps/a/users/ann@example.com/sessions/s-1",
+		"apps/a/users/-/sessions/s",
+		"apps/../users/u/sessions/s",
+		"apps/a/users/u/sessions/s\xff",
+		"apps/a/state",
+		"apps/a/users/u/state",
+		"apps/a/users/-",
+		"apps/a",
+		"apps/a/memories/m",
+		"apps/a/operations/o",
+		"apps/a/memoryBankConfig",
+		"",
+	} {
+		f.Add(s)
+	}
+	invalid := func(t *testing.T, what, name string, err error) {
+		if fault.KindOf(err) != fault.Invalid {
+			t.Fatalf("%s(%q): %v is not Invalid", what, name, err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if app, user, session, err := aip.ParseSession("name", name); err != nil {
+			invalid(t, "ParseSession", name, err)
+		} else if got := aip.SessionName(app, user, session); got != name {
+			t.Fatalf("ParseSession(%q) names %q", name, got)
+		}
+		if app, user, err := aip.ParseUserOrAll("parent", name); err != nil {
+			invalid(t, "ParseUserOrAll", name, err)
+		} else if user != "" && aip.UserName(app, user) != name || user == "" && name != aip.AppName(app) && name != aip.UserName(app, aip.AllUsers) {
+			t.Fatalf("ParseUserOrAll(%q) = %q, %q", name, app, user)
+		}
+		if app, user, err := aip.ParseState("name", name); err != nil {
+			invalid(t, "ParseState", name, err)
+		} else if user == "" && aip.AppStateName(app) != name || user != "" && aip.UserStateName(app, user) != name {
+			t.Fatalf("ParseState(%q) = %q, %q", name, app, user)
+		}
+		if app, m, err := aip.ParseMemory("name", name); err != nil {
+			invalid(t, "ParseMemory", name, err)
+		} else if aip.MemoryName(app, m) != name {
+			t.Fatalf("ParseMemory(%q) = %q, %q", name, app, m)
+		}
+		if app, op, err := aip.ParseOperation("name", name); err != nil {
+			invalid(t, "ParseOperation", name, err)
+		} else if aip.OperationName(app, op) != name {
+			t.Fatalf("ParseOperation(%q) = %q, %q", name, app, op)
+		}
+		if app, err := aip.ParseMemoryBankConfig("name", name); err != nil {
+			invalid(t, "ParseMemoryBankConfig", name, err)
+		} else if aip.MemoryBankConfigName(app) != name {
+			t.Fatalf("ParseMemoryBankConfig(%q) = %q", name, app)
+		}
+	})
+}
+
+func TestParseNamesTheFieldAndTheForm(t *testing.T) {
+	for _, c := range []struct {
+		parse func() error
+		msg   string
+	}{
+		{func() error { _, _, _, err := aip.ParseSession("session_source.session", ""); return err }, "session_source.session is required (apps/{app}/users/{user}/sessions/{session})"},
+		{func() error { _, _, _, err := aip.ParseSession("name", "apps/a/users/u"); return err }, `name "apps/a/users/u" is not of the form apps/{app}/users/{user}/sessions/{session}`},
+		{func() error { _, _, _, err := aip.ParseSession("name", "apps/a/users/u/sessions/s!"); return err }, `session id "s!" has the character '!'`},
+		{func() error { _, _, err := aip.ParseUserOrAll("parent", "apps/a/sessions"); return err }, "not of the form apps/{app}/users/{user} or apps/{app}"},
+		{func() error { _, _, err := aip.ParseState("name", "apps/a/users/u"); return err }, "apps/{app}/state or apps/{app}/users/{user}/state"},
+		{func() error { _, _, err := aip.ParseState("name", "apps/a/users/u!/state"); return err }, `user id "u!"`},
+		{func() error { _, err := aip.ParseApp("parent", "apps/a.b/"); return err }, "not of the form apps/{app}"},
+		{func() error { _, _, err := aip.ParseMemory("name", "apps/a/memories/m.1"); return err }, `memory id "m.1" has the character '.'`},
+	} {
+		if err := c.parse(); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%v, want INVALID_ARGUMENT with %q", err, c.msg)
+		}
+	}
+}
+
+func TestPatterns(t *testing.T) {
+	p := aip.NewPattern("projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}")
+	name := p.Build("p1", "us-central1", "123", "s1")
+	if name != "projects/p1/locations/us-central1/reasoningEngines/123/sessions/s1" {
+		t.Fatalf("Build = %q", name)
+	}
+	if vars, ok := p.Match(name); !ok || strings.Join(vars, ",") != "p1,us-central1,123,s1" {
+		t.Fatalf("Match(%q) = %v, %v", name, vars, ok)
+	}
+	for _, bad := range []string{"projects/p1/locations/us-central1/reasoningEngines/123/sessions/", "projects/p1/locations/l/reasoningEngines/123/sessions/s1/x", "projects/p1/regions/l/reasoningEngines/1/sessions/s"} {
+		if _, ok := p.Match(bad); ok {
+			t.Errorf("Match(%q) accepted", bad)
+		}
+	}
+	for _, bad := range []string{"apps//x", "apps/{a", "apps/x{a}", "apps/{}", ""} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewPattern(%q) did not panic", bad)
+				}
+			}()
+			aip.NewPattern(bad)
+		}()
+	}
+}
