@@ -1,5 +1,5 @@
-// Package server serves kioku's API over Connect, gRPC and gRPC-Web on one
-// port.
+// Package server serves kioku's API over Connect, gRPC, gRPC-Web and REST
+// on one port.
 //
 // It is the only package that knows both the wire (the generated code in
 // gen/) and the domain (sessions, memorybank): its handlers parse resource
@@ -9,7 +9,10 @@
 // kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
 // server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
 // all work against one address, and GET /metrics (metrics.go); over TLS
-// when given a Certificate (tls.go). With Keys set, the kioku.v1 services need
+// when given a Certificate (tls.go). REST (/v1/...) is the services'
+// google.api.http bindings, transcoded by connectrpc.com/vanguard into
+// Connect calls of the same handlers; every new REST surface joins that one
+// transcoder. With Keys set, the kioku.v1 services need
 // an API key confined to an app or to one user of an app (auth.go); the
 // memory handlers check memories and operations named directly against a
 // user key's scope. Every resource name of the API is in a field called
@@ -38,6 +41,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,6 +53,7 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
+	"connectrpc.com/vanguard"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 )
@@ -148,9 +153,28 @@ func New(cfg Config) *Server {
 		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(&authInterceptor{keys: cfg.Keys}))
 	}
 	mux := http.NewServeMux()
-	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
-	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
-	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
+	var rest []*vanguard.Service
+	serve := func(path string, h http.Handler) {
+		mux.Handle(path, h)
+		rest = append(rest, vanguard.NewService(path, h))
+	}
+	serve(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
+	serve(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
+	serve(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
+	// REST: the google.api.http bindings of the services above, transcoded
+	// by vanguard into Connect calls of the same handlers (so keys, limits,
+	// logging and metrics apply alike). Every REST path starts with a
+	// version: /v1/apps/... for kioku.v1.
+	transcoder, err := vanguard.NewTranscoder(rest,
+		vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxRequestBytes))),
+		vanguard.WithUnknownHandler(http.HandlerFunc(restNotFound)),
+	)
+	if err != nil {
+		// The bindings are compiled into the generated code: a bad one is
+		// a programming error that every test would show.
+		panic(fmt.Sprintf("server: REST bindings: %v", err))
+	}
+	mux.Handle("/v1/", transcoder)
 
 	health := grpchealth.NewStaticChecker(serviceNames...)
 	mux.Handle(grpchealth.NewHandler(health, opts...))
@@ -164,6 +188,15 @@ func New(cfg Config) *Server {
 	mux.Handle("GET /metrics", metrics)
 
 	return &Server{cfg: cfg, handler: mux, health: health}
+}
+
+// restNotFound answers a REST path that no method binds as REST errors
+// are answered: a JSON google.rpc.Status with the HTTP status.
+func restNotFound(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	msg, _ := json.Marshal(fmt.Sprintf("no REST method binds %s %s", r.Method, r.URL.Path))
+	fmt.Fprintf(w, `{"code":5,"message":%s,"details":[]}`, msg)
 }
 
 // Handler returns the HTTP handler serving every protocol. It speaks HTTP/1.1

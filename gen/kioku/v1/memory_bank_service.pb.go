@@ -7,6 +7,7 @@
 package kiokuv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	emptypb "google.golang.org/protobuf/types/known/emptypb"
@@ -1432,7 +1433,7 @@ var File_kioku_v1_memory_bank_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\n" +
-	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
+	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
 	"\x13CreateMemoryRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n" +
 	"\x06memory\x18\x02 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n" +
@@ -1534,20 +1535,20 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x1dUpdateMemoryBankConfigRequest\x12H\n" +
 	"\x12memory_bank_config\x18\x01 \x01(\v2\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask2\xcd\a\n" +
-	"\x11MemoryBankService\x12?\n" +
-	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\x12>\n" +
-	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"\x03\x90\x02\x01\x12R\n" +
-	"\fListMemories\x12\x1d.kioku.v1.ListMemoriesRequest\x1a\x1e.kioku.v1.ListMemoriesResponse\"\x03\x90\x02\x01\x12?\n" +
-	"\fUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\x12E\n" +
-	"\fDeleteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\x12J\n" +
-	"\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\x12^\n" +
-	"\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"\x03\x90\x02\x01\x12g\n" +
-	"\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"\x03\x90\x02\x01\x12C\n" +
-	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\x12D\n" +
-	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\x12\\\n" +
-	"\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"\x03\x90\x02\x01\x12]\n" +
-	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfigB\x97\x01\n" +
+	"updateMask2\x92\f\n" +
+	"\x11MemoryBankService\x12m\n" +
+	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\",\x82\xd3\xe4\x93\x02&:\x06memory\"\x1c/v1/{parent=apps/*}/memories\x12b\n" +
+	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/memories/*}\x90\x02\x01\x12v\n" +
+	"\fListMemories\x12\x1d.kioku.v1.ListMemoriesRequest\x1a\x1e.kioku.v1.ListMemoriesResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=apps/*}/memories\x90\x02\x01\x12t\n" +
+	"\fUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\"3\x82\xd3\xe4\x93\x02-:\x06memory2#/v1/{memory.name=apps/*/memories/*}\x12k\n" +
+	"\fDeleteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\"$\x82\xd3\xe4\x93\x02\x1e*\x1c/v1/{name=apps/*/memories/*}\x12|\n" +
+	"\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:generate\x12\x8e\x01\n" +
+	"\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"3\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:retrieve\x90\x02\x01\x12\x97\x01\n" +
+	"\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"3\x82\xd3\xe4\x93\x02*\x12(/v1/{parent=apps/*/memories/*}/revisions\x90\x02\x01\x12u\n" +
+	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/memories/*}:rollback\x12s\n" +
+	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{parent=apps/*}/memories:purge\x12\x86\x01\n" +
+	"\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"-\x82\xd3\xe4\x93\x02$\x12\"/v1/{name=apps/*/memoryBankConfig}\x90\x02\x01\x12\xb0\x01\n" +
+	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}B\x97\x01\n" +
 	"\fcom.kioku.v1B\x16MemoryBankServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
 var (

@@ -7,6 +7,7 @@
 package kiokuv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -303,7 +304,7 @@ var File_kioku_v1_operation_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_operation_service_proto_rawDesc = "" +
 	"\n" +
-	" kioku/v1/operation_service.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18kioku/v1/operation.proto\")\n" +
+	" kioku/v1/operation_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x18kioku/v1/operation.proto\")\n" +
 	"\x13GetOperationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x83\x01\n" +
 	"\x15ListOperationsRequest\x12\x16\n" +
@@ -321,12 +322,12 @@ const file_kioku_v1_operation_service_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeout\",\n" +
 	"\x16CancelOperationRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name2\xca\x02\n" +
-	"\x10OperationService\x12G\n" +
-	"\fGetOperation\x12\x1d.kioku.v1.GetOperationRequest\x1a\x13.kioku.v1.Operation\"\x03\x90\x02\x01\x12X\n" +
-	"\x0eListOperations\x12\x1f.kioku.v1.ListOperationsRequest\x1a .kioku.v1.ListOperationsResponse\"\x03\x90\x02\x01\x12I\n" +
-	"\rWaitOperation\x12\x1e.kioku.v1.WaitOperationRequest\x1a\x13.kioku.v1.Operation\"\x03\x90\x02\x01\x12H\n" +
-	"\x0fCancelOperation\x12 .kioku.v1.CancelOperationRequest\x1a\x13.kioku.v1.OperationB\x96\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name2\xf6\x03\n" +
+	"\x10OperationService\x12m\n" +
+	"\fGetOperation\x12\x1d.kioku.v1.GetOperationRequest\x1a\x13.kioku.v1.Operation\")\x82\xd3\xe4\x93\x02 \x12\x1e/v1/{name=apps/*/operations/*}\x90\x02\x01\x12~\n" +
+	"\x0eListOperations\x12\x1f.kioku.v1.ListOperationsRequest\x1a .kioku.v1.ListOperationsResponse\")\x82\xd3\xe4\x93\x02 \x12\x1e/v1/{parent=apps/*}/operations\x90\x02\x01\x12w\n" +
+	"\rWaitOperation\x12\x1e.kioku.v1.WaitOperationRequest\x1a\x13.kioku.v1.Operation\"1\x82\xd3\xe4\x93\x02(:\x01*\"#/v1/{name=apps/*/operations/*}:wait\x90\x02\x01\x12z\n" +
+	"\x0fCancelOperation\x12 .kioku.v1.CancelOperationRequest\x1a\x13.kioku.v1.Operation\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/operations/*}:cancelB\x96\x01\n" +
 	"\fcom.kioku.v1B\x15OperationServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
 var (

@@ -7,6 +7,7 @@
 package kiokuv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	emptypb "google.golang.org/protobuf/types/known/emptypb"
@@ -970,7 +971,7 @@ var File_kioku_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ekioku/v1/session_service.proto\x12\bkioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"z\n" +
+	"\x1ekioku/v1/session_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"z\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1d\n" +
 	"\n" +
@@ -1037,20 +1038,20 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x0eafter_sequence\x18\x02 \x01(\x03H\x00R\rafterSequence\x88\x01\x01B\x11\n" +
 	"\x0f_after_sequence\"=\n" +
 	"\x14WatchSessionResponse\x12%\n" +
-	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event2\xa3\x06\n" +
-	"\x0eSessionService\x12B\n" +
-	"\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\x12A\n" +
+	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event2\x8c\v\n" +
+	"\x0eSessionService\x12y\n" +
+	"\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\"5\x82\xd3\xe4\x93\x02/:\asession\"$/v1/{parent=apps/*/users/*}/sessions\x12m\n" +
 	"\n" +
-	"GetSession\x12\x1b.kioku.v1.GetSessionRequest\x1a\x11.kioku.v1.Session\"\x03\x90\x02\x01\x12R\n" +
-	"\fListSessions\x12\x1d.kioku.v1.ListSessionsRequest\x1a\x1e.kioku.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12B\n" +
-	"\rUpdateSession\x12\x1e.kioku.v1.UpdateSessionRequest\x1a\x11.kioku.v1.Session\x12G\n" +
-	"\rDeleteSession\x12\x1e.kioku.v1.DeleteSessionRequest\x1a\x16.google.protobuf.Empty\x12J\n" +
-	"\vAppendEvent\x12\x1c.kioku.v1.AppendEventRequest\x1a\x1d.kioku.v1.AppendEventResponse\x12L\n" +
+	"GetSession\x12\x1b.kioku.v1.GetSessionRequest\x1a\x11.kioku.v1.Session\"/\x82\xd3\xe4\x93\x02&\x12$/v1/{name=apps/*/users/*/sessions/*}\x90\x02\x01\x12\x9e\x01\n" +
+	"\fListSessions\x12\x1d.kioku.v1.ListSessionsRequest\x1a\x1e.kioku.v1.ListSessionsResponse\"O\x82\xd3\xe4\x93\x02FZ\x1e\x12\x1c/v1/{parent=apps/*}/sessions\x12$/v1/{parent=apps/*/users/*}/sessions\x90\x02\x01\x12\x81\x01\n" +
+	"\rUpdateSession\x12\x1e.kioku.v1.UpdateSessionRequest\x1a\x11.kioku.v1.Session\"=\x82\xd3\xe4\x93\x027:\asession2,/v1/{session.name=apps/*/users/*/sessions/*}\x12u\n" +
+	"\rDeleteSession\x12\x1e.kioku.v1.DeleteSessionRequest\x1a\x16.google.protobuf.Empty\",\x82\xd3\xe4\x93\x02&*$/v1/{name=apps/*/users/*/sessions/*}\x12\x87\x01\n" +
+	"\vAppendEvent\x12\x1c.kioku.v1.AppendEventRequest\x1a\x1d.kioku.v1.AppendEventResponse\";\x82\xd3\xe4\x93\x025:\x01*\"0/v1/{name=apps/*/users/*/sessions/*}:appendEvent\x12\x81\x01\n" +
 	"\n" +
-	"ListEvents\x12\x1b.kioku.v1.ListEventsRequest\x1a\x1c.kioku.v1.ListEventsResponse\"\x03\x90\x02\x01\x12;\n" +
-	"\bGetState\x12\x19.kioku.v1.GetStateRequest\x1a\x0f.kioku.v1.State\"\x03\x90\x02\x01\x12<\n" +
-	"\vUpdateState\x12\x1c.kioku.v1.UpdateStateRequest\x1a\x0f.kioku.v1.State\x12>\n" +
-	"\vForkSession\x12\x1c.kioku.v1.ForkSessionRequest\x1a\x11.kioku.v1.Session\x12T\n" +
+	"ListEvents\x12\x1b.kioku.v1.ListEventsRequest\x1a\x1c.kioku.v1.ListEventsResponse\"8\x82\xd3\xe4\x93\x02/\x12-/v1/{parent=apps/*/users/*/sessions/*}/events\x90\x02\x01\x12}\n" +
+	"\bGetState\x12\x19.kioku.v1.GetStateRequest\x1a\x0f.kioku.v1.State\"E\x82\xd3\xe4\x93\x02<Z\x19\x12\x17/v1/{name=apps/*/state}\x12\x1f/v1/{name=apps/*/users/*/state}\x90\x02\x01\x12\x9a\x01\n" +
+	"\vUpdateState\x12\x1c.kioku.v1.UpdateStateRequest\x1a\x0f.kioku.v1.State\"\\\x82\xd3\xe4\x93\x02V:\vstate_deltaZ&:\vstate_delta2\x17/v1/{name=apps/*/state}2\x1f/v1/{name=apps/*/users/*/state}\x12t\n" +
+	"\vForkSession\x12\x1c.kioku.v1.ForkSessionRequest\x1a\x11.kioku.v1.Session\"4\x82\xd3\xe4\x93\x02.:\x01*\")/v1/{name=apps/*/users/*/sessions/*}:fork\x12T\n" +
 	"\fWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x010\x01B\x94\x01\n" +
 	"\fcom.kioku.v1B\x13SessionServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 

@@ -79,6 +79,8 @@ type MemoryBankServiceClient interface {
 	// Returns a memory.
 	GetMemory(context.Context, *connect.Request[v1.GetMemoryRequest]) (*connect.Response[v1.Memory], error)
 	// Lists the memories of an app, optionally of one scope, newest first.
+	// Over REST the scope cannot be given (a query string carries no map):
+	// RetrieveMemories pages through one scope.
 	ListMemories(context.Context, *connect.Request[v1.ListMemoriesRequest]) (*connect.Response[v1.ListMemoriesResponse], error)
 	// Updates a memory's fact, topics, metadata or expiry; records a revision.
 	UpdateMemory(context.Context, *connect.Request[v1.UpdateMemoryRequest]) (*connect.Response[v1.Memory], error)
@@ -280,6 +282,8 @@ type MemoryBankServiceHandler interface {
 	// Returns a memory.
 	GetMemory(context.Context, *connect.Request[v1.GetMemoryRequest]) (*connect.Response[v1.Memory], error)
 	// Lists the memories of an app, optionally of one scope, newest first.
+	// Over REST the scope cannot be given (a query string carries no map):
+	// RetrieveMemories pages through one scope.
 	ListMemories(context.Context, *connect.Request[v1.ListMemoriesRequest]) (*connect.Response[v1.ListMemoriesResponse], error)
 	// Updates a memory's fact, topics, metadata or expiry; records a revision.
 	UpdateMemory(context.Context, *connect.Request[v1.UpdateMemoryRequest]) (*connect.Response[v1.Memory], error)

@@ -98,6 +98,8 @@ type SessionServiceClient interface {
 	ForkSession(context.Context, *connect.Request[v1.ForkSessionRequest]) (*connect.Response[v1.Session], error)
 	// Streams the events appended to a session after the call (or after a
 	// given sequence). The stream ends when the session is deleted or expires.
+	// It has no REST binding (a stream of messages has no REST form here): call
+	// it over Connect, gRPC or gRPC-Web, which browsers speak too.
 	WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest]) (*connect.ServerStreamForClient[v1.WatchSessionResponse], error)
 }
 
@@ -286,6 +288,8 @@ type SessionServiceHandler interface {
 	ForkSession(context.Context, *connect.Request[v1.ForkSessionRequest]) (*connect.Response[v1.Session], error)
 	// Streams the events appended to a session after the call (or after a
 	// given sequence). The stream ends when the session is deleted or expires.
+	// It has no REST binding (a stream of messages has no REST form here): call
+	// it over Connect, gRPC or gRPC-Web, which browsers speak too.
 	WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest], *connect.ServerStream[v1.WatchSessionResponse]) error
 }
 
