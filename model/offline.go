@@ -43,8 +43,11 @@ const OfflineDimensions = 2048
 // real embedding model (Gemini, or an OpenAI-compatible server) for that.
 type Offline struct{}
 
-// Name implements Embedder.
-func (Offline) Name() string { return "kioku-offline-v1" }
+// Name implements Embedder. Its version changes whenever a text gets
+// another vector (v2: Snowball stems, package terms version 2), so that the
+// memory bank re-embeds memories stored with an older one in the
+// background, as for any change of embedder.
+func (Offline) Name() string { return "kioku-offline-v2" }
 
 // Dimensions implements Embedder.
 func (Offline) Dimensions() int { return OfflineDimensions }

@@ -7,12 +7,13 @@
 // and digits, and runs of Japanese or Chinese characters:
 //
 //   - a run of letters and digits is a word; apostrophes inside it vanish
-//     ("don't" is "dont", "caroline's" is "carolines"). Latin-script words
+//     ("don't" is "dont") and so does an "s" after the last one
+//     ("caroline's" is "caroline", "she's" "she"). Latin-script words
 //     lose the most common English function words (a fixed stop list) and
-//     are reduced to a stem by a light suffix stripper (plurals, -ing, -ed,
-//     -ly, ...), so that "paints", "painted" and "painting" are one
-//     term. Words that are frequent in conversation but say little about
-//     what it is about ("really", "thing", "feel") are of Kind Weak;
+//     are reduced to a stem (Stem), so that "paints", "painted" and
+//     "painting" are one term. Words that are frequent in conversation but
+//     say little about what it is about ("really", "thing", "feel") are of
+//     Kind Weak;
 //   - a run of CJK characters, which has no spaces, gives every character
 //     bigram (Bigram) and every single Han character (Han); a run of one
 //     kana character gives that character (Single).
@@ -22,8 +23,15 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/unicode/norm"
 )
+
+// Version identifies what Each returns for a text. It changes whenever a
+// change of this package gives some text other terms, so that what was
+// stored from the terms of an older version (an index, a vector) can be
+// recognised and rebuilt.
+const Version = 2
 
 // Kind says what a term is; users weight the kinds differently.
 type Kind uint8
@@ -75,14 +83,24 @@ func Each(text string, fn func(term string, kind Kind)) {
 
 	var word strings.Builder
 	var cjk []rune
+	apostrophe := -1 // where in word the last apostrophe was
+	flush := func() {
+		w := word.String()
+		if apostrophe >= 0 && apostrophe == len(w)-1 && w[apostrophe] == 's' {
+			w = w[:apostrophe] // "caroline's" is "caroline", "she's" "she"
+		}
+		flushWord(w)
+		word.Reset()
+		apostrophe = -1
+	}
 	for _, r := range text {
 		switch {
 		case isCJK(r):
-			flushWord(word.String())
-			word.Reset()
+			flush()
 			cjk = append(cjk, r)
 		case r == '\'' || r == '’':
 			// Apostrophes vanish inside a word.
+			apostrophe = word.Len()
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			if len(cjk) > 0 {
 				flushCJK(cjk)
@@ -90,15 +108,14 @@ func Each(text string, fn func(term string, kind Kind)) {
 			}
 			word.WriteRune(r)
 		default:
-			flushWord(word.String())
-			word.Reset()
+			flush()
 			if len(cjk) > 0 {
 				flushCJK(cjk)
 				cjk = cjk[:0]
 			}
 		}
 	}
-	flushWord(word.String())
+	flush()
 	if len(cjk) > 0 {
 		flushCJK(cjk)
 	}
@@ -115,51 +132,15 @@ func isCJK(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || r == 'ー'
 }
 
-// Stem strips common English inflectional and derivational suffixes from a
-// lower-case word. It is deliberately light: it maps the forms of a word
-// people actually vary ("paints", "painted", "painting" → "paint") and
-// leaves the rest alone; words of three letters or fewer and words with
-// non-ASCII letters stay as they are.
+// Stem reduces a lower-case word to its stem with the Snowball English
+// ("Porter2") stemmer, so that "paints", "painted" and "painting" are one
+// term, and so are "creative" and "creativity"; words of two letters or
+// fewer and words with non-ASCII letters stay as they are.
 func Stem(w string) string {
-	if len(w) <= 3 || !isASCIIWord(w) {
+	if len(w) <= 2 || !isASCIIWord(w) {
 		return w
 	}
-	for _, s := range []struct{ suffix, repl string }{
-		{"ational", "ate"}, {"fulness", "ful"}, {"iveness", "ive"}, {"ization", "ize"},
-		{"nesses", ""}, {"ations", "ate"}, {"ation", "ate"}, {"ments", ""}, {"ment", ""},
-		{"ingly", ""}, {"edly", ""}, {"ness", ""}, {"ities", ""}, {"ity", ""},
-		{"ies", "y"}, {"ied", "y"}, {"ing", ""}, {"ers", ""}, {"er", ""}, {"ed", ""},
-		{"ly", ""}, {"es", ""}, {"s", ""},
-	} {
-		if !strings.HasSuffix(w, s.suffix) {
-			continue
-		}
-		stem := w[:len(w)-len(s.suffix)] + s.repl
-		if len(stem) < 3 {
-			continue
-		}
-		switch s.suffix {
-		case "s":
-			if strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "us") || strings.HasSuffix(w, "is") {
-				return w
-			}
-		case "es":
-			// "boxes", "wishes", "classes" lose "es"; "hikes", "games" only "s".
-			if !(strings.HasSuffix(stem, "x") || strings.HasSuffix(stem, "sh") || strings.HasSuffix(stem, "ch") || strings.HasSuffix(stem, "ss") || strings.HasSuffix(stem, "z")) {
-				stem = w[:len(w)-1]
-			}
-		case "ing", "ed", "er", "ers":
-			// "running" → "run", "stopped" → "stop"; "hiking" → "hike".
-			n := len(stem)
-			if n >= 2 && stem[n-1] == stem[n-2] && !strings.ContainsRune("lsz", rune(stem[n-1])) {
-				stem = stem[:n-1]
-			} else if n >= 2 && isConsonant(stem[n-1]) && isVowel(stem[n-2]) && (n < 3 || isConsonant(stem[n-3])) && !strings.ContainsRune("wxy", rune(stem[n-1])) {
-				stem += "e"
-			}
-		}
-		return stem
-	}
-	return w
+	return english.Stem(w, true)
 }
 
 func isASCIIWord(w string) bool {
@@ -170,9 +151,6 @@ func isASCIIWord(w string) bool {
 	}
 	return true
 }
-
-func isVowel(c byte) bool     { return strings.IndexByte("aeiou", c) >= 0 }
-func isConsonant(c byte) bool { return c >= 'a' && c <= 'z' && !isVowel(c) }
 
 func setOf(words string) map[string]bool {
 	m := map[string]bool{}
