@@ -22,7 +22,7 @@ type Store interface {
 
 	// SearchMemories returns up to q.K visible memories of a scope whose
 	// vectors (of q.Model) score highest against q.Vector, weighted by
-	// QueryWeights over the scope's vectors of q.Model; see ScoreMemories.
+	// WeightedQuery over the scope's vectors of q.Model; see ScoreMemories.
 	SearchMemories(ctx context.Context, q SearchQuery) ([]Scored, error)
 
 	// MemoriesBySource returns the visible memories that have the session

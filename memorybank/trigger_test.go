@@ -50,7 +50,7 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	memStore, err := memorysqlite.New(db)
+	memStore, err := memorysqlite.New(db, memorysqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,35 +1,29 @@
 package memorybank
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
-	"sync"
 )
 
-// QueryWeights returns the weight of each coordinate for a scope of n
-// vectors in which df[i] vectors have coordinate i non-zero: the inverse
-// document frequency ln(1 + (n - df + 0.5) / (df + 0.5)). Coordinates every
-// vector uses weigh least; with dense vectors all weigh the same.
-func QueryWeights(df []int32, n int) []float32 {
-	w := make([]float32, len(df))
-	N := float64(n)
-	for i, d := range df {
-		f := float64(d)
-		w[i] = float32(math.Log(1 + (N-f+0.5)/(f+0.5)))
-	}
-	return w
-}
-
-// WeightQuery returns q with each coordinate multiplied by its weight and
-// the result scaled to unit length, and that length before scaling.
-func WeightQuery(q, weights []float32) []float32 {
+// WeightedQuery returns the query vector q weighted for a scope of n
+// vectors in which df(i) vectors have coordinate i non-zero, scaled to unit
+// length: coordinate i is multiplied by the inverse document frequency
+// ln(1 + (n - df + 0.5) / (df + 0.5)), so coordinates every vector uses
+// weigh least (with dense vectors all weigh the same). Only the weights of
+// q's non-zero coordinates are computed.
+func WeightedQuery(q []float32, n int, df func(i int) int32) []float32 {
 	out := make([]float32, len(q))
+	N := float64(n)
 	var s float64
-	for i := range q {
-		out[i] = q[i] * weights[i]
+	for i, x := range q {
+		if x == 0 {
+			continue
+		}
+		f := float64(df(i))
+		w := float32(math.Log(1 + (N-f+0.5)/(f+0.5)))
+		out[i] = x * w
 		s += float64(out[i]) * float64(out[i])
 	}
 	if s > 0 {
@@ -47,13 +41,13 @@ func WeightQuery(q, weights []float32) []float32 {
 // opposite).
 func Distance(score float64) float64 { return 1 - score }
 
-// vector is a stored vector: sparse (coordinate indexes and values) when
-// most coordinates are zero, dense otherwise.
+// vector is a vector as the cache keeps it: sparse (sorted coordinate
+// indexes and their values) when most coordinates are zero, dense (idx nil,
+// val holding every coordinate) otherwise.
 type vector struct {
-	dims  int
-	idx   []uint16
-	val   []float32
-	dense []float32
+	idx  []uint16
+	val  []float32
+	dims int32
 }
 
 func newVector(v []float32) vector {
@@ -64,9 +58,9 @@ func newVector(v []float32) vector {
 		}
 	}
 	if nnz*4 > len(v) || len(v) > math.MaxUint16+1 {
-		return vector{dims: len(v), dense: v}
+		return vector{dims: int32(len(v)), val: slices.Clone(v)}
 	}
-	out := vector{dims: len(v), idx: make([]uint16, 0, nnz), val: make([]float32, 0, nnz)}
+	out := vector{dims: int32(len(v)), idx: make([]uint16, 0, nnz), val: make([]float32, 0, nnz)}
 	for i, x := range v {
 		if x != 0 {
 			out.idx = append(out.idx, uint16(i))
@@ -76,10 +70,15 @@ func newVector(v []float32) vector {
 	return out
 }
 
+// dense reports whether the vector holds every coordinate.
+func (v vector) dense() bool { return v.idx == nil && len(v.val) > 0 }
+
+// bytes is the heap the vector's coordinates take.
+func (v vector) bytes() int64 { return int64(2*len(v.idx) + 4*len(v.val)) }
+
 func (v vector) dot(q []float32) float64 {
-	var s float32
-	if v.dense != nil {
-		d := v.dense
+	if v.dense() {
+		d := v.val
 		n := min(len(d), len(q))
 		i := 0
 		var s0, s1, s2, s3 float32
@@ -94,6 +93,7 @@ func (v vector) dot(q []float32) float64 {
 		}
 		return float64(s0 + s1 + s2 + s3)
 	}
+	var s float32
 	for k, i := range v.idx {
 		if int(i) < len(q) {
 			s += v.val[k] * q[i]
@@ -104,8 +104,8 @@ func (v vector) dot(q []float32) float64 {
 
 // nonZero calls f for each non-zero coordinate.
 func (v vector) nonZero(f func(i int)) {
-	if v.dense != nil {
-		for i, x := range v.dense {
+	if v.dense() {
+		for i, x := range v.val {
 			if x != 0 {
 				f(i)
 			}
@@ -117,6 +117,76 @@ func (v vector) nonZero(f func(i int)) {
 	}
 }
 
+// dfStats counts, for the vectors of one embedding model in a scope, how
+// many there are (n) and how many use each coordinate (the document
+// frequencies of WeightedQuery). Kept sparse (sorted coordinates with their
+// counts) while few coordinates are used, as with the offline embedder's
+// hashed words in a small scope, and dense once a quarter of them are.
+type dfStats struct {
+	n     int32
+	dims  int32
+	dense []int32
+	idx   []uint16
+	cnt   []int32
+}
+
+// add counts a vector in (sign 1) or out (sign -1).
+func (d *dfStats) add(v vector, sign int32) {
+	d.n += sign
+	if v.dims > d.dims {
+		d.dims = v.dims
+		if d.dense != nil {
+			d.dense = append(d.dense, make([]int32, int(d.dims)-len(d.dense))...)
+		}
+	}
+	v.nonZero(func(i int) {
+		if d.dense != nil {
+			d.dense[i] += sign
+			return
+		}
+		k, found := slices.BinarySearch(d.idx, uint16(i))
+		switch {
+		case found:
+			if d.cnt[k] += sign; d.cnt[k] == 0 {
+				d.idx = slices.Delete(d.idx, k, k+1)
+				d.cnt = slices.Delete(d.cnt, k, k+1)
+			}
+		case sign > 0:
+			d.idx = slices.Insert(d.idx, k, uint16(i))
+			d.cnt = slices.Insert(d.cnt, k, sign)
+		}
+	})
+	if d.dense == nil && len(d.idx)*4 > int(d.dims) {
+		d.dense = make([]int32, d.dims)
+		for k, i := range d.idx {
+			d.dense[i] = d.cnt[k]
+		}
+		d.idx, d.cnt = nil, nil
+	}
+}
+
+// get returns how many vectors use coordinate i.
+func (d *dfStats) get(i int) int32 {
+	if d.dense != nil {
+		if i < len(d.dense) {
+			return d.dense[i]
+		}
+		return 0
+	}
+	if i > math.MaxUint16 {
+		return 0
+	}
+	if k, found := slices.BinarySearch(d.idx, uint16(i)); found {
+		return d.cnt[k]
+	}
+	return 0
+}
+
+// bytes is the heap the counts take (their capacity: slices grow ahead).
+func (d *dfStats) bytes() int64 {
+	return int64(4*cap(d.dense) + 2*cap(d.idx) + 4*cap(d.cnt))
+}
+
 // EncodeVector returns the stored form of a vector: sparse (count, then
 // uint16 index and float32 value pairs) when most coordinates are zero,
 // dense (float32 values) otherwise; little-endian with a one-byte tag.
@@ -125,7 +195,7 @@ func EncodeVector(v []float32) []byte {
 		return nil
 	}
 	vec := newVector(v)
-	if vec.dense != nil {
+	if vec.dense() {
 		b := make([]byte, 1+4*len(v))
 		b[0] = 'd'
 		for i, x := range v {
@@ -193,193 +263,25 @@ func (f Filter) Matches(topics []string, metadata map[string]string) bool {
 	return true
 }
 
-// VectorIndex keeps the vectors of memories in memory, by app and scope,
-// for stores that search by themselves (the SQLite store). A scope is
-// loaded on its first search and then kept up to date with Put after each
-// committed write.
-//
-// Loading races with writes; generations settle it. A writer calls Touch
-// for each scope it changes before it commits, and Put after. A loader
-// reads Generation before it queries the store and installs its result with
-// Install, which refuses it if a writer touched the scope meanwhile (the
-// loader then queries again).
-type VectorIndex struct {
-	mu     sync.RWMutex
-	scopes map[string]*scopeIndex // app + "\x00" + scope key
-	gens   map[string]uint64
+// scoredEntry is a candidate result of a search.
+type scoredEntry struct {
+	e     *indexEntry
+	score float64
 }
 
-type scopeIndex struct {
-	entries map[string]*indexEntry
-	// df and n per embedding model: how many vectors use each coordinate.
-	stats map[string]*dfStats
-}
-
-type dfStats struct {
-	df []int32
-	n  int
-}
-
-type indexEntry struct {
-	memory *Memory // without its embedding; Fact etc. for results
-	model  string
-	vec    vector
-}
-
-// NewVectorIndex returns an empty index.
-func NewVectorIndex() *VectorIndex {
-	return &VectorIndex{scopes: map[string]*scopeIndex{}, gens: map[string]uint64{}}
-}
-
-func indexKey(app, scopeKey string) string { return app + "\x00" + scopeKey }
-
-// Loaded reports whether a scope is in the index.
-func (x *VectorIndex) Loaded(app, scopeKey string) bool {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.scopes[indexKey(app, scopeKey)] != nil
-}
-
-// Generation returns the scope's write generation, for Install.
-func (x *VectorIndex) Generation(app, scopeKey string) uint64 {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.gens[indexKey(app, scopeKey)]
-}
-
-// Touch marks a scope as being written.
-func (x *VectorIndex) Touch(app, scopeKey string) {
-	x.mu.Lock()
-	x.gens[indexKey(app, scopeKey)]++
-	x.mu.Unlock()
-}
-
-// Install installs a scope's visible memories, read after Generation
-// returned gen, unless the scope was touched since. It reports whether it
-// installed them.
-func (x *VectorIndex) Install(app, scopeKey string, gen uint64, memories []*Memory) bool {
-	s := &scopeIndex{entries: map[string]*indexEntry{}, stats: map[string]*dfStats{}}
-	for _, m := range memories {
-		s.put(m)
-	}
-	k := indexKey(app, scopeKey)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.gens[k] != gen {
-		return false
-	}
-	x.scopes[k] = s
-	return true
-}
-
-// Put adds or replaces a memory in its scope, if the scope is loaded;
-// deleted memories are removed.
-func (x *VectorIndex) Put(m *Memory) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	s := x.scopes[indexKey(m.App, m.Scope.Key())]
-	if s == nil {
-		return
-	}
-	s.remove(m.ID)
-	if !m.Deleted {
-		s.put(m)
-	}
-}
-
-func (s *scopeIndex) put(m *Memory) {
-	if len(m.Embedding) == 0 {
-		return
-	}
-	c := m.clone()
-	c.Embedding = nil
-	e := &indexEntry{memory: c, model: m.EmbeddingModel, vec: newVector(m.Embedding)}
-	s.entries[m.ID] = e
-	st := s.stats[e.model]
-	if st == nil {
-		st = &dfStats{df: make([]int32, e.vec.dims)}
-		s.stats[e.model] = st
-	}
-	if len(st.df) < e.vec.dims {
-		st.df = append(st.df, make([]int32, e.vec.dims-len(st.df))...)
-	}
-	st.n++
-	e.vec.nonZero(func(i int) { st.df[i]++ })
-}
-
-func (s *scopeIndex) remove(id string) {
-	e := s.entries[id]
-	if e == nil {
-		return
-	}
-	delete(s.entries, id)
-	st := s.stats[e.model]
-	st.n--
-	e.vec.nonZero(func(i int) { st.df[i]-- })
-}
-
-// Search scores the scope's visible memories of q.Model against the
-// weighted query and returns the top q.K, best first. ok is false when the
-// scope is not loaded.
-func (x *VectorIndex) Search(q SearchQuery) (results []Scored, ok bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	s := x.scopes[indexKey(q.App, q.ScopeKey)]
-	if s == nil {
-		return nil, false
-	}
-	st := s.stats[q.Model]
-	if st == nil || st.n == 0 || q.K <= 0 {
-		return nil, true
-	}
-	df := st.df
-	if len(df) > len(q.Vector) {
-		df = df[:len(q.Vector)]
-	}
-	wq := WeightQuery(q.Vector, QueryWeights(padTo(df, len(q.Vector)), st.n))
-	h := &scoredHeap{}
-	for _, e := range s.entries {
-		if e.model != q.Model || !e.memory.Visible(q.Now) || !q.Filter.Matches(e.memory.Topics, e.memory.Metadata) {
-			continue
-		}
-		score := e.vec.dot(wq)
-		if h.Len() < q.K {
-			heap.Push(h, Scored{Memory: e.memory, Score: score})
-		} else if score > (*h)[0].Score || score == (*h)[0].Score && e.memory.ID < (*h)[0].Memory.ID {
-			(*h)[0] = Scored{Memory: e.memory, Score: score}
-			heap.Fix(h, 0)
-		}
-	}
-	out := make([]Scored, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(Scored)
-	}
-	for i := range out {
-		out[i].Memory = out[i].Memory.clone()
-	}
-	return out, true
-}
-
-func padTo(df []int32, n int) []int32 {
-	if len(df) >= n {
-		return df
-	}
-	return append(slices.Clone(df), make([]int32, n-len(df))...)
-}
-
-// scoredHeap is a min-heap of results (worst first), ties broken by id so
-// that results are deterministic.
-type scoredHeap []Scored
+// scoredHeap is a min-heap of candidates (worst first), ties broken by id
+// so that results are deterministic.
+type scoredHeap []scoredEntry
 
 func (h scoredHeap) Len() int { return len(h) }
 func (h scoredHeap) Less(i, j int) bool {
-	if h[i].Score != h[j].Score {
-		return h[i].Score < h[j].Score
+	if h[i].score != h[j].score {
+		return h[i].score < h[j].score
 	}
-	return h[i].Memory.ID > h[j].Memory.ID
+	return h[i].e.id > h[j].e.id
 }
 func (h scoredHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *scoredHeap) Push(x any)   { *h = append(*h, x.(Scored)) }
+func (h *scoredHeap) Push(x any)   { *h = append(*h, x.(scoredEntry)) }
 func (h *scoredHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -387,11 +289,8 @@ func (h *scoredHeap) Pop() any {
 	return x
 }
 
-// ScoreMemories ranks memories by the same rule as VectorIndex.Search, for
+// ScoreMemories ranks memories by the same rule as VectorCache.Search, for
 // stores that fetch candidates by other means.
 func ScoreMemories(q SearchQuery, memories []*Memory) []Scored {
-	x := NewVectorIndex()
-	x.Install(q.App, q.ScopeKey, 0, memories)
-	out, _ := x.Search(q)
-	return out
+	return newScopeIndex(q.App, q.ScopeKey, memories).search(q)
 }

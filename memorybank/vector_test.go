@@ -1,13 +1,19 @@
 package memorybank
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // randomVector returns a unit vector of dims coordinates, sparse (a few
@@ -95,24 +101,62 @@ func ids(scored []Scored) []string {
 	return out
 }
 
-// TestVectorIndexMatchesReference: an index kept up to date write by write
+// memStore is a scope's memories as a store would load them.
+type memStore struct {
+	mu   sync.Mutex
+	live map[string]*Memory
+	// loads counts the loads.
+	loads int
+}
+
+func (m *memStore) load(context.Context) ([]*Memory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.loads++
+	return slices.Collect(maps.Values(m.live)), nil
+}
+
+// write applies a memory the way a store's Write does: Touch, commit, Put.
+func (m *memStore) write(c *VectorCache, mem *Memory) {
+	c.Touch(mem.App, mem.Scope.Key())
+	m.mu.Lock()
+	if m.live == nil {
+		m.live = map[string]*Memory{}
+	}
+	if mem.Deleted {
+		delete(m.live, mem.ID)
+	} else {
+		m.live[mem.ID] = mem
+	}
+	m.mu.Unlock()
+	c.Put(mem)
+}
+
+func search(t *testing.T, c *VectorCache, q SearchQuery, st *memStore) []Scored {
+	t.Helper()
+	res, err := c.Search(t.Context(), q, st.load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestVectorCacheMatchesReference: a scope kept up to date write by write
 // (puts, replacements, deletions, another model, expired and filtered
-// memories) ranks exactly as a reference computed from scratch, for sparse
-// and dense vectors.
-func TestVectorIndexMatchesReference(t *testing.T) {
+// memories) ranks exactly as a reference computed from scratch and as a
+// scope loaded afresh, for sparse and dense vectors, and keeps doing so
+// when it is evicted and loaded again.
+func TestVectorCacheMatchesReference(t *testing.T) {
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for _, sparse := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sparse=%v", sparse), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			const dims = 64
-			x := NewVectorIndex()
-			if !x.Install("a", "user_id=u", x.Generation("a", "user_id=u"), nil) {
-				t.Fatal("Install of an untouched scope refused")
-			}
-			live := map[string]*Memory{}
+			c := NewVectorCache(1 << 30)
+			st := &memStore{}
 			for step := range 400 {
 				id := fmt.Sprintf("m%03d", r.IntN(120))
-				m := &Memory{App: "a", ID: id, Scope: Scope{"user_id": "u"}, Embedding: randomVector(r, dims, sparse), EmbeddingModel: "m1"}
+				m := &Memory{App: "a", ID: id, Scope: Scope{"user_id": "u"}, Embedding: randomVector(r, dims, sparse), EmbeddingModel: "m1", Fact: "fact " + id}
 				switch r.IntN(10) {
 				case 0:
 					m.Deleted = true
@@ -123,54 +167,195 @@ func TestVectorIndexMatchesReference(t *testing.T) {
 				case 3:
 					m.Topics = []string{"pets"}
 				}
-				x.Put(m)
-				if m.Deleted {
-					delete(live, id)
-				} else {
-					live[id] = m
-				}
+				st.write(c, m)
 				if step%50 != 49 {
 					continue
 				}
-				all := slices.Collect(func(yield func(*Memory) bool) {
-					for _, m := range live {
-						if !yield(m) {
-							return
-						}
-					}
-				})
+				all, _ := st.load(t.Context())
 				for _, filter := range []Filter{{}, {Topics: []string{"pets"}}} {
 					q := SearchQuery{App: "a", ScopeKey: "user_id=u", Vector: randomVector(r, dims, sparse), Model: "m1", K: 10, Filter: filter, Now: now}
-					got, ok := x.Search(q)
-					if !ok {
-						t.Fatal("Search: scope not loaded")
-					}
+					got := search(t, c, q, st)
 					if want := referenceSearch(q, all); !slices.Equal(ids(got), want) {
-						t.Fatalf("step %d, filter %+v: index ranks %v, reference %v", step, filter, ids(got), want)
+						t.Fatalf("step %d, filter %+v: cache ranks %v, reference %v", step, filter, ids(got), want)
 					}
-					if fresh := ScoreMemories(q, all); !slices.Equal(ids(fresh), ids(got)) {
-						t.Fatalf("step %d: an index built fresh ranks %v, the updated one %v (document frequencies drifted)", step, ids(fresh), ids(got))
+					fresh := ScoreMemories(q, all)
+					if !slices.EqualFunc(fresh, got, func(a, b Scored) bool { return a.Memory.ID == b.Memory.ID && a.Score == b.Score }) {
+						t.Fatalf("step %d: a scope loaded afresh ranks %v, the updated one %v (document frequencies drifted)", step, ids(fresh), ids(got))
+					}
+					// Evicted and loaded again: the very same results.
+					evicted := NewVectorCache(1 << 30)
+					again := search(t, evicted, q, st)
+					if diff := cmp.Diff(got, again); diff != "" {
+						t.Fatalf("step %d: after a reload (-kept +reloaded):\n%s", step, diff)
 					}
 				}
+			}
+			if c.Stats().Misses != 1 {
+				t.Errorf("misses = %d; the scope, once loaded, stays", c.Stats().Misses)
 			}
 		})
 	}
 }
 
-// A loader's result is refused when a writer touched the scope after the
-// loader read its generation.
-func TestVectorIndexInstallRace(t *testing.T) {
-	x := NewVectorIndex()
-	gen := x.Generation("a", "s")
-	x.Touch("a", "s")
-	if x.Install("a", "s", gen, nil) || x.Loaded("a", "s") {
-		t.Fatal("a stale load was installed")
+// TestVectorCacheEvictsLeastRecentlySearched fills a small cache with
+// scopes: it stays within its budget, evicts the least recently searched
+// scope first, and every search, hit or miss, returns what a cache that
+// keeps everything returns.
+func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	const scopes = 40
+	stores := make([]*memStore, scopes)
+	big := NewVectorCache(1 << 30)
+	for i := range stores {
+		stores[i] = &memStore{}
+		for j := range 5 {
+			stores[i].write(big, &Memory{App: "a", ID: fmt.Sprint("m", j), Scope: Scope{"user_id": fmt.Sprint(i)}, Fact: "a fact of some length",
+				Embedding: randomVector(r, 2048, true), EmbeddingModel: "m1", Sources: []Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1"}}}})
+		}
 	}
-	if !x.Install("a", "s", x.Generation("a", "s"), nil) || !x.Loaded("a", "s") {
-		t.Fatal("a current load was refused")
+	query := func(i int) SearchQuery {
+		return SearchQuery{App: "a", ScopeKey: Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 2048, true), Model: "m1", K: 3, Now: now}
 	}
-	if _, ok := x.Search(SearchQuery{App: "a", ScopeKey: "other", K: 1}); ok {
-		t.Error("Search of a scope never loaded reports ok")
+	// The size of one scope, to size the small cache at 10 of them.
+	one := NewVectorCache(1 << 30)
+	search(t, one, query(0), stores[0])
+	per := one.Stats().Bytes
+	if per < 2048 || per > 8192 {
+		t.Fatalf("one scope of 5 sparse memories is estimated at %d bytes", per)
+	}
+	c := NewVectorCache(10*per + per/2)
+	for i := range scopes {
+		q := query(i)
+		if diff := cmp.Diff(search(t, big, q, stores[i]), search(t, c, q, stores[i])); diff != "" {
+			t.Fatalf("scope %d (-kept +small cache):\n%s", i, diff)
+		}
+		if st := c.Stats(); st.Bytes > st.Budget {
+			t.Fatalf("after scope %d: %d bytes held, budget %d", i, st.Bytes, st.Budget)
+		}
+	}
+	st := c.Stats()
+	if st.Scopes != 10 || st.Misses != scopes || st.Hits != 0 || st.Evictions != scopes-10 {
+		t.Fatalf("stats = %+v; want the last 10 scopes held, %d misses and %d evictions", st, scopes, scopes-10)
+	}
+	// Scope 30 is the least recently searched of those held; searching it
+	// makes 31 the next to go.
+	search(t, c, query(30), stores[30])
+	search(t, c, query(0), stores[0])
+	if !c.Loaded("a", Scope{"user_id": "30"}.Key()) || c.Loaded("a", Scope{"user_id": "31"}.Key()) {
+		t.Fatal("the least recently searched scope was not the one evicted")
+	}
+	if st := c.Stats(); st.Hits != 1 || st.Misses != scopes+1 {
+		t.Fatalf("stats = %+v; want one hit (scope 30) and one more miss (scope 0)", st)
+	}
+	// A write to a held scope is seen by its next search, without a load.
+	loads := stores[0].loads
+	stores[0].write(c, &Memory{App: "a", ID: "m0", Scope: Scope{"user_id": "0"}, Deleted: true})
+	for _, s := range search(t, c, SearchQuery{App: "a", ScopeKey: Scope{"user_id": "0"}.Key(), Vector: randomVector(r, 2048, false), Model: "m1", K: 10, Now: now}, stores[0]) {
+		if s.Memory.ID == "m0" {
+			t.Fatal("a deleted memory is still found")
+		}
+	}
+	if stores[0].loads != loads {
+		t.Fatal("a held scope was loaded again")
+	}
+	// A cache of no budget keeps nothing and still answers.
+	none := NewVectorCache(0)
+	if got := search(t, none, query(1), stores[1]); len(got) != 3 || none.Stats().Scopes != 0 || none.Stats().Bytes != 0 {
+		t.Fatalf("cache of no budget: %d results, %+v", len(got), none.Stats())
+	}
+}
+
+// A load is not kept when a writer touched the scope after the load read
+// its generation; the search still answers from it.
+func TestVectorCacheInstallRace(t *testing.T) {
+	c := NewVectorCache(1 << 20)
+	st := &memStore{}
+	q := SearchQuery{App: "a", ScopeKey: "s", K: 1}
+	raced := false
+	load := func(ctx context.Context) ([]*Memory, error) {
+		if !raced {
+			raced = true
+			c.Touch("a", "s") // a writer, between the generation read and the install
+		}
+		return st.load(ctx)
+	}
+	if _, err := c.Search(t.Context(), q, load); err != nil {
+		t.Fatal(err)
+	}
+	if st.loads != 2 || !c.Loaded("a", "s") {
+		t.Fatalf("%d loads, loaded %v; want the stale load dropped and the second kept", st.loads, c.Loaded("a", "s"))
+	}
+}
+
+// TestVectorCacheConcurrent searches, writes and evicts at once (run with
+// -race): afterwards every scope ranks as its memories say.
+func TestVectorCacheConcurrent(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	const scopes = 8
+	stores := make([]*memStore, scopes)
+	for i := range stores {
+		stores[i] = &memStore{}
+	}
+	c := NewVectorCache(3 * 4096) // room for a few scopes: constant eviction
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for range 300 {
+				i := r.IntN(scopes)
+				scope := Scope{"user_id": fmt.Sprint(i)}
+				if r.IntN(2) == 0 {
+					stores[i].write(c, &Memory{App: "a", ID: fmt.Sprint("m", r.IntN(6)), Scope: scope, Embedding: randomVector(r, 256, true), EmbeddingModel: "m1", Deleted: r.IntN(5) == 0})
+					continue
+				}
+				if _, err := c.Search(t.Context(), SearchQuery{App: "a", ScopeKey: scope.Key(), Vector: randomVector(r, 256, true), Model: "m1", K: 3, Now: now}, stores[i].load); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range scopes {
+		q := SearchQuery{App: "a", ScopeKey: Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 256, false), Model: "m1", K: 6, Now: now}
+		all, _ := stores[i].load(t.Context())
+		if diff := cmp.Diff(ScoreMemories(q, all), search(t, c, q, stores[i])); diff != "" {
+			t.Fatalf("scope %d after concurrent writes (-loaded afresh +cache):\n%s", i, diff)
+		}
+	}
+	if st := c.Stats(); st.Bytes > st.Budget || st.Evictions == 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+// TestVectorCacheFootprint: the heap a full cache holds is within a small
+// factor of its budget (the estimate is close to what Go allocates).
+func TestVectorCacheFootprint(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	const budget = 2 << 20
+	c := NewVectorCache(budget)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 4000 {
+		var mems []*Memory
+		for j := range 3 {
+			mems = append(mems, &Memory{App: "app", ID: fmt.Sprintf("%020d", j), Scope: Scope{"user_id": fmt.Sprint(i)}, Fact: "The user likes green tea in the morning and coffee after lunch.",
+				Embedding: randomVector(r, 2048, true), EmbeddingModel: "kioku-offline-v1", Sources: []Source{{Session: "apps/app/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}}})
+		}
+		q := SearchQuery{App: "app", ScopeKey: Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: mems[0].Embedding, Model: "kioku-offline-v1", K: 3}
+		if _, err := c.Search(t.Context(), q, func(context.Context) ([]*Memory, error) { return mems, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	st := c.Stats()
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d scopes held, estimated %d bytes (%d a scope), heap grew by %d", st.Scopes, st.Bytes, st.Bytes/int64(st.Scopes), held)
+	if st.Bytes > budget || st.Scopes < 1000 || held > 2*budget {
+		t.Fatalf("%d scopes, estimated %d bytes, heap grew by %d; want at least 1,000 scopes within the %d-byte budget and the heap within twice it", st.Scopes, st.Bytes, held, budget)
 	}
 }
 

@@ -204,6 +204,10 @@ func TestNodeMetrics(t *testing.T) {
 	if n := after[`kioku_session_observer_notices_total{observer="memory_triggers",outcome="delivered"}`]; n < 1 || n > 4 {
 		t.Errorf("notices delivered to the memory triggers = %v, want 1 to 4 (one per append, merged while waiting)", n)
 	}
+	// Consolidation searched the scope: one miss that loaded it.
+	if after[`kioku_vector_cache_searches_total{result="miss"}`] < 1 || after[`kioku_vector_cache_bytes{kind="budget"}`] != 64<<20 || after[`kioku_vector_cache_bytes{kind="size"}`] <= 0 {
+		t.Errorf("vector cache: %v misses, %v bytes of %v", after[`kioku_vector_cache_searches_total{result="miss"}`], after[`kioku_vector_cache_bytes{kind="size"}`], after[`kioku_vector_cache_bytes{kind="budget"}`])
+	}
 	if _, ok := after[`kioku_memory_trigger_sessions{kind="fired"}`]; !ok {
 		t.Errorf("kioku_memory_trigger_sessions missing")
 	}

@@ -28,6 +28,7 @@ type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
+	vectorCache                                           *string
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -45,6 +46,8 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		tlsCert:  fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
 		tlsKey:   fs.Env("tls-key", "", "PEM private key of --tls-cert"),
 		lease:    fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+
+		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
 }
 
@@ -65,6 +68,13 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	lease, err := time.ParseDuration(*f.lease)
 	if err != nil || lease < time.Second {
 		return node.Config{}, fmt.Errorf("--operation-lease %q: want a duration of at least 1s", *f.lease)
+	}
+	cache, err := cli.Bytes("--vector-cache", *f.vectorCache)
+	if err != nil {
+		return node.Config{}, err
+	}
+	if cache == 0 {
+		cache = -1 // node.Config's zero is the default
 	}
 	var keys *server.Keys
 	if *f.authKeys != "" {
@@ -91,6 +101,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Logger:            log,
 		Workers:           workers,
 		Lease:             lease,
+		VectorCacheBytes:  cache,
 		Models:            models,
 	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -90,6 +91,19 @@ func OptionalInt(flag, v string) (int, error) {
 		return 0, fmt.Errorf("%s %q: want a non-negative number", flag, v)
 	}
 	return n, nil
+}
+
+// Bytes parses a size flag: a whole number of bytes with an optional unit,
+// KiB, MiB or GiB (powers of 1024) or KB, MB or GB (powers of 1000).
+func Bytes(flag, v string) (int64, error) {
+	num := strings.TrimRight(v, "KMGiBb ")
+	unit := strings.TrimSpace(v[len(num):])
+	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}[unit]
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n < 0 || mult == 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%s %q: want a size such as 64MiB, 500MB or 1048576", flag, v)
+	}
+	return n * mult, nil
 }
 
 // NewLogger returns a text logger on stderr at a level named by name.

@@ -60,6 +60,9 @@ type Config struct {
 	// Lease is how long a claimed memory operation stays claimed without
 	// renewal. Default 60s.
 	Lease time.Duration
+	// VectorCacheBytes bounds the SQLite store's cache of scopes searched
+	// by similarity. Default memorybank.DefaultVectorCacheBytes (64 MiB).
+	VectorCacheBytes int64
 
 	// Keys, when set, are the API keys callers need (see server.Keys).
 	Keys *server.Keys
@@ -119,7 +122,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		sessionStore sessions.Store
 		memoryStore  memorybank.Store
 	)
-	var sqliteDB *sqlitedb.DB
+	var (
+		sqliteDB *sqlitedb.DB
+		vectors  *memorybank.VectorCache
+	)
 	switch cfg.Store {
 	case "sqlite":
 		db, err := openSQLite(cfg.DataDir, cfg.BenchUnsynced)
@@ -132,10 +138,12 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			n.Close()
 			return nil, err
 		}
-		if memoryStore, err = memorysqlite.New(db); err != nil {
+		ms, err := memorysqlite.New(db, memorysqlite.Options{VectorCacheBytes: cfg.VectorCacheBytes})
+		if err != nil {
 			n.Close()
 			return nil, err
 		}
+		memoryStore, vectors = ms, ms.VectorCache()
 	case "firestore":
 		if cfg.FirestoreProject == "" {
 			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
@@ -175,7 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}),
 		Memories:   memories,
 		Operations: memories,
-		Metrics:    func() []server.Metric { return n.metrics(sqliteDB) },
+		Metrics:    func() []server.Metric { return n.metrics(sqliteDB, vectors) },
 	})
 	if gen == nil {
 		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
@@ -195,10 +203,22 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 // metrics are the node's figures for /metrics beyond the server's own: the
-// embedded store's commits (db nil on Firestore), the model calls and
-// tokens, and the memory operations that ended here.
-func (n *Node) metrics(db *sqlitedb.DB) []server.Metric {
+// embedded store's commits and vector cache (db and vectors nil on
+// Firestore), the model calls and tokens, the observers of appends and the
+// memory operations that ended here.
+func (n *Node) metrics(db *sqlitedb.DB, vectors *memorybank.VectorCache) []server.Metric {
 	var out []server.Metric
+	if vectors != nil {
+		st := vectors.Stats()
+		out = append(out,
+			server.Metric{Name: "kioku_vector_cache_bytes", Help: "Estimated size of the scopes the vector cache holds (size), and its budget (budget).", Gauge: true, Labels: [][2]string{{"kind", "size"}}, Value: float64(st.Bytes)},
+			server.Metric{Name: "kioku_vector_cache_bytes", Help: "Estimated size of the scopes the vector cache holds (size), and its budget (budget).", Gauge: true, Labels: [][2]string{{"kind", "budget"}}, Value: float64(st.Budget)},
+			server.Metric{Name: "kioku_vector_cache_scopes", Help: "Memory scopes the vector cache holds.", Gauge: true, Value: float64(st.Scopes)},
+			server.Metric{Name: "kioku_vector_cache_searches_total", Help: "Similarity searches that found their scope in the vector cache (hit) or loaded it (miss).", Labels: [][2]string{{"result", "hit"}}, Value: float64(st.Hits)},
+			server.Metric{Name: "kioku_vector_cache_searches_total", Help: "Similarity searches that found their scope in the vector cache (hit) or loaded it (miss).", Labels: [][2]string{{"result", "miss"}}, Value: float64(st.Misses)},
+			server.Metric{Name: "kioku_vector_cache_evictions_total", Help: "Scopes evicted from the vector cache to stay within its budget.", Value: float64(st.Evictions)},
+		)
+	}
 	if db != nil {
 		st := db.Stats()
 		out = append(out,

@@ -322,11 +322,12 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 	if ms == nil || ms.N <= 0 {
 		return nil, nil
 	}
-	df := ms.DF
-	if len(df) < len(q.Vector) {
-		df = append(df, make([]int32, len(q.Vector)-len(df))...)
-	}
-	wq := memorybank.WeightQuery(q.Vector, memorybank.QueryWeights(df[:len(q.Vector)], ms.N))
+	wq := memorybank.WeightedQuery(q.Vector, ms.N, func(i int) int32 {
+		if i < len(ms.DF) {
+			return ms.DF[i]
+		}
+		return 0
+	})
 	limit := min(1000, 2*q.K+10)
 	if !q.Filter.Empty() {
 		limit = min(1000, 10*q.K+50)

@@ -16,7 +16,7 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := New(db); err != nil {
+	if _, err := New(db, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, q := range map[string]string{

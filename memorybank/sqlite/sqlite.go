@@ -15,12 +15,14 @@
 //	                 operation (JSON); indexed for listing and for claiming.
 //	watermarks       (app, session) → last processed sequence.
 //
-// Similarity search runs in memory over a memorybank.VectorIndex: a
-// scope's vectors are loaded on its first search and kept current after
-// each write, so a search costs a scan of the scope's vectors in RAM (sparse
-// vectors cost their non-zero coordinates) and no database read. Memory
-// rows are never removed: a deleted memory keeps its row for its revisions
-// and for rollback.
+// Similarity search runs in memory over a memorybank.VectorCache: a scope's
+// memories are loaded on the search that misses them and kept current after
+// each write, so a search of a held scope costs a scan of its vectors in RAM
+// (sparse vectors cost their non-zero coordinates) and no database read;
+// the least recently searched scopes are evicted to stay within the cache's
+// byte budget (Options.VectorCacheBytes) and loaded again, with one indexed
+// query, when next searched. Memory rows are never removed: a deleted
+// memory keeps its row for its revisions and for rollback.
 package sqlite
 
 import (
@@ -110,18 +112,32 @@ CREATE TABLE watermarks (
 // Store is the SQLite memory bank store.
 type Store struct {
 	db    *sqlitedb.DB
-	index *memorybank.VectorIndex
+	cache *memorybank.VectorCache
 }
 
 var _ memorybank.Store = (*Store)(nil)
 
+// Options tune a Store.
+type Options struct {
+	// VectorCacheBytes is the budget of the cache of scopes searched by
+	// similarity. Default memorybank.DefaultVectorCacheBytes; negative:
+	// nothing is kept (each search reads its scope).
+	VectorCacheBytes int64
+}
+
 // New returns a Store on db, creating its tables if needed.
-func New(db *sqlitedb.DB) (*Store, error) {
+func New(db *sqlitedb.DB, o Options) (*Store, error) {
 	if err := db.Migrate("memorybank", schema); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, index: memorybank.NewVectorIndex()}, nil
+	if o.VectorCacheBytes == 0 {
+		o.VectorCacheBytes = memorybank.DefaultVectorCacheBytes
+	}
+	return &Store{db: db, cache: memorybank.NewVectorCache(o.VectorCacheBytes)}, nil
 }
+
+// VectorCache returns the store's cache, for its figures.
+func (s *Store) VectorCache() *memorybank.VectorCache { return s.cache }
 
 func jsonText(v any) (string, error) {
 	b, err := json.Marshal(v)
@@ -230,23 +246,15 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
 }
 
-// SearchMemories implements memorybank.Store: it loads the scope into the
-// index on first use, then searches in memory.
+// SearchMemories implements memorybank.Store: it searches the scope in the
+// cache, loading it first when the cache does not hold it.
 func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
 	if q.Filter.None {
 		return nil, nil
 	}
-	for {
-		if res, ok := s.index.Search(q); ok {
-			return res, nil
-		}
-		gen := s.index.Generation(q.App, q.ScopeKey)
-		mems, err := queryMemories(ctx, s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
-		if err != nil {
-			return nil, err
-		}
-		s.index.Install(q.App, q.ScopeKey, gen, mems)
-	}
+	return s.cache.Search(ctx, q, func(ctx context.Context) ([]*memorybank.Memory, error) {
+		return queryMemories(ctx, s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
+	})
 }
 
 // MemoriesBySource implements memorybank.Store.
@@ -329,7 +337,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		opBodies[i] = string(b)
 	}
 	for _, c := range w.Changes {
-		s.index.Touch(c.Memory.App, c.Memory.Scope.Key())
+		s.cache.Touch(c.Memory.App, c.Memory.Scope.Key())
 	}
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		// Preconditions first: nothing is written unless all hold.
@@ -414,7 +422,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		return err
 	}
 	for _, c := range w.Changes {
-		s.index.Put(c.Memory)
+		s.cache.Put(c.Memory)
 	}
 	return nil
 }

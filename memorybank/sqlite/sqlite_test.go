@@ -17,7 +17,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		s, err := sqlite.New(db)
+		s, err := sqlite.New(db, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,419 @@
+package memorybank
+
+import (
+	"container/heap"
+	"context"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/kioku-ai/kioku/internal/unixnano"
+)
+
+// DefaultVectorCacheBytes is the default budget of a VectorCache.
+const DefaultVectorCacheBytes = 64 << 20
+
+// VectorCache keeps the memories of recently searched scopes in memory for
+// stores that search by themselves (the SQLite store): a scope is loaded on
+// the search that misses it and kept current with Put after each committed
+// write, and the least recently searched scopes are evicted to keep the
+// cache's size within its byte budget. An evicted scope is loaded again on
+// its next search and ranks exactly as before: its statistics are
+// recomputed from the same memories.
+//
+// Sizes are estimates of the heap a scope holds (its memories' texts,
+// vectors, document frequencies and the structures around them), close to
+// but below what the Go runtime sees, which adds its allocation classes and,
+// between collections, garbage.
+//
+// Loading races with writes; write generations settle it. A writer calls
+// Touch for each scope it changes before it commits, and Put after. A
+// search that misses reads the scope's generation before it loads the
+// scope, and installs what it loaded only if no writer touched the scope
+// meanwhile (it still answers from it: the search overlapped the write).
+// Generations live in a fixed table indexed by a hash of the scope, so they
+// take the same memory however many scopes are written; two scopes that
+// share a slot only cost an occasional extra load.
+type VectorCache struct {
+	budget int64
+	seed   maphash.Seed
+
+	mu         sync.Mutex
+	scopes     map[string]*scopeIndex
+	head, tail *scopeIndex // most and least recently searched
+
+	size                    atomic.Int64
+	gens                    [genSlots]atomic.Uint64
+	hits, misses, evictions atomic.Uint64
+	installed, notInstalled atomic.Uint64
+}
+
+const genSlots = 4096
+
+// NewVectorCache returns an empty cache of budget bytes; a budget of 0 or
+// less keeps nothing (every search loads its scope).
+func NewVectorCache(budget int64) *VectorCache {
+	return &VectorCache{budget: budget, seed: maphash.MakeSeed(), scopes: map[string]*scopeIndex{}}
+}
+
+// VectorCacheStats are a cache's figures.
+type VectorCacheStats struct {
+	// Bytes is the estimated size of the scopes held, Budget its bound.
+	Bytes, Budget int64
+	// Scopes is how many scopes are held.
+	Scopes int
+	// Hits and Misses count searches that found their scope held or had to
+	// load it; Evictions counts scopes evicted to stay within the budget.
+	Hits, Misses, Evictions uint64
+}
+
+// Stats returns the cache's figures.
+func (c *VectorCache) Stats() VectorCacheStats {
+	c.mu.Lock()
+	n := len(c.scopes)
+	c.mu.Unlock()
+	return VectorCacheStats{
+		Bytes: c.size.Load(), Budget: c.budget, Scopes: n,
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(),
+	}
+}
+
+func indexKey(app, scopeKey string) string { return app + "\x00" + scopeKey }
+
+func (c *VectorCache) gen(key string) *atomic.Uint64 {
+	return &c.gens[maphash.String(c.seed, key)%genSlots]
+}
+
+// Touch marks a scope as being written: call it before the write commits.
+func (c *VectorCache) Touch(app, scopeKey string) { c.gen(indexKey(app, scopeKey)).Add(1) }
+
+// Loaded reports whether a scope is held.
+func (c *VectorCache) Loaded(app, scopeKey string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.scopes[indexKey(app, scopeKey)] != nil
+}
+
+// Put adds, replaces or (for a deleted memory) removes a memory in its
+// scope, if the scope is held: call it after the write committed.
+func (c *VectorCache) Put(m *Memory) {
+	key := indexKey(m.App, m.Scope.Key())
+	c.gen(key).Add(1) // a load that read the generation before now is stale
+	c.mu.Lock()
+	s := c.scopes[key]
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if !s.resident {
+		s.mu.Unlock()
+		return
+	}
+	before := s.bytes
+	s.remove(m.ID)
+	if !m.Deleted {
+		s.put(m)
+	}
+	c.size.Add(s.bytes - before)
+	s.mu.Unlock()
+	c.evict()
+}
+
+// installAttempts bounds the loads of one search whose results writers
+// keep making stale; the last one answers the search without being kept.
+const installAttempts = 3
+
+// Search returns the top q.K visible memories of q.Model in the scope,
+// best first (see the package documentation for the scores). A scope not
+// held is loaded with load (its visible memories) and kept.
+func (c *VectorCache) Search(ctx context.Context, q SearchQuery, load func(ctx context.Context) ([]*Memory, error)) ([]Scored, error) {
+	key := indexKey(q.App, q.ScopeKey)
+	c.mu.Lock()
+	s := c.scopes[key]
+	if s != nil {
+		c.toFront(s)
+	}
+	c.mu.Unlock()
+	if s != nil {
+		s.mu.RLock()
+		res, resident := s.search(q), s.resident
+		s.mu.RUnlock()
+		if resident {
+			c.hits.Add(1)
+			return res, nil
+		}
+		// Evicted meanwhile: it may have missed a write since.
+	}
+	c.misses.Add(1)
+	for attempt := 1; ; attempt++ {
+		g := c.gen(key)
+		gen := g.Load()
+		mems, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s := newScopeIndex(q.App, q.ScopeKey, mems)
+		if c.install(key, s, g, gen) || attempt == installAttempts {
+			s.mu.RLock() // installed, writers may change it already
+			defer s.mu.RUnlock()
+			return s.search(q), nil
+		}
+	}
+}
+
+// install keeps s unless a writer touched the scope since gen was read, or
+// the scope alone exceeds the budget. It reports whether s is current (it
+// may still not be kept).
+func (c *VectorCache) install(key string, s *scopeIndex, g *atomic.Uint64, gen uint64) bool {
+	c.mu.Lock()
+	if g.Load() != gen {
+		c.mu.Unlock()
+		c.notInstalled.Add(1)
+		return false
+	}
+	if old := c.scopes[key]; old != nil || s.bytes > c.budget {
+		// Another search installed it meanwhile, or it does not fit.
+		c.mu.Unlock()
+		return true
+	}
+	s.resident = true
+	c.scopes[key] = s
+	c.toFront(s)
+	c.size.Add(s.bytes)
+	c.mu.Unlock()
+	c.installed.Add(1)
+	c.evict()
+	return true
+}
+
+// evict removes the least recently searched scopes until the cache is
+// within its budget. A scope being searched or written is passed over.
+func (c *VectorCache) evict() {
+	if c.size.Load() <= c.budget {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := c.tail; s != nil && c.size.Load() > c.budget; {
+		prev := s.prev
+		if s.mu.TryLock() {
+			c.unlink(s)
+			delete(c.scopes, indexKey(s.app, s.scopeKey))
+			s.resident = false
+			c.size.Add(-s.bytes)
+			s.mu.Unlock()
+			c.evictions.Add(1)
+		}
+		s = prev
+	}
+}
+
+// toFront makes s the most recently searched scope. c.mu is held.
+func (c *VectorCache) toFront(s *scopeIndex) {
+	if c.head == s {
+		return
+	}
+	c.unlink(s)
+	s.next = c.head
+	if c.head != nil {
+		c.head.prev = s
+	}
+	c.head = s
+	if c.tail == nil {
+		c.tail = s
+	}
+}
+
+// unlink removes s from the recency list. c.mu is held.
+func (c *VectorCache) unlink(s *scopeIndex) {
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else if c.head == s {
+		c.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else if c.tail == s {
+		c.tail = s.prev
+	}
+	s.prev, s.next = nil, nil
+}
+
+// scopeIndex holds one scope: its visible memories with a vector, in a
+// compact form, and the document frequencies of each embedding model.
+type scopeIndex struct {
+	app, scopeKey string
+	scope         Scope // every memory of the scope has this scope
+
+	mu       sync.RWMutex
+	entries  []indexEntry
+	pos      map[string]int32 // memory id → index in entries
+	models   []modelStats
+	bytes    int64 // the estimated size of all of the above
+	resident bool  // held by the cache (false once evicted)
+
+	prev, next *scopeIndex // the cache's recency list, under the cache's mu
+}
+
+// modelStats are the document frequencies of one embedding model.
+type modelStats struct {
+	name string
+	df   dfStats
+}
+
+// indexEntry is a memory as a scope index keeps it: what searches filter
+// on and return, without its scope (the scope index's) and app.
+type indexEntry struct {
+	id                           string
+	fact                         string
+	topics                       []string
+	metadata                     map[string]string
+	sources                      []Source
+	createNS, updateNS, expireNS int64
+	revision                     int64
+	model                        int32 // index in models
+	vec                          vector
+}
+
+// The estimated fixed sizes of the structures, in bytes: Go's own sizes
+// plus what a map slot and a string or slice header around them take.
+var (
+	scopeOverhead = int64(unsafe.Sizeof(scopeIndex{})) + 64 /* map headers */ + 48 /* cache map slot */ + 160 /* the Scope map */
+	entryStruct   = int64(unsafe.Sizeof(indexEntry{}))                                                        // per slot of the entries slice's capacity
+	modelOverhead = int64(unsafe.Sizeof(modelStats{}))
+)
+
+// entrySize is an entry's slot in its scope's map of ids.
+const entrySize = 32
+
+func newScopeIndex(app, scopeKey string, memories []*Memory) *scopeIndex {
+	s := &scopeIndex{
+		app: app, scopeKey: scopeKey, scope: ParseScopeKey(scopeKey),
+		pos: make(map[string]int32, len(memories)), entries: make([]indexEntry, 0, len(memories)),
+	}
+	s.bytes = scopeOverhead + int64(len(app)+2*len(scopeKey)) + entryStruct*int64(cap(s.entries))
+	for _, m := range memories {
+		s.put(m)
+	}
+	return s
+}
+
+// put adds a memory that is not in the index.
+func (s *scopeIndex) put(m *Memory) {
+	if len(m.Embedding) == 0 || m.Deleted {
+		return
+	}
+	model := -1
+	for i := range s.models {
+		if s.models[i].name == m.EmbeddingModel {
+			model = i
+			break
+		}
+	}
+	if model < 0 {
+		model = len(s.models)
+		s.models = append(s.models, modelStats{name: m.EmbeddingModel})
+		s.bytes += modelOverhead + int64(len(m.EmbeddingModel))
+	}
+	e := indexEntry{
+		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: cloneMap(m.Metadata),
+		sources:  mergeSources(nil, m.Sources),
+		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
+		revision: m.Revision, model: int32(model), vec: newVector(m.Embedding),
+	}
+	st := &s.models[model].df
+	before := st.bytes()
+	st.add(e.vec, 1)
+	s.bytes += st.bytes() - before + e.size()
+	s.pos[m.ID] = int32(len(s.entries))
+	c := cap(s.entries)
+	s.entries = append(s.entries, e)
+	s.bytes += entryStruct * int64(cap(s.entries)-c)
+}
+
+// remove removes a memory if it is in the index.
+func (s *scopeIndex) remove(id string) {
+	i, ok := s.pos[id]
+	if !ok {
+		return
+	}
+	e := &s.entries[i]
+	st := &s.models[e.model].df
+	before := st.bytes()
+	st.add(e.vec, -1)
+	s.bytes += st.bytes() - before - e.size()
+	last := int32(len(s.entries) - 1)
+	if i != last {
+		s.entries[i] = s.entries[last]
+		s.pos[s.entries[i].id] = i
+	}
+	s.entries[last] = indexEntry{}
+	s.entries = s.entries[:last]
+	delete(s.pos, id)
+}
+
+// size estimates the heap an entry holds.
+func (e *indexEntry) size() int64 {
+	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.bytes()
+	for _, t := range e.topics {
+		n += 16 + int64(len(t))
+	}
+	if e.metadata != nil {
+		n += 48
+		for k, v := range e.metadata {
+			n += 48 + int64(len(k)+len(v))
+		}
+	}
+	for _, src := range e.sources {
+		n += int64(unsafe.Sizeof(src)) + int64(len(src.Session))
+		for _, id := range src.EventIDs {
+			n += 16 + int64(len(id))
+		}
+	}
+	return n
+}
+
+// memory returns the entry as a Memory (without its vector).
+func (s *scopeIndex) memory(e *indexEntry) *Memory {
+	return &Memory{
+		App: s.app, ID: e.id, Fact: e.fact, Scope: Scope(cloneMap(s.scope)),
+		Topics: slices.Clone(e.topics), Metadata: cloneMap(e.metadata), Sources: mergeSources(nil, e.sources),
+		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
+		Revision: e.revision, EmbeddingModel: s.models[e.model].name,
+	}
+}
+
+// search scores the visible memories of q.Model against the weighted query
+// and returns the top q.K, best first; ties go to the smaller id.
+func (s *scopeIndex) search(q SearchQuery) []Scored {
+	model := slices.IndexFunc(s.models, func(m modelStats) bool { return m.name == q.Model })
+	if model < 0 || s.models[model].df.n <= 0 || q.K <= 0 {
+		return nil
+	}
+	st := &s.models[model].df
+	wq := WeightedQuery(q.Vector, int(st.n), st.get)
+	now := unixnano.From(q.Now)
+	h := &scoredHeap{}
+	for i := range s.entries {
+		e := &s.entries[i]
+		if e.model != int32(model) || e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) {
+			continue
+		}
+		score := e.vec.dot(wq)
+		if h.Len() < q.K {
+			heap.Push(h, scoredEntry{e: e, score: score})
+		} else if top := (*h)[0]; score > top.score || score == top.score && e.id < top.e.id {
+			(*h)[0] = scoredEntry{e: e, score: score}
+			heap.Fix(h, 0)
+		}
+	}
+	out := make([]Scored, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		x := heap.Pop(h).(scoredEntry)
+		out[i] = Scored{Memory: s.memory(x.e), Score: x.score}
+	}
+	return out
+}
