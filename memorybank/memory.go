@@ -141,6 +141,10 @@ const (
 	Created
 	Updated
 	Deleted
+	// Unchanged is reported in a generation's result for an existing
+	// memory that already held a new fact, when nothing about it changed;
+	// it is never a revision's action.
+	Unchanged
 )
 
 // String returns the action's name.
@@ -152,6 +156,8 @@ func (a Action) String() string {
 		return "UPDATED"
 	case Deleted:
 		return "DELETED"
+	case Unchanged:
+		return "UNCHANGED"
 	}
 	return "UNSPECIFIED"
 }

@@ -89,7 +89,8 @@ type Operation struct {
 // Name returns the operation's resource name.
 func (o *Operation) Name() string { return aip.OperationName(o.App, o.ID) }
 
-// GeneratedMemory is one memory an operation created, updated or deleted.
+// GeneratedMemory is one memory an operation created, updated or deleted,
+// or that held a new fact already (Unchanged).
 type GeneratedMemory struct {
 	Memory *Memory
 	Action Action

@@ -820,7 +820,10 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 				reason = "contradicted by: " + p.cand.fact
 			default:
 				if len(merged) == len(m.Sources) && sourcesEqual(merged, m.Sources) {
-					continue // nothing new to record
+					// Nothing new to record; the result says which memory
+					// holds the fact.
+					*result = append(*result, GeneratedMemory{Memory: withoutVector(p.existing), Action: Unchanged})
+					continue
 				}
 				m.Sources = merged
 				action, reason = Updated, "confirmed by a new source"

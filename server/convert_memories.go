@@ -51,6 +51,8 @@ func actionToProto(a memorybank.Action) kiokuv1.MemoryAction {
 		return kiokuv1.MemoryAction_MEMORY_ACTION_UPDATED
 	case memorybank.Deleted:
 		return kiokuv1.MemoryAction_MEMORY_ACTION_DELETED
+	case memorybank.Unchanged:
+		return kiokuv1.MemoryAction_MEMORY_ACTION_UNCHANGED
 	}
 	return kiokuv1.MemoryAction_MEMORY_ACTION_UNSPECIFIED
 }

@@ -230,16 +230,28 @@ func TestMemoryErrorsOverConnect(t *testing.T) {
 			t.Errorf("%s: %v, want %v with %q", tc.name, err, tc.code, tc.msg)
 		}
 	}
-	// Direct facts work without a model; the same fact twice is one memory.
+	// Direct facts work without a model; the same fact twice is one memory,
+	// and the second generation says which memory held it already.
+	var results []*kiokuv1.GeneratedMemory
 	for range 2 {
 		op, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo", Scope: map[string]string{"user_id": "u"},
 			Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "The user is left-handed."}}}}}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done := wait(t, c, op.Msg); done.GetError() != nil {
+		done := wait(t, c, op.Msg)
+		if done.GetError() != nil {
 			t.Fatalf("direct facts failed: %v", done.GetError())
 		}
+		var res kiokuv1.GenerateMemoriesResponse
+		if err := done.GetResponse().UnmarshalTo(&res); err != nil || len(res.GetGeneratedMemories()) != 1 {
+			t.Fatalf("generation result %v (%v), want one memory", &res, err)
+		}
+		results = append(results, res.GetGeneratedMemories()[0])
+	}
+	if results[0].GetAction() != kiokuv1.MemoryAction_MEMORY_ACTION_CREATED || results[1].GetAction() != kiokuv1.MemoryAction_MEMORY_ACTION_UNCHANGED ||
+		results[1].GetMemory().GetName() != results[0].GetMemory().GetName() || results[1].GetMemory().GetFact() != "The user is left-handed." {
+		t.Fatalf("the same fact twice: %v then %v, want CREATED then UNCHANGED of the same memory", results[0], results[1])
 	}
 	list, _ := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/demo"}))
 	if len(list.Msg.GetMemories()) != 1 {

@@ -516,9 +516,16 @@ func testDirectFactsWithoutModel(t *testing.T, h *harness) {
 	if op.State != memorybank.OpSucceeded || len(op.Generated) != 2 {
 		t.Fatalf("first generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
 	}
+	// The same facts again change nothing; the result names the memories
+	// that hold them already.
 	again := gen("The user prefers window seats.", "the user is vegetarian")
-	if again.State != memorybank.OpSucceeded || len(again.Generated) != 0 {
-		t.Fatalf("repeated facts changed something: %v", again.Generated)
+	if again.State != memorybank.OpSucceeded || len(again.Generated) != 2 {
+		t.Fatalf("repeated facts: %s %v %s, want the 2 memories unchanged", again.State, again.Generated, again.ErrorMessage)
+	}
+	for i, g := range again.Generated {
+		if g.Action != memorybank.Unchanged || g.Memory.ID != op.Generated[i].Memory.ID || g.Memory.Revision != 1 {
+			t.Fatalf("repeated fact %d: %s memory %s revision %d, want memory %s unchanged at revision 1", i, g.Action, g.Memory.ID, g.Memory.Revision, op.Generated[i].Memory.ID)
+		}
 	}
 	if got := h.facts(user1); len(got) != 2 {
 		t.Fatalf("memories after the same facts twice = %v", got)

@@ -35,6 +35,10 @@ const (
 	MemoryAction_MEMORY_ACTION_UPDATED MemoryAction = 2
 	// The memory was deleted (its revisions remain).
 	MemoryAction_MEMORY_ACTION_DELETED MemoryAction = 3
+	// The fact was known already: this existing memory holds it, and nothing
+	// changed (no revision). Reported so that a caller learns which memory
+	// absorbed the fact.
+	MemoryAction_MEMORY_ACTION_UNCHANGED MemoryAction = 4
 )
 
 // Enum value maps for MemoryAction.
@@ -44,12 +48,14 @@ var (
 		1: "MEMORY_ACTION_CREATED",
 		2: "MEMORY_ACTION_UPDATED",
 		3: "MEMORY_ACTION_DELETED",
+		4: "MEMORY_ACTION_UNCHANGED",
 	}
 	MemoryAction_value = map[string]int32{
 		"MEMORY_ACTION_UNSPECIFIED": 0,
 		"MEMORY_ACTION_CREATED":     1,
 		"MEMORY_ACTION_UPDATED":     2,
 		"MEMORY_ACTION_DELETED":     3,
+		"MEMORY_ACTION_UNCHANGED":   4,
 	}
 )
 
@@ -980,12 +986,13 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\frevision_ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\vrevisionTtl\x12J\n" +
 	"\x12generation_trigger\x18\a \x01(\v2\x1b.kioku.v1.GenerationTriggerR\x11generationTrigger\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime*~\n" +
+	"updateTime*\x9b\x01\n" +
 	"\fMemoryAction\x12\x1d\n" +
 	"\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n" +
 	"\x15MEMORY_ACTION_UPDATED\x10\x02\x12\x19\n" +
-	"\x15MEMORY_ACTION_DELETED\x10\x03B\x8c\x01\n" +
+	"\x15MEMORY_ACTION_DELETED\x10\x03\x12\x1b\n" +
+	"\x17MEMORY_ACTION_UNCHANGED\x10\x04B\x8c\x01\n" +
 	"\fcom.kioku.v1B\vMemoryProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
 var (
