@@ -10,9 +10,11 @@ import (
 )
 
 // observingInterceptor writes one structured log line per call (the
-// procedure, the protocol, the outcome code and the duration; failed calls
-// at warning level, error level for internal errors) and counts the call in
-// the server's metrics.
+// procedure, the protocol, the outcome code and the duration) and counts
+// the call in the server's metrics. Successful and cancelled calls log at
+// debug level, failed calls at info (a caller's bad request or missing
+// resource is not the server's fault), and internal, unknown and data-loss
+// errors at error level.
 type observingInterceptor struct {
 	log     *slog.Logger
 	metrics *rpcMetrics
