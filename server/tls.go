@@ -40,6 +40,9 @@ func (c *Certificate) Reload() error {
 // NotAfter returns when the certificate in force expires.
 func (c *Certificate) NotAfter() time.Time { return c.cur.Load().Leaf.NotAfter }
 
+// DNSNames returns the DNS names the certificate in force is valid for.
+func (c *Certificate) DNSNames() []string { return c.cur.Load().Leaf.DNSNames }
+
 // tlsConfig serves the certificate in force, TLS 1.2 and up, offering
 // HTTP/2 (which gRPC needs) and HTTP/1.1.
 func (c *Certificate) tlsConfig() *tls.Config {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,8 @@ Scenarios:
   sessions    session throughput and read latency over loopback RPC
   memories    memory retrieval latency and generation throughput
   locomo      LoCoMo retrieval recall
+
+Run "kioku bench SCENARIO -h" for a scenario's flags.
 `
 
 func bench(ctx context.Context, args []string) error {
@@ -24,6 +27,9 @@ func bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench needs a scenario")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, benchUsage)
+		return flag.ErrHelp
 	case "sessions":
 		return benchSessions(ctx, args[1:])
 	case "memories":

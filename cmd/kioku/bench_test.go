@@ -89,3 +89,12 @@ func TestBenchSessionsRuns(t *testing.T) {
 		t.Errorf("bench sessions reported %d figures, want 8: %v", len(got), got)
 	}
 }
+
+func TestUnsyncedNote(t *testing.T) {
+	if got := unsyncedNote(800, 1000); got != "(durable appends run at 0.80 of this)" {
+		t.Errorf("unsyncedNote(800, 1000) = %q", got)
+	}
+	if got := unsyncedNote(1100, 1000); !strings.Contains(got, "1.10") || !strings.Contains(got, "too noisy") {
+		t.Errorf("unsyncedNote(1100, 1000) = %q, want it to say the run was too noisy", got)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
@@ -18,8 +20,8 @@ to the caller; kioku does not keep it) and the entry to add to the key
 file's "keys" list (only the key's SHA-256 is stored). --app "*" makes an
 operator key that reaches every app; --user confines the key to one user of
 the app (its sessions, its state, memories of its scope). --ttl gives the
-entry an expire_time (--ttl 2160h: 90 days from now); after it the server
-refuses the key as expired.
+entry an expire_time (--ttl 90d: 90 days from now; also 12h, 1d12h); after
+it the server refuses the key as expired.
 
 Flags:
 `
@@ -30,8 +32,12 @@ func key(args []string, stdout io.Writer) error {
 	app := fs.String("app", "", "the app the key may reach, or * for every app (required)")
 	user := fs.String("user", "", "confine the key to this user of the app")
 	name := fs.String("name", "", "whose key it is, for logs")
-	ttl := fs.Duration("ttl", 0, "how long the key works (e.g. 2160h); 0: until removed from the file")
+	ttlFlag := fs.String("ttl", "", "how long the key works: days and/or a Go duration (90d, 1d12h, 36h); empty: until removed from the file")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ttl, err := parseTTL(*ttlFlag)
+	if err != nil {
 		return err
 	}
 	if *app == "" {
@@ -51,12 +57,10 @@ func key(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if *ttl < 0 {
-		return fmt.Errorf("--ttl is %v; it must be positive (or 0 for no expiry)", *ttl)
-	}
+
 	k, entry := server.NewKey(*name, *app, *user)
-	if *ttl > 0 {
-		entry.ExpireTime = time.Now().Add(*ttl).UTC().Truncate(time.Second).Format(time.RFC3339)
+	if ttl > 0 {
+		entry.ExpireTime = time.Now().Add(ttl).UTC().Truncate(time.Second).Format(time.RFC3339)
 	}
 	line, err := json.Marshal(entry)
 	if err != nil {
@@ -64,4 +68,34 @@ func key(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "key (give it to the caller; it is not stored):\n  %s\nentry for the key file (--auth-keys), in {\"keys\": [...]}:\n  %s\n", k, line)
 	return nil
+}
+
+// parseTTL reads --ttl: a number of days ("90d"), a Go duration ("36h",
+// "90m"), or days followed by a duration ("1d12h"); empty or zero is no
+// expiry.
+func parseTTL(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	bad := fmt.Errorf("--ttl %q: want days and/or a duration, such as 90d, 1d12h or 36h", v)
+	var days int64
+	rest := v
+	if i := strings.IndexByte(v, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(v[:i], 10, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, bad
+		}
+		days, rest = n, v[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil {
+			return 0, bad
+		}
+		if d < 0 {
+			return 0, fmt.Errorf("--ttl %q is negative; give a positive duration (or none for no expiry)", v)
+		}
+	}
+	return d + time.Duration(days)*24*time.Hour, nil
 }

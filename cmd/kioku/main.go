@@ -49,9 +49,11 @@ func main() {
 	defer stop()
 	tuneGC()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "kioku:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			// Help was asked for (-h) and printed: not a failure.
+			os.Exit(0)
 		}
+		fmt.Fprintln(os.Stderr, "kioku:", err)
 		os.Exit(2)
 	}
 }
@@ -71,7 +73,7 @@ Run "kioku serve -h" for the server's flags.
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
-		return flag.ErrHelp
+		return errors.New("a command is needed")
 	}
 	switch args[0] {
 	case "serve":

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -137,9 +139,17 @@ func serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("listening on %s: %w (is another kioku running? choose another port with --addr)", *flags.addr, err)
 	}
 	addr := ln.Addr().String()
+	var certNames []string
+	if cfg.TLS != nil {
+		certNames = cfg.TLS.DNSNames()
+	}
+	shown := reachableAddr(ln.Addr(), certNames)
 	where := "store sqlite, data in " + *flags.dataDir
 	if cfg.Store == "firestore" {
 		where = "store firestore, project " + cfg.FirestoreProject + ", database " + cfg.FirestoreDatabase
+	}
+	if shown != addr {
+		where += ", on every interface"
 	}
 	auth := ""
 	scheme := "http"
@@ -161,7 +171,7 @@ func serve(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, `kioku listening on %s://%s (%s)
 Try:
   curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' %s://%s/kioku.v1.SessionService/CreateSession
-`, scheme, addr, where, auth, scheme, addr)
+`, scheme, shown, where, auth, scheme, shown)
 	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil, "version", version())
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
@@ -203,4 +213,24 @@ func reloadOnHangup(keys *server.Keys, cert *server.Certificate, log *slog.Logge
 		signal.Stop(hup)
 		close(done)
 	}
+}
+
+// reachableAddr is the address to show for calling the server: the
+// listener's, except that a listener on every interface (0.0.0.0 or ::,
+// which Go reports as [::]) is shown with a host a caller can use: the
+// first DNS name of the TLS certificate (which a client will verify), else
+// the loopback address.
+func reachableAddr(a net.Addr, certNames []string) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	host := "127.0.0.1"
+	for _, n := range certNames {
+		if !strings.HasPrefix(n, "*") {
+			host = n
+			break
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
