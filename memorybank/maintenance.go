@@ -1,0 +1,136 @@
+package memorybank
+
+import (
+	"context"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/model"
+)
+
+// maintain runs the periodic jobs.
+func (s *Service) maintain(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastSweep, lastEmbed time.Time
+	if err := s.RecoverIdle(ctx); err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "re-arming idle triggers", "error", err)
+	}
+	for {
+		now := s.now()
+		if now.Sub(lastSweep) >= time.Minute {
+			lastSweep = now
+			if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "sweeping expired memories", "error", err)
+			}
+		}
+		if now.Sub(lastEmbed) >= 30*time.Second {
+			lastEmbed = now
+			if _, err := s.Reembed(ctx); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "re-embedding memories", "error", err)
+			}
+		}
+		s.FireIdle(ctx)
+		s.pruneTriggers(now)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// SweepExpired deletes expired memories, recording a revision for each
+// (their revisions remain until they expire themselves), then expired
+// revisions, then finished operations older than the retention. It returns
+// how many things it deleted.
+func (s *Service) SweepExpired(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.store.DeleteFinishedOperations(ctx, s.now().Add(-s.cfg.OperationRetention), 500)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < 500 {
+			break
+		}
+	}
+	for {
+		now := s.now()
+		mems, err := s.store.ExpiredMemories(ctx, now, 200)
+		if err != nil {
+			return total, err
+		}
+		if len(mems) == 0 {
+			break
+		}
+		byApp := map[string]*Write{}
+		for _, m := range mems {
+			cfg, err := s.config(ctx, m.App)
+			if err != nil {
+				return total, err
+			}
+			w := byApp[m.App]
+			if w == nil {
+				w = &Write{App: m.App, Now: now}
+				byApp[m.App] = w
+			}
+			old := m.Revision
+			m.Deleted, m.Revision, m.UpdateTime = true, old+1, now
+			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Deleted, now, "expired", nil, ""), ExpectRevision: old})
+		}
+		for _, w := range byApp {
+			if err := s.store.Write(ctx, w); err != nil && !fault.Is(err, fault.Aborted) {
+				return total, err
+			}
+		}
+		total += len(mems)
+	}
+	for {
+		n, err := s.store.DeleteExpiredRevisions(ctx, s.now(), 500)
+		total += n
+		if err != nil || n < 500 {
+			return total, err
+		}
+	}
+}
+
+// Reembed gives the memories whose vectors come from another embedder a
+// vector of the current one (after the embedder was changed), 100 at a
+// time, and returns how many it re-embedded. Such memories are not found by
+// similarity until then.
+func (s *Service) Reembed(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		mems, err := s.store.StaleEmbeddings(ctx, s.emb.Name(), 100, s.now())
+		if err != nil || len(mems) == 0 {
+			return total, err
+		}
+		texts := make([]string, len(mems))
+		for i, m := range mems {
+			texts[i] = m.Fact
+		}
+		vecs, err := s.emb.Embed(ctx, texts, model.TaskDocument)
+		if err != nil {
+			return total, err
+		}
+		byApp := map[string]*Write{}
+		for i, m := range mems {
+			m.Embedding, m.EmbeddingModel = vecs[i], s.emb.Name()
+			w := byApp[m.App]
+			if w == nil {
+				w = &Write{App: m.App, Now: s.now()}
+				byApp[m.App] = w
+			}
+			w.Changes = append(w.Changes, Change{Memory: m, ExpectRevision: m.Revision})
+		}
+		for _, w := range byApp {
+			// A memory changed meanwhile got a fresh vector with its change.
+			if err := s.store.Write(ctx, w); err != nil && !fault.Is(err, fault.Aborted) {
+				return total, err
+			}
+		}
+		total += len(mems)
+	}
+}
