@@ -71,6 +71,12 @@ func (c *Client) ForkSession(ctx context.Context, req *kiokuv1.ForkSessionReques
 	return unary(ctx, c.sessions.ForkSession, req)
 }
 
+// SearchEvents searches a user's events (parent apps/{app}/users/{user}),
+// or one session's, for a text query: the best matches first, paged.
+func (c *Client) SearchEvents(ctx context.Context, req *kiokuv1.SearchEventsRequest) (*kiokuv1.SearchEventsResponse, error) {
+	return unary(ctx, c.sessions.SearchEvents, req)
+}
+
 // CreateMemory creates a memory directly, without a model and without
 // consolidation.
 func (c *Client) CreateMemory(ctx context.Context, req *kiokuv1.CreateMemoryRequest) (*kiokuv1.Memory, error) {

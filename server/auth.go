@@ -277,6 +277,7 @@ var userRules = map[string]userRule{
 	kiokuv1connect.SessionServiceListEventsProcedure:             ownNames,
 	kiokuv1connect.SessionServiceForkSessionProcedure:            ownNames,
 	kiokuv1connect.SessionServiceWatchSessionProcedure:           ownNames,
+	kiokuv1connect.SessionServiceSearchEventsProcedure:           ownNames,
 	kiokuv1connect.SessionServiceUpdateStateProcedure:            ownNames,
 	kiokuv1connect.SessionServiceGetStateProcedure:               ownNamesOrAppState,
 	kiokuv1connect.MemoryBankServiceCreateMemoryProcedure:        scoped,

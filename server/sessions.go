@@ -397,3 +397,39 @@ func (h *SessionHandler) WatchSession(ctx context.Context, req *connect.Request[
 	}
 	return h.fail(ctx, err)
 }
+
+// SearchEvents implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[kiokuv1.SearchEventsRequest]) (*connect.Response[kiokuv1.SearchEventsResponse], error) {
+	m := req.Msg
+	r := sessions.SearchEventsRequest{Query: m.GetQuery(), Author: m.GetAuthor(), PageSize: m.GetPageSize(), PageToken: m.GetPageToken()}
+	var err error
+	if _, ok := aip.Session.Match(m.GetParent()); ok {
+		r.App, r.User, r.Session, err = aip.ParseSession("parent", m.GetParent())
+	} else if _, ok := aip.User.Match(m.GetParent()); ok || m.GetParent() == "" {
+		r.App, r.User, err = aip.ParseUser("parent", m.GetParent())
+	} else {
+		err = fault.Invalidf("parent %q is not of the form %s or %s", aip.Truncate(m.GetParent(), 200), aip.User, aip.Session)
+	}
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if r.From, err = timeOrZero(m.GetStartTime()); err != nil {
+		return nil, h.fail(ctx, fault.Invalidf("start_time: %v", err))
+	}
+	if r.To, err = timeOrZero(m.GetEndTime()); err != nil {
+		return nil, h.fail(ctx, fault.Invalidf("end_time: %v", err))
+	}
+	hits, next, err := h.svc.SearchEvents(ctx, r)
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out := &kiokuv1.SearchEventsResponse{NextPageToken: next}
+	for _, hit := range hits {
+		pe, err := eventToProto(hit.Session, hit.Event)
+		if err != nil {
+			return nil, h.fail(ctx, err)
+		}
+		out.Results = append(out.Results, &kiokuv1.SearchEventsResult{Event: pe, Session: hit.Session.Name(), Score: hit.Score})
+	}
+	return connect.NewResponse(out), nil
+}

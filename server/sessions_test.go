@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,57 @@ func TestWatchSessionStream(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"before", "after"}, got); diff != "" {
 		t.Fatalf("watched events (-want +got):\n%s", diff)
+	}
+}
+
+// TestSearchEvents searches over RPC: parents of a user and of a session,
+// the hit's session and name, paging, and bad parents and queries.
+func TestSearchEvents(t *testing.T) {
+	ts := sessionServer(t)
+	c := kiokuv1connect.NewSessionServiceClient(h2cClient(), ts.URL, connect.WithProtoJSON())
+	ctx := t.Context()
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := c.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", SessionId: id})); err != nil {
+			t.Fatal(err)
+		}
+		for i, text := range []string{"We planned the trip to Kyoto.", "Kyoto in autumn, with the maple trees."} {
+			_, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: "apps/a/users/u/sessions/" + id, Event: &kiokuv1.Event{
+				Id: fmt.Sprint("e", i), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}},
+			}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res, err := c.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: "apps/a/users/u", Query: "maple trees", PageSize: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Msg.GetResults()
+	if len(r) != 1 || r[0].GetSession() != "apps/a/users/u/sessions/s2" || r[0].GetEvent().GetName() != "apps/a/users/u/sessions/s2/events/e1" || r[0].GetScore() <= 0 || res.Msg.GetNextPageToken() == "" {
+		t.Fatalf("first page = %v", res.Msg)
+	}
+	res, err = c.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: "apps/a/users/u", Query: "maple trees", PageSize: 1, PageToken: res.Msg.GetNextPageToken()}))
+	if err != nil || len(res.Msg.GetResults()) != 1 || res.Msg.GetResults()[0].GetSession() != "apps/a/users/u/sessions/s1" || res.Msg.GetNextPageToken() != "" {
+		t.Fatalf("second page = %v, %v", res.Msg, err)
+	}
+	res, err = c.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: "apps/a/users/u/sessions/s1", Query: "kyoto", Author: "user"}))
+	if err != nil || len(res.Msg.GetResults()) != 2 || res.Msg.GetResults()[0].GetEvent().GetSequence() == 0 {
+		t.Fatalf("in one session = %v, %v", res.Msg, err)
+	}
+	for _, tc := range []struct {
+		req  *kiokuv1.SearchEventsRequest
+		code connect.Code
+		msg  string
+	}{
+		{&kiokuv1.SearchEventsRequest{Parent: "apps/a", Query: "kyoto"}, connect.CodeInvalidArgument, "parent"},
+		{&kiokuv1.SearchEventsRequest{Query: "kyoto"}, connect.CodeInvalidArgument, "parent is required"},
+		{&kiokuv1.SearchEventsRequest{Parent: "apps/a/users/u"}, connect.CodeInvalidArgument, "query is required"},
+		{&kiokuv1.SearchEventsRequest{Parent: "apps/a/users/u/sessions/nope", Query: "kyoto"}, connect.CodeNotFound, "nope"},
+	} {
+		_, err := c.SearchEvents(ctx, connect.NewRequest(tc.req))
+		if connect.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("SearchEvents(%v) = %v, want %v with %q", tc.req, err, tc.code, tc.msg)
+		}
 	}
 }

@@ -55,6 +55,16 @@ type Store interface {
 	// DeleteExpired deletes up to limit sessions that expired before now, with
 	// their events, and returns how many it deleted.
 	DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// SearchEvents finds the candidates of a search: visible events of the
+	// user (or of one session) within the query's filters that hold at
+	// least one query term, at most q.Limit of them, chosen and ordered by
+	// CandidateOrder, with the statistics that rank them (see
+	// SearchCandidates). A store keeps its search index in step with every
+	// write: an appended or forked event is found at once, a deleted or
+	// expired session's events never are. It indexes the terms IndexTerms
+	// gives.
+	SearchEvents(ctx context.Context, q *SearchQuery) (*SearchCandidates, error)
 }
 
 // CreateRequest is a Store.CreateSession request.

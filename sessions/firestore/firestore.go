@@ -12,7 +12,8 @@
 //	    text), create_ns, update_ns, expire_ns (Unix ns, 0 = never),
 //	    last_seq, incarnation
 //	kioku_apps/{app}/kioku_session_data/{incarnation}/events/{seq, 20 digits}
-//	    seq, id, ts_ns, body (the event's JSON without its sequence)
+//	    seq, id, ts_ns, body (the event's JSON without its sequence), and
+//	    for search (see search.go) owner, session, author, terms, nterms
 //	kioku_apps/{app}/kioku_session_data/{incarnation}/event_ids/{event id}
 //	    seq: the idempotency index, read by id inside the append
 //	kioku_apps/{app}/kioku_users/{user}          state (JSON), update_ns
@@ -297,7 +298,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	sess := r.Session
 	inc := newIncarnation()
 	if len(r.Events) > 0 {
-		if err := s.writeEvents(ctx, sess.App, inc, r.Events); err != nil {
+		if err := s.writeEvents(ctx, sess.App, sess.User, sess.ID, inc, r.Events); err != nil {
 			s.purgeData(context.WithoutCancel(ctx), sess.App, inc)
 			return firestoredb.Wrap(err)
 		}
@@ -367,8 +368,8 @@ func nonNilLabels(l map[string]string) map[string]string {
 	return l
 }
 
-// writeEvents writes events under an incarnation, in batches.
-func (s *Store) writeEvents(ctx context.Context, app, inc string, events []*sessions.Event) error {
+// writeEvents writes a session's events under an incarnation, in batches.
+func (s *Store) writeEvents(ctx context.Context, app, user, session, inc string, events []*sessions.Event) error {
 	bw := s.c.BulkWriter(ctx)
 	var jobs []*firestore.BulkWriterJob
 	for _, e := range events {
@@ -379,7 +380,7 @@ func (s *Store) writeEvents(ctx context.Context, app, inc string, events []*sess
 			bw.End()
 			return err
 		}
-		j1, err := bw.Create(s.eventRef(app, inc, e.Sequence), eventDoc{Seq: e.Sequence, ID: e.ID, TSNS: unixnano.From(e.Timestamp), Body: string(body)})
+		j1, err := bw.Create(s.eventRef(app, inc, e.Sequence), s.eventData(app, user, session, e, string(body)))
 		if err != nil {
 			bw.End()
 			return err
@@ -773,7 +774,9 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		if err != nil {
 			return err
 		}
-		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), eventDoc{Seq: seq, ID: r.Event.ID, TSNS: unixnano.From(r.Event.Timestamp), Body: string(r.Body)}); err != nil {
+		e := *r.Event
+		e.Sequence = seq
+		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), s.eventData(key.App, key.User, key.ID, &e, string(r.Body))); err != nil {
 			return err
 		}
 		if err := tx.Create(s.eventIDRef(key.App, d.Incarnation, r.Event.ID), map[string]any{"seq": seq}); err != nil {
@@ -785,8 +788,6 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		if err := writeShared(); err != nil {
 			return err
 		}
-		e := *r.Event
-		e.Sequence = seq
 		res = &sessions.AppendResult{Event: &e}
 		return nil
 	}, s.txn...)

@@ -2,7 +2,7 @@
 // backend runs Run and must pass all of it. The suite drives a Store through
 // sessions.Service, so it checks the whole contract a caller sees: names and
 // isolation, idempotent appends, sequences, optimistic concurrency, scoped
-// state, reads, listings, expiry, forks and watches.
+// state, reads, listings, expiry, forks, watches and event search.
 package sessionstest
 
 import (
@@ -93,6 +93,11 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Fork", testFork},
 		{"Watch", testWatch},
 		{"Limits", testLimits},
+		{"SearchRanking", testSearchRanking},
+		{"SearchFilters", testSearchFilters},
+		{"SearchPaging", testSearchPaging},
+		{"SearchDeletionAndExpiry", testSearchDeletionAndExpiry},
+		{"SearchIsolation", testSearchIsolation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

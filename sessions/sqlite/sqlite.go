@@ -15,6 +15,9 @@
 //	user_state (app, user) → state (JSON), update time.
 //	app_state  (app) → state (JSON), update time.
 //
+// and the search index (see search.go), kept in the transactions that write
+// events.
+//
 // Session ids are unique per app, so events are keyed by app and session id.
 // Every read of events is a range scan of the events primary key and reads
 // only the rows it returns (or, with a time filter, the rows it skips).
@@ -77,7 +80,7 @@ CREATE TABLE app_state (
 	state     TEXT    NOT NULL,
 	update_ns INTEGER NOT NULL
 ) WITHOUT ROWID;
-`}
+`, searchSchema}
 
 // Store is the SQLite session store.
 type Store struct {
@@ -90,7 +93,9 @@ type Store struct {
 
 var _ sessions.Store = (*Store)(nil)
 
-// New returns a Store on db, creating its tables if needed.
+// New returns a Store on db, creating its tables if needed. A database
+// whose events were stored before the search index existed has them
+// indexed first (a transaction per session).
 func New(db *sqlitedb.DB) (*Store, error) {
 	if err := db.Migrate("sessions", schema); err != nil {
 		return nil, err
@@ -115,6 +120,9 @@ func New(db *sqlitedb.DB) (*Store, error) {
 		if *p.stmt, err = db.Prepare(p.sql); err != nil {
 			return nil, fmt.Errorf("sessions/sqlite: preparing %q: %w", p.sql, err)
 		}
+	}
+	if err := s.indexBacklog(context.Background()); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -171,6 +179,9 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		}
 		for i, e := range r.Events {
 			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, unixnano.From(e.Timestamp), bodies[i]); err != nil {
+				return err
+			}
+			if err := indexEvent(tx, sess.App, sess.User, sess.ID, e); err != nil {
 				return err
 			}
 		}
@@ -545,6 +556,9 @@ func (s *Store) DeleteSession(ctx context.Context, key sessions.Key, now time.Ti
 }
 
 func deleteSession(tx *sql.Tx, app, id string) error {
+	if err := unindexSession(tx, app, id); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(`DELETE FROM events WHERE app = ? AND session = ?`, app, id); err != nil {
 		return err
 	}
@@ -619,6 +633,9 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		e := *r.Event
 		e.Sequence = seq
+		if err := indexEvent(tx, key.App, key.User, key.ID, &e); err != nil {
+			return err
+		}
 		res = &sessions.AppendResult{Event: &e}
 		return nil
 	})

@@ -967,6 +967,233 @@ func (x *WatchSessionResponse) GetEvent() *Event {
 	return nil
 }
 
+// The request of SearchEvents.
+type SearchEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `apps/{app}/users/{user}` to search every session of the user, or
+	// `apps/{app}/users/{user}/sessions/{session}` to search one session.
+	// Required.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The text to look for, up to 1024 bytes. Required. Words are matched
+	// after normalisation: case, Unicode width, common English word endings
+	// ("painted" finds "painting") and stop words ("the", "and") do not
+	// matter; Chinese and Japanese text is matched by character pairs. The
+	// first 32 distinct words count.
+	Query string `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	// Return only events of this author.
+	Author string `protobuf:"bytes,3,opt,name=author,proto3" json:"author,omitempty"`
+	// Return only events whose timestamp is at or after this time.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Return only events whose timestamp is before this time.
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// The maximum number of results to return, 1 to 100; 0 means 10. One
+	// search yields at most 100 results over all its pages.
+	PageSize int32 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of a previous call with the same parameters.
+	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchEventsRequest) Reset() {
+	*x = SearchEventsRequest{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchEventsRequest) ProtoMessage() {}
+
+func (x *SearchEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchEventsRequest.ProtoReflect.Descriptor instead.
+func (*SearchEventsRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SearchEventsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *SearchEventsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchEventsRequest) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *SearchEventsRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *SearchEventsRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *SearchEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *SearchEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// The response of SearchEvents.
+type SearchEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events found, the best match first (equal scores: the newer first).
+	Results []*SearchEventsResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// A token for the next page; empty when there is none.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchEventsResponse) Reset() {
+	*x = SearchEventsResponse{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchEventsResponse) ProtoMessage() {}
+
+func (x *SearchEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchEventsResponse.ProtoReflect.Descriptor instead.
+func (*SearchEventsResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SearchEventsResponse) GetResults() []*SearchEventsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *SearchEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// One event found by SearchEvents.
+type SearchEventsResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event, with its name (which names its session) and sequence.
+	Event *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The event's session: `apps/{app}/users/{user}/sessions/{session}`.
+	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// How well the event matches the query (BM25; higher is better). Scores
+	// compare only within one search.
+	Score         float64 `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchEventsResult) Reset() {
+	*x = SearchEventsResult{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchEventsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchEventsResult) ProtoMessage() {}
+
+func (x *SearchEventsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchEventsResult.ProtoReflect.Descriptor instead.
+func (*SearchEventsResult) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SearchEventsResult) GetEvent() *Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *SearchEventsResult) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *SearchEventsResult) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
 var File_kioku_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_session_service_proto_rawDesc = "" +
@@ -1038,7 +1265,24 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x0eafter_sequence\x18\x02 \x01(\x03H\x00R\rafterSequence\x88\x01\x01B\x11\n" +
 	"\x0f_after_sequence\"=\n" +
 	"\x14WatchSessionResponse\x12%\n" +
-	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event2\x8c\v\n" +
+	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event\"\x89\x02\n" +
+	"\x13SearchEventsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n" +
+	"\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n" +
+	"\x06author\x18\x03 \x01(\tR\x06author\x129\n" +
+	"\n" +
+	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\"v\n" +
+	"\x14SearchEventsResponse\x126\n" +
+	"\aresults\x18\x01 \x03(\v2\x1c.kioku.v1.SearchEventsResultR\aresults\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"k\n" +
+	"\x12SearchEventsResult\x12%\n" +
+	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x14\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score2\xd0\f\n" +
 	"\x0eSessionService\x12y\n" +
 	"\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\"5\x82\xd3\xe4\x93\x02/:\asession\"$/v1/{parent=apps/*/users/*}/sessions\x12m\n" +
 	"\n" +
@@ -1052,7 +1296,8 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\bGetState\x12\x19.kioku.v1.GetStateRequest\x1a\x0f.kioku.v1.State\"E\x82\xd3\xe4\x93\x02<Z\x19\x12\x17/v1/{name=apps/*/state}\x12\x1f/v1/{name=apps/*/users/*/state}\x90\x02\x01\x12\x9a\x01\n" +
 	"\vUpdateState\x12\x1c.kioku.v1.UpdateStateRequest\x1a\x0f.kioku.v1.State\"\\\x82\xd3\xe4\x93\x02V:\vstate_deltaZ&:\vstate_delta2\x17/v1/{name=apps/*/state}2\x1f/v1/{name=apps/*/users/*/state}\x12t\n" +
 	"\vForkSession\x12\x1c.kioku.v1.ForkSessionRequest\x1a\x11.kioku.v1.Session\"4\x82\xd3\xe4\x93\x02.:\x01*\")/v1/{name=apps/*/users/*/sessions/*}:fork\x12T\n" +
-	"\fWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x010\x01B\x94\x01\n" +
+	"\fWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x010\x01\x12\xc1\x01\n" +
+	"\fSearchEvents\x12\x1d.kioku.v1.SearchEventsRequest\x1a\x1e.kioku.v1.SearchEventsResponse\"r\x82\xd3\xe4\x93\x02i:\x01*Z9:\x01*\"4/v1/{parent=apps/*/users/*/sessions/*}/events:search\")/v1/{parent=apps/*/users/*}/events:search\x90\x02\x01B\x94\x01\n" +
 	"\fcom.kioku.v1B\x13SessionServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
 var (
@@ -1067,7 +1312,7 @@ func file_kioku_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_session_service_proto_rawDescData
 }
 
-var file_kioku_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_kioku_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_kioku_v1_session_service_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),  // 0: kioku.v1.CreateSessionRequest
 	(*GetSessionRequest)(nil),     // 1: kioku.v1.GetSessionRequest
@@ -1084,54 +1329,63 @@ var file_kioku_v1_session_service_proto_goTypes = []any{
 	(*ForkSessionRequest)(nil),    // 12: kioku.v1.ForkSessionRequest
 	(*WatchSessionRequest)(nil),   // 13: kioku.v1.WatchSessionRequest
 	(*WatchSessionResponse)(nil),  // 14: kioku.v1.WatchSessionResponse
-	(*Session)(nil),               // 15: kioku.v1.Session
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 17: google.protobuf.FieldMask
-	(*Event)(nil),                 // 18: kioku.v1.Event
-	(*structpb.Struct)(nil),       // 19: google.protobuf.Struct
-	(*emptypb.Empty)(nil),         // 20: google.protobuf.Empty
-	(*State)(nil),                 // 21: kioku.v1.State
+	(*SearchEventsRequest)(nil),   // 15: kioku.v1.SearchEventsRequest
+	(*SearchEventsResponse)(nil),  // 16: kioku.v1.SearchEventsResponse
+	(*SearchEventsResult)(nil),    // 17: kioku.v1.SearchEventsResult
+	(*Session)(nil),               // 18: kioku.v1.Session
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil), // 20: google.protobuf.FieldMask
+	(*Event)(nil),                 // 21: kioku.v1.Event
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
+	(*emptypb.Empty)(nil),         // 23: google.protobuf.Empty
+	(*State)(nil),                 // 24: kioku.v1.State
 }
 var file_kioku_v1_session_service_proto_depIdxs = []int32{
-	15, // 0: kioku.v1.CreateSessionRequest.session:type_name -> kioku.v1.Session
-	16, // 1: kioku.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
-	15, // 2: kioku.v1.ListSessionsResponse.sessions:type_name -> kioku.v1.Session
-	15, // 3: kioku.v1.UpdateSessionRequest.session:type_name -> kioku.v1.Session
-	17, // 4: kioku.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
-	18, // 5: kioku.v1.AppendEventRequest.event:type_name -> kioku.v1.Event
-	18, // 6: kioku.v1.AppendEventResponse.event:type_name -> kioku.v1.Event
-	16, // 7: kioku.v1.ListEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	16, // 8: kioku.v1.ListEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	18, // 9: kioku.v1.ListEventsResponse.events:type_name -> kioku.v1.Event
-	19, // 10: kioku.v1.UpdateStateRequest.state_delta:type_name -> google.protobuf.Struct
-	18, // 11: kioku.v1.WatchSessionResponse.event:type_name -> kioku.v1.Event
-	0,  // 12: kioku.v1.SessionService.CreateSession:input_type -> kioku.v1.CreateSessionRequest
-	1,  // 13: kioku.v1.SessionService.GetSession:input_type -> kioku.v1.GetSessionRequest
-	2,  // 14: kioku.v1.SessionService.ListSessions:input_type -> kioku.v1.ListSessionsRequest
-	4,  // 15: kioku.v1.SessionService.UpdateSession:input_type -> kioku.v1.UpdateSessionRequest
-	5,  // 16: kioku.v1.SessionService.DeleteSession:input_type -> kioku.v1.DeleteSessionRequest
-	6,  // 17: kioku.v1.SessionService.AppendEvent:input_type -> kioku.v1.AppendEventRequest
-	8,  // 18: kioku.v1.SessionService.ListEvents:input_type -> kioku.v1.ListEventsRequest
-	10, // 19: kioku.v1.SessionService.GetState:input_type -> kioku.v1.GetStateRequest
-	11, // 20: kioku.v1.SessionService.UpdateState:input_type -> kioku.v1.UpdateStateRequest
-	12, // 21: kioku.v1.SessionService.ForkSession:input_type -> kioku.v1.ForkSessionRequest
-	13, // 22: kioku.v1.SessionService.WatchSession:input_type -> kioku.v1.WatchSessionRequest
-	15, // 23: kioku.v1.SessionService.CreateSession:output_type -> kioku.v1.Session
-	15, // 24: kioku.v1.SessionService.GetSession:output_type -> kioku.v1.Session
-	3,  // 25: kioku.v1.SessionService.ListSessions:output_type -> kioku.v1.ListSessionsResponse
-	15, // 26: kioku.v1.SessionService.UpdateSession:output_type -> kioku.v1.Session
-	20, // 27: kioku.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
-	7,  // 28: kioku.v1.SessionService.AppendEvent:output_type -> kioku.v1.AppendEventResponse
-	9,  // 29: kioku.v1.SessionService.ListEvents:output_type -> kioku.v1.ListEventsResponse
-	21, // 30: kioku.v1.SessionService.GetState:output_type -> kioku.v1.State
-	21, // 31: kioku.v1.SessionService.UpdateState:output_type -> kioku.v1.State
-	15, // 32: kioku.v1.SessionService.ForkSession:output_type -> kioku.v1.Session
-	14, // 33: kioku.v1.SessionService.WatchSession:output_type -> kioku.v1.WatchSessionResponse
-	23, // [23:34] is the sub-list for method output_type
-	12, // [12:23] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	18, // 0: kioku.v1.CreateSessionRequest.session:type_name -> kioku.v1.Session
+	19, // 1: kioku.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
+	18, // 2: kioku.v1.ListSessionsResponse.sessions:type_name -> kioku.v1.Session
+	18, // 3: kioku.v1.UpdateSessionRequest.session:type_name -> kioku.v1.Session
+	20, // 4: kioku.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
+	21, // 5: kioku.v1.AppendEventRequest.event:type_name -> kioku.v1.Event
+	21, // 6: kioku.v1.AppendEventResponse.event:type_name -> kioku.v1.Event
+	19, // 7: kioku.v1.ListEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	19, // 8: kioku.v1.ListEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	21, // 9: kioku.v1.ListEventsResponse.events:type_name -> kioku.v1.Event
+	22, // 10: kioku.v1.UpdateStateRequest.state_delta:type_name -> google.protobuf.Struct
+	21, // 11: kioku.v1.WatchSessionResponse.event:type_name -> kioku.v1.Event
+	19, // 12: kioku.v1.SearchEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	19, // 13: kioku.v1.SearchEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	17, // 14: kioku.v1.SearchEventsResponse.results:type_name -> kioku.v1.SearchEventsResult
+	21, // 15: kioku.v1.SearchEventsResult.event:type_name -> kioku.v1.Event
+	0,  // 16: kioku.v1.SessionService.CreateSession:input_type -> kioku.v1.CreateSessionRequest
+	1,  // 17: kioku.v1.SessionService.GetSession:input_type -> kioku.v1.GetSessionRequest
+	2,  // 18: kioku.v1.SessionService.ListSessions:input_type -> kioku.v1.ListSessionsRequest
+	4,  // 19: kioku.v1.SessionService.UpdateSession:input_type -> kioku.v1.UpdateSessionRequest
+	5,  // 20: kioku.v1.SessionService.DeleteSession:input_type -> kioku.v1.DeleteSessionRequest
+	6,  // 21: kioku.v1.SessionService.AppendEvent:input_type -> kioku.v1.AppendEventRequest
+	8,  // 22: kioku.v1.SessionService.ListEvents:input_type -> kioku.v1.ListEventsRequest
+	10, // 23: kioku.v1.SessionService.GetState:input_type -> kioku.v1.GetStateRequest
+	11, // 24: kioku.v1.SessionService.UpdateState:input_type -> kioku.v1.UpdateStateRequest
+	12, // 25: kioku.v1.SessionService.ForkSession:input_type -> kioku.v1.ForkSessionRequest
+	13, // 26: kioku.v1.SessionService.WatchSession:input_type -> kioku.v1.WatchSessionRequest
+	15, // 27: kioku.v1.SessionService.SearchEvents:input_type -> kioku.v1.SearchEventsRequest
+	18, // 28: kioku.v1.SessionService.CreateSession:output_type -> kioku.v1.Session
+	18, // 29: kioku.v1.SessionService.GetSession:output_type -> kioku.v1.Session
+	3,  // 30: kioku.v1.SessionService.ListSessions:output_type -> kioku.v1.ListSessionsResponse
+	18, // 31: kioku.v1.SessionService.UpdateSession:output_type -> kioku.v1.Session
+	23, // 32: kioku.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
+	7,  // 33: kioku.v1.SessionService.AppendEvent:output_type -> kioku.v1.AppendEventResponse
+	9,  // 34: kioku.v1.SessionService.ListEvents:output_type -> kioku.v1.ListEventsResponse
+	24, // 35: kioku.v1.SessionService.GetState:output_type -> kioku.v1.State
+	24, // 36: kioku.v1.SessionService.UpdateState:output_type -> kioku.v1.State
+	18, // 37: kioku.v1.SessionService.ForkSession:output_type -> kioku.v1.Session
+	14, // 38: kioku.v1.SessionService.WatchSession:output_type -> kioku.v1.WatchSessionResponse
+	16, // 39: kioku.v1.SessionService.SearchEvents:output_type -> kioku.v1.SearchEventsResponse
+	28, // [28:40] is the sub-list for method output_type
+	16, // [16:28] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_session_service_proto_init() }
@@ -1148,7 +1402,7 @@ func file_kioku_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_session_service_proto_rawDesc), len(file_kioku_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

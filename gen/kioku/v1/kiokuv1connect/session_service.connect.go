@@ -66,6 +66,9 @@ const (
 	// SessionServiceWatchSessionProcedure is the fully-qualified name of the SessionService's
 	// WatchSession RPC.
 	SessionServiceWatchSessionProcedure = "/kioku.v1.SessionService/WatchSession"
+	// SessionServiceSearchEventsProcedure is the fully-qualified name of the SessionService's
+	// SearchEvents RPC.
+	SessionServiceSearchEventsProcedure = "/kioku.v1.SessionService/SearchEvents"
 )
 
 // SessionServiceClient is a client for the kioku.v1.SessionService service.
@@ -101,6 +104,11 @@ type SessionServiceClient interface {
 	// It has no REST binding (a stream of messages has no REST form here): call
 	// it over Connect, gRPC or gRPC-Web, which browsers speak too.
 	WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest]) (*connect.ServerStreamForClient[v1.WatchSessionResponse], error)
+	// Searches a user's events, across all their sessions or in one, for a
+	// text query: the best matches first (BM25 over normalised words), paged.
+	// Events of deleted or expired sessions, and other users' events, are
+	// never returned.
+	SearchEvents(context.Context, *connect.Request[v1.SearchEventsRequest]) (*connect.Response[v1.SearchEventsResponse], error)
 }
 
 // NewSessionServiceClient constructs a client for the kioku.v1.SessionService service. By default,
@@ -185,6 +193,13 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		searchEvents: connect.NewClient[v1.SearchEventsRequest, v1.SearchEventsResponse](
+			httpClient,
+			baseURL+SessionServiceSearchEventsProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("SearchEvents")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -201,6 +216,7 @@ type sessionServiceClient struct {
 	updateState   *connect.Client[v1.UpdateStateRequest, v1.State]
 	forkSession   *connect.Client[v1.ForkSessionRequest, v1.Session]
 	watchSession  *connect.Client[v1.WatchSessionRequest, v1.WatchSessionResponse]
+	searchEvents  *connect.Client[v1.SearchEventsRequest, v1.SearchEventsResponse]
 }
 
 // CreateSession calls kioku.v1.SessionService.CreateSession.
@@ -258,6 +274,11 @@ func (c *sessionServiceClient) WatchSession(ctx context.Context, req *connect.Re
 	return c.watchSession.CallServerStream(ctx, req)
 }
 
+// SearchEvents calls kioku.v1.SessionService.SearchEvents.
+func (c *sessionServiceClient) SearchEvents(ctx context.Context, req *connect.Request[v1.SearchEventsRequest]) (*connect.Response[v1.SearchEventsResponse], error) {
+	return c.searchEvents.CallUnary(ctx, req)
+}
+
 // SessionServiceHandler is an implementation of the kioku.v1.SessionService service.
 type SessionServiceHandler interface {
 	// Creates a session. A caller-chosen session_id already used in the app is
@@ -291,6 +312,11 @@ type SessionServiceHandler interface {
 	// It has no REST binding (a stream of messages has no REST form here): call
 	// it over Connect, gRPC or gRPC-Web, which browsers speak too.
 	WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest], *connect.ServerStream[v1.WatchSessionResponse]) error
+	// Searches a user's events, across all their sessions or in one, for a
+	// text query: the best matches first (BM25 over normalised words), paged.
+	// Events of deleted or expired sessions, and other users' events, are
+	// never returned.
+	SearchEvents(context.Context, *connect.Request[v1.SearchEventsRequest]) (*connect.Response[v1.SearchEventsResponse], error)
 }
 
 // NewSessionServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -371,6 +397,13 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionServiceSearchEventsHandler := connect.NewUnaryHandler(
+		SessionServiceSearchEventsProcedure,
+		svc.SearchEvents,
+		connect.WithSchema(sessionServiceMethods.ByName("SearchEvents")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/kioku.v1.SessionService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SessionServiceCreateSessionProcedure:
@@ -395,6 +428,8 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 			sessionServiceForkSessionHandler.ServeHTTP(w, r)
 		case SessionServiceWatchSessionProcedure:
 			sessionServiceWatchSessionHandler.ServeHTTP(w, r)
+		case SessionServiceSearchEventsProcedure:
+			sessionServiceSearchEventsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -446,4 +481,8 @@ func (UnimplementedSessionServiceHandler) ForkSession(context.Context, *connect.
 
 func (UnimplementedSessionServiceHandler) WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest], *connect.ServerStream[v1.WatchSessionResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.SessionService.WatchSession is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) SearchEvents(context.Context, *connect.Request[v1.SearchEventsRequest]) (*connect.Response[v1.SearchEventsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.SessionService.SearchEvents is not implemented"))
 }

@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/session_service.proto.
  */
 export const file_kioku_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5raW9rdS92MS9zZXNzaW9uX3NlcnZpY2UucHJvdG8SCGtpb2t1LnYxIl4KFENyZWF0ZVNlc3Npb25SZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiIKB3Nlc3Npb24YAyABKAsyES5raW9rdS52MS5TZXNzaW9uIoEBChFHZXRTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3NraXBfZXZlbnRzGAQgASgIInMKE0xpc3RTZXNzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlQKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiMKCHNlc3Npb25zGAEgAygLMhEua2lva3UudjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiawoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSIgoHc2Vzc2lvbhgBIAEoCzIRLmtpb2t1LnYxLlNlc3Npb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIlQKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSFwoPZm9yZ2V0X21lbW9yaWVzGAIgASgIEhUKDWFsbG93X21pc3NpbmcYAyABKAgieAoSQXBwZW5kRXZlbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHgoFZXZlbnQYAiABKAsyDy5raW9rdS52MS5FdmVudBIeChFleHBlY3RlZF9zZXF1ZW5jZRgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9zZXF1ZW5jZSI1ChNBcHBlbmRFdmVudFJlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQiugEKEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIuCgpzdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIb3JkZXJfYnkYBiABKAkiTgoSTGlzdEV2ZW50c1Jlc3BvbnNlEh8KBmV2ZW50cxgBIAMoCzIPLmtpb2t1LnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIfCg9HZXRTdGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJQChJVcGRhdGVTdGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIsCgtzdGF0ZV9kZWx0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiXgoSRm9ya1Nlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRIUCgxkaXNwbGF5X25hbWUYBCABKAkiUwoTV2F0Y2hTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3NlcXVlbmNlGAIgASgDSACIAQFCEQoPX2FmdGVyX3NlcXVlbmNlIjYKFFdhdGNoU2Vzc2lvblJlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQyjAsKDlNlc3Npb25TZXJ2aWNlEnkKDUNyZWF0ZVNlc3Npb24SHi5raW9rdS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iNYLT5JMCLzoHc2Vzc2lvbiIkL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyp9L3Nlc3Npb25zEm0KCkdldFNlc3Npb24SGy5raW9rdS52MS5HZXRTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iL5ACAYLT5JMCJhIkL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9Ep4BCgxMaXN0U2Vzc2lvbnMSHS5raW9rdS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4ua2lva3UudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiT5ACAYLT5JMCRloeEhwvdjEve3BhcmVudD1hcHBzLyp9L3Nlc3Npb25zEiQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vc2Vzc2lvbnMSgQEKDVVwZGF0ZVNlc3Npb24SHi5raW9rdS52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iPYLT5JMCNzoHc2Vzc2lvbjIsL3YxL3tzZXNzaW9uLm5hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0SdQoNRGVsZXRlU2Vzc2lvbhIeLmtpb2t1LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiyC0+STAiYqJC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfRKHAQoLQXBwZW5kRXZlbnQSHC5raW9rdS52MS5BcHBlbmRFdmVudFJlcXVlc3QaHS5raW9rdS52MS5BcHBlbmRFdmVudFJlc3BvbnNlIjuC0+STAjU6ASoiMC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTphcHBlbmRFdmVudBKBAQoKTGlzdEV2ZW50cxIbLmtpb2t1LnYxLkxpc3RFdmVudHNSZXF1ZXN0Ghwua2lva3UudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIjiQAgGC0+STAi8SLS92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9L2V2ZW50cxJ9CghHZXRTdGF0ZRIZLmtpb2t1LnYxLkdldFN0YXRlUmVxdWVzdBoPLmtpb2t1LnYxLlN0YXRlIkWQAgGC0+STAjxaGRIXL3YxL3tuYW1lPWFwcHMvKi9zdGF0ZX0SHy92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zdGF0ZX0SmgEKC1VwZGF0ZVN0YXRlEhwua2lva3UudjEuVXBkYXRlU3RhdGVSZXF1ZXN0Gg8ua2lva3UudjEuU3RhdGUiXILT5JMCVjoLc3RhdGVfZGVsdGFaJjoLc3RhdGVfZGVsdGEyFy92MS97bmFtZT1hcHBzLyovc3RhdGV9Mh8vdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc3RhdGV9EnQKC0ZvcmtTZXNzaW9uEhwua2lva3UudjEuRm9ya1Nlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI0gtPkkwIuOgEqIikvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn06Zm9yaxJUCgxXYXRjaFNlc3Npb24SHS5raW9rdS52MS5XYXRjaFNlc3Npb25SZXF1ZXN0Gh4ua2lva3UudjEuV2F0Y2hTZXNzaW9uUmVzcG9uc2UiA5ACATABQpQBCgxjb20ua2lva3UudjFCE1Nlc3Npb25TZXJ2aWNlUHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("Ch5raW9rdS92MS9zZXNzaW9uX3NlcnZpY2UucHJvdG8SCGtpb2t1LnYxIl4KFENyZWF0ZVNlc3Npb25SZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiIKB3Nlc3Npb24YAyABKAsyES5raW9rdS52MS5TZXNzaW9uIoEBChFHZXRTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3NraXBfZXZlbnRzGAQgASgIInMKE0xpc3RTZXNzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlQKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiMKCHNlc3Npb25zGAEgAygLMhEua2lva3UudjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiawoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSIgoHc2Vzc2lvbhgBIAEoCzIRLmtpb2t1LnYxLlNlc3Npb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIlQKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSFwoPZm9yZ2V0X21lbW9yaWVzGAIgASgIEhUKDWFsbG93X21pc3NpbmcYAyABKAgieAoSQXBwZW5kRXZlbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHgoFZXZlbnQYAiABKAsyDy5raW9rdS52MS5FdmVudBIeChFleHBlY3RlZF9zZXF1ZW5jZRgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9zZXF1ZW5jZSI1ChNBcHBlbmRFdmVudFJlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQiugEKEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIuCgpzdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIb3JkZXJfYnkYBiABKAkiTgoSTGlzdEV2ZW50c1Jlc3BvbnNlEh8KBmV2ZW50cxgBIAMoCzIPLmtpb2t1LnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIfCg9HZXRTdGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJQChJVcGRhdGVTdGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIsCgtzdGF0ZV9kZWx0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiXgoSRm9ya1Nlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRIUCgxkaXNwbGF5X25hbWUYBCABKAkiUwoTV2F0Y2hTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3NlcXVlbmNlGAIgASgDSACIAQFCEQoPX2FmdGVyX3NlcXVlbmNlIjYKFFdhdGNoU2Vzc2lvblJlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQiyQEKE1NlYXJjaEV2ZW50c1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEg0KBXF1ZXJ5GAIgASgJEg4KBmF1dGhvchgDIAEoCRIuCgpzdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAkiXgoUU2VhcmNoRXZlbnRzUmVzcG9uc2USLQoHcmVzdWx0cxgBIAMoCzIcLmtpb2t1LnYxLlNlYXJjaEV2ZW50c1Jlc3VsdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVAoSU2VhcmNoRXZlbnRzUmVzdWx0Eh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQSDwoHc2Vzc2lvbhgCIAEoCRINCgVzY29yZRgDIAEoATLQDAoOU2Vzc2lvblNlcnZpY2USeQoNQ3JlYXRlU2Vzc2lvbhIeLmtpb2t1LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI1gtPkkwIvOgdzZXNzaW9uIiQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vc2Vzc2lvbnMSbQoKR2V0U2Vzc2lvbhIbLmtpb2t1LnYxLkdldFNlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiIvkAIBgtPkkwImEiQvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0SngEKDExpc3RTZXNzaW9ucxIdLmtpb2t1LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHi5raW9rdS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSJPkAIBgtPkkwJGWh4SHC92MS97cGFyZW50PWFwcHMvKn0vc2Vzc2lvbnMSJC92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qfS9zZXNzaW9ucxKBAQoNVXBkYXRlU2Vzc2lvbhIeLmtpb2t1LnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI9gtPkkwI3OgdzZXNzaW9uMiwvdjEve3Nlc3Npb24ubmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfRJ1Cg1EZWxldGVTZXNzaW9uEh4ua2lva3UudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiLILT5JMCJiokL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9EocBCgtBcHBlbmRFdmVudBIcLmtpb2t1LnYxLkFwcGVuZEV2ZW50UmVxdWVzdBodLmtpb2t1LnYxLkFwcGVuZEV2ZW50UmVzcG9uc2UiO4LT5JMCNToBKiIwL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9OmFwcGVuZEV2ZW50EoEBCgpMaXN0RXZlbnRzEhsua2lva3UudjEuTGlzdEV2ZW50c1JlcXVlc3QaHC5raW9rdS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiOJACAYLT5JMCLxItL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0vZXZlbnRzEn0KCEdldFN0YXRlEhkua2lva3UudjEuR2V0U3RhdGVSZXF1ZXN0Gg8ua2lva3UudjEuU3RhdGUiRZACAYLT5JMCPFoZEhcvdjEve25hbWU9YXBwcy8qL3N0YXRlfRIfL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3N0YXRlfRKaAQoLVXBkYXRlU3RhdGUSHC5raW9rdS52MS5VcGRhdGVTdGF0ZVJlcXVlc3QaDy5raW9rdS52MS5TdGF0ZSJcgtPkkwJWOgtzdGF0ZV9kZWx0YVomOgtzdGF0ZV9kZWx0YTIXL3YxL3tuYW1lPWFwcHMvKi9zdGF0ZX0yHy92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zdGF0ZX0SdAoLRm9ya1Nlc3Npb24SHC5raW9rdS52MS5Gb3JrU2Vzc2lvblJlcXVlc3QaES5raW9rdS52MS5TZXNzaW9uIjSC0+STAi46ASoiKS92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTpmb3JrElQKDFdhdGNoU2Vzc2lvbhIdLmtpb2t1LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaHi5raW9rdS52MS5XYXRjaFNlc3Npb25SZXNwb25zZSIDkAIBMAESwQEKDFNlYXJjaEV2ZW50cxIdLmtpb2t1LnYxLlNlYXJjaEV2ZW50c1JlcXVlc3QaHi5raW9rdS52MS5TZWFyY2hFdmVudHNSZXNwb25zZSJykAIBgtPkkwJpOgEqWjk6ASoiNC92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9L2V2ZW50czpzZWFyY2giKS92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qfS9ldmVudHM6c2VhcmNoQpQBCgxjb20ua2lva3UudjFCE1Nlc3Npb25TZXJ2aWNlUHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * The request of CreateSession.
@@ -532,6 +532,140 @@ export const WatchSessionResponseSchema: GenMessage<WatchSessionResponse> = /*@_
   messageDesc(file_kioku_v1_session_service, 14);
 
 /**
+ * The request of SearchEvents.
+ *
+ * @generated from message kioku.v1.SearchEventsRequest
+ */
+export type SearchEventsRequest = Message<"kioku.v1.SearchEventsRequest"> & {
+  /**
+   * `apps/{app}/users/{user}` to search every session of the user, or
+   * `apps/{app}/users/{user}/sessions/{session}` to search one session.
+   * Required.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The text to look for, up to 1024 bytes. Required. Words are matched
+   * after normalisation: case, Unicode width, common English word endings
+   * ("painted" finds "painting") and stop words ("the", "and") do not
+   * matter; Chinese and Japanese text is matched by character pairs. The
+   * first 32 distinct words count.
+   *
+   * @generated from field: string query = 2;
+   */
+  query: string;
+
+  /**
+   * Return only events of this author.
+   *
+   * @generated from field: string author = 3;
+   */
+  author: string;
+
+  /**
+   * Return only events whose timestamp is at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 4;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * Return only events whose timestamp is before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp end_time = 5;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * The maximum number of results to return, 1 to 100; 0 means 10. One
+   * search yields at most 100 results over all its pages.
+   *
+   * @generated from field: int32 page_size = 6;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of a previous call with the same parameters.
+   *
+   * @generated from field: string page_token = 7;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message kioku.v1.SearchEventsRequest.
+ * Use `create(SearchEventsRequestSchema)` to create a new message.
+ */
+export const SearchEventsRequestSchema: GenMessage<SearchEventsRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 15);
+
+/**
+ * The response of SearchEvents.
+ *
+ * @generated from message kioku.v1.SearchEventsResponse
+ */
+export type SearchEventsResponse = Message<"kioku.v1.SearchEventsResponse"> & {
+  /**
+   * The events found, the best match first (equal scores: the newer first).
+   *
+   * @generated from field: repeated kioku.v1.SearchEventsResult results = 1;
+   */
+  results: SearchEventsResult[];
+
+  /**
+   * A token for the next page; empty when there is none.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message kioku.v1.SearchEventsResponse.
+ * Use `create(SearchEventsResponseSchema)` to create a new message.
+ */
+export const SearchEventsResponseSchema: GenMessage<SearchEventsResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 16);
+
+/**
+ * One event found by SearchEvents.
+ *
+ * @generated from message kioku.v1.SearchEventsResult
+ */
+export type SearchEventsResult = Message<"kioku.v1.SearchEventsResult"> & {
+  /**
+   * The event, with its name (which names its session) and sequence.
+   *
+   * @generated from field: kioku.v1.Event event = 1;
+   */
+  event?: Event | undefined;
+
+  /**
+   * The event's session: `apps/{app}/users/{user}/sessions/{session}`.
+   *
+   * @generated from field: string session = 2;
+   */
+  session: string;
+
+  /**
+   * How well the event matches the query (BM25; higher is better). Scores
+   * compare only within one search.
+   *
+   * @generated from field: double score = 3;
+   */
+  score: number;
+};
+
+/**
+ * Describes the message kioku.v1.SearchEventsResult.
+ * Use `create(SearchEventsResultSchema)` to create a new message.
+ */
+export const SearchEventsResultSchema: GenMessage<SearchEventsResult> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 17);
+
+/**
  * SessionService manages sessions, their append-only events and their
  * prefix-scoped state.
  *
@@ -656,6 +790,19 @@ export const SessionService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchSessionRequestSchema;
     output: typeof WatchSessionResponseSchema;
+  },
+  /**
+   * Searches a user's events, across all their sessions or in one, for a
+   * text query: the best matches first (BM25 over normalised words), paged.
+   * Events of deleted or expired sessions, and other users' events, are
+   * never returned.
+   *
+   * @generated from rpc kioku.v1.SessionService.SearchEvents
+   */
+  searchEvents: {
+    methodKind: "unary";
+    input: typeof SearchEventsRequestSchema;
+    output: typeof SearchEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_kioku_v1_session_service, 0);

@@ -1,0 +1,221 @@
+package firestore
+
+import (
+	"cmp"
+	"context"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+
+	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Event search on Firestore: no document of its own. Each event document
+// carries what its search needs: owner (the store's root, app and user),
+// session, author, terms (the distinct terms of sessions.IndexTerms, an
+// array) and nterms (its length in terms). A search runs, per query term,
+// one query over the user's events (a collection group query on owner, or
+// one over the session's events collection) for the events whose terms
+// contain it, newest first, reading at most searchReads/len(terms)
+// (at least minTermReads) of them; terms with more matches are counted with
+// an aggregation. One more aggregation counts the events searched and
+// averages their length. The candidates are chosen with
+// sessions.CandidateOrder and their sessions read (in one batch) to drop
+// those of expired or deleted sessions whose events are not removed yet.
+//
+// So an append writes no extra document (the event document has the
+// fields; its terms add one index entry per distinct term to each index
+// below), and a search costs about: one read per event it reads (at most
+// searchReads, plus minTermReads per term beyond), one read per 1,000 index
+// entries per aggregation (1 + one per term whose matches were not all
+// read), and one read per distinct session among the candidates. It grows
+// with the user's matching events, never with the app's.
+//
+// Composite indexes (firestore.indexes.json): events, collection group
+// scope, (owner, terms array-contains, ts_ns desc) and (owner, author,
+// terms array-contains, ts_ns desc), and (owner) and (owner, author) for
+// the aggregations; collection scope (terms array-contains, ts_ns desc) and
+// (author, terms array-contains, ts_ns desc).
+
+const (
+	// searchReads is the most event documents one search reads.
+	searchReads = 400
+	// minTermReads is the fewest read per term.
+	minTermReads = 25
+)
+
+// owner is the value of an event document's owner field: one user of one
+// app under this store's root.
+func (s *Store) owner(app, user string) string { return s.root + "/" + app + "/" + user }
+
+// searchFields returns the search fields of an event document.
+func (s *Store) searchFields(app, user, session string, e *sessions.Event) map[string]any {
+	distinct, length := sessions.IndexTerms(e)
+	if distinct == nil {
+		distinct = []string{}
+	}
+	return map[string]any{
+		"owner":   s.owner(app, user),
+		"session": session,
+		"author":  e.Author,
+		"terms":   distinct,
+		"nterms":  length,
+	}
+}
+
+// eventData is the whole document of an event.
+func (s *Store) eventData(app, user, session string, e *sessions.Event, body string) map[string]any {
+	m := s.searchFields(app, user, session, e)
+	m["seq"] = e.Sequence
+	m["id"] = e.ID
+	m["ts_ns"] = unixnano.From(e.Timestamp)
+	m["body"] = body
+	return m
+}
+
+// candidate is an event document a search read.
+type candidate struct {
+	path    string
+	session string
+	inc     string // the incarnation its path names
+	doc     eventDoc
+}
+
+// SearchEvents implements sessions.Store.
+func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*sessions.SearchCandidates, error) {
+	out := &sessions.SearchCandidates{DocFreq: map[string]float64{}}
+	var base firestore.Query
+	if q.Session != "" {
+		d, err := s.visible(ctx, sessions.Key{App: q.App, User: q.User, ID: q.Session}, q.Now)
+		if err != nil {
+			return nil, err
+		}
+		base = s.dataRef(q.App, d.Incarnation).Collection("events").Query
+	} else {
+		base = s.c.CollectionGroup("events").Where("owner", "==", s.owner(q.App, q.User))
+	}
+	if q.Author != "" {
+		base = base.Where("author", "==", q.Author)
+	}
+	if !q.From.IsZero() {
+		base = base.Where("ts_ns", ">=", q.From.UnixNano())
+	}
+	if !q.To.IsZero() {
+		base = base.Where("ts_ns", "<", q.To.UnixNano())
+	}
+	stats, err := base.NewAggregationQuery().WithCount("n").WithAvg("nterms", "avg").Get(ctx)
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	data := stats.Data()
+	n, _ := data["n"].(int64)
+	if n == 0 {
+		return out, nil
+	}
+	out.Docs = float64(n)
+	out.AvgLength, _ = data["avg"].(float64)
+
+	perTerm := max(minTermReads, searchReads/len(q.Terms))
+	found := map[string]*candidate{}
+	postings := map[string][]string{}
+	for _, t := range q.Terms {
+		tq := base.Where("terms", "array-contains", t.Term)
+		it := tq.OrderBy("ts_ns", firestore.Desc).Limit(perTerm).Documents(ctx)
+		var list []string
+		for {
+			snap, err := it.Next()
+			if err == iterator.Done {
+				break
+			}
+			if err != nil {
+				it.Stop()
+				return nil, firestoredb.Wrap(err)
+			}
+			path := snap.Ref.Path
+			if found[path] == nil {
+				c := &candidate{path: path, inc: snap.Ref.Parent.Parent.ID}
+				if err := snap.DataTo(&c.doc); err != nil {
+					it.Stop()
+					return nil, err
+				}
+				if v, err := snap.DataAt("session"); err == nil {
+					c.session, _ = v.(string)
+				}
+				found[path] = c
+			}
+			list = append(list, path)
+		}
+		it.Stop()
+		postings[t.Term] = list
+		df := float64(len(list))
+		if len(list) == perTerm {
+			res, err := tq.NewAggregationQuery().WithCount("n").Get(ctx)
+			if err != nil {
+				return nil, firestoredb.Wrap(err)
+			}
+			if c, ok := res.Data()["n"].(int64); ok {
+				df = float64(c)
+			}
+		}
+		out.DocFreq[t.Term] = df
+	}
+	order := sessions.CandidateOrder(q.Terms, postings, out.Docs, out.DocFreq, func(a, b string) int {
+		return cmp.Or(cmp.Compare(found[b].doc.TSNS, found[a].doc.TSNS), strings.Compare(b, a))
+	})
+	return out, s.keepVisible(ctx, q, order, found, out)
+}
+
+// keepVisible fills out.Hits with the candidates, in order, whose sessions
+// are visible and still the incarnation the event belongs to, up to
+// q.Limit. It reads the sessions of the candidates it looks at, q.Limit
+// candidates at a time.
+func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order []string, found map[string]*candidate, out *sessions.SearchCandidates) error {
+	live := map[string]string{} // session id → incarnation, when visible
+	read := map[string]bool{}
+	for start := 0; start < len(order) && len(out.Hits) < q.Limit; start += q.Limit {
+		chunk := order[start:min(start+q.Limit, len(order))]
+		var refs []*firestore.DocumentRef
+		for _, p := range chunk {
+			if id := found[p].session; !read[id] {
+				read[id] = true
+				refs = append(refs, s.sessionRef(q.App, id))
+			}
+		}
+		if len(refs) > 0 {
+			snaps, err := s.c.GetAll(ctx, refs)
+			if err != nil {
+				return firestoredb.Wrap(err)
+			}
+			for _, snap := range snaps {
+				if !snap.Exists() {
+					continue
+				}
+				var d sessionDoc
+				if err := snap.DataTo(&d); err != nil {
+					return err
+				}
+				if d.User == q.User && !d.expired(q.Now) {
+					live[snap.Ref.ID] = d.Incarnation
+				}
+			}
+		}
+		for _, p := range chunk {
+			if len(out.Hits) == q.Limit {
+				break
+			}
+			c := found[p]
+			if inc, ok := live[c.session]; !ok || inc != c.inc {
+				continue
+			}
+			e, err := c.doc.event()
+			if err != nil {
+				return err
+			}
+			out.Hits = append(out.Hits, sessions.SearchHit{Session: sessions.Key{App: q.App, User: q.User, ID: c.session}, Event: e})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package sessions
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/terms"
+)
+
+// Search limits, part of the API contract.
+const (
+	// MaxSearchQueryBytes bounds a search query's length.
+	MaxSearchQueryBytes = 1024
+	// MaxSearchTerms is how many distinct terms of a query are searched
+	// (the first ones; the rest are ignored).
+	MaxSearchTerms = 32
+	// MaxSearchHits is how many ranked events one search yields over all
+	// its pages.
+	MaxSearchHits = 100
+	// DefaultSearchPageSize and MaxSearchPageSize bound a page of hits.
+	DefaultSearchPageSize = 10
+	MaxSearchPageSize     = 100
+	// MaxIndexedTerms bounds the distinct terms indexed for one event (the
+	// first ones of its text).
+	MaxIndexedTerms = 1000
+)
+
+// BM25's parameters: term frequency saturation and length normalisation.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// SearchEventsRequest is the input of SearchEvents.
+type SearchEventsRequest struct {
+	App, User string
+	// Session, when set, searches this session of the user only.
+	Session string
+	// Query is the text to look for.
+	Query string
+	// Author, when set, keeps only events of this author.
+	Author string
+	// From and To bound the event timestamps: From <= t < To (zero: open).
+	From, To  time.Time
+	PageSize  int32
+	PageToken string
+}
+
+// SearchHit is one event found by SearchEvents.
+type SearchHit struct {
+	// Session is the event's session.
+	Session Key
+	Event   *Event
+	// Score is the event's BM25 score for the query (higher is better).
+	Score float64
+}
+
+// SearchTerm is one normalised term of a query with its weight (terms of
+// little meaning weigh less; see package internal/terms).
+type SearchTerm struct {
+	Term   string
+	Weight float64
+}
+
+// SearchQuery is a Store.SearchEvents request.
+type SearchQuery struct {
+	App, User string
+	// Session, when set, limits the search to this session of the user.
+	Session string
+	// Terms are the query's distinct terms.
+	Terms  []SearchTerm
+	Author string
+	// From and To bound the event timestamps (zero: open).
+	From, To time.Time
+	// Now decides expiry.
+	Now time.Time
+	// Limit is how many candidates to return.
+	Limit int
+}
+
+// SearchCandidates is what Store.SearchEvents found: the candidates and the
+// statistics that rank them.
+type SearchCandidates struct {
+	// Hits are the candidates (Score unset), at most Limit, the most
+	// promising first: by the sum of Weight × IDF of the query terms they
+	// contain, then newest first.
+	Hits []SearchHit
+	// Docs is how many indexed events the search ran over (the user's, or
+	// the session's), AvgLength their average length in terms.
+	Docs, AvgLength float64
+	// DocFreq is, per query term, how many of those events contain it
+	// (estimated where a store reads only a term's newest postings).
+	DocFreq map[string]float64
+}
+
+// IDF is BM25's inverse document frequency of a term found in df of n
+// events.
+func IDF(n, df float64) float64 {
+	df = min(max(df, 0), n)
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
+// SearchText returns the text of an event that search indexes: the text
+// parts of its content, thoughts left out. Tool calls and results are not
+// searched.
+func SearchText(e *Event) string { return e.Content.Text() }
+
+// IndexTerms returns the distinct terms (at most MaxIndexedTerms) of the
+// event's searchable text and its length in terms; none for an event
+// without text.
+func IndexTerms(e *Event) (distinct []string, length int) {
+	seen := map[string]bool{}
+	terms.Each(SearchText(e), func(t string, _ terms.Kind) {
+		length++
+		if !seen[t] && len(distinct) < MaxIndexedTerms {
+			seen[t] = true
+			distinct = append(distinct, t)
+		}
+	})
+	return distinct, length
+}
+
+// queryTerms returns a query's distinct terms with their weights.
+func queryTerms(query string) []SearchTerm {
+	var out []SearchTerm
+	seen := map[string]bool{}
+	terms.Each(query, func(t string, k terms.Kind) {
+		if seen[t] || len(out) == MaxSearchTerms {
+			return
+		}
+		seen[t] = true
+		w := 1.0
+		switch k {
+		case terms.Weak:
+			w = 1.0 / 3
+		case terms.Han:
+			w = 0.3
+		case terms.Single:
+			w = 0.5
+		}
+		out = append(out, SearchTerm{Term: t, Weight: w})
+	})
+	return out
+}
+
+// SearchEvents searches a user's events (across their sessions, or in one)
+// for a text query and returns a page of hits, the best first, and the
+// next page token. Events are ranked by BM25 (k1 1.2, b 0.75) over the
+// normalised terms of package internal/terms, with the statistics of the
+// events searched; ties go to the newer event. A search yields at most
+// MaxSearchHits hits over all its pages. Only visible events are found: an
+// expired or deleted session's events never are, and neither are other
+// users'.
+func (s *Service) SearchEvents(ctx context.Context, r SearchEventsRequest) ([]SearchHit, string, error) {
+	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
+		return nil, "", err
+	}
+	if err := aip.ValidateID("user id", r.User, aip.UserIDChars); err != nil {
+		return nil, "", err
+	}
+	if r.Session != "" {
+		if err := aip.ValidateID("session id", r.Session, aip.SessionIDChars); err != nil {
+			return nil, "", err
+		}
+	}
+	if strings.TrimSpace(r.Query) == "" {
+		return nil, "", fault.Invalidf("query is required")
+	}
+	if len(r.Query) > MaxSearchQueryBytes {
+		return nil, "", fault.Invalidf("query is %d bytes; the limit is %d", len(r.Query), MaxSearchQueryBytes)
+	}
+	if len(r.Author) > aip.MaxIDBytes {
+		return nil, "", fault.Invalidf("author is %d bytes; the limit is %d", len(r.Author), aip.MaxIDBytes)
+	}
+	if !validTime(r.From) || !validTime(r.To) {
+		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")
+	}
+	size := int(r.PageSize)
+	switch {
+	case size < 0:
+		return nil, "", fault.Invalidf("page_size must not be negative")
+	case size == 0:
+		size = DefaultSearchPageSize
+	case size > MaxSearchPageSize:
+		return nil, "", fault.Invalidf("page_size is %d; the limit is %d", size, MaxSearchPageSize)
+	}
+	digest := aip.QueryDigest("search", r.App, r.User, r.Session, r.Query, r.Author,
+		strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10))
+	tok, err := aip.DecodePageToken(r.PageToken, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	qt := queryTerms(r.Query)
+	if len(qt) == 0 {
+		return nil, "", fault.Invalidf("query %q has no word to search for (only common words such as \"the\" or punctuation)", r.Query)
+	}
+	if tok.Offset >= MaxSearchHits {
+		return nil, "", nil
+	}
+	found, err := s.store.SearchEvents(ctx, &SearchQuery{
+		App: r.App, User: r.User, Session: r.Session, Terms: qt, Author: r.Author,
+		From: r.From, To: r.To, Now: s.now(), Limit: MaxSearchHits,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	hits := rank(found, qt)
+	if tok.Offset >= len(hits) {
+		return nil, "", nil
+	}
+	hits = hits[tok.Offset:]
+	if len(hits) <= size {
+		return hits, "", nil
+	}
+	return hits[:size], aip.EncodePageToken(aip.PageToken{Query: digest, Offset: tok.Offset + size}), nil
+}
+
+// rank scores the candidates with BM25 from their text and sorts them,
+// the best first, then the newest.
+func rank(c *SearchCandidates, qt []SearchTerm) []SearchHit {
+	n := max(c.Docs, float64(len(c.Hits)))
+	avg := c.AvgLength
+	if avg <= 0 {
+		avg = 1
+	}
+	idf := make(map[string]float64, len(qt))
+	for _, t := range qt {
+		idf[t.Term] = t.Weight * IDF(n, c.DocFreq[t.Term])
+	}
+	hits := slices.Clone(c.Hits)
+	for i := range hits {
+		tf := map[string]float64{}
+		length := 0.0
+		terms.Each(SearchText(hits[i].Event), func(t string, _ terms.Kind) {
+			length++
+			if _, ok := idf[t]; ok {
+				tf[t]++
+			}
+		})
+		norm := bm25K1 * (1 - bm25B + bm25B*length/avg)
+		score := 0.0
+		for t, f := range tf {
+			score += idf[t] * f * (bm25K1 + 1) / (f + norm)
+		}
+		hits[i].Score = score
+	}
+	hits = slices.DeleteFunc(hits, func(h SearchHit) bool { return h.Score <= 0 })
+	slices.SortStableFunc(hits, func(a, b SearchHit) int {
+		return cmp.Or(
+			cmp.Compare(b.Score, a.Score),
+			b.Event.Timestamp.Compare(a.Event.Timestamp),
+			strings.Compare(a.Session.ID, b.Session.ID),
+			cmp.Compare(b.Event.Sequence, a.Event.Sequence),
+		)
+	})
+	return hits
+}
+
+// CandidateOrder orders the events a store found for a query, the most
+// promising first: by the sum of Weight × IDF(n, df) of the query terms
+// whose postings hold them, then by newer (newer(a, b) < 0 when a is
+// newer). postings maps each term to the events found for it. Stores use
+// it to choose their candidates the same way.
+func CandidateOrder[D comparable](qt []SearchTerm, postings map[string][]D, n float64, df map[string]float64, newer func(a, b D) int) []D {
+	score := map[D]float64{}
+	var docs []D
+	for _, t := range qt {
+		w := t.Weight * IDF(n, df[t.Term])
+		for _, d := range postings[t.Term] {
+			if _, ok := score[d]; !ok {
+				docs = append(docs, d)
+			}
+			score[d] += w
+		}
+	}
+	slices.SortFunc(docs, func(a, b D) int {
+		return cmp.Or(cmp.Compare(score[b], score[a]), newer(a, b))
+	})
+	return docs
+}

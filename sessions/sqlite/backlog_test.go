@@ -1,0 +1,55 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// TestSearchBacklog opens a database written before the search index
+// existed (schema version 1) and finds its events by search.
+func TestSearchBacklog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kioku.db")
+	db, err := sqlitedb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate("sessions", schema[:1]); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := &sessions.Event{ID: "e1", Author: "user", Timestamp: now, Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "the lighthouse keeper"}}}}
+	body, err := encodeEvent(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Write(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO sessions (app, id, user, create_ns, update_ns, last_seq) VALUES ('a', 's1', 'u1', ?, ?, 1)`, now.UnixNano(), now.UnixNano()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO events (app, session, seq, id, ts_ns, body) VALUES ('a', 's1', 1, 'e1', ?, ?)`, now.UnixNano(), body)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sessions.NewService(s, sessions.Config{Now: func() time.Time { return now }})
+	hits, _, err := svc.SearchEvents(t.Context(), sessions.SearchEventsRequest{App: "a", User: "u1", Query: "lighthouse"})
+	if err != nil || len(hits) != 1 || hits[0].Event.ID != "e1" || hits[0].Session.ID != "s1" {
+		t.Fatalf("search after the backlog = %+v, %v", hits, err)
+	}
+	var left int
+	if err := db.Read().QueryRow(`SELECT count(*) FROM search_backlog`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("backlog left: %d, %v", left, err)
+	}
+	db.Close()
+}

@@ -1,0 +1,337 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// The search index (schema version 2).
+//
+//	search_users   (app, user) → id, the user's number; next_doc, the
+//	               number of the user's last indexed event; docs and
+//	               length, how many of the user's events are indexed and
+//	               their total length in terms.
+//	search_docs    doc → app, session, seq, ts_ns, length: what an indexed
+//	               event is. doc is (user id << 32) | the user's event
+//	               number, so one user's events are one range of docs.
+//	search_fts     an FTS5 table, contentless, without positions
+//	               (detail=none), rowid = doc: the event's distinct terms
+//	               (sessions.IndexTerms, already normalised; FTS5's ascii
+//	               tokenizer only splits them on spaces) and two tags, one
+//	               for its session and one for its author.
+//	search_backlog sessions whose events were stored before the index
+//	               existed; New indexes them.
+//
+// A search reads, for each query term, the newest perTermPostings docs of
+// the user's range that hold it (with the session's or author's tag when
+// the query filters on them), chooses its candidates with
+// sessions.CandidateOrder, and reads their events. It reads what the user
+// has, never other users' rows.
+var searchSchema = `
+CREATE TABLE search_users (
+	id       INTEGER PRIMARY KEY,
+	app      TEXT    NOT NULL,
+	user     TEXT    NOT NULL,
+	next_doc INTEGER NOT NULL DEFAULT 1,
+	docs     INTEGER NOT NULL DEFAULT 1,
+	length   INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (app, user)
+);
+CREATE TABLE search_docs (
+	doc     INTEGER PRIMARY KEY,
+	app     TEXT    NOT NULL,
+	session TEXT    NOT NULL,
+	seq     INTEGER NOT NULL,
+	ts_ns   INTEGER NOT NULL,
+	length  INTEGER NOT NULL
+);
+CREATE INDEX search_docs_by_session ON search_docs (app, session);
+CREATE VIRTUAL TABLE search_fts USING fts5(terms, content='', contentless_delete=1, detail=none, tokenize='ascii');
+CREATE TABLE search_backlog (
+	app     TEXT NOT NULL,
+	session TEXT NOT NULL,
+	PRIMARY KEY (app, session)
+) WITHOUT ROWID;
+INSERT INTO search_backlog (app, session) SELECT app, id FROM sessions;
+`
+
+// perTermPostings is the most docs a search reads for one term (the
+// newest). Terms held by more of the user's events count only in these
+// when candidates are chosen; candidates are then ranked on their whole
+// text.
+const perTermPostings = 5000
+
+// maxUserDocs is how many events of one user can ever be indexed (the
+// event number is the low 32 bits of a doc).
+const maxUserDocs = 1<<32 - 1
+
+// tag returns the index term standing for a session or an author: "§"
+// (never part of a normalised term), a letter, and a hash of the value.
+func tag(kind byte, value string) string {
+	h := sha256.Sum256([]byte(value))
+	return "§" + string(kind) + hex.EncodeToString(h[:8])
+}
+
+// indexEvent adds an event of a session to the search index, in the
+// transaction that stores it.
+func indexEvent(tx *sql.Tx, app, user, session string, e *sessions.Event) error {
+	distinct, length := sessions.IndexTerms(e)
+	if len(distinct) == 0 {
+		return nil
+	}
+	var uid, n int64
+	// A user's first indexed event makes the row with next_doc and docs 1.
+	err := tx.QueryRow(`INSERT INTO search_users (app, user, length) VALUES (?, ?, ?)
+		ON CONFLICT (app, user) DO UPDATE SET next_doc = next_doc + 1, docs = docs + 1, length = length + excluded.length
+		RETURNING id, next_doc`, app, user, length).Scan(&uid, &n)
+	if err != nil {
+		return err
+	}
+	if n > maxUserDocs {
+		return fault.New(fault.ResourceExhausted, "user %s of app %s has had %d events indexed for search, the most one user can have", user, app, maxUserDocs)
+	}
+	doc := uid<<32 | n
+	if _, err := tx.Exec(`INSERT INTO search_docs (doc, app, session, seq, ts_ns, length) VALUES (?, ?, ?, ?, ?, ?)`,
+		doc, app, session, e.Sequence, unixnano.From(e.Timestamp), length); err != nil {
+		return err
+	}
+	text := strings.Join(distinct, " ") + " " + tag('s', session) + " " + tag('a', e.Author)
+	_, err = tx.Exec(`INSERT INTO search_fts (rowid, terms) VALUES (?, ?)`, doc, text)
+	return err
+}
+
+// unindexSession removes a session's events from the search index.
+func unindexSession(tx *sql.Tx, app, session string) error {
+	rows, err := tx.Query(`SELECT doc >> 32, count(*), total(length) FROM search_docs WHERE app = ? AND session = ? GROUP BY doc >> 32`, app, session)
+	if err != nil {
+		return err
+	}
+	type userDocs struct{ uid, docs, length int64 }
+	var users []userDocs
+	for rows.Next() {
+		var u userDocs
+		var length float64
+		if err := rows.Scan(&u.uid, &u.docs, &length); err != nil {
+			rows.Close()
+			return err
+		}
+		u.length = int64(length)
+		users = append(users, u)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(users) == 0 {
+		return err
+	}
+	for _, u := range users {
+		if _, err := tx.Exec(`UPDATE search_users SET docs = docs - ?, length = length - ? WHERE id = ?`, u.docs, u.length, u.uid); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(`DELETE FROM search_fts WHERE rowid IN (SELECT doc FROM search_docs WHERE app = ? AND session = ?)`, app, session); err != nil {
+		return err
+	}
+	_, err = tx.Exec(`DELETE FROM search_docs WHERE app = ? AND session = ?`, app, session)
+	return err
+}
+
+// indexBacklog indexes the events of sessions stored before the search
+// index existed, a session per transaction.
+func (s *Store) indexBacklog(ctx context.Context) error {
+	for {
+		var app, id string
+		err := s.db.Read().QueryRowContext(ctx, `SELECT app, session FROM search_backlog LIMIT 1`).Scan(&app, &id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = s.db.Write(ctx, func(tx *sql.Tx) error {
+			var user string
+			err := tx.QueryRow(`SELECT user FROM sessions WHERE app = ? AND id = ?`, app, id).Scan(&user)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if err == nil {
+				if err := unindexSession(tx, app, id); err != nil {
+					return err
+				}
+				events, err := queryEvents(ctx, tx, sessions.Key{App: app, User: user, ID: id}, sessions.EventQuery{})
+				if err != nil {
+					return err
+				}
+				for _, e := range events {
+					if err := indexEvent(tx, app, user, id, e); err != nil {
+						return err
+					}
+				}
+			}
+			_, err = tx.Exec(`DELETE FROM search_backlog WHERE app = ? AND session = ?`, app, id)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("indexing the events of session %s of app %s for search: %w", id, app, err)
+		}
+	}
+}
+
+// SearchEvents implements sessions.Store.
+func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*sessions.SearchCandidates, error) {
+	out := &sessions.SearchCandidates{DocFreq: map[string]float64{}}
+	err := s.readTx(ctx, func(tx querier) error {
+		if q.Session != "" {
+			if err := visible(ctx, tx, sessions.Key{App: q.App, User: q.User, ID: q.Session}, q.Now); err != nil {
+				return err
+			}
+		}
+		var uid, next, docs, length int64
+		err := tx.QueryRowContext(ctx, `SELECT id, next_doc, docs, length FROM search_users WHERE app = ? AND user = ?`, q.App, q.User).Scan(&uid, &next, &docs, &length)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // nothing of this user is indexed
+		}
+		if err != nil {
+			return err
+		}
+		if q.Session != "" {
+			var total float64
+			if err := tx.QueryRowContext(ctx, `SELECT count(*), total(length) FROM search_docs WHERE app = ? AND session = ?`, q.App, q.Session).Scan(&docs, &total); err != nil {
+				return err
+			}
+			length = int64(total)
+		}
+		if docs == 0 {
+			return nil
+		}
+		out.Docs, out.AvgLength = float64(docs), float64(length)/float64(docs)
+		var filter string
+		if q.Session != "" {
+			filter += ` AND "` + tag('s', q.Session) + `"`
+		}
+		if q.Author != "" {
+			filter += ` AND "` + tag('a', q.Author) + `"`
+		}
+		lo, hi := uid<<32, uid<<32|maxUserDocs
+		postings := map[string][]int64{}
+		for _, t := range q.Terms {
+			rows, err := tx.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
+				`"`+t.Term+`"`+filter, lo, hi, perTermPostings)
+			if err != nil {
+				return err
+			}
+			var list []int64
+			for rows.Next() {
+				var doc int64
+				if err := rows.Scan(&doc); err != nil {
+					rows.Close()
+					return err
+				}
+				list = append(list, doc)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			postings[t.Term] = list
+			df := float64(len(list))
+			if len(list) == perTermPostings {
+				// Only the newest postings were read: estimate the rest
+				// from how densely they cover the user's newest events.
+				span := float64(next - list[len(list)-1]&maxUserDocs + 1)
+				df = min(float64(docs), df*float64(next)/span)
+			}
+			out.DocFreq[t.Term] = df
+		}
+		order := sessions.CandidateOrder(q.Terms, postings, out.Docs, out.DocFreq, func(a, b int64) int { return cmp.Compare(b, a) })
+		hits, err := s.loadCandidates(ctx, tx, q, order)
+		out.Hits = hits
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// loadCandidates reads the events of docs in order, skipping those outside
+// the time range and those of sessions that are not visible (expired, not
+// swept yet), until q.Limit are found.
+func (s *Store) loadCandidates(ctx context.Context, tx querier, q *sessions.SearchQuery, order []int64) ([]sessions.SearchHit, error) {
+	var hits []sessions.SearchHit
+	visibleSession := map[string]bool{}
+	const batch = 100
+	for start := 0; start < len(order) && len(hits) < q.Limit; start += batch {
+		ids := order[start:min(start+batch, len(order))]
+		args := make([]any, len(ids))
+		for i, d := range ids {
+			args[i] = d
+		}
+		timeFilter := ""
+		if !q.From.IsZero() {
+			timeFilter += ` AND d.ts_ns >= ?`
+			args = append(args, q.From.UnixNano())
+		}
+		if !q.To.IsZero() {
+			timeFilter += ` AND d.ts_ns < ?`
+			args = append(args, q.To.UnixNano())
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT d.doc, d.session, d.seq, e.body FROM search_docs d JOIN events e ON e.app = d.app AND e.session = d.session AND e.seq = d.seq
+			WHERE d.doc IN (?`+strings.Repeat(",?", len(ids)-1)+`)`+timeFilter, args...)
+		if err != nil {
+			return nil, err
+		}
+		type row struct {
+			session string
+			seq     int64
+			body    []byte
+		}
+		byDoc := map[int64]row{}
+		for rows.Next() {
+			var doc int64
+			var r row
+			if err := rows.Scan(&doc, &r.session, &r.seq, &r.body); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			byDoc[doc] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for _, d := range ids {
+			r, ok := byDoc[d]
+			if !ok || len(hits) == q.Limit {
+				continue
+			}
+			vis, known := visibleSession[r.session]
+			if !known {
+				key := sessions.Key{App: q.App, User: q.User, ID: r.session}
+				err := visible(ctx, tx, key, q.Now)
+				if err != nil && !fault.Is(err, fault.NotFound) {
+					return nil, err
+				}
+				vis = err == nil
+				visibleSession[r.session] = vis
+			}
+			if !vis {
+				continue
+			}
+			e, err := decodeEvent(r.seq, r.body)
+			if err != nil {
+				return nil, err
+			}
+			hits = append(hits, sessions.SearchHit{Session: sessions.Key{App: q.App, User: q.User, ID: r.session}, Event: e})
+		}
+	}
+	return hits, nil
+}
