@@ -56,7 +56,7 @@ type DB struct {
 	quit     chan struct{}
 	ckptDone chan struct{}
 
-	savepoint, release, rollbackTo *sql.Stmt
+	savepoint, release, rollbackTo, changes *sql.Stmt
 }
 
 type writeReq struct {
@@ -131,6 +131,7 @@ func open(path, synchronous string) (*DB, error) {
 		{&db.savepoint, "SAVEPOINT w"},
 		{&db.release, "RELEASE w"},
 		{&db.rollbackTo, "ROLLBACK TO w"},
+		{&db.changes, "SELECT total_changes()"},
 	} {
 		if *s.stmt, err = db.write.Prepare(s.sql); err != nil {
 			return fail(err)
@@ -158,7 +159,11 @@ var ErrClosed = errors.New("sqlitedb: database is closed")
 // another goroutine than Write's. If ctx ends before fn starts, fn does not
 // run and ctx's error is returned. SQLite's errors an operator can act on
 // come back with a fault kind: a full disk is ResourceExhausted, a busy or
-// read-only database Unavailable.
+// read-only database Unavailable. A batch whose writes changed no row
+// (SQLite's total_changes) is rolled back instead of committed: there is
+// nothing to make durable, so an idle server's periodic checks cost no
+// sync and do not count in Stats; a write of schema alone must therefore
+// also change a row (Migrate records the version).
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -250,6 +255,12 @@ func (db *DB) runBatch(batch []*writeReq, savepoints bool) (done, committed bool
 		failAll(batch, fmt.Errorf("sqlitedb: begin: %w", err))
 		return true, false
 	}
+	var before, after int64
+	if err := tx.Stmt(db.changes).QueryRow().Scan(&before); err != nil {
+		tx.Rollback()
+		failAll(batch, fmt.Errorf("sqlitedb: counting changes: %w", err))
+		return true, false
+	}
 	ok := 0
 	for _, r := range batch {
 		if r.err != nil {
@@ -283,6 +294,12 @@ func (db *DB) runBatch(batch []*writeReq, savepoints bool) (done, committed bool
 		}
 	}
 	if ok == 0 {
+		tx.Rollback()
+		return true, false
+	}
+	// Writes that changed no row (a claim that found nothing, a sweep with
+	// nothing to sweep) leave nothing to make durable: no commit, no sync.
+	if err := tx.Stmt(db.changes).QueryRow().Scan(&after); err == nil && after == before {
 		tx.Rollback()
 		return true, false
 	}
@@ -412,7 +429,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	close(db.quit)
 	<-db.ckptDone
-	for _, s := range []*sql.Stmt{db.savepoint, db.release, db.rollbackTo} {
+	for _, s := range []*sql.Stmt{db.savepoint, db.release, db.rollbackTo, db.changes} {
 		s.Close()
 	}
 	return errors.Join(db.read.Close(), db.ckpt.Close(), db.write.Close())

@@ -298,3 +298,39 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("a write once there is room: %v", err)
 	}
 }
+
+// A write that changes nothing (it only reads, or its statements match no
+// row) is not committed: no sync, no count in Stats.
+func TestWriteWithoutChangesIsNotCommitted(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	before := db.Stats()
+	for range 3 {
+		if err := db.Write(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRow("SELECT count(*) FROM t").Scan(&n); err != nil {
+				return err
+			}
+			_, err := tx.Exec("DELETE FROM t WHERE k = -1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := db.Stats(); st.Commits != before.Commits || st.Writes != before.Writes {
+		t.Fatalf("writes that changed nothing: commits %d -> %d, writes %d -> %d", before.Commits, st.Commits, before.Writes, st.Writes)
+	}
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec("INSERT INTO t (k, v) VALUES (1, 'x')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Commits != before.Commits+1 || st.Writes != before.Writes+1 {
+		t.Fatalf("a write that inserts a row: commits %d -> %d", before.Commits, st.Commits)
+	}
+	var v string
+	if err := db.Read().QueryRow("SELECT v FROM t WHERE k = 1").Scan(&v); err != nil || v != "x" {
+		t.Fatalf("the row: %q, %v", v, err)
+	}
+}
