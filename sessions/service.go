@@ -561,13 +561,30 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 	return got, err
 }
 
-// RunSweeper deletes expired sessions every interval until ctx is done.
+// SearchReindexer is a Store whose search index may hold terms of an older
+// terms.Version and is rebuilt in the background, a few sessions at a time.
+type SearchReindexer interface {
+	// ReindexSearch gives up to limit sessions whose events were indexed
+	// with an older version of the terms the current ones, and returns how
+	// many it did.
+	ReindexSearch(ctx context.Context, limit int) (int, error)
+}
+
+// RunSweeper deletes expired sessions every interval until ctx is done, and
+// rebuilds the search index of stores that need it (SearchReindexer).
 func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "sweeping expired sessions", "error", err)
+		}
+		if r, ok := s.store.(SearchReindexer); ok {
+			if n, err := r.ReindexSearch(ctx, 100); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "rebuilding the search index", "error", err)
+			} else if n > 0 {
+				s.log.InfoContext(ctx, "rebuilt the search index of sessions indexed with older terms", "sessions", n)
+			}
 		}
 		select {
 		case <-ctx.Done():

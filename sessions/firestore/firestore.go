@@ -10,7 +10,8 @@
 //	kioku_apps/{app}/kioku_sessions/{session}
 //	    user, display_name, labels (map), state and initial_state (JSON
 //	    text), create_ns, update_ns, expire_ns (Unix ns, 0 = never),
-//	    last_seq, incarnation
+//	    last_seq, incarnation, search_v (the terms.Version of its events'
+//	    search fields)
 //	kioku_apps/{app}/kioku_session_data/{incarnation}/events/{seq, 20 digits}
 //	    seq, id, ts_ns, body (the event's JSON without its sequence), and
 //	    for search (see search.go) owner, session, author, terms, nterms
@@ -61,6 +62,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 
 	"cloud.google.com/go/firestore"
@@ -193,6 +195,8 @@ type sessionDoc struct {
 	ExpireNS     int64             `firestore:"expire_ns"`
 	LastSeq      int64             `firestore:"last_seq"`
 	Incarnation  string            `firestore:"incarnation"`
+	// SearchV is the terms.Version of its events' search fields.
+	SearchV int `firestore:"search_v"`
 }
 
 func (d *sessionDoc) expired(now time.Time) bool {
@@ -315,7 +319,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
 		State: string(state), InitialState: string(initial),
 		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
-		LastSeq: sess.LastSequence, Incarnation: inc,
+		LastSeq: sess.LastSequence, Incarnation: inc, SearchV: terms.Version,
 	}
 	ref := s.sessionRef(sess.App, sess.ID)
 	var replaced string

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -33,6 +34,11 @@ import (
 // entries per aggregation (1 + one per term whose matches were not all
 // read), and one read per distinct session among the candidates. It grows
 // with the user's matching events, never with the app's.
+//
+// When package terms changes (terms.Version), the events of sessions whose
+// search_v is older get their search fields again in the background
+// (ReindexSearch, from the sweeper): one read and one write per event,
+// once.
 //
 // Composite indexes (firestore.indexes.json): events, collection group
 // scope, (owner, terms array-contains, ts_ns desc) and (owner, author,
@@ -218,4 +224,89 @@ func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order 
 		}
 	}
 	return nil
+}
+
+// ReindexSearch implements sessions.SearchReindexer: it rewrites the search
+// fields of the events of up to limit sessions indexed with an older
+// terms.Version (a collection group query on search_v), then marks the
+// sessions current.
+func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
+	snaps, err := s.c.CollectionGroup("kioku_sessions").Where("search_v", "<", terms.Version).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	n := 0
+	for _, snap := range snaps {
+		var d sessionDoc
+		if err := snap.DataTo(&d); err != nil {
+			return n, err
+		}
+		app := snap.Ref.Parent.Parent.ID
+		if err := s.reindexEvents(ctx, app, d.User, snap.Ref.ID, d.Incarnation); err != nil {
+			return n, firestoredb.Wrap(err)
+		}
+		// Events appended meanwhile got current fields; a session deleted or
+		// replaced meanwhile is left as it is.
+		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			cur, err := tx.Get(snap.Ref)
+			if firestoredb.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var now sessionDoc
+			if err := cur.DataTo(&now); err != nil || now.Incarnation != d.Incarnation {
+				return err
+			}
+			return tx.Update(snap.Ref, []firestore.Update{{Path: "search_v", Value: terms.Version}})
+		}, s.txn...)
+		if err != nil {
+			return n, firestoredb.Wrap(err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// reindexEvents rewrites the search fields of a session's events.
+func (s *Store) reindexEvents(ctx context.Context, app, user, session, inc string) error {
+	var after int64
+	for {
+		snaps, err := s.dataRef(app, inc).Collection("events").Where("seq", ">", after).OrderBy("seq", firestore.Asc).Limit(300).Documents(ctx).GetAll()
+		if err != nil || len(snaps) == 0 {
+			return err
+		}
+		bw := s.c.BulkWriter(ctx)
+		var jobs []*firestore.BulkWriterJob
+		for _, snap := range snaps {
+			var ed eventDoc
+			if err := snap.DataTo(&ed); err != nil {
+				bw.End()
+				return err
+			}
+			e, err := ed.event()
+			if err != nil {
+				bw.End()
+				return err
+			}
+			var ups []firestore.Update
+			for k, v := range s.searchFields(app, user, session, e) {
+				ups = append(ups, firestore.Update{Path: k, Value: v})
+			}
+			j, err := bw.Update(snap.Ref, ups)
+			if err != nil {
+				bw.End()
+				return err
+			}
+			jobs = append(jobs, j)
+			after = ed.Seq
+		}
+		bw.End()
+		for _, j := range jobs {
+			if _, err := j.Results(); err != nil && !firestoredb.IsNotFound(err) {
+				return err
+			}
+		}
+	}
 }

@@ -53,3 +53,62 @@ func TestSearchBacklog(t *testing.T) {
 	}
 	db.Close()
 }
+
+// TestSearchReindexOnNewTerms: an index that holds the terms of another
+// terms.Version is built again when the store is opened.
+func TestSearchReindexOnNewTerms(t *testing.T) {
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	svc := sessions.NewService(s, sessions.Config{Now: func() time.Time { return now }})
+	if _, err := svc.CreateSession(t.Context(), sessions.CreateSessionRequest{App: "a", User: "u1", ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	e := &sessions.Event{ID: "e1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "the lighthouse keeper"}}}}
+	if _, err := svc.AppendEvent(t.Context(), sessions.Key{App: "a", User: "u1", ID: "s1"}, e, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Make the index look built by a version that cut the text otherwise.
+	err = db.Write(t.Context(), func(tx *sql.Tx) error {
+		var doc int64
+		if err := tx.QueryRow(`SELECT doc FROM search_docs`).Scan(&doc); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM search_fts WHERE rowid = ?`, doc); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO search_fts (rowid, terms) VALUES (?, 'zqxj')`, doc); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE search_version SET v = 1`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := func(svc *sessions.Service, q string) int {
+		hits, _, err := svc.SearchEvents(t.Context(), sessions.SearchEventsRequest{App: "a", User: "u1", Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits)
+	}
+	if search(svc, "lighthouse") != 0 {
+		t.Fatal("the stale index is not in place")
+	}
+	s2, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc2 := sessions.NewService(s2, sessions.Config{Now: func() time.Time { return now }})
+	if search(svc2, "lighthouse") != 1 {
+		t.Fatal("the index was not built again with the current terms")
+	}
+}

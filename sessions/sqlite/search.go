@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -30,7 +31,9 @@ import (
 //	               tokenizer only splits them on spaces) and two tags, one
 //	               for its session and one for its author.
 //	search_backlog sessions whose events were stored before the index
-//	               existed; New indexes them.
+//	               existed, or indexed with the terms of an older
+//	               terms.Version; New indexes them.
+//	search_version the terms.Version the index holds (schema version 3).
 //
 // A search reads, for each query term, the newest perTermPostings docs of
 // the user's range that hold it (with the session's or author's tag when
@@ -63,6 +66,13 @@ CREATE TABLE search_backlog (
 	PRIMARY KEY (app, session)
 ) WITHOUT ROWID;
 INSERT INTO search_backlog (app, session) SELECT app, id FROM sessions;
+`
+
+// searchVersionSchema records the terms.Version of the index (schema
+// version 3); 0 until New has checked it.
+var searchVersionSchema = `
+CREATE TABLE search_version (v INTEGER NOT NULL);
+INSERT INTO search_version (v) VALUES (0);
 `
 
 // perTermPostings is the most docs a search reads for one term (the
@@ -145,8 +155,28 @@ func unindexSession(tx *sql.Tx, app, session string) error {
 }
 
 // indexBacklog indexes the events of sessions stored before the search
-// index existed, a session per transaction.
+// index existed, a session per transaction; when the index holds the terms
+// of another terms.Version, every session is indexed again first.
 func (s *Store) indexBacklog(ctx context.Context) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRow(`SELECT v FROM search_version`).Scan(&v); err != nil {
+			return err
+		}
+		if v == terms.Version {
+			return nil
+		}
+		if v != 0 {
+			if _, err := tx.Exec(`INSERT OR IGNORE INTO search_backlog (app, session) SELECT app, id FROM sessions`); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(`UPDATE search_version SET v = ?`, terms.Version)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	for {
 		var app, id string
 		err := s.db.Read().QueryRowContext(ctx, `SELECT app, session FROM search_backlog LIMIT 1`).Scan(&app, &id)

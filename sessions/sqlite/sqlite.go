@@ -80,7 +80,7 @@ CREATE TABLE app_state (
 	state     TEXT    NOT NULL,
 	update_ns INTEGER NOT NULL
 ) WITHOUT ROWID;
-`, searchSchema}
+`, searchSchema, searchVersionSchema}
 
 // Store is the SQLite session store.
 type Store struct {
