@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,53 +26,19 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/scripted"
 )
 
-// Reply is one scripted answer to a generation call.
-type Reply struct {
-	// Text is the reply's text (for structured output, the JSON).
-	Text string
-	// Parts, when set, are the reply's parts as raw Gemini JSON objects
-	// (for function calls), instead of Text. The OpenAI fake turns
-	// functionCall parts into tool_calls.
-	Parts []map[string]any
-	// Status, when not 0 or 200, makes the call fail with this HTTP status
-	// and an error body; RetryAfter is sent as the Retry-After header.
-	Status     int
-	RetryAfter string
-}
-
-// Call is a generation request the fake received.
-type Call struct {
-	Model string
-	// System is the system instruction's text.
-	System string
-	// Messages are the texts of the contents, in order, with their roles.
-	Messages []Message
-	// Schema is the response JSON schema asked for, if any.
-	Schema any
-	// Tools are the function declarations offered, if any (as the
-	// provider's JSON objects: name, description and parameters).
-	Tools []map[string]any
-	// Raw is the whole request body.
-	Raw map[string]any
-}
-
-// Message is a content's role and text (function calls and responses are
-// rendered as "call NAME ARGS" and "response NAME RESULT").
-type Message struct {
-	Role string
-	Text string
-}
-
-// Text returns the texts of all messages, joined with newlines.
-func (c Call) Text() string {
-	var parts []string
-	for _, m := range c.Messages {
-		parts = append(parts, m.Text)
-	}
-	return strings.Join(parts, "\n")
-}
+// Reply, Call and Message are package scripted's: the Gemini fake is a
+// scripted.Gemini, and the OpenAI fake decodes and answers the same way.
+type (
+	// Reply is one scripted answer to a generation call.
+	Reply = scripted.Reply
+	// Call is a generation request the fake received.
+	Call = scripted.Call
+	// Message is a content's role and text.
+	Message = scripted.Message
+)
 
 // fake is what both servers share.
 type fake struct {
@@ -158,7 +123,7 @@ func (f *fake) answer(w http.ResponseWriter, c Call) (Reply, bool) {
 		return Reply{}, false
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
-		writeError(w, reply)
+		scripted.WriteFailure(w, reply)
 		return Reply{}, false
 	}
 	return reply, true
@@ -171,36 +136,9 @@ func (f *fake) Pending() int {
 	return len(f.script)
 }
 
-// Vector returns the fake embedding of a text with dims values.
-func Vector(text string, dims int) []float32 {
-	full := model.Offline{}.Vector(text, model.TaskQuery)
-	out := make([]float32, dims)
-	for i, x := range full {
-		out[i%dims] += x
-	}
-	var s float64
-	for _, x := range out {
-		s += float64(x) * float64(x)
-	}
-	if s == 0 {
-		out[0] = 1
-		return out
-	}
-	n := float32(1 / math.Sqrt(s))
-	for i := range out {
-		out[i] *= n
-	}
-	return out
-}
-
-func writeError(w http.ResponseWriter, r Reply) {
-	if r.RetryAfter != "" {
-		w.Header().Set("Retry-After", r.RetryAfter)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(r.Status)
-	fmt.Fprintf(w, `{"error":{"code":%d,"message":"scripted failure","status":"UNAVAILABLE"}}`, r.Status)
-}
+// Vector returns the fake embedding of a text with dims values
+// (scripted.Vector).
+func Vector(text string, dims int) []float32 { return scripted.Vector(text, dims) }
 
 // Gemini is a fake Gemini API.
 type Gemini struct {
@@ -219,7 +157,7 @@ func NewGemini(t testing.TB) *Gemini {
 // returns the function that stops it.
 func StartGemini() (*Gemini, func()) {
 	g := &Gemini{}
-	srv := httptest.NewServer(http.HandlerFunc(g.serve))
+	srv := httptest.NewServer(&scripted.Gemini{Respond: g.next, Embedded: g.countEmbed})
 	g.URL = srv.URL
 	return g, srv.Close
 }
@@ -242,113 +180,11 @@ func (g *Gemini) Config() model.GeminiConfig {
 // FastRetry retries quickly, for tests.
 var FastRetry = model.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Millisecond, MaxDelay: 2 * time.Second}
 
-func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, "bad json", http.StatusBadRequest)
-		return
-	}
-	path := r.URL.Path
-	model := path[strings.LastIndex(path, "/")+1:]
-	model, method, _ := strings.Cut(model, ":")
-	switch method {
-	case "generateContent":
-		g.generate(w, model, req)
-	case "batchEmbedContents":
-		g.embed(w, req)
-	default:
-		http.Error(w, "unknown method "+method, http.StatusNotFound)
-	}
-}
-
-func textsOf(content any) (role string, text string) {
-	m, _ := content.(map[string]any)
-	role, _ = m["role"].(string)
-	parts, _ := m["parts"].([]any)
-	var out []string
-	for _, p := range parts {
-		pm, _ := p.(map[string]any)
-		if t, ok := pm["text"].(string); ok {
-			out = append(out, t)
-		}
-		if fc, ok := pm["functionCall"].(map[string]any); ok {
-			args, _ := json.Marshal(fc["args"])
-			out = append(out, fmt.Sprintf("call %v %s", fc["name"], args))
-		}
-		if fr, ok := pm["functionResponse"].(map[string]any); ok {
-			resp, _ := json.Marshal(fr["response"])
-			out = append(out, fmt.Sprintf("response %v %s", fr["name"], resp))
-		}
-	}
-	return role, strings.Join(out, "\n")
-}
-
-func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]any) {
-	c := Call{Model: model, Raw: req}
-	if si, ok := req["systemInstruction"]; ok {
-		_, c.System = textsOf(si)
-	}
-	contents, _ := req["contents"].([]any)
-	for _, ct := range contents {
-		role, text := textsOf(ct)
-		c.Messages = append(c.Messages, Message{Role: role, Text: text})
-	}
-	if gc, ok := req["generationConfig"].(map[string]any); ok {
-		c.Schema = gc["responseJsonSchema"]
-		if c.Schema == nil {
-			c.Schema = gc["responseSchema"]
-		}
-	}
-	if tools, ok := req["tools"].([]any); ok {
-		for _, t := range tools {
-			tm, _ := t.(map[string]any)
-			decls, _ := tm["functionDeclarations"].([]any)
-			for _, d := range decls {
-				if dm, ok := d.(map[string]any); ok {
-					c.Tools = append(c.Tools, dm)
-				}
-			}
-		}
-	}
-	reply, ok := g.answer(w, c)
-	if !ok {
-		return
-	}
-	parts := reply.Parts
-	if parts == nil {
-		parts = []map[string]any{{"text": reply.Text}}
-	}
-	resp := map[string]any{
-		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": parts},
-			"finishReason": "STOP",
-			"index":        0,
-		}},
-		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-		"modelVersion":  model,
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(resp)
-}
-
-func (g *Gemini) embed(w http.ResponseWriter, req map[string]any) {
-	g.mu.Lock()
-	g.embedReqs++
-	g.mu.Unlock()
-	reqs, _ := req["requests"].([]any)
-	var embs []any
-	for _, r := range reqs {
-		rm, _ := r.(map[string]any)
-		_, text := textsOf(rm["content"])
-		dims := 768
-		if d, ok := rm["outputDimensionality"].(float64); ok && d > 0 {
-			dims = int(d)
-		}
-		embs = append(embs, map[string]any{"values": Vector(text, dims)})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"embeddings": embs})
+// countEmbed counts an embedding request.
+func (f *fake) countEmbed() {
+	f.mu.Lock()
+	f.embedReqs++
+	f.mu.Unlock()
 }
 
 // OpenAI is a fake OpenAI-compatible API.
@@ -476,9 +312,7 @@ func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
 }
 
 func (o *OpenAI) embeddings(w http.ResponseWriter, req map[string]any) {
-	o.mu.Lock()
-	o.embedReqs++
-	o.mu.Unlock()
+	o.countEmbed()
 	var inputs []string
 	switch in := req["input"].(type) {
 	case string:

@@ -1,0 +1,235 @@
+// Package scripted serves the Gemini API's generation and embedding methods
+// over HTTP, answering from a Go function, so that the real genai client,
+// and everything kioku builds on it, runs against scripted answers through
+// the real wire format. The companion demo's offline mode plays Hana with
+// it (cmd/companion, --model-provider demo), and the fakes of package
+// modeltest are built on it.
+//
+// Gemini decodes each generateContent request into a Call (the system
+// instruction, the messages as text, the response schema, the tools
+// offered) and encodes the Reply its function returns; batchEmbedContents
+// answers with Vector of each text, deterministic vectors under which
+// similar texts are close.
+package scripted
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/kioku-ai/kioku/model"
+)
+
+// Reply is one scripted answer to a generation call.
+type Reply struct {
+	// Text is the reply's text (for structured output, the JSON).
+	Text string
+	// Parts, when set, are the reply's parts as raw Gemini JSON objects
+	// (for function calls), instead of Text. The OpenAI fake of modeltest
+	// turns functionCall parts into tool_calls.
+	Parts []map[string]any
+	// Status, when not 0 or 200, makes the call fail with this HTTP status
+	// and an error body; RetryAfter is sent as the Retry-After header.
+	Status     int
+	RetryAfter string
+}
+
+// FunctionCall returns a reply that calls the function name with args.
+func FunctionCall(name string, args map[string]any) Reply {
+	return Reply{Parts: []map[string]any{{"functionCall": map[string]any{"name": name, "args": args}}}}
+}
+
+// Call is a generation request as the responder sees it.
+type Call struct {
+	Model string
+	// System is the system instruction's text.
+	System string
+	// Messages are the texts of the contents, in order, with their roles.
+	Messages []Message
+	// Schema is the response JSON schema asked for, if any.
+	Schema any
+	// Tools are the function declarations offered, if any (as the
+	// provider's JSON objects: name, description and parameters).
+	Tools []map[string]any
+	// Raw is the whole request body.
+	Raw map[string]any
+}
+
+// Message is a content's role and text (function calls and responses are
+// rendered as "call NAME ARGS" and "response NAME RESULT").
+type Message struct {
+	Role string
+	Text string
+}
+
+// Text returns the texts of all messages, joined with newlines.
+func (c Call) Text() string {
+	var parts []string
+	for _, m := range c.Messages {
+		parts = append(parts, m.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Gemini is an http.Handler that speaks the Gemini API at any base URL:
+// POST .../models/{model}:generateContent and :batchEmbedContents.
+type Gemini struct {
+	// Respond answers a generation call; an error is answered with status
+	// 500 and its text. Required.
+	Respond func(Call) (Reply, error)
+	// Embedded, when set, is called for each embedding request.
+	Embedded func()
+}
+
+// ServeHTTP answers one request.
+func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	path := r.URL.Path
+	model := path[strings.LastIndex(path, "/")+1:]
+	model, method, _ := strings.Cut(model, ":")
+	switch method {
+	case "generateContent":
+		g.generate(w, model, req)
+	case "batchEmbedContents":
+		if g.Embedded != nil {
+			g.Embedded()
+		}
+		embed(w, req)
+	default:
+		http.Error(w, "unknown method "+method, http.StatusNotFound)
+	}
+}
+
+// WriteFailure answers with a reply's scripted failure (Status and
+// RetryAfter) in the shape of a Google API error.
+func WriteFailure(w http.ResponseWriter, r Reply) {
+	if r.RetryAfter != "" {
+		w.Header().Set("Retry-After", r.RetryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.Status)
+	fmt.Fprintf(w, `{"error":{"code":%d,"message":"scripted failure","status":"UNAVAILABLE"}}`, r.Status)
+}
+
+func textsOf(content any) (role string, text string) {
+	m, _ := content.(map[string]any)
+	role, _ = m["role"].(string)
+	parts, _ := m["parts"].([]any)
+	var out []string
+	for _, p := range parts {
+		pm, _ := p.(map[string]any)
+		if t, ok := pm["text"].(string); ok {
+			out = append(out, t)
+		}
+		if fc, ok := pm["functionCall"].(map[string]any); ok {
+			args, _ := json.Marshal(fc["args"])
+			out = append(out, fmt.Sprintf("call %v %s", fc["name"], args))
+		}
+		if fr, ok := pm["functionResponse"].(map[string]any); ok {
+			resp, _ := json.Marshal(fr["response"])
+			out = append(out, fmt.Sprintf("response %v %s", fr["name"], resp))
+		}
+	}
+	return role, strings.Join(out, "\n")
+}
+
+func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]any) {
+	c := Call{Model: model, Raw: req}
+	if si, ok := req["systemInstruction"]; ok {
+		_, c.System = textsOf(si)
+	}
+	contents, _ := req["contents"].([]any)
+	for _, ct := range contents {
+		role, text := textsOf(ct)
+		c.Messages = append(c.Messages, Message{Role: role, Text: text})
+	}
+	if gc, ok := req["generationConfig"].(map[string]any); ok {
+		c.Schema = gc["responseJsonSchema"]
+		if c.Schema == nil {
+			c.Schema = gc["responseSchema"]
+		}
+	}
+	if tools, ok := req["tools"].([]any); ok {
+		for _, t := range tools {
+			tm, _ := t.(map[string]any)
+			decls, _ := tm["functionDeclarations"].([]any)
+			for _, d := range decls {
+				if dm, ok := d.(map[string]any); ok {
+					c.Tools = append(c.Tools, dm)
+				}
+			}
+		}
+	}
+	reply, err := g.Respond(c)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		WriteFailure(w, reply)
+		return
+	}
+	parts := reply.Parts
+	if parts == nil {
+		parts = []map[string]any{{"text": reply.Text}}
+	}
+	resp := map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": parts},
+			"finishReason": "STOP",
+			"index":        0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  model,
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp)
+}
+
+func embed(w http.ResponseWriter, req map[string]any) {
+	reqs, _ := req["requests"].([]any)
+	var embs []any
+	for _, r := range reqs {
+		rm, _ := r.(map[string]any)
+		_, text := textsOf(rm["content"])
+		dims := 768
+		if d, ok := rm["outputDimensionality"].(float64); ok && d > 0 {
+			dims = int(d)
+		}
+		embs = append(embs, map[string]any{"values": Vector(text, dims)})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"embeddings": embs})
+}
+
+// Vector returns the scripted embedding of a text with dims values: the
+// offline embedder's vector folded to that size and normalised, so that
+// similar texts get similar vectors.
+func Vector(text string, dims int) []float32 {
+	full := model.Offline{}.Vector(text, model.TaskQuery)
+	out := make([]float32, dims)
+	for i, x := range full {
+		out[i%dims] += x
+	}
+	var s float64
+	for _, x := range out {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		out[0] = 1
+		return out
+	}
+	n := float32(1 / math.Sqrt(s))
+	for i := range out {
+		out[i] *= n
+	}
+	return out
+}
