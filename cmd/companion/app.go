@@ -43,6 +43,10 @@ type App struct {
 	log   *slog.Logger
 	// memoryWait bounds the wait for memories saved in a turn.
 	memoryWait time.Duration
+	// model is the chat model's name, shown on the page; demo says it is
+	// the offline demo's scripted Hana.
+	model string
+	demo  bool
 }
 
 // NewApp returns the app on a kioku server and a chat model, writing the
@@ -71,6 +75,7 @@ func NewApp(ctx context.Context, kioku *client.Client, chat model.Chat, log *slo
 			UserIDKey:   "user_id",
 		},
 		memoryWait: 20 * time.Second,
+		model:      chat.Name(),
 	}, nil
 }
 
@@ -88,6 +93,7 @@ func (a *App) Handler() http.Handler {
 	mux := http.NewServeMux()
 	web, _ := fs.Sub(webFiles, "web")
 	mux.Handle("GET /", http.FileServerFS(web))
+	mux.HandleFunc("GET /api/info", a.info)
 	mux.HandleFunc("POST /api/signin", a.signIn)
 	mux.HandleFunc("POST /api/signout", a.signOut)
 	mux.HandleFunc("GET /api/me", a.withUser(a.me))
@@ -199,6 +205,12 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 30 * 24 * 3600})
 	writeJSON(w, http.StatusOK, map[string]string{"user": id})
+}
+
+// info tells the page which model plays Hana, and whether it is the
+// offline demo's script.
+func (a *App) info(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"model": a.model, "demo": a.demo})
 }
 
 func (a *App) signOut(w http.ResponseWriter, _ *http.Request) {

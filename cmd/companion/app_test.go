@@ -58,6 +58,17 @@ func TestCharacterReplyValidate(t *testing.T) {
 	}
 }
 
+// hana is the offline demo's script (demoReply) as a responder of the
+// test fakes, so that the tests play the same Hana through the Gemini and
+// the OpenAI-compatible wire formats.
+func hana(c modeltest.Call) modeltest.Reply {
+	r, err := demoReply(c)
+	if err != nil {
+		return modeltest.Reply{Status: http.StatusBadRequest}
+	}
+	return r
+}
+
 // site is the app on an embedded kioku whose memory generation and the
 // character both use one fake Gemini.
 type site struct {
@@ -232,7 +243,7 @@ func TestConversationAcrossDays(t *testing.T) {
 	if day2.View.Session == day1.View.Session || day2.View.Day != 2 {
 		t.Fatalf("day 2 %+v", day2.View)
 	}
-	if !strings.Contains(day2.Reply.Dialogue, "The user has a cat called Miso.") {
+	if !strings.Contains(day2.Reply.Dialogue, "I remember that you have a cat called Miso.") {
 		t.Fatalf("day 2 greeting %q", day2.Reply.Dialogue)
 	}
 	if day2.View.Nickname != "Aki" || day2.AffinityBefore != t3.AffinityAfter {
@@ -303,6 +314,13 @@ func TestRunWithKiokuURL(t *testing.T) {
 	}
 	jar, _ := cookiejar.New(nil)
 	s := &site{t: t, url: url, http: &http.Client{Jar: jar}, kioku: client.New(ks.URL), fake: fake}
+	var info struct {
+		Model string
+		Demo  bool
+	}
+	if s.call("GET", "/api/info", nil, &info); info.Demo || info.Model != "gemini:gemini-2.5-flash" {
+		t.Fatalf("/api/info with a Gemini model: %+v", info)
+	}
 	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
 	day := s.turn("/api/day", map[string]string{})
 	// The session is on the given server.
@@ -328,5 +346,95 @@ func TestOpenAICompatibleModel(t *testing.T) {
 	}
 	if calls := s.fake.Calls(); len(calls) < 3 || len(calls[0].Tools) == 0 {
 		t.Fatalf("the OpenAI-compatible server saw %d calls", len(calls))
+	}
+}
+
+// TestDemoAnswersKiokusMemoryCalls: the demo model also answers the memory
+// bank's own calls, as a model would. A fact Hana saves again on a later
+// day meets the memory that holds it: kioku asks the model to consolidate,
+// and the demo skips it, naming that memory; generating from a session
+// extracts what the user said about themselves.
+func TestDemoAnswersKiokusMemoryCalls(t *testing.T) {
+	s := newSite(t)
+	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	s.turn("/api/day", map[string]string{})
+	s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso"})
+	s.turn("/api/day", map[string]string{})
+	again := s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso."})
+	if len(again.Saved) != 1 {
+		t.Fatalf("day 2 saved %v", again.Saved)
+	}
+	var mem struct{ Memories []memoryView }
+	s.call("GET", "/api/memories", nil, &mem)
+	if len(mem.Memories) != 1 {
+		t.Fatalf("the same fact on two days gave memories %+v", mem.Memories)
+	}
+	consolidations := 0
+	for _, c := range s.fake.Calls() {
+		if schemaHas(c.Schema, "actions") {
+			consolidations++
+		}
+	}
+	if consolidations != 1 {
+		t.Fatalf("%d consolidation calls reached the model, want 1", consolidations)
+	}
+
+	// Extraction from a session of the user's.
+	ctx := t.Context()
+	sess, err := s.kioku.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName(appID, "bo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Hello!", "I love green tea. Do you?"} {
+		if _, err := s.kioku.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: sess.GetName(), Event: &kiokuv1.Event{Author: "user", Content: client.Text("user", text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op, err := s.kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName(appID), Source: client.FromSession(sess.GetName())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.kioku.WaitOperation(ctx, op.GetName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.GenerateResult(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := res.GetGeneratedMemories(); len(g) != 1 || g[0].GetMemory().GetFact() != "The user loves green tea." || g[0].GetMemory().GetScope()["user_id"] != "bo" {
+		t.Fatalf("generated %v, want the user's love of green tea", g)
+	}
+}
+
+func TestDemoFacts(t *testing.T) {
+	for msg, want := range map[string][]string{
+		"I have a cat called Miso":                {"The user has a cat called Miso."},
+		"I'm a nurse. I study French!":            {"The user is a nurse.", "The user studies French."},
+		"My sister lives in Osaka; I go hiking":   {"The user's sister lives in Osaka.", "The user goes hiking."},
+		"I love my dog":                           {"The user loves their dog."},
+		"Do you like tea? nice weather":           nil,
+		"(stage) A new day begins and I have ...": nil,
+	} {
+		got := factsOf(msg)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("factsOf(%q) = %q, want %q", msg, got, want)
+		}
+		for _, f := range got {
+			if you := toYou(f); strings.Contains(you, "The user") || strings.Contains(you, "their") {
+				t.Errorf("toYou(%q) = %q", f, you)
+			}
+		}
+	}
+	for fact, want := range map[string]string{
+		"The user has a cat called Miso.":  "you have a cat called Miso",
+		"The user studies French.":         "you study French",
+		"The user goes hiking.":            "you go hiking",
+		"The user's sister lives in Osaka": "your sister lives in Osaka",
+		"The user loves their dog.":        "you love your dog",
+	} {
+		if got := toYou(fact); got != want {
+			t.Errorf("toYou(%q) = %q, want %q", fact, got, want)
+		}
 	}
 }

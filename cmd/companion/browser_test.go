@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
 // chromium finds the browser: $CHROMIUM, else Debian's chromium or Chrome
@@ -44,16 +43,19 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
-// TestBrowser drives the whole app in headless Chromium: the real binary's
-// run (flags, embedded kioku, model from the flags) against a fake Gemini
-// endpoint. It signs in, chats two turns, checks the dialogue, the emotion
-// picture and the affinity change, starts a new day and finds the
-// remembered fact in the greeting and the memory panel.
+// TestBrowser drives the whole app in headless Chromium, in the offline
+// demo mode: the real binary's run with --model-provider demo, so the
+// scripted Hana answers through a Gemini endpoint and the real genai
+// client. Signed out (wide and 500 px narrow), only the sign-in card and
+// the demo banner show; signed in, it chats two turns and checks the
+// dialogue, the emotion picture and the affinity change, starts a new day
+// and finds the remembered fact in the greeting and the memory panel,
+// reloads, and signs out again. Screenshots of each state go to
+// $TEST_ARTIFACTS_DIR.
 func TestBrowser(t *testing.T) {
 	browser := chromium(t)
-	fake := modeltest.NewGemini(t)
-	fake.SetResponder(hana)
-	t.Setenv("GEMINI_API_KEY", "test-key")
+	t.Setenv("COMPANION_MODEL_PROVIDER", "")
+	t.Setenv("GEMINI_API_KEY", "")
 
 	appCtx, stopApp := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
@@ -61,8 +63,7 @@ func TestBrowser(t *testing.T) {
 	var stderr bytes.Buffer
 	go func() {
 		done <- run(appCtx, []string{
-			"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn",
-			"--model-provider", "gemini", "--model", "gemini-test", "--gemini-base-url", fake.URL,
+			"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn", "--model-provider", "demo",
 		}, &stderr, func(url string) { urls <- url })
 	}()
 	t.Cleanup(func() {
@@ -134,6 +135,29 @@ func TestBrowser(t *testing.T) {
 		failed("reading "+sel+" "+name, err)
 		return v.Value
 	}
+	// shown reports whether an element takes up room on the page (it and
+	// its ancestors are displayed, and it is not invisible).
+	shown := func(sel string) bool {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+jsString(sel)+`);
+			return !!e && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden"; })()`))
+		failed("checking "+sel, err)
+		return v
+	}
+	// expectShown checks what the page shows in a state.
+	expectShown := func(state string, want map[string]bool) {
+		t.Helper()
+		for sel, w := range want {
+			if got := shown(sel); got != w {
+				screenshot("companion-failure.png")
+				t.Fatalf("%s: %s shown = %v, want %v", state, sel, got, w)
+			}
+		}
+	}
+	signedOut := map[string]bool{"#signin": true, "#signin-name": true, "#demo-banner": true,
+		"#who": false, "#new-day": false, "#sign-out": false, "#main": false, "#send": false, "#message": false}
+	signedIn := map[string]bool{"#signin": false, "#demo-banner": true,
+		"#who": true, "#new-day": true, "#sign-out": true, "#main": true, "#send": true, "#memories": true}
 	// waitDialogue waits for Hana's reply to contain s and the page to be
 	// idle again.
 	waitDialogue := func(s string) {
@@ -149,15 +173,31 @@ func TestBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS("#message"), msg),
 			chromedp.Click(chromedp.CSS("#send")))
 	}
+	// waitBanner waits for the page to have asked whether this is the demo.
+	waitBanner := func() {
+		t.Helper()
+		step("waiting for the demo banner", chromedp.WaitVisible(chromedp.CSS("#demo-banner")))
+		if got := text("#demo-banner"); !strings.Contains(got, "Offline demo") || !strings.Contains(got, "scripted") {
+			t.Fatalf("demo banner %q", got)
+		}
+	}
+
+	// Signed out, on a wide and a narrow screen: the sign-in card and the
+	// demo banner, nothing of the signed-in page.
+	for _, width := range []int64{500, 1280} {
+		step("opening the page", chromedp.EmulateViewport(width, 900), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#signin-name")))
+		waitBanner()
+		expectShown(fmt.Sprintf("signed out, %d px", width), signedOut)
+		screenshot(fmt.Sprintf("companion-signed-out-%dpx.png", width))
+	}
 
 	// Sign in: the first day starts with Hana's greeting.
 	step("signing in",
-		chromedp.Navigate(url),
-		chromedp.WaitVisible(chromedp.CSS("#signin-name")),
 		chromedp.SendKeys(chromedp.CSS("#signin-name"), "Ann"),
 		chromedp.Click(chromedp.CSS("#signin-btn")),
 		chromedp.WaitVisible(chromedp.CSS("#main")))
 	waitDialogue("Welcome to my little flower stall")
+	expectShown("signed in", signedIn)
 	if got := attr("#face", "data-emotion"); got != "shy" {
 		t.Fatalf("greeting emotion picture %q, want shy", got)
 	}
@@ -165,10 +205,10 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("affinity after the greeting %q, want 53", got)
 	}
 
-	// Turn 1: a fact worth remembering; the model proposes +25, the page
-	// shows the clamped +10.
+	// Turn 1: a fact worth remembering; Hana saves it, proposes +25, and the
+	// page shows the clamped +10.
 	say("I have a cat called Miso")
-	waitDialogue("A cat called Miso?")
+	waitDialogue("Oh, you have a cat called Miso? I will remember that!")
 	if got := attr("#face", "data-emotion"); got != "excited" {
 		t.Fatalf("emotion picture %q, want excited", got)
 	}
@@ -177,8 +217,8 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(faceSVG, "<svg") || !strings.Contains(faceSVG, "Hana looks excited") {
 		t.Fatalf("the face is not an SVG picture of the emotion: %.200s", faceSVG)
 	}
-	if got := attr("#stage", "data-scene"); got != "park" {
-		t.Fatalf("scene %q, want park", got)
+	if got := attr("#stage", "data-scene"); got != "park" && got != "night" {
+		t.Fatalf("scene %q, want park (or night, late in the day)", got)
 	}
 	if v, d := text("#affinity-value"), text("#affinity-delta"); v != "63" || d != "+10" {
 		t.Fatalf("affinity %q (%q), want 63 (+10)", v, d)
@@ -212,7 +252,7 @@ func TestBrowser(t *testing.T) {
 
 	// A new day: a new session, and Hana greets with what she remembers.
 	step("starting a new day", chromedp.Click(chromedp.CSS("#new-day")))
-	waitDialogue("I remember: The user has a cat called Miso.")
+	waitDialogue("I remember that you have a cat called Miso.")
 	if got := text("#state-session"); !strings.Contains(got, "day2") {
 		t.Fatalf("session state on day 2 %q", got)
 	}
@@ -222,11 +262,16 @@ func TestBrowser(t *testing.T) {
 	if got := text("#memories"); !strings.Contains(got, "The user has a cat called Miso.") {
 		t.Fatalf("memory panel on day 2 %q", got)
 	}
+	expectShown("day 2", signedIn)
 	screenshot("companion.png")
 
 	// Reloading the page restores the day from kioku.
 	step("reloading", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#main")))
-	waitDialogue("I remember: The user has a cat called Miso.")
+	waitDialogue("I remember that you have a cat called Miso.")
+
+	// Signing out shows the sign-in card alone again.
+	step("signing out", chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#signin-name")))
+	expectShown("signed out again", signedOut)
 }
 
 func jsString(s string) string {

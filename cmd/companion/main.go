@@ -23,7 +23,10 @@
 //
 // With --kioku URL it uses a running kioku server; without it, it runs an
 // embedded kioku (SQLite under --data-dir) in-process, reachable on a
-// loopback port it prints. A model is required: see --model-provider. Every
+// loopback port it prints. A model is required: see --model-provider;
+// --model-provider demo is the offline demo, a scripted Hana served as a
+// Gemini endpoint on a loopback port (demo.go), so that everything but the
+// model's answers runs as with a real model. Every
 // flag can also be set with COMPANION_ and its name in upper case
 // (--model-provider is COMPANION_MODEL_PROVIDER).
 //
@@ -63,8 +66,9 @@ func main() {
 const usage = `Usage: companion [flags]
 
 Serves the companion demo: chat with Hana, a character who remembers you,
-on kioku. Every flag can also be set with the environment variable named
-after it.
+on kioku. --model-provider demo runs it offline, with a scripted Hana
+instead of a language model. Every flag can also be set with the
+environment variable named after it.
 
 Flags:
 `
@@ -96,12 +100,20 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	}
 	if cfg.Provider == "" {
 		return fmt.Errorf(`a model is needed; choose one:
+  Offline demo: --model-provider demo (a scripted Hana: no key, no network)
   Gemini API:   --model-provider gemini, with GEMINI_API_KEY set
   Vertex AI:    --model-provider vertex, with GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION) and Application Default Credentials
   OpenAI-compatible (a local Ollama, vLLM, OpenAI):
                 --model-provider openai --openai-base-url http://localhost:11434/v1 --model llama3.1
 Each flag can be set in the environment instead: %s, %s, %s`,
 			fs.EnvName("model-provider"), fs.EnvName("model"), fs.EnvName("openai-base-url"))
+	}
+	demo := cfg.Provider == demoProvider
+	if demo {
+		if cfg, err = startDemoModel(ctx, cfg); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "offline demo: Hana's replies are scripted (no language model)")
 	}
 	chat, err := cfg.Chat(ctx)
 	if err != nil {
@@ -134,6 +146,7 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 	if err != nil {
 		return err
 	}
+	app.demo = demo
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

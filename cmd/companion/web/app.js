@@ -205,6 +205,16 @@ async function runTurn(path, body) {
   }
 }
 
+// showMode tells the reader when Hana is the offline demo's script.
+async function showMode() {
+  try {
+    const info = await api("GET", "/api/info");
+    $("demo-banner").hidden = !info.demo;
+  } catch (err) {
+    showError(err);
+  }
+}
+
 async function start() {
   showError(null);
   let v;
@@ -263,4 +273,5 @@ $("sign-out").addEventListener("click", async () => {
 
 $("face").innerHTML = faceSVG("neutral");
 showScene("cafe");
+showMode();
 start();
