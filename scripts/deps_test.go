@@ -33,6 +33,9 @@ func newMachine(t *testing.T) *machine {
 			t.Fatal(err)
 		}
 	}
+	// Node.js 20, which the TypeScript client needs.
+	m.fake("node", "echo v20.19.0")
+	m.fake("npm", "")
 	m.env = []string{"PATH=" + m.bin, "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "FIRESTORE_EMULATOR_HOST=127.0.0.1:1"}
 	m.uid(0)
 	return m
@@ -208,5 +211,16 @@ func TestDepsFirestoreEmulator(t *testing.T) {
 	ok, stderr, calls = m.run()
 	if !ok || !strings.Contains(calls, "--no-install-recommends google-cloud-cli-firestore-emulator") {
 		t.Fatalf("ok=%v stderr=%q calls=%q", ok, stderr, calls)
+	}
+}
+
+func TestDepsNodeIsNamed(t *testing.T) {
+	m := newMachine(t)
+	m.fake("chromium", "")
+	m.aptInstalling(nil)
+	m.fake("node", "echo v18.19.0") // Debian bookworm's
+	ok, stderr, calls := m.run()
+	if ok || !strings.Contains(stderr, "Node.js 20 or later with npm") || strings.Contains(calls, "apt-get install") {
+		t.Fatalf("with Node.js 18: ok=%v stderr=%q calls=%q", ok, stderr, calls)
 	}
 }

@@ -5,19 +5,22 @@
 // gen/) and the domain (sessions, memorybank): its handlers parse resource
 // names (with package internal/aip), bound every input, convert protos to
 // domain values and back, and map the domain's typed errors (package fault)
-// to Connect codes. Beside the
-// kioku.v1 services the same handler serves gRPC health (grpc.health.v1) and
-// server reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers
-// all work against one address, and GET /metrics (metrics.go); over TLS
-// when given a Certificate (tls.go). REST (/v1/...) is the services'
-// google.api.http bindings, transcoded by connectrpc.com/vanguard into
-// Connect calls of the same handlers; every new REST surface joins that one
-// transcoder. With Keys set, the kioku.v1 services need
-// an API key confined to an app or to one user of an app (auth.go); the
-// memory handlers check memories and operations named directly against a
-// user key's scope. Every resource name of the API is in a field called
-// name, parent or session, and every scope in a field called scope, which
-// is what the checks read: new fields must keep to those names.
+// to Connect codes. Beside the kioku.v1 services the same handler serves
+// gRPC health (grpc.health.v1) and server reflection (v1 and v1alpha), so
+// curl, grpcurl, buf curl and browsers all work against one address, and
+// GET /metrics (metrics.go); over TLS when given a Certificate (tls.go).
+//
+// REST (/v1/...) is the services' google.api.http bindings, transcoded by
+// connectrpc.com/vanguard into Connect calls of the same handlers; every new
+// REST surface joins that one transcoder. GET /openapi.yaml serves their
+// OpenAPI document (package openapi).
+//
+// With Keys set, the kioku.v1 services need an API key confined to an app
+// or to one user of an app (auth.go); the memory handlers check memories
+// and operations named directly against a user key's scope. Every resource
+// name of the API is in a field called name, parent or session, and every
+// scope in a field called scope, which is what the checks read: new fields
+// must keep to those names.
 //
 // # Metrics
 //
@@ -56,6 +59,7 @@ import (
 	"connectrpc.com/vanguard"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/server/openapi"
 )
 
 // Config configures a Server. The zero value serves every method as
@@ -82,6 +86,12 @@ type Config struct {
 	// (HTTP/2 and HTTP/1.1); it then serves no plaintext. Nil: plaintext
 	// HTTP/1.1 and h2c, for loopback or behind a TLS-terminating proxy.
 	TLS *Certificate
+
+	// CORSOrigins are the exact origins (scheme://host[:port], see
+	// ParseCORSOrigins) whose browser pages may call the server. Nil: none,
+	// so a page of another origin than the server's is refused by the
+	// browser.
+	CORSOrigins []string
 
 	// Metrics, when set, adds other components' figures (the store's, the
 	// memory workers') to GET /metrics; it is called at each scrape.
@@ -147,7 +157,8 @@ func New(cfg Config) *Server {
 	}
 
 	// The kioku services check keys after logging and counting (so refusals
-	// are logged and counted); health, reflection and /metrics stay open.
+	// are logged and counted); health, reflection, /metrics and /openapi.yaml
+	// stay open.
 	apiOpts := opts
 	if cfg.Keys != nil {
 		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(&authInterceptor{keys: cfg.Keys}))
@@ -186,8 +197,16 @@ func New(cfg Config) *Server {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, opts...))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, opts...))
 	mux.Handle("GET /metrics", metrics)
+	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		w.Write(openapi.Document)
+	})
 
-	return &Server{cfg: cfg, handler: mux, health: health}
+	var handler http.Handler = mux
+	if len(cfg.CORSOrigins) > 0 {
+		handler = withCORS(mux, cfg.CORSOrigins)
+	}
+	return &Server{cfg: cfg, handler: handler, health: health}
 }
 
 // restNotFound answers a REST path that no method binds as REST errors
@@ -195,7 +214,7 @@ func New(cfg Config) *Server {
 func restNotFound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusNotFound)
-	msg, _ := json.Marshal(fmt.Sprintf("no REST method binds %s %s", r.Method, r.URL.Path))
+	msg, _ := json.Marshal(fmt.Sprintf("no REST method binds %s %s (see /openapi.yaml)", r.Method, r.URL.Path))
 	fmt.Fprintf(w, `{"code":5,"message":%s,"details":[]}`, msg)
 }
 

@@ -31,6 +31,7 @@ type serveFlags struct {
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache                                           *string
+	corsOrigins                                           *string
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -42,12 +43,13 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		fsDatabase: fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
-		models:   cli.RegisterModelFlags(fs),
-		workers:  fs.Env("workers", "2", "memory operations run at once by this server"),
-		authKeys: fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
-		tlsCert:  fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
-		tlsKey:   fs.Env("tls-key", "", "PEM private key of --tls-cert"),
-		lease:    fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+		models:      cli.RegisterModelFlags(fs),
+		workers:     fs.Env("workers", "2", "memory operations run at once by this server"),
+		authKeys:    fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
+		tlsCert:     fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
+		tlsKey:      fs.Env("tls-key", "", "PEM private key of --tls-cert"),
+		corsOrigins: fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
+		lease:       fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -93,8 +95,13 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return node.Config{}, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 	}
+	cors, err := server.ParseCORSOrigins(*f.corsOrigins)
+	if err != nil {
+		return node.Config{}, fmt.Errorf("--cors-origins: %w", err)
+	}
 	return node.Config{
 		Keys:              keys,
+		CORSOrigins:       cors,
 		TLS:               cert,
 		Store:             *f.store,
 		DataDir:           *f.dataDir,
@@ -172,7 +179,7 @@ func serve(ctx context.Context, args []string) error {
 Try:
   curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' %s://%s/kioku.v1.SessionService/CreateSession
 `, scheme, shown, where, auth, scheme, shown)
-	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil, "version", version())
+	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil, "cors_origins", cfg.CORSOrigins, "version", version())
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
 	return err

@@ -68,6 +68,9 @@ type Config struct {
 	Keys *server.Keys
 	// TLS, when set, makes the server serve HTTPS only.
 	TLS *server.Certificate
+	// CORSOrigins are the origins whose browser pages may call the server
+	// (see server.Config.CORSOrigins).
+	CORSOrigins []string
 
 	// SessionLimits bound session inputs; zero fields take the defaults.
 	SessionLimits sessions.Limits
@@ -174,9 +177,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	})
 	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
 	n.server = server.New(server.Config{
-		Logger: cfg.Logger,
-		Keys:   cfg.Keys,
-		TLS:    cfg.TLS,
+		Logger:      cfg.Logger,
+		Keys:        cfg.Keys,
+		TLS:         cfg.TLS,
+		CORSOrigins: cfg.CORSOrigins,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Logger:    cfg.Logger,
 			Forgetter: n.Memories,
