@@ -7,6 +7,8 @@
 //	kioku key --app APP        make an API key for serve --auth-keys
 //	kioku backup --out FILE    copy the embedded store, even while it serves
 //	kioku version              print the build's version
+//	kioku sessions|state|memories|ops|config SUBCOMMAND ARG
+//	                           operate a running server (see kioku sessions -h)
 //
 // Every flag of serve has an environment variable of the same name in upper
 // case with a KIOKU_ prefix (--data-dir is KIOKU_DATA_DIR); a flag given on
@@ -67,7 +69,15 @@ Usage:
   kioku backup --out FILE  copy the embedded store, even while it serves
   kioku version            print the build's version
 
-Run "kioku serve -h" for the server's flags.
+Operating a running server (--server URL, --key KEY, --json; tables by default):
+  kioku sessions list|get|events|delete     sessions and their events
+  kioku state get|set                       user: and app: state
+  kioku memories list|get|revisions|retrieve|delete
+  kioku ops list|get|wait|cancel            memory operations
+  kioku config get|set                      an app's memory bank configuration
+
+Run "kioku serve -h" for the server's flags, "kioku sessions -h" (and the
+others) for their subcommands.
 `
 
 func run(ctx context.Context, args []string) error {
@@ -84,6 +94,8 @@ func run(ctx context.Context, args []string) error {
 		return key(args[1:], os.Stdout)
 	case "backup":
 		return backup(ctx, args[1:], os.Stdout)
+	case "sessions", "state", "memories", "ops", "config":
+		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		return printVersion(os.Stdout)
 	case "help", "-h", "--help":

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/cli"
+)
+
+var sessionCommands = []subcommand{
+	{name: "list", args: "apps/APP[/users/USER]", about: "list the sessions of a user, or of an app, most recently updated first", setup: sessionsList},
+	{name: "get", args: "SESSION", about: "show a session, its state and its recent events", setup: sessionsGet},
+	{name: "events", args: "SESSION", about: "list a session's events", setup: sessionsEvents},
+	{name: "delete", args: "SESSION", about: "delete a session and its events", setup: sessionsDelete},
+}
+
+var stateCommands = []subcommand{
+	{name: "get", args: "apps/APP[/users/USER][/state]", about: "show the app: state of an app, or the user: state of a user", setup: stateGet},
+	{name: "set", args: "apps/APP[/users/USER][/state]", about: "change keys of that state: --set KEY=VALUE (VALUE is JSON, or else a string; null deletes)", setup: stateSet},
+}
+
+func sessionsList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	filter := fs.String("filter", "", `filter, such as 'display_name = "x" AND labels.team = "core"'`)
+	limit := limitFlag(fs, 50)
+	return func(ctx context.Context, e *opEnv) error {
+		list, err := collect(e, *limit, e.c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: e.arg, Filter: *filter, PageSize: 100}))
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return printJSONList(e, list)
+		}
+		rows := make([][]string, len(list))
+		for i, s := range list {
+			rows[i] = []string{s.GetName(), s.GetDisplayName(), strconv.FormatInt(s.GetLastSequence(), 10), ts(s.GetUpdateTime()), ts(s.GetExpireTime()), mapString(s.GetLabels())}
+		}
+		return e.table([]string{"SESSION", "DISPLAY NAME", "EVENTS", "UPDATED", "EXPIRES", "LABELS"}, rows)
+	}
+}
+
+func sessionsGet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	events := fs.Int("events", 10, "how many of the most recent events to show")
+	return func(ctx context.Context, e *opEnv) error {
+		s, err := e.c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: e.arg, NumRecentEvents: int32(*events), SkipEvents: *events == 0})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(s)
+		}
+		if err := e.fields(
+			[2]string{"name", s.GetName()},
+			[2]string{"display name", s.GetDisplayName()},
+			[2]string{"events", strconv.FormatInt(s.GetLastSequence(), 10)},
+			[2]string{"created", ts(s.GetCreateTime())},
+			[2]string{"updated", ts(s.GetUpdateTime())},
+			[2]string{"expires", ts(s.GetExpireTime())},
+			[2]string{"labels", mapString(s.GetLabels())},
+		); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.out, "\nstate (merged: the session's own, user: and app:):")
+		if err := stateTable(e, s.GetState()); err != nil {
+			return err
+		}
+		if len(s.GetEvents()) > 0 {
+			fmt.Fprintf(e.out, "\nthe last %d events:\n", len(s.GetEvents()))
+			return eventTable(e, s.GetEvents())
+		}
+		return nil
+	}
+}
+
+func sessionsEvents(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	limit := limitFlag(fs, 50)
+	newest := fs.Bool("newest-first", false, "list the newest events first")
+	return func(ctx context.Context, e *opEnv) error {
+		req := &kiokuv1.ListEventsRequest{Parent: e.arg, PageSize: 100}
+		if *newest {
+			req.OrderBy = "sequence desc"
+		}
+		list, err := collect(e, *limit, e.c.AllEvents(ctx, req))
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return printJSONList(e, list)
+		}
+		return eventTable(e, list)
+	}
+}
+
+func sessionsDelete(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	forget := fs.Bool("forget-memories", false, "also delete the memories derived only from this session (and remove it from the sources of the others)")
+	return func(ctx context.Context, e *opEnv) error {
+		if _, err := e.c.DeleteSession(ctx, &kiokuv1.DeleteSessionRequest{Name: e.arg, ForgetMemories: *forget}); err != nil {
+			return err
+		}
+		if *forget {
+			return e.done("deleted %s and forgot the memories it alone was the source of", e.arg)
+		}
+		return e.done("deleted %s", e.arg)
+	}
+}
+
+// eventTable prints events: sequence, id, author, time, what they carry and
+// the state keys they changed.
+func eventTable(e *opEnv, events []*kiokuv1.Event) error {
+	rows := make([][]string, len(events))
+	for i, ev := range events {
+		var keys []string
+		for k := range ev.GetActions().GetStateDelta().GetFields() {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		rows[i] = []string{strconv.FormatInt(ev.GetSequence(), 10), ev.GetId(), ev.GetAuthor(), ts(ev.GetTimestamp()), shorten(eventSummary(ev), 70), strings.Join(keys, ",")}
+	}
+	return e.table([]string{"SEQ", "ID", "AUTHOR", "TIME", "CONTENT", "STATE DELTA"}, rows)
+}
+
+// eventSummary is what an event carries, in one line: its text, the
+// functions it calls and the results it returns.
+func eventSummary(ev *kiokuv1.Event) string {
+	var parts []string
+	for _, p := range ev.GetContent().GetParts() {
+		switch {
+		case p.GetText() != "":
+			parts = append(parts, p.GetText())
+		case p.GetFunctionCall() != nil:
+			args, _ := json.Marshal(p.GetFunctionCall().GetArgs().AsMap())
+			parts = append(parts, fmt.Sprintf("call %s(%s)", p.GetFunctionCall().GetName(), args))
+		case p.GetFunctionResponse() != nil:
+			res, _ := json.Marshal(p.GetFunctionResponse().GetResponse().AsMap())
+			parts = append(parts, fmt.Sprintf("%s returned %s", p.GetFunctionResponse().GetName(), res))
+		}
+	}
+	if ev.GetErrorCode() != "" {
+		parts = append(parts, "error "+ev.GetErrorCode()+": "+ev.GetErrorMessage())
+	}
+	return strings.Join(parts, " ")
+}
+
+// stateTable prints a state's keys and values (as JSON), sorted by key.
+func stateTable(e *opEnv, st *structpb.Struct) error {
+	var keys []string
+	for k := range st.GetFields() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	rows := make([][]string, len(keys))
+	for i, k := range keys {
+		v, _ := json.Marshal(st.GetFields()[k].AsInterface())
+		rows[i] = []string{k, shorten(string(v), 100)}
+	}
+	return e.table([]string{"KEY", "VALUE"}, rows)
+}
+
+// stateName completes apps/APP or apps/APP/users/USER with /state.
+func stateName(arg string) string {
+	if strings.HasSuffix(arg, "/state") {
+		return arg
+	}
+	return strings.TrimSuffix(arg, "/") + "/state"
+}
+
+func stateGet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	return func(ctx context.Context, e *opEnv) error {
+		st, err := e.c.GetState(ctx, &kiokuv1.GetStateRequest{Name: stateName(e.arg)})
+		if err != nil {
+			return err
+		}
+		return printState(e, st)
+	}
+}
+
+func printState(e *opEnv, st *kiokuv1.State) error {
+	if e.json {
+		return e.printJSON(st)
+	}
+	if err := e.fields([2]string{"name", st.GetName()}, [2]string{"updated", ts(st.GetUpdateTime())}); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.out)
+	return stateTable(e, st.GetState())
+}
+
+// setFlags collects --set KEY=VALUE flags, in order.
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, " ") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+func stateSet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	var sets setFlags
+	fs.Var(&sets, "set", "KEY=VALUE to write (repeatable); VALUE is JSON (42, true, \"x\", {...}), else a string; null deletes the key")
+	return func(ctx context.Context, e *opEnv) error {
+		if len(sets) == 0 {
+			return fmt.Errorf("give what to change with --set KEY=VALUE")
+		}
+		delta := map[string]any{}
+		for _, kv := range sets {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("--set %q: want KEY=VALUE", kv)
+			}
+			var val any
+			if err := json.Unmarshal([]byte(v), &val); err != nil {
+				val = v // not JSON: a string
+			}
+			delta[k] = val
+		}
+		d, err := structpb.NewStruct(delta)
+		if err != nil {
+			return err
+		}
+		st, err := e.c.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: stateName(e.arg), StateDelta: d})
+		if err != nil {
+			return err
+		}
+		return printState(e, st)
+	}
+}

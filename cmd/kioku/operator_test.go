@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/kioku-ai/kioku/client"
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/server"
+)
+
+// operatorServer is a real kioku behind API keys, with an operator key
+// for the commands and a client that seeded it.
+type operatorServer struct {
+	t   *testing.T
+	url string
+	key string
+	c   *client.Client
+}
+
+func newOperatorServer(t *testing.T) *operatorServer {
+	key, entry := server.NewKey("operator", server.AllApps, "")
+	file := filepath.Join(t.TempDir(), "keys.json")
+	b, _ := json.Marshal(map[string]any{"keys": []any{entry}})
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := server.LoadKeys(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	srv := httptest.NewServer(n.Handler())
+	t.Cleanup(srv.Close)
+	return &operatorServer{t: t, url: srv.URL, key: key, c: client.New(srv.URL, client.WithAuthToken(key))}
+}
+
+// kioku runs "kioku ARGS --server URL --key KEY" and returns its output;
+// it fails the test on an error unless wantErr.
+func (s *operatorServer) kioku(wantErr bool, args ...string) (stdout, stderr string, err error) {
+	s.t.Helper()
+	var out, errb bytes.Buffer
+	err = operator(s.t.Context(), args[0], append(args[1:], "--server", s.url, "--key", s.key), &out, &errb)
+	if (err != nil) != wantErr {
+		s.t.Fatalf("kioku %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String(), errb.String(), err
+}
+
+// has fails the test unless out contains every string.
+func has(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Fatalf("%s printed\n%s\nwithout %q", what, out, w)
+		}
+	}
+}
+
+func TestOperatorCommands(t *testing.T) {
+	s := newOperatorServer(t)
+	ctx := t.Context()
+	c := s.c
+
+	// Two sessions of ann; the first has three events, with a tool call and
+	// a user: state change.
+	s1 := client.SessionName("demo", "ann", "s1")
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann"), SessionId: id,
+			Session: &kiokuv1.Session{DisplayName: "chat " + id, Labels: map[string]string{"team": "core"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ev := range []*kiokuv1.Event{
+		{Author: "user", Content: client.Text("user", "I prefer tea."), Actions: &kiokuv1.EventActions{StateDelta: client.Delta(map[string]any{"user:drink": "tea"})}},
+		{Author: "agent", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{{FunctionCall: &kiokuv1.FunctionCall{Name: "save_to_memory", Args: client.Delta(map[string]any{"fact": "Ann prefers tea."})}}}}},
+		{Author: "agent", Content: client.Text("model", "Noted: tea it is.")},
+	} {
+		if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: s1, Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, _, _ := s.kioku(false, "sessions", "list", "apps/demo/users/ann")
+	has(t, "sessions list", out, "SESSION", "DISPLAY NAME", s1, "chat s1", client.SessionName("demo", "ann", "s2"), "team=core")
+	out, _, _ = s.kioku(false, "sessions", "list", "apps/demo", "--json")
+	var sessions []map[string]any
+	if err := json.Unmarshal([]byte(out), &sessions); err != nil || len(sessions) != 2 {
+		t.Fatalf("sessions list --json: %v\n%s", err, out)
+	}
+	out, _, _ = s.kioku(false, "sessions", "get", s1)
+	has(t, "sessions get", out, "name:", s1, "events:", "3", "user:drink", `"tea"`, "I prefer tea.", "call save_to_memory", "Noted: tea it is.")
+	out, errOut, _ := s.kioku(false, "sessions", "events", "--newest-first", "--limit", "1", s1)
+	has(t, "sessions events --newest-first --limit 1", out, "SEQ", "Noted: tea it is.")
+	has(t, "sessions events --limit 1 (stderr)", errOut, "the first 1")
+	if strings.Contains(out, "I prefer tea.") {
+		t.Fatalf("sessions events --limit 1 printed more than the newest event:\n%s", out)
+	}
+
+	// State without a session.
+	out, _, _ = s.kioku(false, "state", "get", "apps/demo/users/ann")
+	has(t, "state get", out, "apps/demo/users/ann/state", "user:drink", `"tea"`)
+	s.kioku(false, "state", "set", "apps/demo/users/ann/state", "--set", "user:level=3", "--set", "user:drink=null", "--set", "user:nick=Annie")
+	st, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.UserStateName("demo", "ann")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.GetState().AsMap(); m["user:level"] != 3.0 || m["user:nick"] != "Annie" || m["user:drink"] != nil {
+		t.Fatalf("after state set: %v", m)
+	}
+
+	// Memories from direct facts, through an operation.
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("ann"),
+		Source: client.Facts("Ann lives in Sapporo.", "Ann prefers green tea.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = s.kioku(false, "ops", "wait", op.GetName())
+	has(t, "ops wait", out, "state:", "SUCCEEDED", "done:", "true", "ACTION", "CREATED", "Ann lives in Sapporo.")
+	out, _, _ = s.kioku(false, "ops", "list", "apps/demo")
+	has(t, "ops list", out, "OPERATION", op.GetName(), "GenerateMemories", "SUCCEEDED")
+	out, _, _ = s.kioku(false, "ops", "get", op.GetName(), "--json")
+	var opJSON struct {
+		Name string
+		Done bool
+	}
+	if err := json.Unmarshal([]byte(out), &opJSON); err != nil || opJSON.Name != op.GetName() || !opJSON.Done {
+		t.Fatalf("ops get --json: %v\n%s", err, out)
+	}
+	_, _, err = s.kioku(true, "ops", "cancel", op.GetName())
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("ops cancel of a finished operation: %v", err)
+	}
+
+	out, _, _ = s.kioku(false, "memories", "list", "apps/demo", "--scope", "user_id=ann")
+	has(t, "memories list", out, "MEMORY", "FACT", "Ann lives in Sapporo.", "Ann prefers green tea.", "user_id=ann")
+	out, _, _ = s.kioku(false, "memories", "list", "apps/demo", "--json")
+	var mems []struct{ Name, Fact string }
+	if err := json.Unmarshal([]byte(out), &mems); err != nil || len(mems) != 2 {
+		t.Fatalf("memories list --json: %v\n%s", err, out)
+	}
+	sapporo := mems[0].Name
+	if !strings.Contains(mems[0].Fact, "Sapporo") {
+		sapporo = mems[1].Name
+	}
+	out, _, _ = s.kioku(false, "memories", "retrieve", "apps/demo", "--scope", "user_id=ann", "--query", "Where does Ann live?", "--top-k", "1")
+	has(t, "memories retrieve", out, "DISTANCE", "Ann lives in Sapporo.")
+	if strings.Contains(out, "green tea") {
+		t.Fatalf("memories retrieve --top-k 1 printed two memories:\n%s", out)
+	}
+	out, _, _ = s.kioku(false, "memories", "get", sapporo)
+	has(t, "memories get", out, "fact:", "Ann lives in Sapporo.", "scope:", "user_id=ann", "revision:", "1")
+	out, _, _ = s.kioku(false, "memories", "delete", sapporo)
+	has(t, "memories delete", out, "deleted "+sapporo)
+	if _, err := c.GetMemory(ctx, &kiokuv1.GetMemoryRequest{Name: sapporo}); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("the deleted memory: %v", err)
+	}
+	out, _, _ = s.kioku(false, "memories", "revisions", sapporo)
+	has(t, "memories revisions", out, "REV", "DELETED", "CREATED")
+
+	// The memory bank configuration: only the fields given change.
+	cfgFile := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(cfgFile, []byte(`{"managed_topics": ["USER_PREFERENCES"], "memoryTtl": "2592000s"}`), 0o644)
+	out, _, _ = s.kioku(false, "config", "set", "apps/demo", "--file", cfgFile)
+	has(t, "config set", out, "managed topics:", "USER_PREFERENCES", "memory ttl:", "720h0m0s")
+	os.WriteFile(cfgFile, []byte(`{"generation_trigger": {"event_count": 10}}`), 0o644)
+	s.kioku(false, "config", "set", "apps/demo", "--file", cfgFile)
+	out, _, _ = s.kioku(false, "config", "get", "apps/demo")
+	has(t, "config get", out, "USER_PREFERENCES", "720h0m0s", "generate every:", "10 new events")
+	os.WriteFile(cfgFile, []byte(`{"managed_topicz": []}`), 0o644)
+	if _, _, err := s.kioku(true, "config", "set", "apps/demo", "--file", cfgFile); err == nil || !strings.Contains(err.Error(), "managed_topicz") {
+		t.Fatalf("config set with an unknown field: %v", err)
+	}
+
+	// Deleting a session.
+	out, _, _ = s.kioku(false, "sessions", "delete", s1)
+	has(t, "sessions delete", out, "deleted "+s1)
+	if _, err := c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: s1}); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("the deleted session: %v", err)
+	}
+
+	// Errors: the server's, and the command line's.
+	if _, _, err := s.kioku(true, "sessions", "get", client.SessionName("demo", "ann", "nope")); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("sessions get of a missing session: %v", err)
+	}
+	var out2, err2 bytes.Buffer
+	if err := operator(ctx, "sessions", []string{"list", "apps/demo", "--server", s.url}, &out2, &err2); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("without --key: %v", err)
+	}
+	if _, _, err := s.kioku(true, "sessions", "get"); err == nil || !strings.Contains(err.Error(), "takes one argument") {
+		t.Fatalf("sessions get without a name: %v", err)
+	}
+	if _, _, err := s.kioku(true, "sessions", "frobnicate", "x"); err == nil || !strings.Contains(err.Error(), `unknown sessions subcommand "frobnicate"`) {
+		t.Fatalf("an unknown subcommand: %v", err)
+	}
+}
