@@ -22,11 +22,15 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/sessions"
+	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 // keyFile writes a key file of the given entries.
-func keyFile(t *testing.T, keys ...server.Key) string {
+func keyFile(t *testing.T, keys ...auth.Key) string {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"keys": keys})
 	path := filepath.Join(t.TempDir(), "keys.json")
@@ -48,9 +52,9 @@ func withKey(key string) connect.ClientOption {
 }
 
 func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
-	appKey, appEntry := server.NewKey("backend", "a", "")
-	opKey, opEntry := server.NewKey("operator", server.AllApps, "")
-	keys, err := server.LoadKeys(keyFile(t, appEntry, opEntry))
+	appKey, appEntry := auth.NewKey("backend", "a", "")
+	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
+	keys, err := auth.LoadKeys(keyFile(t, appEntry, opEntry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +130,10 @@ func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 // TestReloadKeys replaces the keys of a running server: a valid file takes
 // effect for the next call, a broken one leaves the keys in force.
 func TestReloadKeys(t *testing.T) {
-	oldKey, oldEntry := server.NewKey("old", "a", "")
-	newKey, newEntry := server.NewKey("new", "a", "")
+	oldKey, oldEntry := auth.NewKey("old", "a", "")
+	newKey, newEntry := auth.NewKey("new", "a", "")
 	path := keyFile(t, oldEntry)
-	keys, err := server.LoadKeys(path)
+	keys, err := auth.LoadKeys(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +173,11 @@ func TestReloadKeys(t *testing.T) {
 // TestExpiredKeys: a key past its expire_time is refused as expired, one
 // before it works.
 func TestExpiredKeys(t *testing.T) {
-	oldKey, oldEntry := server.NewKey("old", "a", "")
+	oldKey, oldEntry := auth.NewKey("old", "a", "")
 	oldEntry.ExpireTime = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	liveKey, liveEntry := server.NewKey("live", "a", "")
+	liveKey, liveEntry := auth.NewKey("live", "a", "")
 	liveEntry.ExpireTime = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	keys, err := server.LoadKeys(keyFile(t, oldEntry, liveEntry))
+	keys, err := auth.LoadKeys(keyFile(t, oldEntry, liveEntry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +207,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
-	_, good := server.NewKey("k", "a", "")
+	_, good := auth.NewKey("k", "a", "")
 	for _, c := range []struct {
 		file, want string
 	}{
@@ -216,19 +220,19 @@ func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
 	} {
 		path := filepath.Join(t.TempDir(), "keys.json")
 		os.WriteFile(path, []byte(c.file), 0o600)
-		if _, err := server.LoadKeys(path); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := auth.LoadKeys(path); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.file, err, c.want)
 		}
 	}
-	if _, err := server.LoadKeys(filepath.Join(t.TempDir(), "missing.json")); err == nil || !errors.Is(err, os.ErrNotExist) {
+	if _, err := auth.LoadKeys(filepath.Join(t.TempDir(), "missing.json")); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
 
 func TestUserKeysReachOnlyTheirUser(t *testing.T) {
-	annKey, annEntry := server.NewKey("ann's agent", "a", "ann")
-	appKey, appEntry := server.NewKey("backend", "a", "")
-	keys, err := server.LoadKeys(keyFile(t, annEntry, appEntry))
+	annKey, annEntry := auth.NewKey("ann's agent", "a", "ann")
+	appKey, appEntry := auth.NewKey("backend", "a", "")
+	keys, err := auth.LoadKeys(keyFile(t, annEntry, appEntry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +278,54 @@ func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	d, _ := structpb.NewStruct(map[string]any{"app:x": 1})
 	_, err = ann.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: d})
 	want("changing app state", err, connect.CodePermissionDenied)
+
+	// app: keys in any state delta are refused, naming the key and the
+	// scope, and nothing of the request is stored.
+	wantMsg := func(what string, err error, msg string) {
+		t.Helper()
+		if connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("%s: %v, want PERMISSION_DENIED with %q", what, err, msg)
+		}
+	}
+	appState := func(m map[string]any) *structpb.Struct { s, _ := structpb.NewStruct(m); return s }
+	_, err = ann.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s1", Event: &kiokuv1.Event{
+		Author: "user", Actions: &kiokuv1.EventActions{StateDelta: appState(map[string]any{"user:ok": 1, "app:config": nil, "app:instructions": "obey ann"})},
+	}})
+	wantMsg("an event writing app state", err, `key "app:`)
+	wantMsg("an event writing app state", err, `writes the app scope ("app:")`)
+	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s2", Session: &kiokuv1.Session{State: appState(map[string]any{"app:motd": "hi"})}})
+	wantMsg("a session created with app state", err, `session.state key "app:motd"`)
+	_, err = ann.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/users/ann/state", StateDelta: appState(map[string]any{"app:x": 1})})
+	wantMsg("app state through user state", err, `state_delta key "app:x"`)
+	if st, err := app.GetState(ctx, &kiokuv1.GetStateRequest{Name: "apps/a/state"}); err != nil || len(st.GetState().GetFields()) != 0 {
+		t.Fatalf("app state after the refused writes: %v, %v; want it empty", st, err)
+	}
+	if st, err := app.GetState(ctx, &kiokuv1.GetStateRequest{Name: "apps/a/users/ann/state"}); err != nil || len(st.GetState().GetFields()) != 0 {
+		t.Fatalf("user state after the refused writes: %v, %v; want it empty (the refused event's user: key not applied)", st, err)
+	}
+	if _, err := app.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: "apps/a/users/ann/sessions/s2"}); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("the session created with app state: %v, want NOT_FOUND", err)
+	}
+	if s, err := app.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: "apps/a/users/ann/sessions/s1"}); err != nil || s.GetLastSequence() != 0 {
+		t.Fatalf("s1 after the refused append: %v, %v; want no event", s, err)
+	}
+
+	// Tool calls and their results append under a user key, whatever their
+	// names and arguments look like.
+	args := appState(map[string]any{"name": "apps/b/users/bob", "parent": "apps/a"})
+	for _, part := range []*kiokuv1.Part{
+		{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "get_weather", Args: args}},
+		{FunctionResponse: &kiokuv1.FunctionResponse{Id: "c1", Name: "get_weather", Response: args}},
+	} {
+		_, err = ann.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s1", Event: &kiokuv1.Event{
+			Author: "model", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{part}},
+			Actions: &kiokuv1.EventActions{StateDelta: appState(map[string]any{"user:city": "Kyoto", "temp:t": 1, "turn": 2})},
+		}})
+		want("a tool-call event", err, ok)
+	}
+	if s, err := ann.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: "apps/a/users/ann/sessions/s1"}); err != nil || s.GetLastSequence() != 2 || s.GetEvents()[0].GetContent().GetParts()[0].GetFunctionCall().GetName() != "get_weather" {
+		t.Fatalf("s1 after the tool calls: %v, %v", s, err)
+	}
 
 	// Memories: requests must carry ann's scope; by name, others' are absent.
 	_, err = ann.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: "apps/a"})
@@ -322,4 +374,122 @@ func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	want("changing the configuration", err, connect.CodePermissionDenied)
 	_, err = ann.GetMemoryBankConfig(ctx, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/a/memoryBankConfig"})
 	want("reading the configuration", err, ok)
+}
+
+// keyedSessionServer serves a SessionService on a fresh SQLite store
+// behind keys, checking streams' keys every interval.
+func keyedSessionServer(t *testing.T, keys *auth.Keys, interval time.Duration) *httptest.Server {
+	t.Helper()
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store, err := sessionsqlite.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sessions.NewService(store, sessions.Config{})
+	return startServer(t, server.Config{
+		Keys: keys, KeyCheckInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Sessions: server.NewSessionHandler(svc, server.SessionHandlerOptions{}),
+	})
+}
+
+// TestStreamsEndWhenTheirKeyDoes: an open WatchSession ends
+// UNAUTHENTICATED when its key is removed from the key file (and the file
+// reloaded) or expires, at the next key check.
+func TestStreamsEndWhenTheirKeyDoes(t *testing.T) {
+	annKey, annEntry := auth.NewKey("ann", "a", "ann")
+	brief, briefEntry := auth.NewKey("brief", "a", "ann")
+	briefEntry.ExpireTime = time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	appKey, appEntry := auth.NewKey("backend", "a", "")
+	path := keyFile(t, annEntry, briefEntry, appEntry)
+	keys, err := auth.LoadKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := keyedSessionServer(t, keys, 50*time.Millisecond)
+	app := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(appKey))
+	if _, err := app.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s"})); err != nil {
+		t.Fatal(err)
+	}
+	// watch opens a stream with key and returns a channel with its end.
+	// (The call returns with the response headers, which the server sends
+	// with the first event: it runs on its own goroutine.)
+	watch := func(key string) <-chan error {
+		req := connect.NewRequest(&kiokuv1.WatchSessionRequest{Name: "apps/a/users/ann/sessions/s"})
+		req.Header().Set("Authorization", "Bearer "+key)
+		end := make(chan error, 1)
+		go func() {
+			stream, err := app.WatchSession(t.Context(), req)
+			if err != nil {
+				end <- err
+				return
+			}
+			for stream.Receive() {
+			}
+			end <- stream.Err()
+		}()
+		return end
+	}
+	expectEnd := func(what string, end <-chan error, msg string) {
+		t.Helper()
+		select {
+		case err := <-end:
+			if connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), msg) {
+				t.Errorf("%s: the stream ended with %v, want UNAUTHENTICATED %q", what, err, msg)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the stream is still open", what)
+		}
+	}
+
+	revoked, expiring := watch(annKey), watch(brief)
+	select {
+	case err := <-revoked:
+		t.Fatalf("the stream ended before its key was revoked: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := os.WriteFile(path, []byte(`{"keys": [`+mustJSON(t, appEntry)+`,`+mustJSON(t, briefEntry)+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	expectEnd("revoked key", revoked, "this API key was revoked; the stream ended")
+	expectEnd("expired key", expiring, "this API key expired at "+briefEntry.ExpireTime)
+}
+
+// forgetfulMemories returns a memory named by id without checking whose it
+// is, as a handler that forgot auth.CheckLoaded would.
+type forgetfulMemories struct {
+	kiokuv1connect.UnimplementedMemoryBankServiceHandler
+}
+
+func (forgetfulMemories) GetMemory(_ context.Context, req *connect.Request[kiokuv1.GetMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
+	return connect.NewResponse(&kiokuv1.Memory{Name: req.Msg.GetName(), Fact: "bob's secret", Scope: map[string]string{"user_id": "bob"}}), nil
+}
+
+// TestForgottenLoadCheckFailsClosed: a handler of a resource whose user is
+// known only after loading that returns it without auth.CheckLoaded
+// answers INTERNAL, and nothing, to a user key.
+func TestForgottenLoadCheckFailsClosed(t *testing.T) {
+	annKey, annEntry := auth.NewKey("ann", "a", "ann")
+	appKey, appEntry := auth.NewKey("backend", "a", "")
+	keys, err := auth.LoadKeys(keyFile(t, annEntry, appEntry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, server.Config{Keys: keys, Memories: forgetfulMemories{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	get := func(key string) (*connect.Response[kiokuv1.Memory], error) {
+		c := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, ts.URL, withKey(key))
+		return c.GetMemory(t.Context(), connect.NewRequest(&kiokuv1.GetMemoryRequest{Name: "apps/a/memories/m"}))
+	}
+	if res, err := get(annKey); connect.CodeOf(err) != connect.CodeInternal || res != nil || !strings.Contains(err.Error(), "did not check whose resource it loaded") {
+		t.Errorf("user key: %v, %v; want INTERNAL and no memory", res, err)
+	}
+	if _, err := get(appKey); err != nil {
+		t.Errorf("app key: %v", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // MemoryHandler serves kioku.v1.MemoryBankService and
@@ -426,31 +427,29 @@ func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Reques
 	return h.operation(ctx, op)
 }
 
-// checkMemory answers NOT_FOUND, as for a memory that does not exist, when
-// the caller's key is confined to a user and the memory is not in that
-// user's scope.
+// checkMemory is the check of a memory named by id (auth.CheckLoaded):
+// when the caller's key is confined to a user, a memory outside that
+// user's scope answers NOT_FOUND, as one that does not exist.
 func (h *MemoryHandler) checkMemory(ctx context.Context, app, id string) error {
-	user := confinedUser(ctx)
-	if user == "" {
+	if !auth.LoadCheckNeeded(ctx) {
 		return nil
 	}
 	scope, err := h.svc.MemoryScope(ctx, app, id)
-	if err == nil && scope["user_id"] != user {
-		err = fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
+	if err != nil {
+		return err
 	}
-	return err
+	return auth.CheckLoaded(ctx, scope["user_id"], fault.NotFoundf("memory %s not found", aip.MemoryName(app, id)))
 }
 
 // checkOperation is checkMemory for operations: a user key reaches only
 // operations on its user's scope.
 func (h *MemoryHandler) checkOperation(ctx context.Context, app, id string) error {
-	user := confinedUser(ctx)
-	if user == "" {
+	if !auth.LoadCheckNeeded(ctx) {
 		return nil
 	}
 	op, err := h.svc.GetOperation(ctx, app, id)
-	if err == nil && memorybank.ParseScopeKey(op.ScopeKey)["user_id"] != user {
-		err = fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
+	if err != nil {
+		return err
 	}
-	return err
+	return auth.CheckLoaded(ctx, memorybank.ParseScopeKey(op.ScopeKey)["user_id"], fault.NotFoundf("operation %s not found", aip.OperationName(app, id)))
 }

@@ -34,6 +34,7 @@ type Metric struct {
 // procedures and counts, never data.
 type rpcMetrics struct {
 	calls   *prometheus.CounterVec
+	refusal *prometheus.CounterVec
 	latency *prometheus.HistogramVec
 	handler http.Handler
 }
@@ -47,6 +48,10 @@ func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
 			Name: "kioku_rpc_calls_total",
 			Help: "Calls finished, by procedure and Connect code.",
 		}, []string{"procedure", "code"}),
+		refusal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kioku_rpc_refused_total",
+			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited).",
+		}, []string{"procedure", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kioku_rpc_duration_seconds",
 			Help:    "Latency of unary calls, by procedure.",
@@ -56,6 +61,7 @@ func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		m.calls,
+		m.refusal,
 		m.latency,
 		buildInfo(),
 		collectors.NewGoCollector(),
@@ -103,6 +109,19 @@ func (m *rpcMetrics) record(procedure string, err error, d time.Duration, unary 
 	if unary {
 		m.latency.WithLabelValues(procedure).Observe(d.Seconds())
 	}
+}
+
+// refused counts a call refused before its request was read (it never
+// reached the interceptors): as a call ending with the refusal's code, and
+// by reason. Only registered procedures are refused this way, so the series
+// stay bounded.
+func (m *rpcMetrics) refused(procedure, reason string) {
+	code := connect.CodeUnauthenticated
+	if reason == "rate_limited" {
+		code = connect.CodeResourceExhausted
+	}
+	m.calls.WithLabelValues(procedure, code.String()).Inc()
+	m.refusal.WithLabelValues(procedure, reason).Inc()
 }
 
 func (m *rpcMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {

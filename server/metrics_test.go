@@ -19,6 +19,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // scrape reads /metrics, parses it as Prometheus' text format (which
@@ -80,10 +81,10 @@ func scrape(t *testing.T, url string) map[string]float64 {
 
 // TestMetrics: calls are counted by procedure and code with a latency
 // histogram; other components' figures appear with escaped labels; the
-// endpoint needs no key.
+// endpoint needs no key; calls refused for their key are counted too.
 func TestMetrics(t *testing.T) {
-	key, entry := server.NewKey("k", "a", "")
-	keys, err := server.LoadKeys(keyFile(t, entry))
+	key, entry := auth.NewKey("k", "a", "")
+	keys, err := auth.LoadKeys(keyFile(t, entry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +103,8 @@ func TestMetrics(t *testing.T) {
 	for range 2 {
 		sessions.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u"}))
 	}
+	// Refused before the body is read: counted as a call and by reason.
+	kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL).CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u"}))
 	if _, err := grpchealth.NewClient(http.DefaultClient, ts.URL).Check(t.Context(), &grpchealth.CheckRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +114,8 @@ func TestMetrics(t *testing.T) {
 	for series, want := range map[string]float64{
 		`kioku_rpc_calls_total{code="unimplemented",` + create + `}`:                2,
 		`kioku_rpc_calls_total{code="ok",procedure="/grpc.health.v1.Health/Check"}`: 1,
+		`kioku_rpc_calls_total{code="unauthenticated",` + create + `}`:              1,
+		`kioku_rpc_refused_total{` + create + `,reason="no_key"}`:                   1,
 		`kioku_rpc_duration_seconds_count{` + create + `}`:                          2,
 		`kioku_rpc_duration_seconds_bucket{le="+Inf",` + create + `}`:               2,
 		`kioku_test_things{kind="a \"b\" \\ c"}`:                                    2.5,

@@ -15,7 +15,7 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // restCall makes one REST call over HTTP/1.1 with a JSON body (none when
@@ -202,8 +202,8 @@ func TestRESTRoundTrip(t *testing.T) {
 
 // TestRESTNeedsKeys: REST calls go through the same key checks.
 func TestRESTNeedsKeys(t *testing.T) {
-	key, entry := server.NewKey("k", "demo", "")
-	keys, err := server.LoadKeys(keyFile(t, entry))
+	key, entry := auth.NewKey("k", "demo", "")
+	keys, err := auth.LoadKeys(keyFile(t, entry))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,10 @@
 // OpenAPI document (package openapi).
 //
 // With Keys set, the kioku.v1 services need an API key confined to an app
-// or to one user of an app (auth.go); the memory handlers check memories
-// and operations named directly against a user key's scope. Every resource
-// name of the API is in a field called name, parent or session, and every
-// scope in a field called scope, which is what the checks read: new fields
-// must keep to those names.
+// or to one user of an app, checked by an auth.Guard (package server/auth)
+// against kiokuPolicy (auth_policy.go), which declares for every procedure
+// its access and the request fields that name resources: a new RPC must be
+// declared there, or New panics.
 //
 // # Metrics
 //
@@ -57,8 +56,11 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"connectrpc.com/vanguard"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/server/auth"
 	"github.com/kioku-ai/kioku/server/openapi"
 )
 
@@ -79,8 +81,17 @@ type Config struct {
 	MaxTimeout time.Duration
 
 	// Keys, when set, are the API keys the kioku.v1 services require, each
-	// confined to an app or a user (see Keys). Nil: no key is needed.
-	Keys *Keys
+	// confined to an app or a user (see package auth). Nil: no key is
+	// needed.
+	Keys *auth.Keys
+
+	// RateLimit is the rate limit of a key the key file gives none (see
+	// auth.RateLimit). Zero: no limit.
+	RateLimit auth.RateLimit
+
+	// KeyCheckInterval is how often an open stream checks that its key is
+	// still in force. Zero: 30 seconds; at most a minute.
+	KeyCheckInterval time.Duration
 
 	// TLS, when set, is the certificate the server serves HTTPS with
 	// (HTTP/2 and HTTP/1.1); it then serves no plaintext. Nil: plaintext
@@ -156,12 +167,24 @@ func New(cfg Config) *Server {
 		connect.WithCompressMinBytes(4 << 10),
 	}
 
-	// The kioku services check keys after logging and counting (so refusals
-	// are logged and counted); health, reflection, /metrics and /openapi.yaml
-	// stay open.
+	// The kioku services check keys: the guard's middleware authenticates
+	// before the body is read, its interceptor (after the observing one, so
+	// that refusals are logged and counted) authorizes the request. Health,
+	// reflection, /metrics and /openapi.yaml stay open.
+	if err := kiokuPolicy.Check(kiokuServices()...); err != nil {
+		panic("server: " + err.Error())
+	}
 	apiOpts := opts
+	var guard *auth.Guard
 	if cfg.Keys != nil {
-		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(&authInterceptor{keys: cfg.Keys}))
+		guard = auth.NewGuard(auth.Options{
+			Keys:             cfg.Keys,
+			DefaultRate:      cfg.RateLimit,
+			KeyCheckInterval: cfg.KeyCheckInterval,
+			Logger:           cfg.Logger,
+			Rejected:         metrics.refused,
+		}, kiokuPolicy)
+		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(guard.Interceptor()))
 	}
 	mux := http.NewServeMux()
 	var rest []*vanguard.Service
@@ -185,7 +208,11 @@ func New(cfg Config) *Server {
 		// a programming error that every test would show.
 		panic(fmt.Sprintf("server: REST bindings: %v", err))
 	}
-	mux.Handle("/v1/", transcoder)
+	if guard != nil {
+		mux.Handle("/v1/", guard.WrapREST(transcoder))
+	} else {
+		mux.Handle("/v1/", transcoder)
+	}
 
 	health := grpchealth.NewStaticChecker(serviceNames...)
 	mux.Handle(grpchealth.NewHandler(health, opts...))
@@ -203,10 +230,27 @@ func New(cfg Config) *Server {
 	})
 
 	var handler http.Handler = mux
+	if guard != nil {
+		handler = guard.Wrap(handler)
+	}
+	// CORS outside the key check: preflights carry no key.
 	if len(cfg.CORSOrigins) > 0 {
-		handler = withCORS(mux, cfg.CORSOrigins)
+		handler = withCORS(handler, cfg.CORSOrigins)
 	}
 	return &Server{cfg: cfg, handler: handler, health: health}
+}
+
+// kiokuServices returns the descriptors of the kioku.v1 services.
+func kiokuServices() []protoreflect.ServiceDescriptor {
+	var out []protoreflect.ServiceDescriptor
+	for _, name := range serviceNames {
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
+		if err != nil {
+			panic("server: " + err.Error())
+		}
+		out = append(out, d.(protoreflect.ServiceDescriptor))
+	}
+	return out
 }
 
 // restNotFound answers a REST path that no method binds as REST errors

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
-	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 const keyUsage = `Usage: kioku key --app APP [--user USER] [--name NAME] [--ttl DURATION]
@@ -44,13 +44,13 @@ func key(args []string, stdout io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("--app is required")
 	}
-	if *app != server.AllApps {
+	if *app != auth.AllApps {
 		if err := aip.ValidateID("--app", *app, aip.AppIDChars); err != nil {
 			return err
 		}
 	}
 	if *user != "" {
-		if *app == server.AllApps {
+		if *app == auth.AllApps {
 			return fmt.Errorf("--user needs a single --app, not *")
 		}
 		if err := aip.ValidateID("--user", *user, aip.UserIDChars); err != nil {
@@ -58,7 +58,7 @@ func key(args []string, stdout io.Writer) error {
 		}
 	}
 
-	k, entry := server.NewKey(*name, *app, *user)
+	k, entry := auth.NewKey(*name, *app, *user)
 	if ttl > 0 {
 		entry.ExpireTime = time.Now().Add(ttl).UTC().Truncate(time.Second).Format(time.RFC3339)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // operatorServer is a real kioku behind API keys, with an operator key
@@ -29,13 +29,13 @@ type operatorServer struct {
 }
 
 func newOperatorServer(t *testing.T) *operatorServer {
-	key, entry := server.NewKey("operator", server.AllApps, "")
+	key, entry := auth.NewKey("operator", auth.AllApps, "")
 	file := filepath.Join(t.TempDir(), "keys.json")
 	b, _ := json.Marshal(map[string]any{"keys": []any{entry}})
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := server.LoadKeys(file)
+	keys, err := auth.LoadKeys(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -30,7 +31,7 @@ type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
-	vectorCache                                           *string
+	vectorCache, rateLimit, rateBurst                     *string
 	corsOrigins                                           *string
 }
 
@@ -50,6 +51,9 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		tlsKey:      fs.Env("tls-key", "", "PEM private key of --tls-cert"),
 		corsOrigins: fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
 		lease:       fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+
+		rateLimit: fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
+		rateBurst: fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -80,11 +84,19 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if cache == 0 {
 		cache = -1 // node.Config's zero is the default
 	}
-	var keys *server.Keys
+	var keys *auth.Keys
 	if *f.authKeys != "" {
-		if keys, err = server.LoadKeys(*f.authKeys); err != nil {
+		if keys, err = auth.LoadKeys(*f.authKeys); err != nil {
 			return node.Config{}, fmt.Errorf("--auth-keys: %w", err)
 		}
+	}
+	rate, err := strconv.ParseFloat(*f.rateLimit, 64)
+	if err != nil || rate < 0 || rate != rate {
+		return node.Config{}, fmt.Errorf("--rate-limit %q: want a number of calls a second, 0 for no limit", *f.rateLimit)
+	}
+	burst, err := strconv.Atoi(*f.rateBurst)
+	if err != nil || burst < 1 && rate > 0 {
+		return node.Config{}, fmt.Errorf("--rate-burst %q: want a whole number of calls, at least 1", *f.rateBurst)
 	}
 	var cert *server.Certificate
 	switch {
@@ -101,6 +113,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	}
 	return node.Config{
 		Keys:              keys,
+		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
 		CORSOrigins:       cors,
 		TLS:               cert,
 		Store:             *f.store,
@@ -189,7 +202,7 @@ Try:
 // again on each SIGHUP, so keys can be added and revoked and certificates
 // renewed without a restart; a broken file leaves what is in force. It
 // returns the function that stops it.
-func reloadOnHangup(keys *server.Keys, cert *server.Certificate, log *slog.Logger) func() {
+func reloadOnHangup(keys *auth.Keys, cert *server.Certificate, log *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})

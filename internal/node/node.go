@@ -25,6 +25,7 @@ import (
 	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
 	"github.com/kioku-ai/kioku/sessions"
 	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
@@ -64,8 +65,11 @@ type Config struct {
 	// by similarity. Default memorybank.DefaultVectorCacheBytes (64 MiB).
 	VectorCacheBytes int64
 
-	// Keys, when set, are the API keys callers need (see server.Keys).
-	Keys *server.Keys
+	// Keys, when set, are the API keys callers need (see package
+	// server/auth), and RateLimit the rate limit of a key the key file
+	// gives none.
+	Keys      *auth.Keys
+	RateLimit auth.RateLimit
 	// TLS, when set, makes the server serve HTTPS only.
 	TLS *server.Certificate
 	// CORSOrigins are the origins whose browser pages may call the server
@@ -179,6 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.server = server.New(server.Config{
 		Logger:      cfg.Logger,
 		Keys:        cfg.Keys,
+		RateLimit:   cfg.RateLimit,
 		TLS:         cfg.TLS,
 		CORSOrigins: cfg.CORSOrigins,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/server/auth"
+)
+
+// The kinds of resource name kioku.v1 requests carry (see package auth).
+var (
+	// userKind is apps/{app}/users/{user}: the parent of a user's sessions.
+	userKind = &auth.Kind{Form: aip.User.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.User.Match(name)
+		if !ok || v[1] == aip.AllUsers {
+			return auth.Resource{}, false
+		}
+		return auth.Resource{App: v[0], User: v[1], Owner: auth.UserOwned}, true
+	}}
+	// sessionsParentKind is ListSessions' parent: one user's sessions, or
+	// every user's.
+	sessionsParentKind = &auth.Kind{Form: aip.User.String() + " or " + aip.App.String(), Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := aip.App.Match(name); ok {
+			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
+		}
+		v, ok := aip.User.Match(name)
+		if !ok {
+			return auth.Resource{}, false
+		}
+		if v[1] == aip.AllUsers {
+			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
+		}
+		return auth.Resource{App: v[0], User: v[1], Owner: auth.UserOwned}, true
+	}}
+	// userOrSessionKind is SearchEvents' parent: a user or one session.
+	userOrSessionKind = &auth.Kind{Form: aip.User.String() + " or " + aip.Session.String(), Parse: func(name string) (auth.Resource, bool) {
+		if r, ok := sessionKind.Parse(name); ok {
+			return r, true
+		}
+		return userKind.Parse(name)
+	}}
+	sessionKind = &auth.Kind{Form: aip.Session.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.Session.Match(name)
+		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
+	}}
+	// stateKind is the app's state (which users may read) or a user's.
+	stateKind = &auth.Kind{Form: aip.AppState.String() + " or " + aip.UserState.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := aip.AppState.Match(name); ok {
+			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
+		}
+		v, ok := aip.UserState.Match(name)
+		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
+	}}
+	// memoriesKind is apps/{app} as the parent of memories, which a
+	// request's scope selects.
+	memoriesKind = appKind(auth.ScopedContainer)
+	// operationsKind is apps/{app} as the parent of all its operations.
+	operationsKind = appKind(auth.AppWide)
+	// memoryKind and operationKind name resources by id; their user is
+	// their scope's, known once loaded (MemoryHandler checks it).
+	memoryKind = &auth.Kind{Form: aip.Memory.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.Memory.Match(name)
+		return auth.Resource{App: at(v, 0), Owner: auth.OwnerAfterLoad}, ok
+	}}
+	operationKind = &auth.Kind{Form: aip.Operation.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.Operation.Match(name)
+		return auth.Resource{App: at(v, 0), Owner: auth.OwnerAfterLoad}, ok
+	}}
+	bankConfigKind = &auth.Kind{Form: aip.MemoryBankConfig.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.MemoryBankConfig.Match(name)
+		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
+	}}
+)
+
+func appKind(owner auth.Owner) *auth.Kind {
+	return &auth.Kind{Form: aip.App.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.App.Match(name)
+		return auth.Resource{App: at(v, 0), Owner: owner}, ok
+	}}
+}
+
+// at returns v[i], or "" when v is too short (a name that did not match).
+func at(v []string, i int) string {
+	if i < len(v) {
+		return v[i]
+	}
+	return ""
+}
+
+func nameField(path string, k *auth.Kind) auth.Field { return auth.Field{Path: path, Kind: k} }
+
+func optionalName(path string, k *auth.Kind) auth.Field {
+	return auth.Field{Path: path, Kind: k, Optional: true}
+}
+
+func scopeField(path string) auth.Field { return auth.Field{Path: path, Scope: true, Optional: true} }
+
+// kiokuPolicy declares, for every kioku.v1 procedure, its access and the
+// request fields that name resources or carry state deltas. A new RPC must
+// be added here (the server refuses to start otherwise).
+var kiokuPolicy = auth.Policy{
+	kiokuv1connect.SessionServiceCreateSessionProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("parent", userKind)}, StateDeltas: []string{"session.state"}},
+	kiokuv1connect.SessionServiceGetSessionProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", sessionKind)}},
+	kiokuv1connect.SessionServiceListSessionsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", sessionsParentKind)}},
+	kiokuv1connect.SessionServiceUpdateSessionProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("session.name", sessionKind)}},
+	kiokuv1connect.SessionServiceDeleteSessionProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}},
+	kiokuv1connect.SessionServiceAppendEventProcedure:   {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}, StateDeltas: []string{"event.actions.state_delta"}},
+	kiokuv1connect.SessionServiceListEventsProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", sessionKind)}},
+	kiokuv1connect.SessionServiceGetStateProcedure:      {Access: auth.Read, Resources: []auth.Field{nameField("name", stateKind)}},
+	kiokuv1connect.SessionServiceUpdateStateProcedure:   {Access: auth.Write, Resources: []auth.Field{nameField("name", stateKind)}, StateDeltas: []string{"state_delta"}},
+	// A fork carries no delta: it copies the session scope and shares the
+	// user and app scopes.
+	kiokuv1connect.SessionServiceForkSessionProcedure:  {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}},
+	kiokuv1connect.SessionServiceWatchSessionProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("name", sessionKind)}},
+	kiokuv1connect.SessionServiceSearchEventsProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", userOrSessionKind)}},
+
+	kiokuv1connect.MemoryBankServiceCreateMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("memory.scope")}},
+	kiokuv1connect.MemoryBankServiceGetMemoryProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", memoryKind)}},
+	kiokuv1connect.MemoryBankServiceListMemoriesProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceUpdateMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("memory.name", memoryKind)}},
+	kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
+	kiokuv1connect.MemoryBankServiceGenerateMemoriesProcedure: {Access: auth.Write, Resources: []auth.Field{
+		nameField("parent", memoriesKind), scopeField("scope"),
+		optionalName("session_source.session", sessionKind),
+		optionalName("direct_memories_source.source.session", sessionKind),
+	}},
+	kiokuv1connect.MemoryBankServiceRetrieveMemoriesProcedure:       {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceListMemoryRevisionsProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoryKind)}},
+	kiokuv1connect.MemoryBankServiceRollbackMemoryProcedure:         {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
+	kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure:          {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", bankConfigKind)}},
+	kiokuv1connect.MemoryBankServiceUpdateMemoryBankConfigProcedure: {Access: auth.AppAdmin, Resources: []auth.Field{nameField("memory_bank_config.name", bankConfigKind)}},
+
+	kiokuv1connect.OperationServiceGetOperationProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", operationKind)}},
+	kiokuv1connect.OperationServiceListOperationsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", operationsKind)}},
+	kiokuv1connect.OperationServiceWaitOperationProcedure:   {Access: auth.Read, Resources: []auth.Field{nameField("name", operationKind)}},
+	kiokuv1connect.OperationServiceCancelOperationProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", operationKind)}},
+}
