@@ -33,10 +33,12 @@ func newMachine(t *testing.T) *machine {
 			t.Fatal(err)
 		}
 	}
-	// Node.js 20, which the TypeScript client needs.
+	// Node.js 20, which the TypeScript client needs, and a Debian Python
+	// with the Python client's modules.
 	m.fake("node", "echo v20.19.0")
 	m.fake("npm", "")
-	m.env = []string{"PATH=" + m.bin, "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "FIRESTORE_EMULATOR_HOST=127.0.0.1:1"}
+	m.fake("python3", "")
+	m.env = []string{"KIOKU_DEBIAN_PYTHON=" + filepath.Join(m.bin, "python3"), "PATH=" + m.bin, "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "FIRESTORE_EMULATOR_HOST=127.0.0.1:1"}
 	m.uid(0)
 	return m
 }
@@ -222,5 +224,44 @@ func TestDepsNodeIsNamed(t *testing.T) {
 	ok, stderr, calls := m.run()
 	if ok || !strings.Contains(stderr, "Node.js 20 or later with npm") || strings.Contains(calls, "apt-get install") {
 		t.Fatalf("with Node.js 18: ok=%v stderr=%q calls=%q", ok, stderr, calls)
+	}
+}
+
+func TestDepsPythonModules(t *testing.T) {
+	m := newMachine(t)
+	m.fake("chromium", "")
+	m.fake("python3", "exit 1") // no grpc, protobuf, pip or venv
+	m.aptInstalling(map[string]string{"python3-grpcio": "python3"})
+	ok, stderr, calls := m.run()
+	if !ok || !strings.Contains(calls, "--no-install-recommends python3-grpcio python3-protobuf python3-pip python3-venv") {
+		t.Fatalf("ok=%v stderr=%q calls=%q", ok, stderr, calls)
+	}
+	if !strings.Contains(calls, "python3 -c import grpc, google.protobuf, pip, ensurepip") {
+		t.Fatalf("the modules were not checked with Debian's python: %q", calls)
+	}
+
+	// An interpreter of one's own is not installed into: it is named.
+	m = newMachine(t)
+	m.fake("chromium", "")
+	m.fake("mypython", "exit 1")
+	m.aptInstalling(nil)
+	ok, stderr, calls = m.run("KIOKU_PYTHON=" + filepath.Join(m.bin, "mypython"))
+	if ok || !strings.Contains(stderr, "mypython cannot import grpc") || strings.Contains(calls, "apt-get install") {
+		t.Fatalf("KIOKU_PYTHON without the modules: ok=%v stderr=%q calls=%q", ok, stderr, calls)
+	}
+}
+
+func TestDepsForGenerate(t *testing.T) {
+	m := newMachine(t)
+	// Neither Chromium nor the emulator matter to scripts/generate.
+	m.env = m.env[:len(m.env)-1]
+	m.aptInstalling(map[string]string{"protobuf-compiler": "protoc", "protobuf-compiler-grpc": "grpc_python_plugin"})
+	bash := filepath.Join(m.bin, "bash")
+	cmd := exec.Command(bash, "-c", `set -euo pipefail; . ./deps; kioku_deps generate`)
+	cmd.Env = m.env
+	out, err := cmd.CombinedOutput()
+	calls, _ := os.ReadFile(m.log)
+	if err != nil || !strings.Contains(string(calls), "--no-install-recommends protobuf-compiler protobuf-compiler-grpc\n") || !strings.Contains(string(out), "scripts/generate") {
+		t.Fatalf("err=%v out=%q calls=%q", err, out, calls)
 	}
 }

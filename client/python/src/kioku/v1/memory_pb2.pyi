@@ -1,0 +1,172 @@
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from kioku.v1 import session_pb2 as _session_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+MEMORY_ACTION_CREATED: MemoryAction
+MEMORY_ACTION_DELETED: MemoryAction
+MEMORY_ACTION_UNCHANGED: MemoryAction
+MEMORY_ACTION_UNSPECIFIED: MemoryAction
+MEMORY_ACTION_UPDATED: MemoryAction
+
+class CustomMemoryTopic(_message.Message):
+    __slots__ = ["description", "label"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    label: str
+    def __init__(self, label: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class GenerateMemoriesResponse(_message.Message):
+    __slots__ = ["generated_memories"]
+    GENERATED_MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    generated_memories: _containers.RepeatedCompositeFieldContainer[GeneratedMemory]
+    def __init__(self, generated_memories: _Optional[_Iterable[_Union[GeneratedMemory, _Mapping]]] = ...) -> None: ...
+
+class GeneratedMemory(_message.Message):
+    __slots__ = ["action", "memory"]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    action: MemoryAction
+    memory: Memory
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., action: _Optional[_Union[MemoryAction, str]] = ...) -> None: ...
+
+class GenerationExample(_message.Message):
+    __slots__ = ["events", "expected_facts"]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FACTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_session_pb2.Event]
+    expected_facts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ..., expected_facts: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GenerationTrigger(_message.Message):
+    __slots__ = ["event_count", "idle_duration"]
+    EVENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    IDLE_DURATION_FIELD_NUMBER: _ClassVar[int]
+    event_count: int
+    idle_duration: _duration_pb2.Duration
+    def __init__(self, event_count: _Optional[int] = ..., idle_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class Memory(_message.Message):
+    __slots__ = ["create_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "topics", "ttl", "update_time"]
+    class MetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class ScopeEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    FACT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REVISION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    expire_time: _timestamp_pb2.Timestamp
+    fact: str
+    metadata: _containers.ScalarMap[str, str]
+    name: str
+    revision_id: str
+    scope: _containers.ScalarMap[str, str]
+    sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    ttl: _duration_pb2.Duration
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ...) -> None: ...
+
+class MemoryBankConfig(_message.Message):
+    __slots__ = ["custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "revision_ttl", "update_time"]
+    CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    MANAGED_TOPICS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TTL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    custom_topics: _containers.RepeatedCompositeFieldContainer[CustomMemoryTopic]
+    generation_examples: _containers.RepeatedCompositeFieldContainer[GenerationExample]
+    generation_trigger: GenerationTrigger
+    managed_topics: _containers.RepeatedScalarFieldContainer[str]
+    memory_ttl: _duration_pb2.Duration
+    name: str
+    revision_ttl: _duration_pb2.Duration
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MemoryRevision(_message.Message):
+    __slots__ = ["action", "create_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "topics"]
+    class MetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class ScopeEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTED_FACTS_FIELD_NUMBER: _ClassVar[int]
+    FACT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    action: MemoryAction
+    create_time: _timestamp_pb2.Timestamp
+    expire_time: _timestamp_pb2.Timestamp
+    extracted_facts: _containers.RepeatedScalarFieldContainer[str]
+    fact: str
+    metadata: _containers.ScalarMap[str, str]
+    name: str
+    operation: str
+    reason: str
+    scope: _containers.ScalarMap[str, str]
+    sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MemorySource(_message.Message):
+    __slots__ = ["event_ids", "session"]
+    EVENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    event_ids: _containers.RepeatedScalarFieldContainer[str]
+    session: str
+    def __init__(self, session: _Optional[str] = ..., event_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PurgeMemoriesResponse(_message.Message):
+    __slots__ = ["purge_count"]
+    PURGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    purge_count: int
+    def __init__(self, purge_count: _Optional[int] = ...) -> None: ...
+
+class MemoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
