@@ -107,10 +107,11 @@ func IDF(n, df float64) float64 {
 	return math.Log(1 + (n-df+0.5)/(df+0.5))
 }
 
-// SearchText returns the text of an event that search indexes: the text
-// parts of its content, thoughts left out. Tool calls and results are not
-// searched.
-func SearchText(e *Event) string { return e.Content.Text() }
+// SearchText returns the text of an event that search indexes: its author
+// ("Caroline: ...", so that a question naming a speaker finds what they
+// said) and the text parts of its content, thoughts left out. Tool calls
+// and results are not searched.
+func SearchText(e *Event) string { return e.Author + ": " + e.Content.Text() }
 
 // IndexTerms returns the distinct terms (at most MaxIndexedTerms) of the
 // event's searchable text and its length in terms; none for an event
@@ -263,25 +264,98 @@ func rank(c *SearchCandidates, qt []SearchTerm) []SearchHit {
 	return hits
 }
 
-// CandidateOrder orders the events a store found for a query, the most
-// promising first: by the sum of Weight × IDF(n, df) of the query terms
-// whose postings hold them, then by newer (newer(a, b) < 0 when a is
-// newer). postings maps each term to the events found for it. Stores use
-// it to choose their candidates the same way.
-func CandidateOrder[D comparable](qt []SearchTerm, postings map[string][]D, n float64, df map[string]float64, newer func(a, b D) int) []D {
-	score := map[D]float64{}
-	var docs []D
+// Candidates hands out the events a store found for a query, the most
+// promising first: by the sum of Weight × IDF of the query terms whose
+// postings hold them, then newer first. It orders lazily (a heap), so
+// taking the first few of many costs little.
+type Candidates[D comparable] struct {
+	heap  []scoredDoc[D]
+	newer func(a, b D) int
+}
+
+type scoredDoc[D comparable] struct {
+	doc   D
+	score float64
+}
+
+// CandidateOrder scores the events of postings (each query term's events,
+// as a store read them) with the IDF of n events and the terms' document
+// frequencies, for Candidates to hand out. newer(a, b) < 0 when a is
+// newer. Stores choose their candidates with it, so that every store
+// chooses the same way.
+func CandidateOrder[D comparable](qt []SearchTerm, postings map[string][]D, n float64, df map[string]float64, newer func(a, b D) int) *Candidates[D] {
+	index := map[D]int{}
+	c := &Candidates[D]{newer: newer}
 	for _, t := range qt {
 		w := t.Weight * IDF(n, df[t.Term])
 		for _, d := range postings[t.Term] {
-			if _, ok := score[d]; !ok {
-				docs = append(docs, d)
+			i, ok := index[d]
+			if !ok {
+				i = len(c.heap)
+				index[d] = i
+				c.heap = append(c.heap, scoredDoc[D]{doc: d})
 			}
-			score[d] += w
+			c.heap[i].score += w
 		}
 	}
-	slices.SortFunc(docs, func(a, b D) int {
-		return cmp.Or(cmp.Compare(score[b], score[a]), newer(a, b))
-	})
-	return docs
+	for i := len(c.heap)/2 - 1; i >= 0; i-- {
+		c.down(i)
+	}
+	return c
+}
+
+// Len is how many candidates are left.
+func (c *Candidates[D]) Len() int { return len(c.heap) }
+
+// Next returns the most promising candidate left; false when none is.
+func (c *Candidates[D]) Next() (D, bool) {
+	if len(c.heap) == 0 {
+		var zero D
+		return zero, false
+	}
+	top := c.heap[0].doc
+	last := len(c.heap) - 1
+	c.heap[0] = c.heap[last]
+	c.heap = c.heap[:last]
+	c.down(0)
+	return top, true
+}
+
+// Take returns up to n candidates, the most promising first.
+func (c *Candidates[D]) Take(n int) []D {
+	var out []D
+	for range n {
+		d, ok := c.Next()
+		if !ok {
+			break
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (c *Candidates[D]) before(i, j int) bool {
+	a, b := c.heap[i], c.heap[j]
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return c.newer(a.doc, b.doc) < 0
+}
+
+func (c *Candidates[D]) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(c.heap) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(c.heap) && c.before(r, l) {
+			m = r
+		}
+		if !c.before(m, i) {
+			return
+		}
+		c.heap[i], c.heap[m] = c.heap[m], c.heap[i]
+		i = m
+	}
 }

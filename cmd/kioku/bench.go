@@ -17,6 +17,7 @@ Scenarios:
   sessions    session throughput and read latency over loopback RPC
   memories    memory retrieval latency and generation throughput
   locomo      LoCoMo retrieval recall
+  recall      event search (SearchEvents): LoCoMo recall and latency per user
 
 Run "kioku bench SCENARIO -h" for a scenario's flags.
 `
@@ -36,6 +37,8 @@ func bench(ctx context.Context, args []string) error {
 		return benchMemories(ctx, args[1:])
 	case "locomo":
 		return benchLocomo(ctx, args[1:])
+	case "recall":
+		return benchRecall(ctx, args[1:])
 	}
 	fmt.Fprint(os.Stderr, benchUsage)
 	return fmt.Errorf("unknown bench scenario %q", args[0])

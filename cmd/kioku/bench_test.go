@@ -98,3 +98,26 @@ func TestUnsyncedNote(t *testing.T) {
 		t.Errorf("unsyncedNote(1100, 1000) = %q, want it to say the run was too noisy", got)
 	}
 }
+
+func TestBenchRecallRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.json")
+	if err := os.WriteFile(path, []byte(tinyLocomo), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := runBench(t, "recall", "--data", path, "--sizes", "30,60", "--queries", "5", "--json")
+	if got["questions"] != 3.0 {
+		t.Fatalf("bench recall: %v; want 3 questions (category 5 and malformed evidence skipped)", got)
+	}
+	recall := got["recall"].(map[string]any)
+	if recall["1"] != 1.0 || recall["20"] != 1.0 {
+		t.Fatalf("bench recall: recall %v; each question has one obvious answer", recall)
+	}
+	for _, k := range []string{"search_30_p50_ms", "search_30_p95_ms", "search_60_p50_ms", "search_60_p95_ms"} {
+		if v, ok := got[k].(float64); !ok || v <= 0 {
+			t.Errorf("bench recall: %s = %v, want a positive figure (all: %v)", k, got[k], got)
+		}
+	}
+	if err := bench(t.Context(), []string{"recall", "--data", path, "--sizes", "60,30"}); err == nil || !strings.Contains(err.Error(), "--sizes") {
+		t.Errorf("bench recall --sizes 60,30: %v, want a refusal naming --sizes", err)
+	}
+}

@@ -20,7 +20,9 @@
 package terms
 
 import (
+	"hash/fnv"
 	"strings"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -140,8 +142,24 @@ func Stem(w string) string {
 	if len(w) <= 2 || !isASCIIWord(w) {
 		return w
 	}
-	return english.Stem(w, true)
+	h := fnv.New32a()
+	h.Write([]byte(w))
+	slot := &stems[h.Sum32()%uint32(len(stems))]
+	if e := slot.Load(); e != nil && e.word == w {
+		return e.stem
+	}
+	stem := english.Stem(w, true)
+	slot.Store(&stemEntry{word: w, stem: stem})
+	return stem
 }
+
+// stems caches recent stems: the Snowball stemmer costs about a
+// microsecond a word, and conversation repeats its words. A word takes the
+// slot its hash names, replacing what was there, so the cache stays this
+// size whatever the text.
+var stems [1 << 14]atomic.Pointer[stemEntry]
+
+type stemEntry struct{ word, stem string }
 
 func isASCIIWord(w string) bool {
 	for i := 0; i < len(w); i++ {

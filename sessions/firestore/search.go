@@ -178,11 +178,11 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 // are visible and still the incarnation the event belongs to, up to
 // q.Limit. It reads the sessions of the candidates it looks at, q.Limit
 // candidates at a time.
-func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order []string, found map[string]*candidate, out *sessions.SearchCandidates) error {
+func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order *sessions.Candidates[string], found map[string]*candidate, out *sessions.SearchCandidates) error {
 	live := map[string]string{} // session id → incarnation, when visible
 	read := map[string]bool{}
-	for start := 0; start < len(order) && len(out.Hits) < q.Limit; start += q.Limit {
-		chunk := order[start:min(start+q.Limit, len(order))]
+	for len(out.Hits) < q.Limit && order.Len() > 0 {
+		chunk := order.Take(q.Limit - len(out.Hits))
 		var refs []*firestore.DocumentRef
 		for _, p := range chunk {
 			if id := found[p].session; !read[id] {
@@ -209,9 +209,6 @@ func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order 
 			}
 		}
 		for _, p := range chunk {
-			if len(out.Hits) == q.Limit {
-				break
-			}
 			c := found[p]
 			if inc, ok := live[c.session]; !ok || inc != c.inc {
 				continue
