@@ -37,7 +37,21 @@
 // Pending operations of one scope are claimed together and share one
 // pipeline run (coalescing), which saves model calls; an operation of a
 // scope waits while another of the same scope runs, so consolidations never
-// race. A model reply that is not valid JSON, names a memory it was not
+// race. The claim state machine is written once, in scheduler.go: stores
+// only find queued work and apply conditional writes. A worker that stops
+// hands its operations back (pending, attempt unchanged, no lease); one
+// that dies loses them when its lease, renewed by a heartbeat, expires.
+// Workers are woken by this process's enqueues and sleep until the next
+// due time; only on a store shared by several servers do they poll, with a
+// backoff (Config.LocalQueue, PollInterval, MaxPollInterval).
+//
+// # Stored formats
+//
+// Operations, revisions, configurations and sources are stored as the
+// tagged records of record.go (MarshalOperation and its kin), never as Go's
+// default encoding of the domain types; golden files in testdata pin each
+// format, and decoders still read the first version's operations and
+// revisions. A model reply that is not valid JSON, names a memory it was not
 // shown, or acts twice on one memory fails the operation with a clear error
 // and writes nothing. Rate limits and server errors are retried with
 // backoff (honouring Retry-After) by package model, then the operation is

@@ -128,10 +128,7 @@ func (s *Service) enqueue(ctx context.Context, op *Operation) error {
 	if err := s.store.CreateOperation(ctx, op); err != nil {
 		return err
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.signal()
 	return nil
 }
 

@@ -8,26 +8,35 @@ import (
 	"github.com/kioku-ai/kioku/model"
 )
 
+// reembedIdle is how long re-embedding waits after it found nothing to do.
+const reembedIdle = 10 * time.Minute
+
 // maintain runs the periodic jobs.
 func (s *Service) maintain(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var lastSweep, lastEmbed time.Time
+	var nextSweep, nextEmbed time.Time
 	if err := s.RecoverIdle(ctx); err != nil && ctx.Err() == nil {
 		s.log.WarnContext(ctx, "re-arming idle triggers", "error", err)
 	}
 	for {
 		now := s.now()
-		if now.Sub(lastSweep) >= time.Minute {
-			lastSweep = now
+		if !now.Before(nextSweep) {
+			nextSweep = now.Add(s.cfg.SweepInterval)
 			if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
 				s.log.WarnContext(ctx, "sweeping expired memories", "error", err)
 			}
 		}
-		if now.Sub(lastEmbed) >= 30*time.Second {
-			lastEmbed = now
-			if _, err := s.Reembed(ctx); err != nil && ctx.Err() == nil {
+		if !now.Before(nextEmbed) {
+			// The embedder changes with a restart (or another server's):
+			// look every 30s while there is work, else every 10 minutes.
+			n, err := s.Reembed(ctx)
+			if err != nil && ctx.Err() == nil {
 				s.log.WarnContext(ctx, "re-embedding memories", "error", err)
+			}
+			nextEmbed = now.Add(reembedIdle)
+			if n > 0 || err != nil {
+				nextEmbed = now.Add(30 * time.Second)
 			}
 		}
 		s.FireIdle(ctx)

@@ -1,8 +1,6 @@
 package memorybank
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -10,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -55,8 +52,8 @@ func ParseScopeKey(key string) Scope {
 // Source is one session a memory was derived from.
 type Source struct {
 	// Session is the session's resource name.
-	Session  string   `json:"session"`
-	EventIDs []string `json:"event_ids,omitempty"`
+	Session  string
+	EventIDs []string
 }
 
 // mergeSources returns a with b's sessions and events added.
@@ -147,17 +144,11 @@ const (
 	Unchanged
 )
 
-// String returns the action's name.
+// String returns the action's name, the one stored (CREATED, UPDATED,
+// DELETED, UNCHANGED); UNSPECIFIED for the zero action.
 func (a Action) String() string {
-	switch a {
-	case Created:
-		return "CREATED"
-	case Updated:
-		return "UPDATED"
-	case Deleted:
-		return "DELETED"
-	case Unchanged:
-		return "UNCHANGED"
+	if n, ok := actionNames[a]; ok {
+		return n
 	}
 	return "UNSPECIFIED"
 }
@@ -181,44 +172,6 @@ type Revision struct {
 	Reason     string
 	CreateTime time.Time
 	ExpireTime time.Time
-}
-
-// revisionBody is the stored form of a revision, the same in every store:
-// everything but its app, memory and number, which the stores key it by.
-type revisionBody struct {
-	Action         Action            `json:"action"`
-	Fact           string            `json:"fact"`
-	Scope          Scope             `json:"scope"`
-	Topics         []string          `json:"topics,omitempty"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
-	ExtractedFacts []string          `json:"extracted_facts,omitempty"`
-	Sources        []Source          `json:"sources,omitempty"`
-	Operation      string            `json:"operation,omitempty"`
-	Reason         string            `json:"reason,omitempty"`
-	CreateNS       int64             `json:"create_ns"`
-	ExpireNS       int64             `json:"expire_ns,omitempty"`
-}
-
-// MarshalBody returns the revision's stored form (see UnmarshalRevision).
-func (r *Revision) MarshalBody() ([]byte, error) {
-	return json.Marshal(revisionBody{
-		Action: r.Action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
-		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason,
-		CreateNS: unixnano.From(r.CreateTime), ExpireNS: unixnano.From(r.ExpireTime),
-	})
-}
-
-// UnmarshalRevision decodes a stored revision of memoryID.
-func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*Revision, error) {
-	var b revisionBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", number, memoryID, err)
-	}
-	return &Revision{
-		App: app, MemoryID: memoryID, Number: number, Action: b.Action, Fact: b.Fact, Scope: b.Scope,
-		Topics: b.Topics, Metadata: b.Metadata, ExtractedFacts: b.ExtractedFacts, Sources: b.Sources,
-		Operation: b.Operation, Reason: b.Reason, CreateTime: unixnano.Time(b.CreateNS), ExpireTime: unixnano.Time(b.ExpireNS),
-	}, nil
 }
 
 // Name returns the revision's resource name.
@@ -247,38 +200,38 @@ var managedOrder = []string{TopicUserPersonalInfo, TopicUserPreferences, TopicKe
 
 // CustomTopic is an app's own topic.
 type CustomTopic struct {
-	Label       string `json:"label"`
-	Description string `json:"description"`
+	Label       string
+	Description string
 }
 
 // Example is a few-shot example for extraction.
 type Example struct {
-	Events        []*sessions.Event `json:"events"`
-	ExpectedFacts []string          `json:"expected_facts"`
+	Events        []*sessions.Event
+	ExpectedFacts []string
 }
 
 // Trigger makes memories appear without the caller asking.
 type Trigger struct {
 	// EventCount generates from a session every time this many new events
 	// have been appended to it since its last generation; 0 is off.
-	EventCount int `json:"event_count,omitempty"`
+	EventCount int
 	// IdleDuration generates from a session once it has been idle this
 	// long; 0 is off.
-	IdleDuration time.Duration `json:"idle_duration,omitempty"`
+	IdleDuration time.Duration
 }
 
 // BankConfig is an app's memory bank configuration.
 type BankConfig struct {
-	App string `json:"-"`
+	App string
 	// ManagedTopics to extract; empty (with no custom topics) means all.
-	ManagedTopics []string      `json:"managed_topics,omitempty"`
-	CustomTopics  []CustomTopic `json:"custom_topics,omitempty"`
-	Examples      []Example     `json:"examples,omitempty"`
+	ManagedTopics []string
+	CustomTopics  []CustomTopic
+	Examples      []Example
 	// MemoryTTL and RevisionTTL make new memories and revisions expire.
-	MemoryTTL   time.Duration `json:"memory_ttl,omitempty"`
-	RevisionTTL time.Duration `json:"revision_ttl,omitempty"`
-	Trigger     Trigger       `json:"trigger,omitempty"`
-	UpdateTime  time.Time     `json:"update_time,omitempty"`
+	MemoryTTL   time.Duration
+	RevisionTTL time.Duration
+	Trigger     Trigger
+	UpdateTime  time.Time
 }
 
 // Topics returns the topics extraction may use: label → description.

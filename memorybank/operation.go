@@ -24,21 +24,29 @@ const (
 // Done reports whether the state is final.
 func (s OpState) Done() bool { return s >= OpSucceeded }
 
-// String returns the state's name.
+// String returns the state's name, the one stored (PENDING, RUNNING,
+// SUCCEEDED, FAILED, CANCELLED); UNSPECIFIED for the zero state.
 func (s OpState) String() string {
-	switch s {
-	case OpPending:
-		return "PENDING"
-	case OpRunning:
-		return "RUNNING"
-	case OpSucceeded:
-		return "SUCCEEDED"
-	case OpFailed:
-		return "FAILED"
-	case OpCancelled:
-		return "CANCELLED"
+	if n, ok := opStateNames[s]; ok {
+		return n
 	}
 	return "UNSPECIFIED"
+}
+
+// ClaimTime is when a worker may claim the operation: a pending one when it
+// is due (created, or its retry's backoff over), a running one when its
+// lease expires; zero for a finished one. Stores index it to find work.
+func (o *Operation) ClaimTime() time.Time {
+	switch o.State {
+	case OpPending:
+		if o.NotBefore.After(o.CreateTime) {
+			return o.NotBefore
+		}
+		return o.CreateTime
+	case OpRunning:
+		return o.LeaseExpiry
+	}
+	return time.Time{}
 }
 
 // The methods an operation runs.
@@ -99,35 +107,35 @@ type GeneratedMemory struct {
 // GenerateRequest is the input of GenerateMemories. Exactly one of Session,
 // Events and Facts is set.
 type GenerateRequest struct {
-	App   string `json:"-"`
-	Scope Scope  `json:"scope"`
+	App   string
+	Scope Scope
 	// Session is a stored session; only events not processed before are
 	// used, optionally within [From, To).
-	Session *sessions.Key `json:"session,omitempty"`
-	From    time.Time     `json:"from,omitzero"`
-	To      time.Time     `json:"to,omitzero"`
+	Session *sessions.Key
+	From    time.Time
+	To      time.Time
 	// Events is a conversation given inline.
-	Events []*sessions.Event `json:"events,omitempty"`
+	Events []*sessions.Event
 	// Facts are facts given directly. FactsSession and FactsEventIDs, when
 	// set, are recorded as their source.
-	Facts                []DirectFact  `json:"facts,omitempty"`
-	FactsSession         *sessions.Key `json:"facts_session,omitempty"`
-	FactsEventIDs        []string      `json:"facts_event_ids,omitempty"`
-	DisableConsolidation bool          `json:"disable_consolidation,omitempty"`
-	AllowedTopics        []string      `json:"allowed_topics,omitempty"`
+	Facts                []DirectFact
+	FactsSession         *sessions.Key
+	FactsEventIDs        []string
+	DisableConsolidation bool
+	AllowedTopics        []string
 }
 
 // DirectFact is one fact given directly.
 type DirectFact struct {
-	Fact   string   `json:"fact"`
-	Topics []string `json:"topics,omitempty"`
+	Fact   string
+	Topics []string
 }
 
 // PurgeRequest is the input of PurgeMemories.
 type PurgeRequest struct {
-	App    string `json:"-"`
-	Scope  Scope  `json:"scope,omitempty"`
-	Filter string `json:"filter,omitempty"`
+	App    string
+	Scope  Scope
+	Filter string
 	// Force deletes; without it the operation only counts.
-	Force bool `json:"force,omitempty"`
+	Force bool
 }

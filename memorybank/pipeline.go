@@ -458,6 +458,15 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 		case Updated, Deleted, ActionUnspecified:
 			m := p.existing.clone()
 			m.Embedding, m.EmbeddingModel = p.existing.Embedding, p.existing.EmbeddingModel
+			if len(m.Embedding) == 0 && p.action != Updated {
+				// Memories found by similarity come without their vector;
+				// the stored one is kept (the write checks the revision).
+				cur, err := s.store.GetMemory(ctx, app, m.ID)
+				if err != nil {
+					return err
+				}
+				m.Embedding, m.EmbeddingModel = cur.Embedding, cur.EmbeddingModel
+			}
 			old := m.Revision
 			merged := mergeSources(m.Sources, sources)
 			action, reason := p.action, "consolidated"

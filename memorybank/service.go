@@ -54,9 +54,18 @@ type Config struct {
 	// Lease is how long a claimed operation stays claimed without renewal.
 	// Default 60s.
 	Lease time.Duration
-	// PollInterval is how often idle workers look for operations queued by
-	// other servers. Default 500ms.
-	PollInterval time.Duration
+	// PollInterval is how long idle workers first wait before they look
+	// again for operations queued by other servers; the wait doubles while
+	// nothing comes, up to MaxPollInterval. Defaults 500ms and 30s.
+	PollInterval, MaxPollInterval time.Duration
+	// LocalQueue says that no other process queues operations in the store
+	// (the embedded SQLite store): idle workers then never poll. They wait
+	// for this process's GenerateMemories and PurgeMemories, the end of a
+	// run, and the due times of queued operations.
+	LocalQueue bool
+	// SweepInterval is how often expired memories, revisions and finished
+	// operations are deleted. Default 1m.
+	SweepInterval time.Duration
 	// MaxAttempts is how often an operation is started before it fails
 	// for good. Default 5.
 	MaxAttempts int
@@ -76,7 +85,9 @@ type Service struct {
 	log   *slog.Logger
 	cfg   Config
 
-	wake    chan struct{} // a new operation was queued here
+	wake    chan struct{} // a new operation was queued here, or a run ended
+	heldMu  sync.Mutex
+	held    map[*run]struct{} // runs whose leases the heartbeat renews
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // operation name → Wait calls
 	ended   map[OperationCount]uint64  // operations ended here (N zero), for metrics
@@ -117,6 +128,12 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 500 * time.Millisecond
 	}
+	if cfg.MaxPollInterval < cfg.PollInterval {
+		cfg.MaxPollInterval = max(cfg.PollInterval, 30*time.Second)
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Minute
+	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 5
 	}
@@ -136,6 +153,7 @@ func NewService(store Store, cfg Config) *Service {
 		log:         cfg.Logger,
 		cfg:         cfg,
 		wake:        make(chan struct{}, 1),
+		held:        map[*run]struct{}{},
 		waiters:     map[string][]chan struct{}{},
 		ended:       map[OperationCount]uint64{},
 		configCache: map[string]cachedConfig{},

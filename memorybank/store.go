@@ -66,13 +66,16 @@ type Store interface {
 	// first, after the cursor.
 	ListOperations(ctx context.Context, q OpQuery) ([]*Operation, error)
 
-	// ClaimOperations claims the oldest operation that is pending (or
-	// running with an expired lease) and due, whose scope has no other
-	// running operation with a live lease; with it, up to max-1 more
-	// pending generations of the same scope and app, to coalesce. Claimed
-	// operations become running with Attempt incremented and the lease of
-	// c. None claimable: an empty result.
-	ClaimOperations(ctx context.Context, c Claim) ([]*Operation, error)
+	// QueuedOperations returns up to limit operations that are pending or
+	// running, across apps, earliest ClaimTime first: the work a worker may
+	// claim now (ClaimTime at or before now), then the work that becomes
+	// claimable next. Claiming itself is a Write (see OpUpdate.ClaimScope).
+	QueuedOperations(ctx context.Context, limit int) ([]*Operation, error)
+
+	// PendingOperations returns up to limit pending operations of app's
+	// scope with the given method whose ClaimTime is at or before now,
+	// earliest first (those a claim may coalesce).
+	PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*Operation, error)
 
 	// Watermark returns the last sequence of a session processed by
 	// generation (0 when none).
@@ -164,11 +167,17 @@ type Change struct {
 }
 
 // OpUpdate replaces a stored operation with Op if the stored one is in
-// ExpectState with ExpectAttempt (Aborted otherwise).
+// ExpectState with ExpectAttempt (Aborted otherwise). Stores keep what
+// finding work needs beside it: the state and Op.ClaimTime().
 type OpUpdate struct {
 	Op            *Operation
 	ExpectState   OpState
 	ExpectAttempt int
+	// ClaimScope also requires that no other operation of Op's app and
+	// scope (other than those of the same Write) is running with a lease
+	// that is live at the Write's Now (Aborted otherwise): operations of
+	// one scope run one at a time.
+	ClaimScope bool
 }
 
 // OpQuery selects operations for ListOperations.
@@ -180,17 +189,4 @@ type OpQuery struct {
 	AfterCreate time.Time
 	AfterID     string
 	Limit       int
-}
-
-// Claim is a worker's request for work.
-type Claim struct {
-	Owner string
-	Now   time.Time
-	// Lease is how long the claim lasts unless renewed.
-	Lease time.Duration
-	// Max is the most operations claimed together (coalescing).
-	Max int
-	// MaxAttempts: an operation whose lease expired after this many
-	// attempts is failed instead of claimed again.
-	MaxAttempts int
 }

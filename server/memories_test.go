@@ -29,7 +29,7 @@ type clients struct {
 
 // startNode runs a whole kioku (SQLite store, memory bank workers) with a
 // fake Gemini behind the real genai client, served over HTTP/2.
-func startNode(t *testing.T, withModel bool) (*clients, *modeltest.Gemini) {
+func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*clients, *modeltest.Gemini) {
 	t.Helper()
 	fake := modeltest.NewGemini(t)
 	cfg := node.Config{
@@ -38,6 +38,9 @@ func startNode(t *testing.T, withModel bool) (*clients, *modeltest.Gemini) {
 	}
 	if withModel {
 		cfg.Models = model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+	}
+	for _, o := range options {
+		o(&cfg)
 	}
 	n, err := node.Open(t.Context(), cfg)
 	if err != nil {

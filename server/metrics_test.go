@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -18,6 +19,7 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/server/auth"
 )
@@ -141,9 +143,10 @@ func TestMetrics(t *testing.T) {
 }
 
 // TestNodeMetrics: a whole node reports its SQLite commits and the memory
-// operations its workers ended.
+// operations its workers ended; left idle, it commits nothing, although its
+// sweepers (every 50ms here) and its memory workers keep looking for work.
 func TestNodeMetrics(t *testing.T) {
-	c, fake := startNode(t, true)
+	c, fake := startNode(t, true, func(cfg *node.Config) { cfg.SweepInterval = 50 * time.Millisecond })
 	ctx := t.Context()
 	if _, err := c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/demo/users/u", SessionId: "s"})); err != nil {
 		t.Fatal(err)
@@ -215,5 +218,10 @@ func TestNodeMetrics(t *testing.T) {
 	}
 	if _, ok := after[`kioku_memory_trigger_sessions{kind="fired"}`]; !ok {
 		t.Errorf("kioku_memory_trigger_sessions missing")
+	}
+	time.Sleep(time.Second)
+	idle := scrape(t, c.url)
+	if d := idle["kioku_sqlite_commits_total"] - after["kioku_sqlite_commits_total"]; d != 0 {
+		t.Errorf("an idle second made %v commits, want 0", d)
 	}
 }

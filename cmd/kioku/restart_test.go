@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,16 +17,32 @@ import (
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
-// TestOperationsFinishExactlyOnceAfterRestart queues memory generations on
-// a real kioku serve, kills it with SIGKILL while the model calls are in
-// flight, restarts it on the same data directory, and checks that every
-// operation finishes, each exactly once.
-func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
+// restartCase is a kioku serve with generations in flight, for the
+// restart tests: the model's calls hang until release, then each answers
+// with the one fact of its user.
+type restartCase struct {
+	t       *testing.T
+	args    []string
+	proc    *kiokuProcess
+	fake    *modeltest.Gemini
+	release func()
+	ops     []string
+}
+
+const restartUsers = 3
+
+// startRestartCase starts kioku serve with args, queues one generation per
+// user and waits until two workers are stuck in model calls (the third
+// operation waits).
+func startRestartCase(t *testing.T, app string, args ...string) *restartCase {
 	fake := modeltest.NewGemini(t)
-	release := make(chan struct{})
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
 	userOf := regexp.MustCompile(`I am user (\d+)`)
 	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
-		<-release // the first server's calls hang until it is dead
+		<-gate // the first server's calls hang until it has stopped
 		m := userOf.FindStringSubmatch(c.Text())
 		if m == nil {
 			return modeltest.Reply{Status: 400}
@@ -33,17 +50,14 @@ func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
 		return modeltest.Reply{Text: fmt.Sprintf(`{"facts":[{"fact":"This is user %s.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, m[1])}
 	})
 	t.Setenv("GEMINI_API_KEY", "test-key")
-	dataDir := t.TempDir()
-	args := []string{"--data-dir", dataDir, "--model-provider", "gemini", "--gemini-base-url", fake.URL, "--operation-lease", "2s", "--workers", "2"}
-	proc := startKioku(t, args...)
+	rc := &restartCase{t: t, fake: fake, release: release,
+		args: append([]string{"--data-dir", t.TempDir(), "--model-provider", "gemini", "--gemini-base-url", fake.URL, "--workers", "2"}, args...)}
+	rc.proc = startKioku(t, rc.args...)
 	ctx := t.Context()
-	sc := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
-	mc := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, proc.url)
-
-	const n = 3
-	var ops []string
-	for i := range n {
-		parent := fmt.Sprintf("apps/restart/users/u%d", i)
+	sc := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, rc.proc.url)
+	mc := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, rc.proc.url)
+	for i := range restartUsers {
+		parent := fmt.Sprintf("apps/%s/users/u%d", app, i)
 		if _, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent, SessionId: fmt.Sprint("s", i)})); err != nil {
 			t.Fatal(err)
 		}
@@ -54,15 +68,14 @@ func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		op, err := mc.GenerateMemories(ctx, connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
-			Parent: "apps/restart",
+			Parent: "apps/" + app,
 			Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: name}},
 		}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops = append(ops, op.Msg.GetName())
+		rc.ops = append(rc.ops, op.Msg.GetName())
 	}
-	// Two workers are now stuck in model calls; the third operation waits.
 	deadline := time.Now().Add(10 * time.Second)
 	for len(fake.Calls()) < 2 {
 		if time.Now().After(deadline) {
@@ -70,15 +83,22 @@ func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	proc.cmd.Process.Signal(syscall.SIGKILL)
-	proc.cmd.Wait()
-	close(release)
+	return rc
+}
 
-	proc = startKioku(t, args...)
-	oc := kiokuv1connect.NewOperationServiceClient(http.DefaultClient, proc.url)
-	mc = kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, proc.url)
+// restart releases the model, starts kioku serve again on the same data
+// directory, waits for every operation, checks that each user has exactly
+// its one memory, and returns how many operations finished at each
+// attempt.
+func (rc *restartCase) restart(app string) map[int32]int {
+	t := rc.t
+	rc.release()
+	rc.proc = startKioku(t, rc.args...)
+	ctx := t.Context()
+	oc := kiokuv1connect.NewOperationServiceClient(http.DefaultClient, rc.proc.url)
+	mc := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, rc.proc.url)
 	attempts := map[int32]int{}
-	for _, name := range ops {
+	for _, name := range rc.ops {
 		res, err := oc.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: name, Timeout: durationpb.New(30 * time.Second)}))
 		if err != nil {
 			t.Fatal(err)
@@ -87,19 +107,57 @@ func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
 			t.Fatalf("operation %s after restart: done %v, error %v", name, res.Msg.GetDone(), res.Msg.GetError())
 		}
 		var md kiokuv1.OperationMetadata
-		res.Msg.GetMetadata().UnmarshalTo(&md)
+		if err := res.Msg.GetMetadata().UnmarshalTo(&md); err != nil {
+			t.Fatal(err)
+		}
 		attempts[md.GetAttempt()]++
 	}
-	if attempts[2] != 2 || attempts[1] != 1 {
-		t.Fatalf("attempts = %v; want the two interrupted operations at attempt 2 and the waiting one at 1", attempts)
-	}
-	for i := range n {
-		list, err := mc.ListMemories(ctx, connect.NewRequest(&kiokuv1.ListMemoriesRequest{Parent: "apps/restart", Scope: map[string]string{"user_id": fmt.Sprint("u", i)}}))
+	for i := range restartUsers {
+		list, err := mc.ListMemories(ctx, connect.NewRequest(&kiokuv1.ListMemoriesRequest{Parent: "apps/" + app, Scope: map[string]string{"user_id": fmt.Sprint("u", i)}}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Msg.GetMemories()) != 1 || list.Msg.GetMemories()[0].GetFact() != fmt.Sprintf("This is user %d.", i) {
 			t.Fatalf("memories of u%d = %v; want exactly one", i, list.Msg.GetMemories())
 		}
+	}
+	return attempts
+}
+
+// TestOperationsFinishExactlyOnceAfterRestart kills a real kioku serve
+// with SIGKILL while model calls are in flight, restarts it on the same
+// data directory, and checks that every operation finishes, each exactly
+// once: the interrupted ones once their lease expired, at attempt 2.
+func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
+	rc := startRestartCase(t, "restart", "--operation-lease", "2s")
+	rc.proc.cmd.Process.Signal(syscall.SIGKILL)
+	rc.proc.cmd.Wait()
+	if attempts := rc.restart("restart"); attempts[2] != 2 || attempts[1] != 1 {
+		t.Fatalf("attempts = %v; want the two interrupted operations at attempt 2 and the waiting one at 1", attempts)
+	}
+}
+
+// TestOperationsHandedBackOnGracefulStop stops a real kioku serve with
+// SIGTERM while model calls are in flight and restarts it: every operation
+// finishes exactly once with its attempt unchanged, at once (the lease is
+// ten minutes): the stopping server handed its work back instead of
+// failing it or leaving its lease to expire.
+func TestOperationsHandedBackOnGracefulStop(t *testing.T) {
+	rc := startRestartCase(t, "graceful", "--operation-lease", "10m")
+	if err := rc.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- rc.proc.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("kioku serve after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("kioku serve did not stop within 30s of SIGTERM")
+	}
+	if attempts := rc.restart("graceful"); attempts[1] != restartUsers {
+		t.Fatalf("attempts = %v; want every operation at attempt 1 (the interrupted attempt does not count)", attempts)
 	}
 }

@@ -78,7 +78,8 @@ type Config struct {
 
 	// SessionLimits bound session inputs; zero fields take the defaults.
 	SessionLimits sessions.Limits
-	// SweepInterval is how often expired sessions are deleted. Default 1m.
+	// SweepInterval is how often expired sessions, memories and revisions,
+	// and old finished operations, are deleted. Default 1m.
 	SweepInterval time.Duration
 
 	Logger *slog.Logger
@@ -165,7 +166,16 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		n.closers = append(n.closers, client.Close)
 		sessionStore = sessionfirestore.New(client, sessionfirestore.Options{})
-		memoryStore = memoryfirestore.New(client, memoryfirestore.Options{})
+		ms := memoryfirestore.New(client, memoryfirestore.Options{})
+		migrated, err := ms.Migrate(ctx)
+		if err != nil {
+			n.Close()
+			return nil, fmt.Errorf("migrating the memory bank's Firestore documents: %w", err)
+		}
+		if migrated > 0 {
+			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
+		}
+		memoryStore = ms
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}
@@ -178,6 +188,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Workers:   cfg.Workers,
 		WorkerID:  cfg.WorkerID,
 		Lease:     cfg.Lease,
+		// Only this process queues operations in its SQLite file.
+		LocalQueue:    cfg.Store == "sqlite",
+		SweepInterval: cfg.SweepInterval,
 	})
 	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
 	n.server = server.New(server.Config{

@@ -395,6 +395,23 @@ func (db *DB) checkpointer() {
 // Step i (from 0) is applied once, in order, when the stored version of the
 // component is at most i. Steps of one call are applied in one transaction.
 func (db *DB) Migrate(component string, steps []string) error {
+	st := make([]Step, len(steps))
+	for i, q := range steps {
+		st[i] = Step{SQL: q}
+	}
+	return db.MigrateSteps(component, st)
+}
+
+// Step is one step of a schema migration: SQL statements, or a function
+// for what SQL alone cannot do (rewriting stored records), run in the
+// migration's transaction.
+type Step struct {
+	SQL  string
+	Func func(tx *sql.Tx) error
+}
+
+// MigrateSteps is Migrate with steps that may be functions.
+func (db *DB) MigrateSteps(component string, steps []Step) error {
 	return db.Write(context.Background(), func(tx *sql.Tx) error {
 		var version int
 		err := tx.QueryRow("SELECT version FROM schema_versions WHERE component = ?", component).Scan(&version)
@@ -405,7 +422,12 @@ func (db *DB) Migrate(component string, steps []string) error {
 			return fmt.Errorf("the database's %s schema is version %d, newer than this kioku (%d); upgrade kioku", component, version, len(steps))
 		}
 		for i := version; i < len(steps); i++ {
-			if _, err := tx.Exec(steps[i]); err != nil {
+			if steps[i].Func != nil {
+				err = steps[i].Func(tx)
+			} else {
+				_, err = tx.Exec(steps[i].SQL)
+			}
+			if err != nil {
 				return fmt.Errorf("migrating %s to version %d: %w", component, i+1, err)
 			}
 		}

@@ -15,17 +15,30 @@
 //	    number, expire_ns, body (the revision as JSON)
 //	kioku_apps/{app}/kioku_config/memory_bank      body (JSON)
 //	kioku_apps/{app}/kioku_operations/{operation}
-//	    state, method, scope_key, create_ns, due_ns, lease_expiry_ns,
-//	    attempt, body (the operation as JSON)
+//	    state (PENDING, RUNNING, ...), method, scope_key, create_ns,
+//	    claim_ns (when it may be claimed: due time or lease expiry; 0 once
+//	    finished), lease_expiry_ns, attempt, body (memorybank's operation
+//	    record, JSON)
 //	kioku_apps/{app}/kioku_watermarks/{sha256 of the session name}
 //	    session, seq
 //	kioku_apps/{app}/kioku_scope_stats/{sha256 of the scope key}
 //	    body: per embedding model, the count of memories and, per vector
 //	    coordinate, how many of them use it (for retrieval's weights)
+//	kioku_apps_schema/memorybank
+//	    version: the formats the documents are in (see Migrate)
+//
+// Records are memorybank's stored forms (MarshalOperation, MarshalConfig,
+// Revision.MarshalBody, MarshalSources): tagged records with enums by name,
+// the same in both stores.
 //
 // A Write is one transaction: it reads the operations, memories,
-// watermarks and scope statistics it changes, checks every precondition,
-// then writes. A worker's lease is fenced by the operation's attempt.
+// watermarks and scope statistics it changes, checks every precondition
+// (for a claim, with a query for a running operation of the scope), then
+// writes. A worker's lease is fenced by the operation's attempt. Workers
+// find work with one collection group query on claim_ns
+// (QueuedOperations); idle servers run it with a backoff (memorybank's
+// scheduler), so an idle deployment reads about one document per server
+// every 30 seconds for its operations.
 //
 // # Retrieval
 //
@@ -48,6 +61,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -136,7 +150,7 @@ type memoryDoc struct {
 }
 
 func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
-	sources, err := json.Marshal(m.Sources)
+	sources, err := memorybank.MarshalSources(m.Sources)
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +194,9 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 	if len(m.Metadata) == 0 {
 		m.Metadata = nil
 	}
-	if d.Sources != "" && d.Sources != "null" {
-		if err := json.Unmarshal([]byte(d.Sources), &m.Sources); err != nil {
-			return nil, fmt.Errorf("decoding the sources of memory %s: %w", m.ID, err)
-		}
+	var err error
+	if m.Sources, err = memorybank.UnmarshalSources([]byte(d.Sources)); err != nil {
+		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
 	return m, nil
 }
@@ -427,7 +440,7 @@ func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit
 
 // DeleteFinishedOperations implements memorybank.Store.
 func (s *Store) DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.deleteQuery(ctx, s.c.CollectionGroup("kioku_operations").Where("state", ">=", int(memorybank.OpSucceeded)).Where("create_ns", "<", before.UnixNano()).Limit(limit))
+	return s.deleteQuery(ctx, s.c.CollectionGroup("kioku_operations").Where("claim_ns", "==", 0).Where("create_ns", "<", before.UnixNano()).Limit(limit))
 }
 
 // revisionDoc is a revision document.
@@ -524,12 +537,7 @@ func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*memorybank.Ban
 	if err != nil {
 		return nil, err
 	}
-	var c memorybank.BankConfig
-	if err := json.Unmarshal([]byte(body.(string)), &c); err != nil {
-		return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
-	}
-	c.App = app
-	return &c, nil
+	return memorybank.UnmarshalConfig(app, []byte(body.(string)))
 }
 
 // ListConfigs implements memorybank.Store. It lists the app documents
@@ -566,7 +574,7 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, erro
 
 // PutConfig implements memorybank.Store.
 func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
-	body, err := json.Marshal(c)
+	body, err := memorybank.MarshalConfig(c)
 	if err != nil {
 		return err
 	}
@@ -574,31 +582,32 @@ func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
 	return firestoredb.Wrap(err)
 }
 
-// opDoc is an operation document.
+// opDoc is an operation document: the operation's stored form (body)
+// with what queries need beside it.
 type opDoc struct {
-	State         int    `firestore:"state"`
+	State         string `firestore:"state"`
 	Method        string `firestore:"method"`
 	ScopeKey      string `firestore:"scope_key"`
 	CreateNS      int64  `firestore:"create_ns"`
-	DueNS         int64  `firestore:"due_ns"`
+	ClaimNS       int64  `firestore:"claim_ns"`
 	LeaseExpiryNS int64  `firestore:"lease_expiry_ns"`
 	Attempt       int    `firestore:"attempt"`
 	Body          string `firestore:"body"`
 }
 
 func toOpDoc(op *memorybank.Operation) (*opDoc, error) {
-	body, err := json.Marshal(op)
+	body, err := memorybank.MarshalOperation(op)
 	if err != nil {
 		return nil, err
 	}
-	due := unixnano.From(op.NotBefore)
-	if due == 0 {
-		due = unixnano.From(op.CreateTime)
+	d := &opDoc{
+		State: op.State.String(), Method: op.Method, ScopeKey: op.ScopeKey, CreateNS: unixnano.From(op.CreateTime),
+		LeaseExpiryNS: unixnano.From(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
 	}
-	return &opDoc{
-		State: int(op.State), Method: op.Method, ScopeKey: op.ScopeKey, CreateNS: unixnano.From(op.CreateTime),
-		DueNS: due, LeaseExpiryNS: unixnano.From(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
-	}, nil
+	if !op.State.Done() {
+		d.ClaimNS = op.ClaimTime().UnixNano()
+	}
+	return d, nil
 }
 
 func opFromSnap(snap *firestore.DocumentSnapshot) (*memorybank.Operation, error) {
@@ -606,11 +615,20 @@ func opFromSnap(snap *firestore.DocumentSnapshot) (*memorybank.Operation, error)
 	if err != nil {
 		return nil, err
 	}
-	var op memorybank.Operation
-	if err := json.Unmarshal([]byte(body.(string)), &op); err != nil {
-		return nil, fmt.Errorf("decoding an operation: %w", err)
+	text, _ := body.(string)
+	return memorybank.UnmarshalOperation(appOf(snap), snap.Ref.ID, []byte(text))
+}
+
+func opsFromSnaps(snaps []*firestore.DocumentSnapshot) ([]*memorybank.Operation, error) {
+	var out []*memorybank.Operation
+	for _, snap := range snaps {
+		op, err := opFromSnap(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
 	}
-	return &op, nil
+	return out, nil
 }
 
 // CreateOperation implements memorybank.Store.
@@ -644,7 +662,7 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 	if len(q.States) > 0 {
 		var states []any
 		for _, st := range q.States {
-			states = append(states, int(st))
+			states = append(states, st.String())
 		}
 		base = base.Where("state", "in", states)
 	}
@@ -656,122 +674,97 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
-	var out []*memorybank.Operation
-	for _, snap := range snaps {
-		op, err := opFromSnap(snap)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, op)
-	}
-	return out, nil
+	return opsFromSnaps(snaps)
 }
 
-// ClaimOperations implements memorybank.Store, in a transaction across
-// apps: it reads the due pending operations and the running ones whose
-// lease expired (collection group queries on state and due or lease time),
-// checks the scope of each in turn for a live lease, and claims the first
-// free one with the pending generations of its scope.
-func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*memorybank.Operation, error) {
-	now := c.Now.UnixNano()
-	var claimed []*memorybank.Operation
-	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		claimed = nil
-		ops := s.c.CollectionGroup("kioku_operations")
-		pending, err := tx.Documents(ops.Where("state", "==", int(memorybank.OpPending)).Where("due_ns", "<=", now).OrderBy("due_ns", firestore.Asc).Limit(32)).GetAll()
+// QueuedOperations implements memorybank.Store: one collection group query
+// on claim_ns (0 once an operation is finished). Documents of other roots
+// sharing the database are skipped.
+func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*memorybank.Operation, error) {
+	snaps, err := s.c.CollectionGroup("kioku_operations").Where("claim_ns", ">", 0).OrderBy("claim_ns", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	return opsFromSnaps(slices.DeleteFunc(snaps, func(snap *firestore.DocumentSnapshot) bool { return !s.ours(snap.Ref) }))
+}
+
+// ours reports whether an operation document is under this store's root.
+func (s *Store) ours(ref *firestore.DocumentRef) bool {
+	app := ref.Parent.Parent
+	return app != nil && app.Parent.ID == s.root && app.Parent.Parent == nil
+}
+
+// PendingOperations implements memorybank.Store.
+func (s *Store) PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*memorybank.Operation, error) {
+	snaps, err := s.app(app).Collection("kioku_operations").Where("scope_key", "==", scopeKey).Where("state", "==", memorybank.OpPending.String()).
+		Where("method", "==", method).Where("claim_ns", "<=", now.UnixNano()).OrderBy("claim_ns", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	return opsFromSnaps(snaps)
+}
+
+// schemaVersion is the version of the documents' formats: 1 stored
+// operations as Go's default JSON with numeric states and a due_ns field;
+// 2 stores them in memorybank's operation record with states by name and
+// claim_ns.
+const schemaVersion = 2
+
+// Migrate rewrites the operation documents of earlier formats under the
+// store's root and records that it ran (in {root}_schema/memorybank), so
+// that later calls read one document and nothing else. It returns how many
+// documents it rewrote. Revisions of the first format (actions by number)
+// and configurations are read as they are. kioku serve calls it before it
+// serves; upgrade every server of one database together.
+func (s *Store) Migrate(ctx context.Context) (int, error) {
+	marker := s.c.Collection(s.root + "_schema").Doc("memorybank")
+	snap, err := marker.Get(ctx)
+	switch {
+	case err == nil:
+		if v, _ := snap.DataAt("version"); v != nil && v.(int64) >= schemaVersion {
+			return 0, nil
+		}
+	case !firestoredb.IsNotFound(err):
+		return 0, firestoredb.Wrap(err)
+	}
+	snaps, err := s.c.CollectionGroup("kioku_operations").Documents(ctx).GetAll()
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	n := 0
+	for _, snap := range snaps {
+		if state, _ := snap.DataAt("state"); !s.ours(snap.Ref) || state == nil {
+			continue
+		} else if _, isName := state.(string); isName {
+			continue
+		}
+		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			cur, err := tx.Get(snap.Ref)
+			if err != nil {
+				return err
+			}
+			if state, _ := cur.DataAt("state"); state == nil {
+				return nil
+			} else if _, isName := state.(string); isName {
+				return nil // rewritten meanwhile
+			}
+			op, err := opFromSnap(cur)
+			if err != nil {
+				return err
+			}
+			d, err := toOpDoc(op)
+			if err != nil {
+				return err
+			}
+			return tx.Set(snap.Ref, d)
+		}, s.txn...)
 		if err != nil {
-			return err
+			return n, fmt.Errorf("migrating operation %s: %w", snap.Ref.Path, firestoredb.Wrap(err))
 		}
-		expired, err := tx.Documents(ops.Where("state", "==", int(memorybank.OpRunning)).Where("lease_expiry_ns", "<=", now).OrderBy("lease_expiry_ns", firestore.Asc).Limit(32)).GetAll()
-		if err != nil {
-			return err
-		}
-		type cand struct {
-			snap *firestore.DocumentSnapshot
-			doc  opDoc
-		}
-		var cands []cand
-		for _, snap := range append(expired, pending...) {
-			var d opDoc
-			if err := snap.DataTo(&d); err != nil {
-				return err
-			}
-			cands = append(cands, cand{snap, d})
-		}
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].doc.CreateNS < cands[j].doc.CreateNS })
-		type update struct {
-			ref *firestore.DocumentRef
-			op  *memorybank.Operation
-		}
-		var updates []update
-		var chosen []*firestore.DocumentSnapshot
-		for _, cd := range cands {
-			op, err := opFromSnap(cd.snap)
-			if err != nil {
-				return err
-			}
-			if cd.doc.State == int(memorybank.OpRunning) && c.MaxAttempts > 0 && op.Attempt >= c.MaxAttempts {
-				op.State, op.EndTime = memorybank.OpFailed, c.Now
-				op.ErrorKind = fault.Unavailable
-				op.ErrorMessage = fmt.Sprintf("gave up after %d attempts: the worker running it stopped each time (lease expired)", op.Attempt)
-				op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
-				updates = append(updates, update{cd.snap.Ref, op})
-				continue
-			}
-			appOps := cd.snap.Ref.Parent
-			if cd.doc.ScopeKey != "" {
-				busy, err := tx.Documents(appOps.Where("scope_key", "==", cd.doc.ScopeKey).Where("state", "==", int(memorybank.OpRunning)).Where("lease_expiry_ns", ">", now).Limit(2)).GetAll()
-				if err != nil {
-					return err
-				}
-				taken := false
-				for _, b := range busy {
-					taken = taken || b.Ref.ID != cd.snap.Ref.ID
-				}
-				if taken {
-					continue
-				}
-			}
-			chosen = append(chosen, cd.snap)
-			if cd.doc.Method == memorybank.MethodGenerate && c.Max > 1 {
-				more, err := tx.Documents(appOps.Where("scope_key", "==", cd.doc.ScopeKey).Where("state", "==", int(memorybank.OpPending)).
-					Where("method", "==", memorybank.MethodGenerate).Where("due_ns", "<=", now).OrderBy("due_ns", firestore.Asc).Limit(c.Max)).GetAll()
-				if err != nil {
-					return err
-				}
-				for _, m := range more {
-					if m.Ref.ID != cd.snap.Ref.ID && len(chosen) < c.Max {
-						chosen = append(chosen, m)
-					}
-				}
-			}
-			break
-		}
-		for _, snap := range chosen {
-			op, err := opFromSnap(snap)
-			if err != nil {
-				return err
-			}
-			op.State = memorybank.OpRunning
-			op.Attempt++
-			op.LeaseOwner, op.LeaseExpiry = c.Owner, c.Now.Add(c.Lease)
-			op.StartTime = c.Now
-			op.Progress = "claimed by " + c.Owner
-			updates = append(updates, update{snap.Ref, op})
-			claimed = append(claimed, op)
-		}
-		for _, u := range updates {
-			d, err := toOpDoc(u.op)
-			if err != nil {
-				return err
-			}
-			if err := tx.Set(u.ref, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, s.txn...)
-	return claimed, firestoredb.Wrap(err)
+		n++
+	}
+	_, err = marker.Set(ctx, map[string]any{"version": schemaVersion})
+	return n, firestoredb.Wrap(err)
 }
 
 // Watermark implements memorybank.Store.
@@ -806,8 +799,20 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if err := snap.DataTo(&d); err != nil {
 				return err
 			}
-			if memorybank.OpState(d.State) != u.ExpectState || d.Attempt != u.ExpectAttempt {
-				return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), memorybank.OpState(d.State), d.Attempt, u.ExpectState, u.ExpectAttempt)
+			if d.State != u.ExpectState.String() || d.Attempt != u.ExpectAttempt {
+				return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), d.State, d.Attempt, u.ExpectState, u.ExpectAttempt)
+			}
+			if u.ClaimScope && u.Op.ScopeKey != "" {
+				busy, err := tx.Documents(s.app(u.Op.App).Collection("kioku_operations").Where("scope_key", "==", u.Op.ScopeKey).
+					Where("state", "==", memorybank.OpRunning.String()).Where("lease_expiry_ns", ">", w.Now.UnixNano())).GetAll()
+				if err != nil {
+					return err
+				}
+				for _, b := range busy {
+					if !slices.ContainsFunc(w.Operations, func(o memorybank.OpUpdate) bool { return o.Op.App == u.Op.App && o.Op.ID == b.Ref.ID }) {
+						return fault.New(fault.Aborted, "scope %q of app %s has a running operation (%s)", u.Op.ScopeKey, u.Op.App, b.Ref.ID)
+					}
+				}
 			}
 		}
 		olds := make([]*memorybank.Memory, len(w.Changes))

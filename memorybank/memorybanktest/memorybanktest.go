@@ -4,8 +4,9 @@
 // client talking to a fake Gemini server (package modeltest), so it checks
 // what a caller sees: CRUD, revisions and rollback, scoped retrieval,
 // generation with its watermarks, consolidation and its failures, leases
-// and exactly-once completion, coalescing, cancellation, forgetting,
-// purging, expiry and triggers.
+// and exactly-once completion, the queue the scheduler claims from, work
+// handed back when a worker stops, lease renewal, coalescing, cancellation,
+// forgetting, purging, expiry and triggers.
 package memorybanktest
 
 import (
@@ -54,6 +55,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ModelTrouble", testModelTrouble},
 		{"TransientFailureRetried", testTransientFailureRetried},
 		{"LeaseFencing", testLeaseFencing},
+		{"Queue", testQueue},
+		{"ShutdownHandsBack", testShutdownHandsBack},
+		{"Heartbeat", testHeartbeat},
 		{"Coalescing", testCoalescing},
 		{"OperationsListCancelWait", testOperations},
 		{"ForgetSession", testForgetSession},
@@ -790,29 +794,53 @@ func testTransientFailureRetried(t *testing.T, h *harness) {
 	}
 }
 
+// claimAs claims op for owner the way the scheduler does, through the
+// store's primitives, and returns the claimed operation.
+func (h *harness) claimAs(op *memorybank.Operation, owner string, lease time.Duration) (*memorybank.Operation, error) {
+	cur, err := h.store.GetOperation(h.ctx, op.App, op.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := h.clock.Now()
+	c := *cur
+	c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime = memorybank.OpRunning, cur.Attempt+1, owner, now.Add(lease), now
+	err = h.store.Write(h.ctx, &memorybank.Write{App: op.App, Now: now, Operations: []memorybank.OpUpdate{{Op: &c, ExpectState: cur.State, ExpectAttempt: cur.Attempt, ClaimScope: true}}})
+	return &c, err
+}
+
 func testLeaseFencing(t *testing.T, h *harness) {
 	op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user speaks French."}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Worker A claims it, then stalls past its lease.
-	claimed, err := h.store.ClaimOperations(h.ctx, memorybank.Claim{Owner: "stalled", Now: h.clock.Now(), Lease: time.Second, Max: 1})
-	if err != nil || len(claimed) != 1 || claimed[0].Attempt != 1 {
+	claimed, err := h.claimAs(op, "stalled", time.Second)
+	if err != nil || claimed.Attempt != 1 {
 		t.Fatalf("claim = %v, %v", claimed, err)
 	}
-	// A running operation with a live lease is not claimed again.
-	if again, _ := h.store.ClaimOperations(h.ctx, memorybank.Claim{Owner: "other", Now: h.clock.Now(), Lease: time.Second, Max: 1}); len(again) != 0 {
-		t.Fatalf("claimed an operation under a live lease")
+	// A running operation with a live lease is not claimed again, and its
+	// scope is busy for any other operation.
+	if n, err := h.noGen.RunOnce(h.ctx); n != 0 || err != nil {
+		t.Fatalf("RunOnce claimed %d operations (%v) under a live lease", n, err)
+	}
+	other, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user speaks Basque."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.claimAs(other, "other", time.Second)
+	wantKind(t, "claiming a busy scope", err, fault.Aborted)
+	if _, err := h.svc.CancelOperation(h.ctx, "app1", other.ID); err != nil {
+		t.Fatal(err)
 	}
 	h.clock.Advance(2 * time.Second)
 	// Worker B takes it over (attempt 2) while A is still alive.
-	taken, err := h.store.ClaimOperations(h.ctx, memorybank.Claim{Owner: "b", Now: h.clock.Now(), Lease: time.Minute, Max: 1})
-	if err != nil || len(taken) != 1 || taken[0].Attempt != 2 || taken[0].LeaseOwner != "b" {
+	taken, err := h.claimAs(op, "b", time.Minute)
+	if err != nil || taken.Attempt != 2 {
 		t.Fatalf("takeover claim = %v, %v", taken, err)
 	}
 	// Worker A wakes up: its completion is refused (the operation is
 	// running, but at attempt 2) and changes nothing.
-	stale := *claimed[0]
+	stale := *claimed
 	stale.State = memorybank.OpSucceeded
 	err = h.store.Write(h.ctx, &memorybank.Write{
 		App: "app1", Now: h.clock.Now(),
@@ -835,6 +863,200 @@ func testLeaseFencing(t *testing.T, h *harness) {
 	}
 	if got := h.facts(user1); len(got) != 1 {
 		t.Fatalf("memories after completion: %v", got)
+	}
+	// An operation whose workers all died is failed after MaxAttempts (3).
+	dying, _ := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "x"}}})
+	for i := range 3 {
+		if _, err := h.claimAs(dying, fmt.Sprint("dies-", i), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(2 * time.Second)
+	}
+	h.drain(h.noGen)
+	if got := h.op(dying); got.State != memorybank.OpFailed || got.Attempt != 3 || !strings.Contains(got.ErrorMessage, "lease expired") {
+		t.Fatalf("abandoned three times: %s attempt %d %q", got.State, got.Attempt, got.ErrorMessage)
+	}
+}
+
+// testQueue checks the primitives the scheduler finds work with.
+func testQueue(t *testing.T, h *harness) {
+	gen := func(scope memorybank.Scope, fact string) *memorybank.Operation {
+		op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: scope, Facts: []memorybank.DirectFact{{Fact: fact}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	u2 := memorybank.Scope{"user_id": "u2"}
+	a := gen(user1, "a")
+	b := gen(u2, "b")
+	c := gen(user1, "c")
+	purge, err := h.noGen.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app2", Scope: user1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := gen(memorybank.Scope{"user_id": "u3"}, "d")
+	if _, err := h.noGen.CancelOperation(h.ctx, "app1", done.ID); err != nil {
+		t.Fatal(err)
+	}
+	// b runs (lease of a minute): it moves behind the pending ones.
+	if _, err := h.claimAs(b, "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	q, err := h.store.QueuedOperations(h.ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, op := range q {
+		got = append(got, op.ID+":"+op.State.String())
+	}
+	want := []string{a.ID + ":PENDING", c.ID + ":PENDING", purge.ID + ":PENDING", b.ID + ":RUNNING"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("QueuedOperations (-want +got):\n%s", diff)
+	}
+	if q, _ := h.store.QueuedOperations(h.ctx, 2); len(q) != 2 || q[0].ID != a.ID {
+		t.Fatalf("QueuedOperations(2) = %d operations", len(q))
+	}
+	p, err := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.MethodGenerate, h.clock.Now(), 10)
+	if err != nil || len(p) != 2 || p[0].ID != a.ID || p[1].ID != c.ID {
+		t.Fatalf("PendingOperations = %v, %v; want a and c", p, err)
+	}
+	if p, _ := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.MethodGenerate, a.CreateTime.Add(-time.Second), 10); len(p) != 0 {
+		t.Fatalf("PendingOperations before they were due = %d", len(p))
+	}
+	if p, _ := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.MethodPurge, h.clock.Now(), 10); len(p) != 0 {
+		t.Fatalf("PendingOperations of another method = %d", len(p))
+	}
+	// One claim takes a with c (same scope, coalesced), then the purge,
+	// then nothing: b's scope is busy until its lease ends.
+	if n, _ := h.noGen.RunOnce(h.ctx); n != 2 {
+		t.Fatalf("first claim took %d operations, want a and c", n)
+	}
+	if n, _ := h.noGen.RunOnce(h.ctx); n != 1 {
+		t.Fatalf("second claim took %d operations, want the purge", n)
+	}
+	if n, _ := h.noGen.RunOnce(h.ctx); n != 0 {
+		t.Fatalf("a claim under b's live lease took %d operations", n)
+	}
+	if q, _ := h.store.QueuedOperations(h.ctx, 10); len(q) != 1 || q[0].ID != b.ID {
+		t.Fatalf("queued after the runs: %v; want only b", q)
+	}
+}
+
+// blockModel makes model calls wait until release is called (at the
+// latest when the test ends); started receives one value per call.
+func (h *harness) blockModel() (started <-chan struct{}, release func()) {
+	calls := make(chan struct{}, 4)
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	h.t.Cleanup(release)
+	h.gemini.SetResponder(func(modeltest.Call) modeltest.Reply {
+		calls <- struct{}{}
+		<-gate
+		return modeltest.Reply{Status: 500}
+	})
+	return calls, release
+}
+
+// testShutdownHandsBack stops a worker in the middle of a model call: its
+// operation goes back to pending with its attempt unchanged and no lease,
+// and another worker completes it exactly once, at attempt 1.
+func testShutdownHandsBack(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "I keep bees.")
+	started, release := h.blockModel()
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(h.ctx)
+	ran := make(chan int)
+	go func() {
+		n, _ := h.svc.RunOnce(ctx)
+		ran <- n
+	}()
+	<-started
+	if got := h.op(op); got.State != memorybank.OpRunning || got.Attempt != 1 {
+		t.Fatalf("while running: %s attempt %d", got.State, got.Attempt)
+	}
+	stop()
+	if n := <-ran; n != 1 {
+		t.Fatalf("RunOnce ran %d operations", n)
+	}
+	release()
+	got := h.op(op)
+	if got.State != memorybank.OpPending || got.Attempt != 0 || got.LeaseOwner != "" || !got.LeaseExpiry.IsZero() || !strings.Contains(got.Progress, "interrupted") {
+		t.Fatalf("after the worker stopped: %s attempt %d lease %q %v, progress %q", got.State, got.Attempt, got.LeaseOwner, got.LeaseExpiry, got.Progress)
+	}
+	// Another worker (a restarted server) takes it at once.
+	h.gemini.SetResponder(nil)
+	h.gemini.ReplyJSON(extraction("The user keeps bees."))
+	next := h.service("worker-c", &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"})
+	if n := h.drain(next); n != 1 {
+		t.Fatalf("the next worker ran %d operations", n)
+	}
+	got = h.op(op)
+	if got.State != memorybank.OpSucceeded || got.Attempt != 1 || len(got.Generated) != 1 {
+		t.Fatalf("after the restart: %s attempt %d, %d results (%s)", got.State, got.Attempt, len(got.Generated), got.ErrorMessage)
+	}
+	if diff := cmp.Diff([]string{"The user keeps bees."}, h.facts(user1)); diff != "" {
+		t.Fatalf("memories (-want +got):\n%s", diff)
+	}
+}
+
+// testHeartbeat runs Run with a short lease: while the first of two
+// claimed groups waits for the model, the heartbeat renews the leases of
+// both; when Run's context ends, both go back to pending (the one that
+// never started too), and Run returns.
+func testHeartbeat(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "I keep bees.")
+	started, release := h.blockModel()
+	events, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user likes honey."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lease = 300 * time.Millisecond
+	svc := memorybank.NewService(h.store, memorybank.Config{
+		Generator: &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"}, Embedder: model.Offline{}, Sessions: h.sess,
+		Now: h.clock.Now, WorkerID: "beating", Lease: lease, Workers: 1, LocalQueue: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ctx, stop := context.WithCancel(h.ctx)
+	ended := make(chan struct{})
+	go func() {
+		svc.Run(ctx)
+		close(ended)
+	}()
+	<-started
+	claimed := h.op(facts)
+	if claimed.State != memorybank.OpRunning || claimed.LeaseOwner != "beating" {
+		t.Fatalf("the second group was not claimed with the first: %s %q", claimed.State, claimed.LeaseOwner)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.op(facts).LeaseExpiry.After(claimed.LeaseExpiry) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease of the waiting group was never renewed")
+		}
+		time.Sleep(lease / 3)
+	}
+	stop()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	release()
+	for _, op := range []*memorybank.Operation{events, facts} {
+		if got := h.op(op); got.State != memorybank.OpPending || got.Attempt != 0 || got.LeaseOwner != "" {
+			t.Fatalf("%s after Run returned: %s attempt %d lease %q", op.ID, got.State, got.Attempt, got.LeaseOwner)
+		}
 	}
 }
 
@@ -928,6 +1150,10 @@ func testForgetSession(t *testing.T, h *harness) {
 	h.drain(h.svc)
 	if got := h.op(op2); got.State != memorybank.OpSucceeded {
 		t.Fatalf("second generation %s: %s", got.State, got.ErrorMessage)
+	}
+	// Confirmed by a new source, the memory keeps its vector.
+	if res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "cheese", TopK: 1}); err != nil || len(res) != 1 || res[0].Memory.ID != cheese.ID {
+		t.Fatalf("similarity search after the confirmation: %v, %v", res, err)
 	}
 	if err := h.svc.ForgetSession(h.ctx, s1); err != nil {
 		t.Fatal(err)

@@ -21,10 +21,9 @@ func TestQueryPlans(t *testing.T) {
 	}
 	for name, q := range map[string]string{
 		"scope load": scopeLoadQuery,
+		"queued":     queuedQuery,
 		"pending":    pendingQuery,
-		"expired":    expiredQuery,
 		"busy":       busyQuery,
-		"coalesce":   coalesceQuery,
 		"finished":   finishedSelect,
 	} {
 		args := make([]any, strings.Count(q, "?"))

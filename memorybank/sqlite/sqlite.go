@@ -31,7 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,7 +107,86 @@ CREATE TABLE watermarks (
 	seq     INTEGER NOT NULL,
 	PRIMARY KEY (app, session)
 ) WITHOUT ROWID;
+`, `
+CREATE TABLE operations_v2 (
+	app             TEXT    NOT NULL,
+	id              TEXT    NOT NULL,
+	state           TEXT    NOT NULL,
+	method          TEXT    NOT NULL,
+	scope_key       TEXT    NOT NULL,
+	create_ns       INTEGER NOT NULL,
+	claim_ns        INTEGER,
+	lease_expiry_ns INTEGER NOT NULL DEFAULT 0,
+	attempt         INTEGER NOT NULL DEFAULT 0,
+	body            TEXT    NOT NULL,
+	PRIMARY KEY (app, id)
+) WITHOUT ROWID;
+INSERT INTO operations_v2 (app, id, state, method, scope_key, create_ns, claim_ns, lease_expiry_ns, attempt, body)
+SELECT app, id,
+	CASE state WHEN 1 THEN 'PENDING' WHEN 2 THEN 'RUNNING' WHEN 3 THEN 'SUCCEEDED' WHEN 4 THEN 'FAILED' WHEN 5 THEN 'CANCELLED' END,
+	method, scope_key, create_ns,
+	CASE state WHEN 1 THEN max(create_ns, not_before_ns) WHEN 2 THEN lease_expiry_ns END,
+	lease_expiry_ns, attempt, body
+FROM operations;
+DROP TABLE operations;
+ALTER TABLE operations_v2 RENAME TO operations;
+CREATE INDEX operations_by_app ON operations (app, create_ns DESC, id DESC);
+CREATE INDEX operations_queue ON operations (claim_ns) WHERE claim_ns IS NOT NULL;
+CREATE INDEX operations_by_scope ON operations (app, scope_key, state, method, claim_ns);
+CREATE INDEX operations_by_end ON operations (create_ns) WHERE claim_ns IS NULL;
+UPDATE memories SET embedding_model = '' WHERE deleted = 0 AND embedding IS NULL AND embedding_model != '';
+UPDATE memory_revisions SET body = json_set(body, '$.action',
+	CASE json_extract(body, '$.action') WHEN 1 THEN 'CREATED' WHEN 2 THEN 'UPDATED' WHEN 3 THEN 'DELETED' END)
+WHERE json_type(body, '$.action') = 'integer';
 `}
+
+// migrations are the schema's steps: the tables (v1); operations keyed by
+// state name and claim time, revisions' actions by name, and memories that
+// the first version left without a vector (a generation that only added a
+// source to a memory found by similarity dropped it) marked for
+// re-embedding (v2); the operations' bodies rewritten in their second
+// format (v3).
+var migrations = append(stepsOf(schema), sqlitedb.Step{Func: rewriteOperations})
+
+func stepsOf(sqls []string) []sqlitedb.Step {
+	out := make([]sqlitedb.Step, len(sqls))
+	for i, q := range sqls {
+		out[i] = sqlitedb.Step{SQL: q}
+	}
+	return out
+}
+
+// rewriteOperations rewrites the operations stored in the first format.
+func rewriteOperations(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT app, id, body FROM operations WHERE json_type(body, '$.format') IS NULL`)
+	if err != nil {
+		return err
+	}
+	type row struct{ app, id, body string }
+	var old []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.app, &r.id, &r.body); err != nil {
+			rows.Close()
+			return err
+		}
+		old = append(old, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range old {
+		op, err := memorybank.UnmarshalOperation(r.app, r.id, []byte(r.body))
+		if err != nil {
+			return err
+		}
+		if err := putOperation(tx, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Store is the SQLite memory bank store.
 type Store struct {
@@ -127,7 +206,7 @@ type Options struct {
 
 // New returns a Store on db, creating its tables if needed.
 func New(db *sqlitedb.DB, o Options) (*Store, error) {
-	if err := db.Migrate("memorybank", schema); err != nil {
+	if err := db.MigrateSteps("memorybank", migrations); err != nil {
 		return nil, err
 	}
 	if o.VectorCacheBytes == 0 {
@@ -165,10 +244,14 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	for _, f := range []struct {
 		raw string
 		dst any
-	}{{scope, &m.Scope}, {topics, &m.Topics}, {meta, &m.Metadata}, {sources, &m.Sources}} {
+	}{{scope, &m.Scope}, {topics, &m.Topics}, {meta, &m.Metadata}} {
 		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
 			return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 		}
+	}
+	var err error
+	if m.Sources, err = memorybank.UnmarshalSources([]byte(sources)); err != nil {
+		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
 	if len(m.Topics) == 0 {
 		m.Topics = nil
@@ -181,7 +264,6 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	}
 	m.CreateTime, m.UpdateTime, m.ExpireTime = unixnano.Time(createNS), unixnano.Time(updateNS), unixnano.Time(expireNS)
 	m.Deleted = deleted != 0
-	var err error
 	if m.Embedding, err = memorybank.DecodeVector(embedding); err != nil {
 		return nil, fmt.Errorf("decoding the vector of memory %s: %w", m.ID, err)
 	}
@@ -316,9 +398,11 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		if p.meta, err = jsonText(nonNilMap(m.Metadata)); err != nil {
 			return err
 		}
-		if p.sources, err = jsonText(nonNil(m.Sources)); err != nil {
+		src, err := memorybank.MarshalSources(m.Sources)
+		if err != nil {
 			return err
 		}
+		p.sources = string(src)
 		if c.Revision != nil {
 			body, err := c.Revision.MarshalBody()
 			if err != nil {
@@ -330,7 +414,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	}
 	opBodies := make([]string, len(w.Operations))
 	for i, u := range w.Operations {
-		b, err := json.Marshal(u.Op)
+		b, err := memorybank.MarshalOperation(u.Op)
 		if err != nil {
 			return err
 		}
@@ -342,7 +426,8 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		// Preconditions first: nothing is written unless all hold.
 		for _, u := range w.Operations {
-			var state, attempt int
+			var state string
+			var attempt int
 			err := tx.QueryRow(`SELECT state, attempt FROM operations WHERE app = ? AND id = ?`, u.Op.App, u.Op.ID).Scan(&state, &attempt)
 			if errors.Is(err, sql.ErrNoRows) {
 				return fault.NotFoundf("operation %s not found", u.Op.Name())
@@ -350,8 +435,13 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if err != nil {
 				return err
 			}
-			if memorybank.OpState(state) != u.ExpectState || attempt != u.ExpectAttempt {
-				return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), memorybank.OpState(state), attempt, u.ExpectState, u.ExpectAttempt)
+			if state != u.ExpectState.String() || attempt != u.ExpectAttempt {
+				return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), state, attempt, u.ExpectState, u.ExpectAttempt)
+			}
+			if u.ClaimScope && u.Op.ScopeKey != "" {
+				if err := scopeFree(tx, w, u.Op); err != nil {
+					return err
+				}
 			}
 		}
 		for _, p := range ps {
@@ -410,9 +500,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			}
 		}
 		for i, u := range w.Operations {
-			op := u.Op
-			if _, err := tx.Exec(`UPDATE operations SET state = ?, not_before_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
-				int(op.State), unixnano.From(op.NotBefore), unixnano.From(op.LeaseExpiry), op.Attempt, opBodies[i], op.App, op.ID); err != nil {
+			if err := updateOperation(tx, u.Op, opBodies[i]); err != nil {
 				return err
 			}
 		}
@@ -495,22 +583,17 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 	if err != nil {
 		return nil, err
 	}
-	var c memorybank.BankConfig
-	if err := json.Unmarshal([]byte(body), &c); err != nil {
-		return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
-	}
-	c.App = app
-	return &c, nil
+	return memorybank.UnmarshalConfig(app, []byte(body))
 }
 
 // PutConfig implements memorybank.Store.
 func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
-	body, err := jsonText(c)
+	body, err := memorybank.MarshalConfig(c)
 	if err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, body)
+		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, string(body))
 		return err
 	})
 }
@@ -528,25 +611,24 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, erro
 		if err := rows.Scan(&app, &body); err != nil {
 			return nil, err
 		}
-		var c memorybank.BankConfig
-		if err := json.Unmarshal([]byte(body), &c); err != nil {
-			return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
+		c, err := memorybank.UnmarshalConfig(app, []byte(body))
+		if err != nil {
+			return nil, err
 		}
-		c.App = app
-		out = append(out, &c)
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }
 
 // CreateOperation implements memorybank.Store.
 func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) error {
-	body, err := json.Marshal(op)
+	body, err := memorybank.MarshalOperation(op)
 	if err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, create_ns, not_before_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			op.App, op.ID, int(op.State), op.Method, op.ScopeKey, unixnano.From(op.CreateTime), unixnano.From(op.NotBefore), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
+		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, create_ns, claim_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			op.App, op.ID, op.State.String(), op.Method, op.ScopeKey, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
 		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 			return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 		}
@@ -554,12 +636,13 @@ func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) e
 	})
 }
 
-func decodeOperation(body string) (*memorybank.Operation, error) {
-	var op memorybank.Operation
-	if err := json.Unmarshal([]byte(body), &op); err != nil {
-		return nil, fmt.Errorf("decoding an operation: %w", err)
+// claimNS is the claim_ns column of an operation: its ClaimTime, NULL once
+// it is finished.
+func claimNS(op *memorybank.Operation) any {
+	if op.State.Done() {
+		return nil
 	}
-	return &op, nil
+	return op.ClaimTime().UnixNano()
 }
 
 // GetOperation implements memorybank.Store.
@@ -572,9 +655,10 @@ func (s *Store) GetOperation(ctx context.Context, app, id string) (*memorybank.O
 	if err != nil {
 		return nil, err
 	}
-	return decodeOperation(body)
+	return memorybank.UnmarshalOperation(app, id, []byte(body))
 }
 
+// queryOperations runs a query of (app, id, body) rows.
 func queryOperations(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Operation, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -583,11 +667,11 @@ func queryOperations(ctx context.Context, q querier, query string, args ...any) 
 	defer rows.Close()
 	var out []*memorybank.Operation
 	for rows.Next() {
-		var body string
-		if err := rows.Scan(&body); err != nil {
+		var app, id, body string
+		if err := rows.Scan(&app, &id, &body); err != nil {
 			return nil, err
 		}
-		op, err := decodeOperation(body)
+		op, err := memorybank.UnmarshalOperation(app, id, []byte(body))
 		if err != nil {
 			return nil, err
 		}
@@ -599,7 +683,7 @@ func queryOperations(ctx context.Context, q querier, query string, args ...any) 
 // ListOperations implements memorybank.Store.
 func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*memorybank.Operation, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT body FROM operations WHERE app = ?`)
+	sb.WriteString(`SELECT app, id, body FROM operations WHERE app = ?`)
 	args := []any{q.App}
 	if len(q.States) > 0 {
 		sb.WriteString(` AND state IN (`)
@@ -608,7 +692,7 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 				sb.WriteString(`, `)
 			}
 			sb.WriteString(`?`)
-			args = append(args, int(st))
+			args = append(args, st.String())
 		}
 		sb.WriteString(`)`)
 	}
@@ -616,136 +700,61 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 	return queryOperations(ctx, s.db.Read(), sb.String(), args...)
 }
 
-// opRef is what claiming needs to know of a queued operation.
-type opRef struct {
-	app, id, scopeKey, method string
-	state, attempt            int
-	createNS                  int64
-}
-
-func queryOpRefs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]opRef, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []opRef
-	for rows.Next() {
-		var r opRef
-		if err := rows.Scan(&r.app, &r.id, &r.scopeKey, &r.method, &r.state, &r.attempt, &r.createNS); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-const opRefColumns = `app, id, scope_key, method, state, attempt, create_ns`
-
 // The queries of the hot paths, each pinned to its index (the planner,
 // without statistics, would otherwise scan a whole app by primary key).
 // TestQueryPlans checks them.
 const (
 	scopeLoadQuery = `SELECT ` + memoryColumns + ` FROM memories INDEXED BY memories_by_scope WHERE app = ? AND scope_key = ? AND deleted = 0`
-	pendingQuery   = `SELECT ` + opRefColumns + ` FROM operations INDEXED BY operations_queue WHERE state = ? AND not_before_ns <= ? ORDER BY create_ns LIMIT 64`
-	expiredQuery   = `SELECT ` + opRefColumns + ` FROM operations INDEXED BY operations_queue WHERE state = ? AND lease_expiry_ns <= ? ORDER BY create_ns LIMIT 64`
-	busyQuery      = `SELECT count(*) FROM operations INDEXED BY operations_by_scope WHERE app = ? AND scope_key = ? AND state = ? AND lease_expiry_ns > ? AND id != ?`
-	coalesceQuery  = `SELECT ` + opRefColumns + ` FROM operations INDEXED BY operations_by_scope
-		WHERE app = ? AND scope_key = ? AND state = ? AND method = ? AND not_before_ns <= ? AND id != ? ORDER BY create_ns LIMIT ?`
-	finishedSelect = `SELECT app, id FROM operations INDEXED BY operations_by_end WHERE state >= 3 AND create_ns < ? LIMIT ?`
+	queuedQuery    = `SELECT app, id, body FROM operations INDEXED BY operations_queue WHERE claim_ns IS NOT NULL ORDER BY claim_ns LIMIT ?`
+	pendingQuery   = `SELECT app, id, body FROM operations INDEXED BY operations_by_scope
+		WHERE app = ? AND scope_key = ? AND state = 'PENDING' AND method = ? AND claim_ns <= ? ORDER BY claim_ns LIMIT ?`
+	busyQuery      = `SELECT id FROM operations INDEXED BY operations_by_scope WHERE app = ? AND scope_key = ? AND state = 'RUNNING' AND lease_expiry_ns > ?`
+	finishedSelect = `SELECT app, id FROM operations INDEXED BY operations_by_end WHERE claim_ns IS NULL AND create_ns < ? LIMIT ?`
 	finishedQuery  = `DELETE FROM operations WHERE (app, id) IN (` + finishedSelect + `)`
 )
 
-func getOperationTx(ctx context.Context, tx *sql.Tx, app, id string) (*memorybank.Operation, error) {
-	var body string
-	if err := tx.QueryRowContext(ctx, `SELECT body FROM operations WHERE app = ? AND id = ?`, app, id).Scan(&body); err != nil {
-		return nil, err
-	}
-	return decodeOperation(body)
+// QueuedOperations implements memorybank.Store.
+func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*memorybank.Operation, error) {
+	return queryOperations(ctx, s.db.Read(), queuedQuery, limit)
 }
 
-// ClaimOperations implements memorybank.Store. Candidates are the oldest
-// due pending operations and the running ones whose lease expired, read
-// through the queue index without decoding their bodies; only claimed
-// operations are decoded and rewritten.
-func (s *Store) ClaimOperations(ctx context.Context, c memorybank.Claim) ([]*memorybank.Operation, error) {
-	var claimed []*memorybank.Operation
-	now := c.Now.UnixNano()
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		claimed = nil
-		pending, err := queryOpRefs(ctx, tx, pendingQuery, int(memorybank.OpPending), now)
-		if err != nil {
-			return err
-		}
-		expired, err := queryOpRefs(ctx, tx, expiredQuery, int(memorybank.OpRunning), now)
-		if err != nil {
-			return err
-		}
-		cands := append(expired, pending...)
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].createNS < cands[j].createNS })
-		for _, ref := range cands {
-			if ref.state == int(memorybank.OpRunning) && c.MaxAttempts > 0 && ref.attempt >= c.MaxAttempts {
-				// Its workers kept dying: give up.
-				op, err := getOperationTx(ctx, tx, ref.app, ref.id)
-				if err != nil {
-					return err
-				}
-				op.State, op.EndTime = memorybank.OpFailed, c.Now
-				op.ErrorKind = fault.Unavailable
-				op.ErrorMessage = fmt.Sprintf("gave up after %d attempts: the worker running it stopped each time (lease expired)", op.Attempt)
-				op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
-				if err := putOperation(tx, op); err != nil {
-					return err
-				}
-				continue
-			}
-			if ref.scopeKey != "" {
-				var busy int
-				err := tx.QueryRow(busyQuery, ref.app, ref.scopeKey, int(memorybank.OpRunning), now, ref.id).Scan(&busy)
-				if err != nil {
-					return err
-				}
-				if busy > 0 {
-					continue
-				}
-			}
-			refs := []opRef{ref}
-			if ref.method == memorybank.MethodGenerate && c.Max > 1 {
-				more, err := queryOpRefs(ctx, tx, coalesceQuery, ref.app, ref.scopeKey, int(memorybank.OpPending), memorybank.MethodGenerate, now, ref.id, c.Max-1)
-				if err != nil {
-					return err
-				}
-				refs = append(refs, more...)
-			}
-			for _, r := range refs {
-				op, err := getOperationTx(ctx, tx, r.app, r.id)
-				if err != nil {
-					return err
-				}
-				op.State = memorybank.OpRunning
-				op.Attempt++
-				op.LeaseOwner, op.LeaseExpiry = c.Owner, c.Now.Add(c.Lease)
-				op.StartTime = c.Now
-				op.Progress = "claimed by " + c.Owner
-				if err := putOperation(tx, op); err != nil {
-					return err
-				}
-				claimed = append(claimed, op)
-			}
-			return nil
-		}
-		return nil
-	})
-	return claimed, err
+// PendingOperations implements memorybank.Store.
+func (s *Store) PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*memorybank.Operation, error) {
+	return queryOperations(ctx, s.db.Read(), pendingQuery, app, scopeKey, method, now.UnixNano(), limit)
 }
 
-func putOperation(tx *sql.Tx, op *memorybank.Operation) error {
-	body, err := json.Marshal(op)
+// scopeFree checks, inside a write, that no operation of op's scope other
+// than those of the write runs under a live lease.
+func scopeFree(tx *sql.Tx, w *memorybank.Write, op *memorybank.Operation) error {
+	rows, err := tx.Query(busyQuery, op.App, op.ScopeKey, w.Now.UnixNano())
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(`UPDATE operations SET state = ?, not_before_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
-		int(op.State), unixnano.From(op.NotBefore), unixnano.From(op.LeaseExpiry), op.Attempt, string(body), op.App, op.ID)
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(w.Operations, func(u memorybank.OpUpdate) bool { return u.Op.App == op.App && u.Op.ID == id }) {
+			return fault.New(fault.Aborted, "scope %q of app %s has a running operation (%s)", op.ScopeKey, op.App, id)
+		}
+	}
+	return rows.Err()
+}
+
+// putOperation stores op in the current format.
+func putOperation(tx *sql.Tx, op *memorybank.Operation) error {
+	body, err := memorybank.MarshalOperation(op)
+	if err != nil {
+		return err
+	}
+	return updateOperation(tx, op, string(body))
+}
+
+func updateOperation(tx *sql.Tx, op *memorybank.Operation, body string) error {
+	_, err := tx.Exec(`UPDATE operations SET state = ?, claim_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
+		op.State.String(), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, body, op.App, op.ID)
 	return err
 }
 

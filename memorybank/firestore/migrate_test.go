@@ -1,0 +1,108 @@
+package firestore_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/firestore"
+)
+
+// TestMigrate writes operation and revision documents as the first version
+// did (memorybank/testdata/v1: Go's default JSON, numeric states and
+// actions, due_ns) and migrates them: they read as they were meant, the
+// queue finds the unfinished ones, and a second run changes nothing.
+func TestMigrate(t *testing.T) {
+	c, _ := firestoretest.NewClient(t)
+	ctx := t.Context()
+	st := firestore.New(c, firestore.Options{})
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "v1", "operation-*.json"))
+	if err != nil || len(files) != 6 {
+		t.Fatalf("v1 operations: %v, %v", files, err)
+	}
+	want := map[string]*memorybank.Operation{}
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v1 struct {
+			ID, Method, ScopeKey string
+			State, Attempt       int
+		}
+		if err := json.Unmarshal(body, &v1); err != nil {
+			t.Fatal(err)
+		}
+		op, err := memorybank.UnmarshalOperation("golden", v1.ID, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[v1.ID] = op
+		due := unixnano.From(op.NotBefore)
+		if due == 0 {
+			due = unixnano.From(op.CreateTime)
+		}
+		if _, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_operations").Doc(v1.ID).Set(ctx, map[string]any{
+			"state": v1.State, "method": v1.Method, "scope_key": v1.ScopeKey, "create_ns": unixnano.From(op.CreateTime),
+			"due_ns": due, "lease_expiry_ns": unixnano.From(op.LeaseExpiry), "attempt": v1.Attempt, "body": string(body),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, err := os.ReadFile(filepath.Join("..", "testdata", "v1", "revision-gone-2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_memories").Doc("gone").Collection("kioku_revisions").Doc(fmt.Sprintf("%020d", 2)).
+		Set(ctx, map[string]any{"number": 2, "expire_ns": 0, "body": string(rev)}); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := st.Migrate(ctx)
+	if err != nil || n != 6 {
+		t.Fatalf("Migrate = %d, %v; want the 6 operations rewritten", n, err)
+	}
+	for id, w := range want {
+		got, err := st.GetOperation(ctx, "golden", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(w, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s after the migration (-first format +migrated):\n%s", id, diff)
+		}
+		snap, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_operations").Doc(id).Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state, _ := snap.DataAt("state"); state != w.State.String() {
+			t.Errorf("%s: stored state %v, want %s", id, state, w.State)
+		}
+	}
+	queued, err := st.QueuedOperations(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, op := range queued {
+		ids = append(ids, op.ID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"id004", "id005", "id007"}) {
+		t.Errorf("queued after the migration = %v", ids)
+	}
+	if r, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || r.Action != memorybank.Deleted {
+		t.Errorf("a revision of the first format = %+v, %v", r, err)
+	}
+	if n, err := st.Migrate(ctx); n != 0 || err != nil {
+		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)
+	}
+}

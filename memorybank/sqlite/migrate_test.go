@@ -1,0 +1,290 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/sqlite"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// goldenDB rewrites testdata/kioku-v3.db, the database this version
+// writes: go test ./memorybank/sqlite -run GoldenDatabase -golden-db.
+// testdata/kioku-v1.db was written the same way by the first version
+// (schema 1: operations as Go's default JSON, states and actions by
+// number) and must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v3.db from this version")
+
+// open copies a golden database and opens it with this version's store
+// (which migrates it).
+func open(t *testing.T, name string) (*sqlitedb.DB, *sqlite.Store) {
+	t.Helper()
+	src, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), "kioku.db")
+	dst, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	dst.Close()
+	db, err := sqlitedb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st, err := sqlite.New(db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, st
+}
+
+func schemaVersion(t *testing.T, db *sqlitedb.DB) int {
+	var v int
+	if err := db.Read().QueryRow(`SELECT version FROM schema_versions WHERE component = 'memorybank'`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestMigrationFromV1 opens a database of the first version: every record
+// reads as it was meant, and work left queued in it can be claimed.
+func TestMigrationFromV1(t *testing.T) {
+	db, st := open(t, "kioku-v1.db")
+	if v := schemaVersion(t, db); v != 3 {
+		t.Fatalf("schema version after migration = %d, want 3", v)
+	}
+	var old int
+	if err := db.Read().QueryRow(`SELECT count(*) FROM operations WHERE json_type(body, '$.format') IS NULL OR typeof(state) != 'text'`).Scan(&old); err != nil || old != 0 {
+		t.Fatalf("%d operations left in the first format (%v)", old, err)
+	}
+	// The memory the first version left without a vector is re-embedded.
+	svc := memorybank.NewService(st, memorybank.Config{Embedder: model.Offline{}, Now: func() time.Time { return time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC) }})
+	if n, err := svc.Reembed(t.Context()); n != 1 || err != nil {
+		t.Fatalf("Reembed after the migration = %d, %v; want the one memory left without a vector", n, err)
+	}
+	checkGolden(t, st)
+}
+
+// TestGoldenDatabase reads the database this version writes.
+func TestGoldenDatabase(t *testing.T) {
+	if *goldenDB {
+		writeGolden(t, filepath.Join("testdata", "kioku-v3.db"))
+	}
+	db, st := open(t, "kioku-v3.db")
+	if v := schemaVersion(t, db); v != 3 {
+		t.Fatalf("schema version = %d, want 3", v)
+	}
+	checkGolden(t, st)
+}
+
+// checkGolden checks what the golden databases hold (see writeGolden).
+func checkGolden(t *testing.T, st *sqlite.Store) {
+	ctx := t.Context()
+	cfg, err := st.GetConfig(ctx, "golden")
+	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
+		cfg.MemoryTTL != 90*24*time.Hour || len(cfg.Examples) != 1 || cfg.Examples[0].Events[0].Content.Parts[0].Text != "I fly to Oslo." {
+		t.Errorf("config = %+v, %v", cfg, err)
+	}
+	tea, err := st.GetMemory(ctx, "golden", "tea")
+	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != "chat" ||
+		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
+		t.Errorf("memory tea = %+v, %v", tea, err)
+	}
+	if gone, err := st.GetMemory(ctx, "golden", "gone"); err != nil || !gone.Deleted {
+		t.Errorf("memory gone = %+v, %v", gone, err)
+	}
+	revs, err := st.ListRevisions(ctx, "golden", "tea", 0, 10, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
+	var actions []memorybank.Action
+	for _, r := range revs {
+		actions = append(actions, r.Action)
+	}
+	if err != nil || !slices.Equal(actions, []memorybank.Action{memorybank.Updated, memorybank.Updated, memorybank.Created}) || revs[0].Operation == "" {
+		t.Errorf("revisions of tea: %v, %v", actions, err)
+	}
+	if del, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || del.Action != memorybank.Deleted {
+		t.Errorf("deletion revision = %+v, %v", del, err)
+	}
+	if wm, err := st.Watermark(ctx, "golden", "apps/golden/users/ann/sessions/s1"); err != nil || wm != 7 {
+		t.Errorf("watermark = %d, %v", wm, err)
+	}
+	hits, err := st.SearchMemories(ctx, memorybank.SearchQuery{App: "golden", ScopeKey: "user_id=ann", Vector: tea.Embedding, Model: tea.EmbeddingModel, K: 1, Now: tea.UpdateTime})
+	if err != nil || len(hits) != 1 || hits[0].Memory.ID != "tea" {
+		t.Errorf("search = %v, %v", hits, err)
+	}
+
+	ops, err := st.ListOperations(ctx, memorybank.OpQuery{App: "golden", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*memorybank.Operation{}
+	for _, op := range ops {
+		byID[op.ID] = op
+	}
+	for id, want := range map[string]struct {
+		state   memorybank.OpState
+		attempt int
+		ok      func(op *memorybank.Operation) bool
+	}{
+		"id001": {memorybank.OpSucceeded, 1, func(op *memorybank.Operation) bool {
+			return len(op.Generated) == 2 && op.Generated[0].Action == memorybank.Created && op.Generated[1].Action == memorybank.Updated &&
+				op.Generated[1].Memory.ID == "tea" && op.Generate.FactsSession.ID == "s1"
+		}},
+		"id003": {memorybank.OpCancelled, 0, func(op *memorybank.Operation) bool { return op.ErrorKind == fault.Canceled && op.Purge.Force }},
+		"id004": {memorybank.OpRunning, 1, func(op *memorybank.Operation) bool {
+			return op.LeaseOwner == "dead-worker" && op.ClaimTime().Equal(op.LeaseExpiry) && len(op.Generate.Events) == 1
+		}},
+		"id005": {memorybank.OpPending, 1, func(op *memorybank.Operation) bool { return op.ClaimTime().Sub(op.CreateTime) > 59*time.Minute }},
+		"id006": {memorybank.OpFailed, 1, func(op *memorybank.Operation) bool {
+			return op.ErrorKind == fault.Unavailable && op.EndTime.After(op.CreateTime)
+		}},
+		"id007": {memorybank.OpPending, 0, func(op *memorybank.Operation) bool {
+			return op.Generate.Session.ID == "s2" && op.ClaimTime().Equal(op.CreateTime) && !op.Generate.From.IsZero()
+		}},
+	} {
+		op := byID[id]
+		if op == nil || op.State != want.state || op.Attempt != want.attempt || !want.ok(op) {
+			t.Errorf("operation %s = %+v; want %s at attempt %d", id, op, want.state, want.attempt)
+		}
+	}
+	// The queue: pending and running operations by claim time.
+	queued, err := st.QueuedOperations(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, op := range queued {
+		ids = append(ids, op.ID)
+		if i > 0 && op.ClaimTime().Before(queued[i-1].ClaimTime()) {
+			t.Errorf("queue out of order at %s", op.ID)
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"id004", "id005", "id007"}) {
+		t.Errorf("queued = %v", ids)
+	}
+	// The dead worker's operation is claimable once its lease is over, by
+	// the store's primitives.
+	op := byID["id004"]
+	c := *op
+	c.Attempt, c.LeaseOwner, c.LeaseExpiry = 2, "new-worker", op.LeaseExpiry.Add(time.Hour)
+	if err := st.Write(ctx, &memorybank.Write{App: "golden", Now: op.LeaseExpiry.Add(time.Second), Operations: []memorybank.OpUpdate{{Op: &c, ExpectState: memorybank.OpRunning, ExpectAttempt: 1, ClaimScope: true}}}); err != nil {
+		t.Errorf("claiming the dead worker's operation: %v", err)
+	}
+}
+
+// writeGolden writes the golden database's records through this version's
+// service and store, as the first version's database was written.
+func writeGolden(t *testing.T, path string) {
+	ctx := context.Background()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	db, err := sqlitedb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.New(db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { now = now.Add(time.Second); return now }
+	n := 0
+	ids := func() string { n++; return fmt.Sprintf("id%03d", n) }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := &memorybanktest.FakeSessions{}
+	fs.Append(sessions.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
+	svc := memorybank.NewService(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5})
+	withGen := memorybank.NewService(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5})
+	_, err = svc.UpdateConfig(ctx, &memorybank.BankConfig{App: "golden",
+		ManagedTopics: []string{"USER_PREFERENCES"},
+		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples:      []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
+		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
+		Trigger: memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+	}, nil)
+	must(err)
+	ann := memorybank.Scope{"user_id": "ann"}
+	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"source": "chat"}})
+	must(err)
+	fact := "The user likes green tea."
+	_, err = svc.UpdateMemory(ctx, "golden", tea.ID, memorybank.MemoryUpdate{Fact: &fact})
+	must(err)
+	_, err = svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "gone", Fact: "The user lives in Paris.", Scope: ann})
+	must(err)
+	must(svc.DeleteMemory(ctx, "golden", "gone"))
+	s1 := sessions.Key{App: "golden", User: "ann", ID: "s1"}
+	_, err = svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: ann, Facts: []memorybank.DirectFact{{Fact: "The user has a cat named Miso.", Topics: []string{"USER_PREFERENCES"}}, {Fact: "The user likes green tea."}}, FactsSession: &s1, FactsEventIDs: []string{"e1", "e2"}})
+	must(err)
+	if n, err := svc.RunOnce(ctx); n != 1 || err != nil {
+		t.Fatalf("RunOnce = %d, %v", n, err)
+	}
+	p, err := svc.PurgeMemories(ctx, &memorybank.PurgeRequest{App: "golden", Scope: ann, Filter: `topics = "USER_PREFERENCES"`, Force: true})
+	must(err)
+	_, err = svc.CancelOperation(ctx, "golden", p.ID)
+	must(err)
+	claim := func(op *memorybank.Operation, owner string) *memorybank.Operation {
+		c := *op
+		c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime, c.Progress = memorybank.OpRunning, 1, owner, now.Add(time.Minute), clock(), "claimed by "+owner
+		must(st.Write(ctx, &memorybank.Write{App: "golden", Now: now, Operations: []memorybank.OpUpdate{{Op: &c, ExpectState: memorybank.OpPending, ExpectAttempt: 0, ClaimScope: true}}}))
+		return &c
+	}
+	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
+	must(err)
+	claim(run, "dead-worker")
+	pend, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Facts: []memorybank.DirectFact{{Fact: "The user runs."}}})
+	must(err)
+	up := *claim(pend, "w2")
+	up.State, up.NotBefore, up.LeaseOwner, up.LeaseExpiry, up.Progress = memorybank.OpPending, now.Add(time.Hour), "", time.Time{}, "attempt 1 failed (model unavailable); retrying"
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []memorybank.OpUpdate{{Op: &up, ExpectState: memorybank.OpRunning, ExpectAttempt: 1}}}))
+	fail, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "The user swims."}}})
+	must(err)
+	f := *claim(fail, "w3")
+	f.State, f.EndTime, f.ErrorKind, f.ErrorMessage, f.Progress, f.LeaseOwner, f.LeaseExpiry = memorybank.OpFailed, clock(), fault.Unavailable, "gave up after 1 attempts: Gemini is unavailable", "failed", "", time.Time{}
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []memorybank.OpUpdate{{Op: &f, ExpectState: memorybank.OpRunning, ExpectAttempt: 1}}}))
+	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessions.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
+	must(err)
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
+	must(db.Close())
+	// One file: fold the log into it.
+	db, err = sqlitedb.Open(path)
+	must(err)
+	_, err = db.Read().Exec(`SELECT 1`)
+	must(err)
+	must(db.Close())
+}
+
+// refuse is a generation model that is never reached.
+type refuse struct{}
+
+func (refuse) Generate(context.Context, *model.GenerateRequest) (*model.GenerateResponse, error) {
+	return nil, errors.New("no model in the golden database's writer")
+}
+func (refuse) Name() string { return "none" }
