@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -84,13 +85,14 @@ func (l *observingInterceptor) record(ctx context.Context, procedure, protocol s
 
 // deadlineInterceptor gives unary calls without a deadline a default one
 // and caps the deadline a client may ask for, so no unary call holds
-// resources forever. Streams are bounded by their client and by shutdown.
+// resources forever; a stream ends DEADLINE_EXCEEDED after its maximum
+// lifetime (the client opens a new one).
 type deadlineInterceptor struct {
-	def, max time.Duration
+	def, max, maxStream time.Duration
 }
 
-func newDeadlineInterceptor(def, max time.Duration) *deadlineInterceptor {
-	return &deadlineInterceptor{def: def, max: max}
+func newDeadlineInterceptor(def, max, maxStream time.Duration) *deadlineInterceptor {
+	return &deadlineInterceptor{def: def, max: max, maxStream: maxStream}
 }
 
 func (d *deadlineInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
@@ -110,5 +112,14 @@ func (d *deadlineInterceptor) WrapStreamingClient(next connect.StreamingClientFu
 }
 
 func (d *deadlineInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ended := connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("this stream reached the server's maximum stream lifetime of %v; open a new one (WatchSession: after_sequence = the last sequence received)", d.maxStream))
+		ctx, cancel := context.WithTimeoutCause(ctx, d.maxStream, ended)
+		defer cancel()
+		err := next(ctx, conn)
+		if context.Cause(ctx) == ended {
+			return ended
+		}
+		return err
+	}
 }

@@ -50,7 +50,7 @@ func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
 		}, []string{"procedure", "code"}),
 		refusal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kioku_rpc_refused_total",
-			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited).",
+			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large).",
 		}, []string{"procedure", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kioku_rpc_duration_seconds",
@@ -111,16 +111,15 @@ func (m *rpcMetrics) record(procedure string, err error, d time.Duration, unary 
 	}
 }
 
-// refused counts a call refused before its request was read (it never
-// reached the interceptors): as a call ending with the refusal's code, and
-// by reason. Only registered procedures are refused this way, so the series
-// stay bounded.
-func (m *rpcMetrics) refused(procedure, reason string) {
-	code := connect.CodeUnauthenticated
-	if reason == "rate_limited" {
-		code = connect.CodeResourceExhausted
+// refused counts a call refused before its request was read or decoded
+// (it never reached the interceptors): as a call ending with code, and by
+// reason. procedure must be a bounded label (see procedureLabel); "*"
+// counts the reason only, for a refusal whose call is not known where it
+// happens (a body that inflates too much).
+func (m *rpcMetrics) refused(procedure, reason string, code connect.Code) {
+	if procedure != "*" {
+		m.calls.WithLabelValues(procedure, code.String()).Inc()
 	}
-	m.calls.WithLabelValues(procedure, code.String()).Inc()
 	m.refusal.WithLabelValues(procedure, reason).Inc()
 }
 

@@ -80,6 +80,20 @@ type Config struct {
 	// MaxTimeout caps the deadline of unary calls. Zero: 10 minutes.
 	MaxTimeout time.Duration
 
+	// BodyTimeout bounds the time a request's whole body may take to
+	// arrive, from its headers. Zero: 30 seconds.
+	BodyTimeout time.Duration
+
+	// WriteTimeout bounds each write of a response: a client that does not
+	// read for this long loses the call (and the server the memory it
+	// held). Zero: 30 seconds.
+	WriteTimeout time.Duration
+
+	// MaxStreamDuration bounds the life of a stream (WatchSession), which
+	// then ends DEADLINE_EXCEEDED; the client resumes with a new one. Zero:
+	// one hour.
+	MaxStreamDuration time.Duration
+
 	// Keys, when set, are the API keys the kioku.v1 services require, each
 	// confined to an app or a user (see package auth). Nil: no key is
 	// needed.
@@ -142,6 +156,15 @@ func New(cfg Config) *Server {
 	if cfg.MaxTimeout == 0 {
 		cfg.MaxTimeout = 10 * time.Minute
 	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = 30 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.MaxStreamDuration == 0 {
+		cfg.MaxStreamDuration = time.Hour
+	}
 	if cfg.Sessions == nil {
 		cfg.Sessions = unimplementedSessions{}
 	}
@@ -153,16 +176,22 @@ func New(cfg Config) *Server {
 	}
 
 	metrics := newRPCMetrics(cfg.Logger, cfg.Metrics)
+	logs := newSampledLog(cfg.Logger)
+	inflate := newBoundedGzip(int64(cfg.MaxRequestBytes), func() {
+		metrics.refused("*", "inflates_too_large", connect.CodeResourceExhausted)
+		logs.write("request refused", "reason", "inflates_too_large", "limit", cfg.MaxRequestBytes)
+	})
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(
 			newObservingInterceptor(cfg.Logger, metrics),
-			newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout),
+			newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout, cfg.MaxStreamDuration),
 		),
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
 			cfg.Logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
 			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
 		}),
 		connect.WithReadMaxBytes(cfg.MaxRequestBytes),
+		connect.WithCompression("gzip", inflate, newGzipCompressor),
 		// Compressing small messages costs more CPU than it saves bytes.
 		connect.WithCompressMinBytes(4 << 10),
 	}
@@ -182,7 +211,13 @@ func New(cfg Config) *Server {
 			DefaultRate:      cfg.RateLimit,
 			KeyCheckInterval: cfg.KeyCheckInterval,
 			Logger:           cfg.Logger,
-			Rejected:         metrics.refused,
+			Rejected: func(procedure, reason string) {
+				code := connect.CodeUnauthenticated
+				if reason == "rate_limited" {
+					code = connect.CodeResourceExhausted
+				}
+				metrics.refused(procedure, reason, code)
+			},
 		}, kiokuPolicy)
 		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(guard.Interceptor()))
 	}
@@ -201,6 +236,7 @@ func New(cfg Config) *Server {
 	// version: /v1/apps/... for kioku.v1.
 	transcoder, err := vanguard.NewTranscoder(rest,
 		vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxRequestBytes))),
+		vanguard.WithCompression("gzip", newGzipCompressor, inflate),
 		vanguard.WithUnknownHandler(http.HandlerFunc(restNotFound)),
 	)
 	if err != nil {
@@ -237,6 +273,11 @@ func New(cfg Config) *Server {
 	if len(cfg.CORSOrigins) > 0 {
 		handler = withCORS(handler, cfg.CORSOrigins)
 	}
+	handler = &bounds{
+		next: handler, maxBody: int64(cfg.MaxRequestBytes) + bodySlack,
+		bodyTimeout: cfg.BodyTimeout, writeTimeout: cfg.WriteTimeout,
+		metrics: metrics, logs: logs,
+	}
 	return &Server{cfg: cfg, handler: handler, health: health}
 }
 
@@ -268,9 +309,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // HTTPServer returns an http.Server for the handler with kioku's timeouts:
 // HTTP/1.1 and h2c, or with Config.TLS, HTTP/1.1 and HTTP/2 over TLS (serve
-// it with ServeTLS and empty file names). It sets no write timeout, so that
-// streams (WatchSession) and long waits (WaitOperation) can run; unary calls
-// are bounded by the deadline interceptor instead.
+// it with ServeTLS and empty file names). It sets no read or write timeout
+// of its own, so that streams (WatchSession) and long waits (WaitOperation)
+// can run: the handler bounds each request's body and each write instead
+// (Config.BodyTimeout, Config.WriteTimeout), and the deadline interceptor
+// unary calls and streams.
 func (s *Server) HTTPServer() *http.Server {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)

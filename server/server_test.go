@@ -156,6 +156,12 @@ func TestUnconfiguredServiceIsUnimplemented(t *testing.T) {
 // sessionServer serves a SessionService on a fresh SQLite store.
 func sessionServer(t *testing.T) *httptest.Server {
 	t.Helper()
+	return sessionServerWith(t, server.Config{})
+}
+
+// sessionServerWith is sessionServer with the settings of cfg.
+func sessionServerWith(t *testing.T, cfg server.Config) *httptest.Server {
+	t.Helper()
 	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -166,5 +172,6 @@ func sessionServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	svc := sessions.NewService(store, sessions.Config{})
-	return startServer(t, server.Config{Sessions: server.NewSessionHandler(svc, server.SessionHandlerOptions{})})
+	cfg.Sessions = server.NewSessionHandler(svc, server.SessionHandlerOptions{})
+	return startServer(t, cfg)
 }

@@ -32,6 +32,7 @@ type serveFlags struct {
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache, rateLimit, rateBurst                     *string
+	bodyTimeout, writeTimeout, maxStream                  *string
 	corsOrigins                                           *string
 }
 
@@ -52,8 +53,11 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		corsOrigins: fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
 		lease:       fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
-		rateLimit: fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
-		rateBurst: fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+		rateLimit:    fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
+		bodyTimeout:  fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
+		writeTimeout: fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
+		maxStream:    fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
+		rateBurst:    fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -98,6 +102,12 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil || burst < 1 && rate > 0 {
 		return node.Config{}, fmt.Errorf("--rate-burst %q: want a whole number of calls, at least 1", *f.rateBurst)
 	}
+	var durations [3]time.Duration
+	for i, d := range []struct{ flag, value string }{{"--body-timeout", *f.bodyTimeout}, {"--write-timeout", *f.writeTimeout}, {"--max-stream-duration", *f.maxStream}} {
+		if durations[i], err = time.ParseDuration(d.value); err != nil || durations[i] < 100*time.Millisecond {
+			return node.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 30s", d.flag, d.value)
+		}
+	}
 	var cert *server.Certificate
 	switch {
 	case (*f.tlsCert == "") != (*f.tlsKey == ""):
@@ -114,6 +124,9 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	return node.Config{
 		Keys:              keys,
 		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
+		BodyTimeout:       durations[0],
+		WriteTimeout:      durations[1],
+		MaxStreamDuration: durations[2],
 		CORSOrigins:       cors,
 		TLS:               cert,
 		Store:             *f.store,

@@ -70,6 +70,9 @@ type Config struct {
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit
+	// BodyTimeout, WriteTimeout and MaxStreamDuration bound requests and
+	// responses (see server.Config); zero takes the server's defaults.
+	BodyTimeout, WriteTimeout, MaxStreamDuration time.Duration
 	// TLS, when set, makes the server serve HTTPS only.
 	TLS *server.Certificate
 	// CORSOrigins are the origins whose browser pages may call the server
@@ -194,11 +197,14 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	})
 	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
 	n.server = server.New(server.Config{
-		Logger:      cfg.Logger,
-		Keys:        cfg.Keys,
-		RateLimit:   cfg.RateLimit,
-		TLS:         cfg.TLS,
-		CORSOrigins: cfg.CORSOrigins,
+		Logger:            cfg.Logger,
+		Keys:              cfg.Keys,
+		RateLimit:         cfg.RateLimit,
+		BodyTimeout:       cfg.BodyTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		MaxStreamDuration: cfg.MaxStreamDuration,
+		TLS:               cfg.TLS,
+		CORSOrigins:       cfg.CORSOrigins,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Logger:    cfg.Logger,
 			Forgetter: n.Memories,

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/time/rate"
+
+	"github.com/kioku-ai/kioku/internal/aip"
+)
+
+// Request bounds. Every request body is read within Config.BodyTimeout of
+// its headers, is at most a message (Config.MaxRequestBytes) plus its
+// framing, and inflates to at most a message: the gzip decompressor stops
+// as soon as it passes the limit (connect-go's and vanguard's own would
+// inflate the whole body first, to report its size). Every write of a
+// response must make progress within Config.WriteTimeout, so a client that
+// does not read cannot hold a response (and the memory behind it) for
+// longer; between writes a stream may idle as long as it lives.
+//
+// Reflection's bidirectional stream is exempt from the body timeout (its
+// requests arrive as the client asks), not from the size bounds.
+
+// bodySlack is the room for framing beyond one message: gRPC's and
+// Connect's envelope prefixes and end-of-stream messages.
+const bodySlack = 64 << 10
+
+// bounds applies the request bounds to every request of next.
+type bounds struct {
+	next                      http.Handler
+	maxBody                   int64
+	bodyTimeout, writeTimeout time.Duration
+	metrics                   *rpcMetrics
+	logs                      *sampledLog
+}
+
+func (b *bounds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	// A connection's previous request may have left a deadline (HTTP/1.1).
+	rc.SetWriteDeadline(time.Time{})
+	dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: b.writeTimeout}
+	if r.Body != nil && r.Body != http.NoBody {
+		body := &boundedBody{b: b, r: r, rc: rc, body: http.MaxBytesReader(w, r.Body, b.maxBody)}
+		if !strings.HasPrefix(r.URL.Path, "/grpc.reflection.") {
+			rc.SetReadDeadline(time.Now().Add(b.bodyTimeout))
+			body.deadline = true
+		}
+		// A copy of the request carries the bounded body: net/http looks at
+		// the original's to tell a body cut off (the connection must then
+		// close, or the rest would be read as the next request).
+		r = r.WithContext(r.Context())
+		r.Body = body
+	}
+	b.next.ServeHTTP(dw, r)
+	// What the server still writes after the handler (the end of a
+	// buffered response) is bounded too.
+	rc.SetWriteDeadline(time.Now().Add(b.writeTimeout))
+}
+
+// boundedBody is a request body read under the bounds: it turns a timeout
+// or an oversized body into a Connect error naming the limit, counted and
+// logged, and lifts the read deadline once the body has been read.
+type boundedBody struct {
+	b        *bounds
+	r        *http.Request
+	rc       *http.ResponseController
+	body     io.ReadCloser
+	deadline bool
+}
+
+func (bb *boundedBody) Read(p []byte) (int, error) {
+	n, err := bb.body.Read(p)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == io.EOF && bb.deadline:
+		bb.rc.SetReadDeadline(time.Time{})
+		bb.deadline = false
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = bb.refuse("body_timeout", connect.NewError(connect.CodeDeadlineExceeded,
+			fmt.Errorf("the request body did not arrive within %v of its headers (the server's body timeout)", bb.b.bodyTimeout)))
+	case errors.As(err, &tooLarge):
+		err = bb.refuse("body_too_large", connect.NewError(connect.CodeResourceExhausted,
+			fmt.Errorf("the request body is over %d bytes; a request message may have at most %d", tooLarge.Limit, tooLarge.Limit-bodySlack)))
+	}
+	return n, err
+}
+
+func (bb *boundedBody) Close() error { return bb.body.Close() }
+
+func (bb *boundedBody) refuse(reason string, err *connect.Error) error {
+	proc := procedureLabel(bb.r.URL.Path)
+	bb.b.metrics.refused(proc, reason, err.Code())
+	bb.b.logs.write("request refused", "procedure", proc, "path", aip.Truncate(bb.r.URL.Path, 200), "reason", reason, "remote", bb.r.RemoteAddr, "error", err.Message())
+	return err
+}
+
+// openProcedures are the procedures served without a key.
+var openProcedures = map[string]bool{
+	"/grpc.health.v1.Health/Check":                                   true,
+	"/grpc.health.v1.Health/Watch":                                   true,
+	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      true,
+	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": true,
+}
+
+// procedureLabel is the metrics label of a request path: the procedure
+// when the server serves it, "REST" for a REST path, "other" otherwise, so
+// that callers cannot make up series.
+func procedureLabel(path string) string {
+	switch _, kioku := kiokuPolicy[path]; {
+	case kioku || openProcedures[path]:
+		return path
+	case strings.HasPrefix(path, "/v1/"):
+		return "REST"
+	}
+	return "other"
+}
+
+// deadlineWriter gives every write of a response (and every flush)
+// Config.WriteTimeout to complete, and lifts the deadline once it has, so
+// that a stream may idle between messages.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	defer w.rc.SetWriteDeadline(time.Time{})
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) Flush() {
+	w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	defer w.rc.SetWriteDeadline(time.Time{})
+	w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// boundedGzip is a gzip decompressor that fails with RESOURCE_EXHAUSTED as
+// soon as its output passes max bytes, instead of inflating the rest.
+type boundedGzip struct {
+	r        gzip.Reader
+	max, n   int64
+	exceeded func()
+}
+
+// newBoundedGzip returns the decompressor factory for connect and vanguard.
+func newBoundedGzip(max int64, exceeded func()) func() connect.Decompressor {
+	return func() connect.Decompressor { return &boundedGzip{max: max, exceeded: exceeded} }
+}
+
+func (g *boundedGzip) Read(p []byte) (int, error) {
+	if g.n >= g.max {
+		// At the limit: any more output is too much.
+		var one [1]byte
+		if n, err := g.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		g.exceeded()
+		return 0, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the request inflates to more than %d bytes, the limit of a request message", g.max))
+	}
+	if rest := g.max - g.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := g.r.Read(p)
+	g.n += int64(n)
+	return n, err
+}
+
+func (g *boundedGzip) Reset(r io.Reader) error {
+	g.n = 0
+	return g.r.Reset(r)
+}
+
+func (g *boundedGzip) Close() error { return g.r.Close() }
+
+func newGzipCompressor() connect.Compressor { return gzip.NewWriter(io.Discard) }
+
+// sampledLog writes at most about ten lines a second; the next line says
+// how many were left out. The metrics count every event.
+type sampledLog struct {
+	log     *slog.Logger
+	lim     *rate.Limiter
+	skipped atomic.Int64
+}
+
+func newSampledLog(log *slog.Logger) *sampledLog {
+	return &sampledLog{log: log, lim: rate.NewLimiter(10, 20)}
+}
+
+func (l *sampledLog) write(msg string, args ...any) {
+	if !l.lim.Allow() {
+		l.skipped.Add(1)
+		return
+	}
+	if n := l.skipped.Swap(0); n > 0 {
+		args = append(args, "not_logged_before", n)
+	}
+	l.log.Info(msg, args...)
+}

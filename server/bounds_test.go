@@ -1,0 +1,279 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/server/auth"
+)
+
+// gzipBomb returns a gzip body that inflates to members times 16 MiB of
+// zeros: one compressed member of 16 MiB repeated (gzip allows concatenated
+// members), so that it is cheap to build.
+func gzipBomb(t *testing.T, members int) []byte {
+	t.Helper()
+	var one bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&one, gzip.BestCompression)
+	zw.Write(make([]byte, 16<<20))
+	zw.Close()
+	return bytes.Repeat(one.Bytes(), members)
+}
+
+// countingReader counts the bytes a client's transport took from a body.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestGzipBombs: a body of 16.5 MB that inflates to 16 GiB is answered
+// UNAUTHENTICATED without a key, before the server reads or inflates it;
+// with a key, the inflation stops at the message limit with
+// RESOURCE_EXHAUSTED, over Connect, gRPC and REST alike.
+func TestGzipBombs(t *testing.T) {
+	key, entry := auth.NewKey("k", "a", "")
+	keys, err := auth.LoadKeys(keyFile(t, entry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, server.Config{Keys: keys, Logger: quietLog()})
+	bomb := gzipBomb(t, 1024)
+	t.Logf("bomb: %d bytes inflating to %d GiB", len(bomb), 1024*16/1024)
+
+	post := func(url, ctype, key string, headers map[string]string, body []byte) (*http.Response, []byte, time.Duration, int64) {
+		cr := &countingReader{r: bytes.NewReader(body)}
+		req, _ := http.NewRequest("POST", url, cr)
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", ctype)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		start := time.Now()
+		res, err := h2cClient().Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", url, err)
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		return res, out, time.Since(start), cr.n.Load()
+	}
+	append := ts.URL + kiokuv1connect.SessionServiceAppendEventProcedure
+
+	// Without a key: refused from the headers.
+	res, out, took, sent := post(append, "application/proto", "", map[string]string{"Content-Encoding": "gzip"}, bomb)
+	t.Logf("no key: %s in %v, %d of %d bytes taken from the body", res.Status, took, sent, len(bomb))
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(out), `"code":"unauthenticated"`) || took > 5*time.Second {
+		t.Errorf("a bomb without a key: %s %s in %v; want 401 unauthenticated at once", res.Status, out, took)
+	}
+
+	// With a key: inflated only up to the limit.
+	for _, c := range []struct {
+		name, url, ctype string
+		headers          map[string]string
+		body             []byte
+	}{
+		{"connect", append, "application/proto", map[string]string{"Content-Encoding": "gzip"}, bomb[:len(bomb)/2]},
+		{"grpc", append, "application/grpc", map[string]string{"Grpc-Encoding": "gzip"}, grpcFrame(bomb[:len(bomb)/2], true)},
+		{"rest", ts.URL + "/v1/apps/a/users/u/sessions/s:appendEvent", "application/json", map[string]string{"Content-Encoding": "gzip"}, bomb[:len(bomb)/2]},
+	} {
+		res, out, took, _ := post(c.url, c.ctype, key, c.headers, c.body)
+		msg := string(out) + res.Header.Get("Grpc-Message") + res.Trailer.Get("Grpc-Message")
+		t.Logf("%s with a key: %s in %v", c.name, res.Status, took)
+		if !strings.Contains(msg, "the request inflates to more than 16777216 bytes") || took > 10*time.Second {
+			t.Errorf("%s: a bomb with a key: %s %q in %v; want RESOURCE_EXHAUSTED at the limit", c.name, res.Status, msg, took)
+		}
+	}
+	got := scrape(t, ts.URL)
+	if got[`kioku_rpc_refused_total{procedure="/kioku.v1.SessionService/AppendEvent",reason="no_key"}`] != 1 || got[`kioku_rpc_refused_total{procedure="*",reason="inflates_too_large"}`] != 3 {
+		t.Errorf("refusals counted: %v", got)
+	}
+}
+
+// grpcFrame wraps a message in gRPC's length-prefixed envelope.
+func grpcFrame(msg []byte, compressed bool) []byte {
+	frame := make([]byte, 5, 5+len(msg))
+	if compressed {
+		frame[0] = 1
+	}
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+	return append(frame, msg...)
+}
+
+// TestTricklingBodyIsCutOff: a body sent a byte at a time is cut off at the
+// body timeout with DEADLINE_EXCEEDED, and its connection closed.
+func TestTricklingBodyIsCutOff(t *testing.T) {
+	ts := startServer(t, server.Config{BodyTimeout: 500 * time.Millisecond, Logger: quietLog()})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				if _, err := io.WriteString(conn, " "); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no response to a trickling body: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	took := time.Since(start)
+	t.Logf("trickling body: %s after %v", res.Status, took)
+	if !strings.Contains(string(body), `"code":"deadline_exceeded"`) || !strings.Contains(string(body), "did not arrive within 500ms") {
+		t.Errorf("trickling body: %s %s; want deadline_exceeded naming the timeout", res.Status, body)
+	}
+	// The server closes the connection: a read ends.
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Error("the connection stayed open")
+	}
+	got := scrape(t, ts.URL)
+	if got[`kioku_rpc_refused_total{procedure="/kioku.v1.SessionService/GetSession",reason="body_timeout"}`] != 1 {
+		t.Errorf("the cut-off body was not counted: %v", got)
+	}
+}
+
+// bigSessions answers GetSession with a session of about 14 MB.
+type bigSessions struct {
+	kiokuv1connect.UnimplementedSessionServiceHandler
+}
+
+func (bigSessions) GetSession(context.Context, *connect.Request[kiokuv1.GetSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
+	s := &kiokuv1.Session{Name: "apps/a/users/u/sessions/s"}
+	for range 28 {
+		s.Events = append(s.Events, &kiokuv1.Event{Author: "user", Content: &kiokuv1.Content{Parts: []*kiokuv1.Part{{Text: strings.Repeat("x", 500<<10)}}}})
+	}
+	return connect.NewResponse(s), nil
+}
+
+// TestUnreadResponseIsDropped: a client that asks for a large response and
+// never reads it loses its connection after the write timeout, so the
+// response does not stay in the server's memory.
+func TestUnreadResponseIsDropped(t *testing.T) {
+	closed := make(chan struct{}, 1)
+	s := server.New(server.Config{Sessions: bigSessions{}, WriteTimeout: 300 * time.Millisecond, Logger: quietLog()})
+	hs := s.HTTPServer()
+	hs.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+
+	// A client with a small receive buffer that reads nothing.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := proto.Marshal(&kiokuv1.GetSessionRequest{Name: "apps/a/users/u/sessions/s"})
+	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/proto\r\nContent-Length: "+strconv.Itoa(len(req))+"\r\n\r\n")
+	conn.Write(req)
+	start := time.Now()
+	select {
+	case <-closed:
+		t.Logf("the server dropped the unread response's connection after %v", time.Since(start))
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server still holds the unread response after 20s")
+	}
+}
+
+// TestStreamsHaveAMaximumLifetime: a WatchSession open past the maximum
+// stream lifetime ends DEADLINE_EXCEEDED, saying how to resume.
+func TestStreamsHaveAMaximumLifetime(t *testing.T) {
+	ts := sessionServerWith(t, server.Config{MaxStreamDuration: 300 * time.Millisecond})
+	c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL)
+	if _, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", SessionId: "s"})); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stream, err := c.WatchSession(t.Context(), connect.NewRequest(&kiokuv1.WatchSessionRequest{Name: "apps/a/users/u/sessions/s"}))
+	if err == nil {
+		for stream.Receive() {
+		}
+		err = stream.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeDeadlineExceeded || !strings.Contains(err.Error(), "maximum stream lifetime of 300ms") || time.Since(start) > 10*time.Second {
+		t.Fatalf("a stream past its lifetime: %v after %v", err, time.Since(start))
+	}
+}
+
+// TestOversizedBodyIsNotReadToTheEnd: a body far over the message limit is
+// refused RESOURCE_EXHAUSTED once the limit (and the framing's room) is
+// passed, not read to its end to measure it.
+func TestOversizedBodyIsNotReadToTheEnd(t *testing.T) {
+	ts := startServer(t, server.Config{MaxRequestBytes: 1 << 20, Logger: quietLog()})
+	body := &countingReader{r: io.LimitReader(zeros{}, 64<<20)}
+	req, _ := http.NewRequest("POST", ts.URL+kiokuv1connect.SessionServiceGetSessionProcedure, body)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := h2cClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	t.Logf("64 MiB body over a 1 MiB limit: %s after %d bytes were taken from it", res.Status, body.n.Load())
+	if !strings.Contains(string(out), `"code":"resource_exhausted"`) || !strings.Contains(string(out), "the request body is over 1114112 bytes") || body.n.Load() >= 32<<20 {
+		t.Errorf("an oversized body: %s %s after %d bytes", res.Status, out, body.n.Load())
+	}
+	if got := scrape(t, ts.URL); got[`kioku_rpc_refused_total{procedure="/kioku.v1.SessionService/GetSession",reason="body_too_large"}`] != 1 {
+		t.Errorf("not counted: %v", got)
+	}
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
