@@ -6,14 +6,31 @@ import (
 	"runtime/debug"
 )
 
-// version describes this build: the module version (or "(devel)"), the VCS
-// revision and time it was built from when known, and the Go version.
+// releaseVersion names the release a build was made from when Go could not
+// stamp it: a build without the module's VCS data (the Dockerfile's, which
+// sets it with -ldflags "-X main.releaseVersion=v0.1.0"). go install
+// ...@v0.1.0 and go build in a checkout of a tag stamp the module version
+// themselves.
+var releaseVersion string
+
+// version describes this build: the module version (v0.1.0 when built from
+// that tag, a pseudo-version between tags, "(devel)" without VCS data), the
+// VCS revision and time it was built from when known, and the Go version.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "kioku (unknown build)"
 	}
-	s := "kioku " + info.Main.Version
+	return describe(info, releaseVersion)
+}
+
+// describe writes what version prints for a build.
+func describe(info *debug.BuildInfo, release string) string {
+	v := info.Main.Version
+	if (v == "" || v == "(devel)") && release != "" {
+		v = release
+	}
+	s := "kioku " + v
 	var rev, at, dirty string
 	for _, kv := range info.Settings {
 		switch kv.Key {
