@@ -62,6 +62,9 @@ type Error struct {
 	Kind Kind
 	Msg  string
 	Err  error // the underlying cause, if any
+	// Field, when set, is the request field at fault (a path such as
+	// "event.author"); the wire reports it as a field violation.
+	Field string
 }
 
 // Error returns the message, followed by the cause's message when there is one.
@@ -91,6 +94,21 @@ func Wrap(kind Kind, err error, format string, args ...any) error {
 
 // Invalidf returns an Invalid error.
 func Invalidf(format string, args ...any) error { return New(Invalid, format, args...) }
+
+// InvalidField returns an Invalid error about one request field (a path
+// such as "event.author"), reported on the wire as a field violation.
+func InvalidField(field, format string, args ...any) error {
+	return &Error{Kind: Invalid, Msg: fmt.Sprintf(format, args...), Field: field}
+}
+
+// FieldOf returns the request field an error is about, or "".
+func FieldOf(err error) string {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
 
 // NotFoundf returns a NotFound error.
 func NotFoundf(format string, args ...any) error { return New(NotFound, format, args...) }

@@ -17,7 +17,7 @@ import (
 // TestEveryProcedureIsDeclared fails when a kioku.v1 RPC has no
 // authorization rule, or a rule names a field its request lacks.
 func TestEveryProcedureIsDeclared(t *testing.T) {
-	if err := kiokuPolicy.Check(kiokuServices()...); err != nil {
+	if err := kiokuPolicy.Check(services(serviceNames)...); err != nil {
 		t.Fatal(err)
 	}
 	// The check itself: a missing rule and a wrong path are found.
@@ -26,7 +26,7 @@ func TestEveryProcedureIsDeclared(t *testing.T) {
 	p[kiokuv1connect.SessionServiceGetSessionProcedure] = auth.Rule{Access: auth.Read, Resources: []auth.Field{nameField("session", sessionKind)}}
 	p[kiokuv1connect.SessionServiceUpdateStateProcedure] = auth.Rule{Access: auth.Write, Resources: []auth.Field{nameField("name", stateKind)}, StateDeltas: []string{"name"}}
 	p["/kioku.v1.SessionService/Gone"] = auth.Rule{Access: auth.Read}
-	err := p.Check(kiokuServices()...)
+	err := p.Check(services(serviceNames)...)
 	for _, want := range []string{
 		"/kioku.v1.SessionService/AppendEvent has no authorization rule",
 		"GetSession: kioku.v1.GetSessionRequest has no field session",

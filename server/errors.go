@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/kioku-ai/kioku/fault"
 )
@@ -35,10 +36,15 @@ func CodeOf(err error) connect.Code {
 	return connect.CodeInternal
 }
 
-// toConnect turns a domain error into a Connect error with the right code.
+// toConnect turns a domain error into a Connect error with the right code;
+// a Connect error is returned as it is. An error about one request field
+// (fault.InvalidField) carries a google.rpc.BadRequest detail naming it.
 // Internal errors are logged with their detail and returned with it too:
 // kioku is self-hosted, and the operator reading the client's error is the
 // one who can act on it.
+//
+// Handlers need not call it: every service a Server serves returns its
+// errors through the error interceptor, which calls it.
 func toConnect(ctx context.Context, log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -51,5 +57,46 @@ func toConnect(ctx context.Context, log *slog.Logger, err error) error {
 	if code == connect.CodeInternal {
 		log.ErrorContext(ctx, "internal error", "error", err)
 	}
-	return connect.NewError(code, err)
+	out := connect.NewError(code, err)
+	if field := fault.FieldOf(err); field != "" {
+		var msg string
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			msg = fe.Msg
+		}
+		if d, derr := connect.NewErrorDetail(&errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}},
+		}); derr == nil {
+			out.AddDetail(d)
+		}
+	}
+	return out
+}
+
+// errorInterceptor maps the errors handlers return to Connect errors
+// (toConnect), so that a handler returns the domain's errors as they are.
+// It runs innermost, so that logging, metrics and clients all see the
+// mapped code.
+type errorInterceptor struct {
+	log *slog.Logger
+}
+
+func (e *errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		resp, err := next(ctx, req)
+		if err != nil {
+			return nil, toConnect(ctx, e.log, err)
+		}
+		return resp, nil
+	}
+}
+
+func (e *errorInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (e *errorInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		return toConnect(ctx, e.log, next(ctx, conn))
+	}
 }

@@ -3,9 +3,12 @@
 //
 // It is the only package that knows both the wire (the generated code in
 // gen/) and the domain (sessions, memorybank): its handlers parse resource
-// names (with package internal/aip), bound every input, convert protos to
-// domain values and back, and map the domain's typed errors (package fault)
-// to Connect codes. Beside the kioku.v1 services the same handler serves
+// names (with package internal/aip), bound every input and convert protos
+// to domain values and back; the domain's typed errors (package fault) they
+// return become Connect codes in one interceptor (errors.go), for kioku.v1
+// and for every Surface: a further API served on the same port through the
+// same interceptors (the Vertex AI API of package server/vertex). Beside
+// the kioku.v1 services the same handler serves
 // gRPC health (grpc.health.v1) and server reflection (v1 and v1alpha), so
 // curl, grpcurl, buf curl and browsers all work against one address, and
 // GET /metrics (metrics.go); over TLS when given a Certificate (tls.go).
@@ -126,6 +129,27 @@ type Config struct {
 	Sessions   kiokuv1connect.SessionServiceHandler
 	Memories   kiokuv1connect.MemoryBankServiceHandler
 	Operations kiokuv1connect.OperationServiceHandler
+
+	// Surfaces are further APIs served on the same port beside kioku.v1
+	// (the Vertex AI API of package server/vertex), through the same
+	// interceptors: logging, metrics, deadlines, API keys and the error
+	// mapping.
+	Surfaces []Surface
+}
+
+// A Surface is a further API a Server serves beside kioku.v1.
+type Surface interface {
+	// ServiceNames are the fully-qualified names of the gRPC services it
+	// serves, for health, reflection and the policy check.
+	ServiceNames() []string
+	// Policy declares, for every procedure of those services, what API
+	// keys it needs (package auth); the server refuses to start when a
+	// method has no rule.
+	Policy() auth.Policy
+	// Mount registers its handlers on mux, building its Connect handlers
+	// with opts. Its handlers may call procedures in-process through mux
+	// (REST routes that forward to the gRPC procedures do).
+	Mount(mux *http.ServeMux, opts ...connect.HandlerOption)
 }
 
 // Server is kioku's HTTP handler plus the http.Server settings it runs with.
@@ -133,6 +157,7 @@ type Server struct {
 	cfg     Config
 	handler http.Handler
 	health  *grpchealth.StaticChecker
+	names   []string // the API services served, for health
 }
 
 // serviceNames are the fully-qualified names of the kioku.v1 services.
@@ -196,14 +221,23 @@ func New(cfg Config) *Server {
 		connect.WithCompressMinBytes(4 << 10),
 	}
 
-	// The kioku services check keys: the guard's middleware authenticates
+	// The API services check keys: the guard's middleware authenticates
 	// before the body is read, its interceptor (after the observing one, so
-	// that refusals are logged and counted) authorizes the request. Health,
-	// reflection, /metrics and /openapi.yaml stay open.
-	if err := kiokuPolicy.Check(kiokuServices()...); err != nil {
+	// that refusals are logged and counted) authorizes the request against
+	// the policies of kioku.v1 and of every Surface; the error interceptor
+	// runs innermost, mapping what the handlers return. Health, reflection,
+	// /metrics and /openapi.yaml stay open.
+	policies := []auth.Policy{kiokuPolicy}
+	if err := kiokuPolicy.Check(services(serviceNames)...); err != nil {
 		panic("server: " + err.Error())
 	}
-	apiOpts := opts
+	for _, s := range cfg.Surfaces {
+		if err := s.Policy().Check(services(s.ServiceNames())...); err != nil {
+			panic("server: " + err.Error())
+		}
+		policies = append(policies, s.Policy())
+	}
+	apiOpts := slices.Clip(opts)
 	var guard *auth.Guard
 	if cfg.Keys != nil {
 		guard = auth.NewGuard(auth.Options{
@@ -218,9 +252,10 @@ func New(cfg Config) *Server {
 				}
 				metrics.refused(procedure, reason, code)
 			},
-		}, kiokuPolicy)
-		apiOpts = append(slices.Clip(opts), connect.WithInterceptors(guard.Interceptor()))
+		}, policies...)
+		apiOpts = append(apiOpts, connect.WithInterceptors(guard.Interceptor()))
 	}
+	apiOpts = append(apiOpts, connect.WithInterceptors(&errorInterceptor{log: cfg.Logger}))
 	mux := http.NewServeMux()
 	var rest []*vanguard.Service
 	serve := func(path string, h http.Handler) {
@@ -249,14 +284,19 @@ func New(cfg Config) *Server {
 	} else {
 		mux.Handle("/v1/", transcoder)
 	}
+	names := slices.Clone(serviceNames)
+	for _, s := range cfg.Surfaces {
+		s.Mount(mux, apiOpts...)
+		names = append(names, s.ServiceNames()...)
+	}
 
-	health := grpchealth.NewStaticChecker(serviceNames...)
+	health := grpchealth.NewStaticChecker(names...)
 	mux.Handle(grpchealth.NewHandler(health, opts...))
 	reflector := grpcreflect.NewStaticReflector(append([]string{
 		grpchealth.HealthV1ServiceName,
 		grpcreflect.ReflectV1ServiceName,
 		grpcreflect.ReflectV1AlphaServiceName,
-	}, serviceNames...)...)
+	}, names...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, opts...))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, opts...))
 	mux.Handle("GET /metrics", metrics)
@@ -278,13 +318,13 @@ func New(cfg Config) *Server {
 		bodyTimeout: cfg.BodyTimeout, writeTimeout: cfg.WriteTimeout,
 		metrics: metrics, logs: logs,
 	}
-	return &Server{cfg: cfg, handler: handler, health: health}
+	return &Server{cfg: cfg, handler: handler, health: health, names: names}
 }
 
-// kiokuServices returns the descriptors of the kioku.v1 services.
-func kiokuServices() []protoreflect.ServiceDescriptor {
+// services returns the descriptors of the named services.
+func services(names []string) []protoreflect.ServiceDescriptor {
 	var out []protoreflect.ServiceDescriptor
-	for _, name := range serviceNames {
+	for _, name := range names {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
 		if err != nil {
 			panic("server: " + err.Error())
@@ -353,7 +393,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	case <-ctx.Done():
 	}
-	for _, name := range serviceNames {
+	for _, name := range s.names {
 		s.health.SetStatus(name, grpchealth.StatusNotServing)
 	}
 	s.health.SetStatus("", grpchealth.StatusNotServing)
