@@ -188,6 +188,23 @@ func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) 
 	})
 }
 
+// FindSession returns the key of the visible session with this id in app,
+// or NotFound. Session ids are unique within an app, so a caller that names
+// sessions without their user (the Vertex AI API) finds the key this way.
+func (s *Service) FindSession(ctx context.Context, app, id string) (Key, error) {
+	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+		return Key{}, err
+	}
+	if err := aip.ValidateID("session id", id, aip.SessionIDChars); err != nil {
+		return Key{}, err
+	}
+	user, err := s.store.SessionUser(ctx, app, id, s.now())
+	if err != nil {
+		return Key{}, err
+	}
+	return Key{App: app, User: user, ID: id}, nil
+}
+
 // ListSessionsRequest is the input of ListSessions.
 type ListSessionsRequest struct {
 	App string
@@ -347,7 +364,7 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 	if e.ID == "" {
 		e.ID = s.newID()
 	}
-	callerTime := !e.Timestamp.IsZero()
+	callerTime := !e.Timestamp.IsZero() || e.KeepZeroTimestamp
 	if !callerTime {
 		e.Timestamp = now
 	}

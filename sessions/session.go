@@ -71,6 +71,13 @@ type Event struct {
 	FinishReason       string         `json:"finish_reason,omitempty"`
 	ModelVersion       string         `json:"model_version,omitempty"`
 	Extensions         map[string]any `json:"extensions,omitempty"`
+
+	// KeepZeroTimestamp, on input to AppendEvent, keeps a zero Timestamp
+	// as the caller's (0001-01-01T00:00:00Z) instead of taking the server's
+	// time. A wire that always carries a timestamp sets it (the Vertex AI
+	// API, where ADK sends that time for an event without one). Not
+	// stored: the stored event's Timestamp is then zero.
+	KeepZeroTimestamp bool `json:"-"`
 }
 
 // Actions are the side effects of an event.

@@ -24,6 +24,12 @@ type Store interface {
 	// the query selects in sequence order. It reads only what it returns.
 	GetSession(ctx context.Context, key Key, q EventQuery) (*Session, []*Event, error)
 
+	// SessionUser returns the user of the visible session with this id in
+	// app, or NotFound: session ids are unique within an app, and a caller
+	// that names a session by app and id alone (the Vertex AI API) learns
+	// its key this way.
+	SessionUser(ctx context.Context, app, id string, now time.Time) (string, error)
+
 	// ListSessions returns up to q.Limit sessions of an app or of one of its
 	// users, most recently updated first, starting after q.After.
 	ListSessions(ctx context.Context, q ListQuery) ([]*Session, error)

@@ -257,6 +257,25 @@ func notFound(key sessions.Key) error {
 	return fault.NotFoundf("session %s not found", key.Name())
 }
 
+// SessionUser implements sessions.Store.
+func (s *Store) SessionUser(ctx context.Context, app, id string, now time.Time) (string, error) {
+	snap, err := s.sessionRef(app, id).Get(ctx)
+	if firestoredb.IsNotFound(err) {
+		return "", fault.NotFoundf("session %s not found in app %s", id, app)
+	}
+	if err != nil {
+		return "", firestoredb.Wrap(err)
+	}
+	var d sessionDoc
+	if err := snap.DataTo(&d); err != nil {
+		return "", err
+	}
+	if d.expired(now) {
+		return "", fault.NotFoundf("session %s not found in app %s", id, app)
+	}
+	return d.User, nil
+}
+
 // readSession reads a visible session document.
 func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error), ref *firestore.DocumentRef, key sessions.Key, now time.Time) (*sessionDoc, error) {
 	snap, err := get(ref)

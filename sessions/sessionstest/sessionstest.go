@@ -71,6 +71,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"InvalidNames", testInvalidNames},
 		{"Isolation", testIsolation},
 		{"EventTimestamps", testEventTimestamps},
+		{"KeepZeroTimestamp", testKeepZeroTimestamp},
+		{"FindSession", testFindSession},
 		{"AppendAssignsIDsAndSequences", testAppendAssignsIDsAndSequences},
 		{"AppendIdempotent", testAppendIdempotent},
 		{"AppendSameIDOtherContent", testAppendSameIDOtherContent},
@@ -338,6 +340,65 @@ func testEventTimestamps(t *testing.T, h *harness) {
 	_, events = h.get(t, s.Key, sessions.GetSessionRequest{After: callerTime.Add(time.Nanosecond)})
 	if diff := cmp.Diff([]string{"e2"}, ids(events)); diff != "" {
 		t.Fatalf("after = caller time + 1ns (-want +got):\n%s", diff)
+	}
+}
+
+func testKeepZeroTimestamp(t *testing.T, h *harness) {
+	s := h.create(t, "app1", "u1", "s1", nil)
+	e := textEvent("e1", "user", "hi")
+	e.KeepZeroTimestamp = true
+	if got := h.append(t, s.Key, e); !got.Timestamp.IsZero() {
+		t.Fatalf("stored timestamp = %v, want the zero time kept", got.Timestamp)
+	}
+	h.append(t, s.Key, textEvent("e2", "user", "later"))
+	_, events := h.get(t, s.Key, sessions.GetSessionRequest{})
+	if len(events) != 2 || !events[0].Timestamp.IsZero() || events[1].Timestamp.IsZero() {
+		t.Fatalf("events = %v, want e1 at the zero time and e2 at the server's", events)
+	}
+	// A time filter leaves the zero-time event out.
+	_, events = h.get(t, s.Key, sessions.GetSessionRequest{After: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if diff := cmp.Diff([]string{"e2"}, ids(events)); diff != "" {
+		t.Fatalf("after 2000 (-want +got):\n%s", diff)
+	}
+	// A retry with the zero time is the same event.
+	retry := textEvent("e1", "user", "hi")
+	retry.KeepZeroTimestamp = true
+	if got := h.append(t, s.Key, retry); got.Sequence != 1 {
+		t.Fatalf("retry stored again at sequence %d", got.Sequence)
+	}
+}
+
+func testFindSession(t *testing.T, h *harness) {
+	s := h.create(t, "app1", "u1", "s1", nil)
+	h.create(t, "app2", "u2", "s1", nil)
+	got, err := h.svc.FindSession(h.ctx, "app1", "s1")
+	if err != nil || got != s.Key {
+		t.Fatalf("FindSession(app1, s1) = %v, %v; want %v", got, err, s.Key)
+	}
+	if got, err := h.svc.FindSession(h.ctx, "app2", "s1"); err != nil || got.User != "u2" {
+		t.Fatalf("FindSession(app2, s1) = %v, %v; want user u2", got, err)
+	}
+	for _, id := range []string{"absent", "s2"} {
+		if _, err := h.svc.FindSession(h.ctx, "app1", id); !fault.Is(err, fault.NotFound) {
+			t.Fatalf("FindSession(app1, %s) error = %v, want NotFound", id, err)
+		}
+	}
+	if _, err := h.svc.FindSession(h.ctx, "app1", "no spaces"); !fault.Is(err, fault.Invalid) {
+		t.Fatalf("FindSession with a bad id: error = %v, want Invalid", err)
+	}
+	exp, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: "app1", User: "u1", ID: "brief", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(2 * time.Minute)
+	if _, err := h.svc.FindSession(h.ctx, "app1", exp.ID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("FindSession of an expired session: error = %v, want NotFound", err)
+	}
+	if err := h.svc.DeleteSession(h.ctx, s.Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.FindSession(h.ctx, "app1", "s1"); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("FindSession of a deleted session: error = %v, want NotFound", err)
 	}
 }
 

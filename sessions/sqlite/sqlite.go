@@ -312,6 +312,20 @@ func loadSession(ctx context.Context, q querier, key sessions.Key, now time.Time
 	return sess, nil
 }
 
+// SessionUser implements sessions.Store.
+func (s *Store) SessionUser(ctx context.Context, app, id string, now time.Time) (string, error) {
+	var user string
+	var expireNS int64
+	err := s.db.Read().QueryRowContext(ctx, `SELECT user, expire_ns FROM sessions WHERE app = ? AND id = ?`, app, id).Scan(&user, &expireNS)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && expired(expireNS, now) {
+		return "", fault.NotFoundf("session %s not found in app %s", id, app)
+	}
+	if err != nil {
+		return "", err
+	}
+	return user, nil
+}
+
 func scopeState(ctx context.Context, q querier, query string, args ...any) (map[string]any, int64, error) {
 	var raw []byte
 	var updateNS int64
