@@ -57,6 +57,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -306,7 +307,10 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		}
 		t.user = id
 	}
-	contents := contentsOf(sess.GetEvents())
+	contents, err := contentsOf(sess.GetEvents())
+	if err != nil {
+		return nil, err
+	}
 
 	// 3. Instruction and memories.
 	system, err := fillInstruction(a.Instruction, t.state)
@@ -419,7 +423,7 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		respContent := &genai.Content{Role: genai.RoleUser, Parts: responses}
 		contents = append(contents, respContent)
 		tev := &kiokuv1.Event{InvocationId: t.invocation, Author: t.a.name()}
-		if tev.Content, err = contentToProto(respContent); err != nil {
+		if tev.Content, err = content.GenaiToKioku(respContent); err != nil {
 			return t.res, err
 		}
 		if len(delta) > 0 {
@@ -724,7 +728,7 @@ func actions(delta map[string]any) (*kiokuv1.EventActions, error) {
 
 // modelEvent builds the event of a model reply.
 func modelEvent(t *turn, resp *genai.GenerateContentResponse, reply *genai.Content) (*kiokuv1.Event, error) {
-	c, err := contentToProto(reply)
+	c, err := content.GenaiToKioku(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -740,56 +744,11 @@ func modelEvent(t *turn, resp *genai.GenerateContentResponse, reply *genai.Conte
 	return ev, nil
 }
 
-// contentToProto converts genai content to kioku's.
-func contentToProto(c *genai.Content) (*kiokuv1.Content, error) {
-	out := &kiokuv1.Content{Role: c.Role}
-	for _, p := range c.Parts {
-		pp := &kiokuv1.Part{Text: p.Text, Thought: p.Thought, ThoughtSignature: p.ThoughtSignature}
-		if p.InlineData != nil {
-			pp.InlineData = &kiokuv1.Blob{MimeType: p.InlineData.MIMEType, Data: p.InlineData.Data}
-		}
-		if p.FileData != nil {
-			pp.FileData = &kiokuv1.FileData{MimeType: p.FileData.MIMEType, FileUri: p.FileData.FileURI}
-		}
-		if fc := p.FunctionCall; fc != nil {
-			args, err := jsonStruct(fc.Args)
-			if err != nil {
-				return nil, err
-			}
-			pp.FunctionCall = &kiokuv1.FunctionCall{Id: fc.ID, Name: fc.Name, Args: args}
-		}
-		if fr := p.FunctionResponse; fr != nil {
-			r, err := jsonStruct(fr.Response)
-			if err != nil {
-				return nil, err
-			}
-			pp.FunctionResponse = &kiokuv1.FunctionResponse{Id: fr.ID, Name: fr.Name, Response: r}
-		}
-		out.Parts = append(out.Parts, pp)
-	}
-	return out, nil
-}
-
-// jsonStruct converts a map of any Go values to a Struct through JSON.
-func jsonStruct(m map[string]any) (*structpb.Struct, error) {
-	if m == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var norm map[string]any
-	if err := json.Unmarshal(b, &norm); err != nil {
-		return nil, err
-	}
-	return structpb.NewStruct(norm)
-}
-
 // contentsOf turns stored events into the model's history: user events as
 // user turns, the agent's replies as model turns, tool results as user
-// turns of function responses. Thoughts are left out.
-func contentsOf(events []*kiokuv1.Event) []*genai.Content {
+// turns of function responses. Thoughts are left out, and so are display
+// names of inline and file data (the Gemini API refuses them).
+func contentsOf(events []*kiokuv1.Event) ([]*genai.Content, error) {
 	var out []*genai.Content
 	for _, e := range events {
 		c := e.GetContent()
@@ -800,29 +759,26 @@ func contentsOf(events []*kiokuv1.Event) []*genai.Content {
 		if e.GetAuthor() == "user" || c.GetRole() == "user" {
 			role = genai.RoleUser
 		}
+		full, err := content.KiokuToGenai(c)
+		if err != nil {
+			return nil, fmt.Errorf("agent: event %s: %w", e.GetId(), err)
+		}
 		gc := &genai.Content{Role: role}
-		for _, p := range c.GetParts() {
-			if p.GetThought() {
+		for _, p := range full.Parts {
+			if p.Thought {
 				continue
 			}
-			gp := &genai.Part{Text: p.GetText(), ThoughtSignature: p.GetThoughtSignature()}
-			if b := p.GetInlineData(); b != nil {
-				gp.InlineData = &genai.Blob{MIMEType: b.GetMimeType(), Data: b.GetData()}
+			if p.InlineData != nil {
+				p.InlineData.DisplayName = ""
 			}
-			if f := p.GetFileData(); f != nil {
-				gp.FileData = &genai.FileData{MIMEType: f.GetMimeType(), FileURI: f.GetFileUri()}
+			if p.FileData != nil {
+				p.FileData.DisplayName = ""
 			}
-			if fc := p.GetFunctionCall(); fc != nil {
-				gp.FunctionCall = &genai.FunctionCall{ID: fc.GetId(), Name: fc.GetName(), Args: fc.GetArgs().AsMap()}
-			}
-			if fr := p.GetFunctionResponse(); fr != nil {
-				gp.FunctionResponse = &genai.FunctionResponse{ID: fr.GetId(), Name: fr.GetName(), Response: fr.GetResponse().AsMap()}
-			}
-			gc.Parts = append(gc.Parts, gp)
+			gc.Parts = append(gc.Parts, p)
 		}
 		if len(gc.Parts) > 0 {
 			out = append(out, gc)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -1,27 +1,28 @@
 package adk
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
 
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/genai"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/content"
 )
 
 // Events cross the wire in kioku's typed form; what kioku does not model
-// (ADK's routes, node info, tool confirmations, transcriptions, genai part
-// fields such as executable code...) travels in the extensions, as the
-// JSON ADK itself writes. Converting is done on JSON objects: the ADK
-// event's JSON minus the fields kioku types is its extensions, and the way
-// back merges the typed fields into the extensions and decodes the result
-// with ADK's own decoder, so every field round-trips.
+// (ADK's routes, node info, tool confirmations, transcriptions...) travels
+// in the extensions, as the JSON ADK itself writes. Converting is done on
+// JSON objects: the ADK event's JSON minus the fields kioku types is its
+// extensions, and the way back merges the typed fields into the extensions
+// and decodes the result with ADK's own decoder, so every field
+// round-trips. The content goes through package content, the converter
+// every part of kioku shares (genai part fields kioku does not type, such
+// as executable code, travel in the parts' extensions the same way).
 
 // The JSON keys of session.Event (and its LLMResponse) that kioku types.
 var typedEventKeys = []string{
@@ -32,18 +33,6 @@ var typedEventKeys = []string{
 }
 
 var typedActionKeys = []string{"stateDelta", "artifactDelta", "transferToAgent", "escalate", "skipSummarization"}
-
-func toJSONMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
 
 func structOf(v any) (*structpb.Struct, error) {
 	m, ok := v.(map[string]any)
@@ -67,7 +56,7 @@ func leftover(m map[string]any, keys ...string) map[string]any {
 
 // eventToProto converts an ADK event to kioku's.
 func eventToProto(e *session.Event) (*kiokuv1.Event, error) {
-	m, err := toJSONMap(e)
+	m, err := content.JSONObject(e)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the event: %w", err)
 	}
@@ -114,10 +103,8 @@ func eventToProto(e *session.Event) (*kiokuv1.Event, error) {
 			return nil, fmt.Errorf("event state delta: %w", err)
 		}
 	}
-	if e.Content != nil {
-		if out.Content, err = contentToProto(e.Content); err != nil {
-			return nil, err
-		}
+	if out.Content, err = content.GenaiToKioku(e.Content); err != nil {
+		return nil, fmt.Errorf("event content: %w", err)
 	}
 	ext := leftover(m, typedEventKeys...)
 	if am, ok := m["actions"].(map[string]any); ok {
@@ -132,64 +119,6 @@ func eventToProto(e *session.Event) (*kiokuv1.Event, error) {
 		if out.Extensions, err = structpb.NewStruct(ext); err != nil {
 			return nil, fmt.Errorf("event extensions: %w", err)
 		}
-	}
-	return out, nil
-}
-
-func contentToProto(c *genai.Content) (*kiokuv1.Content, error) {
-	out := &kiokuv1.Content{Role: c.Role}
-	for i, p := range c.Parts {
-		if p == nil {
-			continue
-		}
-		pm, err := toJSONMap(p)
-		if err != nil {
-			return nil, err
-		}
-		pp := &kiokuv1.Part{Text: p.Text, Thought: p.Thought, ThoughtSignature: p.ThoughtSignature}
-		ext := leftover(pm, "text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall", "functionResponse")
-		sub := func(key string, typed ...string) {
-			if sm, ok := pm[key].(map[string]any); ok {
-				if rest := leftover(sm, typed...); rest != nil {
-					if ext == nil {
-						ext = map[string]any{}
-					}
-					ext[key] = rest
-				}
-			}
-		}
-		if b := p.InlineData; b != nil {
-			pp.InlineData = &kiokuv1.Blob{MimeType: b.MIMEType, Data: b.Data, DisplayName: b.DisplayName}
-			sub("inlineData", "mimeType", "data", "displayName")
-		}
-		if f := p.FileData; f != nil {
-			pp.FileData = &kiokuv1.FileData{MimeType: f.MIMEType, FileUri: f.FileURI, DisplayName: f.DisplayName}
-			sub("fileData", "mimeType", "fileUri", "displayName")
-		}
-		// Arguments and results are taken in their JSON form, so that values
-		// of any Go type (tools return structs) become JSON values.
-		if fc := p.FunctionCall; fc != nil {
-			pp.FunctionCall = &kiokuv1.FunctionCall{Id: fc.ID, Name: fc.Name}
-			sm, _ := pm["functionCall"].(map[string]any)
-			if pp.FunctionCall.Args, err = structOf(sm["args"]); err != nil {
-				return nil, fmt.Errorf("part %d function call args: %w", i, err)
-			}
-			sub("functionCall", "id", "name", "args")
-		}
-		if fr := p.FunctionResponse; fr != nil {
-			pp.FunctionResponse = &kiokuv1.FunctionResponse{Id: fr.ID, Name: fr.Name}
-			sm, _ := pm["functionResponse"].(map[string]any)
-			if pp.FunctionResponse.Response, err = structOf(sm["response"]); err != nil {
-				return nil, fmt.Errorf("part %d function response: %w", i, err)
-			}
-			sub("functionResponse", "id", "name", "response")
-		}
-		if ext != nil {
-			if pp.Extensions, err = structpb.NewStruct(ext); err != nil {
-				return nil, fmt.Errorf("part %d extensions: %w", i, err)
-			}
-		}
-		out.Parts = append(out.Parts, pp)
 	}
 	return out, nil
 }
@@ -250,7 +179,7 @@ func eventFromProto(p *kiokuv1.Event) (*session.Event, error) {
 	}
 	m["actions"] = am
 	if c := p.GetContent(); c != nil {
-		m["content"] = contentFromProto(c)
+		m["content"] = content.JSON(content.FromKioku(c))
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -261,75 +190,4 @@ func eventFromProto(p *kiokuv1.Event) (*session.Event, error) {
 		return nil, fmt.Errorf("decoding event %s: %w", p.GetId(), err)
 	}
 	return &e, nil
-}
-
-func contentFromProto(c *kiokuv1.Content) map[string]any {
-	var parts []any
-	for _, p := range c.GetParts() {
-		pm := map[string]any{}
-		if p.GetExtensions() != nil {
-			pm = p.GetExtensions().AsMap()
-		}
-		obj := func(key string) map[string]any {
-			o, _ := pm[key].(map[string]any)
-			if o == nil {
-				o = map[string]any{}
-			}
-			pm[key] = o
-			return o
-		}
-		if p.GetText() != "" {
-			pm["text"] = p.GetText()
-		}
-		if p.GetThought() {
-			pm["thought"] = true
-		}
-		if len(p.GetThoughtSignature()) > 0 {
-			pm["thoughtSignature"] = base64.StdEncoding.EncodeToString(p.GetThoughtSignature())
-		}
-		if b := p.GetInlineData(); b != nil {
-			o := obj("inlineData")
-			o["mimeType"] = b.GetMimeType()
-			if len(b.GetData()) > 0 {
-				o["data"] = base64.StdEncoding.EncodeToString(b.GetData())
-			}
-			if b.GetDisplayName() != "" {
-				o["displayName"] = b.GetDisplayName()
-			}
-		}
-		if f := p.GetFileData(); f != nil {
-			o := obj("fileData")
-			o["mimeType"] = f.GetMimeType()
-			o["fileUri"] = f.GetFileUri()
-			if f.GetDisplayName() != "" {
-				o["displayName"] = f.GetDisplayName()
-			}
-		}
-		if fc := p.GetFunctionCall(); fc != nil {
-			o := obj("functionCall")
-			if fc.GetId() != "" {
-				o["id"] = fc.GetId()
-			}
-			o["name"] = fc.GetName()
-			if fc.GetArgs() != nil {
-				o["args"] = fc.GetArgs().AsMap()
-			}
-		}
-		if fr := p.GetFunctionResponse(); fr != nil {
-			o := obj("functionResponse")
-			if fr.GetId() != "" {
-				o["id"] = fr.GetId()
-			}
-			o["name"] = fr.GetName()
-			if fr.GetResponse() != nil {
-				o["response"] = fr.GetResponse().AsMap()
-			}
-		}
-		parts = append(parts, pm)
-	}
-	out := map[string]any{"role": c.GetRole()}
-	if parts != nil {
-		out["parts"] = parts
-	}
-	return out
 }
