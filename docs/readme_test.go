@@ -1,8 +1,8 @@
 // Package docs holds the README's screenshots, and this test of the
 // README's Go programs: each ```go block of README.md is a whole program
-// that must build with the module as it is, and the client and agent
-// programs run against a real kioku (and a fake Gemini endpoint behind the
-// real genai client), so the README cannot drift from the API.
+// that must build with the module as it is, and the client, agent and
+// Vertex AI programs run against a real kioku (and a fake Gemini endpoint
+// behind the real genai client), so the README cannot drift from the API.
 package docs
 
 import (
@@ -24,8 +24,12 @@ import (
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
-// readmeURL is the server address the README's programs use.
-const readmeURL = "http://127.0.0.1:8080"
+// readmeURL is the server address the README's programs use (readmeAddr
+// without the scheme, for gRPC clients).
+const (
+	readmeURL  = "http://127.0.0.1:8080"
+	readmeAddr = "127.0.0.1:8080"
+)
 
 var goBlock = regexp.MustCompile("(?s)\n```go\n(.*?)\n```\n")
 
@@ -71,12 +75,12 @@ func TestReadmeGoPrograms(t *testing.T) {
 		if !strings.HasPrefix(prog, "package main\n") {
 			t.Fatalf("README Go block %d is not a whole program (package main ...):\n%.300s", i+1, prog)
 		}
-		if !strings.Contains(prog, readmeURL) {
+		if !strings.Contains(prog, readmeAddr) {
 			t.Fatalf("README Go block %d does not call kioku at %s", i+1, readmeURL)
 		}
 		pkg := fmt.Sprintf("readme%d", i+1)
 		file := filepath.Join(src, pkg+".go")
-		if err := os.WriteFile(file, []byte(strings.ReplaceAll(prog, readmeURL, url)), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(strings.ReplaceAll(prog, readmeAddr, strings.TrimPrefix(url, "http://"))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		overlay[filepath.Join(root, "docs", "readme-programs", pkg, "main.go")] = file
@@ -88,12 +92,18 @@ func TestReadmeGoPrograms(t *testing.T) {
 		case strings.Contains(prog, "a.Turn("):
 			expect[pkg] = []string{"Hana (happy): Good morning to you!\n"}
 			run = append(run, path)
+		case strings.Contains(prog, "aiplatform.NewSessionClient("):
+			expect[pkg] = []string{"ann map[user:drink:tea]\n"}
+			run = append(run, path)
+		case strings.Contains(prog, "vertexai.NewSessionService("):
+			expect[pkg] = []string{"ADK session of ann lang ja\n"}
+			run = append(run, path)
 		default:
 			check = append(check, path)
 		}
 	}
-	if len(run) != 2 {
-		t.Fatalf("found %d of the client and agent programs in README.md, want both", len(run))
+	if len(run) != 4 {
+		t.Fatalf("found %d of the client, agent and Vertex AI programs in README.md, want all four", len(run))
 	}
 	ov, _ := json.Marshal(map[string]any{"Replace": overlay})
 	ovFile := filepath.Join(src, "overlay.json")

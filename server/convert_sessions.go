@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -121,42 +121,8 @@ func eventToProto(k sessions.Key, e *sessions.Event) (*kiokuv1.Event, error) {
 			return nil, err
 		}
 	}
-	if e.Content != nil {
-		out.Content = &kiokuv1.Content{Role: e.Content.Role}
-		for i, p := range e.Content.Parts {
-			pp, err := partToProto(i, p)
-			if err != nil {
-				return nil, err
-			}
-			out.Content.Parts = append(out.Content.Parts, pp)
-		}
-	}
-	return out, nil
-}
-
-func partToProto(i int, p sessions.Part) (*kiokuv1.Part, error) {
-	out := &kiokuv1.Part{Text: p.Text, Thought: p.Thought, ThoughtSignature: p.ThoughtSignature}
-	var err error
-	if p.InlineData != nil {
-		out.InlineData = &kiokuv1.Blob{MimeType: p.InlineData.MIMEType, Data: p.InlineData.Data, DisplayName: p.InlineData.DisplayName}
-	}
-	if p.FileData != nil {
-		out.FileData = &kiokuv1.FileData{MimeType: p.FileData.MIMEType, FileUri: p.FileData.FileURI, DisplayName: p.FileData.DisplayName}
-	}
-	if c := p.FunctionCall; c != nil {
-		out.FunctionCall = &kiokuv1.FunctionCall{Id: c.ID, Name: c.Name}
-		if out.FunctionCall.Args, err = mapToStruct(fmt.Sprintf("parts[%d].function_call.args", i), c.Args); err != nil {
-			return nil, err
-		}
-	}
-	if r := p.FunctionResponse; r != nil {
-		out.FunctionResponse = &kiokuv1.FunctionResponse{Id: r.ID, Name: r.Name}
-		if out.FunctionResponse.Response, err = mapToStruct(fmt.Sprintf("parts[%d].function_response.response", i), r.Response); err != nil {
-			return nil, err
-		}
-	}
-	if out.Extensions, err = mapToStruct(fmt.Sprintf("parts[%d].extensions", i), p.Extensions); err != nil {
-		return nil, err
+	if out.Content, err = content.ToKioku(e.Content); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding event.content")
 	}
 	return out, nil
 }
@@ -203,33 +169,6 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 			out.Actions.ArtifactDelta = nil
 		}
 	}
-	if c := e.GetContent(); c != nil {
-		out.Content = &sessions.Content{Role: c.GetRole()}
-		for _, p := range c.GetParts() {
-			out.Content.Parts = append(out.Content.Parts, partFromProto(p))
-		}
-	}
+	out.Content = content.FromKioku(e.GetContent())
 	return out, nil
-}
-
-func partFromProto(p *kiokuv1.Part) sessions.Part {
-	out := sessions.Part{
-		Text:             p.GetText(),
-		Thought:          p.GetThought(),
-		ThoughtSignature: p.GetThoughtSignature(),
-		Extensions:       structToMap(p.GetExtensions()),
-	}
-	if b := p.GetInlineData(); b != nil {
-		out.InlineData = &sessions.Blob{MIMEType: b.GetMimeType(), Data: b.GetData(), DisplayName: b.GetDisplayName()}
-	}
-	if f := p.GetFileData(); f != nil {
-		out.FileData = &sessions.FileData{MIMEType: f.GetMimeType(), FileURI: f.GetFileUri(), DisplayName: f.GetDisplayName()}
-	}
-	if c := p.GetFunctionCall(); c != nil {
-		out.FunctionCall = &sessions.FunctionCall{ID: c.GetId(), Name: c.GetName(), Args: structToMap(c.GetArgs())}
-	}
-	if r := p.GetFunctionResponse(); r != nil {
-		out.FunctionResponse = &sessions.FunctionResponse{ID: r.GetId(), Name: r.GetName(), Response: structToMap(r.GetResponse())}
-	}
-	return out
 }

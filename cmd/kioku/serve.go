@@ -16,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/server/vertex"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -34,6 +35,7 @@ type serveFlags struct {
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, maxStream                  *string
 	corsOrigins                                           *string
+	vertexProjects, vertexLocations, vertexEngines        *string
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -58,6 +60,10 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		writeTimeout: fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
 		maxStream:    fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
 		rateBurst:    fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+
+		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
+		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
+		vertexEngines:   fs.Env("vertex-engines", "", "Vertex AI API: reasoning engines that stand for an app of another id, as ENGINE_ID=APP,...; an engine not listed is the app of its own id"),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -89,6 +95,10 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		cache = -1 // node.Config's zero is the default
 	}
 	var keys *auth.Keys
+	policy, err := vertex.ParsePolicy(*f.vertexProjects, *f.vertexLocations, *f.vertexEngines)
+	if err != nil {
+		return node.Config{}, err
+	}
 	if *f.authKeys != "" {
 		if keys, err = auth.LoadKeys(*f.authKeys); err != nil {
 			return node.Config{}, fmt.Errorf("--auth-keys: %w", err)
@@ -138,6 +148,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Lease:             lease,
 		VectorCacheBytes:  cache,
 		Models:            models,
+		Vertex:            policy,
 	}, nil
 }
 

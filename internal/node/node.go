@@ -26,6 +26,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/server/vertex"
 	"github.com/kioku-ai/kioku/sessions"
 	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
@@ -78,6 +79,10 @@ type Config struct {
 	// CORSOrigins are the origins whose browser pages may call the server
 	// (see server.Config.CORSOrigins).
 	CORSOrigins []string
+
+	// Vertex chooses the names the Vertex AI API accepts and the app each
+	// reasoning engine stands for.
+	Vertex vertex.Policy
 
 	// SessionLimits bound session inputs; zero fields take the defaults.
 	SessionLimits sessions.Limits
@@ -196,6 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		SweepInterval: cfg.SweepInterval,
 	})
 	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
+	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, Memories: n.Memories, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = server.New(server.Config{
 		Logger:            cfg.Logger,
 		Keys:              cfg.Keys,
@@ -211,6 +217,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}),
 		Memories:   memories,
 		Operations: memories,
+		Surfaces:   surfaces,
 		Metrics:    func() []server.Metric { return n.metrics(sqliteDB, vectors) },
 	})
 	if gen == nil {

@@ -1,0 +1,248 @@
+package vertex
+
+import (
+	"encoding/json"
+	"time"
+
+	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/content"
+	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// The keys under which an event's extensions keep the Vertex AI fields the
+// domain does not type. Fields ADK also has are kept under ADK's JSON names
+// (so the kioku.v1 ADK adapter, which reads the extensions as ADK's event
+// JSON, sees them): the transcriptions, and the requested auth configs in
+// "actions". raw_event has no ADK counterpart and keeps Vertex AI's name.
+const (
+	extInputTranscription   = "inputTranscription"
+	extOutputTranscription  = "outputTranscription"
+	extActions              = "actions"
+	extRequestedAuthConfigs = "requestedAuthConfigs"
+	extRawEvent             = "rawEvent"
+)
+
+// sessionToVertex converts a domain session; its state is what the domain
+// returned (the merged view on reads).
+func sessionToVertex(e engine, s *sessions.Session) (*aiplatformpb.Session, error) {
+	state, err := content.Struct("session_state", s.State)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding the session's state")
+	}
+	out := &aiplatformpb.Session{
+		Name:         e.sessionName(s.ID),
+		CreateTime:   timestamppb.New(s.CreateTime),
+		UpdateTime:   timestamppb.New(s.UpdateTime),
+		DisplayName:  s.DisplayName,
+		Labels:       s.Labels,
+		SessionState: state,
+		UserId:       s.User,
+	}
+	if !s.ExpireTime.IsZero() {
+		out.Expiration = &aiplatformpb.Session_ExpireTime{ExpireTime: timestamppb.New(s.ExpireTime)}
+	}
+	return out, nil
+}
+
+// eventFromVertex converts a request's event. The event's name, when
+// given, is ignored: the server assigns event ids.
+func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
+	if v == nil {
+		return nil, fault.InvalidField("event", "Required field is not set.")
+	}
+	if v.GetAuthor() == "" {
+		return nil, fault.InvalidField("event.author", "Required field is not set.")
+	}
+	if v.GetInvocationId() == "" {
+		return nil, fault.InvalidField("event.invocation_id", "Required field is not set.")
+	}
+	out := &sessions.Event{
+		Author:       v.GetAuthor(),
+		InvocationID: v.GetInvocationId(),
+		ErrorCode:    v.GetErrorCode(),
+		ErrorMessage: v.GetErrorMessage(),
+	}
+	if ts := v.GetTimestamp(); ts != nil {
+		if err := ts.CheckValid(); err != nil {
+			return nil, fault.InvalidField("event.timestamp", "event.timestamp: %v", err)
+		}
+		// A zero time is kept as the caller's: ADK sends it for an event
+		// without a timestamp, and reads it back.
+		out.Timestamp, out.KeepZeroTimestamp = ts.AsTime(), true
+	}
+	var err error
+	if out.Content, err = vertexcontent.FromVertex(v.GetContent()); err != nil {
+		return nil, fault.InvalidField("event.content", "event.%v", err)
+	}
+	ext := map[string]any{}
+	if a := v.GetActions(); a != nil {
+		out.Actions = sessions.Actions{
+			StateDelta:        structMap(a.GetStateDelta()),
+			TransferToAgent:   a.GetTransferAgent(),
+			Escalate:          a.GetEscalate(),
+			SkipSummarization: a.GetSkipSummarization(),
+		}
+		if len(a.GetArtifactDelta()) > 0 {
+			out.Actions.ArtifactDelta = make(map[string]int64, len(a.GetArtifactDelta()))
+			for k, n := range a.GetArtifactDelta() {
+				out.Actions.ArtifactDelta[k] = int64(n)
+			}
+		}
+		if r := a.GetRequestedAuthConfigs(); r != nil {
+			ext[extActions] = map[string]any{extRequestedAuthConfigs: r.AsMap()}
+		}
+	}
+	if m := v.GetEventMetadata(); m != nil {
+		out.Partial = m.GetPartial()
+		out.TurnComplete = m.GetTurnComplete()
+		out.Interrupted = m.GetInterrupted()
+		out.LongRunningToolIDs = m.GetLongRunningToolIds()
+		out.Branch = m.GetBranch()
+		out.CustomMetadata = structMap(m.GetCustomMetadata())
+		if g := m.GetGroundingMetadata(); g != nil {
+			if out.GroundingMetadata, err = jsonMap(g); err != nil {
+				return nil, fault.InvalidField("event.event_metadata.grounding_metadata", "event.event_metadata.grounding_metadata: %v", err)
+			}
+		}
+		for key, t := range map[string]*aiplatformpb.Transcription{extInputTranscription: m.GetInputTranscription(), extOutputTranscription: m.GetOutputTranscription()} {
+			if t != nil {
+				tm := map[string]any{}
+				if t.GetText() != "" {
+					tm["text"] = t.GetText()
+				}
+				if t.GetFinished() {
+					tm["finished"] = true
+				}
+				ext[key] = tm
+			}
+		}
+	}
+	if r := v.GetRawEvent(); r != nil {
+		ext[extRawEvent] = r.AsMap()
+	}
+	if len(ext) > 0 {
+		out.Extensions = ext
+	}
+	return out, nil
+}
+
+// eventToVertex converts a stored event of the session named by e and
+// session.
+func eventToVertex(e engine, session string, ev *sessions.Event) (*aiplatformpb.SessionEvent, error) {
+	out := &aiplatformpb.SessionEvent{
+		Name:         e.eventName(session, ev.ID),
+		Author:       ev.Author,
+		InvocationId: ev.InvocationID,
+		Timestamp:    timestamppb.New(ev.Timestamp),
+		ErrorCode:    ev.ErrorCode,
+		ErrorMessage: ev.ErrorMessage,
+		Actions: &aiplatformpb.EventActions{
+			SkipSummarization: ev.Actions.SkipSummarization,
+			Escalate:          ev.Actions.Escalate,
+			TransferAgent:     ev.Actions.TransferToAgent,
+		},
+		EventMetadata: &aiplatformpb.EventMetadata{
+			Partial:            ev.Partial,
+			TurnComplete:       ev.TurnComplete,
+			Interrupted:        ev.Interrupted,
+			LongRunningToolIds: ev.LongRunningToolIDs,
+			Branch:             ev.Branch,
+		},
+	}
+	var err error
+	if out.Content, err = vertexcontent.ToVertex(ev.Content); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding event %s", ev.ID)
+	}
+	if out.Actions.StateDelta, err = content.Struct("state_delta", ev.Actions.StateDelta); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding event %s", ev.ID)
+	}
+	for k, n := range ev.Actions.ArtifactDelta {
+		if out.Actions.ArtifactDelta == nil {
+			out.Actions.ArtifactDelta = map[string]int32{}
+		}
+		out.Actions.ArtifactDelta[k] = int32(min(max(n, -1<<31), 1<<31-1))
+	}
+	md := out.EventMetadata
+	if md.CustomMetadata, err = content.Struct("custom_metadata", ev.CustomMetadata); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding event %s", ev.ID)
+	}
+	if ev.GroundingMetadata != nil {
+		// Grounding metadata written through kioku.v1 in genai's form may
+		// hold fields Vertex AI's lacks: those are left out.
+		g := &aiplatformpb.GroundingMetadata{}
+		if b, err := json.Marshal(ev.GroundingMetadata); err == nil && lenient.Unmarshal(b, g) == nil {
+			md.GroundingMetadata = g
+		}
+	}
+	ext := ev.Extensions
+	if a, ok := ext[extActions].(map[string]any); ok {
+		if r, ok := a[extRequestedAuthConfigs].(map[string]any); ok {
+			out.Actions.RequestedAuthConfigs, _ = structpb.NewStruct(r)
+		}
+	}
+	md.InputTranscription = transcription(ext[extInputTranscription])
+	md.OutputTranscription = transcription(ext[extOutputTranscription])
+	if r, ok := ext[extRawEvent].(map[string]any); ok {
+		out.RawEvent, _ = structpb.NewStruct(r)
+	}
+	return out, nil
+}
+
+func transcription(v any) *aiplatformpb.Transcription {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	text, _ := m["text"].(string)
+	finished, _ := m["finished"].(bool)
+	return &aiplatformpb.Transcription{Text: text, Finished: finished}
+}
+
+// lenient decodes JSON into Vertex AI's messages, ignoring fields they do
+// not have.
+var lenient = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+// jsonMap returns a message's JSON form as a map.
+func jsonMap(m proto.Message) (map[string]any, error) {
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func structMap(s *structpb.Struct) map[string]any {
+	if s == nil {
+		return nil
+	}
+	return s.AsMap()
+}
+
+// expiration reads a Vertex AI resource's expire_time or ttl.
+func expiration(field string, at *timestamppb.Timestamp, ttl interface{ AsDuration() time.Duration }, hasTTL bool) (time.Time, time.Duration, error) {
+	var t time.Time
+	if at != nil {
+		if err := at.CheckValid(); err != nil {
+			return time.Time{}, 0, fault.InvalidField(field+".expire_time", "%s.expire_time: %v", field, err)
+		}
+		t = at.AsTime()
+	}
+	var d time.Duration
+	if hasTTL {
+		if d = ttl.AsDuration(); d <= 0 {
+			return time.Time{}, 0, fault.InvalidField(field+".ttl", "%s.ttl must be positive", field)
+		}
+	}
+	return t, d, nil
+}

@@ -1,0 +1,127 @@
+// Package vertex serves Vertex AI Agent Engine's own Sessions, Memory Bank
+// and Operations APIs from kioku, so that code written against Vertex AI
+// (Google's generated clients, ADK's VertexAiSessionService, the Vertex AI
+// SDK) runs against kioku by changing an endpoint.
+//
+// It serves, on kioku's port and beside kioku.v1, over gRPC and Connect:
+//
+//   - google.cloud.aiplatform.v1beta1.SessionService and MemoryBankService;
+//   - google.cloud.aiplatform.v1.SessionService, the same methods with v1's
+//     messages (they are v1beta1's, field for field);
+//   - google.longrunning.Operations for their operations.
+//
+// The handlers convert Vertex AI's messages (the official Go types,
+// cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb) to the domain's
+// and call the same services as the kioku.v1 handlers (sessions.Service,
+// memorybank.Service), so both surfaces see the same data. They return the
+// domain's errors; the server's error interceptor maps them to codes.
+//
+// # Names
+//
+// A reasoning engine, projects/{project}/locations/{location}/
+// reasoningEngines/{id} (or reasoningEngines/{id} in express mode), is the
+// kioku app of the same id, or the app Policy.Engines maps the id to;
+// numeric ids, which ADK requires, are app ids like any other. Projects and
+// locations are accepted as given, or only those Policy lists. Names in
+// responses keep the form and the project the request used (Vertex AI
+// answers with the project number; kioku knows only what it was told).
+// Sessions are engine/sessions/{id}: session ids are unique within an app
+// in kioku too, so a session is found by its id and its user is read from
+// it (sessions.Service.FindSession).
+package vertex
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// The gRPC services this package serves.
+const (
+	SessionServiceV1beta1 = "google.cloud.aiplatform.v1beta1.SessionService"
+	MemoryBankService     = "google.cloud.aiplatform.v1beta1.MemoryBankService"
+	SessionServiceV1      = "google.cloud.aiplatform.v1.SessionService"
+	OperationsService     = "google.longrunning.Operations"
+)
+
+// Config configures a Surface.
+type Config struct {
+	// Sessions and Memories are the domain services; with Memories nil,
+	// MemoryBankService answers FAILED_PRECONDITION.
+	Sessions *sessions.Service
+	Memories *memorybank.Service
+	// Policy decides which names are accepted and which app an engine is.
+	Policy Policy
+
+	// Logger receives what the handlers log. Nil: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of operation metadata. Nil: time.Now.
+	Now func() time.Time
+}
+
+// Surface is the Vertex AI API, a server.Surface.
+type Surface struct {
+	sess   *sessions.Service
+	mem    *memorybank.Service
+	policy Policy
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// New returns the Vertex AI surface over cfg's services.
+func New(cfg Config) *Surface {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Surface{sess: cfg.Sessions, mem: cfg.Memories, policy: cfg.Policy, log: cfg.Logger, now: cfg.Now}
+}
+
+// ServiceNames implements server.Surface.
+func (s *Surface) ServiceNames() []string {
+	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService}
+}
+
+// Mount implements server.Surface: the gRPC, Connect and REST handlers.
+func (s *Surface) Mount(mux *http.ServeMux, opts ...connect.HandlerOption) {
+	s.mountSessions(mux, opts)
+	s.mountSessionsV1(mux, opts)
+	s.mountMemories(mux, opts)
+	s.mountOperations(mux, opts)
+}
+
+// unary registers a unary procedure served by fn.
+func unary[Req, Res any](mux *http.ServeMux, procedure string, fn func(context.Context, *Req) (*Res, error), opts []connect.HandlerOption) {
+	if d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(procedureMethod(procedure))); err == nil {
+		opts = append(opts[:len(opts):len(opts)], connect.WithSchema(d))
+	}
+	mux.Handle(procedure, connect.NewUnaryHandler(procedure, func(ctx context.Context, r *connect.Request[Req]) (*connect.Response[Res], error) {
+		res, err := fn(ctx, r.Msg)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(res), nil
+	}, opts...))
+}
+
+// procedureMethod turns "/pkg.Service/Method" into "pkg.Service.Method".
+func procedureMethod(procedure string) string {
+	b := []byte(procedure[1:])
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '/' {
+			b[i] = '.'
+			break
+		}
+	}
+	return string(b)
+}
