@@ -5,11 +5,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,10 +23,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kioku-ai/kioku/client"
+	"github.com/kioku-ai/kioku/client/adk"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/server/auth"
 )
@@ -276,4 +285,113 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// responseMeter is an HTTP client that records the largest response body
+// it received.
+type responseMeter struct {
+	largest atomic.Int64
+}
+
+func (m *responseMeter) Do(req *http.Request) (*http.Response, error) {
+	res, err := h2cClient().Do(req)
+	if err == nil {
+		res.Body = &meteredBody{ReadCloser: res.Body, m: m}
+	}
+	return res, err
+}
+
+type meteredBody struct {
+	io.ReadCloser
+	m *responseMeter
+	n int64
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	if b.n > b.m.largest.Load() {
+		b.m.largest.Store(b.n)
+	}
+	return n, err
+}
+
+// TestLargeSessionIsPaged: a 20 MB session never makes a response over the
+// 16 MiB message limit: GetSession of all its events fails pointing to
+// ListEvents, ListEvents pages stay under the limit and together return
+// every event, and the ADK adapter returns the whole session by paging.
+func TestLargeSessionIsPaged(t *testing.T) {
+	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ts := httptest.NewUnstartedServer(n.Handler())
+	ts.Config = n.HTTPServer()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	meter := &responseMeter{}
+	c := client.New(ts.URL, client.WithHTTPClient(meter))
+	ctx := t.Context()
+	name := client.SessionName("a", "u", "long")
+	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	const events, text = 40, 500 << 10
+	noise := make([]byte, text*3/4)
+	for i := range events {
+		rand.Read(noise) // incompressible, so that responses are as large on the wire
+		if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: name, Event: &kiokuv1.Event{
+			Author: "user", Content: &kiokuv1.Content{Parts: []*kiokuv1.Part{{Text: fmt.Sprint(i, base64.StdEncoding.EncodeToString(noise))}}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("appended %d MB in %v", events*text>>20, time.Since(start))
+	start = time.Now()
+	meter.largest.Store(0)
+
+	_, err = c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: name})
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "ListEvents") {
+		t.Fatalf("GetSession of a 20 MB session: %v; want FAILED_PRECONDITION pointing to ListEvents", err)
+	}
+	if s, err := c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: name, NumRecentEvents: 10}); err != nil || len(s.GetEvents()) != 10 {
+		t.Fatalf("the 10 most recent events: %v", err)
+	}
+	pages, seen := 0, 0
+	for page, err := range pagesOf(ctx, c, name) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		seen += len(page)
+	}
+	if seen != events {
+		t.Fatalf("ListEvents returned %d events in %d pages, want %d", seen, pages, events)
+	}
+	got, err := adk.NewSessionService(c).Get(ctx, &session.GetRequest{AppName: "a", UserID: "u", SessionID: "long"})
+	if err != nil || got.Session.Events().Len() != events {
+		t.Fatalf("the ADK adapter's Get: %v", err)
+	}
+	t.Logf("largest response: %d bytes; ListEvents took %d pages; the reads took %v", meter.largest.Load(), pages, time.Since(start))
+	if l := meter.largest.Load(); l >= 16<<20 || l < 5<<20 {
+		t.Errorf("largest response %d bytes; want under the 16 MiB limit (and pages of several MB)", l)
+	}
+}
+
+// pagesOf iterates over the pages of a session's events.
+func pagesOf(ctx context.Context, c *client.Client, name string) iter.Seq2[[]*kiokuv1.Event, error] {
+	return func(yield func([]*kiokuv1.Event, error) bool) {
+		token := ""
+		for {
+			res, err := c.ListEvents(ctx, &kiokuv1.ListEventsRequest{Parent: name, PageSize: 1000, PageToken: token})
+			if !yield(res.GetEvents(), err) || err != nil {
+				return
+			}
+			if token = res.GetNextPageToken(); token == "" {
+				return
+			}
+		}
+	}
 }

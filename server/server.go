@@ -73,7 +73,8 @@ type Config struct {
 	// Logger receives one structured line per call. Nil: slog.Default().
 	Logger *slog.Logger
 
-	// MaxRequestBytes bounds the size of one request message. Zero: 16 MiB.
+	// MaxRequestBytes bounds the size of one message, request or response.
+	// Zero: 16 MiB.
 	MaxRequestBytes int
 
 	// DefaultTimeout applies to unary calls that carry no deadline.
@@ -216,6 +217,9 @@ func New(cfg Config) *Server {
 			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
 		}),
 		connect.WithReadMaxBytes(cfg.MaxRequestBytes),
+		// No response is sent over the message limit either (the domain
+		// keeps its reads under it; this is the last guard).
+		connect.WithSendMaxBytes(cfg.MaxRequestBytes),
 		connect.WithCompression("gzip", inflate, newGzipCompressor),
 		// Compressing small messages costs more CPU than it saves bytes.
 		connect.WithCompressMinBytes(4 << 10),

@@ -43,6 +43,10 @@ func TestEventGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if back.Size != len(want) {
+		t.Errorf("decoded size %d, want the encoding's %d", back.Size, len(want))
+	}
+	e.Size = back.Size
 	if diff := cmp.Diff(e, back); diff != "" {
 		t.Errorf("decoded (-sample +golden):\n%s", diff)
 	}

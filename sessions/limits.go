@@ -24,6 +24,12 @@ type Limits struct {
 	MaxLabels int
 	// MaxForkEvents bounds how many events a fork may copy. Default 100,000.
 	MaxForkEvents int
+	// MaxReadBytes bounds the events (their stored size) one read returns:
+	// a ListEvents page ends early at it (with a next page token), and a
+	// GetSession whose events exceed it fails FAILED_PRECONDITION, pointing
+	// to ListEvents. A read may pass it by its last event. Default 8 MiB,
+	// so that a response stays well under the 16 MiB message limit.
+	MaxReadBytes int
 }
 
 // DefaultLimits are the limits used for zero fields.
@@ -33,6 +39,7 @@ var DefaultLimits = Limits{
 	MaxStateKeyBytes: 256,
 	MaxLabels:        64,
 	MaxForkEvents:    100_000,
+	MaxReadBytes:     8 << 20,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -52,6 +59,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxForkEvents > 0 {
 		d.MaxForkEvents = l.MaxForkEvents
 	}
+	if l.MaxReadBytes > 0 {
+		d.MaxReadBytes = l.MaxReadBytes
+	}
 	return d
 }
 
@@ -61,7 +71,10 @@ const (
 	MaxLabelKeyBytes    = 63
 	MaxLabelValueBytes  = 256
 	MaxFilterBytes      = 4096
-	maxValueDepth       = 32
+	// MaxStatePageSize bounds a ListSessions page that includes the
+	// sessions' state (at most MaxStateBytes each).
+	MaxStatePageSize = 32
+	maxValueDepth    = 32
 )
 
 // ValidateKey checks a session key's three ids.

@@ -180,12 +180,29 @@ func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) 
 	if !validTime(r.After) {
 		return nil, nil, fault.Invalidf("after_time is out of range")
 	}
-	return s.store.GetSession(ctx, key, EventQuery{
-		Now:   s.now(),
-		Skip:  r.SkipEvents,
-		Limit: r.NumRecentEvents,
-		From:  r.After,
+	sess, events, err := s.store.GetSession(ctx, key, EventQuery{
+		Now:      s.now(),
+		Skip:     r.SkipEvents,
+		Limit:    r.NumRecentEvents,
+		From:     r.After,
+		MaxBytes: s.limits.MaxReadBytes,
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if eventBytes(events) > s.limits.MaxReadBytes {
+		return nil, nil, fault.New(fault.FailedPrecondition, "session %s has more than %d bytes of events to return (MaxReadBytes), more than one GetSession carries: read them page by page with ListEvents, or ask for fewer with num_recent_events or after_time", key.Name(), s.limits.MaxReadBytes)
+	}
+	return sess, events, nil
+}
+
+// eventBytes returns the total stored size of events.
+func eventBytes(events []*Event) int {
+	n := 0
+	for _, e := range events {
+		n += e.Size
+	}
+	return n
 }
 
 // FindSession returns the key of the visible session with this id in app,
@@ -230,6 +247,9 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	size, err := aip.PageSize("page_size", r.PageSize)
 	if err != nil {
 		return nil, "", err
+	}
+	if r.IncludeState {
+		size = min(size, MaxStatePageSize)
 	}
 	displayName, labels, none, err := sessionFilter(r.Filter)
 	if err != nil {
@@ -379,6 +399,7 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 	if len(body) > s.limits.MaxEventBytes {
 		return nil, fault.New(fault.ResourceExhausted, "event is %d bytes encoded; the limit is %d bytes (MaxEventBytes); store large data elsewhere and reference it with file_data", len(body), s.limits.MaxEventBytes)
 	}
+	e.Size = len(body)
 	res, err := s.store.AppendEvent(ctx, &AppendRequest{
 		Key:              key,
 		Event:            &e,
@@ -429,19 +450,33 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err != nil {
 		return nil, "", err
 	}
-	q := EventQuery{Now: s.now(), Limit: size + 1, From: r.From, To: r.To, Descending: r.Descending}
-	if r.Descending {
-		q.BeforeSeq = tok.Seq
-	} else {
-		q.AfterSeq = tok.Seq
+	q := EventQuery{Now: s.now(), Limit: size + 1, From: r.From, To: r.To, Descending: r.Descending, MaxBytes: s.limits.MaxReadBytes}
+	after := func(seq int64) {
+		if r.Descending {
+			q.BeforeSeq = seq
+		} else {
+			q.AfterSeq = seq
+		}
 	}
+	after(tok.Seq)
 	events, err := s.store.ListEvents(ctx, key, q)
 	if err != nil {
 		return nil, "", err
 	}
-	events, next := aip.Page(events, size, digest, func(last *Event) aip.PageToken {
-		return aip.PageToken{Seq: last.Sequence}
-	})
+	cursor := func(last *Event) aip.PageToken { return aip.PageToken{Seq: last.Sequence} }
+	if len(events) <= size && eventBytes(events) > s.limits.MaxReadBytes {
+		// The page ends early, at the byte budget: a next page only if
+		// there is more to read.
+		last := events[len(events)-1]
+		after(last.Sequence)
+		q.Limit, q.MaxBytes = 1, 0
+		more, err := s.store.ListEvents(ctx, key, q)
+		if err != nil || len(more) == 0 {
+			return events, "", err
+		}
+		return events, aip.NextPageToken(last, digest, cursor), nil
+	}
+	events, next := aip.Page(events, size, digest, cursor)
 	return events, next, nil
 }
 

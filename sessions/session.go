@@ -78,6 +78,10 @@ type Event struct {
 	// API, where ADK sends that time for an event without one). Not
 	// stored: the stored event's Timestamp is then zero.
 	KeepZeroTimestamp bool `json:"-"`
+
+	// Size is the size of the event's stored encoding, set when it is
+	// read from a store or appended (not part of its content).
+	Size int `json:"-"`
 }
 
 // Actions are the side effects of an event.
@@ -183,12 +187,13 @@ func (e *Event) contentJSON() []byte {
 // Marshal returns the stored encoding of the event.
 func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }
 
-// UnmarshalEvent decodes an event stored with Marshal.
+// UnmarshalEvent decodes an event stored with Marshal, its Size set.
 func UnmarshalEvent(b []byte) (*Event, error) {
 	var e Event
 	if err := json.Unmarshal(b, &e); err != nil {
 		return nil, err
 	}
+	e.Size = len(b)
 	return &e, nil
 }
 

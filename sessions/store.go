@@ -105,6 +105,11 @@ type EventQuery struct {
 	AfterSeq, BeforeSeq int64
 	// Descending returns the newest first (ListEvents only).
 	Descending bool
+	// MaxBytes, when positive, ends the result with the first event that
+	// brings the total size of the events returned (Event.Size) past it,
+	// so that a read holds little more than a response may carry; the
+	// caller tells a cut result by its total.
+	MaxBytes int
 }
 
 // ListQuery selects sessions for ListSessions.

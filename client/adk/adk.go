@@ -25,6 +25,7 @@ import (
 	"context"
 	"iter"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,6 +85,10 @@ func (s *SessionService) Get(ctx context.Context, req *session.GetRequest) (*ses
 		r.AfterTime = timestamppb.New(req.After)
 	}
 	got, err := s.c.GetSession(ctx, r)
+	if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		// More events than one response carries: read them page by page.
+		got, err = s.pagedSession(ctx, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +97,42 @@ func (s *SessionService) Get(ctx context.Context, req *session.GetRequest) (*ses
 		return nil, err
 	}
 	return &session.GetResponse{Session: sess}, nil
+}
+
+// pagedSession reads a session without its events, then the events r
+// selects through ListEvents, up to the session's last sequence as the
+// first read saw it (so that the events and the state agree).
+func (s *SessionService) pagedSession(ctx context.Context, r *kiokuv1.GetSessionRequest) (*kiokuv1.Session, error) {
+	head, err := s.c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: r.GetName(), SkipEvents: true})
+	if err != nil {
+		return nil, err
+	}
+	recent := int(r.GetNumRecentEvents())
+	list := &kiokuv1.ListEventsRequest{Parent: r.GetName(), PageSize: 1000, StartTime: r.GetAfterTime()}
+	if recent > 0 {
+		list.OrderBy = "sequence desc"
+	}
+	var events []*kiokuv1.Event
+	for e, err := range s.c.AllEvents(ctx, list) {
+		if err != nil {
+			return nil, err
+		}
+		if e.GetSequence() > head.GetLastSequence() {
+			if recent > 0 {
+				continue // appended since: newer than the state read
+			}
+			break
+		}
+		events = append(events, e)
+		if len(events) == recent {
+			break
+		}
+	}
+	if recent > 0 {
+		slices.Reverse(events)
+	}
+	head.Events = events
+	return head, nil
 }
 
 // List implements session.Service: every session of the user, or of the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
@@ -25,18 +26,22 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	"github.com/kioku-ai/kioku/client/adk"
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
 	kmodel "github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
 // startKioku serves a fresh kioku (embedded store) for one test; with a
-// fake Gemini, memory generation uses it.
-func startKioku(t *testing.T, fake *modeltest.Gemini) *client.Client {
+// fake Gemini, memory generation uses it. tune changes the configuration.
+func startKioku(t *testing.T, fake *modeltest.Gemini, tune ...func(*node.Config)) *client.Client {
 	t.Helper()
 	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if fake != nil {
 		cfg.Models = kmodel.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+	}
+	for _, f := range tune {
+		f(&cfg)
 	}
 	n, err := node.Open(t.Context(), cfg)
 	if err != nil {
@@ -56,6 +61,44 @@ func TestADKSessionServiceSuite(t *testing.T) {
 	sessiontestsuite.RunServiceTests(t, sessiontestsuite.SuiteOptions{SupportsUserProvidedSessionID: true}, func(t *testing.T) session.Service {
 		return adk.NewSessionService(startKioku(t, nil))
 	})
+}
+
+// TestGetPagesALargeSession: a session with more events than one
+// GetSession returns reaches ADK whole, read page by page, and the most
+// recent N of it too.
+func TestGetPagesALargeSession(t *testing.T) {
+	c := startKioku(t, nil, func(cfg *node.Config) { cfg.SessionLimits.MaxReadBytes = 32 << 10 })
+	svc := adk.NewSessionService(c)
+	ctx := t.Context()
+	created, err := svc.Create(ctx, &session.CreateRequest{AppName: "a", UserID: "u", SessionID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		e := session.NewEvent(ctx, "inv")
+		e.Author = "user"
+		e.Content = genai.NewContentFromText(fmt.Sprint(i, strings.Repeat(".", 2<<10)), genai.RoleUser)
+		e.Actions.StateDelta = map[string]any{"turn": float64(i)}
+		if err := svc.AppendEvent(ctx, created.Session, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: client.SessionName("a", "u", "long")}); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("GetSession of 80 KiB of events with a 32 KiB budget: %v, want FAILED_PRECONDITION", err)
+	}
+	for _, c := range []struct{ recent, want, first int }{{0, 40, 0}, {25, 25, 15}, {3, 3, 37}} {
+		got, err := svc.Get(ctx, &session.GetRequest{AppName: "a", UserID: "u", SessionID: "long", NumRecentEvents: c.recent})
+		if err != nil {
+			t.Fatalf("Get(recent %d): %v", c.recent, err)
+		}
+		events := got.Session.Events()
+		if events.Len() != c.want || !strings.HasPrefix(events.At(0).Content.Parts[0].Text, fmt.Sprint(c.first, ".")) {
+			t.Fatalf("Get(recent %d): %d events from %q, want %d from %d", c.recent, events.Len(), events.At(0).Content.Parts[0].Text[:4], c.want, c.first)
+		}
+		if turn, err := got.Session.State().Get("turn"); err != nil || turn != float64(39) {
+			t.Fatalf("Get(recent %d): state turn = %v, %v", c.recent, turn, err)
+		}
+	}
 }
 
 // TestEventFieldsRoundTrip stores an event with every field ADK has and

@@ -535,7 +535,11 @@ func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.Eve
 	it := query.Documents(ctx)
 	defer it.Stop()
 	var out []*sessions.Event
+	total := 0
 	for {
+		if q.MaxBytes > 0 && total > q.MaxBytes {
+			return out, nil
+		}
 		snap, err := it.Next()
 		if err == iterator.Done {
 			return out, nil
@@ -552,6 +556,7 @@ func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.Eve
 			return nil, err
 		}
 		out = append(out, e)
+		total += e.Size
 	}
 }
 

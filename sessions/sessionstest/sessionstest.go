@@ -86,6 +86,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EventRoundTrip", testEventRoundTrip},
 		{"GetRecentAndAfter", testGetRecentAndAfter},
 		{"ListEventsPaging", testListEventsPaging},
+		{"ReadBudget", testReadBudget},
 		{"ListSessionsPagingAndOrder", testListSessionsPagingAndOrder},
 		{"ListSessionsFilter", testListSessionsFilter},
 		{"UpdateSession", testUpdateSession},
@@ -111,6 +112,7 @@ func Run(t *testing.T, newStore NewStore) {
 				Limits: sessions.Limits{
 					MaxEventBytes: 64 << 10,
 					MaxStateBytes: 16 << 10,
+					MaxReadBytes:  256 << 10,
 				},
 			})
 			tc.fn(t, &harness{svc: svc, store: store, clock: clock, ctx: t.Context()})
@@ -675,6 +677,10 @@ func testEventRoundTrip(t *testing.T, h *harness) {
 	_, events := h.get(t, s.Key, sessions.GetSessionRequest{})
 	want := *e
 	want.Sequence = 1
+	// Its size is that of the encoding stored before it had a sequence.
+	if want.Size = len(mustMarshal(t, e)); want.Size == 0 || stored.Size != want.Size {
+		t.Errorf("stored size %d, want the size of its encoding, %d", stored.Size, want.Size)
+	}
 	if diff := cmp.Diff(&want, stored); diff != "" {
 		t.Fatalf("returned event (-want +got):\n%s", diff)
 	}
@@ -709,6 +715,99 @@ func testGetRecentAndAfter(t *testing.T, h *harness) {
 	}
 	_, _, err := h.svc.GetSession(h.ctx, s.Key, sessions.GetSessionRequest{NumRecentEvents: -1})
 	wantKind(t, "negative num_recent_events", err, fault.Invalid)
+}
+
+// testReadBudget: a read returns at most MaxReadBytes of events (and the
+// event that passes it): GetSession fails beyond it, pointing to ListEvents;
+// ListEvents pages end early at it and page on to the last event, with no
+// token after it; a listing with state has pages of at most 32 sessions.
+func testReadBudget(t *testing.T, h *harness) {
+	s := h.create(t, "app1", "u1", "s1", nil)
+	big := func(i int) *sessions.Event {
+		return textEvent(fmt.Sprint("e", i), "user", strings.Repeat(fmt.Sprint(i%10), 60<<10))
+	}
+	collect := func(r sessions.ListEventsRequest) ([]int64, int) {
+		t.Helper()
+		var all []int64
+		for pages := 1; ; pages++ {
+			page, next, err := h.svc.ListEvents(h.ctx, s.Key, r)
+			if err != nil || pages > 20 {
+				t.Fatalf("ListEvents(%+v): %v (page %d)", r, err, pages)
+			}
+			if n := size(page); n > (256+64)<<10 {
+				t.Fatalf("a page of %d bytes; the budget is 256 KiB and one event", n)
+			}
+			all = append(all, seqs(page)...)
+			if next == "" {
+				return all, pages
+			}
+			r.PageToken = next
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		h.append(t, s.Key, big(i))
+	}
+	// Five events of 60 KiB: the fifth passes the budget and ends the
+	// page, and nothing follows it.
+	if got, pages := collect(sessions.ListEventsRequest{PageSize: 100}); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) || pages != 1 {
+		t.Errorf("five events: %v in %d pages, want all in one with no next token", got, pages)
+	}
+	for i := 6; i <= 12; i++ {
+		h.append(t, s.Key, big(i))
+	}
+	all := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	if got, pages := collect(sessions.ListEventsRequest{PageSize: 100}); !slices.Equal(got, all) || pages != 3 {
+		t.Errorf("ascending: %v in %d pages, want every event in 3", got, pages)
+	}
+	if got, _ := collect(sessions.ListEventsRequest{PageSize: 100, Descending: true}); !slices.Equal(got, []int64{12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}) {
+		t.Errorf("descending: %v", got)
+	}
+	if got, pages := collect(sessions.ListEventsRequest{PageSize: 2}); !slices.Equal(got, all) || pages != 6 {
+		t.Errorf("pages of 2: %v in %d pages", got, pages)
+	}
+
+	_, _, err := h.svc.GetSession(h.ctx, s.Key, sessions.GetSessionRequest{})
+	wantKind(t, "GetSession of 720 KiB of events", err, fault.FailedPrecondition)
+	if err == nil || !strings.Contains(err.Error(), "ListEvents") || !strings.Contains(err.Error(), "num_recent_events") {
+		t.Errorf("GetSession over the budget: %v; want it to point to ListEvents and num_recent_events", err)
+	}
+	if _, events := h.get(t, s.Key, sessions.GetSessionRequest{NumRecentEvents: 3}); !slices.Equal(seqs(events), []int64{10, 11, 12}) {
+		t.Errorf("the 3 most recent: %v", seqs(events))
+	}
+	if _, events := h.get(t, s.Key, sessions.GetSessionRequest{SkipEvents: true}); len(events) != 0 {
+		t.Errorf("skip_events returned %d events", len(events))
+	}
+	_, _, err = h.svc.GetSession(h.ctx, s.Key, sessions.GetSessionRequest{NumRecentEvents: 8})
+	wantKind(t, "8 recent events of 480 KiB", err, fault.FailedPrecondition)
+
+	for i := range 34 {
+		h.create(t, "app1", "u2", fmt.Sprint("listed", i), map[string]any{"k": i})
+	}
+	page, next, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", User: "u2", PageSize: 100, IncludeState: true})
+	if err != nil || len(page) != sessions.MaxStatePageSize || next == "" {
+		t.Errorf("a listing with state: %d sessions, next %q, %v; want %d and a next page", len(page), next, err, sessions.MaxStatePageSize)
+	}
+	if page, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", User: "u2", PageSize: 100}); err != nil || len(page) != 34 {
+		t.Errorf("a listing without state: %d sessions, %v; want all 34", len(page), err)
+	}
+}
+
+func mustMarshal(t *testing.T, e *sessions.Event) []byte {
+	t.Helper()
+	b, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// size returns the stored size of events.
+func size(events []*sessions.Event) int {
+	n := 0
+	for _, e := range events {
+		n += e.Size
+	}
+	return n
 }
 
 func testListEventsPaging(t *testing.T, h *harness) {

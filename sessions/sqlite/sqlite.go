@@ -414,6 +414,7 @@ func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.E
 	}
 	defer rows.Close()
 	var events []*sessions.Event
+	total := 0
 	for rows.Next() {
 		var seq int64
 		var body []byte
@@ -425,6 +426,9 @@ func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.E
 			return nil, fmt.Errorf("decoding an event of %s: %w", key.Name(), err)
 		}
 		events = append(events, e)
+		if total += e.Size; q.MaxBytes > 0 && total > q.MaxBytes {
+			break
+		}
 	}
 	return events, rows.Err()
 }

@@ -100,7 +100,8 @@ type GetSessionRequest struct {
 	// The session: `apps/{app}/users/{user}/sessions/{session}`. Required.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Return at most this many of the most recent events (after after_time,
-	// when set). 0 returns all selected events; negative is INVALID_ARGUMENT.
+	// when set). 0 returns all selected events (within the 8 MiB a response
+	// carries: see GetSession); negative is INVALID_ARGUMENT.
 	NumRecentEvents int32 `protobuf:"varint,2,opt,name=num_recent_events,json=numRecentEvents,proto3" json:"num_recent_events,omitempty"`
 	// Return only events whose timestamp is at or after this time.
 	AfterTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
@@ -182,7 +183,8 @@ type ListSessionsRequest struct {
 	// `labels.KEY = "value"` (KEY made of letters, digits, `-`, `_`, `.`).
 	// Empty matches every session.
 	Filter string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
-	// Include each session's own state (not the merged view) in the result.
+	// Include each session's own state (not the merged view) in the result;
+	// a page then holds at most 32 sessions.
 	IncludeState  bool `protobuf:"varint,5,opt,name=include_state,json=includeState,proto3" json:"include_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -77,7 +77,11 @@ type SessionServiceClient interface {
 	// ALREADY_EXISTS.
 	CreateSession(context.Context, *connect.Request[v1.CreateSessionRequest]) (*connect.Response[v1.Session], error)
 	// Returns a session with its merged state and the selected events. A
-	// session of another user or app, or an expired one, is NOT_FOUND.
+	// session of another user or app, or an expired one, is NOT_FOUND. One
+	// response carries at most 8 MiB of events (their stored size): when the
+	// selected events are more, the call is FAILED_PRECONDITION, and the
+	// events are read page by page with ListEvents (or fewer are asked for
+	// with num_recent_events or after_time).
 	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.Session], error)
 	// Lists the sessions of a user, or of a whole app, most recently updated
 	// first. Sessions are returned without events and with their own state
@@ -90,7 +94,8 @@ type SessionServiceClient interface {
 	// Appends an event to a session and applies its state delta, all in one
 	// atomic transaction. Idempotent by event id.
 	AppendEvent(context.Context, *connect.Request[v1.AppendEventRequest]) (*connect.Response[v1.AppendEventResponse], error)
-	// Lists a session's events, paged, optionally within a time range.
+	// Lists a session's events, paged, optionally within a time range. A page
+	// ends early, with a next_page_token, once it holds 8 MiB of events.
 	ListEvents(context.Context, *connect.Request[v1.ListEventsRequest]) (*connect.Response[v1.ListEventsResponse], error)
 	// Returns the `user:` or `app:` state, without a session.
 	GetState(context.Context, *connect.Request[v1.GetStateRequest]) (*connect.Response[v1.State], error)
@@ -285,7 +290,11 @@ type SessionServiceHandler interface {
 	// ALREADY_EXISTS.
 	CreateSession(context.Context, *connect.Request[v1.CreateSessionRequest]) (*connect.Response[v1.Session], error)
 	// Returns a session with its merged state and the selected events. A
-	// session of another user or app, or an expired one, is NOT_FOUND.
+	// session of another user or app, or an expired one, is NOT_FOUND. One
+	// response carries at most 8 MiB of events (their stored size): when the
+	// selected events are more, the call is FAILED_PRECONDITION, and the
+	// events are read page by page with ListEvents (or fewer are asked for
+	// with num_recent_events or after_time).
 	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.Session], error)
 	// Lists the sessions of a user, or of a whole app, most recently updated
 	// first. Sessions are returned without events and with their own state
@@ -298,7 +307,8 @@ type SessionServiceHandler interface {
 	// Appends an event to a session and applies its state delta, all in one
 	// atomic transaction. Idempotent by event id.
 	AppendEvent(context.Context, *connect.Request[v1.AppendEventRequest]) (*connect.Response[v1.AppendEventResponse], error)
-	// Lists a session's events, paged, optionally within a time range.
+	// Lists a session's events, paged, optionally within a time range. A page
+	// ends early, with a next_page_token, once it holds 8 MiB of events.
 	ListEvents(context.Context, *connect.Request[v1.ListEventsRequest]) (*connect.Response[v1.ListEventsResponse], error)
 	// Returns the `user:` or `app:` state, without a session.
 	GetState(context.Context, *connect.Request[v1.GetStateRequest]) (*connect.Response[v1.State], error)

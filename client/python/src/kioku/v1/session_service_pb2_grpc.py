@@ -95,7 +95,11 @@ class SessionServiceServicer(object):
 
     def GetSession(self, request, context):
         """Returns a session with its merged state and the selected events. A
-        session of another user or app, or an expired one, is NOT_FOUND.
+        session of another user or app, or an expired one, is NOT_FOUND. One
+        response carries at most 8 MiB of events (their stored size): when the
+        selected events are more, the call is FAILED_PRECONDITION, and the
+        events are read page by page with ListEvents (or fewer are asked for
+        with num_recent_events or after_time).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -133,7 +137,8 @@ class SessionServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListEvents(self, request, context):
-        """Lists a session's events, paged, optionally within a time range.
+        """Lists a session's events, paged, optionally within a time range. A page
+        ends early, with a next_page_token, once it holds 8 MiB of events.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

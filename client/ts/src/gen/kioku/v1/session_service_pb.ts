@@ -71,7 +71,8 @@ export type GetSessionRequest = Message<"kioku.v1.GetSessionRequest"> & {
 
   /**
    * Return at most this many of the most recent events (after after_time,
-   * when set). 0 returns all selected events; negative is INVALID_ARGUMENT.
+   * when set). 0 returns all selected events (within the 8 MiB a response
+   * carries: see GetSession); negative is INVALID_ARGUMENT.
    *
    * @generated from field: int32 num_recent_events = 2;
    */
@@ -137,7 +138,8 @@ export type ListSessionsRequest = Message<"kioku.v1.ListSessionsRequest"> & {
   filter: string;
 
   /**
-   * Include each session's own state (not the merged view) in the result.
+   * Include each session's own state (not the merged view) in the result;
+   * a page then holds at most 32 sessions.
    *
    * @generated from field: bool include_state = 5;
    */
@@ -685,7 +687,11 @@ export const SessionService: GenService<{
   },
   /**
    * Returns a session with its merged state and the selected events. A
-   * session of another user or app, or an expired one, is NOT_FOUND.
+   * session of another user or app, or an expired one, is NOT_FOUND. One
+   * response carries at most 8 MiB of events (their stored size): when the
+   * selected events are more, the call is FAILED_PRECONDITION, and the
+   * events are read page by page with ListEvents (or fewer are asked for
+   * with num_recent_events or after_time).
    *
    * @generated from rpc kioku.v1.SessionService.GetSession
    */
@@ -738,7 +744,8 @@ export const SessionService: GenService<{
     output: typeof AppendEventResponseSchema;
   },
   /**
-   * Lists a session's events, paged, optionally within a time range.
+   * Lists a session's events, paged, optionally within a time range. A page
+   * ends early, with a next_page_token, once it holds 8 MiB of events.
    *
    * @generated from rpc kioku.v1.SessionService.ListEvents
    */
