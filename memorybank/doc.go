@@ -59,36 +59,35 @@
 //
 // # Retrieval
 //
-// RetrieveMemories embeds the query and returns the top k memories of the
-// scope by similarity, with a distance. Similarity is the dot product of
-// the memory's vector with the query vector whose coordinates are weighted
-// by how rare each coordinate is among the scope's memories (an inverse
-// document frequency per coordinate: ln(1 + (N - df + 0.5) / (df + 0.5)),
-// see WeightedQuery).
-// For the offline embedder, whose vectors are sparse hashed bags of words,
-// this works like BM25's IDF; for dense model embeddings every coordinate
-// is used by every memory, the weights are equal and the ranking is the
-// cosine's. Without a query RetrieveMemories pages through the scope.
+// RetrieveMemories returns the top k memories of the scope by similarity,
+// with a distance (1 - similarity). Retrieval has two sides (see Rank):
+// the lexical one matches the query's terms (model.OfflineTerms) with each
+// memory's fact, weighting them by their inverse document frequency among
+// the scope's memories, whatever the embedder; the dense one compares the
+// query's embedding with the memories' vectors of the same embedder. With
+// the offline embedder, whose vectors hash the same terms, the lexical side
+// ranks alone; with a model embedder the two are fused as the app's Fusion
+// says (hybrid retrieval). Without a query RetrieveMemories pages through
+// the scope.
 //
 // # Where retrieval's code lives
 //
-// vector.go holds the scoring rule and the compact forms it works on:
-// vector (a memory's embedding, sparse or dense), dfStats (a scope's
-// document frequencies per embedding model, sparse or dense) and its
-// WeightedQuery, Distance, and the stored encoding of vectors.
-// vectorcache.go holds VectorCache, the bounded cache of scopes that the
-// SQLite store searches in: one scopeIndex per (app, scope), with an
-// indexEntry per memory (what filters and results need, without the
-// scope), kept current write by write (put, remove), loaded again after
-// an eviction with the same statistics; scopeIndex.search is the one place
-// a scope is scored. A new signal (a sparse lexical vector beside the dense
-// one, for hybrid scoring) belongs in indexEntry and, if it needs scope
-// statistics, in modelStats, updated in put and remove, counted in the
-// sizes the cache's budget bounds (indexEntry.size, dfStats.bytes), and
-// combined in scopeIndex.search; ScoreMemories ranks a list of memories by
-// the same code for stores that fetch candidates otherwise. The Firestore
-// store keeps its statistics in a document per scope and weights queries
-// with the same WeightedQuery.
+// vector.go holds the dense side's scoring rule and the compact forms it
+// works on: vector (a memory's embedding, sparse or dense), dfStats (a
+// scope's document frequencies per embedding model, or of its terms'
+// buckets; sparse or dense) and its WeightedQuery, Distance, and the stored
+// encoding of vectors. lexical.go holds the lexical side and Rank, which
+// scores a search's candidates on both sides; fusion.go orders Rank's
+// results as the app's Fusion says. vectorcache.go holds VectorCache, the
+// bounded cache of scopes that the SQLite store searches in: one
+// scopeIndex per (app, scope), with an indexEntry per memory (what filters
+// and results need, without the scope, with the fact's terms), kept
+// current write by write (put, remove), loaded again after an eviction
+// with the same statistics; scopeIndex.search hands a scope's entries to
+// Rank. ScoreMemories ranks a list of memories by the same code for stores
+// that fetch candidates otherwise. The Firestore store keeps its
+// statistics in a document per scope, weights queries with the same
+// WeightedQuery and ranks its candidates with Rank.
 //
 // # Stores
 //

@@ -177,6 +177,9 @@ func validateConfig(c *BankConfig) error {
 	if c.MemoryTTL < 0 || c.RevisionTTL < 0 || c.Trigger.IdleDuration < 0 || c.Trigger.EventCount < 0 {
 		return fault.Invalidf("TTLs and trigger values must not be negative")
 	}
+	if err := c.Retrieval.Fusion.Validate("retrieval.fusion"); err != nil {
+		return err
+	}
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
 	}

@@ -220,6 +220,12 @@ type Trigger struct {
 	IdleDuration time.Duration
 }
 
+// Retrieval tunes an app's similarity search.
+type Retrieval struct {
+	// Fusion combines the two sides of hybrid retrieval.
+	Fusion Fusion
+}
+
 // BankConfig is an app's memory bank configuration.
 type BankConfig struct {
 	App string
@@ -231,6 +237,7 @@ type BankConfig struct {
 	MemoryTTL   time.Duration
 	RevisionTTL time.Duration
 	Trigger     Trigger
+	Retrieval   Retrieval
 	UpdateTime  time.Time
 }
 

@@ -525,7 +525,20 @@ type configRecord struct {
 	MemoryTTL     int64           `json:"memory_ttl,omitempty"`
 	RevisionTTL   int64           `json:"revision_ttl,omitempty"`
 	Trigger       triggerRecord   `json:"trigger,omitzero"`
+	Retrieval     retrievalRecord `json:"retrieval,omitzero"`
 	UpdateTime    time.Time       `json:"update_time,omitzero"`
+}
+
+// retrievalRecord is the stored form of Retrieval (absent: the defaults).
+type retrievalRecord struct {
+	Fusion fusionRecord `json:"fusion,omitzero"`
+}
+
+type fusionRecord struct {
+	Method        string  `json:"method,omitempty"` // "rrf" or "weighted"
+	DenseWeight   float64 `json:"dense_weight,omitempty"`
+	LexicalWeight float64 `json:"lexical_weight,omitempty"`
+	RRFK          int     `json:"rrf_k,omitempty"`
 }
 
 type topicRecord struct {
@@ -547,7 +560,11 @@ type triggerRecord struct {
 func MarshalConfig(c *BankConfig) ([]byte, error) {
 	r := configRecord{
 		ManagedTopics: c.ManagedTopics, MemoryTTL: int64(c.MemoryTTL), RevisionTTL: int64(c.RevisionTTL),
-		Trigger:    triggerRecord{EventCount: c.Trigger.EventCount, IdleDuration: int64(c.Trigger.IdleDuration)},
+		Trigger: triggerRecord{EventCount: c.Trigger.EventCount, IdleDuration: int64(c.Trigger.IdleDuration)},
+		Retrieval: retrievalRecord{Fusion: fusionRecord{
+			Method: string(c.Retrieval.Fusion.Method), DenseWeight: c.Retrieval.Fusion.DenseWeight,
+			LexicalWeight: c.Retrieval.Fusion.LexicalWeight, RRFK: c.Retrieval.Fusion.RRFK,
+		}},
 		UpdateTime: c.UpdateTime,
 	}
 	for _, t := range c.CustomTopics {
@@ -567,7 +584,11 @@ func UnmarshalConfig(app string, body []byte) (*BankConfig, error) {
 	}
 	c := &BankConfig{
 		App: app, ManagedTopics: r.ManagedTopics, MemoryTTL: time.Duration(r.MemoryTTL), RevisionTTL: time.Duration(r.RevisionTTL),
-		Trigger:    Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
+		Trigger: Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
+		Retrieval: Retrieval{Fusion: Fusion{
+			Method: FusionMethod(r.Retrieval.Fusion.Method), DenseWeight: r.Retrieval.Fusion.DenseWeight,
+			LexicalWeight: r.Retrieval.Fusion.LexicalWeight, RRFK: r.Retrieval.Fusion.RRFK,
+		}},
 		UpdateTime: r.UpdateTime,
 	}
 	for _, t := range r.CustomTopics {

@@ -216,6 +216,7 @@ func TestConfigGolden(t *testing.T) {
 			ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:    memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Retrieval:  memorybank.Retrieval{Fusion: memorybank.Fusion{Method: memorybank.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
 		UpdateTime: t0.Add(time.Second),
 	}
 	body, err := memorybank.MarshalConfig(cfg)
@@ -230,7 +231,9 @@ func TestConfigGolden(t *testing.T) {
 	if diff := cmp.Diff(cfg, got); diff != "" {
 		t.Errorf("decoded (-sample +golden):\n%s", diff)
 	}
-	// The first version stored the same configuration the same way.
+	// The first version stored the same configuration the same way (it
+	// had no retrieval settings: their absence is the defaults).
+	cfg.Retrieval = memorybank.Retrieval{}
 	v1, err := os.ReadFile(filepath.Join("testdata", "v1", "config.json"))
 	if err != nil {
 		t.Fatal(err)

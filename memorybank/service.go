@@ -529,26 +529,38 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 	case k == 0:
 		k = DefaultTopK
 	}
-	scored, err := s.search(ctx, r.App, r.Scope.Key(), r.Query, k, f)
+	cfg, err := s.config(ctx, r.App)
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]Retrieved, len(scored))
-	for i, sc := range scored {
-		out[i] = Retrieved{Memory: sc.Memory, Distance: Distance(sc.Score)}
+	out, err := s.search(ctx, r.App, r.Scope.Key(), r.Query, k, f, cfg.Retrieval.Fusion)
+	if err != nil {
+		return nil, "", err
 	}
 	return out, "", nil
 }
 
-// search embeds a query and searches a scope.
-func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f Filter) ([]Scored, error) {
+// search embeds a query and retrieves the k memories of a scope closest to
+// it: with the offline embedder by the lexical side alone, with a model
+// embedder by both sides, fused.
+func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f Filter, fusion Fusion) ([]Retrieved, error) {
 	vecs, err := s.emb.Embed(ctx, []string{query}, model.TaskQuery)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.SearchMemories(ctx, SearchQuery{
-		App: app, ScopeKey: scopeKey, Vector: vecs[0], Model: s.emb.Name(), K: k, Filter: f, Now: s.now(),
+	_, lexicalOnly := s.emb.(model.Offline)
+	depth := k
+	if !lexicalOnly {
+		depth = max(2*k, fusionDepth)
+	}
+	scored, err := s.store.SearchMemories(ctx, SearchQuery{
+		App: app, ScopeKey: scopeKey, Vector: vecs[0], Model: s.emb.Name(), Terms: model.OfflineTerms(query),
+		K: depth, Filter: f, Now: s.now(),
 	})
+	if err != nil {
+		return nil, err
+	}
+	return fuse(scored, k, lexicalOnly, fusion), nil
 }
 
 // ListRevisions returns a page of a memory's revisions, newest first. It
@@ -641,7 +653,7 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*BankConfig, error
 }
 
 // The fields of BankConfig an update mask may name.
-var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger"}
+var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval"}
 
 // UpdateConfig changes the fields of an app's configuration named in mask
 // (all of them when mask is empty) to those of c.
@@ -671,6 +683,8 @@ func (s *Service) UpdateConfig(ctx context.Context, c *BankConfig, mask []string
 			next.RevisionTTL = c.RevisionTTL
 		case "generation_trigger":
 			next.Trigger = c.Trigger
+		case "retrieval":
+			next.Retrieval = c.Retrieval
 		default:
 			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", f, configFields)
 		}

@@ -3,6 +3,8 @@ package memorybank
 import (
 	"context"
 	"time"
+
+	"github.com/kioku-ai/kioku/model"
 )
 
 // Store persists the memory bank. Service validates inputs and computes
@@ -20,9 +22,12 @@ type Store interface {
 	// updated first, after the cursor.
 	ListMemories(ctx context.Context, q ListQuery) ([]*Memory, error)
 
-	// SearchMemories returns up to q.K visible memories of a scope whose
-	// vectors (of q.Model) score highest against q.Vector, weighted by
-	// WeightedQuery over the scope's vectors of q.Model; see ScoreMemories.
+	// SearchMemories ranks the visible memories of a scope that pass the
+	// filter with Rank: the q.K whose vectors (of q.Model) score highest
+	// against q.Vector, weighted by WeightedQuery over the scope's vectors
+	// of q.Model, and the q.K lexically most similar to q.Terms, with the
+	// scope's TermStats. A store may rank candidates it fetched by other
+	// means instead of every memory of the scope (see ScoreMemories).
 	SearchMemories(ctx context.Context, q SearchQuery) ([]Scored, error)
 
 	// MemoriesBySource returns the visible memories that have the session
@@ -123,22 +128,34 @@ type Filter struct {
 // Empty reports whether the filter has no condition.
 func (f Filter) Empty() bool { return len(f.Topics) == 0 && len(f.Metadata) == 0 && !f.None }
 
-// SearchQuery is a similarity search.
+// SearchQuery is a similarity search. It has two sides, each optional: a
+// dense one (a query vector against the memories' vectors of its model)
+// and a lexical one (the query's terms against the memories' facts).
 type SearchQuery struct {
 	App      string
 	ScopeKey string
 	// Vector is the query embedding, of Model.
 	Vector []float32
 	Model  string
+	// Terms are model.OfflineTerms of the query.
+	Terms []model.Term
+	// K is how many memories each side returns.
 	K      int
 	Filter Filter
 	Now    time.Time
 }
 
-// Scored is a memory with its similarity score (higher is closer).
+// Scored is a memory a search found, with its scores and ranks.
 type Scored struct {
 	Memory *Memory
-	Score  float64
+	// Score is the dense score: the dot product of the memory's vector with
+	// the query vector weighted by QueryWeights (higher is closer).
+	Score float64
+	// Lexical is the lexical similarity, in [0, 1] (see Rank).
+	Lexical float64
+	// DenseRank and LexicalRank are the memory's ranks by Score and by
+	// Lexical (1 the best); 0 when it is not among the K best of that side.
+	DenseRank, LexicalRank int
 }
 
 // Write is a set of changes applied atomically.

@@ -119,7 +119,8 @@ func (v vector) nonZero(f func(i int)) {
 
 // dfStats counts, for the vectors of one embedding model in a scope, how
 // many there are (n) and how many use each coordinate (the document
-// frequencies of WeightedQuery). Kept sparse (sorted coordinates with their
+// frequencies of WeightedQuery); or the same for the buckets of the scope's
+// memories' terms (see TermStats). Kept sparse (sorted coordinates with their
 // counts) while few coordinates are used, as with the offline embedder's
 // hashed words in a small scope, and dense once a quarter of them are.
 type dfStats struct {
@@ -261,32 +262,6 @@ func (f Filter) Matches(topics []string, metadata map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// scoredEntry is a candidate result of a search.
-type scoredEntry struct {
-	e     *indexEntry
-	score float64
-}
-
-// scoredHeap is a min-heap of candidates (worst first), ties broken by id
-// so that results are deterministic.
-type scoredHeap []scoredEntry
-
-func (h scoredHeap) Len() int { return len(h) }
-func (h scoredHeap) Less(i, j int) bool {
-	if h[i].score != h[j].score {
-		return h[i].score < h[j].score
-	}
-	return h[i].e.id > h[j].e.id
-}
-func (h scoredHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *scoredHeap) Push(x any)   { *h = append(*h, x.(scoredEntry)) }
-func (h *scoredHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // ScoreMemories ranks memories by the same rule as VectorCache.Search, for

@@ -1,7 +1,6 @@
 package memorybank
 
 import (
-	"container/heap"
 	"context"
 	"hash/maphash"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/model"
 )
 
 // DefaultVectorCacheBytes is the default budget of a VectorCache.
@@ -242,8 +242,9 @@ func (c *VectorCache) unlink(s *scopeIndex) {
 	s.prev, s.next = nil, nil
 }
 
-// scopeIndex holds one scope: its visible memories with a vector, in a
-// compact form, and the document frequencies of each embedding model.
+// scopeIndex holds one scope: its visible memories, in a compact form, the
+// document frequencies of each embedding model, and those of the memories'
+// terms (lexical retrieval).
 type scopeIndex struct {
 	app, scopeKey string
 	scope         Scope // every memory of the scope has this scope
@@ -252,8 +253,9 @@ type scopeIndex struct {
 	entries  []indexEntry
 	pos      map[string]int32 // memory id → index in entries
 	models   []modelStats
-	bytes    int64 // the estimated size of all of the above
-	resident bool  // held by the cache (false once evicted)
+	terms    dfStats // by bucket of the memories' terms
+	bytes    int64   // the estimated size of all of the above
+	resident bool    // held by the cache (false once evicted)
 
 	prev, next *scopeIndex // the cache's recency list, under the cache's mu
 }
@@ -274,8 +276,9 @@ type indexEntry struct {
 	sources                      []Source
 	createNS, updateNS, expireNS int64
 	revision                     int64
-	model                        int32 // index in models
+	model                        int32 // index in models; -1 without a vector
 	vec                          vector
+	terms                        []model.Term
 }
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
@@ -283,6 +286,7 @@ type indexEntry struct {
 var (
 	scopeOverhead = int64(unsafe.Sizeof(scopeIndex{})) + 64 /* map headers */ + 48 /* cache map slot */ + 160 /* the Scope map */
 	entryStruct   = int64(unsafe.Sizeof(indexEntry{}))                                                        // per slot of the entries slice's capacity
+	termSize      = int64(unsafe.Sizeof(model.Term{}))
 	modelOverhead = int64(unsafe.Sizeof(modelStats{}))
 )
 
@@ -303,35 +307,53 @@ func newScopeIndex(app, scopeKey string, memories []*Memory) *scopeIndex {
 
 // put adds a memory that is not in the index.
 func (s *scopeIndex) put(m *Memory) {
-	if len(m.Embedding) == 0 || m.Deleted {
+	if m.Deleted {
 		return
 	}
-	model := -1
-	for i := range s.models {
-		if s.models[i].name == m.EmbeddingModel {
-			model = i
-			break
+	idx := int32(-1)
+	if len(m.Embedding) > 0 {
+		idx = int32(slices.IndexFunc(s.models, func(ms modelStats) bool { return ms.name == m.EmbeddingModel }))
+		if idx < 0 {
+			idx = int32(len(s.models))
+			s.models = append(s.models, modelStats{name: m.EmbeddingModel})
+			s.bytes += modelOverhead + int64(len(m.EmbeddingModel))
 		}
-	}
-	if model < 0 {
-		model = len(s.models)
-		s.models = append(s.models, modelStats{name: m.EmbeddingModel})
-		s.bytes += modelOverhead + int64(len(m.EmbeddingModel))
 	}
 	e := indexEntry{
 		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: cloneMap(m.Metadata),
 		sources:  mergeSources(nil, m.Sources),
 		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
-		revision: m.Revision, model: int32(model), vec: newVector(m.Embedding),
+		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
 	}
-	st := &s.models[model].df
-	before := st.bytes()
-	st.add(e.vec, 1)
-	s.bytes += st.bytes() - before + e.size()
+	if idx >= 0 {
+		e.vec = newVector(m.Embedding)
+		s.count(&s.models[idx].df, e.vec, 1)
+	}
+	s.count(&s.terms, bucketVector(e.terms), 1)
+	s.bytes += e.size()
 	s.pos[m.ID] = int32(len(s.entries))
 	c := cap(s.entries)
 	s.entries = append(s.entries, e)
 	s.bytes += entryStruct * int64(cap(s.entries)-c)
+}
+
+// count adds (sign 1) or removes (sign -1) a vector from document
+// frequencies, keeping the scope's size current.
+func (s *scopeIndex) count(st *dfStats, v vector, sign int32) {
+	before := st.bytes()
+	st.add(v, sign)
+	s.bytes += st.bytes() - before
+}
+
+// bucketVector returns the buckets of terms as a sparse vector, for the
+// document frequencies of terms.
+func bucketVector(terms []model.Term) vector {
+	b := Buckets(terms)
+	v := vector{dims: model.OfflineDimensions, idx: make([]uint16, len(b))}
+	for i, x := range b {
+		v.idx[i] = uint16(x)
+	}
+	return v
 }
 
 // remove removes a memory if it is in the index.
@@ -341,10 +363,11 @@ func (s *scopeIndex) remove(id string) {
 		return
 	}
 	e := &s.entries[i]
-	st := &s.models[e.model].df
-	before := st.bytes()
-	st.add(e.vec, -1)
-	s.bytes += st.bytes() - before - e.size()
+	if e.model >= 0 {
+		s.count(&s.models[e.model].df, e.vec, -1)
+	}
+	s.count(&s.terms, bucketVector(e.terms), -1)
+	s.bytes -= e.size()
 	last := int32(len(s.entries) - 1)
 	if i != last {
 		s.entries[i] = s.entries[last]
@@ -357,7 +380,7 @@ func (s *scopeIndex) remove(id string) {
 
 // size estimates the heap an entry holds.
 func (e *indexEntry) size() int64 {
-	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.bytes()
+	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.bytes() + termSize*int64(len(e.terms))
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
 	}
@@ -382,38 +405,44 @@ func (s *scopeIndex) memory(e *indexEntry) *Memory {
 		App: s.app, ID: e.id, Fact: e.fact, Scope: Scope(cloneMap(s.scope)),
 		Topics: slices.Clone(e.topics), Metadata: cloneMap(e.metadata), Sources: mergeSources(nil, e.sources),
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
-		Revision: e.revision, EmbeddingModel: s.models[e.model].name,
+		Revision: e.revision, EmbeddingModel: s.modelName(e.model),
 	}
 }
 
-// search scores the visible memories of q.Model against the weighted query
-// and returns the top q.K, best first; ties go to the smaller id.
+func (s *scopeIndex) modelName(i int32) string {
+	if i < 0 {
+		return ""
+	}
+	return s.models[i].name
+}
+
+// search ranks the scope's visible memories that pass the filter with
+// Rank: dense scores of the memories of q.Model against the weighted query
+// vector, lexical similarity of all of them to q.Terms.
 func (s *scopeIndex) search(q SearchQuery) []Scored {
-	model := slices.IndexFunc(s.models, func(m modelStats) bool { return m.name == q.Model })
-	if model < 0 || s.models[model].df.n <= 0 || q.K <= 0 {
+	if q.K <= 0 {
 		return nil
 	}
-	st := &s.models[model].df
-	wq := WeightedQuery(q.Vector, int(st.n), st.get)
+	mi := int32(slices.IndexFunc(s.models, func(m modelStats) bool { return m.name == q.Model }))
+	var wq []float32
+	if mi >= 0 && s.models[mi].df.n > 0 && len(q.Vector) > 0 {
+		st := &s.models[mi].df
+		wq = WeightedQuery(q.Vector, int(st.n), st.get)
+	}
 	now := unixnano.From(q.Now)
-	h := &scoredHeap{}
-	for i := range s.entries {
-		e := &s.entries[i]
-		if e.model != int32(model) || e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) {
-			continue
+	return Rank(q, func(yield func(Candidate[*indexEntry]) bool) {
+		for i := range s.entries {
+			e := &s.entries[i]
+			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) {
+				continue
+			}
+			c := Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms}
+			if wq != nil && e.model == mi {
+				c.Dense, c.HasDense = e.vec.dot(wq), true
+			}
+			if !yield(c) {
+				return
+			}
 		}
-		score := e.vec.dot(wq)
-		if h.Len() < q.K {
-			heap.Push(h, scoredEntry{e: e, score: score})
-		} else if top := (*h)[0]; score > top.score || score == top.score && e.id < top.e.id {
-			(*h)[0] = scoredEntry{e: e, score: score}
-			heap.Fix(h, 0)
-		}
-	}
-	out := make([]Scored, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		x := heap.Pop(h).(scoredEntry)
-		out[i] = Scored{Memory: s.memory(x.e), Score: x.score}
-	}
-	return out
+	}, TermStats{N: int(s.terms.n), DF: s.terms.get}, s.memory)
 }

@@ -1,9 +1,11 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"math"
+	"slices"
 
 	"github.com/kioku-ai/kioku/internal/terms"
 )
@@ -13,39 +15,32 @@ import (
 const OfflineDimensions = 2048
 
 // Offline is the built-in embedder: deterministic, local, no network and no
-// model weights. It is a hashed bag of features:
+// model weights. A text's features are its terms (OfflineTerms); its
+// vector is their hashed bag:
 //
-//   - The features are the text's terms (package internal/terms, which the
-//     event search index uses too): normalised (Unicode NFKC, lower case),
-//     Latin-script words without stop words and reduced to a stem, so that
-//     "paints", "painted" and "painting" are one feature, and for runs
-//     of CJK characters every character bigram.
-//   - Words that are frequent in conversation but carry little meaning
-//     ("really", "thing", "feel") count a third; a single Han character of
-//     a CJK run counts 0.3 (a bigram 1).
-//   - A feature's weight grows with the logarithm of its count in the text
-//     (1 + ln tf), and shorter texts are not favoured: the vector is L2
-//     normalised, so similarity is the cosine of two weighted bags.
 //   - Each feature is hashed (FNV-1a) to one of OfflineDimensions
 //     coordinates with a sign from another bit of the hash ("feature
 //     hashing"), which keeps the vector fixed in size so that any store's
-//     vector search can use it; collisions add small noise that cancels out
-//     on average. A text has a few dozen features, so the vector is sparse.
+//     vector search can use it; collisions add noise. A text has a few
+//     dozen features, so the vector is sparse.
+//   - A query vector has unit length; a document vector is divided by the
+//     square root of its length, which favours longer documents a little
+//     (in the spirit of BM25's length normalisation).
 //
-// Bag-of-words similarity needs to know which words are rare; an embedder
-// that sees one text at a time cannot. The memory bank supplies it at
-// retrieval time: it weights each coordinate of the query by how rare that
-// coordinate is among the memories of the scope (see memorybank), which
-// for this embedder works like BM25's inverse document frequency and for a
-// dense model embedding changes nothing.
+// The memory bank does not rank by these vectors alone: it matches the
+// terms themselves, without hashing collisions, weighting each by how rare
+// it is among the memories of the scope (see memorybank). The vectors
+// serve vector search where a store has nothing else (Firestore's
+// FindNearest).
 //
 // It knows nothing about synonyms: "car" does not meet "automobile". Use a
-// real embedding model (Gemini, or an OpenAI-compatible server) for that.
+// real embedding model (Gemini, or an OpenAI-compatible server) for that;
+// the memory bank then combines it with these terms (hybrid retrieval).
 type Offline struct{}
 
 // Name implements Embedder. Its version changes whenever a text gets
-// another vector (v2: Snowball stems, package terms version 2), so that the
-// memory bank re-embeds memories stored with an older one in the
+// another vector (v2: Snowball stems, package terms version 2), so that
+// the memory bank re-embeds memories stored with an older one in the
 // background, as for any change of embedder.
 func (Offline) Name() string { return "kioku-offline-v2" }
 
@@ -61,28 +56,19 @@ func (o Offline) Embed(_ context.Context, texts []string, task EmbedTask) ([][]f
 	return out, nil
 }
 
-// Vector embeds one text. A query vector has unit length. A document
-// vector is divided by the square root of its length instead of by its
-// length, so that the dot product with a query favours long documents
-// less than the cosine does; a memory of one sentence and one of three
-// then compete on what they say rather than on how much (in the spirit of
-// BM25's length normalisation).
+// Vector embeds one text (see Offline).
 func (Offline) Vector(text string, task EmbedTask) []float32 {
-	feats := offlineFeatures(text)
 	v := make([]float32, OfflineDimensions)
-	var sum float64
 	acc := make([]float64, OfflineDimensions)
-	for f, w := range feats {
-		h := fnv.New64a()
-		h.Write([]byte(f))
-		x := h.Sum64()
-		i := int(x % OfflineDimensions)
-		if x>>63 == 1 {
-			acc[i] -= w
+	for _, f := range offlineFeatures(text) {
+		i := int(f.hash % OfflineDimensions)
+		if f.hash>>63 == 1 {
+			acc[i] -= f.weight
 		} else {
-			acc[i] += w
+			acc[i] += f.weight
 		}
 	}
+	var sum float64
 	for _, a := range acc {
 		sum += a * a
 	}
@@ -99,36 +85,102 @@ func (Offline) Vector(text string, task EmbedTask) []float32 {
 	return v
 }
 
-// offlineFeatures returns the weighted features of a text: its terms
-// (package terms) keyed by kind, each weighted by its kind and by the
-// logarithm of its count.
-func offlineFeatures(text string) map[string]float64 {
-	type feature struct{ count, weight float64 }
-	feats := map[string]*feature{}
-	terms.Each(text, func(t string, kind terms.Kind) {
-		var key string
-		w := 1.0
-		switch kind {
-		case terms.Word:
-			key = "w:" + t
-		case terms.Weak:
-			key, w = "w:"+t, 1.0/3
-		case terms.Bigram:
-			key = "c:" + t
-		case terms.Han:
-			key, w = "k:"+t, 0.3
-		case terms.Single:
-			key, w = "c:"+t, 0.5
+// Term is one weighted feature of a text (OfflineTerms), in 8 bytes.
+type Term struct {
+	// ID identifies the feature: the low 31 bits of its FNV-1a hash, and
+	// the top bit set for a word (see Word). ID % OfflineDimensions is the
+	// feature's coordinate in the offline embedder's vector.
+	ID     uint32
+	Weight float32
+}
+
+// wordBit marks the ID of a word.
+const wordBit = 1 << 31
+
+// Word reports whether the term is one word of the text: a stem, a CJK
+// bigram or lone kana (not a single Han character of a longer CJK run).
+func (t Term) Word() bool { return t.ID&wordBit != 0 }
+
+// Bucket returns the term's coordinate in the offline embedder's vector.
+func (t Term) Bucket() int { return int(t.ID % OfflineDimensions) }
+
+// The weights of the offline features.
+const (
+	weakWeight = 1.0 / 3 // a word of kind terms.Weak
+	hanWeight  = 0.3     // a single Han character of a CJK run
+	kanaWeight = 0.5     // a lone kana character
+)
+
+// OfflineTerms returns the features of a text, sorted by ID (one Term per
+// feature; of two that collide, the rarest of events, one is kept). They are its terms
+// (package internal/terms, which the event search index uses too):
+// Latin-script words without stop words, reduced to a Snowball stem, so
+// that "paints", "painted" and "painting" are one feature; for runs of CJK
+// characters every character bigram, and each Han character at weight
+// 0.3. Words that are frequent in conversation but say little ("really",
+// "thing", "feel") count a third. A feature's weight grows with the
+// logarithm of its count in the text (1 + ln tf).
+//
+// Word pairs ("support group"), compounds ("road trip" as "roadtrip") and
+// character 4-grams ("grandma" meeting "grandmother") were measured as
+// further features on LoCoMo and left out: each helped one variant and
+// hurt the other (see the README).
+func OfflineTerms(text string) []Term {
+	feats := offlineFeatures(text)
+	out := make([]Term, 0, len(feats))
+	for _, f := range feats {
+		t := Term{ID: uint32(f.hash) &^ wordBit, Weight: float32(f.weight)}
+		if f.word {
+			t.ID |= wordBit
 		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Term) int { return cmp.Compare(a.ID, b.ID) })
+	return slices.CompactFunc(out, func(a, b Term) bool { return a.ID == b.ID })
+}
+
+type feature struct {
+	hash   uint64 // FNV-1a of the key
+	weight float64
+	word   bool
+}
+
+// offlineFeatures returns the weighted features of a text, sorted by hash
+// (see OfflineTerms).
+func offlineFeatures(text string) []feature {
+	type acc struct {
+		count, weight float64
+		word          bool
+	}
+	feats := map[string]*acc{}
+	add := func(key string, w float64, word bool) {
 		if x := feats[key]; x != nil {
 			x.count++
+			x.word = x.word || word
 			return
 		}
-		feats[key] = &feature{count: 1, weight: w}
-	})
-	out := make(map[string]float64, len(feats))
-	for f, x := range feats {
-		out[f] = x.weight * (1 + math.Log(x.count))
+		feats[key] = &acc{count: 1, weight: w, word: word}
 	}
+	terms.Each(text, func(t string, kind terms.Kind) {
+		switch kind {
+		case terms.Word:
+			add("w:"+t, 1, true)
+		case terms.Weak:
+			add("w:"+t, weakWeight, true)
+		case terms.Bigram:
+			add("c:"+t, 1, true)
+		case terms.Han:
+			add("k:"+t, hanWeight, false)
+		case terms.Single:
+			add("c:"+t, kanaWeight, true)
+		}
+	})
+	out := make([]feature, 0, len(feats))
+	for key, x := range feats {
+		h := fnv.New64a()
+		h.Write([]byte(key))
+		out = append(out, feature{hash: h.Sum64(), weight: x.weight * (1 + math.Log(x.count)), word: x.word})
+	}
+	slices.SortFunc(out, func(a, b feature) int { return cmp.Compare(a.hash, b.hash) })
 	return out
 }

@@ -106,7 +106,32 @@ func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, err
 	if t := c.Trigger; t.EventCount > 0 || t.IdleDuration > 0 {
 		out.GenerationTrigger = &kiokuv1.GenerationTrigger{EventCount: int32(t.EventCount), IdleDuration: durationOrNil(t.IdleDuration)}
 	}
+	if f := c.Retrieval.Fusion; f != (memorybank.Fusion{}) {
+		out.Retrieval = &kiokuv1.RetrievalConfig{Fusion: &kiokuv1.FusionConfig{
+			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
+		}}
+	}
 	return out, nil
+}
+
+var fusionMethods = map[memorybank.FusionMethod]kiokuv1.FusionMethod{
+	memorybank.FusionRRF:      kiokuv1.FusionMethod_FUSION_METHOD_RRF,
+	memorybank.FusionWeighted: kiokuv1.FusionMethod_FUSION_METHOD_WEIGHTED,
+}
+
+func fusionFromProto(p *kiokuv1.FusionConfig) (memorybank.Fusion, error) {
+	f := memorybank.Fusion{DenseWeight: p.GetDenseWeight(), LexicalWeight: p.GetLexicalWeight(), RRFK: int(p.GetRrfK())}
+	if m := p.GetMethod(); m != kiokuv1.FusionMethod_FUSION_METHOD_UNSPECIFIED {
+		for dm, pm := range fusionMethods {
+			if pm == m {
+				f.Method = dm
+			}
+		}
+		if f.Method == "" {
+			return f, fault.Invalidf("retrieval.fusion.method %d is not a fusion method", m)
+		}
+	}
+	return f, nil
 }
 
 func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.BankConfig, error) {
@@ -120,6 +145,11 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 			IdleDuration: p.GetGenerationTrigger().GetIdleDuration().AsDuration(),
 		},
 	}
+	fusion, err := fusionFromProto(p.GetRetrieval().GetFusion())
+	if err != nil {
+		return nil, err
+	}
+	c.Retrieval.Fusion = fusion
 	for _, t := range p.GetCustomTopics() {
 		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
 	}

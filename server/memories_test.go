@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
@@ -174,6 +175,21 @@ func TestMemoryRoundTripOverConnect(t *testing.T) {
 	}))
 	if err != nil || len(cfg.Msg.GetCustomTopics()) != 1 {
 		t.Fatalf("UpdateMemoryBankConfig = %v, %v", cfg, err)
+	}
+	fusion := &kiokuv1.FusionConfig{Method: kiokuv1.FusionMethod_FUSION_METHOD_WEIGHTED, DenseWeight: 0.3, LexicalWeight: 0.7, RrfK: 20}
+	cfg, err = c.memories.UpdateMemoryBankConfig(ctx, req(&kiokuv1.UpdateMemoryBankConfigRequest{
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/demo/memoryBankConfig", Retrieval: &kiokuv1.RetrievalConfig{Fusion: fusion}},
+		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"retrieval"}},
+	}))
+	if err != nil || !proto.Equal(cfg.Msg.GetRetrieval().GetFusion(), fusion) || len(cfg.Msg.GetCustomTopics()) != 1 {
+		t.Fatalf("UpdateMemoryBankConfig(retrieval) = %v, %v", cfg, err)
+	}
+	_, err = c.memories.UpdateMemoryBankConfig(ctx, req(&kiokuv1.UpdateMemoryBankConfigRequest{
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/demo/memoryBankConfig", Retrieval: &kiokuv1.RetrievalConfig{Fusion: &kiokuv1.FusionConfig{RrfK: 5000}}},
+		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"retrieval"}},
+	}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "retrieval.fusion.rrf_k") {
+		t.Fatalf("rrf_k out of range: %v", err)
 	}
 
 	// forget_memories on DeleteSession removes what only s1 supported.

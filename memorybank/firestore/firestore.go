@@ -10,7 +10,8 @@
 //	    scope_key, fact, scope (map), topics (array), metadata (map),
 //	    sources (JSON text), source_sessions (array, for forgetting),
 //	    create_ns, update_ns, expire_ns, revision, deleted, embedding
-//	    (vector), embedding_model
+//	    (vector), embedding_model, terms (array: the IDs of the fact's
+//	    model.OfflineTerms), terms_version (the offline embedder's name)
 //	kioku_apps/{app}/kioku_memories/{memory}/kioku_revisions/{number, 20 digits}
 //	    number, expire_ns, body (the revision as JSON)
 //	kioku_apps/{app}/kioku_config/memory_bank      body (JSON)
@@ -23,7 +24,8 @@
 //	    session, seq
 //	kioku_apps/{app}/kioku_scope_stats/{sha256 of the scope key}
 //	    body: per embedding model, the count of memories and, per vector
-//	    coordinate, how many of them use it (for retrieval's weights)
+//	    coordinate, how many of them use it; under "kioku_terms" the same
+//	    for the buckets of the memories' terms (for retrieval's weights)
 //	kioku_apps_schema/memorybank
 //	    version: the formats the documents are in (see Migrate)
 //
@@ -42,17 +44,22 @@
 //
 // # Retrieval
 //
-// SearchMemories reads the scope's statistics, weights the query, and runs
-// a vector search (FindNearest, dot product) pre-filtered on the scope,
-// deleted = false and the embedding model; topic and metadata filters and
-// expiry are applied to a larger candidate set (up to 1,000) in the server.
+// SearchMemories reads the scope's statistics and gathers candidates with a
+// vector search (FindNearest, dot product) and a bounded lexical pass
+// (array-contains-any on the terms), both pre-filtered on the scope and
+// deleted = false; topic and metadata filters and expiry are applied in
+// the server, and memorybank.Rank ranks what is left (see SearchMemories).
+// A retrieval costs the statistics document plus the candidates read: for
+// top_k 3 with the offline embedder, at most 300 reads and usually the few
+// memories that share a rare word with the query.
 //
 // # Indexes
 //
 // firestore.indexes.json at the repository root lists the composite and
 // vector indexes production needs (the emulator needs none): the vector
 // index on (scope_key, deleted, embedding_model, embedding) must have the
-// embedder's dimension; create one per embedder in use.
+// embedder's dimension; create one per embedder in use. The lexical pass
+// needs (terms array-contains, scope_key, deleted).
 package firestore
 
 import (
@@ -74,6 +81,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
 )
 
 // Options configures a Store.
@@ -147,6 +155,25 @@ type memoryDoc struct {
 	Deleted        bool               `firestore:"deleted"`
 	Embedding      firestore.Vector32 `firestore:"embedding,omitempty"`
 	EmbeddingModel string             `firestore:"embedding_model"`
+	// Terms are the IDs of model.OfflineTerms of the fact, of TermsVersion
+	// (for the lexical pass of retrieval).
+	Terms        []int64 `firestore:"terms"`
+	TermsVersion string  `firestore:"terms_version"`
+}
+
+// termsVersion names the version of model.OfflineTerms that the terms of
+// a memory document were computed with: that of the offline embedder, whose
+// version changes with them.
+var termsVersion = model.Offline{}.Name()
+
+// termIDs returns the IDs of the terms of a fact.
+func termIDs(fact string) []int64 {
+	ts := model.OfflineTerms(fact)
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = int64(t.ID)
+	}
+	return out
 }
 
 func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
@@ -158,6 +185,7 @@ func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
 		ScopeKey: m.Scope.Key(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
 		Sources: string(sources), CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
+		Terms: termIDs(m.Fact), TermsVersion: termsVersion,
 	}
 	if d.Topics == nil {
 		d.Topics = []string{}
@@ -301,19 +329,27 @@ func readStats(snap *firestore.DocumentSnapshot, err error) (scopeStats, error) 
 	return st, nil
 }
 
-// count adds (sign 1) or removes (sign -1) a memory's vector.
-func (st scopeStats) count(m *memorybank.Memory, sign int32) {
-	if m == nil || m.Deleted || len(m.Embedding) == 0 {
+// termsKey is the entry of scopeStats that counts the memories' terms
+// (memorybank.TermStats, by bucket) rather than the vectors of a model.
+const termsKey = "kioku_terms"
+
+// count adds (sign 1) or removes (sign -1) a memory's vector and, with
+// terms, its terms.
+func (st scopeStats) count(m *memorybank.Memory, terms bool, sign int32) {
+	if m == nil || m.Deleted {
 		return
 	}
-	ms := st[m.EmbeddingModel]
-	if ms == nil {
-		ms = &modelStats{}
-		st[m.EmbeddingModel] = ms
+	if terms {
+		ts := st.entry(termsKey, model.OfflineDimensions)
+		ts.N += int(sign)
+		for _, b := range memorybank.Buckets(model.OfflineTerms(m.Fact)) {
+			ts.DF[b] += sign
+		}
 	}
-	if len(ms.DF) < len(m.Embedding) {
-		ms.DF = append(ms.DF, make([]int32, len(m.Embedding)-len(ms.DF))...)
+	if len(m.Embedding) == 0 {
+		return
 	}
+	ms := st.entry(m.EmbeddingModel, len(m.Embedding))
 	ms.N += int(sign)
 	for i, x := range m.Embedding {
 		if x != 0 {
@@ -322,7 +358,62 @@ func (st scopeStats) count(m *memorybank.Memory, sign int32) {
 	}
 }
 
-// SearchMemories implements memorybank.Store.
+// entry returns the statistics of a key, with at least dims coordinates.
+func (st scopeStats) entry(key string, dims int) *modelStats {
+	ms := st[key]
+	if ms == nil {
+		ms = &modelStats{}
+		st[key] = ms
+	}
+	if len(ms.DF) < dims {
+		ms.DF = append(ms.DF, make([]int32, dims-len(ms.DF))...)
+	}
+	return ms
+}
+
+// termStats returns the scope's term statistics.
+func (st scopeStats) termStats() memorybank.TermStats {
+	ts := st[termsKey]
+	if ts == nil {
+		return memorybank.TermStats{DF: func(int) int32 { return 0 }}
+	}
+	return memorybank.TermStats{N: ts.N, DF: ts.df}
+}
+
+// df returns how many vectors use coordinate i.
+func (ms *modelStats) df(i int) int32 {
+	if i < len(ms.DF) {
+		return ms.DF[i]
+	}
+	return 0
+}
+
+// The bounds of a search's candidates.
+const (
+	// maxNearest bounds the dense side's FindNearest.
+	maxNearest = 1000
+	// lexicalBudget bounds the lexical pass: the query's rarest terms are
+	// looked up while the memories that may hold them (by the scope's
+	// document frequencies) fit this budget, and at most this many
+	// memories are read.
+	lexicalBudget = 300
+	// maxLexicalTerms is the most values array-contains-any takes.
+	maxLexicalTerms = 30
+)
+
+// SearchMemories implements memorybank.Store. It reads the scope's
+// statistics, then gathers candidates in two bounded queries, both
+// pre-filtered on the scope and deleted = false: the dense side's
+// FindNearest (dot product with the weighted query vector, pre-filtered on
+// the embedding model too; up to 2K+10 memories, 10K+50 with a topic or
+// metadata filter, at most 1,000), and the lexical pass, array-contains-any
+// on the memories' term IDs with the query's rarest terms (as many as the
+// scope's document frequencies say fit in 300 memories, at most 30 terms;
+// at most 300 memories read). memorybank.Rank ranks the candidates after
+// the filters and expiry are applied in the server, as the SQLite store
+// ranks the whole scope: the same ranking whenever the memories that
+// SQLite ranks first are among the candidates, which the lexical pass
+// ensures for every memory that shares a rare term with the query.
 func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
 	if q.Filter.None || q.K <= 0 {
 		return nil, nil
@@ -331,49 +422,89 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
-	ms := st[q.Model]
-	if ms == nil || ms.N <= 0 {
-		return nil, nil
+	base := s.memories(q.App).Where("scope_key", "==", q.ScopeKey).Where("deleted", "==", false)
+	var queries []interface {
+		Documents(context.Context) *firestore.DocumentIterator
 	}
-	wq := memorybank.WeightedQuery(q.Vector, ms.N, func(i int) int32 {
-		if i < len(ms.DF) {
-			return ms.DF[i]
+	var wq []float32
+	if ms := st[q.Model]; ms != nil && ms.N > 0 && len(q.Vector) > 0 {
+		wq = memorybank.WeightedQuery(q.Vector, ms.N, ms.df)
+		limit := min(maxNearest, 2*q.K+10)
+		if !q.Filter.Empty() {
+			limit = min(maxNearest, 10*q.K+50)
 		}
-		return 0
-	})
-	limit := min(1000, 2*q.K+10)
-	if !q.Filter.Empty() {
-		limit = min(1000, 10*q.K+50)
+		queries = append(queries, base.Where("embedding_model", "==", q.Model).
+			FindNearest("embedding", firestore.Vector32(wq), limit, firestore.DistanceMeasureDotProduct, nil))
 	}
-	vq := s.memories(q.App).Where("scope_key", "==", q.ScopeKey).Where("deleted", "==", false).Where("embedding_model", "==", q.Model).
-		FindNearest("embedding", firestore.Vector32(wq), limit, firestore.DistanceMeasureDotProduct, &firestore.FindNearestOptions{DistanceResultField: "kioku_score"})
-	snaps, err := vq.Documents(ctx).GetAll()
-	if err != nil {
-		return nil, firestoredb.Wrap(err)
+	ts := st.termStats()
+	if ids := rareTerms(q.Terms, ts); len(ids) > 0 {
+		queries = append(queries, base.Where("terms", "array-contains-any", ids).Limit(lexicalBudget))
 	}
-	var out []memorybank.Scored
-	for _, snap := range snaps {
-		m, err := fromSnap(q.App, snap)
+	seen := map[string]bool{}
+	var cands []memorybank.Candidate[*memorybank.Memory]
+	for _, fq := range queries {
+		snaps, err := fq.Documents(ctx).GetAll()
 		if err != nil {
-			return nil, err
+			return nil, firestoredb.Wrap(err)
 		}
-		if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) {
-			continue
+		for _, snap := range snaps {
+			if seen[snap.Ref.ID] {
+				continue
+			}
+			seen[snap.Ref.ID] = true
+			m, err := fromSnap(q.App, snap)
+			if err != nil {
+				return nil, err
+			}
+			if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) {
+				continue
+			}
+			c := memorybank.Candidate[*memorybank.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact)}
+			if wq != nil && m.EmbeddingModel == q.Model && len(m.Embedding) > 0 {
+				for i, x := range m.Embedding {
+					if i < len(wq) {
+						c.Dense += float64(x) * float64(wq[i])
+					}
+				}
+				c.HasDense = true
+			}
+			m.Embedding = nil
+			cands = append(cands, c)
 		}
-		score, _ := snap.DataAt("kioku_score")
-		f, _ := score.(float64)
-		out = append(out, memorybank.Scored{Memory: m, Score: f})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	return memorybank.Rank(q, slices.Values(cands), ts, func(m *memorybank.Memory) *memorybank.Memory { return m }), nil
+}
+
+// rareTerms returns the IDs of the query's terms to look up: the rarest
+// first while the memories that may hold them fit lexicalBudget (always the
+// rarest one), at most maxLexicalTerms, none that no memory holds.
+func rareTerms(terms []model.Term, st memorybank.TermStats) []any {
+	type term struct {
+		id uint32
+		df int32
+	}
+	var list []term
+	for _, t := range terms {
+		if df := st.DF(t.Bucket()); df > 0 {
+			list = append(list, term{t.ID, df})
 		}
-		return out[i].Memory.ID < out[j].Memory.ID
+	}
+	slices.SortFunc(list, func(a, b term) int {
+		if a.df != b.df {
+			return int(a.df - b.df)
+		}
+		return int(int64(a.id) - int64(b.id))
 	})
-	if len(out) > q.K {
-		out = out[:q.K]
+	var out []any
+	total := int32(0)
+	for _, t := range list {
+		if len(out) == maxLexicalTerms || len(out) > 0 && total+t.df > lexicalBudget {
+			break
+		}
+		total += t.df
+		out = append(out, int64(t.id))
 	}
-	return out, nil
+	return out
 }
 
 // MemoriesBySource implements memorybank.Store.
@@ -396,10 +527,24 @@ func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now t
 	return out, nil
 }
 
-// StaleEmbeddings implements memorybank.Store.
+// StaleEmbeddings implements memorybank.Store. Besides the memories whose
+// vectors are of another model it returns those whose terms are of an
+// older version than this server's, so that re-embedding rewrites their
+// terms too. (A document written before memories had terms has no
+// terms_version, which no Firestore query can find; the lexical pass
+// misses it until it is next written, while the dense side still finds
+// it.)
 func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
-	base := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false).Where("embedding_model", "!=", model)
-	return collect(ctx, base, limit, nil, func(m *memorybank.Memory) bool { return m.Visible(now) }, appOf, nil)
+	visible := func(m *memorybank.Memory) bool { return m.Visible(now) }
+	group := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false)
+	out, err := collect(ctx, group.Where("embedding_model", "!=", model), limit, nil, visible, appOf, nil)
+	if err != nil || len(out) == limit {
+		return out, err
+	}
+	more, err := collect(ctx, group.Where("terms_version", "!=", termsVersion), limit-len(out), nil, func(m *memorybank.Memory) bool {
+		return visible(m) && m.EmbeddingModel == model
+	}, appOf, nil)
+	return append(out, more...), err
 }
 
 // ExpiredMemories implements memorybank.Store.
@@ -816,6 +961,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			}
 		}
 		olds := make([]*memorybank.Memory, len(w.Changes))
+		oldTerms := make([]bool, len(w.Changes)) // whether the stats count the old memory's terms
 		type scopeRef struct{ app, key string }
 		stats := map[scopeRef]scopeStats{}
 		for i, c := range w.Changes {
@@ -840,6 +986,8 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 					return fault.New(fault.Aborted, "memory %s changed meanwhile (revision %d, expected %d)", m.Name(), old.Revision, c.ExpectRevision)
 				}
 				olds[i] = old
+				v, _ := snap.DataAt("terms_version")
+				oldTerms[i] = v == termsVersion
 			}
 			key := scopeRef{m.App, m.Scope.Key()}
 			if _, ok := stats[key]; !ok {
@@ -866,8 +1014,8 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		for i, c := range w.Changes {
 			m := c.Memory
 			st := stats[scopeRef{m.App, m.Scope.Key()}]
-			st.count(olds[i], -1)
-			st.count(m, 1)
+			st.count(olds[i], oldTerms[i], -1)
+			st.count(m, true, 1)
 			d, err := toDoc(m)
 			if err != nil {
 				return err

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"UpdateDeleteRevisionsRollback", testRevisions},
 		{"RetrieveSimilarity", testRetrieveSimilarity},
 		{"RetrieveFiltersAndPaging", testRetrieveFiltersAndPaging},
+		{"HybridRetrieval", testHybridRetrieval},
 		{"DirectFactsWithoutModel", testDirectFactsWithoutModel},
 		{"DirectFactsRecordTheirSource", testDirectFactsSource},
 		{"EventsNeedAModel", testEventsNeedAModel},
@@ -449,6 +450,61 @@ func testRetrieveSimilarity(t *testing.T, h *harness) {
 	if len(two) != 0 {
 		t.Fatalf("exact scope match broken: %v", two)
 	}
+}
+
+// testHybridRetrieval: with a model embedder (the fake one, which knows
+// that a vehicle is an automobile), a query that shares a rare name with one
+// memory and its meaning with another ranks both first, fused by reciprocal
+// rank or by weights; the lexical side alone misses the synonym, the dense
+// side alone ranks another car above the name.
+func testHybridRetrieval(t *testing.T, h *harness) {
+	emb := &model.GeminiEmbedder{Client: h.gemini.Client(t), Model: "embedding-test", Dims: 256}
+	svc := memorybank.NewService(h.store, memorybank.Config{Embedder: emb, Now: h.clock.Now})
+	for id, f := range map[string]string{
+		"name":    "Thaddeus lent a ladder, a hammer and a tin of blue paint for the garden fence.",
+		"meaning": "The user bought an automobile.",
+		"sedan":   "The user's neighbour washes a sedan every Saturday morning.",
+		"nurse":   "The user works as a nurse.",
+		"tennis":  "The user plays tennis on weekends.",
+		"sister":  "The user's sister lives in Kyoto.",
+	} {
+		if _, err := svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: id, Fact: f, Scope: user1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		fusion memorybank.Fusion
+		want   []string
+	}{
+		{memorybank.Fusion{}, []string{"meaning", "name"}},
+		{memorybank.Fusion{Method: memorybank.FusionRRF, DenseWeight: 2, LexicalWeight: 1, RRFK: 10}, []string{"meaning", "name"}},
+		{memorybank.Fusion{Method: memorybank.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7}, []string{"meaning", "name"}},
+		{memorybank.Fusion{LexicalWeight: 1}, []string{"name"}},
+		{memorybank.Fusion{DenseWeight: 1}, []string{"meaning", "sedan"}},
+	} {
+		if _, err := svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: tc.fusion}}, []string{"retrieval"}); err != nil {
+			t.Fatal(err)
+		}
+		res, _, err := svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "Did Thaddeus say anything about his vehicle?", TopK: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, r := range res {
+			got = append(got, r.Memory.ID)
+			if r.Distance < 0 || r.Distance > 1 || i > 0 && r.Distance < res[i-1].Distance {
+				t.Errorf("fusion %v: distances %v, %v not ascending within [0, 1]", tc.fusion, res[max(0, i-1)].Distance, r.Distance)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("fusion %v: top 2 = %v, want %v", tc.fusion, got, tc.want)
+		}
+	}
+	_, err := svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: memorybank.Fusion{Method: "sum"}}}, []string{"retrieval"})
+	wantKind(t, "unknown fusion method", err, fault.Invalid)
+	_, err = svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: memorybank.Fusion{DenseWeight: -1}}}, []string{"retrieval"})
+	wantKind(t, "negative fusion weight", err, fault.Invalid)
 }
 
 func testRetrieveFiltersAndPaging(t *testing.T, h *harness) {
@@ -1387,14 +1443,20 @@ func testIdleTrigger(t *testing.T, h *harness) {
 func testReembed(t *testing.T, h *harness) {
 	m := h.create("The user grows tomatoes.", user1)
 	other := memorybank.NewService(h.store, memorybank.Config{Embedder: renamed{model.Offline{}}, Now: h.clock.Now})
-	if res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "tomatoes"}); len(res) != 0 {
-		t.Fatalf("vectors of another embedder were compared")
+	// A query that shares no term with the fact finds it by its vector
+	// only, which is of another embedder until it is re-embedded; the
+	// lexical side finds it by its terms whatever its vector.
+	if res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "vegetable garden"}); len(res) != 0 {
+		t.Fatalf("vectors of another embedder were compared: %v", res)
+	}
+	if res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "tomatoes"}); len(res) != 1 {
+		t.Fatalf("the lexical side missed a memory whose vector is stale: %v", res)
 	}
 	n, err := other.Reembed(h.ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("Reembed = %d, %v", n, err)
 	}
-	res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "tomatoes"})
+	res, _, _ := other.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "vegetable garden"})
 	if len(res) != 1 || res[0].Memory.ID != m.ID {
 		t.Fatalf("after re-embedding: %v", res)
 	}

@@ -6,9 +6,11 @@
 // at them, so requests and replies go through the real wire formats.
 //
 // Replies to generation calls are scripted: queue them with Reply, or set a
-// Responder that answers from the request. Embeddings are deterministic: the
-// offline embedder's vector of the text folded to the requested size, so
-// similar texts get similar vectors.
+// Responder that answers from the request. Embeddings are deterministic and
+// dense, like a real model's (scripted.Vector): texts that share words get
+// similar vectors, and so do texts whose words are scripted.Synonyms, which
+// the offline embedder cannot see, so that tests can tell the two sides of
+// hybrid retrieval apart.
 package modeltest
 
 import (

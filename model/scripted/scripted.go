@@ -19,6 +19,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/kioku-ai/kioku/model"
 )
@@ -210,26 +211,68 @@ func embed(w http.ResponseWriter, req map[string]any) {
 	json.NewEncoder(w).Encode(map[string]any{"embeddings": embs})
 }
 
-// Vector returns the scripted embedding of a text with dims values: the
-// offline embedder's vector folded to that size and normalised, so that
-// similar texts get similar vectors.
-func Vector(text string, dims int) []float32 {
-	full := model.Offline{}.Vector(text, model.TaskQuery)
-	out := make([]float32, dims)
-	for i, x := range full {
-		out[i%dims] += x
+// Synonyms are the groups of words the scripted embedder treats as one.
+var Synonyms = [][]string{
+	{"car", "automobile", "vehicle", "sedan"},
+	{"doctor", "physician"},
+	{"sea", "ocean"},
+}
+
+var synonymOf = func() map[string]string {
+	m := map[string]string{}
+	for _, g := range Synonyms {
+		for _, w := range g[1:] {
+			m[w] = g[0]
+		}
 	}
+	return m
+}()
+
+// Vector returns the scripted embedding of a text with dims values, dense
+// like a real model's: the words of each group of Synonyms become the
+// group's first (the scripted model knows that an automobile is a car, as
+// a real one does and the offline embedder does not), then each feature of
+// the text (model.OfflineTerms) adds its weight times a pseudo-random ±1
+// vector of its own, and the sum is scaled to unit length. Every value is
+// non-zero, so that no coordinate is rarer than another; texts that share
+// features get similar vectors, and texts that share none nearly
+// orthogonal ones (a cosine of the order of 1/√dims).
+func Vector(text string, dims int) []float32 {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
+	for i, w := range words {
+		if s, ok := synonymOf[w]; ok {
+			words[i] = s
+		}
+	}
+	acc := make([]float64, dims)
+	for _, t := range model.OfflineTerms(strings.Join(words, " ")) {
+		x := uint64(t.ID)
+		for i := range acc {
+			// splitmix64: a pseudo-random stream seeded by the feature.
+			x += 0x9e3779b97f4a7c15
+			z := (x ^ x>>30) * 0xbf58476d1ce4e5b9
+			z = (z ^ z>>27) * 0x94d049bb133111eb
+			if (z^z>>31)&1 == 1 {
+				acc[i] += float64(t.Weight)
+			} else {
+				acc[i] -= float64(t.Weight)
+			}
+		}
+	}
+	out := make([]float32, dims)
 	var s float64
-	for _, x := range out {
-		s += float64(x) * float64(x)
+	for _, a := range acc {
+		s += a * a
 	}
 	if s == 0 {
 		out[0] = 1
 		return out
 	}
-	n := float32(1 / math.Sqrt(s))
-	for i := range out {
-		out[i] *= n
+	for i, a := range acc {
+		out[i] = float32(a / math.Sqrt(s))
+		if out[i] == 0 {
+			out[i] = 1e-6
+		}
 	}
 	return out
 }

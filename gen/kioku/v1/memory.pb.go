@@ -86,6 +86,62 @@ func (MemoryAction) EnumDescriptor() ([]byte, []int) {
 	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
 }
 
+// How hybrid retrieval fuses its sides.
+type FusionMethod int32
+
+const (
+	// The default: reciprocal rank fusion.
+	FusionMethod_FUSION_METHOD_UNSPECIFIED FusionMethod = 0
+	// Reciprocal rank fusion: a memory's similarity is the sum, over the sides
+	// that ranked it, of weight / (k + rank), divided by its largest possible
+	// value. Needs no calibration of the sides' scores.
+	FusionMethod_FUSION_METHOD_RRF FusionMethod = 1
+	// A weighted mean of the dense similarity (the cosine, negative counted as
+	// 0) and the lexical similarity (in [0, 1]).
+	FusionMethod_FUSION_METHOD_WEIGHTED FusionMethod = 2
+)
+
+// Enum value maps for FusionMethod.
+var (
+	FusionMethod_name = map[int32]string{
+		0: "FUSION_METHOD_UNSPECIFIED",
+		1: "FUSION_METHOD_RRF",
+		2: "FUSION_METHOD_WEIGHTED",
+	}
+	FusionMethod_value = map[string]int32{
+		"FUSION_METHOD_UNSPECIFIED": 0,
+		"FUSION_METHOD_RRF":         1,
+		"FUSION_METHOD_WEIGHTED":    2,
+	}
+)
+
+func (x FusionMethod) Enum() *FusionMethod {
+	p := new(FusionMethod)
+	*p = x
+	return p
+}
+
+func (x FusionMethod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FusionMethod) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
+}
+
+func (FusionMethod) Type() protoreflect.EnumType {
+	return &file_kioku_v1_memory_proto_enumTypes[1]
+}
+
+func (x FusionMethod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FusionMethod.Descriptor instead.
+func (FusionMethod) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
 // A Memory is one long-term fact about a scope (usually a user), such as
 // "prefers tea over coffee".
 //
@@ -810,7 +866,9 @@ type MemoryBankConfig struct {
 	// Automatic generation from sessions. Unset: only on request.
 	GenerationTrigger *GenerationTrigger `protobuf:"bytes,7,opt,name=generation_trigger,json=generationTrigger,proto3" json:"generation_trigger,omitempty"`
 	// Output only. When the configuration last changed.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// How similarity search ranks memories. Unset: the defaults.
+	Retrieval     *RetrievalConfig `protobuf:"bytes,9,opt,name=retrieval,proto3" json:"retrieval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -901,6 +959,140 @@ func (x *MemoryBankConfig) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetRetrieval() *RetrievalConfig {
+	if x != nil {
+		return x.Retrieval
+	}
+	return nil
+}
+
+// RetrievalConfig tunes an app's similarity search.
+type RetrievalConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How hybrid retrieval combines its two sides. Retrieval matches the
+	// query's words with each memory's fact (the lexical side: stems, each
+	// weighted by how rare it is among the scope's memories) and, when the
+	// server's embedder is a model, the query's embedding with each memory's
+	// (the dense side); each side ranks its best memories and the fusion
+	// orders them. With the built-in offline embedder, whose vectors are a
+	// hashing of the same words, the lexical side ranks alone.
+	Fusion        *FusionConfig `protobuf:"bytes,1,opt,name=fusion,proto3" json:"fusion,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetrievalConfig) Reset() {
+	*x = RetrievalConfig{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetrievalConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetrievalConfig) ProtoMessage() {}
+
+func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
+func (*RetrievalConfig) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RetrievalConfig) GetFusion() *FusionConfig {
+	if x != nil {
+		return x.Fusion
+	}
+	return nil
+}
+
+// FusionConfig configures hybrid retrieval.
+type FusionConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The method. Unspecified: reciprocal rank fusion.
+	Method FusionMethod `protobuf:"varint,1,opt,name=method,proto3,enum=kioku.v1.FusionMethod" json:"method,omitempty"`
+	// The weight of the dense side, 0 to 100. Both weights 0: 1 and 1. A side
+	// weighing 0 is left out.
+	DenseWeight float64 `protobuf:"fixed64,2,opt,name=dense_weight,json=denseWeight,proto3" json:"dense_weight,omitempty"`
+	// The weight of the lexical side, 0 to 100.
+	LexicalWeight float64 `protobuf:"fixed64,3,opt,name=lexical_weight,json=lexicalWeight,proto3" json:"lexical_weight,omitempty"`
+	// Reciprocal rank fusion's k, 1 to 1000; 0 means 60. The larger, the less
+	// the first ranks dominate.
+	RrfK          int32 `protobuf:"varint,4,opt,name=rrf_k,json=rrfK,proto3" json:"rrf_k,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FusionConfig) Reset() {
+	*x = FusionConfig{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FusionConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FusionConfig) ProtoMessage() {}
+
+func (x *FusionConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
+func (*FusionConfig) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FusionConfig) GetMethod() FusionMethod {
+	if x != nil {
+		return x.Method
+	}
+	return FusionMethod_FUSION_METHOD_UNSPECIFIED
+}
+
+func (x *FusionConfig) GetDenseWeight() float64 {
+	if x != nil {
+		return x.DenseWeight
+	}
+	return 0
+}
+
+func (x *FusionConfig) GetLexicalWeight() float64 {
+	if x != nil {
+		return x.LexicalWeight
+	}
+	return 0
+}
+
+func (x *FusionConfig) GetRrfK() int32 {
+	if x != nil {
+		return x.RrfK
+	}
+	return 0
+}
+
 var File_kioku_v1_memory_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_proto_rawDesc = "" +
@@ -975,7 +1167,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xde\x03\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\x97\x04\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -986,13 +1178,25 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\frevision_ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\vrevisionTtl\x12J\n" +
 	"\x12generation_trigger\x18\a \x01(\v2\x1b.kioku.v1.GenerationTriggerR\x11generationTrigger\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime*\x9b\x01\n" +
+	"updateTime\x127\n" +
+	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\"A\n" +
+	"\x0fRetrievalConfig\x12.\n" +
+	"\x06fusion\x18\x01 \x01(\v2\x16.kioku.v1.FusionConfigR\x06fusion\"\x9d\x01\n" +
+	"\fFusionConfig\x12.\n" +
+	"\x06method\x18\x01 \x01(\x0e2\x16.kioku.v1.FusionMethodR\x06method\x12!\n" +
+	"\fdense_weight\x18\x02 \x01(\x01R\vdenseWeight\x12%\n" +
+	"\x0elexical_weight\x18\x03 \x01(\x01R\rlexicalWeight\x12\x13\n" +
+	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*\x9b\x01\n" +
 	"\fMemoryAction\x12\x1d\n" +
 	"\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n" +
 	"\x15MEMORY_ACTION_UPDATED\x10\x02\x12\x19\n" +
 	"\x15MEMORY_ACTION_DELETED\x10\x03\x12\x1b\n" +
-	"\x17MEMORY_ACTION_UNCHANGED\x10\x04B\x8c\x01\n" +
+	"\x17MEMORY_ACTION_UNCHANGED\x10\x04*`\n" +
+	"\fFusionMethod\x12\x1d\n" +
+	"\x19FUSION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11FUSION_METHOD_RRF\x10\x01\x12\x1a\n" +
+	"\x16FUSION_METHOD_WEIGHTED\x10\x02B\x8c\x01\n" +
 	"\fcom.kioku.v1B\vMemoryProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
 var (
@@ -1007,58 +1211,64 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_proto_rawDescData
 }
 
-var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_kioku_v1_memory_proto_goTypes = []any{
 	(MemoryAction)(0),                // 0: kioku.v1.MemoryAction
-	(*Memory)(nil),                   // 1: kioku.v1.Memory
-	(*MemorySource)(nil),             // 2: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),           // 3: kioku.v1.MemoryRevision
-	(*GeneratedMemory)(nil),          // 4: kioku.v1.GeneratedMemory
-	(*GenerateMemoriesResponse)(nil), // 5: kioku.v1.GenerateMemoriesResponse
-	(*PurgeMemoriesResponse)(nil),    // 6: kioku.v1.PurgeMemoriesResponse
-	(*CustomMemoryTopic)(nil),        // 7: kioku.v1.CustomMemoryTopic
-	(*GenerationExample)(nil),        // 8: kioku.v1.GenerationExample
-	(*GenerationTrigger)(nil),        // 9: kioku.v1.GenerationTrigger
-	(*MemoryBankConfig)(nil),         // 10: kioku.v1.MemoryBankConfig
-	nil,                              // 11: kioku.v1.Memory.ScopeEntry
-	nil,                              // 12: kioku.v1.Memory.MetadataEntry
-	nil,                              // 13: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 14: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 15: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 16: google.protobuf.Duration
-	(*Event)(nil),                    // 17: kioku.v1.Event
+	(FusionMethod)(0),                // 1: kioku.v1.FusionMethod
+	(*Memory)(nil),                   // 2: kioku.v1.Memory
+	(*MemorySource)(nil),             // 3: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),           // 4: kioku.v1.MemoryRevision
+	(*GeneratedMemory)(nil),          // 5: kioku.v1.GeneratedMemory
+	(*GenerateMemoriesResponse)(nil), // 6: kioku.v1.GenerateMemoriesResponse
+	(*PurgeMemoriesResponse)(nil),    // 7: kioku.v1.PurgeMemoriesResponse
+	(*CustomMemoryTopic)(nil),        // 8: kioku.v1.CustomMemoryTopic
+	(*GenerationExample)(nil),        // 9: kioku.v1.GenerationExample
+	(*GenerationTrigger)(nil),        // 10: kioku.v1.GenerationTrigger
+	(*MemoryBankConfig)(nil),         // 11: kioku.v1.MemoryBankConfig
+	(*RetrievalConfig)(nil),          // 12: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 13: kioku.v1.FusionConfig
+	nil,                              // 14: kioku.v1.Memory.ScopeEntry
+	nil,                              // 15: kioku.v1.Memory.MetadataEntry
+	nil,                              // 16: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 17: kioku.v1.MemoryRevision.MetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 19: google.protobuf.Duration
+	(*Event)(nil),                    // 20: kioku.v1.Event
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	11, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	12, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	15, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	15, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	15, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	16, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
-	2,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
+	14, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	15, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	18, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	18, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	18, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	19, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	3,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
 	0,  // 7: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	13, // 8: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	14, // 9: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
-	2,  // 10: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	15, // 11: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	15, // 12: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 13: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
+	16, // 8: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	17, // 9: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	3,  // 10: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
+	18, // 11: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	18, // 12: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	2,  // 13: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
 	0,  // 14: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
-	4,  // 15: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	17, // 16: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	16, // 17: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
-	7,  // 18: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
-	8,  // 19: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	16, // 20: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	16, // 21: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
-	9,  // 22: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	15, // 23: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	5,  // 15: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
+	20, // 16: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	19, // 17: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	8,  // 18: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
+	9,  // 19: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
+	19, // 20: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	19, // 21: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	10, // 22: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
+	18, // 23: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	12, // 24: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	13, // 25: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	1,  // 26: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1076,8 +1286,8 @@ func file_kioku_v1_memory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   14,
+			NumEnums:      2,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1026,8 +1026,12 @@ type RetrievedMemory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The memory.
 	Memory *Memory `protobuf:"bytes,1,opt,name=memory,proto3" json:"memory,omitempty"`
-	// The cosine distance to the query (0 identical, 2 opposite); 0 without a
-	// query.
+	// 1 minus the memory's similarity to the query as retrieval ranks it, in
+	// [0, 1]; results come in ascending order. With the offline embedder the
+	// similarity is the lexical one (the IDF-weighted cosine of the query's
+	// and the fact's words, times the share of the query's words the fact
+	// holds, times a factor below 1 for facts of a few words); with a model
+	// embedder it is the fused one (see RetrievalConfig). 0 without a query.
 	Distance      float64 `protobuf:"fixed64,2,opt,name=distance,proto3" json:"distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -8,6 +8,9 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+FUSION_METHOD_RRF: FusionMethod
+FUSION_METHOD_UNSPECIFIED: FusionMethod
+FUSION_METHOD_WEIGHTED: FusionMethod
 MEMORY_ACTION_CREATED: MemoryAction
 MEMORY_ACTION_DELETED: MemoryAction
 MEMORY_ACTION_UNCHANGED: MemoryAction
@@ -21,6 +24,18 @@ class CustomMemoryTopic(_message.Message):
     description: str
     label: str
     def __init__(self, label: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class FusionConfig(_message.Message):
+    __slots__ = ["dense_weight", "lexical_weight", "method", "rrf_k"]
+    DENSE_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    RRF_K_FIELD_NUMBER: _ClassVar[int]
+    dense_weight: float
+    lexical_weight: float
+    method: FusionMethod
+    rrf_k: int
+    def __init__(self, method: _Optional[_Union[FusionMethod, str]] = ..., dense_weight: _Optional[float] = ..., lexical_weight: _Optional[float] = ..., rrf_k: _Optional[int] = ...) -> None: ...
 
 class GenerateMemoriesResponse(_message.Message):
     __slots__ = ["generated_memories"]
@@ -93,13 +108,14 @@ class Memory(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
-    __slots__ = ["custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "revision_ttl", "update_time"]
+    __slots__ = ["custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "retrieval", "revision_ttl", "update_time"]
     CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
     GENERATION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     MANAGED_TOPICS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TTL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     custom_topics: _containers.RepeatedCompositeFieldContainer[CustomMemoryTopic]
@@ -108,9 +124,10 @@ class MemoryBankConfig(_message.Message):
     managed_topics: _containers.RepeatedScalarFieldContainer[str]
     memory_ttl: _duration_pb2.Duration
     name: str
+    retrieval: RetrievalConfig
     revision_ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
     __slots__ = ["action", "create_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "topics"]
@@ -168,5 +185,14 @@ class PurgeMemoriesResponse(_message.Message):
     purge_count: int
     def __init__(self, purge_count: _Optional[int] = ...) -> None: ...
 
+class RetrievalConfig(_message.Message):
+    __slots__ = ["fusion"]
+    FUSION_FIELD_NUMBER: _ClassVar[int]
+    fusion: FusionConfig
+    def __init__(self, fusion: _Optional[_Union[FusionConfig, _Mapping]] = ...) -> None: ...
+
 class MemoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class FusionMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

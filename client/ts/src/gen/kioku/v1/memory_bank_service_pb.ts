@@ -553,8 +553,12 @@ export type RetrievedMemory = Message<"kioku.v1.RetrievedMemory"> & {
   memory?: Memory | undefined;
 
   /**
-   * The cosine distance to the query (0 identical, 2 opposite); 0 without a
-   * query.
+   * 1 minus the memory's similarity to the query as retrieval ranks it, in
+   * [0, 1]; results come in ascending order. With the offline embedder the
+   * similarity is the lexical one (the IDF-weighted cosine of the query's
+   * and the fact's words, times the share of the query's words the fact
+   * holds, times a factor below 1 for facts of a few words); with a model
+   * embedder it is the fused one (see RetrievalConfig). 0 without a query.
    *
    * @generated from field: double distance = 2;
    */

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIvwDCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDAoKZXhwaXJhdGlvbiIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAki+AMKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiLwAgoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKpsBCgxNZW1vcnlBY3Rpb24SHQoZTUVNT1JZX0FDVElPTl9VTlNQRUNJRklFRBAAEhkKFU1FTU9SWV9BQ1RJT05fQ1JFQVRFRBABEhkKFU1FTU9SWV9BQ1RJT05fVVBEQVRFRBACEhkKFU1FTU9SWV9BQ1RJT05fREVMRVRFRBADEhsKF01FTU9SWV9BQ1RJT05fVU5DSEFOR0VEEARCjAEKDGNvbS5raW9rdS52MUILTWVtb3J5UHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIvwDCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDAoKZXhwaXJhdGlvbiIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAki+AMKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKeAwoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldHJpZXZhbBgJIAEoCzIZLmtpb2t1LnYxLlJldHJpZXZhbENvbmZpZyI5Cg9SZXRyaWV2YWxDb25maWcSJgoGZnVzaW9uGAEgASgLMhYua2lva3UudjEuRnVzaW9uQ29uZmlnInMKDEZ1c2lvbkNvbmZpZxImCgZtZXRob2QYASABKA4yFi5raW9rdS52MS5GdXNpb25NZXRob2QSFAoMZGVuc2Vfd2VpZ2h0GAIgASgBEhYKDmxleGljYWxfd2VpZ2h0GAMgASgBEg0KBXJyZl9rGAQgASgFKpsBCgxNZW1vcnlBY3Rpb24SHQoZTUVNT1JZX0FDVElPTl9VTlNQRUNJRklFRBAAEhkKFU1FTU9SWV9BQ1RJT05fQ1JFQVRFRBABEhkKFU1FTU9SWV9BQ1RJT05fVVBEQVRFRBACEhkKFU1FTU9SWV9BQ1RJT05fREVMRVRFRBADEhsKF01FTU9SWV9BQ1RJT05fVU5DSEFOR0VEEAQqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVDSUZJRUQQABIVChFGVVNJT05fTUVUSE9EX1JSRhABEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQAkKMAQoMY29tLmtpb2t1LnYxQgtNZW1vcnlQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -483,6 +483,13 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 8;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * How similarity search ranks memories. Unset: the defaults.
+   *
+   * @generated from field: kioku.v1.RetrievalConfig retrieval = 9;
+   */
+  retrieval?: RetrievalConfig | undefined;
 };
 
 /**
@@ -491,6 +498,77 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 9);
+
+/**
+ * RetrievalConfig tunes an app's similarity search.
+ *
+ * @generated from message kioku.v1.RetrievalConfig
+ */
+export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
+  /**
+   * How hybrid retrieval combines its two sides. Retrieval matches the
+   * query's words with each memory's fact (the lexical side: stems, each
+   * weighted by how rare it is among the scope's memories) and, when the
+   * server's embedder is a model, the query's embedding with each memory's
+   * (the dense side); each side ranks its best memories and the fusion
+   * orders them. With the built-in offline embedder, whose vectors are a
+   * hashing of the same words, the lexical side ranks alone.
+   *
+   * @generated from field: kioku.v1.FusionConfig fusion = 1;
+   */
+  fusion?: FusionConfig | undefined;
+};
+
+/**
+ * Describes the message kioku.v1.RetrievalConfig.
+ * Use `create(RetrievalConfigSchema)` to create a new message.
+ */
+export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 10);
+
+/**
+ * FusionConfig configures hybrid retrieval.
+ *
+ * @generated from message kioku.v1.FusionConfig
+ */
+export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
+  /**
+   * The method. Unspecified: reciprocal rank fusion.
+   *
+   * @generated from field: kioku.v1.FusionMethod method = 1;
+   */
+  method: FusionMethod;
+
+  /**
+   * The weight of the dense side, 0 to 100. Both weights 0: 1 and 1. A side
+   * weighing 0 is left out.
+   *
+   * @generated from field: double dense_weight = 2;
+   */
+  denseWeight: number;
+
+  /**
+   * The weight of the lexical side, 0 to 100.
+   *
+   * @generated from field: double lexical_weight = 3;
+   */
+  lexicalWeight: number;
+
+  /**
+   * Reciprocal rank fusion's k, 1 to 1000; 0 means 60. The larger, the less
+   * the first ranks dominate.
+   *
+   * @generated from field: int32 rrf_k = 4;
+   */
+  rrfK: number;
+};
+
+/**
+ * Describes the message kioku.v1.FusionConfig.
+ * Use `create(FusionConfigSchema)` to create a new message.
+ */
+export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 11);
 
 /**
  * The action a change applied to a memory.
@@ -541,4 +619,41 @@ export enum MemoryAction {
  */
 export const MemoryActionSchema: GenEnum<MemoryAction> = /*@__PURE__*/
   enumDesc(file_kioku_v1_memory, 0);
+
+/**
+ * How hybrid retrieval fuses its sides.
+ *
+ * @generated from enum kioku.v1.FusionMethod
+ */
+export enum FusionMethod {
+  /**
+   * The default: reciprocal rank fusion.
+   *
+   * @generated from enum value: FUSION_METHOD_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Reciprocal rank fusion: a memory's similarity is the sum, over the sides
+   * that ranked it, of weight / (k + rank), divided by its largest possible
+   * value. Needs no calibration of the sides' scores.
+   *
+   * @generated from enum value: FUSION_METHOD_RRF = 1;
+   */
+  RRF = 1,
+
+  /**
+   * A weighted mean of the dense similarity (the cosine, negative counted as
+   * 0) and the lexical similarity (in [0, 1]).
+   *
+   * @generated from enum value: FUSION_METHOD_WEIGHTED = 2;
+   */
+  WEIGHTED = 2,
+}
+
+/**
+ * Describes the enum kioku.v1.FusionMethod.
+ */
+export const FusionMethodSchema: GenEnum<FusionMethod> = /*@__PURE__*/
+  enumDesc(file_kioku_v1_memory, 1);
 

@@ -1,0 +1,373 @@
+package memorybank
+
+import (
+	"cmp"
+	"iter"
+	"math"
+	"slices"
+
+	"github.com/kioku-ai/kioku/model"
+)
+
+// The constants of lexical retrieval (see Rank).
+const (
+	lengthPivot       = 64   // s at which a memory's length stops counting
+	coverageSmoothing = 0.5  // added to both sides of coverage's share
+	feedbackDocs      = 2    // memories the feedback takes terms from
+	feedbackTerms     = 30   // terms it adds
+	feedbackWeight    = 0.35 // their weight against the query's
+)
+
+// TermStats are the document frequencies of lexical retrieval in a scope:
+// how many memories there are (N) and how many hold a term of each bucket
+// (Term.Bucket).
+type TermStats struct {
+	N  int
+	DF func(bucket int) int32
+}
+
+// idf returns the inverse document frequency of a bucket.
+func (s TermStats) idf(bucket int) float64 {
+	n, df := float64(s.N), float64(s.DF(bucket))
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
+// Buckets returns the distinct buckets of terms, in order.
+func Buckets(terms []model.Term) []int {
+	out := make([]int, len(terms))
+	for i, t := range terms {
+		out[i] = t.Bucket()
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Candidate is a memory a store considers for a search; Item is what the
+// store knows it by, which Rank turns into a Memory for the results only.
+type Candidate[T any] struct {
+	Item T
+	// ID is the memory's id (ties go to the smaller).
+	ID string
+	// Terms are model.OfflineTerms of the memory's fact.
+	Terms []model.Term
+	// Dense is the memory's dense score (the dot product of its vector with
+	// the weighted query vector) when HasDense.
+	Dense    float64
+	HasDense bool
+}
+
+// weightedTerm is a query term with its weight.
+type weightedTerm struct {
+	id   uint32
+	w    float64
+	word bool // one of the query's own words (coverage counts it)
+}
+
+// lexicalQuery is a query's terms, IDF-weighted and of unit length.
+type lexicalQuery struct {
+	terms []weightedTerm // sorted by id
+	words int            // how many of terms are the query's words
+	// buckets has a bit set for each term's bucket, so that a memory that
+	// shares nothing with the query is passed over at a glance.
+	buckets [model.OfflineDimensions / 64]uint64
+}
+
+// index sets the buckets of the query's terms.
+func (q *lexicalQuery) index() {
+	q.buckets = [model.OfflineDimensions / 64]uint64{}
+	for _, t := range q.terms {
+		b := t.id % model.OfflineDimensions
+		q.buckets[b/64] |= 1 << (b % 64)
+	}
+}
+
+// touches reports whether terms may share one with the query.
+func (q *lexicalQuery) touches(terms []model.Term) bool {
+	for _, t := range terms {
+		b := t.ID % model.OfflineDimensions
+		if q.buckets[b/64]&(1<<(b%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func newLexicalQuery(terms []model.Term, st TermStats) lexicalQuery {
+	q := lexicalQuery{terms: make([]weightedTerm, 0, len(terms))}
+	var norm float64
+	for _, t := range terms {
+		w := float64(t.Weight) * st.idf(t.Bucket())
+		q.terms = append(q.terms, weightedTerm{id: t.ID, w: w, word: t.Word()})
+		norm += w * w
+		if t.Word() {
+			q.words++
+		}
+	}
+	q.scale(norm)
+	q.index()
+	return q
+}
+
+// scale divides the weights by the square root of norm (their squared
+// length).
+func (q *lexicalQuery) scale(norm float64) {
+	if norm == 0 {
+		return
+	}
+	n := 1 / math.Sqrt(norm)
+	for i := range q.terms {
+		q.terms[i].w *= n
+	}
+}
+
+// score returns a memory's lexical similarity (see the package's lexical
+// retrieval).
+func (q *lexicalQuery) score(terms []model.Term) float64 {
+	var dot, norm float64
+	matched := 0
+	i := 0
+	for _, t := range terms {
+		w := float64(t.Weight)
+		norm += w * w
+		for i < len(q.terms) && q.terms[i].id < t.ID {
+			i++
+		}
+		if i < len(q.terms) && q.terms[i].id == t.ID {
+			dot += q.terms[i].w * w
+			if q.terms[i].word {
+				matched++
+			}
+		}
+	}
+	if dot <= 0 || norm == 0 {
+		return 0
+	}
+	s := dot / math.Sqrt(norm)
+	if q.words > 0 {
+		s *= (float64(matched) + coverageSmoothing) / (float64(q.words) + coverageSmoothing)
+	}
+	return s * min(1, math.Sqrt(math.Sqrt(norm/lengthPivot)))
+}
+
+// expand returns the query with the feedback of its best memories added.
+func (q *lexicalQuery) expand(best [][]model.Term, st TermStats) lexicalQuery {
+	acc := map[uint32]float64{}
+	for _, terms := range best {
+		var norm float64
+		for _, t := range terms {
+			norm += float64(t.Weight) * float64(t.Weight)
+		}
+		for _, t := range terms {
+			acc[t.ID] += float64(t.Weight) / math.Sqrt(norm) * st.idf(t.Bucket()) / float64(len(best))
+		}
+	}
+	add := make([]weightedTerm, 0, len(acc))
+	for id, w := range acc {
+		add = append(add, weightedTerm{id: id, w: w})
+	}
+	slices.SortFunc(add, func(a, b weightedTerm) int {
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	add = add[:min(len(add), feedbackTerms)]
+	var norm float64
+	for _, t := range add {
+		norm += t.w * t.w
+	}
+	merged := map[uint32]weightedTerm{}
+	for _, t := range q.terms {
+		merged[t.id] = t
+	}
+	for _, t := range add {
+		m := merged[t.id]
+		m.id = t.id
+		m.w += feedbackWeight * t.w / math.Sqrt(norm)
+		merged[t.id] = m
+	}
+	out := lexicalQuery{words: q.words, terms: make([]weightedTerm, 0, len(merged))}
+	for _, t := range merged {
+		out.terms = append(out.terms, t)
+	}
+	slices.SortFunc(out.terms, func(a, b weightedTerm) int { return cmp.Compare(a.id, b.id) })
+	var total float64 // summed in order, so that a query always weighs the same
+	for _, t := range out.terms {
+		total += t.w * t.w
+	}
+	out.scale(total)
+	out.index()
+	return out
+}
+
+// Rank scores a search's candidates (visible memories of the scope that
+// pass the filter) and returns those among the q.K best by dense score or
+// the q.K best by lexical similarity, with their ranks on each side; the
+// dense ones first by rank, then the others by lexical rank. st holds the
+// scope's term statistics. Every store ranks by this function, so that
+// they agree.
+//
+// The lexical side matches the query's terms (model.OfflineTerms: stems,
+// CJK bigrams) with each memory's, the same way whatever the embedder. A
+// memory's lexical similarity to the query is, in [0, 1], the product of:
+//
+//   - the cosine of the query's and the memory's weighted terms, each query
+//     term weighted by its inverse document frequency among the scope's
+//     memories, ln(1 + (n - df + 0.5) / (df + 0.5)), so that rare words
+//     (names, places) count most. Document frequencies are kept per bucket
+//     (Term.Bucket, 2,048 of them), so that a store can keep them in one
+//     small record per scope;
+//   - coverage, the share of the query's words the memory holds, as
+//     (matched + ½) / (words + ½): a memory that answers all of a question
+//     beats one that repeats one of its words;
+//   - a length factor, min(1, (s / 64)^¼), s the memory's sum of squared
+//     term weights (about its number of distinct terms): a memory of a few
+//     words says less than one of a sentence or two, as in BM25's length
+//     normalisation.
+//
+// Pseudo-relevance feedback then adds to the query the most distinctive
+// terms of its two best memories (30 terms, together weighing 0.35 of the
+// query) and scores again, so that a memory that shares those terms but
+// none of the query's words is found too ("pottery" finds the pottery
+// class "at the ceramics studio", then "the ceramics studio fires the
+// bowls"); coverage still counts the query's own words.
+func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats, memory func(T) *Memory) []Scored {
+	if q.K <= 0 {
+		return nil
+	}
+	dense := newTopK(q.K, func(h hit[T]) float64 { return h.c.Dense })
+	lexical := newTopK(q.K, func(h hit[T]) float64 { return h.lexical })
+	var lq *lexicalQuery
+	if len(q.Terms) > 0 && st.N > 0 {
+		x := newLexicalQuery(q.Terms, st)
+		lq = &x
+	}
+	for c := range candidates {
+		if c.HasDense {
+			dense.offer(hit[T]{c: c})
+		}
+		if lq != nil && lq.touches(c.Terms) {
+			if s := lq.score(c.Terms); s > 0 {
+				lexical.offer(hit[T]{c: c, lexical: s})
+			}
+		}
+	}
+	if lq != nil {
+		var best [][]model.Term
+		lb := lexical.best()
+		for _, h := range lb[:min(feedbackDocs, len(lb))] {
+			best = append(best, h.c.Terms)
+		}
+		if len(best) > 0 {
+			eq := lq.expand(best, st)
+			lq = &eq
+			lexical = newTopK(q.K, lexical.score)
+			for c := range candidates {
+				if lq.touches(c.Terms) {
+					if s := lq.score(c.Terms); s > 0 {
+						lexical.offer(hit[T]{c: c, lexical: s})
+					}
+				}
+			}
+		}
+	}
+	out := make([]Scored, 0, 2*q.K)
+	at := map[string]int{} // memory id → index in out
+	add := func(h hit[T]) *Scored {
+		if i, ok := at[h.c.ID]; ok {
+			return &out[i]
+		}
+		at[h.c.ID] = len(out)
+		out = append(out, Scored{Memory: memory(h.c.Item)})
+		if h.c.HasDense {
+			out[len(out)-1].Score = h.c.Dense
+		}
+		return &out[len(out)-1]
+	}
+	for i, h := range dense.best() {
+		s := add(h)
+		s.DenseRank = i + 1
+		if lq != nil {
+			s.Lexical = lq.score(h.c.Terms)
+		}
+	}
+	for i, h := range lexical.best() {
+		s := add(h)
+		s.LexicalRank, s.Lexical = i+1, h.lexical
+	}
+	return out
+}
+
+// hit is a candidate with its lexical similarity.
+type hit[T any] struct {
+	c       Candidate[T]
+	lexical float64
+}
+
+// topK keeps the k best hits by a score, ties broken by memory id: a
+// min-heap of the best so far, worst at the root.
+type topK[T any] struct {
+	k     int
+	score func(hit[T]) float64
+	list  []hit[T]
+}
+
+func newTopK[T any](k int, score func(hit[T]) float64) *topK[T] {
+	return &topK[T]{k: k, score: score}
+}
+
+// worse reports whether a ranks below b.
+func (t *topK[T]) worse(a, b hit[T]) bool {
+	if sa, sb := t.score(a), t.score(b); sa != sb {
+		return sa < sb
+	}
+	return a.c.ID > b.c.ID
+}
+
+func (t *topK[T]) offer(h hit[T]) {
+	if len(t.list) < t.k {
+		t.list = append(t.list, h)
+		for i := len(t.list) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !t.worse(t.list[i], t.list[p]) {
+				break
+			}
+			t.list[i], t.list[p] = t.list[p], t.list[i]
+			i = p
+		}
+		return
+	}
+	if !t.worse(t.list[0], h) {
+		return
+	}
+	t.list[0] = h
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.list) && t.worse(t.list[l], t.list[m]) {
+			m = l
+		}
+		if r < len(t.list) && t.worse(t.list[r], t.list[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.list[i], t.list[m] = t.list[m], t.list[i]
+		i = m
+	}
+}
+
+// best returns the k best, best first.
+func (t *topK[T]) best() []hit[T] {
+	out := slices.Clone(t.list)
+	slices.SortFunc(out, func(a, b hit[T]) int {
+		switch {
+		case t.worse(b, a):
+			return -1
+		case t.worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
