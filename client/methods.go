@@ -71,6 +71,12 @@ func (c *Client) ForkSession(ctx context.Context, req *kiokuv1.ForkSessionReques
 	return unary(ctx, c.sessions.ForkSession, req)
 }
 
+// CompactSession starts summarising a session's older events into a
+// compaction event; wait for the returned operation with WaitOperation.
+func (c *Client) CompactSession(ctx context.Context, req *kiokuv1.CompactSessionRequest) (*kiokuv1.Operation, error) {
+	return unary(ctx, c.sessions.CompactSession, req)
+}
+
 // SearchEvents searches a user's events (parent apps/{app}/users/{user}),
 // or one session's, for a text query: the best matches first, paged.
 func (c *Client) SearchEvents(ctx context.Context, req *kiokuv1.SearchEventsRequest) (*kiokuv1.SearchEventsResponse, error) {

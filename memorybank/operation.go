@@ -53,9 +53,11 @@ func (o *Operation) ClaimTime() time.Time {
 const (
 	MethodGenerate = "GenerateMemories"
 	MethodPurge    = "PurgeMemories"
+	MethodCompact  = "CompactSession"
 )
 
-// Operation is slow work: a generation or a purge.
+// Operation is slow work: a generation, a purge, or the compaction of a
+// session (see compact.go).
 type Operation struct {
 	App    string
 	ID     string
@@ -64,12 +66,14 @@ type Operation struct {
 	// ScopeKey is the scope the operation writes (Scope.Key); operations of
 	// one scope run one at a time. Empty for purges across scopes.
 	ScopeKey string
-	// Generate or Purge is the request, by Method.
+	// Generate, Purge or Compact is the request, by Method.
 	Generate *GenerateRequest
 	Purge    *PurgeRequest
+	Compact  *CompactRequest
 	// Result of a succeeded operation, by Method.
 	Generated  []GeneratedMemory
 	PurgeCount int64
+	Compacted  *CompactOutcome
 	// ErrorKind and ErrorMessage of a failed operation.
 	ErrorKind    fault.Kind
 	ErrorMessage string

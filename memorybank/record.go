@@ -68,7 +68,9 @@ type operationRecord struct {
 	ScopeKey        string            `json:"scope_key,omitempty"`
 	Generate        *generateRecord   `json:"generate,omitempty"`
 	Purge           *purgeRecord      `json:"purge,omitempty"`
+	Compact         *compactRecord    `json:"compact,omitempty"`
 	Generated       []generatedRecord `json:"generated,omitempty"`
+	Compacted       *compactedRecord  `json:"compacted,omitempty"`
 	PurgeCount      int64             `json:"purge_count,omitempty"`
 	ErrorKind       string            `json:"error_kind,omitempty"`
 	ErrorMessage    string            `json:"error_message,omitempty"`
@@ -110,6 +112,17 @@ type purgeRecord struct {
 	Scope  Scope  `json:"scope,omitempty"`
 	Filter string `json:"filter,omitempty"`
 	Force  bool   `json:"force,omitempty"`
+}
+
+type compactRecord struct {
+	Session    string `json:"session"`
+	UpTo       int64  `json:"up_to,omitempty"`
+	KeepRecent int    `json:"keep_recent,omitempty"`
+}
+
+type compactedRecord struct {
+	Event   *sessions.Event `json:"event,omitempty"` // sessions.Event's own stored form
+	Created bool            `json:"created,omitempty"`
 }
 
 type generatedRecord struct {
@@ -228,6 +241,12 @@ func MarshalOperation(op *Operation) ([]byte, error) {
 	if p := op.Purge; p != nil {
 		r.Purge = &purgeRecord{Scope: p.Scope, Filter: p.Filter, Force: p.Force}
 	}
+	if c := op.Compact; c != nil {
+		r.Compact = &compactRecord{Session: c.Session.Name(), UpTo: c.UpTo, KeepRecent: c.KeepRecent}
+	}
+	if c := op.Compacted; c != nil {
+		r.Compacted = &compactedRecord{Event: c.Event, Created: c.Created}
+	}
 	for _, gm := range op.Generated {
 		action, ok := actionNames[gm.Action]
 		if !ok {
@@ -321,6 +340,16 @@ func fromRecord(r operationRecord) (*Operation, error) {
 	}
 	if p := r.Purge; p != nil {
 		op.Purge = &PurgeRequest{Scope: p.Scope, Filter: p.Filter, Force: p.Force}
+	}
+	if c := r.Compact; c != nil {
+		key, err := parseSessionName("compact.session", c.Session)
+		if err != nil || key == nil {
+			return nil, fmt.Errorf("compact.session %q: %v", c.Session, err)
+		}
+		op.Compact = &CompactRequest{Session: *key, UpTo: c.UpTo, KeepRecent: c.KeepRecent}
+	}
+	if c := r.Compacted; c != nil {
+		op.Compacted = &CompactOutcome{Event: c.Event, Created: c.Created}
 	}
 	for _, g := range r.Generated {
 		action, err := parseName("action", g.Action, actionNames)

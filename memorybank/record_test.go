@@ -63,6 +63,16 @@ func sampleOperations() map[string]*memorybank.Operation {
 			PurgeCount: 12, ErrorKind: fault.Unavailable, ErrorMessage: "gave up after 5 attempts: Firestore is unavailable",
 			CreateTime: t0, EndTime: t0.Add(time.Hour), Attempt: 5, Progress: "failed",
 		},
+		"compacted": {
+			App: "golden", ID: "op5", Method: memorybank.MethodCompact, State: memorybank.OpSucceeded, ScopeKey: "session=s1&user_id=ann",
+			Compact: &memorybank.CompactRequest{Session: *ann, UpTo: 40, KeepRecent: 10},
+			Compacted: &memorybank.CompactOutcome{Created: true, Event: &sessions.Event{
+				ID: "kioku-compaction-40", InvocationID: "kioku-compaction-40", Author: "kioku", Timestamp: t0, Sequence: 41,
+				Content: &sessions.Content{Role: "model", Parts: []sessions.Part{{Text: "The user talked about tea."}}},
+				Actions: sessions.Actions{Compaction: &sessions.Compaction{StartSequence: 1, EndSequence: 40, StartTime: t0.Add(-time.Hour), EndTime: t0, Model: "gemini:gemini-test", PromptVersion: "kioku-compaction-v1"}},
+			}},
+			CreateTime: t0, StartTime: t0, EndTime: t0.Add(time.Second), Attempt: 1, Progress: "done", ModelCalls: 1, EventsProcessed: 40,
+		},
 		"cancelled": {
 			App: "golden", ID: "op4", Method: memorybank.MethodGenerate, State: memorybank.OpCancelled, ScopeKey: "user_id=dee",
 			Generate:  &memorybank.GenerateRequest{Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "x"}}},

@@ -415,6 +415,8 @@ func (r *run) execute(ctx context.Context) error {
 		w, err = r.generate(pctx)
 	case MethodPurge:
 		w, err = r.purge(pctx)
+	case MethodCompact:
+		w, err = r.compact(pctx)
 	default:
 		err = fault.Invalidf("unknown operation method %q", r.ops[0].Method)
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	// Sessions reads sessions for generation from a session. Required for
 	// session sources.
 	Sessions SessionReader
+	// Compactor compacts sessions for CompactSession operations; nil means
+	// none: CompactSession is FailedPrecondition.
+	Compactor Compactor
 
 	// Now and NewID are the clock and the id source (defaults: time.Now and
 	// aip.NewID).
@@ -76,14 +79,15 @@ type Config struct {
 
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
-	store Store
-	gen   model.Generator
-	emb   model.Embedder
-	sess  SessionReader
-	now   func() time.Time
-	newID func() string
-	log   *slog.Logger
-	cfg   Config
+	store     Store
+	gen       model.Generator
+	emb       model.Embedder
+	sess      SessionReader
+	compactor Compactor
+	now       func() time.Time
+	newID     func() string
+	log       *slog.Logger
+	cfg       Config
 
 	wake    chan struct{} // a new operation was queued here, or a run ended
 	heldMu  sync.Mutex
@@ -148,6 +152,7 @@ func NewService(store Store, cfg Config) *Service {
 		gen:         cfg.Generator,
 		emb:         cfg.Embedder,
 		sess:        cfg.Sessions,
+		compactor:   cfg.Compactor,
 		now:         cfg.Now,
 		newID:       cfg.NewID,
 		log:         cfg.Logger,

@@ -112,6 +112,9 @@ var kiokuPolicy = auth.Policy{
 	kiokuv1connect.SessionServiceForkSessionProcedure:  {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}},
 	kiokuv1connect.SessionServiceWatchSessionProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("name", sessionKind)}},
 	kiokuv1connect.SessionServiceSearchEventsProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", userOrSessionKind)}},
+	// A compaction's operation has the session's user in its scope, so a
+	// key of that user reaches it by name.
+	kiokuv1connect.SessionServiceCompactSessionProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}},
 
 	kiokuv1connect.MemoryBankServiceCreateMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("memory.scope")}},
 	kiokuv1connect.MemoryBankServiceGetMemoryProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", memoryKind)}},

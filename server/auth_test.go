@@ -275,6 +275,11 @@ func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	want("searching bob's session", err, connect.CodePermissionDenied)
 	_, err = ann.SearchEvents(ctx, &kiokuv1.SearchEventsRequest{Parent: "apps/b/users/ann", Query: "tea"})
 	want("searching another app", err, connect.CodePermissionDenied)
+	// This node has no model: a compaction the key may ask for fails later.
+	_, err = ann.CompactSession(ctx, &kiokuv1.CompactSessionRequest{Name: "apps/a/users/ann/sessions/s1"})
+	want("compacting her own session", err, connect.CodeFailedPrecondition)
+	_, err = ann.CompactSession(ctx, &kiokuv1.CompactSessionRequest{Name: "apps/a/users/bob/sessions/s1"})
+	want("compacting bob's session", err, connect.CodePermissionDenied)
 	d, _ := structpb.NewStruct(map[string]any{"app:x": 1})
 	_, err = ann.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: d})
 	want("changing app state", err, connect.CodePermissionDenied)

@@ -207,9 +207,19 @@ func operationToProto(op *memorybank.Operation) (*kiokuv1.Operation, error) {
 		out.Result = &kiokuv1.Operation_Error{Error: &kiokuv1.Status{Code: int32(code), Message: op.ErrorMessage}}
 	case memorybank.OpSucceeded:
 		var resp proto.Message
-		if op.Method == memorybank.MethodPurge {
+		switch op.Method {
+		case memorybank.MethodPurge:
 			resp = &kiokuv1.PurgeMemoriesResponse{PurgeCount: op.PurgeCount}
-		} else {
+		case memorybank.MethodCompact:
+			r := &kiokuv1.CompactSessionResponse{}
+			if c := op.Compacted; c != nil && c.Event != nil {
+				r.Created = c.Created
+				if r.Compaction, err = eventToProto(op.Compact.Session, c.Event); err != nil {
+					return nil, err
+				}
+			}
+			resp = r
+		default:
 			r := &kiokuv1.GenerateMemoriesResponse{}
 			for _, g := range op.Generated {
 				r.GeneratedMemories = append(r.GeneratedMemories, &kiokuv1.GeneratedMemory{Memory: memoryToProto(g.Memory), Action: actionToProto(g.Action)})

@@ -102,6 +102,13 @@ func eventToProto(k sessions.Key, e *sessions.Event) (*kiokuv1.Event, error) {
 			SkipSummarization: e.Actions.SkipSummarization,
 		},
 	}
+	if c := e.Actions.Compaction; c != nil {
+		out.Actions.Compaction = &kiokuv1.EventCompaction{
+			StartSequence: c.StartSequence, EndSequence: c.EndSequence,
+			StartTime: timestampOrNil(c.StartTime), EndTime: timestampOrNil(c.EndTime),
+			Model: c.Model, PromptVersion: c.PromptVersion,
+		}
+	}
 	if e.Sequence > 0 {
 		out.Name = eventName(k, e.ID)
 	}
@@ -167,6 +174,20 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 		}
 		if len(out.Actions.ArtifactDelta) == 0 {
 			out.Actions.ArtifactDelta = nil
+		}
+		if c := a.GetCompaction(); c != nil {
+			start, err := timeOrZero(c.GetStartTime())
+			if err != nil {
+				return nil, fault.Invalidf("event.actions.compaction.start_time: %v", err)
+			}
+			end, err := timeOrZero(c.GetEndTime())
+			if err != nil {
+				return nil, fault.Invalidf("event.actions.compaction.end_time: %v", err)
+			}
+			out.Actions.Compaction = &sessions.Compaction{
+				StartSequence: c.GetStartSequence(), EndSequence: c.GetEndSequence(), StartTime: start, EndTime: end,
+				Model: c.GetModel(), PromptVersion: c.GetPromptVersion(),
+			}
 		}
 	}
 	out.Content = content.FromKioku(e.GetContent())

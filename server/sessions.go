@@ -13,6 +13,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -26,16 +27,26 @@ type SessionForgetter interface {
 
 // SessionHandler serves kioku.v1.SessionService over a sessions.Service.
 type SessionHandler struct {
-	svc    *sessions.Service
-	log    *slog.Logger
-	forget SessionForgetter
+	svc     *sessions.Service
+	log     *slog.Logger
+	forget  SessionForgetter
+	compact SessionCompactor
 }
 
 var _ kiokuv1connect.SessionServiceHandler = (*SessionHandler)(nil)
 
+// SessionCompactor queues the compaction of sessions as operations (the
+// memory bank's operation runner does it).
+type SessionCompactor interface {
+	CompactSession(ctx context.Context, r *memorybank.CompactRequest) (*memorybank.Operation, error)
+}
+
 // SessionHandlerOptions are the optional parts of a SessionHandler.
 type SessionHandlerOptions struct {
-	Logger *slog.Logger
+	// Compactor serves CompactSession; without it such a request is
+	// FAILED_PRECONDITION.
+	Compactor SessionCompactor
+	Logger    *slog.Logger
 	// Forgetter serves DeleteSession's forget_memories; without it such a
 	// request is FAILED_PRECONDITION.
 	Forgetter SessionForgetter
@@ -46,7 +57,7 @@ func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *Sessi
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter}
+	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter, compact: opts.Compactor}
 }
 
 func (h *SessionHandler) fail(ctx context.Context, err error) error {
@@ -108,6 +119,7 @@ func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[ki
 		NumRecentEvents: int(req.Msg.GetNumRecentEvents()),
 		After:           after,
 		SkipEvents:      req.Msg.GetSkipEvents(),
+		Compacted:       req.Msg.GetView() == kiokuv1.SessionView_SESSION_VIEW_COMPACTED,
 	})
 	if err != nil {
 		return nil, h.fail(ctx, err)
@@ -430,6 +442,30 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 			return nil, h.fail(ctx, err)
 		}
 		out.Results = append(out.Results, &kiokuv1.SearchEventsResult{Event: pe, Session: hit.Session.Name(), Score: hit.Score})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// CompactSession implements kiokuv1connect.SessionServiceHandler.
+func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Request[kiokuv1.CompactSessionRequest]) (*connect.Response[kiokuv1.Operation], error) {
+	app, user, id, err := aip.ParseSession("name", req.Msg.GetName())
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	if h.compact == nil {
+		return nil, h.fail(ctx, fault.New(fault.FailedPrecondition, "this server does not run operations, which CompactSession needs"))
+	}
+	op, err := h.compact.CompactSession(ctx, &memorybank.CompactRequest{
+		Session:    sessions.Key{App: app, User: user, ID: id},
+		UpTo:       req.Msg.GetUpToSequence(),
+		KeepRecent: int(req.Msg.GetKeepRecentEvents()),
+	})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	out, err := operationToProto(op)
+	if err != nil {
+		return nil, h.fail(ctx, err)
 	}
 	return connect.NewResponse(out), nil
 }

@@ -259,6 +259,16 @@ func (l Limits) validateEvent(e *Event) error {
 	if err := l.validateDelta("event.actions.state_delta", e.Actions.StateDelta); err != nil {
 		return err
 	}
+	if c := e.Actions.Compaction; c != nil {
+		switch {
+		case c.StartSequence < 1 || c.EndSequence < c.StartSequence:
+			return fault.Invalidf("event.actions.compaction covers sequences %d to %d; it must cover 1 or more events from sequence 1 on", c.StartSequence, c.EndSequence)
+		case !validTime(c.StartTime) || !validTime(c.EndTime):
+			return fault.Invalidf("event.actions.compaction times must be within years 1678 to 2261")
+		case len(c.Model) > 256 || len(c.PromptVersion) > 256 || !utf8.ValidString(c.Model) || !utf8.ValidString(c.PromptVersion):
+			return fault.Invalidf("event.actions.compaction.model and prompt_version must be UTF-8 of at most 256 bytes")
+		}
+	}
 	for _, m := range [...]struct {
 		name  string
 		value map[string]any

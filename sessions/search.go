@@ -115,8 +115,12 @@ func SearchText(e *Event) string { return e.Author + ": " + e.Content.Text() }
 
 // IndexTerms returns the distinct terms (at most MaxIndexedTerms) of the
 // event's searchable text and its length in terms; none for an event
-// without text.
+// without text, and none for a compaction event (its summary repeats what
+// the events it covers said, and those are found themselves).
 func IndexTerms(e *Event) (distinct []string, length int) {
+	if e.Actions.Compaction != nil {
+		return nil, 0
+	}
 	seen := map[string]bool{}
 	terms.Each(SearchText(e), func(t string, _ terms.Kind) {
 		length++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/model"
 )
 
 // Config configures a Service. Every field is optional.
@@ -27,6 +28,9 @@ type Config struct {
 	// Logger receives background errors (the expiry sweeper). Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Generator writes the summaries of compactions (Compact); nil means
+	// none: Compact fails with FailedPrecondition.
+	Generator model.Generator
 }
 
 // Service implements the session rules over a Store. It is safe for
@@ -38,6 +42,7 @@ type Service struct {
 	newID  func() string
 	poll   time.Duration
 	log    *slog.Logger
+	gen    model.Generator
 	broker *broker
 
 	obsMu     sync.Mutex
@@ -53,6 +58,7 @@ func NewService(store Store, cfg Config) *Service {
 		newID:  cfg.NewID,
 		poll:   cfg.WatchPollInterval,
 		log:    cfg.Logger,
+		gen:    cfg.Generator,
 		broker: newBroker(),
 	}
 	if s.now == nil {
@@ -167,6 +173,11 @@ type GetSessionRequest struct {
 	After time.Time
 	// SkipEvents returns no events.
 	SkipEvents bool
+	// Compacted selects the compacted view: the session's latest
+	// compaction event, then the events after the range it covers (other
+	// compaction events left out); NumRecentEvents and After select among
+	// those later events. Without a compaction it is the plain view.
+	Compacted bool
 }
 
 // GetSession returns a session with its merged state and selected events.
@@ -180,18 +191,58 @@ func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) 
 	if !validTime(r.After) {
 		return nil, nil, fault.Invalidf("after_time is out of range")
 	}
-	sess, events, err := s.store.GetSession(ctx, key, EventQuery{
-		Now:      s.now(),
-		Skip:     r.SkipEvents,
-		Limit:    r.NumRecentEvents,
-		From:     r.After,
-		MaxBytes: s.limits.MaxReadBytes,
-	})
+	now := s.now()
+	q := EventQuery{Now: now, Skip: r.SkipEvents, Limit: r.NumRecentEvents, From: r.After, MaxBytes: s.limits.MaxReadBytes}
+	var (
+		sess   *Session
+		events []*Event
+		err    error
+	)
+	if r.Compacted && !r.SkipEvents {
+		sess, events, err = s.compactedView(ctx, key, q)
+	} else {
+		sess, events, err = s.store.GetSession(ctx, key, q)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if eventBytes(events) > s.limits.MaxReadBytes {
 		return nil, nil, fault.New(fault.FailedPrecondition, "session %s has more than %d bytes of events to return (MaxReadBytes), more than one GetSession carries: read them page by page with ListEvents, or ask for fewer with num_recent_events or after_time", key.Name(), s.limits.MaxReadBytes)
+	}
+	return sess, events, nil
+}
+
+// compactedView reads the compacted view: the session's pointer to its
+// latest compaction, then that event and the events after its range.
+func (s *Service) compactedView(ctx context.Context, key Key, q EventQuery) (*Session, []*Event, error) {
+	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: q.Now, Skip: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	if sess.CompactionSequence == 0 {
+		return s.store.GetSession(ctx, key, q)
+	}
+	compaction, err := s.eventAt(ctx, key, sess.CompactionSequence, q.Now)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := q.Limit
+	q.AfterSeq = sess.CompactedThrough
+	if q.Limit > 0 {
+		q.Limit++ // room for the compaction event itself, left out below
+	}
+	sess, later, err := s.store.GetSession(ctx, key, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	events := []*Event{compaction}
+	for _, e := range later {
+		if e.Actions.Compaction == nil {
+			events = append(events, e)
+		}
+	}
+	if want > 0 && len(events)-1 > want {
+		events = append(events[:1], events[len(events)-want:]...)
 	}
 	return sess, events, nil
 }
@@ -599,6 +650,11 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 		CreateTime:   now,
 		UpdateTime:   now,
 		LastSequence: upTo,
+	}
+	for _, e := range events {
+		if c := e.Actions.Compaction; c != nil && c.EndSequence > sess.CompactedThrough {
+			sess.CompactionSequence, sess.CompactedThrough = e.Sequence, c.EndSequence
+		}
 	}
 	err = s.store.CreateSession(ctx, &CreateRequest{
 		Session:       sess,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 )
 
@@ -40,6 +41,11 @@ type Session struct {
 	// (for a fork, its source's). Stores fill it in GetSession only; forks
 	// replay events on top of it.
 	InitialState map[string]any
+	// CompactionSequence is the sequence of the session's latest compaction
+	// event (the one that covers the most), 0 when none; CompactedThrough
+	// is the last sequence it covers.
+	CompactionSequence int64
+	CompactedThrough   int64
 }
 
 // Expired reports whether the session has expired at now.
@@ -93,6 +99,24 @@ type Actions struct {
 	TransferToAgent   string           `json:"transfer_to_agent,omitempty"`
 	Escalate          bool             `json:"escalate,omitempty"`
 	SkipSummarization bool             `json:"skip_summarization,omitempty"`
+	// Compaction, set on a compaction event, is the range of events its
+	// content summarises.
+	Compaction *Compaction `json:"compaction,omitempty"`
+}
+
+// Compaction describes a compaction event: its content is the summary of
+// the session's events from StartSequence to EndSequence (of the previous
+// compaction's summary and the events after it, for a recursive one). The
+// events stay; the summary stands for them where a caller asks for the
+// compacted view.
+type Compaction struct {
+	StartSequence int64     `json:"start_sequence"`
+	EndSequence   int64     `json:"end_sequence"`
+	StartTime     time.Time `json:"start_time,omitzero"`
+	EndTime       time.Time `json:"end_time,omitzero"`
+	// Model and PromptVersion say how the summary was written.
+	Model         string `json:"model,omitempty"`
+	PromptVersion string `json:"prompt_version,omitempty"`
 }
 
 // Content is a message: a role and its parts (genai's Content).
@@ -203,4 +227,13 @@ func (r *FunctionResponse) GetResponse() map[string]any {
 		return nil
 	}
 	return r.Response
+}
+
+// CheckCompaction checks, for a store, that a compaction event appended
+// after the session's last event (last) covers only events before it.
+func CheckCompaction(key Key, c *Compaction, last int64) error {
+	if c.EndSequence > last {
+		return fault.Invalidf("event.actions.compaction.end_sequence %d is beyond the last event of session %s (%d); a compaction covers events before it", c.EndSequence, key.Name(), last)
+	}
+	return nil
 }

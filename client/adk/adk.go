@@ -14,6 +14,14 @@
 // both. Every field of an ADK event round-trips: kioku's typed fields carry
 // what it models, its extensions carry the rest as ADK's own JSON.
 //
+// Compaction: ADK-Go has no compaction of its own. Get returns kioku's
+// compacted view (see NewSessionService). A kioku compaction event also
+// carries, in its custom metadata under "_compaction", the compaction in
+// the form ADK Python keeps it in (start_timestamp and end_timestamp in
+// seconds, compacted_content), and an event that ADK Python compacted
+// (the same "_compaction" custom metadata, as ADK Python writes it to Vertex
+// AI) round-trips unchanged.
+//
 // AddSessionToMemory starts kioku's memory generation from the session
 // (extraction and consolidation by kioku's model) and, unless WithWait is
 // given, returns without waiting for it. SearchMemory retrieves the
@@ -42,14 +50,32 @@ import (
 
 // SessionService is ADK's session.Service on kioku.
 type SessionService struct {
-	c *client.Client
+	c    *client.Client
+	full bool
 }
 
 var _ session.Service = (*SessionService)(nil)
 
+// SessionOption configures a SessionService.
+type SessionOption func(*SessionService)
+
+// WithFullHistory makes Get return every event of a session even when it
+// has been compacted, instead of the compacted view.
+func WithFullHistory() SessionOption { return func(s *SessionService) { s.full = true } }
+
 // NewSessionService returns a session.Service backed by the kioku server of
-// c.
-func NewSessionService(c *client.Client) *SessionService { return &SessionService{c: c} }
+// c. Get reads kioku's compacted view: a session compacted by kioku
+// (CompactSession, or its triggers) reads as its latest compaction event
+// (author "kioku", the summary as content) followed by the events after
+// the range it covers, so an agent's context stays short in a long
+// conversation; WithFullHistory turns that off.
+func NewSessionService(c *client.Client, opts ...SessionOption) *SessionService {
+	s := &SessionService{c: c}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // Create implements session.Service.
 func (s *SessionService) Create(ctx context.Context, req *session.CreateRequest) (*session.CreateResponse, error) {
@@ -80,6 +106,10 @@ func (s *SessionService) Get(ctx context.Context, req *session.GetRequest) (*ses
 	r := &kiokuv1.GetSessionRequest{
 		Name:            client.SessionName(req.AppName, req.UserID, req.SessionID),
 		NumRecentEvents: int32(req.NumRecentEvents),
+		View:            kiokuv1.SessionView_SESSION_VIEW_COMPACTED,
+	}
+	if s.full {
+		r.View = kiokuv1.SessionView_SESSION_VIEW_FULL
 	}
 	if !req.After.IsZero() {
 		r.AfterTime = timestamppb.New(req.After)

@@ -271,3 +271,75 @@ func TestADKRunnerRemembersAcrossSessions(t *testing.T) {
 		t.Fatalf("session 2 holds %v; want the user message, the call, the result and the answer", authors)
 	}
 }
+
+// TestCompaction: an ADK Python compaction (kept in custom metadata, as ADK
+// Python writes it to Vertex AI) round-trips; a kioku compaction reads as
+// the compacted view, with the compaction in ADK Python's form too.
+func TestCompaction(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: "Ann told five things."} })
+	c := startKioku(t, fake)
+	svc := adk.NewSessionService(c)
+	ctx := t.Context()
+	created, err := svc.Create(ctx, &session.CreateRequest{AppName: "a", UserID: "ann", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	for i := range 7 {
+		e := &session.Event{ID: fmt.Sprint("e", i), InvocationID: "inv", Author: "user", Timestamp: at.Add(time.Duration(i) * time.Minute),
+			LLMResponse: model.LLMResponse{Content: genai.NewContentFromText(fmt.Sprint("thing ", i), "user")}}
+		if err := svc.AppendEvent(ctx, created.Session, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	python := &session.Event{ID: "py", InvocationID: "inv", Author: "user", Timestamp: at.Add(time.Hour),
+		LLMResponse: model.LLMResponse{CustomMetadata: map[string]any{"_compaction": map[string]any{
+			"start_timestamp": 1.7e9, "end_timestamp": 1.7e9 + 60,
+			"compacted_content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": "Python's summary."}}},
+		}}}}
+	if err := svc.AppendEvent(ctx, created.Session, python); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Get(ctx, &session.GetRequest{AppName: "a", UserID: "ann", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(python, got.Session.Events().At(7)); diff != "" {
+		t.Fatalf("ADK Python's compaction after a round trip (-stored +read):\n%s", diff)
+	}
+
+	op, err := c.CompactSession(ctx, &kiokuv1.CompactSessionRequest{Name: client.SessionName("a", "ann", "s"), KeepRecentEvents: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := c.WaitOperation(ctx, op.GetName()); err != nil || done.GetError() != nil {
+		t.Fatalf("compaction: %v, %v", done, err)
+	}
+	got, err = svc.Get(ctx, &session.GetRequest{AppName: "a", UserID: "ann", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for e := range got.Session.Events().All() {
+		ids = append(ids, e.ID)
+	}
+	if strings.Join(ids, ",") != "kioku-compaction-5,e5,e6,py" {
+		t.Fatalf("compacted view through ADK: %v", ids)
+	}
+	summary := got.Session.Events().At(0)
+	if summary.Author != "kioku" || summary.Content.Parts[0].Text != "Ann told five things." {
+		t.Fatalf("compaction through ADK: %+v", summary)
+	}
+	want := map[string]any{
+		"start_timestamp": float64(at.Unix()), "end_timestamp": float64(at.Add(4 * time.Minute).Unix()),
+		"compacted_content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": "Ann told five things."}}},
+	}
+	if diff := cmp.Diff(want, summary.CustomMetadata["_compaction"]); diff != "" {
+		t.Fatalf("the compaction in ADK Python's form (-want +got):\n%s", diff)
+	}
+	full, err := adk.NewSessionService(c, adk.WithFullHistory()).Get(ctx, &session.GetRequest{AppName: "a", UserID: "ann", SessionID: "s"})
+	if err != nil || full.Session.Events().Len() != 9 {
+		t.Fatalf("full history: %v, %v", full, err)
+	}
+}

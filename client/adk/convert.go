@@ -159,6 +159,14 @@ func eventFromProto(p *kiokuv1.Event) (*session.Event, error) {
 			m[key] = s.AsMap()
 		}
 	}
+	if c := p.GetActions().GetCompaction(); c != nil {
+		cm, _ := m["customMetadata"].(map[string]any)
+		if cm == nil {
+			cm = map[string]any{}
+		}
+		cm[compactionKey] = adkCompaction(c, p.GetContent())
+		m["customMetadata"] = cm
+	}
 	am, _ := m["actions"].(map[string]any)
 	if am == nil {
 		am = map[string]any{}
@@ -190,4 +198,29 @@ func eventFromProto(p *kiokuv1.Event) (*session.Event, error) {
 		return nil, fmt.Errorf("decoding event %s: %w", p.GetId(), err)
 	}
 	return &e, nil
+}
+
+// compactionKey is the custom metadata key under which ADK Python keeps an
+// event's compaction when its session service cannot store it in the
+// event's actions (as with Vertex AI).
+const compactionKey = "_compaction"
+
+// adkCompaction returns a kioku compaction in ADK Python's form
+// (EventCompaction dumped to JSON): the times of the first and last events
+// it covers in seconds, and the summary as compacted_content.
+func adkCompaction(c *kiokuv1.EventCompaction, summary *kiokuv1.Content) map[string]any {
+	seconds := func(t *timestamppb.Timestamp) float64 {
+		if t == nil {
+			return 0
+		}
+		return float64(t.AsTime().UnixNano()) / 1e9
+	}
+	out := map[string]any{
+		"start_timestamp": seconds(c.GetStartTime()),
+		"end_timestamp":   seconds(c.GetEndTime()),
+	}
+	if summary != nil {
+		out["compacted_content"] = content.JSON(content.FromKioku(summary))
+	}
+	return out
 }

@@ -187,11 +187,12 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}
-	n.Sessions = sessions.NewService(sessionStore, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger})
+	n.Sessions = sessions.NewService(sessionStore, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen})
 	n.Memories = memorybank.NewService(memoryStore, memorybank.Config{
 		Generator: gen,
 		Embedder:  emb,
 		Sessions:  n.Sessions,
+		Compactor: n.Sessions,
 		Logger:    cfg.Logger,
 		Workers:   cfg.Workers,
 		WorkerID:  cfg.WorkerID,
@@ -214,6 +215,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Logger:    cfg.Logger,
 			Forgetter: n.Memories,
+			Compactor: n.Memories,
 		}),
 		Memories:   memories,
 		Operations: memories,

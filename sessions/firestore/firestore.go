@@ -11,7 +11,8 @@
 //	    user, display_name, labels (map), state and initial_state (JSON
 //	    text), create_ns, update_ns, expire_ns (Unix ns, 0 = never),
 //	    last_seq, incarnation, search_v (the terms.Version of its events'
-//	    search fields)
+//	    search fields), compaction_seq and compaction_end (the latest
+//	    compaction event and the last sequence it covers)
 //	kioku_apps/{app}/kioku_session_data/{incarnation}/events/{seq, 20 digits}
 //	    seq, id, ts_ns, body (the event's JSON without its sequence), and
 //	    for search (see search.go) owner, session, author, terms, nterms
@@ -197,6 +198,10 @@ type sessionDoc struct {
 	Incarnation  string            `firestore:"incarnation"`
 	// SearchV is the terms.Version of its events' search fields.
 	SearchV int `firestore:"search_v"`
+	// CompactionSeq is the sequence of the latest compaction event,
+	// CompactionEnd the last sequence it covers.
+	CompactionSeq int64 `firestore:"compaction_seq"`
+	CompactionEnd int64 `firestore:"compaction_end"`
 }
 
 func (d *sessionDoc) expired(now time.Time) bool {
@@ -227,6 +232,9 @@ func (d *sessionDoc) session(app, id string) (*sessions.Session, error) {
 		ExpireTime:   unixnano.Time(d.ExpireNS),
 		LastSequence: d.LastSeq,
 		InitialState: initial,
+
+		CompactionSequence: d.CompactionSeq,
+		CompactedThrough:   d.CompactionEnd,
 	}, nil
 }
 
@@ -339,6 +347,7 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		State: string(state), InitialState: string(initial),
 		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
 		LastSeq: sess.LastSequence, Incarnation: inc, SearchV: terms.Version,
+		CompactionSeq: sess.CompactionSequence, CompactionEnd: sess.CompactedThrough,
 	}
 	ref := s.sessionRef(sess.App, sess.ID)
 	var replaced string
@@ -787,6 +796,14 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		seq := d.LastSeq + 1
 		updates := []firestore.Update{{Path: "last_seq", Value: seq}, {Path: "update_ns", Value: unixnano.From(r.Now)}}
+		if c := r.Event.Actions.Compaction; c != nil {
+			if err := sessions.CheckCompaction(key, c, d.LastSeq); err != nil {
+				return err
+			}
+			if c.EndSequence > d.CompactionEnd {
+				updates = append(updates, firestore.Update{Path: "compaction_seq", Value: seq}, firestore.Update{Path: "compaction_end", Value: c.EndSequence})
+			}
+		}
 		if len(r.Deltas.Session) > 0 {
 			old, err := sessions.DecodeState([]byte(d.State))
 			if err != nil {

@@ -2,7 +2,8 @@
 // backend runs Run and must pass all of it. The suite drives a Store through
 // sessions.Service, so it checks the whole contract a caller sees: names and
 // isolation, idempotent appends, sequences, optimistic concurrency, scoped
-// state, reads, listings, expiry, forks, watches and event search.
+// state, reads, listings, expiry, forks, watches, event search and
+// compaction.
 package sessionstest
 
 import (
@@ -101,6 +102,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SearchPaging", testSearchPaging},
 		{"SearchDeletionAndExpiry", testSearchDeletionAndExpiry},
 		{"SearchIsolation", testSearchIsolation},
+		{"CompactionView", testCompactionView},
+		{"CompactionIdempotent", testCompactionIdempotent},
+		{"CompactionRecursive", testCompactionRecursive},
+		{"CompactionBounds", testCompactionBounds},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,8 @@
 //
 //	sessions   (app, id) → user, display_name, labels (JSON), state (JSON),
 //	           initial_state (JSON), create/update/expire times (Unix ns),
-//	           last_seq; indexed by (app, user, update time, id) and
+//	           last_seq, compaction_seq and compaction_end (the latest
+//	           compaction event and the last sequence it covers); indexed by (app, user, update time, id) and
 //	           (app, update time, id) for listings, and by expire time for
 //	           the sweeper.
 //	events     (app, session, seq) → id, timestamp (Unix ns), body (the
@@ -80,7 +81,10 @@ CREATE TABLE app_state (
 	state     TEXT    NOT NULL,
 	update_ns INTEGER NOT NULL
 ) WITHOUT ROWID;
-`, searchSchema, searchVersionSchema}
+`, searchSchema, searchVersionSchema, `
+ALTER TABLE sessions ADD COLUMN compaction_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN compaction_end INTEGER NOT NULL DEFAULT 0;
+`}
 
 // Store is the SQLite session store.
 type Store struct {
@@ -105,8 +109,8 @@ func New(db *sqlitedb.DB) (*Store, error) {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&s.selSession, `SELECT user, expire_ns, last_seq FROM sessions WHERE app = ? AND id = ?`},
-		{&s.selSessionState, `SELECT user, expire_ns, last_seq, state FROM sessions WHERE app = ? AND id = ?`},
+		{&s.selSession, `SELECT user, expire_ns, last_seq, compaction_end, '' FROM sessions WHERE app = ? AND id = ?`},
+		{&s.selSessionState, `SELECT user, expire_ns, last_seq, compaction_end, state FROM sessions WHERE app = ? AND id = ?`},
 		{&s.selEventByID, `SELECT seq, body FROM events WHERE app = ? AND session = ? AND id = ?`},
 		{&s.insEvent, `INSERT INTO events (app, session, seq, id, ts_ns, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app, session, id) DO NOTHING`},
 		{&s.updSession, `UPDATE sessions SET last_seq = ?, update_ns = ? WHERE app = ? AND id = ?`},
@@ -170,10 +174,11 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		_, err = tx.Exec(`INSERT INTO sessions (app, id, user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.Exec(`INSERT INTO sessions (app, id, user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq, compaction_seq, compaction_end)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sess.App, sess.ID, sess.User, sess.DisplayName, labels, state, initial,
-			unixnano.From(sess.CreateTime), unixnano.From(sess.UpdateTime), unixnano.From(sess.ExpireTime), sess.LastSequence)
+			unixnano.From(sess.CreateTime), unixnano.From(sess.UpdateTime), unixnano.From(sess.ExpireTime), sess.LastSequence,
+			sess.CompactionSequence, sess.CompactedThrough)
 		if err != nil {
 			return err
 		}
@@ -292,8 +297,9 @@ func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessio
 // loadSession reads a visible session row (with its own and initial state).
 func loadSession(ctx context.Context, q querier, key sessions.Key, now time.Time) (*sessions.Session, error) {
 	var state, initial []byte
-	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+`, state, initial_state FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID)
-	sess, err := scanSession(key.App, key.ID, row.Scan, &state, &initial)
+	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+`, state, initial_state, compaction_seq, compaction_end FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID)
+	var compactionSeq, compactionEnd int64
+	sess, err := scanSession(key.App, key.ID, row.Scan, &state, &initial, &compactionSeq, &compactionEnd)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(key)
 	}
@@ -309,6 +315,7 @@ func loadSession(ctx context.Context, q querier, key sessions.Key, now time.Time
 	if sess.InitialState, err = sessions.DecodeState(initial); err != nil {
 		return nil, err
 	}
+	sess.CompactionSequence, sess.CompactedThrough = compactionSeq, compactionEnd
 	return sess, nil
 }
 
@@ -593,13 +600,13 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 	var res *sessions.AppendResult
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var user string
-		var expireNS, last int64
+		var expireNS, last, compactedThrough int64
 		var state []byte // read only when the event changes the session's state
 		var err error
 		if len(r.Deltas.Session) > 0 {
-			err = tx.Stmt(s.selSessionState).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &state)
+			err = tx.Stmt(s.selSessionState).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &compactedThrough, &state)
 		} else {
-			err = tx.Stmt(s.selSession).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last)
+			err = tx.Stmt(s.selSession).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &compactedThrough, &state)
 		}
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, r.Now)) {
 			return notFound(key)
@@ -630,6 +637,16 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		if r.ExpectedSequence != nil && *r.ExpectedSequence != last {
 			return fault.New(fault.FailedPrecondition, "session %s is at sequence %d, not the expected %d; read it again and retry", key.Name(), last, *r.ExpectedSequence)
+		}
+		if c := r.Event.Actions.Compaction; c != nil {
+			if err := sessions.CheckCompaction(key, c, last); err != nil {
+				return err
+			}
+			if c.EndSequence > compactedThrough {
+				if _, err := tx.Exec(`UPDATE sessions SET compaction_seq = ?, compaction_end = ? WHERE app = ? AND id = ?`, seq, c.EndSequence, key.App, key.ID); err != nil {
+					return err
+				}
+			}
 		}
 		if len(r.Deltas.Session) > 0 {
 			old, err := sessions.DecodeState(state)

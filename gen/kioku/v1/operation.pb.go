@@ -90,7 +90,7 @@ func (OperationState) EnumDescriptor() ([]byte, []int) {
 }
 
 // An Operation is slow work started by a call (GenerateMemories,
-// PurgeMemories). It is shaped like google.longrunning.Operation.
+// PurgeMemories, CompactSession). It is shaped like google.longrunning.Operation.
 //
 // Name: `apps/{app}/operations/{operation}`. Operations are durable: a
 // pending or half-done operation is resumed after a restart and finishes
@@ -200,7 +200,8 @@ type Operation_Error struct {
 }
 
 type Operation_Response struct {
-	// The result: a GenerateMemoriesResponse or a PurgeMemoriesResponse.
+	// The result: a GenerateMemoriesResponse, a PurgeMemoriesResponse or a
+	// CompactSessionResponse.
 	Response *anypb.Any `protobuf:"bytes,5,opt,name=response,proto3,oneof"`
 }
 

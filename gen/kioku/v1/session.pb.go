@@ -464,8 +464,11 @@ type EventActions struct {
 	Escalate bool `protobuf:"varint,4,opt,name=escalate,proto3" json:"escalate,omitempty"`
 	// True when a function response should not be summarised by the model.
 	SkipSummarization bool `protobuf:"varint,5,opt,name=skip_summarization,json=skipSummarization,proto3" json:"skip_summarization,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set on a compaction event: the range of the session's events its
+	// content summarises (see CompactSession).
+	Compaction    *EventCompaction `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EventActions) Reset() {
@@ -533,6 +536,108 @@ func (x *EventActions) GetSkipSummarization() bool {
 	return false
 }
 
+func (x *EventActions) GetCompaction() *EventCompaction {
+	if x != nil {
+		return x.Compaction
+	}
+	return nil
+}
+
+// EventCompaction describes a compaction event: its content is the summary
+// of the session's events from start_sequence to end_sequence, which stay
+// stored. GetSession's compacted view returns the latest compaction in
+// their place. A caller may append its own compaction event; it must cover
+// events before it, from start_sequence 1 or more.
+type EventCompaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first sequence summarised (1 for kioku's compactions, which are
+	// recursive: each summarises the previous summary and the events after it).
+	StartSequence int64 `protobuf:"varint,1,opt,name=start_sequence,json=startSequence,proto3" json:"start_sequence,omitempty"`
+	// The last sequence summarised.
+	EndSequence int64 `protobuf:"varint,2,opt,name=end_sequence,json=endSequence,proto3" json:"end_sequence,omitempty"`
+	// The timestamps of the first and last events summarised.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// The model that wrote the summary, for example `gemini:gemini-2.5-flash`.
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// The version of the prompt it was written with.
+	PromptVersion string `protobuf:"bytes,6,opt,name=prompt_version,json=promptVersion,proto3" json:"prompt_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventCompaction) Reset() {
+	*x = EventCompaction{}
+	mi := &file_kioku_v1_session_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventCompaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventCompaction) ProtoMessage() {}
+
+func (x *EventCompaction) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventCompaction.ProtoReflect.Descriptor instead.
+func (*EventCompaction) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EventCompaction) GetStartSequence() int64 {
+	if x != nil {
+		return x.StartSequence
+	}
+	return 0
+}
+
+func (x *EventCompaction) GetEndSequence() int64 {
+	if x != nil {
+		return x.EndSequence
+	}
+	return 0
+}
+
+func (x *EventCompaction) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *EventCompaction) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *EventCompaction) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EventCompaction) GetPromptVersion() string {
+	if x != nil {
+		return x.PromptVersion
+	}
+	return ""
+}
+
 // Content is a message: a role and its parts. It mirrors genai's Content.
 type Content struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -546,7 +651,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_kioku_v1_session_proto_msgTypes[3]
+	mi := &file_kioku_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +663,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[3]
+	mi := &file_kioku_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +676,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Content) GetRole() string {
@@ -615,7 +720,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_kioku_v1_session_proto_msgTypes[4]
+	mi := &file_kioku_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +732,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[4]
+	mi := &file_kioku_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +745,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Part) GetText() string {
@@ -714,7 +819,7 @@ type Blob struct {
 
 func (x *Blob) Reset() {
 	*x = Blob{}
-	mi := &file_kioku_v1_session_proto_msgTypes[5]
+	mi := &file_kioku_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +831,7 @@ func (x *Blob) String() string {
 func (*Blob) ProtoMessage() {}
 
 func (x *Blob) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[5]
+	mi := &file_kioku_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +844,7 @@ func (x *Blob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Blob.ProtoReflect.Descriptor instead.
 func (*Blob) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Blob) GetMimeType() string {
@@ -778,7 +883,7 @@ type FileData struct {
 
 func (x *FileData) Reset() {
 	*x = FileData{}
-	mi := &file_kioku_v1_session_proto_msgTypes[6]
+	mi := &file_kioku_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +895,7 @@ func (x *FileData) String() string {
 func (*FileData) ProtoMessage() {}
 
 func (x *FileData) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[6]
+	mi := &file_kioku_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +908,7 @@ func (x *FileData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileData.ProtoReflect.Descriptor instead.
 func (*FileData) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FileData) GetMimeType() string {
@@ -842,7 +947,7 @@ type FunctionCall struct {
 
 func (x *FunctionCall) Reset() {
 	*x = FunctionCall{}
-	mi := &file_kioku_v1_session_proto_msgTypes[7]
+	mi := &file_kioku_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +959,7 @@ func (x *FunctionCall) String() string {
 func (*FunctionCall) ProtoMessage() {}
 
 func (x *FunctionCall) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[7]
+	mi := &file_kioku_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +972,7 @@ func (x *FunctionCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionCall.ProtoReflect.Descriptor instead.
 func (*FunctionCall) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FunctionCall) GetId() string {
@@ -906,7 +1011,7 @@ type FunctionResponse struct {
 
 func (x *FunctionResponse) Reset() {
 	*x = FunctionResponse{}
-	mi := &file_kioku_v1_session_proto_msgTypes[8]
+	mi := &file_kioku_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1023,7 @@ func (x *FunctionResponse) String() string {
 func (*FunctionResponse) ProtoMessage() {}
 
 func (x *FunctionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[8]
+	mi := &file_kioku_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1036,7 @@ func (x *FunctionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionResponse.ProtoReflect.Descriptor instead.
 func (*FunctionResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FunctionResponse) GetId() string {
@@ -971,7 +1076,7 @@ type State struct {
 
 func (x *State) Reset() {
 	*x = State{}
-	mi := &file_kioku_v1_session_proto_msgTypes[9]
+	mi := &file_kioku_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1088,7 @@ func (x *State) String() string {
 func (*State) ProtoMessage() {}
 
 func (x *State) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_proto_msgTypes[9]
+	mi := &file_kioku_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1101,7 @@ func (x *State) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use State.ProtoReflect.Descriptor instead.
 func (*State) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *State) GetName() string {
@@ -1071,17 +1176,28 @@ const file_kioku_v1_session_proto_rawDesc = "" +
 	"\rmodel_version\x18\x15 \x01(\tR\fmodelVersion\x127\n" +
 	"\n" +
 	"extensions\x18\x16 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"extensions\"\xd3\x02\n" +
+	"extensions\"\x8e\x03\n" +
 	"\fEventActions\x128\n" +
 	"\vstate_delta\x18\x01 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"stateDelta\x12P\n" +
 	"\x0eartifact_delta\x18\x02 \x03(\v2).kioku.v1.EventActions.ArtifactDeltaEntryR\rartifactDelta\x12*\n" +
 	"\x11transfer_to_agent\x18\x03 \x01(\tR\x0ftransferToAgent\x12\x1a\n" +
 	"\bescalate\x18\x04 \x01(\bR\bescalate\x12-\n" +
-	"\x12skip_summarization\x18\x05 \x01(\bR\x11skipSummarization\x1a@\n" +
+	"\x12skip_summarization\x18\x05 \x01(\bR\x11skipSummarization\x129\n" +
+	"\n" +
+	"compaction\x18\x06 \x01(\v2\x19.kioku.v1.EventCompactionR\n" +
+	"compaction\x1a@\n" +
 	"\x12ArtifactDeltaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"C\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8a\x02\n" +
+	"\x0fEventCompaction\x12%\n" +
+	"\x0estart_sequence\x18\x01 \x01(\x03R\rstartSequence\x12!\n" +
+	"\fend_sequence\x18\x02 \x01(\x03R\vendSequence\x129\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12%\n" +
+	"\x0eprompt_version\x18\x06 \x01(\tR\rpromptVersion\"C\n" +
 	"\aContent\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12$\n" +
 	"\x05parts\x18\x02 \x03(\v2\x0e.kioku.v1.PartR\x05parts\"\x82\x03\n" +
@@ -1132,57 +1248,61 @@ func file_kioku_v1_session_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_session_proto_rawDescData
 }
 
-var file_kioku_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_kioku_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_kioku_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: kioku.v1.Session
 	(*Event)(nil),                 // 1: kioku.v1.Event
 	(*EventActions)(nil),          // 2: kioku.v1.EventActions
-	(*Content)(nil),               // 3: kioku.v1.Content
-	(*Part)(nil),                  // 4: kioku.v1.Part
-	(*Blob)(nil),                  // 5: kioku.v1.Blob
-	(*FileData)(nil),              // 6: kioku.v1.FileData
-	(*FunctionCall)(nil),          // 7: kioku.v1.FunctionCall
-	(*FunctionResponse)(nil),      // 8: kioku.v1.FunctionResponse
-	(*State)(nil),                 // 9: kioku.v1.State
-	nil,                           // 10: kioku.v1.Session.LabelsEntry
-	nil,                           // 11: kioku.v1.EventActions.ArtifactDeltaEntry
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
+	(*EventCompaction)(nil),       // 3: kioku.v1.EventCompaction
+	(*Content)(nil),               // 4: kioku.v1.Content
+	(*Part)(nil),                  // 5: kioku.v1.Part
+	(*Blob)(nil),                  // 6: kioku.v1.Blob
+	(*FileData)(nil),              // 7: kioku.v1.FileData
+	(*FunctionCall)(nil),          // 8: kioku.v1.FunctionCall
+	(*FunctionResponse)(nil),      // 9: kioku.v1.FunctionResponse
+	(*State)(nil),                 // 10: kioku.v1.State
+	nil,                           // 11: kioku.v1.Session.LabelsEntry
+	nil,                           // 12: kioku.v1.EventActions.ArtifactDeltaEntry
+	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
 }
 var file_kioku_v1_session_proto_depIdxs = []int32{
-	10, // 0: kioku.v1.Session.labels:type_name -> kioku.v1.Session.LabelsEntry
-	12, // 1: kioku.v1.Session.state:type_name -> google.protobuf.Struct
+	11, // 0: kioku.v1.Session.labels:type_name -> kioku.v1.Session.LabelsEntry
+	13, // 1: kioku.v1.Session.state:type_name -> google.protobuf.Struct
 	1,  // 2: kioku.v1.Session.events:type_name -> kioku.v1.Event
-	13, // 3: kioku.v1.Session.create_time:type_name -> google.protobuf.Timestamp
-	13, // 4: kioku.v1.Session.update_time:type_name -> google.protobuf.Timestamp
-	13, // 5: kioku.v1.Session.expire_time:type_name -> google.protobuf.Timestamp
-	14, // 6: kioku.v1.Session.ttl:type_name -> google.protobuf.Duration
-	3,  // 7: kioku.v1.Event.content:type_name -> kioku.v1.Content
+	14, // 3: kioku.v1.Session.create_time:type_name -> google.protobuf.Timestamp
+	14, // 4: kioku.v1.Session.update_time:type_name -> google.protobuf.Timestamp
+	14, // 5: kioku.v1.Session.expire_time:type_name -> google.protobuf.Timestamp
+	15, // 6: kioku.v1.Session.ttl:type_name -> google.protobuf.Duration
+	4,  // 7: kioku.v1.Event.content:type_name -> kioku.v1.Content
 	2,  // 8: kioku.v1.Event.actions:type_name -> kioku.v1.EventActions
-	13, // 9: kioku.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
-	12, // 10: kioku.v1.Event.custom_metadata:type_name -> google.protobuf.Struct
-	12, // 11: kioku.v1.Event.usage_metadata:type_name -> google.protobuf.Struct
-	12, // 12: kioku.v1.Event.grounding_metadata:type_name -> google.protobuf.Struct
-	12, // 13: kioku.v1.Event.citation_metadata:type_name -> google.protobuf.Struct
-	12, // 14: kioku.v1.Event.extensions:type_name -> google.protobuf.Struct
-	12, // 15: kioku.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
-	11, // 16: kioku.v1.EventActions.artifact_delta:type_name -> kioku.v1.EventActions.ArtifactDeltaEntry
-	4,  // 17: kioku.v1.Content.parts:type_name -> kioku.v1.Part
-	5,  // 18: kioku.v1.Part.inline_data:type_name -> kioku.v1.Blob
-	6,  // 19: kioku.v1.Part.file_data:type_name -> kioku.v1.FileData
-	7,  // 20: kioku.v1.Part.function_call:type_name -> kioku.v1.FunctionCall
-	8,  // 21: kioku.v1.Part.function_response:type_name -> kioku.v1.FunctionResponse
-	12, // 22: kioku.v1.Part.extensions:type_name -> google.protobuf.Struct
-	12, // 23: kioku.v1.FunctionCall.args:type_name -> google.protobuf.Struct
-	12, // 24: kioku.v1.FunctionResponse.response:type_name -> google.protobuf.Struct
-	12, // 25: kioku.v1.State.state:type_name -> google.protobuf.Struct
-	13, // 26: kioku.v1.State.update_time:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	14, // 9: kioku.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
+	13, // 10: kioku.v1.Event.custom_metadata:type_name -> google.protobuf.Struct
+	13, // 11: kioku.v1.Event.usage_metadata:type_name -> google.protobuf.Struct
+	13, // 12: kioku.v1.Event.grounding_metadata:type_name -> google.protobuf.Struct
+	13, // 13: kioku.v1.Event.citation_metadata:type_name -> google.protobuf.Struct
+	13, // 14: kioku.v1.Event.extensions:type_name -> google.protobuf.Struct
+	13, // 15: kioku.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
+	12, // 16: kioku.v1.EventActions.artifact_delta:type_name -> kioku.v1.EventActions.ArtifactDeltaEntry
+	3,  // 17: kioku.v1.EventActions.compaction:type_name -> kioku.v1.EventCompaction
+	14, // 18: kioku.v1.EventCompaction.start_time:type_name -> google.protobuf.Timestamp
+	14, // 19: kioku.v1.EventCompaction.end_time:type_name -> google.protobuf.Timestamp
+	5,  // 20: kioku.v1.Content.parts:type_name -> kioku.v1.Part
+	6,  // 21: kioku.v1.Part.inline_data:type_name -> kioku.v1.Blob
+	7,  // 22: kioku.v1.Part.file_data:type_name -> kioku.v1.FileData
+	8,  // 23: kioku.v1.Part.function_call:type_name -> kioku.v1.FunctionCall
+	9,  // 24: kioku.v1.Part.function_response:type_name -> kioku.v1.FunctionResponse
+	13, // 25: kioku.v1.Part.extensions:type_name -> google.protobuf.Struct
+	13, // 26: kioku.v1.FunctionCall.args:type_name -> google.protobuf.Struct
+	13, // 27: kioku.v1.FunctionResponse.response:type_name -> google.protobuf.Struct
+	13, // 28: kioku.v1.State.state:type_name -> google.protobuf.Struct
+	14, // 29: kioku.v1.State.update_time:type_name -> google.protobuf.Timestamp
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_session_proto_init() }
@@ -1200,7 +1320,7 @@ func file_kioku_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_session_proto_rawDesc), len(file_kioku_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,6 +26,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// The events GetSession returns.
+type SessionView int32
+
+const (
+	// The default: SESSION_VIEW_FULL.
+	SessionView_SESSION_VIEW_UNSPECIFIED SessionView = 0
+	// Every selected event.
+	SessionView_SESSION_VIEW_FULL SessionView = 1
+	// "Summary + recent": the session's latest compaction event (see
+	// CompactSession), then the events after the range it covers (other
+	// compaction events left out); num_recent_events and after_time select
+	// among those later events. Without a compaction, as SESSION_VIEW_FULL.
+	SessionView_SESSION_VIEW_COMPACTED SessionView = 2
+)
+
+// Enum value maps for SessionView.
+var (
+	SessionView_name = map[int32]string{
+		0: "SESSION_VIEW_UNSPECIFIED",
+		1: "SESSION_VIEW_FULL",
+		2: "SESSION_VIEW_COMPACTED",
+	}
+	SessionView_value = map[string]int32{
+		"SESSION_VIEW_UNSPECIFIED": 0,
+		"SESSION_VIEW_FULL":        1,
+		"SESSION_VIEW_COMPACTED":   2,
+	}
+)
+
+func (x SessionView) Enum() *SessionView {
+	p := new(SessionView)
+	*p = x
+	return p
+}
+
+func (x SessionView) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SessionView) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_session_service_proto_enumTypes[0].Descriptor()
+}
+
+func (SessionView) Type() protoreflect.EnumType {
+	return &file_kioku_v1_session_service_proto_enumTypes[0]
+}
+
+func (x SessionView) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SessionView.Descriptor instead.
+func (SessionView) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{0}
+}
+
 // The request of CreateSession.
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -106,7 +162,9 @@ type GetSessionRequest struct {
 	// Return only events whose timestamp is at or after this time.
 	AfterTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
 	// Return no events at all, only the session and its state.
-	SkipEvents    bool `protobuf:"varint,4,opt,name=skip_events,json=skipEvents,proto3" json:"skip_events,omitempty"`
+	SkipEvents bool `protobuf:"varint,4,opt,name=skip_events,json=skipEvents,proto3" json:"skip_events,omitempty"`
+	// Which events: all of them (the default), or the compacted view.
+	View          SessionView `protobuf:"varint,5,opt,name=view,proto3,enum=kioku.v1.SessionView" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -167,6 +225,13 @@ func (x *GetSessionRequest) GetSkipEvents() bool {
 		return x.SkipEvents
 	}
 	return false
+}
+
+func (x *GetSessionRequest) GetView() SessionView {
+	if x != nil {
+		return x.View
+	}
+	return SessionView_SESSION_VIEW_UNSPECIFIED
 }
 
 // The request of ListSessions.
@@ -1196,23 +1261,148 @@ func (x *SearchEventsResult) GetScore() float64 {
 	return 0
 }
 
+// The request of CompactSession.
+type CompactSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session: `apps/{app}/users/{user}/sessions/{session}`. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The last sequence to summarise. 0: all but the most recent
+	// keep_recent_events.
+	UpToSequence int64 `protobuf:"varint,2,opt,name=up_to_sequence,json=upToSequence,proto3" json:"up_to_sequence,omitempty"`
+	// With up_to_sequence 0, how many of the most recent events stay out of
+	// the summary; 0 means 10.
+	KeepRecentEvents int32 `protobuf:"varint,3,opt,name=keep_recent_events,json=keepRecentEvents,proto3" json:"keep_recent_events,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CompactSessionRequest) Reset() {
+	*x = CompactSessionRequest{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactSessionRequest) ProtoMessage() {}
+
+func (x *CompactSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactSessionRequest.ProtoReflect.Descriptor instead.
+func (*CompactSessionRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CompactSessionRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CompactSessionRequest) GetUpToSequence() int64 {
+	if x != nil {
+		return x.UpToSequence
+	}
+	return 0
+}
+
+func (x *CompactSessionRequest) GetKeepRecentEvents() int32 {
+	if x != nil {
+		return x.KeepRecentEvents
+	}
+	return 0
+}
+
+// The response of CompactSession's operation.
+type CompactSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's latest compaction event: the one the operation appended,
+	// or the one that already covered the range. Unset when there was nothing
+	// to compact.
+	Compaction *Event `protobuf:"bytes,1,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	// True when the operation appended compaction events (a long range is
+	// summarised in steps, each one a compaction event).
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactSessionResponse) Reset() {
+	*x = CompactSessionResponse{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactSessionResponse) ProtoMessage() {}
+
+func (x *CompactSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactSessionResponse.ProtoReflect.Descriptor instead.
+func (*CompactSessionResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CompactSessionResponse) GetCompaction() *Event {
+	if x != nil {
+		return x.Compaction
+	}
+	return nil
+}
+
+func (x *CompactSessionResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 var File_kioku_v1_session_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ekioku/v1/session_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"z\n" +
+	"\x1ekioku/v1/session_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"z\n" +
 	"\x14CreateSessionRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12+\n" +
-	"\asession\x18\x03 \x01(\v2\x11.kioku.v1.SessionR\asession\"\xaf\x01\n" +
+	"\asession\x18\x03 \x01(\v2\x11.kioku.v1.SessionR\asession\"\xda\x01\n" +
 	"\x11GetSessionRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x11num_recent_events\x18\x02 \x01(\x05R\x0fnumRecentEvents\x129\n" +
 	"\n" +
 	"after_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\x12\x1f\n" +
 	"\vskip_events\x18\x04 \x01(\bR\n" +
-	"skipEvents\"\xa6\x01\n" +
+	"skipEvents\x12)\n" +
+	"\x04view\x18\x05 \x01(\x0e2\x15.kioku.v1.SessionViewR\x04view\"\xa6\x01\n" +
 	"\x13ListSessionsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1284,7 +1474,20 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x12SearchEventsResult\x12%\n" +
 	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x14\n" +
-	"\x05score\x18\x03 \x01(\x01R\x05score2\xd0\f\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score\"\x7f\n" +
+	"\x15CompactSessionRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x0eup_to_sequence\x18\x02 \x01(\x03R\fupToSequence\x12,\n" +
+	"\x12keep_recent_events\x18\x03 \x01(\x05R\x10keepRecentEvents\"c\n" +
+	"\x16CompactSessionResponse\x12/\n" +
+	"\n" +
+	"compaction\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\n" +
+	"compaction\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated*^\n" +
+	"\vSessionView\x12\x1c\n" +
+	"\x18SESSION_VIEW_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11SESSION_VIEW_FULL\x10\x01\x12\x1a\n" +
+	"\x16SESSION_VIEW_COMPACTED\x10\x022\xd1\r\n" +
 	"\x0eSessionService\x12y\n" +
 	"\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\"5\x82\xd3\xe4\x93\x02/:\asession\"$/v1/{parent=apps/*/users/*}/sessions\x12m\n" +
 	"\n" +
@@ -1298,7 +1501,8 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\bGetState\x12\x19.kioku.v1.GetStateRequest\x1a\x0f.kioku.v1.State\"E\x82\xd3\xe4\x93\x02<Z\x19\x12\x17/v1/{name=apps/*/state}\x12\x1f/v1/{name=apps/*/users/*/state}\x90\x02\x01\x12\x9a\x01\n" +
 	"\vUpdateState\x12\x1c.kioku.v1.UpdateStateRequest\x1a\x0f.kioku.v1.State\"\\\x82\xd3\xe4\x93\x02V:\vstate_deltaZ&:\vstate_delta2\x17/v1/{name=apps/*/state}2\x1f/v1/{name=apps/*/users/*/state}\x12t\n" +
 	"\vForkSession\x12\x1c.kioku.v1.ForkSessionRequest\x1a\x11.kioku.v1.Session\"4\x82\xd3\xe4\x93\x02.:\x01*\")/v1/{name=apps/*/users/*/sessions/*}:fork\x12T\n" +
-	"\fWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x010\x01\x12\xc1\x01\n" +
+	"\fWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x010\x01\x12\x7f\n" +
+	"\x0eCompactSession\x12\x1f.kioku.v1.CompactSessionRequest\x1a\x13.kioku.v1.Operation\"7\x82\xd3\xe4\x93\x021:\x01*\",/v1/{name=apps/*/users/*/sessions/*}:compact\x12\xc1\x01\n" +
 	"\fSearchEvents\x12\x1d.kioku.v1.SearchEventsRequest\x1a\x1e.kioku.v1.SearchEventsResponse\"r\x82\xd3\xe4\x93\x02i:\x01*Z9:\x01*\"4/v1/{parent=apps/*/users/*/sessions/*}/events:search\")/v1/{parent=apps/*/users/*}/events:search\x90\x02\x01B\x94\x01\n" +
 	"\fcom.kioku.v1B\x13SessionServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
@@ -1314,80 +1518,89 @@ func file_kioku_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_session_service_proto_rawDescData
 }
 
-var file_kioku_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_kioku_v1_session_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_kioku_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kioku_v1_session_service_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),  // 0: kioku.v1.CreateSessionRequest
-	(*GetSessionRequest)(nil),     // 1: kioku.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),   // 2: kioku.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 3: kioku.v1.ListSessionsResponse
-	(*UpdateSessionRequest)(nil),  // 4: kioku.v1.UpdateSessionRequest
-	(*DeleteSessionRequest)(nil),  // 5: kioku.v1.DeleteSessionRequest
-	(*AppendEventRequest)(nil),    // 6: kioku.v1.AppendEventRequest
-	(*AppendEventResponse)(nil),   // 7: kioku.v1.AppendEventResponse
-	(*ListEventsRequest)(nil),     // 8: kioku.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),    // 9: kioku.v1.ListEventsResponse
-	(*GetStateRequest)(nil),       // 10: kioku.v1.GetStateRequest
-	(*UpdateStateRequest)(nil),    // 11: kioku.v1.UpdateStateRequest
-	(*ForkSessionRequest)(nil),    // 12: kioku.v1.ForkSessionRequest
-	(*WatchSessionRequest)(nil),   // 13: kioku.v1.WatchSessionRequest
-	(*WatchSessionResponse)(nil),  // 14: kioku.v1.WatchSessionResponse
-	(*SearchEventsRequest)(nil),   // 15: kioku.v1.SearchEventsRequest
-	(*SearchEventsResponse)(nil),  // 16: kioku.v1.SearchEventsResponse
-	(*SearchEventsResult)(nil),    // 17: kioku.v1.SearchEventsResult
-	(*Session)(nil),               // 18: kioku.v1.Session
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 20: google.protobuf.FieldMask
-	(*Event)(nil),                 // 21: kioku.v1.Event
-	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
-	(*emptypb.Empty)(nil),         // 23: google.protobuf.Empty
-	(*State)(nil),                 // 24: kioku.v1.State
+	(SessionView)(0),               // 0: kioku.v1.SessionView
+	(*CreateSessionRequest)(nil),   // 1: kioku.v1.CreateSessionRequest
+	(*GetSessionRequest)(nil),      // 2: kioku.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),    // 3: kioku.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),   // 4: kioku.v1.ListSessionsResponse
+	(*UpdateSessionRequest)(nil),   // 5: kioku.v1.UpdateSessionRequest
+	(*DeleteSessionRequest)(nil),   // 6: kioku.v1.DeleteSessionRequest
+	(*AppendEventRequest)(nil),     // 7: kioku.v1.AppendEventRequest
+	(*AppendEventResponse)(nil),    // 8: kioku.v1.AppendEventResponse
+	(*ListEventsRequest)(nil),      // 9: kioku.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),     // 10: kioku.v1.ListEventsResponse
+	(*GetStateRequest)(nil),        // 11: kioku.v1.GetStateRequest
+	(*UpdateStateRequest)(nil),     // 12: kioku.v1.UpdateStateRequest
+	(*ForkSessionRequest)(nil),     // 13: kioku.v1.ForkSessionRequest
+	(*WatchSessionRequest)(nil),    // 14: kioku.v1.WatchSessionRequest
+	(*WatchSessionResponse)(nil),   // 15: kioku.v1.WatchSessionResponse
+	(*SearchEventsRequest)(nil),    // 16: kioku.v1.SearchEventsRequest
+	(*SearchEventsResponse)(nil),   // 17: kioku.v1.SearchEventsResponse
+	(*SearchEventsResult)(nil),     // 18: kioku.v1.SearchEventsResult
+	(*CompactSessionRequest)(nil),  // 19: kioku.v1.CompactSessionRequest
+	(*CompactSessionResponse)(nil), // 20: kioku.v1.CompactSessionResponse
+	(*Session)(nil),                // 21: kioku.v1.Session
+	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),  // 23: google.protobuf.FieldMask
+	(*Event)(nil),                  // 24: kioku.v1.Event
+	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
+	(*emptypb.Empty)(nil),          // 26: google.protobuf.Empty
+	(*State)(nil),                  // 27: kioku.v1.State
+	(*Operation)(nil),              // 28: kioku.v1.Operation
 }
 var file_kioku_v1_session_service_proto_depIdxs = []int32{
-	18, // 0: kioku.v1.CreateSessionRequest.session:type_name -> kioku.v1.Session
-	19, // 1: kioku.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
-	18, // 2: kioku.v1.ListSessionsResponse.sessions:type_name -> kioku.v1.Session
-	18, // 3: kioku.v1.UpdateSessionRequest.session:type_name -> kioku.v1.Session
-	20, // 4: kioku.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
-	21, // 5: kioku.v1.AppendEventRequest.event:type_name -> kioku.v1.Event
-	21, // 6: kioku.v1.AppendEventResponse.event:type_name -> kioku.v1.Event
-	19, // 7: kioku.v1.ListEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	19, // 8: kioku.v1.ListEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	21, // 9: kioku.v1.ListEventsResponse.events:type_name -> kioku.v1.Event
-	22, // 10: kioku.v1.UpdateStateRequest.state_delta:type_name -> google.protobuf.Struct
-	21, // 11: kioku.v1.WatchSessionResponse.event:type_name -> kioku.v1.Event
-	19, // 12: kioku.v1.SearchEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	19, // 13: kioku.v1.SearchEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	17, // 14: kioku.v1.SearchEventsResponse.results:type_name -> kioku.v1.SearchEventsResult
-	21, // 15: kioku.v1.SearchEventsResult.event:type_name -> kioku.v1.Event
-	0,  // 16: kioku.v1.SessionService.CreateSession:input_type -> kioku.v1.CreateSessionRequest
-	1,  // 17: kioku.v1.SessionService.GetSession:input_type -> kioku.v1.GetSessionRequest
-	2,  // 18: kioku.v1.SessionService.ListSessions:input_type -> kioku.v1.ListSessionsRequest
-	4,  // 19: kioku.v1.SessionService.UpdateSession:input_type -> kioku.v1.UpdateSessionRequest
-	5,  // 20: kioku.v1.SessionService.DeleteSession:input_type -> kioku.v1.DeleteSessionRequest
-	6,  // 21: kioku.v1.SessionService.AppendEvent:input_type -> kioku.v1.AppendEventRequest
-	8,  // 22: kioku.v1.SessionService.ListEvents:input_type -> kioku.v1.ListEventsRequest
-	10, // 23: kioku.v1.SessionService.GetState:input_type -> kioku.v1.GetStateRequest
-	11, // 24: kioku.v1.SessionService.UpdateState:input_type -> kioku.v1.UpdateStateRequest
-	12, // 25: kioku.v1.SessionService.ForkSession:input_type -> kioku.v1.ForkSessionRequest
-	13, // 26: kioku.v1.SessionService.WatchSession:input_type -> kioku.v1.WatchSessionRequest
-	15, // 27: kioku.v1.SessionService.SearchEvents:input_type -> kioku.v1.SearchEventsRequest
-	18, // 28: kioku.v1.SessionService.CreateSession:output_type -> kioku.v1.Session
-	18, // 29: kioku.v1.SessionService.GetSession:output_type -> kioku.v1.Session
-	3,  // 30: kioku.v1.SessionService.ListSessions:output_type -> kioku.v1.ListSessionsResponse
-	18, // 31: kioku.v1.SessionService.UpdateSession:output_type -> kioku.v1.Session
-	23, // 32: kioku.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
-	7,  // 33: kioku.v1.SessionService.AppendEvent:output_type -> kioku.v1.AppendEventResponse
-	9,  // 34: kioku.v1.SessionService.ListEvents:output_type -> kioku.v1.ListEventsResponse
-	24, // 35: kioku.v1.SessionService.GetState:output_type -> kioku.v1.State
-	24, // 36: kioku.v1.SessionService.UpdateState:output_type -> kioku.v1.State
-	18, // 37: kioku.v1.SessionService.ForkSession:output_type -> kioku.v1.Session
-	14, // 38: kioku.v1.SessionService.WatchSession:output_type -> kioku.v1.WatchSessionResponse
-	16, // 39: kioku.v1.SessionService.SearchEvents:output_type -> kioku.v1.SearchEventsResponse
-	28, // [28:40] is the sub-list for method output_type
-	16, // [16:28] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	21, // 0: kioku.v1.CreateSessionRequest.session:type_name -> kioku.v1.Session
+	22, // 1: kioku.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
+	0,  // 2: kioku.v1.GetSessionRequest.view:type_name -> kioku.v1.SessionView
+	21, // 3: kioku.v1.ListSessionsResponse.sessions:type_name -> kioku.v1.Session
+	21, // 4: kioku.v1.UpdateSessionRequest.session:type_name -> kioku.v1.Session
+	23, // 5: kioku.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 6: kioku.v1.AppendEventRequest.event:type_name -> kioku.v1.Event
+	24, // 7: kioku.v1.AppendEventResponse.event:type_name -> kioku.v1.Event
+	22, // 8: kioku.v1.ListEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	22, // 9: kioku.v1.ListEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	24, // 10: kioku.v1.ListEventsResponse.events:type_name -> kioku.v1.Event
+	25, // 11: kioku.v1.UpdateStateRequest.state_delta:type_name -> google.protobuf.Struct
+	24, // 12: kioku.v1.WatchSessionResponse.event:type_name -> kioku.v1.Event
+	22, // 13: kioku.v1.SearchEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	22, // 14: kioku.v1.SearchEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	18, // 15: kioku.v1.SearchEventsResponse.results:type_name -> kioku.v1.SearchEventsResult
+	24, // 16: kioku.v1.SearchEventsResult.event:type_name -> kioku.v1.Event
+	24, // 17: kioku.v1.CompactSessionResponse.compaction:type_name -> kioku.v1.Event
+	1,  // 18: kioku.v1.SessionService.CreateSession:input_type -> kioku.v1.CreateSessionRequest
+	2,  // 19: kioku.v1.SessionService.GetSession:input_type -> kioku.v1.GetSessionRequest
+	3,  // 20: kioku.v1.SessionService.ListSessions:input_type -> kioku.v1.ListSessionsRequest
+	5,  // 21: kioku.v1.SessionService.UpdateSession:input_type -> kioku.v1.UpdateSessionRequest
+	6,  // 22: kioku.v1.SessionService.DeleteSession:input_type -> kioku.v1.DeleteSessionRequest
+	7,  // 23: kioku.v1.SessionService.AppendEvent:input_type -> kioku.v1.AppendEventRequest
+	9,  // 24: kioku.v1.SessionService.ListEvents:input_type -> kioku.v1.ListEventsRequest
+	11, // 25: kioku.v1.SessionService.GetState:input_type -> kioku.v1.GetStateRequest
+	12, // 26: kioku.v1.SessionService.UpdateState:input_type -> kioku.v1.UpdateStateRequest
+	13, // 27: kioku.v1.SessionService.ForkSession:input_type -> kioku.v1.ForkSessionRequest
+	14, // 28: kioku.v1.SessionService.WatchSession:input_type -> kioku.v1.WatchSessionRequest
+	19, // 29: kioku.v1.SessionService.CompactSession:input_type -> kioku.v1.CompactSessionRequest
+	16, // 30: kioku.v1.SessionService.SearchEvents:input_type -> kioku.v1.SearchEventsRequest
+	21, // 31: kioku.v1.SessionService.CreateSession:output_type -> kioku.v1.Session
+	21, // 32: kioku.v1.SessionService.GetSession:output_type -> kioku.v1.Session
+	4,  // 33: kioku.v1.SessionService.ListSessions:output_type -> kioku.v1.ListSessionsResponse
+	21, // 34: kioku.v1.SessionService.UpdateSession:output_type -> kioku.v1.Session
+	26, // 35: kioku.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
+	8,  // 36: kioku.v1.SessionService.AppendEvent:output_type -> kioku.v1.AppendEventResponse
+	10, // 37: kioku.v1.SessionService.ListEvents:output_type -> kioku.v1.ListEventsResponse
+	27, // 38: kioku.v1.SessionService.GetState:output_type -> kioku.v1.State
+	27, // 39: kioku.v1.SessionService.UpdateState:output_type -> kioku.v1.State
+	21, // 40: kioku.v1.SessionService.ForkSession:output_type -> kioku.v1.Session
+	15, // 41: kioku.v1.SessionService.WatchSession:output_type -> kioku.v1.WatchSessionResponse
+	28, // 42: kioku.v1.SessionService.CompactSession:output_type -> kioku.v1.Operation
+	17, // 43: kioku.v1.SessionService.SearchEvents:output_type -> kioku.v1.SearchEventsResponse
+	31, // [31:44] is the sub-list for method output_type
+	18, // [18:31] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_session_service_proto_init() }
@@ -1395,6 +1608,7 @@ func file_kioku_v1_session_service_proto_init() {
 	if File_kioku_v1_session_service_proto != nil {
 		return
 	}
+	file_kioku_v1_operation_proto_init()
 	file_kioku_v1_session_proto_init()
 	file_kioku_v1_session_service_proto_msgTypes[6].OneofWrappers = []any{}
 	file_kioku_v1_session_service_proto_msgTypes[13].OneofWrappers = []any{}
@@ -1403,13 +1617,14 @@ func file_kioku_v1_session_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_session_service_proto_rawDesc), len(file_kioku_v1_session_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   18,
+			NumEnums:      1,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_kioku_v1_session_service_proto_goTypes,
 		DependencyIndexes: file_kioku_v1_session_service_proto_depIdxs,
+		EnumInfos:         file_kioku_v1_session_service_proto_enumTypes,
 		MessageInfos:      file_kioku_v1_session_service_proto_msgTypes,
 	}.Build()
 	File_kioku_v1_session_service_proto = out.File

@@ -66,6 +66,9 @@ const (
 	// SessionServiceWatchSessionProcedure is the fully-qualified name of the SessionService's
 	// WatchSession RPC.
 	SessionServiceWatchSessionProcedure = "/kioku.v1.SessionService/WatchSession"
+	// SessionServiceCompactSessionProcedure is the fully-qualified name of the SessionService's
+	// CompactSession RPC.
+	SessionServiceCompactSessionProcedure = "/kioku.v1.SessionService/CompactSession"
 	// SessionServiceSearchEventsProcedure is the fully-qualified name of the SessionService's
 	// SearchEvents RPC.
 	SessionServiceSearchEventsProcedure = "/kioku.v1.SessionService/SearchEvents"
@@ -109,6 +112,15 @@ type SessionServiceClient interface {
 	// It has no REST binding (a stream of messages has no REST form here): call
 	// it over Connect, gRPC or gRPC-Web, which browsers speak too.
 	WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest]) (*connect.ServerStreamForClient[v1.WatchSessionResponse], error)
+	// Summarises a session's events up to a sequence (by default all but the
+	// most recent 10) with the generation model into a compaction event
+	// appended to it (author `kioku`, the summary as content, the range in
+	// actions.compaction). The events stay. A session that has a compaction
+	// gets one that summarises the previous summary and the events after it.
+	// Compacting a range already covered changes nothing. Returns an
+	// Operation whose response is a CompactSessionResponse; without a
+	// generation model it is FAILED_PRECONDITION.
+	CompactSession(context.Context, *connect.Request[v1.CompactSessionRequest]) (*connect.Response[v1.Operation], error)
 	// Searches a user's events, across all their sessions or in one, for a
 	// text query: the best matches first (BM25 over normalised words), paged.
 	// Events of deleted or expired sessions, and other users' events, are
@@ -198,6 +210,12 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		compactSession: connect.NewClient[v1.CompactSessionRequest, v1.Operation](
+			httpClient,
+			baseURL+SessionServiceCompactSessionProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("CompactSession")),
+			connect.WithClientOptions(opts...),
+		),
 		searchEvents: connect.NewClient[v1.SearchEventsRequest, v1.SearchEventsResponse](
 			httpClient,
 			baseURL+SessionServiceSearchEventsProcedure,
@@ -210,18 +228,19 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 
 // sessionServiceClient implements SessionServiceClient.
 type sessionServiceClient struct {
-	createSession *connect.Client[v1.CreateSessionRequest, v1.Session]
-	getSession    *connect.Client[v1.GetSessionRequest, v1.Session]
-	listSessions  *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
-	updateSession *connect.Client[v1.UpdateSessionRequest, v1.Session]
-	deleteSession *connect.Client[v1.DeleteSessionRequest, emptypb.Empty]
-	appendEvent   *connect.Client[v1.AppendEventRequest, v1.AppendEventResponse]
-	listEvents    *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
-	getState      *connect.Client[v1.GetStateRequest, v1.State]
-	updateState   *connect.Client[v1.UpdateStateRequest, v1.State]
-	forkSession   *connect.Client[v1.ForkSessionRequest, v1.Session]
-	watchSession  *connect.Client[v1.WatchSessionRequest, v1.WatchSessionResponse]
-	searchEvents  *connect.Client[v1.SearchEventsRequest, v1.SearchEventsResponse]
+	createSession  *connect.Client[v1.CreateSessionRequest, v1.Session]
+	getSession     *connect.Client[v1.GetSessionRequest, v1.Session]
+	listSessions   *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	updateSession  *connect.Client[v1.UpdateSessionRequest, v1.Session]
+	deleteSession  *connect.Client[v1.DeleteSessionRequest, emptypb.Empty]
+	appendEvent    *connect.Client[v1.AppendEventRequest, v1.AppendEventResponse]
+	listEvents     *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
+	getState       *connect.Client[v1.GetStateRequest, v1.State]
+	updateState    *connect.Client[v1.UpdateStateRequest, v1.State]
+	forkSession    *connect.Client[v1.ForkSessionRequest, v1.Session]
+	watchSession   *connect.Client[v1.WatchSessionRequest, v1.WatchSessionResponse]
+	compactSession *connect.Client[v1.CompactSessionRequest, v1.Operation]
+	searchEvents   *connect.Client[v1.SearchEventsRequest, v1.SearchEventsResponse]
 }
 
 // CreateSession calls kioku.v1.SessionService.CreateSession.
@@ -279,6 +298,11 @@ func (c *sessionServiceClient) WatchSession(ctx context.Context, req *connect.Re
 	return c.watchSession.CallServerStream(ctx, req)
 }
 
+// CompactSession calls kioku.v1.SessionService.CompactSession.
+func (c *sessionServiceClient) CompactSession(ctx context.Context, req *connect.Request[v1.CompactSessionRequest]) (*connect.Response[v1.Operation], error) {
+	return c.compactSession.CallUnary(ctx, req)
+}
+
 // SearchEvents calls kioku.v1.SessionService.SearchEvents.
 func (c *sessionServiceClient) SearchEvents(ctx context.Context, req *connect.Request[v1.SearchEventsRequest]) (*connect.Response[v1.SearchEventsResponse], error) {
 	return c.searchEvents.CallUnary(ctx, req)
@@ -322,6 +346,15 @@ type SessionServiceHandler interface {
 	// It has no REST binding (a stream of messages has no REST form here): call
 	// it over Connect, gRPC or gRPC-Web, which browsers speak too.
 	WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest], *connect.ServerStream[v1.WatchSessionResponse]) error
+	// Summarises a session's events up to a sequence (by default all but the
+	// most recent 10) with the generation model into a compaction event
+	// appended to it (author `kioku`, the summary as content, the range in
+	// actions.compaction). The events stay. A session that has a compaction
+	// gets one that summarises the previous summary and the events after it.
+	// Compacting a range already covered changes nothing. Returns an
+	// Operation whose response is a CompactSessionResponse; without a
+	// generation model it is FAILED_PRECONDITION.
+	CompactSession(context.Context, *connect.Request[v1.CompactSessionRequest]) (*connect.Response[v1.Operation], error)
 	// Searches a user's events, across all their sessions or in one, for a
 	// text query: the best matches first (BM25 over normalised words), paged.
 	// Events of deleted or expired sessions, and other users' events, are
@@ -407,6 +440,12 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionServiceCompactSessionHandler := connect.NewUnaryHandler(
+		SessionServiceCompactSessionProcedure,
+		svc.CompactSession,
+		connect.WithSchema(sessionServiceMethods.ByName("CompactSession")),
+		connect.WithHandlerOptions(opts...),
+	)
 	sessionServiceSearchEventsHandler := connect.NewUnaryHandler(
 		SessionServiceSearchEventsProcedure,
 		svc.SearchEvents,
@@ -438,6 +477,8 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 			sessionServiceForkSessionHandler.ServeHTTP(w, r)
 		case SessionServiceWatchSessionProcedure:
 			sessionServiceWatchSessionHandler.ServeHTTP(w, r)
+		case SessionServiceCompactSessionProcedure:
+			sessionServiceCompactSessionHandler.ServeHTTP(w, r)
 		case SessionServiceSearchEventsProcedure:
 			sessionServiceSearchEventsHandler.ServeHTTP(w, r)
 		default:
@@ -491,6 +532,10 @@ func (UnimplementedSessionServiceHandler) ForkSession(context.Context, *connect.
 
 func (UnimplementedSessionServiceHandler) WatchSession(context.Context, *connect.Request[v1.WatchSessionRequest], *connect.ServerStream[v1.WatchSessionResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.SessionService.WatchSession is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) CompactSession(context.Context, *connect.Request[v1.CompactSessionRequest]) (*connect.Response[v1.Operation], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.SessionService.CompactSession is not implemented"))
 }
 
 func (UnimplementedSessionServiceHandler) SearchEvents(context.Context, *connect.Request[v1.SearchEventsRequest]) (*connect.Response[v1.SearchEventsResponse], error) {

@@ -75,7 +75,7 @@ class Event(_message.Message):
     def __init__(self, name: _Optional[str] = ..., id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., content: _Optional[_Union[Content, _Mapping]] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., custom_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., sequence: _Optional[int] = ..., branch: _Optional[str] = ..., interrupted: bool = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., grounding_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., citation_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., finish_reason: _Optional[str] = ..., model_version: _Optional[str] = ..., extensions: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class EventActions(_message.Message):
-    __slots__ = ["artifact_delta", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]
+    __slots__ = ["artifact_delta", "compaction", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]
     class ArtifactDeltaEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -84,16 +84,34 @@ class EventActions(_message.Message):
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     ARTIFACT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
     ESCALATE_FIELD_NUMBER: _ClassVar[int]
     SKIP_SUMMARIZATION_FIELD_NUMBER: _ClassVar[int]
     STATE_DELTA_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_TO_AGENT_FIELD_NUMBER: _ClassVar[int]
     artifact_delta: _containers.ScalarMap[str, int]
+    compaction: EventCompaction
     escalate: bool
     skip_summarization: bool
     state_delta: _struct_pb2.Struct
     transfer_to_agent: str
-    def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ...) -> None: ...
+    def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ...) -> None: ...
+
+class EventCompaction(_message.Message):
+    __slots__ = ["end_sequence", "end_time", "model", "prompt_version", "start_sequence", "start_time"]
+    END_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    START_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    end_sequence: int
+    end_time: _timestamp_pb2.Timestamp
+    model: str
+    prompt_version: str
+    start_sequence: int
+    start_time: _timestamp_pb2.Timestamp
+    def __init__(self, start_sequence: _Optional[int] = ..., end_sequence: _Optional[int] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ...) -> None: ...
 
 class FileData(_message.Message):
     __slots__ = ["display_name", "file_uri", "mime_type"]

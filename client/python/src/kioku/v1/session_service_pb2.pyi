@@ -2,13 +2,18 @@ from google.protobuf import empty_pb2 as _empty_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from kioku.v1 import operation_pb2 as _operation_pb2
 from kioku.v1 import session_pb2 as _session_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+SESSION_VIEW_COMPACTED: SessionView
+SESSION_VIEW_FULL: SessionView
+SESSION_VIEW_UNSPECIFIED: SessionView
 
 class AppendEventRequest(_message.Message):
     __slots__ = ["event", "expected_sequence", "name"]
@@ -25,6 +30,24 @@ class AppendEventResponse(_message.Message):
     EVENT_FIELD_NUMBER: _ClassVar[int]
     event: _session_pb2.Event
     def __init__(self, event: _Optional[_Union[_session_pb2.Event, _Mapping]] = ...) -> None: ...
+
+class CompactSessionRequest(_message.Message):
+    __slots__ = ["keep_recent_events", "name", "up_to_sequence"]
+    KEEP_RECENT_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UP_TO_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    keep_recent_events: int
+    name: str
+    up_to_sequence: int
+    def __init__(self, name: _Optional[str] = ..., up_to_sequence: _Optional[int] = ..., keep_recent_events: _Optional[int] = ...) -> None: ...
+
+class CompactSessionResponse(_message.Message):
+    __slots__ = ["compaction", "created"]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    compaction: _session_pb2.Event
+    created: bool
+    def __init__(self, compaction: _Optional[_Union[_session_pb2.Event, _Mapping]] = ..., created: bool = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ["parent", "session", "session_id"]
@@ -59,16 +82,18 @@ class ForkSessionRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., session_id: _Optional[str] = ..., event_id: _Optional[str] = ..., display_name: _Optional[str] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ["after_time", "name", "num_recent_events", "skip_events"]
+    __slots__ = ["after_time", "name", "num_recent_events", "skip_events", "view"]
     AFTER_TIME_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NUM_RECENT_EVENTS_FIELD_NUMBER: _ClassVar[int]
     SKIP_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     after_time: _timestamp_pb2.Timestamp
     name: str
     num_recent_events: int
     skip_events: bool
-    def __init__(self, name: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., skip_events: bool = ...) -> None: ...
+    view: SessionView
+    def __init__(self, name: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., skip_events: bool = ..., view: _Optional[_Union[SessionView, str]] = ...) -> None: ...
 
 class GetStateRequest(_message.Message):
     __slots__ = ["name"]
@@ -187,3 +212,6 @@ class WatchSessionResponse(_message.Message):
     EVENT_FIELD_NUMBER: _ClassVar[int]
     event: _session_pb2.Event
     def __init__(self, event: _Optional[_Union[_session_pb2.Event, _Mapping]] = ...) -> None: ...
+
+class SessionView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

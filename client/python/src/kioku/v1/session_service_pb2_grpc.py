@@ -3,6 +3,7 @@
 import grpc
 
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
+from kioku.v1 import operation_pb2 as kioku_dot_v1_dot_operation__pb2
 from kioku.v1 import session_pb2 as kioku_dot_v1_dot_session__pb2
 from kioku.v1 import session_service_pb2 as kioku_dot_v1_dot_session__service__pb2
 
@@ -72,6 +73,11 @@ class SessionServiceStub(object):
                 '/kioku.v1.SessionService/WatchSession',
                 request_serializer=kioku_dot_v1_dot_session__service__pb2.WatchSessionRequest.SerializeToString,
                 response_deserializer=kioku_dot_v1_dot_session__service__pb2.WatchSessionResponse.FromString,
+                )
+        self.CompactSession = channel.unary_unary(
+                '/kioku.v1.SessionService/CompactSession',
+                request_serializer=kioku_dot_v1_dot_session__service__pb2.CompactSessionRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_operation__pb2.Operation.FromString,
                 )
         self.SearchEvents = channel.unary_unary(
                 '/kioku.v1.SessionService/SearchEvents',
@@ -176,6 +182,20 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CompactSession(self, request, context):
+        """Summarises a session's events up to a sequence (by default all but the
+        most recent 10) with the generation model into a compaction event
+        appended to it (author `kioku`, the summary as content, the range in
+        actions.compaction). The events stay. A session that has a compaction
+        gets one that summarises the previous summary and the events after it.
+        Compacting a range already covered changes nothing. Returns an
+        Operation whose response is a CompactSessionResponse; without a
+        generation model it is FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SearchEvents(self, request, context):
         """Searches a user's events, across all their sessions or in one, for a
         text query: the best matches first (BM25 over normalised words), paged.
@@ -243,6 +263,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.WatchSession,
                     request_deserializer=kioku_dot_v1_dot_session__service__pb2.WatchSessionRequest.FromString,
                     response_serializer=kioku_dot_v1_dot_session__service__pb2.WatchSessionResponse.SerializeToString,
+            ),
+            'CompactSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompactSession,
+                    request_deserializer=kioku_dot_v1_dot_session__service__pb2.CompactSessionRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_operation__pb2.Operation.SerializeToString,
             ),
             'SearchEvents': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchEvents,
@@ -445,6 +470,23 @@ class SessionService(object):
         return grpc.experimental.unary_stream(request, target, '/kioku.v1.SessionService/WatchSession',
             kioku_dot_v1_dot_session__service__pb2.WatchSessionRequest.SerializeToString,
             kioku_dot_v1_dot_session__service__pb2.WatchSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CompactSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kioku.v1.SessionService/CompactSession',
+            kioku_dot_v1_dot_session__service__pb2.CompactSessionRequest.SerializeToString,
+            kioku_dot_v1_dot_operation__pb2.Operation.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -16,7 +16,7 @@ export const file_kioku_v1_operation: GenFile = /*@__PURE__*/
 
 /**
  * An Operation is slow work started by a call (GenerateMemories,
- * PurgeMemories). It is shaped like google.longrunning.Operation.
+ * PurgeMemories, CompactSession). It is shaped like google.longrunning.Operation.
  *
  * Name: `apps/{app}/operations/{operation}`. Operations are durable: a
  * pending or half-done operation is resumed after a restart and finishes
@@ -61,7 +61,8 @@ export type Operation = Message<"kioku.v1.Operation"> & {
     case: "error";
   } | {
     /**
-     * The result: a GenerateMemoriesResponse or a PurgeMemoriesResponse.
+     * The result: a GenerateMemoriesResponse, a PurgeMemoriesResponse or a
+     * CompactSessionResponse.
      *
      * @generated from field: google.protobuf.Any response = 5;
      */

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/session.proto.
  */
 export const file_kioku_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChZraW9rdS92MS9zZXNzaW9uLnByb3RvEghraW9rdS52MSK4AwoHU2Vzc2lvbhIMCgRuYW1lGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRItCgZsYWJlbHMYAyADKAsyHS5raW9rdS52MS5TZXNzaW9uLkxhYmVsc0VudHJ5EiYKBXN0YXRlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIfCgZldmVudHMYBSADKAsyDy5raW9rdS52MS5FdmVudBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEhUKDWxhc3Rfc2VxdWVuY2UYCiABKAMaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpleHBpcmF0aW9uIpQFCgVFdmVudBIMCgRuYW1lGAEgASgJEgoKAmlkGAIgASgJEhUKDWludm9jYXRpb25faWQYAyABKAkSDgoGYXV0aG9yGAQgASgJEiIKB2NvbnRlbnQYBSABKAsyES5raW9rdS52MS5Db250ZW50EicKB2FjdGlvbnMYBiABKAsyFi5raW9rdS52MS5FdmVudEFjdGlvbnMSLQoJdGltZXN0YW1wGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdwYXJ0aWFsGAggASgIEhUKDXR1cm5fY29tcGxldGUYCSABKAgSEgoKZXJyb3JfY29kZRgKIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAsgASgJEjAKD2N1c3RvbV9tZXRhZGF0YRgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIc2VxdWVuY2UYDSABKAMSDgoGYnJhbmNoGA4gASgJEhMKC2ludGVycnVwdGVkGA8gASgIEh0KFWxvbmdfcnVubmluZ190b29sX2lkcxgQIAMoCRIvCg51c2FnZV9tZXRhZGF0YRgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMwoSZ3JvdW5kaW5nX21ldGFkYXRhGBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyChFjaXRhdGlvbl9tZXRhZGF0YRgTIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoNZmluaXNoX3JlYXNvbhgUIAEoCRIVCg1tb2RlbF92ZXJzaW9uGBUgASgJEisKCmV4dGVuc2lvbnMYFiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Iv4BCgxFdmVudEFjdGlvbnMSLAoLc3RhdGVfZGVsdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkEKDmFydGlmYWN0X2RlbHRhGAIgAygLMikua2lva3UudjEuRXZlbnRBY3Rpb25zLkFydGlmYWN0RGVsdGFFbnRyeRIZChF0cmFuc2Zlcl90b19hZ2VudBgDIAEoCRIQCghlc2NhbGF0ZRgEIAEoCBIaChJza2lwX3N1bW1hcml6YXRpb24YBSABKAgaNAoSQXJ0aWZhY3REZWx0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEiNgoHQ29udGVudBIMCgRyb2xlGAEgASgJEh0KBXBhcnRzGAIgAygLMg4ua2lva3UudjEuUGFydCKfAgoEUGFydBIMCgR0ZXh0GAEgASgJEiMKC2lubGluZV9kYXRhGAIgASgLMg4ua2lva3UudjEuQmxvYhIlCglmaWxlX2RhdGEYAyABKAsyEi5raW9rdS52MS5GaWxlRGF0YRItCg1mdW5jdGlvbl9jYWxsGAQgASgLMhYua2lva3UudjEuRnVuY3Rpb25DYWxsEjUKEWZ1bmN0aW9uX3Jlc3BvbnNlGAUgASgLMhoua2lva3UudjEuRnVuY3Rpb25SZXNwb25zZRIPCgd0aG91Z2h0GAYgASgIEhkKEXRob3VnaHRfc2lnbmF0dXJlGAcgASgMEisKCmV4dGVuc2lvbnMYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KBEJsb2ISEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAwSFAoMZGlzcGxheV9uYW1lGAMgASgJIkUKCEZpbGVEYXRhEhEKCW1pbWVfdHlwZRgBIAEoCRIQCghmaWxlX3VyaRgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkiTwoMRnVuY3Rpb25DYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiVwoQRnVuY3Rpb25SZXNwb25zZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEikKCHJlc3BvbnNlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJuCgVTdGF0ZRIMCgRuYW1lGAEgASgJEiYKBXN0YXRlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgt1cGRhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCjQEKDGNvbS5raW9rdS52MUIMU2Vzc2lvblByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZraW9rdS92MS9zZXNzaW9uLnByb3RvEghraW9rdS52MSK4AwoHU2Vzc2lvbhIMCgRuYW1lGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRItCgZsYWJlbHMYAyADKAsyHS5raW9rdS52MS5TZXNzaW9uLkxhYmVsc0VudHJ5EiYKBXN0YXRlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIfCgZldmVudHMYBSADKAsyDy5raW9rdS52MS5FdmVudBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEhUKDWxhc3Rfc2VxdWVuY2UYCiABKAMaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpleHBpcmF0aW9uIpQFCgVFdmVudBIMCgRuYW1lGAEgASgJEgoKAmlkGAIgASgJEhUKDWludm9jYXRpb25faWQYAyABKAkSDgoGYXV0aG9yGAQgASgJEiIKB2NvbnRlbnQYBSABKAsyES5raW9rdS52MS5Db250ZW50EicKB2FjdGlvbnMYBiABKAsyFi5raW9rdS52MS5FdmVudEFjdGlvbnMSLQoJdGltZXN0YW1wGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdwYXJ0aWFsGAggASgIEhUKDXR1cm5fY29tcGxldGUYCSABKAgSEgoKZXJyb3JfY29kZRgKIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAsgASgJEjAKD2N1c3RvbV9tZXRhZGF0YRgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIc2VxdWVuY2UYDSABKAMSDgoGYnJhbmNoGA4gASgJEhMKC2ludGVycnVwdGVkGA8gASgIEh0KFWxvbmdfcnVubmluZ190b29sX2lkcxgQIAMoCRIvCg51c2FnZV9tZXRhZGF0YRgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMwoSZ3JvdW5kaW5nX21ldGFkYXRhGBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyChFjaXRhdGlvbl9tZXRhZGF0YRgTIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoNZmluaXNoX3JlYXNvbhgUIAEoCRIVCg1tb2RlbF92ZXJzaW9uGBUgASgJEisKCmV4dGVuc2lvbnMYFiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Iq0CCgxFdmVudEFjdGlvbnMSLAoLc3RhdGVfZGVsdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkEKDmFydGlmYWN0X2RlbHRhGAIgAygLMikua2lva3UudjEuRXZlbnRBY3Rpb25zLkFydGlmYWN0RGVsdGFFbnRyeRIZChF0cmFuc2Zlcl90b19hZ2VudBgDIAEoCRIQCghlc2NhbGF0ZRgEIAEoCBIaChJza2lwX3N1bW1hcml6YXRpb24YBSABKAgSLQoKY29tcGFjdGlvbhgGIAEoCzIZLmtpb2t1LnYxLkV2ZW50Q29tcGFjdGlvbho0ChJBcnRpZmFjdERlbHRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASLEAQoPRXZlbnRDb21wYWN0aW9uEhYKDnN0YXJ0X3NlcXVlbmNlGAEgASgDEhQKDGVuZF9zZXF1ZW5jZRgCIAEoAxIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFbW9kZWwYBSABKAkSFgoOcHJvbXB0X3ZlcnNpb24YBiABKAkiNgoHQ29udGVudBIMCgRyb2xlGAEgASgJEh0KBXBhcnRzGAIgAygLMg4ua2lva3UudjEuUGFydCKfAgoEUGFydBIMCgR0ZXh0GAEgASgJEiMKC2lubGluZV9kYXRhGAIgASgLMg4ua2lva3UudjEuQmxvYhIlCglmaWxlX2RhdGEYAyABKAsyEi5raW9rdS52MS5GaWxlRGF0YRItCg1mdW5jdGlvbl9jYWxsGAQgASgLMhYua2lva3UudjEuRnVuY3Rpb25DYWxsEjUKEWZ1bmN0aW9uX3Jlc3BvbnNlGAUgASgLMhoua2lva3UudjEuRnVuY3Rpb25SZXNwb25zZRIPCgd0aG91Z2h0GAYgASgIEhkKEXRob3VnaHRfc2lnbmF0dXJlGAcgASgMEisKCmV4dGVuc2lvbnMYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KBEJsb2ISEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAwSFAoMZGlzcGxheV9uYW1lGAMgASgJIkUKCEZpbGVEYXRhEhEKCW1pbWVfdHlwZRgBIAEoCRIQCghmaWxlX3VyaRgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkiTwoMRnVuY3Rpb25DYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiVwoQRnVuY3Rpb25SZXNwb25zZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEikKCHJlc3BvbnNlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJuCgVTdGF0ZRIMCgRuYW1lGAEgASgJEiYKBXN0YXRlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgt1cGRhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCjQEKDGNvbS5raW9rdS52MUIMU2Vzc2lvblByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A Session is one conversation between a user and an agent: an append-only
@@ -348,6 +348,14 @@ export type EventActions = Message<"kioku.v1.EventActions"> & {
    * @generated from field: bool skip_summarization = 5;
    */
   skipSummarization: boolean;
+
+  /**
+   * Set on a compaction event: the range of the session's events its
+   * content summarises (see CompactSession).
+   *
+   * @generated from field: kioku.v1.EventCompaction compaction = 6;
+   */
+  compaction?: EventCompaction | undefined;
 };
 
 /**
@@ -356,6 +364,65 @@ export type EventActions = Message<"kioku.v1.EventActions"> & {
  */
 export const EventActionsSchema: GenMessage<EventActions> = /*@__PURE__*/
   messageDesc(file_kioku_v1_session, 2);
+
+/**
+ * EventCompaction describes a compaction event: its content is the summary
+ * of the session's events from start_sequence to end_sequence, which stay
+ * stored. GetSession's compacted view returns the latest compaction in
+ * their place. A caller may append its own compaction event; it must cover
+ * events before it, from start_sequence 1 or more.
+ *
+ * @generated from message kioku.v1.EventCompaction
+ */
+export type EventCompaction = Message<"kioku.v1.EventCompaction"> & {
+  /**
+   * The first sequence summarised (1 for kioku's compactions, which are
+   * recursive: each summarises the previous summary and the events after it).
+   *
+   * @generated from field: int64 start_sequence = 1;
+   */
+  startSequence: bigint;
+
+  /**
+   * The last sequence summarised.
+   *
+   * @generated from field: int64 end_sequence = 2;
+   */
+  endSequence: bigint;
+
+  /**
+   * The timestamps of the first and last events summarised.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * The model that wrote the summary, for example `gemini:gemini-2.5-flash`.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * The version of the prompt it was written with.
+   *
+   * @generated from field: string prompt_version = 6;
+   */
+  promptVersion: string;
+};
+
+/**
+ * Describes the message kioku.v1.EventCompaction.
+ * Use `create(EventCompactionSchema)` to create a new message.
+ */
+export const EventCompactionSchema: GenMessage<EventCompaction> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session, 3);
 
 /**
  * Content is a message: a role and its parts. It mirrors genai's Content.
@@ -383,7 +450,7 @@ export type Content = Message<"kioku.v1.Content"> & {
  * Use `create(ContentSchema)` to create a new message.
  */
 export const ContentSchema: GenMessage<Content> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 3);
+  messageDesc(file_kioku_v1_session, 4);
 
 /**
  * A Part is one piece of a message. Usually exactly one of its data fields is
@@ -455,7 +522,7 @@ export type Part = Message<"kioku.v1.Part"> & {
  * Use `create(PartSchema)` to create a new message.
  */
 export const PartSchema: GenMessage<Part> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 4);
+  messageDesc(file_kioku_v1_session, 5);
 
 /**
  * Blob is inline bytes with their media type.
@@ -490,7 +557,7 @@ export type Blob = Message<"kioku.v1.Blob"> & {
  * Use `create(BlobSchema)` to create a new message.
  */
 export const BlobSchema: GenMessage<Blob> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 5);
+  messageDesc(file_kioku_v1_session, 6);
 
 /**
  * FileData is a file referenced by URI.
@@ -525,7 +592,7 @@ export type FileData = Message<"kioku.v1.FileData"> & {
  * Use `create(FileDataSchema)` to create a new message.
  */
 export const FileDataSchema: GenMessage<FileData> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 6);
+  messageDesc(file_kioku_v1_session, 7);
 
 /**
  * FunctionCall is a call of a tool the model asked for.
@@ -560,7 +627,7 @@ export type FunctionCall = Message<"kioku.v1.FunctionCall"> & {
  * Use `create(FunctionCallSchema)` to create a new message.
  */
 export const FunctionCallSchema: GenMessage<FunctionCall> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 7);
+  messageDesc(file_kioku_v1_session, 8);
 
 /**
  * FunctionResponse is the result of a function call.
@@ -595,7 +662,7 @@ export type FunctionResponse = Message<"kioku.v1.FunctionResponse"> & {
  * Use `create(FunctionResponseSchema)` to create a new message.
  */
 export const FunctionResponseSchema: GenMessage<FunctionResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 8);
+  messageDesc(file_kioku_v1_session, 9);
 
 /**
  * State is the `user:` or `app:` state, read or written without a session.
@@ -631,5 +698,5 @@ export type State = Message<"kioku.v1.State"> & {
  * Use `create(StateSchema)` to create a new message.
  */
 export const StateSchema: GenMessage<State> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session, 9);
+  messageDesc(file_kioku_v1_session, 10);
 

@@ -2,11 +2,13 @@
 // @generated from file kioku/v1/session_service.proto (package kioku.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { OperationSchema } from "./operation_pb.js";
+import { file_kioku_v1_operation } from "./operation_pb.js";
 import type { Event, Session, SessionSchema, StateSchema } from "./session_pb.js";
 import { file_kioku_v1_session } from "./session_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -15,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/session_service.proto.
  */
 export const file_kioku_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5raW9rdS92MS9zZXNzaW9uX3NlcnZpY2UucHJvdG8SCGtpb2t1LnYxIl4KFENyZWF0ZVNlc3Npb25SZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiIKB3Nlc3Npb24YAyABKAsyES5raW9rdS52MS5TZXNzaW9uIoEBChFHZXRTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3NraXBfZXZlbnRzGAQgASgIInMKE0xpc3RTZXNzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlQKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiMKCHNlc3Npb25zGAEgAygLMhEua2lva3UudjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiawoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSIgoHc2Vzc2lvbhgBIAEoCzIRLmtpb2t1LnYxLlNlc3Npb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIlQKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSFwoPZm9yZ2V0X21lbW9yaWVzGAIgASgIEhUKDWFsbG93X21pc3NpbmcYAyABKAgieAoSQXBwZW5kRXZlbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHgoFZXZlbnQYAiABKAsyDy5raW9rdS52MS5FdmVudBIeChFleHBlY3RlZF9zZXF1ZW5jZRgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9zZXF1ZW5jZSI1ChNBcHBlbmRFdmVudFJlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQiugEKEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIuCgpzdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIb3JkZXJfYnkYBiABKAkiTgoSTGlzdEV2ZW50c1Jlc3BvbnNlEh8KBmV2ZW50cxgBIAMoCzIPLmtpb2t1LnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIfCg9HZXRTdGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJQChJVcGRhdGVTdGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIsCgtzdGF0ZV9kZWx0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiXgoSRm9ya1Nlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRIUCgxkaXNwbGF5X25hbWUYBCABKAkiUwoTV2F0Y2hTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3NlcXVlbmNlGAIgASgDSACIAQFCEQoPX2FmdGVyX3NlcXVlbmNlIjYKFFdhdGNoU2Vzc2lvblJlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQiyQEKE1NlYXJjaEV2ZW50c1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEg0KBXF1ZXJ5GAIgASgJEg4KBmF1dGhvchgDIAEoCRIuCgpzdGFydF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAkiXgoUU2VhcmNoRXZlbnRzUmVzcG9uc2USLQoHcmVzdWx0cxgBIAMoCzIcLmtpb2t1LnYxLlNlYXJjaEV2ZW50c1Jlc3VsdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVAoSU2VhcmNoRXZlbnRzUmVzdWx0Eh4KBWV2ZW50GAEgASgLMg8ua2lva3UudjEuRXZlbnQSDwoHc2Vzc2lvbhgCIAEoCRINCgVzY29yZRgDIAEoATLQDAoOU2Vzc2lvblNlcnZpY2USeQoNQ3JlYXRlU2Vzc2lvbhIeLmtpb2t1LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI1gtPkkwIvOgdzZXNzaW9uIiQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vc2Vzc2lvbnMSbQoKR2V0U2Vzc2lvbhIbLmtpb2t1LnYxLkdldFNlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiIvkAIBgtPkkwImEiQvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0SngEKDExpc3RTZXNzaW9ucxIdLmtpb2t1LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHi5raW9rdS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSJPkAIBgtPkkwJGWh4SHC92MS97cGFyZW50PWFwcHMvKn0vc2Vzc2lvbnMSJC92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qfS9zZXNzaW9ucxKBAQoNVXBkYXRlU2Vzc2lvbhIeLmtpb2t1LnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI9gtPkkwI3OgdzZXNzaW9uMiwvdjEve3Nlc3Npb24ubmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfRJ1Cg1EZWxldGVTZXNzaW9uEh4ua2lva3UudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiLILT5JMCJiokL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9EocBCgtBcHBlbmRFdmVudBIcLmtpb2t1LnYxLkFwcGVuZEV2ZW50UmVxdWVzdBodLmtpb2t1LnYxLkFwcGVuZEV2ZW50UmVzcG9uc2UiO4LT5JMCNToBKiIwL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9OmFwcGVuZEV2ZW50EoEBCgpMaXN0RXZlbnRzEhsua2lva3UudjEuTGlzdEV2ZW50c1JlcXVlc3QaHC5raW9rdS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiOJACAYLT5JMCLxItL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0vZXZlbnRzEn0KCEdldFN0YXRlEhkua2lva3UudjEuR2V0U3RhdGVSZXF1ZXN0Gg8ua2lva3UudjEuU3RhdGUiRZACAYLT5JMCPFoZEhcvdjEve25hbWU9YXBwcy8qL3N0YXRlfRIfL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3N0YXRlfRKaAQoLVXBkYXRlU3RhdGUSHC5raW9rdS52MS5VcGRhdGVTdGF0ZVJlcXVlc3QaDy5raW9rdS52MS5TdGF0ZSJcgtPkkwJWOgtzdGF0ZV9kZWx0YVomOgtzdGF0ZV9kZWx0YTIXL3YxL3tuYW1lPWFwcHMvKi9zdGF0ZX0yHy92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zdGF0ZX0SdAoLRm9ya1Nlc3Npb24SHC5raW9rdS52MS5Gb3JrU2Vzc2lvblJlcXVlc3QaES5raW9rdS52MS5TZXNzaW9uIjSC0+STAi46ASoiKS92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTpmb3JrElQKDFdhdGNoU2Vzc2lvbhIdLmtpb2t1LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaHi5raW9rdS52MS5XYXRjaFNlc3Npb25SZXNwb25zZSIDkAIBMAESwQEKDFNlYXJjaEV2ZW50cxIdLmtpb2t1LnYxLlNlYXJjaEV2ZW50c1JlcXVlc3QaHi5raW9rdS52MS5TZWFyY2hFdmVudHNSZXNwb25zZSJykAIBgtPkkwJpOgEqWjk6ASoiNC92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9L2V2ZW50czpzZWFyY2giKS92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qfS9ldmVudHM6c2VhcmNoQpQBCgxjb20ua2lva3UudjFCE1Nlc3Npb25TZXJ2aWNlUHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("Ch5raW9rdS92MS9zZXNzaW9uX3NlcnZpY2UucHJvdG8SCGtpb2t1LnYxIl4KFENyZWF0ZVNlc3Npb25SZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiIKB3Nlc3Npb24YAyABKAsyES5raW9rdS52MS5TZXNzaW9uIqYBChFHZXRTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3NraXBfZXZlbnRzGAQgASgIEiMKBHZpZXcYBSABKA4yFS5raW9rdS52MS5TZXNzaW9uVmlldyJzChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIOCgZmaWx0ZXIYBCABKAkSFQoNaW5jbHVkZV9zdGF0ZRgFIAEoCCJUChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIjCghzZXNzaW9ucxgBIAMoCzIRLmtpb2t1LnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImsKFFVwZGF0ZVNlc3Npb25SZXF1ZXN0EiIKB3Nlc3Npb24YASABKAsyES5raW9rdS52MS5TZXNzaW9uEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJUChREZWxldGVTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhcKD2ZvcmdldF9tZW1vcmllcxgCIAEoCBIVCg1hbGxvd19taXNzaW5nGAMgASgIIngKEkFwcGVuZEV2ZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEh4KBWV2ZW50GAIgASgLMg8ua2lva3UudjEuRXZlbnQSHgoRZXhwZWN0ZWRfc2VxdWVuY2UYAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfc2VxdWVuY2UiNQoTQXBwZW5kRXZlbnRSZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50IroBChFMaXN0RXZlbnRzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSLgoKc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCG9yZGVyX2J5GAYgASgJIk4KEkxpc3RFdmVudHNSZXNwb25zZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoPR2V0U3RhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiUAoSVXBkYXRlU3RhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSLAoLc3RhdGVfZGVsdGEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Il4KEkZvcmtTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSFAoMZGlzcGxheV9uYW1lGAQgASgJIlMKE1dhdGNoU2Vzc2lvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9zZXF1ZW5jZRgCIAEoA0gAiAEBQhEKD19hZnRlcl9zZXF1ZW5jZSI2ChRXYXRjaFNlc3Npb25SZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50IskBChNTZWFyY2hFdmVudHNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVxdWVyeRgCIAEoCRIOCgZhdXRob3IYAyABKAkSLgoKc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJIl4KFFNlYXJjaEV2ZW50c1Jlc3BvbnNlEi0KB3Jlc3VsdHMYASADKAsyHC5raW9rdS52MS5TZWFyY2hFdmVudHNSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlQKElNlYXJjaEV2ZW50c1Jlc3VsdBIeCgVldmVudBgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50Eg8KB3Nlc3Npb24YAiABKAkSDQoFc2NvcmUYAyABKAEiWQoVQ29tcGFjdFNlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSFgoOdXBfdG9fc2VxdWVuY2UYAiABKAMSGgoSa2VlcF9yZWNlbnRfZXZlbnRzGAMgASgFIk4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USIwoKY29tcGFjdGlvbhgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50Eg8KB2NyZWF0ZWQYAiABKAgqXgoLU2Vzc2lvblZpZXcSHAoYU0VTU0lPTl9WSUVXX1VOU1BFQ0lGSUVEEAASFQoRU0VTU0lPTl9WSUVXX0ZVTEwQARIaChZTRVNTSU9OX1ZJRVdfQ09NUEFDVEVEEAIy0Q0KDlNlc3Npb25TZXJ2aWNlEnkKDUNyZWF0ZVNlc3Npb24SHi5raW9rdS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iNYLT5JMCLzoHc2Vzc2lvbiIkL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyp9L3Nlc3Npb25zEm0KCkdldFNlc3Npb24SGy5raW9rdS52MS5HZXRTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iL5ACAYLT5JMCJhIkL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9Ep4BCgxMaXN0U2Vzc2lvbnMSHS5raW9rdS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4ua2lva3UudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiT5ACAYLT5JMCRloeEhwvdjEve3BhcmVudD1hcHBzLyp9L3Nlc3Npb25zEiQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vc2Vzc2lvbnMSgQEKDVVwZGF0ZVNlc3Npb24SHi5raW9rdS52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iPYLT5JMCNzoHc2Vzc2lvbjIsL3YxL3tzZXNzaW9uLm5hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0SdQoNRGVsZXRlU2Vzc2lvbhIeLmtpb2t1LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiyC0+STAiYqJC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfRKHAQoLQXBwZW5kRXZlbnQSHC5raW9rdS52MS5BcHBlbmRFdmVudFJlcXVlc3QaHS5raW9rdS52MS5BcHBlbmRFdmVudFJlc3BvbnNlIjuC0+STAjU6ASoiMC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTphcHBlbmRFdmVudBKBAQoKTGlzdEV2ZW50cxIbLmtpb2t1LnYxLkxpc3RFdmVudHNSZXF1ZXN0Ghwua2lva3UudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIjiQAgGC0+STAi8SLS92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9L2V2ZW50cxJ9CghHZXRTdGF0ZRIZLmtpb2t1LnYxLkdldFN0YXRlUmVxdWVzdBoPLmtpb2t1LnYxLlN0YXRlIkWQAgGC0+STAjxaGRIXL3YxL3tuYW1lPWFwcHMvKi9zdGF0ZX0SHy92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zdGF0ZX0SmgEKC1VwZGF0ZVN0YXRlEhwua2lva3UudjEuVXBkYXRlU3RhdGVSZXF1ZXN0Gg8ua2lva3UudjEuU3RhdGUiXILT5JMCVjoLc3RhdGVfZGVsdGFaJjoLc3RhdGVfZGVsdGEyFy92MS97bmFtZT1hcHBzLyovc3RhdGV9Mh8vdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc3RhdGV9EnQKC0ZvcmtTZXNzaW9uEhwua2lva3UudjEuRm9ya1Nlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI0gtPkkwIuOgEqIikvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn06Zm9yaxJUCgxXYXRjaFNlc3Npb24SHS5raW9rdS52MS5XYXRjaFNlc3Npb25SZXF1ZXN0Gh4ua2lva3UudjEuV2F0Y2hTZXNzaW9uUmVzcG9uc2UiA5ACATABEn8KDkNvbXBhY3RTZXNzaW9uEh8ua2lva3UudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIjeC0+STAjE6ASoiLC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTpjb21wYWN0EsEBCgxTZWFyY2hFdmVudHMSHS5raW9rdS52MS5TZWFyY2hFdmVudHNSZXF1ZXN0Gh4ua2lva3UudjEuU2VhcmNoRXZlbnRzUmVzcG9uc2UicpACAYLT5JMCaToBKlo5OgEqIjQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfS9ldmVudHM6c2VhcmNoIikvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vZXZlbnRzOnNlYXJjaEKUAQoMY29tLmtpb2t1LnYxQhNTZXNzaW9uU2VydmljZVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_operation, file_kioku_v1_session]);
 
 /**
  * The request of CreateSession.
@@ -91,6 +93,13 @@ export type GetSessionRequest = Message<"kioku.v1.GetSessionRequest"> & {
    * @generated from field: bool skip_events = 4;
    */
   skipEvents: boolean;
+
+  /**
+   * Which events: all of them (the default), or the compacted view.
+   *
+   * @generated from field: kioku.v1.SessionView view = 5;
+   */
+  view: SessionView;
 };
 
 /**
@@ -668,6 +677,111 @@ export const SearchEventsResultSchema: GenMessage<SearchEventsResult> = /*@__PUR
   messageDesc(file_kioku_v1_session_service, 17);
 
 /**
+ * The request of CompactSession.
+ *
+ * @generated from message kioku.v1.CompactSessionRequest
+ */
+export type CompactSessionRequest = Message<"kioku.v1.CompactSessionRequest"> & {
+  /**
+   * The session: `apps/{app}/users/{user}/sessions/{session}`. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The last sequence to summarise. 0: all but the most recent
+   * keep_recent_events.
+   *
+   * @generated from field: int64 up_to_sequence = 2;
+   */
+  upToSequence: bigint;
+
+  /**
+   * With up_to_sequence 0, how many of the most recent events stay out of
+   * the summary; 0 means 10.
+   *
+   * @generated from field: int32 keep_recent_events = 3;
+   */
+  keepRecentEvents: number;
+};
+
+/**
+ * Describes the message kioku.v1.CompactSessionRequest.
+ * Use `create(CompactSessionRequestSchema)` to create a new message.
+ */
+export const CompactSessionRequestSchema: GenMessage<CompactSessionRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 18);
+
+/**
+ * The response of CompactSession's operation.
+ *
+ * @generated from message kioku.v1.CompactSessionResponse
+ */
+export type CompactSessionResponse = Message<"kioku.v1.CompactSessionResponse"> & {
+  /**
+   * The session's latest compaction event: the one the operation appended,
+   * or the one that already covered the range. Unset when there was nothing
+   * to compact.
+   *
+   * @generated from field: kioku.v1.Event compaction = 1;
+   */
+  compaction?: Event | undefined;
+
+  /**
+   * True when the operation appended compaction events (a long range is
+   * summarised in steps, each one a compaction event).
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message kioku.v1.CompactSessionResponse.
+ * Use `create(CompactSessionResponseSchema)` to create a new message.
+ */
+export const CompactSessionResponseSchema: GenMessage<CompactSessionResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 19);
+
+/**
+ * The events GetSession returns.
+ *
+ * @generated from enum kioku.v1.SessionView
+ */
+export enum SessionView {
+  /**
+   * The default: SESSION_VIEW_FULL.
+   *
+   * @generated from enum value: SESSION_VIEW_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every selected event.
+   *
+   * @generated from enum value: SESSION_VIEW_FULL = 1;
+   */
+  FULL = 1,
+
+  /**
+   * "Summary + recent": the session's latest compaction event (see
+   * CompactSession), then the events after the range it covers (other
+   * compaction events left out); num_recent_events and after_time select
+   * among those later events. Without a compaction, as SESSION_VIEW_FULL.
+   *
+   * @generated from enum value: SESSION_VIEW_COMPACTED = 2;
+   */
+  COMPACTED = 2,
+}
+
+/**
+ * Describes the enum kioku.v1.SessionView.
+ */
+export const SessionViewSchema: GenEnum<SessionView> = /*@__PURE__*/
+  enumDesc(file_kioku_v1_session_service, 0);
+
+/**
  * SessionService manages sessions, their append-only events and their
  * prefix-scoped state.
  *
@@ -797,6 +911,23 @@ export const SessionService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchSessionRequestSchema;
     output: typeof WatchSessionResponseSchema;
+  },
+  /**
+   * Summarises a session's events up to a sequence (by default all but the
+   * most recent 10) with the generation model into a compaction event
+   * appended to it (author `kioku`, the summary as content, the range in
+   * actions.compaction). The events stay. A session that has a compaction
+   * gets one that summarises the previous summary and the events after it.
+   * Compacting a range already covered changes nothing. Returns an
+   * Operation whose response is a CompactSessionResponse; without a
+   * generation model it is FAILED_PRECONDITION.
+   *
+   * @generated from rpc kioku.v1.SessionService.CompactSession
+   */
+  compactSession: {
+    methodKind: "unary";
+    input: typeof CompactSessionRequestSchema;
+    output: typeof OperationSchema;
   },
   /**
    * Searches a user's events, across all their sessions or in one, for a
