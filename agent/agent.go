@@ -8,13 +8,18 @@
 //
 //  1. appends the user's message to the session (with the caller's state
 //     delta, "temp:" keys included: they live for this turn only);
-//  2. reads the session's recent events and merged state;
+//  2. reads the session's recent events and merged state (with a token
+//     budget, the compacted view, compacting the session when the history
+//     outgrows the budget; see context.go);
 //  3. fills the instruction's {key} placeholders from the state and
 //     preloads the memories most relevant to the message into it
 //     (preload_memory);
-//  4. calls the model, offering the tools load_memory(query) and
-//     save_to_memory(fact) and the caller's tools, and runs the calls the
-//     model makes, step after step, up to MaxSteps model calls;
+//  4. calls the model, offering the tools search_conversation(query) (the
+//     words of every past message of the user, through kioku's event
+//     search), load_memory(query) and save_to_memory(fact) and the caller's
+//     tools, and runs the calls the model makes, step after step, up to
+//     MaxSteps model calls; tool results of older turns reach the model as
+//     a placeholder (context editing);
 //  5. appends every model reply and every tool result to the session as
 //     events (tool state changes go in the result event's state delta);
 //  6. returns the reply, decoded into the Output type when there is one.
@@ -121,9 +126,23 @@ type Agent struct {
 	OutputMode OutputMode
 	// MaxSteps bounds the model calls of one turn. Default 8.
 	MaxSteps int
-	// HistoryEvents is how many recent events are read as context.
-	// Default 40.
+	// HistoryEvents is how many recent events are read as context (after
+	// the latest compaction, with ContextTokens). Default 40.
 	HistoryEvents int
+	// ContextTokens, when positive, is the token budget of the context
+	// (system instruction and history; see EstimateTokens): the turn reads
+	// the session's compacted view and compacts the session when the
+	// history would exceed the budget or fill HistoryEvents (see
+	// context.go). 0 reads the last HistoryEvents events as they are.
+	ContextTokens int
+	// KeepRecentEvents is how many of the most recent events a compaction
+	// leaves out of the summary. Default 10.
+	KeepRecentEvents int
+	// KeepToolResults is how many of the turns before the current one keep
+	// their tool results in the model's context; older ones are replaced by
+	// a short placeholder (in the request only, never in the session).
+	// Default 3; negative keeps all.
+	KeepToolResults int
 	// PreloadTopK is how many memories are preloaded; negative disables
 	// preloading. Default 5.
 	PreloadTopK int
@@ -189,6 +208,9 @@ type Result struct {
 	ModelCalls int
 	// MemoryOperations names the memory generations the turn started.
 	MemoryOperations []string
+	// Compactions names the compactions of the session the turn ran to stay
+	// within ContextTokens.
+	Compactions []string
 }
 
 // ErrTooManySteps is returned when the model keeps calling tools beyond
@@ -222,10 +244,11 @@ func WithStateDelta(delta map[string]any) TurnOption {
 }
 
 const (
-	finalAnswer  = "final_answer"
-	loadMemory   = "load_memory"
-	saveToMemory = "save_to_memory"
-	turnsKey     = "kioku_agent_turns"
+	finalAnswer        = "final_answer"
+	loadMemory         = "load_memory"
+	searchConversation = "search_conversation"
+	saveToMemory       = "save_to_memory"
+	turnsKey           = "kioku_agent_turns"
 )
 
 func (a *Agent) name() string {
@@ -283,11 +306,7 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	}
 
 	// 2. History and state.
-	history := a.HistoryEvents
-	if history <= 0 {
-		history = 40
-	}
-	sess, err := a.Kioku.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: session, NumRecentEvents: int32(history)})
+	sess, err := t.readSession(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -307,12 +326,8 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		}
 		t.user = id
 	}
-	contents, err := contentsOf(sess.GetEvents())
-	if err != nil {
-		return nil, err
-	}
 
-	// 3. Instruction and memories.
+	// 3. Instruction and memories, then the history within the budget.
 	system, err := fillInstruction(a.Instruction, t.state)
 	if err != nil {
 		return nil, err
@@ -321,6 +336,10 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		return nil, err
 	} else if preloaded != "" {
 		system += "\n\n" + preloaded
+	}
+	contents, err := t.history(ctx, sess.GetEvents(), system)
+	if err != nil {
+		return nil, err
 	}
 
 	// 4-5. The model and the tools.
@@ -609,6 +628,11 @@ func (t *turn) tools() []Tool {
 		Fact string `json:"fact" jsonschema_description:"One self-contained fact about the user worth remembering in future conversations."`
 	}
 	tools := []Tool{{
+		Name:        searchConversation,
+		Description: "Search everything the user and you said in past conversations (every session, however long ago) for words, and get the best matching messages with when they were said. Use it when the user refers to something said before that is not in the messages you see.",
+		Parameters:  queryArgs{},
+		Run:         t.searchConversation,
+	}, {
 		Name:        loadMemory,
 		Description: "Search what you remember about the user from earlier conversations.",
 		Parameters:  queryArgs{},
@@ -746,13 +770,21 @@ func modelEvent(t *turn, resp *genai.GenerateContentResponse, reply *genai.Conte
 
 // contentsOf turns stored events into the model's history: user events as
 // user turns, the agent's replies as model turns, tool results as user
-// turns of function responses. Thoughts are left out, and so are display
-// names of inline and file data (the Gemini API refuses them).
-func contentsOf(events []*kiokuv1.Event) ([]*genai.Content, error) {
-	var out []*genai.Content
-	for _, e := range events {
+// turns of function responses, and a compaction event (the first of the
+// compacted view) as a user turn holding its summary; other compaction
+// events are left out. Thoughts are left out, and so are display names of
+// inline and file data (the Gemini API refuses them). turns[i] is the
+// invocation (turn) of contents[i], "" for a summary.
+func contentsOf(events []*kiokuv1.Event) (contents []*genai.Content, turns []string, err error) {
+	for i, e := range events {
 		c := e.GetContent()
 		if c == nil || e.GetPartial() {
+			continue
+		}
+		if e.GetActions().GetCompaction() != nil {
+			if i == 0 {
+				contents, turns = append(contents, summaryContent(e)), append(turns, "")
+			}
 			continue
 		}
 		role := genai.RoleModel
@@ -761,7 +793,7 @@ func contentsOf(events []*kiokuv1.Event) ([]*genai.Content, error) {
 		}
 		full, err := content.KiokuToGenai(c)
 		if err != nil {
-			return nil, fmt.Errorf("agent: event %s: %w", e.GetId(), err)
+			return nil, nil, fmt.Errorf("agent: event %s: %w", e.GetId(), err)
 		}
 		gc := &genai.Content{Role: role}
 		for _, p := range full.Parts {
@@ -777,8 +809,8 @@ func contentsOf(events []*kiokuv1.Event) ([]*genai.Content, error) {
 			gc.Parts = append(gc.Parts, p)
 		}
 		if len(gc.Parts) > 0 {
-			out = append(out, gc)
+			contents, turns = append(contents, gc), append(turns, e.GetInvocationId())
 		}
 	}
-	return out, nil
+	return contents, turns, nil
 }
