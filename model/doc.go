@@ -10,5 +10,7 @@
 //
 // The memory bank (extraction, consolidation, retrieval) and the agent
 // runtime both use it. A Meter wraps a Generator and an Embedder to count
-// their calls, tokens and texts for the server's metrics.
+// their calls, tokens and texts for the server's metrics, and to trace each
+// call (OpenTelemetry spans, no-ops unless internal/telemetry installs a
+// provider).
 package model

@@ -7,11 +7,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Meter counts the calls made through the generators and embedders it
 // wraps, and the tokens and texts they used, for the server's metrics:
-// model calls are what a memory bank costs to run.
+// model calls are what a memory bank costs to run. Each call is also an
+// OpenTelemetry span.
 type Meter struct {
 	mu     sync.Mutex
 	counts map[usageKey]Usage
@@ -80,12 +86,15 @@ type meteredGenerator struct {
 }
 
 func (g meteredGenerator) Generate(ctx context.Context, r *GenerateRequest) (*GenerateResponse, error) {
+	ctx, span := startSpan(ctx, "chat", g.Name())
 	resp, err := g.Generator.Generate(ctx, r)
 	var prompt, output int
 	if resp != nil {
 		prompt, output = resp.PromptTokens, resp.OutputTokens
 	}
 	g.m.add(g.Name(), "generate", err, prompt, output, 0)
+	span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", prompt), attribute.Int("gen_ai.usage.output_tokens", output))
+	endSpan(span, err)
 	return resp, err
 }
 
@@ -95,7 +104,30 @@ type meteredEmbedder struct {
 }
 
 func (e meteredEmbedder) Embed(ctx context.Context, texts []string, task EmbedTask) ([][]float32, error) {
+	ctx, span := startSpan(ctx, "embeddings", e.Name())
 	v, err := e.Embedder.Embed(ctx, texts, task)
 	e.m.add(e.Name(), "embed", err, 0, 0, len(texts))
+	span.SetAttributes(attribute.Int("kioku.embed.texts", len(texts)))
+	endSpan(span, err)
 	return v, err
+}
+
+// tracer makes the spans of the calls a Meter counts.
+var tracer = otel.Tracer("github.com/kioku-ai/kioku/model")
+
+// startSpan starts the OpenTelemetry span of one model call, named and
+// described as OpenTelemetry's GenAI conventions have it ("chat MODEL",
+// "embeddings MODEL"). It is a no-op unless a tracer provider is installed
+// (internal/telemetry).
+func startSpan(ctx context.Context, operation, model string) (context.Context, trace.Span) {
+	return tracer.Start(ctx, operation+" "+model, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("gen_ai.operation.name", operation), attribute.String("gen_ai.request.model", model)))
+}
+
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

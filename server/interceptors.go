@@ -8,7 +8,23 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/otelconnect"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// newTracingInterceptor records each call of the kioku services with
+// OpenTelemetry (connectrpc.com/otelconnect, through the global providers
+// that internal/telemetry installs when export is configured; no-ops
+// otherwise): a server span per call and the rpc.server.* metrics. The
+// caller's trace context is trusted, so a backend's trace continues into
+// kioku's spans.
+func newTracingInterceptor() *otelconnect.Interceptor {
+	i, err := otelconnect.NewInterceptor(otelconnect.WithTrustRemote())
+	if err != nil {
+		panic("server: otelconnect: " + err.Error())
+	}
+	return i
+}
 
 // observingInterceptor writes one structured log line per call (the
 // procedure, the protocol, the outcome code and the duration) and counts
@@ -71,6 +87,9 @@ func (l *observingInterceptor) record(ctx context.Context, procedure, protocol s
 		slog.String("protocol", protocol),
 		slog.String("code", code),
 		slog.Duration("duration", time.Since(start)),
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 	}
 	if err != nil {
 		var ce *connect.Error

@@ -207,11 +207,9 @@ func New(cfg Config) *Server {
 		metrics.refused("*", "inflates_too_large", connect.CodeResourceExhausted)
 		logs.write("request refused", "reason", "inflates_too_large", "limit", cfg.MaxRequestBytes)
 	})
-	opts := []connect.HandlerOption{
-		connect.WithInterceptors(
-			newObservingInterceptor(cfg.Logger, metrics),
-			newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout, cfg.MaxStreamDuration),
-		),
+	observing := newObservingInterceptor(cfg.Logger, metrics)
+	deadline := newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout, cfg.MaxStreamDuration)
+	common := []connect.HandlerOption{
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
 			cfg.Logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
 			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
@@ -224,6 +222,7 @@ func New(cfg Config) *Server {
 		// Compressing small messages costs more CPU than it saves bytes.
 		connect.WithCompressMinBytes(4 << 10),
 	}
+	opts := append(slices.Clip(common), connect.WithInterceptors(observing, deadline))
 
 	// The API services check keys: the guard's middleware authenticates
 	// before the body is read, its interceptor (after the observing one, so
@@ -241,7 +240,9 @@ func New(cfg Config) *Server {
 		}
 		policies = append(policies, s.Policy())
 	}
-	apiOpts := slices.Clip(opts)
+	// The API services are traced (outermost, so that the log line of a
+	// call names its trace); health and reflection are not.
+	api := []connect.Interceptor{newTracingInterceptor(), observing, deadline}
 	var guard *auth.Guard
 	if cfg.Keys != nil {
 		guard = auth.NewGuard(auth.Options{
@@ -257,9 +258,10 @@ func New(cfg Config) *Server {
 				metrics.refused(procedure, reason, code)
 			},
 		}, policies...)
-		apiOpts = append(apiOpts, connect.WithInterceptors(guard.Interceptor()))
+		api = append(api, guard.Interceptor())
 	}
-	apiOpts = append(apiOpts, connect.WithInterceptors(&errorInterceptor{log: cfg.Logger}))
+	api = append(api, &errorInterceptor{log: cfg.Logger})
+	apiOpts := append(slices.Clip(common), connect.WithInterceptors(api...))
 	mux := http.NewServeMux()
 	var rest []*vanguard.Service
 	serve := func(path string, h http.Handler) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/telemetry"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/server/auth"
 	"github.com/kioku-ai/kioku/server/vertex"
@@ -34,7 +36,7 @@ type serveFlags struct {
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, maxStream                  *string
-	corsOrigins                                           *string
+	corsOrigins, otelEndpoint                             *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
 
@@ -47,13 +49,14 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		fsDatabase: fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
-		models:      cli.RegisterModelFlags(fs),
-		workers:     fs.Env("workers", "2", "memory operations run at once by this server"),
-		authKeys:    fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
-		tlsCert:     fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
-		tlsKey:      fs.Env("tls-key", "", "PEM private key of --tls-cert"),
-		corsOrigins: fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
-		lease:       fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+		models:       cli.RegisterModelFlags(fs),
+		workers:      fs.Env("workers", "2", "memory operations run at once by this server"),
+		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
+		tlsCert:      fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
+		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),
+		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces and metrics to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
+		corsOrigins:  fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
+		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
 		rateLimit:    fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
 		bodyTimeout:  fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
@@ -168,6 +171,22 @@ func serve(ctx context.Context, args []string) error {
 	cfg, err := flags.nodeConfig(log)
 	if err != nil {
 		return err
+	}
+	otelCfg := telemetry.Config{Endpoint: *flags.otelEndpoint, ServiceVersion: moduleVersion()}
+	stopTelemetry, exporting, err := telemetry.Setup(ctx, otelCfg)
+	if err != nil {
+		return fmt.Errorf("--otel-endpoint: %w", err)
+	}
+	defer func() {
+		// Flush what is buffered, without holding shutdown up for long.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTelemetry(flushCtx); err != nil {
+			log.Warn("exporting the last OpenTelemetry data failed", "err", err)
+		}
+	}()
+	if exporting {
+		log.Info("exporting OpenTelemetry traces and metrics over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
 	}
 	n, err := node.Open(ctx, cfg)
 	if err != nil {

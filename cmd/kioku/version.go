@@ -53,6 +53,15 @@ func describe(info *debug.BuildInfo, release string) string {
 	return s + " " + info.GoVersion
 }
 
+// moduleVersion is kioku's module version in this build ("(devel)" for a
+// build of a working tree), or "unknown".
+func moduleVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return "unknown"
+}
+
 func printVersion(w io.Writer) error {
 	_, err := fmt.Fprintln(w, version())
 	return err

@@ -32,6 +32,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -67,6 +72,7 @@ type writeReq struct {
 	// false when its goroutine must lead the next commit.
 	wake     chan struct{}
 	finished bool
+	batch    int // writes in the transaction that ran it
 }
 
 // Open opens (creating if needed) the database at path, whose directory must
@@ -164,11 +170,34 @@ var ErrClosed = errors.New("sqlitedb: database is closed")
 // nothing to make durable, so an idle server's periodic checks cost no
 // sync and do not count in Stats; a write of schema alone must therefore
 // also change a row (Migrate records the version).
-func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+//
+// Each Write is an OpenTelemetry span, sqlite.write (from the call to the
+// durable commit, waiting for the shared transaction included), with the
+// number of writes its transaction held; it is a no-op unless a tracer
+// provider is installed (internal/telemetry).
+func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	ctx, span := tracer.Start(ctx, "sqlite.write", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.DBSystemNameSQLite))
+	r := &writeReq{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
+	defer func() {
+		span.SetAttributes(attribute.Int("kioku.sqlite.batch_writes", r.batch))
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
+	return db.runWrite(r)
+}
+
+// tracer makes the spans of Write.
+var tracer = otel.Tracer("github.com/kioku-ai/kioku/internal/sqlitedb")
+
+// runWrite is Write without its span.
+func (db *DB) runWrite(r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -213,6 +242,7 @@ func (db *DB) lead() {
 	db.mu.Unlock()
 	for _, r := range batch {
 		r.finished = true
+		r.batch = len(batch)
 		r.wake <- struct{}{}
 	}
 	if next != nil {

@@ -1,0 +1,136 @@
+// Package telemetry turns on OpenTelemetry traces and metrics for a kioku
+// process: when an OTLP endpoint is configured, Setup installs the SDK's
+// tracer and meter providers as OpenTelemetry's globals, exporting over
+// OTLP, with W3C trace context and baggage as the propagators; otherwise
+// nothing is installed and every span and instrument in the process stays
+// OpenTelemetry's no-op.
+//
+// What records through the globals: each RPC (connectrpc.com/otelconnect in
+// package server: a span per call, trusting the caller's trace context,
+// and the rpc.server.* metrics), each SQLite write transaction (span
+// sqlite.write, in internal/sqlitedb), each call of the memory bank's
+// generation model and embedder (spans "chat MODEL" and "embeddings
+// MODEL", in package model), and the Firestore client's own spans of its
+// transactions and calls.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
+
+// Config says where to export.
+type Config struct {
+	// Endpoint is the OTLP endpoint's URL (http://collector:4318 for
+	// OTLP/HTTP, the default protocol; http://collector:4317 with
+	// OTEL_EXPORTER_OTLP_PROTOCOL=grpc). Empty: the standard
+	// OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ and _METRICS_ forms)
+	// decides, and without any, telemetry stays off.
+	Endpoint string
+	// ServiceVersion is reported as service.version.
+	ServiceVersion string
+}
+
+// Enabled reports whether cfg, with the environment, asks for export.
+// OTEL_SDK_DISABLED=true turns it off whatever else is set.
+func (cfg Config) Enabled() bool {
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return false
+	}
+	return cfg.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" ||
+		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+}
+
+// Setup installs OTLP-exporting providers as OpenTelemetry's globals when
+// cfg is enabled, and returns a function that flushes and stops them (a
+// no-op when nothing was installed) and whether it installed them. The
+// exporters read the other standard OTEL_EXPORTER_OTLP_* variables
+// (headers, certificates, timeouts, compression); OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES add to the resource (service.name is kioku by
+// default).
+func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) error, enabled bool, err error) {
+	none := func(context.Context) error { return nil }
+	if !cfg.Enabled() {
+		return none, false, nil
+	}
+	protocol := os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	if protocol == "" {
+		protocol = "http/protobuf"
+	}
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return none, false, fmt.Errorf("OTLP endpoint %q: want a URL such as http://localhost:4318", cfg.Endpoint)
+		}
+	}
+
+	var (
+		spans   sdktrace.SpanExporter
+		metrics sdkmetric.Exporter
+	)
+	switch protocol {
+	case "http/protobuf":
+		var topts []otlptracehttp.Option
+		var mopts []otlpmetrichttp.Option
+		if cfg.Endpoint != "" {
+			topts = append(topts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(cfg.Endpoint, "/")+"/v1/traces"))
+			mopts = append(mopts, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(cfg.Endpoint, "/")+"/v1/metrics"))
+		}
+		if spans, err = otlptracehttp.New(ctx, topts...); err == nil {
+			metrics, err = otlpmetrichttp.New(ctx, mopts...)
+		}
+	case "grpc":
+		var topts []otlptracegrpc.Option
+		var mopts []otlpmetricgrpc.Option
+		if cfg.Endpoint != "" {
+			topts = append(topts, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
+			mopts = append(mopts, otlpmetricgrpc.WithEndpointURL(cfg.Endpoint))
+		}
+		if spans, err = otlptracegrpc.New(ctx, topts...); err == nil {
+			metrics, err = otlpmetricgrpc.New(ctx, mopts...)
+		}
+	default:
+		return none, false, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: kioku exports with http/protobuf (the default) or grpc", protocol)
+	}
+	if err != nil {
+		return none, false, fmt.Errorf("OTLP exporter: %w", err)
+	}
+
+	res, err := resource.Merge(
+		resource.NewSchemaless(semconv.ServiceName("kioku"), semconv.ServiceVersion(cfg.ServiceVersion)),
+		resource.Environment(),
+	)
+	if err != nil {
+		return none, false, fmt.Errorf("OpenTelemetry resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)), sdkmetric.WithResource(res))
+	Install(tp, mp)
+	return func(ctx context.Context) error {
+		return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
+	}, true, nil
+}
+
+// Install makes tp and mp OpenTelemetry's global providers, with W3C trace
+// context and baggage as the global propagators. Setup calls it; tests call
+// it with in-memory exporters.
+func Install(tp *sdktrace.TracerProvider, mp *sdkmetric.MeterProvider) {
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+}
