@@ -96,7 +96,7 @@ func TestReadmeGoPrograms(t *testing.T) {
 			expect[pkg] = []string{"ann map[user:drink:tea]\n"}
 			run = append(run, path)
 		case strings.Contains(prog, "vertexai.NewSessionService("):
-			expect[pkg] = []string{"ADK session of ann lang ja\n"}
+			expect[pkg] = []string{"ADK session of bob lang ja\n"}
 			run = append(run, path)
 		default:
 			check = append(check, path)

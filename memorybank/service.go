@@ -599,6 +599,25 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 	return revs, next, nil
 }
 
+// GetRevision returns one revision of a memory, deleted or not; an expired
+// revision is NotFound.
+func (s *Service) GetRevision(ctx context.Context, app, id string, number int64) (*Revision, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := ValidateID("memory id", id); err != nil {
+		return nil, err
+	}
+	r, err := s.store.GetRevision(ctx, app, id, number)
+	if err == nil && !r.ExpireTime.IsZero() && !s.now().Before(r.ExpireTime) {
+		err = fault.NotFoundf("revision %d of memory %s not found", number, aip.MemoryName(app, id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // RollbackMemory restores a memory, deleted or not, to a revision, and
 // records the restoration as a new revision.
 func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) (*Memory, error) {

@@ -14,9 +14,12 @@
 // GET /metrics (metrics.go); over TLS when given a Certificate (tls.go).
 //
 // REST (/v1/...) is the services' google.api.http bindings, transcoded by
-// connectrpc.com/vanguard into Connect calls of the same handlers; every new
-// REST surface joins that one transcoder. GET /openapi.yaml serves their
-// OpenAPI document (package openapi).
+// connectrpc.com/vanguard into Connect calls of the same handlers. A
+// Surface serves its own REST paths (the Vertex AI API's are /v1beta1/,
+// /v1/projects/, /v1/reasoningEngines/ and /ui/, routed by package
+// server/vertex, which says why not by vanguard), behind the same key check
+// and likewise through in-process Connect calls. GET /openapi.yaml serves
+// kioku.v1's OpenAPI document (package openapi).
 //
 // With Keys set, the kioku.v1 services need an API key confined to an app
 // or to one user of an app, checked by an auth.Guard (package server/auth)
@@ -147,10 +150,11 @@ type Surface interface {
 	// keys it needs (package auth); the server refuses to start when a
 	// method has no rule.
 	Policy() auth.Policy
-	// Mount registers its handlers on mux, building its Connect handlers
-	// with opts. Its handlers may call procedures in-process through mux
-	// (REST routes that forward to the gRPC procedures do).
-	Mount(mux *http.ServeMux, opts ...connect.HandlerOption)
+	// Mount registers its handlers on mux: its Connect handlers built
+	// with opts, and its REST handlers each behind rest, the key check of
+	// REST calls (it authenticates a call; what the REST handler then
+	// calls in-process through mux is authorized like any call).
+	Mount(mux *http.ServeMux, rest func(http.Handler) http.Handler, opts ...connect.HandlerOption)
 }
 
 // Server is kioku's HTTP handler plus the http.Server settings it runs with.
@@ -285,14 +289,14 @@ func New(cfg Config) *Server {
 		// a programming error that every test would show.
 		panic(fmt.Sprintf("server: REST bindings: %v", err))
 	}
+	restGuard := func(h http.Handler) http.Handler { return h }
 	if guard != nil {
-		mux.Handle("/v1/", guard.WrapREST(transcoder))
-	} else {
-		mux.Handle("/v1/", transcoder)
+		restGuard = guard.WrapREST
 	}
+	mux.Handle("/v1/", restGuard(transcoder))
 	names := slices.Clone(serviceNames)
 	for _, s := range cfg.Surfaces {
-		s.Mount(mux, apiOpts...)
+		s.Mount(mux, restGuard, apiOpts...)
 		names = append(names, s.ServiceNames()...)
 	}
 

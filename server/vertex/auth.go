@@ -37,6 +37,7 @@ func (s *Surface) Policy() auth.Policy {
 	}}
 	sessionKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}/sessions/{session}", "sessions", "*")
 	memoryKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}/memories/{memory}", "memories", "*")
+	revisionKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}/memories/{memory}/revisions/{revision}", "memories", "*", "revisions", "*")
 	opKind := &auth.Kind{
 		Form: "an operation of a reasoning engine, its sessions or its memories",
 		Parse: func(name string) (auth.Resource, bool) {
@@ -84,6 +85,13 @@ func (s *Surface) Policy() auth.Policy {
 			name("parent", containerKind), scope("scope"), optional("vertex_session_source.session", sessionKind),
 		}},
 		aiplatformpb.MemoryBankService_RetrieveMemories_FullMethodName: {Access: auth.Read, Resources: []auth.Field{name("parent", containerKind), scope("scope")}},
+
+		sdkProcedure(sdkIngestEvents):        {Access: auth.Write, Resources: []auth.Field{name("name", engineKind)}},
+		sdkProcedure(sdkPurgeMemories):       {Access: auth.Write, Resources: []auth.Field{name("name", engineKind)}},
+		sdkProcedure(sdkRetrieveProfiles):    {Access: auth.Read, Resources: []auth.Field{name("name", engineKind)}},
+		sdkProcedure(sdkRollbackMemory):      {Access: auth.Write, Resources: []auth.Field{name("name", memoryKind)}},
+		sdkProcedure(sdkListMemoryRevisions): {Access: auth.Read, Resources: []auth.Field{name("name", memoryKind)}},
+		sdkProcedure(sdkGetMemoryRevision):   {Access: auth.Read, Resources: []auth.Field{name("name", revisionKind)}},
 
 		longrunningpb.Operations_GetOperation_FullMethodName:    {Access: auth.Read, Resources: []auth.Field{name("name", opKind)}},
 		longrunningpb.Operations_WaitOperation_FullMethodName:   {Access: auth.Read, Resources: []auth.Field{name("name", opKind)}},

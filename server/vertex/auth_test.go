@@ -2,9 +2,6 @@ package vertex_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
@@ -37,15 +34,7 @@ func TestAPIKeysOnVertex(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	otherKey, otherEntry := auth.NewKey("other app", "other", "")
 	annKey, annEntry := auth.NewKey("ann's agent", engineID, "ann")
-	b, _ := json.Marshal(map[string]any{"keys": []auth.Key{appEntry, otherEntry, annEntry}})
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := auth.LoadKeys(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := loadKeys(t, appEntry, otherEntry, annEntry)
 	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = keys })
 	ctx := t.Context()
 	sessionClient := func(opts ...option.ClientOption) *aiplatform.SessionClient {
@@ -86,7 +75,7 @@ func TestAPIKeysOnVertex(t *testing.T) {
 		t.Errorf("app key lists %d sessions, want 2", len(list))
 	}
 	other := sessionClient(withKey("x-goog-api-key", otherKey))
-	_, err = other.GetSession(ctx, &aiplatformpb.GetSessionRequest{Name: engine + "/sessions/ann1"})
+	_, err := other.GetSession(ctx, &aiplatformpb.GetSessionRequest{Name: engine + "/sessions/ann1"})
 	expect("another app's key", err, codes.PermissionDenied)
 
 	ann := sessionClient(withKey("x-goog-api-key", annKey))

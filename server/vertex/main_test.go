@@ -1,7 +1,10 @@
 package vertex_test
 
 import (
+	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	kmodel "github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // kioku is a running kioku for one test.
@@ -63,4 +67,19 @@ func (k *kioku) grpcOptions() []option.ClientOption {
 // restOptions point Google's REST clients at k.
 func (k *kioku) restOptions() []option.ClientOption {
 	return []option.ClientOption{option.WithEndpoint(k.url), option.WithoutAuthentication()}
+}
+
+// loadKeys writes a key file of entries and loads it.
+func loadKeys(t *testing.T, entries ...auth.Key) *auth.Keys {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"keys": entries})
+	path := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.LoadKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }

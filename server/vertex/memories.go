@@ -139,11 +139,11 @@ func (s *Surface) createMemory(ctx context.Context, r *aiplatformpb.CreateMemory
 }
 
 func (s *Surface) createMemoryRPC(ctx context.Context, r *aiplatformpb.CreateMemoryRequest) (*longrunningpb.Operation, error) {
-	e, m, err := s.createMemory(ctx, r, memoryExtras{})
+	e, m, err := s.createMemory(ctx, r, restExtras(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return s.doneOperation(e.memoryName(m.ID)+"/operations/"+aip.NewID(), v1beta1, "CreateMemoryOperationMetadata", memoryToVertex(e, m))
+	return s.doneOperation(e.memoryName(m.ID)+"/operations/"+aip.NewID(), v1beta1, "CreateMemoryOperationMetadata", memoryOut(ctx, e, m))
 }
 
 func (s *Surface) getMemory(ctx context.Context, name string) (engine, *memorybank.Memory, error) {
@@ -163,7 +163,7 @@ func (s *Surface) getMemoryRPC(ctx context.Context, r *aiplatformpb.GetMemoryReq
 	if err != nil {
 		return nil, err
 	}
-	return memoryToVertex(e, m), nil
+	return memoryOut(ctx, e, m), nil
 }
 
 func (s *Surface) listMemories(ctx context.Context, r *aiplatformpb.ListMemoriesRequest) (engine, []*memorybank.Memory, string, error) {
@@ -191,7 +191,7 @@ func (s *Surface) listMemoriesRPC(ctx context.Context, r *aiplatformpb.ListMemor
 	}
 	out := &aiplatformpb.ListMemoriesResponse{NextPageToken: next}
 	for _, m := range list {
-		out.Memories = append(out.Memories, memoryToVertex(e, m))
+		out.Memories = append(out.Memories, memoryOut(ctx, e, m))
 	}
 	return out, nil
 }
@@ -305,11 +305,11 @@ func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemory
 }
 
 func (s *Surface) updateMemoryRPC(ctx context.Context, r *aiplatformpb.UpdateMemoryRequest) (*longrunningpb.Operation, error) {
-	e, m, err := s.updateMemory(ctx, r, memoryExtras{})
+	e, m, err := s.updateMemory(ctx, r, restExtras(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return s.doneOperation(e.memoryName(m.ID)+"/operations/"+aip.NewID(), v1beta1, "UpdateMemoryOperationMetadata", memoryToVertex(e, m))
+	return s.doneOperation(e.memoryName(m.ID)+"/operations/"+aip.NewID(), v1beta1, "UpdateMemoryOperationMetadata", memoryOut(ctx, e, m))
 }
 
 func (s *Surface) deleteMemoryRPC(ctx context.Context, r *aiplatformpb.DeleteMemoryRequest) (*longrunningpb.Operation, error) {
@@ -342,7 +342,7 @@ func (s *Surface) memoryOperation(ctx context.Context, ref opRef) (*longrunningp
 	}
 	m, err := s.mem.GetMemory(ctx, ref.engine.app, ref.target)
 	if err == nil {
-		return s.doneOperation(ref.name, v1beta1, "UpdateMemoryOperationMetadata", memoryToVertex(ref.engine, m))
+		return s.doneOperation(ref.name, v1beta1, "UpdateMemoryOperationMetadata", memoryOut(ctx, ref.engine, m))
 	}
 	if !fault.Is(err, fault.NotFound) {
 		return nil, err
@@ -356,6 +356,9 @@ func (s *Surface) generateMemories(ctx context.Context, r *aiplatformpb.Generate
 		return engine{}, nil, err
 	}
 	req := &memorybank.GenerateRequest{App: e.app, Scope: r.GetScope(), DisableConsolidation: r.GetDisableConsolidation()}
+	if st := restStateFrom(ctx); st != nil {
+		req.AllowedTopics = st.allowedTopics
+	}
 	switch src := r.GetSource().(type) {
 	case *aiplatformpb.GenerateMemoriesRequest_VertexSessionSource_:
 		v := src.VertexSessionSource
@@ -419,18 +422,18 @@ func (s *Surface) generateMemoriesRPC(ctx context.Context, r *aiplatformpb.Gener
 	if err != nil {
 		return nil, err
 	}
-	return bankOperationToVertex(e, e.name()+"/operations/"+op.ID, op)
+	return bankOperationToVertex(ctx, e, e.name()+"/operations/"+op.ID, op)
 }
 
 // bankResponse is the response of a memory bank operation that succeeded.
-func bankResponse(e engine, op *memorybank.Operation) (*anypb.Any, error) {
+func bankResponse(ctx context.Context, e engine, op *memorybank.Operation) (*anypb.Any, error) {
 	if op.Method == memorybank.MethodPurge {
 		return anypb.New(&structpb.Struct{Fields: map[string]*structpb.Value{"purgeCount": structpb.NewNumberValue(float64(op.PurgeCount))}})
 	}
 	out := &aiplatformpb.GenerateMemoriesResponse{}
 	for _, g := range op.Generated {
 		out.GeneratedMemories = append(out.GeneratedMemories, &aiplatformpb.GenerateMemoriesResponse_GeneratedMemory{
-			Memory: memoryToVertex(e, g.Memory), Action: actions[g.Action],
+			Memory: memoryOut(ctx, e, g.Memory), Action: actions[g.Action],
 		})
 	}
 	return anyOf(v1beta1, "GenerateMemoriesResponse", out)
@@ -477,7 +480,7 @@ func (s *Surface) retrieveMemoriesRPC(ctx context.Context, r *aiplatformpb.Retri
 	}
 	out := &aiplatformpb.RetrieveMemoriesResponse{NextPageToken: next}
 	for _, f := range found {
-		out.RetrievedMemories = append(out.RetrievedMemories, &aiplatformpb.RetrieveMemoriesResponse_RetrievedMemory{Memory: memoryToVertex(e, f.Memory), Distance: f.Distance})
+		out.RetrievedMemories = append(out.RetrievedMemories, &aiplatformpb.RetrieveMemoriesResponse_RetrievedMemory{Memory: memoryOut(ctx, e, f.Memory), Distance: f.Distance})
 	}
 	return out, nil
 }

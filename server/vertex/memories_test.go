@@ -215,3 +215,19 @@ func TestMemoryBankClientGRPC(t *testing.T) {
 	defer sc.Close()
 	memoryScenario(t, c, sc, fake)
 }
+
+func TestMemoryBankClientREST(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	k := startKioku(t, fake)
+	c, err := aiplatform.NewMemoryBankRESTClient(t.Context(), k.restOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	memoryScenario(t, c, sc, fake)
+}

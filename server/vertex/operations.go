@@ -296,7 +296,7 @@ func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(app, i
 	if err != nil {
 		return nil, s.opNotFound(err, ref)
 	}
-	return bankOperationToVertex(ref.engine, ref.name, op)
+	return bankOperationToVertex(ctx, ref.engine, ref.name, op)
 }
 
 var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no memory bank")
@@ -307,7 +307,7 @@ var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no m
 // GenerateMemoriesResponse; a purge's (which the Vertex AI SDK starts over
 // REST, and which Google's Go types do not have) are
 // GenericOperationMetadata and a Struct {"purgeCount": n}.
-func bankOperationToVertex(e engine, name string, op *memorybank.Operation) (*longrunningpb.Operation, error) {
+func bankOperationToVertex(ctx context.Context, e engine, name string, op *memorybank.Operation) (*longrunningpb.Operation, error) {
 	updated := op.CreateTime
 	for _, t := range []time.Time{op.StartTime, op.EndTime} {
 		if t.After(updated) {
@@ -328,7 +328,7 @@ func bankOperationToVertex(e engine, name string, op *memorybank.Operation) (*lo
 	switch op.State {
 	case memorybank.OpSucceeded:
 		out.Done = true
-		resp, err := bankResponse(e, op)
+		resp, err := bankResponse(ctx, e, op)
 		if err != nil {
 			return nil, err
 		}

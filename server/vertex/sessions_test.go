@@ -329,8 +329,9 @@ func TestSessionClientV1(t *testing.T) {
 }
 
 // badInput checks Vertex AI's answers to bad input, and that nothing of it
-// is stored.
-func badInput(t *testing.T, c *aiplatform.SessionClient) {
+// is stored. Over REST, a name of the wrong form routes to no method:
+// NOT_FOUND (HTTP 404), as from Google's own front end.
+func badInput(t *testing.T, c *aiplatform.SessionClient, rest bool) {
 	ctx := t.Context()
 	op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "taken", Session: &aiplatformpb.Session{UserId: "ann"}})
 	if err != nil {
@@ -386,14 +387,21 @@ func badInput(t *testing.T, c *aiplatform.SessionClient) {
 		t.Errorf("the session changed: %v, %v", got, err)
 	}
 	// Ids and names Vertex AI refuses; a missing user.
-	for _, req := range []*aiplatformpb.CreateSessionRequest{
-		{Parent: engine, SessionId: "Upper", Session: &aiplatformpb.Session{UserId: "ann"}},
-		{Parent: engine, SessionId: "-dash", Session: &aiplatformpb.Session{UserId: "ann"}},
-		{Parent: engine, Session: &aiplatformpb.Session{}},
-		{Parent: "projects/p/reasoningEngines/1", Session: &aiplatformpb.Session{UserId: "ann"}},
+	badName := codes.InvalidArgument
+	if rest {
+		badName = codes.NotFound
+	}
+	for _, c2 := range []struct {
+		req  *aiplatformpb.CreateSessionRequest
+		want codes.Code
+	}{
+		{&aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "Upper", Session: &aiplatformpb.Session{UserId: "ann"}}, codes.InvalidArgument},
+		{&aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "-dash", Session: &aiplatformpb.Session{UserId: "ann"}}, codes.InvalidArgument},
+		{&aiplatformpb.CreateSessionRequest{Parent: engine, Session: &aiplatformpb.Session{}}, codes.InvalidArgument},
+		{&aiplatformpb.CreateSessionRequest{Parent: "projects/p/reasoningEngines/1", Session: &aiplatformpb.Session{UserId: "ann"}}, badName},
 	} {
-		if _, err := c.CreateSession(ctx, req); codeOf(err) != codes.InvalidArgument {
-			t.Errorf("CreateSession(%v): %v, want INVALID_ARGUMENT", req, err)
+		if _, err := c.CreateSession(ctx, c2.req); codeOf(err) != c2.want {
+			t.Errorf("CreateSession(%v): %v, want %v", c2.req, err, c2.want)
 		}
 	}
 	if list := allSessions(t, c, &aiplatformpb.ListSessionsRequest{Parent: engine}); len(list) != 1 {
@@ -408,5 +416,25 @@ func TestBadInputGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	badInput(t, c)
+	badInput(t, c, false)
+}
+
+func TestSessionClientREST(t *testing.T) {
+	k := startKioku(t, nil)
+	c, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sessionScenario(t, c)
+}
+
+func TestBadInputREST(t *testing.T) {
+	k := startKioku(t, nil)
+	c, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	badInput(t, c, true)
 }

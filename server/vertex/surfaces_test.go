@@ -113,3 +113,15 @@ func TestBothSurfacesGRPC(t *testing.T) {
 	defer v.Close()
 	bothSurfaces(t, v, client.New(k.url))
 }
+
+// TestBothSurfacesREST: a session created over Vertex AI's REST API is
+// kioku.v1's, and the reverse.
+func TestBothSurfacesREST(t *testing.T) {
+	k := startKioku(t, nil)
+	v, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	bothSurfaces(t, v, client.New(k.url))
+}

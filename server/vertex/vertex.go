@@ -3,7 +3,8 @@
 // (Google's generated clients, ADK's VertexAiSessionService, the Vertex AI
 // SDK) runs against kioku by changing an endpoint.
 //
-// It serves, on kioku's port and beside kioku.v1, over gRPC and Connect:
+// It serves, on kioku's port and beside kioku.v1, over gRPC, Connect and
+// REST (rest.go):
 //
 //   - google.cloud.aiplatform.v1beta1.SessionService and MemoryBankService;
 //   - google.cloud.aiplatform.v1.SessionService, the same methods with v1's
@@ -89,15 +90,18 @@ func New(cfg Config) *Surface {
 
 // ServiceNames implements server.Surface.
 func (s *Surface) ServiceNames() []string {
-	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService}
+	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService, SdkService}
 }
 
-// Mount implements server.Surface: the gRPC, Connect and REST handlers.
-func (s *Surface) Mount(mux *http.ServeMux, opts ...connect.HandlerOption) {
+// Mount implements server.Surface: the gRPC and Connect handlers, and the
+// REST paths behind rest.
+func (s *Surface) Mount(mux *http.ServeMux, rest func(http.Handler) http.Handler, opts ...connect.HandlerOption) {
 	s.mountSessions(mux, opts)
 	s.mountSessionsV1(mux, opts)
 	s.mountMemories(mux, opts)
 	s.mountOperations(mux, opts)
+	s.mountSDK(mux, opts)
+	s.mountREST(mux, rest)
 }
 
 // unary registers a unary procedure served by fn.
