@@ -31,6 +31,9 @@ const (
 	MaxCustomTopics       = 32
 	MaxTopicDescription   = 1 << 10
 	MaxExamples           = 16
+	// MaxConfigTTL bounds the TTLs of a configuration (100 years), so that
+	// the expiries they give stay within the times kioku stores.
+	MaxConfigTTL = 100 * 365 * 24 * time.Hour
 	// MaxEventsPerOperation bounds the events one generation reads from a
 	// session; a longer backlog is taken by the next generations.
 	MaxEventsPerOperation = 400
@@ -179,6 +182,14 @@ func validateConfig(c *BankConfig) error {
 	}
 	if err := c.Retrieval.Fusion.Validate("retrieval.fusion"); err != nil {
 		return err
+	}
+	for _, ttl := range []struct {
+		field string
+		d     time.Duration
+	}{{"memory_ttl", c.MemoryTTL}, {"revision_ttl", c.RevisionTTL}} {
+		if ttl.d > MaxConfigTTL {
+			return fault.Invalidf("%s %v is longer than %v (100 years), the longest TTL a configuration may give", ttl.field, ttl.d, MaxConfigTTL)
+		}
 	}
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")

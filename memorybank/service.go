@@ -11,6 +11,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -192,8 +193,14 @@ func expiry(now, at time.Time, ttl, def time.Duration) (time.Time, error) {
 	case ttl < 0:
 		return time.Time{}, fault.Invalidf("ttl must be positive")
 	case ttl > 0:
-		return now.Add(ttl), nil
+		if at = now.Add(ttl); !unixnano.Storable(at) {
+			return time.Time{}, fault.Invalidf("ttl %v puts the expiry in %d, past the times kioku stores (%s)", ttl, at.Year(), unixnano.Range)
+		}
+		return at, nil
 	case !at.IsZero():
+		if !unixnano.Storable(at) {
+			return time.Time{}, fault.Invalidf("expire_time %v is out of range (%s)", at.UTC(), unixnano.Range)
+		}
 		if !at.After(now) {
 			return time.Time{}, fault.Invalidf("expire_time %v is not in the future", at.UTC())
 		}

@@ -138,12 +138,21 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 	c := &memorybank.BankConfig{
 		App:           app,
 		ManagedTopics: p.GetManagedTopics(),
-		MemoryTTL:     p.GetMemoryTtl().AsDuration(),
-		RevisionTTL:   p.GetRevisionTtl().AsDuration(),
-		Trigger: memorybank.Trigger{
-			EventCount:   int(p.GetGenerationTrigger().GetEventCount()),
-			IdleDuration: p.GetGenerationTrigger().GetIdleDuration().AsDuration(),
-		},
+		Trigger:       memorybank.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
+	}
+	var err error
+	for _, d := range []struct {
+		field string
+		value *durationpb.Duration
+		to    *time.Duration
+	}{
+		{"memory_bank_config.memory_ttl", p.GetMemoryTtl(), &c.MemoryTTL},
+		{"memory_bank_config.revision_ttl", p.GetRevisionTtl(), &c.RevisionTTL},
+		{"memory_bank_config.generation_trigger.idle_duration", p.GetGenerationTrigger().GetIdleDuration(), &c.Trigger.IdleDuration},
+	} {
+		if *d.to, err = durationOf(d.field, d.value); err != nil {
+			return nil, err
+		}
 	}
 	fusion, err := fusionFromProto(p.GetRetrieval().GetFusion())
 	if err != nil {

@@ -59,7 +59,7 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[k
 	in := memorybank.MemoryInput{
 		ID: req.Msg.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope(), Topics: m.GetTopics(), Metadata: m.GetMetadata(),
 	}
-	if in.ExpireTime, in.TTL, err = expirationFromProto(m.GetExpireTime(), m.GetTtl() != nil, m.GetTtl().AsDuration()); err != nil {
+	if in.ExpireTime, in.TTL, err = expirationFromProto("memory", m.GetExpireTime(), m.GetTtl()); err != nil {
 		return nil, h.fail(ctx, err)
 	}
 	created, err := h.svc.CreateMemory(ctx, app, in)
@@ -134,7 +134,11 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 			}
 			u.ExpireTime = &t
 		case "ttl":
-			u.TTL = new(m.GetTtl().AsDuration())
+			ttl, err := durationOf("memory.ttl", m.GetTtl())
+			if err != nil {
+				return nil, h.fail(ctx, err)
+			}
+			u.TTL = &ttl
 		default:
 			return nil, h.fail(ctx, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time or ttl", p))
 		}

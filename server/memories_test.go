@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
@@ -325,4 +326,76 @@ func TestGenerateWithOpenAICompatible(t *testing.T) {
 	if fake.EmbedRequests() < 2 {
 		t.Fatalf("embeddings did not go to the OpenAI-compatible server (%d requests)", fake.EmbedRequests())
 	}
+}
+
+// TestFarFutureExpiryRefused: an expire_time or ttl past the times kioku
+// stores is INVALID_ARGUMENT naming the field and the range, on memories,
+// the memory bank's configuration and sessions alike, and changes nothing;
+// the latest storable expiry works and keeps the memory visible.
+func TestFarFutureExpiryRefused(t *testing.T) {
+	c, _ := startNode(t, false)
+	ctx := t.Context()
+	scope := map[string]string{"user_id": "u"}
+	farTime := timestamppb.New(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+	want := func(what string, err error, msgs ...string) {
+		t.Helper()
+		if connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Fatalf("%s: %v, want INVALID_ARGUMENT", what, err)
+		}
+		for _, m := range msgs {
+			if !strings.Contains(err.Error(), m) {
+				t.Fatalf("%s: %v, want it to say %q", what, err, m)
+			}
+		}
+	}
+	create := func(id string, m *kiokuv1.Memory) error {
+		m.Fact, m.Scope = "Likes tea.", scope
+		_, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/a", MemoryId: id, Memory: m}))
+		return err
+	}
+	want("memory expire_time in 9999", create("m1", &kiokuv1.Memory{Expiration: &kiokuv1.Memory_ExpireTime{ExpireTime: farTime}}), "expire_time 9999-12-31", "years 1678 to 2261")
+	want("memory ttl of 10,000 years", create("m2", &kiokuv1.Memory{Expiration: &kiokuv1.Memory_Ttl{Ttl: &durationpb.Duration{Seconds: 315576000000}}}), "memory.ttl 315576000000s is too long", "years 1678 to 2261")
+	want("memory ttl of 250 years", create("m3", &kiokuv1.Memory{Expiration: &kiokuv1.Memory_Ttl{Ttl: durationpb.New(250 * 365 * 24 * time.Hour)}}), "ttl 2190000h0m0s puts the expiry in 22", "past the times kioku stores")
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if _, err := c.memories.GetMemory(ctx, req(&kiokuv1.GetMemoryRequest{Name: "apps/a/memories/" + id})); connect.CodeOf(err) != connect.CodeNotFound {
+			t.Fatalf("memory %s after a refused create: %v", id, err)
+		}
+	}
+
+	// The latest storable expiry is kept, and the memory stays visible.
+	late := time.Date(2261, 6, 1, 0, 0, 0, 0, time.UTC)
+	if err := create("late", &kiokuv1.Memory{Expiration: &kiokuv1.Memory_ExpireTime{ExpireTime: timestamppb.New(late)}}); err != nil {
+		t.Fatal(err)
+	}
+	update := func(m *kiokuv1.Memory, path string) error {
+		m.Name = "apps/a/memories/late"
+		_, err := c.memories.UpdateMemory(ctx, req(&kiokuv1.UpdateMemoryRequest{Memory: m, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{path}}}))
+		return err
+	}
+	want("updating to 9999", update(&kiokuv1.Memory{Expiration: &kiokuv1.Memory_ExpireTime{ExpireTime: farTime}}, "expire_time"), "years 1678 to 2261")
+	want("updating to a ttl of 10,000 years", update(&kiokuv1.Memory{Expiration: &kiokuv1.Memory_Ttl{Ttl: &durationpb.Duration{Seconds: 315576000000}}}, "ttl"), "memory.ttl 315576000000s is too long")
+	got, err := c.memories.GetMemory(ctx, req(&kiokuv1.GetMemoryRequest{Name: "apps/a/memories/late"}))
+	if err != nil || !got.Msg.GetExpireTime().AsTime().Equal(late) {
+		t.Fatalf("the memory after refused updates: %v, %v; want it visible, expiring %v", got, err, late)
+	}
+	list, err := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/a", Scope: scope}))
+	if err != nil || len(list.Msg.GetMemories()) != 1 {
+		t.Fatalf("ListMemories: %v, %v; want the memory", list, err)
+	}
+
+	// The configuration's TTLs.
+	config := func(c2 *kiokuv1.MemoryBankConfig, path string) error {
+		c2.Name = "apps/a/memoryBankConfig"
+		_, err := c.memories.UpdateMemoryBankConfig(ctx, req(&kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: c2, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{path}}}))
+		return err
+	}
+	want("memory_ttl of 10,000 years", config(&kiokuv1.MemoryBankConfig{MemoryTtl: &durationpb.Duration{Seconds: 315576000000}}, "memory_ttl"), "memory_bank_config.memory_ttl 315576000000s is too long")
+	want("memory_ttl of 101 years", config(&kiokuv1.MemoryBankConfig{MemoryTtl: durationpb.New(101 * 365 * 24 * time.Hour)}, "memory_ttl"), "memory_ttl 884760h0m0s is longer than")
+	want("revision_ttl of 101 years", config(&kiokuv1.MemoryBankConfig{RevisionTtl: durationpb.New(101 * 365 * 24 * time.Hour)}, "revision_ttl"), "revision_ttl")
+
+	// Sessions: a ttl too long names ttl, not expire_time.
+	_, err = c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", Session: &kiokuv1.Session{Expiration: &kiokuv1.Session_Ttl{Ttl: durationpb.New(250 * 365 * 24 * time.Hour)}}}))
+	want("session ttl of 250 years", err, "ttl 2190000h0m0s puts the expiry in 22")
+	_, err = c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", Session: &kiokuv1.Session{Expiration: &kiokuv1.Session_Ttl{Ttl: &durationpb.Duration{Seconds: 315576000000}}}}))
+	want("session ttl of 10,000 years", err, "session.ttl 315576000000s is too long")
 }

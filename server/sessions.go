@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -13,6 +15,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -80,7 +83,7 @@ func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request
 		Labels:      s.GetLabels(),
 		State:       structToMap(s.GetState()),
 	}
-	if r.ExpireTime, r.TTL, err = expirationFromProto(s.GetExpireTime(), s.GetTtl() != nil, s.GetTtl().AsDuration()); err != nil {
+	if r.ExpireTime, r.TTL, err = expirationFromProto("session", s.GetExpireTime(), s.GetTtl()); err != nil {
 		return nil, h.fail(ctx, err)
 	}
 	created, err := h.svc.CreateSession(ctx, r)
@@ -94,15 +97,33 @@ func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request
 	return connect.NewResponse(out), nil
 }
 
-func expirationFromProto(at *timestamppb.Timestamp, hasTTL bool, ttl time.Duration) (time.Time, time.Duration, error) {
+// expirationFromProto reads an expire_time or ttl (a oneof: at most one
+// is set) of the message at field.
+func expirationFromProto(field string, at *timestamppb.Timestamp, ttl *durationpb.Duration) (time.Time, time.Duration, error) {
 	t, err := timeOrZero(at)
 	if err != nil {
-		return time.Time{}, 0, fault.Invalidf("expire_time: %v", err)
+		return time.Time{}, 0, fault.Invalidf("%s.expire_time: %v", field, err)
 	}
-	if hasTTL && ttl <= 0 {
-		return time.Time{}, 0, fault.Invalidf("ttl must be positive")
+	d, err := durationOf(field+".ttl", ttl)
+	if err == nil && ttl != nil && d <= 0 {
+		err = fault.Invalidf("%s.ttl must be positive", field)
 	}
-	return t, ttl, nil
+	return t, d, err
+}
+
+// durationOf reads a duration field (nil: 0), refusing what Go cannot hold
+// rather than clipping it.
+func durationOf(field string, d *durationpb.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	if err := d.CheckValid(); err != nil {
+		return 0, fault.Invalidf("%s: %v", field, err)
+	}
+	if s := d.GetSeconds(); s > math.MaxInt64/int64(time.Second) || s < math.MinInt64/int64(time.Second) {
+		return 0, fault.Invalidf("%s %ds is too long: an expiry must fall within %s", field, s, unixnano.Range)
+	}
+	return d.AsDuration(), nil
 }
 
 // GetSession implements kiokuv1connect.SessionServiceHandler.
@@ -192,7 +213,11 @@ func (h *SessionHandler) UpdateSession(ctx context.Context, req *connect.Request
 			}
 			u.ExpireTime = &t
 		case "ttl":
-			u.TTL = new(s.GetTtl().AsDuration())
+			ttl, err := durationOf("session.ttl", s.GetTtl())
+			if err != nil {
+				return nil, h.fail(ctx, err)
+			}
+			u.TTL = &ttl
 		default:
 			return nil, h.fail(ctx, fault.Invalidf("update_mask path %q cannot be updated; use display_name, labels, expire_time or ttl", p))
 		}

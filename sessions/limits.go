@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 )
 
 // Limits bound every input. The zero value of a field means its default.
@@ -360,6 +361,4 @@ func CheckScopeSizes(max int, session, user, app map[string]any) error {
 }
 
 // validTime reports whether t can be stored (as Unix nanoseconds).
-func validTime(t time.Time) bool {
-	return t.IsZero() || t.Year() >= 1678 && t.Year() <= 2261
-}
+func validTime(t time.Time) bool { return unixnano.Storable(t) }

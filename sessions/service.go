@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -153,10 +154,12 @@ func expiry(now, at time.Time, ttl time.Duration) (time.Time, error) {
 	case ttl < 0:
 		return time.Time{}, fault.Invalidf("ttl must be positive")
 	case ttl > 0:
-		at = now.Add(ttl)
+		if at = now.Add(ttl); !validTime(at) {
+			return time.Time{}, fault.Invalidf("ttl %v puts the expiry in %d, past the times kioku stores (%s)", ttl, at.Year(), unixnano.Range)
+		}
 	}
 	if !validTime(at) {
-		return time.Time{}, fault.Invalidf("expire_time %v is out of range (years 1678 to 2261)", at)
+		return time.Time{}, fault.Invalidf("expire_time %v is out of range (%s)", at.UTC(), unixnano.Range)
 	}
 	if !at.IsZero() && !at.After(now) {
 		return time.Time{}, fault.Invalidf("expire_time %v is not in the future", at.UTC())

@@ -20,3 +20,14 @@ func Time(n int64) time.Time {
 	}
 	return time.Unix(0, n).UTC()
 }
+
+// Range names the times that can be kept as Unix nanoseconds, for error
+// messages.
+const Range = "years 1678 to 2261"
+
+// Storable reports whether t can be kept as Unix nanoseconds: the zero
+// time (0) or a time within Range. Every time a caller gives (an expiry, a
+// timestamp, a bound) is checked with it before it is stored or compared.
+func Storable(t time.Time) bool {
+	return t.IsZero() || t.Year() >= 1678 && t.Year() <= 2261
+}
