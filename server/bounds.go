@@ -2,6 +2,7 @@ package server
 
 import (
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +50,7 @@ func (b *bounds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.SetWriteDeadline(time.Time{})
 	dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: b.writeTimeout}
 	if r.Body != nil && r.Body != http.NoBody {
-		body := &boundedBody{b: b, r: r, rc: rc, body: http.MaxBytesReader(w, r.Body, b.maxBody)}
+		body := &boundedBody{b: b, r: r, rc: rc, body: http.MaxBytesReader(w, r.Body, b.maxBody), frames: framesOf(r)}
 		if !strings.HasPrefix(r.URL.Path, "/grpc.reflection.") {
 			rc.SetReadDeadline(time.Now().Add(b.bodyTimeout))
 			body.deadline = true
@@ -75,10 +76,25 @@ type boundedBody struct {
 	rc       *http.ResponseController
 	body     io.ReadCloser
 	deadline bool
+	frames   *frames // nil for an unframed body (Connect unary, REST)
+	failed   error   // a framing error, returned by every later Read
 }
 
 func (bb *boundedBody) Read(p []byte) (int, error) {
+	if bb.failed != nil {
+		return 0, bb.failed
+	}
 	n, err := bb.body.Read(p)
+	if bb.frames != nil {
+		ferr := bb.frames.scan(p[:n])
+		if ferr == nil && err == io.EOF {
+			ferr = bb.frames.end()
+		}
+		if ferr != nil {
+			bb.failed = bb.refuse("malformed_frame", connect.NewError(connect.CodeInvalidArgument, ferr))
+			return 0, bb.failed
+		}
+	}
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == io.EOF && bb.deadline:
@@ -122,6 +138,68 @@ func procedureLabel(path string) string {
 		return "REST"
 	}
 	return "other"
+}
+
+// frames checks, as it is read, the framing of an enveloped request body
+// (gRPC, gRPC-Web, Connect streaming: each message a flags byte and a
+// 4-byte length), so that a malformed one is INVALID_ARGUMENT; connect-go
+// reports it INTERNAL, its word for a server's malformed response.
+type frames struct {
+	compressed bool // the request names a compression
+	prefix     [5]byte
+	n          int   // bytes of the current prefix seen
+	rest       int64 // bytes of the current message still to come
+}
+
+// framesOf returns the framing check of a request, nil when its body is
+// not enveloped.
+func framesOf(r *http.Request) *frames {
+	ctype := r.Header.Get("Content-Type")
+	encoding := r.Header.Get("Grpc-Encoding")
+	switch {
+	case strings.HasPrefix(ctype, "application/grpc"):
+	case strings.HasPrefix(ctype, "application/connect+"):
+		encoding = r.Header.Get("Connect-Content-Encoding")
+	default:
+		return nil
+	}
+	return &frames{compressed: encoding != "" && encoding != "identity"}
+}
+
+func (f *frames) scan(p []byte) error {
+	for len(p) > 0 {
+		if f.rest > 0 {
+			k := min(int64(len(p)), f.rest)
+			f.rest -= k
+			p = p[k:]
+			continue
+		}
+		k := copy(f.prefix[f.n:], p)
+		f.n += k
+		p = p[k:]
+		if f.n < len(f.prefix) {
+			return nil
+		}
+		switch flags := f.prefix[0]; {
+		case flags&^1 != 0:
+			return fmt.Errorf("malformed request: a message frame has the flags %#x; a request's may only mark compression (1)", flags)
+		case flags == 1 && !f.compressed:
+			return fmt.Errorf("malformed request: a message frame is marked compressed, but the request names no compression (grpc-encoding or connect-content-encoding)")
+		}
+		f.n, f.rest = 0, int64(binary.BigEndian.Uint32(f.prefix[1:]))
+	}
+	return nil
+}
+
+// end checks that the body did not end inside a frame.
+func (f *frames) end() error {
+	switch {
+	case f.n > 0:
+		return fmt.Errorf("malformed request: the body ends inside a message frame's 5-byte prefix (%d bytes of it)", f.n)
+	case f.rest > 0:
+		return fmt.Errorf("malformed request: the body ends %d bytes short of the message its last frame announced", f.rest)
+	}
+	return nil
 }
 
 // deadlineWriter gives every write of a response (and every flush)

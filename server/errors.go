@@ -36,6 +36,22 @@ func CodeOf(err error) connect.Code {
 	return connect.CodeInternal
 }
 
+// wireCode is the code a call's error goes out with, for logs and
+// metrics: a Connect error's own, and for the context's errors the code
+// connect-go sends them with (a plain context error is not "unknown").
+func wireCode(err error) connect.Code {
+	var ce *connect.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Code()
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.CodeDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return connect.CodeCanceled
+	}
+	return connect.CodeUnknown
+}
+
 // toConnect turns a domain error into a Connect error with the right code;
 // a Connect error is returned as it is. An error about one request field
 // (fault.InvalidField) carries a google.rpc.BadRequest detail naming it.

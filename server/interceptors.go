@@ -68,7 +68,7 @@ func (l *observingInterceptor) record(ctx context.Context, procedure, protocol s
 	level := slog.LevelDebug
 	code := "ok"
 	if err != nil {
-		c := connect.CodeOf(err)
+		c := wireCode(err)
 		code = c.String()
 		switch c {
 		case connect.CodeInternal, connect.CodeUnknown, connect.CodeDataLoss:

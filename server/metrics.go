@@ -50,7 +50,7 @@ func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
 		}, []string{"procedure", "code"}),
 		refusal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kioku_rpc_refused_total",
-			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large).",
+			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large, malformed_frame).",
 		}, []string{"procedure", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kioku_rpc_duration_seconds",
@@ -103,7 +103,7 @@ func buildInfo() prometheus.Collector {
 func (m *rpcMetrics) record(procedure string, err error, d time.Duration, unary bool) {
 	code := "ok"
 	if err != nil {
-		code = connect.CodeOf(err).String()
+		code = wireCode(err).String()
 	}
 	m.calls.WithLabelValues(procedure, code).Inc()
 	if unary {

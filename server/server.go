@@ -223,6 +223,8 @@ func New(cfg Config) *Server {
 		// keeps its reads under it; this is the last guard).
 		connect.WithSendMaxBytes(cfg.MaxRequestBytes),
 		connect.WithCompression("gzip", inflate, newGzipCompressor),
+		connect.WithCodec(jsonCodec{"json"}),
+		connect.WithCodec(jsonCodec{"json; charset=utf-8"}),
 		// Compressing small messages costs more CPU than it saves bytes.
 		connect.WithCompressMinBytes(4 << 10),
 	}
