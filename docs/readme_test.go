@@ -131,7 +131,11 @@ func TestReadmeGoPrograms(t *testing.T) {
 			"name": "final_answer", "args": map[string]any{"dialogue": "Good morning to you!", "emotion": "happy"},
 		}}}}
 	})
-	for pkg, want := range expect {
+	// In the README's order, as a reader runs them against one server (a
+	// later program may see what an earlier one stored).
+	for _, path := range run {
+		pkg := filepath.Base(path)
+		want := expect[pkg]
 		cmd := exec.Command(filepath.Join(bin, pkg))
 		cmd.Env = append(os.Environ(), "GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL="+fake.URL)
 		out, err := cmd.CombinedOutput()
