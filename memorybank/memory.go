@@ -14,6 +14,13 @@ import (
 // Scope says whom a memory is about, for example {"user_id": "u1"}.
 type Scope map[string]string
 
+// ScopeUser is the scope key that names the user a memory is about: a
+// user's memories are those whose scope holds it (with any other keys).
+const ScopeUser = "user_id"
+
+// User returns the user the scope names (its ScopeUser entry), or "".
+func (s Scope) User() string { return s[ScopeUser] }
+
 // Key returns the scope's canonical form, "k1=v1&k2=v2" with sorted keys and
 // URL query escaping; two scopes are the same when their keys are.
 func (s Scope) Key() string {

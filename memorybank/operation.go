@@ -101,6 +101,24 @@ type Operation struct {
 // Name returns the operation's resource name.
 func (o *Operation) Name() string { return aip.OperationName(o.App, o.ID) }
 
+// Concerns reports whether the operation is about a user of its app: its
+// scope names the user (Scope.User), or its source is one of the user's
+// sessions. Its request and result then hold what came from the user.
+func (o *Operation) Concerns(user string) bool {
+	if user == "" {
+		return false
+	}
+	if ParseScopeKey(o.ScopeKey).User() == user {
+		return true
+	}
+	if g := o.Generate; g != nil {
+		if g.Scope.User() == user || g.Session != nil && g.Session.User == user || g.FactsSession != nil && g.FactsSession.User == user {
+			return true
+		}
+	}
+	return o.Purge != nil && o.Purge.Scope.User() == user
+}
+
 // GeneratedMemory is one memory an operation created, updated or deleted,
 // or that held a new fact already (Unchanged).
 type GeneratedMemory struct {

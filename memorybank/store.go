@@ -97,6 +97,40 @@ type Store interface {
 	// DeleteFinishedOperations deletes up to limit finished operations
 	// created before the given time and returns how many.
 	DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// Apps returns up to limit ids of the apps that hold memories,
+	// configurations, operations or watermarks, in ascending order, after
+	// the id after ("" for the first).
+	Apps(ctx context.Context, after string, limit int) ([]string, error)
+
+	// ScanMemories returns up to q.Limit memories of an app in id order
+	// after q.AfterID, deleted and expired ones included, with their
+	// vectors: the memories an export copies (their revisions are read with
+	// ListRevisions).
+	ScanMemories(ctx context.Context, q ScanQuery) ([]*Memory, error)
+
+	// ScanWatermarks returns up to limit watermarks of an app whose session
+	// names start with prefix, in session name order after the name after.
+	ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]Watermark, error)
+}
+
+// ScanQuery selects memories for ScanMemories.
+type ScanQuery struct {
+	App string
+	// User, when set, keeps the memories whose scope's user_id is User.
+	User string
+	// AfterID is the cursor: the id of the last memory of the previous
+	// page; empty for the first page.
+	AfterID string
+	Limit   int
+}
+
+// Watermark is the last sequence of a session that generation processed.
+type Watermark struct {
+	App string
+	// Session is the session's resource name.
+	Session  string
+	Sequence int64
 }
 
 // ListQuery selects memories for ListMemories.

@@ -71,6 +71,35 @@ type Store interface {
 	// expired session's events never are. It indexes the terms IndexTerms
 	// gives.
 	SearchEvents(ctx context.Context, q *SearchQuery) (*SearchCandidates, error)
+
+	// Apps returns up to limit ids of the apps that hold sessions or shared
+	// state, in ascending order, after the id after ("" for the first).
+	Apps(ctx context.Context, after string, limit int) ([]string, error)
+
+	// ScanSessions returns up to q.Limit sessions of an app (or of one of
+	// its users) that are visible at q.Now, in id order after q.AfterID,
+	// each with its own state (State, not merged) and InitialState. An
+	// export reads a session's events (ListEvents) up to its LastSequence:
+	// events are never changed once stored, so they agree with the state
+	// ScanSessions returned.
+	ScanSessions(ctx context.Context, q ScanQuery) ([]*Session, error)
+
+	// ScanUserStates returns up to limit "user:" scopes of an app that were
+	// ever written, in user order after the user after.
+	ScanUserStates(ctx context.Context, app, after string, limit int) ([]*SharedState, error)
+}
+
+// ScanQuery selects sessions for ScanSessions.
+type ScanQuery struct {
+	App string
+	// User, when set, selects one user's sessions.
+	User string
+	// Now decides expiry: expired sessions are skipped.
+	Now time.Time
+	// AfterID is the cursor: the id of the last session of the previous
+	// page; empty for the first page.
+	AfterID string
+	Limit   int
 }
 
 // CreateRequest is a Store.CreateSession request.

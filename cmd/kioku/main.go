@@ -6,6 +6,7 @@
 //	kioku bench <scenario>     measure the service (see kioku bench -h)
 //	kioku key --app APP        make an API key for serve --auth-keys
 //	kioku backup --out FILE    copy the embedded store, even while it serves
+//	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku version              print the build's version
 //	kioku sessions|state|memories|ops|config SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
@@ -67,6 +68,8 @@ Usage:
   kioku bench SCENARIO     run a benchmark (kioku bench -h lists them)
   kioku key --app APP      make an API key for kioku serve --auth-keys
   kioku backup --out FILE  copy the embedded store, even while it serves
+  kioku export --out FILE  write everything, an app (--app) or a user (--user)
+                           to a portable archive, from either store
   kioku version            print the build's version
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
@@ -94,6 +97,8 @@ func run(ctx context.Context, args []string) error {
 		return key(args[1:], os.Stdout)
 	case "backup":
 		return backup(ctx, args[1:], os.Stdout)
+	case "export":
+		return export(ctx, args[1:], os.Stdout)
 	case "sessions", "state", "memories", "ops", "config":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

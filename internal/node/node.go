@@ -134,61 +134,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		gen = n.meter.Generator(gen)
 	}
 	emb = n.meter.Embedder(emb)
-	var (
-		sessionStore sessions.Store
-		memoryStore  memorybank.Store
-	)
-	var (
-		sqliteDB *sqlitedb.DB
-		vectors  *memorybank.VectorCache
-	)
-	switch cfg.Store {
-	case "sqlite":
-		db, err := openSQLite(cfg.DataDir, cfg.BenchUnsynced)
-		if err != nil {
-			return nil, err
-		}
-		sqliteDB = db
-		n.closers = append(n.closers, db.Close)
-		if sessionStore, err = sessionsqlite.New(db); err != nil {
-			n.Close()
-			return nil, err
-		}
-		ms, err := memorysqlite.New(db, memorysqlite.Options{VectorCacheBytes: cfg.VectorCacheBytes})
-		if err != nil {
-			n.Close()
-			return nil, err
-		}
-		memoryStore, vectors = ms, ms.VectorCache()
-	case "firestore":
-		if cfg.FirestoreProject == "" {
-			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
-		}
-		db := cfg.FirestoreDatabase
-		if db == "" {
-			db = firestore.DefaultDatabaseID
-		}
-		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db)
-		if err != nil {
-			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
-		}
-		n.closers = append(n.closers, client.Close)
-		sessionStore = sessionfirestore.New(client, sessionfirestore.Options{})
-		ms := memoryfirestore.New(client, memoryfirestore.Options{})
-		migrated, err := ms.Migrate(ctx)
-		if err != nil {
-			n.Close()
-			return nil, fmt.Errorf("migrating the memory bank's Firestore documents: %w", err)
-		}
-		if migrated > 0 {
-			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
-		}
-		memoryStore = ms
-	default:
-		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
+	stores, err := OpenStores(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	n.Sessions = sessions.NewService(sessionStore, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen})
-	n.Memories = memorybank.NewService(memoryStore, memorybank.Config{
+	n.closers = append(n.closers, stores.Close)
+	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen})
+	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
 		Generator: gen,
 		Embedder:  emb,
 		Sessions:  n.Sessions,
@@ -220,7 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Memories:   memories,
 		Operations: memories,
 		Surfaces:   surfaces,
-		Metrics:    func() []server.Metric { return n.metrics(sqliteDB, vectors) },
+		Metrics:    func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
 	})
 	if gen == nil {
 		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
@@ -237,6 +189,84 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
 	n.wg.Go(func() { n.Memories.Run(bg) })
 	return n, nil
+}
+
+// Stores are the opened stores of a configuration: what a Node serves,
+// and what kioku export and import read and write directly.
+type Stores struct {
+	Sessions sessions.Store
+	Memories memorybank.Store
+
+	sqlite  *sqlitedb.DB            // nil on Firestore
+	vectors *memorybank.VectorCache // nil on Firestore
+	closers []func() error
+}
+
+// OpenStores opens the stores cfg chooses (Store, DataDir or the Firestore
+// settings, VectorCacheBytes, BenchUnsynced): the SQLite file with its
+// migrations, or a Firestore client with the memory bank's document
+// migration.
+func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	st := &Stores{}
+	switch cfg.Store {
+	case "", "sqlite":
+		db, err := openSQLite(cfg.DataDir, cfg.BenchUnsynced)
+		if err != nil {
+			return nil, err
+		}
+		st.sqlite = db
+		st.closers = append(st.closers, db.Close)
+		if st.Sessions, err = sessionsqlite.New(db); err != nil {
+			st.Close()
+			return nil, err
+		}
+		ms, err := memorysqlite.New(db, memorysqlite.Options{VectorCacheBytes: cfg.VectorCacheBytes})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		st.Memories, st.vectors = ms, ms.VectorCache()
+	case "firestore":
+		if cfg.FirestoreProject == "" {
+			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
+		}
+		db := cfg.FirestoreDatabase
+		if db == "" {
+			db = firestore.DefaultDatabaseID
+		}
+		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
+		}
+		st.closers = append(st.closers, client.Close)
+		st.Sessions = sessionfirestore.New(client, sessionfirestore.Options{})
+		ms := memoryfirestore.New(client, memoryfirestore.Options{})
+		migrated, err := ms.Migrate(ctx)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("migrating the memory bank's Firestore documents: %w", err)
+		}
+		if migrated > 0 {
+			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
+		}
+		st.Memories = ms
+	default:
+		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
+	}
+	return st, nil
+}
+
+// Close closes the stores.
+func (s *Stores) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
 }
 
 // metrics are the node's figures for /metrics beyond the server's own: the

@@ -6,7 +6,8 @@
 // generation with its watermarks, consolidation and its failures, leases
 // and exactly-once completion, the queue the scheduler claims from, work
 // handed back when a worker stops, lease renewal, coalescing, cancellation,
-// forgetting, purging, expiry and triggers.
+// forgetting, purging, expiry, triggers, and the primitives of export and
+// import.
 package memorybanktest
 
 import (
@@ -68,6 +69,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Triggers", testTriggers},
 		{"IdleTriggerAndRestart", testIdleTrigger},
 		{"Reembed", testReembed},
+		{"Scan", testScan},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,8 +2,8 @@
 // backend runs Run and must pass all of it. The suite drives a Store through
 // sessions.Service, so it checks the whole contract a caller sees: names and
 // isolation, idempotent appends, sequences, optimistic concurrency, scoped
-// state, reads, listings, expiry, forks, watches, event search and
-// compaction.
+// state, reads, listings, expiry, forks, watches, event search,
+// compaction, and the primitives of export and import.
 package sessionstest
 
 import (
@@ -106,6 +106,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CompactionIdempotent", testCompactionIdempotent},
 		{"CompactionRecursive", testCompactionRecursive},
 		{"CompactionBounds", testCompactionBounds},
+		{"Scan", testScan},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

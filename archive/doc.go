@@ -1,0 +1,87 @@
+// Package archive moves a kioku installation, one app of it or one user of
+// an app between stores: Export writes what the stores hold to a portable
+// archive and Import loads an archive into any store. It works through the
+// store interfaces (sessions.Store, memorybank.Store), so an archive
+// written from SQLite loads into Firestore and the other way round.
+//
+// # The format (version 1)
+//
+// An archive is a gzip-compressed stream of JSON Lines: one JSON object per
+// line, each a record whose first key, "kind", says what it is. Times are
+// RFC 3339 strings with nanoseconds (absent when not set), resource names
+// are kioku.v1's.
+//
+// The first record is the header:
+//
+//	{"kind":"header","format":"kioku-archive","version":1,
+//	 "created":"2026-12-01T10:00:00.123456789Z","kioku":"kioku v0.2.0 ...",
+//	 "store":"sqlite","app":"A","user":"U","embedder":"kioku-offline-v2"}
+//
+// format and version say how to read the rest: a reader refuses a version
+// it does not know, and a version-1 reader refuses a record kind or a field
+// it does not know (a newer kioku that writes more bumps the version).
+// app and user are the selection (absent: the whole installation), store
+// where it was read from, embedder the embedder the exporting installation
+// ran. Then, app by app in id order:
+//
+//	{"kind":"app_state","name":"apps/A/state","state":{...},"update_time":...}
+//	{"kind":"user_state","name":"apps/A/users/U/state","state":{...},"update_time":...}
+//	{"kind":"session","name":"apps/A/users/U/sessions/S","display_name":...,
+//	 "labels":{...},"state":{...},"initial_state":{...},"create_time":...,
+//	 "update_time":...,"expire_time":...,"last_sequence":N}
+//	{"kind":"event","session":"apps/A/users/U/sessions/S","event":{...}}
+//	{"kind":"memory_bank_config","name":"apps/A/memoryBankConfig","config":{...}}
+//	{"kind":"memory","name":"apps/A/memories/M","fact":...,"scope":{...},
+//	 "topics":[...],"metadata":{...},"sources":[...],"create_time":...,
+//	 "update_time":...,"expire_time":...,"revision":N,"deleted":true,
+//	 "embedding_model":...,"embedding":"base64"}
+//	{"kind":"revision","name":"apps/A/memories/M/revisions/N","revision":{...}}
+//	{"kind":"watermark","session":"apps/A/users/U/sessions/S","sequence":N}
+//	{"kind":"operation","name":"apps/A/operations/O","operation":{...}}
+//
+// and last
+//
+//	{"kind":"end","records":{"session":12,"event":3400,...}}
+//
+// whose counts let a reader tell a whole archive from a truncated one.
+//
+// A session's state is its own scope (without the user: and app: keys,
+// which are the user_state and app_state records) and its events follow it,
+// each in its stored JSON form (sessions.Event, with its sequence),
+// sequences 1 to last_sequence in order: the session record and its events
+// agree, whatever was appended while the export ran. A session deleted
+// while its events were being read is followed by
+//
+//	{"kind":"session_deleted","name":"apps/A/users/U/sessions/S"}
+//
+// and an import deletes it again. A memory's embedding is its vector as
+// little-endian IEEE 754 float32 values, base64-encoded (standard
+// alphabet); its sources are memorybank.MarshalSources's form. Its
+// revisions follow it, newest first. A configuration, a revision and an
+// operation are memorybank's stored forms (MarshalConfig,
+// Revision.MarshalBody, MarshalOperation), which are versioned themselves
+// and read back in every version kioku has written.
+//
+// What an export holds: the sessions visible when it ran (expired ones not
+// yet swept are left out) with all their events, every user: and app:
+// scope ever written, every memory (deleted ones too: they keep their
+// revisions and can be rolled back) with its revisions that have not
+// expired, the memory bank configurations, the generation watermarks and
+// the operations, finished or not. With a user selected (apps/A/users/U):
+// that user's sessions and user: state, the memories whose scope's user_id
+// is the user, their revisions, the watermarks of the user's sessions and
+// the operations of the user's scope or sessions; nothing app-wide (no
+// app: state, no configuration).
+//
+// # Importing
+//
+// Import writes every record as it is (names, ids, sequences, timestamps,
+// revision numbers and sources included) and is idempotent: a record
+// already in the target is left alone, so importing an archive twice
+// changes nothing, and an import that stopped half-way resumes when run
+// again. A record that conflicts with the target (a session of the same id
+// created there independently, one that moved on past the archive) stops
+// the import with an error naming it. Memories keep their vectors when the
+// target's embedder is the one that made them and are embedded again with
+// the target's otherwise.
+package archive

@@ -1,0 +1,310 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Stores are the stores an export reads or an import writes: the two of
+// one installation.
+type Stores struct {
+	Sessions sessions.Store
+	Memories memorybank.Store
+}
+
+// Selection chooses what an export copies: the whole installation (App
+// empty), one app, or one user of an app.
+type Selection struct {
+	App, User string
+}
+
+// ParseSelection parses what a command line names: "" (everything),
+// "apps/A" or "apps/A/users/U".
+func ParseSelection(name string) (Selection, error) {
+	if name == "" {
+		return Selection{}, nil
+	}
+	if v, ok := aip.App.Match(name); ok {
+		return Selection{App: v[0]}, aip.ValidateID("app id", v[0], aip.AppIDChars)
+	}
+	app, user, err := aip.ParseUser("selection", name)
+	if err != nil {
+		return Selection{}, fault.Invalidf("%q is neither an app (apps/{app}) nor a user (apps/{app}/users/{user})", name)
+	}
+	return Selection{App: app, User: user}, nil
+}
+
+// The page sizes of an export's reads.
+const (
+	appPage       = 100
+	sessionPage   = 100
+	eventPage     = 1000
+	memoryPage    = 100
+	revisionPage  = 100
+	watermarkPage = 1000
+	operationPage = 100
+)
+
+// Export writes what sel selects from the stores to w, in the order the
+// format gives, reading page by page so that its memory stays flat however
+// much the stores hold. now decides what has expired. Export does not
+// close w.
+func Export(ctx context.Context, st Stores, w *Writer, sel Selection, now time.Time) error {
+	e := &exporter{st: st, w: w, sel: sel, now: now}
+	if sel.App != "" {
+		return e.app(ctx, sel.App)
+	}
+	apps, err := e.apps(ctx)
+	if err != nil {
+		return err
+	}
+	for _, app := range apps {
+		if err := e.app(ctx, app); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type exporter struct {
+	st  Stores
+	w   *Writer
+	sel Selection
+	now time.Time
+}
+
+// apps returns the apps either store holds, in id order. Apps are an
+// installation's tenants: few, whatever the data they hold.
+func (e *exporter) apps(ctx context.Context) ([]string, error) {
+	var all []string
+	for _, list := range []struct {
+		what string
+		apps func(ctx context.Context, after string, limit int) ([]string, error)
+	}{{"session store", e.st.Sessions.Apps}, {"memory bank", e.st.Memories.Apps}} {
+		after := ""
+		for {
+			page, err := list.apps(ctx, after, appPage)
+			if err != nil {
+				return nil, fmt.Errorf("listing the apps of the %s: %w", list.what, err)
+			}
+			all = append(all, page...)
+			if len(page) < appPage {
+				break
+			}
+			after = page[len(page)-1]
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// app exports one app, or the selected user of it.
+func (e *exporter) app(ctx context.Context, app string) error {
+	steps := []func(context.Context, string) error{e.states, e.sessions, e.config, e.memories, e.watermarks, e.operations}
+	for _, step := range steps {
+		if err := step(ctx, app); err != nil {
+			return fmt.Errorf("exporting app %s: %w", app, err)
+		}
+	}
+	return nil
+}
+
+// states writes the app's state and its users' (the selected user's).
+func (e *exporter) states(ctx context.Context, app string) error {
+	if e.sel.User != "" {
+		st, t, err := e.st.Sessions.GetState(ctx, sessions.StateRef{App: app, User: e.sel.User})
+		if err != nil || t.IsZero() {
+			return err
+		}
+		return e.w.State(&sessions.SharedState{Ref: sessions.StateRef{App: app, User: e.sel.User}, State: st, UpdateTime: t})
+	}
+	st, t, err := e.st.Sessions.GetState(ctx, sessions.StateRef{App: app})
+	if err != nil {
+		return err
+	}
+	if !t.IsZero() {
+		if err := e.w.State(&sessions.SharedState{Ref: sessions.StateRef{App: app}, State: st, UpdateTime: t}); err != nil {
+			return err
+		}
+	}
+	after := ""
+	for {
+		states, err := e.st.Sessions.ScanUserStates(ctx, app, after, sessionPage)
+		if err != nil {
+			return err
+		}
+		for _, s := range states {
+			if err := e.w.State(s); err != nil {
+				return err
+			}
+		}
+		if len(states) < sessionPage {
+			return nil
+		}
+		after = states[len(states)-1].Ref.User
+	}
+}
+
+// sessions writes the sessions of the app (of the selected user), each
+// followed by its events.
+func (e *exporter) sessions(ctx context.Context, app string) error {
+	after := ""
+	for {
+		page, err := e.st.Sessions.ScanSessions(ctx, sessions.ScanQuery{App: app, User: e.sel.User, Now: e.now, AfterID: after, Limit: sessionPage})
+		if err != nil {
+			return err
+		}
+		for _, s := range page {
+			if err := e.session(ctx, s); err != nil {
+				return fmt.Errorf("session %s: %w", s.Name(), err)
+			}
+		}
+		if len(page) < sessionPage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// session writes a session and its events 1 to LastSequence, which are
+// never changed once stored, so they agree with the session's state
+// whatever is appended meanwhile. A session deleted meanwhile is followed
+// by a session_deleted record.
+func (e *exporter) session(ctx context.Context, s *sessions.Session) error {
+	if err := e.w.Session(s); err != nil {
+		return err
+	}
+	var after int64
+	for after < s.LastSequence {
+		events, err := e.st.Sessions.ListEvents(ctx, s.Key, sessions.EventQuery{Now: e.now, AfterSeq: after, BeforeSeq: s.LastSequence + 1, Limit: eventPage})
+		if fault.Is(err, fault.NotFound) {
+			return e.w.SessionDeleted(s.Key)
+		}
+		if err != nil {
+			return err
+		}
+		for _, ev := range events {
+			if err := e.w.Event(s.Key, ev); err != nil {
+				return err
+			}
+		}
+		if len(events) < eventPage {
+			return nil
+		}
+		after = events[len(events)-1].Sequence
+	}
+	return nil
+}
+
+// config writes the app's memory bank configuration, if it has one.
+func (e *exporter) config(ctx context.Context, app string) error {
+	if e.sel.User != "" {
+		return nil
+	}
+	c, err := e.st.Memories.GetConfig(ctx, app)
+	if err != nil || c.UpdateTime.IsZero() {
+		return err
+	}
+	return e.w.Config(c)
+}
+
+// memories writes the app's memories (the selected user's), each followed
+// by its revisions.
+func (e *exporter) memories(ctx context.Context, app string) error {
+	after := ""
+	for {
+		page, err := e.st.Memories.ScanMemories(ctx, memorybank.ScanQuery{App: app, User: e.sel.User, AfterID: after, Limit: memoryPage})
+		if err != nil {
+			return err
+		}
+		for _, m := range page {
+			if err := e.w.Memory(m); err != nil {
+				return err
+			}
+			if err := e.revisions(ctx, m); err != nil {
+				return fmt.Errorf("memory %s: %w", m.Name(), err)
+			}
+		}
+		if len(page) < memoryPage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// revisions writes a memory's revisions, newest first.
+func (e *exporter) revisions(ctx context.Context, m *memorybank.Memory) error {
+	var before int64
+	for {
+		revs, err := e.st.Memories.ListRevisions(ctx, m.App, m.ID, before, revisionPage, e.now)
+		if err != nil {
+			return err
+		}
+		for _, r := range revs {
+			if err := e.w.Revision(r); err != nil {
+				return err
+			}
+		}
+		if len(revs) < revisionPage {
+			return nil
+		}
+		before = revs[len(revs)-1].Number
+	}
+}
+
+// watermarks writes the app's generation watermarks (of the selected
+// user's sessions).
+func (e *exporter) watermarks(ctx context.Context, app string) error {
+	prefix := ""
+	if e.sel.User != "" {
+		prefix = aip.UserName(app, e.sel.User) + "/sessions/"
+	}
+	after := ""
+	for {
+		page, err := e.st.Memories.ScanWatermarks(ctx, app, prefix, after, watermarkPage)
+		if err != nil {
+			return err
+		}
+		for _, wm := range page {
+			if err := e.w.Watermark(wm); err != nil {
+				return err
+			}
+		}
+		if len(page) < watermarkPage {
+			return nil
+		}
+		after = page[len(page)-1].Session
+	}
+}
+
+// operations writes the app's operations (the selected user's), newest
+// first.
+func (e *exporter) operations(ctx context.Context, app string) error {
+	q := memorybank.OpQuery{App: app, Limit: operationPage}
+	for {
+		page, err := e.st.Memories.ListOperations(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, op := range page {
+			if e.sel.User != "" && !op.Concerns(e.sel.User) {
+				continue
+			}
+			if err := e.w.Operation(op); err != nil {
+				return err
+			}
+		}
+		if len(page) < operationPage {
+			return nil
+		}
+		last := page[len(page)-1]
+		q.AfterCreate, q.AfterID = last.CreateTime, last.ID
+	}
+}

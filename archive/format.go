@@ -1,0 +1,665 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Version is the version of the format this package writes and the only
+// one it reads.
+const Version = 1
+
+// formatName is the header's "format": what tells a kioku archive.
+const formatName = "kioku-archive"
+
+// MaxLine bounds one record's encoded size. The largest records are events
+// and states, which kioku's limits keep far smaller.
+const MaxLine = 64 << 20
+
+// Kind is the kind of a record.
+type Kind string
+
+// The kinds of records.
+const (
+	KindHeader         Kind = "header"
+	KindAppState       Kind = "app_state"
+	KindUserState      Kind = "user_state"
+	KindSession        Kind = "session"
+	KindEvent          Kind = "event"
+	KindSessionDeleted Kind = "session_deleted"
+	KindConfig         Kind = "memory_bank_config"
+	KindMemory         Kind = "memory"
+	KindRevision       Kind = "revision"
+	KindWatermark      Kind = "watermark"
+	KindOperation      Kind = "operation"
+	KindEnd            Kind = "end"
+)
+
+// Header is an archive's first record.
+type Header struct {
+	// Version is the format's version (Version when written here).
+	Version int
+	// Created is when the export started.
+	Created time.Time
+	// Kioku is the version of the kioku that wrote it.
+	Kioku string
+	// Store is the kind of store it was read from ("sqlite", "firestore").
+	Store string
+	// App and User are the selection: an empty App is the whole
+	// installation, an empty User the whole app.
+	App, User string
+	// Embedder is the embedder the exporting installation ran.
+	Embedder string
+}
+
+// Counts are how many records of each kind an archive holds (or an import
+// wrote).
+type Counts map[Kind]int64
+
+// Record is one record of an archive. Kind says which field is set.
+type Record struct {
+	Kind Kind
+	// State is an app_state or user_state record.
+	State *sessions.SharedState
+	// Session is a session record: its own state (not merged) and its
+	// InitialState.
+	Session *sessions.Session
+	// Event is an event record of the session Of.
+	Event *sessions.Event
+	// Of is the session of an event, or the deleted session of a
+	// session_deleted record.
+	Of sessions.Key
+	// Config is a memory_bank_config record.
+	Config *memorybank.BankConfig
+	// Memory is a memory record, with its vector.
+	Memory *memorybank.Memory
+	// Revision is a revision record.
+	Revision *memorybank.Revision
+	// Watermark is a watermark record.
+	Watermark *memorybank.Watermark
+	// Operation is an operation record.
+	Operation *memorybank.Operation
+	// Counts are the end record's.
+	Counts Counts
+}
+
+// The records as they are encoded, one struct per kind. They are the
+// format: a field changes only with a new Version.
+type (
+	headerRecord struct {
+		Kind     Kind      `json:"kind"`
+		Format   string    `json:"format"`
+		Version  int       `json:"version"`
+		Created  time.Time `json:"created"`
+		Kioku    string    `json:"kioku,omitempty"`
+		Store    string    `json:"store,omitempty"`
+		App      string    `json:"app,omitempty"`
+		User     string    `json:"user,omitempty"`
+		Embedder string    `json:"embedder,omitempty"`
+	}
+	stateRecord struct {
+		Kind       Kind           `json:"kind"`
+		Name       string         `json:"name"`
+		State      map[string]any `json:"state"`
+		UpdateTime time.Time      `json:"update_time,omitzero"`
+	}
+	sessionRecord struct {
+		Kind         Kind              `json:"kind"`
+		Name         string            `json:"name"`
+		DisplayName  string            `json:"display_name,omitempty"`
+		Labels       map[string]string `json:"labels,omitempty"`
+		State        map[string]any    `json:"state,omitempty"`
+		InitialState map[string]any    `json:"initial_state,omitempty"`
+		CreateTime   time.Time         `json:"create_time,omitzero"`
+		UpdateTime   time.Time         `json:"update_time,omitzero"`
+		ExpireTime   time.Time         `json:"expire_time,omitzero"`
+		LastSequence int64             `json:"last_sequence"`
+	}
+	eventRecord struct {
+		Kind    Kind            `json:"kind"`
+		Session string          `json:"session"`
+		Event   *sessions.Event `json:"event"`
+	}
+	nameRecord struct {
+		Kind Kind   `json:"kind"`
+		Name string `json:"name"`
+	}
+	configRecord struct {
+		Kind   Kind            `json:"kind"`
+		Name   string          `json:"name"`
+		Config json.RawMessage `json:"config"`
+	}
+	memoryRecord struct {
+		Kind           Kind              `json:"kind"`
+		Name           string            `json:"name"`
+		Fact           string            `json:"fact"`
+		Scope          map[string]string `json:"scope"`
+		Topics         []string          `json:"topics,omitempty"`
+		Metadata       map[string]string `json:"metadata,omitempty"`
+		Sources        json.RawMessage   `json:"sources,omitempty"`
+		CreateTime     time.Time         `json:"create_time,omitzero"`
+		UpdateTime     time.Time         `json:"update_time,omitzero"`
+		ExpireTime     time.Time         `json:"expire_time,omitzero"`
+		Revision       int64             `json:"revision"`
+		Deleted        bool              `json:"deleted,omitempty"`
+		EmbeddingModel string            `json:"embedding_model,omitempty"`
+		Embedding      string            `json:"embedding,omitempty"`
+	}
+	revisionRecord struct {
+		Kind     Kind            `json:"kind"`
+		Name     string          `json:"name"`
+		Revision json.RawMessage `json:"revision"`
+	}
+	watermarkRecord struct {
+		Kind     Kind   `json:"kind"`
+		Session  string `json:"session"`
+		Sequence int64  `json:"sequence"`
+	}
+	operationRecord struct {
+		Kind      Kind            `json:"kind"`
+		Name      string          `json:"name"`
+		Operation json.RawMessage `json:"operation"`
+	}
+	endRecord struct {
+		Kind    Kind   `json:"kind"`
+		Records Counts `json:"records"`
+	}
+)
+
+// Writer writes an archive. Its methods are not safe for concurrent use.
+type Writer struct {
+	gz     *gzip.Writer
+	buf    *bufio.Writer
+	line   bytes.Buffer
+	enc    *json.Encoder
+	counts Counts
+	err    error
+}
+
+// NewWriter writes the header of an archive to w and returns the Writer of
+// its records. Close writes the end record; w itself is not closed.
+func NewWriter(w io.Writer, h Header) (*Writer, error) {
+	gz, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	wr := &Writer{gz: gz, buf: bufio.NewWriterSize(gz, 256<<10), counts: Counts{}}
+	wr.enc = json.NewEncoder(&wr.line)
+	wr.enc.SetEscapeHTML(false)
+	h.Version = Version
+	err = wr.write(KindHeader, headerRecord{
+		Kind: KindHeader, Format: formatName, Version: h.Version, Created: h.Created.UTC(),
+		Kioku: h.Kioku, Store: h.Store, App: h.App, User: h.User, Embedder: h.Embedder,
+	})
+	if err != nil {
+		return nil, err
+	}
+	delete(wr.counts, KindHeader)
+	return wr, nil
+}
+
+// write encodes one record on a line of its own.
+func (w *Writer) write(kind Kind, rec any) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.line.Reset()
+	if err := w.enc.Encode(rec); err != nil {
+		return fmt.Errorf("encoding a %s record: %w", kind, err)
+	}
+	if w.line.Len() > MaxLine {
+		return fmt.Errorf("a %s record of %d bytes is over the format's limit of %d", kind, w.line.Len(), MaxLine)
+	}
+	if _, err := w.buf.Write(w.line.Bytes()); err != nil {
+		w.err = err
+		return err
+	}
+	w.counts[kind]++
+	return nil
+}
+
+// Counts returns how many records of each kind were written so far.
+func (w *Writer) Counts() Counts { return w.counts }
+
+// State writes an app_state record (st.Ref.User empty) or a user_state
+// record.
+func (w *Writer) State(st *sessions.SharedState) error {
+	kind, name := KindAppState, aip.AppStateName(st.Ref.App)
+	if st.Ref.User != "" {
+		kind, name = KindUserState, aip.UserStateName(st.Ref.App, st.Ref.User)
+	}
+	return w.write(kind, stateRecord{Kind: kind, Name: name, State: st.State, UpdateTime: st.UpdateTime.UTC()})
+}
+
+// Session writes a session record: s with its own state.
+func (w *Writer) Session(s *sessions.Session) error {
+	return w.write(KindSession, sessionRecord{
+		Kind: KindSession, Name: s.Name(), DisplayName: s.DisplayName, Labels: s.Labels,
+		State: s.State, InitialState: s.InitialState,
+		CreateTime: s.CreateTime.UTC(), UpdateTime: s.UpdateTime.UTC(), ExpireTime: s.ExpireTime.UTC(),
+		LastSequence: s.LastSequence,
+	})
+}
+
+// Event writes an event record of a session.
+func (w *Writer) Event(of sessions.Key, e *sessions.Event) error {
+	return w.write(KindEvent, eventRecord{Kind: KindEvent, Session: of.Name(), Event: e})
+}
+
+// SessionDeleted writes a session_deleted record.
+func (w *Writer) SessionDeleted(key sessions.Key) error {
+	return w.write(KindSessionDeleted, nameRecord{Kind: KindSessionDeleted, Name: key.Name()})
+}
+
+// Config writes a memory_bank_config record.
+func (w *Writer) Config(c *memorybank.BankConfig) error {
+	body, err := memorybank.MarshalConfig(c)
+	if err != nil {
+		return err
+	}
+	return w.write(KindConfig, configRecord{Kind: KindConfig, Name: aip.MemoryBankConfigName(c.App), Config: body})
+}
+
+// Memory writes a memory record, with its vector.
+func (w *Writer) Memory(m *memorybank.Memory) error {
+	sources, err := memorybank.MarshalSources(m.Sources)
+	if err != nil {
+		return err
+	}
+	return w.write(KindMemory, memoryRecord{
+		Kind: KindMemory, Name: m.Name(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
+		Sources:    sources,
+		CreateTime: m.CreateTime.UTC(), UpdateTime: m.UpdateTime.UTC(), ExpireTime: m.ExpireTime.UTC(),
+		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel, Embedding: encodeVector(m.Embedding),
+	})
+}
+
+// Revision writes a revision record.
+func (w *Writer) Revision(r *memorybank.Revision) error {
+	body, err := r.MarshalBody()
+	if err != nil {
+		return err
+	}
+	return w.write(KindRevision, revisionRecord{Kind: KindRevision, Name: r.Name(), Revision: body})
+}
+
+// Watermark writes a watermark record.
+func (w *Writer) Watermark(wm memorybank.Watermark) error {
+	return w.write(KindWatermark, watermarkRecord{Kind: KindWatermark, Session: wm.Session, Sequence: wm.Sequence})
+}
+
+// Operation writes an operation record.
+func (w *Writer) Operation(op *memorybank.Operation) error {
+	body, err := memorybank.MarshalOperation(op)
+	if err != nil {
+		return err
+	}
+	return w.write(KindOperation, operationRecord{Kind: KindOperation, Name: op.Name(), Operation: body})
+}
+
+// Close writes the end record with the counts and flushes the stream. It
+// does not close the underlying writer.
+func (w *Writer) Close() error {
+	counts := Counts{}
+	for k, n := range w.counts {
+		counts[k] = n
+	}
+	if err := w.write(KindEnd, endRecord{Kind: KindEnd, Records: counts}); err != nil {
+		return err
+	}
+	delete(w.counts, KindEnd)
+	if err := w.buf.Flush(); err != nil {
+		return err
+	}
+	return w.gz.Close()
+}
+
+// encodeVector returns the format's form of a vector: little-endian
+// float32 values, base64-encoded; "" for none.
+func encodeVector(v []float32) string {
+	if len(v) == 0 {
+		return ""
+	}
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func decodeVector(s string) ([]float32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of float32 values", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
+
+// Reader reads an archive record by record.
+type Reader struct {
+	sc     *bufio.Scanner
+	gz     *gzip.Reader
+	header Header
+	line   int
+	counts Counts
+	done   bool
+}
+
+// NewReader reads the header of an archive. It refuses what is not a kioku
+// archive and a format version other than Version.
+func NewReader(r io.Reader) (*Reader, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not a kioku archive (a gzip-compressed stream): %w", err)
+	}
+	sc := bufio.NewScanner(gz)
+	sc.Buffer(make([]byte, 0, 256<<10), MaxLine+1)
+	rd := &Reader{sc: sc, gz: gz, counts: Counts{}}
+	line, err := rd.next()
+	if err == io.EOF {
+		return nil, errors.New("not a kioku archive: it is empty")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Kind    Kind   `json:"kind"`
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if json.Unmarshal(line, &probe) != nil || probe.Kind != KindHeader || probe.Format != formatName {
+		return nil, errors.New("not a kioku archive: its first line is not a kioku-archive header")
+	}
+	if probe.Version != Version {
+		return nil, fmt.Errorf("the archive is in format version %d; this kioku reads version %d only (an archive of a later version needs the kioku that wrote it, or a later one)", probe.Version, Version)
+	}
+	var h headerRecord
+	if err := strict(line, &h); err != nil {
+		return nil, rd.fail(KindHeader, err)
+	}
+	rd.header = Header{Version: h.Version, Created: h.Created, Kioku: h.Kioku, Store: h.Store, App: h.App, User: h.User, Embedder: h.Embedder}
+	return rd, nil
+}
+
+// Header returns the archive's header.
+func (r *Reader) Header() Header { return r.header }
+
+// Counts returns how many records of each kind were read so far.
+func (r *Reader) Counts() Counts { return r.counts }
+
+// next returns the next line, io.EOF at the end of the stream.
+func (r *Reader) next() ([]byte, error) {
+	if !r.sc.Scan() {
+		if err := r.sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				return nil, fmt.Errorf("line %d of the archive is longer than %d bytes", r.line+1, MaxLine)
+			}
+			return nil, fmt.Errorf("reading line %d of the archive: %w", r.line+1, err)
+		}
+		return nil, io.EOF
+	}
+	r.line++
+	return r.sc.Bytes(), nil
+}
+
+func (r *Reader) fail(kind Kind, err error) error {
+	return fmt.Errorf("line %d of the archive (a %s record): %w", r.line, kind, err)
+}
+
+// strict decodes one record, refusing fields the format does not have.
+func strict(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
+// kindOf returns the kind of an encoded record: its first key as this
+// package writes it, else by decoding it.
+func kindOf(line []byte) (Kind, error) {
+	const prefix = `{"kind":"`
+	if bytes.HasPrefix(line, []byte(prefix)) {
+		rest := line[len(prefix):]
+		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return Kind(rest[:i]), nil
+		}
+	}
+	var probe struct {
+		Kind Kind `json:"kind"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return "", err
+	}
+	return probe.Kind, nil
+}
+
+// Next returns the next record, and io.EOF after the end record. A stream
+// that stops before its end record, or whose counts differ from the
+// records read, is an error.
+func (r *Reader) Next() (*Record, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	line, err := r.next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("the archive stops after line %d without its end record: it is truncated", r.line)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kind, err := kindOf(line)
+	if err != nil {
+		return nil, fmt.Errorf("line %d of the archive is not a JSON object: %w", r.line, err)
+	}
+	rec, err := decode(kind, line)
+	if err != nil {
+		return nil, r.fail(kind, err)
+	}
+	if kind == KindEnd {
+		r.done = true
+		for k, n := range rec.Counts {
+			if r.counts[k] != n {
+				return nil, fmt.Errorf("the archive's end record counts %d %s records, but %d were read", n, k, r.counts[k])
+			}
+		}
+		for k, n := range r.counts {
+			if rec.Counts[k] != n {
+				return nil, fmt.Errorf("the archive's end record counts %d %s records, but %d were read", rec.Counts[k], k, n)
+			}
+		}
+		if _, err := r.next(); err != io.EOF {
+			return nil, fmt.Errorf("line %d of the archive follows its end record", r.line)
+		}
+		return nil, io.EOF
+	}
+	r.counts[kind]++
+	return rec, nil
+}
+
+// Close releases the reader (not the underlying stream).
+func (r *Reader) Close() error { return r.gz.Close() }
+
+// decode decodes one record of a known kind into domain values.
+func decode(kind Kind, line []byte) (*Record, error) {
+	rec := &Record{Kind: kind}
+	switch kind {
+	case KindAppState, KindUserState:
+		var s stateRecord
+		if err := strict(line, &s); err != nil {
+			return nil, err
+		}
+		app, user, err := aip.ParseState("name", s.Name)
+		if err != nil {
+			return nil, err
+		}
+		if (user != "") != (kind == KindUserState) {
+			return nil, fmt.Errorf("name %q is not the name of an %s", s.Name, kind)
+		}
+		if s.State == nil {
+			s.State = map[string]any{}
+		}
+		rec.State = &sessions.SharedState{Ref: sessions.StateRef{App: app, User: user}, State: s.State, UpdateTime: s.UpdateTime}
+	case KindSession:
+		var s sessionRecord
+		if err := strict(line, &s); err != nil {
+			return nil, err
+		}
+		app, user, id, err := aip.ParseSession("name", s.Name)
+		if err != nil {
+			return nil, err
+		}
+		rec.Session = &sessions.Session{
+			Key: sessions.Key{App: app, User: user, ID: id}, DisplayName: s.DisplayName, Labels: s.Labels,
+			State: nonNil(s.State), InitialState: nonNil(s.InitialState),
+			CreateTime: s.CreateTime, UpdateTime: s.UpdateTime, ExpireTime: s.ExpireTime, LastSequence: s.LastSequence,
+		}
+	case KindEvent:
+		var e eventRecord
+		if err := strict(line, &e); err != nil {
+			return nil, err
+		}
+		app, user, id, err := aip.ParseSession("session", e.Session)
+		if err != nil {
+			return nil, err
+		}
+		if e.Event == nil {
+			return nil, errors.New("it has no event")
+		}
+		rec.Of, rec.Event = sessions.Key{App: app, User: user, ID: id}, e.Event
+	case KindSessionDeleted:
+		var n nameRecord
+		if err := strict(line, &n); err != nil {
+			return nil, err
+		}
+		app, user, id, err := aip.ParseSession("name", n.Name)
+		if err != nil {
+			return nil, err
+		}
+		rec.Of = sessions.Key{App: app, User: user, ID: id}
+	case KindConfig:
+		var c configRecord
+		if err := strict(line, &c); err != nil {
+			return nil, err
+		}
+		app, err := aip.ParseMemoryBankConfig("name", c.Name)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Config, err = memorybank.UnmarshalConfig(app, c.Config); err != nil {
+			return nil, err
+		}
+	case KindMemory:
+		var m memoryRecord
+		if err := strict(line, &m); err != nil {
+			return nil, err
+		}
+		app, id, err := aip.ParseMemory("name", m.Name)
+		if err != nil {
+			return nil, err
+		}
+		mem := &memorybank.Memory{
+			App: app, ID: id, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
+			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime,
+			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
+		}
+		if mem.Sources, err = memorybank.UnmarshalSources(m.Sources); err != nil {
+			return nil, err
+		}
+		if mem.Embedding, err = decodeVector(m.Embedding); err != nil {
+			return nil, fmt.Errorf("embedding: %w", err)
+		}
+		rec.Memory = mem
+	case KindRevision:
+		var r revisionRecord
+		if err := strict(line, &r); err != nil {
+			return nil, err
+		}
+		app, memory, number, err := parseRevision(r.Name)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Revision, err = memorybank.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
+			return nil, err
+		}
+	case KindWatermark:
+		var w watermarkRecord
+		if err := strict(line, &w); err != nil {
+			return nil, err
+		}
+		app, _, _, err := aip.ParseSession("session", w.Session)
+		if err != nil {
+			return nil, err
+		}
+		rec.Watermark = &memorybank.Watermark{App: app, Session: w.Session, Sequence: w.Sequence}
+	case KindOperation:
+		var o operationRecord
+		if err := strict(line, &o); err != nil {
+			return nil, err
+		}
+		app, id, err := aip.ParseOperation("name", o.Name)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Operation, err = memorybank.UnmarshalOperation(app, id, o.Operation); err != nil {
+			return nil, err
+		}
+	case KindEnd:
+		var e endRecord
+		if err := strict(line, &e); err != nil {
+			return nil, err
+		}
+		rec.Counts = e.Records
+	default:
+		return nil, fmt.Errorf("unknown record kind %q (the archive says format version %d, whose kinds this kioku knows: is it damaged?)", kind, Version)
+	}
+	return rec, nil
+}
+
+// parseRevision parses a revision's name.
+func parseRevision(name string) (app, memory string, number int64, err error) {
+	v, err := aip.Revision.Parse("name", name)
+	if err != nil {
+		return "", "", 0, err
+	}
+	number, err = strconv.ParseInt(v[2], 10, 64)
+	if err != nil || number < 1 {
+		return "", "", 0, fmt.Errorf("name %q: the revision is not a number from 1", name)
+	}
+	return v[0], v[1], number, nil
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
