@@ -43,13 +43,17 @@ func ParseSelection(name string) (Selection, error) {
 
 // The page sizes of an export's reads.
 const (
-	appPage       = 100
-	sessionPage   = 100
-	eventPage     = 1000
-	memoryPage    = 100
-	revisionPage  = 100
-	watermarkPage = 1000
-	operationPage = 100
+	appPage     = 100
+	sessionPage = 100
+	eventPage   = 1000
+	// eventPageBytes bounds a page of events by their stored size (a page
+	// ends with the event that passes it), so that large events keep an
+	// export's memory flat too.
+	eventPageBytes = 4 << 20
+	memoryPage     = 100
+	revisionPage   = 100
+	watermarkPage  = 1000
+	operationPage  = 100
 )
 
 // Export writes what sel selects from the stores to w, in the order the
@@ -183,20 +187,20 @@ func (e *exporter) session(ctx context.Context, s *sessions.Session) error {
 	}
 	var after int64
 	for after < s.LastSequence {
-		events, err := e.st.Sessions.ListEvents(ctx, s.Key, sessions.EventQuery{Now: e.now, AfterSeq: after, BeforeSeq: s.LastSequence + 1, Limit: eventPage})
+		events, err := e.st.Sessions.ListEvents(ctx, s.Key, sessions.EventQuery{Now: e.now, AfterSeq: after, BeforeSeq: s.LastSequence + 1, Limit: eventPage, MaxBytes: eventPageBytes})
 		if fault.Is(err, fault.NotFound) {
 			return e.w.SessionDeleted(s.Key)
 		}
 		if err != nil {
 			return err
 		}
+		if len(events) == 0 {
+			return nil
+		}
 		for _, ev := range events {
 			if err := e.w.Event(s.Key, ev); err != nil {
 				return err
 			}
-		}
-		if len(events) < eventPage {
-			return nil
 		}
 		after = events[len(events)-1].Sequence
 	}
