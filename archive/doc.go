@@ -28,7 +28,8 @@
 //	{"kind":"user_state","name":"apps/A/users/U/state","state":{...},"update_time":...}
 //	{"kind":"session","name":"apps/A/users/U/sessions/S","display_name":...,
 //	 "labels":{...},"state":{...},"initial_state":{...},"create_time":...,
-//	 "update_time":...,"expire_time":...,"last_sequence":N}
+//	 "update_time":...,"expire_time":...,"last_sequence":N,
+//	 "compaction_sequence":C,"compacted_through":T}
 //	{"kind":"event","session":"apps/A/users/U/sessions/S","event":{...}}
 //	{"kind":"memory_bank_config","name":"apps/A/memoryBankConfig","config":{...}}
 //	{"kind":"memory","name":"apps/A/memories/M","fact":...,"scope":{...},

@@ -128,6 +128,10 @@ type (
 		UpdateTime   time.Time         `json:"update_time,omitzero"`
 		ExpireTime   time.Time         `json:"expire_time,omitzero"`
 		LastSequence int64             `json:"last_sequence"`
+		// The session's latest compaction event and the last sequence it
+		// covers (see sessions.Session).
+		CompactionSequence int64 `json:"compaction_sequence,omitempty"`
+		CompactedThrough   int64 `json:"compacted_through,omitempty"`
 	}
 	eventRecord struct {
 		Kind    Kind            `json:"kind"`
@@ -251,7 +255,7 @@ func (w *Writer) Session(s *sessions.Session) error {
 		Kind: KindSession, Name: s.Name(), DisplayName: s.DisplayName, Labels: s.Labels,
 		State: s.State, InitialState: s.InitialState,
 		CreateTime: s.CreateTime.UTC(), UpdateTime: s.UpdateTime.UTC(), ExpireTime: s.ExpireTime.UTC(),
-		LastSequence: s.LastSequence,
+		LastSequence: s.LastSequence, CompactionSequence: s.CompactionSequence, CompactedThrough: s.CompactedThrough,
 	})
 }
 
@@ -541,6 +545,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 			Key: sessions.Key{App: app, User: user, ID: id}, DisplayName: s.DisplayName, Labels: s.Labels,
 			State: nonNil(s.State), InitialState: nonNil(s.InitialState),
 			CreateTime: s.CreateTime, UpdateTime: s.UpdateTime, ExpireTime: s.ExpireTime, LastSequence: s.LastSequence,
+			CompactionSequence: s.CompactionSequence, CompactedThrough: s.CompactedThrough,
 		}
 	case KindEvent:
 		var e eventRecord

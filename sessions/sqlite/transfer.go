@@ -37,7 +37,7 @@ func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, er
 // ScanSessions implements sessions.Store.
 func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sessions.Session, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT ` + sessionColumns + `, id, state, initial_state FROM sessions WHERE app = ?`)
+	sb.WriteString(`SELECT ` + sessionColumns + `, id, state, initial_state, compaction_seq, compaction_end FROM sessions WHERE app = ?`)
 	args := []any{q.App}
 	if q.User != "" {
 		sb.WriteString(` AND user = ?`)
@@ -54,11 +54,13 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 	for rows.Next() {
 		var id string
 		var state, initial []byte
-		sess, err := scanSession(q.App, "", rows.Scan, &id, &state, &initial)
+		var compactionSeq, compactionEnd int64
+		sess, err := scanSession(q.App, "", rows.Scan, &id, &state, &initial, &compactionSeq, &compactionEnd)
 		if err != nil {
 			return nil, err
 		}
 		sess.ID = id
+		sess.CompactionSequence, sess.CompactedThrough = compactionSeq, compactionEnd
 		if sess.State, err = sessions.DecodeState(state); err != nil {
 			return nil, err
 		}
