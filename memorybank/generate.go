@@ -3,6 +3,7 @@ package memorybank
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -125,10 +126,36 @@ func (s *Service) PurgeMemories(ctx context.Context, r *PurgeRequest) (*Operatio
 }
 
 func (s *Service) enqueue(ctx context.Context, op *Operation) error {
+	if err := s.checkQueue(ctx, op); err != nil {
+		return err
+	}
 	if err := s.store.CreateOperation(ctx, op); err != nil {
 		return err
 	}
 	s.signal()
+	return nil
+}
+
+// checkQueue refuses an operation when its scope, or its app, has as many
+// operations waiting as Config allows.
+func (s *Service) checkQueue(ctx context.Context, op *Operation) error {
+	if op.ScopeKey != "" {
+		n, err := s.store.CountPending(ctx, op.App, op.ScopeKey, s.cfg.MaxQueuedPerScope)
+		if err != nil {
+			return err
+		}
+		if n >= s.cfg.MaxQueuedPerScope {
+			scope, _ := json.Marshal(ParseScopeKey(op.ScopeKey))
+			return fault.New(fault.ResourceExhausted, "scope %s of app %s has %d memory operations waiting, the most one scope may have; wait for them (WaitOperation) and try again", scope, op.App, n)
+		}
+	}
+	n, err := s.store.CountPending(ctx, op.App, "", s.cfg.MaxQueuedPerApp)
+	if err != nil {
+		return err
+	}
+	if n >= s.cfg.MaxQueuedPerApp {
+		return fault.New(fault.ResourceExhausted, "app %s has %d memory operations waiting, the most one app may have; wait for them (WaitOperation) and try again", op.App, n)
+	}
 	return nil
 }
 

@@ -76,6 +76,12 @@ type Config struct {
 	// OperationRetention is how long finished operations are kept.
 	// Default 7 days.
 	OperationRetention time.Duration
+	// MaxQueuedPerScope and MaxQueuedPerApp bound the operations waiting
+	// to run for one scope (or session, for compactions) and for one app:
+	// one more is RESOURCE_EXHAUSTED, so that no caller queues more work
+	// than the workers take (concurrent requests may pass the bound by
+	// their number). Defaults 20 and 1,000.
+	MaxQueuedPerScope, MaxQueuedPerApp int
 }
 
 // Service is the memory bank. It is safe for concurrent use.
@@ -144,6 +150,12 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.OperationRetention <= 0 {
 		cfg.OperationRetention = 7 * 24 * time.Hour
+	}
+	if cfg.MaxQueuedPerScope <= 0 {
+		cfg.MaxQueuedPerScope = 20
+	}
+	if cfg.MaxQueuedPerApp <= 0 {
+		cfg.MaxQueuedPerApp = 1000
 	}
 	if cfg.Embedder == nil {
 		cfg.Embedder = model.Offline{}

@@ -82,6 +82,10 @@ type Store interface {
 	// earliest first (those a claim may coalesce).
 	PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*Operation, error)
 
+	// CountPending counts the pending operations of app, of one scope
+	// when scopeKey is not empty, up to limit (it stops counting there).
+	CountPending(ctx context.Context, app, scopeKey string, limit int) (int, error)
+
 	// Watermark returns the last sequence of a session processed by
 	// generation (0 when none).
 	Watermark(ctx context.Context, app, session string) (int64, error)

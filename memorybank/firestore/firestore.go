@@ -76,6 +76,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 
 	"cloud.google.com/go/firestore"
+	firestorepb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -837,6 +838,25 @@ func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*memorybank.
 func (s *Store) ours(ref *firestore.DocumentRef) bool {
 	app := ref.Parent.Parent
 	return app != nil && app.Parent.ID == s.root && app.Parent.Parent == nil
+}
+
+// CountPending implements memorybank.Store, with a count aggregation
+// (one read per thousand operations counted).
+func (s *Store) CountPending(ctx context.Context, app, scopeKey string, limit int) (int, error) {
+	q := s.app(app).Collection("kioku_operations").Where("state", "==", memorybank.OpPending.String())
+	if scopeKey != "" {
+		q = q.Where("scope_key", "==", scopeKey)
+	}
+	limited := q.Limit(limit)
+	res, err := limited.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	v, ok := res["n"].(*firestorepb.Value)
+	if !ok {
+		return 0, fmt.Errorf("counting pending operations of %s: no count in %v", app, res)
+	}
+	return int(v.GetIntegerValue()), nil
 }
 
 // PendingOperations implements memorybank.Store.

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TransientFailureRetried", testTransientFailureRetried},
 		{"LeaseFencing", testLeaseFencing},
 		{"Queue", testQueue},
+		{"QueueBounds", testQueueBounds},
 		{"ShutdownHandsBack", testShutdownHandsBack},
 		{"Heartbeat", testHeartbeat},
 		{"Coalescing", testCoalescing},
@@ -937,6 +938,64 @@ func testLeaseFencing(t *testing.T, h *harness) {
 }
 
 // testQueue checks the primitives the scheduler finds work with.
+// testQueueBounds: CountPending counts an app's (or a scope's) pending
+// operations up to its limit, and the service refuses a generation or a
+// purge beyond its scope's or its app's bound, until the queue drains.
+func testQueueBounds(t *testing.T, h *harness) {
+	cfg := memorybank.Config{
+		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Now, WorkerID: "bounded",
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxQueuedPerScope: 3, MaxQueuedPerApp: 5,
+	}
+	svc := memorybank.NewService(h.store, cfg)
+	gen := func(app, user string) error {
+		_, err := svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: app, Scope: memorybank.Scope{"user_id": user}, Facts: []memorybank.DirectFact{{Fact: "A fact of " + user + "."}}})
+		return err
+	}
+	for range 3 {
+		if err := gen("app1", "u1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := gen("app1", "u1")
+	wantKind(t, "a fourth generation of one scope", err, fault.ResourceExhausted)
+	if err == nil || !strings.Contains(err.Error(), `scope {"user_id":"u1"} of app app1 has 3 memory operations waiting`) {
+		t.Errorf("the scope's bound: %v", err)
+	}
+	for _, u := range []string{"u2", "u3"} {
+		if err := gen("app1", u); err != nil {
+			t.Fatalf("another scope: %v", err)
+		}
+	}
+	err = gen("app1", "u4")
+	wantKind(t, "a sixth operation of one app", err, fault.ResourceExhausted)
+	if err == nil || !strings.Contains(err.Error(), "app app1 has 5 memory operations waiting") {
+		t.Errorf("the app's bound: %v", err)
+	}
+	_, err = svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1"})
+	wantKind(t, "a purge over the app's bound", err, fault.ResourceExhausted)
+	if err := gen("app2", "u1"); err != nil {
+		t.Errorf("another app: %v", err)
+	}
+	for _, c := range []struct {
+		app, scope string
+		limit, n   int
+	}{{"app1", "", 100, 5}, {"app1", "", 4, 4}, {"app1", memorybank.Scope{"user_id": "u1"}.Key(), 100, 3}, {"app2", "", 100, 1}, {"app3", "", 100, 0}} {
+		if n, err := h.store.CountPending(h.ctx, c.app, c.scope, c.limit); err != nil || n != c.n {
+			t.Errorf("CountPending(%s, %q, %d) = %d, %v; want %d", c.app, c.scope, c.limit, n, err, c.n)
+		}
+	}
+	if n := h.drain(svc); n == 0 {
+		t.Fatal("nothing ran")
+	}
+	if n, err := h.store.CountPending(h.ctx, "app1", "", 100); err != nil || n != 0 {
+		t.Fatalf("CountPending after the queue ran: %d, %v", n, err)
+	}
+	if err := gen("app1", "u1"); err != nil {
+		t.Errorf("after the queue ran: %v", err)
+	}
+}
+
 func testQueue(t *testing.T, h *harness) {
 	gen := func(scope memorybank.Scope, fact string) *memorybank.Operation {
 		op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: scope, Facts: []memorybank.DirectFact{{Fact: fact}}})

@@ -719,6 +719,18 @@ func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*memorybank.
 }
 
 // PendingOperations implements memorybank.Store.
+// CountPending implements memorybank.Store.
+func (s *Store) CountPending(ctx context.Context, app, scopeKey string, limit int) (int, error) {
+	q, args := `SELECT count(*) FROM (SELECT 1 FROM operations WHERE app = ? AND state = 'PENDING' LIMIT ?)`, []any{app, limit}
+	if scopeKey != "" {
+		q = `SELECT count(*) FROM (SELECT 1 FROM operations INDEXED BY operations_by_scope WHERE app = ? AND scope_key = ? AND state = 'PENDING' LIMIT ?)`
+		args = []any{app, scopeKey, limit}
+	}
+	var n int
+	err := s.db.Read().QueryRowContext(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
 func (s *Store) PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*memorybank.Operation, error) {
 	return queryOperations(ctx, s.db.Read(), pendingQuery, app, scopeKey, method, now.UnixNano(), limit)
 }
