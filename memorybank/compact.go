@@ -2,6 +2,7 @@ package memorybank
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -21,6 +22,22 @@ type Compactor interface {
 	CompactionReady(ctx context.Context, key sessions.Key, r sessions.CompactRequest) error
 	// Compact compacts the session.
 	Compact(ctx context.Context, key sessions.Key, r sessions.CompactRequest) (*sessions.CompactResult, error)
+	// EventsSinceCompaction returns how many events were appended to the
+	// session after its latest compaction event (all of them when it has
+	// none), for the triggers.
+	EventsSinceCompaction(ctx context.Context, key sessions.Key) (int64, error)
+}
+
+// CompactionTrigger compacts an app's sessions without the caller asking:
+// once EventCount events, or EventBytes bytes of events, have been appended
+// to a session since its last compaction (0: off).
+type CompactionTrigger struct {
+	EventCount int
+	// EventBytes is counted in memory by the server the appends went
+	// through; a restart starts the count again.
+	EventBytes int64
+	// KeepRecent is the compaction's KeepRecent (0: its default).
+	KeepRecent int
 }
 
 // CompactRequest is the input of CompactSession.
@@ -86,4 +103,101 @@ func (r *run) compact(ctx context.Context) (*Write, error) {
 		op.Compacted = &CompactOutcome{Event: res.Event, Created: res.Created}
 		op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
 	})}, nil
+}
+
+// compactionTracker is what the compaction triggers know of a session.
+type compactionTracker struct {
+	// bytes appended through this server since its last compaction.
+	bytes int64
+	// fired is the operation queued and not ended yet ("" when none), and
+	// when it was queued.
+	fired string
+	at    time.Time
+	// seen is when the tracker last changed, to forget idle sessions.
+	seen time.Time
+}
+
+// compactionTrigger applies an app's compaction trigger to a notice of
+// appends: once EventCount events (counted by the session service since
+// the session's latest compaction) or EventBytes bytes (counted here) are
+// reached, it queues a compaction, and none other for the session until
+// that one ends. Problems are logged.
+func (s *Service) compactionTrigger(ctx context.Context, t CompactionTrigger, n sessions.Notice) {
+	if t.EventCount <= 0 && t.EventBytes <= 0 || s.compactor == nil || s.gen == nil {
+		return
+	}
+	name := n.Key.Name()
+	now := s.now()
+	s.triggerMu.Lock()
+	tr := s.compactions[name]
+	if tr == nil {
+		tr = &compactionTracker{}
+		s.compactions[name] = tr
+	}
+	tr.bytes += n.Bytes
+	tr.seen = now
+	if tr.fired != "" && now.Sub(tr.at) < firedTTL {
+		s.triggerMu.Unlock()
+		return
+	}
+	bytes := tr.bytes
+	s.triggerMu.Unlock()
+
+	why := ""
+	if t.EventBytes > 0 && bytes >= t.EventBytes {
+		why = "every " + strconv.FormatInt(t.EventBytes, 10) + " bytes"
+	} else if t.EventCount > 0 {
+		since, err := s.compactor.EventsSinceCompaction(ctx, n.Key)
+		if err != nil {
+			s.log.WarnContext(ctx, "reading a session for the compaction trigger", "session", name, "error", err)
+			return
+		}
+		if since >= int64(t.EventCount) {
+			why = "every " + strconv.Itoa(t.EventCount) + " events"
+		}
+	}
+	if why == "" {
+		return
+	}
+	op, err := s.CompactSession(context.WithoutCancel(ctx), &CompactRequest{Session: n.Key, KeepRecent: t.KeepRecent})
+	if err != nil {
+		s.log.WarnContext(ctx, "queueing a triggered compaction", "session", name, "error", err)
+		return
+	}
+	s.triggerMu.Lock()
+	if tr := s.compactions[name]; tr != nil {
+		tr.fired, tr.at, tr.bytes = op.Name(), now, 0
+	}
+	s.triggerMu.Unlock()
+	s.log.InfoContext(ctx, "session compaction triggered", "session", name, "trigger", why, "operation", op.Name())
+}
+
+// compactionEnded lets the triggers queue the next compaction of the
+// session of a compaction operation that ended.
+func (s *Service) compactionEnded(op *Operation) {
+	if op.Compact == nil {
+		return
+	}
+	s.triggerMu.Lock()
+	if tr := s.compactions[op.Compact.Session.Name()]; tr != nil && tr.fired == op.Name() {
+		tr.fired, tr.bytes = "", 0
+	}
+	s.triggerMu.Unlock()
+}
+
+func (s *Service) forgetCompaction(session string) {
+	s.triggerMu.Lock()
+	delete(s.compactions, session)
+	s.triggerMu.Unlock()
+}
+
+// pruneCompactions forgets sessions that have seen no append for firedTTL.
+func (s *Service) pruneCompactions(now time.Time) {
+	s.triggerMu.Lock()
+	defer s.triggerMu.Unlock()
+	for name, tr := range s.compactions {
+		if now.Sub(tr.seen) >= firedTTL {
+			delete(s.compactions, name)
+		}
+	}
 }

@@ -271,6 +271,9 @@ func (s *Service) finished(ops ...*Operation) {
 		}
 	}
 	s.triggerMu.Unlock()
+	for _, op := range ops {
+		s.compactionEnded(op)
+	}
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	for _, op := range ops {

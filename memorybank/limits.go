@@ -191,6 +191,9 @@ func validateConfig(c *BankConfig) error {
 			return fault.Invalidf("%s %v is longer than %v (100 years), the longest TTL a configuration may give", ttl.field, ttl.d, MaxConfigTTL)
 		}
 	}
+	if t := c.Compaction; t.EventCount < 0 || t.EventBytes < 0 || t.KeepRecent < 0 {
+		return fault.Invalidf("compaction_trigger values must not be negative")
+	}
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
 	}

@@ -41,6 +41,7 @@ func (s *Service) maintain(ctx context.Context) {
 		}
 		s.FireIdle(ctx)
 		s.pruneTriggers(now)
+		s.pruneCompactions(now)
 		select {
 		case <-ctx.Done():
 			return

@@ -245,7 +245,9 @@ type BankConfig struct {
 	RevisionTTL time.Duration
 	Trigger     Trigger
 	Retrieval   Retrieval
-	UpdateTime  time.Time
+	// Compaction compacts the app's sessions without the caller asking.
+	Compaction CompactionTrigger
+	UpdateTime time.Time
 }
 
 // Topics returns the topics extraction may use: label → description.

@@ -548,14 +548,21 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*Revisi
 // Durations are nanoseconds; the update time is RFC 3339 (as the first
 // format had it, which this one reads unchanged).
 type configRecord struct {
-	ManagedTopics []string        `json:"managed_topics,omitempty"`
-	CustomTopics  []topicRecord   `json:"custom_topics,omitempty"`
-	Examples      []exampleRecord `json:"examples,omitempty"`
-	MemoryTTL     int64           `json:"memory_ttl,omitempty"`
-	RevisionTTL   int64           `json:"revision_ttl,omitempty"`
-	Trigger       triggerRecord   `json:"trigger,omitzero"`
-	Retrieval     retrievalRecord `json:"retrieval,omitzero"`
-	UpdateTime    time.Time       `json:"update_time,omitzero"`
+	ManagedTopics []string         `json:"managed_topics,omitempty"`
+	CustomTopics  []topicRecord    `json:"custom_topics,omitempty"`
+	Examples      []exampleRecord  `json:"examples,omitempty"`
+	MemoryTTL     int64            `json:"memory_ttl,omitempty"`
+	RevisionTTL   int64            `json:"revision_ttl,omitempty"`
+	Trigger       triggerRecord    `json:"trigger,omitzero"`
+	Retrieval     retrievalRecord  `json:"retrieval,omitzero"`
+	Compaction    compactionRecord `json:"compaction,omitzero"`
+	UpdateTime    time.Time        `json:"update_time,omitzero"`
+}
+
+type compactionRecord struct {
+	EventCount int   `json:"event_count,omitempty"`
+	EventBytes int64 `json:"event_bytes,omitempty"`
+	KeepRecent int   `json:"keep_recent,omitempty"`
 }
 
 // retrievalRecord is the stored form of Retrieval (absent: the defaults).
@@ -589,7 +596,8 @@ type triggerRecord struct {
 func MarshalConfig(c *BankConfig) ([]byte, error) {
 	r := configRecord{
 		ManagedTopics: c.ManagedTopics, MemoryTTL: int64(c.MemoryTTL), RevisionTTL: int64(c.RevisionTTL),
-		Trigger: triggerRecord{EventCount: c.Trigger.EventCount, IdleDuration: int64(c.Trigger.IdleDuration)},
+		Trigger:    triggerRecord{EventCount: c.Trigger.EventCount, IdleDuration: int64(c.Trigger.IdleDuration)},
+		Compaction: compactionRecord(c.Compaction),
 		Retrieval: retrievalRecord{Fusion: fusionRecord{
 			Method: string(c.Retrieval.Fusion.Method), DenseWeight: c.Retrieval.Fusion.DenseWeight,
 			LexicalWeight: c.Retrieval.Fusion.LexicalWeight, RRFK: c.Retrieval.Fusion.RRFK,
@@ -613,7 +621,8 @@ func UnmarshalConfig(app string, body []byte) (*BankConfig, error) {
 	}
 	c := &BankConfig{
 		App: app, ManagedTopics: r.ManagedTopics, MemoryTTL: time.Duration(r.MemoryTTL), RevisionTTL: time.Duration(r.RevisionTTL),
-		Trigger: Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
+		Trigger:    Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
+		Compaction: CompactionTrigger(r.Compaction),
 		Retrieval: Retrieval{Fusion: Fusion{
 			Method: FusionMethod(r.Retrieval.Fusion.Method), DenseWeight: r.Retrieval.Fusion.DenseWeight,
 			LexicalWeight: r.Retrieval.Fusion.LexicalWeight, RRFK: r.Retrieval.Fusion.RRFK,

@@ -108,7 +108,9 @@ type Service struct {
 
 	triggerMu sync.Mutex
 	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
-	idle      idleSessions
+	// compactions holds the compaction triggers' state per session.
+	compactions map[string]*compactionTracker
+	idle        idleSessions
 }
 
 type cachedConfig struct {
@@ -176,6 +178,7 @@ func NewService(store Store, cfg Config) *Service {
 		ended:       map[OperationCount]uint64{},
 		configCache: map[string]cachedConfig{},
 		triggered:   map[string]firedTrigger{},
+		compactions: map[string]*compactionTracker{},
 	}
 }
 
@@ -696,7 +699,7 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*BankConfig, error
 }
 
 // The fields of BankConfig an update mask may name.
-var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval"}
+var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger"}
 
 // UpdateConfig changes the fields of an app's configuration named in mask
 // (all of them when mask is empty) to those of c.
@@ -726,6 +729,8 @@ func (s *Service) UpdateConfig(ctx context.Context, c *BankConfig, mask []string
 			next.RevisionTTL = c.RevisionTTL
 		case "generation_trigger":
 			next.Trigger = c.Trigger
+		case "compaction_trigger":
+			next.Compaction = c.Compaction
 		case "retrieval":
 			next.Retrieval = c.Retrieval
 		default:

@@ -18,6 +18,7 @@ func (s *Service) Observe(ctx context.Context, n sessions.Notice) {
 	if n.Deleted {
 		s.forgetTrigger(name)
 		s.idle.forget(name)
+		s.forgetCompaction(name)
 		return
 	}
 	cfg, err := s.config(ctx, n.Key.App)
@@ -25,6 +26,7 @@ func (s *Service) Observe(ctx context.Context, n sessions.Notice) {
 		s.log.WarnContext(ctx, "reading memory bank config for triggers", "app", n.Key.App, "error", err)
 		return
 	}
+	s.compactionTrigger(ctx, cfg.Compaction, n)
 	t := cfg.Trigger
 	if t.IdleDuration > 0 {
 		s.idle.touch(n.Key, n.Sequence, s.now())

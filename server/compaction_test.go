@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -74,5 +78,36 @@ func TestCompactSession(t *testing.T) {
 	_, err = plain.sessions.CompactSession(ctx, req(&kiokuv1.CompactSessionRequest{Name: name}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "--model-provider") {
 		t.Fatalf("without a model: %v, want FAILED_PRECONDITION naming the settings", err)
+	}
+}
+
+// TestCompactionTriggerConfig: the compaction trigger of an app's memory
+// bank configuration round-trips, with its update mask, and bad values are
+// refused.
+func TestCompactionTriggerConfig(t *testing.T) {
+	c, _ := startNode(t, true)
+	ctx := t.Context()
+	const name = "apps/a/memoryBankConfig"
+	trig := &kiokuv1.CompactionTrigger{EventCount: 50, EventBytes: 64 << 10, KeepRecentEvents: 8}
+	res, err := c.memories.UpdateMemoryBankConfig(ctx, req(&kiokuv1.UpdateMemoryBankConfigRequest{
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: name, CompactionTrigger: trig},
+		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"compaction_trigger"}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.memories.GetMemoryBankConfig(ctx, req(&kiokuv1.GetMemoryBankConfigRequest{Name: name}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(trig, got.Msg.GetCompactionTrigger(), protocmp.Transform()); diff != "" || !proto.Equal(res.Msg.GetCompactionTrigger(), trig) {
+		t.Fatalf("stored compaction trigger (-want +got):\n%s", diff)
+	}
+	_, err = c.memories.UpdateMemoryBankConfig(ctx, req(&kiokuv1.UpdateMemoryBankConfigRequest{
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: name, CompactionTrigger: &kiokuv1.CompactionTrigger{EventCount: -1}},
+		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"compaction_trigger"}},
+	}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "compaction_trigger") {
+		t.Fatalf("a negative event count: %v", err)
 	}
 }

@@ -106,6 +106,9 @@ func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, err
 	if t := c.Trigger; t.EventCount > 0 || t.IdleDuration > 0 {
 		out.GenerationTrigger = &kiokuv1.GenerationTrigger{EventCount: int32(t.EventCount), IdleDuration: durationOrNil(t.IdleDuration)}
 	}
+	if t := c.Compaction; t != (memorybank.CompactionTrigger{}) {
+		out.CompactionTrigger = &kiokuv1.CompactionTrigger{EventCount: int32(t.EventCount), EventBytes: t.EventBytes, KeepRecentEvents: int32(t.KeepRecent)}
+	}
 	if f := c.Retrieval.Fusion; f != (memorybank.Fusion{}) {
 		out.Retrieval = &kiokuv1.RetrievalConfig{Fusion: &kiokuv1.FusionConfig{
 			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
@@ -139,6 +142,11 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 		App:           app,
 		ManagedTopics: p.GetManagedTopics(),
 		Trigger:       memorybank.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
+		Compaction: memorybank.CompactionTrigger{
+			EventCount: int(p.GetCompactionTrigger().GetEventCount()),
+			EventBytes: p.GetCompactionTrigger().GetEventBytes(),
+			KeepRecent: int(p.GetCompactionTrigger().GetKeepRecentEvents()),
+		},
 	}
 	var err error
 	for _, d := range []struct {

@@ -227,6 +227,19 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, res *C
 	return c.EndSequence >= target, nil
 }
 
+// EventsSinceCompaction returns how many events were appended to a session
+// after its latest compaction event (all of them when it has none).
+func (s *Service) EventsSinceCompaction(ctx context.Context, key Key) (int64, error) {
+	if err := ValidateKey(key); err != nil {
+		return 0, err
+	}
+	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: s.now(), Skip: true})
+	if err != nil {
+		return 0, err
+	}
+	return sess.LastSequence - sess.CompactionSequence, nil
+}
+
 // CompactionEventID is the id of the compaction event that covers a
 // session up to a sequence: the same range always gives the same id, so a
 // repeated compaction is an idempotent append.

@@ -868,9 +868,12 @@ type MemoryBankConfig struct {
 	// Output only. When the configuration last changed.
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// How similarity search ranks memories. Unset: the defaults.
-	Retrieval     *RetrievalConfig `protobuf:"bytes,9,opt,name=retrieval,proto3" json:"retrieval,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Retrieval *RetrievalConfig `protobuf:"bytes,9,opt,name=retrieval,proto3" json:"retrieval,omitempty"`
+	// Automatic compaction of the app's sessions (see
+	// SessionService.CompactSession). Unset: only on request.
+	CompactionTrigger *CompactionTrigger `protobuf:"bytes,10,opt,name=compaction_trigger,json=compactionTrigger,proto3" json:"compaction_trigger,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *MemoryBankConfig) Reset() {
@@ -966,6 +969,83 @@ func (x *MemoryBankConfig) GetRetrieval() *RetrievalConfig {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetCompactionTrigger() *CompactionTrigger {
+	if x != nil {
+		return x.CompactionTrigger
+	}
+	return nil
+}
+
+// When sessions are compacted without the caller asking: a compaction
+// starts once either threshold is reached since the session's last
+// compaction (or its start). Needs a generation model.
+type CompactionTrigger struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Compact a session once this many events have been appended since its
+	// last compaction. 0: off.
+	EventCount int32 `protobuf:"varint,1,opt,name=event_count,json=eventCount,proto3" json:"event_count,omitempty"`
+	// Compact a session once its events appended since its last compaction
+	// hold this many bytes (encoded). 0: off. Counted in memory by the
+	// server the appends went through: a restart starts the count again.
+	EventBytes int64 `protobuf:"varint,2,opt,name=event_bytes,json=eventBytes,proto3" json:"event_bytes,omitempty"`
+	// How many of the most recent events a triggered compaction leaves out of
+	// the summary; 0 means 10.
+	KeepRecentEvents int32 `protobuf:"varint,3,opt,name=keep_recent_events,json=keepRecentEvents,proto3" json:"keep_recent_events,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CompactionTrigger) Reset() {
+	*x = CompactionTrigger{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactionTrigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactionTrigger) ProtoMessage() {}
+
+func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
+func (*CompactionTrigger) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CompactionTrigger) GetEventCount() int32 {
+	if x != nil {
+		return x.EventCount
+	}
+	return 0
+}
+
+func (x *CompactionTrigger) GetEventBytes() int64 {
+	if x != nil {
+		return x.EventBytes
+	}
+	return 0
+}
+
+func (x *CompactionTrigger) GetKeepRecentEvents() int32 {
+	if x != nil {
+		return x.KeepRecentEvents
+	}
+	return 0
+}
+
 // RetrievalConfig tunes an app's similarity search.
 type RetrievalConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -983,7 +1063,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1075,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1088,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1037,7 +1117,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1129,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1142,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1167,7 +1247,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\x97\x04\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xe3\x04\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -1179,7 +1259,15 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x12generation_trigger\x18\a \x01(\v2\x1b.kioku.v1.GenerationTriggerR\x11generationTrigger\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x127\n" +
-	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\"A\n" +
+	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n" +
+	"\x12compaction_trigger\x18\n" +
+	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\"\x83\x01\n" +
+	"\x11CompactionTrigger\x12\x1f\n" +
+	"\vevent_count\x18\x01 \x01(\x05R\n" +
+	"eventCount\x12\x1f\n" +
+	"\vevent_bytes\x18\x02 \x01(\x03R\n" +
+	"eventBytes\x12,\n" +
+	"\x12keep_recent_events\x18\x03 \x01(\x05R\x10keepRecentEvents\"A\n" +
 	"\x0fRetrievalConfig\x12.\n" +
 	"\x06fusion\x18\x01 \x01(\v2\x16.kioku.v1.FusionConfigR\x06fusion\"\x9d\x01\n" +
 	"\fFusionConfig\x12.\n" +
@@ -1212,7 +1300,7 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_kioku_v1_memory_proto_goTypes = []any{
 	(MemoryAction)(0),                // 0: kioku.v1.MemoryAction
 	(FusionMethod)(0),                // 1: kioku.v1.FusionMethod
@@ -1226,49 +1314,51 @@ var file_kioku_v1_memory_proto_goTypes = []any{
 	(*GenerationExample)(nil),        // 9: kioku.v1.GenerationExample
 	(*GenerationTrigger)(nil),        // 10: kioku.v1.GenerationTrigger
 	(*MemoryBankConfig)(nil),         // 11: kioku.v1.MemoryBankConfig
-	(*RetrievalConfig)(nil),          // 12: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 13: kioku.v1.FusionConfig
-	nil,                              // 14: kioku.v1.Memory.ScopeEntry
-	nil,                              // 15: kioku.v1.Memory.MetadataEntry
-	nil,                              // 16: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 17: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 19: google.protobuf.Duration
-	(*Event)(nil),                    // 20: kioku.v1.Event
+	(*CompactionTrigger)(nil),        // 12: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 13: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 14: kioku.v1.FusionConfig
+	nil,                              // 15: kioku.v1.Memory.ScopeEntry
+	nil,                              // 16: kioku.v1.Memory.MetadataEntry
+	nil,                              // 17: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 18: kioku.v1.MemoryRevision.MetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 20: google.protobuf.Duration
+	(*Event)(nil),                    // 21: kioku.v1.Event
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	14, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	15, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	18, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	18, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	18, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	19, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	15, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	16, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	19, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	19, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	19, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	20, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
 	3,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
 	0,  // 7: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	16, // 8: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	17, // 9: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	17, // 8: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	18, // 9: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
 	3,  // 10: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	18, // 11: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	18, // 12: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	19, // 11: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	19, // 12: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
 	2,  // 13: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
 	0,  // 14: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
 	5,  // 15: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	20, // 16: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	19, // 17: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	21, // 16: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	20, // 17: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
 	8,  // 18: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
 	9,  // 19: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	19, // 20: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	19, // 21: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	20, // 20: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	20, // 21: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
 	10, // 22: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	18, // 23: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	12, // 24: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	13, // 25: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	1,  // 26: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	19, // 23: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	13, // 24: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	12, // 25: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	14, // 26: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	1,  // 27: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1287,7 +1377,7 @@ func file_kioku_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

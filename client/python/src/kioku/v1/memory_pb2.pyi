@@ -17,6 +17,16 @@ MEMORY_ACTION_UNCHANGED: MemoryAction
 MEMORY_ACTION_UNSPECIFIED: MemoryAction
 MEMORY_ACTION_UPDATED: MemoryAction
 
+class CompactionTrigger(_message.Message):
+    __slots__ = ["event_bytes", "event_count", "keep_recent_events"]
+    EVENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    EVENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    KEEP_RECENT_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    event_bytes: int
+    event_count: int
+    keep_recent_events: int
+    def __init__(self, event_count: _Optional[int] = ..., event_bytes: _Optional[int] = ..., keep_recent_events: _Optional[int] = ...) -> None: ...
+
 class CustomMemoryTopic(_message.Message):
     __slots__ = ["description", "label"]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -108,7 +118,8 @@ class Memory(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
-    __slots__ = ["custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "retrieval", "revision_ttl", "update_time"]
+    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "retrieval", "revision_ttl", "update_time"]
+    COMPACTION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
     GENERATION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
@@ -118,6 +129,7 @@ class MemoryBankConfig(_message.Message):
     RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    compaction_trigger: CompactionTrigger
     custom_topics: _containers.RepeatedCompositeFieldContainer[CustomMemoryTopic]
     generation_examples: _containers.RepeatedCompositeFieldContainer[GenerationExample]
     generation_trigger: GenerationTrigger
@@ -127,7 +139,7 @@ class MemoryBankConfig(_message.Message):
     retrieval: RetrievalConfig
     revision_ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
     __slots__ = ["action", "create_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "topics"]

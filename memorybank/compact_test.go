@@ -1,0 +1,182 @@
+package memorybank_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/memorybank"
+	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
+	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/sessions"
+	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
+	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
+)
+
+// TestCompactionTriggers wires the session service and the memory bank as
+// kioku serve does, on SQLite and on the Firestore emulator, and checks the
+// per-app compaction triggers: every N events since the last compaction
+// (recursively), and every M bytes.
+func TestCompactionTriggers(t *testing.T) {
+	stores := map[string]func(t *testing.T) (sessions.Store, memorybank.Store){
+		"sqlite": func(t *testing.T) (sessions.Store, memorybank.Store) {
+			db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			ss, err := sessionsqlite.New(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := memorysqlite.New(db, memorysqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ss, ms
+		},
+		"firestore": func(t *testing.T) (sessions.Store, memorybank.Store) {
+			c, _ := firestoretest.NewClient(t)
+			return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{})
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			ss, ms := open(t)
+			testCompactionTriggers(t, ss, ms)
+		})
+	}
+}
+
+func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	gemini := modeltest.NewGemini(t)
+	summaries := 0
+	gemini.SetResponder(func(c modeltest.Call) modeltest.Reply {
+		summaries++
+		return modeltest.Reply{Text: fmt.Sprintf("summary %d", summaries)}
+	})
+	gen := &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sess := sessions.NewService(ss, sessions.Config{Generator: gen, Logger: logger})
+	mem := memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: sess, Compactor: sess, Logger: logger})
+	sess.Observe(ctx, "triggers", mem, sessions.ObserveOptions{})
+	done := make(chan struct{})
+	go func() { mem.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "count", Compaction: memorybank.CompactionTrigger{EventCount: 10, KeepRecent: 2}}, []string{"compaction_trigger"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "bytes", Compaction: memorybank.CompactionTrigger{EventBytes: 2000, KeepRecent: 1}}, []string{"compaction_trigger"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// settled waits until the observer has handled every append and no
+	// compaction of the app is pending or running, and returns the
+	// compaction operations of the app.
+	settled := func(app string) []*memorybank.Operation {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			waiting := 0
+			for _, o := range sess.Observers() {
+				waiting += o.Waiting
+			}
+			ops, _, err := mem.ListOperations(ctx, app, nil, 0, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			busy := false
+			for _, op := range ops {
+				busy = busy || !op.State.Done()
+			}
+			if waiting == 0 && !busy {
+				time.Sleep(50 * time.Millisecond) // a notice being handled is no longer counted as waiting
+				if again, _, _ := mem.ListOperations(ctx, app, nil, 0, ""); len(again) == len(ops) {
+					return ops
+				}
+				continue
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not settled after 20s: %d notices waiting, %d operations", waiting, len(ops))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	appendN := func(key sessions.Key, from, n int, text string) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if _, err := sess.AppendEvent(ctx, key, &sessions.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: text}}}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			settled(key.App)
+		}
+	}
+	view := func(key sessions.Key) []*sessions.Event {
+		t.Helper()
+		_, events, err := sess.GetSession(ctx, key, sessions.GetSessionRequest{Compacted: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events
+	}
+
+	// Every 10 events since the last compaction.
+	key := sessions.Key{App: "count", User: "u", ID: "s"}
+	if _, err := sess.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
+		t.Fatal(err)
+	}
+	appendN(key, 1, 9, "hello")
+	if ops := settled("count"); len(ops) != 0 {
+		t.Fatalf("%d compactions after 9 events", len(ops))
+	}
+	appendN(key, 10, 1, "hello") // the 10th event
+	ops := settled("count")
+	if len(ops) != 1 || ops[0].Method != memorybank.MethodCompact || ops[0].State != memorybank.OpSucceeded {
+		t.Fatalf("after 10 events: %+v", ops)
+	}
+	v := view(key)
+	if c := v[0].Actions.Compaction; c == nil || c.EndSequence != 8 || len(v) != 3 {
+		t.Fatalf("view after the first compaction: %d events, first %+v", len(v), v[0])
+	}
+	appendN(key, 11, 9, "hello") // 9 after the compaction event
+	if ops := settled("count"); len(ops) != 1 {
+		t.Fatalf("%d compactions after 9 more events", len(ops))
+	}
+	appendN(key, 20, 1, "hello")
+	if ops := settled("count"); len(ops) != 2 {
+		t.Fatalf("%d compactions after 10 more events, want 2", len(ops))
+	}
+	v = view(key)
+	if c := v[0].Actions.Compaction; c == nil || c.StartSequence != 1 || c.EndSequence != 19 || !strings.HasPrefix(v[0].Content.Text(), "summary") {
+		t.Fatalf("view after the second compaction: first %+v", v[0])
+	}
+
+	// Every 2000 bytes.
+	bkey := sessions.Key{App: "bytes", User: "u", ID: "s"}
+	if _, err := sess.CreateSession(ctx, sessions.CreateSessionRequest{App: bkey.App, User: bkey.User, ID: bkey.ID}); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 500) // about 620 bytes encoded
+	appendN(bkey, 1, 3, big)
+	if ops := settled("bytes"); len(ops) != 0 {
+		t.Fatalf("%d compactions after 3 events of 620 bytes", len(ops))
+	}
+	appendN(bkey, 4, 1, big)
+	if ops := settled("bytes"); len(ops) != 1 {
+		t.Fatalf("%d compactions after 4 events of 620 bytes, want 1", len(ops))
+	}
+	if v := view(bkey); v[0].Actions.Compaction == nil || v[0].Actions.Compaction.EndSequence != 3 {
+		t.Fatalf("bytes view: %+v", v[0])
+	}
+}
