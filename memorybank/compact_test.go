@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +71,11 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sess := sessions.NewService(ss, sessions.Config{Generator: gen, Logger: logger})
 	mem := memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: sess, Compactor: sess, Logger: logger})
-	sess.Observe(ctx, "triggers", mem, sessions.ObserveOptions{})
+	var handled atomic.Uint64 // notices the memory bank has finished with
+	sess.Observe(ctx, "triggers", sessions.ObserverFunc(func(ctx context.Context, n sessions.Notice) {
+		mem.Observe(ctx, n)
+		handled.Add(1)
+	}), sessions.ObserveOptions{})
 	done := make(chan struct{})
 	go func() { mem.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
@@ -81,34 +86,30 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 		t.Fatal(err)
 	}
 
-	// settled waits until the observer has handled every append and no
-	// compaction of the app is pending or running, and returns the
-	// compaction operations of the app.
+	// settled waits until the observer has handled every notice and no
+	// compaction of the app is pending or running (a compaction's own
+	// append brings one more notice), and returns the compaction operations
+	// of the app.
 	settled := func(app string) []*memorybank.Operation {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
-			waiting := 0
-			for _, o := range sess.Observers() {
-				waiting += o.Waiting
-			}
+			st := sess.Observers()[0]
+			idle := st.Waiting == 0 && st.Delivered == handled.Load()
 			ops, _, err := mem.ListOperations(ctx, app, nil, 0, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			busy := false
 			for _, op := range ops {
-				busy = busy || !op.State.Done()
+				idle = idle && op.State.Done()
 			}
-			if waiting == 0 && !busy {
-				time.Sleep(50 * time.Millisecond) // a notice being handled is no longer counted as waiting
-				if again, _, _ := mem.ListOperations(ctx, app, nil, 0, ""); len(again) == len(ops) {
+			if idle {
+				if st2 := sess.Observers()[0]; st2.Delivered == st.Delivered && st2.Waiting == 0 {
 					return ops
 				}
-				continue
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("not settled after 20s: %d notices waiting, %d operations", waiting, len(ops))
+				t.Fatalf("not settled after 30s: %+v, %d handled, %d operations", st, handled.Load(), len(ops))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
