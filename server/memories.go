@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"connectrpc.com/connect"
@@ -20,7 +19,6 @@ import (
 // kioku.v1.OperationService over a memorybank.Service.
 type MemoryHandler struct {
 	svc *memorybank.Service
-	log *slog.Logger
 }
 
 var (
@@ -30,18 +28,13 @@ var (
 
 // NewMemoryHandler returns the MemoryBankService and OperationService
 // handler.
-func NewMemoryHandler(svc *memorybank.Service, log *slog.Logger) *MemoryHandler {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &MemoryHandler{svc: svc, log: log}
+func NewMemoryHandler(svc *memorybank.Service) *MemoryHandler {
+	return &MemoryHandler{svc: svc}
 }
-
-func (h *MemoryHandler) fail(ctx context.Context, err error) error { return toConnect(ctx, h.log, err) }
 
 func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*connect.Response[T], error) {
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(v), nil
 }
@@ -50,21 +43,21 @@ func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*co
 func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[kiokuv1.CreateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	m := req.Msg.GetMemory()
 	if m == nil {
-		return nil, h.fail(ctx, fault.Invalidf("memory is required"))
+		return nil, fault.Invalidf("memory is required")
 	}
 	in := memorybank.MemoryInput{
 		ID: req.Msg.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope(), Topics: m.GetTopics(), Metadata: m.GetMetadata(),
 	}
 	if in.ExpireTime, in.TTL, err = expirationFromProto("memory", m.GetExpireTime(), m.GetTtl()); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	created, err := h.svc.CreateMemory(ctx, app, in)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(memoryToProto(created)), nil
 }
@@ -73,14 +66,14 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[k
 func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkMemory(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	m, err := h.svc.GetMemory(ctx, app, id)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(memoryToProto(m)), nil
 }
@@ -89,13 +82,13 @@ func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiok
 func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[kiokuv1.ListMemoriesRequest]) (*connect.Response[kiokuv1.ListMemoriesResponse], error) {
 	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	list, next, err := h.svc.ListMemories(ctx, memorybank.ListMemoriesRequest{
 		App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), PageSize: req.Msg.GetPageSize(), PageToken: req.Msg.GetPageToken(),
 	})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.ListMemoriesResponse{NextPageToken: next}
 	for _, m := range list {
@@ -109,14 +102,14 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 	m := req.Msg.GetMemory()
 	app, id, err := aip.ParseMemory("memory.name", m.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkMemory(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	paths := req.Msg.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
-		return nil, h.fail(ctx, fault.Invalidf("update_mask is required: name the fields to change (fact, topics, metadata, expire_time, ttl)"))
+		return nil, fault.Invalidf("update_mask is required: name the fields to change (fact, topics, metadata, expire_time, ttl)")
 	}
 	var u memorybank.MemoryUpdate
 	for _, p := range paths {
@@ -130,22 +123,22 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 		case "expire_time":
 			t, err := timeOrZero(m.GetExpireTime())
 			if err != nil {
-				return nil, h.fail(ctx, fault.Invalidf("memory.expire_time: %v", err))
+				return nil, fault.Invalidf("memory.expire_time: %v", err)
 			}
 			u.ExpireTime = &t
 		case "ttl":
 			ttl, err := durationOf("memory.ttl", m.GetTtl())
 			if err != nil {
-				return nil, h.fail(ctx, err)
+				return nil, err
 			}
 			u.TTL = &ttl
 		default:
-			return nil, h.fail(ctx, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time or ttl", p))
+			return nil, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time or ttl", p)
 		}
 	}
 	updated, err := h.svc.UpdateMemory(ctx, app, id, u)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(memoryToProto(updated)), nil
 }
@@ -154,10 +147,10 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[kiokuv1.DeleteMemoryRequest]) (*connect.Response[emptypb.Empty], error) {
 	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkMemory(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return respond(ctx, h, &emptypb.Empty{}, h.svc.DeleteMemory(ctx, app, id))
 }
@@ -167,7 +160,7 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 	m := req.Msg
 	app, err := aip.ParseApp("parent", m.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	r := &memorybank.GenerateRequest{
 		App: app, Scope: m.GetScope(), DisableConsolidation: m.GetDisableConsolidation(), AllowedTopics: m.GetAllowedTopics(),
@@ -176,44 +169,44 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 	case *kiokuv1.GenerateMemoriesRequest_SessionSource:
 		key, err := parseSessionKey("session_source.session", src.SessionSource.GetSession())
 		if err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 		r.Session = &key
 		if r.From, err = timeOrZero(src.SessionSource.GetStartTime()); err != nil {
-			return nil, h.fail(ctx, fault.Invalidf("session_source.start_time: %v", err))
+			return nil, fault.Invalidf("session_source.start_time: %v", err)
 		}
 		if r.To, err = timeOrZero(src.SessionSource.GetEndTime()); err != nil {
-			return nil, h.fail(ctx, fault.Invalidf("session_source.end_time: %v", err))
+			return nil, fault.Invalidf("session_source.end_time: %v", err)
 		}
 	case *kiokuv1.GenerateMemoriesRequest_EventsSource:
 		for i, pe := range src.EventsSource.GetEvents() {
 			ev, err := eventFromProto(pe)
 			if err != nil {
-				return nil, h.fail(ctx, fault.Invalidf("events_source.events[%d]: %v", i, err))
+				return nil, fault.Invalidf("events_source.events[%d]: %v", i, err)
 			}
 			r.Events = append(r.Events, ev)
 		}
 		if len(r.Events) == 0 {
-			return nil, h.fail(ctx, fault.Invalidf("events_source.events is empty"))
+			return nil, fault.Invalidf("events_source.events is empty")
 		}
 	case *kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource:
 		for _, d := range src.DirectMemoriesSource.GetMemories() {
 			r.Facts = append(r.Facts, memorybank.DirectFact{Fact: d.GetFact(), Topics: d.GetTopics()})
 		}
 		if len(r.Facts) == 0 {
-			return nil, h.fail(ctx, fault.Invalidf("direct_memories_source.memories is empty"))
+			return nil, fault.Invalidf("direct_memories_source.memories is empty")
 		}
 		if s := src.DirectMemoriesSource.GetSource(); s != nil {
 			k, err := parseSessionKey("direct_memories_source.source.session", s.GetSession())
 			if err != nil {
-				return nil, h.fail(ctx, err)
+				return nil, err
 			}
 			r.FactsSession, r.FactsEventIDs = &k, s.GetEventIds()
 		}
 	}
 	op, err := h.svc.GenerateMemories(ctx, r)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return h.operation(ctx, op)
 }
@@ -221,7 +214,7 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 func (h *MemoryHandler) operation(ctx context.Context, op *memorybank.Operation) (*connect.Response[kiokuv1.Operation], error) {
 	out, err := operationToProto(op)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -231,21 +224,21 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 	m := req.Msg
 	app, err := aip.ParseApp("parent", m.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	r := memorybank.RetrieveRequest{App: app, Scope: m.GetScope(), Filter: m.GetFilter()}
 	switch method := m.GetMethod().(type) {
 	case *kiokuv1.RetrieveMemoriesRequest_SimilaritySearch:
 		r.Query, r.TopK = method.SimilaritySearch.GetQuery(), method.SimilaritySearch.GetTopK()
 		if r.Query == "" {
-			return nil, h.fail(ctx, fault.Invalidf("similarity_search.query is required"))
+			return nil, fault.Invalidf("similarity_search.query is required")
 		}
 	case *kiokuv1.RetrieveMemoriesRequest_SimpleRetrieval:
 		r.PageSize, r.PageToken = method.SimpleRetrieval.GetPageSize(), method.SimpleRetrieval.GetPageToken()
 	}
 	found, next, err := h.svc.RetrieveMemories(ctx, r)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.RetrieveMemoriesResponse{NextPageToken: next}
 	for _, f := range found {
@@ -258,14 +251,14 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Request[kiokuv1.ListMemoryRevisionsRequest]) (*connect.Response[kiokuv1.ListMemoryRevisionsResponse], error) {
 	app, id, err := aip.ParseMemory("parent", req.Msg.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkMemory(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	revs, next, err := h.svc.ListRevisions(ctx, app, id, req.Msg.GetPageSize(), req.Msg.GetPageToken())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.ListMemoryRevisionsResponse{NextPageToken: next}
 	for _, r := range revs {
@@ -278,22 +271,22 @@ func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Re
 func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request[kiokuv1.RollbackMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkMemory(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	rev := req.Msg.GetTargetRevisionId()
 	if v, ok := aip.Revision.Match(rev); ok {
 		// A revision's full name is accepted too.
 		if v[0] != app || v[1] != id {
-			return nil, h.fail(ctx, fault.Invalidf("target_revision_id %q is a revision of another memory", rev))
+			return nil, fault.Invalidf("target_revision_id %q is a revision of another memory", rev)
 		}
 		rev = v[2]
 	}
 	m, err := h.svc.RollbackMemory(ctx, app, id, rev)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(memoryToProto(m)), nil
 }
@@ -302,11 +295,11 @@ func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request
 func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[kiokuv1.PurgeMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	op, err := h.svc.PurgeMemories(ctx, &memorybank.PurgeRequest{App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), Force: req.Msg.GetForce()})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return h.operation(ctx, op)
 }
@@ -315,11 +308,11 @@ func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[
 func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
 	app, err := aip.ParseMemoryBankConfig("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	c, err := h.svc.GetConfig(ctx, app)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := bankConfigToProto(c)
 	return respond(ctx, h, out, err)
@@ -330,15 +323,15 @@ func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect
 	p := req.Msg.GetMemoryBankConfig()
 	app, err := aip.ParseMemoryBankConfig("memory_bank_config.name", p.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	c, err := bankConfigFromProto(app, p)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	updated, err := h.svc.UpdateConfig(ctx, c, req.Msg.GetUpdateMask().GetPaths())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := bankConfigToProto(updated)
 	return respond(ctx, h, out, err)
@@ -348,14 +341,14 @@ func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect
 func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[kiokuv1.GetOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkOperation(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	op, err := h.svc.GetOperation(ctx, app, id)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return h.operation(ctx, op)
 }
@@ -364,21 +357,21 @@ func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[k
 func (h *MemoryHandler) ListOperations(ctx context.Context, req *connect.Request[kiokuv1.ListOperationsRequest]) (*connect.Response[kiokuv1.ListOperationsResponse], error) {
 	app, err := aip.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	states, err := parseOpFilter(req.Msg.GetFilter())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	ops, next, err := h.svc.ListOperations(ctx, app, states, req.Msg.GetPageSize(), req.Msg.GetPageToken())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.ListOperationsResponse{NextPageToken: next}
 	for _, op := range ops {
 		po, err := operationToProto(op)
 		if err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 		out.Operations = append(out.Operations, po)
 	}
@@ -392,15 +385,15 @@ const maxWait = 10 * time.Minute
 func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[kiokuv1.WaitOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkOperation(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	timeout := 60 * time.Second
 	if t := req.Msg.GetTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 || t.AsDuration() > maxWait {
-			return nil, h.fail(ctx, fault.Invalidf("timeout must be between 0 and %v", maxWait))
+			return nil, fault.Invalidf("timeout must be between 0 and %v", maxWait)
 		}
 		timeout = t.AsDuration()
 	}
@@ -410,7 +403,7 @@ func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[
 	}
 	op, err := h.svc.WaitOperation(ctx, app, id, max(timeout, 0))
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return h.operation(ctx, op)
 }
@@ -419,14 +412,14 @@ func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[
 func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Request[kiokuv1.CancelOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if err := h.checkOperation(ctx, app, id); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	op, err := h.svc.CancelOperation(ctx, app, id)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return h.operation(ctx, op)
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"time"
 
@@ -31,7 +30,6 @@ type SessionForgetter interface {
 // SessionHandler serves kioku.v1.SessionService over a sessions.Service.
 type SessionHandler struct {
 	svc     *sessions.Service
-	log     *slog.Logger
 	forget  SessionForgetter
 	compact SessionCompactor
 }
@@ -49,7 +47,6 @@ type SessionHandlerOptions struct {
 	// Compactor serves CompactSession; without it such a request is
 	// FAILED_PRECONDITION.
 	Compactor SessionCompactor
-	Logger    *slog.Logger
 	// Forgetter serves DeleteSession's forget_memories; without it such a
 	// request is FAILED_PRECONDITION.
 	Forgetter SessionForgetter
@@ -57,14 +54,7 @@ type SessionHandlerOptions struct {
 
 // NewSessionHandler returns the SessionService handler.
 func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *SessionHandler {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	return &SessionHandler{svc: svc, log: opts.Logger, forget: opts.Forgetter, compact: opts.Compactor}
-}
-
-func (h *SessionHandler) fail(ctx context.Context, err error) error {
-	return toConnect(ctx, h.log, err)
+	return &SessionHandler{svc: svc, forget: opts.Forgetter, compact: opts.Compactor}
 }
 
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
@@ -72,7 +62,7 @@ func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request
 	m := req.Msg
 	app, user, err := aip.ParseUser("parent", m.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	s := m.GetSession()
 	r := sessions.CreateSessionRequest{
@@ -84,15 +74,15 @@ func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request
 		State:       structToMap(s.GetState()),
 	}
 	if r.ExpireTime, r.TTL, err = expirationFromProto("session", s.GetExpireTime(), s.GetTtl()); err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	created, err := h.svc.CreateSession(ctx, r)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := sessionToProto(created, nil)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -130,11 +120,11 @@ func durationOf(field string, d *durationpb.Duration) (time.Duration, error) {
 func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[kiokuv1.GetSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
 	key, err := parseSessionKey("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	after, err := timeOrZero(req.Msg.GetAfterTime())
 	if err != nil {
-		return nil, h.fail(ctx, fault.Invalidf("after_time: %v", err))
+		return nil, fault.Invalidf("after_time: %v", err)
 	}
 	s, events, err := h.svc.GetSession(ctx, key, sessions.GetSessionRequest{
 		NumRecentEvents: int(req.Msg.GetNumRecentEvents()),
@@ -143,11 +133,11 @@ func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[ki
 		Compacted:       req.Msg.GetView() == kiokuv1.SessionView_SESSION_VIEW_COMPACTED,
 	})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := sessionToProto(s, events)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -157,7 +147,7 @@ func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[
 	m := req.Msg
 	app, user, err := aip.ParseUserOrAll("parent", m.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	list, next, err := h.svc.ListSessions(ctx, sessions.ListSessionsRequest{
 		App:          app,
@@ -168,13 +158,13 @@ func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[
 		IncludeState: m.GetIncludeState(),
 	})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.ListSessionsResponse{NextPageToken: next}
 	for _, s := range list {
 		ps, err := sessionToProto(s, nil)
 		if err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 		out.Sessions = append(out.Sessions, ps)
 	}
@@ -185,15 +175,15 @@ func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[
 func (h *SessionHandler) UpdateSession(ctx context.Context, req *connect.Request[kiokuv1.UpdateSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
 	s := req.Msg.GetSession()
 	if s == nil {
-		return nil, h.fail(ctx, fault.Invalidf("session is required"))
+		return nil, fault.Invalidf("session is required")
 	}
 	key, err := parseSessionKey("session.name", s.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	paths := req.Msg.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
-		return nil, h.fail(ctx, fault.Invalidf("update_mask is required: name the fields to change (display_name, labels, expire_time, ttl)"))
+		return nil, fault.Invalidf("update_mask is required: name the fields to change (display_name, labels, expire_time, ttl)")
 	}
 	var u sessions.UpdateSessionRequest
 	for _, p := range paths {
@@ -209,26 +199,26 @@ func (h *SessionHandler) UpdateSession(ctx context.Context, req *connect.Request
 		case "expire_time":
 			t, err := timeOrZero(s.GetExpireTime())
 			if err != nil {
-				return nil, h.fail(ctx, fault.Invalidf("session.expire_time: %v", err))
+				return nil, fault.Invalidf("session.expire_time: %v", err)
 			}
 			u.ExpireTime = &t
 		case "ttl":
 			ttl, err := durationOf("session.ttl", s.GetTtl())
 			if err != nil {
-				return nil, h.fail(ctx, err)
+				return nil, err
 			}
 			u.TTL = &ttl
 		default:
-			return nil, h.fail(ctx, fault.Invalidf("update_mask path %q cannot be updated; use display_name, labels, expire_time or ttl", p))
+			return nil, fault.Invalidf("update_mask path %q cannot be updated; use display_name, labels, expire_time or ttl", p)
 		}
 	}
 	updated, err := h.svc.UpdateSession(ctx, key, u)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := sessionToProto(updated, nil)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -237,21 +227,21 @@ func (h *SessionHandler) UpdateSession(ctx context.Context, req *connect.Request
 func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request[kiokuv1.DeleteSessionRequest]) (*connect.Response[emptypb.Empty], error) {
 	key, err := parseSessionKey("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if req.Msg.GetForgetMemories() {
 		if h.forget == nil {
-			return nil, h.fail(ctx, fault.New(fault.FailedPrecondition, "forget_memories needs the memory bank, which this server does not run"))
+			return nil, fault.New(fault.FailedPrecondition, "forget_memories needs the memory bank, which this server does not run")
 		}
 		// The session must exist (and be the caller's) before anything is forgotten.
 		if _, _, err := h.svc.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true}); err != nil {
 			if fault.Is(err, fault.NotFound) && req.Msg.GetAllowMissing() {
 				return connect.NewResponse(&emptypb.Empty{}), nil
 			}
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 		if err := h.forget.ForgetSession(ctx, key); err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 	}
 	err = h.svc.DeleteSession(ctx, key)
@@ -259,7 +249,7 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 		err = nil
 	}
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
@@ -268,15 +258,15 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 func (h *SessionHandler) AppendEvent(ctx context.Context, req *connect.Request[kiokuv1.AppendEventRequest]) (*connect.Response[kiokuv1.AppendEventResponse], error) {
 	key, err := parseSessionKey("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	ev, err := eventFromProto(req.Msg.GetEvent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	stored, err := h.svc.AppendEvent(ctx, key, ev, req.Msg.ExpectedSequence)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := storedFromRequest(key, req.Msg.GetEvent(), stored)
 	return connect.NewResponse(&kiokuv1.AppendEventResponse{Event: out}), nil
@@ -313,15 +303,15 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 	m := req.Msg
 	key, err := parseSessionKey("parent", m.GetParent())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	from, err := timeOrZero(m.GetStartTime())
 	if err != nil {
-		return nil, h.fail(ctx, fault.Invalidf("start_time: %v", err))
+		return nil, fault.Invalidf("start_time: %v", err)
 	}
 	to, err := timeOrZero(m.GetEndTime())
 	if err != nil {
-		return nil, h.fail(ctx, fault.Invalidf("end_time: %v", err))
+		return nil, fault.Invalidf("end_time: %v", err)
 	}
 	var desc bool
 	switch m.GetOrderBy() {
@@ -329,7 +319,7 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 	case "sequence desc":
 		desc = true
 	default:
-		return nil, h.fail(ctx, fault.Invalidf("order_by %q is not supported; use \"sequence\" or \"sequence desc\"", m.GetOrderBy()))
+		return nil, fault.Invalidf("order_by %q is not supported; use \"sequence\" or \"sequence desc\"", m.GetOrderBy())
 	}
 	events, next, err := h.svc.ListEvents(ctx, key, sessions.ListEventsRequest{
 		PageSize:   m.GetPageSize(),
@@ -339,13 +329,13 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 		Descending: desc,
 	})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.ListEventsResponse{NextPageToken: next}
 	for _, e := range events {
 		pe, err := eventToProto(key, e)
 		if err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 		out.Events = append(out.Events, pe)
 	}
@@ -364,15 +354,15 @@ func stateToProto(st *sessions.SharedState) (*kiokuv1.State, error) {
 func (h *SessionHandler) GetState(ctx context.Context, req *connect.Request[kiokuv1.GetStateRequest]) (*connect.Response[kiokuv1.State], error) {
 	ref, err := parseStateRef("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	st, err := h.svc.GetState(ctx, ref)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := stateToProto(st)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -381,15 +371,15 @@ func (h *SessionHandler) GetState(ctx context.Context, req *connect.Request[kiok
 func (h *SessionHandler) UpdateState(ctx context.Context, req *connect.Request[kiokuv1.UpdateStateRequest]) (*connect.Response[kiokuv1.State], error) {
 	ref, err := parseStateRef("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	st, err := h.svc.UpdateState(ctx, ref, structToMap(req.Msg.GetStateDelta()))
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := stateToProto(st)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -398,7 +388,7 @@ func (h *SessionHandler) UpdateState(ctx context.Context, req *connect.Request[k
 func (h *SessionHandler) ForkSession(ctx context.Context, req *connect.Request[kiokuv1.ForkSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
 	key, err := parseSessionKey("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	fork, err := h.svc.ForkSession(ctx, key, sessions.ForkSessionRequest{
 		ID:          req.Msg.GetSessionId(),
@@ -406,11 +396,11 @@ func (h *SessionHandler) ForkSession(ctx context.Context, req *connect.Request[k
 		DisplayName: req.Msg.GetDisplayName(),
 	})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := sessionToProto(fork, nil)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -419,7 +409,7 @@ func (h *SessionHandler) ForkSession(ctx context.Context, req *connect.Request[k
 func (h *SessionHandler) WatchSession(ctx context.Context, req *connect.Request[kiokuv1.WatchSessionRequest], stream *connect.ServerStream[kiokuv1.WatchSessionResponse]) error {
 	key, err := parseSessionKey("name", req.Msg.GetName())
 	if err != nil {
-		return h.fail(ctx, err)
+		return err
 	}
 	err = h.svc.Watch(ctx, key, req.Msg.AfterSequence, func(e *sessions.Event) error {
 		pe, err := eventToProto(key, e)
@@ -432,7 +422,7 @@ func (h *SessionHandler) WatchSession(ctx context.Context, req *connect.Request[
 		// The client went away or the server is shutting down.
 		return nil
 	}
-	return h.fail(ctx, err)
+	return err
 }
 
 // SearchEvents implements kiokuv1connect.SessionServiceHandler.
@@ -448,23 +438,23 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 		err = fault.Invalidf("parent %q is not of the form %s or %s", aip.Truncate(m.GetParent(), 200), aip.User, aip.Session)
 	}
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if r.From, err = timeOrZero(m.GetStartTime()); err != nil {
-		return nil, h.fail(ctx, fault.Invalidf("start_time: %v", err))
+		return nil, fault.Invalidf("start_time: %v", err)
 	}
 	if r.To, err = timeOrZero(m.GetEndTime()); err != nil {
-		return nil, h.fail(ctx, fault.Invalidf("end_time: %v", err))
+		return nil, fault.Invalidf("end_time: %v", err)
 	}
 	hits, next, err := h.svc.SearchEvents(ctx, r)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out := &kiokuv1.SearchEventsResponse{NextPageToken: next}
 	for _, hit := range hits {
 		pe, err := eventToProto(hit.Session, hit.Event)
 		if err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, err
 		}
 		out.Results = append(out.Results, &kiokuv1.SearchEventsResult{Event: pe, Session: hit.Session.Name(), Score: hit.Score})
 	}
@@ -475,10 +465,10 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Request[kiokuv1.CompactSessionRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	app, user, id, err := aip.ParseSession("name", req.Msg.GetName())
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	if h.compact == nil {
-		return nil, h.fail(ctx, fault.New(fault.FailedPrecondition, "this server does not run operations, which CompactSession needs"))
+		return nil, fault.New(fault.FailedPrecondition, "this server does not run operations, which CompactSession needs")
 	}
 	op, err := h.compact.CompactSession(ctx, &memorybank.CompactRequest{
 		Session:    sessions.Key{App: app, User: user, ID: id},
@@ -486,11 +476,11 @@ func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Reques
 		KeepRecent: int(req.Msg.GetKeepRecentEvents()),
 	})
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	out, err := operationToProto(op)
 	if err != nil {
-		return nil, h.fail(ctx, err)
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }

@@ -153,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		LocalQueue:    cfg.Store == "sqlite",
 		SweepInterval: cfg.SweepInterval,
 	})
-	memories := server.NewMemoryHandler(n.Memories, cfg.Logger)
+	memories := server.NewMemoryHandler(n.Memories)
 	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, Memories: n.Memories, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = server.New(server.Config{
 		Logger:            cfg.Logger,
@@ -165,7 +165,6 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		TLS:               cfg.TLS,
 		CORSOrigins:       cfg.CORSOrigins,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
-			Logger:    cfg.Logger,
 			Forgetter: n.Memories,
 			Compactor: n.Memories,
 		}),

@@ -3,10 +3,10 @@ package vertex_test
 import (
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
