@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -285,10 +286,38 @@ type ListSessionsRequest struct {
 	PageToken    string
 	Filter       string
 	IncludeState bool
+	// OrderBy is "update_time desc" (the default, also ""), "update_time",
+	// "create_time" or "create_time desc" ("asc" may follow a field; the
+	// field names may be in lowerCamelCase).
+	OrderBy string
 }
 
-// ListSessions returns a page of sessions, most recently updated first, and
-// the token of the next page ("" when none).
+// parseSessionOrder parses ListSessionsRequest.OrderBy.
+func parseSessionOrder(s string) (SessionOrder, error) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return SessionOrder{}, nil
+	}
+	var o SessionOrder
+	switch f[0] {
+	case "update_time", "updateTime":
+	case "create_time", "createTime":
+		o.ByCreateTime = true
+	default:
+		return o, fault.InvalidField("order_by", "order_by %q: sessions are ordered by update_time or create_time, optionally followed by desc", s)
+	}
+	switch {
+	case len(f) == 1 || len(f) == 2 && strings.EqualFold(f[1], "asc"):
+		o.Ascending = true
+	case len(f) == 2 && strings.EqualFold(f[1], "desc"):
+	default:
+		return o, fault.InvalidField("order_by", "order_by %q: sessions are ordered by update_time or create_time, optionally followed by desc", s)
+	}
+	return o, nil
+}
+
+// ListSessions returns a page of sessions, most recently updated first (or
+// in r.OrderBy's order), and the token of the next page ("" when none).
 func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*Session, string, error) {
 	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
 		return nil, "", err
@@ -309,7 +338,11 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	digest := aip.QueryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState))
+	order, err := parseSessionOrder(r.OrderBy)
+	if err != nil {
+		return nil, "", err
+	}
+	digest := aip.QueryDigest("sessions", r.App, r.User, r.Filter, strconv.FormatBool(r.IncludeState), strconv.FormatBool(order.ByCreateTime), strconv.FormatBool(order.Ascending))
 	tok, err := aip.DecodePageToken(r.PageToken, digest)
 	if err != nil {
 		return nil, "", err
@@ -323,18 +356,22 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 		Now:          s.now(),
 		DisplayName:  displayName,
 		Labels:       labels,
+		Order:        order,
 		AfterID:      tok.ID,
 		Limit:        size + 1,
 		IncludeState: r.IncludeState,
 	}
 	if tok.ID != "" {
-		q.AfterUpdate = time.Unix(0, tok.Time)
+		q.AfterTime = time.Unix(0, tok.Time)
 	}
 	list, err := s.store.ListSessions(ctx, q)
 	if err != nil {
 		return nil, "", err
 	}
 	list, next := aip.Page(list, size, digest, func(last *Session) aip.PageToken {
+		if order.ByCreateTime {
+			return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
+		}
 		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
 	})
 	return list, next, nil

@@ -149,13 +149,23 @@ type ListQuery struct {
 	// Filter conditions: all must hold.
 	DisplayName *string
 	Labels      map[string]string
-	// After is the cursor: the (UpdateTime, ID) of the last session of the
+	// Order is the listing's order: most recently updated first by default.
+	Order SessionOrder
+	// AfterTime and AfterID are the cursor: the time in the listing's
+	// order (update or create time) and the id of the last session of the
 	// previous page; zero for the first page.
-	AfterUpdate time.Time
-	AfterID     string
-	Limit       int
+	AfterTime time.Time
+	AfterID   string
+	Limit     int
 	// IncludeState returns each session's own state.
 	IncludeState bool
+}
+
+// SessionOrder is the order of a session listing: by last update time or
+// by creation time, newest or oldest first, then by id the same way.
+type SessionOrder struct {
+	ByCreateTime bool
+	Ascending    bool
 }
 
 // SessionUpdate changes a session's metadata; nil fields stay as they are.

@@ -131,11 +131,6 @@ func (s *Surface) listSessions(ctx context.Context, r *aiplatformpb.ListSessions
 	if err := owned(ctx, user, onlyUser(ctx, "filter user_id", user)); err != nil {
 		return nil, err
 	}
-	switch strings.Join(strings.Fields(r.GetOrderBy()), " ") {
-	case "", "update_time desc", "updateTime desc":
-	default:
-		return nil, fault.InvalidField("order_by", "order_by %q is not supported: kioku lists sessions most recently updated first (\"update_time desc\")", r.GetOrderBy())
-	}
 	list, next, err := s.sess.ListSessions(ctx, sessions.ListSessionsRequest{
 		App:          e.app,
 		User:         user,
@@ -143,6 +138,7 @@ func (s *Surface) listSessions(ctx context.Context, r *aiplatformpb.ListSessions
 		PageToken:    r.GetPageToken(),
 		Filter:       filter,
 		IncludeState: true,
+		OrderBy:      r.GetOrderBy(),
 	})
 	if err != nil {
 		return nil, err

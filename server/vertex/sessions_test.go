@@ -154,6 +154,17 @@ func sessionScenario(t *testing.T, c *aiplatform.SessionClient) {
 	if len(all) != 3 {
 		t.Fatalf("ListSessions of the engine: %d sessions, want 3", len(all))
 	}
+	s2id := ids(t, []*aiplatformpb.Session{s2})[0]
+	for order, want := range map[string][]string{
+		"create_time":      {"s1", s2id, "s3"},
+		"create_time desc": {"s3", s2id, "s1"},
+		"update_time desc": {"s3", s2id, "s1"},
+	} {
+		list := allSessions(t, c, &aiplatformpb.ListSessionsRequest{Parent: engine, OrderBy: order, PageSize: 2})
+		if diff := cmp.Diff(want, ids(t, list)); diff != "" {
+			t.Errorf("ListSessions(order_by %s) (-want +got):\n%s", order, diff)
+		}
+	}
 	for _, s := range all {
 		if s.GetSessionState().AsMap()["app:theme"] != "dark" {
 			t.Errorf("listed session %s lacks the app state: %v", s.GetName(), s.GetSessionState())

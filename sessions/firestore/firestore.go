@@ -51,7 +51,8 @@
 //
 // firestore.indexes.json at the repository root lists the composite indexes
 // production needs; the emulator needs none. Session listings filtered on a
-// label need an index per label key (labels.KEY, update_ns DESC).
+// label need an index per label key (labels.KEY, update_ns DESC), and one
+// per other order they are listed in (create_ns, or ascending).
 package firestore
 
 import (
@@ -625,8 +626,15 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 	for k, v := range q.Labels {
 		base = base.WherePath(firestore.FieldPath{"labels", k}, "==", v)
 	}
-	base = base.OrderBy("update_ns", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
-	cursorNS, cursorID := q.AfterUpdate.UnixNano(), q.AfterID
+	field, dir := "update_ns", firestore.Desc
+	if q.Order.ByCreateTime {
+		field = "create_ns"
+	}
+	if q.Order.Ascending {
+		dir = firestore.Asc
+	}
+	base = base.OrderBy(field, dir).OrderBy(firestore.DocumentID, dir)
+	cursorNS, cursorID := q.AfterTime.UnixNano(), q.AfterID
 	var out []*sessions.Session
 	for len(out) < q.Limit {
 		want := q.Limit - len(out)
@@ -652,6 +660,9 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 				return nil, err
 			}
 			cursorNS, cursorID = d.UpdateNS, snap.Ref.ID
+			if q.Order.ByCreateTime {
+				cursorNS = d.CreateNS
+			}
 			if d.expired(q.Now) {
 				continue
 			}

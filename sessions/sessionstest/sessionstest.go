@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReadBudget", testReadBudget},
 		{"ListSessionsPagingAndOrder", testListSessionsPagingAndOrder},
 		{"ListSessionsFilter", testListSessionsFilter},
+		{"ListSessionsOrderBy", testListSessionsOrderBy},
 		{"UpdateSession", testUpdateSession},
 		{"DeleteSession", testDeleteSession},
 		{"Expiry", testExpiry},
@@ -865,6 +866,67 @@ func testListEventsPaging(t *testing.T, h *harness) {
 	wantKind(t, "page token reused with other parameters", err, fault.Invalid)
 	_, _, err = h.svc.ListEvents(h.ctx, s.Key, sessions.ListEventsRequest{PageToken: "garbage!"})
 	wantKind(t, "malformed page token", err, fault.Invalid)
+}
+
+// testListSessionsOrderBy: every order a listing takes, over pages of 2,
+// for a user and for the app, and a page token bound to its order.
+func testListSessionsOrderBy(t *testing.T, h *harness) {
+	for i := range 5 {
+		user := "u1"
+		if i == 2 {
+			user = "u2"
+		}
+		h.create(t, "app1", user, fmt.Sprintf("s%d", i), nil)
+	}
+	// s1, then s3, are updated last: update order s3 s1 s4 s2 s0.
+	h.append(t, sessions.Key{App: "app1", User: "u1", ID: "s1"}, textEvent("e1", "user", "m"))
+	h.append(t, sessions.Key{App: "app1", User: "u1", ID: "s3"}, textEvent("e1", "user", "m"))
+	list := func(user, order string) []string {
+		t.Helper()
+		var all []string
+		token := ""
+		for {
+			page, next, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", User: user, PageSize: 2, PageToken: token, OrderBy: order})
+			if err != nil {
+				t.Fatalf("ListSessions(order %q): %v", order, err)
+			}
+			for _, s := range page {
+				all = append(all, s.ID)
+			}
+			if next == "" {
+				return all
+			}
+			token = next
+		}
+	}
+	for _, c := range []struct {
+		order, user string
+		want        []string
+	}{
+		{"", "", []string{"s3", "s1", "s4", "s2", "s0"}},
+		{"update_time desc", "u1", []string{"s3", "s1", "s4", "s0"}},
+		{"update_time", "", []string{"s0", "s2", "s4", "s1", "s3"}},
+		{"updateTime asc", "u1", []string{"s0", "s4", "s1", "s3"}},
+		{"create_time", "", []string{"s0", "s1", "s2", "s3", "s4"}},
+		{"create_time desc", "", []string{"s4", "s3", "s2", "s1", "s0"}},
+		{"createTime DESC", "u1", []string{"s4", "s3", "s1", "s0"}},
+	} {
+		if diff := cmp.Diff(c.want, list(c.user, c.order)); diff != "" {
+			t.Errorf("order %q, user %q (-want +got):\n%s", c.order, c.user, diff)
+		}
+	}
+	_, next, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: 2, OrderBy: "create_time"})
+	if err != nil || next == "" {
+		t.Fatalf("first page: %q, %v", next, err)
+	}
+	if _, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: 2, PageToken: next}); !fault.Is(err, fault.Invalid) {
+		t.Errorf("a page token of another order: %v, want Invalid", err)
+	}
+	for _, bad := range []string{"name", "create_time up", "create_time desc x"} {
+		if _, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", OrderBy: bad}); !fault.Is(err, fault.Invalid) {
+			t.Errorf("order %q: %v, want Invalid", bad, err)
+		}
+	}
 }
 
 func testListSessionsPagingAndOrder(t *testing.T, h *harness) {

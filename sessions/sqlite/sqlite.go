@@ -84,6 +84,9 @@ CREATE TABLE app_state (
 `, searchSchema, searchVersionSchema, `
 ALTER TABLE sessions ADD COLUMN compaction_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN compaction_end INTEGER NOT NULL DEFAULT 0;
+`, `
+CREATE INDEX sessions_by_user_created ON sessions (app, user, create_ns DESC, id DESC);
+CREATE INDEX sessions_by_app_created ON sessions (app, create_ns DESC, id DESC);
 `}
 
 // Store is the SQLite session store.
@@ -511,7 +514,11 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 		sb.WriteString(` AND json_extract(labels, ?) = ?`)
 		args = append(args, `$."`+k+`"`, v)
 	}
-	args = sqlitedb.NewestFirst(&sb, args, "update_ns", q.AfterUpdate, q.AfterID, q.Limit)
+	column := "update_ns"
+	if q.Order.ByCreateTime {
+		column = "create_ns"
+	}
+	args = sqlitedb.ByTime(&sb, args, column, q.Order.Ascending, q.AfterTime, q.AfterID, q.Limit)
 	rows, err := s.db.Read().QueryContext(ctx, sb.String(), args...)
 	if err != nil {
 		return nil, err
