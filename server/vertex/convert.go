@@ -2,6 +2,7 @@ package vertex
 
 import (
 	"encoding/json"
+	"maps"
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
@@ -170,7 +171,17 @@ func eventToVertex(e engine, session string, ev *sessions.Event) (*aiplatformpb.
 		out.Actions.ArtifactDelta[k] = int32(min(max(n, -1<<31), 1<<31-1))
 	}
 	md := out.EventMetadata
-	if md.CustomMetadata, err = content.Struct("custom_metadata", ev.CustomMetadata); err != nil {
+	custom := ev.CustomMetadata
+	if c := ev.Actions.Compaction; c != nil && custom[adkCompactionKey] == nil {
+		// Vertex AI has no compaction field: ADK Python keeps its own in
+		// custom_metadata, and so finds kioku's there.
+		custom = maps.Clone(custom)
+		if custom == nil {
+			custom = map[string]any{}
+		}
+		custom[adkCompactionKey] = adkCompaction(c, ev.Content)
+	}
+	if md.CustomMetadata, err = content.Struct("custom_metadata", custom); err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "encoding event %s", ev.ID)
 	}
 	if ev.GroundingMetadata != nil {
@@ -245,4 +256,31 @@ func expiration(field string, at *timestamppb.Timestamp, ttl interface{ AsDurati
 		}
 	}
 	return t, d, nil
+}
+
+// adkCompactionKey is the custom_metadata key under which ADK Python keeps
+// an event's compaction on Vertex AI.
+const adkCompactionKey = "_compaction"
+
+// adkCompaction returns a kioku compaction in ADK Python's form
+// (EventCompaction dumped to JSON): the times of the first and last events
+// it covers in seconds, and the summary as compacted_content.
+func adkCompaction(c *sessions.Compaction, summary *sessions.Content) map[string]any {
+	seconds := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return float64(t.UnixNano()) / 1e9
+	}
+	out := map[string]any{"start_timestamp": seconds(c.StartTime), "end_timestamp": seconds(c.EndTime)}
+	if summary != nil {
+		var parts []any
+		for _, p := range summary.Parts {
+			if p.Text != "" && !p.Thought {
+				parts = append(parts, map[string]any{"text": p.Text})
+			}
+		}
+		out["compacted_content"] = map[string]any{"role": summary.Role, "parts": parts}
+	}
+	return out
 }
