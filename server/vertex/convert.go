@@ -52,8 +52,8 @@ func sessionToVertex(e engine, s *sessions.Session) (*aiplatformpb.Session, erro
 	return out, nil
 }
 
-// eventFromVertex converts a request's event. The event's name, when
-// given, is ignored: the server assigns event ids.
+// eventFromVertex converts a request's event (its name, which gives the
+// event id, is appendEvent's).
 func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
 	if v == nil {
 		return nil, fault.InvalidField("event", "Required field is not set.")

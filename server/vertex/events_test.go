@@ -8,6 +8,7 @@ import (
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -157,5 +158,48 @@ func TestV1MessagesAreV1beta1s(t *testing.T) {
 	}
 	if len(seen) < 40 {
 		t.Fatalf("compared only %d messages", len(seen))
+	}
+}
+
+// TestAppendWithAnEventNameIsIdempotent: an event named by its caller gets
+// that id, and appending it again stores nothing twice; the same name with
+// other content is refused.
+func TestAppendWithAnEventNameIsIdempotent(t *testing.T) {
+	k := startKioku(t, nil)
+	ctx := t.Context()
+	c, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "retry", Session: &aiplatformpb.Session{UserId: "ann"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := op.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(text string) *aiplatformpb.SessionEvent {
+		return &aiplatformpb.SessionEvent{Name: s.GetName() + "/events/e-1", Author: "user", InvocationId: "i", Timestamp: timestamppb.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Content: &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: text}}}},
+			Actions: &aiplatformpb.EventActions{StateDelta: mustStruct(t, map[string]any{"n": 1.0})}}
+	}
+	for range 2 {
+		if _, err := c.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: s.GetName(), Event: ev("once")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: s.GetName(), Event: ev("other")}); codeOf(err) != codes.AlreadyExists {
+		t.Errorf("the same name, other content: %v, want ALREADY_EXISTS", err)
+	}
+	bad := ev("x")
+	bad.Name = engine + "/sessions/other/events/e-2"
+	if _, err := c.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: s.GetName(), Event: bad}); codeOf(err) != codes.InvalidArgument {
+		t.Errorf("an event name of another session: %v, want INVALID_ARGUMENT", err)
+	}
+	events := allEvents(t, c, &aiplatformpb.ListEventsRequest{Parent: s.GetName()})
+	if len(events) != 1 || events[0].GetName() != s.GetName()+"/events/e-1" {
+		t.Fatalf("events %v, want the one named e-1", events)
 	}
 }

@@ -402,6 +402,16 @@ func (s *Surface) appendEvent(ctx context.Context, r *aiplatformpb.AppendEventRe
 	if err != nil {
 		return nil, err
 	}
+	// Vertex AI assigns event ids. A caller that names its event
+	// ({session}/events/{id}) chooses the id, and a retry of the append
+	// stores nothing twice (kioku's idempotent append).
+	if name := r.GetEvent().GetName(); name != "" {
+		id, ok := strings.CutPrefix(name, e.sessionName(key.ID)+"/events/")
+		if !ok || id == "" || strings.Contains(id, "/") {
+			return nil, fault.InvalidField("event.name", "event.name %q is not an event of session %s (%s/events/{event})", truncate(name), e.sessionName(key.ID), e.sessionName(key.ID))
+		}
+		ev.ID = id
+	}
 	if _, err := s.sess.AppendEvent(ctx, key, ev, nil); err != nil {
 		return nil, s.notFound(err, e.sessionName(key.ID))
 	}
