@@ -42,6 +42,7 @@ type bounds struct {
 	bodyTimeout, writeTimeout time.Duration
 	metrics                   *rpcMetrics
 	logs                      *sampledLog
+	procedures                map[string]bool // served, for metrics labels
 }
 
 func (b *bounds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -113,28 +114,28 @@ func (bb *boundedBody) Read(p []byte) (int, error) {
 func (bb *boundedBody) Close() error { return bb.body.Close() }
 
 func (bb *boundedBody) refuse(reason string, err *connect.Error) error {
-	proc := procedureLabel(bb.r.URL.Path)
+	proc := bb.b.procedureLabel(bb.r.URL.Path)
 	bb.b.metrics.refused(proc, reason, err.Code())
 	bb.b.logs.write("request refused", "procedure", proc, "path", aip.Truncate(bb.r.URL.Path, 200), "reason", reason, "remote", bb.r.RemoteAddr, "error", err.Message())
 	return err
 }
 
 // openProcedures are the procedures served without a key.
-var openProcedures = map[string]bool{
-	"/grpc.health.v1.Health/Check":                                   true,
-	"/grpc.health.v1.Health/Watch":                                   true,
-	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      true,
-	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": true,
+var openProcedures = []string{
+	"/grpc.health.v1.Health/Check",
+	"/grpc.health.v1.Health/Watch",
+	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
 }
 
 // procedureLabel is the metrics label of a request path: the procedure
-// when the server serves it, "REST" for a REST path, "other" otherwise, so
-// that callers cannot make up series.
-func procedureLabel(path string) string {
-	switch _, kioku := kiokuPolicy[path]; {
-	case kioku || openProcedures[path]:
+// when the server serves it, "REST" for a REST path (/v1/..., /v1beta1/...),
+// "other" otherwise, so that callers cannot make up series.
+func (b *bounds) procedureLabel(path string) string {
+	switch {
+	case b.procedures[path]:
 		return path
-	case strings.HasPrefix(path, "/v1/"):
+	case strings.HasPrefix(path, "/v1"):
 		return "REST"
 	}
 	return "other"

@@ -113,7 +113,7 @@ func (m *rpcMetrics) record(procedure string, err error, d time.Duration, unary 
 
 // refused counts a call refused before its request was read or decoded
 // (it never reached the interceptors): as a call ending with code, and by
-// reason. procedure must be a bounded label (see procedureLabel); "*"
+// reason. procedure must be a bounded label (see bounds.procedureLabel); "*"
 // counts the reason only, for a refusal whose call is not known where it
 // happens (a body that inflates too much).
 func (m *rpcMetrics) refused(procedure, reason string, code connect.Code) {

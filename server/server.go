@@ -325,9 +325,18 @@ func New(cfg Config) *Server {
 	if len(cfg.CORSOrigins) > 0 {
 		handler = withCORS(handler, cfg.CORSOrigins)
 	}
+	procedures := map[string]bool{}
+	for _, p := range policies {
+		for proc := range p {
+			procedures[proc] = true
+		}
+	}
+	for _, proc := range openProcedures {
+		procedures[proc] = true
+	}
 	handler = &bounds{
 		next: handler, maxBody: int64(cfg.MaxRequestBytes) + bodySlack,
-		bodyTimeout: cfg.BodyTimeout, writeTimeout: cfg.WriteTimeout,
+		bodyTimeout: cfg.BodyTimeout, writeTimeout: cfg.WriteTimeout, procedures: procedures,
 		metrics: metrics, logs: logs,
 	}
 	return &Server{cfg: cfg, handler: handler, health: health, names: names}
