@@ -366,7 +366,9 @@ func (rr *restRouter) request(r *http.Request, rt route, vars map[string]string)
 	}
 	normalize(rt.input, obj)
 	if st := restStateFrom(r.Context()); st != nil {
-		readExtras(rt, obj, st)
+		if err := readExtras(rt, obj, st); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(obj)
 }
@@ -759,9 +761,22 @@ func memoryOut(ctx context.Context, e engine, m *memorybank.Memory) *aiplatformp
 	return out
 }
 
+// unsupportedJSON are JSON-only request fields the SDK may send that would
+// change a result if kioku ignored them: such a request is refused.
+var unsupportedJSON = map[string][]string{
+	aiplatformpb.MemoryBankService_RetrieveMemories_FullMethodName: {"filter", "filterGroups", "memoryTypes"},
+	aiplatformpb.MemoryBankService_GenerateMemories_FullMethodName: {"metadata", "metadataMergeStrategy"},
+}
+
 // readExtras takes a REST request's memory topics and metadata (which
-// the in-process call's JSON decoding would drop) into the call's state.
-func readExtras(rt route, obj map[string]any, st *restState) {
+// the in-process call's JSON decoding would drop) into the call's state,
+// and refuses the JSON-only fields kioku does not serve.
+func readExtras(rt route, obj map[string]any, st *restState) error {
+	for _, f := range unsupportedJSON[rt.procedure] {
+		if v, ok := obj[f]; ok && v != nil {
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is not supported by kioku (leave it out)", f))
+		}
+	}
 	switch rt.procedure {
 	case aiplatformpb.MemoryBankService_CreateMemory_FullMethodName, aiplatformpb.MemoryBankService_UpdateMemory_FullMethodName:
 		m, _ := obj["memory"].(map[string]any)
@@ -778,6 +793,7 @@ func readExtras(rt route, obj map[string]any, st *restState) {
 			st.allowedTopics = topicsFromJSON(t)
 		}
 	}
+	return nil
 }
 
 // topicsFromJSON reads Vertex AI's memory topics, [{"managedMemoryTopic":

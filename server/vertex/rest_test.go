@@ -180,6 +180,11 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 		t.Fatalf("RetrieveMemories: %v", rr)
 	}
 
+	// JSON-only fields kioku would otherwise ignore, changing the result,
+	// are refused.
+	status, out = call(t, "POST", v+engine+"/memories:retrieve", `{"scope": {"user_id": "ann"}, "filter": "fact=\"x\""}`)
+	googleError(t, "a retrieval filter", status, out, 400, "INVALID_ARGUMENT")
+
 	// Revisions and a rollback.
 	revs := ok(t, "GET", v+engine+"/memories/tea/revisions?pageSize=1", "")
 	if get(revs, "memoryRevisions", 0, "fact") != "Ann prefers jasmine tea." || revs["nextPageToken"] == nil {
