@@ -55,6 +55,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/invopop/jsonschema"
 	"google.golang.org/genai"
@@ -580,7 +581,7 @@ func (t *turn) append(ctx context.Context, e *kiokuv1.Event) error {
 }
 
 // preload returns the instruction text of the memories relevant to the
-// message, or "".
+// message, each with its date (memoryDate), or "".
 func (t *turn) preload(ctx context.Context, message string) (string, error) {
 	k := t.a.PreloadTopK
 	if k < 0 {
@@ -589,21 +590,38 @@ func (t *turn) preload(ctx context.Context, message string) (string, error) {
 	if k == 0 {
 		k = 5
 	}
-	facts, err := t.search(ctx, message, k)
-	if err != nil || len(facts) == 0 {
+	mems, err := t.retrieve(ctx, message, k)
+	if err != nil || len(mems) == 0 {
 		return "", err
 	}
 	var b strings.Builder
-	b.WriteString("What you remember about the user from earlier conversations (use it when it helps; do not recite it):\n")
-	for _, f := range facts {
-		fmt.Fprintf(&b, "- %s\n", f)
+	b.WriteString("What you remember about the user from earlier conversations, each with its date (use it when it helps; do not recite it):\n")
+	for _, m := range mems {
+		fmt.Fprintf(&b, "- %s %s\n", memoryDate(m), m.GetFact())
 	}
 	return b.String(), nil
 }
 
-// search retrieves the facts most relevant to a query, in the session
+// memoryDate says when a memory is from: "[2023-05-02]" for the date the
+// fact is about (event_time), "[said 2023-05-08]" for when it was stated
+// or, failing that, learned.
+func memoryDate(m *kiokuv1.Memory) string {
+	if t := m.GetEventTime(); t != nil {
+		return "[" + t.AsTime().UTC().Format(time.DateOnly) + "]"
+	}
+	t := m.GetStatedTime()
+	if t == nil {
+		t = m.GetCreateTime()
+	}
+	if t == nil {
+		return ""
+	}
+	return "[said " + t.AsTime().UTC().Format(time.DateOnly) + "]"
+}
+
+// retrieve retrieves the memories most relevant to a query, in the session
 // user's scope.
-func (t *turn) search(ctx context.Context, query string, k int) ([]string, error) {
+func (t *turn) retrieve(ctx context.Context, query string, k int) ([]*kiokuv1.Memory, error) {
 	res, err := t.a.Kioku.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{
 		Parent: client.AppName(t.app),
 		Scope:  map[string]string{"user_id": t.user},
@@ -612,9 +630,23 @@ func (t *turn) search(ctx context.Context, query string, k int) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("agent: retrieving memories: %w", err)
 	}
-	var facts []string
+	var out []*kiokuv1.Memory
 	for _, r := range res.GetRetrievedMemories() {
-		facts = append(facts, r.GetMemory().GetFact())
+		out = append(out, r.GetMemory())
+	}
+	return out, nil
+}
+
+// search retrieves the facts most relevant to a query, in the session
+// user's scope.
+func (t *turn) search(ctx context.Context, query string, k int) ([]string, error) {
+	mems, err := t.retrieve(ctx, query, k)
+	if err != nil {
+		return nil, err
+	}
+	var facts []string
+	for _, m := range mems {
+		facts = append(facts, m.GetFact())
 	}
 	return facts, nil
 }

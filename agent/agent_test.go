@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kioku-ai/kioku/agent"
 	"github.com/kioku-ai/kioku/client"
@@ -253,8 +256,10 @@ func TestMemoryCarriesToTheNextSession(t *testing.T) {
 	}
 	calls := e.fake.Calls()
 	day2 := calls[len(calls)-2:]
-	if !strings.Contains(day2[0].System, "- Alice plays the cello.") {
-		t.Fatalf("not preloaded: %q", day2[0].System)
+	// Preloaded with its date: a fact saved directly has no time of its
+	// own, so the day it was learned.
+	if !regexp.MustCompile(`- \[said \d{4}-\d{2}-\d{2}\] Alice plays the cello\.`).MatchString(day2[0].System) {
+		t.Fatalf("not preloaded with its date: %q", day2[0].System)
 	}
 	if !strings.Contains(day2[1].Text(), `response load_memory {"memories":["Alice plays the cello."]}`) {
 		t.Fatalf("load_memory result: %q", day2[1].Text())
@@ -266,6 +271,25 @@ func TestMemoryCarriesToTheNextSession(t *testing.T) {
 	}
 	if last := e.fake.Calls()[len(e.fake.Calls())-1]; strings.Contains(last.System, "cello") {
 		t.Fatalf("bob's turn saw alice's memory: %q", last.System)
+	}
+	// A memory with an event time shows that date; one stated at a known
+	// time, when it was said.
+	for _, m := range []*kiokuv1.Memory{
+		{Fact: "Alice gave a cello recital.", EventTime: timestamppb.New(time.Date(2025, 12, 30, 0, 0, 0, 0, time.UTC)), StatedTime: timestamppb.New(time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC))},
+		{Fact: "Alice tuned her cello.", StatedTime: timestamppb.New(time.Date(2026, 1, 3, 9, 0, 0, 0, time.UTC))},
+	} {
+		m.Scope = map[string]string{"user_id": "alice"}
+		if _, err := e.kioku.CreateMemory(t.Context(), &kiokuv1.CreateMemoryRequest{Parent: client.AppName("app"), Memory: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.fake.ReplyText("Yes.")
+	if _, err := e.agent.Turn(t.Context(), e.session(t, "alice", "day3"), "Tell me about my cello."); err != nil {
+		t.Fatal(err)
+	}
+	last := e.fake.Calls()[len(e.fake.Calls())-1]
+	if !strings.Contains(last.System, "- [2025-12-30] Alice gave a cello recital.") || !strings.Contains(last.System, "- [said 2026-01-03] Alice tuned her cello.") {
+		t.Fatalf("preload without the memories' dates: %q", last.System)
 	}
 }
 

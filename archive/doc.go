@@ -34,8 +34,8 @@
 //	{"kind":"memory_bank_config","name":"apps/A/memoryBankConfig","config":{...}}
 //	{"kind":"memory","name":"apps/A/memories/M","fact":...,"scope":{...},
 //	 "topics":[...],"metadata":{...},"sources":[...],"create_time":...,
-//	 "update_time":...,"expire_time":...,"revision":N,"deleted":true,
-//	 "embedding_model":...,"embedding":"base64"}
+//	 "update_time":...,"expire_time":...,"event_time":...,"stated_time":...,
+//	 "revision":N,"deleted":true,"embedding_model":...,"embedding":"base64"}
 //	{"kind":"revision","name":"apps/A/memories/M/revisions/N","revision":{...}}
 //	{"kind":"watermark","session":"apps/A/users/U/sessions/S","sequence":N}
 //	{"kind":"operation","name":"apps/A/operations/O","operation":{...}}

@@ -158,6 +158,8 @@ type (
 		CreateTime     time.Time         `json:"create_time,omitzero"`
 		UpdateTime     time.Time         `json:"update_time,omitzero"`
 		ExpireTime     time.Time         `json:"expire_time,omitzero"`
+		EventTime      time.Time         `json:"event_time,omitzero"`
+		StatedTime     time.Time         `json:"stated_time,omitzero"`
 		Revision       int64             `json:"revision"`
 		Deleted        bool              `json:"deleted,omitempty"`
 		EmbeddingModel string            `json:"embedding_model,omitempty"`
@@ -288,6 +290,7 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 		Kind: KindMemory, Name: m.Name(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
 		Sources:    sources,
 		CreateTime: m.CreateTime.UTC(), UpdateTime: m.UpdateTime.UTC(), ExpireTime: m.ExpireTime.UTC(),
+		EventTime: m.EventTime.UTC(), StatedTime: m.StatedTime.UTC(),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel, Embedding: encodeVector(m.Embedding),
 	})
 }
@@ -594,6 +597,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		mem := &memorybank.Memory{
 			App: app, ID: id, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
 			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime,
+			EventTime: m.EventTime, StatedTime: m.StatedTime,
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		}
 		if mem.Sources, err = memorybank.UnmarshalSources(m.Sources); err != nil {

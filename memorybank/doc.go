@@ -68,7 +68,16 @@
 // the offline embedder, whose vectors hash the same terms, the lexical side
 // ranks alone; with a model embedder the two are fused as the app's Fusion
 // says (hybrid retrieval). Without a query RetrieveMemories pages through
-// the scope.
+// the scope. Filters bound topics, metadata and the memories' times; a
+// similarity search prefers the memories of a period (see Time on memories
+// in period.go).
+//
+// # Time
+//
+// A memory records when its fact was stated (StatedTime: for a generated
+// memory the latest timestamp of the events it came from) and, where the
+// model extracted it, when it happened (EventTime); the extraction prompt
+// asks for relative dates resolved against the events' timestamps.
 //
 // # Where retrieval's code lives
 //

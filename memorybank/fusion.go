@@ -89,8 +89,9 @@ func (f Fusion) String() string {
 // ranks by the lexical side alone (the offline embedder), then, to fill k,
 // the memories that share no term with the query, by the dense side
 // (similarity 0). Otherwise a memory that only a side weighing 0 found is
-// left out.
-func fuse(scored []Scored, k int, lexicalOnly bool, f Fusion) []Retrieved {
+// left out. Memories of the preferred period rank higher (see Time on
+// memories).
+func fuse(scored []Scored, k int, lexicalOnly bool, f Fusion, prefer TimeRange) []Retrieved {
 	type ranked struct {
 		s    Scored
 		sim  float64
@@ -120,6 +121,9 @@ func fuse(scored []Scored, k int, lexicalOnly bool, f Fusion) []Retrieved {
 		}
 		if !lexicalOnly && r.sim <= 0 {
 			continue // found only by a side weighted 0
+		}
+		if r.sim > 0 && !prefer.Empty() && prefer.Contains(s.Memory.Time()) {
+			r.sim = r.sim * (2 - r.sim) // the distance squared
 		}
 		list = append(list, r)
 	}

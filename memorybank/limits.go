@@ -1,6 +1,7 @@
 package memorybank
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,13 +112,28 @@ func ValidateID(field, id string) error {
 // ParseFilter parses a memory filter: conditions joined with AND, each
 // `topics = "NAME"` or `metadata.KEY = "value"`.
 func ParseFilter(filter string) (Filter, error) {
-	conds, err := sessions.ParseFilter(filter)
+	conds, err := sessions.ParseComparisons(filter)
 	if err != nil {
 		return Filter{}, err
 	}
 	var f Filter
 	for _, c := range conds {
 		switch {
+		case c.Field == "event_time" || c.Field == "stated_time":
+			at, err := parseFilterTime(c.Value)
+			if err != nil {
+				return Filter{}, fault.Invalidf("filter: %s %s %q: %v", c.Field, c.Op, c.Value, err)
+			}
+			r := &f.EventTime
+			if c.Field == "stated_time" {
+				r = &f.StatedTime
+			}
+			r.bound(c.Op, at)
+			if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
+				f.None = true
+			}
+		case c.Op != "=":
+			return Filter{}, fault.Invalidf("filter: %s %s: only event_time and stated_time are compared with %s; other fields with =", c.Field, c.Op, c.Op)
 		case c.Field == "topics" || c.Field == "topic":
 			if !slices.Contains(f.Topics, c.Value) {
 				f.Topics = append(f.Topics, c.Value)
@@ -135,10 +151,23 @@ func ParseFilter(filter string) (Filter, error) {
 			}
 			f.Metadata[k] = c.Value
 		default:
-			return Filter{}, fault.Invalidf("filter: unknown field %q; memories filter on topics and metadata.KEY", c.Field)
+			return Filter{}, fault.Invalidf("filter: unknown field %q; memories filter on topics, metadata.KEY, event_time and stated_time", c.Field)
 		}
 	}
 	return f, nil
+}
+
+// parseFilterTime parses a time of a filter: RFC 3339, or a date
+// (YYYY-MM-DD, midnight UTC).
+func parseFilterTime(v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse("2006-01-02", v)
+	if err != nil {
+		return time.Time{}, errors.New("want an RFC 3339 time or a date (2023-05-08)")
+	}
+	return t, nil
 }
 
 // validateConfig checks a configuration.
@@ -196,6 +225,20 @@ func validateConfig(c *BankConfig) error {
 	}
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
+	}
+	return nil
+}
+
+// validateTimes checks a memory's event and stated times: zero, or within
+// the years a store can keep (as Unix nanoseconds: 1678 to 2261).
+func validateTimes(field string, event, stated time.Time) error {
+	for _, t := range []struct {
+		name string
+		at   time.Time
+	}{{"event_time", event}, {"stated_time", stated}} {
+		if !t.at.IsZero() && (t.at.Year() < 1678 || t.at.Year() > 2261) {
+			return fault.Invalidf("%s.%s is %s; it must be between the years 1678 and 2261", field, t.name, t.at.Format(time.RFC3339))
+		}
 	}
 	return nil
 }

@@ -93,7 +93,12 @@ type Memory struct {
 	UpdateTime time.Time
 	// ExpireTime is when the memory expires; zero means never.
 	ExpireTime time.Time
-	Sources    []Source
+	// EventTime is when the fact happened or holds from, when known (the
+	// start of the day, month or year it names); StatedTime when it was
+	// said: for a memory generated from events, the latest timestamp of
+	// the events it came from. Zero: unknown.
+	EventTime, StatedTime time.Time
+	Sources               []Source
 	// Revision is the number of the latest revision (1 for a new memory).
 	Revision int64
 	// Deleted memories are invisible but keep their revisions.
@@ -179,6 +184,8 @@ type Revision struct {
 	Reason     string
 	CreateTime time.Time
 	ExpireTime time.Time
+	// EventTime and StatedTime are the memory's after the change.
+	EventTime, StatedTime time.Time
 }
 
 // Name returns the revision's resource name.

@@ -153,7 +153,7 @@ func (r *run) extract(ctx context.Context, cfg *BankConfig, allowed []string, co
 		} else if len(allowed) > 0 {
 			continue // outside the allowed topics
 		}
-		out = append(out, candidate{fact: fact, topics: tt, sources: sourcesOf(conv, f.Events)})
+		out = append(out, candidate{fact: fact, topics: tt, sources: sourcesOf(conv, f.Events), event: parseFactDate(f.Date), stated: statedAt(conv, f.Events)})
 	}
 	return out, nil
 }
@@ -189,6 +189,12 @@ func dedupeCandidates(cands []candidate) []candidate {
 				}
 			}
 			out[i].sources = mergeSources(out[i].sources, c.sources)
+			if c.stated.After(out[i].stated) {
+				out[i].stated = c.stated
+			}
+			if out[i].event.IsZero() {
+				out[i].event = c.event
+			}
 			continue
 		}
 		seen[k] = len(out)
@@ -447,6 +453,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 			m := &Memory{
 				App: app, ID: s.newID(), Fact: p.fact, Scope: scope, Topics: slices.Clone(p.cand.topics),
 				CreateTime: now, UpdateTime: now, Sources: mergeSources(nil, sources), Revision: 1,
+				EventTime: p.cand.event, StatedTime: p.cand.stated,
 				Embedding: vecs[next], EmbeddingModel: s.emb.Name(),
 			}
 			next++
@@ -475,6 +482,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 				m.Fact = p.fact
 				m.Embedding, m.EmbeddingModel = vecs[next], s.emb.Name()
 				next++
+				m.restate(p.cand)
 				for _, t := range p.cand.topics {
 					if !slices.Contains(m.Topics, t) {
 						m.Topics = append(m.Topics, t)
@@ -492,6 +500,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 					continue
 				}
 				m.Sources = merged
+				m.restate(p.cand)
 				action, reason = Updated, "confirmed by a new source"
 			}
 			m.Revision, m.UpdateTime = old+1, now
@@ -500,6 +509,21 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 		}
 	}
 	return nil
+}
+
+// restate gives a memory the times of a candidate that updated or
+// confirmed it: stated again when the candidate was (if later), about the
+// candidate's date when it has one.
+func (m *Memory) restate(c *candidate) {
+	if c == nil {
+		return
+	}
+	if c.stated.After(m.StatedTime) {
+		m.StatedTime = c.stated
+	}
+	if !c.event.IsZero() {
+		m.EventTime = c.event
+	}
 }
 
 // withoutVector returns a copy of m without its embedding, for results.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/invopop/jsonschema"
 
@@ -23,9 +24,10 @@ type extractionReply struct {
 }
 
 type extractedFact struct {
-	Fact   string `json:"fact" jsonschema_description:"One self-contained fact in one sentence, in the language of the conversation, about the user in the third person (for example: The user prefers green tea)."`
+	Fact   string `json:"fact" jsonschema_description:"One self-contained fact in one sentence, in the language of the conversation, about the user in the third person (for example: The user prefers green tea). Dates in it are absolute (on 2 May 2023, not last Tuesday)."`
 	Topic  string `json:"topic" jsonschema_description:"The topic the fact belongs to."`
 	Events []int  `json:"events" jsonschema_description:"The numbers of the events the fact comes from."`
+	Date   string `json:"date,omitempty" jsonschema_description:"When what the fact tells happened or began, resolved against the events' timestamps: YYYY-MM-DD, or YYYY-MM or YYYY when only the month or year is known. Empty when the conversation does not say."`
 }
 
 // consolidationReply is the reply of the consolidation call.
@@ -130,8 +132,13 @@ small talk, what the assistant said unless the user confirmed it, and
 anything only useful in this conversation. Each fact is one self-contained
 sentence that makes sense without the conversation, names the user as "The
 user" (or by name), keeps dates and numbers, and is written in the language
-of the conversation. Cite the numbers of the events each fact comes from.
-When nothing is worth remembering, answer with an empty list.`
+of the conversation. Each event shows when it was said; resolve relative
+dates against it: "last Tuesday" said on 2023-05-08 (a Monday) is
+2023-05-02, "yesterday" said on 2023-05-08 is 2023-05-07, "next month" is
+June 2023. Write absolute dates in the fact and give the date the fact is
+about (what happened, or when it began) as its date. Cite the numbers of
+the events each fact comes from. When nothing is worth remembering, answer
+with an empty list.`
 
 // extractionPrompt builds the system instruction and the user message of
 // the extraction call.
@@ -196,6 +203,34 @@ type candidate struct {
 	fact    string
 	topics  []string
 	sources []Source
+	// event and stated are its times (see Memory): the date the model
+	// gave, and the latest timestamp of the events it cited.
+	event, stated time.Time
+}
+
+// parseFactDate parses an extracted fact's date: YYYY-MM-DD, YYYY-MM or
+// YYYY (the start of the period, UTC), or RFC 3339. Anything else, or a
+// year a store cannot keep, is no date.
+func parseFactDate(s string) time.Time {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{"2006-01-02", "2006-01", "2006", time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil && t.Year() >= 1678 && t.Year() <= 2261 {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// statedAt returns the latest timestamp of the cited events (zero when
+// none has one).
+func statedAt(conv *conversation, numbers []int) time.Time {
+	var t time.Time
+	for _, n := range numbers {
+		if n >= 1 && n <= len(conv.events) && conv.events[n-1].Timestamp.After(t) {
+			t = conv.events[n-1].Timestamp
+		}
+	}
+	return t
 }
 
 // sourcesOf maps cited event numbers (1-based, in the conversation) to

@@ -144,6 +144,8 @@ type memoryRecord struct {
 	Revision       int64             `json:"revision"`
 	Deleted        bool              `json:"deleted,omitempty"`
 	EmbeddingModel string            `json:"embedding_model,omitempty"`
+	EventNS        int64             `json:"event_ns,omitempty"`
+	StatedNS       int64             `json:"stated_ns,omitempty"`
 }
 
 type sourceRecord struct {
@@ -257,6 +259,7 @@ func MarshalOperation(op *Operation) ([]byte, error) {
 			ID: m.ID, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: sourceRecords(m.Sources),
 			CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
+			EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
 		}})
 	}
 	return json.Marshal(r)
@@ -361,6 +364,7 @@ func fromRecord(r operationRecord) (*Operation, error) {
 			ID: m.ID, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: sourcesOfRecords(m.Sources),
 			CreateTime: unixnano.Time(m.CreateNS), UpdateTime: unixnano.Time(m.UpdateNS), ExpireTime: unixnano.Time(m.ExpireNS),
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
+			EventTime: unixnano.Time(m.EventNS), StatedTime: unixnano.Time(m.StatedNS),
 		}})
 	}
 	return op, nil
@@ -498,6 +502,8 @@ type revisionRecord struct {
 	Reason         string            `json:"reason,omitempty"`
 	CreateNS       int64             `json:"create_ns"`
 	ExpireNS       int64             `json:"expire_ns,omitempty"`
+	EventNS        int64             `json:"event_ns,omitempty"`
+	StatedNS       int64             `json:"stated_ns,omitempty"`
 }
 
 // MarshalBody returns the revision's stored form (see UnmarshalRevision).
@@ -511,6 +517,7 @@ func (r *Revision) MarshalBody() ([]byte, error) {
 		Action: action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
 		ExtractedFacts: r.ExtractedFacts, Sources: sourceRecords(r.Sources), Operation: r.Operation, Reason: r.Reason,
 		CreateNS: unixnano.From(r.CreateTime), ExpireNS: unixnano.From(r.ExpireTime),
+		EventNS: unixnano.From(r.EventTime), StatedNS: unixnano.From(r.StatedTime),
 	})
 }
 
@@ -541,6 +548,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*Revisi
 		App: app, MemoryID: memoryID, Number: number, Action: action, Fact: b.Fact, Scope: b.Scope,
 		Topics: b.Topics, Metadata: b.Metadata, ExtractedFacts: b.ExtractedFacts, Sources: sourcesOfRecords(b.Sources),
 		Operation: b.Operation, Reason: b.Reason, CreateTime: unixnano.Time(b.CreateNS), ExpireTime: unixnano.Time(b.ExpireNS),
+		EventTime: unixnano.Time(b.EventNS), StatedTime: unixnano.Time(b.StatedNS),
 	}, nil
 }
 

@@ -195,6 +195,9 @@ type MemoryInput struct {
 	Metadata   map[string]string
 	ExpireTime time.Time
 	TTL        time.Duration
+	// EventTime and StatedTime, when set, say when the fact happened and
+	// when it was stated (see Memory).
+	EventTime, StatedTime time.Time
 }
 
 func validateApp(app string) error { return aip.ValidateID("app id", app, aip.AppIDChars) }
@@ -240,6 +243,9 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	if err := s.validateMemory("memory", in.Fact, in.Scope, in.Topics, in.Metadata); err != nil {
 		return nil, err
 	}
+	if err := validateTimes("memory", in.EventTime, in.StatedTime); err != nil {
+		return nil, err
+	}
 	cfg, err := s.config(ctx, app)
 	if err != nil {
 		return nil, err
@@ -256,6 +262,7 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	m := &Memory{
 		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, Topics: in.Topics, Metadata: in.Metadata,
 		CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
+		EventTime: in.EventTime, StatedTime: in.StatedTime,
 		Embedding: vecs[0], EmbeddingModel: s.emb.Name(),
 	}
 	rev := s.revision(cfg, m, Created, now, "created directly", nil, "")
@@ -287,7 +294,7 @@ func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.T
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
 		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: cloneMap(m.Metadata),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,
-		CreateTime: now,
+		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime,
 	}
 	if cfg.RevisionTTL > 0 {
 		r.ExpireTime = now.Add(cfg.RevisionTTL)
@@ -390,6 +397,8 @@ type MemoryUpdate struct {
 	Metadata   *map[string]string
 	ExpireTime *time.Time // pointer to zero: never expires
 	TTL        *time.Duration
+	// EventTime and StatedTime: pointers to zero clear them.
+	EventTime, StatedTime *time.Time
 }
 
 // UpdateMemory changes a memory and records a revision.
@@ -409,7 +418,23 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 			return nil, err
 		}
 	}
+	var event, stated time.Time
+	if u.EventTime != nil {
+		event = *u.EventTime
+	}
+	if u.StatedTime != nil {
+		stated = *u.StatedTime
+	}
+	if err := validateTimes("memory", event, stated); err != nil {
+		return nil, err
+	}
 	return s.modify(ctx, app, id, func(m *Memory, now time.Time) (Action, string, error) {
+		if u.EventTime != nil {
+			m.EventTime = event
+		}
+		if u.StatedTime != nil {
+			m.StatedTime = stated
+		}
 		if u.Fact != nil {
 			m.Fact = *u.Fact
 		}
@@ -511,11 +536,14 @@ type RetrieveRequest struct {
 	Scope Scope
 	// Query, when set, selects the TopK most similar memories (TopK 0
 	// means 3); otherwise the scope is paged.
-	Query     string
-	TopK      int32
-	PageSize  int32
-	PageToken string
-	Filter    string
+	Query string
+	TopK  int32
+	// PreferTime, when set, is the period whose memories a similarity
+	// search prefers; otherwise the one the query names (QueryPeriod).
+	PreferTime TimeRange
+	PageSize   int32
+	PageToken  string
+	Filter     string
 }
 
 // RetrieveMemories returns the memories of a scope most similar to a query,
@@ -560,7 +588,11 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := s.search(ctx, r.App, r.Scope.Key(), r.Query, k, f, cfg.Retrieval.Fusion)
+	prefer := r.PreferTime
+	if prefer.Empty() {
+		prefer, _ = QueryPeriod(r.Query)
+	}
+	out, err := s.search(ctx, r.App, r.Scope.Key(), r.Query, k, f, cfg.Retrieval.Fusion, prefer)
 	if err != nil {
 		return nil, "", err
 	}
@@ -570,14 +602,14 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 // search embeds a query and retrieves the k memories of a scope closest to
 // it: with the offline embedder by the lexical side alone, with a model
 // embedder by both sides, fused.
-func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f Filter, fusion Fusion) ([]Retrieved, error) {
+func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f Filter, fusion Fusion, prefer TimeRange) ([]Retrieved, error) {
 	vecs, err := s.emb.Embed(ctx, []string{query}, model.TaskQuery)
 	if err != nil {
 		return nil, err
 	}
 	_, lexicalOnly := s.emb.(model.Offline)
 	depth := k
-	if !lexicalOnly {
+	if !lexicalOnly || !prefer.Empty() {
 		depth = max(2*k, fusionDepth)
 	}
 	scored, err := s.store.SearchMemories(ctx, SearchQuery{
@@ -587,7 +619,7 @@ func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int
 	if err != nil {
 		return nil, err
 	}
-	return fuse(scored, k, lexicalOnly, fusion), nil
+	return fuse(scored, k, lexicalOnly, fusion, prefer), nil
 }
 
 // ListRevisions returns a page of a memory's revisions, newest first. It
@@ -681,6 +713,7 @@ func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) 
 			}
 		}
 		m.Fact, m.Topics, m.Metadata, m.Sources = target.Fact, target.Topics, target.Metadata, target.Sources
+		m.EventTime, m.StatedTime = target.EventTime, target.StatedTime
 		if err := s.writeRevision(ctx, cfg, m, old, true, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
 			continue
 		} else if err != nil {

@@ -151,20 +151,69 @@ type ListQuery struct {
 	Limit       int
 }
 
-// Filter restricts memories by topics and metadata; all conditions must
-// hold.
+// Filter restricts memories by topics, metadata and times; all conditions
+// must hold.
 type Filter struct {
 	// Topics the memory must all have.
 	Topics []string
 	// Metadata entries the memory must have.
 	Metadata map[string]string
+	// EventTime and StatedTime bound the memory's times; a memory without
+	// the time fails a bound on it.
+	EventTime, StatedTime TimeRange
 	// None is set when the conditions contradict each other: nothing
 	// matches.
 	None bool
 }
 
+// TimeRange is a range of times, From <= t < To; a zero end is open.
+type TimeRange struct {
+	From, To time.Time
+}
+
+// Empty reports whether the range has no bound.
+func (r TimeRange) Empty() bool { return r.From.IsZero() && r.To.IsZero() }
+
+// Contains reports whether t is in the range; an unknown (zero) t is not,
+// unless the range has no bound.
+func (r TimeRange) Contains(t time.Time) bool {
+	if r.Empty() {
+		return true
+	}
+	return !t.IsZero() && (r.From.IsZero() || !t.Before(r.From)) && (r.To.IsZero() || t.Before(r.To))
+}
+
+// bound narrows the range by one comparison: t op at.
+func (r *TimeRange) bound(op string, at time.Time) {
+	lower := func(t time.Time) {
+		if r.From.IsZero() || t.After(r.From) {
+			r.From = t
+		}
+	}
+	upper := func(t time.Time) {
+		if r.To.IsZero() || t.Before(r.To) {
+			r.To = t
+		}
+	}
+	switch op {
+	case ">=":
+		lower(at)
+	case ">":
+		lower(at.Add(time.Nanosecond))
+	case "<":
+		upper(at)
+	case "<=":
+		upper(at.Add(time.Nanosecond))
+	case "=":
+		lower(at)
+		upper(at.Add(time.Nanosecond))
+	}
+}
+
 // Empty reports whether the filter has no condition.
-func (f Filter) Empty() bool { return len(f.Topics) == 0 && len(f.Metadata) == 0 && !f.None }
+func (f Filter) Empty() bool {
+	return len(f.Topics) == 0 && len(f.Metadata) == 0 && f.EventTime.Empty() && f.StatedTime.Empty() && !f.None
+}
 
 // SearchQuery is a similarity search. It has two sides, each optional: a
 // dense one (a query vector against the memories' vectors of its model)

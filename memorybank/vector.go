@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"time"
 )
 
 // WeightedQuery returns the query vector q weighted for a scope of n
@@ -246,7 +247,13 @@ func DecodeVector(b []byte) ([]float32, error) {
 	return nil, errors.New("memorybank: unknown vector encoding")
 }
 
-// Matches reports whether a memory passes a filter.
+// MatchesTimes reports whether a memory's times pass a filter's bounds.
+func (f Filter) MatchesTimes(event, stated time.Time) bool {
+	return f.EventTime.Contains(event) && f.StatedTime.Contains(stated)
+}
+
+// Matches reports whether a memory passes a filter's topics and metadata
+// (see MatchesTimes for its times).
 func (f Filter) Matches(topics []string, metadata map[string]string) bool {
 	if f.None {
 		return false

@@ -275,6 +275,7 @@ type indexEntry struct {
 	metadata                     map[string]string
 	sources                      []Source
 	createNS, updateNS, expireNS int64
+	eventNS, statedNS            int64
 	revision                     int64
 	model                        int32 // index in models; -1 without a vector
 	vec                          vector
@@ -323,6 +324,7 @@ func (s *scopeIndex) put(m *Memory) {
 		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: cloneMap(m.Metadata),
 		sources:  mergeSources(nil, m.Sources),
 		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
+		eventNS: unixnano.From(m.EventTime), statedNS: unixnano.From(m.StatedTime),
 		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
 	}
 	if idx >= 0 {
@@ -405,6 +407,7 @@ func (s *scopeIndex) memory(e *indexEntry) *Memory {
 		App: s.app, ID: e.id, Fact: e.fact, Scope: Scope(cloneMap(s.scope)),
 		Topics: slices.Clone(e.topics), Metadata: cloneMap(e.metadata), Sources: mergeSources(nil, e.sources),
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
+		EventTime: unixnano.Time(e.eventNS), StatedTime: unixnano.Time(e.statedNS),
 		Revision: e.revision, EmbeddingModel: s.modelName(e.model),
 	}
 }
@@ -433,7 +436,8 @@ func (s *scopeIndex) search(q SearchQuery) []Scored {
 	return Rank(q, func(yield func(Candidate[*indexEntry]) bool) {
 		for i := range s.entries {
 			e := &s.entries[i]
-			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) {
+			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) ||
+				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) {
 				continue
 			}
 			c := Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms}

@@ -27,6 +27,8 @@ func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
 		CreateTime: timestampOrNil(m.CreateTime),
 		UpdateTime: timestampOrNil(m.UpdateTime),
 		RevisionId: strconv.FormatInt(m.Revision, 10),
+		EventTime:  timestampOrNil(m.EventTime),
+		StatedTime: timestampOrNil(m.StatedTime),
 	}
 	if !m.ExpireTime.IsZero() {
 		out.Expiration = &kiokuv1.Memory_ExpireTime{ExpireTime: timestamppb.New(m.ExpireTime)}
@@ -71,7 +73,25 @@ func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
 		Reason:         r.Reason,
 		CreateTime:     timestampOrNil(r.CreateTime),
 		ExpireTime:     timestampOrNil(r.ExpireTime),
+		EventTime:      timestampOrNil(r.EventTime),
+		StatedTime:     timestampOrNil(r.StatedTime),
 	}
+}
+
+// timeRangeFromProto converts a time range, checking its times.
+func timeRangeFromProto(field string, r *kiokuv1.TimeRange) (memorybank.TimeRange, error) {
+	from, err := timeOrZero(r.GetStartTime())
+	if err != nil {
+		return memorybank.TimeRange{}, fault.Invalidf("%s.start_time: %v", field, err)
+	}
+	to, err := timeOrZero(r.GetEndTime())
+	if err != nil {
+		return memorybank.TimeRange{}, fault.Invalidf("%s.end_time: %v", field, err)
+	}
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		return memorybank.TimeRange{}, fault.Invalidf("%s: start_time %s is not before end_time %s", field, from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	return memorybank.TimeRange{From: from, To: to}, nil
 }
 
 func durationOrNil(d time.Duration) *durationpb.Duration {

@@ -55,6 +55,12 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[k
 	if in.ExpireTime, in.TTL, err = expirationFromProto("memory", m.GetExpireTime(), m.GetTtl()); err != nil {
 		return nil, err
 	}
+	if in.EventTime, err = timeOrZero(m.GetEventTime()); err != nil {
+		return nil, fault.Invalidf("memory.event_time: %v", err)
+	}
+	if in.StatedTime, err = timeOrZero(m.GetStatedTime()); err != nil {
+		return nil, fault.Invalidf("memory.stated_time: %v", err)
+	}
 	created, err := h.svc.CreateMemory(ctx, app, in)
 	if err != nil {
 		return nil, err
@@ -109,7 +115,7 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 	}
 	paths := req.Msg.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
-		return nil, fault.Invalidf("update_mask is required: name the fields to change (fact, topics, metadata, expire_time, ttl)")
+		return nil, fault.Invalidf("update_mask is required: name the fields to change (fact, topics, metadata, expire_time, ttl, event_time, stated_time)")
 	}
 	var u memorybank.MemoryUpdate
 	for _, p := range paths {
@@ -132,8 +138,20 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 				return nil, err
 			}
 			u.TTL = &ttl
+		case "event_time":
+			t, err := timeOrZero(m.GetEventTime())
+			if err != nil {
+				return nil, fault.Invalidf("memory.event_time: %v", err)
+			}
+			u.EventTime = &t
+		case "stated_time":
+			t, err := timeOrZero(m.GetStatedTime())
+			if err != nil {
+				return nil, fault.Invalidf("memory.stated_time: %v", err)
+			}
+			u.StatedTime = &t
 		default:
-			return nil, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time or ttl", p)
+			return nil, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time, ttl, event_time or stated_time", p)
 		}
 	}
 	updated, err := h.svc.UpdateMemory(ctx, app, id, u)
@@ -232,6 +250,9 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 		r.Query, r.TopK = method.SimilaritySearch.GetQuery(), method.SimilaritySearch.GetTopK()
 		if r.Query == "" {
 			return nil, fault.Invalidf("similarity_search.query is required")
+		}
+		if r.PreferTime, err = timeRangeFromProto("similarity_search.prefer_time", method.SimilaritySearch.GetPreferTime()); err != nil {
+			return nil, err
 		}
 	case *kiokuv1.RetrieveMemoriesRequest_SimpleRetrieval:
 		r.PageSize, r.PageToken = method.SimpleRetrieval.GetPageSize(), method.SimpleRetrieval.GetPageToken()

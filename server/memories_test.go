@@ -399,3 +399,56 @@ func TestFarFutureExpiryRefused(t *testing.T) {
 	_, err = c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", Session: &kiokuv1.Session{Expiration: &kiokuv1.Session_Ttl{Ttl: &durationpb.Duration{Seconds: 315576000000}}}}))
 	want("session ttl of 10,000 years", err, "session.ttl 315576000000s is too long")
 }
+
+// TestMemoryTimesOverConnect: event and stated times go in on create and
+// update, come back on reads and revisions, filter retrieval, and a
+// preferred period that is no range is refused.
+func TestMemoryTimesOverConnect(t *testing.T) {
+	c, _ := startNode(t, false)
+	ctx := t.Context()
+	may := time.Date(2023, 5, 20, 0, 0, 0, 0, time.UTC)
+	created, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/demo", Memory: &kiokuv1.Memory{
+		Fact: "Ann ran a charity race.", Scope: map[string]string{"user_id": "ann"},
+		EventTime: timestamppb.New(may), StatedTime: timestamppb.New(may.AddDate(0, 0, 3)),
+	}}))
+	if err != nil || !created.Msg.GetEventTime().AsTime().Equal(may) || !created.Msg.GetStatedTime().AsTime().Equal(may.AddDate(0, 0, 3)) {
+		t.Fatalf("CreateMemory = %v, %v", created, err)
+	}
+	if _, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/demo", Memory: &kiokuv1.Memory{
+		Fact: "Ann ran a marathon.", Scope: map[string]string{"user_id": "ann"},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+	retrieve := func(filter string, prefer *kiokuv1.TimeRange) ([]string, error) {
+		res, err := c.memories.RetrieveMemories(ctx, req(&kiokuv1.RetrieveMemoriesRequest{Parent: "apps/demo", Scope: map[string]string{"user_id": "ann"}, Filter: filter,
+			Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: "What did Ann run?", TopK: 5, PreferTime: prefer}}}))
+		if err != nil {
+			return nil, err
+		}
+		var facts []string
+		for _, r := range res.Msg.GetRetrievedMemories() {
+			facts = append(facts, r.GetMemory().GetFact())
+		}
+		return facts, nil
+	}
+	if got, err := retrieve(`event_time >= "2023-05-01" AND event_time < "2023-06-01"`, nil); err != nil || len(got) != 1 || got[0] != "Ann ran a charity race." {
+		t.Fatalf("filtered by event_time = %v, %v", got, err)
+	}
+	if _, err := retrieve("", &kiokuv1.TimeRange{StartTime: timestamppb.New(may), EndTime: timestamppb.New(may)}); connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "similarity_search.prefer_time") {
+		t.Fatalf("an empty preferred period: %v", err)
+	}
+	// Cleared by an update that names it; the revision records it.
+	upd, err := c.memories.UpdateMemory(ctx, req(&kiokuv1.UpdateMemoryRequest{Memory: &kiokuv1.Memory{Name: created.Msg.GetName()}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"event_time"}}}))
+	if err != nil || upd.Msg.GetEventTime() != nil || upd.Msg.GetStatedTime() == nil {
+		t.Fatalf("UpdateMemory(event_time) = %v, %v", upd, err)
+	}
+	revs, err := c.memories.ListMemoryRevisions(ctx, req(&kiokuv1.ListMemoryRevisionsRequest{Parent: created.Msg.GetName()}))
+	if err != nil || len(revs.Msg.GetMemoryRevisions()) != 2 || revs.Msg.GetMemoryRevisions()[1].GetEventTime() == nil || revs.Msg.GetMemoryRevisions()[0].GetEventTime() != nil {
+		t.Fatalf("revisions = %v, %v", revs, err)
+	}
+	if _, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/demo", Memory: &kiokuv1.Memory{
+		Fact: "x", Scope: map[string]string{"user_id": "ann"}, EventTime: timestamppb.New(time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)),
+	}})); connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "memory.event_time") {
+		t.Fatalf("an event time out of range: %v", err)
+	}
+}

@@ -6,9 +6,13 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 )
 
-// Condition is one `field = "value"` term of a filter.
+// Condition is one `field = "value"` term of a filter (or, from
+// ParseComparisons, `field < "value"` and the like).
 type Condition struct {
 	Field string // for example "display_name" or "labels.team"
+	// Op is the comparison: "=", or for ParseComparisons also "<", "<=",
+	// ">" or ">=".
+	Op    string
 	Value string
 }
 
@@ -22,6 +26,17 @@ type Condition struct {
 // digits, '_', '-' and '.' is accepted too). AND is case-insensitive. The
 // caller checks which fields it supports.
 func ParseFilter(filter string) ([]Condition, error) {
+	return parseFilter(filter, false)
+}
+
+// ParseComparisons parses a filter as ParseFilter does, with the
+// comparisons <, <=, > and >= besides =, for fields the caller orders (the
+// memory bank's times: event_time >= "2023-05-01").
+func ParseComparisons(filter string) ([]Condition, error) {
+	return parseFilter(filter, true)
+}
+
+func parseFilter(filter string, comparisons bool) ([]Condition, error) {
 	if len(filter) > MaxFilterBytes {
 		return nil, fault.Invalidf("filter is %d bytes; the limit is %d", len(filter), MaxFilterBytes)
 	}
@@ -37,7 +52,17 @@ func ParseFilter(filter string) ([]Condition, error) {
 			return nil, p.fail("a field name")
 		}
 		p.space()
-		if !p.consume("=") {
+		op := ""
+		for _, o := range []string{"<=", ">=", "<", ">", "="} {
+			if (comparisons || o == "=") && p.consume(o) {
+				op = o
+				break
+			}
+		}
+		if op == "" {
+			if comparisons {
+				return nil, p.fail("'=', '<', '<=', '>' or '>=' after " + field)
+			}
 			return nil, p.fail("'=' after " + field)
 		}
 		p.space()
@@ -48,7 +73,7 @@ func ParseFilter(filter string) ([]Condition, error) {
 		if !ok {
 			return nil, p.fail("a value for " + field)
 		}
-		conds = append(conds, Condition{Field: field, Value: value})
+		conds = append(conds, Condition{Field: field, Op: op, Value: value})
 		p.space()
 		if p.done() {
 			return conds, nil

@@ -72,7 +72,7 @@ func TestApplyDeltaReplacesWholeAndDeletesOnNull(t *testing.T) {
 
 func TestParseFilter(t *testing.T) {
 	got, err := sessions.ParseFilter(` display_name = "weekly \"sync\"" and labels.team=core `)
-	want := []sessions.Condition{{Field: "display_name", Value: `weekly "sync"`}, {Field: "labels.team", Value: "core"}}
+	want := []sessions.Condition{{Field: "display_name", Op: "=", Value: `weekly "sync"`}, {Field: "labels.team", Op: "=", Value: "core"}}
 	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("ParseFilter = %v, %v; want %v", got, err, want)
 	}
@@ -81,6 +81,7 @@ func TestParseFilter(t *testing.T) {
 	}
 	for filter, msg := range map[string]string{
 		`display_name`:                     "'=' after display_name",
+		`n >= "2"`:                         "'=' after n",
 		`display_name = "open`:             "unterminated",
 		`a = "1" OR b = "2"`:               "expected AND",
 		`= "x"`:                            "a field name",
@@ -90,5 +91,16 @@ func TestParseFilter(t *testing.T) {
 		if _, err := sessions.ParseFilter(filter); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("ParseFilter(%.40q) = %v, want INVALID_ARGUMENT with %q", filter, err, msg)
 		}
+	}
+	got, err = sessions.ParseComparisons(`t >= "2023-05-01" AND t<2024 AND u<="x" AND v > y AND w = z`)
+	var ops []string
+	for _, c := range got {
+		ops = append(ops, c.Field+c.Op+c.Value)
+	}
+	if err != nil || strings.Join(ops, " ") != "t>=2023-05-01 t<2024 u<=x v>y w=z" {
+		t.Errorf("ParseComparisons = %v, %v", ops, err)
+	}
+	if _, err := sessions.ParseComparisons(`t ~ "x"`); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "'<='") {
+		t.Errorf("ParseComparisons of an unknown operator: %v", err)
 	}
 }

@@ -161,7 +161,8 @@ func hanaTurn(c scripted.Call) scripted.Reply {
 	return answer(replies[len(user)%len(replies)], "Hana nods.", "neutral", "home", affinity)
 }
 
-// remembered returns the facts the agent preloaded into the instruction.
+// remembered returns the facts the agent preloaded into the instruction,
+// without the dates it shows them with ("- [said 2026-05-08] The user ...").
 func remembered(system string) []string {
 	_, list, ok := strings.Cut(system, "What you remember about the user")
 	if !ok {
@@ -170,11 +171,14 @@ func remembered(system string) []string {
 	var facts []string
 	for _, line := range strings.Split(list, "\n") {
 		if f, ok := strings.CutPrefix(line, "- "); ok {
-			facts = append(facts, f)
+			facts = append(facts, memoryDate.ReplaceAllString(f, ""))
 		}
 	}
 	return facts
 }
+
+// memoryDate is the date the agent puts before a preloaded memory.
+var memoryDate = regexp.MustCompile(`^\[[^\]]*\] `)
 
 var (
 	iHave  = regexp.MustCompile(`(?i)^i (have|had) (.+)$`)

@@ -10,31 +10,36 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
-const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations] [--json]
+const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations|observations-with-time] [--json]
 
 LoCoMo retrieval (see ../shared/data/locomo/README.md). kioku runs
 in-process on loopback with a fresh temporary store. For each conversation,
 one scope {"user_id": <sample_id>} receives one memory per dialogue turn
 ("<speaker>: <text>" plus the image caption, when there is one), or per
 observation, created with CreateMemory and tagged with its dia_id(s) in
-metadata. Every question of categories 1-4 with valid evidence is asked with
-RetrieveMemories (top_k 20); recall@k is the share of the question's
-evidence ids among the dia_ids of the first k memories, averaged over
-questions. The embedder is the built-in one unless --embedder says
-otherwise (same flags as kioku serve).
+metadata; observations-with-time also gives each observation the date of
+its session as its stated_time. Every question of categories 1-4 with
+valid evidence is asked with RetrieveMemories (top_k 20); recall@k is the
+share of the question's evidence ids among the dia_ids of the first k
+memories, averaged over questions, reported for all of them and for the
+temporal questions (category 2) alone. The embedder is the built-in one
+unless --embedder says otherwise (same flags as kioku serve).
 
 With --json the last line is
-  {"variant":..., "questions":N, "recall":{"1":r,"5":r,"10":r,"20":r}}
+  {"variant":..., "questions":N, "recall":{"1":r,"5":r,"10":r,"20":r},
+   "temporal_questions":N, "temporal_recall":{"1":r,...}}
 
 Flags:
 `
@@ -60,8 +65,22 @@ type locomoTurn struct {
 
 // locomoDoc is one memory to create.
 type locomoDoc struct {
-	text string
-	ids  []string
+	text   string
+	ids    []string
+	stated time.Time // zero: none
+}
+
+// sessionDate parses a session's date, "1:56 pm on 8 May, 2023" (UTC).
+func sessionDate(c map[string]json.RawMessage, n int) (time.Time, error) {
+	var s string
+	if err := json.Unmarshal(c[fmt.Sprintf("session_%d_date_time", n)], &s); err != nil {
+		return time.Time{}, fmt.Errorf("session_%d_date_time: %w", n, err)
+	}
+	t, err := time.Parse("3:04 pm on 2 January, 2006", s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("session_%d_date_time %q: %w", n, s, err)
+	}
+	return t, nil
 }
 
 var evidenceID = regexp.MustCompile(`^D\d+:\d+$`)
@@ -98,7 +117,7 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 				docs = append(docs, locomoDoc{text: text, ids: []string{t.DiaID}})
 			}
 		}
-	case "observations":
+	case "observations", "observations-with-time":
 		var keys []int
 		for k := range c.Observation {
 			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(k, "session_"), "_observation"))
@@ -106,6 +125,13 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 		}
 		sort.Ints(keys)
 		for _, n := range keys {
+			var stated time.Time
+			if variant == "observations-with-time" {
+				var err error
+				if stated, err = sessionDate(c.Conversation, n); err != nil {
+					return nil, err
+				}
+			}
 			bySpeaker := c.Observation[fmt.Sprintf("session_%d_observation", n)]
 			speakers := make([]string, 0, len(bySpeaker))
 			for s := range bySpeaker {
@@ -128,12 +154,12 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 					} else if err := json.Unmarshal(obs[1], &ids); err != nil {
 						return nil, fmt.Errorf("observation %q: dia_id %s", fact, obs[1])
 					}
-					docs = append(docs, locomoDoc{text: fact, ids: ids})
+					docs = append(docs, locomoDoc{text: fact, ids: ids, stated: stated})
 				}
 			}
 		}
 	default:
-		return nil, fmt.Errorf("--variant %q: use turns or observations", variant)
+		return nil, fmt.Errorf("--variant %q: use turns, observations or observations-with-time", variant)
 	}
 	return docs, nil
 }
@@ -141,7 +167,7 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 func benchLocomo(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("bench locomo", "KIOKU_", benchLocomoUsage)
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo JSON file")
-	variant := fs.String("variant", "turns", "turns or observations")
+	variant := fs.String("variant", "turns", "turns, observations or observations-with-time")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	flags := cli.RegisterModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -168,8 +194,8 @@ func benchLocomo(ctx context.Context, args []string) error {
 	fmt.Fprintf(stdout, "kioku bench locomo: %s, variant %s, embedder %s\n", *data, *variant, env.node.Memories.EmbedderName())
 
 	ks := []int{1, 5, 10, 20}
-	sums := map[int]float64{}
-	questions := 0
+	sums, temporalSums := map[int]float64{}, map[int]float64{}
+	questions, temporal := 0, 0
 	for _, c := range convs {
 		docs, err := locomoDocs(&c, *variant)
 		if err != nil {
@@ -177,14 +203,18 @@ func benchLocomo(ctx context.Context, args []string) error {
 		}
 		scope := map[string]string{"user_id": c.SampleID}
 		if err := parallel(ctx, 16, len(docs), func(ctx context.Context, i int) error {
-			_, err := mc.CreateMemory(ctx, connect.NewRequest(&kiokuv1.CreateMemoryRequest{
+			req := &kiokuv1.CreateMemoryRequest{
 				Parent:   "apps/locomo",
 				MemoryId: fmt.Sprintf("%s-%d", c.SampleID, i),
 				Memory: &kiokuv1.Memory{
 					Fact: docs[i].text, Scope: scope,
 					Metadata: map[string]string{"dia_ids": strings.Join(docs[i].ids, ",")},
 				},
-			}))
+			}
+			if !docs[i].stated.IsZero() {
+				req.Memory.StatedTime = timestamppb.New(docs[i].stated)
+			}
+			_, err := mc.CreateMemory(ctx, connect.NewRequest(req))
 			return err
 		}); err != nil {
 			return fmt.Errorf("creating the memories of %s: %w", c.SampleID, err)
@@ -215,6 +245,9 @@ func benchLocomo(ctx context.Context, args []string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			questions++
+			if q.Category == 2 {
+				temporal++
+			}
 			for _, k := range ks {
 				found := map[string]bool{}
 				for j, r := range res.Msg.GetRetrievedMemories() {
@@ -232,6 +265,9 @@ func benchLocomo(ctx context.Context, args []string) error {
 					}
 				}
 				sums[k] += float64(hit) / float64(len(evidence))
+				if q.Category == 2 {
+					temporalSums[k] += float64(hit) / float64(len(evidence))
+				}
 			}
 			return nil
 		}); err != nil {
@@ -241,17 +277,20 @@ func benchLocomo(ctx context.Context, args []string) error {
 	if questions == 0 {
 		return fmt.Errorf("no question with valid evidence in %s", *data)
 	}
-	recall := map[string]float64{}
+	recall, temporalRecall := map[string]float64{}, map[string]float64{}
 	for _, k := range ks {
 		recall[strconv.Itoa(k)] = roundFigure(sums[k] / float64(questions))
-		fmt.Fprintf(stdout, "recall@%-2d  %.3f\n", k, sums[k]/float64(questions))
+		temporalRecall[strconv.Itoa(k)] = roundFigure(temporalSums[k] / float64(max(temporal, 1)))
+		fmt.Fprintf(stdout, "recall@%-2d  %.3f   temporal (category 2) %.3f\n", k, sums[k]/float64(questions), temporalSums[k]/float64(max(temporal, 1)))
 	}
-	fmt.Fprintf(stdout, "questions  %d\n", questions)
+	fmt.Fprintf(stdout, "questions  %d, temporal %d\n", questions, temporal)
 	if *asJSON {
 		r := &benchReport{}
 		r.set("variant", *variant)
 		r.set("questions", questions)
 		r.set("recall", recall)
+		r.set("temporal_questions", temporal)
+		r.set("temporal_recall", temporalRecall)
 		return r.printJSON(stdout)
 	}
 	return nil

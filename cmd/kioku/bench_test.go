@@ -52,19 +52,25 @@ const tinyLocomo = `[{
 }]`
 
 func TestBenchLocomoComputesRecall(t *testing.T) {
+	// The tiny conversation and one temporal question.
+	data := strings.Replace(tinyLocomo, `"qa": [`, `"qa": [
+    {"question": "When did Ann adopt the cat Miso?", "answer": "1 May 2023", "evidence": ["D1:1"], "category": 2},`, 1)
 	path := filepath.Join(t.TempDir(), "tiny.json")
-	if err := os.WriteFile(path, []byte(tinyLocomo), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, variant := range []string{"turns", "observations"} {
+	for _, variant := range []string{"turns", "observations", "observations-with-time"} {
 		got := runBench(t, "locomo", "--data", path, "--variant", variant, "--json")
-		if got["variant"] != variant || got["questions"] != 3.0 {
-			t.Fatalf("%s: %v; want 3 questions (category 5 and malformed evidence skipped)", variant, got)
+		if got["variant"] != variant || got["questions"] != 4.0 || got["temporal_questions"] != 1.0 {
+			t.Fatalf("%s: %v; want 4 questions, 1 temporal (category 5 and malformed evidence skipped)", variant, got)
 		}
-		recall := got["recall"].(map[string]any)
-		if recall["1"] != 1.0 || recall["20"] != 1.0 {
-			t.Fatalf("%s: recall %v; each question has one obvious answer", variant, recall)
+		recall, temporal := got["recall"].(map[string]any), got["temporal_recall"].(map[string]any)
+		if recall["1"] != 1.0 || recall["20"] != 1.0 || temporal["1"] != 1.0 {
+			t.Fatalf("%s: recall %v, temporal %v; each question has one obvious answer", variant, recall, temporal)
 		}
+	}
+	if err := bench(t.Context(), []string{"locomo", "--data", path, "--variant", "dates"}); err == nil || !strings.Contains(err.Error(), "observations-with-time") {
+		t.Errorf("an unknown variant: %v", err)
 	}
 }
 

@@ -11,7 +11,8 @@
 //	    sources (JSON text), source_sessions (array, for forgetting),
 //	    create_ns, update_ns, expire_ns, revision, deleted, embedding
 //	    (vector), embedding_model, terms (array: the IDs of the fact's
-//	    model.OfflineTerms), terms_version (the offline embedder's name)
+//	    model.OfflineTerms), terms_version (the offline embedder's name),
+//	    event_ns, stated_ns (0: unknown)
 //	kioku_apps/{app}/kioku_memories/{memory}/kioku_revisions/{number, 20 digits}
 //	    number, expire_ns, body (the revision as JSON)
 //	kioku_apps/{app}/kioku_config/memory_bank      body (JSON)
@@ -160,6 +161,8 @@ type memoryDoc struct {
 	// (for the lexical pass of retrieval).
 	Terms        []int64 `firestore:"terms"`
 	TermsVersion string  `firestore:"terms_version"`
+	EventNS      int64   `firestore:"event_ns"`
+	StatedNS     int64   `firestore:"stated_ns"`
 }
 
 // termsVersion names the version of model.OfflineTerms that the terms of
@@ -187,6 +190,7 @@ func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
 		Sources: string(sources), CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		Terms: termIDs(m.Fact), TermsVersion: termsVersion,
+		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
 	}
 	if d.Topics == nil {
 		d.Topics = []string{}
@@ -213,6 +217,7 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 		App: app, ID: snap.Ref.ID, Fact: d.Fact, Scope: d.Scope, Topics: d.Topics, Metadata: d.Metadata,
 		CreateTime: unixnano.Time(d.CreateNS), UpdateTime: unixnano.Time(d.UpdateNS), ExpireTime: unixnano.Time(d.ExpireNS),
 		Revision: d.Revision, Deleted: d.Deleted, EmbeddingModel: d.EmbeddingModel,
+		EventTime: unixnano.Time(d.EventNS), StatedTime: unixnano.Time(d.StatedNS),
 	}
 	if len(d.Embedding) > 0 {
 		m.Embedding = []float32(d.Embedding)
@@ -299,7 +304,9 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 		after = []any{q.AfterUpdate.UnixNano(), q.AfterID}
 	}
 	return collect(ctx, base, q.Limit, after,
-		func(m *memorybank.Memory) bool { return m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) },
+		func(m *memorybank.Memory) bool {
+			return m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
+		},
 		func(*firestore.DocumentSnapshot) string { return q.App },
 		func(m *memorybank.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })
 }
@@ -457,7 +464,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 			if err != nil {
 				return nil, err
 			}
-			if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) {
+			if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) || !q.Filter.MatchesTimes(m.EventTime, m.StatedTime) {
 				continue
 			}
 			c := memorybank.Candidate[*memorybank.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact)}

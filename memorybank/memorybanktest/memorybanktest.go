@@ -52,6 +52,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DirectFactsRecordTheirSource", testDirectFactsSource},
 		{"EventsNeedAModel", testEventsNeedAModel},
 		{"GenerateFromSession", testGenerateFromSession},
+		{"TimesFromSession", testTimesFromSession},
+		{"TemporalRetrieval", testTemporalRetrieval},
 		{"ConsolidationActions", testConsolidationActions},
 		{"DisableConsolidationAndAllowedTopics", testDisableConsolidationAndAllowedTopics},
 		{"ModelTrouble", testModelTrouble},
@@ -705,6 +707,131 @@ func testGenerateFromSession(t *testing.T, h *harness) {
 	upd := third.Generated[0].Memory
 	if upd.ID != m.ID || len(upd.Sources[0].EventIDs) != 2 {
 		t.Fatalf("updated memory = %+v", upd)
+	}
+}
+
+// testTimesFromSession: a memory generated from events records when it was
+// stated (the latest timestamp of the events it came from) and the date
+// the model gave (event_time); the prompt shows the timestamps and asks
+// for relative dates resolved against them; a later statement that updates
+// the memory restates it.
+func testTimesFromSession(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	events := h.sess.Append(key, "I adopted a puppy.", "That was last Tuesday, her name is Luna.", "Unrelated chat.")
+	h.gemini.ReplyJSON(map[string]any{"facts": []any{
+		map[string]any{"fact": "The user adopted a puppy named Luna on 2025-12-30.", "topic": "USER_PERSONAL_INFO", "events": []int{1, 2}, "date": "2025-12-30"},
+		map[string]any{"fact": "The user likes chatting.", "topic": "USER_PREFERENCES", "events": []int{3}, "date": "sometime"},
+	}})
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != memorybank.OpSucceeded || len(op.Generated) != 2 {
+		t.Fatalf("operation = %s %+v %s", op.State, op.Generated, op.ErrorMessage)
+	}
+	call := h.gemini.Calls()[0]
+	if !strings.Contains(call.Text(), "I adopted a puppy. ("+events[0].Timestamp.Format("2006-01-02 15:04")+")") || !strings.Contains(call.System, "last Tuesday") {
+		t.Fatalf("the extraction prompt shows no timestamps or asks for no resolved dates: %q / %q", call.Text(), call.System)
+	}
+	luna, chat := op.Generated[0].Memory, op.Generated[1].Memory
+	if !luna.StatedTime.Equal(events[1].Timestamp) || !luna.EventTime.Equal(time.Date(2025, 12, 30, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("puppy memory: stated %v, event %v; want %v (the later event) and 2025-12-30", luna.StatedTime, luna.EventTime, events[1].Timestamp)
+	}
+	if !chat.StatedTime.Equal(events[2].Timestamp) || !chat.EventTime.IsZero() {
+		t.Errorf("chat memory: stated %v, event %v; want %v and no event time (the date was not one)", chat.StatedTime, chat.EventTime, events[2].Timestamp)
+	}
+	stored, err := h.svc.GetMemory(h.ctx, "app1", luna.ID)
+	if err != nil || !stored.StatedTime.Equal(luna.StatedTime) || !stored.EventTime.Equal(luna.EventTime) {
+		t.Fatalf("stored = %+v, %v", stored, err)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", luna.ID, 0, "")
+	if len(revs) != 1 || !revs[0].EventTime.Equal(luna.EventTime) || !revs[0].StatedTime.Equal(luna.StatedTime) {
+		t.Fatalf("revision times = %+v", revs)
+	}
+	// Said again later: the memory is restated.
+	later := h.sess.Append(key, "Luna is doing great.")
+	h.gemini.ReplyJSON(extraction("The user has a puppy named Luna."))
+	h.gemini.ReplyJSON(map[string]any{"actions": []any{map[string]any{"candidate": 1, "action": "UPDATE", "memory": 1, "fact": "The user adopted a puppy named Luna on 2025-12-30; she is doing great."}}})
+	again, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	if again = h.op(again); again.State != memorybank.OpSucceeded || len(again.Generated) != 1 {
+		t.Fatalf("second generation = %s %+v %s", again.State, again.Generated, again.ErrorMessage)
+	}
+	upd := again.Generated[0].Memory
+	if upd.ID != luna.ID || !upd.StatedTime.Equal(later[0].Timestamp) || !upd.EventTime.Equal(luna.EventTime) {
+		t.Errorf("updated memory: %s stated %v event %v; want %s restated at %v, event time kept", upd.ID, upd.StatedTime, upd.EventTime, luna.ID, later[0].Timestamp)
+	}
+}
+
+// testTemporalRetrieval: memories with times are filtered by them, in a
+// similarity search and in simple retrieval, and a similarity search
+// prefers those of the period the query names or the request gives.
+func testTemporalRetrieval(t *testing.T, h *harness) {
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	for _, m := range []memorybank.MemoryInput{
+		{ID: "may-event", Fact: "The user ran a charity race for a local animal shelter.", EventTime: day(2023, 5, 20), StatedTime: day(2023, 6, 2)},
+		{ID: "may-stated", Fact: "The user ran a marathon with old friends from school.", StatedTime: day(2023, 5, 28)},
+		{ID: "july", Fact: "The user ran a charity race and a marathon.", EventTime: day(2023, 7, 1)},
+		{ID: "timeless", Fact: "The user runs every morning before a race day."},
+	} {
+		m.Scope = user1
+		if _, err := h.svc.CreateMemory(h.ctx, "app1", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(res []memorybank.Retrieved) []string {
+		var out []string
+		for _, r := range res {
+			out = append(out, r.Memory.ID)
+		}
+		return out
+	}
+	retrieve := func(r memorybank.RetrieveRequest) []string {
+		t.Helper()
+		r.App, r.Scope = "app1", user1
+		res, _, err := h.svc.RetrieveMemories(h.ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(res)
+	}
+	// Filters: a memory without the time never matches a bound on it.
+	for filter, want := range map[string][]string{
+		`event_time >= "2023-05-01" AND event_time < "2023-06-01"`:   {"may-event"},
+		`event_time > "2023-05-20T00:00:00Z"`:                        {"july"},
+		`event_time <= "2023-05-20"`:                                 {"may-event"},
+		`stated_time < "2023-06-01"`:                                 {"may-stated"},
+		`stated_time >= "2023-05-01" AND event_time >= "2023-05-01"`: {"may-event"},
+		`event_time >= "2023-06-01" AND event_time < "2023-06-01"`:   nil,
+	} {
+		got := retrieve(memorybank.RetrieveRequest{Query: "charity race marathon", TopK: 10, Filter: filter})
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("similarity search with %s = %v, want %v", filter, got, want)
+		}
+		got = retrieve(memorybank.RetrieveRequest{Filter: filter})
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("simple retrieval with %s = %v, want %v", filter, got, want)
+		}
+	}
+	for _, bad := range []string{`event_time >= "May 2023"`, `topics > "X"`, `created_time >= "2023-01-01"`} {
+		_, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "race", Filter: bad})
+		wantKind(t, "filter "+bad, err, fault.Invalid)
+	}
+	// Without a period, the July memory, which holds every word, is first;
+	// a query that names May, or a request for May, puts May's first.
+	if got := retrieve(memorybank.RetrieveRequest{Query: "charity race", TopK: 1}); !slices.Equal(got, []string{"july"}) {
+		t.Errorf("no period: %v, want july first", got)
+	}
+	if got := retrieve(memorybank.RetrieveRequest{Query: "Which charity race did the user join in May 2023?", TopK: 2}); !slices.Equal(got, []string{"may-event", "july"}) {
+		t.Errorf("a query naming May 2023: %v, want may-event then july", got)
+	}
+	may := memorybank.TimeRange{From: day(2023, 5, 1), To: day(2023, 6, 1)}
+	if got := retrieve(memorybank.RetrieveRequest{Query: "marathon", TopK: 1, PreferTime: may}); !slices.Equal(got, []string{"may-stated"}) {
+		t.Errorf("preferring May: %v, want may-stated (stated then, no event time)", got)
 	}
 }
 

@@ -21,12 +21,13 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v3.db, the database this version
+// goldenDB rewrites testdata/kioku-v4.db, the database this version
 // writes: go test ./memorybank/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
-// number) and must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v3.db from this version")
+// number), testdata/kioku-v3.db by the version of schema 3 (memories
+// without event and stated times); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v4.db from this version")
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -70,8 +71,8 @@ func schemaVersion(t *testing.T, db *sqlitedb.DB) int {
 // reads as it was meant, and work left queued in it can be claimed.
 func TestMigrationFromV1(t *testing.T) {
 	db, st := open(t, "kioku-v1.db")
-	if v := schemaVersion(t, db); v != 3 {
-		t.Fatalf("schema version after migration = %d, want 3", v)
+	if v := schemaVersion(t, db); v != 4 {
+		t.Fatalf("schema version after migration = %d, want 4", v)
 	}
 	var old int
 	if err := db.Read().QueryRow(`SELECT count(*) FROM operations WHERE json_type(body, '$.format') IS NULL OR typeof(state) != 'text'`).Scan(&old); err != nil || old != 0 {
@@ -82,23 +83,40 @@ func TestMigrationFromV1(t *testing.T) {
 	if n, err := svc.Reembed(t.Context()); n != 1 || err != nil {
 		t.Fatalf("Reembed after the migration = %d, %v; want the one memory left without a vector", n, err)
 	}
-	checkGolden(t, st)
+	checkGolden(t, st, false)
+}
+
+// TestMigrationFromV3 opens a database of schema 3, whose memories have no
+// event or stated times: they read as unknown.
+func TestMigrationFromV3(t *testing.T) {
+	db, st := open(t, "kioku-v3.db")
+	if v := schemaVersion(t, db); v != 4 {
+		t.Fatalf("schema version after migration = %d, want 4", v)
+	}
+	checkGolden(t, st, false)
 }
 
 // TestGoldenDatabase reads the database this version writes.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v3.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v4.db"))
 	}
-	db, st := open(t, "kioku-v3.db")
-	if v := schemaVersion(t, db); v != 3 {
-		t.Fatalf("schema version = %d, want 3", v)
+	db, st := open(t, "kioku-v4.db")
+	if v := schemaVersion(t, db); v != 4 {
+		t.Fatalf("schema version = %d, want 4", v)
 	}
-	checkGolden(t, st)
+	checkGolden(t, st, true)
 }
 
-// checkGolden checks what the golden databases hold (see writeGolden).
-func checkGolden(t *testing.T, st *sqlite.Store) {
+// The times of the golden memory tea, in the databases that have them.
+var (
+	teaEvent  = time.Date(2025, 12, 24, 0, 0, 0, 0, time.UTC)
+	teaStated = time.Date(2026, 1, 1, 18, 30, 0, 0, time.UTC)
+)
+
+// checkGolden checks what the golden databases hold (see writeGolden);
+// times says whether they have memories' event and stated times.
+func checkGolden(t *testing.T, st *sqlite.Store, times bool) {
 	ctx := t.Context()
 	cfg, err := st.GetConfig(ctx, "golden")
 	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
@@ -109,6 +127,13 @@ func checkGolden(t *testing.T, st *sqlite.Store) {
 	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != "chat" ||
 		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
 		t.Errorf("memory tea = %+v, %v", tea, err)
+	}
+	wantEvent, wantStated := time.Time{}, time.Time{}
+	if times {
+		wantEvent, wantStated = teaEvent, teaStated
+	}
+	if tea != nil && (!tea.EventTime.Equal(wantEvent) || !tea.StatedTime.Equal(wantStated)) {
+		t.Errorf("memory tea: event time %v, stated time %v; want %v, %v", tea.EventTime, tea.StatedTime, wantEvent, wantStated)
 	}
 	if gone, err := st.GetMemory(ctx, "golden", "gone"); err != nil || !gone.Deleted {
 		t.Errorf("memory gone = %+v, %v", gone, err)
@@ -232,7 +257,8 @@ func writeGolden(t *testing.T, path string) {
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
-	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"source": "chat"}})
+	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"source": "chat"},
+		EventTime: teaEvent, StatedTime: teaStated})
 	must(err)
 	fact := "The user likes green tea."
 	_, err = svc.UpdateMemory(ctx, "golden", tea.ID, memorybank.MemoryUpdate{Fact: &fact})

@@ -145,8 +145,11 @@ WHERE json_type(body, '$.action') = 'integer';
 // the first version left without a vector (a generation that only added a
 // source to a memory found by similarity dropped it) marked for
 // re-embedding (v2); the operations' bodies rewritten in their second
-// format (v3).
-var migrations = append(stepsOf(schema), sqlitedb.Step{Func: rewriteOperations})
+// format (v3); memories' event and stated times (v4, 0 for unknown).
+var migrations = append(stepsOf(schema), sqlitedb.Step{Func: rewriteOperations}, sqlitedb.Step{SQL: `
+ALTER TABLE memories ADD COLUMN event_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
+`})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
 	out := make([]sqlitedb.Step, len(sqls))
@@ -228,17 +231,18 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model`
+const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns`
 
 func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	var (
 		m                            memorybank.Memory
 		scope, topics, meta, sources string
 		createNS, updateNS, expireNS int64
+		eventNS, statedNS            int64
 		deleted                      int
 		embedding                    []byte
 	)
-	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel); err != nil {
+	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -263,6 +267,7 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 		m.Sources = nil
 	}
 	m.CreateTime, m.UpdateTime, m.ExpireTime = unixnano.Time(createNS), unixnano.Time(updateNS), unixnano.Time(expireNS)
+	m.EventTime, m.StatedTime = unixnano.Time(eventNS), unixnano.Time(statedNS)
 	m.Deleted = deleted != 0
 	if m.Embedding, err = memorybank.DecodeVector(embedding); err != nil {
 		return nil, fmt.Errorf("decoding the vector of memory %s: %w", m.ID, err)
@@ -305,6 +310,23 @@ func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
 	for k, v := range f.Metadata {
 		sb.WriteString(` AND json_extract(metadata, ?) = ?`)
 		args = append(args, `$."`+k+`"`, v)
+	}
+	for _, r := range []struct {
+		col string
+		tr  memorybank.TimeRange
+	}{{"event_ns", f.EventTime}, {"stated_ns", f.StatedTime}} {
+		if r.tr.Empty() {
+			continue
+		}
+		sb.WriteString(` AND ` + r.col + ` != 0`)
+		if !r.tr.From.IsZero() {
+			sb.WriteString(` AND ` + r.col + ` >= ?`)
+			args = append(args, unixnano.From(r.tr.From))
+		}
+		if !r.tr.To.IsZero() {
+			sb.WriteString(` AND ` + r.col + ` < ?`)
+			args = append(args, unixnano.From(r.tr.To))
+		}
 	}
 	return args
 }
@@ -467,12 +489,13 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if m.Deleted {
 				deleted = 1
 			}
-			if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
 				sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
-				deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model`,
+				deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
+				event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
 				m.App, m.ID, m.Fact, p.scope, p.topics, p.meta, p.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
-				m.Revision, deleted, p.embedding, m.EmbeddingModel, m.Scope.Key()); err != nil {
+				m.Revision, deleted, p.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.Scope.Key()); err != nil {
 				return err
 			}
 			if p.c.Revision == nil {

@@ -181,7 +181,18 @@ type Memory struct {
 	// extracted from. Empty for memories created directly.
 	Sources []*MemorySource `protobuf:"bytes,10,rep,name=sources,proto3" json:"sources,omitempty"`
 	// Output only. The id of the memory's latest revision.
-	RevisionId    string `protobuf:"bytes,11,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	RevisionId string `protobuf:"bytes,11,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	// When the fact happened, or holds from, when known: the start of the
+	// day, month or year it names. For a memory generated from events the
+	// model extracts it, resolving relative dates ("last Tuesday") against
+	// the events' timestamps; on create and update the caller may set it.
+	// Retrieval can filter on it and prefers memories of a time the query
+	// names (see SimilaritySearch).
+	EventTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// When the fact was stated: for a memory generated from events, the
+	// timestamp of the latest event it came from; on create and update the
+	// caller may set it. Unset: unknown.
+	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -304,6 +315,20 @@ func (x *Memory) GetRevisionId() string {
 	return ""
 }
 
+func (x *Memory) GetEventTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
+func (x *Memory) GetStatedTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StatedTime
+	}
+	return nil
+}
+
 type isMemory_Expiration interface {
 	isMemory_Expiration()
 }
@@ -408,7 +433,11 @@ type MemoryRevision struct {
 	// When the change was made.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// When the revision expires, if the app sets a revision_ttl.
-	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// The memory's event_time after the change.
+	EventTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// The memory's stated_time after the change.
+	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -523,6 +552,20 @@ func (x *MemoryRevision) GetCreateTime() *timestamppb.Timestamp {
 func (x *MemoryRevision) GetExpireTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *MemoryRevision) GetEventTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
+func (x *MemoryRevision) GetStatedTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StatedTime
 	}
 	return nil
 }
@@ -1177,7 +1220,7 @@ var File_kioku_v1_memory_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xf7\x04\n" +
+	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xef\x05\n" +
 	"\x06Memory\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04fact\x18\x02 \x01(\tR\x04fact\x121\n" +
@@ -1194,7 +1237,11 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\asources\x18\n" +
 	" \x03(\v2\x16.kioku.v1.MemorySourceR\asources\x12\x1f\n" +
 	"\vrevision_id\x18\v \x01(\tR\n" +
-	"revisionId\x1a8\n" +
+	"revisionId\x129\n" +
+	"\n" +
+	"event_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
+	"\vstated_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"statedTime\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1206,7 +1253,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"expiration\"E\n" +
 	"\fMemorySource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x1b\n" +
-	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\x81\x05\n" +
+	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xf9\x05\n" +
 	"\x0eMemoryRevision\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\x12\x12\n" +
@@ -1222,7 +1269,11 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\vcreate_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vexpire_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"expireTime\x1a8\n" +
+	"expireTime\x129\n" +
+	"\n" +
+	"event_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
+	"\vstated_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"statedTime\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1333,32 +1384,36 @@ var file_kioku_v1_memory_proto_depIdxs = []int32{
 	19, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
 	20, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
 	3,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	0,  // 7: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	17, // 8: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	18, // 9: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
-	3,  // 10: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	19, // 11: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	19, // 12: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	2,  // 13: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
-	0,  // 14: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
-	5,  // 15: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	21, // 16: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	20, // 17: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
-	8,  // 18: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
-	9,  // 19: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	20, // 20: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	20, // 21: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
-	10, // 22: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	19, // 23: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	13, // 24: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	12, // 25: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	14, // 26: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	1,  // 27: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	19, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	19, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	0,  // 9: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
+	17, // 10: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	18, // 11: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	3,  // 12: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
+	19, // 13: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	19, // 14: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	19, // 15: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	19, // 16: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	2,  // 17: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
+	0,  // 18: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
+	5,  // 19: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
+	21, // 20: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	20, // 21: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	8,  // 22: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
+	9,  // 23: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
+	20, // 24: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	20, // 25: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	10, // 26: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
+	19, // 27: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	13, // 28: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	12, // 29: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	14, // 30: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	1,  // 31: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }

@@ -756,7 +756,10 @@ type RetrieveMemoriesRequest struct {
 	//	*RetrieveMemoriesRequest_SimpleRetrieval
 	Method isRetrieveMemoriesRequest_Method `protobuf_oneof:"method"`
 	// A filter: conditions joined with AND, each `topics = "NAME"` (the
-	// memory has the topic) or `metadata.KEY = "value"`.
+	// memory has the topic), `metadata.KEY = "value"`, or a comparison (=, <,
+	// <=, >, >=) of `event_time` or `stated_time` with an RFC 3339 time or a
+	// date (`event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
+	// memory without that time does not match a comparison of it.
 	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -862,7 +865,14 @@ type SimilaritySearch struct {
 	// The query, 1 byte to 4 KiB. Required.
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// How many memories to return, 1 to 100; 0 means 3.
-	TopK          int32 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	TopK int32 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Prefer memories whose time (event_time, else stated_time) lies in this
+	// range: the distance d of each memory the query finds there becomes d²,
+	// which puts the ones that match the query well first (a filter, by
+	// contrast, drops the others). Unset: the
+	// period a query names in words, if any ("in May 2023", "on 8 May 2023",
+	// "in 2022", "2023-05-08").
+	PreferTime    *TimeRange `protobuf:"bytes,3,opt,name=prefer_time,json=preferTime,proto3" json:"prefer_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -911,6 +921,69 @@ func (x *SimilaritySearch) GetTopK() int32 {
 	return 0
 }
 
+func (x *SimilaritySearch) GetPreferTime() *TimeRange {
+	if x != nil {
+		return x.PreferTime
+	}
+	return nil
+}
+
+// TimeRange is a range of times: start_time <= t < end_time; an unset end
+// is open.
+type TimeRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The start, inclusive.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// The end, exclusive.
+	EndTime       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeRange) Reset() {
+	*x = TimeRange{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeRange) ProtoMessage() {}
+
+func (x *TimeRange) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeRange.ProtoReflect.Descriptor instead.
+func (*TimeRange) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TimeRange) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *TimeRange) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
 // SimpleRetrieval pages through a scope.
 type SimpleRetrieval struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -924,7 +997,7 @@ type SimpleRetrieval struct {
 
 func (x *SimpleRetrieval) Reset() {
 	*x = SimpleRetrieval{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1009,7 @@ func (x *SimpleRetrieval) String() string {
 func (*SimpleRetrieval) ProtoMessage() {}
 
 func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1022,7 @@ func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimpleRetrieval.ProtoReflect.Descriptor instead.
 func (*SimpleRetrieval) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SimpleRetrieval) GetPageSize() int32 {
@@ -979,7 +1052,7 @@ type RetrieveMemoriesResponse struct {
 
 func (x *RetrieveMemoriesResponse) Reset() {
 	*x = RetrieveMemoriesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1064,7 @@ func (x *RetrieveMemoriesResponse) String() string {
 func (*RetrieveMemoriesResponse) ProtoMessage() {}
 
 func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1077,7 @@ func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetrieveMemoriesResponse) GetRetrievedMemories() []*RetrievedMemory {
@@ -1039,7 +1112,7 @@ type RetrievedMemory struct {
 
 func (x *RetrievedMemory) Reset() {
 	*x = RetrievedMemory{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1124,7 @@ func (x *RetrievedMemory) String() string {
 func (*RetrievedMemory) ProtoMessage() {}
 
 func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1137,7 @@ func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievedMemory.ProtoReflect.Descriptor instead.
 func (*RetrievedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RetrievedMemory) GetMemory() *Memory {
@@ -1096,7 +1169,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1181,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1194,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListMemoryRevisionsRequest) GetParent() string {
@@ -1158,7 +1231,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1243,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1256,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListMemoryRevisionsResponse) GetMemoryRevisions() []*MemoryRevision {
@@ -1213,7 +1286,7 @@ type RollbackMemoryRequest struct {
 
 func (x *RollbackMemoryRequest) Reset() {
 	*x = RollbackMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1298,7 @@ func (x *RollbackMemoryRequest) String() string {
 func (*RollbackMemoryRequest) ProtoMessage() {}
 
 func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1311,7 @@ func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackMemoryRequest.ProtoReflect.Descriptor instead.
 func (*RollbackMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RollbackMemoryRequest) GetName() string {
@@ -1274,7 +1347,7 @@ type PurgeMemoriesRequest struct {
 
 func (x *PurgeMemoriesRequest) Reset() {
 	*x = PurgeMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1359,7 @@ func (x *PurgeMemoriesRequest) String() string {
 func (*PurgeMemoriesRequest) ProtoMessage() {}
 
 func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1372,7 @@ func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PurgeMemoriesRequest) GetParent() string {
@@ -1341,7 +1414,7 @@ type GetMemoryBankConfigRequest struct {
 
 func (x *GetMemoryBankConfigRequest) Reset() {
 	*x = GetMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1426,7 @@ func (x *GetMemoryBankConfigRequest) String() string {
 func (*GetMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1439,7 @@ func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetMemoryBankConfigRequest) GetName() string {
@@ -1392,7 +1465,7 @@ type UpdateMemoryBankConfigRequest struct {
 
 func (x *UpdateMemoryBankConfigRequest) Reset() {
 	*x = UpdateMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1477,7 @@ func (x *UpdateMemoryBankConfigRequest) String() string {
 func (*UpdateMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1490,7 @@ func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UpdateMemoryBankConfigRequest) GetMemoryBankConfig() *MemoryBankConfig {
@@ -1501,10 +1574,16 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
-	"\x06method\"=\n" +
+	"\x06method\"s\n" +
 	"\x10SimilaritySearch\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n" +
-	"\x05top_k\x18\x02 \x01(\x05R\x04topK\"M\n" +
+	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x124\n" +
+	"\vprefer_time\x18\x03 \x01(\v2\x13.kioku.v1.TimeRangeR\n" +
+	"preferTime\"}\n" +
+	"\tTimeRange\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"M\n" +
 	"\x0fSimpleRetrieval\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1568,7 +1647,7 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*CreateMemoryRequest)(nil),           // 0: kioku.v1.CreateMemoryRequest
 	(*GetMemoryRequest)(nil),              // 1: kioku.v1.GetMemoryRequest
@@ -1583,82 +1662,86 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*DirectMemory)(nil),                  // 10: kioku.v1.DirectMemory
 	(*RetrieveMemoriesRequest)(nil),       // 11: kioku.v1.RetrieveMemoriesRequest
 	(*SimilaritySearch)(nil),              // 12: kioku.v1.SimilaritySearch
-	(*SimpleRetrieval)(nil),               // 13: kioku.v1.SimpleRetrieval
-	(*RetrieveMemoriesResponse)(nil),      // 14: kioku.v1.RetrieveMemoriesResponse
-	(*RetrievedMemory)(nil),               // 15: kioku.v1.RetrievedMemory
-	(*ListMemoryRevisionsRequest)(nil),    // 16: kioku.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil),   // 17: kioku.v1.ListMemoryRevisionsResponse
-	(*RollbackMemoryRequest)(nil),         // 18: kioku.v1.RollbackMemoryRequest
-	(*PurgeMemoriesRequest)(nil),          // 19: kioku.v1.PurgeMemoriesRequest
-	(*GetMemoryBankConfigRequest)(nil),    // 20: kioku.v1.GetMemoryBankConfigRequest
-	(*UpdateMemoryBankConfigRequest)(nil), // 21: kioku.v1.UpdateMemoryBankConfigRequest
-	nil,                                   // 22: kioku.v1.ListMemoriesRequest.ScopeEntry
-	nil,                                   // 23: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 24: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 25: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(*Memory)(nil),                        // 26: kioku.v1.Memory
-	(*fieldmaskpb.FieldMask)(nil),         // 27: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),         // 28: google.protobuf.Timestamp
-	(*Event)(nil),                         // 29: kioku.v1.Event
-	(*MemorySource)(nil),                  // 30: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),                // 31: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 32: kioku.v1.MemoryBankConfig
-	(*emptypb.Empty)(nil),                 // 33: google.protobuf.Empty
-	(*Operation)(nil),                     // 34: kioku.v1.Operation
+	(*TimeRange)(nil),                     // 13: kioku.v1.TimeRange
+	(*SimpleRetrieval)(nil),               // 14: kioku.v1.SimpleRetrieval
+	(*RetrieveMemoriesResponse)(nil),      // 15: kioku.v1.RetrieveMemoriesResponse
+	(*RetrievedMemory)(nil),               // 16: kioku.v1.RetrievedMemory
+	(*ListMemoryRevisionsRequest)(nil),    // 17: kioku.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil),   // 18: kioku.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),         // 19: kioku.v1.RollbackMemoryRequest
+	(*PurgeMemoriesRequest)(nil),          // 20: kioku.v1.PurgeMemoriesRequest
+	(*GetMemoryBankConfigRequest)(nil),    // 21: kioku.v1.GetMemoryBankConfigRequest
+	(*UpdateMemoryBankConfigRequest)(nil), // 22: kioku.v1.UpdateMemoryBankConfigRequest
+	nil,                                   // 23: kioku.v1.ListMemoriesRequest.ScopeEntry
+	nil,                                   // 24: kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	nil,                                   // 25: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 26: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(*Memory)(nil),                        // 27: kioku.v1.Memory
+	(*fieldmaskpb.FieldMask)(nil),         // 28: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
+	(*Event)(nil),                         // 30: kioku.v1.Event
+	(*MemorySource)(nil),                  // 31: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),                // 32: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 33: kioku.v1.MemoryBankConfig
+	(*emptypb.Empty)(nil),                 // 34: google.protobuf.Empty
+	(*Operation)(nil),                     // 35: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	26, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	22, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	26, // 2: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	26, // 3: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	27, // 4: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
-	23, // 5: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	27, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	23, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
+	27, // 2: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	27, // 3: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	28, // 4: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 5: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
 	7,  // 6: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
 	8,  // 7: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
 	9,  // 8: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	28, // 9: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	28, // 10: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	29, // 11: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	29, // 9: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	29, // 10: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	30, // 11: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
 	10, // 12: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	30, // 13: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	24, // 14: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	31, // 13: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	25, // 14: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
 	12, // 15: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	13, // 16: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	15, // 17: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	26, // 18: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	31, // 19: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	25, // 20: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	32, // 21: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	27, // 22: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 23: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 24: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 25: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 26: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 27: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 28: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 29: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	16, // 30: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	18, // 31: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	19, // 32: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	20, // 33: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	21, // 34: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	26, // 35: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	26, // 36: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 37: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	26, // 38: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	33, // 39: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	34, // 40: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	14, // 41: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	17, // 42: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	26, // 43: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	34, // 44: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	32, // 45: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	32, // 46: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	14, // 16: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	13, // 17: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	29, // 18: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	29, // 19: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	16, // 20: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	27, // 21: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	32, // 22: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	26, // 23: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	33, // 24: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	28, // 25: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 26: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	1,  // 27: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	2,  // 28: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	4,  // 29: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	5,  // 30: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	6,  // 31: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	11, // 32: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	17, // 33: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	19, // 34: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	20, // 35: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	21, // 36: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	22, // 37: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	27, // 38: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	27, // 39: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	3,  // 40: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	27, // 41: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	34, // 42: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	35, // 43: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	15, // 44: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	18, // 45: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	27, // 46: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	35, // 47: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	33, // 48: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	33, // 49: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	38, // [38:50] is the sub-list for method output_type
+	26, // [26:38] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -1684,7 +1767,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

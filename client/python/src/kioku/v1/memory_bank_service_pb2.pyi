@@ -208,12 +208,14 @@ class SessionSource(_message.Message):
     def __init__(self, session: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SimilaritySearch(_message.Message):
-    __slots__ = ["query", "top_k"]
+    __slots__ = ["prefer_time", "query", "top_k"]
+    PREFER_TIME_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
+    prefer_time: TimeRange
     query: str
     top_k: int
-    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ...) -> None: ...
+    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., prefer_time: _Optional[_Union[TimeRange, _Mapping]] = ...) -> None: ...
 
 class SimpleRetrieval(_message.Message):
     __slots__ = ["page_size", "page_token"]
@@ -222,6 +224,14 @@ class SimpleRetrieval(_message.Message):
     page_size: int
     page_token: str
     def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class TimeRange(_message.Message):
+    __slots__ = ["end_time", "start_time"]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    end_time: _timestamp_pb2.Timestamp
+    start_time: _timestamp_pb2.Timestamp
+    def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class UpdateMemoryBankConfigRequest(_message.Message):
     __slots__ = ["memory_bank_config", "update_mask"]

@@ -78,7 +78,7 @@ class GenerationTrigger(_message.Message):
     def __init__(self, event_count: _Optional[int] = ..., idle_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ["create_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "topics", "ttl", "update_time"]
+    __slots__ = ["create_time", "event_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "update_time"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,7 @@ class Memory(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     FACT_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
@@ -101,10 +102,12 @@ class Memory(_message.Message):
     REVISION_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
+    STATED_TIME_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     create_time: _timestamp_pb2.Timestamp
+    event_time: _timestamp_pb2.Timestamp
     expire_time: _timestamp_pb2.Timestamp
     fact: str
     metadata: _containers.ScalarMap[str, str]
@@ -112,10 +115,11 @@ class Memory(_message.Message):
     revision_id: str
     scope: _containers.ScalarMap[str, str]
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
+    stated_time: _timestamp_pb2.Timestamp
     topics: _containers.RepeatedScalarFieldContainer[str]
     ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
     __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "retrieval", "revision_ttl", "update_time"]
@@ -142,7 +146,7 @@ class MemoryBankConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
-    __slots__ = ["action", "create_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "topics"]
+    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "stated_time", "topics"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +163,7 @@ class MemoryRevision(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     EXTRACTED_FACTS_FIELD_NUMBER: _ClassVar[int]
     FACT_FIELD_NUMBER: _ClassVar[int]
@@ -168,9 +173,11 @@ class MemoryRevision(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
+    STATED_TIME_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     action: MemoryAction
     create_time: _timestamp_pb2.Timestamp
+    event_time: _timestamp_pb2.Timestamp
     expire_time: _timestamp_pb2.Timestamp
     extracted_facts: _containers.RepeatedScalarFieldContainer[str]
     fact: str
@@ -180,8 +187,9 @@ class MemoryRevision(_message.Message):
     reason: str
     scope: _containers.ScalarMap[str, str]
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
+    stated_time: _timestamp_pb2.Timestamp
     topics: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemorySource(_message.Message):
     __slots__ = ["event_ids", "session"]
