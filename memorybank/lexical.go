@@ -72,10 +72,21 @@ type lexicalQuery struct {
 	buckets [model.OfflineDimensions / 64]uint64
 }
 
-// index sets the buckets of the query's terms.
+// index sets the buckets of the query's terms, but for those that weigh
+// less than a fiftieth of the heaviest: a word nearly every memory of the
+// scope holds ("user" in "The user ...") weighs nearly nothing, and a
+// memory that shares nothing else with the query is passed over rather
+// than scored near 0 (which would cost a scan of the whole scope).
 func (q *lexicalQuery) index() {
 	q.buckets = [model.OfflineDimensions / 64]uint64{}
+	var heaviest float64
 	for _, t := range q.terms {
+		heaviest = max(heaviest, t.w)
+	}
+	for _, t := range q.terms {
+		if t.w < heaviest/50 {
+			continue
+		}
 		b := t.id % model.OfflineDimensions
 		q.buckets[b/64] |= 1 << (b % 64)
 	}
