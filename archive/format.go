@@ -95,6 +95,8 @@ type Record struct {
 	Operation *memorybank.Operation
 	// Counts are the end record's.
 	Counts Counts
+	// Size is the size of the record's encoding, in bytes.
+	Size int
 }
 
 // The records as they are encoded, one struct per kind. They are the
@@ -244,11 +246,11 @@ func (w *Writer) Counts() Counts { return w.counts }
 // State writes an app_state record (st.Ref.User empty) or a user_state
 // record.
 func (w *Writer) State(st *sessions.SharedState) error {
-	kind, name := KindAppState, aip.AppStateName(st.Ref.App)
+	kind := KindAppState
 	if st.Ref.User != "" {
-		kind, name = KindUserState, aip.UserStateName(st.Ref.App, st.Ref.User)
+		kind = KindUserState
 	}
-	return w.write(kind, stateRecord{Kind: kind, Name: name, State: st.State, UpdateTime: st.UpdateTime.UTC()})
+	return w.write(kind, stateRecord{Kind: kind, Name: st.Ref.Name(), State: st.State, UpdateTime: st.UpdateTime.UTC()})
 }
 
 // Session writes a session record: s with its own state.
@@ -509,6 +511,7 @@ func (r *Reader) Next() (*Record, error) {
 		return nil, io.EOF
 	}
 	r.counts[kind]++
+	rec.Size = len(line)
 	return rec, nil
 }
 

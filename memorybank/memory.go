@@ -2,6 +2,7 @@ package memorybank
 
 import (
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,6 +119,35 @@ func (m *Memory) Expired(now time.Time) bool {
 
 // Visible reports whether reads return the memory at now.
 func (m *Memory) Visible(now time.Time) bool { return !m.Deleted && !m.Expired(now) }
+
+// SameMemory reports whether two memories hold the same values: times as
+// instants, empty collections as absent ones. A store's import uses it to
+// leave a memory it already holds alone; values it cannot tell the same
+// (a field it does not know how to compare) count as different, so that
+// the import writes rather than skips.
+func SameMemory(a, b *Memory) bool {
+	norm := func(m *Memory) Memory {
+		c := *m
+		c.CreateTime, c.UpdateTime, c.ExpireTime = c.CreateTime.UTC(), c.UpdateTime.UTC(), c.ExpireTime.UTC()
+		if len(c.Scope) == 0 {
+			c.Scope = nil
+		}
+		if len(c.Topics) == 0 {
+			c.Topics = nil
+		}
+		if len(c.Metadata) == 0 {
+			c.Metadata = nil
+		}
+		if len(c.Sources) == 0 {
+			c.Sources = nil
+		}
+		if len(c.Embedding) == 0 {
+			c.Embedding = nil
+		}
+		return c
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
 
 // clone returns a deep copy (the vector is shared: vectors are never
 // modified in place).

@@ -116,6 +116,9 @@ func (o *Operation) Concerns(user string) bool {
 			return true
 		}
 	}
+	if o.Compact != nil && o.Compact.Session.User == user {
+		return true
+	}
 	return o.Purge != nil && o.Purge.Scope.User() == user
 }
 

@@ -116,6 +116,18 @@ type Store interface {
 	// ScanWatermarks returns up to limit watermarks of an app whose session
 	// names start with prefix, in session name order after the name after.
 	ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]Watermark, error)
+
+	// ImportMemory stores a memory as an archive has it (vector, revision
+	// number, deletion and all) and the given revisions of it, in one
+	// transaction, keeping whatever the store derives from memories (its
+	// source index, its similarity statistics) in step. A memory absent
+	// from the store is created; one with the same create time and scope
+	// is brought to m unless it moved on past it (a later revision or
+	// update time: FailedPrecondition); another memory with the id in the
+	// app is AlreadyExists. Revisions already stored (by number) are left
+	// as they are. It reports whether it wrote the memory and how many
+	// revisions it wrote.
+	ImportMemory(ctx context.Context, m *Memory, revs []*Revision) (bool, int, error)
 }
 
 // ScanQuery selects memories for ScanMemories.

@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"time"
+
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // Store persists sessions, events and state. Service validates every input
@@ -87,6 +89,29 @@ type Store interface {
 	// ScanUserStates returns up to limit "user:" scopes of an app that were
 	// ever written, in user order after the user after.
 	ScanUserStates(ctx context.Context, app, after string, limit int) ([]*SharedState, error)
+
+	// ImportSession stores a session as an archive has it (key, metadata,
+	// own state, initial state, times, LastSequence, compaction), without
+	// its events (ImportEvents) and without applying anything to the
+	// shared scopes. A session absent from the store, or expired there at
+	// now, is created. One of the same identity (user and create time) is
+	// brought to s, unless it moved on past s (a later sequence or update
+	// time: FailedPrecondition); any other session with the id in the app
+	// is AlreadyExists. It reports whether it wrote anything.
+	ImportSession(ctx context.Context, s *Session, now time.Time) (bool, error)
+
+	// ImportEvents stores events of a session ImportSession stored, at
+	// their sequences (1 to the session's LastSequence: Invalid
+	// otherwise), with their search index entries, and returns how many it
+	// wrote. An event already stored at its sequence under its id is left
+	// as it is; another event there, or the id at another sequence, is
+	// AlreadyExists. The session must be visible at now.
+	ImportEvents(ctx context.Context, key Key, events []*Event, now time.Time) (int, error)
+
+	// ImportState stores a shared scope's state and update time as they
+	// are, unless the scope was updated after st.UpdateTime
+	// (FailedPrecondition). It reports whether it wrote anything.
+	ImportState(ctx context.Context, st *SharedState) (bool, error)
 }
 
 // ScanQuery selects sessions for ScanSessions.
@@ -211,6 +236,15 @@ type AppendResult struct {
 type StateRef struct {
 	App  string
 	User string
+}
+
+// Name returns the scope's resource name: "apps/{app}/state" or
+// "apps/{app}/users/{user}/state".
+func (r StateRef) Name() string {
+	if r.User == "" {
+		return aip.AppStateName(r.App)
+	}
+	return aip.UserStateName(r.App, r.User)
 }
 
 // Prefix returns the key prefix of the scope.

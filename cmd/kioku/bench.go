@@ -18,6 +18,7 @@ Scenarios:
   memories    memory retrieval latency and generation throughput
   locomo      LoCoMo retrieval recall
   recall      event search (SearchEvents): LoCoMo recall and latency per user
+  export      kioku export and import of a large store: time and peak memory
 
 Run "kioku bench SCENARIO -h" for a scenario's flags.
 `
@@ -39,6 +40,8 @@ func bench(ctx context.Context, args []string) error {
 		return benchLocomo(ctx, args[1:])
 	case "recall":
 		return benchRecall(ctx, args[1:])
+	case "export":
+		return benchExport(ctx, args[1:])
 	}
 	fmt.Fprint(os.Stderr, benchUsage)
 	return fmt.Errorf("unknown bench scenario %q", args[0])

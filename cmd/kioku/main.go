@@ -7,6 +7,7 @@
 //	kioku key --app APP        make an API key for serve --auth-keys
 //	kioku backup --out FILE    copy the embedded store, even while it serves
 //	kioku export --out FILE    write an installation, app or user to an archive
+//	kioku import --in FILE     load an archive into a store
 //	kioku version              print the build's version
 //	kioku sessions|state|memories|ops|config SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
@@ -70,6 +71,7 @@ Usage:
   kioku backup --out FILE  copy the embedded store, even while it serves
   kioku export --out FILE  write everything, an app (--app) or a user (--user)
                            to a portable archive, from either store
+  kioku import --in FILE   load an archive into either store
   kioku version            print the build's version
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
@@ -99,6 +101,8 @@ func run(ctx context.Context, args []string) error {
 		return backup(ctx, args[1:], os.Stdout)
 	case "export":
 		return export(ctx, args[1:], os.Stdout)
+	case "import":
+		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
 	case "sessions", "state", "memories", "ops", "config":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

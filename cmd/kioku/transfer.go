@@ -213,3 +213,80 @@ func describeCounts(c archive.Counts) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+const importUsage = `Usage: kioku import --in FILE [flags]
+
+Loads an archive written by kioku export into the store, which the same
+flags and KIOKU_ variables as kioku serve choose: SQLite (stop kioku serve
+on the data directory first: a serving process would not see the imported
+memories in its vector cache) or Firestore. Every record is written as it
+is: names, ids, sequences, timestamps, revision numbers and sources. What
+the store holds already is left alone, so importing twice changes nothing
+and an import that stopped is resumed by running it again; a record that
+conflicts with the store (a session of the same id created there, one
+that moved on since) stops the import with an error naming it. Memories
+whose vectors come from another embedder than the store's (the --embedder
+flags) are embedded again. An archive of another format version is
+refused.
+
+Flags:
+`
+
+// importArchive loads an archive.
+func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := cli.NewFlagSet("import", "KIOKU_", importUsage)
+	sf := registerStoreFlags(fs)
+	in := fs.String("in", "", "the archive to read (required; - for standard input)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("import takes no arguments, got %q", fs.Args())
+	}
+	if *in == "" {
+		fs.Usage()
+		return errors.New("--in is required")
+	}
+	src := stdin
+	if *in != "-" {
+		f, err := os.Open(*in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = f
+	}
+	r, err := archive.NewReader(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *in, err)
+	}
+	defer r.Close()
+	stores, emb, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stores.Close()
+	start := time.Now()
+	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories}, r, archive.ImportOptions{Embedder: emb, Now: start})
+	h := r.Header()
+	report := fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", *in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
+	if rep != nil {
+		read := int64(0)
+		for _, n := range rep.Read {
+			read += n
+		}
+		report += fmt.Sprintf(": wrote %s; read %d records (what was not written was in the store already)", describeCounts(rep.Written), read)
+		if rep.Expired > 0 {
+			report += fmt.Sprintf("; skipped %d sessions that expired since the export, with their events", rep.Expired)
+		}
+		if rep.Reembedded > 0 {
+			report += fmt.Sprintf("; embedded %d memories again with %s", rep.Reembedded, emb.Name())
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stdout, report+" (stopped)")
+		return err
+	}
+	fmt.Fprintf(stdout, "%s, in %v\n", report, time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -1,6 +1,9 @@
 package main_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -8,13 +11,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/archive"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
 // kiokuCmd runs the kioku binary and returns its combined output.
@@ -102,6 +114,234 @@ func TestExportCommand(t *testing.T) {
 		args := append([]string{"export", "--data-dir", dataDir, "--out", filepath.Join(t.TempDir(), "x")}, tc.args...)
 		if msg := kiokuCmd(t, true, args...); !strings.Contains(msg, tc.want) {
 			t.Errorf("kioku %v printed %q, want %q", tc.args, msg, tc.want)
+		}
+	}
+}
+
+// mustStruct converts a map to a protobuf Struct.
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// clients are the three kioku.v1 clients of one server.
+type clients struct {
+	s kiokuv1connect.SessionServiceClient
+	m kiokuv1connect.MemoryBankServiceClient
+	o kiokuv1connect.OperationServiceClient
+}
+
+func clientsOf(url string) clients {
+	return clients{
+		s: kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url),
+		m: kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, url),
+		o: kiokuv1connect.NewOperationServiceClient(http.DefaultClient, url),
+	}
+}
+
+func call[Req, Res any](t *testing.T, f func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), req *Req) *Res {
+	t.Helper()
+	res, err := f(t.Context(), connect.NewRequest(req))
+	if err != nil {
+		t.Fatalf("%T: %v", req, err)
+	}
+	return res.Msg
+}
+
+// waitDone waits for an operation to finish successfully.
+func waitDone(t *testing.T, c clients, op *kiokuv1.Operation) {
+	t.Helper()
+	done := call(t, c.o.WaitOperation, &kiokuv1.WaitOperationRequest{Name: op.GetName(), Timeout: durationpb.New(30 * time.Second)})
+	if !done.GetDone() || done.GetError() != nil {
+		t.Fatalf("operation %s: %v", op.GetName(), done)
+	}
+}
+
+// populateAPI stores, through the API, everything an archive holds:
+// sessions with every kind of event, a fork, a compaction, shared state of
+// every scope, memories with revisions (updated, deleted, rolled back),
+// generated memories with their operation and watermark, a configuration.
+func populateAPI(t *testing.T, c clients) {
+	text := func(role, s string) *kiokuv1.Content {
+		return &kiokuv1.Content{Role: role, Parts: []*kiokuv1.Part{{Text: s}}}
+	}
+	call(t, c.s.CreateSession, &kiokuv1.CreateSessionRequest{Parent: "apps/shop/users/ann", SessionId: "s1", Session: &kiokuv1.Session{
+		DisplayName: "first chat", Labels: map[string]string{"topic": "tea"}, Expiration: &kiokuv1.Session_Ttl{Ttl: durationpb.New(240 * time.Hour)},
+		State: mustStruct(t, map[string]any{"mood": "curious", "user:lang": "ja", "app:motd": "hi", "temp:x": 1}),
+	}})
+	const s1 = "apps/shop/users/ann/sessions/s1"
+	events := []*kiokuv1.Event{
+		{Id: "e1", InvocationId: "i1", Author: "user", Content: text("user", "I prefer green tea."),
+			Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"user:drink": "tea", "k": 1, "temp:draft": "x"})}},
+		{Id: "e2", InvocationId: "i1", Author: "hana", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
+			{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "get_weather", Args: mustStruct(t, map[string]any{"city": "Sapporo"})}}}}},
+		{Id: "e3", InvocationId: "i1", Author: "hana", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{
+			{FunctionResponse: &kiokuv1.FunctionResponse{Id: "c1", Name: "get_weather", Response: mustStruct(t, map[string]any{"sky": "snow", "c": -3.5})}}}}},
+		{Id: "e4", InvocationId: "i2", Author: "hana", TurnComplete: true, CustomMetadata: mustStruct(t, map[string]any{"score": 0.5, "tags": []any{"a", "b"}}),
+			Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
+				{Text: "thinking", Thought: true, ThoughtSignature: []byte{1, 2, 3}},
+				{InlineData: &kiokuv1.Blob{MimeType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0}}},
+				{Text: "It snows in Sapporo."}}}},
+	}
+	for i := 5; i <= 12; i++ {
+		events = append(events, &kiokuv1.Event{Id: fmt.Sprint("e", i), Author: "user", Content: text("user", fmt.Sprintf("message %d", i))})
+	}
+	for _, e := range events {
+		call(t, c.s.AppendEvent, &kiokuv1.AppendEventRequest{Name: s1, Event: e})
+	}
+	waitDone(t, c, call(t, c.s.CompactSession, &kiokuv1.CompactSessionRequest{Name: s1, KeepRecentEvents: 2}))
+	call(t, c.s.ForkSession, &kiokuv1.ForkSessionRequest{Name: s1, SessionId: "s1-fork", EventId: "e4"})
+	call(t, c.s.UpdateSession, &kiokuv1.UpdateSessionRequest{Session: &kiokuv1.Session{Name: s1, DisplayName: "tea chat"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"display_name"}}})
+	call(t, c.s.CreateSession, &kiokuv1.CreateSessionRequest{Parent: "apps/shop/users/bo", SessionId: "t1"})
+	call(t, c.s.AppendEvent, &kiokuv1.AppendEventRequest{Name: "apps/shop/users/bo/sessions/t1", Event: &kiokuv1.Event{Id: "f1", Author: "user", Content: text("user", "hello")}})
+	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/shop/users/bo/state", StateDelta: mustStruct(t, map[string]any{"user:level": 3})})
+	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/other/state", StateDelta: mustStruct(t, map[string]any{"app:only": true})})
+
+	call(t, c.m.UpdateMemoryBankConfig, &kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: &kiokuv1.MemoryBankConfig{
+		Name: "apps/shop/memoryBankConfig", CustomTopics: []*kiokuv1.CustomMemoryTopic{{Label: "DRINKS", Description: "What the user drinks."}},
+		GenerationTrigger: &kiokuv1.GenerationTrigger{EventCount: 100},
+	}})
+	op := call(t, c.m.GenerateMemories, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/shop", DisableConsolidation: true,
+		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: s1}}})
+	waitDone(t, c, op)
+	ann := map[string]string{"user_id": "ann"}
+	m := call(t, c.m.CreateMemory, &kiokuv1.CreateMemoryRequest{Parent: "apps/shop", MemoryId: "direct", Memory: &kiokuv1.Memory{
+		Fact: "Ann lives in Sapporo.", Scope: ann, Topics: []string{"USER_PERSONAL_INFO"}, Metadata: map[string]string{"src": "form"}}})
+	call(t, c.m.UpdateMemory, &kiokuv1.UpdateMemoryRequest{Memory: &kiokuv1.Memory{Name: m.GetName(), Fact: "Ann lives in Otaru."}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"fact"}}})
+	call(t, c.m.RollbackMemory, &kiokuv1.RollbackMemoryRequest{Name: m.GetName(), TargetRevisionId: m.GetName() + "/revisions/1"})
+	gone := call(t, c.m.CreateMemory, &kiokuv1.CreateMemoryRequest{Parent: "apps/shop", Memory: &kiokuv1.Memory{Fact: "Bo had a cold.", Scope: map[string]string{"user_id": "bo"}}})
+	call(t, c.m.DeleteMemory, &kiokuv1.DeleteMemoryRequest{Name: gone.GetName()})
+}
+
+// snapshot reads, through the API, everything populateAPI stored: every
+// session with all its events (both views), every scope's state, every
+// visible memory with its revisions, the configuration, the operations.
+func snapshot(t *testing.T, c clients) []proto.Message {
+	var out []proto.Message
+	for _, app := range []string{"shop", "other"} {
+		list := call(t, c.s.ListSessions, &kiokuv1.ListSessionsRequest{Parent: "apps/" + app + "/users/-", PageSize: 100, IncludeState: true})
+		out = append(out, list)
+		for _, s := range list.GetSessions() {
+			out = append(out,
+				call(t, c.s.GetSession, &kiokuv1.GetSessionRequest{Name: s.GetName()}),
+				call(t, c.s.GetSession, &kiokuv1.GetSessionRequest{Name: s.GetName(), View: kiokuv1.SessionView_SESSION_VIEW_COMPACTED}),
+				call(t, c.s.ListEvents, &kiokuv1.ListEventsRequest{Parent: s.GetName(), PageSize: 100}))
+		}
+		out = append(out, call(t, c.s.GetState, &kiokuv1.GetStateRequest{Name: "apps/" + app + "/state"}))
+		for _, user := range []string{"ann", "bo"} {
+			out = append(out, call(t, c.s.GetState, &kiokuv1.GetStateRequest{Name: "apps/" + app + "/users/" + user + "/state"}))
+			mems := call(t, c.m.ListMemories, &kiokuv1.ListMemoriesRequest{Parent: "apps/" + app, Scope: map[string]string{"user_id": user}, PageSize: 100})
+			out = append(out, mems)
+			for _, m := range mems.GetMemories() {
+				out = append(out, call(t, c.m.GetMemory, &kiokuv1.GetMemoryRequest{Name: m.GetName()}),
+					call(t, c.m.ListMemoryRevisions, &kiokuv1.ListMemoryRevisionsRequest{Parent: m.GetName(), PageSize: 100}))
+			}
+		}
+		out = append(out, call(t, c.m.GetMemoryBankConfig, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/" + app + "/memoryBankConfig"}))
+		ops := call(t, c.o.ListOperations, &kiokuv1.ListOperationsRequest{Parent: "apps/" + app, PageSize: 100})
+		out = append(out, ops)
+		for _, op := range ops.GetOperations() {
+			out = append(out, call(t, c.o.GetOperation, &kiokuv1.GetOperationRequest{Name: op.GetName()}))
+		}
+	}
+	return out
+}
+
+// records reads an archive's records (its header aside).
+func records(t *testing.T, path string) []*archive.Record {
+	t.Helper()
+	_, recs := readArchive(t, path)
+	return recs
+}
+
+// TestRoundTripThroughFirestore moves a SQLite installation that is
+// serving to Firestore and back with the commands: SQLite -> archive ->
+// Firestore -> archive -> SQLite. The archives hold the same records (the
+// domain values read back from each store), and the three stores answer
+// the API alike: sessions with every kind of event and both views, the
+// state of every scope, memories with their revisions, configuration and
+// operations. Importing again writes nothing.
+func TestRoundTripThroughFirestore(t *testing.T) {
+	project := firestoretest.Project(t)
+	fake := modeltest.NewGemini(t)
+	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
+		if c.Schema == nil { // a compaction's summary
+			return modeltest.Reply{Text: "Ann talked about tea and the weather in Sapporo."}
+		}
+		return modeltest.Reply{Text: `{"facts":[{"fact":"Ann prefers green tea.","topic":"USER_PREFERENCES","events":[1]},{"fact":"It snows in Sapporo.","topic":"DRINKS","events":[4]}]}`}
+	})
+	t.Setenv("GEMINI_API_KEY", "test-key")
+	models := []string{"--model-provider", "gemini", "--gemini-base-url", fake.URL}
+	srcDir := t.TempDir()
+	src := startKioku(t, append([]string{"--data-dir", srcDir}, models...)...)
+	srcAPI := clientsOf(src.url)
+	populateAPI(t, srcAPI)
+
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.kioku.gz"), filepath.Join(dir, "b.kioku.gz"), filepath.Join(dir, "c.kioku.gz")
+	fsFlags := []string{"--store", "firestore", "--firestore-project", project}
+	kiokuCmd(t, false, "export", "--data-dir", srcDir, "--out", a) // while it serves
+	out := kiokuCmd(t, false, append([]string{"import", "--in", a}, fsFlags...)...)
+	if !strings.Contains(out, "wrote 2 app_state, 2 user_state, 3 session, 18 event,") {
+		t.Errorf("kioku import printed %q", out)
+	}
+	kiokuCmd(t, false, append([]string{"export", "--out", b}, fsFlags...)...)
+	dstDir := t.TempDir()
+	kiokuCmd(t, false, "import", "--data-dir", dstDir, "--in", b)
+	kiokuCmd(t, false, "export", "--data-dir", dstDir, "--out", c)
+
+	recsA := records(t, a)
+	ignore := cmpopts.IgnoreFields(archive.Record{}, "Size")
+	if diff := cmp.Diff(recsA, records(t, b), ignore); diff != "" {
+		t.Fatalf("archive of SQLite (-) and of Firestore after the import (+):\n%s", diff)
+	}
+	if diff := cmp.Diff(recsA, records(t, c), ignore); diff != "" {
+		t.Fatalf("archive of SQLite (-) and of SQLite by way of Firestore (+):\n%s", diff)
+	}
+	kinds := map[archive.Kind]int{}
+	for _, r := range recsA {
+		kinds[r.Kind]++
+	}
+	for _, k := range []archive.Kind{archive.KindAppState, archive.KindUserState, archive.KindSession, archive.KindEvent, archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindWatermark, archive.KindOperation} {
+		if kinds[k] == 0 {
+			t.Errorf("the archive has no %s record: the round trip does not check them", k)
+		}
+	}
+
+	// Importing again writes nothing.
+	if out := kiokuCmd(t, false, append([]string{"import", "--in", a}, fsFlags...)...); !strings.Contains(out, "wrote 0 app_state, 0 user_state, 0 session, 0 event, 0 session_deleted, 0 memory_bank_config, 0 memory, 0 revision, 0 watermark, 0 operation; read 40 records") {
+		t.Errorf("importing the archive again printed %q", out)
+	}
+
+	// Every store answers the API alike.
+	want := snapshot(t, srcAPI)
+	for name, args := range map[string][]string{"firestore": fsFlags, "sqlite": {"--data-dir", dstDir}} {
+		dst := startKioku(t, append(args, models...)...)
+		if diff := cmp.Diff(want, snapshot(t, clientsOf(dst.url)), protocmp.Transform()); diff != "" {
+			t.Errorf("what the API answers from the source (-) and from %s (+):\n%s", name, diff)
+		}
+	}
+}
+
+// TestBenchExport runs the export benchmark on a small store: it reports
+// the time and the peak memory of each child process.
+func TestBenchExport(t *testing.T) {
+	out := kiokuCmd(t, false, "bench", "export", "--events", "3000", "--sessions", "3", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got map[string]float64
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+		t.Fatalf("last line of %q: %v", out, err)
+	}
+	if got["events"] != 3000 || !strings.Contains(out, "3000 event") {
+		t.Errorf("bench export output %q", out)
+	}
+	for _, k := range []string{"import_s", "import_events_per_s", "import_max_rss_mb", "export_s", "export_events_per_s", "export_max_rss_mb", "archive_mb"} {
+		if got[k] <= 0 {
+			t.Errorf("%s = %v, want a figure", k, got[k])
 		}
 	}
 }

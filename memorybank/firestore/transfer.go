@@ -2,17 +2,20 @@ package firestore
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
-// The primitives of export (package archive): listings in document id or
-// session name order with cursors.
+// The primitives of export and import (package archive): listings in
+// document id or session name order with cursors, and writes of archived
+// records as they are.
 
 // Apps implements memorybank.Store: the app documents under the root (which
 // exist only as the parents of their collections); no index is needed.
@@ -90,4 +93,97 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 		out = append(out, memorybank.Watermark{App: app, Session: d.Session, Sequence: d.Seq})
 	}
 	return out, nil
+}
+
+// ImportMemory implements memorybank.Store: one transaction that reads the
+// memory, its scope's statistics and the revisions' documents, then writes
+// the memory (counting it in the statistics in place of the stored one)
+// and the revisions not stored yet.
+func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*memorybank.Revision) (bool, int, error) {
+	doc, err := toDoc(m)
+	if err != nil {
+		return false, 0, err
+	}
+	revRefs := make([]*firestore.DocumentRef, len(revs))
+	revDocs := make([]*revisionDoc, len(revs))
+	for i, r := range revs {
+		if r.App != m.App || r.MemoryID != m.ID {
+			return false, 0, fault.Invalidf("revision %s is not one of memory %s", r.Name(), m.Name())
+		}
+		if revDocs[i], err = revisionToDoc(r); err != nil {
+			return false, 0, err
+		}
+		revRefs[i] = s.revisionRef(m.App, m.ID, r.Number)
+	}
+	ref := s.memories(m.App).Doc(m.ID)
+	statsRef := s.statsRef(m.App, m.Scope.Key())
+	var (
+		wrote bool
+		n     int
+	)
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		wrote, n = false, 0
+		var (
+			old      *memorybank.Memory
+			oldTerms bool
+		)
+		snap, err := tx.Get(ref)
+		switch {
+		case firestoredb.IsNotFound(err):
+			wrote = true
+		case err != nil:
+			return err
+		default:
+			if old, err = fromSnap(m.App, snap); err != nil {
+				return err
+			}
+			v, _ := snap.DataAt("terms_version")
+			oldTerms = v == termsVersion
+			switch {
+			case !old.CreateTime.Equal(m.CreateTime) || old.Scope.Key() != m.Scope.Key():
+				return fault.New(fault.AlreadyExists, "memory id %q of app %q is another memory in this store (created %v, scope %q), not the archive's", m.ID, m.App, old.CreateTime, old.Scope.Key())
+			case old.Revision > m.Revision || old.UpdateTime.After(m.UpdateTime):
+				return fault.New(fault.FailedPrecondition, "memory %s moved on in this store (revision %d, updated %v) past the archive's (revision %d, updated %v)", m.Name(), old.Revision, old.UpdateTime, m.Revision, m.UpdateTime)
+			}
+			wrote = !memorybank.SameMemory(old, m) || !oldTerms
+		}
+		var st scopeStats
+		if wrote {
+			if st, err = readStats(tx.Get(statsRef)); err != nil {
+				return err
+			}
+		}
+		existing, err := tx.GetAll(revRefs)
+		if err != nil {
+			return err
+		}
+		if wrote {
+			st.count(old, oldTerms, -1)
+			st.count(m, true, 1)
+			body, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(statsRef, map[string]any{"scope_key": m.Scope.Key(), "body": string(body)}); err != nil {
+				return err
+			}
+			if err := tx.Set(ref, doc); err != nil {
+				return err
+			}
+		}
+		for i, e := range existing {
+			if e.Exists() {
+				continue
+			}
+			if err := tx.Set(revRefs[i], revDocs[i]); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	}, s.txn...)
+	if err != nil {
+		return false, 0, firestoredb.Wrap(err)
+	}
+	return wrote, n, nil
 }

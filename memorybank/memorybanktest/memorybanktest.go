@@ -73,10 +73,12 @@ func Run(t *testing.T, newStore NewStore) {
 		{"IdleTriggerAndRestart", testIdleTrigger},
 		{"Reembed", testReembed},
 		{"Scan", testScan},
+		{"Import", testImport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, newStore(t))
+			h.fresh = func() memorybank.Store { return newStore(t) }
 			tc.fn(t, h)
 		})
 	}
@@ -183,6 +185,9 @@ type harness struct {
 	svc    *memorybank.Service // with a model
 	noGen  *memorybank.Service // without a model
 	ctx    context.Context
+	// fresh returns another empty store of the backend (an import's
+	// target).
+	fresh func() memorybank.Store
 }
 
 func newHarness(t *testing.T, store memorybank.Store) *harness {

@@ -2,10 +2,13 @@ package memorybanktest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
 )
 
 // The primitives export and import use (package archive).
@@ -141,3 +144,130 @@ func testScan(t *testing.T, h *harness) {
 		t.Fatalf("ScanWatermarks of u1's sessions (-want +got):\n%s", diff)
 	}
 }
+
+// copyMemories imports every memory of app1 with its revisions from one
+// store into another, the revisions in chunks of chunk, as package
+// archive does, and returns what the calls reported.
+func copyMemories(t *testing.T, h *harness, from, to memorybank.Store, chunk int) (memories, revisions int) {
+	t.Helper()
+	list, err := from.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list {
+		revs, err := from.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for start := 0; start == 0 || start < len(revs); start += chunk {
+			w, n, err := to.ImportMemory(h.ctx, m, revs[start:min(start+chunk, len(revs))])
+			if err != nil {
+				t.Fatalf("ImportMemory(%s): %v", m.Name(), err)
+			}
+			if w {
+				memories++
+			}
+			revisions += n
+		}
+	}
+	return memories, revisions
+}
+
+func testImport(t *testing.T, h *harness) {
+	h.create("The user likes green tea.", user1)
+	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{memorybank.TopicUserPersonalInfo}, Metadata: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fact := range []string{"The user plays the viola.", "The user plays the viola in a quartet."} {
+		if _, err := h.svc.UpdateMemory(h.ctx, "app1", m2.ID, memorybank.MemoryUpdate{Fact: &fact}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := h.create("The user had a cold.", memorybank.Scope{"user_id": "u2"})
+	if err := h.svc.DeleteMemory(h.ctx, "app1", gone.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	target := h.fresh()
+	if w, n := copyMemories(t, h, h.store, target, 2); w != 3 || n != 6 {
+		t.Fatalf("first import wrote %d memories and %d revisions, want 3 and 6", w, n)
+	}
+	scan := func(st memorybank.Store) []*memorybank.Memory {
+		t.Helper()
+		list, err := st.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	if diff := cmp.Diff(scan(h.store), scan(target)); diff != "" {
+		t.Fatalf("imported memories (-source +target):\n%s", diff)
+	}
+	for _, m := range scan(h.store) {
+		want, err := h.store.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := target.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("imported revisions of %s (-source +target):\n%s", m.ID, diff)
+		}
+	}
+	// Retrieval of the target ranks the imported memories as the source's
+	// (its statistics count them), and does not see the deleted one.
+	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now})
+	for _, q := range []string{"cello viola quartet", "tea"} {
+		want, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: q, TopK: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := tsvc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: q, TopK: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" || len(got) == 0 {
+			t.Fatalf("retrieval of %q from the target (-source +target):\n%s", q, diff)
+		}
+	}
+	if got := h.facts(memorybank.Scope{"user_id": "u2"}); len(got) != 0 {
+		t.Fatalf("the deleted memory is retrieved: %v", got)
+	}
+
+	// Importing again writes nothing; an import that stopped between
+	// chunks of revisions is completed by the next.
+	if w, n := copyMemories(t, h, h.store, target, 100); w != 0 || n != 0 {
+		t.Fatalf("second import wrote %d memories and %d revisions, want none", w, n)
+	}
+	resumed := h.fresh()
+	revs, err := h.store.ListRevisions(h.ctx, "app1", m2.ID, 0, 100, h.clock.Now())
+	if err != nil || len(revs) != 3 {
+		t.Fatalf("revisions of m2: %d, %v", len(revs), err)
+	}
+	m2now, err := h.store.GetMemory(h.ctx, "app1", m2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, n, err := resumed.ImportMemory(h.ctx, m2now, revs[:1]); err != nil || !w || n != 1 {
+		t.Fatalf("ImportMemory with the first revision = %v, %d, %v", w, n, err)
+	}
+	if w, n, err := resumed.ImportMemory(h.ctx, m2now, revs); err != nil || w || n != 2 {
+		t.Fatalf("ImportMemory after a stop = %v, %d, %v; want the 2 missing revisions only", w, n, err)
+	}
+
+	// What conflicts with the target is refused.
+	other := *m2now
+	other.CreateTime = other.CreateTime.Add(-time.Hour)
+	_, _, err = target.ImportMemory(h.ctx, &other, nil)
+	wantKind(t, "another memory under an imported id", err, fault.AlreadyExists)
+	if _, err := tsvc.UpdateMemory(h.ctx, "app1", m2.ID, memorybank.MemoryUpdate{Fact: ptr("The user plays the double bass.")}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = target.ImportMemory(h.ctx, m2now, nil)
+	wantKind(t, "a memory that moved on in the target", err, fault.FailedPrecondition)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -402,29 +402,17 @@ func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit
 // Write implements memorybank.Store.
 func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	type prepared struct {
-		c                                  memorybank.Change
-		scope, topics, meta, sources, body string
-		embedding                          []byte
+		c    memorybank.Change
+		row  *memoryRow
+		body string
 	}
 	var ps []prepared
 	for _, c := range w.Changes {
-		m := c.Memory
-		p := prepared{c: c, embedding: memorybank.EncodeVector(m.Embedding)}
-		var err error
-		if p.scope, err = jsonText(m.Scope); err != nil {
-			return err
-		}
-		if p.topics, err = jsonText(nonNil(m.Topics)); err != nil {
-			return err
-		}
-		if p.meta, err = jsonText(nonNilMap(m.Metadata)); err != nil {
-			return err
-		}
-		src, err := memorybank.MarshalSources(m.Sources)
+		row, err := encodeMemory(c.Memory)
 		if err != nil {
 			return err
 		}
-		p.sources = string(src)
+		p := prepared{c: c, row: row}
 		if c.Revision != nil {
 			body, err := c.Revision.MarshalBody()
 			if err != nil {
@@ -485,31 +473,13 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 		}
 		for _, p := range ps {
 			m := p.c.Memory
-			deleted := 0
-			if m.Deleted {
-				deleted = 1
-			}
-			if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
-				sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
-				deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
-				event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
-				m.App, m.ID, m.Fact, p.scope, p.topics, p.meta, p.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
-				m.Revision, deleted, p.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.Scope.Key()); err != nil {
+			// A change without a revision only refreshes the vector: the
+			// sources stay.
+			if err := putMemory(tx, m, p.row, p.c.Revision != nil); err != nil {
 				return err
 			}
 			if p.c.Revision == nil {
 				continue
-			}
-			if _, err := tx.Exec(`DELETE FROM memory_sources WHERE app = ? AND memory_id = ?`, m.App, m.ID); err != nil {
-				return err
-			}
-			if !m.Deleted {
-				for _, src := range m.Sources {
-					if _, err := tx.Exec(`INSERT OR IGNORE INTO memory_sources (app, session, memory_id) VALUES (?, ?, ?)`, m.App, src.Session, m.ID); err != nil {
-						return err
-					}
-				}
 			}
 			r := p.c.Revision
 			if _, err := tx.Exec(`INSERT INTO memory_revisions (app, memory_id, number, body, expire_ns) VALUES (?, ?, ?, ?, ?)`,
@@ -534,6 +504,65 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	}
 	for _, c := range w.Changes {
 		s.cache.Put(c.Memory)
+	}
+	return nil
+}
+
+// memoryRow is a memory's encoded columns.
+type memoryRow struct {
+	scope, topics, meta, sources string
+	embedding                    []byte
+}
+
+func encodeMemory(m *memorybank.Memory) (*memoryRow, error) {
+	r := &memoryRow{embedding: memorybank.EncodeVector(m.Embedding)}
+	var err error
+	if r.scope, err = jsonText(m.Scope); err != nil {
+		return nil, err
+	}
+	if r.topics, err = jsonText(nonNil(m.Topics)); err != nil {
+		return nil, err
+	}
+	if r.meta, err = jsonText(nonNilMap(m.Metadata)); err != nil {
+		return nil, err
+	}
+	src, err := memorybank.MarshalSources(m.Sources)
+	if err != nil {
+		return nil, err
+	}
+	r.sources = string(src)
+	return r, nil
+}
+
+// putMemory inserts or replaces a memory's row and, with sources, its
+// entries in the source index (none for a deleted memory).
+func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) error {
+	deleted := 0
+	if m.Deleted {
+		deleted = 1
+	}
+	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
+		sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
+		deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
+		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
+		m.App, m.ID, m.Fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
+		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.Scope.Key()); err != nil {
+		return err
+	}
+	if !sources {
+		return nil
+	}
+	if _, err := tx.Exec(`DELETE FROM memory_sources WHERE app = ? AND memory_id = ?`, m.App, m.ID); err != nil {
+		return err
+	}
+	if m.Deleted {
+		return nil
+	}
+	for _, src := range m.Sources {
+		if _, err := tx.Exec(`INSERT OR IGNORE INTO memory_sources (app, session, memory_id) VALUES (?, ?, ?)`, m.App, src.Session, m.ID); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,13 +3,17 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
-// The primitives of export (package archive): listings in key order with
-// cursors, each a range of a primary key.
+// The primitives of export and import (package archive): listings in key
+// order with cursors, each a range of a primary key, and writes of
+// archived records as they are.
 
 // Apps implements memorybank.Store: the next app of each table after the
 // cursor (one index seek each), the least of them, until limit.
@@ -69,4 +73,71 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 		out = append(out, w)
 	}
 	return out, rows.Err()
+}
+
+// ImportMemory implements memorybank.Store: one transaction for the
+// memory's row, its source index entries and the revisions not stored
+// yet; the vector cache is told as for any write.
+func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*memorybank.Revision) (bool, int, error) {
+	row, err := encodeMemory(m)
+	if err != nil {
+		return false, 0, err
+	}
+	bodies := make([]string, len(revs))
+	for i, r := range revs {
+		if r.App != m.App || r.MemoryID != m.ID {
+			return false, 0, fault.Invalidf("revision %s is not one of memory %s", r.Name(), m.Name())
+		}
+		b, err := r.MarshalBody()
+		if err != nil {
+			return false, 0, err
+		}
+		bodies[i] = string(b)
+	}
+	var (
+		wrote bool
+		n     int
+	)
+	s.cache.Touch(m.App, m.Scope.Key())
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		wrote, n = false, 0
+		old, err := scanMemory(tx.QueryRow(`SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, m.App, m.ID).Scan)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			wrote = true
+		case err != nil:
+			return err
+		case !old.CreateTime.Equal(m.CreateTime) || old.Scope.Key() != m.Scope.Key():
+			return fault.New(fault.AlreadyExists, "memory id %q of app %q is another memory in this store (created %v, scope %q), not the archive's", m.ID, m.App, old.CreateTime, old.Scope.Key())
+		case old.Revision > m.Revision || old.UpdateTime.After(m.UpdateTime):
+			return fault.New(fault.FailedPrecondition, "memory %s moved on in this store (revision %d, updated %v) past the archive's (revision %d, updated %v)", m.Name(), old.Revision, old.UpdateTime, m.Revision, m.UpdateTime)
+		default:
+			wrote = !memorybank.SameMemory(old, m)
+		}
+		if wrote {
+			if err := putMemory(tx, m, row, true); err != nil {
+				return err
+			}
+		}
+		for i, r := range revs {
+			res, err := tx.Exec(`INSERT OR IGNORE INTO memory_revisions (app, memory_id, number, body, expire_ns) VALUES (?, ?, ?, ?, ?)`,
+				r.App, r.MemoryID, r.Number, bodies[i], unixnano.From(r.ExpireTime))
+			if err != nil {
+				return err
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n += int(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	if wrote {
+		s.cache.Put(m)
+	}
+	return wrote, n, nil
 }

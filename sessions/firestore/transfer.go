@@ -2,17 +2,23 @@ package firestore
 
 import (
 	"context"
+	"maps"
+	"reflect"
 	"slices"
+	"time"
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// The primitives of export (package archive): listings in document id
-// order with cursors.
+// The primitives of export and import (package archive): listings in
+// document id order with cursors, and writes of archived records as they
+// are.
 
 // Apps implements sessions.Store: the app documents under the root (which
 // exist only as the parents of their collections), listed with their
@@ -96,4 +102,197 @@ func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int
 		out = append(out, &sessions.SharedState{Ref: sessions.StateRef{App: app, User: snap.Ref.ID}, State: st, UpdateTime: unixnano.Time(updateNS)})
 	}
 	return out, nil
+}
+
+// ImportSession implements sessions.Store: one transaction on the session
+// document. A new session gets a new incarnation; one brought up to date
+// keeps its own (and its events).
+func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now time.Time) (bool, error) {
+	state, err := sessions.EncodeState(sess.State)
+	if err != nil {
+		return false, err
+	}
+	initial, err := sessions.EncodeState(sess.InitialState)
+	if err != nil {
+		return false, err
+	}
+	doc := sessionDoc{
+		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
+		State: string(state), InitialState: string(initial),
+		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
+		LastSeq: sess.LastSequence, SearchV: terms.Version,
+		CompactionSeq: sess.CompactionSequence, CompactionEnd: sess.CompactedThrough,
+	}
+	ref := s.sessionRef(sess.App, sess.ID)
+	var (
+		replaced string
+		wrote    bool
+	)
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		replaced, wrote = "", false
+		doc.Incarnation, doc.SearchV = newIncarnation(), terms.Version
+		snap, err := tx.Get(ref)
+		if err != nil && !firestoredb.IsNotFound(err) {
+			return err
+		}
+		if err == nil {
+			var old sessionDoc
+			if err := snap.DataTo(&old); err != nil {
+				return err
+			}
+			switch {
+			case old.expired(now):
+				replaced = old.Incarnation
+			case old.User != sess.User || old.CreateNS != doc.CreateNS:
+				return fault.New(fault.AlreadyExists, "session id %q of app %q is another session in this store (of user %q, created %v), not the archive's %s", sess.ID, sess.App, old.User, unixnano.Time(old.CreateNS), sess.Name())
+			case old.LastSeq > doc.LastSeq || old.UpdateNS > doc.UpdateNS:
+				return fault.New(fault.FailedPrecondition, "session %s moved on in this store (sequence %d, updated %v) past the archive's (sequence %d, updated %v)", sess.Name(), old.LastSeq, unixnano.Time(old.UpdateNS), doc.LastSeq, sess.UpdateTime)
+			default:
+				doc.Incarnation, doc.SearchV = old.Incarnation, old.SearchV
+				old.Labels = nonNilLabels(old.Labels)
+				if sameSession(&old, &doc) {
+					return nil
+				}
+			}
+		}
+		wrote = true
+		if replaced != "" {
+			if err := tx.Set(s.tombstoneRef(sess.App, replaced), map[string]any{"create_ns": unixnano.From(now)}); err != nil {
+				return err
+			}
+		}
+		return tx.Set(ref, doc)
+	}, s.txn...)
+	if err != nil {
+		return false, firestoredb.Wrap(err)
+	}
+	if replaced != "" {
+		s.purge(context.WithoutCancel(ctx), sess.App, replaced)
+	}
+	return wrote, nil
+}
+
+func sameSession(a, b *sessionDoc) bool {
+	x, y := *a, *b
+	x.Labels, y.Labels = nil, nil
+	return reflect.DeepEqual(x, y) && maps.Equal(a.Labels, b.Labels)
+}
+
+// ImportEvents implements sessions.Store: it reads the session, the
+// documents of the events' sequences and ids (one batch), then writes what
+// is missing with a bulk writer. Each write is idempotent, so an import
+// stopped half-way is completed by the next.
+func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
+	d, err := s.visible(ctx, key, now)
+	if err != nil {
+		return 0, err
+	}
+	refs := make([]*firestore.DocumentRef, 0, 2*len(events))
+	for _, e := range events {
+		if e.Sequence < 1 || e.Sequence > d.LastSeq {
+			return 0, fault.Invalidf("event %q of session %s has sequence %d, outside the session's 1 to %d", e.ID, key.Name(), e.Sequence, d.LastSeq)
+		}
+		refs = append(refs, s.eventRef(key.App, d.Incarnation, e.Sequence), s.eventIDRef(key.App, d.Incarnation, e.ID))
+	}
+	snaps, err := s.c.GetAll(ctx, refs)
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	bw := s.c.BulkWriter(ctx)
+	var jobs []*firestore.BulkWriterJob
+	n := 0
+	for i, e := range events {
+		evSnap, idSnap := snaps[2*i], snaps[2*i+1]
+		if evSnap.Exists() {
+			var ed eventDoc
+			if err := evSnap.DataTo(&ed); err != nil {
+				bw.End()
+				return 0, err
+			}
+			if ed.ID != e.ID {
+				bw.End()
+				return 0, fault.New(fault.AlreadyExists, "session %s holds event %q at sequence %d, not the archive's %q", key.Name(), ed.ID, e.Sequence, e.ID)
+			}
+		}
+		if idSnap.Exists() {
+			seq, err := idSnap.DataAt("seq")
+			if err != nil {
+				bw.End()
+				return 0, err
+			}
+			if seq.(int64) != e.Sequence {
+				bw.End()
+				return 0, fault.New(fault.AlreadyExists, "session %s holds event %q at sequence %d, not the archive's %d", key.Name(), e.ID, seq, e.Sequence)
+			}
+		}
+		if !evSnap.Exists() {
+			c := *e
+			c.Sequence = 0
+			body, err := c.Marshal()
+			if err != nil {
+				bw.End()
+				return 0, err
+			}
+			j, err := bw.Set(evSnap.Ref, s.eventData(key.App, key.User, key.ID, e, string(body)))
+			if err != nil {
+				bw.End()
+				return 0, err
+			}
+			jobs = append(jobs, j)
+			n++
+		}
+		if !idSnap.Exists() {
+			j, err := bw.Set(idSnap.Ref, map[string]any{"seq": e.Sequence})
+			if err != nil {
+				bw.End()
+				return 0, err
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	bw.End()
+	for _, j := range jobs {
+		if _, err := j.Results(); err != nil {
+			return 0, firestoredb.Wrap(err)
+		}
+	}
+	return n, nil
+}
+
+// ImportState implements sessions.Store: one transaction on the scope's
+// document.
+func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool, error) {
+	enc, err := sessions.EncodeState(st.State)
+	if err != nil {
+		return false, err
+	}
+	ref := s.appStateRef(st.Ref.App)
+	if st.Ref.User != "" {
+		ref = s.userRef(st.Ref.App, st.Ref.User)
+	}
+	want := stateDoc{State: string(enc), UpdateNS: unixnano.From(st.UpdateTime)}
+	var wrote bool
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		wrote = false
+		snap, err := tx.Get(ref)
+		switch {
+		case firestoredb.IsNotFound(err):
+		case err != nil:
+			return err
+		default:
+			var old stateDoc
+			if err := snap.DataTo(&old); err != nil {
+				return err
+			}
+			if old.UpdateNS > want.UpdateNS {
+				return fault.New(fault.FailedPrecondition, "the state %s moved on in this store (updated %v) past the archive's (updated %v)", st.Ref.Name(), unixnano.Time(old.UpdateNS), st.UpdateTime)
+			}
+			if old == want {
+				return nil
+			}
+		}
+		wrote = true
+		return tx.Set(ref, want)
+	}, s.txn...)
+	return wrote, firestoredb.Wrap(err)
 }

@@ -108,6 +108,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CompactionRecursive", testCompactionRecursive},
 		{"CompactionBounds", testCompactionBounds},
 		{"Scan", testScan},
+		{"Import", testImport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,7 +123,7 @@ func Run(t *testing.T, newStore NewStore) {
 					MaxReadBytes:  256 << 10,
 				},
 			})
-			tc.fn(t, &harness{svc: svc, store: store, clock: clock, ctx: t.Context()})
+			tc.fn(t, &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessions.Store { return newStore(t) }})
 		})
 	}
 }
@@ -132,6 +133,9 @@ type harness struct {
 	store sessions.Store
 	clock *Clock
 	ctx   context.Context
+	// fresh returns another empty store of the backend (an import's
+	// target).
+	fresh func() sessions.Store
 }
 
 func (h *harness) create(t *testing.T, app, user, id string, state map[string]any) *sessions.Session {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -128,4 +129,164 @@ func testScan(t *testing.T, h *harness) {
 	if diff := cmp.Diff(stored.State, states[1].State); diff != "" || !states[1].UpdateTime.Equal(stored.UpdateTime) {
 		t.Fatalf("scanned user state %v at %v, stored %v at %v (-stored +scanned):\n%s", states[1].State, states[1].UpdateTime, stored.State, stored.UpdateTime, diff)
 	}
+}
+
+// copySessions imports every session of app (with its events) and every
+// shared scope from one store into another, as package archive does, and
+// returns what the calls reported.
+func copySessions(t *testing.T, h *harness, from, to sessions.Store, app string, now time.Time) (wrote, events int) {
+	t.Helper()
+	list, err := from.ScanSessions(h.ctx, sessions.ScanQuery{App: app, Now: now, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		w, err := to.ImportSession(h.ctx, s, now)
+		if err != nil {
+			t.Fatalf("ImportSession(%s): %v", s.Name(), err)
+		}
+		if w {
+			wrote++
+		}
+		evs, err := from.ListEvents(h.ctx, s.Key, sessions.EventQuery{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := to.ImportEvents(h.ctx, s.Key, evs, now)
+		if err != nil {
+			t.Fatalf("ImportEvents(%s): %v", s.Name(), err)
+		}
+		events += n
+	}
+	users, err := from.ScanUserStates(h.ctx, app, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, at, err := from.GetState(h.ctx, sessions.StateRef{App: app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(users, &sessions.SharedState{Ref: sessions.StateRef{App: app}, State: st, UpdateTime: at}) {
+		w, err := to.ImportState(h.ctx, s)
+		if err != nil {
+			t.Fatalf("ImportState(%s): %v", s.Ref.Name(), err)
+		}
+		if w {
+			wrote++
+		}
+	}
+	return wrote, events
+}
+
+func testImport(t *testing.T, h *harness) {
+	s1 := h.create(t, "app1", "u1", "s1", map[string]any{"k": 1, "user:name": "Ann", "app:motd": "hi"})
+	h.append(t, s1.Key, deltaEvent("e1", map[string]any{"k": 2, "user:tea": "green"}))
+	h.append(t, s1.Key, textEvent("e2", "user", "the lighthouse keeper waves"))
+	if _, err := h.svc.ForkSession(h.ctx, s1.Key, sessions.ForkSessionRequest{ID: "s2", EventID: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.create(t, "app1", "u2", "t1", nil)
+	now := h.clock.Now()
+
+	target := h.fresh()
+	tsvc := sessions.NewService(target, sessions.Config{Now: h.clock.Tick})
+	wrote, events := copySessions(t, h, h.store, target, "app1", now)
+	// Three sessions, u1's and the app's scopes; two events of s1, one of
+	// its fork.
+	if wrote != 5 || events != 3 {
+		t.Fatalf("first import wrote %d sessions and scopes and %d events, want 5 and 3", wrote, events)
+	}
+
+	// The target holds the same sessions, events and scopes, and finds the
+	// events by search.
+	scan := func(st sessions.Store) []*sessions.Session {
+		t.Helper()
+		list, err := st.ScanSessions(h.ctx, sessions.ScanQuery{App: "app1", Now: now, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	if diff := cmp.Diff(scan(h.store), scan(target)); diff != "" {
+		t.Fatalf("imported sessions (-source +target):\n%s", diff)
+	}
+	for _, key := range []sessions.Key{s1.Key, {App: "app1", User: "u1", ID: "s2"}} {
+		want, wantEvents := h.get(t, key, sessions.GetSessionRequest{})
+		got, gotEvents, err := tsvc.GetSession(h.ctx, key, sessions.GetSessionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("imported %s, merged (-source +target):\n%s", key.Name(), diff)
+		}
+		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
+			t.Fatalf("imported events of %s (-source +target):\n%s", key.Name(), diff)
+		}
+	}
+	hits, _, err := tsvc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "lighthouse"})
+	if err != nil || len(hits) != 1 || hits[0].Event.ID != "e2" {
+		t.Fatalf("search of the imported events = %+v, %v", hits, err)
+	}
+
+	// Importing again writes nothing.
+	if wrote, events := copySessions(t, h, h.store, target, "app1", now); wrote != 0 || events != 0 {
+		t.Fatalf("second import wrote %d sessions and scopes and %d events, want none", wrote, events)
+	}
+
+	// An import stopped after some events is completed by the next.
+	h.append(t, s1.Key, textEvent("e3", "agent", "and sails away"))
+	h.append(t, s1.Key, textEvent("e4", "user", "bye"))
+	moved, _ := h.get(t, s1.Key, sessions.GetSessionRequest{})
+	resumed := h.fresh()
+	scanned := scan(h.store)
+	if _, err := resumed.ImportSession(h.ctx, scanned[0], now); err != nil {
+		t.Fatal(err)
+	}
+	all, err := h.store.ListEvents(h.ctx, s1.Key, sessions.EventQuery{Now: now})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("source events: %d, %v", len(all), err)
+	}
+	if n, err := resumed.ImportEvents(h.ctx, s1.Key, all[:1], now); err != nil || n != 1 {
+		t.Fatalf("ImportEvents of the first event = %d, %v", n, err)
+	}
+	if n, err := resumed.ImportEvents(h.ctx, s1.Key, all, now); err != nil || n != 3 {
+		t.Fatalf("ImportEvents after a stop = %d, %v; want the 3 missing", n, err)
+	}
+	// The first target catches up with the source's later events.
+	if wrote, events := copySessions(t, h, h.store, target, "app1", now); wrote != 1 || events != 2 {
+		t.Fatalf("import of the moved-on source wrote %d sessions and %d events, want 1 and 2", wrote, events)
+	}
+	got, _, err := tsvc.GetSession(h.ctx, s1.Key, sessions.GetSessionRequest{})
+	if err != nil || got.LastSequence != 4 || !got.UpdateTime.Equal(moved.UpdateTime) {
+		t.Fatalf("caught-up session = %+v, %v", got, err)
+	}
+
+	// What conflicts with the target is refused, naming it.
+	_, err = target.ImportSession(h.ctx, &sessions.Session{Key: sessions.Key{App: "app1", User: "u9", ID: "s1"}, CreateTime: now, UpdateTime: now}, now)
+	wantKind(t, "a session of another user under an imported id", err, fault.AlreadyExists)
+	old := scanned[0]
+	if _, err := tsvc.AppendEvent(h.ctx, s1.Key, textEvent("x1", "user", "written in the target"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.ImportSession(h.ctx, old, now)
+	wantKind(t, "a session that moved on in the target", err, fault.FailedPrecondition)
+	clash := *all[0]
+	clash.ID = "other"
+	_, err = target.ImportEvents(h.ctx, s1.Key, []*sessions.Event{&clash}, now)
+	wantKind(t, "another event at an imported sequence", err, fault.AlreadyExists)
+	beyond := *all[0]
+	beyond.ID, beyond.Sequence = "far", 99
+	_, err = target.ImportEvents(h.ctx, s1.Key, []*sessions.Event{&beyond}, now)
+	wantKind(t, "an event past the session's last sequence", err, fault.Invalid)
+	_, err = target.ImportEvents(h.ctx, sessions.Key{App: "app1", User: "u1", ID: "nope"}, all[:1], now)
+	wantKind(t, "events of a session not imported", err, fault.NotFound)
+	if _, err := tsvc.UpdateState(h.ctx, sessions.StateRef{App: "app1", User: "u1"}, map[string]any{"user:later": true}); err != nil {
+		t.Fatal(err)
+	}
+	st, at, err := h.store.GetState(h.ctx, sessions.StateRef{App: "app1", User: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.ImportState(h.ctx, &sessions.SharedState{Ref: sessions.StateRef{App: "app1", User: "u1"}, State: st, UpdateTime: at})
+	wantKind(t, "a scope updated in the target after the archive", err, fault.FailedPrecondition)
 }

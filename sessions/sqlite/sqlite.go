@@ -96,6 +96,7 @@ type Store struct {
 	// Statements of the append path, prepared once on the write connection.
 	selSession, selSessionState, selEventByID, insEvent, updSession, updSessionState *sql.Stmt
 	selUserState, putUserState, selAppState, putAppState                             *sql.Stmt
+	selUserStateRow, selAppStateRow                                                  *sql.Stmt
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -121,6 +122,8 @@ func New(db *sqlitedb.DB) (*Store, error) {
 		{&s.selUserState, `SELECT state FROM user_state WHERE app = ? AND user = ?`},
 		{&s.putUserState, `INSERT INTO user_state (app, user, state, update_ns) VALUES (?, ?, ?, ?) ON CONFLICT (app, user) DO UPDATE SET state = excluded.state, update_ns = excluded.update_ns`},
 		{&s.selAppState, `SELECT state FROM app_state WHERE app = ?`},
+		{&s.selUserStateRow, `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`},
+		{&s.selAppStateRow, `SELECT state, update_ns FROM app_state WHERE app = ?`},
 		{&s.putAppState, `INSERT INTO app_state (app, state, update_ns) VALUES (?, ?, ?) ON CONFLICT (app) DO UPDATE SET state = excluded.state, update_ns = excluded.update_ns`},
 	} {
 		var err error

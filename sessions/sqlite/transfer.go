@@ -3,14 +3,19 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"strings"
+	"time"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// The primitives of export (package archive): listings in key order with
-// cursors, each a range of a primary key.
+// The primitives of export and import (package archive): listings in key
+// order with cursors, each a range of a primary key, and writes of
+// archived records as they are, each a transaction.
 
 // Apps implements sessions.Store: the next app of each table after the
 // cursor (one index seek each), the least of them, until limit.
@@ -96,4 +101,153 @@ func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int
 		out = append(out, &sessions.SharedState{Ref: sessions.StateRef{App: app, User: user}, State: st, UpdateTime: unixnano.Time(updateNS)})
 	}
 	return out, rows.Err()
+}
+
+// ImportSession implements sessions.Store.
+func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now time.Time) (bool, error) {
+	labels, err := json.Marshal(nonNilLabels(sess.Labels))
+	if err != nil {
+		return false, err
+	}
+	state, err := sessions.EncodeState(sess.State)
+	if err != nil {
+		return false, err
+	}
+	initial, err := sessions.EncodeState(sess.InitialState)
+	if err != nil {
+		return false, err
+	}
+	row := []any{sess.User, sess.DisplayName, labels, state, initial,
+		unixnano.From(sess.CreateTime), unixnano.From(sess.UpdateTime), unixnano.From(sess.ExpireTime),
+		sess.LastSequence, sess.CompactionSequence, sess.CompactedThrough, sess.App, sess.ID}
+	var wrote bool
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		wrote = false
+		var (
+			user                               string
+			createNS, updateNS, expireNS, last int64
+			oldLabels, oldState, oldInitial    []byte
+			oldDisplay                         string
+			oldCompactionSeq, oldCompactionEnd int64
+		)
+		err := tx.QueryRow(`SELECT user, create_ns, update_ns, expire_ns, last_seq, display_name, labels, state, initial_state, compaction_seq, compaction_end
+			FROM sessions WHERE app = ? AND id = ?`, sess.App, sess.ID).
+			Scan(&user, &createNS, &updateNS, &expireNS, &last, &oldDisplay, &oldLabels, &oldState, &oldInitial, &oldCompactionSeq, &oldCompactionEnd)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case expired(expireNS, now):
+			if err := deleteSession(tx, sess.App, sess.ID); err != nil {
+				return err
+			}
+		case user != sess.User || createNS != unixnano.From(sess.CreateTime):
+			return fault.New(fault.AlreadyExists, "session id %q of app %q is another session in this store (of user %q, created %v), not the archive's %s", sess.ID, sess.App, user, unixnano.Time(createNS), sess.Name())
+		case last > sess.LastSequence || updateNS > unixnano.From(sess.UpdateTime):
+			return fault.New(fault.FailedPrecondition, "session %s moved on in this store (sequence %d, updated %v) past the archive's (sequence %d, updated %v)", sess.Name(), last, unixnano.Time(updateNS), sess.LastSequence, sess.UpdateTime)
+		default:
+			same := updateNS == unixnano.From(sess.UpdateTime) && expireNS == unixnano.From(sess.ExpireTime) && last == sess.LastSequence &&
+				oldDisplay == sess.DisplayName && string(oldLabels) == string(labels) && string(oldState) == string(state) &&
+				string(oldInitial) == string(initial) && oldCompactionSeq == sess.CompactionSequence && oldCompactionEnd == sess.CompactedThrough
+			if same {
+				return nil
+			}
+			wrote = true
+			_, err := tx.Exec(`UPDATE sessions SET user = ?, display_name = ?, labels = ?, state = ?, initial_state = ?, create_ns = ?, update_ns = ?, expire_ns = ?,
+				last_seq = ?, compaction_seq = ?, compaction_end = ? WHERE app = ? AND id = ?`, row...)
+			return err
+		}
+		wrote = true
+		_, err = tx.Exec(`INSERT INTO sessions (user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq, compaction_seq, compaction_end, app, id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row...)
+		return err
+	})
+	return wrote, err
+}
+
+// ImportEvents implements sessions.Store: one transaction, an insert (and
+// a search entry) per event not stored yet.
+func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
+	bodies := make([][]byte, len(events))
+	for i, e := range events {
+		var err error
+		if bodies[i], err = encodeEvent(e); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		n = 0
+		var user string
+		var expireNS, last int64
+		err := tx.QueryRow(`SELECT user, expire_ns, last_seq FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&user, &expireNS, &last)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, now)) {
+			return notFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		for i, e := range events {
+			if e.Sequence < 1 || e.Sequence > last {
+				return fault.Invalidf("event %q of session %s has sequence %d, outside the session's 1 to %d", e.ID, key.Name(), e.Sequence, last)
+			}
+			var storedID string
+			err := tx.QueryRow(`SELECT id FROM events WHERE app = ? AND session = ? AND seq = ?`, key.App, key.ID, e.Sequence).Scan(&storedID)
+			switch {
+			case err == nil && storedID == e.ID:
+				continue
+			case err == nil:
+				return fault.New(fault.AlreadyExists, "session %s holds event %q at sequence %d, not the archive's %q", key.Name(), storedID, e.Sequence, e.ID)
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+			res, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, e.Sequence, e.ID, unixnano.From(e.Timestamp), bodies[i])
+			if err != nil {
+				return err
+			}
+			if k, err := res.RowsAffected(); err != nil {
+				return err
+			} else if k == 0 {
+				return fault.New(fault.AlreadyExists, "session %s holds event %q at another sequence than the archive's %d", key.Name(), e.ID, e.Sequence)
+			}
+			if err := indexEvent(tx, key.App, key.User, key.ID, e); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// ImportState implements sessions.Store.
+func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool, error) {
+	enc, err := sessions.EncodeState(st.State)
+	if err != nil {
+		return false, err
+	}
+	sel, put, key := s.selAppStateRow, s.putAppState, []any{st.Ref.App}
+	if st.Ref.User != "" {
+		sel, put, key = s.selUserStateRow, s.putUserState, []any{st.Ref.App, st.Ref.User}
+	}
+	var wrote bool
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		wrote = false
+		var old []byte
+		var updateNS int64
+		err := tx.Stmt(sel).QueryRow(key...).Scan(&old, &updateNS)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case updateNS > unixnano.From(st.UpdateTime):
+			return fault.New(fault.FailedPrecondition, "the state %s moved on in this store (updated %v) past the archive's (updated %v)", st.Ref.Name(), unixnano.Time(updateNS), st.UpdateTime)
+		case updateNS == unixnano.From(st.UpdateTime) && string(old) == string(enc):
+			return nil
+		}
+		wrote = true
+		_, err = tx.Stmt(put).Exec(append(key, enc, unixnano.From(st.UpdateTime))...)
+		return err
+	})
+	return wrote, err
 }

@@ -1,0 +1,322 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// ImportOptions tune Import.
+type ImportOptions struct {
+	// Embedder is the embedder the target runs: memories whose vectors
+	// are of another are embedded again with it once the records are in.
+	// Default: the offline embedder.
+	Embedder model.Embedder
+	// Now decides expiry. Default: time.Now().
+	Now time.Time
+}
+
+// Report is what an import did.
+type Report struct {
+	// Read counts the records read, by kind; Written those the target did
+	// not hold yet (or held in another state), which the import wrote.
+	// The others were there already.
+	Read, Written Counts
+	// Expired counts the sessions skipped, with their events, because they
+	// expired after the export.
+	Expired int64
+	// Reembedded counts the memories embedded again with the target's
+	// embedder.
+	Reembedded int
+}
+
+// The batches an import writes.
+const (
+	eventBatch      = 500
+	eventBatchBytes = 4 << 20
+	revisionBatch   = 100
+	watermarkBatch  = 100
+)
+
+// Import writes the records of an archive to the stores as they are (see
+// the package documentation), reading and writing batch by batch, and
+// returns what it did. It stops at the first record the target refuses
+// (a conflict, or bad data), naming it; what it wrote before stays, and
+// running it again resumes. Memories whose vectors come from another
+// embedder than opts.Embedder are then embedded again.
+func Import(ctx context.Context, st Stores, r *Reader, opts ImportOptions) (*Report, error) {
+	if opts.Embedder == nil {
+		opts.Embedder = model.Offline{}
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	im := &importer{st: st, opts: opts, rep: &Report{Read: Counts{}, Written: Counts{}}}
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return im.rep, err
+		}
+		im.rep.Read[rec.Kind]++
+		if err := im.record(ctx, rec); err != nil {
+			return im.rep, fmt.Errorf("importing record %d of the archive (%s): %w", r.line, rec.Kind, err)
+		}
+	}
+	if err := im.flush(ctx); err != nil {
+		return im.rep, err
+	}
+	if im.stale {
+		// The service's re-embedding pass: every visible memory whose
+		// vector is not of the embedder, 100 at a time.
+		svc := memorybank.NewService(st.Memories, memorybank.Config{Embedder: opts.Embedder, Now: func() time.Time { return opts.Now },
+			Logger: slog.New(slog.DiscardHandler)})
+		n, err := svc.Reembed(ctx)
+		im.rep.Reembedded = n
+		if err != nil {
+			return im.rep, fmt.Errorf("embedding the imported memories with %s: %w", opts.Embedder.Name(), err)
+		}
+	}
+	return im.rep, nil
+}
+
+// importer is an import under way: the batches not written yet.
+type importer struct {
+	st   Stores
+	opts ImportOptions
+	rep  *Report
+
+	// The session whose events follow, and its events not written yet.
+	session    *sessions.Session
+	skipping   bool // the session expired: its events are skipped
+	events     []*sessions.Event
+	eventBytes int
+	lastSeq    int64 // the sequence of the last event read, for the order check
+
+	// The memory whose revisions follow, whether it was written, and its
+	// revisions not written yet.
+	memory    *memorybank.Memory
+	memoryIn  bool
+	revisions []*memorybank.Revision
+
+	// Watermarks not written yet, of one app.
+	marksApp string
+	marks    map[string]int64
+
+	// Whether a memory's vector is not of the target's embedder.
+	stale bool
+}
+
+// record handles one record.
+func (im *importer) record(ctx context.Context, rec *Record) error {
+	switch rec.Kind {
+	case KindEvent:
+		return im.event(ctx, rec)
+	case KindRevision:
+		return im.revision(ctx, rec.Revision)
+	case KindWatermark:
+		return im.watermark(ctx, rec.Watermark)
+	}
+	if err := im.flush(ctx); err != nil {
+		return err
+	}
+	im.session, im.memory = nil, nil
+	switch rec.Kind {
+	case KindAppState, KindUserState:
+		wrote, err := im.st.Sessions.ImportState(ctx, rec.State)
+		return im.wrote(rec.Kind, wrote, err)
+	case KindSession:
+		s := rec.Session
+		im.session, im.skipping, im.lastSeq = s, false, 0
+		if s.Expired(im.opts.Now) {
+			im.skipping = true
+			im.rep.Expired++
+			return nil
+		}
+		wrote, err := im.st.Sessions.ImportSession(ctx, s, im.opts.Now)
+		return im.wrote(rec.Kind, wrote, err)
+	case KindSessionDeleted:
+		err := im.st.Sessions.DeleteSession(ctx, rec.Of, im.opts.Now)
+		if fault.Is(err, fault.NotFound) {
+			return nil
+		}
+		return im.wrote(rec.Kind, true, err)
+	case KindConfig:
+		return im.config(ctx, rec.Config)
+	case KindMemory:
+		im.memory, im.memoryIn = rec.Memory, false
+		if m := rec.Memory; !m.Deleted && m.EmbeddingModel != im.opts.Embedder.Name() {
+			im.stale = true
+		}
+		return nil
+	case KindOperation:
+		_, err := im.st.Memories.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
+		switch {
+		case err == nil:
+			return nil // the target's, which may have run on since
+		case !fault.Is(err, fault.NotFound):
+			return err
+		}
+		err = im.st.Memories.CreateOperation(ctx, rec.Operation)
+		if fault.Is(err, fault.AlreadyExists) {
+			return nil
+		}
+		return im.wrote(rec.Kind, true, err)
+	}
+	return fmt.Errorf("a %s record cannot be imported", rec.Kind)
+}
+
+// add counts n records of a kind (none: the kind stays absent).
+func (c Counts) add(kind Kind, n int) {
+	if n > 0 {
+		c[kind] += int64(n)
+	}
+}
+
+func (im *importer) wrote(kind Kind, wrote bool, err error) error {
+	if err == nil && wrote {
+		im.rep.Written[kind]++
+	}
+	return err
+}
+
+// event queues an event of the current session.
+func (im *importer) event(ctx context.Context, rec *Record) error {
+	if im.session == nil || im.session.Key != rec.Of {
+		return fmt.Errorf("an event of %s that does not follow its session's record", rec.Of.Name())
+	}
+	if rec.Event.Sequence <= im.lastSeq {
+		return fmt.Errorf("event %q of %s has sequence %d, not after %d", rec.Event.ID, rec.Of.Name(), rec.Event.Sequence, im.lastSeq)
+	}
+	im.lastSeq = rec.Event.Sequence
+	if im.skipping {
+		return nil
+	}
+	im.events = append(im.events, rec.Event)
+	im.eventBytes += rec.Size
+	if len(im.events) >= eventBatch || im.eventBytes >= eventBatchBytes {
+		return im.flushEvents(ctx)
+	}
+	return nil
+}
+
+// revision queues a revision of the current memory.
+func (im *importer) revision(ctx context.Context, r *memorybank.Revision) error {
+	if im.memory == nil || im.memory.App != r.App || im.memory.ID != r.MemoryID {
+		return fmt.Errorf("revision %s does not follow its memory's record", r.Name())
+	}
+	im.revisions = append(im.revisions, r)
+	if len(im.revisions) >= revisionBatch {
+		return im.flushMemory(ctx)
+	}
+	return nil
+}
+
+// watermark queues a watermark; those of one app are written together.
+func (im *importer) watermark(ctx context.Context, w *memorybank.Watermark) error {
+	if err := im.flushEvents(ctx); err != nil {
+		return err
+	}
+	if err := im.flushMemory(ctx); err != nil {
+		return err
+	}
+	if im.marksApp != w.App || len(im.marks) >= watermarkBatch {
+		if err := im.flushMarks(ctx); err != nil {
+			return err
+		}
+	}
+	cur, err := im.st.Memories.Watermark(ctx, w.App, w.Session)
+	if err != nil || cur >= w.Sequence {
+		return err
+	}
+	if im.marks == nil {
+		im.marks = map[string]int64{}
+	}
+	im.marksApp = w.App
+	im.marks[w.Session] = w.Sequence
+	return nil
+}
+
+// config writes an app's configuration unless the target's is the same,
+// and refuses to replace one changed after the archive's.
+func (im *importer) config(ctx context.Context, c *memorybank.BankConfig) error {
+	cur, err := im.st.Memories.GetConfig(ctx, c.App)
+	if err != nil {
+		return err
+	}
+	if cur.UpdateTime.After(c.UpdateTime) {
+		return fault.New(fault.FailedPrecondition, "the memory bank configuration of app %s moved on in this store (updated %v) past the archive's (updated %v)", c.App, cur.UpdateTime, c.UpdateTime)
+	}
+	a, err := memorybank.MarshalConfig(cur)
+	if err != nil {
+		return err
+	}
+	b, err := memorybank.MarshalConfig(c)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(a, b) {
+		return nil
+	}
+	return im.wrote(KindConfig, true, im.st.Memories.PutConfig(ctx, c))
+}
+
+// flush writes every batch.
+func (im *importer) flush(ctx context.Context) error {
+	return errors.Join(im.flushEvents(ctx), im.flushMemory(ctx), im.flushMarks(ctx))
+}
+
+func (im *importer) flushEvents(ctx context.Context) error {
+	if len(im.events) == 0 {
+		return nil
+	}
+	n, err := im.st.Sessions.ImportEvents(ctx, im.session.Key, im.events, im.opts.Now)
+	im.rep.Written.add(KindEvent, n)
+	im.events, im.eventBytes = im.events[:0], 0
+	if err != nil {
+		return fmt.Errorf("events of %s: %w", im.session.Name(), err)
+	}
+	return nil
+}
+
+// flushMemory writes the current memory, if it was not written yet, and
+// its revisions read since.
+func (im *importer) flushMemory(ctx context.Context) error {
+	if im.memory == nil || im.memoryIn && len(im.revisions) == 0 {
+		return nil
+	}
+	wrote, n, err := im.st.Memories.ImportMemory(ctx, im.memory, im.revisions)
+	if err != nil {
+		return fmt.Errorf("memory %s: %w", im.memory.Name(), err)
+	}
+	if wrote && !im.memoryIn {
+		im.rep.Written[KindMemory]++
+	}
+	im.rep.Written.add(KindRevision, n)
+	im.memoryIn, im.revisions = true, im.revisions[:0]
+	return nil
+}
+
+func (im *importer) flushMarks(ctx context.Context) error {
+	if len(im.marks) == 0 {
+		return nil
+	}
+	err := im.st.Memories.Write(ctx, &memorybank.Write{App: im.marksApp, Now: im.opts.Now, Watermarks: im.marks})
+	if err != nil {
+		return fmt.Errorf("watermarks of app %s: %w", im.marksApp, err)
+	}
+	im.rep.Written.add(KindWatermark, len(im.marks))
+	im.marks = nil
+	return nil
+}

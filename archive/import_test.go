@@ -1,0 +1,232 @@
+package archive_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kioku-ai/kioku/archive"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// write exports sel from st into a new archive.
+func write(t *testing.T, st archive.Stores, now time.Time) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Header{Created: now, Store: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := archive.Export(t.Context(), st, w, archive.Selection{}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func load(t *testing.T, st archive.Stores, data []byte, opts archive.ImportOptions) (*archive.Report, error) {
+	t.Helper()
+	r, err := archive.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return archive.Import(t.Context(), st, r, opts)
+}
+
+// sameRecords compares two archives' records: the domain values read
+// back from two stores.
+func sameRecords(t *testing.T, what string, want, got []byte) {
+	t.Helper()
+	if diff := cmp.Diff(readAll(t, bytes.NewReader(want)), readAll(t, bytes.NewReader(got)), cmpopts.IgnoreFields(archive.Record{}, "Size")); diff != "" {
+		t.Fatalf("%s (-first +second):\n%s", what, diff)
+	}
+}
+
+// source populates a SQLite store and returns it, its archive and the
+// time it was exported at (when its session s2 has expired).
+func source(t *testing.T) (archive.Stores, []byte, time.Time) {
+	t.Helper()
+	src := backends[0].open(t)
+	f := populate(t, src)
+	now := f.now.Add(2 * time.Minute)
+	return src, write(t, src, now), now
+}
+
+// TestRoundTrip: SQLite -> archive -> Firestore -> archive -> SQLite
+// gives the same records, and importing twice writes nothing.
+func TestRoundTrip(t *testing.T) {
+	_, a, now := source(t)
+	fs := backends[1].open(t)
+	rep, err := load(t, fs, a, archive.ImportOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := archive.Counts{
+		archive.KindAppState: 2, archive.KindUserState: 2, archive.KindSession: 2, archive.KindEvent: 3,
+		archive.KindConfig: 1, archive.KindMemory: 3, archive.KindRevision: 5, archive.KindWatermark: 2, archive.KindOperation: 1,
+	}
+	if diff := cmp.Diff(want, rep.Written); diff != "" || rep.Reembedded != 0 {
+		t.Fatalf("records written into Firestore (-want +got), %d re-embedded:\n%s", rep.Reembedded, diff)
+	}
+	b := write(t, fs, now)
+	sameRecords(t, "the records of SQLite, and of Firestore after the import", a, b)
+
+	sq := backends[0].open(t)
+	if _, err := load(t, sq, b, archive.ImportOptions{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, "the records of SQLite, and of another SQLite by way of Firestore", a, write(t, sq, now))
+
+	rep, err = load(t, fs, a, archive.ImportOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Written) != 0 {
+		t.Fatalf("importing the archive again wrote %v", rep.Written)
+	}
+
+	// The imported stores serve what the source did: merged state, events,
+	// retrieval.
+	ctx := t.Context()
+	key := sessions.Key{App: "a1", User: "u1", ID: "s1"}
+	for _, st := range []archive.Stores{fs, sq} {
+		got, events, err := sessions.NewService(st.Sessions, sessions.Config{Now: func() time.Time { return now }}).GetSession(ctx, key, sessions.GetSessionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]any{"k": "w", "user:name": "Ann", "user:drink": "tea", "app:motd": "hi"}, got.State); diff != "" || len(events) != 2 {
+			t.Fatalf("imported session's merged state (-want +got), %d events:\n%s", len(events), diff)
+		}
+		res, _, err := memorybank.NewService(st.Memories, memorybank.Config{Now: func() time.Time { return now }}).
+			RetrieveMemories(ctx, memorybank.RetrieveRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
+		if err != nil || len(res) != 1 || res[0].Memory.ID != "m1" {
+			t.Fatalf("retrieval from the imported store = %+v, %v", res, err)
+		}
+	}
+}
+
+// TestImportResumes: an import of a truncated archive stops with an error
+// after writing what it read; importing the whole archive then completes
+// it.
+func TestImportResumes(t *testing.T) {
+	_, a, now := source(t)
+	zr, err := gzip.NewReader(bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(plain), "\n")
+	var cut bytes.Buffer
+	zw := gzip.NewWriter(&cut)
+	io.WriteString(zw, strings.Join(lines[:len(lines)/2], ""))
+	zw.Close()
+
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			dst := b.open(t)
+			rep, err := load(t, dst, cut.Bytes(), archive.ImportOptions{Now: now})
+			if err == nil || !strings.Contains(err.Error(), "truncated") {
+				t.Fatalf("import of a truncated archive: %v", err)
+			}
+			first := rep.Written[archive.KindEvent]
+			if first == 0 {
+				t.Fatalf("the truncated import wrote %v, want its first half", rep.Written)
+			}
+			rep, err = load(t, dst, a, archive.ImportOptions{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := first + rep.Written[archive.KindEvent]; got != 3 {
+				t.Fatalf("the two imports wrote %d events in all, want 3", got)
+			}
+			sameRecords(t, "the source, and the target of a resumed import", a, write(t, dst, now))
+		})
+	}
+}
+
+// testEmbedder is an embedder other than the offline one.
+type testEmbedder struct{}
+
+func (testEmbedder) Embed(_ context.Context, texts []string, _ model.EmbedTask) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), 1, 0, 0}
+	}
+	return out, nil
+}
+func (testEmbedder) Dimensions() int { return 4 }
+func (testEmbedder) Name() string    { return "test-embedder" }
+
+// TestImportEmbedsForTheTarget: memories keep their vectors when the
+// target runs the embedder that made them, and are embedded again with the
+// target's otherwise.
+func TestImportEmbedsForTheTarget(t *testing.T) {
+	_, a, now := source(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			dst := b.open(t)
+			rep, err := load(t, dst, a, archive.ImportOptions{Now: now, Embedder: testEmbedder{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Reembedded != 2 {
+				t.Fatalf("re-embedded %d memories, want the 2 visible ones", rep.Reembedded)
+			}
+			for _, id := range []string{"m1", "m2"} {
+				m, err := dst.Memories.GetMemory(t.Context(), "a1", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := []float32{float32(len(m.Fact)), 1, 0, 0}; m.EmbeddingModel != "test-embedder" || !cmp.Equal(want, m.Embedding) {
+					t.Fatalf("memory %s after the import: %s %v", id, m.EmbeddingModel, m.Embedding)
+				}
+			}
+			res, _, err := memorybank.NewService(dst.Memories, memorybank.Config{Now: func() time.Time { return now }, Embedder: testEmbedder{}}).
+				RetrieveMemories(t.Context(), memorybank.RetrieveRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
+			if err != nil || len(res) != 1 {
+				t.Fatalf("retrieval with the target's embedder = %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// TestImportRefusesConflicts: a session of the archive's id that the
+// target created on its own stops the import with an error naming it.
+func TestImportRefusesConflicts(t *testing.T) {
+	_, a, now := source(t)
+	dst := backends[0].open(t)
+	if _, err := sessions.NewService(dst.Sessions, sessions.Config{}).CreateSession(t.Context(), sessions.CreateSessionRequest{App: "a1", User: "mallory", ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := load(t, dst, a, archive.ImportOptions{Now: now})
+	if err == nil || !strings.Contains(err.Error(), `session id "s1" of app "a1" is another session in this store (of user "mallory"`) {
+		t.Fatalf("import over a conflicting session: %v", err)
+	}
+}
+
+// TestImportRefusesOtherVersions: the reader refuses an archive of a later
+// format version before anything is imported.
+func TestImportRefusesOtherVersions(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":2,"created":"2030-01-01T00:00:00Z"}`+"\n")
+	zw.Close()
+	_, err := archive.NewReader(&buf)
+	if err == nil || !strings.Contains(err.Error(), "format version 2; this kioku reads version 1 only") {
+		t.Fatalf("reading a version 2 archive: %v", err)
+	}
+}
