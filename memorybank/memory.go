@@ -128,7 +128,12 @@ func (m *Memory) Visible(now time.Time) bool { return !m.Deleted && !m.Expired(n
 func SameMemory(a, b *Memory) bool {
 	norm := func(m *Memory) Memory {
 		c := *m
-		c.CreateTime, c.UpdateTime, c.ExpireTime = c.CreateTime.UTC(), c.UpdateTime.UTC(), c.ExpireTime.UTC()
+		v := reflect.ValueOf(&c).Elem()
+		for i := range v.NumField() {
+			if t, ok := v.Field(i).Interface().(time.Time); ok {
+				v.Field(i).Set(reflect.ValueOf(t.UTC()))
+			}
+		}
 		if len(c.Scope) == 0 {
 			c.Scope = nil
 		}
