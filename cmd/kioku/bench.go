@@ -16,6 +16,7 @@ const benchUsage = `Usage: kioku bench SCENARIO [flags]
 Scenarios:
   sessions    session throughput and read latency over loopback RPC
   memories    memory retrieval latency and generation throughput
+  footprint   resident memory and vector cache hit rate over many scopes
   locomo      LoCoMo retrieval recall
   recall      event search (SearchEvents): LoCoMo recall and latency per user
   export      kioku export and import of a large store: time and peak memory
@@ -36,6 +37,8 @@ func bench(ctx context.Context, args []string) error {
 		return benchSessions(ctx, args[1:])
 	case "memories":
 		return benchMemories(ctx, args[1:])
+	case "footprint":
+		return benchFootprint(ctx, args[1:])
 	case "locomo":
 		return benchLocomo(ctx, args[1:])
 	case "recall":

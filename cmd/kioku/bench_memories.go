@@ -22,7 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
-const benchMemoriesUsage = `Usage: kioku bench memories [--json]
+const benchMemoriesUsage = `Usage: kioku bench memories [--json] [--store sqlite|firestore]
 
 Starts kioku in-process on loopback with a fresh temporary store, the
 offline embedder, and a zero-latency fake Gemini endpoint (an HTTP server
@@ -37,6 +37,20 @@ speaking generateContent, behind the real genai client), and measures:
                           its own scope that holds one similar memory, so
                           that both extraction and consolidation run)
   model_calls_per_op      generation calls to the model per operation
+
+With --store firestore (the emulator; scopes of 100 and 1,000 and 100
+operations by default) it also counts the Firestore documents each call
+reads, writes and deletes, one call at a time, over RPC:
+
+  create_memory_reads, _writes      CreateMemory
+  retrieve_<N>_reads                RetrieveMemories (similarity, top_k 10)
+                                    in the scope of N memories
+  generate_reads, _writes           GenerateMemories from two inline events
+                                    with consolidation against one memory,
+                                    run by the worker, and one
+                                    WaitOperation for its result
+  generate_session_40_reads, _writes  the same from a session of 40 events
+                                    (a day of 20 turns)
 
 With --json the last line of output is one JSON object with those keys.
 
@@ -65,11 +79,22 @@ func syntheticFact(r *rand.Rand) string {
 func benchMemories(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("bench memories", "KIOKU_", benchMemoriesUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
-	ops := fs.Int("ops", 1000, "GenerateMemories operations to run")
+	ops := fs.Int("ops", 0, "GenerateMemories operations to run (default 1000; 100 on Firestore)")
 	workers := fs.Int("workers", 2, "memory operation workers (kioku serve's default is 2)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the generation phase to this file")
-	sizesFlag := fs.String("sizes", "1000,10000", "scope sizes to measure retrieval in")
+	sizesFlag := fs.String("sizes", "", "scope sizes to measure retrieval in (default 1000,10000; 100,1000 on Firestore)")
+	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
+	project := fs.String("firestore-project", "", "Firestore project (--store firestore; with FIRESTORE_EMULATOR_HOST set, a fresh one by default)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ops == 0 {
+		*ops = map[bool]int{false: 1000, true: 100}[*store == "firestore"]
+	}
+	if *sizesFlag == "" {
+		*sizesFlag = map[bool]string{false: "1000,10000", true: "100,1000"}[*store == "firestore"]
+	}
+	if err := benchProject(*store, project); err != nil {
 		return err
 	}
 	fake, stopFake := modeltest.StartGemini()
@@ -82,7 +107,7 @@ func benchMemories(ctx context.Context, args []string) error {
 		}
 		return modeltest.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1,2]}]}`}
 	})
-	env, err := startBenchNode(ctx, "sqlite", "", func(c *node.Config) {
+	env, err := startBenchNode(ctx, *store, *project, func(c *node.Config) {
 		c.Models = model.Config{Provider: "gemini", GeminiAPIKey: "bench", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
 		c.Workers = *workers
 	})
@@ -92,7 +117,7 @@ func benchMemories(ctx context.Context, args []string) error {
 	defer env.close()
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench memories: embedder %s, %d workers", env.node.Memories.EmbedderName(), *workers)
+	say("kioku bench memories: store %s, embedder %s, %d workers", *store, env.node.Memories.EmbedderName(), *workers)
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -136,6 +161,19 @@ func benchMemories(ctx context.Context, args []string) error {
 		r.set(fmt.Sprintf("retrieve_%d_p50_ms", n), p50)
 		r.set(fmt.Sprintf("retrieve_%d_p95_ms", n), p95)
 		say("retrieve %6d memories   p50 %6.2f ms   p95 %6.2f ms", n, p50, p95)
+		per, err := env.storeUsage(ctx, 10, func(ctx context.Context, _ int) error {
+			_, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{
+				Parent: "apps/bench", Scope: scope,
+				Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: syntheticFact(rng), TopK: 10}},
+			}))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if *store == "firestore" {
+			reportUsage(r, say, fmt.Sprintf("retrieve_%d", n), per)
+		}
 	}
 
 	// Generation throughput: each operation's scope holds one memory so
@@ -192,8 +230,76 @@ func benchMemories(ctx context.Context, args []string) error {
 	r.set("model_calls_per_op", perOp)
 	say("generate              %8.0f operations/s (%d in %v)", opsPerS, *ops, elapsed.Round(time.Millisecond))
 	say("model calls/operation %8.2f", perOp)
+	if *store == "firestore" {
+		if err := env.memoryCosts(ctx, r, say); err != nil {
+			return fmt.Errorf("cost phase: %w", err)
+		}
+	}
 	if *asJSON {
 		return r.printJSON(stdout)
+	}
+	return nil
+}
+
+// memoryCosts counts the Firestore documents of creating memories and of
+// generations, one call at a time.
+func (e *benchEnv) memoryCosts(ctx context.Context, r *benchReport, say func(string, ...any)) error {
+	mc := kiokuv1connect.NewMemoryBankServiceClient(e.httpClient, e.url)
+	oc := kiokuv1connect.NewOperationServiceClient(e.httpClient, e.url)
+	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	generate := func(ctx context.Context, req *kiokuv1.GenerateMemoriesRequest) error {
+		res, err := mc.GenerateMemories(ctx, connect.NewRequest(req))
+		if err != nil {
+			return err
+		}
+		done, err := oc.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: res.Msg.GetName(), Timeout: durationpb.New(time.Minute)}))
+		if err == nil && (!done.Msg.GetDone() || done.Msg.GetError() != nil) {
+			err = fmt.Errorf("operation %s: done %v, error %v", res.Msg.GetName(), done.Msg.GetDone(), done.Msg.GetError())
+		}
+		return err
+	}
+	const sessionEvents = 40
+	for i := range 10 {
+		parent := fmt.Sprintf("apps/bench/users/cost-%d", i)
+		if _, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent, SessionId: fmt.Sprint("cost-", i)})); err != nil {
+			return err
+		}
+		for j := range sessionEvents {
+			if _, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: fmt.Sprintf("%s/sessions/cost-%d", parent, i), Event: &kiokuv1.Event{
+				Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: fmt.Sprintf("Message %d: I started playing the cello.", j)}}},
+			}})); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range []struct {
+		name string
+		call func(ctx context.Context, i int) error
+	}{
+		{"create_memory", func(ctx context.Context, i int) error {
+			_, err := mc.CreateMemory(ctx, connect.NewRequest(&kiokuv1.CreateMemoryRequest{Parent: "apps/bench",
+				Memory: &kiokuv1.Memory{Fact: "The user plays the cello.", Scope: map[string]string{"user_id": fmt.Sprint("cost-", i)}}}))
+			return err
+		}},
+		{"generate", func(ctx context.Context, i int) error {
+			return generate(ctx, &kiokuv1.GenerateMemoriesRequest{
+				Parent: "apps/bench", Scope: map[string]string{"user_id": fmt.Sprint("cost-", i)},
+				Source: &kiokuv1.GenerateMemoriesRequest_EventsSource{EventsSource: &kiokuv1.EventsSource{Events: []*kiokuv1.Event{
+					{Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I started playing the cello."}}}},
+					{Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I practise every Sunday."}}}},
+				}}},
+			})
+		}},
+		{fmt.Sprintf("generate_session_%d", sessionEvents), func(ctx context.Context, i int) error {
+			return generate(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/bench",
+				Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: fmt.Sprintf("apps/bench/users/cost-%d/sessions/cost-%d", i, i)}}})
+		}},
+	} {
+		per, err := e.storeUsage(ctx, 10, p.call)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		reportUsage(r, say, p.name, per)
 	}
 	return nil
 }

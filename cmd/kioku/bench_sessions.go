@@ -9,6 +9,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
 
 	"os"
 
@@ -31,6 +32,8 @@ measures, in one run:
   append_rps            durable AppendEvent RPCs per second (64 concurrent
                         clients, one session each), with append_p50_ms and
                         append_p99_ms
+  append_writes_per_commit  appends per group commit (one fsync) during that
+                        phase (sqlite store only)
   append_unsynced_rps   the same appends on a second, fresh SQLite file whose
                         commits are not synced to disk (sqlite store only; a
                         setting kioku never serves with), to show what
@@ -39,6 +42,18 @@ measures, in one run:
   get_recent_10000_ms   session of 100 and of 10,000 events
   list_page_ms          ListSessions first page of 100 among 10,000 sessions
                         of one user, median latency
+
+With --store firestore it also counts the Firestore documents each call
+reads, writes and deletes (the units Firestore bills; one call at a time,
+over RPC), and what an idle server reads per minute:
+
+  create_session_reads, _writes
+  append_reads, _writes          an event with a session-scoped state delta
+  append_user_state_reads, _writes  an event that also writes a user: key
+  get_session_20_reads           GetSession(num_recent_events=20)
+  list_sessions_100_reads        ListSessions, a page of 100
+  delete_session_reads, _writes, _deletes  a session of 20 events
+  idle_per_minute_reads, _writes nothing asked for --idle (default 60s)
 
 With --json the last line of output is one JSON object with those keys.
 
@@ -54,6 +69,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the append phase to this file")
 	longEvents := fs.Int("events", 10_000, "events of the long session (get_recent_<N>_ms)")
 	listSessions := fs.Int("sessions", 10_000, "sessions of the listed user (list_page_ms)")
+	idle := fs.Duration("idle", time.Minute, "how long the idle phase watches Firestore usage (--store firestore)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,11 +82,8 @@ func benchSessions(ctx context.Context, args []string) error {
 	if *listSessions < 1 {
 		return fmt.Errorf("--sessions is %d; it must be at least 1", *listSessions)
 	}
-	if *store == "firestore" && *project == "" {
-		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
-			return fmt.Errorf("--store firestore needs FIRESTORE_EMULATOR_HOST (the emulator) or --firestore-project")
-		}
-		*project = "bench-" + aip.NewID()
+	if err := benchProject(*store, project); err != nil {
+		return err
 	}
 	env, err := startBenchNode(ctx, *store, *project)
 	if err != nil {
@@ -100,10 +113,20 @@ func benchSessions(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var commitsBefore sqlitedb.Stats
+	if env.node.SQLite != nil {
+		commitsBefore = env.node.SQLite.Stats()
+	}
 	appendRPS, lat, err := env.measureAppends(ctx, clients, *duration)
 	stopProfile()
 	if err != nil {
 		return fmt.Errorf("append phase: %w", err)
+	}
+	if env.node.SQLite != nil {
+		st := env.node.SQLite.Stats()
+		if commits := st.Commits - commitsBefore.Commits; commits > 0 {
+			r.set("append_writes_per_commit", float64(st.Writes-commitsBefore.Writes)/float64(commits))
+		}
 	}
 	r.set("append_rps", appendRPS)
 	r.set("append_p50_ms", ms(percentile(lat, 0.50)))
@@ -111,6 +134,9 @@ func benchSessions(ctx context.Context, args []string) error {
 	say("append_rps          %10.0f   (%.2f of noop)", appendRPS, appendRPS/noop)
 	say("append_p50_ms       %10.2f", ms(percentile(lat, 0.50)))
 	say("append_p99_ms       %10.2f", ms(percentile(lat, 0.99)))
+	if w := r.get("append_writes_per_commit"); w > 0 {
+		say("append_writes_per_commit %5.1f   (appends sharing one commit and fsync)", w)
+	}
 
 	// The same appends on a SQLite file whose commits are not synced: what
 	// durability itself costs.
@@ -168,6 +194,11 @@ func benchSessions(ctx context.Context, args []string) error {
 	r.set("list_page_ms", ms(percentile(lat, 0.5)))
 	say("list_page_ms        %10.3f", ms(percentile(lat, 0.5)))
 
+	if *store == "firestore" {
+		if err := env.sessionCosts(ctx, r, say, *idle); err != nil {
+			return fmt.Errorf("cost phase: %w", err)
+		}
+	}
 	if *asJSON {
 		return r.printJSON(stdout)
 	}
@@ -279,4 +310,74 @@ func unsyncedNote(durable, unsynced float64) string {
 		return fmt.Sprintf("(durable appends ran at %.2f of this: above 1, the run was too noisy to compare; run it again on a quieter machine or with a longer --duration)", ratio)
 	}
 	return fmt.Sprintf("(durable appends run at %.2f of this)", ratio)
+}
+
+// sessionCosts counts the Firestore documents of each kind of session
+// call, one call at a time, and of an idle server.
+func (e *benchEnv) sessionCosts(ctx context.Context, r *benchReport, say func(string, ...any), idle time.Duration) error {
+	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	const parent = "apps/bench/users/cost"
+	name := func(i int) string { return fmt.Sprintf("%s/sessions/cost-%d", parent, i) }
+	event := func(i int, delta *structpb.Struct) *kiokuv1.Event {
+		return &kiokuv1.Event{Id: fmt.Sprint("e", i), Author: "user", Actions: &kiokuv1.EventActions{StateDelta: delta},
+			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}}}
+	}
+	for _, p := range []struct {
+		name string
+		n    int
+		call func(ctx context.Context, i int) error
+	}{
+		{"create_session", 10, func(ctx context.Context, i int) error {
+			_, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent, SessionId: fmt.Sprint("cost-", i)}))
+			return err
+		}},
+		{"append", 20, func(ctx context.Context, i int) error {
+			_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: name(0), Event: event(i, benchDelta(i))}))
+			return err
+		}},
+		{"append_user_state", 10, func(ctx context.Context, i int) error {
+			delta := &structpb.Struct{Fields: map[string]*structpb.Value{"user:last_drink": structpb.NewStringValue(fmt.Sprint("tea ", i))}}
+			_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: name(1), Event: event(i, delta)}))
+			return err
+		}},
+		{"get_session_20", 10, func(ctx context.Context, _ int) error {
+			_, err := sc.GetSession(ctx, connect.NewRequest(&kiokuv1.GetSessionRequest{Name: name(0), NumRecentEvents: 20}))
+			return err
+		}},
+		{"list_sessions_100", 5, func(ctx context.Context, _ int) error {
+			_, err := sc.ListSessions(ctx, connect.NewRequest(&kiokuv1.ListSessionsRequest{Parent: "apps/bench/users/lister", PageSize: 100}))
+			return err
+		}},
+		{"delete_session", 1, func(ctx context.Context, _ int) error {
+			_, err := sc.DeleteSession(ctx, connect.NewRequest(&kiokuv1.DeleteSessionRequest{Name: name(0)}))
+			return err
+		}},
+	} {
+		per, err := e.storeUsage(ctx, p.n, p.call)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		reportUsage(r, say, p.name, per)
+	}
+	per, err := e.idleUsage(ctx, idle)
+	if err != nil {
+		return err
+	}
+	reportUsage(r, say, "idle_per_minute", per)
+	return nil
+}
+
+// benchProject checks the store flag and, on the emulator, picks a fresh
+// project when none is given.
+func benchProject(store string, project *string) error {
+	switch {
+	case store != "sqlite" && store != "firestore":
+		return fmt.Errorf("--store %q: use sqlite or firestore", store)
+	case store == "firestore" && *project == "":
+		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+			return fmt.Errorf("--store firestore needs FIRESTORE_EMULATOR_HOST (the emulator) or --firestore-project")
+		}
+		*project = "bench-" + aip.NewID()
+	}
+	return nil
 }

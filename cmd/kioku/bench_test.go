@@ -7,12 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kioku-ai/kioku/internal/firestoretest"
 )
 
 // runBench runs a bench command and returns the JSON object of its last
 // line.
 func runBench(t *testing.T, args ...string) map[string]any {
 	t.Helper()
+	// As if the operator had set GOMEMLIMIT: the benchmarks leave the test
+	// process's memory limit alone.
+	t.Setenv("GOMEMLIMIT", "off")
 	var out bytes.Buffer
 	old := stdout
 	stdout = &out
@@ -86,13 +91,13 @@ func TestBenchSessionsRuns(t *testing.T) {
 		t.Errorf("bench sessions --events 100: %v, want a refusal naming --events", err)
 	}
 	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--json")
-	for _, k := range []string{"noop_rps", "append_rps", "append_p50_ms", "append_p99_ms", "append_unsynced_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
+	for _, k := range []string{"noop_rps", "append_rps", "append_p50_ms", "append_p99_ms", "append_writes_per_commit", "append_unsynced_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
 		if v, ok := got[k].(float64); !ok || v <= 0 {
 			t.Errorf("bench sessions: %s = %v, want a positive figure (all: %v)", k, got[k], got)
 		}
 	}
-	if len(got) != 8 {
-		t.Errorf("bench sessions reported %d figures, want 8: %v", len(got), got)
+	if len(got) != 9 {
+		t.Errorf("bench sessions reported %d figures, want 9: %v", len(got), got)
 	}
 }
 
@@ -125,5 +130,44 @@ func TestBenchRecallRuns(t *testing.T) {
 	}
 	if err := bench(t.Context(), []string{"recall", "--data", path, "--sizes", "60,30"}); err == nil || !strings.Contains(err.Error(), "--sizes") {
 		t.Errorf("bench recall --sizes 60,30: %v, want a refusal naming --sizes", err)
+	}
+}
+
+// TestBenchFootprintRuns runs the footprint scenario with a cache far too
+// small for its scopes: the cache stays within its budget, evicts, and
+// still serves the skewed phase's popular scopes from memory.
+func TestBenchFootprintRuns(t *testing.T) {
+	got := runBench(t, "footprint", "--scopes", "200", "--skewed", "400", "--vector-cache", "64KiB", "--json")
+	if s := got["cache_scopes"].(float64); s <= 0 || s >= 200 || got["cache_mb"].(float64) > 1.0/16 {
+		t.Errorf("cache of 64 KiB: %v scopes, %v MB; want some of the 200 scopes and at most 64 KiB", s, got["cache_mb"])
+	}
+	if h := got["hit_rate"].(float64); h <= 0 || h >= 1 {
+		t.Errorf("hit rate %v; want hits on popular scopes and misses on the others", h)
+	}
+	for _, k := range []string{"rss_peak_mb", "rss_end_mb", "go_mb", "heap_mb", "db_mb", "retrieve_p50_ms"} {
+		if v, ok := got[k].(float64); !ok || v <= 0 {
+			t.Errorf("bench footprint: %s = %v, want a positive figure (all: %v)", k, got[k], got)
+		}
+	}
+}
+
+// TestBenchFirestoreCosts runs both benchmarks on the emulator with tiny
+// sizes and checks the Firestore documents they count.
+func TestBenchFirestoreCosts(t *testing.T) {
+	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST
+	s := runBench(t, "sessions", "--store", "firestore", "--duration", "200ms", "--events", "101", "--sessions", "101", "--idle", "1s", "--json")
+	for k, want := range map[string]float64{"append_writes": 3, "get_session_20_reads": 23, "list_sessions_100_reads": 101} {
+		if s[k] != want {
+			t.Errorf("bench sessions --store firestore: %s = %v, want %v (all: %v)", k, s[k], want, s)
+		}
+	}
+	if v, ok := s["idle_per_minute_reads"].(float64); !ok || v > 60 {
+		t.Errorf("idle reads per minute = %v, want a few at most", s["idle_per_minute_reads"])
+	}
+	m := runBench(t, "memories", "--store", "firestore", "--ops", "5", "--sizes", "20", "--json")
+	for _, k := range []string{"retrieve_20_reads", "create_memory_writes", "generate_reads", "generate_writes", "generate_session_40_reads"} {
+		if v, ok := m[k].(float64); !ok || v <= 0 {
+			t.Errorf("bench memories --store firestore: %s = %v, want a positive figure (all: %v)", k, m[k], m)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 // client for it.
 type benchEnv struct {
 	node       *node.Node
+	dir        string // the data directory
 	url        string
 	httpClient *http.Client
 	close      func()
@@ -43,6 +44,7 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 	for _, f := range extra {
 		f(&cfg)
 	}
+	limitMemory(cacheBudget(cfg)) // as kioku serve does
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -60,6 +62,7 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 	protocols.SetUnencryptedHTTP2(true)
 	return &benchEnv{
 		node:       n,
+		dir:        dir,
 		url:        "http://" + ln.Addr().String(),
 		httpClient: &http.Client{Transport: &http.Transport{Protocols: protocols}},
 		close: func() {
@@ -217,4 +220,49 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// storeUsage measures what a phase costs in Firestore documents: it runs f
+// n times in sequence and returns the reads, writes and deletes per call
+// (zero on SQLite, which has no meter).
+func (e *benchEnv) storeUsage(ctx context.Context, n int, f func(ctx context.Context, i int) error) (perCall [3]float64, err error) {
+	if e.node.Firestore == nil {
+		return perCall, nil
+	}
+	before := e.node.Firestore.Usage()
+	for i := range n {
+		if err := f(ctx, i); err != nil {
+			return perCall, err
+		}
+	}
+	u := e.node.Firestore.Usage().Sub(before)
+	return [3]float64{float64(u.Reads) / float64(n), float64(u.Writes) / float64(n), float64(u.Deletes) / float64(n)}, nil
+}
+
+// reportUsage records and prints a phase's documents per call.
+func reportUsage(r *benchReport, say func(string, ...any), name string, per [3]float64) {
+	r.set(name+"_reads", per[0])
+	r.set(name+"_writes", per[1])
+	if per[2] > 0 {
+		r.set(name+"_deletes", per[2])
+	}
+	say("%-24s %7.2f reads %7.2f writes %7.2f deletes per call", name, per[0], per[1], per[2])
+}
+
+// idleUsage measures the documents an idle server reads, writes and
+// deletes over d, scaled to one minute.
+func (e *benchEnv) idleUsage(ctx context.Context, d time.Duration) ([3]float64, error) {
+	var per [3]float64
+	if e.node.Firestore == nil || d <= 0 {
+		return per, nil
+	}
+	before := e.node.Firestore.Usage()
+	select {
+	case <-ctx.Done():
+		return per, ctx.Err()
+	case <-time.After(d):
+	}
+	u := e.node.Firestore.Usage().Sub(before)
+	scale := float64(time.Minute) / float64(d)
+	return [3]float64{float64(u.Reads) * scale, float64(u.Writes) * scale, float64(u.Deletes) * scale}, nil
 }

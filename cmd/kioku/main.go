@@ -17,7 +17,9 @@
 // the command line wins over the variable.
 //
 // Unless the GOGC environment variable is set, kioku runs its garbage
-// collector at GOGC=400 (see tuneGC).
+// collector at GOGC=400 (see tuneGC); unless GOMEMLIMIT is set, serve and
+// the benchmarks give it a soft limit of the vector cache's budget plus
+// 48 MiB (see limitMemory).
 package main
 
 import (
@@ -45,6 +47,21 @@ const defaultGCPercent = 400
 func tuneGC() {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
+// memoryHeadroom is what kioku's Go heap may hold beyond its vector cache
+// before the collector works harder (limitMemory).
+const memoryHeadroom = 48 << 20
+
+// limitMemory sets the Go runtime's soft memory limit to the vector
+// cache's budget plus memoryHeadroom, unless GOMEMLIMIT is set: at
+// defaultGCPercent a heap holding a full cache could otherwise grow to five
+// times the cache before a collection. The limit leaves defaultGCPercent
+// in charge while the heap is small.
+func limitMemory(vectorCacheBytes int64) {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
+		debug.SetMemoryLimit(max(vectorCacheBytes, 0) + memoryHeadroom)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/telemetry"
+	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/server"
 	"github.com/kioku-ai/kioku/server/auth"
 	"github.com/kioku-ai/kioku/server/vertex"
@@ -188,6 +189,7 @@ func serve(ctx context.Context, args []string) error {
 	if exporting {
 		log.Info("exporting OpenTelemetry traces and metrics over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
 	}
+	limitMemory(cacheBudget(cfg))
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -296,4 +298,16 @@ func reachableAddr(a net.Addr, certNames []string) string {
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// cacheBudget is the vector cache's budget a node gets (none on
+// Firestore).
+func cacheBudget(cfg node.Config) int64 {
+	switch {
+	case cfg.Store == "firestore":
+		return 0
+	case cfg.VectorCacheBytes == 0:
+		return memorybank.DefaultVectorCacheBytes
+	}
+	return cfg.VectorCacheBytes
 }

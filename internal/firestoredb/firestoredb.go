@@ -1,5 +1,7 @@
 // Package firestoredb holds what kioku's Firestore stores share: the
-// mapping of Firestore's errors to the domain's kinds.
+// mapping of Firestore's errors to the domain's kinds, and a Meter that
+// counts the documents they read, write and delete (Firestore's billing
+// units).
 package firestoredb
 
 import (

@@ -19,6 +19,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
@@ -101,7 +102,15 @@ type Node struct {
 	server   *server.Server
 	Sessions *sessions.Service
 	Memories *memorybank.Service
-	meter    *model.Meter // the model calls of the memory bank
+	// Vectors is the SQLite store's cache of scopes searched by
+	// similarity; nil on Firestore.
+	Vectors *memorybank.VectorCache
+	// Firestore counts the documents the Firestore stores read, write and
+	// delete; nil on SQLite.
+	Firestore *firestoredb.Meter
+	// SQLite is the embedded store's file; nil on Firestore.
+	SQLite *sqlitedb.DB
+	meter  *model.Meter // the model calls of the memory bank
 
 	closers []func() error
 	cancel  context.CancelFunc
@@ -139,6 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.closers = append(n.closers, stores.Close)
+	n.Vectors, n.Firestore, n.SQLite = stores.vectors, stores.firestore, stores.sqlite
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen})
 	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
 		Generator: gen,
@@ -196,9 +206,10 @@ type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
 
-	sqlite  *sqlitedb.DB            // nil on Firestore
-	vectors *memorybank.VectorCache // nil on Firestore
-	closers []func() error
+	sqlite    *sqlitedb.DB            // nil on Firestore
+	vectors   *memorybank.VectorCache // nil on Firestore
+	firestore *firestoredb.Meter      // nil on SQLite
+	closers   []func() error
 }
 
 // OpenStores opens the stores cfg chooses (Store, DataDir or the Firestore
@@ -236,7 +247,12 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 		if db == "" {
 			db = firestore.DefaultDatabaseID
 		}
-		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db)
+		st.firestore = &firestoredb.Meter{}
+		opts, err := st.firestore.ClientOptions()
+		if err != nil {
+			return nil, err
+		}
+		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
 		}
@@ -314,6 +330,16 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *memorybank.VectorCache) []serve
 		} else {
 			out = append(out, server.Metric{Name: "kioku_model_embedded_texts_total", Help: "Texts sent to the embedder, by model.",
 				Labels: [][2]string{{"model", u.Model}, {"outcome", outcome}}, Value: float64(u.Texts)})
+		}
+	}
+	if n.Firestore != nil {
+		u := n.Firestore.Usage()
+		help := "Firestore documents read, written and deleted by this server (its billing units; vector search's index reads are not seen)."
+		for _, c := range []struct {
+			op string
+			n  uint64
+		}{{"read", u.Reads}, {"write", u.Writes}, {"delete", u.Deletes}} {
+			out = append(out, server.Metric{Name: "kioku_firestore_documents_total", Help: help, Labels: [][2]string{{"op", c.op}}, Value: float64(c.n)})
 		}
 	}
 	for _, o := range n.Sessions.Observers() {
