@@ -322,9 +322,9 @@ func TestAttackMatrix(t *testing.T) {
 			return err
 		}},
 	}
-	order := []string{ // deletions last
-		kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure,
+	order := []string{ // deletions last; DeleteMemory before the purge of its scope, which a woken worker may run at once
 		kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure,
+		kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure,
 		kiokuv1connect.SessionServiceDeleteSessionProcedure,
 	}
 	var procedures []string
