@@ -258,8 +258,8 @@ func (e *benchEnv) memoryCosts(ctx context.Context, r *benchReport, say func(str
 		}
 		return err
 	}
-	const sessionEvents = 40
-	for i := range 10 {
+	const sessionEvents, calls = 40, 5
+	for i := range calls {
 		parent := fmt.Sprintf("apps/bench/users/cost-%d", i)
 		if _, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent, SessionId: fmt.Sprint("cost-", i)})); err != nil {
 			return err
@@ -295,7 +295,7 @@ func (e *benchEnv) memoryCosts(ctx context.Context, r *benchReport, say func(str
 				Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: fmt.Sprintf("apps/bench/users/cost-%d/sessions/cost-%d", i, i)}}})
 		}},
 	} {
-		per, err := e.storeUsage(ctx, 10, p.call)
+		per, err := e.storeUsage(ctx, calls, p.call)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}

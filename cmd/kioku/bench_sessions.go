@@ -45,7 +45,8 @@ measures, in one run:
 
 With --store firestore it also counts the Firestore documents each call
 reads, writes and deletes (the units Firestore bills; one call at a time,
-over RPC), and what an idle server reads per minute:
+over RPC; the server's background reads, a few a minute, may add a
+fraction), and what an idle server reads per minute:
 
   create_session_reads, _writes
   append_reads, _writes          an event with a session-scoped state delta

@@ -156,8 +156,10 @@ func TestBenchFootprintRuns(t *testing.T) {
 func TestBenchFirestoreCosts(t *testing.T) {
 	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST
 	s := runBench(t, "sessions", "--store", "firestore", "--duration", "200ms", "--events", "101", "--sessions", "101", "--idle", "1s", "--json")
+	// The server's own background reads (its operation poll, the sweeps)
+	// may add a fraction of a read to a call.
 	for k, want := range map[string]float64{"append_writes": 3, "get_session_20_reads": 23, "list_sessions_100_reads": 101} {
-		if s[k] != want {
+		if got, _ := s[k].(float64); got < want || got >= want+1 {
 			t.Errorf("bench sessions --store firestore: %s = %v, want %v (all: %v)", k, s[k], want, s)
 		}
 	}
