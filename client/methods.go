@@ -40,6 +40,15 @@ func (c *Client) DeleteSession(ctx context.Context, req *kiokuv1.DeleteSessionRe
 	return unary(ctx, c.sessions.DeleteSession, req)
 }
 
+// DeleteUser erases everything kioku holds about one user of an app: their
+// sessions with their events, their user: state, the memories of their
+// scope with the revisions, and the generation watermarks and operations
+// about them (see the RPC). It needs an app key; calling it again finishes
+// an erasure that stopped.
+func (c *Client) DeleteUser(ctx context.Context, req *kiokuv1.DeleteUserRequest) (*kiokuv1.DeleteUserResponse, error) {
+	return unary(ctx, c.sessions.DeleteUser, req)
+}
+
 // AppendEvent appends an event to a session and applies its state delta, all
 // in one atomic transaction. It is idempotent by event id: an event without
 // an id is given a fresh one (NewEventID) before it is sent, set on

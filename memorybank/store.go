@@ -128,6 +128,22 @@ type Store interface {
 	// as they are. It reports whether it wrote the memory and how many
 	// revisions it wrote.
 	ImportMemory(ctx context.Context, m *Memory, revs []*Revision) (bool, int, error)
+
+	// DeleteMemories removes memories of an app entirely, for an erasure
+	// (Service.EraseUser): their rows or documents, their revisions, their
+	// entries in the source index and in the similarity statistics (and
+	// the statistics of a scope left with no memory). No revision records
+	// it. Ids that do not exist are skipped.
+	DeleteMemories(ctx context.Context, app string, ids []string) error
+
+	// DeleteWatermarks removes the watermarks of sessions of an app (by
+	// their names).
+	DeleteWatermarks(ctx context.Context, app string, sessions []string) error
+
+	// DeleteOperations removes operations of an app, whatever their state.
+	// A worker running one fails its next write (the operation is gone) and
+	// writes nothing.
+	DeleteOperations(ctx context.Context, app string, ids []string) error
 }
 
 // ScanQuery selects memories for ScanMemories.

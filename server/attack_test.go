@@ -321,11 +321,22 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.DeleteSession(ctx, &kiokuv1.DeleteSessionRequest{Name: sess})
 			return err
 		}},
+		// Erasing a user is for app keys only, even a user's own erasure;
+		// the victim is a user with nothing stored, so that the positive
+		// control leaves ann's resources to the checks below.
+		kiokuv1connect.SessionServiceDeleteUserProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.DeleteUser(ctx, &kiokuv1.DeleteUserRequest{Name: "apps/a/users/carol"})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.DeleteUser(ctx, &kiokuv1.DeleteUserRequest{Name: "apps/a/users/ann"})
+			return err
+		}, appLevelCode: denied},
 	}
 	order := []string{ // deletions last; DeleteMemory before the purge of its scope, which a woken worker may run at once
 		kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure,
 		kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure,
 		kiokuv1connect.SessionServiceDeleteSessionProcedure,
+		kiokuv1connect.SessionServiceDeleteUserProcedure,
 	}
 	var procedures []string
 	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName} {

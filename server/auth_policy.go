@@ -103,10 +103,14 @@ var kiokuPolicy = auth.Policy{
 	kiokuv1connect.SessionServiceListSessionsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", sessionsParentKind)}},
 	kiokuv1connect.SessionServiceUpdateSessionProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("session.name", sessionKind)}},
 	kiokuv1connect.SessionServiceDeleteSessionProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}},
-	kiokuv1connect.SessionServiceAppendEventProcedure:   {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}, StateDeltas: []string{"event.actions.state_delta"}},
-	kiokuv1connect.SessionServiceListEventsProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", sessionKind)}},
-	kiokuv1connect.SessionServiceGetStateProcedure:      {Access: auth.Read, Resources: []auth.Field{nameField("name", stateKind)}},
-	kiokuv1connect.SessionServiceUpdateStateProcedure:   {Access: auth.Write, Resources: []auth.Field{nameField("name", stateKind)}, StateDeltas: []string{"state_delta"}},
+	// Erasing a user is the app's to decide (a data-subject request its
+	// backend has verified): app keys only, so a user key, which a page or
+	// an agent may hold, cannot wipe its user's history, even its own.
+	kiokuv1connect.SessionServiceDeleteUserProcedure:  {Access: auth.AppAdmin, Resources: []auth.Field{nameField("name", userKind)}},
+	kiokuv1connect.SessionServiceAppendEventProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}, StateDeltas: []string{"event.actions.state_delta"}},
+	kiokuv1connect.SessionServiceListEventsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", sessionKind)}},
+	kiokuv1connect.SessionServiceGetStateProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", stateKind)}},
+	kiokuv1connect.SessionServiceUpdateStateProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", stateKind)}, StateDeltas: []string{"state_delta"}},
 	// A fork carries no delta: it copies the session scope and shares the
 	// user and app scopes.
 	kiokuv1connect.SessionServiceForkSessionProcedure:  {Access: auth.Write, Resources: []auth.Field{nameField("name", sessionKind)}},

@@ -27,11 +27,18 @@ type SessionForgetter interface {
 	ForgetSession(ctx context.Context, key sessions.Key) error
 }
 
+// UserEraser removes what the memory bank holds about a user: DeleteUser
+// calls it after the user's sessions are deleted.
+type UserEraser interface {
+	EraseUser(ctx context.Context, app, user string) (*memorybank.Erasure, error)
+}
+
 // SessionHandler serves kioku.v1.SessionService over a sessions.Service.
 type SessionHandler struct {
 	svc     *sessions.Service
 	forget  SessionForgetter
 	compact SessionCompactor
+	erase   UserEraser
 }
 
 var _ kiokuv1connect.SessionServiceHandler = (*SessionHandler)(nil)
@@ -50,11 +57,15 @@ type SessionHandlerOptions struct {
 	// Forgetter serves DeleteSession's forget_memories; without it such a
 	// request is FAILED_PRECONDITION.
 	Forgetter SessionForgetter
+	// Eraser is the memory bank's part of DeleteUser; without it
+	// DeleteUser is FAILED_PRECONDITION (it would leave the user's
+	// memories).
+	Eraser UserEraser
 }
 
 // NewSessionHandler returns the SessionService handler.
 func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *SessionHandler {
-	return &SessionHandler{svc: svc, forget: opts.Forgetter, compact: opts.Compactor}
+	return &SessionHandler{svc: svc, forget: opts.Forgetter, compact: opts.Compactor, erase: opts.Eraser}
 }
 
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
@@ -252,6 +263,32 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 		return nil, err
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
+}
+
+// DeleteUser implements kiokuv1connect.SessionServiceHandler: the user's
+// sessions first (so that no generation can read them any more), then what
+// the memory bank holds about the user (its operations first, which stops
+// a generation under way from writing).
+func (h *SessionHandler) DeleteUser(ctx context.Context, req *connect.Request[kiokuv1.DeleteUserRequest]) (*connect.Response[kiokuv1.DeleteUserResponse], error) {
+	app, user, err := aip.ParseUser("name", req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if h.erase == nil {
+		return nil, fault.New(fault.FailedPrecondition, "DeleteUser needs the memory bank, which this server does not run")
+	}
+	n, err := h.svc.DeleteUser(ctx, app, user)
+	if err != nil {
+		return nil, err
+	}
+	er, err := h.erase.EraseUser(ctx, app, user)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&kiokuv1.DeleteUserResponse{
+		DeletedSessions: int64(n), DeletedMemories: int64(er.Memories),
+		DeletedWatermarks: int64(er.Watermarks), DeletedOperations: int64(er.Operations),
+	}), nil
 }
 
 // AppendEvent implements kiokuv1connect.SessionServiceHandler.

@@ -444,6 +444,38 @@ func (s *Service) DeleteSession(ctx context.Context, key Key) error {
 	return nil
 }
 
+// DeleteUser deletes everything the session store holds about a user of
+// an app, for a data-subject request: every session of the user (expired
+// ones too) with its events and search entries, then the "user:" scope
+// and the user's search statistics (Store.DeleteUserData). Watchers of the
+// sessions see their streams end; observers are told of each deletion. It
+// returns how many sessions it deleted; calling it again finishes an
+// erasure that stopped. Sessions created while it runs may be left:
+// revoke the user's keys first.
+func (s *Service) DeleteUser(ctx context.Context, app, user string) (int, error) {
+	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+		return 0, err
+	}
+	if err := aip.ValidateID("user id", user, aip.UserIDChars); err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		keys, err := s.store.DeleteUserSessions(ctx, app, user, 100)
+		for _, key := range keys {
+			s.broker.notify(key)
+			s.notify(Notice{Key: key, Deleted: true})
+		}
+		n += len(keys)
+		if err != nil {
+			return n, err
+		}
+		if len(keys) == 0 {
+			return n, s.store.DeleteUserData(ctx, app, user)
+		}
+	}
+}
+
 // AppendEvent appends an event to a session. See the package documentation
 // for state scopes. The returned event is the stored one: id, timestamp and
 // sequence set, "temp:" keys removed. An event with Partial set is returned

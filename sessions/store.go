@@ -112,6 +112,18 @@ type Store interface {
 	// are, unless the scope was updated after st.UpdateTime
 	// (FailedPrecondition). It reports whether it wrote anything.
 	ImportState(ctx context.Context, st *SharedState) (bool, error)
+
+	// DeleteUserSessions deletes up to limit sessions of a user, expired
+	// ones included, with their events and search index entries, and
+	// returns their keys: an erasure of the user (Service.DeleteUser)
+	// calls it until it returns none.
+	DeleteUserSessions(ctx context.Context, app, user string, limit int) ([]Key, error)
+
+	// DeleteUserData deletes what the store keeps of a user besides
+	// sessions: the "user:" scope, the user's search statistics, and what
+	// is left of the user's sessions deleted earlier whose removal was
+	// interrupted. Afterwards nothing in the store names the user.
+	DeleteUserData(ctx context.Context, app, user string) error
 }
 
 // ScanQuery selects sessions for ScanSessions.

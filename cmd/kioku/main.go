@@ -9,7 +9,7 @@
 //	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku import --in FILE     load an archive into a store
 //	kioku version              print the build's version
-//	kioku sessions|state|memories|ops|config SUBCOMMAND ARG
+//	kioku sessions|users|state|memories|ops|config SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
 //
 // Every flag of serve has an environment variable of the same name in upper
@@ -93,6 +93,7 @@ Usage:
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
   kioku sessions list|get|events|delete     sessions and their events
+  kioku users delete                        erase a user (an app key)
   kioku state get|set                       user: and app: state
   kioku memories list|get|revisions|retrieve|delete
   kioku ops list|get|wait|cancel            memory operations
@@ -120,7 +121,7 @@ func run(ctx context.Context, args []string) error {
 		return export(ctx, args[1:], os.Stdout)
 	case "import":
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
-	case "sessions", "state", "memories", "ops", "config":
+	case "sessions", "users", "state", "memories", "ops", "config":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		return printVersion(os.Stdout)

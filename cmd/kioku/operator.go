@@ -1,6 +1,6 @@
 package main
 
-// The operator commands: kioku sessions|state|memories|ops|config call a
+// The operator commands: kioku sessions|users|state|memories|ops|config call a
 // running server through the Go client (package client) and print readable
 // tables, or JSON with --json (protojson of the API's messages; a list is a
 // JSON array). Each subcommand takes the resource name it acts on, as the
@@ -49,6 +49,7 @@ type opEnv struct {
 // operatorGroups are the operator commands by group, in usage order.
 var operatorGroups = map[string][]subcommand{
 	"sessions": sessionCommands,
+	"users":    userCommands,
 	"state":    stateCommands,
 	"memories": memoryCommands,
 	"ops":      opCommands,
@@ -58,6 +59,7 @@ var operatorGroups = map[string][]subcommand{
 // operatorGroupAbout says what each group is about.
 var operatorGroupAbout = map[string]string{
 	"sessions": "the sessions of a user or an app, and their events",
+	"users":    "the users of an app: erasure",
 	"state":    "the user: and app: state, without a session",
 	"memories": "the memories of an app, their revisions, and retrieval",
 	"ops":      "memory operations (generation, purges)",

@@ -21,6 +21,10 @@ var sessionCommands = []subcommand{
 	{name: "delete", args: "SESSION", about: "delete a session and its events", setup: sessionsDelete},
 }
 
+var userCommands = []subcommand{
+	{name: "delete", args: "apps/APP/users/USER", about: "erase everything kioku holds about a user: sessions with their events, user: state, the memories of the user's scope with their revisions, watermarks and operations (an app key)", setup: usersDelete},
+}
+
 var stateCommands = []subcommand{
 	{name: "get", args: "apps/APP[/users/USER][/state]", about: "show the app: state of an app, or the user: state of a user", setup: stateGet},
 	{name: "set", args: "apps/APP[/users/USER][/state]", about: "change keys of that state: --set KEY=VALUE (VALUE is JSON, or else a string; null deletes)", setup: stateSet},
@@ -107,6 +111,20 @@ func sessionsDelete(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 			return e.done("deleted %s and forgot the memories it alone was the source of", e.arg)
 		}
 		return e.done("deleted %s", e.arg)
+	}
+}
+
+func usersDelete(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	return func(ctx context.Context, e *opEnv) error {
+		res, err := e.c.DeleteUser(ctx, &kiokuv1.DeleteUserRequest{Name: e.arg})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(res)
+		}
+		return e.done("erased %s: deleted %d sessions, %d memories, %d watermarks, %d operations", e.arg,
+			res.GetDeletedSessions(), res.GetDeletedMemories(), res.GetDeletedWatermarks(), res.GetDeletedOperations())
 	}
 }
 

@@ -1,12 +1,14 @@
 // Package firestoredb holds what kioku's Firestore stores share: the
-// mapping of Firestore's errors to the domain's kinds, and a Meter that
-// counts the documents they read, write and delete (Firestore's billing
-// units).
+// mapping of Firestore's errors to the domain's kinds, bulk deletion, and
+// a Meter that counts the documents they read, write and delete
+// (Firestore's billing units).
 package firestoredb
 
 import (
+	"context"
 	"errors"
 
+	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -39,4 +41,43 @@ func Wrap(err error) error {
 		return fault.Wrap(fault.Canceled, err, "canceled")
 	}
 	return err
+}
+
+// DeleteDocs deletes documents with a bulk writer and waits for every
+// deletion; a document already gone is no error.
+func DeleteDocs(ctx context.Context, c *firestore.Client, refs []*firestore.DocumentRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	bw := c.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, 0, len(refs))
+	for _, ref := range refs {
+		j, err := bw.Delete(ref)
+		if err != nil {
+			bw.End()
+			return err
+		}
+		jobs = append(jobs, j)
+	}
+	bw.End()
+	for _, j := range jobs {
+		if _, err := j.Results(); err != nil && !IsNotFound(err) {
+			return Wrap(err)
+		}
+	}
+	return nil
+}
+
+// DeleteQuery deletes the documents a query returns, reading only their
+// names, and returns how many.
+func DeleteQuery(ctx context.Context, c *firestore.Client, q firestore.Query) (int, error) {
+	snaps, err := q.Select().Documents(ctx).GetAll()
+	if err != nil {
+		return 0, Wrap(err)
+	}
+	refs := make([]*firestore.DocumentRef, len(snaps))
+	for i, snap := range snaps {
+		refs[i] = snap.Ref
+	}
+	return len(refs), DeleteDocs(ctx, c, refs)
 }

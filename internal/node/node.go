@@ -177,6 +177,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
 			Forgetter: n.Memories,
 			Compactor: n.Memories,
+			Eraser:    n.Memories,
 		}),
 		Memories:   memories,
 		Operations: memories,

@@ -14,6 +14,13 @@
 // while the previous one was being made durable. Write returns only after
 // its commit is on disk, so an acknowledged write survives a crash.
 //
+// Deleted content does not stay in the file: the write connection runs
+// with secure_delete on, so the cells and pages a write frees are
+// overwritten with zeros (in the log, then in the file at the next
+// checkpoint). Erasing a user relies on it (sessions.Service.DeleteUser,
+// memorybank.Service.EraseUser); the cost is the writing of zeros into
+// pages that a deletion empties.
+//
 // Checkpoints (copying the log into the database file) run in the
 // background on their own connection, so commits do not stop for them.
 // Backup copies a database consistently while it is being written.
@@ -110,7 +117,7 @@ func open(path, synchronous string) (*DB, error) {
 	var err error
 	// The writer checkpoints by itself only if the background checkpointer
 	// falls far behind (16,384 pages of log).
-	if db.write, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous("+synchronous+")&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(16384)&_txlock=immediate"); err != nil {
+	if db.write, err = sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous("+synchronous+")&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(16384)&_pragma=secure_delete(ON)&_txlock=immediate"); err != nil {
 		return fail(err)
 	}
 	db.write.SetMaxOpenConns(1)

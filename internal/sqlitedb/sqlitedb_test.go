@@ -334,3 +334,45 @@ func TestWriteWithoutChangesIsNotCommitted(t *testing.T) {
 		t.Fatalf("the row: %q, %v", v, err)
 	}
 }
+
+// TestDeletedContentIsOverwritten: rows deleted or replaced leave nothing
+// of their content in the file, whether their cell is freed on a page that
+// stays or their page is emptied.
+func TestDeletedContentIsOverwritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kioku.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	write := func(q string, args ...any) {
+		t.Helper()
+		if err := db.Write(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 200 { // many pages
+		write(`INSERT INTO t (k, v) VALUES (?, ?)`, i, fmt.Sprintf("row %d %s", i, strings.Repeat("KEPTKEPT", 20)))
+	}
+	write(`INSERT INTO t (k, v) VALUES (1000, 'GONEGONE one')`)
+	write(`UPDATE t SET v = 'something else' WHERE k = 1000`)
+	write(`INSERT INTO t (k, v) VALUES (1001, 'GONEGONE two')`)
+	write(`DELETE FROM t WHERE k = 1001`)
+	write(`DELETE FROM t WHERE k < 150`) // empties pages
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "GONEGONE") || strings.Contains(string(b), "row 3 KEPT") {
+		t.Fatal("deleted or replaced content is still in the file")
+	}
+	if !strings.Contains(string(b), "row 199 KEPT") {
+		t.Fatal("the file does not hold the rows that stay either: the test looks in the wrong place")
+	}
+}

@@ -561,39 +561,14 @@ func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) (
 	return collect(ctx, base, limit, nil, func(*memorybank.Memory) bool { return true }, appOf, nil)
 }
 
-// deleteQuery deletes the documents a query returns and returns how many.
-func (s *Store) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
-	snaps, err := q.Select().Documents(ctx).GetAll()
-	if err != nil || len(snaps) == 0 {
-		return 0, firestoredb.Wrap(err)
-	}
-	bw := s.c.BulkWriter(ctx)
-	var jobs []*firestore.BulkWriterJob
-	for _, snap := range snaps {
-		j, err := bw.Delete(snap.Ref)
-		if err != nil {
-			bw.End()
-			return 0, err
-		}
-		jobs = append(jobs, j)
-	}
-	bw.End()
-	for _, j := range jobs {
-		if _, err := j.Results(); err != nil {
-			return 0, firestoredb.Wrap(err)
-		}
-	}
-	return len(snaps), nil
-}
-
 // DeleteExpiredRevisions implements memorybank.Store.
 func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
-	return s.deleteQuery(ctx, s.c.CollectionGroup("kioku_revisions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit))
+	return firestoredb.DeleteQuery(ctx, s.c, s.c.CollectionGroup("kioku_revisions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit))
 }
 
 // DeleteFinishedOperations implements memorybank.Store.
 func (s *Store) DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.deleteQuery(ctx, s.c.CollectionGroup("kioku_operations").Where("claim_ns", "==", 0).Where("create_ns", "<", before.UnixNano()).Limit(limit))
+	return firestoredb.DeleteQuery(ctx, s.c, s.c.CollectionGroup("kioku_operations").Where("claim_ns", "==", 0).Where("create_ns", "<", before.UnixNano()).Limit(limit))
 }
 
 // revisionDoc is a revision document.

@@ -187,3 +187,94 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	}
 	return wrote, n, nil
 }
+
+// DeleteMemories implements memorybank.Store: for each memory, its
+// revisions (a bulk writer, page by page), then in one transaction the
+// memory's document and its part of the scope's statistics (whose document
+// goes once no memory is counted in it). An erasure stopped between the two
+// finds the memory again and finishes it.
+func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) error {
+	for _, id := range ids {
+		ref := s.memories(app).Doc(id)
+		if _, err := s.deleteAll(ctx, ref.Collection("kioku_revisions").Query); err != nil {
+			return err
+		}
+		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			snap, err := tx.Get(ref)
+			if firestoredb.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			m, err := fromSnap(app, snap)
+			if err != nil {
+				return err
+			}
+			v, _ := snap.DataAt("terms_version")
+			statsRef := s.statsRef(app, m.Scope.Key())
+			st, err := readStats(tx.Get(statsRef))
+			if err != nil {
+				return err
+			}
+			st.count(m, v == termsVersion, -1)
+			if st.empty() {
+				err = tx.Delete(statsRef)
+			} else {
+				var body []byte
+				if body, err = json.Marshal(st); err == nil {
+					err = tx.Set(statsRef, map[string]any{"scope_key": m.Scope.Key(), "body": string(body)})
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return tx.Delete(ref)
+		}, s.txn...)
+		if err != nil {
+			return firestoredb.Wrap(err)
+		}
+	}
+	return nil
+}
+
+// empty reports whether the statistics count no memory.
+func (st scopeStats) empty() bool {
+	for _, ms := range st {
+		if ms.N > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteAll deletes every document a query returns, 300 at a time, and
+// returns how many.
+func (s *Store) deleteAll(ctx context.Context, q firestore.Query) (int, error) {
+	total := 0
+	for {
+		n, err := firestoredb.DeleteQuery(ctx, s.c, q.Limit(300))
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// DeleteWatermarks implements memorybank.Store.
+func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
+	refs := make([]*firestore.DocumentRef, len(sessions))
+	for i, name := range sessions {
+		refs[i] = s.watermarkRef(app, name)
+	}
+	return firestoredb.DeleteDocs(ctx, s.c, refs)
+}
+
+// DeleteOperations implements memorybank.Store.
+func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = s.opRef(app, id)
+	}
+	return firestoredb.DeleteDocs(ctx, s.c, refs)
+}

@@ -6,8 +6,8 @@
 // generation with its watermarks, consolidation and its failures, leases
 // and exactly-once completion, the queue the scheduler claims from, work
 // handed back when a worker stops, lease renewal, coalescing, cancellation,
-// forgetting, purging, expiry, triggers, and the primitives of export and
-// import.
+// forgetting, purging, expiry, triggers, the primitives of export and
+// import, and the erasure of a user.
 package memorybanktest
 
 import (
@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Reembed", testReembed},
 		{"Scan", testScan},
 		{"Import", testImport},
+		{"EraseUser", testEraseUser},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package memorybanktest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -271,3 +272,88 @@ func testImport(t *testing.T, h *harness) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func testEraseUser(t *testing.T, h *harness) {
+	ann := memorybank.Scope{"user_id": "ann"}
+	bo := memorybank.Scope{"user_id": "bo"}
+	m1 := h.create("Ann likes green tea.", ann)
+	if _, err := h.svc.UpdateMemory(h.ctx, "app1", m1.ID, memorybank.MemoryUpdate{Fact: ptr("Ann likes black tea.")}); err != nil {
+		t.Fatal(err)
+	}
+	m2 := h.create("Ann had a cold.", ann)
+	if err := h.svc.DeleteMemory(h.ctx, "app1", m2.ID); err != nil {
+		t.Fatal(err)
+	}
+	m3 := h.create("Ann trains with the coach.", memorybank.Scope{"user_id": "ann", "agent": "coach"})
+	keep := h.create("Bo likes green tea.", bo)
+	team := h.create("The team meets on Mondays.", memorybank.Scope{"team": "t1"})
+	annOp, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: ann, Facts: []memorybank.DirectFact{{Fact: "Ann swims."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boOp, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: bo, Facts: []memorybank.DirectFact{{Fact: "Bo runs."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := map[string]int64{"apps/app1/users/ann/sessions/s1": 4, "apps/app1/users/ann/sessions/s2": 2, "apps/app1/users/bo/sessions/b1": 3}
+	if err := h.store.Write(h.ctx, &memorybank.Write{App: "app1", Now: h.clock.Now(), Watermarks: marks}); err != nil {
+		t.Fatal(err)
+	}
+	boFacts := h.facts(bo)
+
+	got, err := h.svc.EraseUser(h.ctx, "app1", "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&memorybank.Erasure{Memories: 3, Watermarks: 2, Operations: 1}, got); diff != "" {
+		t.Fatalf("EraseUser (-want +got):\n%s", diff)
+	}
+	for _, m := range []*memorybank.Memory{m1, m2, m3} {
+		_, err := h.store.GetMemory(h.ctx, "app1", m.ID)
+		wantKind(t, "an erased memory", err, fault.NotFound)
+		_, err = h.store.GetRevision(h.ctx, "app1", m.ID, 1)
+		wantKind(t, "a revision of an erased memory", err, fault.NotFound)
+		if revs, err := h.store.ListRevisions(h.ctx, "app1", m.ID, 0, 10, h.clock.Now()); err != nil || len(revs) != 0 {
+			t.Fatalf("revisions of erased memory %s: %v, %v", m.ID, revs, err)
+		}
+	}
+	if left, err := h.store.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", User: "ann", Limit: 10}); err != nil || len(left) != 0 {
+		t.Fatalf("ann's memories after the erasure: %v, %v", left, err)
+	}
+	if got := h.facts(ann); len(got) != 0 {
+		t.Fatalf("retrieval of ann after the erasure: %v", got)
+	}
+	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: ann, Query: "tea"})
+	if err != nil || len(res) != 0 {
+		t.Fatalf("similarity search of ann after the erasure: %v, %v", res, err)
+	}
+	for name := range marks {
+		wm, err := h.store.Watermark(h.ctx, "app1", name)
+		if want := map[bool]int64{true: 3}[strings.Contains(name, "/bo/")]; err != nil || wm != want {
+			t.Fatalf("watermark of %s after the erasure = %d, %v; want %d", name, wm, err, want)
+		}
+	}
+	_, err = h.store.GetOperation(h.ctx, "app1", annOp.ID)
+	wantKind(t, "ann's operation", err, fault.NotFound)
+	// Others are untouched: bo's memory, operation and retrieval, another
+	// scope's memory.
+	if _, err := h.store.GetOperation(h.ctx, "app1", boOp.ID); err != nil {
+		t.Fatalf("bo's operation: %v", err)
+	}
+	for _, m := range []*memorybank.Memory{keep, team} {
+		if _, err := h.store.GetMemory(h.ctx, "app1", m.ID); err != nil {
+			t.Fatalf("memory %s of another scope: %v", m.ID, err)
+		}
+	}
+	if diff := cmp.Diff(boFacts, h.facts(bo)); diff != "" {
+		t.Fatalf("bo's memories (-before +after):\n%s", diff)
+	}
+	if res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: bo, Query: "green tea"}); err != nil || len(res) != 1 {
+		t.Fatalf("similarity search of bo after ann's erasure: %v, %v", res, err)
+	}
+
+	// Again: nothing left, no error.
+	if got, err := h.svc.EraseUser(h.ctx, "app1", "ann"); err != nil || *got != (memorybank.Erasure{}) {
+		t.Fatalf("second EraseUser = %+v, %v", got, err)
+	}
+}

@@ -141,3 +141,66 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	}
 	return wrote, n, nil
 }
+
+// DeleteMemories implements memorybank.Store: one transaction (SQLite
+// overwrites what it deletes: see package sqlitedb); the vector cache
+// drops them.
+func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) error {
+	var gone []*memorybank.Memory
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		gone = nil
+		for _, id := range ids {
+			m, err := scanMemory(tx.QueryRow(`SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			s.cache.Touch(app, m.Scope.Key())
+			for _, q := range []string{
+				`DELETE FROM memory_revisions WHERE app = ? AND memory_id = ?`,
+				`DELETE FROM memory_sources WHERE app = ? AND memory_id = ?`,
+				`DELETE FROM memories WHERE app = ? AND id = ?`,
+			} {
+				if _, err := tx.Exec(q, app, id); err != nil {
+					return err
+				}
+			}
+			m.Deleted = true
+			gone = append(gone, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range gone {
+		s.cache.Put(m) // a deleted memory leaves its scope
+	}
+	return nil
+}
+
+// DeleteWatermarks implements memorybank.Store.
+func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		for _, name := range sessions {
+			if _, err := tx.Exec(`DELETE FROM watermarks WHERE app = ? AND session = ?`, app, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteOperations implements memorybank.Store.
+func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			if _, err := tx.Exec(`DELETE FROM operations WHERE app = ? AND id = ?`, app, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

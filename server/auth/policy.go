@@ -20,7 +20,7 @@ const (
 	// Write creates, changes or deletes resources.
 	Write
 	// AppAdmin changes settings of a whole app (the memory bank's
-	// configuration): app keys only.
+	// configuration) or erases a user of it (DeleteUser): app keys only.
 	AppAdmin
 )
 

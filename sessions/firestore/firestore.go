@@ -887,6 +887,36 @@ func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[s
 	return st, r.Now.UTC(), nil
 }
 
+// removeSession deletes a session's document in a transaction, if it is
+// still there and gone holds, leaving a tombstone for its data, and returns
+// the incarnation whose data is to be purged ("" when it deleted nothing).
+func (s *Store) removeSession(ctx context.Context, ref *firestore.DocumentRef, app string, now time.Time, gone func(*sessionDoc) bool) (string, error) {
+	var inc string
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		inc = ""
+		cur, err := tx.Get(ref)
+		if firestoredb.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var d sessionDoc
+		if err := cur.DataTo(&d); err != nil {
+			return err
+		}
+		if !gone(&d) {
+			return nil
+		}
+		inc = d.Incarnation
+		if err := tx.Set(s.tombstoneRef(app, inc), map[string]any{"create_ns": unixnano.From(now)}); err != nil {
+			return err
+		}
+		return tx.Delete(ref)
+	}, s.txn...)
+	return inc, firestoredb.Wrap(err)
+}
+
 // DeleteExpired implements sessions.Store: it deletes sessions that expired
 // (across apps, with a collection group query on expire_ns), then removes
 // the data of deleted sessions whose removal was interrupted.
@@ -899,32 +929,10 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 	n := 0
 	for _, snap := range snaps {
 		app := snap.Ref.Parent.Parent.ID
-		var inc string
-		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			cur, err := tx.Get(snap.Ref)
-			if firestoredb.IsNotFound(err) {
-				inc = ""
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			var d sessionDoc
-			if err := cur.DataTo(&d); err != nil {
-				return err
-			}
-			if !d.expired(now) {
-				inc = ""
-				return nil // renewed meanwhile
-			}
-			inc = d.Incarnation
-			if err := tx.Set(s.tombstoneRef(app, inc), map[string]any{"create_ns": unixnano.From(now)}); err != nil {
-				return err
-			}
-			return tx.Delete(snap.Ref)
-		}, s.txn...)
+		// A session renewed meanwhile stays.
+		inc, err := s.removeSession(ctx, snap.Ref, app, now, func(d *sessionDoc) bool { return d.expired(now) })
 		if err != nil {
-			return n, firestoredb.Wrap(err)
+			return n, err
 		}
 		if inc != "" {
 			s.purge(ctx, app, inc)

@@ -296,3 +296,48 @@ func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool
 	}, s.txn...)
 	return wrote, firestoredb.Wrap(err)
 }
+
+// DeleteUserSessions implements sessions.Store: a query on the user's
+// session documents, then, for each, the deletion DeleteSession does (a
+// transaction that leaves a tombstone, then the removal of its data).
+func (s *Store) DeleteUserSessions(ctx context.Context, app, user string, limit int) ([]sessions.Key, error) {
+	snaps, err := s.app(app).Collection("kioku_sessions").Where("user", "==", user).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	var keys []sessions.Key
+	for _, snap := range snaps {
+		// A session replaced by another user's meanwhile stays.
+		inc, err := s.removeSession(ctx, snap.Ref, app, time.Now(), func(d *sessionDoc) bool { return d.User == user })
+		if err != nil {
+			return keys, err
+		}
+		if inc == "" {
+			continue
+		}
+		if err := s.purgeData(ctx, app, inc); err != nil {
+			return keys, firestoredb.Wrap(err)
+		}
+		if _, err := s.tombstoneRef(app, inc).Delete(ctx); err != nil {
+			return keys, firestoredb.Wrap(err)
+		}
+		keys = append(keys, sessions.Key{App: app, User: user, ID: snap.Ref.ID})
+	}
+	return keys, nil
+}
+
+// DeleteUserData implements sessions.Store: the user's state document, and
+// the event documents still carrying the user as their owner (those of
+// sessions whose removal was interrupted), found with the collection group
+// query event search uses.
+func (s *Store) DeleteUserData(ctx context.Context, app, user string) error {
+	if _, err := s.userRef(app, user).Delete(ctx); err != nil {
+		return firestoredb.Wrap(err)
+	}
+	for {
+		n, err := firestoredb.DeleteQuery(ctx, s.c, s.c.CollectionGroup("events").Where("owner", "==", s.owner(app, user)).Limit(300))
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}

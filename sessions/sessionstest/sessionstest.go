@@ -3,7 +3,8 @@
 // sessions.Service, so it checks the whole contract a caller sees: names and
 // isolation, idempotent appends, sequences, optimistic concurrency, scoped
 // state, reads, listings, expiry, forks, watches, event search,
-// compaction, and the primitives of export and import.
+// compaction, the primitives of export and import, and the erasure of a
+// user.
 package sessionstest
 
 import (
@@ -109,6 +110,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CompactionBounds", testCompactionBounds},
 		{"Scan", testScan},
 		{"Import", testImport},
+		{"DeleteUser", testDeleteUser},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -290,3 +290,71 @@ func testImport(t *testing.T, h *harness) {
 	_, err = target.ImportState(h.ctx, &sessions.SharedState{Ref: sessions.StateRef{App: "app1", User: "u1"}, State: st, UpdateTime: at})
 	wantKind(t, "a scope updated in the target after the archive", err, fault.FailedPrecondition)
 }
+
+func testDeleteUser(t *testing.T, h *harness) {
+	ann, bo := sessions.StateRef{App: "app1", User: "ann"}, sessions.StateRef{App: "app1", User: "bo"}
+	s1 := h.create(t, "app1", "ann", "s1", map[string]any{"k": 1, "user:name": "Ann", "app:motd": "hi"})
+	h.append(t, s1.Key, textEvent("e1", "user", "the zyxwvut lighthouse"))
+	if _, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: "app1", User: "ann", ID: "s2", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	h.append(t, sessions.Key{App: "app1", User: "ann", ID: "s2"}, textEvent("e1", "user", "zyxwvut again"))
+	b1 := h.create(t, "app1", "bo", "b1", map[string]any{"user:name": "Bo"})
+	h.append(t, b1.Key, textEvent("f1", "user", "a zyxwvut of my own"))
+	other := h.create(t, "app2", "ann", "x1", map[string]any{"user:name": "Ann elsewhere"})
+	h.clock.Advance(2 * time.Minute) // s2 has expired, not swept yet
+	before, beforeEvents := h.get(t, b1.Key, sessions.GetSessionRequest{})
+
+	n, err := h.svc.DeleteUser(h.ctx, "app1", "ann")
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteUser = %d, %v; want ann's 2 sessions, the expired one too", n, err)
+	}
+	_, _, err = h.svc.GetSession(h.ctx, s1.Key, sessions.GetSessionRequest{})
+	wantKind(t, "GetSession of an erased user's session", err, fault.NotFound)
+	past := h.clock.Now().Add(-time.Hour) // when s2 was visible
+	for _, now := range []time.Time{past, h.clock.Now()} {
+		if left, err := h.store.ScanSessions(h.ctx, sessions.ScanQuery{App: "app1", User: "ann", Now: now, Limit: 10}); err != nil || len(left) != 0 {
+			t.Fatalf("ann's sessions after the erasure: %v, %v", left, err)
+		}
+	}
+	st, at, err := h.store.GetState(h.ctx, ann)
+	if err != nil || len(st) != 0 || !at.IsZero() {
+		t.Fatalf("ann's state after the erasure: %v at %v, %v", st, at, err)
+	}
+	states, err := h.store.ScanUserStates(h.ctx, "app1", "", 10)
+	if err != nil || len(states) != 1 || states[0].Ref != bo {
+		t.Fatalf("user scopes after the erasure: %+v, %v", states, err)
+	}
+	if hits, _, err := h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "ann", Query: "zyxwvut"}); err != nil || len(hits) != 0 {
+		t.Fatalf("search of the erased user: %+v, %v", hits, err)
+	}
+	// Others are untouched: bo, the app's state, ann in another app.
+	after, afterEvents := h.get(t, b1.Key, sessions.GetSessionRequest{})
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Fatalf("bo's session (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(beforeEvents, afterEvents); diff != "" {
+		t.Fatalf("bo's events (-before +after):\n%s", diff)
+	}
+	if hits, _, err := h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "bo", Query: "zyxwvut"}); err != nil || len(hits) != 1 {
+		t.Fatalf("search of bo after ann's erasure: %+v, %v", hits, err)
+	}
+	if st, err := h.svc.GetState(h.ctx, sessions.StateRef{App: "app1"}); err != nil || st.State["app:motd"] != "hi" {
+		t.Fatalf("the app's state after the erasure: %+v, %v", st, err)
+	}
+	if got, _ := h.get(t, other.Key, sessions.GetSessionRequest{}); got.State["user:name"] != "Ann elsewhere" {
+		t.Fatalf("ann's session in another app: %+v", got)
+	}
+
+	// Erasing again finds nothing and is no error; a new session of the
+	// user starts from nothing.
+	if n, err := h.svc.DeleteUser(h.ctx, "app1", "ann"); err != nil || n != 0 {
+		t.Fatalf("second DeleteUser = %d, %v", n, err)
+	}
+	again := h.create(t, "app1", "ann", "s1", nil)
+	if _, events := h.get(t, again.Key, sessions.GetSessionRequest{}); len(events) != 0 || len(again.State) != 1 {
+		t.Fatalf("a new session of the erased user: state %v, %d events", again.State, len(events))
+	}
+	_, err = h.svc.DeleteUser(h.ctx, "app1", "")
+	wantKind(t, "DeleteUser without a user", err, fault.Invalid)
+}

@@ -727,30 +727,37 @@ func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[s
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	n := 0
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.Query(`SELECT app, id FROM sessions WHERE expire_ns > 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
-		if err != nil {
-			return err
-		}
-		var keys [][2]string
-		for rows.Next() {
-			var k [2]string
-			if err := rows.Scan(&k[0], &k[1]); err != nil {
-				rows.Close()
-				return err
-			}
-			keys = append(keys, k)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := deleteSession(tx, k[0], k[1]); err != nil {
-				return err
-			}
-		}
+		keys, err := deleteSessionsWhere(tx, `SELECT app, id FROM sessions WHERE expire_ns > 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
 		n = len(keys)
-		return nil
+		return err
 	})
 	return n, err
+}
+
+// deleteSessionsWhere deletes the sessions a query of (app, id) rows
+// selects, with their events and search entries, and returns them.
+func deleteSessionsWhere(tx *sql.Tx, query string, args ...any) ([][2]string, error) {
+	rows, err := tx.Query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var keys [][2]string
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := deleteSession(tx, k[0], k[1]); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
 }

@@ -496,6 +496,125 @@ func (x *DeleteSessionRequest) GetAllowMissing() bool {
 	return false
 }
 
+// The request of DeleteUser.
+type DeleteUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user to erase: `apps/{app}/users/{user}`. Required.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserRequest) Reset() {
+	*x = DeleteUserRequest{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserRequest) ProtoMessage() {}
+
+func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DeleteUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// The response of DeleteUser: what it deleted.
+type DeleteUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sessions deleted, with their events.
+	DeletedSessions int64 `protobuf:"varint,1,opt,name=deleted_sessions,json=deletedSessions,proto3" json:"deleted_sessions,omitempty"`
+	// The memories deleted, with their revisions.
+	DeletedMemories int64 `protobuf:"varint,2,opt,name=deleted_memories,json=deletedMemories,proto3" json:"deleted_memories,omitempty"`
+	// The generation watermarks of the user's sessions deleted.
+	DeletedWatermarks int64 `protobuf:"varint,3,opt,name=deleted_watermarks,json=deletedWatermarks,proto3" json:"deleted_watermarks,omitempty"`
+	// The memory operations about the user deleted.
+	DeletedOperations int64 `protobuf:"varint,4,opt,name=deleted_operations,json=deletedOperations,proto3" json:"deleted_operations,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DeleteUserResponse) Reset() {
+	*x = DeleteUserResponse{}
+	mi := &file_kioku_v1_session_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserResponse) ProtoMessage() {}
+
+func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_session_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
+func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeleteUserResponse) GetDeletedSessions() int64 {
+	if x != nil {
+		return x.DeletedSessions
+	}
+	return 0
+}
+
+func (x *DeleteUserResponse) GetDeletedMemories() int64 {
+	if x != nil {
+		return x.DeletedMemories
+	}
+	return 0
+}
+
+func (x *DeleteUserResponse) GetDeletedWatermarks() int64 {
+	if x != nil {
+		return x.DeletedWatermarks
+	}
+	return 0
+}
+
+func (x *DeleteUserResponse) GetDeletedOperations() int64 {
+	if x != nil {
+		return x.DeletedOperations
+	}
+	return 0
+}
+
 // The request of AppendEvent.
 type AppendEventRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -513,7 +632,7 @@ type AppendEventRequest struct {
 
 func (x *AppendEventRequest) Reset() {
 	*x = AppendEventRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[6]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +644,7 @@ func (x *AppendEventRequest) String() string {
 func (*AppendEventRequest) ProtoMessage() {}
 
 func (x *AppendEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[6]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +657,7 @@ func (x *AppendEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendEventRequest.ProtoReflect.Descriptor instead.
 func (*AppendEventRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AppendEventRequest) GetName() string {
@@ -575,7 +694,7 @@ type AppendEventResponse struct {
 
 func (x *AppendEventResponse) Reset() {
 	*x = AppendEventResponse{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[7]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +706,7 @@ func (x *AppendEventResponse) String() string {
 func (*AppendEventResponse) ProtoMessage() {}
 
 func (x *AppendEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[7]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +719,7 @@ func (x *AppendEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendEventResponse.ProtoReflect.Descriptor instead.
 func (*AppendEventResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AppendEventResponse) GetEvent() *Event {
@@ -631,7 +750,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[8]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +762,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[8]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +775,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListEventsRequest) GetParent() string {
@@ -714,7 +833,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[9]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +845,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[9]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +858,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -767,7 +886,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[10]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +898,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[10]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +911,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetStateRequest) GetName() string {
@@ -816,7 +935,7 @@ type UpdateStateRequest struct {
 
 func (x *UpdateStateRequest) Reset() {
 	*x = UpdateStateRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[11]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +947,7 @@ func (x *UpdateStateRequest) String() string {
 func (*UpdateStateRequest) ProtoMessage() {}
 
 func (x *UpdateStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[11]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +960,7 @@ func (x *UpdateStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStateRequest.ProtoReflect.Descriptor instead.
 func (*UpdateStateRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateStateRequest) GetName() string {
@@ -875,7 +994,7 @@ type ForkSessionRequest struct {
 
 func (x *ForkSessionRequest) Reset() {
 	*x = ForkSessionRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1006,7 @@ func (x *ForkSessionRequest) String() string {
 func (*ForkSessionRequest) ProtoMessage() {}
 
 func (x *ForkSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1019,7 @@ func (x *ForkSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkSessionRequest.ProtoReflect.Descriptor instead.
 func (*ForkSessionRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ForkSessionRequest) GetName() string {
@@ -946,7 +1065,7 @@ type WatchSessionRequest struct {
 
 func (x *WatchSessionRequest) Reset() {
 	*x = WatchSessionRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1077,7 @@ func (x *WatchSessionRequest) String() string {
 func (*WatchSessionRequest) ProtoMessage() {}
 
 func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1090,7 @@ func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchSessionRequest) GetName() string {
@@ -999,7 +1118,7 @@ type WatchSessionResponse struct {
 
 func (x *WatchSessionResponse) Reset() {
 	*x = WatchSessionResponse{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1130,7 @@ func (x *WatchSessionResponse) String() string {
 func (*WatchSessionResponse) ProtoMessage() {}
 
 func (x *WatchSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1143,7 @@ func (x *WatchSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionResponse.ProtoReflect.Descriptor instead.
 func (*WatchSessionResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchSessionResponse) GetEvent() *Event {
@@ -1064,7 +1183,7 @@ type SearchEventsRequest struct {
 
 func (x *SearchEventsRequest) Reset() {
 	*x = SearchEventsRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1195,7 @@ func (x *SearchEventsRequest) String() string {
 func (*SearchEventsRequest) ProtoMessage() {}
 
 func (x *SearchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1208,7 @@ func (x *SearchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEventsRequest.ProtoReflect.Descriptor instead.
 func (*SearchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SearchEventsRequest) GetParent() string {
@@ -1154,7 +1273,7 @@ type SearchEventsResponse struct {
 
 func (x *SearchEventsResponse) Reset() {
 	*x = SearchEventsResponse{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1285,7 @@ func (x *SearchEventsResponse) String() string {
 func (*SearchEventsResponse) ProtoMessage() {}
 
 func (x *SearchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1298,7 @@ func (x *SearchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEventsResponse.ProtoReflect.Descriptor instead.
 func (*SearchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SearchEventsResponse) GetResults() []*SearchEventsResult {
@@ -1212,7 +1331,7 @@ type SearchEventsResult struct {
 
 func (x *SearchEventsResult) Reset() {
 	*x = SearchEventsResult{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1343,7 @@ func (x *SearchEventsResult) String() string {
 func (*SearchEventsResult) ProtoMessage() {}
 
 func (x *SearchEventsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1356,7 @@ func (x *SearchEventsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEventsResult.ProtoReflect.Descriptor instead.
 func (*SearchEventsResult) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{17}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SearchEventsResult) GetEvent() *Event {
@@ -1278,7 +1397,7 @@ type CompactSessionRequest struct {
 
 func (x *CompactSessionRequest) Reset() {
 	*x = CompactSessionRequest{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1409,7 @@ func (x *CompactSessionRequest) String() string {
 func (*CompactSessionRequest) ProtoMessage() {}
 
 func (x *CompactSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1422,7 @@ func (x *CompactSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactSessionRequest.ProtoReflect.Descriptor instead.
 func (*CompactSessionRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{18}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CompactSessionRequest) GetName() string {
@@ -1343,7 +1462,7 @@ type CompactSessionResponse struct {
 
 func (x *CompactSessionResponse) Reset() {
 	*x = CompactSessionResponse{}
-	mi := &file_kioku_v1_session_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1474,7 @@ func (x *CompactSessionResponse) String() string {
 func (*CompactSessionResponse) ProtoMessage() {}
 
 func (x *CompactSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_session_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_session_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1487,7 @@ func (x *CompactSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactSessionResponse.ProtoReflect.Descriptor instead.
 func (*CompactSessionResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{19}
+	return file_kioku_v1_session_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CompactSessionResponse) GetCompaction() *Event {
@@ -1420,7 +1539,14 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fforget_memories\x18\x02 \x01(\bR\x0eforgetMemories\x12#\n" +
-	"\rallow_missing\x18\x03 \x01(\bR\fallowMissing\"\x97\x01\n" +
+	"\rallow_missing\x18\x03 \x01(\bR\fallowMissing\"'\n" +
+	"\x11DeleteUserRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xc8\x01\n" +
+	"\x12DeleteUserResponse\x12)\n" +
+	"\x10deleted_sessions\x18\x01 \x01(\x03R\x0fdeletedSessions\x12)\n" +
+	"\x10deleted_memories\x18\x02 \x01(\x03R\x0fdeletedMemories\x12-\n" +
+	"\x12deleted_watermarks\x18\x03 \x01(\x03R\x11deletedWatermarks\x12-\n" +
+	"\x12deleted_operations\x18\x04 \x01(\x03R\x11deletedOperations\"\x97\x01\n" +
 	"\x12AppendEventRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x05event\x18\x02 \x01(\v2\x0f.kioku.v1.EventR\x05event\x120\n" +
@@ -1487,14 +1613,16 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\vSessionView\x12\x1c\n" +
 	"\x18SESSION_VIEW_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11SESSION_VIEW_FULL\x10\x01\x12\x1a\n" +
-	"\x16SESSION_VIEW_COMPACTED\x10\x022\xd1\r\n" +
+	"\x16SESSION_VIEW_COMPACTED\x10\x022\xc0\x0e\n" +
 	"\x0eSessionService\x12y\n" +
 	"\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\"5\x82\xd3\xe4\x93\x02/:\asession\"$/v1/{parent=apps/*/users/*}/sessions\x12m\n" +
 	"\n" +
 	"GetSession\x12\x1b.kioku.v1.GetSessionRequest\x1a\x11.kioku.v1.Session\"/\x82\xd3\xe4\x93\x02&\x12$/v1/{name=apps/*/users/*/sessions/*}\x90\x02\x01\x12\x9e\x01\n" +
 	"\fListSessions\x12\x1d.kioku.v1.ListSessionsRequest\x1a\x1e.kioku.v1.ListSessionsResponse\"O\x82\xd3\xe4\x93\x02FZ\x1e\x12\x1c/v1/{parent=apps/*}/sessions\x12$/v1/{parent=apps/*/users/*}/sessions\x90\x02\x01\x12\x81\x01\n" +
 	"\rUpdateSession\x12\x1e.kioku.v1.UpdateSessionRequest\x1a\x11.kioku.v1.Session\"=\x82\xd3\xe4\x93\x027:\asession2,/v1/{session.name=apps/*/users/*/sessions/*}\x12u\n" +
-	"\rDeleteSession\x12\x1e.kioku.v1.DeleteSessionRequest\x1a\x16.google.protobuf.Empty\",\x82\xd3\xe4\x93\x02&*$/v1/{name=apps/*/users/*/sessions/*}\x12\x87\x01\n" +
+	"\rDeleteSession\x12\x1e.kioku.v1.DeleteSessionRequest\x1a\x16.google.protobuf.Empty\",\x82\xd3\xe4\x93\x02&*$/v1/{name=apps/*/users/*/sessions/*}\x12m\n" +
+	"\n" +
+	"DeleteUser\x12\x1b.kioku.v1.DeleteUserRequest\x1a\x1c.kioku.v1.DeleteUserResponse\"$\x82\xd3\xe4\x93\x02\x1b*\x19/v1/{name=apps/*/users/*}\x90\x02\x02\x12\x87\x01\n" +
 	"\vAppendEvent\x12\x1c.kioku.v1.AppendEventRequest\x1a\x1d.kioku.v1.AppendEventResponse\";\x82\xd3\xe4\x93\x025:\x01*\"0/v1/{name=apps/*/users/*/sessions/*}:appendEvent\x12\x81\x01\n" +
 	"\n" +
 	"ListEvents\x12\x1b.kioku.v1.ListEventsRequest\x1a\x1c.kioku.v1.ListEventsResponse\"8\x82\xd3\xe4\x93\x02/\x12-/v1/{parent=apps/*/users/*/sessions/*}/events\x90\x02\x01\x12}\n" +
@@ -1519,7 +1647,7 @@ func file_kioku_v1_session_service_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_session_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kioku_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_kioku_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kioku_v1_session_service_proto_goTypes = []any{
 	(SessionView)(0),               // 0: kioku.v1.SessionView
 	(*CreateSessionRequest)(nil),   // 1: kioku.v1.CreateSessionRequest
@@ -1528,76 +1656,80 @@ var file_kioku_v1_session_service_proto_goTypes = []any{
 	(*ListSessionsResponse)(nil),   // 4: kioku.v1.ListSessionsResponse
 	(*UpdateSessionRequest)(nil),   // 5: kioku.v1.UpdateSessionRequest
 	(*DeleteSessionRequest)(nil),   // 6: kioku.v1.DeleteSessionRequest
-	(*AppendEventRequest)(nil),     // 7: kioku.v1.AppendEventRequest
-	(*AppendEventResponse)(nil),    // 8: kioku.v1.AppendEventResponse
-	(*ListEventsRequest)(nil),      // 9: kioku.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),     // 10: kioku.v1.ListEventsResponse
-	(*GetStateRequest)(nil),        // 11: kioku.v1.GetStateRequest
-	(*UpdateStateRequest)(nil),     // 12: kioku.v1.UpdateStateRequest
-	(*ForkSessionRequest)(nil),     // 13: kioku.v1.ForkSessionRequest
-	(*WatchSessionRequest)(nil),    // 14: kioku.v1.WatchSessionRequest
-	(*WatchSessionResponse)(nil),   // 15: kioku.v1.WatchSessionResponse
-	(*SearchEventsRequest)(nil),    // 16: kioku.v1.SearchEventsRequest
-	(*SearchEventsResponse)(nil),   // 17: kioku.v1.SearchEventsResponse
-	(*SearchEventsResult)(nil),     // 18: kioku.v1.SearchEventsResult
-	(*CompactSessionRequest)(nil),  // 19: kioku.v1.CompactSessionRequest
-	(*CompactSessionResponse)(nil), // 20: kioku.v1.CompactSessionResponse
-	(*Session)(nil),                // 21: kioku.v1.Session
-	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),  // 23: google.protobuf.FieldMask
-	(*Event)(nil),                  // 24: kioku.v1.Event
-	(*structpb.Struct)(nil),        // 25: google.protobuf.Struct
-	(*emptypb.Empty)(nil),          // 26: google.protobuf.Empty
-	(*State)(nil),                  // 27: kioku.v1.State
-	(*Operation)(nil),              // 28: kioku.v1.Operation
+	(*DeleteUserRequest)(nil),      // 7: kioku.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),     // 8: kioku.v1.DeleteUserResponse
+	(*AppendEventRequest)(nil),     // 9: kioku.v1.AppendEventRequest
+	(*AppendEventResponse)(nil),    // 10: kioku.v1.AppendEventResponse
+	(*ListEventsRequest)(nil),      // 11: kioku.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),     // 12: kioku.v1.ListEventsResponse
+	(*GetStateRequest)(nil),        // 13: kioku.v1.GetStateRequest
+	(*UpdateStateRequest)(nil),     // 14: kioku.v1.UpdateStateRequest
+	(*ForkSessionRequest)(nil),     // 15: kioku.v1.ForkSessionRequest
+	(*WatchSessionRequest)(nil),    // 16: kioku.v1.WatchSessionRequest
+	(*WatchSessionResponse)(nil),   // 17: kioku.v1.WatchSessionResponse
+	(*SearchEventsRequest)(nil),    // 18: kioku.v1.SearchEventsRequest
+	(*SearchEventsResponse)(nil),   // 19: kioku.v1.SearchEventsResponse
+	(*SearchEventsResult)(nil),     // 20: kioku.v1.SearchEventsResult
+	(*CompactSessionRequest)(nil),  // 21: kioku.v1.CompactSessionRequest
+	(*CompactSessionResponse)(nil), // 22: kioku.v1.CompactSessionResponse
+	(*Session)(nil),                // 23: kioku.v1.Session
+	(*timestamppb.Timestamp)(nil),  // 24: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),  // 25: google.protobuf.FieldMask
+	(*Event)(nil),                  // 26: kioku.v1.Event
+	(*structpb.Struct)(nil),        // 27: google.protobuf.Struct
+	(*emptypb.Empty)(nil),          // 28: google.protobuf.Empty
+	(*State)(nil),                  // 29: kioku.v1.State
+	(*Operation)(nil),              // 30: kioku.v1.Operation
 }
 var file_kioku_v1_session_service_proto_depIdxs = []int32{
-	21, // 0: kioku.v1.CreateSessionRequest.session:type_name -> kioku.v1.Session
-	22, // 1: kioku.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
+	23, // 0: kioku.v1.CreateSessionRequest.session:type_name -> kioku.v1.Session
+	24, // 1: kioku.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
 	0,  // 2: kioku.v1.GetSessionRequest.view:type_name -> kioku.v1.SessionView
-	21, // 3: kioku.v1.ListSessionsResponse.sessions:type_name -> kioku.v1.Session
-	21, // 4: kioku.v1.UpdateSessionRequest.session:type_name -> kioku.v1.Session
-	23, // 5: kioku.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 6: kioku.v1.AppendEventRequest.event:type_name -> kioku.v1.Event
-	24, // 7: kioku.v1.AppendEventResponse.event:type_name -> kioku.v1.Event
-	22, // 8: kioku.v1.ListEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	22, // 9: kioku.v1.ListEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	24, // 10: kioku.v1.ListEventsResponse.events:type_name -> kioku.v1.Event
-	25, // 11: kioku.v1.UpdateStateRequest.state_delta:type_name -> google.protobuf.Struct
-	24, // 12: kioku.v1.WatchSessionResponse.event:type_name -> kioku.v1.Event
-	22, // 13: kioku.v1.SearchEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	22, // 14: kioku.v1.SearchEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	18, // 15: kioku.v1.SearchEventsResponse.results:type_name -> kioku.v1.SearchEventsResult
-	24, // 16: kioku.v1.SearchEventsResult.event:type_name -> kioku.v1.Event
-	24, // 17: kioku.v1.CompactSessionResponse.compaction:type_name -> kioku.v1.Event
+	23, // 3: kioku.v1.ListSessionsResponse.sessions:type_name -> kioku.v1.Session
+	23, // 4: kioku.v1.UpdateSessionRequest.session:type_name -> kioku.v1.Session
+	25, // 5: kioku.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
+	26, // 6: kioku.v1.AppendEventRequest.event:type_name -> kioku.v1.Event
+	26, // 7: kioku.v1.AppendEventResponse.event:type_name -> kioku.v1.Event
+	24, // 8: kioku.v1.ListEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	24, // 9: kioku.v1.ListEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	26, // 10: kioku.v1.ListEventsResponse.events:type_name -> kioku.v1.Event
+	27, // 11: kioku.v1.UpdateStateRequest.state_delta:type_name -> google.protobuf.Struct
+	26, // 12: kioku.v1.WatchSessionResponse.event:type_name -> kioku.v1.Event
+	24, // 13: kioku.v1.SearchEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	24, // 14: kioku.v1.SearchEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	20, // 15: kioku.v1.SearchEventsResponse.results:type_name -> kioku.v1.SearchEventsResult
+	26, // 16: kioku.v1.SearchEventsResult.event:type_name -> kioku.v1.Event
+	26, // 17: kioku.v1.CompactSessionResponse.compaction:type_name -> kioku.v1.Event
 	1,  // 18: kioku.v1.SessionService.CreateSession:input_type -> kioku.v1.CreateSessionRequest
 	2,  // 19: kioku.v1.SessionService.GetSession:input_type -> kioku.v1.GetSessionRequest
 	3,  // 20: kioku.v1.SessionService.ListSessions:input_type -> kioku.v1.ListSessionsRequest
 	5,  // 21: kioku.v1.SessionService.UpdateSession:input_type -> kioku.v1.UpdateSessionRequest
 	6,  // 22: kioku.v1.SessionService.DeleteSession:input_type -> kioku.v1.DeleteSessionRequest
-	7,  // 23: kioku.v1.SessionService.AppendEvent:input_type -> kioku.v1.AppendEventRequest
-	9,  // 24: kioku.v1.SessionService.ListEvents:input_type -> kioku.v1.ListEventsRequest
-	11, // 25: kioku.v1.SessionService.GetState:input_type -> kioku.v1.GetStateRequest
-	12, // 26: kioku.v1.SessionService.UpdateState:input_type -> kioku.v1.UpdateStateRequest
-	13, // 27: kioku.v1.SessionService.ForkSession:input_type -> kioku.v1.ForkSessionRequest
-	14, // 28: kioku.v1.SessionService.WatchSession:input_type -> kioku.v1.WatchSessionRequest
-	19, // 29: kioku.v1.SessionService.CompactSession:input_type -> kioku.v1.CompactSessionRequest
-	16, // 30: kioku.v1.SessionService.SearchEvents:input_type -> kioku.v1.SearchEventsRequest
-	21, // 31: kioku.v1.SessionService.CreateSession:output_type -> kioku.v1.Session
-	21, // 32: kioku.v1.SessionService.GetSession:output_type -> kioku.v1.Session
-	4,  // 33: kioku.v1.SessionService.ListSessions:output_type -> kioku.v1.ListSessionsResponse
-	21, // 34: kioku.v1.SessionService.UpdateSession:output_type -> kioku.v1.Session
-	26, // 35: kioku.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
-	8,  // 36: kioku.v1.SessionService.AppendEvent:output_type -> kioku.v1.AppendEventResponse
-	10, // 37: kioku.v1.SessionService.ListEvents:output_type -> kioku.v1.ListEventsResponse
-	27, // 38: kioku.v1.SessionService.GetState:output_type -> kioku.v1.State
-	27, // 39: kioku.v1.SessionService.UpdateState:output_type -> kioku.v1.State
-	21, // 40: kioku.v1.SessionService.ForkSession:output_type -> kioku.v1.Session
-	15, // 41: kioku.v1.SessionService.WatchSession:output_type -> kioku.v1.WatchSessionResponse
-	28, // 42: kioku.v1.SessionService.CompactSession:output_type -> kioku.v1.Operation
-	17, // 43: kioku.v1.SessionService.SearchEvents:output_type -> kioku.v1.SearchEventsResponse
-	31, // [31:44] is the sub-list for method output_type
-	18, // [18:31] is the sub-list for method input_type
+	7,  // 23: kioku.v1.SessionService.DeleteUser:input_type -> kioku.v1.DeleteUserRequest
+	9,  // 24: kioku.v1.SessionService.AppendEvent:input_type -> kioku.v1.AppendEventRequest
+	11, // 25: kioku.v1.SessionService.ListEvents:input_type -> kioku.v1.ListEventsRequest
+	13, // 26: kioku.v1.SessionService.GetState:input_type -> kioku.v1.GetStateRequest
+	14, // 27: kioku.v1.SessionService.UpdateState:input_type -> kioku.v1.UpdateStateRequest
+	15, // 28: kioku.v1.SessionService.ForkSession:input_type -> kioku.v1.ForkSessionRequest
+	16, // 29: kioku.v1.SessionService.WatchSession:input_type -> kioku.v1.WatchSessionRequest
+	21, // 30: kioku.v1.SessionService.CompactSession:input_type -> kioku.v1.CompactSessionRequest
+	18, // 31: kioku.v1.SessionService.SearchEvents:input_type -> kioku.v1.SearchEventsRequest
+	23, // 32: kioku.v1.SessionService.CreateSession:output_type -> kioku.v1.Session
+	23, // 33: kioku.v1.SessionService.GetSession:output_type -> kioku.v1.Session
+	4,  // 34: kioku.v1.SessionService.ListSessions:output_type -> kioku.v1.ListSessionsResponse
+	23, // 35: kioku.v1.SessionService.UpdateSession:output_type -> kioku.v1.Session
+	28, // 36: kioku.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
+	8,  // 37: kioku.v1.SessionService.DeleteUser:output_type -> kioku.v1.DeleteUserResponse
+	10, // 38: kioku.v1.SessionService.AppendEvent:output_type -> kioku.v1.AppendEventResponse
+	12, // 39: kioku.v1.SessionService.ListEvents:output_type -> kioku.v1.ListEventsResponse
+	29, // 40: kioku.v1.SessionService.GetState:output_type -> kioku.v1.State
+	29, // 41: kioku.v1.SessionService.UpdateState:output_type -> kioku.v1.State
+	23, // 42: kioku.v1.SessionService.ForkSession:output_type -> kioku.v1.Session
+	17, // 43: kioku.v1.SessionService.WatchSession:output_type -> kioku.v1.WatchSessionResponse
+	30, // 44: kioku.v1.SessionService.CompactSession:output_type -> kioku.v1.Operation
+	19, // 45: kioku.v1.SessionService.SearchEvents:output_type -> kioku.v1.SearchEventsResponse
+	32, // [32:46] is the sub-list for method output_type
+	18, // [18:32] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1610,15 +1742,15 @@ func file_kioku_v1_session_service_proto_init() {
 	}
 	file_kioku_v1_operation_proto_init()
 	file_kioku_v1_session_proto_init()
-	file_kioku_v1_session_service_proto_msgTypes[6].OneofWrappers = []any{}
-	file_kioku_v1_session_service_proto_msgTypes[13].OneofWrappers = []any{}
+	file_kioku_v1_session_service_proto_msgTypes[8].OneofWrappers = []any{}
+	file_kioku_v1_session_service_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_session_service_proto_rawDesc), len(file_kioku_v1_session_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

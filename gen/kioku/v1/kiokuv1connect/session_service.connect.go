@@ -49,6 +49,9 @@ const (
 	// SessionServiceDeleteSessionProcedure is the fully-qualified name of the SessionService's
 	// DeleteSession RPC.
 	SessionServiceDeleteSessionProcedure = "/kioku.v1.SessionService/DeleteSession"
+	// SessionServiceDeleteUserProcedure is the fully-qualified name of the SessionService's DeleteUser
+	// RPC.
+	SessionServiceDeleteUserProcedure = "/kioku.v1.SessionService/DeleteUser"
 	// SessionServiceAppendEventProcedure is the fully-qualified name of the SessionService's
 	// AppendEvent RPC.
 	SessionServiceAppendEventProcedure = "/kioku.v1.SessionService/AppendEvent"
@@ -94,6 +97,18 @@ type SessionServiceClient interface {
 	UpdateSession(context.Context, *connect.Request[v1.UpdateSessionRequest]) (*connect.Response[v1.Session], error)
 	// Deletes a session and its events.
 	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[emptypb.Empty], error)
+	// Deletes everything kioku holds about one user of an app, for a
+	// data-subject request (erasure): every session of the user (expired ones
+	// too) with its events and their search index entries, the user's
+	// `user:` state, the memories whose scope's `user_id` is the user (deleted
+	// ones too) with their revisions, the generation watermarks of the user's
+	// sessions and the memory operations about the user. Nothing records the
+	// erasure but the response; memories of other scopes stay. Only an app key
+	// (or an operator key) may call it: a user key cannot erase even its own
+	// user. Idempotent: a user with nothing left is not an error, and calling
+	// it again finishes an erasure that stopped (for example at the caller's
+	// deadline on a very large user).
+	DeleteUser(context.Context, *connect.Request[v1.DeleteUserRequest]) (*connect.Response[v1.DeleteUserResponse], error)
 	// Appends an event to a session and applies its state delta, all in one
 	// atomic transaction. Idempotent by event id.
 	AppendEvent(context.Context, *connect.Request[v1.AppendEventRequest]) (*connect.Response[v1.AppendEventResponse], error)
@@ -171,6 +186,13 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(sessionServiceMethods.ByName("DeleteSession")),
 			connect.WithClientOptions(opts...),
 		),
+		deleteUser: connect.NewClient[v1.DeleteUserRequest, v1.DeleteUserResponse](
+			httpClient,
+			baseURL+SessionServiceDeleteUserProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("DeleteUser")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
 		appendEvent: connect.NewClient[v1.AppendEventRequest, v1.AppendEventResponse](
 			httpClient,
 			baseURL+SessionServiceAppendEventProcedure,
@@ -233,6 +255,7 @@ type sessionServiceClient struct {
 	listSessions   *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
 	updateSession  *connect.Client[v1.UpdateSessionRequest, v1.Session]
 	deleteSession  *connect.Client[v1.DeleteSessionRequest, emptypb.Empty]
+	deleteUser     *connect.Client[v1.DeleteUserRequest, v1.DeleteUserResponse]
 	appendEvent    *connect.Client[v1.AppendEventRequest, v1.AppendEventResponse]
 	listEvents     *connect.Client[v1.ListEventsRequest, v1.ListEventsResponse]
 	getState       *connect.Client[v1.GetStateRequest, v1.State]
@@ -266,6 +289,11 @@ func (c *sessionServiceClient) UpdateSession(ctx context.Context, req *connect.R
 // DeleteSession calls kioku.v1.SessionService.DeleteSession.
 func (c *sessionServiceClient) DeleteSession(ctx context.Context, req *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[emptypb.Empty], error) {
 	return c.deleteSession.CallUnary(ctx, req)
+}
+
+// DeleteUser calls kioku.v1.SessionService.DeleteUser.
+func (c *sessionServiceClient) DeleteUser(ctx context.Context, req *connect.Request[v1.DeleteUserRequest]) (*connect.Response[v1.DeleteUserResponse], error) {
+	return c.deleteUser.CallUnary(ctx, req)
 }
 
 // AppendEvent calls kioku.v1.SessionService.AppendEvent.
@@ -328,6 +356,18 @@ type SessionServiceHandler interface {
 	UpdateSession(context.Context, *connect.Request[v1.UpdateSessionRequest]) (*connect.Response[v1.Session], error)
 	// Deletes a session and its events.
 	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[emptypb.Empty], error)
+	// Deletes everything kioku holds about one user of an app, for a
+	// data-subject request (erasure): every session of the user (expired ones
+	// too) with its events and their search index entries, the user's
+	// `user:` state, the memories whose scope's `user_id` is the user (deleted
+	// ones too) with their revisions, the generation watermarks of the user's
+	// sessions and the memory operations about the user. Nothing records the
+	// erasure but the response; memories of other scopes stay. Only an app key
+	// (or an operator key) may call it: a user key cannot erase even its own
+	// user. Idempotent: a user with nothing left is not an error, and calling
+	// it again finishes an erasure that stopped (for example at the caller's
+	// deadline on a very large user).
+	DeleteUser(context.Context, *connect.Request[v1.DeleteUserRequest]) (*connect.Response[v1.DeleteUserResponse], error)
 	// Appends an event to a session and applies its state delta, all in one
 	// atomic transaction. Idempotent by event id.
 	AppendEvent(context.Context, *connect.Request[v1.AppendEventRequest]) (*connect.Response[v1.AppendEventResponse], error)
@@ -401,6 +441,13 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		connect.WithSchema(sessionServiceMethods.ByName("DeleteSession")),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionServiceDeleteUserHandler := connect.NewUnaryHandler(
+		SessionServiceDeleteUserProcedure,
+		svc.DeleteUser,
+		connect.WithSchema(sessionServiceMethods.ByName("DeleteUser")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
 	sessionServiceAppendEventHandler := connect.NewUnaryHandler(
 		SessionServiceAppendEventProcedure,
 		svc.AppendEvent,
@@ -465,6 +512,8 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 			sessionServiceUpdateSessionHandler.ServeHTTP(w, r)
 		case SessionServiceDeleteSessionProcedure:
 			sessionServiceDeleteSessionHandler.ServeHTTP(w, r)
+		case SessionServiceDeleteUserProcedure:
+			sessionServiceDeleteUserHandler.ServeHTTP(w, r)
 		case SessionServiceAppendEventProcedure:
 			sessionServiceAppendEventHandler.ServeHTTP(w, r)
 		case SessionServiceListEventsProcedure:
@@ -508,6 +557,10 @@ func (UnimplementedSessionServiceHandler) UpdateSession(context.Context, *connec
 
 func (UnimplementedSessionServiceHandler) DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[emptypb.Empty], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.SessionService.DeleteSession is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) DeleteUser(context.Context, *connect.Request[v1.DeleteUserRequest]) (*connect.Response[v1.DeleteUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.SessionService.DeleteUser is not implemented"))
 }
 
 func (UnimplementedSessionServiceHandler) AppendEvent(context.Context, *connect.Request[v1.AppendEventRequest]) (*connect.Response[v1.AppendEventResponse], error) {

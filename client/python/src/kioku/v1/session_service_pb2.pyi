@@ -69,6 +69,24 @@ class DeleteSessionRequest(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ..., forget_memories: bool = ..., allow_missing: bool = ...) -> None: ...
 
+class DeleteUserRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteUserResponse(_message.Message):
+    __slots__ = ["deleted_memories", "deleted_operations", "deleted_sessions", "deleted_watermarks"]
+    DELETED_MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    DELETED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    DELETED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    DELETED_WATERMARKS_FIELD_NUMBER: _ClassVar[int]
+    deleted_memories: int
+    deleted_operations: int
+    deleted_sessions: int
+    deleted_watermarks: int
+    def __init__(self, deleted_sessions: _Optional[int] = ..., deleted_memories: _Optional[int] = ..., deleted_watermarks: _Optional[int] = ..., deleted_operations: _Optional[int] = ...) -> None: ...
+
 class ForkSessionRequest(_message.Message):
     __slots__ = ["display_name", "event_id", "name", "session_id"]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]

@@ -44,6 +44,11 @@ class SessionServiceStub(object):
                 request_serializer=kioku_dot_v1_dot_session__service__pb2.DeleteSessionRequest.SerializeToString,
                 response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
                 )
+        self.DeleteUser = channel.unary_unary(
+                '/kioku.v1.SessionService/DeleteUser',
+                request_serializer=kioku_dot_v1_dot_session__service__pb2.DeleteUserRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_session__service__pb2.DeleteUserResponse.FromString,
+                )
         self.AppendEvent = channel.unary_unary(
                 '/kioku.v1.SessionService/AppendEvent',
                 request_serializer=kioku_dot_v1_dot_session__service__pb2.AppendEventRequest.SerializeToString,
@@ -129,6 +134,23 @@ class SessionServiceServicer(object):
 
     def DeleteSession(self, request, context):
         """Deletes a session and its events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteUser(self, request, context):
+        """Deletes everything kioku holds about one user of an app, for a
+        data-subject request (erasure): every session of the user (expired ones
+        too) with its events and their search index entries, the user's
+        `user:` state, the memories whose scope's `user_id` is the user (deleted
+        ones too) with their revisions, the generation watermarks of the user's
+        sessions and the memory operations about the user. Nothing records the
+        erasure but the response; memories of other scopes stay. Only an app key
+        (or an operator key) may call it: a user key cannot erase even its own
+        user. Idempotent: a user with nothing left is not an error, and calling
+        it again finishes an erasure that stopped (for example at the caller's
+        deadline on a very large user).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -233,6 +255,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.DeleteSession,
                     request_deserializer=kioku_dot_v1_dot_session__service__pb2.DeleteSessionRequest.FromString,
                     response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
+            'DeleteUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteUser,
+                    request_deserializer=kioku_dot_v1_dot_session__service__pb2.DeleteUserRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_session__service__pb2.DeleteUserResponse.SerializeToString,
             ),
             'AppendEvent': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendEvent,
@@ -368,6 +395,23 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/kioku.v1.SessionService/DeleteSession',
             kioku_dot_v1_dot_session__service__pb2.DeleteSessionRequest.SerializeToString,
             google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kioku.v1.SessionService/DeleteUser',
+            kioku_dot_v1_dot_session__service__pb2.DeleteUserRequest.SerializeToString,
+            kioku_dot_v1_dot_session__service__pb2.DeleteUserResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

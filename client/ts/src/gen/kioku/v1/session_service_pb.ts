@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/session_service.proto.
  */
 export const file_kioku_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5raW9rdS92MS9zZXNzaW9uX3NlcnZpY2UucHJvdG8SCGtpb2t1LnYxIl4KFENyZWF0ZVNlc3Npb25SZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiIKB3Nlc3Npb24YAyABKAsyES5raW9rdS52MS5TZXNzaW9uIqYBChFHZXRTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3NraXBfZXZlbnRzGAQgASgIEiMKBHZpZXcYBSABKA4yFS5raW9rdS52MS5TZXNzaW9uVmlldyJzChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIOCgZmaWx0ZXIYBCABKAkSFQoNaW5jbHVkZV9zdGF0ZRgFIAEoCCJUChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIjCghzZXNzaW9ucxgBIAMoCzIRLmtpb2t1LnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImsKFFVwZGF0ZVNlc3Npb25SZXF1ZXN0EiIKB3Nlc3Npb24YASABKAsyES5raW9rdS52MS5TZXNzaW9uEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJUChREZWxldGVTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhcKD2ZvcmdldF9tZW1vcmllcxgCIAEoCBIVCg1hbGxvd19taXNzaW5nGAMgASgIIngKEkFwcGVuZEV2ZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEh4KBWV2ZW50GAIgASgLMg8ua2lva3UudjEuRXZlbnQSHgoRZXhwZWN0ZWRfc2VxdWVuY2UYAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfc2VxdWVuY2UiNQoTQXBwZW5kRXZlbnRSZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50IroBChFMaXN0RXZlbnRzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSLgoKc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCG9yZGVyX2J5GAYgASgJIk4KEkxpc3RFdmVudHNSZXNwb25zZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoPR2V0U3RhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiUAoSVXBkYXRlU3RhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSLAoLc3RhdGVfZGVsdGEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Il4KEkZvcmtTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSFAoMZGlzcGxheV9uYW1lGAQgASgJIlMKE1dhdGNoU2Vzc2lvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9zZXF1ZW5jZRgCIAEoA0gAiAEBQhEKD19hZnRlcl9zZXF1ZW5jZSI2ChRXYXRjaFNlc3Npb25SZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50IskBChNTZWFyY2hFdmVudHNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVxdWVyeRgCIAEoCRIOCgZhdXRob3IYAyABKAkSLgoKc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJIl4KFFNlYXJjaEV2ZW50c1Jlc3BvbnNlEi0KB3Jlc3VsdHMYASADKAsyHC5raW9rdS52MS5TZWFyY2hFdmVudHNSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlQKElNlYXJjaEV2ZW50c1Jlc3VsdBIeCgVldmVudBgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50Eg8KB3Nlc3Npb24YAiABKAkSDQoFc2NvcmUYAyABKAEiWQoVQ29tcGFjdFNlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSFgoOdXBfdG9fc2VxdWVuY2UYAiABKAMSGgoSa2VlcF9yZWNlbnRfZXZlbnRzGAMgASgFIk4KFkNvbXBhY3RTZXNzaW9uUmVzcG9uc2USIwoKY29tcGFjdGlvbhgBIAEoCzIPLmtpb2t1LnYxLkV2ZW50Eg8KB2NyZWF0ZWQYAiABKAgqXgoLU2Vzc2lvblZpZXcSHAoYU0VTU0lPTl9WSUVXX1VOU1BFQ0lGSUVEEAASFQoRU0VTU0lPTl9WSUVXX0ZVTEwQARIaChZTRVNTSU9OX1ZJRVdfQ09NUEFDVEVEEAIy0Q0KDlNlc3Npb25TZXJ2aWNlEnkKDUNyZWF0ZVNlc3Npb24SHi5raW9rdS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iNYLT5JMCLzoHc2Vzc2lvbiIkL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyp9L3Nlc3Npb25zEm0KCkdldFNlc3Npb24SGy5raW9rdS52MS5HZXRTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iL5ACAYLT5JMCJhIkL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9Ep4BCgxMaXN0U2Vzc2lvbnMSHS5raW9rdS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4ua2lva3UudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiT5ACAYLT5JMCRloeEhwvdjEve3BhcmVudD1hcHBzLyp9L3Nlc3Npb25zEiQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vc2Vzc2lvbnMSgQEKDVVwZGF0ZVNlc3Npb24SHi5raW9rdS52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iPYLT5JMCNzoHc2Vzc2lvbjIsL3YxL3tzZXNzaW9uLm5hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0SdQoNRGVsZXRlU2Vzc2lvbhIeLmtpb2t1LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiyC0+STAiYqJC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfRKHAQoLQXBwZW5kRXZlbnQSHC5raW9rdS52MS5BcHBlbmRFdmVudFJlcXVlc3QaHS5raW9rdS52MS5BcHBlbmRFdmVudFJlc3BvbnNlIjuC0+STAjU6ASoiMC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTphcHBlbmRFdmVudBKBAQoKTGlzdEV2ZW50cxIbLmtpb2t1LnYxLkxpc3RFdmVudHNSZXF1ZXN0Ghwua2lva3UudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIjiQAgGC0+STAi8SLS92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9L2V2ZW50cxJ9CghHZXRTdGF0ZRIZLmtpb2t1LnYxLkdldFN0YXRlUmVxdWVzdBoPLmtpb2t1LnYxLlN0YXRlIkWQAgGC0+STAjxaGRIXL3YxL3tuYW1lPWFwcHMvKi9zdGF0ZX0SHy92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zdGF0ZX0SmgEKC1VwZGF0ZVN0YXRlEhwua2lva3UudjEuVXBkYXRlU3RhdGVSZXF1ZXN0Gg8ua2lva3UudjEuU3RhdGUiXILT5JMCVjoLc3RhdGVfZGVsdGFaJjoLc3RhdGVfZGVsdGEyFy92MS97bmFtZT1hcHBzLyovc3RhdGV9Mh8vdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc3RhdGV9EnQKC0ZvcmtTZXNzaW9uEhwua2lva3UudjEuRm9ya1Nlc3Npb25SZXF1ZXN0GhEua2lva3UudjEuU2Vzc2lvbiI0gtPkkwIuOgEqIikvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn06Zm9yaxJUCgxXYXRjaFNlc3Npb24SHS5raW9rdS52MS5XYXRjaFNlc3Npb25SZXF1ZXN0Gh4ua2lva3UudjEuV2F0Y2hTZXNzaW9uUmVzcG9uc2UiA5ACATABEn8KDkNvbXBhY3RTZXNzaW9uEh8ua2lva3UudjEuQ29tcGFjdFNlc3Npb25SZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIjeC0+STAjE6ASoiLC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfTpjb21wYWN0EsEBCgxTZWFyY2hFdmVudHMSHS5raW9rdS52MS5TZWFyY2hFdmVudHNSZXF1ZXN0Gh4ua2lva3UudjEuU2VhcmNoRXZlbnRzUmVzcG9uc2UicpACAYLT5JMCaToBKlo5OgEqIjQvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfS9ldmVudHM6c2VhcmNoIikvdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKn0vZXZlbnRzOnNlYXJjaEKUAQoMY29tLmtpb2t1LnYxQhNTZXNzaW9uU2VydmljZVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_operation, file_kioku_v1_session]);
+  fileDesc("Ch5raW9rdS92MS9zZXNzaW9uX3NlcnZpY2UucHJvdG8SCGtpb2t1LnYxIl4KFENyZWF0ZVNlc3Npb25SZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiIKB3Nlc3Npb24YAyABKAsyES5raW9rdS52MS5TZXNzaW9uIqYBChFHZXRTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3NraXBfZXZlbnRzGAQgASgIEiMKBHZpZXcYBSABKA4yFS5raW9rdS52MS5TZXNzaW9uVmlldyJzChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIOCgZmaWx0ZXIYBCABKAkSFQoNaW5jbHVkZV9zdGF0ZRgFIAEoCCJUChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIjCghzZXNzaW9ucxgBIAMoCzIRLmtpb2t1LnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImsKFFVwZGF0ZVNlc3Npb25SZXF1ZXN0EiIKB3Nlc3Npb24YASABKAsyES5raW9rdS52MS5TZXNzaW9uEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJUChREZWxldGVTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhcKD2ZvcmdldF9tZW1vcmllcxgCIAEoCBIVCg1hbGxvd19taXNzaW5nGAMgASgIIiEKEURlbGV0ZVVzZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkigAEKEkRlbGV0ZVVzZXJSZXNwb25zZRIYChBkZWxldGVkX3Nlc3Npb25zGAEgASgDEhgKEGRlbGV0ZWRfbWVtb3JpZXMYAiABKAMSGgoSZGVsZXRlZF93YXRlcm1hcmtzGAMgASgDEhoKEmRlbGV0ZWRfb3BlcmF0aW9ucxgEIAEoAyJ4ChJBcHBlbmRFdmVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgVldmVudBgCIAEoCzIPLmtpb2t1LnYxLkV2ZW50Eh4KEWV4cGVjdGVkX3NlcXVlbmNlGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3NlcXVlbmNlIjUKE0FwcGVuZEV2ZW50UmVzcG9uc2USHgoFZXZlbnQYASABKAsyDy5raW9rdS52MS5FdmVudCK6AQoRTGlzdEV2ZW50c1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEi4KCnN0YXJ0X3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghvcmRlcl9ieRgGIAEoCSJOChJMaXN0RXZlbnRzUmVzcG9uc2USHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KD0dldFN0YXRlUmVxdWVzdBIMCgRuYW1lGAEgASgJIlAKElVwZGF0ZVN0YXRlUmVxdWVzdBIMCgRuYW1lGAEgASgJEiwKC3N0YXRlX2RlbHRhGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJeChJGb3JrU2Vzc2lvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhQKDGRpc3BsYXlfbmFtZRgEIAEoCSJTChNXYXRjaFNlc3Npb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSGwoOYWZ0ZXJfc2VxdWVuY2UYAiABKANIAIgBAUIRCg9fYWZ0ZXJfc2VxdWVuY2UiNgoUV2F0Y2hTZXNzaW9uUmVzcG9uc2USHgoFZXZlbnQYASABKAsyDy5raW9rdS52MS5FdmVudCLJAQoTU2VhcmNoRXZlbnRzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSDQoFcXVlcnkYAiABKAkSDgoGYXV0aG9yGAMgASgJEi4KCnN0YXJ0X3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCSJeChRTZWFyY2hFdmVudHNSZXNwb25zZRItCgdyZXN1bHRzGAEgAygLMhwua2lva3UudjEuU2VhcmNoRXZlbnRzUmVzdWx0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJUChJTZWFyY2hFdmVudHNSZXN1bHQSHgoFZXZlbnQYASABKAsyDy5raW9rdS52MS5FdmVudBIPCgdzZXNzaW9uGAIgASgJEg0KBXNjb3JlGAMgASgBIlkKFUNvbXBhY3RTZXNzaW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEhYKDnVwX3RvX3NlcXVlbmNlGAIgASgDEhoKEmtlZXBfcmVjZW50X2V2ZW50cxgDIAEoBSJOChZDb21wYWN0U2Vzc2lvblJlc3BvbnNlEiMKCmNvbXBhY3Rpb24YASABKAsyDy5raW9rdS52MS5FdmVudBIPCgdjcmVhdGVkGAIgASgIKl4KC1Nlc3Npb25WaWV3EhwKGFNFU1NJT05fVklFV19VTlNQRUNJRklFRBAAEhUKEVNFU1NJT05fVklFV19GVUxMEAESGgoWU0VTU0lPTl9WSUVXX0NPTVBBQ1RFRBACMsAOCg5TZXNzaW9uU2VydmljZRJ5Cg1DcmVhdGVTZXNzaW9uEh4ua2lva3UudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaES5raW9rdS52MS5TZXNzaW9uIjWC0+STAi86B3Nlc3Npb24iJC92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qfS9zZXNzaW9ucxJtCgpHZXRTZXNzaW9uEhsua2lva3UudjEuR2V0U2Vzc2lvblJlcXVlc3QaES5raW9rdS52MS5TZXNzaW9uIi+QAgGC0+STAiYSJC92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfRKeAQoMTGlzdFNlc3Npb25zEh0ua2lva3UudjEuTGlzdFNlc3Npb25zUmVxdWVzdBoeLmtpb2t1LnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIk+QAgGC0+STAkZaHhIcL3YxL3twYXJlbnQ9YXBwcy8qfS9zZXNzaW9ucxIkL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyp9L3Nlc3Npb25zEoEBCg1VcGRhdGVTZXNzaW9uEh4ua2lva3UudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QaES5raW9rdS52MS5TZXNzaW9uIj2C0+STAjc6B3Nlc3Npb24yLC92MS97c2Vzc2lvbi5uYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9EnUKDURlbGV0ZVNlc3Npb24SHi5raW9rdS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIsgtPkkwImKiQvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0SbQoKRGVsZXRlVXNlchIbLmtpb2t1LnYxLkRlbGV0ZVVzZXJSZXF1ZXN0Ghwua2lva3UudjEuRGVsZXRlVXNlclJlc3BvbnNlIiSQAgKC0+STAhsqGS92MS97bmFtZT1hcHBzLyovdXNlcnMvKn0ShwEKC0FwcGVuZEV2ZW50Ehwua2lva3UudjEuQXBwZW5kRXZlbnRSZXF1ZXN0Gh0ua2lva3UudjEuQXBwZW5kRXZlbnRSZXNwb25zZSI7gtPkkwI1OgEqIjAvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn06YXBwZW5kRXZlbnQSgQEKCkxpc3RFdmVudHMSGy5raW9rdS52MS5MaXN0RXZlbnRzUmVxdWVzdBocLmtpb2t1LnYxLkxpc3RFdmVudHNSZXNwb25zZSI4kAIBgtPkkwIvEi0vdjEve3BhcmVudD1hcHBzLyovdXNlcnMvKi9zZXNzaW9ucy8qfS9ldmVudHMSfQoIR2V0U3RhdGUSGS5raW9rdS52MS5HZXRTdGF0ZVJlcXVlc3QaDy5raW9rdS52MS5TdGF0ZSJFkAIBgtPkkwI8WhkSFy92MS97bmFtZT1hcHBzLyovc3RhdGV9Eh8vdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc3RhdGV9EpoBCgtVcGRhdGVTdGF0ZRIcLmtpb2t1LnYxLlVwZGF0ZVN0YXRlUmVxdWVzdBoPLmtpb2t1LnYxLlN0YXRlIlyC0+STAlY6C3N0YXRlX2RlbHRhWiY6C3N0YXRlX2RlbHRhMhcvdjEve25hbWU9YXBwcy8qL3N0YXRlfTIfL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3N0YXRlfRJ0CgtGb3JrU2Vzc2lvbhIcLmtpb2t1LnYxLkZvcmtTZXNzaW9uUmVxdWVzdBoRLmtpb2t1LnYxLlNlc3Npb24iNILT5JMCLjoBKiIpL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL3Nlc3Npb25zLyp9OmZvcmsSVAoMV2F0Y2hTZXNzaW9uEh0ua2lva3UudjEuV2F0Y2hTZXNzaW9uUmVxdWVzdBoeLmtpb2t1LnYxLldhdGNoU2Vzc2lvblJlc3BvbnNlIgOQAgEwARJ/Cg5Db21wYWN0U2Vzc2lvbhIfLmtpb2t1LnYxLkNvbXBhY3RTZXNzaW9uUmVxdWVzdBoTLmtpb2t1LnYxLk9wZXJhdGlvbiI3gtPkkwIxOgEqIiwvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn06Y29tcGFjdBLBAQoMU2VhcmNoRXZlbnRzEh0ua2lva3UudjEuU2VhcmNoRXZlbnRzUmVxdWVzdBoeLmtpb2t1LnYxLlNlYXJjaEV2ZW50c1Jlc3BvbnNlInKQAgGC0+STAmk6ASpaOToBKiI0L3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyovc2Vzc2lvbnMvKn0vZXZlbnRzOnNlYXJjaCIpL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyp9L2V2ZW50czpzZWFyY2hClAEKDGNvbS5raW9rdS52MUITU2Vzc2lvblNlcnZpY2VQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_operation, file_kioku_v1_session]);
 
 /**
  * The request of CreateSession.
@@ -256,6 +256,69 @@ export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@_
   messageDesc(file_kioku_v1_session_service, 5);
 
 /**
+ * The request of DeleteUser.
+ *
+ * @generated from message kioku.v1.DeleteUserRequest
+ */
+export type DeleteUserRequest = Message<"kioku.v1.DeleteUserRequest"> & {
+  /**
+   * The user to erase: `apps/{app}/users/{user}`. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message kioku.v1.DeleteUserRequest.
+ * Use `create(DeleteUserRequestSchema)` to create a new message.
+ */
+export const DeleteUserRequestSchema: GenMessage<DeleteUserRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 6);
+
+/**
+ * The response of DeleteUser: what it deleted.
+ *
+ * @generated from message kioku.v1.DeleteUserResponse
+ */
+export type DeleteUserResponse = Message<"kioku.v1.DeleteUserResponse"> & {
+  /**
+   * The sessions deleted, with their events.
+   *
+   * @generated from field: int64 deleted_sessions = 1;
+   */
+  deletedSessions: bigint;
+
+  /**
+   * The memories deleted, with their revisions.
+   *
+   * @generated from field: int64 deleted_memories = 2;
+   */
+  deletedMemories: bigint;
+
+  /**
+   * The generation watermarks of the user's sessions deleted.
+   *
+   * @generated from field: int64 deleted_watermarks = 3;
+   */
+  deletedWatermarks: bigint;
+
+  /**
+   * The memory operations about the user deleted.
+   *
+   * @generated from field: int64 deleted_operations = 4;
+   */
+  deletedOperations: bigint;
+};
+
+/**
+ * Describes the message kioku.v1.DeleteUserResponse.
+ * Use `create(DeleteUserResponseSchema)` to create a new message.
+ */
+export const DeleteUserResponseSchema: GenMessage<DeleteUserResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_session_service, 7);
+
+/**
  * The request of AppendEvent.
  *
  * @generated from message kioku.v1.AppendEventRequest
@@ -290,7 +353,7 @@ export type AppendEventRequest = Message<"kioku.v1.AppendEventRequest"> & {
  * Use `create(AppendEventRequestSchema)` to create a new message.
  */
 export const AppendEventRequestSchema: GenMessage<AppendEventRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 6);
+  messageDesc(file_kioku_v1_session_service, 8);
 
 /**
  * The response of AppendEvent.
@@ -313,7 +376,7 @@ export type AppendEventResponse = Message<"kioku.v1.AppendEventResponse"> & {
  * Use `create(AppendEventResponseSchema)` to create a new message.
  */
 export const AppendEventResponseSchema: GenMessage<AppendEventResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 7);
+  messageDesc(file_kioku_v1_session_service, 9);
 
 /**
  * The request of ListEvents.
@@ -369,7 +432,7 @@ export type ListEventsRequest = Message<"kioku.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 8);
+  messageDesc(file_kioku_v1_session_service, 10);
 
 /**
  * The response of ListEvents.
@@ -397,7 +460,7 @@ export type ListEventsResponse = Message<"kioku.v1.ListEventsResponse"> & {
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 9);
+  messageDesc(file_kioku_v1_session_service, 11);
 
 /**
  * The request of GetState.
@@ -418,7 +481,7 @@ export type GetStateRequest = Message<"kioku.v1.GetStateRequest"> & {
  * Use `create(GetStateRequestSchema)` to create a new message.
  */
 export const GetStateRequestSchema: GenMessage<GetStateRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 10);
+  messageDesc(file_kioku_v1_session_service, 12);
 
 /**
  * The request of UpdateState.
@@ -447,7 +510,7 @@ export type UpdateStateRequest = Message<"kioku.v1.UpdateStateRequest"> & {
  * Use `create(UpdateStateRequestSchema)` to create a new message.
  */
 export const UpdateStateRequestSchema: GenMessage<UpdateStateRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 11);
+  messageDesc(file_kioku_v1_session_service, 13);
 
 /**
  * The request of ForkSession.
@@ -489,7 +552,7 @@ export type ForkSessionRequest = Message<"kioku.v1.ForkSessionRequest"> & {
  * Use `create(ForkSessionRequestSchema)` to create a new message.
  */
 export const ForkSessionRequestSchema: GenMessage<ForkSessionRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 12);
+  messageDesc(file_kioku_v1_session_service, 14);
 
 /**
  * The request of WatchSession.
@@ -519,7 +582,7 @@ export type WatchSessionRequest = Message<"kioku.v1.WatchSessionRequest"> & {
  * Use `create(WatchSessionRequestSchema)` to create a new message.
  */
 export const WatchSessionRequestSchema: GenMessage<WatchSessionRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 13);
+  messageDesc(file_kioku_v1_session_service, 15);
 
 /**
  * One message of WatchSession's stream.
@@ -540,7 +603,7 @@ export type WatchSessionResponse = Message<"kioku.v1.WatchSessionResponse"> & {
  * Use `create(WatchSessionResponseSchema)` to create a new message.
  */
 export const WatchSessionResponseSchema: GenMessage<WatchSessionResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 14);
+  messageDesc(file_kioku_v1_session_service, 16);
 
 /**
  * The request of SearchEvents.
@@ -610,7 +673,7 @@ export type SearchEventsRequest = Message<"kioku.v1.SearchEventsRequest"> & {
  * Use `create(SearchEventsRequestSchema)` to create a new message.
  */
 export const SearchEventsRequestSchema: GenMessage<SearchEventsRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 15);
+  messageDesc(file_kioku_v1_session_service, 17);
 
 /**
  * The response of SearchEvents.
@@ -638,7 +701,7 @@ export type SearchEventsResponse = Message<"kioku.v1.SearchEventsResponse"> & {
  * Use `create(SearchEventsResponseSchema)` to create a new message.
  */
 export const SearchEventsResponseSchema: GenMessage<SearchEventsResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 16);
+  messageDesc(file_kioku_v1_session_service, 18);
 
 /**
  * One event found by SearchEvents.
@@ -674,7 +737,7 @@ export type SearchEventsResult = Message<"kioku.v1.SearchEventsResult"> & {
  * Use `create(SearchEventsResultSchema)` to create a new message.
  */
 export const SearchEventsResultSchema: GenMessage<SearchEventsResult> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 17);
+  messageDesc(file_kioku_v1_session_service, 19);
 
 /**
  * The request of CompactSession.
@@ -711,7 +774,7 @@ export type CompactSessionRequest = Message<"kioku.v1.CompactSessionRequest"> & 
  * Use `create(CompactSessionRequestSchema)` to create a new message.
  */
 export const CompactSessionRequestSchema: GenMessage<CompactSessionRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 18);
+  messageDesc(file_kioku_v1_session_service, 20);
 
 /**
  * The response of CompactSession's operation.
@@ -742,7 +805,7 @@ export type CompactSessionResponse = Message<"kioku.v1.CompactSessionResponse"> 
  * Use `create(CompactSessionResponseSchema)` to create a new message.
  */
 export const CompactSessionResponseSchema: GenMessage<CompactSessionResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_session_service, 19);
+  messageDesc(file_kioku_v1_session_service, 21);
 
 /**
  * The events GetSession returns.
@@ -845,6 +908,26 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof DeleteSessionRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * Deletes everything kioku holds about one user of an app, for a
+   * data-subject request (erasure): every session of the user (expired ones
+   * too) with its events and their search index entries, the user's
+   * `user:` state, the memories whose scope's `user_id` is the user (deleted
+   * ones too) with their revisions, the generation watermarks of the user's
+   * sessions and the memory operations about the user. Nothing records the
+   * erasure but the response; memories of other scopes stay. Only an app key
+   * (or an operator key) may call it: a user key cannot erase even its own
+   * user. Idempotent: a user with nothing left is not an error, and calling
+   * it again finishes an erasure that stopped (for example at the caller's
+   * deadline on a very large user).
+   *
+   * @generated from rpc kioku.v1.SessionService.DeleteUser
+   */
+  deleteUser: {
+    methodKind: "unary";
+    input: typeof DeleteUserRequestSchema;
+    output: typeof DeleteUserResponseSchema;
   },
   /**
    * Appends an event to a session and applies its state delta, all in one

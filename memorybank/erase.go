@@ -1,0 +1,110 @@
+package memorybank
+
+import (
+	"context"
+
+	"github.com/kioku-ai/kioku/internal/aip"
+)
+
+// Erasure is what EraseUser deleted.
+type Erasure struct {
+	// Memories counts the memories removed (deleted ones included), each
+	// with its revisions.
+	Memories int
+	// Watermarks and Operations count the generation watermarks of the
+	// user's sessions and the operations about the user removed.
+	Watermarks, Operations int
+}
+
+// eraseBatch is how many records one deletion of an erasure removes.
+const eraseBatch = 100
+
+// EraseUser removes everything the memory bank holds about a user of an
+// app, for a data-subject request: the operations about the user
+// (Operation.Concerns: their requests and results hold what came from the
+// user; removing them first stops a generation under way from writing
+// more), every memory whose scope's user_id is the user, deleted ones too,
+// with its revisions (no revision records the removal), the watermarks of
+// the user's sessions, then again any operation queued meanwhile.
+// Memories of other scopes are not the user's and stay, with the sources
+// that name the user's sessions. Calling it again finishes an erasure that
+// stopped.
+func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := aip.ValidateID("user id", user, aip.UserIDChars); err != nil {
+		return nil, err
+	}
+	out := &Erasure{}
+	if err := s.eraseOperations(ctx, app, user, out); err != nil {
+		return out, err
+	}
+	for {
+		page, err := s.store.ScanMemories(ctx, ScanQuery{App: app, User: user, Limit: eraseBatch})
+		if err != nil || len(page) == 0 {
+			if err != nil {
+				return out, err
+			}
+			break
+		}
+		ids := make([]string, len(page))
+		for i, m := range page {
+			ids[i] = m.ID
+		}
+		if err := s.store.DeleteMemories(ctx, app, ids); err != nil {
+			return out, err
+		}
+		out.Memories += len(ids)
+	}
+	prefix := aip.UserName(app, user) + "/sessions/"
+	for {
+		page, err := s.store.ScanWatermarks(ctx, app, prefix, "", eraseBatch)
+		if err != nil || len(page) == 0 {
+			if err != nil {
+				return out, err
+			}
+			break
+		}
+		names := make([]string, len(page))
+		for i, w := range page {
+			names[i] = w.Session
+			s.forgetTrigger(w.Session)
+		}
+		if err := s.store.DeleteWatermarks(ctx, app, names); err != nil {
+			return out, err
+		}
+		out.Watermarks += len(names)
+	}
+	return out, s.eraseOperations(ctx, app, user, out)
+}
+
+// eraseOperations removes the operations of an app that concern a user.
+func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Erasure) error {
+	q := OpQuery{App: app, Limit: eraseBatch}
+	var ids []string
+	for {
+		page, err := s.store.ListOperations(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, op := range page {
+			if op.Concerns(user) {
+				ids = append(ids, op.ID)
+			}
+		}
+		if len(page) < eraseBatch {
+			break
+		}
+		last := page[len(page)-1]
+		q.AfterCreate, q.AfterID = last.CreateTime, last.ID
+	}
+	for start := 0; start < len(ids); start += eraseBatch {
+		batch := ids[start:min(start+eraseBatch, len(ids))]
+		if err := s.store.DeleteOperations(ctx, app, batch); err != nil {
+			return err
+		}
+		out.Operations += len(batch)
+	}
+	return nil
+}
