@@ -39,8 +39,9 @@ func ParseCORSOrigins(list string) ([]string, error) {
 // withCORS lets pages of the given origins call every protocol of the
 // server from a browser: Connect, gRPC-Web and REST. The methods, request
 // headers and exposed headers are those connectrpc.com/cors lists for
-// Connect and gRPC-Web, plus Authorization (API keys) and the REST
-// methods PATCH and DELETE. No cookies are involved (keys travel in a
+// Connect and gRPC-Web, plus the two headers that carry API keys
+// (Authorization and x-goog-api-key, which Google's clients send) and the
+// REST methods PATCH and DELETE. No cookies are involved (keys travel in a
 // header), so credentials mode stays off. Preflights are cached for two
 // hours. Requests from other origins get no CORS headers, and the browser
 // refuses them.
@@ -48,7 +49,7 @@ func withCORS(h http.Handler, origins []string) http.Handler {
 	return cors.New(cors.Options{
 		AllowedOrigins: origins,
 		AllowedMethods: slices.Concat(connectcors.AllowedMethods(), []string{http.MethodPatch, http.MethodDelete}),
-		AllowedHeaders: slices.Concat(connectcors.AllowedHeaders(), []string{"Authorization"}),
+		AllowedHeaders: slices.Concat(connectcors.AllowedHeaders(), []string{"Authorization", "X-Goog-Api-Key"}),
 		ExposedHeaders: connectcors.ExposedHeaders(),
 		MaxAge:         int((2 * time.Hour).Seconds()),
 	}).Handler(h)

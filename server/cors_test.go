@@ -42,10 +42,11 @@ func TestCORS(t *testing.T) {
 		{connectURL, "POST", "authorization,content-type,grpc-timeout,x-grpc-web,x-user-agent"},
 		{ts.URL + "/v1/apps/a/users/u/sessions/s", "PATCH", "authorization,content-type"},
 		{ts.URL + "/v1/apps/a/users/u/sessions/s", "DELETE", "authorization"},
+		{ts.URL + "/v1beta1/projects/p/locations/l/reasoningEngines/1/sessions", "POST", "content-type,x-goog-api-key"},
 	} {
 		res := preflight(t, c.url, "http://localhost:5173", c.method, c.headers)
 		if res.StatusCode/100 != 2 || res.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" ||
-			!strings.Contains(strings.ToLower(res.Header.Get("Access-Control-Allow-Headers")), "authorization") ||
+			strings.ToLower(res.Header.Get("Access-Control-Allow-Headers")) != c.headers ||
 			res.Header.Get("Access-Control-Allow-Methods") != c.method || res.Header.Get("Access-Control-Max-Age") != "7200" {
 			t.Errorf("preflight %s %s: %s %v", c.method, c.url, res.Status, res.Header)
 		}
