@@ -26,7 +26,8 @@ type Limits struct {
 	// MaxForkEvents bounds how many events a fork may copy. Default 100,000.
 	MaxForkEvents int
 	// MaxReadBytes bounds the events (their stored size) one read returns:
-	// a ListEvents page ends early at it (with a next page token), and a
+	// a ListEvents or SearchEvents page ends early at it (with a next page
+	// token), and a
 	// GetSession whose events exceed it fails FAILED_PRECONDITION, pointing
 	// to ListEvents. A read may pass it by its last event. Default 8 MiB,
 	// so that a response stays well under the 16 MiB message limit.

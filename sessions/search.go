@@ -160,7 +160,8 @@ func queryTerms(query string) []SearchTerm {
 // next page token. Events are ranked by BM25 (k1 1.2, b 0.75) over the
 // normalised terms of package internal/terms, with the statistics of the
 // events searched; ties go to the newer event. A search yields at most
-// MaxSearchHits hits over all its pages. Only visible events are found: an
+// MaxSearchHits hits over all its pages; a page ends early at
+// Limits.MaxReadBytes of events, as a ListEvents page does. Only visible events are found: an
 // expired or deleted session's events never are, and neither are other
 // users'.
 func (s *Service) SearchEvents(ctx context.Context, r SearchEventsRequest) ([]SearchHit, string, error) {
@@ -221,10 +222,11 @@ func (s *Service) SearchEvents(ctx context.Context, r SearchEventsRequest) ([]Se
 		return nil, "", nil
 	}
 	hits = hits[tok.Offset:]
-	if len(hits) <= size {
+	n := aip.PageLen(hits, size, s.limits.MaxReadBytes, func(h SearchHit) int { return h.Event.Size })
+	if len(hits) <= n {
 		return hits, "", nil
 	}
-	return hits[:size], aip.EncodePageToken(aip.PageToken{Query: digest, Offset: tok.Offset + size}), nil
+	return hits[:n], aip.EncodePageToken(aip.PageToken{Query: digest, Offset: tok.Offset + n}), nil
 }
 
 // rank scores the candidates with BM25 from their text and sorts them,

@@ -36,6 +36,28 @@ func TestPageTokensAreBoundToTheirQuery(t *testing.T) {
 	}
 }
 
+// TestPageLen: a page ends at its size, or early with the item that
+// passes the byte budget.
+func TestPageLen(t *testing.T) {
+	id := func(n int) int { return n }
+	for _, c := range []struct {
+		list           []int
+		size, maxBytes int
+		want           int
+	}{
+		{[]int{1, 1, 1, 1}, 3, 10, 3}, // the size first
+		{[]int{4, 4, 4, 4}, 3, 6, 2},  // the item that passes 6 ends it
+		{[]int{4, 4, 4, 4}, 4, 8, 3},  // 8 is within the budget; the third passes it
+		{[]int{9, 1}, 3, 5, 1},        // one item over the budget alone
+		{[]int{2}, 3, 5, 3},           // a short list: the size, Page keeps it whole
+		{nil, 3, 5, 3},
+	} {
+		if got := aip.PageLen(c.list, c.size, c.maxBytes, id); got != c.want {
+			t.Errorf("PageLen(%v, %d, %d) = %d, want %d", c.list, c.size, c.maxBytes, got, c.want)
+		}
+	}
+}
+
 func TestIDsAndPageSizes(t *testing.T) {
 	for _, c := range []struct {
 		id, extra, msg string

@@ -87,6 +87,21 @@ func Page[T any](list []T, size int, query string, cursor func(last T) PageToken
 	return list, NextPageToken(list[size-1], query, cursor)
 }
 
+// PageLen returns how many of list make a page of at most size items
+// whose bytes stay within maxBytes: the page ends early with the item
+// that brings the total past maxBytes (that item included, so a page
+// always holds one). Page(list, PageLen(...), ...) then trims the list
+// and makes the next token when anything is left.
+func PageLen[T any](list []T, size, maxBytes int, bytes func(T) int) int {
+	total := 0
+	for i, x := range list[:min(len(list), size)] {
+		if total += bytes(x); total > maxBytes {
+			return i + 1
+		}
+	}
+	return size
+}
+
 // NextPageToken returns the token of the page after the one ending with
 // last, bound to query.
 func NextPageToken[T any](last T, query string, cursor func(last T) PageToken) string {

@@ -3,6 +3,7 @@ package sessionstest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,29 @@ func testSearchPaging(t *testing.T, h *harness) {
 	_, next = h.search(t, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "river", PageSize: 10})
 	_, _, err := h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "stone", PageSize: 10, PageToken: next})
 	wantKind(t, "page token of another query", err, fault.Invalid)
+
+	// Pages end early at the read budget (256 KiB here), with the hit that
+	// passes it: eight events of 60 KiB come in pages of 5 and 3.
+	large := h.create(t, "app1", "u2", "large", nil)
+	for i := range 8 {
+		h.append(t, large.Key, textEvent(fmt.Sprint("big", i), "user", "the lake"+strings.Repeat(" stone", 10_000)))
+	}
+	var sizes []int
+	seen := map[string]bool{}
+	token = ""
+	for range 8 {
+		hits, next := h.search(t, sessions.SearchEventsRequest{App: "app1", User: "u2", Query: "lake", PageSize: 100, PageToken: token})
+		sizes = append(sizes, len(hits))
+		for _, id := range hitIDs(hits) {
+			seen[id] = true
+		}
+		if token = next; token == "" {
+			break
+		}
+	}
+	if !slices.Equal(sizes, []int{5, 3}) || len(seen) != 8 {
+		t.Errorf("8 hits of 60 KiB came in pages of %v (%d distinct); want pages of 5 and 3 (a 256 KiB budget)", sizes, len(seen))
+	}
 }
 
 func testSearchDeletionAndExpiry(t *testing.T, h *harness) {
