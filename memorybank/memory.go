@@ -112,6 +112,44 @@ type Memory struct {
 // Name returns the memory's resource name.
 func (m *Memory) Name() string { return aip.MemoryName(m.App, m.ID) }
 
+// responseBytes estimates the size of the memory in a response: its
+// strings plus a little per field for names, times and framing (the
+// vector is never sent).
+func (m *Memory) responseBytes() int {
+	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + mapBytes(m.Scope) + listBytes(m.Topics) + mapBytes(m.Metadata) + sourcesBytes(m.Sources)
+}
+
+// responseBytes estimates the size of the revision in a response, as
+// Memory.responseBytes does.
+func (r *Revision) responseBytes() int {
+	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + mapBytes(r.Metadata) +
+		listBytes(r.ExtractedFacts) + sourcesBytes(r.Sources) + len(r.Operation) + len(r.Reason)
+}
+
+func mapBytes(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v) + 8
+	}
+	return n
+}
+
+func listBytes(l []string) int {
+	n := 0
+	for _, s := range l {
+		n += len(s) + 4
+	}
+	return n
+}
+
+func sourcesBytes(sources []Source) int {
+	n := 0
+	for _, s := range sources {
+		n += len(s.Session) + 8 + listBytes(s.EventIDs)
+	}
+	return n
+}
+
 // Expired reports whether the memory has expired at now.
 func (m *Memory) Expired(now time.Time) bool {
 	return !m.ExpireTime.IsZero() && !now.Before(m.ExpireTime)

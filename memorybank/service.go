@@ -76,6 +76,12 @@ type Config struct {
 	// OperationRetention is how long finished operations are kept.
 	// Default 7 days.
 	OperationRetention time.Duration
+	// MaxReadBytes bounds the memories (their size in a response, see
+	// Memory.responseBytes) one ListMemories or simple RetrieveMemories
+	// page returns, and the revisions of a ListRevisions page: a page ends
+	// early with the item that passes it, with a next page token. Default
+	// 8 MiB, so that a response stays well under the 16 MiB message limit.
+	MaxReadBytes int
 	// MaxQueuedPerScope and MaxQueuedPerApp bound the operations waiting
 	// to run for one scope (or session, for compactions) and for one app:
 	// one more is RESOURCE_EXHAUSTED, so that no caller queues more work
@@ -152,6 +158,9 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.OperationRetention <= 0 {
 		cfg.OperationRetention = 7 * 24 * time.Hour
+	}
+	if cfg.MaxReadBytes <= 0 {
+		cfg.MaxReadBytes = 8 << 20
 	}
 	if cfg.MaxQueuedPerScope <= 0 {
 		cfg.MaxQueuedPerScope = 20
@@ -384,6 +393,7 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if err != nil {
 		return nil, "", err
 	}
+	size = aip.PageLen(list, size, s.cfg.MaxReadBytes, (*Memory).responseBytes)
 	list, next := aip.Page(list, size, digest, func(last *Memory) aip.PageToken {
 		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
 	})
@@ -647,6 +657,7 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 	if err != nil {
 		return nil, "", err
 	}
+	size = aip.PageLen(revs, size, s.cfg.MaxReadBytes, (*Revision).responseBytes)
 	revs, next := aip.Page(revs, size, digest, func(last *Revision) aip.PageToken {
 		return aip.PageToken{Seq: last.Number}
 	})

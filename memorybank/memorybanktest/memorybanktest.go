@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RetrieveSimilarity", testRetrieveSimilarity},
 		{"RetrieveFiltersAndPaging", testRetrieveFiltersAndPaging},
 		{"HybridRetrieval", testHybridRetrieval},
+		{"ReadBudget", testReadBudget},
 		{"DirectFactsWithoutModel", testDirectFactsWithoutModel},
 		{"DirectFactsRecordTheirSource", testDirectFactsSource},
 		{"EventsNeedAModel", testEventsNeedAModel},
@@ -564,6 +565,61 @@ func testRetrieveFiltersAndPaging(t *testing.T, h *harness) {
 	if len(seen) != 7 {
 		t.Fatalf("paging saw %d memories, want 7", len(seen))
 	}
+}
+
+// testReadBudget: a page of memories (ListMemories, simple retrieval) or
+// of revisions ends early with the item that passes Config.MaxReadBytes,
+// and paging still reaches every item.
+func testReadBudget(t *testing.T, h *harness) {
+	svc := memorybank.NewService(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now, MaxReadBytes: 10 << 10})
+	// Memories and revisions of a little over 4 KiB each (their fact):
+	// three pass 10 KiB, so pages hold 3, 3 and 1.
+	fact := func(i int) string {
+		return fmt.Sprint("fact ", i, " ", strings.Repeat("x", memorybank.MaxFactBytes-20))
+	}
+	var last *memorybank.Memory
+	for i := range 7 {
+		m, err := svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: fact(i), Scope: user1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = m
+	}
+	for i := range 6 {
+		if _, err := svc.UpdateMemory(h.ctx, "app1", last.ID, memorybank.MemoryUpdate{Fact: new(fact(10 + i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := func(what string, list func(token string) (int, string, error)) {
+		t.Helper()
+		var sizes []int
+		token := ""
+		for range 7 {
+			n, next, err := list(token)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if sizes = append(sizes, n); next == "" {
+				break
+			}
+			token = next
+		}
+		if !slices.Equal(sizes, []int{3, 3, 1}) {
+			t.Errorf("%s: pages of %v; want 3, 3 and 1 (4 KiB items, a 10 KiB budget)", what, sizes)
+		}
+	}
+	pages("ListMemories", func(token string) (int, string, error) {
+		page, next, err := svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", PageSize: 100, PageToken: token})
+		return len(page), next, err
+	})
+	pages("RetrieveMemories without a query", func(token string) (int, string, error) {
+		page, next, err := svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, PageSize: 100, PageToken: token})
+		return len(page), next, err
+	})
+	pages("ListRevisions", func(token string) (int, string, error) {
+		page, next, err := svc.ListRevisions(h.ctx, "app1", last.ID, 100, token)
+		return len(page), next, err
+	})
 }
 
 func testDirectFactsWithoutModel(t *testing.T, h *harness) {
