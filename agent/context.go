@@ -13,6 +13,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/content"
 )
 
 // The context of a turn: what of the session the model sees.
@@ -196,14 +197,12 @@ func editToolResults(contents []*genai.Content, turns []string, current string, 
 const summaryIntro = "Summary of the earlier conversation (its messages are not shown; search_conversation finds their exact words):\n"
 
 func summaryContent(e *kiokuv1.Event) *genai.Content {
-	var text []string
-	for _, p := range e.GetContent().GetParts() {
-		if p.GetText() != "" && !p.GetThought() {
-			text = append(text, p.GetText())
-		}
-	}
-	return genai.NewContentFromText(summaryIntro+strings.Join(text, "\n"), genai.RoleUser)
+	return genai.NewContentFromText(summaryIntro+textOf(e), genai.RoleUser)
 }
+
+// textOf returns the text parts of an event's content, thoughts left out,
+// one a line.
+func textOf(e *kiokuv1.Event) string { return content.FromKioku(e.GetContent()).Text() }
 
 func isSummary(c *genai.Content) bool {
 	return c.Role == genai.RoleUser && len(c.Parts) == 1 && strings.HasPrefix(c.Parts[0].Text, summaryIntro)
@@ -240,16 +239,10 @@ func (t *turn) searchConversation(ctx context.Context, c *Call) (any, error) {
 	out := []found{}
 	for _, r := range res.GetResults() {
 		e := r.GetEvent()
-		var text []string
-		for _, p := range e.GetContent().GetParts() {
-			if p.GetText() != "" && !p.GetThought() {
-				text = append(text, p.GetText())
-			}
-		}
 		_, _, session, _ := client.ParseSessionName(r.GetSession())
 		out = append(out, found{
 			When: e.GetTimestamp().AsTime().UTC().Format(time.RFC3339), Session: session, Author: e.GetAuthor(),
-			Text: truncate(strings.Join(text, "\n"), 500),
+			Text: truncate(textOf(e), 500),
 		})
 	}
 	return map[string]any{"results": out}, nil
