@@ -7,9 +7,10 @@
 //	sessions   (app, id) → user, display_name, labels (JSON), state (JSON),
 //	           initial_state (JSON), create/update/expire times (Unix ns),
 //	           last_seq, compaction_seq and compaction_end (the latest
-//	           compaction event and the last sequence it covers); indexed by (app, user, update time, id) and
-//	           (app, update time, id) for listings, and by expire time for
-//	           the sweeper.
+//	           compaction event and the last sequence it covers); indexed
+//	           by (app, user, update time, id), (app, update time, id) and
+//	           the same two by create time for listings, and by expire
+//	           time for the sweeper.
 //	events     (app, session, seq) → id, timestamp (Unix ns), body (the
 //	           event's JSON without its sequence); unique on (app, session,
 //	           id).
