@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -295,7 +296,7 @@ func New(cfg Config) *Server {
 	if guard != nil {
 		restGuard = guard.WrapREST
 	}
-	mux.Handle("/v1/", restGuard(transcoder))
+	mux.Handle("/v1/", restGuard(formAsJSON(transcoder)))
 	names := slices.Clone(serviceNames)
 	for _, s := range cfg.Surfaces {
 		s.Mount(mux, restGuard, apiOpts...)
@@ -362,6 +363,19 @@ func restNotFound(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotFound)
 	msg, _ := json.Marshal(fmt.Sprintf("no REST method binds %s %s (see /openapi.yaml)", r.Method, r.URL.Path))
 	fmt.Fprintf(w, `{"code":5,"message":%s,"details":[]}`, msg)
+}
+
+// formAsJSON reads a REST request body labelled as a form, the type curl
+// -d sends unless told otherwise, as the JSON it is: REST bodies are JSON
+// only (a body with no Content-Type is read so too, as the Vertex AI
+// surface reads every body).
+func formAsJSON(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Handler returns the HTTP handler serving every protocol. It speaks HTTP/1.1
