@@ -113,23 +113,34 @@ func IDF(n, df float64) float64 {
 // and results are not searched.
 func SearchText(e *Event) string { return e.Author + ": " + e.Content.Text() }
 
-// IndexTerms returns the distinct terms (at most MaxIndexedTerms) of the
-// event's searchable text and its length in terms; none for an event
-// without text, and none for a compaction event (its summary repeats what
-// the events it covers said, and those are found themselves).
-func IndexTerms(e *Event) (distinct []string, length int) {
+// IndexedTerms is what the search index keeps of an event (IndexTerms).
+type IndexedTerms struct {
+	// Distinct are the distinct terms of its searchable text, at most
+	// MaxIndexedTerms.
+	Distinct []string
+	// Length is its length in terms.
+	Length int
+}
+
+// IndexTerms returns the terms the search index keeps of an event: none
+// for an event without text, and none for a compaction event (its summary
+// repeats what the events it covers said, and those are found
+// themselves). It costs CPU in proportion to the text, so stores call it
+// before the transaction that stores the event.
+func IndexTerms(e *Event) IndexedTerms {
+	var t IndexedTerms
 	if e.Actions.Compaction != nil {
-		return nil, 0
+		return t
 	}
 	seen := map[string]bool{}
-	terms.Each(SearchText(e), func(t string, _ terms.Kind) {
-		length++
-		if !seen[t] && len(distinct) < MaxIndexedTerms {
-			seen[t] = true
-			distinct = append(distinct, t)
+	terms.Each(SearchText(e), func(term string, _ terms.Kind) {
+		t.Length++
+		if !seen[term] && len(t.Distinct) < MaxIndexedTerms {
+			seen[term] = true
+			t.Distinct = append(t.Distinct, term)
 		}
 	})
-	return distinct, length
+	return t
 }
 
 // queryTerms returns a query's distinct terms with their weights.

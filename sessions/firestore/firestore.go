@@ -771,6 +771,9 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 	key := r.Key
 	ref := s.sessionRef(key.App, key.ID)
 	defer s.lockAppend(r)()
+	// The event's search terms are found once, outside the transaction,
+	// which may run more than once.
+	indexed := sessions.IndexTerms(r.Event)
 	var res *sessions.AppendResult
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		res = nil
@@ -832,7 +835,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		e := *r.Event
 		e.Sequence = seq
-		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), s.eventData(key.App, key.User, key.ID, &e, string(r.Body))); err != nil {
+		if err := tx.Create(s.eventRef(key.App, d.Incarnation, seq), s.eventDataOf(key.App, key.User, key.ID, &e, string(r.Body), indexed)); err != nil {
 			return err
 		}
 		if err := tx.Create(s.eventIDRef(key.App, d.Incarnation, r.Event.ID), map[string]any{"seq": seq}); err != nil {

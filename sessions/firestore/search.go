@@ -59,7 +59,12 @@ func (s *Store) owner(app, user string) string { return s.root + "/" + app + "/"
 
 // searchFields returns the search fields of an event document.
 func (s *Store) searchFields(app, user, session string, e *sessions.Event) map[string]any {
-	distinct, length := sessions.IndexTerms(e)
+	return s.searchFieldsOf(app, user, session, e, sessions.IndexTerms(e))
+}
+
+// searchFieldsOf is searchFields with the event's terms found beforehand.
+func (s *Store) searchFieldsOf(app, user, session string, e *sessions.Event, t sessions.IndexedTerms) map[string]any {
+	distinct := t.Distinct
 	if distinct == nil {
 		distinct = []string{}
 	}
@@ -68,13 +73,18 @@ func (s *Store) searchFields(app, user, session string, e *sessions.Event) map[s
 		"session": session,
 		"author":  e.Author,
 		"terms":   distinct,
-		"nterms":  length,
+		"nterms":  t.Length,
 	}
 }
 
 // eventData is the whole document of an event.
 func (s *Store) eventData(app, user, session string, e *sessions.Event, body string) map[string]any {
-	m := s.searchFields(app, user, session, e)
+	return s.eventDataOf(app, user, session, e, body, sessions.IndexTerms(e))
+}
+
+// eventDataOf is eventData with the event's terms found beforehand.
+func (s *Store) eventDataOf(app, user, session string, e *sessions.Event, body string, t sessions.IndexedTerms) map[string]any {
+	m := s.searchFieldsOf(app, user, session, e, t)
 	m["seq"] = e.Sequence
 	m["id"] = e.ID
 	m["ts_ns"] = unixnano.From(e.Timestamp)

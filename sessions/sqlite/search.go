@@ -97,7 +97,13 @@ func tag(kind byte, value string) string {
 // indexEvent adds an event of a session to the search index, in the
 // transaction that stores it.
 func indexEvent(tx *sql.Tx, app, user, session string, e *sessions.Event) error {
-	distinct, length := sessions.IndexTerms(e)
+	return indexTerms(tx, app, user, session, e, sessions.IndexTerms(e))
+}
+
+// indexTerms is indexEvent with the event's terms found beforehand, outside
+// the transaction.
+func indexTerms(tx *sql.Tx, app, user, session string, e *sessions.Event, t sessions.IndexedTerms) error {
+	distinct, length := t.Distinct, t.Length
 	if len(distinct) == 0 {
 		return nil
 	}

@@ -608,6 +608,9 @@ func deleteSession(tx *sql.Tx, app, id string) error {
 func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
 	key := r.Key
 	body := r.Body // the event's JSON; its Sequence is zero
+	// The event's search terms are found before the transaction, which
+	// every other writer waits for.
+	indexed := sessions.IndexTerms(r.Event)
 	var res *sessions.AppendResult
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var user string
@@ -679,7 +682,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		e := *r.Event
 		e.Sequence = seq
-		if err := indexEvent(tx, key.App, key.User, key.ID, &e); err != nil {
+		if err := indexTerms(tx, key.App, key.User, key.ID, &e, indexed); err != nil {
 			return err
 		}
 		res = &sessions.AppendResult{Event: &e}
