@@ -12,24 +12,13 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// structToMap converts a Struct to a map (nil for nil).
-func structToMap(s *structpb.Struct) map[string]any {
-	if s == nil {
-		return nil
-	}
-	return s.AsMap()
-}
-
 // mapToStruct converts a stored map to a Struct (nil for nil). Stored maps
 // hold only JSON values, so the conversion cannot fail for them; a failure
 // is reported as an internal error naming the field.
 func mapToStruct(field string, m map[string]any) (*structpb.Struct, error) {
-	if m == nil {
-		return nil, nil
-	}
-	s, err := structpb.NewStruct(m)
+	s, err := content.Struct(field, m)
 	if err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "encoding %s", field)
+		return nil, fault.Wrap(fault.Internal, err, "encoding stored values")
 	}
 	return s, nil
 }
@@ -153,20 +142,20 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 		TurnComplete:       e.GetTurnComplete(),
 		ErrorCode:          e.GetErrorCode(),
 		ErrorMessage:       e.GetErrorMessage(),
-		CustomMetadata:     structToMap(e.GetCustomMetadata()),
+		CustomMetadata:     content.Map(e.GetCustomMetadata()),
 		Branch:             e.GetBranch(),
 		Interrupted:        e.GetInterrupted(),
 		LongRunningToolIDs: e.GetLongRunningToolIds(),
-		UsageMetadata:      structToMap(e.GetUsageMetadata()),
-		GroundingMetadata:  structToMap(e.GetGroundingMetadata()),
-		CitationMetadata:   structToMap(e.GetCitationMetadata()),
+		UsageMetadata:      content.Map(e.GetUsageMetadata()),
+		GroundingMetadata:  content.Map(e.GetGroundingMetadata()),
+		CitationMetadata:   content.Map(e.GetCitationMetadata()),
 		FinishReason:       e.GetFinishReason(),
 		ModelVersion:       e.GetModelVersion(),
-		Extensions:         structToMap(e.GetExtensions()),
+		Extensions:         content.Map(e.GetExtensions()),
 	}
 	if a := e.GetActions(); a != nil {
 		out.Actions = sessions.Actions{
-			StateDelta:        structToMap(a.GetStateDelta()),
+			StateDelta:        content.Map(a.GetStateDelta()),
 			ArtifactDelta:     a.GetArtifactDelta(),
 			TransferToAgent:   a.GetTransferToAgent(),
 			Escalate:          a.GetEscalate(),

@@ -14,6 +14,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
@@ -82,7 +83,7 @@ func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request
 		ID:          m.GetSessionId(),
 		DisplayName: s.GetDisplayName(),
 		Labels:      s.GetLabels(),
-		State:       structToMap(s.GetState()),
+		State:       content.Map(s.GetState()),
 	}
 	if r.ExpireTime, r.TTL, err = expirationFromProto("session", s.GetExpireTime(), s.GetTtl()); err != nil {
 		return nil, err
@@ -410,7 +411,7 @@ func (h *SessionHandler) UpdateState(ctx context.Context, req *connect.Request[k
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.svc.UpdateState(ctx, ref, structToMap(req.Msg.GetStateDelta()))
+	st, err := h.svc.UpdateState(ctx, ref, content.Map(req.Msg.GetStateDelta()))
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func partFromKioku(p *kiokuv1.Part) sessions.Part {
 		Text:             p.GetText(),
 		Thought:          p.GetThought(),
 		ThoughtSignature: p.GetThoughtSignature(),
-		Extensions:       structMap(p.GetExtensions()),
+		Extensions:       Map(p.GetExtensions()),
 	}
 	if b := p.GetInlineData(); b != nil {
 		out.InlineData = &sessions.Blob{MIMEType: b.GetMimeType(), Data: b.GetData(), DisplayName: b.GetDisplayName()}
@@ -73,10 +73,10 @@ func partFromKioku(p *kiokuv1.Part) sessions.Part {
 		out.FileData = &sessions.FileData{MIMEType: f.GetMimeType(), FileURI: f.GetFileUri(), DisplayName: f.GetDisplayName()}
 	}
 	if c := p.GetFunctionCall(); c != nil {
-		out.FunctionCall = &sessions.FunctionCall{ID: c.GetId(), Name: c.GetName(), Args: structMap(c.GetArgs())}
+		out.FunctionCall = &sessions.FunctionCall{ID: c.GetId(), Name: c.GetName(), Args: Map(c.GetArgs())}
 	}
 	if r := p.GetFunctionResponse(); r != nil {
-		out.FunctionResponse = &sessions.FunctionResponse{ID: r.GetId(), Name: r.GetName(), Response: structMap(r.GetResponse())}
+		out.FunctionResponse = &sessions.FunctionResponse{ID: r.GetId(), Name: r.GetName(), Response: Map(r.GetResponse())}
 	}
 	return out
 }
@@ -139,8 +139,9 @@ func Struct(field string, m map[string]any) (*structpb.Struct, error) {
 	return s, nil
 }
 
-// structMap converts a Struct to a map; nil for nil.
-func structMap(s *structpb.Struct) map[string]any {
+// Map converts a Struct to a map of JSON values; nil for nil. It is the
+// inverse of Struct.
+func Map(s *structpb.Struct) map[string]any {
 	if s == nil {
 		return nil
 	}

@@ -85,7 +85,7 @@ func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
 	ext := map[string]any{}
 	if a := v.GetActions(); a != nil {
 		out.Actions = sessions.Actions{
-			StateDelta:        structMap(a.GetStateDelta()),
+			StateDelta:        content.Map(a.GetStateDelta()),
 			TransferToAgent:   a.GetTransferAgent(),
 			Escalate:          a.GetEscalate(),
 			SkipSummarization: a.GetSkipSummarization(),
@@ -106,7 +106,7 @@ func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
 		out.Interrupted = m.GetInterrupted()
 		out.LongRunningToolIDs = m.GetLongRunningToolIds()
 		out.Branch = m.GetBranch()
-		out.CustomMetadata = structMap(m.GetCustomMetadata())
+		out.CustomMetadata = content.Map(m.GetCustomMetadata())
 		if g := m.GetGroundingMetadata(); g != nil {
 			if out.GroundingMetadata, err = jsonMap(g); err != nil {
 				return nil, fault.InvalidField("event.event_metadata.grounding_metadata", "event.event_metadata.grounding_metadata: %v", err)
@@ -231,13 +231,6 @@ func jsonMap(m proto.Message) (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func structMap(s *structpb.Struct) map[string]any {
-	if s == nil {
-		return nil
-	}
-	return s.AsMap()
 }
 
 // expiration reads a Vertex AI resource's expire_time or ttl.

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -76,7 +77,7 @@ func (s *Surface) createSession(ctx context.Context, r *aiplatformpb.CreateSessi
 		ID:          r.GetSessionId(),
 		DisplayName: in.GetDisplayName(),
 		Labels:      in.GetLabels(),
-		State:       structMap(in.GetSessionState()),
+		State:       content.Map(in.GetSessionState()),
 	}
 	if req.ExpireTime, req.TTL, err = expiration("session", in.GetExpireTime(), in.GetTtl(), in.GetTtl() != nil); err != nil {
 		return nil, err
