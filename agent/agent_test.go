@@ -314,6 +314,13 @@ func TestMemoryPolicies(t *testing.T) {
 	if len(ops) != 2 {
 		t.Fatalf("every 2 turns over 4 turns started %d generations", len(ops))
 	}
+	// The generations call the model in the background: let them end
+	// before the replies below are queued for the agent.
+	for _, op := range ops {
+		if _, err := e.kioku.WaitOperation(t.Context(), op); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.agent.Memory = agent.MemoryPolicy{Mode: agent.MemoryNever}
 	res, err := e.agent.Turn(t.Context(), s, "hi")
 	if err != nil || len(res.MemoryOperations) != 0 {
