@@ -45,6 +45,19 @@
 // due time; only on a store shared by several servers do they poll, with a
 // backoff (Config.LocalQueue, PollInterval, MaxPollInterval).
 //
+// # Triggers and the other operations
+//
+// Generation also starts by itself: the Service observes the appends and
+// deletions of package sessions (Observe, triggers.go) and queues a
+// generation from a session every N events, or once it has been idle for a
+// while, as the app's generation_trigger says. The same queue and workers
+// run the other operations: CompactSession (compact.go; a session's
+// compaction, done by sessions.Service.Compact, also started by the app's
+// compaction_trigger every N events or bytes) and PurgeMemories (the
+// memories of a scope and filter, deleted or counted). How many operations
+// may wait is bounded per scope and per app (Config.MaxQueuedPerScope,
+// MaxQueuedPerApp).
+//
 // # Stored formats
 //
 // Operations, revisions, configurations and sources are stored as the

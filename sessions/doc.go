@@ -18,14 +18,23 @@
 // Service holds the rules (validation, limits, ids, timestamps, idempotency,
 // paging, watching, expiry); a Store persists.
 //
+// Long sessions (compaction.go, search.go): Compact summarises a session's
+// older events with the generation model into a compaction event appended
+// to it, and GetSession's compacted view returns the latest compaction and
+// the events after it; nothing is deleted. SearchEvents finds a user's
+// events across their sessions by text, ranked by BM25 over the terms of
+// package internal/terms, from a search index every Store keeps in step
+// with its writes.
+//
 // Other parts of kioku react to sessions through observers (Service.Observe):
 // after each append or deletion made through the Service, every observer is
 // sent a small Notice on a bounded queue of its own and handles it on its
 // own goroutine, so an append never waits for an observer. The memory
-// bank's generation triggers are one; compaction triggers can be another. Every Store implementation
-// must pass the conformance suite in package sessionstest. The embedded
-// default is package sessions/sqlite; package sessions/firestore serves
-// deployments of several servers.
+// bank's generation and compaction triggers are one.
+//
+// Every Store implementation must pass the conformance suite in package
+// sessionstest. The embedded default is package sessions/sqlite; package
+// sessions/firestore serves deployments of several servers.
 //
 // Errors are of package fault's kinds: Invalid and ResourceExhausted name the
 // field and limit at fault; a session of another user or app, and an expired
