@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -26,6 +27,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/server/auth"
+
+	_ "modernc.org/sqlite" // to read the search index after the server stops
 )
 
 // The user the erasure test erases, and what only that user's data
@@ -234,6 +237,24 @@ func TestDeleteUserLeavesNothing(t *testing.T) {
 				}
 				if !bytes.Contains(all, []byte(keptMarker)) {
 					t.Errorf("the other user's marker is not in the SQLite files %v either: the search looks in the wrong place", files)
+				}
+				// The search index's vocabulary (its term for a marker is the
+				// marker in lower case) lists the other user's words only:
+				// bo's twelve events and the four copied into the fork.
+				db, err := sql.Open("sqlite", filepath.Join(dataDir, "kioku.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				db.SetMaxOpenConns(1)
+				if _, err := db.Exec(`CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, search_fts, 'row')`); err != nil {
+					t.Fatal(err)
+				}
+				for term, want := range map[string]int{strings.ToLower(erasedMarker): 0, strings.ToLower(keptMarker): 16} {
+					var docs int
+					if err := db.QueryRow(`SELECT coalesce(sum(doc), 0) FROM temp.vocab WHERE term = ?`, term).Scan(&docs); err != nil || docs != want {
+						t.Errorf("the search index lists %q in %d events (%v), want %d", term, docs, err, want)
+					}
 				}
 				return
 			}

@@ -19,7 +19,8 @@
 // overwritten with zeros (in the log, then in the file at the next
 // checkpoint). Erasing a user relies on it (sessions.Service.DeleteUser,
 // memorybank.Service.EraseUser); the cost is the writing of zeros into
-// pages that a deletion empties.
+// pages that a deletion empties. (An FTS5 index keeps the terms of deleted
+// rows in its own pages until it merges them.)
 //
 // Checkpoints (copying the log into the database file) run in the
 // background on their own connection, so commits do not stop for them.

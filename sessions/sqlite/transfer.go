@@ -252,28 +252,10 @@ func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool
 	return wrote, err
 }
 
-// eraseTx runs fn in a write transaction with FTS5's secure-delete on: a
-// deleted event's entries leave the search index's doclists and
-// vocabulary at once rather than at a later merge of its segments (what
-// SQLite frees is overwritten anyway: see package sqlitedb).
-func (s *Store) eraseTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) (err error) {
-		if _, err := tx.Exec(`INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1)`); err != nil {
-			return err
-		}
-		defer func() {
-			if _, e := tx.Exec(`INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 0)`); err == nil {
-				err = e
-			}
-		}()
-		return fn(tx)
-	})
-}
-
 // DeleteUserSessions implements sessions.Store.
 func (s *Store) DeleteUserSessions(ctx context.Context, app, user string, limit int) ([]sessions.Key, error) {
 	var keys []sessions.Key
-	err := s.eraseTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		deleted, err := deleteSessionsWhere(tx, `SELECT app, id FROM sessions INDEXED BY sessions_by_user WHERE app = ? AND user = ? LIMIT ?`, app, user, limit)
 		keys = nil
 		for _, k := range deleted {
@@ -288,7 +270,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, app, user string, limit 
 // their row of the search statistics with any index entries still under
 // it.
 func (s *Store) DeleteUserData(ctx context.Context, app, user string) error {
-	return s.eraseTx(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`DELETE FROM user_state WHERE app = ? AND user = ?`, app, user); err != nil {
 			return err
 		}
