@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -170,7 +171,7 @@ func decodeReply(text string, v any) error {
 	dec := json.NewDecoder(strings.NewReader(t))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w (reply: %s)", err, truncate(text, 200))
+		return fmt.Errorf("%w (reply: %s)", err, aip.Truncate(text, 200))
 	}
 	return nil
 }

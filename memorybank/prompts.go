@@ -10,6 +10,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -102,11 +103,11 @@ func eventLine(e *sessions.Event) string {
 		for _, p := range e.Content.Parts {
 			if p.FunctionCall != nil {
 				args, _ := json.Marshal(p.FunctionCall.Args)
-				parts = append(parts, fmt.Sprintf("(calls %s %s)", p.FunctionCall.Name, truncate(string(args), 300)))
+				parts = append(parts, fmt.Sprintf("(calls %s %s)", p.FunctionCall.Name, aip.Truncate(string(args), 300)))
 			}
 			if p.FunctionResponse != nil {
 				resp, _ := json.Marshal(p.FunctionResponse.Response)
-				parts = append(parts, fmt.Sprintf("(%s returned %s)", p.FunctionResponse.Name, truncate(string(resp), 300)))
+				parts = append(parts, fmt.Sprintf("(%s returned %s)", p.FunctionResponse.Name, aip.Truncate(string(resp), 300)))
 			}
 		}
 	}
@@ -114,13 +115,6 @@ func eventLine(e *sessions.Event) string {
 		return ""
 	}
 	return author + ": " + strings.Join(parts, " ")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 const extractionInstructions = `You maintain the long-term memory of an assistant about its user.

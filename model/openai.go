@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // OpenAIConfig selects an OpenAI-compatible server: OpenAI itself, or a
@@ -82,19 +83,12 @@ func (c *openAIClient) post(ctx context.Context, path string, in, out any) error
 		if retryable(resp.StatusCode) {
 			kind = fault.Unavailable
 		}
-		return fault.New(kind, "%s%s answered HTTP %d: %s", c.base, path, resp.StatusCode, truncate(msg, 500))
+		return fault.New(kind, "%s%s answered HTTP %d: %s", c.base, path, resp.StatusCode, aip.Truncate(msg, 500))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fault.Wrap(fault.Unavailable, err, "%s%s answered with malformed JSON", c.base, path)
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // OpenAI is a Generator on an OpenAI-compatible chat model.

@@ -3,6 +3,7 @@ package aip_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
@@ -54,6 +55,27 @@ func TestPageLen(t *testing.T) {
 	} {
 		if got := aip.PageLen(c.list, c.size, c.maxBytes, id); got != c.want {
 			t.Errorf("PageLen(%v, %d, %d) = %d, want %d", c.list, c.size, c.maxBytes, got, c.want)
+		}
+	}
+}
+
+// TestTruncate: a cut never splits a character, so a message quoting
+// a model's reply in Japanese stays valid UTF-8.
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc..."},
+		{"日本語です", 4, "日..."}, // 3-byte characters: byte 4 is inside the second
+		{"日本語です", 6, "日本..."},
+		{"日本語です", 2, "..."},
+	} {
+		got := aip.Truncate(c.s, c.n)
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}
 	}
 }

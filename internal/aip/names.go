@@ -18,6 +18,7 @@ package aip
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
 )
@@ -103,11 +104,17 @@ func (p Pattern) Build(vars ...string) string {
 	return b.String()
 }
 
-// Truncate shortens s to n bytes, marking the cut, for quoting caller
-// input in error messages.
+// Truncate shortens s to at most n bytes, on a character boundary, and
+// marks the cut with "...", for quoting caller input or a model's reply in
+// an error message: the message stays valid UTF-8 when s is, as the wire
+// requires of a status message (a cut inside a character made an
+// operation's stored error unreadable).
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/server/auth"
 )
 
@@ -129,5 +130,5 @@ func onlyUser(ctx context.Context, field, user string) error {
 	if user == "" {
 		return fault.New(fault.PermissionDenied, "this API key may reach user %q only: give %s %q", c.User, field, c.User)
 	}
-	return fault.New(fault.PermissionDenied, "%s names user %q; this API key may reach user %q only", field, truncate(strings.TrimSpace(user)), c.User)
+	return fault.New(fault.PermissionDenied, "%s names user %q; this API key may reach user %q only", field, aip.Truncate(strings.TrimSpace(user), 200), c.User)
 }

@@ -119,7 +119,7 @@ func (s *Surface) createMemory(ctx context.Context, r *aiplatformpb.CreateMemory
 		return engine{}, nil, fault.InvalidField("memory.scope", "Required field is not set.")
 	}
 	if id := r.GetMemoryId(); id != "" && !validVertexID(id) {
-		return engine{}, nil, fault.InvalidField("memory_id", "memory_id %q is not valid: use up to 63 characters of [a-z0-9-], starting and ending with a letter or a digit", truncate(id))
+		return engine{}, nil, fault.InvalidField("memory_id", "memory_id %q is not valid: use up to 63 characters of [a-z0-9-], starting and ending with a letter or a digit", aip.Truncate(id, 200))
 	}
 	in := memorybank.MemoryInput{ID: r.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope()}
 	if x.topics != nil {

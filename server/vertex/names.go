@@ -115,7 +115,7 @@ func (p *Policy) parse(field, name string, rest ...string) (engine, []string, er
 	if name == "" {
 		return engine{}, nil, fault.InvalidField(field, "%s is required (%s)", field, form)
 	}
-	bad := fault.InvalidField(field, "%s %q is not of the form %s", field, truncate(name), form)
+	bad := fault.InvalidField(field, "%s %q is not of the form %s", field, aip.Truncate(name, 200), form)
 	segs := strings.Split(name, "/")
 	var e engine
 	switch {
@@ -154,13 +154,6 @@ func (p *Policy) parse(field, name string, rest ...string) (engine, []string, er
 		return engine{}, nil, fault.InvalidField(field, "%s: %v", field, err)
 	}
 	return e, ids, nil
-}
-
-func truncate(s string) string {
-	if len(s) <= 200 {
-		return s
-	}
-	return s[:200] + "..."
 }
 
 // validVertexID reports whether id is an id Vertex AI lets a caller

@@ -179,7 +179,7 @@ func (s *Surface) parseOperation(name string) (opRef, error) {
 		}
 		return ref, nil
 	}
-	return opRef{}, fault.InvalidField("name", "name %q is not the name of an operation of this service", truncate(name))
+	return opRef{}, fault.InvalidField("name", "name %q is not the name of an operation of this service", aip.Truncate(name, 200))
 }
 
 func (s *Surface) getOperation(ctx context.Context, r *longrunningpb.GetOperationRequest) (*longrunningpb.Operation, error) {

@@ -253,7 +253,7 @@ func (s *Surface) rollbackMemory(ctx context.Context, name string, body map[stri
 	// A revision's full name is accepted too.
 	if i := strings.LastIndex(rev, "/revisions/"); i >= 0 {
 		if rev[:i] != e.memoryName(id) {
-			return nil, fault.InvalidField("target_revision_id", "target_revision_id %q is a revision of another memory", truncate(rev))
+			return nil, fault.InvalidField("target_revision_id", "target_revision_id %q is a revision of another memory", aip.Truncate(rev, 200))
 		}
 		rev = rev[i+len("/revisions/"):]
 	}
@@ -321,7 +321,7 @@ func (s *Surface) listMemoryRevisions(ctx context.Context, name string, body map
 func (s *Surface) getMemoryRevision(ctx context.Context, name string, _ map[string]any) (map[string]any, error) {
 	i := strings.LastIndex(name, "/revisions/")
 	if i < 0 {
-		return nil, fault.InvalidField("name", "name %q is not a memory revision's", truncate(name))
+		return nil, fault.InvalidField("name", "name %q is not a memory revision's", aip.Truncate(name, 200))
 	}
 	e, id, err := s.memoryName(ctx, "name", name[:i])
 	if err != nil {

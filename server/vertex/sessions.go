@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -66,7 +67,7 @@ func (s *Surface) createSession(ctx context.Context, r *aiplatformpb.CreateSessi
 		return nil, fault.InvalidField("session.user_id", "Required field is not set.")
 	}
 	if id := r.GetSessionId(); id != "" && !validVertexID(id) {
-		return nil, fault.InvalidField("session_id", "session_id %q is not valid: use up to 63 characters of [a-z0-9-], starting and ending with a letter or a digit", truncate(id))
+		return nil, fault.InvalidField("session_id", "session_id %q is not valid: use up to 63 characters of [a-z0-9-], starting and ending with a letter or a digit", aip.Truncate(id, 200))
 	}
 	if err := owned(ctx, in.GetUserId(), onlyUser(ctx, "session.user_id", in.GetUserId())); err != nil {
 		return nil, err
@@ -409,7 +410,7 @@ func (s *Surface) appendEvent(ctx context.Context, r *aiplatformpb.AppendEventRe
 	if name := r.GetEvent().GetName(); name != "" {
 		id, ok := strings.CutPrefix(name, e.sessionName(key.ID)+"/events/")
 		if !ok || id == "" || strings.Contains(id, "/") {
-			return nil, fault.InvalidField("event.name", "event.name %q is not an event of session %s (%s/events/{event})", truncate(name), e.sessionName(key.ID), e.sessionName(key.ID))
+			return nil, fault.InvalidField("event.name", "event.name %q is not an event of session %s (%s/events/{event})", aip.Truncate(name, 200), e.sessionName(key.ID), e.sessionName(key.ID))
 		}
 		ev.ID = id
 	}
