@@ -12,7 +12,9 @@ import (
 )
 
 // TestSearchBacklog opens a database written before the search index
-// existed (schema version 1) and finds its events by search.
+// existed (schema version 1): opening it puts its sessions in the backlog,
+// and once ReindexSearch (the sweeper's) has worked it off, search finds
+// their events.
 func TestSearchBacklog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kioku.db")
 	db, err := sqlitedb.Open(path)
@@ -42,12 +44,18 @@ func TestSearchBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var left int
+	if err := db.Read().QueryRow(`SELECT count(*) FROM search_backlog`).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("backlog after opening: %d, %v; want the one session, left for the background", left, err)
+	}
+	if n, err := s.ReindexSearch(t.Context(), 100); err != nil || n != 1 {
+		t.Fatalf("ReindexSearch = %d, %v; want the one session", n, err)
+	}
 	svc := sessions.NewService(s, sessions.Config{Now: func() time.Time { return now }})
 	hits, _, err := svc.SearchEvents(t.Context(), sessions.SearchEventsRequest{App: "a", User: "u1", Query: "lighthouse"})
 	if err != nil || len(hits) != 1 || hits[0].Event.ID != "e1" || hits[0].Session.ID != "s1" {
 		t.Fatalf("search after the backlog = %+v, %v", hits, err)
 	}
-	var left int
 	if err := db.Read().QueryRow(`SELECT count(*) FROM search_backlog`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("backlog left: %d, %v", left, err)
 	}
@@ -55,7 +63,8 @@ func TestSearchBacklog(t *testing.T) {
 }
 
 // TestSearchReindexOnNewTerms: an index that holds the terms of another
-// terms.Version is built again when the store is opened.
+// terms.Version is built again in the background once the store is opened:
+// its sessions go to the backlog, which ReindexSearch works off.
 func TestSearchReindexOnNewTerms(t *testing.T) {
 	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
 	if err != nil {
@@ -108,6 +117,9 @@ func TestSearchReindexOnNewTerms(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc2 := sessions.NewService(s2, sessions.Config{Now: func() time.Time { return now }})
+	if n, err := s2.ReindexSearch(t.Context(), 100); err != nil || n != 1 {
+		t.Fatalf("ReindexSearch = %d, %v; want the one session", n, err)
+	}
 	if search(svc2, "lighthouse") != 1 {
 		t.Fatal("the index was not built again with the current terms")
 	}

@@ -34,7 +34,8 @@ import (
 //	               for its session and one for its author.
 //	search_backlog sessions whose events were stored before the index
 //	               existed, or indexed with the terms of an older
-//	               terms.Version; New indexes them.
+//	               terms.Version; ReindexSearch indexes them, in the
+//	               background (the session service's sweeper).
 //	search_version the terms.Version the index holds (schema version 3).
 //
 // A search reads, for each query term, the newest perTermPostings docs of
@@ -162,11 +163,12 @@ func unindexSession(tx *sql.Tx, app, session string) error {
 	return err
 }
 
-// indexBacklog indexes the events of sessions stored before the search
-// index existed, a session per transaction; when the index holds the terms
-// of another terms.Version, every session is indexed again first.
-func (s *Store) indexBacklog(ctx context.Context) error {
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+// queueReindex puts every session in the search backlog when the index
+// holds the terms of another terms.Version (a database from before the
+// index has its sessions put there by the migration). ReindexSearch works
+// the backlog off.
+func (s *Store) queueReindex(ctx context.Context) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		var v int
 		if err := tx.QueryRow(`SELECT v FROM search_version`).Scan(&v); err != nil {
 			return err
@@ -182,17 +184,22 @@ func (s *Store) indexBacklog(ctx context.Context) error {
 		_, err := tx.Exec(`UPDATE search_version SET v = ?`, terms.Version)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	for {
+}
+
+var _ sessions.SearchReindexer = (*Store)(nil)
+
+// ReindexSearch implements sessions.SearchReindexer: it indexes the events
+// of up to limit sessions of the search backlog with the current terms, a
+// transaction per session, and returns how many it did.
+func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
+	for n := 0; n < limit; n++ {
 		var app, id string
 		err := s.db.Read().QueryRowContext(ctx, `SELECT app, session FROM search_backlog LIMIT 1`).Scan(&app, &id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+			return n, nil
 		}
 		if err != nil {
-			return err
+			return n, err
 		}
 		err = s.db.Write(ctx, func(tx *sql.Tx) error {
 			var user string
@@ -218,9 +225,10 @@ func (s *Store) indexBacklog(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("indexing the events of session %s of app %s for search: %w", id, app, err)
+			return n, fmt.Errorf("indexing the events of session %s of app %s for search: %w", id, app, err)
 		}
 	}
+	return limit, nil
 }
 
 // SearchEvents implements sessions.Store.

@@ -103,8 +103,10 @@ type Store struct {
 var _ sessions.Store = (*Store)(nil)
 
 // New returns a Store on db, creating its tables if needed. A database
-// whose events were stored before the search index existed has them
-// indexed first (a transaction per session).
+// whose events were stored before the search index existed, or indexed
+// with the terms of an older terms.Version, has its sessions put in the
+// search backlog, which ReindexSearch works off in the background: opening
+// it stays quick however large it is.
 func New(db *sqlitedb.DB) (*Store, error) {
 	if err := db.Migrate("sessions", schema); err != nil {
 		return nil, err
@@ -132,7 +134,7 @@ func New(db *sqlitedb.DB) (*Store, error) {
 			return nil, fmt.Errorf("sessions/sqlite: preparing %q: %w", p.sql, err)
 		}
 	}
-	if err := s.indexBacklog(context.Background()); err != nil {
+	if err := s.queueReindex(context.Background()); err != nil {
 		return nil, err
 	}
 	return s, nil
