@@ -617,7 +617,7 @@ func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int
 	if err != nil {
 		return nil, err
 	}
-	_, lexicalOnly := s.emb.(model.Offline)
+	lexicalOnly := model.IsOffline(s.emb)
 	depth := k
 	if !lexicalOnly || !prefer.Empty() {
 		depth = max(2*k, fusionDepth)

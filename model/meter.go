@@ -103,6 +103,9 @@ type meteredEmbedder struct {
 	m *Meter
 }
 
+// Unwrap returns the embedder counted (see IsOffline).
+func (e meteredEmbedder) Unwrap() Embedder { return e.Embedder }
+
 func (e meteredEmbedder) Embed(ctx context.Context, texts []string, task EmbedTask) ([][]float32, error) {
 	ctx, span := startSpan(ctx, "embeddings", e.Name())
 	v, err := e.Embedder.Embed(ctx, texts, task)

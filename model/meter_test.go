@@ -36,6 +36,12 @@ func TestMeter(t *testing.T) {
 	if ok.Name() != "gen-x" || emb.Dimensions() != model.OfflineDimensions {
 		t.Errorf("the meter changed Name or Dimensions: %q, %d", ok.Name(), emb.Dimensions())
 	}
+	// The memory bank ranks by the lexical side alone with the offline
+	// embedder, metered or not.
+	if !model.IsOffline(emb) || !model.IsOffline(model.Offline{}) || model.IsOffline(m.Embedder(&model.GeminiEmbedder{})) {
+		t.Errorf("IsOffline: metered offline %v, offline %v, metered Gemini %v (want true, true, false)",
+			model.IsOffline(emb), model.IsOffline(model.Offline{}), model.IsOffline(m.Embedder(&model.GeminiEmbedder{})))
+	}
 	want := []model.Usage{
 		{Model: "gen-x", Call: "generate", OK: true, Calls: 2, PromptTokens: 14, OutputTokens: 6},
 		{Model: "gen-x", Call: "generate", OK: false, Calls: 1},

@@ -44,6 +44,22 @@ type Offline struct{}
 // background, as for any change of embedder.
 func (Offline) Name() string { return "kioku-offline-v2" }
 
+// IsOffline reports whether e is the offline embedder, itself or wrapped
+// (an embedder that wraps another, as a Meter's does, has a method Unwrap()
+// Embedder that returns it).
+func IsOffline(e Embedder) bool {
+	for {
+		switch x := e.(type) {
+		case Offline:
+			return true
+		case interface{ Unwrap() Embedder }:
+			e = x.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
 // Dimensions implements Embedder.
 func (Offline) Dimensions() int { return OfflineDimensions }
 
