@@ -39,10 +39,11 @@ const OfflineDimensions = 2048
 type Offline struct{}
 
 // Name implements Embedder. Its version changes whenever a text gets
-// another vector (v2: Snowball stems, package terms version 2), so that
-// the memory bank re-embeds memories stored with an older one in the
-// background, as for any change of embedder.
-func (Offline) Name() string { return "kioku-offline-v2" }
+// another vector or other terms (v2: Snowball stems, package terms version
+// 2; v3: irregular verb forms, terms version 3), so that the memory bank
+// re-embeds memories stored with an older one in the background, as for
+// any change of embedder.
+func (Offline) Name() string { return "kioku-offline-v3" }
 
 // IsOffline reports whether e is the offline embedder, itself or wrapped
 // (an embedder that wraps another, as a Meter's does, has a method Unwrap()

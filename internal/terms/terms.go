@@ -11,7 +11,7 @@
 //     ("caroline's" is "caroline", "she's" "she"). Latin-script words
 //     lose the most common English function words (a fixed stop list) and
 //     are reduced to a stem (Stem), so that "paints", "painted" and
-//     "painting" are one term. Words that are frequent in conversation but
+//     "painting" are one term, and so are "bought" and "buy". Words that are frequent in conversation but
 //     say little about what it is about ("really", "thing", "feel") are of
 //     Kind Weak;
 //   - a run of CJK characters, which has no spaces, gives every character
@@ -32,8 +32,8 @@ import (
 // Version identifies what Each returns for a text. It changes whenever a
 // change of this package gives some text other terms, so that what was
 // stored from the terms of an older version (an index, a vector) can be
-// recognised and rebuilt.
-const Version = 2
+// recognised and rebuilt (3: irregular verb forms meet their verb).
+const Version = 3
 
 // Kind says what a term is; users weight the kinds differently.
 type Kind uint8
@@ -137,7 +137,10 @@ func isCJK(r rune) bool {
 // Stem reduces a lower-case word to its stem with the Snowball English
 // ("Porter2") stemmer, so that "paints", "painted" and "painting" are one
 // term, and so are "creative" and "creativity"; words of two letters or
-// fewer and words with non-ASCII letters stay as they are.
+// fewer and words with non-ASCII letters stay as they are. The stemmer
+// knows no irregular forms, so the past tense and participle of the common
+// irregular verbs are first taken to the verb ("bought" and "buy", "met"
+// and "meet", "written" and "write" are one term).
 func Stem(w string) string {
 	if len(w) <= 2 || !isASCIIWord(w) {
 		return w
@@ -148,7 +151,11 @@ func Stem(w string) string {
 	if e := slot.Load(); e != nil && e.word == w {
 		return e.stem
 	}
-	stem := english.Stem(w, true)
+	base := w
+	if v, ok := irregular[w]; ok {
+		base = v
+	}
+	stem := english.Stem(base, true)
 	slot.Store(&stemEntry{word: w, stem: stem})
 	return stem
 }
@@ -201,6 +208,74 @@ anyone day today year new old back keep take thought felt made kind sort pretty 
 actually probably maybe need try help wonderful excited exciting fun hope hear share talk appreciate
 super`) {
 		m[Stem(w)] = true
+	}
+	return m
+}()
+
+// irregular maps the past tense and past participle of common irregular
+// English verbs to the verb. Forms that are as often another word are left
+// out ("left", "saw", "lay", "bit" as in "a bit"), and so are the verbs
+// that are stop words or weak anyway ("went", "made", "thought").
+var irregular = func() map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(`begin began begun
+bite bitten
+blow blew blown
+break broke broken
+bring brought
+build built
+buy bought
+catch caught
+choose chose chosen
+dig dug
+draw drew drawn
+drive drove driven
+eat ate eaten
+fall fell fallen
+feed fed
+fight fought
+find found
+fly flew flown
+forget forgot forgotten
+freeze froze frozen
+give gave given
+grow grew grown
+hang hung
+hide hid hidden
+hold held
+lead led
+lose lost
+meet met
+pay paid
+ride rode ridden
+run ran
+sell sold
+send sent
+shake shook shaken
+shoot shot
+sing sang sung
+sink sank sunk
+sit sat
+sleep slept
+speak spoke spoken
+spend spent
+stand stood
+steal stole stolen
+strike struck
+swim swam swum
+swing swung
+teach taught
+tear tore torn
+throw threw thrown
+understand understood
+wake woke woken
+wear wore worn
+win won
+write wrote written`, "\n") {
+		f := strings.Fields(line)
+		for _, form := range f[1:] {
+			m[form] = f[0]
+		}
 	}
 	return m
 }()

@@ -19,6 +19,8 @@ func TestEach(t *testing.T) {
 		{"I painted the Paints; she's PAINTING!", []string{"paint/word", "paint/word", "paint/word"}},
 		{"Running, stopped, hiking, boxes, games, class", []string{"run/word", "stop/word", "hike/word", "box/word", "game/word", "class/word"}},
 		{"creative creativity; Jon's jons", []string{"creativ/word", "creativ/word", "jon/word", "jon/word"}},
+		// Irregular forms meet their verb; "a bit" is not "bite".
+		{"bought buys; met meeting; written writes; a bit bitten", []string{"buy/word", "buy/word", "meet/word", "meet/word", "write/word", "write/word", "bit/word", "bite/word"}},
 		// Conversation filler counts as weak.
 		{"I really think it's amazing", []string{"think/weak", "amaz/weak"}},
 		// CJK runs give bigrams and Han characters; a lone kana itself.

@@ -78,10 +78,12 @@ func TestMigrationFromV1(t *testing.T) {
 	if err := db.Read().QueryRow(`SELECT count(*) FROM operations WHERE json_type(body, '$.format') IS NULL OR typeof(state) != 'text'`).Scan(&old); err != nil || old != 0 {
 		t.Fatalf("%d operations left in the first format (%v)", old, err)
 	}
-	// The memory the first version left without a vector is re-embedded.
+	// The memory the first version left without a vector is re-embedded,
+	// and so is the other live one (of an older offline embedder than
+	// this).
 	svc := memorybank.NewService(st, memorybank.Config{Embedder: model.Offline{}, Now: func() time.Time { return time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC) }})
-	if n, err := svc.Reembed(t.Context()); n != 1 || err != nil {
-		t.Fatalf("Reembed after the migration = %d, %v; want the one memory left without a vector", n, err)
+	if n, err := svc.Reembed(t.Context()); n != 2 || err != nil {
+		t.Fatalf("Reembed after the migration = %d, %v; want the memory left without a vector and the one of kioku-offline-v2", n, err)
 	}
 	checkGolden(t, st, false)
 }
