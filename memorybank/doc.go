@@ -80,10 +80,11 @@
 // query's embedding with the memories' vectors of the same embedder. With
 // the offline embedder, whose vectors hash the same terms, the lexical side
 // ranks alone; with a model embedder the two are fused as the app's Fusion
-// says (hybrid retrieval). Without a query RetrieveMemories pages through
-// the scope. Filters bound topics, metadata and the memories' times; a
-// similarity search prefers the memories of a period (see Time on memories
-// in period.go).
+// says (hybrid retrieval). A query that asks when (AsksWhen) prefers, on
+// the lexical side, the memories that say when. Without a query
+// RetrieveMemories pages through the scope. Filters bound topics, metadata
+// and the memories' times; a similarity search prefers the memories of a
+// period (see Time on memories in period.go).
 //
 // # Time
 //

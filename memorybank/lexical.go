@@ -5,6 +5,8 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/kioku-ai/kioku/model"
 )
@@ -16,6 +18,7 @@ const (
 	feedbackDocs      = 2    // memories the feedback takes terms from
 	feedbackTerms     = 30   // terms it adds
 	feedbackWeight    = 0.35 // their weight against the query's
+	undatedFactor     = 0.8  // an undated memory's share of its similarity when the query asks when
 )
 
 // TermStats are the document frequencies of lexical retrieval in a scope:
@@ -54,6 +57,8 @@ type Candidate[T any] struct {
 	// the weighted query vector) when HasDense.
 	Dense    float64
 	HasDense bool
+	// HasEventTime: the memory has an event time (it is dated, see Rank).
+	HasEventTime bool
 }
 
 // weightedTerm is a query term with its weight.
@@ -67,6 +72,7 @@ type weightedTerm struct {
 type lexicalQuery struct {
 	terms []weightedTerm // sorted by id
 	words int            // how many of terms are the query's words
+	when  bool           // the query asks when (SearchQuery.AsksWhen)
 	// buckets has a bit set for each term's bucket, so that a memory that
 	// shares nothing with the query is passed over at a glance.
 	buckets [model.OfflineDimensions / 64]uint64
@@ -103,8 +109,8 @@ func (q *lexicalQuery) touches(terms []model.Term) bool {
 	return false
 }
 
-func newLexicalQuery(terms []model.Term, st TermStats) lexicalQuery {
-	q := lexicalQuery{terms: make([]weightedTerm, 0, len(terms))}
+func newLexicalQuery(terms []model.Term, when bool, st TermStats) lexicalQuery {
+	q := lexicalQuery{terms: make([]weightedTerm, 0, len(terms)), when: when}
 	var norm float64
 	for _, t := range terms {
 		w := float64(t.Weight) * st.idf(t.Bucket())
@@ -131,9 +137,9 @@ func (q *lexicalQuery) scale(norm float64) {
 	}
 }
 
-// score returns a memory's lexical similarity (see the package's lexical
-// retrieval).
-func (q *lexicalQuery) score(terms []model.Term) float64 {
+// score returns a memory's lexical similarity (see Rank); dated: the
+// memory has an event time.
+func (q *lexicalQuery) score(terms []model.Term, dated bool) float64 {
 	var dot, norm float64
 	matched := 0
 	i := 0
@@ -157,7 +163,40 @@ func (q *lexicalQuery) score(terms []model.Term) float64 {
 	if q.words > 0 {
 		s *= (float64(matched) + coverageSmoothing) / (float64(q.words) + coverageSmoothing)
 	}
-	return s * min(1, math.Sqrt(math.Sqrt(norm/lengthPivot)))
+	s *= min(1, math.Sqrt(math.Sqrt(norm/lengthPivot)))
+	if q.when && !dated && !namesTime(terms) {
+		s *= undatedFactor
+	}
+	return s
+}
+
+// timeTerms are the IDs of the words that place a fact in time: the
+// names of months and days, the words of relative time ("yesterday", "last
+// week", "two years ago") and the years 1900 to 2099.
+var timeTerms = func() map[uint32]bool {
+	words := strings.Fields(`yesterday today tomorrow tonight last next ago recently lately soon
+earlier morning evening night week weekend month year decade
+monday tuesday wednesday thursday friday saturday sunday
+january february march april june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec`)
+	for y := 1900; y < 2100; y++ {
+		words = append(words, strconv.Itoa(y))
+	}
+	m := map[uint32]bool{}
+	for _, t := range model.OfflineTerms(strings.Join(words, " ")) {
+		m[t.ID] = true
+	}
+	return m
+}()
+
+// namesTime reports whether terms hold a word of timeTerms.
+func namesTime(terms []model.Term) bool {
+	for _, t := range terms {
+		if timeTerms[t.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // expand returns the query with the feedback of its best memories added.
@@ -197,7 +236,7 @@ func (q *lexicalQuery) expand(best [][]model.Term, st TermStats) lexicalQuery {
 		m.w += feedbackWeight * t.w / math.Sqrt(norm)
 		merged[t.id] = m
 	}
-	out := lexicalQuery{words: q.words, terms: make([]weightedTerm, 0, len(merged))}
+	out := lexicalQuery{words: q.words, when: q.when, terms: make([]weightedTerm, 0, len(merged))}
 	for _, t := range merged {
 		out.terms = append(out.terms, t)
 	}
@@ -234,7 +273,13 @@ func (q *lexicalQuery) expand(best [][]model.Term, st TermStats) lexicalQuery {
 //   - a length factor, min(1, (s / 64)^¼), s the memory's sum of squared
 //     term weights (about its number of distinct terms): a memory of a few
 //     words says less than one of a sentence or two, as in BM25's length
-//     normalisation.
+//     normalisation;
+//   - when the query asks when (SearchQuery.AsksWhen: "When did ...",
+//     "what year", "how long"), 0.8 for a memory that is not dated: one
+//     that names no time (no month or weekday, no "yesterday" or "last
+//     week", no year) and has no event time. The answer to such a question
+//     is a time, so of two memories about the event the one that says when
+//     comes first.
 //
 // Pseudo-relevance feedback then adds to the query the most distinctive
 // terms of its two best memories (30 terms, together weighing 0.35 of the
@@ -250,7 +295,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 	lexical := newTopK(q.K, func(h hit[T]) float64 { return h.lexical })
 	var lq *lexicalQuery
 	if len(q.Terms) > 0 && st.N > 0 {
-		x := newLexicalQuery(q.Terms, st)
+		x := newLexicalQuery(q.Terms, q.AsksWhen, st)
 		lq = &x
 	}
 	for c := range candidates {
@@ -258,7 +303,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 			dense.offer(hit[T]{c: c})
 		}
 		if lq != nil && lq.touches(c.Terms) {
-			if s := lq.score(c.Terms); s > 0 {
+			if s := lq.score(c.Terms, c.HasEventTime); s > 0 {
 				lexical.offer(hit[T]{c: c, lexical: s})
 			}
 		}
@@ -275,7 +320,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 			lexical = newTopK(q.K, lexical.score)
 			for c := range candidates {
 				if lq.touches(c.Terms) {
-					if s := lq.score(c.Terms); s > 0 {
+					if s := lq.score(c.Terms, c.HasEventTime); s > 0 {
 						lexical.offer(hit[T]{c: c, lexical: s})
 					}
 				}
@@ -299,7 +344,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 		s := add(h)
 		s.DenseRank = i + 1
 		if lq != nil {
-			s.Lexical = lq.score(h.c.Terms)
+			s.Lexical = lq.score(h.c.Terms, h.c.HasEventTime)
 		}
 	}
 	for i, h := range lexical.best() {

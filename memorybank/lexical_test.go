@@ -29,6 +29,29 @@ func lexicalOrder(res []Scored) []string {
 	return out
 }
 
+// TestAsksWhenPrefersDated: for a question that asks when, a memory that
+// names a time ranks above one that matches as well but does not.
+func TestAsksWhenPrefersDated(t *testing.T) {
+	facts := []string{
+		"Caroline went to a support group with friends.", // m0: undated
+		"Caroline went to a support group last week.",    // m1: says when
+		"Caroline went to a support group in 2022.",      // m2: names a year
+	}
+	rank := func(query string) []string {
+		mems := make([]*Memory, len(facts))
+		for i, f := range facts {
+			mems[i] = &Memory{App: "a", ID: fmt.Sprintf("m%d", i), Fact: f, Scope: Scope{"user_id": "u"}}
+		}
+		return lexicalOrder(ScoreMemories(SearchQuery{App: "a", ScopeKey: "user_id=u", Terms: model.OfflineTerms(query), AsksWhen: AsksWhen(query), K: 3, Now: time.Now()}, mems))
+	}
+	if got := rank("Did Caroline go to a support group?"); len(got) != 3 || got[0] != "m0" {
+		t.Errorf("a question that does not ask when: %v, want m0 (as short as m2, smaller id) first", got)
+	}
+	if got := rank("When did Caroline go to a support group?"); len(got) != 3 || got[2] != "m0" {
+		t.Errorf("a question that asks when: %v, want the undated m0 last", got)
+	}
+}
+
 func TestLexicalRanking(t *testing.T) {
 	facts := []string{
 		"Caroline went hiking in the mountains.",         // m0: the name only

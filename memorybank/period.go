@@ -44,6 +44,16 @@ var (
 	yearOnly  = regexp.MustCompile(`\b(?:in|during|of|since|year)\s+(\d{4})\b`)
 )
 
+var asksWhen = regexp.MustCompile(`^\W*when\b|\b(?:what|which)\s+(?:date|day|month|year|time)\b|\bhow\s+long\b`)
+
+// AsksWhen reports whether a query asks for a time, in English: it begins
+// with "when", or asks "what (or which) date", "day", "month", "year" or
+// "time", or "how long". Its answer is a time, so the lexical side prefers
+// the memories that are dated (see Rank).
+func AsksWhen(query string) bool {
+	return asksWhen.MatchString(strings.ToLower(query))
+}
+
 // QueryPeriod returns the period a query names in words: a day ("on 8 May
 // 2023", "May 8, 2023", "2023-05-08"), a month ("in May 2023") or a year
 // ("in 2022"), the first such the query names, most precise first. ok is

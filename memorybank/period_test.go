@@ -35,6 +35,25 @@ func TestQueryPeriod(t *testing.T) {
 	}
 }
 
+func TestAsksWhen(t *testing.T) {
+	for q, want := range map[string]bool{
+		"When did Caroline go to the support group?": true,
+		"  when was that":                       true,
+		"In what year did Jon open his studio?": true,
+		"Which month is the wedding?":           true,
+		"How long has Nate had his turtles?":    true,
+		"What time does the class start?":       true,
+		"What did Caroline do when she moved?":  false, // "when" not asking
+		"Whenever I run, what do I listen to?":  false,
+		"How did Melanie feel after the race?":  false,
+		"What days of the week does she swim?":  false,
+	} {
+		if got := AsksWhen(q); got != want {
+			t.Errorf("AsksWhen(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
 func TestTimeRange(t *testing.T) {
 	at := time.Date(2023, 5, 8, 12, 0, 0, 0, time.UTC)
 	var r TimeRange

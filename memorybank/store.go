@@ -254,6 +254,9 @@ type SearchQuery struct {
 	Model  string
 	// Terms are model.OfflineTerms of the query.
 	Terms []model.Term
+	// AsksWhen: the query asks for a time (AsksWhen), and the lexical side
+	// prefers dated memories (see Rank).
+	AsksWhen bool
 	// K is how many memories each side returns.
 	K      int
 	Filter Filter

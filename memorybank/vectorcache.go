@@ -440,7 +440,7 @@ func (s *scopeIndex) search(q SearchQuery) []Scored {
 				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) {
 				continue
 			}
-			c := Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms}
+			c := Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms, HasEventTime: e.eventNS != 0}
 			if wq != nil && e.model == mi {
 				c.Dense, c.HasDense = e.vec.dot(wq), true
 			}

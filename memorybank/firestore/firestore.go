@@ -467,7 +467,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 			if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) || !q.Filter.MatchesTimes(m.EventTime, m.StatedTime) {
 				continue
 			}
-			c := memorybank.Candidate[*memorybank.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact)}
+			c := memorybank.Candidate[*memorybank.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact), HasEventTime: !m.EventTime.IsZero()}
 			if wq != nil && m.EmbeddingModel == q.Model && len(m.Embedding) > 0 {
 				for i, x := range m.Embedding {
 					if i < len(wq) {

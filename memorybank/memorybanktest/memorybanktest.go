@@ -829,7 +829,8 @@ func testTimesFromSession(t *testing.T, h *harness) {
 
 // testTemporalRetrieval: memories with times are filtered by them, in a
 // similarity search and in simple retrieval, and a similarity search
-// prefers those of the period the query names or the request gives.
+// prefers those of the period the query names or the request gives, and
+// for a question that asks when, those with an event time.
 func testTemporalRetrieval(t *testing.T, h *harness) {
 	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	for _, m := range []memorybank.MemoryInput{
@@ -894,6 +895,30 @@ func testTemporalRetrieval(t *testing.T, h *harness) {
 	may := memorybank.TimeRange{From: day(2023, 5, 1), To: day(2023, 6, 1)}
 	if got := retrieve(memorybank.RetrieveRequest{Query: "marathon", TopK: 1, PreferTime: may}); !slices.Equal(got, []string{"may-stated"}) {
 		t.Errorf("preferring May: %v, want may-stated (stated then, no event time)", got)
+	}
+	// A question that asks when prefers a dated memory: of two with the
+	// same fact, the one with an event time; otherwise ties go by id.
+	other := memorybank.Scope{"user_id": "u-when"}
+	for _, m := range []memorybank.MemoryInput{
+		{ID: "swim", Fact: "The user swam across the lake with a friend."},
+		{ID: "swim-dated", Fact: "The user swam across the lake with a friend.", EventTime: day(2023, 8, 5)},
+	} {
+		m.Scope = other
+		if _, err := h.svc.CreateMemory(h.ctx, "app1", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q, want := range map[string][]string{
+		"When did the user swim across the lake?":  {"swim-dated", "swim"},
+		"Where did the user swim across the lake?": {"swim", "swim-dated"},
+	} {
+		res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: other, Query: q, TopK: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res); !slices.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", q, got, want)
+		}
 	}
 }
 
