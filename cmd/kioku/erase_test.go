@@ -25,8 +25,8 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/server/auth"
 
 	_ "modernc.org/sqlite" // to read the search index after the server stops
 )

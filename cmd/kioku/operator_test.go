@@ -16,7 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // operatorServer is a real kioku behind API keys, with an operator key

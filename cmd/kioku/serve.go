@@ -15,11 +15,11 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/server"
+	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/vertex"
 	"github.com/kioku-ai/kioku/internal/telemetry"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/server/auth"
-	"github.com/kioku-ai/kioku/server/vertex"
 )
 
 const serveUsage = `Usage: kioku serve [flags]

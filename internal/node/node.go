@@ -20,14 +20,14 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/server"
+	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/vertex"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/server/auth"
-	"github.com/kioku-ai/kioku/server/vertex"
 	"github.com/kioku-ai/kioku/sessions"
 	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
@@ -68,7 +68,7 @@ type Config struct {
 	VectorCacheBytes int64
 
 	// Keys, when set, are the API keys callers need (see package
-	// server/auth), and RateLimit the rate limit of a key the key file
+	// internal/server/auth), and RateLimit the rate limit of a key the key file
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit

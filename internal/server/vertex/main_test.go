@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 	kmodel "github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // kioku is a running kioku for one test.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/internal/server"
 )
 
 func preflight(t *testing.T, url, origin, method, headers string) *http.Response {

@@ -11,7 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server/vertex"
+	"github.com/kioku-ai/kioku/internal/server/vertex"
 )
 
 func TestParsePolicy(t *testing.T) {

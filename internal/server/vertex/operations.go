@@ -17,9 +17,9 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/server"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/server/auth"
 	"github.com/kioku-ai/kioku/sessions"
 )
 

@@ -7,7 +7,7 @@
 // to domain values and back; the domain's typed errors (package fault) they
 // return become Connect codes in one interceptor (errors.go), for kioku.v1
 // and for every Surface: a further API served on the same port through the
-// same interceptors (the Vertex AI API of package server/vertex). Beside
+// same interceptors (the Vertex AI API of package internal/server/vertex). Beside
 // the kioku.v1 services the same handler serves
 // gRPC health (grpc.health.v1) and server reflection (v1 and v1alpha), so
 // curl, grpcurl, buf curl and browsers all work against one address, and
@@ -17,12 +17,12 @@
 // connectrpc.com/vanguard into Connect calls of the same handlers. A
 // Surface serves its own REST paths (the Vertex AI API's are /v1beta1/,
 // /v1/projects/, /v1/reasoningEngines/ and /ui/, routed by package
-// server/vertex, which says why not by vanguard), behind the same key check
+// internal/server/vertex, which says why not by vanguard), behind the same key check
 // and likewise through in-process Connect calls. GET /openapi.yaml serves
 // kioku.v1's OpenAPI document (package openapi).
 //
 // With Keys set, the kioku.v1 services need an API key confined to an app
-// or to one user of an app, checked by an auth.Guard (package server/auth)
+// or to one user of an app, checked by an auth.Guard (package internal/server/auth)
 // against kiokuPolicy (auth_policy.go), which declares for every procedure
 // its access and the request fields that name resources: a new RPC must be
 // declared there, or New panics.
@@ -67,8 +67,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/server/auth"
-	"github.com/kioku-ai/kioku/server/openapi"
+	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/openapi"
 )
 
 // Config configures a Server. The zero value serves every method as
@@ -136,7 +136,7 @@ type Config struct {
 	Operations kiokuv1connect.OperationServiceHandler
 
 	// Surfaces are further APIs served on the same port beside kioku.v1
-	// (the Vertex AI API of package server/vertex), through the same
+	// (the Vertex AI API of package internal/server/vertex), through the same
 	// interceptors: logging, metrics, deadlines, API keys and the error
 	// mapping.
 	Surfaces []Surface

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 func writeKeys(t *testing.T, file map[string]any) *auth.Keys {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
-// Authorization (package server/auth). kioku's API keys work on this
+// Authorization (package internal/server/auth). kioku's API keys work on this
 // surface too, sent as `Authorization: Bearer KEY` or, as Google's clients
 // do in API-key mode, `x-goog-api-key: KEY`. Vertex AI's names tell the
 // app (the engine's) but never the user: sessions, memories and operations

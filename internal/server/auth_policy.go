@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // The kinds of resource name kioku.v1 requests carry (see package auth).

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/server"
+	"github.com/kioku-ai/kioku/internal/server"
 )
 
 // TestMalformedRequestsAreTheCallersFault: requests that are wrong on the

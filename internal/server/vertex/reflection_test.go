@@ -10,7 +10,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
-	"github.com/kioku-ai/kioku/server/vertex"
+	"github.com/kioku-ai/kioku/internal/server/vertex"
 )
 
 // TestReflectionAndHealth: gRPC reflection lists the Vertex AI services

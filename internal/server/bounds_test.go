@@ -27,8 +27,8 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // gzipBomb returns a gzip body that inflates to members times 16 MiB of

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // withKey sends key with every gRPC call, in the header named header.

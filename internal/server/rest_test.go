@@ -15,7 +15,7 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // restCall makes one REST call over HTTP/1.1 with a JSON body (none when

@@ -11,8 +11,8 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // MemoryHandler serves kioku.v1.MemoryBankService and

@@ -10,8 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/server/openapi"
+	"github.com/kioku-ai/kioku/internal/server"
+	"github.com/kioku-ai/kioku/internal/server/openapi"
 )
 
 // TestOpenAPIMatchesTheServer: the server serves the document, and every

@@ -20,8 +20,8 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/server"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // scrape reads /metrics, parses it as Prometheus' text format (which

@@ -16,8 +16,8 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/server/auth"
 )
 
 // call makes one REST call with a JSON body (none when body is ""),

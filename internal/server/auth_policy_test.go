@@ -11,7 +11,7 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // TestEveryProcedureIsDeclared fails when a kioku.v1 RPC has no
