@@ -19,6 +19,9 @@ const (
 	feedbackTerms     = 30   // terms it adds
 	feedbackWeight    = 0.35 // their weight against the query's
 	undatedFactor     = 0.8  // an undated memory's share of its similarity when the query asks when
+	rareShare         = 100  // a query word held by at most 1 in rareShare memories is rare
+	cooccurTerms      = 30   // terms the co-occurrence expansion adds
+	cooccurWeight     = 0.1  // their weight against the query's
 )
 
 // TermStats are the document frequencies of lexical retrieval in a scope:
@@ -66,6 +69,9 @@ type weightedTerm struct {
 	id   uint32
 	w    float64
 	word bool // one of the query's own words (coverage counts it)
+	// rare is the IDF of a word of the query that few memories hold
+	// (rareShare), 0 for any other term.
+	rare float64
 }
 
 // lexicalQuery is a query's terms, IDF-weighted and of unit length.
@@ -112,9 +118,15 @@ func (q *lexicalQuery) touches(terms []model.Term) bool {
 func newLexicalQuery(terms []model.Term, when bool, st TermStats) lexicalQuery {
 	q := lexicalQuery{terms: make([]weightedTerm, 0, len(terms)), when: when}
 	var norm float64
+	rareDF := max(1, st.N/rareShare)
 	for _, t := range terms {
-		w := float64(t.Weight) * st.idf(t.Bucket())
-		q.terms = append(q.terms, weightedTerm{id: t.ID, w: w, word: t.Word()})
+		idf := st.idf(t.Bucket())
+		w := float64(t.Weight) * idf
+		wt := weightedTerm{id: t.ID, w: w, word: t.Word()}
+		if wt.word && int(st.DF(t.Bucket())) <= rareDF {
+			wt.rare = idf
+		}
+		q.terms = append(q.terms, wt)
 		norm += w * w
 		if t.Word() {
 			q.words++
@@ -170,6 +182,35 @@ func (q *lexicalQuery) score(terms []model.Term, dated bool) float64 {
 	return s
 }
 
+// rareWeight returns the summed IDF of the query's rare words that terms
+// hold (weightedTerm.rare).
+func (q *lexicalQuery) rareWeight(terms []model.Term) float64 {
+	var sum float64
+	i := 0
+	for _, t := range terms {
+		for i < len(q.terms) && q.terms[i].id < t.ID {
+			i++
+		}
+		if i < len(q.terms) && q.terms[i].id == t.ID {
+			sum += q.terms[i].rare
+		}
+	}
+	return sum
+}
+
+// cooccur accumulates into acc the terms of a memory that holds rare words
+// of the query (rw, their summed IDF): each term weighs its share of the
+// memory's length times its IDF times rw.
+func cooccur(acc map[uint32]float64, terms []model.Term, rw float64, st TermStats) {
+	var norm float64
+	for _, t := range terms {
+		norm += float64(t.Weight) * float64(t.Weight)
+	}
+	for _, t := range terms {
+		acc[t.ID] += rw * float64(t.Weight) / math.Sqrt(norm) * st.idf(t.Bucket())
+	}
+}
+
 // timeTerms are the IDs of the words that place a fact in time: the
 // names of months and days, the words of relative time ("yesterday", "last
 // week", "two years ago") and the years 1900 to 2099.
@@ -211,29 +252,60 @@ func (q *lexicalQuery) expand(best [][]model.Term, st TermStats) lexicalQuery {
 			acc[t.ID] += float64(t.Weight) / math.Sqrt(norm) * st.idf(t.Bucket()) / float64(len(best))
 		}
 	}
-	add := make([]weightedTerm, 0, len(acc))
-	for id, w := range acc {
-		add = append(add, weightedTerm{id: id, w: w})
+	return q.add(heaviest(acc, feedbackTerms, nil), feedbackWeight)
+}
+
+// expandCooccur returns the query with the terms that co-occur with its rare
+// words across the scope (acc, see cooccur) added: the heaviest
+// cooccurTerms of those the query does not hold yet, together weighing
+// cooccurWeight of it. Feedback draws on the two best memories; this draws
+// on every memory that holds a rare word of the query, so that "kiln",
+// said with "pottery" in a memory that ranks third, finds a memory that
+// says "kiln" but not "pottery".
+func (q *lexicalQuery) expandCooccur(acc map[uint32]float64) lexicalQuery {
+	held := make(map[uint32]bool, len(q.terms))
+	for _, t := range q.terms {
+		held[t.id] = true
 	}
-	slices.SortFunc(add, func(a, b weightedTerm) int {
+	return q.add(heaviest(acc, cooccurTerms, held), cooccurWeight)
+}
+
+// heaviest returns the n heaviest terms of acc that are not in skip,
+// heaviest first (ties by id).
+func heaviest(acc map[uint32]float64, n int, skip map[uint32]bool) []weightedTerm {
+	out := make([]weightedTerm, 0, len(acc))
+	for id, w := range acc {
+		if !skip[id] {
+			out = append(out, weightedTerm{id: id, w: w})
+		}
+	}
+	slices.SortFunc(out, func(a, b weightedTerm) int {
 		if c := cmp.Compare(b.w, a.w); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.id, b.id)
 	})
-	add = add[:min(len(add), feedbackTerms)]
+	return out[:min(len(out), n)]
+}
+
+// add returns the query with terms added, together weighing weight of the
+// query, and of unit length again.
+func (q *lexicalQuery) add(terms []weightedTerm, weight float64) lexicalQuery {
 	var norm float64
-	for _, t := range add {
+	for _, t := range terms {
 		norm += t.w * t.w
+	}
+	if norm == 0 {
+		return *q
 	}
 	merged := map[uint32]weightedTerm{}
 	for _, t := range q.terms {
 		merged[t.id] = t
 	}
-	for _, t := range add {
+	for _, t := range terms {
 		m := merged[t.id]
 		m.id = t.id
-		m.w += feedbackWeight * t.w / math.Sqrt(norm)
+		m.w += weight * t.w / math.Sqrt(norm)
 		merged[t.id] = m
 	}
 	out := lexicalQuery{words: q.words, when: q.when, terms: make([]weightedTerm, 0, len(merged))}
@@ -286,7 +358,11 @@ func (q *lexicalQuery) expand(best [][]model.Term, st TermStats) lexicalQuery {
 // query) and scores again, so that a memory that shares those terms but
 // none of the query's words is found too ("pottery" finds the pottery
 // class "at the ceramics studio", then "the ceramics studio fires the
-// bowls"); coverage still counts the query's own words.
+// bowls"); coverage still counts the query's own words. With it the query
+// gains, at 0.1 of its weight, the 30 terms that co-occur most with its
+// rare words (those at most 1 in 100 of the scope's memories hold, or one
+// memory in a scope of fewer than 200) across every memory of the scope
+// that holds them, gathered in the first scan (expandCooccur).
 func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats, memory func(T) *Memory) []Scored {
 	if q.K <= 0 {
 		return nil
@@ -298,6 +374,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 		x := newLexicalQuery(q.Terms, q.AsksWhen, st)
 		lq = &x
 	}
+	co := map[uint32]float64{}
 	for c := range candidates {
 		if c.HasDense {
 			dense.offer(hit[T]{c: c})
@@ -305,6 +382,9 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 		if lq != nil && lq.touches(c.Terms) {
 			if s := lq.score(c.Terms, c.HasEventTime); s > 0 {
 				lexical.offer(hit[T]{c: c, lexical: s})
+			}
+			if rw := lq.rareWeight(c.Terms); rw > 0 {
+				cooccur(co, c.Terms, rw, st)
 			}
 		}
 	}
@@ -316,6 +396,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 		}
 		if len(best) > 0 {
 			eq := lq.expand(best, st)
+			eq = eq.expandCooccur(co)
 			lq = &eq
 			lexical = newTopK(q.K, lexical.score)
 			for c := range candidates {

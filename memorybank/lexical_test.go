@@ -100,6 +100,26 @@ func TestLexicalFeedback(t *testing.T) {
 	}
 }
 
+// TestLexicalCooccurrence: a memory that shares no word with the query is
+// found through a term that co-occurs with the query's rare word in a
+// memory feedback does not draw on (it ranks below the two best).
+func TestLexicalCooccurrence(t *testing.T) {
+	facts := []string{
+		"Melanie took a pottery class with Caroline.",                                            // m0
+		"Melanie made pottery bowls with Caroline.",                                              // m1
+		"Melanie keeps her pottery glazes, brushes, sketchbooks, aprons and kiln in the garage.", // m2: the third
+		"The kiln is warm.", // m3: no word of the query
+	}
+	// A scope of 300 memories more, so that "pottery" (3 of 304) is rare.
+	for i := range 300 {
+		facts = append(facts, fmt.Sprintf("Melanie wrote note%d about her day.", i))
+	}
+	got := lexicalOrder(lexicalSearch(t, "What pottery does Melanie do?", facts...))
+	if len(got) < 4 || !slices.Equal(got[:3], []string{"m0", "m1", "m2"}) || got[3] != "m3" {
+		t.Fatalf("ranking %v, want m0, m1, m2, then m3 (through the co-occurring kiln)", got[:min(len(got), 5)])
+	}
+}
+
 // Buckets counts a bucket once however many terms of a text fall in it.
 func TestBuckets(t *testing.T) {
 	terms := model.OfflineTerms("tea tea and green tea, green")
