@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
+	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
@@ -19,8 +21,6 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
-	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
-	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 // TestCompactionTriggers wires the session service and the memory bank as

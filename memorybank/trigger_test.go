@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
-	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 // blockingStore is a memory bank store whose configuration reads wait

@@ -33,8 +33,9 @@
 // bank's generation and compaction triggers are one.
 //
 // Every Store implementation must pass the conformance suite in package
-// sessionstest. The embedded default is package sessions/sqlite; package
-// sessions/firestore serves deployments of several servers.
+// sessionstest. The embedded default is package internal/sessionstore/sqlite;
+// package internal/sessionstore/firestore serves deployments of several
+// servers.
 //
 // Errors are of package fault's kinds: Invalid and ResourceExhausted name the
 // field and limit at fault; a session of another user or app, and an expired

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
-	"github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 func newSQLiteService(t *testing.T) *sessions.Service {

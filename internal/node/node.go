@@ -23,14 +23,14 @@ import (
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
+	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
+	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
-	sessionfirestore "github.com/kioku-ai/kioku/sessions/firestore"
-	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 // Config chooses the store and tunes the server.

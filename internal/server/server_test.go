@@ -21,9 +21,9 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/server"
+	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
-	sessionsqlite "github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 // startServer serves cfg over HTTP/1.1 and h2c on a loopback port.

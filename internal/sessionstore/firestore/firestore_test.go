@@ -6,8 +6,8 @@ import (
 	gfs "cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	"github.com/kioku-ai/kioku/sessions"
-	"github.com/kioku-ai/kioku/sessions/firestore"
 	"github.com/kioku-ai/kioku/sessions/sessionstest"
 )
 

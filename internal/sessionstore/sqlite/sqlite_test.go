@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessionstest"
-	"github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 func newStore(t *testing.T) sessions.Store { return openStore(t) }

@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
-	"github.com/kioku-ai/kioku/sessions/sqlite"
 )
 
 // fuzzService is one store shared by every input of a fuzzing process;
