@@ -50,9 +50,9 @@
 // (array-contains-any on the terms), both pre-filtered on the scope and
 // deleted = false; topic and metadata filters and expiry are applied in
 // the server, and memorybank.Rank ranks what is left (see SearchMemories).
-// A retrieval costs the statistics document plus the candidates read: for
-// top_k 3 with the offline embedder, at most 300 reads and usually the few
-// memories that share a rare word with the query.
+// A retrieval costs the statistics document plus the candidates read, a
+// number bounded by K (see SearchMemories): top_k 10 reads at most 46
+// documents with the offline embedder, 76 with a model embedder.
 //
 // # Indexes
 //
@@ -396,32 +396,60 @@ func (ms *modelStats) df(i int) int32 {
 	return 0
 }
 
-// The bounds of a search's candidates.
+// The bounds of a search's candidates, for a search of K per side: a
+// retrieval reads at most 1 + (K+5) + (2K+10) documents (the scope's
+// statistics, the dense side, the lexical side) when it has no filter and
+// no expired memory awaits the sweeper; top_k 10 reads at most 46 with the
+// offline embedder (K = 10) and 76 with a model embedder, whose sides
+// each return 20 for fusion. A filter (topics, metadata, times) widens
+// both sides to 10K+50, as the server drops what does not match.
 const (
-	// maxNearest bounds the dense side's FindNearest.
+	// denseMargin is how many more than K the dense side's FindNearest
+	// asks for, for memories that expired but are not yet swept.
+	denseMargin = 5
+	// maxNearest bounds the dense side's FindNearest, also when it asks
+	// again for more (see dense).
 	maxNearest = 1000
-	// lexicalBudget bounds the lexical pass: the query's rarest terms are
-	// looked up while the memories that may hold them (by the scope's
-	// document frequencies) fit this budget, and at most this many
-	// memories are read.
-	lexicalBudget = 300
 	// maxLexicalTerms is the most values array-contains-any takes.
 	maxLexicalTerms = 30
 )
+
+// denseLimit is the FindNearest limit of a search.
+func denseLimit(q memorybank.SearchQuery) int {
+	if !q.Filter.Empty() {
+		return min(maxNearest, 10*q.K+50)
+	}
+	return min(maxNearest, q.K+denseMargin)
+}
+
+// lexicalBudget is the most memories the lexical pass reads: the query's
+// rarest terms are looked up while the memories that may hold them (by
+// the scope's document frequencies) fit it.
+func lexicalBudget(q memorybank.SearchQuery) int {
+	if !q.Filter.Empty() {
+		return min(maxNearest, 10*q.K+50)
+	}
+	return min(maxNearest, 2*q.K+10)
+}
 
 // SearchMemories implements memorybank.Store. It reads the scope's
 // statistics, then gathers candidates in two bounded queries, both
 // pre-filtered on the scope and deleted = false: the dense side's
 // FindNearest (dot product with the weighted query vector, pre-filtered on
-// the embedding model too; up to 2K+10 memories, 10K+50 with a topic or
-// metadata filter, at most 1,000), and the lexical pass, array-contains-any
-// on the memories' term IDs with the query's rarest terms (as many as the
-// scope's document frequencies say fit in 300 memories, at most 30 terms;
-// at most 300 memories read). memorybank.Rank ranks the candidates after
-// the filters and expiry are applied in the server, as the SQLite store
-// ranks the whole scope: the same ranking whenever the memories that
-// SQLite ranks first are among the candidates, which the lexical pass
-// ensures for every memory that shares a rare term with the query.
+// the embedding model too; K+5 memories, asked again for up to 1,000 when
+// fewer than K of them are visible), and the lexical pass,
+// array-contains-any on the memories' term IDs with the query's rarest
+// terms (as many as the scope's document frequencies say fit in 2K+10
+// memories, at most 30 terms; at most 2K+10 memories read, the first by
+// document id when the rarest term alone is held by more). With a filter
+// both sides read up to 10K+50 (see the bounds above). memorybank.Rank
+// ranks the candidates after the filters and expiry are applied in the
+// server, as the SQLite store ranks the whole scope: the same dense side
+// (FindNearest is exact on the emulator, approximate in production), and
+// the same lexical side whenever the memories that SQLite ranks first are
+// among the candidates, which the lexical pass ensures for every memory
+// that shares one of the query's rare terms (held by at most 2K+10
+// memories of the scope).
 func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
 	if q.Filter.None || q.K <= 0 {
 		return nil, nil
@@ -431,42 +459,31 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		return nil, firestoredb.Wrap(err)
 	}
 	base := s.memories(q.App).Where("scope_key", "==", q.ScopeKey).Where("deleted", "==", false)
-	var queries []interface {
-		Documents(context.Context) *firestore.DocumentIterator
-	}
-	var wq []float32
-	if ms := st[q.Model]; ms != nil && ms.N > 0 && len(q.Vector) > 0 {
-		wq = memorybank.WeightedQuery(q.Vector, ms.N, ms.df)
-		limit := min(maxNearest, 2*q.K+10)
-		if !q.Filter.Empty() {
-			limit = min(maxNearest, 10*q.K+50)
-		}
-		queries = append(queries, base.Where("embedding_model", "==", q.Model).
-			FindNearest("embedding", firestore.Vector32(wq), limit, firestore.DistanceMeasureDotProduct, nil))
-	}
-	ts := st.termStats()
-	if ids := rareTerms(q.Terms, ts); len(ids) > 0 {
-		queries = append(queries, base.Where("terms", "array-contains-any", ids).Limit(lexicalBudget))
-	}
 	seen := map[string]bool{}
 	var cands []memorybank.Candidate[*memorybank.Memory]
-	for _, fq := range queries {
-		snaps, err := fq.Documents(ctx).GetAll()
-		if err != nil {
-			return nil, firestoredb.Wrap(err)
-		}
+	// add makes candidates of the memories of snaps not seen yet and
+	// returns how many of snaps are candidates (visible, passing the
+	// filter), seen before or not.
+	var wq []float32
+	add := func(snaps []*firestore.DocumentSnapshot) (int, error) {
+		n := 0
 		for _, snap := range snaps {
-			if seen[snap.Ref.ID] {
+			if ok, dup := seen[snap.Ref.ID]; dup {
+				if ok {
+					n++
+				}
 				continue
 			}
-			seen[snap.Ref.ID] = true
 			m, err := fromSnap(q.App, snap)
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
-			if !m.Visible(q.Now) || !q.Filter.Matches(m.Topics, m.Metadata) || !q.Filter.MatchesTimes(m.EventTime, m.StatedTime) {
+			ok := m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
+			seen[snap.Ref.ID] = ok
+			if !ok {
 				continue
 			}
+			n++
 			c := memorybank.Candidate[*memorybank.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact), HasEventTime: !m.EventTime.IsZero()}
 			if wq != nil && m.EmbeddingModel == q.Model && len(m.Embedding) > 0 {
 				for i, x := range m.Embedding {
@@ -479,14 +496,46 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 			m.Embedding = nil
 			cands = append(cands, c)
 		}
+		return n, nil
+	}
+	if ms := st[q.Model]; ms != nil && ms.N > 0 && len(q.Vector) > 0 {
+		wq = memorybank.WeightedQuery(q.Vector, ms.N, ms.df)
+		// Ask again, for more, while the nearest hold fewer than K
+		// candidates and there may be more: expired memories not yet
+		// swept, or a filter's misses.
+		for limit := denseLimit(q); ; limit = min(maxNearest, 4*limit) {
+			snaps, err := base.Where("embedding_model", "==", q.Model).
+				FindNearest("embedding", firestore.Vector32(wq), limit, firestore.DistanceMeasureDotProduct, nil).Documents(ctx).GetAll()
+			if err != nil {
+				return nil, firestoredb.Wrap(err)
+			}
+			n, err := add(snaps)
+			if err != nil {
+				return nil, err
+			}
+			if n >= q.K || len(snaps) < limit || limit == maxNearest {
+				break
+			}
+		}
+	}
+	ts := st.termStats()
+	budget := lexicalBudget(q)
+	if ids := rareTerms(q.Terms, ts, budget); len(ids) > 0 {
+		snaps, err := base.Where("terms", "array-contains-any", ids).Limit(budget).Documents(ctx).GetAll()
+		if err != nil {
+			return nil, firestoredb.Wrap(err)
+		}
+		if _, err := add(snaps); err != nil {
+			return nil, err
+		}
 	}
 	return memorybank.Rank(q, slices.Values(cands), ts, func(m *memorybank.Memory) *memorybank.Memory { return m }), nil
 }
 
 // rareTerms returns the IDs of the query's terms to look up: the rarest
-// first while the memories that may hold them fit lexicalBudget (always the
+// first while the memories that may hold them fit budget (always the
 // rarest one), at most maxLexicalTerms, none that no memory holds.
-func rareTerms(terms []model.Term, st memorybank.TermStats) []any {
+func rareTerms(terms []model.Term, st memorybank.TermStats, budget int) []any {
 	type term struct {
 		id uint32
 		df int32
@@ -504,12 +553,12 @@ func rareTerms(terms []model.Term, st memorybank.TermStats) []any {
 		return int(int64(a.id) - int64(b.id))
 	})
 	var out []any
-	total := int32(0)
+	total := 0
 	for _, t := range list {
-		if len(out) == maxLexicalTerms || len(out) > 0 && total+t.df > lexicalBudget {
+		if len(out) == maxLexicalTerms || len(out) > 0 && total+int(t.df) > budget {
 			break
 		}
-		total += t.df
+		total += int(t.df)
 		out = append(out, int64(t.id))
 	}
 	return out
