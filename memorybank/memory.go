@@ -97,7 +97,9 @@ type Memory struct {
 	// EventTime is when the fact happened or holds from, when known (the
 	// start of the day, month or year it names); StatedTime when it was
 	// said: for a memory generated from events, the latest timestamp of
-	// the events it came from. Zero: unknown.
+	// the events it came from; for one created directly (CreateMemory, a
+	// direct fact) the caller's, else the time of the request. Zero:
+	// unknown.
 	EventTime, StatedTime time.Time
 	Sources               []Source
 	// Revision is the number of the latest revision (1 for a new memory).

@@ -53,7 +53,8 @@ func (r *run) generate(ctx context.Context) (*Write, error) {
 		}
 		conv.add("", g.Events...)
 		for _, f := range g.Facts {
-			c := candidate{fact: f.Fact, topics: f.Topics}
+			// A direct fact is stated when it was given: the request's time.
+			c := candidate{fact: f.Fact, topics: f.Topics, stated: op.CreateTime}
 			if g.FactsSession != nil {
 				c.sources = []Source{{Session: g.FactsSession.Name(), EventIDs: g.FactsEventIDs}}
 			}

@@ -268,10 +268,16 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	if err != nil {
 		return nil, err
 	}
+	// A fact given directly is stated when it is given, unless the caller
+	// says when it was.
+	stated := in.StatedTime
+	if stated.IsZero() {
+		stated = now
+	}
 	m := &Memory{
 		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, Topics: in.Topics, Metadata: in.Metadata,
 		CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
-		EventTime: in.EventTime, StatedTime: in.StatedTime,
+		EventTime: in.EventTime, StatedTime: stated,
 		Embedding: vecs[0], EmbeddingModel: s.emb.Name(),
 	}
 	rev := s.revision(cfg, m, Created, now, "created directly", nil, "")

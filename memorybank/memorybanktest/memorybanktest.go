@@ -293,6 +293,20 @@ func testCreateGetList(t *testing.T, h *harness) {
 	if err != nil || got.Fact != m.Fact || got.Scope["user_id"] != "u1" || got.Metadata["source"] != "chat" || !slices.Equal(got.Topics, m.Topics) {
 		t.Fatalf("GetMemory = %+v, %v", got, err)
 	}
+	// A memory created without a stated time is stated when created; a
+	// stated time given is kept.
+	if !got.StatedTime.Equal(m.CreateTime) || !got.EventTime.IsZero() {
+		t.Errorf("stated %v, event %v; want stated at creation (%v), no event time", got.StatedTime, got.EventTime, m.CreateTime)
+	}
+	said := h.clock.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	if _, err := h.svc.CreateMemory(h.ctx, "app2", memorybank.MemoryInput{ID: "m0", Fact: "The user moved to Lisbon.", Scope: user1, StatedTime: said}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.svc.GetMemory(h.ctx, "app2", "m0"); err != nil {
+		t.Fatal(err)
+	} else if !got.StatedTime.Equal(said) {
+		t.Fatalf("GetMemory after a create with a stated time: stated %v, want %v", got.StatedTime, said)
+	}
 	_, err = h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m1", Fact: "x", Scope: user1})
 	wantKind(t, "duplicate memory id", err, fault.AlreadyExists)
 	for i := range 5 {
@@ -643,6 +657,16 @@ func testDirectFactsWithoutModel(t *testing.T, h *harness) {
 	if op.State != memorybank.OpSucceeded || len(op.Generated) != 2 {
 		t.Fatalf("first generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
 	}
+	// Direct facts are stated when the request was made.
+	for _, g := range op.Generated {
+		m, err := h.svc.GetMemory(h.ctx, "app1", g.Memory.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.StatedTime.Equal(op.CreateTime) {
+			t.Fatalf("memory %s from a direct fact: stated %v, want at the request (%v)", m.ID, m.StatedTime, op.CreateTime)
+		}
+	}
 	// The same facts again change nothing; the result names the memories
 	// that hold them already.
 	again := gen("The user prefers window seats.", "the user is vegetarian")
@@ -860,13 +884,16 @@ func testTemporalRetrieval(t *testing.T, h *harness) {
 		}
 		return ids(res)
 	}
-	// Filters: a memory without the time never matches a bound on it.
+	// Filters: a memory without the time never matches a bound on it;
+	// those created without a stated time are stated at their creation
+	// (2026 by the harness's clock).
 	for filter, want := range map[string][]string{
 		`event_time >= "2023-05-01" AND event_time < "2023-06-01"`:   {"may-event"},
 		`event_time > "2023-05-20T00:00:00Z"`:                        {"july"},
 		`event_time <= "2023-05-20"`:                                 {"may-event"},
 		`stated_time < "2023-06-01"`:                                 {"may-stated"},
-		`stated_time >= "2023-05-01" AND event_time >= "2023-05-01"`: {"may-event"},
+		`stated_time >= "2023-05-01" AND event_time >= "2023-05-01"`: {"july", "may-event"},
+		`stated_time >= "2026-01-01"`:                                {"july", "timeless"},
 		`event_time >= "2023-06-01" AND event_time < "2023-06-01"`:   nil,
 	} {
 		got := retrieve(memorybank.RetrieveRequest{Query: "charity race marathon", TopK: 10, Filter: filter})

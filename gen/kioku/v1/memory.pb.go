@@ -191,7 +191,9 @@ type Memory struct {
 	EventTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	// When the fact was stated: for a memory generated from events, the
 	// timestamp of the latest event it came from; on create and update the
-	// caller may set it. Unset: unknown.
+	// caller may set it, and a memory created directly (CreateMemory, a
+	// direct fact of GenerateMemories) without it is stated at the time of
+	// the request. Unset: unknown.
 	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -135,7 +135,9 @@ export type Memory = Message<"kioku.v1.Memory"> & {
   /**
    * When the fact was stated: for a memory generated from events, the
    * timestamp of the latest event it came from; on create and update the
-   * caller may set it. Unset: unknown.
+   * caller may set it, and a memory created directly (CreateMemory, a
+   * direct fact of GenerateMemories) without it is stated at the time of
+   * the request. Unset: unknown.
    *
    * @generated from field: google.protobuf.Timestamp stated_time = 13;
    */
