@@ -116,5 +116,5 @@
 //
 // Store persists memories, revisions, configurations, operations and
 // watermarks; package memorybanktest is its conformance suite, run by
-// memorybank/sqlite and memorybank/firestore.
+// internal/memorystore/sqlite and internal/memorystore/firestore.
 package memorybank

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
-	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"

@@ -20,6 +20,8 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
+	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
@@ -27,8 +29,6 @@ import (
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
-	memoryfirestore "github.com/kioku-ai/kioku/memorybank/firestore"
-	memorysqlite "github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )

@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/memorybank/firestore"
 )
 
 // TestMigrate writes operation and revision documents as the first version
@@ -25,7 +25,7 @@ func TestMigrate(t *testing.T) {
 	c, _ := firestoretest.NewClient(t)
 	ctx := t.Context()
 	st := firestore.New(c, firestore.Options{})
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "v1", "operation-*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", "v1", "operation-*.json"))
 	if err != nil || len(files) != 6 {
 		t.Fatalf("v1 operations: %v, %v", files, err)
 	}
@@ -58,7 +58,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rev, err := os.ReadFile(filepath.Join("..", "testdata", "v1", "revision-gone-2.json"))
+	rev, err := os.ReadFile(filepath.Join("..", "..", "..", "memorybank", "testdata", "v1", "revision-gone-2.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

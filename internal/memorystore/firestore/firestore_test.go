@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/memorybank/firestore"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )
 

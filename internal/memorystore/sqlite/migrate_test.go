@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
-	"github.com/kioku-ai/kioku/memorybank/sqlite"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
 // goldenDB rewrites testdata/kioku-v4.db, the database this version
-// writes: go test ./memorybank/sqlite -run GoldenDatabase -golden-db.
+// writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
 // number), testdata/kioku-v3.db by the version of schema 3 (memories
