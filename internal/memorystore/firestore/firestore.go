@@ -341,16 +341,47 @@ func readStats(snap *firestore.DocumentSnapshot, err error) (scopeStats, error) 
 // (memorybank.TermStats, by bucket) rather than the vectors of a model.
 const termsKey = "kioku_terms"
 
-// count adds (sign 1) or removes (sign -1) a memory's vector and, with
-// terms, its terms.
-func (st scopeStats) count(m *memorybank.Memory, terms bool, sign int32) {
+// counted is what a memory document counts in its scope's term
+// statistics: the buckets of the term IDs it holds, if it counts them at
+// all.
+type counted struct {
+	terms []int64
+	ok    bool
+}
+
+// countedNow is what a memory written now counts: its fact's terms.
+func countedNow(m *memorybank.Memory) counted { return counted{terms: termIDs(m.Fact), ok: true} }
+
+// countedIn returns what a stored memory document counts: a document
+// written with terms, of this server's version or an older one, was
+// counted with the terms it holds (a server of another version counts the
+// same IDs), one written before memories had terms (no terms_version) was
+// not counted. It also reports whether its terms are of this version.
+func countedIn(snap *firestore.DocumentSnapshot) (c counted, current bool, err error) {
+	var d struct {
+		Terms        []int64 `firestore:"terms"`
+		TermsVersion string  `firestore:"terms_version"`
+	}
+	if err := snap.DataTo(&d); err != nil {
+		return counted{}, false, err
+	}
+	return counted{terms: d.Terms, ok: d.TermsVersion != ""}, d.TermsVersion == termsVersion, nil
+}
+
+// count adds (sign 1) or removes (sign -1) a memory's vector and what it
+// counts of its terms.
+func (st scopeStats) count(m *memorybank.Memory, c counted, sign int32) {
 	if m == nil || m.Deleted {
 		return
 	}
-	if terms {
+	if c.ok {
 		ts := st.entry(termsKey, model.OfflineDimensions)
 		ts.N += int(sign)
-		for _, b := range memorybank.Buckets(model.OfflineTerms(m.Fact)) {
+		terms := make([]model.Term, len(c.terms))
+		for i, id := range c.terms {
+			terms[i] = model.Term{ID: uint32(id)}
+		}
+		for _, b := range memorybank.Buckets(terms) {
 			ts.DF[b] += sign
 		}
 	}
@@ -1012,7 +1043,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			}
 		}
 		olds := make([]*memorybank.Memory, len(w.Changes))
-		oldTerms := make([]bool, len(w.Changes)) // whether the stats count the old memory's terms
+		oldTerms := make([]counted, len(w.Changes)) // what the stats count of the old memory's terms
 		type scopeRef struct{ app, key string }
 		stats := map[scopeRef]scopeStats{}
 		for i, c := range w.Changes {
@@ -1037,8 +1068,9 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 					return fault.New(fault.Aborted, "memory %s changed meanwhile (revision %d, expected %d)", m.Name(), old.Revision, c.ExpectRevision)
 				}
 				olds[i] = old
-				v, _ := snap.DataAt("terms_version")
-				oldTerms[i] = v == termsVersion
+				if oldTerms[i], _, err = countedIn(snap); err != nil {
+					return err
+				}
 			}
 			key := scopeRef{m.App, m.Scope.Key()}
 			if _, ok := stats[key]; !ok {
@@ -1066,7 +1098,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			m := c.Memory
 			st := stats[scopeRef{m.App, m.Scope.Key()}]
 			st.count(olds[i], oldTerms[i], -1)
-			st.count(m, true, 1)
+			st.count(m, countedNow(m), 1)
 			d, err := toDoc(m)
 			if err != nil {
 				return err

@@ -125,7 +125,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 		wrote, n = false, 0
 		var (
 			old      *memorybank.Memory
-			oldTerms bool
+			oldTerms counted
 		)
 		snap, err := tx.Get(ref)
 		switch {
@@ -137,15 +137,17 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 			if old, err = fromSnap(m.App, snap); err != nil {
 				return err
 			}
-			v, _ := snap.DataAt("terms_version")
-			oldTerms = v == termsVersion
+			var current bool
+			if oldTerms, current, err = countedIn(snap); err != nil {
+				return err
+			}
 			switch {
 			case !old.CreateTime.Equal(m.CreateTime) || old.Scope.Key() != m.Scope.Key():
 				return fault.New(fault.AlreadyExists, "memory id %q of app %q is another memory in this store (created %v, scope %q), not the archive's", m.ID, m.App, old.CreateTime, old.Scope.Key())
 			case old.Revision > m.Revision || old.UpdateTime.After(m.UpdateTime):
 				return fault.New(fault.FailedPrecondition, "memory %s moved on in this store (revision %d, updated %v) past the archive's (revision %d, updated %v)", m.Name(), old.Revision, old.UpdateTime, m.Revision, m.UpdateTime)
 			}
-			wrote = !memorybank.SameMemory(old, m) || !oldTerms
+			wrote = !memorybank.SameMemory(old, m) || !current
 		}
 		var st scopeStats
 		if wrote {
@@ -159,7 +161,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 		}
 		if wrote {
 			st.count(old, oldTerms, -1)
-			st.count(m, true, 1)
+			st.count(m, countedNow(m), 1)
 			body, err := json.Marshal(st)
 			if err != nil {
 				return err
@@ -211,13 +213,16 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 			if err != nil {
 				return err
 			}
-			v, _ := snap.DataAt("terms_version")
+			c, _, err := countedIn(snap)
+			if err != nil {
+				return err
+			}
 			statsRef := s.statsRef(app, m.Scope.Key())
 			st, err := readStats(tx.Get(statsRef))
 			if err != nil {
 				return err
 			}
-			st.count(m, v == termsVersion, -1)
+			st.count(m, c, -1)
 			if st.empty() {
 				err = tx.Delete(statsRef)
 			} else {
