@@ -233,11 +233,35 @@ func TestDepsPythonModules(t *testing.T) {
 	m.fake("python3", "exit 1") // no grpc, protobuf, pip or venv
 	m.aptInstalling(map[string]string{"python3-grpcio": "python3"})
 	ok, stderr, calls := m.run()
-	if !ok || !strings.Contains(calls, "--no-install-recommends python3-grpcio python3-protobuf python3-pip python3-venv") {
+	if !ok || !strings.Contains(calls, "--no-install-recommends python3-grpcio python3-protobuf python3-pip python3-venv python3-fastapi python3-httpx\n") {
 		t.Fatalf("ok=%v stderr=%q calls=%q", ok, stderr, calls)
 	}
-	if !strings.Contains(calls, "python3 -c import grpc, google.protobuf, pip, ensurepip") {
-		t.Fatalf("the modules were not checked with Debian's python: %q", calls)
+	for _, modules := range []string{"grpc, google.protobuf, pip, ensurepip", "fastapi, httpx"} {
+		if !strings.Contains(calls, "python3 -c import "+modules+"\n") {
+			t.Fatalf("%s were not checked with Debian's python: %q", modules, calls)
+		}
+	}
+
+	// The client's modules present, the example backend's missing: only
+	// FastAPI and httpx (its TestClient's) are installed...
+	const noFastAPI = `case "$2" in *fastapi*) exit 1;; esac`
+	m = newMachine(t)
+	m.fake("chromium", "")
+	m.fake("python3", noFastAPI)
+	m.aptInstalling(map[string]string{"python3-fastapi": "python3"})
+	ok, stderr, calls = m.run()
+	if !ok || !strings.Contains(calls, "apt-get install -y -qq --no-install-recommends python3-fastapi python3-httpx\n") {
+		t.Fatalf("without FastAPI: ok=%v stderr=%q calls=%q", ok, stderr, calls)
+	}
+	// ...or named in the command to run.
+	m = newMachine(t)
+	m.uid(1000)
+	m.fake("chromium", "")
+	m.fake("python3", noFastAPI)
+	m.aptInstalling(nil)
+	ok, stderr, calls = m.run()
+	if want := "sudo apt-get update && sudo apt-get install -y --no-install-recommends python3-fastapi python3-httpx\n"; ok || !strings.Contains(stderr, want) || strings.Contains(calls, "apt-get install") {
+		t.Fatalf("without FastAPI or sudo: ok=%v stderr=%q calls=%q, want the command %q", ok, stderr, calls, want)
 	}
 
 	// An interpreter of one's own is not installed into: it is named.
