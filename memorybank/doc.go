@@ -89,9 +89,11 @@
 // # Time
 //
 // A memory records when its fact was stated (StatedTime: for a generated
-// memory the latest timestamp of the events it came from) and, where the
-// model extracted it, when it happened (EventTime); the extraction prompt
-// asks for relative dates resolved against the events' timestamps.
+// memory the latest timestamp of the events it came from, for one created
+// directly the time of the request unless the caller gives one) and,
+// where the model extracted it, when it happened (EventTime); the
+// extraction prompt asks for relative dates resolved against the events'
+// timestamps.
 //
 // # Where retrieval's code lives
 //

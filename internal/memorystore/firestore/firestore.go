@@ -52,7 +52,8 @@
 // the server, and memorybank.Rank ranks what is left (see SearchMemories).
 // A retrieval costs the statistics document plus the candidates read, a
 // number bounded by K (see SearchMemories): top_k 10 reads at most 46
-// documents with the offline embedder, 76 with a model embedder.
+// documents with the offline embedder, 76 with a model embedder or when
+// the query names a period.
 //
 // # Indexes
 //
@@ -432,7 +433,8 @@ func (ms *modelStats) df(i int) int32 {
 // statistics, the dense side, the lexical side) when it has no filter and
 // no expired memory awaits the sweeper; top_k 10 reads at most 46 with the
 // offline embedder (K = 10) and 76 with a model embedder, whose sides
-// each return 20 for fusion. A filter (topics, metadata, times) widens
+// each return 20 for fusion, or when the query names a period (or the
+// request gives one), whose preference reorders the 20 best. A filter (topics, metadata, times) widens
 // both sides to 10K+50, as the server drops what does not match.
 const (
 	// denseMargin is how many more than K the dense side's FindNearest

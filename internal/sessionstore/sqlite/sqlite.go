@@ -131,7 +131,7 @@ func New(db *sqlitedb.DB) (*Store, error) {
 	} {
 		var err error
 		if *p.stmt, err = db.Prepare(p.sql); err != nil {
-			return nil, fmt.Errorf("sessions/sqlite: preparing %q: %w", p.sql, err)
+			return nil, fmt.Errorf("sessionstore/sqlite: preparing %q: %w", p.sql, err)
 		}
 	}
 	if err := s.queueReindex(context.Background()); err != nil {
