@@ -51,7 +51,8 @@ class Kioku:
                     self.url, self.target = m.group(1), m.group(2)
                     found.set()
 
-        threading.Thread(target=read, daemon=True).start()
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
         if not found.wait(20):
             self.proc.kill()
             raise RuntimeError("kioku did not start in 20s:\n" + "".join(log))
@@ -59,6 +60,8 @@ class Kioku:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(10)
+        self.reader.join(10)  # it ends at the pipe's end, once kioku has exited
+        self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
