@@ -11,9 +11,9 @@
 //     ("caroline's" is "caroline", "she's" "she"). Latin-script words
 //     lose the most common English function words (a fixed stop list) and
 //     are reduced to a stem (Stem), so that "paints", "painted" and
-//     "painting" are one term, and so are "bought" and "buy". Words that are frequent in conversation but
-//     say little about what it is about ("really", "thing", "feel") are of
-//     Kind Weak;
+//     "painting" are one term, and so are "bought" and "buy". Words that
+//     are frequent in conversation but say little about what it is about
+//     ("really", "thing", "feel") are of Kind Weak;
 //   - a run of CJK characters, which has no spaces, gives every character
 //     bigram (Bigram) and every single Han character (Han); a run of one
 //     kana character gives that character (Single).

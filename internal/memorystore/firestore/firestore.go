@@ -482,7 +482,11 @@ func lexicalBudget(q memorybank.SearchQuery) int {
 // the same lexical side whenever the memories that SQLite ranks first are
 // among the candidates, which the lexical pass ensures for every memory
 // that shares one of the query's rare terms (held by at most 2K+10
-// memories of the scope).
+// memories of the scope), and whenever the memories Rank's co-occurrence
+// expansion draws on (those holding a query word at most 1 in 100 of the
+// scope's memories hold) are too; when those words are held by more
+// than 2K+10 memories together they may not all be, and the expansion,
+// a tenth of the query's weight, may then differ.
 func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
 	if q.Filter.None || q.K <= 0 {
 		return nil, nil
