@@ -198,16 +198,17 @@ func (q *lexicalQuery) rareWeight(terms []model.Term) float64 {
 	return sum
 }
 
-// cooccur accumulates into acc the terms of a memory that holds rare words
-// of the query (rw, their summed IDF): each term weighs its share of the
-// memory's length times its IDF times rw.
-func cooccur(acc map[uint32]float64, terms []model.Term, rw float64, st TermStats) {
+// accumulate adds into acc the terms of a memory, each weighing its share
+// of the memory's length times its IDF times scale: for feedback, scale is
+// one over the number of memories drawn on; for the co-occurrence
+// expansion, the summed IDF of the query's rare words the memory holds.
+func accumulate(acc map[uint32]float64, terms []model.Term, scale float64, st TermStats) {
 	var norm float64
 	for _, t := range terms {
 		norm += float64(t.Weight) * float64(t.Weight)
 	}
 	for _, t := range terms {
-		acc[t.ID] += rw * float64(t.Weight) / math.Sqrt(norm) * st.idf(t.Bucket())
+		acc[t.ID] += scale * float64(t.Weight) / math.Sqrt(norm) * st.idf(t.Bucket())
 	}
 }
 
@@ -244,19 +245,13 @@ func namesTime(terms []model.Term) bool {
 func (q *lexicalQuery) expand(best [][]model.Term, st TermStats) lexicalQuery {
 	acc := map[uint32]float64{}
 	for _, terms := range best {
-		var norm float64
-		for _, t := range terms {
-			norm += float64(t.Weight) * float64(t.Weight)
-		}
-		for _, t := range terms {
-			acc[t.ID] += float64(t.Weight) / math.Sqrt(norm) * st.idf(t.Bucket()) / float64(len(best))
-		}
+		accumulate(acc, terms, 1/float64(len(best)), st)
 	}
 	return q.add(heaviest(acc, feedbackTerms, nil), feedbackWeight)
 }
 
 // expandCooccur returns the query with the terms that co-occur with its rare
-// words across the scope (acc, see cooccur) added: the heaviest
+// words across the scope (acc, see accumulate) added: the heaviest
 // cooccurTerms of those the query does not hold yet, together weighing
 // cooccurWeight of it. Feedback draws on the two best memories; this draws
 // on every memory that holds a rare word of the query, so that "kiln",
@@ -384,7 +379,7 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 				lexical.offer(hit[T]{c: c, lexical: s})
 			}
 			if rw := lq.rareWeight(c.Terms); rw > 0 {
-				cooccur(co, c.Terms, rw, st)
+				accumulate(co, c.Terms, rw, st)
 			}
 		}
 	}
