@@ -214,7 +214,9 @@ func accumulate(acc map[uint32]float64, terms []model.Term, scale float64, st Te
 
 // timeTerms are the IDs of the words that place a fact in time: the
 // names of months and days, the words of relative time ("yesterday", "last
-// week", "two years ago") and the years 1900 to 2099.
+// week", "two years ago") and the years 1900 to 2099. May is not among
+// them: the stop list drops "may" (the verb) before it is a term, so "on
+// May 7" says when only with its year or the memory's event time.
 var timeTerms = func() map[uint32]bool {
 	words := strings.Fields(`yesterday today tomorrow tonight last next ago recently lately soon
 earlier morning evening night week weekend month year decade
@@ -344,7 +346,8 @@ func (q *lexicalQuery) add(terms []weightedTerm, weight float64) lexicalQuery {
 //   - when the query asks when (SearchQuery.AsksWhen: "When did ...",
 //     "what year", "how long"), 0.8 for a memory that is not dated: one
 //     that names no time (no month or weekday, no "yesterday" or "last
-//     week", no year) and has no event time. The answer to such a question
+//     week", no year; May counts only with its year, see timeTerms) and
+//     has no event time. The answer to such a question
 //     is a time, so of two memories about the event the one that says when
 //     comes first.
 //
