@@ -138,7 +138,7 @@ func fuse(scored []Scored, k int, lexicalOnly bool, f Fusion, prefer TimeRange) 
 	})
 	out := make([]Retrieved, 0, min(k, len(list)))
 	for _, r := range list[:min(k, len(list))] {
-		out = append(out, Retrieved{Memory: r.s.Memory, Distance: 1 - r.sim})
+		out = append(out, Retrieved{Memory: r.s.Memory, Distance: Distance(r.sim)})
 	}
 	return out
 }
