@@ -1,12 +1,13 @@
 // Package firestoredb holds what kioku's Firestore stores share: the
-// mapping of Firestore's errors to the domain's kinds, bulk deletion, and
-// a Meter that counts the documents they read, write and delete
-// (Firestore's billing units).
+// mapping of Firestore's errors to the domain's kinds, bulk deletion, the
+// listing of apps for export, and a Meter that counts the documents they
+// read, write and delete (Firestore's billing units).
 package firestoredb
 
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -80,4 +81,25 @@ func DeleteQuery(ctx context.Context, c *firestore.Client, q firestore.Query) (i
 		refs[i] = snap.Ref
 	}
 	return len(refs), DeleteDocs(ctx, c, refs)
+}
+
+// Apps lists the app documents under the root collection (which exist only
+// as the parents of their collections) in order after the cursor, at most
+// limit; no index is needed. The stores' export listings use it.
+func Apps(ctx context.Context, c *firestore.Client, root, after string, limit int) ([]string, error) {
+	refs, err := c.Collection(root).DocumentRefs(ctx).GetAll()
+	if err != nil {
+		return nil, Wrap(err)
+	}
+	var out []string
+	for _, r := range refs {
+		if r.ID > after {
+			out = append(out, r.ID)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

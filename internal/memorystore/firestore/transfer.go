@@ -3,7 +3,6 @@ package firestore
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"cloud.google.com/go/firestore"
@@ -17,24 +16,9 @@ import (
 // document id or session name order with cursors, and writes of archived
 // records as they are.
 
-// Apps implements memorybank.Store: the app documents under the root (which
-// exist only as the parents of their collections); no index is needed.
+// Apps implements memorybank.Store (firestoredb.Apps).
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
-	refs, err := s.c.Collection(s.root).DocumentRefs(ctx).GetAll()
-	if err != nil {
-		return nil, firestoredb.Wrap(err)
-	}
-	var out []string
-	for _, r := range refs {
-		if r.ID > after {
-			out = append(out, r.ID)
-		}
-	}
-	slices.Sort(out)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return firestoredb.Apps(ctx, s.c, s.root, after, limit)
 }
 
 // ScanMemories implements memorybank.Store. A user's memories are a query

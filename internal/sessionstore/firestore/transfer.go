@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"reflect"
-	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -20,25 +19,9 @@ import (
 // document id order with cursors, and writes of archived records as they
 // are.
 
-// Apps implements sessions.Store: the app documents under the root (which
-// exist only as the parents of their collections), listed with their
-// names; no index is needed.
+// Apps implements sessions.Store (firestoredb.Apps).
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
-	refs, err := s.c.Collection(s.root).DocumentRefs(ctx).GetAll()
-	if err != nil {
-		return nil, firestoredb.Wrap(err)
-	}
-	var out []string
-	for _, r := range refs {
-		if r.ID > after {
-			out = append(out, r.ID)
-		}
-	}
-	slices.Sort(out)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return firestoredb.Apps(ctx, s.c, s.root, after, limit)
 }
 
 // ScanSessions implements sessions.Store. Expired sessions not swept yet

@@ -17,26 +17,9 @@ import (
 // order with cursors, each a range of a primary key, and writes of
 // archived records as they are, each a transaction.
 
-// Apps implements sessions.Store: the next app of each table after the
-// cursor (one index seek each), the least of them, until limit.
+// Apps implements sessions.Store: the apps with a row in any of its tables.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
-	var out []string
-	for len(out) < limit {
-		var next sql.NullString
-		err := s.db.Read().QueryRowContext(ctx, `SELECT min(app) FROM (
-			SELECT min(app) AS app FROM sessions WHERE app > ?1
-			UNION ALL SELECT min(app) FROM user_state WHERE app > ?1
-			UNION ALL SELECT min(app) FROM app_state WHERE app > ?1)`, after).Scan(&next)
-		if err != nil {
-			return nil, err
-		}
-		if !next.Valid {
-			break
-		}
-		out = append(out, next.String)
-		after = next.String
-	}
-	return out, nil
+	return s.db.Apps(ctx, []string{"sessions", "user_state", "app_state"}, after, limit)
 }
 
 // ScanSessions implements sessions.Store.
