@@ -630,7 +630,7 @@ func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int
 	}
 	scored, err := s.store.SearchMemories(ctx, SearchQuery{
 		App: app, ScopeKey: scopeKey, Vector: vecs[0], Model: s.emb.Name(), Terms: model.OfflineTerms(query),
-		AsksWhen: AsksWhen(query), K: depth, Filter: f, Now: s.now(),
+		AsksWhen: AsksWhen(query), K: depth, DenseFillsOnly: lexicalOnly, Filter: f, Now: s.now(),
 	})
 	if err != nil {
 		return nil, err

@@ -258,9 +258,19 @@ type SearchQuery struct {
 	// prefers dated memories (see Rank).
 	AsksWhen bool
 	// K is how many memories each side returns.
-	K      int
-	Filter Filter
-	Now    time.Time
+	K int
+	// DenseFillsOnly: the caller ranks by the lexical side alone and uses
+	// the dense side only to fill K when the lexical side finds fewer (the
+	// offline embedder; the service sets it, see fuse). A store that reads
+	// candidates per query may then gather the lexical side's first and
+	// skip reading the dense side's when that cannot change the result:
+	// the Firestore store does when its lexical pass read every memory
+	// that holds one of the query's terms and Rank finds K by the lexical
+	// side among them. The SQLite store ignores it: its search (VectorCache) ranks
+	// the scope's memories in memory and reads nothing per query.
+	DenseFillsOnly bool
+	Filter         Filter
+	Now            time.Time
 }
 
 // Scored is a memory a search found, with its scores and ranks.

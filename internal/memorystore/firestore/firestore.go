@@ -53,7 +53,9 @@
 // A retrieval costs the statistics document plus the candidates read, a
 // number bounded by K (see SearchMemories): top_k 10 reads at most 46
 // documents with the offline embedder, 76 with a model embedder or when
-// the query names a period.
+// the query names a period. With the offline embedder the lexical pass
+// goes first, and when it reads every memory that holds a query term and
+// finds at least K the dense side is not read: at most 31 then.
 //
 // # Indexes
 //
@@ -487,6 +489,19 @@ func lexicalBudget(q memorybank.SearchQuery) int {
 // scope's memories hold) are too; when those words are held by more
 // than 2K+10 memories together they may not all be, and the expansion,
 // a tenth of the query's weight, may then differ.
+//
+// With q.DenseFillsOnly (the offline embedder, whose ranking takes the
+// dense side only to fill K) the lexical pass goes first, and FindNearest
+// is skipped when the pass was complete (it looked up every query term
+// some memory holds and read fewer than its bound, so it read every
+// memory that holds one) and Rank finds K memories by the lexical side
+// among its memories alone: the dense side could only have added memories
+// that hold none of the query's terms, which Rank reaches only through
+// its feedback terms and at a third of the coverage of a memory that
+// holds one query word (TestSearchReadsBounded compares the results with
+// FindNearest run and skipped). Otherwise FindNearest runs as without it,
+// and its candidates come first, so that Rank sees the same candidates in
+// the same order.
 func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
 	if q.Filter.None || q.K <= 0 {
 		return nil, nil
@@ -499,8 +514,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 	seen := map[string]bool{}
 	var cands []memorybank.Candidate[*memorybank.Memory]
 	// add makes candidates of the memories of snaps not seen yet and
-	// returns how many of snaps are candidates (visible, passing the
-	// filter), seen before or not.
+	// returns how many of snaps are candidates, seen before or not.
 	var wq []float32
 	add := func(snaps []*firestore.DocumentSnapshot) (int, error) {
 		n := 0
@@ -535,6 +549,47 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		}
 		return n, nil
 	}
+	ts := st.termStats()
+	budget := lexicalBudget(q)
+	var lexical []*firestore.DocumentSnapshot
+	// complete: the lexical pass read every memory that holds one of the
+	// query's terms.
+	complete := false
+	lookUp := func() error {
+		ids, all := rareTerms(q.Terms, ts, budget)
+		if len(ids) == 0 {
+			complete = all
+			return nil
+		}
+		snaps, err := base.Where("terms", "array-contains-any", ids).Limit(budget).Documents(ctx).GetAll()
+		lexical, complete = snaps, all && len(snaps) < budget
+		return firestoredb.Wrap(err)
+	}
+	rank := func() []memorybank.Scored {
+		return memorybank.Rank(q, slices.Values(cands), ts, func(m *memorybank.Memory) *memorybank.Memory { return m })
+	}
+	// When the dense side only fills K, the lexical pass goes first; when
+	// it was complete and its memories alone give the lexical side K,
+	// that is the result. Otherwise the candidates are gathered again,
+	// the dense side's first.
+	if q.DenseFillsOnly {
+		if err := lookUp(); err != nil {
+			return nil, err
+		}
+		if complete {
+			if _, err := add(lexical); err != nil {
+				return nil, err
+			}
+			ranked, n := rank(), 0
+			for _, r := range ranked {
+				n += min(r.LexicalRank, 1)
+			}
+			if n >= q.K {
+				return ranked, nil
+			}
+			seen, cands = map[string]bool{}, nil
+		}
+	}
 	if ms := st[q.Model]; ms != nil && ms.N > 0 && len(q.Vector) > 0 {
 		wq = memorybank.WeightedQuery(q.Vector, ms.N, ms.df)
 		// Ask again, for more, while the nearest hold fewer than K
@@ -555,24 +610,23 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 			}
 		}
 	}
-	ts := st.termStats()
-	budget := lexicalBudget(q)
-	if ids := rareTerms(q.Terms, ts, budget); len(ids) > 0 {
-		snaps, err := base.Where("terms", "array-contains-any", ids).Limit(budget).Documents(ctx).GetAll()
-		if err != nil {
-			return nil, firestoredb.Wrap(err)
-		}
-		if _, err := add(snaps); err != nil {
+	if !q.DenseFillsOnly {
+		if err := lookUp(); err != nil {
 			return nil, err
 		}
 	}
-	return memorybank.Rank(q, slices.Values(cands), ts, func(m *memorybank.Memory) *memorybank.Memory { return m }), nil
+	// The dense side's candidates come first, as Rank's sums run in the
+	// candidates' order.
+	if _, err := add(lexical); err != nil {
+		return nil, err
+	}
+	return rank(), nil
 }
 
 // rareTerms returns the IDs of the query's terms to look up: the rarest
 // first while the memories that may hold them fit budget (always the
 // rarest one), at most maxLexicalTerms, none that no memory holds.
-func rareTerms(terms []model.Term, st memorybank.TermStats, budget int) []any {
+func rareTerms(terms []model.Term, st memorybank.TermStats, budget int) (ids []any, all bool) {
 	type term struct {
 		id uint32
 		df int32
@@ -589,16 +643,15 @@ func rareTerms(terms []model.Term, st memorybank.TermStats, budget int) []any {
 		}
 		return int(int64(a.id) - int64(b.id))
 	})
-	var out []any
 	total := 0
 	for _, t := range list {
-		if len(out) == maxLexicalTerms || len(out) > 0 && total+int(t.df) > budget {
+		if len(ids) == maxLexicalTerms || len(ids) > 0 && total+int(t.df) > budget {
 			break
 		}
 		total += int(t.df)
-		out = append(out, int64(t.id))
+		ids = append(ids, int64(t.id))
 	}
-	return out
+	return ids, len(ids) == len(list)
 }
 
 // MemoriesBySource implements memorybank.Store.
