@@ -49,11 +49,45 @@ type locomoConversation struct {
 	SampleID     string                                    `json:"sample_id"`
 	Conversation map[string]json.RawMessage                `json:"conversation"`
 	Observation  map[string]map[string][][]json.RawMessage `json:"observation"`
-	QA           []struct {
-		Question string            `json:"question"`
-		Evidence []json.RawMessage `json:"evidence"`
-		Category int               `json:"category"`
-	} `json:"qa"`
+	QA           []locomoQA                                `json:"qa"`
+}
+
+// locomoQA is one question with the dialogue ids of its evidence.
+type locomoQA struct {
+	Question string            `json:"question"`
+	Evidence []json.RawMessage `json:"evidence"`
+	Category int               `json:"category"`
+}
+
+// evidence returns the question's well-formed evidence ids ("D1:3"); the
+// dataset holds a few malformed ones, which are left out.
+func (q locomoQA) evidence() []string {
+	var out []string
+	for _, e := range q.Evidence {
+		var s string
+		if json.Unmarshal(e, &s) == nil && evidenceID.MatchString(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// recallAt is the share of evidence among the ids the first k results
+// hold; ids(j) are the ids of result j, n the number of results.
+func recallAt(k int, evidence []string, n int, ids func(j int) []string) float64 {
+	found := map[string]bool{}
+	for j := range min(k, n) {
+		for _, id := range ids(j) {
+			found[id] = true
+		}
+	}
+	hit := 0
+	for _, e := range evidence {
+		if found[e] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(evidence))
 }
 
 type locomoTurn struct {
@@ -225,13 +259,7 @@ func benchLocomo(ctx context.Context, args []string) error {
 			if q.Category < 1 || q.Category > 4 {
 				return nil
 			}
-			var evidence []string
-			for _, e := range q.Evidence {
-				var s string
-				if json.Unmarshal(e, &s) == nil && evidenceID.MatchString(s) {
-					evidence = append(evidence, s)
-				}
-			}
+			evidence := q.evidence()
 			if len(evidence) == 0 {
 				return nil
 			}
@@ -248,25 +276,14 @@ func benchLocomo(ctx context.Context, args []string) error {
 			if q.Category == 2 {
 				temporal++
 			}
+			got := res.Msg.GetRetrievedMemories()
 			for _, k := range ks {
-				found := map[string]bool{}
-				for j, r := range res.Msg.GetRetrievedMemories() {
-					if j >= k {
-						break
-					}
-					for _, id := range strings.Split(r.GetMemory().GetMetadata()["dia_ids"], ",") {
-						found[id] = true
-					}
-				}
-				hit := 0
-				for _, e := range evidence {
-					if found[e] {
-						hit++
-					}
-				}
-				sums[k] += float64(hit) / float64(len(evidence))
+				r := recallAt(k, evidence, len(got), func(j int) []string {
+					return strings.Split(got[j].GetMemory().GetMetadata()["dia_ids"], ",")
+				})
+				sums[k] += r
 				if q.Category == 2 {
-					temporalSums[k] += float64(hit) / float64(len(evidence))
+					temporalSums[k] += r
 				}
 			}
 			return nil

@@ -148,12 +148,9 @@ func benchRecall(ctx context.Context, args []string) error {
 			if q.Category < 1 || q.Category > 4 {
 				return nil
 			}
-			var evidence []string
-			for _, e := range q.Evidence {
-				var s string
-				if json.Unmarshal(e, &s) == nil && evidenceID.MatchString(s) {
-					evidence = append(evidence, eventID(s))
-				}
+			evidence := q.evidence()
+			for i, s := range evidence {
+				evidence[i] = eventID(s)
 			}
 			if len(evidence) == 0 {
 				return nil
@@ -166,20 +163,9 @@ func benchRecall(ctx context.Context, args []string) error {
 			defer mu.Unlock()
 			questions++
 			questionTexts = append(questionTexts, q.Question)
+			got := res.Msg.GetResults()
 			for _, k := range ks {
-				found := map[string]bool{}
-				for j, hit := range res.Msg.GetResults() {
-					if j < k {
-						found[hit.GetEvent().GetId()] = true
-					}
-				}
-				hit := 0
-				for _, e := range evidence {
-					if found[e] {
-						hit++
-					}
-				}
-				sums[k] += float64(hit) / float64(len(evidence))
+				sums[k] += recallAt(k, evidence, len(got), func(j int) []string { return []string{got[j].GetEvent().GetId()} })
 			}
 			return nil
 		}); err != nil {
