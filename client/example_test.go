@@ -155,3 +155,60 @@ func ExampleSimilar() {
 	}
 	// Output: Ann prefers green tea.
 }
+
+// Example_firstProgram is the first program of the README and of
+// docs/clients.md (which the docs test holds to this function's body): a
+// session with one event, its events read back, a fact remembered and
+// found again.
+func Example_firstProgram() {
+	url, stop := startKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url) // options: client.WithGRPC(), client.WithAuthToken(key), client.WithRetry(...)
+
+	// A session of user ann in app demo, then one event with a state change.
+	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: s.GetName(), Event: &kiokuv1.Event{
+		Author:  "user",
+		Content: client.Text("user", "I prefer tea."),
+		Actions: &kiokuv1.EventActions{StateDelta: client.Delta(map[string]any{"user:drink": "tea"})},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for ev, err := range c.AllEvents(ctx, &kiokuv1.ListEventsRequest{Parent: s.GetName()}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ev.GetSequence(), ev.GetAuthor(), ev.GetContent().GetParts()[0].GetText())
+	}
+
+	// Remember a fact about ann (with a model configured, client.FromSession(s.GetName())
+	// extracts facts from the conversation instead), wait for it, and find it again.
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"),
+		Scope: client.Scope("ann"), Source: client.Facts("Ann lives in Sapporo.")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done, err := c.WaitOperation(ctx, op.GetName())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := client.GenerateResult(done); err != nil {
+		log.Fatal(err)
+	}
+	found, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"),
+		Scope: client.Scope("ann"), Method: client.Similar("Where does Ann live?", 3)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range found.GetRetrievedMemories() {
+		fmt.Printf("%.2f %s\n", m.GetDistance(), m.GetMemory().GetFact())
+	}
+	// Output:
+	// 1 user I prefer tea.
+	// 0.58 Ann lives in Sapporo.
+}
