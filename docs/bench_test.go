@@ -10,7 +10,8 @@ import (
 
 // benchCommand matches a line of a code block that runs kioku bench (or
 // go run ./cmd/kioku bench), after a prompt and variables, if any; the
-// submatch is the rest of the line.
+// submatch is the rest of the line. In a block of measured output
+// (```text) only a line after a $ prompt is a command.
 var benchCommand = regexp.MustCompile(`(?m)^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:go run \./cmd/)?kioku bench (.*)`)
 
 // TestBenchCommandsParse: every kioku bench command the pages show still
@@ -26,6 +27,9 @@ func TestBenchCommandsParse(t *testing.T) {
 		for _, b := range p.blocks {
 			body := strings.ReplaceAll(b.body, "\\\n", " ")
 			for _, m := range benchCommand.FindAllStringSubmatch(body, -1) {
+				if b.lang != "sh" && b.lang != "console" && !strings.HasPrefix(m[0], "$ ") {
+					continue // a measured output: only its $ line is a command
+				}
 				args, err := shellWords(m[1])
 				if err != nil {
 					t.Errorf("%s:%d: %s: %v", p.path, b.line, m[0], err)

@@ -102,6 +102,7 @@ var (
 	timestamp = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	randomID  = regexp.MustCompile(`\b[a-z0-9]{20}\b`)
 	loopback  = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+	varying   = regexp.MustCompile(timestamp.String() + "|" + randomID.String())
 )
 
 // linePattern turns a shown output line into the regular expression an
@@ -120,10 +121,17 @@ func linePattern(want string) (*regexp.Regexp, bool) {
 		if i > 0 {
 			b.WriteString(".*?")
 		}
-		lit := regexp.QuoteMeta(part)
-		lit = timestamp.ReplaceAllString(lit, `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
-		lit = randomID.ReplaceAllString(lit, `[a-z0-9]{20}`)
-		b.WriteString(lit)
+		at := 0
+		for _, m := range varying.FindAllStringIndex(part, -1) {
+			b.WriteString(regexp.QuoteMeta(part[at:m[0]]))
+			if timestamp.MatchString(part[m[0]:m[1]]) {
+				b.WriteString(timestamp.String())
+			} else {
+				b.WriteString(`[a-z0-9]{20}`)
+			}
+			at = m[1]
+		}
+		b.WriteString(regexp.QuoteMeta(part[at:]))
 	}
 	b.WriteString("$")
 	return regexp.MustCompile(b.String()), json
@@ -417,6 +425,8 @@ func TestTranscriptParsing(t *testing.T) {
 		{[]string{"x", "...", "z"}, []string{"x", "1", "2", "z"}, true},
 		{[]string{"x", "...", "z"}, []string{"x", "z"}, true},
 		{[]string{"at 2026-11-30T15:54:56Z in apps/demo/operations/zu5rai5ipedytzg5736i"}, []string{"at 2027-01-02T03:04:05.123Z in apps/demo/operations/abcdefghij0123456789"}, true},
+		{[]string{`{"created": "2026-11-30T16:33:15.41Z"}`}, []string{`{"created":"2026-12-01T14:21:12.114983555Z"}`}, true},
+		{[]string{"at 2026-11-30T15:54:56Z"}, []string{"at 2026-11-30T15:54:56"}, false},
 		{[]string{"TIME  X"}, []string{"TIME  Y"}, false},
 		{nil, []string{"unexpected"}, false},
 	} {
