@@ -174,6 +174,11 @@ func matchOutput(want, got []string) bool {
 // or ```python block is that program's output, checked by the client's
 // own tests.
 func TestConsoleTranscripts(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "zcat", "grep"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the pages' transcripts run %s, which is not on the PATH (scripts/deps installs what is missing): %v", tool, err)
+		}
+	}
 	ran := 0
 	for _, p := range pages(t) {
 		var cmds []command
