@@ -3,10 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 
 	"google.golang.org/genai"
@@ -14,47 +11,10 @@ import (
 	"github.com/kioku-ai/kioku/agent"
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/exampletest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
-
-// startKioku runs a kioku with an embedded store for an example.
-func startKioku() (url string, stop func()) {
-	dir, err := os.MkdirTemp("", "kioku-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	n, err := node.Open(context.Background(), node.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(n.Handler())
-	srv.Config = n.HTTPServer()
-	srv.Start()
-	return srv.URL, func() {
-		srv.Close()
-		n.Close()
-		os.RemoveAll(dir)
-	}
-}
-
-// startGemini stands in for the Gemini API while an example runs: a fake
-// at the HTTP level (package modeltest) that answers every call with
-// reply, reached by the real genai client through the environment
-// (GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL), as a program with a real key
-// reaches Gemini. It returns the function that stops it.
-func startGemini(reply modeltest.Reply) (stop func()) {
-	fake, stopFake := modeltest.StartGemini()
-	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return reply })
-	os.Setenv("GEMINI_API_KEY", "example-key")
-	os.Setenv("GOOGLE_GEMINI_BASE_URL", fake.URL)
-	return func() {
-		os.Unsetenv("GEMINI_API_KEY")
-		os.Unsetenv("GOOGLE_GEMINI_BASE_URL")
-		stopFake()
-	}
-}
 
 // finalAnswer is the model's reply that gives the structured reply: a call
 // of the agent's final_answer tool with the reply's fields.
@@ -75,9 +35,9 @@ type Reply struct {
 // (the program of docs/clients.md, which the docs test holds to this
 // function's body).
 func Example() {
-	url, stop := startKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
-	defer startGemini(finalAnswer("Good morning to you!", "happy"))()
+	defer exampletest.StartGemini(finalAnswer("Good morning to you!", "happy"))()
 	ctx := context.Background()
 	genaiClient, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: os.Getenv("GEMINI_API_KEY"), Backend: genai.BackendGeminiAPI})
 	if err != nil {

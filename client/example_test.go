@@ -3,39 +3,15 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
-	"log/slog"
-	"net/http/httptest"
-	"os"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/exampletest"
 )
 
-// startKioku runs a kioku with an embedded store for an example.
-func startKioku() (url string, stop func()) {
-	dir, err := os.MkdirTemp("", "kioku-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	n, err := node.Open(context.Background(), node.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(n.Handler())
-	srv.Config = n.HTTPServer()
-	srv.Start()
-	return srv.URL, func() {
-		srv.Close()
-		n.Close()
-		os.RemoveAll(dir)
-	}
-}
-
 func Example() {
-	url, stop := startKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url)
@@ -82,7 +58,7 @@ func ExampleSessionName() {
 }
 
 func ExampleClient_AllEvents() {
-	url, stop := startKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url, client.WithJSON())
@@ -107,7 +83,7 @@ func ExampleClient_AllEvents() {
 }
 
 func ExampleClient_WaitOperation() {
-	url, stop := startKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url, client.WithGRPC())
@@ -135,7 +111,7 @@ func ExampleClient_WaitOperation() {
 }
 
 func ExampleSimilar() {
-	url, stop := startKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url)
@@ -161,7 +137,7 @@ func ExampleSimilar() {
 // session with one event, its events read back, a fact remembered and
 // found again.
 func Example_firstProgram() {
-	url, stop := startKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url) // options: client.WithGRPC(), client.WithAuthToken(key), client.WithRetry(...)

@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -239,12 +238,16 @@ func runTranscript(t *testing.T, p *page, cmds []command) {
 		}
 		rewrite[m[0]] = freeAddr(t)
 	}
-	host := startServe(t, bin, dir, env, flags)
+	host := freeAddr(t)
 	rewrite[docsAddr] = host
 
+	// The page's kioku runs in the script's shell too, in the background:
+	// the script waits for it to answer first, and stops it last.
 	var script strings.Builder
 	fmt.Fprintf(&script, "export PATH=%s:\"$PATH\" KIOKU_SERVER=http://%s\ncd %s\n", shellQuote(filepath.Dir(bin)), host, shellQuote(dir))
-	script.WriteString(`kioku_docs_wait() { for i in $(seq 200); do curl -s -o /dev/null -H 'Content-Type: application/json' -d '{}' "http://$1/grpc.health.v1.Health/Check" && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; return 1; }` + "\n")
+	script.WriteString(`kioku_docs_wait() { for i in $(seq 300); do curl -s -o /dev/null -H 'Content-Type: application/json' -d '{}' "http://$1/grpc.health.v1.Health/Check" && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; return 1; }` + "\n")
+	fmt.Fprintf(&script, "kioku serve --addr %s --log-level warn %s >>serve.log 2>&1 &\n", host, strings.Join(flags, " "))
+	fmt.Fprintf(&script, "kioku_docs_wait %s || { cat serve.log; exit 1; }\n", host)
 	for i, c := range cmds {
 		text := c.text
 		for from, to := range rewrite {
@@ -300,51 +303,6 @@ func runTranscript(t *testing.T, p *page, cmds []command) {
 		if !matchOutput(want, got) {
 			t.Errorf("%s:%d: $ %s\nprinted:\n%s\nwhere the page shows:\n%s", p.path, c.line, c.text, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
-	}
-}
-
-// startServe runs kioku serve in dir (its store ./kioku-data) on a free
-// port and returns its host:port once it listens.
-func startServe(t *testing.T, bin, dir string, env, flags []string) string {
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, flags...)...)
-	cmd.Dir = dir
-	cmd.Env = env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
-	found := make(chan string, 1)
-	var log strings.Builder
-	var mu sync.Mutex
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if m := regexp.MustCompile(`kioku listening on http://(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case h := <-found:
-		return h
-	case <-time.After(30 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("kioku serve did not start in 30s:\n%s", log.String())
-		return ""
 	}
 }
 

@@ -31,9 +31,10 @@ const docsAddr = "127.0.0.1:8080"
 var exampleFiles = []string{"client/example_test.go", "client/adk/example_test.go", "agent/example_test.go"}
 
 // setupLine matches the lines of an Example that stand in for what a
-// reader has already: a running kioku (url, stop := startKioku()) and a
-// model key (defer startGemini(...)()). They are not shown in the pages.
-var setupLine = regexp.MustCompile(`^(url, stop := \w+\(\)|defer stop\(\)|defer startGemini\(.*\)\(\))$`)
+// reader has already (package internal/exampletest): a running kioku
+// (url, stop := exampletest.StartKioku()) and a model key (defer
+// exampletest.StartGemini(...)()). They are not shown in the pages.
+var setupLine = regexp.MustCompile(`^(url, stop := exampletest\.StartKioku\(\)|defer stop\(\)|defer exampletest\.StartGemini\(.*\)\(\))$`)
 
 // urlIdent is the Example's variable holding kioku's URL, written in the
 // pages as the address of kioku serve.
@@ -283,7 +284,7 @@ func goCommand(t *testing.T) string {
 }
 
 func TestNormalise(t *testing.T) {
-	body := "\n\turl, stop := startKioku()\n\tdefer stop()\n\tdefer startGemini(reply(\"x\"))()\n\tc := client.New(url)\n\tif x {\n\t\ty()\n\t}\n"
+	body := "\n\turl, stop := exampletest.StartKioku()\n\tdefer stop()\n\tdefer exampletest.StartGemini(reply(\"x\"))()\n\tc := client.New(url)\n\tif x {\n\t\ty()\n\t}\n"
 	want := "c := client.New(\"http://127.0.0.1:8080\")\nif x {\n\ty()\n}"
 	if got := normalise(body); got != want {
 		t.Fatalf("normalise = %q, want %q", got, want)

@@ -26,7 +26,7 @@ func TestLinks(t *testing.T) {
 	}
 	checked := 0
 	for _, p := range all {
-		text := outsideCode(p.text)
+		text := outsideCode(p.text, true)
 		for i, line := range strings.Split(text, "\n") {
 			for _, m := range link.FindAllStringSubmatch(line, -1) {
 				target := m[1]
@@ -82,7 +82,7 @@ func TestLinks(t *testing.T) {
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	for _, l := range strings.Split(outsideCodeFences(text), "\n") {
+	for _, l := range strings.Split(outsideCode(text, false), "\n") {
 		if !strings.HasPrefix(l, "#") {
 			continue
 		}
@@ -108,26 +108,6 @@ func anchors(text string) map[string]bool {
 		seen[id]++
 	}
 	return out
-}
-
-// outsideCodeFences blanks out fenced blocks only (a heading may hold
-// inline code).
-func outsideCodeFences(text string) string {
-	var b strings.Builder
-	in := false
-	for _, l := range strings.SplitAfter(text, "\n") {
-		if strings.HasPrefix(l, "```") {
-			in = !in
-			b.WriteString("\n")
-			continue
-		}
-		if in {
-			b.WriteString("\n")
-			continue
-		}
-		b.WriteString(l)
-	}
-	return b.String()
 }
 
 func TestAnchors(t *testing.T) {

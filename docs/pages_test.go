@@ -91,22 +91,22 @@ func parseBlocks(text string) []block {
 	return out
 }
 
-// outsideCode returns a page's text with its fenced blocks and inline
-// code spans blanked out (newlines kept), so that what looks like a link
-// or a heading inside code is not taken for one.
-func outsideCode(text string) string {
+// outsideCode returns a page's text with its fenced blocks, and with
+// inline also its inline code spans, blanked out (newlines kept), so that
+// what looks like a link or a heading inside code is not taken for one.
+func outsideCode(text string, inline bool) string {
 	var b strings.Builder
 	inFence := false
 	for _, l := range strings.SplitAfter(text, "\n") {
-		if strings.HasPrefix(l, "```") {
-			inFence = !inFence
-			b.WriteString("\n")
-			continue
-		}
-		if inFence {
+		if strings.HasPrefix(l, "```") || inFence {
+			inFence = inFence != strings.HasPrefix(l, "```")
 			if strings.HasSuffix(l, "\n") {
 				b.WriteString("\n")
 			}
+			continue
+		}
+		if !inline {
+			b.WriteString(l)
 			continue
 		}
 		// Inline code: text between backticks on one line.
@@ -132,7 +132,7 @@ func TestPagesParse(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("parseBlocks = %+v, want %+v", got, want)
 	}
-	if o := outsideCode("a `[x](y)` b\n```\n[z](w)\n```\n"); strings.Contains(o, "](") {
+	if o := outsideCode("a `[x](y)` b\n```\n[z](w)\n```\n", true); strings.Contains(o, "](") {
 		t.Fatalf("outsideCode left a link in code: %q", o)
 	}
 }

@@ -24,6 +24,18 @@ func section(t *testing.T, p *page, title string) string {
 	return rest
 }
 
+// firstCells returns the first cell of each row of the Markdown tables in
+// text whose first cell starts with prefix.
+func firstCells(text, prefix string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "| "+prefix) {
+			out = append(out, strings.SplitN(l, "|", 3)[1])
+		}
+	}
+	return out
+}
+
 // pageNamed returns the page at path.
 func pageNamed(t *testing.T, path string) *page {
 	t.Helper()
@@ -43,11 +55,7 @@ func pageNamed(t *testing.T, path string) *page {
 func TestLayoutTable(t *testing.T) {
 	text := section(t, pageNamed(t, "docs/architecture.md"), "Repository layout")
 	named := map[string]bool{}
-	for _, l := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(l, "| `") {
-			continue
-		}
-		cell := strings.SplitN(l, "|", 3)[1]
+	for _, cell := range firstCells(text, "`") {
 		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cell, -1) {
 			p := strings.TrimSuffix(m[1], "/")
 			if _, err := os.Stat(filepath.Join(repoRoot, p)); err != nil {
@@ -109,11 +117,7 @@ func TestServeFlagsDocumented(t *testing.T) {
 	}
 	table := section(t, pageNamed(t, "docs/operations.md"), "Configuration")
 	documented := map[string]bool{}
-	for _, l := range strings.Split(table, "\n") {
-		if !strings.HasPrefix(l, "| `--") {
-			continue
-		}
-		cell := strings.SplitN(l, "|", 3)[1]
+	for _, cell := range firstCells(table, "`--") {
 		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(cell, -1) {
 			documented[m[1]] = true
 		}

@@ -3,10 +3,7 @@ package adk_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 
 	"google.golang.org/adk/v2/agent"
@@ -22,55 +19,18 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	"github.com/kioku-ai/kioku/client/adk"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/exampletest"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
-
-// startExampleKioku runs a kioku with an embedded store for an example.
-func startExampleKioku() (url string, stop func()) {
-	dir, err := os.MkdirTemp("", "kioku-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	n, err := node.Open(context.Background(), node.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(n.Handler())
-	srv.Config = n.HTTPServer()
-	srv.Start()
-	return srv.URL, func() {
-		srv.Close()
-		n.Close()
-		os.RemoveAll(dir)
-	}
-}
-
-// startGemini stands in for the Gemini API while an example runs: a fake
-// at the HTTP level (package modeltest) that answers every call with
-// text, reached by the real genai client through the environment
-// (GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL), as a program with a real key
-// reaches Gemini. It returns the function that stops it.
-func startGemini(text string) (stop func()) {
-	fake, stopFake := modeltest.StartGemini()
-	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: text} })
-	os.Setenv("GEMINI_API_KEY", "example-key")
-	os.Setenv("GOOGLE_GEMINI_BASE_URL", fake.URL)
-	return func() {
-		os.Unsetenv("GEMINI_API_KEY")
-		os.Unsetenv("GOOGLE_GEMINI_BASE_URL")
-		stopFake()
-	}
-}
 
 // Example runs an ADK agent with kioku as its session and memory service
 // (the program of docs/clients.md, which the docs test holds to this
 // function's body): one turn through ADK's runner, then the session's
 // events as kioku stores them.
 func Example() {
-	url, stop := startExampleKioku()
+	url, stop := exampletest.StartKioku()
 	defer stop()
-	defer startGemini("Good morning, Ann!")()
+	defer exampletest.StartGemini(modeltest.Reply{Text: "Good morning, Ann!"})()
 	ctx := context.Background()
 	llm, err := gemini.NewModel(ctx, "gemini-2.5-flash", &genai.ClientConfig{APIKey: os.Getenv("GEMINI_API_KEY")})
 	if err != nil {
