@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -274,6 +275,15 @@ func runTranscript(t *testing.T, p *page, cmds []command) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	cmd.Env = env
 	cmd.Dir = dir
+	// The shell and the servers it starts are one process group, ended
+	// together however the script ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
 	raw, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the transcript's shell failed: %v\n%s", err, raw)
