@@ -175,7 +175,7 @@ func TestConfigBuild(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "")
 	t.Setenv("GOOGLE_API_KEY", "")
 	gen, emb, err := model.Config{}.Build(t.Context())
-	if err != nil || gen != nil || emb.Name() != "kioku-offline-v3" {
+	if err != nil || gen != nil || emb.Name() != "kioku-offline-v4" {
 		t.Fatalf("default config = %v, %v, %v", gen, emb, err)
 	}
 	_, _, err = model.Config{Provider: "gemini"}.Build(t.Context())
