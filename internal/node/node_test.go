@@ -12,6 +12,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
@@ -91,9 +92,17 @@ func say(t *testing.T, c *client.Client, user, message string) *kiokuv1.Generate
 
 // TestOfflineExtractorByDefault is the first hour of a new user: kioku
 // started with no model flags turns a conversation into memories, finds
-// them, and updates the home when the user moves, all over the wire.
+// them, and updates the home when the user moves, all over the wire; on
+// the embedded default, and on Firestore (the emulator).
 func TestOfflineExtractorByDefault(t *testing.T) {
-	c, logs := serve(t, node.Config{})
+	t.Run("sqlite", func(t *testing.T) { testOfflineExtractor(t, node.Config{}) })
+	t.Run("firestore", func(t *testing.T) {
+		testOfflineExtractor(t, node.Config{Store: "firestore", FirestoreProject: firestoretest.Project(t)})
+	})
+}
+
+func testOfflineExtractor(t *testing.T, cfg node.Config) {
+	c, logs := serve(t, cfg)
 	if log := logs.String(); !strings.Contains(log, "the offline extractor") || !strings.Contains(log, "offline:kioku-extractor-v1") {
 		t.Fatalf("the start-up log does not state the offline extractor:\n%s", log)
 	}
