@@ -15,7 +15,7 @@
 //
 //	{"kind":"header","format":"kioku-archive","version":1,
 //	 "created":"2026-12-01T10:00:00.123456789Z","kioku":"kioku v0.2.0 ...",
-//	 "store":"sqlite","app":"A","user":"U","embedder":"kioku-offline-v3"}
+//	 "store":"sqlite","app":"A","user":"U","embedder":"kioku-offline-v4"}
 //
 // format and version say how to read the rest: a reader refuses a version
 // it does not know, and a version-1 reader refuses a record kind or a field

@@ -11,10 +11,13 @@ import (
 )
 
 // Config chooses the generation model and the embedder. The zero value
-// means no generation model and the offline embedder.
+// means the offline extractor and the offline embedder: memories are
+// generated from conversations with no key and no network.
 type Config struct {
-	// Provider of the generation model: "" (none), "gemini" (Gemini API
-	// key), "vertex" (Vertex AI) or "openai" (any OpenAI-compatible server).
+	// Provider of the generation model: "offline" (the built-in rules of
+	// OfflineExtractor; "" means the same), "gemini" (Gemini API key),
+	// "vertex" (Vertex AI), "openai" (any OpenAI-compatible server), or
+	// "none" (no generation: memories are only created directly).
 	Provider string
 	// Model is the generation model; empty takes the provider's default
 	// (gemini-2.5-flash; for openai it is required).
@@ -72,16 +75,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Build returns the configured generator (nil when none is configured) and
+// Build returns the configured generator (nil with provider "none") and
 // embedder.
 func (c Config) Build(ctx context.Context) (Generator, Embedder, error) {
 	c = c.withDefaults()
-	chat, err := c.chat(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	var gen Generator
-	if chat != nil {
+	switch c.Provider {
+	case "", "offline":
+		gen = OfflineExtractor{}
+	case "none":
+	default:
+		chat, err := c.chat(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
 		gen = chat
 	}
 
@@ -113,16 +120,18 @@ func (c Config) Build(ctx context.Context) (Generator, Embedder, error) {
 	return gen, emb, nil
 }
 
-// gemini returns a genai client for the Gemini API ("gemini") or Vertex AI
-// ("vertex").
 // Chat returns the configured generation model for conversations with
-// tools, or an error naming the settings when none is configured.
+// tools, or an error naming the settings when none is configured: the
+// offline extractor only turns conversations into memories and cannot
+// hold one.
 func (c Config) Chat(ctx context.Context) (Chat, error) {
-	chat, err := c.withDefaults().chat(ctx)
-	if err == nil && chat == nil {
-		err = fault.New(fault.FailedPrecondition, "no model is configured: use %s", Settings)
+	switch c.Provider {
+	case "", "offline":
+		return nil, fault.New(fault.FailedPrecondition, "the offline extractor (the default generation provider) only turns conversations into memories and cannot hold a conversation: use %s", Settings)
+	case "none":
+		return nil, fault.New(fault.FailedPrecondition, "no model is configured: use %s", Settings)
 	}
-	return chat, err
+	return c.withDefaults().chat(ctx)
 }
 
 // chatGenerator is what every generation provider implements.
@@ -131,11 +140,9 @@ type chatGenerator interface {
 	Generator
 }
 
-// chat builds the generation model, nil when none is configured.
+// chat builds the language model of a provider that has one.
 func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 	switch c.Provider {
-	case "":
-		return nil, nil
 	case "gemini", "vertex":
 		client, err := c.gemini(ctx, c.Provider)
 		if err != nil {
@@ -148,10 +155,12 @@ func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 		}
 		return NewOpenAI(c.openAI(), c.Model), nil
 	default:
-		return nil, fault.Invalidf("unknown model provider %q: use gemini, vertex or openai", c.Provider)
+		return nil, fault.Invalidf("unknown model provider %q: use offline, gemini, vertex, openai or none", c.Provider)
 	}
 }
 
+// gemini returns a genai client for the Gemini API ("gemini") or Vertex AI
+// ("vertex").
 func (c Config) gemini(ctx context.Context, provider string) (*genai.Client, error) {
 	gc := GeminiConfig{BaseURL: c.GeminiBaseURL, Retry: c.Retry, HTTPClient: c.HTTPClient}
 	if provider == "vertex" {

@@ -23,10 +23,11 @@
 //
 // With --kioku URL it uses a running kioku server; without it, it runs an
 // embedded kioku (SQLite under --data-dir) in-process, reachable on a
-// loopback port it prints. A model is required: see --model-provider;
-// --model-provider demo is the offline demo, a scripted Hana served as a
-// Gemini endpoint on a loopback port (demo.go), so that everything but the
-// model's answers runs as with a real model. Every
+// loopback port it prints, whose memory calls go to the same model as Hana.
+// A model is required: see --model-provider; --model-provider demo is the
+// offline demo, a scripted Hana served as a Gemini endpoint on a loopback
+// port (demo.go), so that everything but her answers runs as with a real
+// model, and an embedded kioku with its offline extractor. Every
 // flag can also be set with COMPANION_ and its name in upper case
 // (--model-provider is COMPANION_MODEL_PROVIDER).
 //
@@ -98,22 +99,25 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	if err != nil {
 		return err
 	}
-	if cfg.Provider == "" {
+	if cfg.Provider == "" || cfg.Provider == "offline" || cfg.Provider == "none" {
 		return fmt.Errorf(`a model is needed; choose one:
   Offline demo: --model-provider demo (a scripted Hana: no key, no network)
   Gemini API:   --model-provider gemini, with GEMINI_API_KEY set
   Vertex AI:    --model-provider vertex, with GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION) and Application Default Credentials
   OpenAI-compatible (a local Ollama, vLLM, OpenAI):
                 --model-provider openai --openai-base-url http://localhost:11434/v1 --model llama3.1
+(kioku's offline extractor, its default, only turns conversations into memories: Hana needs one of these to talk.)
 Each flag can be set in the environment instead: %s, %s, %s`,
 			fs.EnvName("model-provider"), fs.EnvName("model"), fs.EnvName("openai-base-url"))
 	}
 	demo := cfg.Provider == demoProvider
+	kiokuModels := cfg
 	if demo {
+		kiokuModels = demoKiokuModels(cfg)
 		if cfg, err = startDemoModel(ctx, cfg); err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, "offline demo: Hana's replies are scripted (no language model)")
+		fmt.Fprintln(stderr, "offline demo: Hana's replies are scripted (no language model); kioku's memories come from its offline extractor")
 	}
 	chat, err := cfg.Chat(ctx)
 	if err != nil {
@@ -122,7 +126,7 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 
 	base := *kiokuURL
 	if base == "" {
-		n, err := node.Open(ctx, node.Config{DataDir: *dataDir, Models: cfg, Logger: log})
+		n, err := node.Open(ctx, node.Config{DataDir: *dataDir, Models: kiokuModels, Logger: log})
 		if err != nil {
 			return err
 		}

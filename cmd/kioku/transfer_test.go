@@ -84,7 +84,7 @@ func TestExportCommand(t *testing.T) {
 		t.Errorf("kioku export printed %q", msg)
 	}
 	h, recs := readArchive(t, out)
-	if h.Version != archive.Version || h.Store != "sqlite" || h.App != "a" || h.User != "ann" || h.Embedder != "kioku-offline-v3" || !strings.HasPrefix(h.Kioku, "kioku ") {
+	if h.Version != archive.Version || h.Store != "sqlite" || h.App != "a" || h.User != "ann" || h.Embedder != "kioku-offline-v4" || !strings.HasPrefix(h.Kioku, "kioku ") {
 		t.Errorf("header = %+v", h)
 	}
 	if len(recs) != 1 || recs[0].Session.Name() != "apps/a/users/ann/sessions/apps-a-users-ann" {

@@ -58,7 +58,7 @@ type ModelFlags struct {
 // RegisterModelFlags defines the model flags on fs.
 func RegisterModelFlags(fs *FlagSet) *ModelFlags {
 	return &ModelFlags{
-		provider:   fs.Env("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
+		provider:   fs.Env("model-provider", "", "generation model provider: offline (the default: built-in rules that turn what people say about themselves into memories, no key; a language model does far better), gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION), openai (OpenAI-compatible: Ollama, vLLM, llama.cpp), or none (memories only created directly)"),
 		model:      fs.Env("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
 		embedder:   fs.Env("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
 		embedModel: fs.Env("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),

@@ -139,6 +139,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		emb = cfg.Embedder
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, meter: model.NewMeter()}
+	// Sessions are compacted with a summary the generation model writes;
+	// the offline extractor writes none, so with it (as with no model)
+	// compaction is refused up front, naming the settings.
+	var summarizer model.Generator
+	if gen != nil && !model.IsOfflineExtractor(gen) {
+		summarizer = n.meter.Generator(gen)
+	}
 	if gen != nil {
 		gen = n.meter.Generator(gen)
 	}
@@ -149,7 +156,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.closers = append(n.closers, stores.Close)
 	n.Vectors, n.Firestore, n.SQLite = stores.vectors, stores.firestore, stores.sqlite
-	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen})
+	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer})
 	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
 		Generator: gen,
 		Embedder:  emb,
@@ -184,9 +191,12 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Surfaces:   surfaces,
 		Metrics:    func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
 	})
-	if gen == nil {
-		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
-	} else {
+	switch {
+	case gen == nil:
+		cfg.Logger.Info("no generation model (--model-provider none): memories can be created directly, not generated from events", "configure", model.Settings)
+	case model.IsOfflineExtractor(gen):
+		cfg.Logger.Info("memory generation: the offline extractor, built-in rules for what people say about themselves in English and Japanese; a language model does far better, and sessions are not compacted without one", "model", gen.Name(), "configure", model.Settings)
+	default:
 		cfg.Logger.Info("memory generation model", "model", gen.Name())
 	}
 	cfg.Logger.Info("embedder", "embedder", emb.Name())

@@ -30,7 +30,8 @@ type clients struct {
 }
 
 // startNode runs a whole kioku (SQLite store, memory bank workers) with a
-// fake Gemini behind the real genai client, served over HTTP/2.
+// fake Gemini behind the real genai client (withModel), or with no
+// generation model at all (--model-provider none), served over HTTP/2.
 func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*clients, *modeltest.Gemini) {
 	t.Helper()
 	fake := modeltest.NewGemini(t)
@@ -38,6 +39,7 @@ func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*cl
 		DataDir: t.TempDir(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+	cfg.Models = model.Config{Provider: "none"}
 	if withModel {
 		cfg.Models = model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
 	}
