@@ -12,16 +12,19 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// Version is the version of the format this package writes and the only
-// one it reads.
-const Version = 1
+// Version is the version of the format this package writes. It reads
+// every version from 1 (version 2 added the memory files; a version-1
+// archive holds none).
+const Version = 2
 
 // formatName is the header's "format": what tells a kioku archive.
 const formatName = "kioku-archive"
@@ -46,6 +49,8 @@ const (
 	KindRevision       Kind = "revision"
 	KindWatermark      Kind = "watermark"
 	KindOperation      Kind = "operation"
+	KindMemoryFile     Kind = "memory_file"
+	KindFileRevision   Kind = "memory_file_revision"
 	KindEnd            Kind = "end"
 )
 
@@ -93,6 +98,10 @@ type Record struct {
 	Watermark *memorybank.Watermark
 	// Operation is an operation record.
 	Operation *memorybank.Operation
+	// File is a memory_file record, with its content.
+	File *memoryfiles.File
+	// FileRevision is a memory_file_revision record.
+	FileRevision *memoryfiles.Revision
 	// Counts are the end record's.
 	Counts Counts
 	// Size is the size of the record's encoding, in bytes.
@@ -181,6 +190,25 @@ type (
 		Kind      Kind            `json:"kind"`
 		Name      string          `json:"name"`
 		Operation json.RawMessage `json:"operation"`
+	}
+	memoryFileRecord struct {
+		Kind       Kind      `json:"kind"`
+		Name       string    `json:"name"`
+		Path       string    `json:"path"`
+		Content    string    `json:"content"`
+		Revision   int64     `json:"revision"`
+		CreateTime time.Time `json:"create_time,omitzero"`
+		UpdateTime time.Time `json:"update_time,omitzero"`
+		Deleted    bool      `json:"deleted,omitempty"`
+	}
+	fileRevisionRecord struct {
+		Kind       Kind      `json:"kind"`
+		Name       string    `json:"name"`
+		Action     string    `json:"action"`
+		Path       string    `json:"path"`
+		Content    string    `json:"content,omitempty"`
+		Size       int64     `json:"size"`
+		CreateTime time.Time `json:"create_time,omitzero"`
 	}
 	endRecord struct {
 		Kind    Kind   `json:"kind"`
@@ -320,6 +348,22 @@ func (w *Writer) Operation(op *memorybank.Operation) error {
 	return w.write(KindOperation, operationRecord{Kind: KindOperation, Name: op.Name(), Operation: body})
 }
 
+// MemoryFile writes a memory_file record, with the file's content.
+func (w *Writer) MemoryFile(f *memoryfiles.File) error {
+	return w.write(KindMemoryFile, memoryFileRecord{
+		Kind: KindMemoryFile, Name: f.Name(), Path: f.Path, Content: f.Content, Revision: f.Revision,
+		CreateTime: f.CreateTime.UTC(), UpdateTime: f.UpdateTime.UTC(), Deleted: f.Deleted,
+	})
+}
+
+// MemoryFileRevision writes a memory_file_revision record.
+func (w *Writer) MemoryFileRevision(r *memoryfiles.Revision) error {
+	return w.write(KindFileRevision, fileRevisionRecord{
+		Kind: KindFileRevision, Name: r.Name(), Action: r.Action.String(), Path: r.Path, Content: r.Content, Size: r.Size,
+		CreateTime: r.CreateTime.UTC(),
+	})
+}
+
 // Close writes the end record with the counts and flushes the stream. It
 // does not close the underlying writer.
 func (w *Writer) Close() error {
@@ -370,12 +414,13 @@ func decodeVector(s string) ([]float32, error) {
 
 // Reader reads an archive record by record.
 type Reader struct {
-	sc     *bufio.Scanner
-	gz     *gzip.Reader
-	header Header
-	line   int
-	counts Counts
-	done   bool
+	version int // the archive's format version
+	sc      *bufio.Scanner
+	gz      *gzip.Reader
+	header  Header
+	line    int
+	counts  Counts
+	done    bool
 }
 
 // NewReader reads the header of an archive. It refuses what is not a kioku
@@ -403,13 +448,14 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if json.Unmarshal(line, &probe) != nil || probe.Kind != KindHeader || probe.Format != formatName {
 		return nil, errors.New("not a kioku archive: its first line is not a kioku-archive header")
 	}
-	if probe.Version != Version {
-		return nil, fmt.Errorf("the archive is in format version %d; this kioku reads version %d only (an archive of a later version needs the kioku that wrote it, or a later one)", probe.Version, Version)
+	if probe.Version < 1 || probe.Version > Version {
+		return nil, fmt.Errorf("the archive is in format version %d; this kioku reads versions 1 to %d (an archive of a later version needs the kioku that wrote it, or a later one)", probe.Version, Version)
 	}
 	var h headerRecord
 	if err := strict(line, &h); err != nil {
 		return nil, rd.fail(KindHeader, err)
 	}
+	rd.version = h.Version
 	rd.header = Header{Version: h.Version, Created: h.Created, Kioku: h.Kioku, Store: h.Store, App: h.App, User: h.User, Embedder: h.Embedder}
 	return rd, nil
 }
@@ -488,6 +534,9 @@ func (r *Reader) Next() (*Record, error) {
 	kind, err := kindOf(line)
 	if err != nil {
 		return nil, fmt.Errorf("line %d of the archive is not a JSON object: %w", r.line, err)
+	}
+	if (kind == KindMemoryFile || kind == KindFileRevision) && r.version < 2 {
+		return nil, fmt.Errorf("line %d of the archive is a %s record, which format version %d does not have", r.line, kind, r.version)
 	}
 	rec, err := decode(kind, line)
 	if err != nil {
@@ -644,6 +693,41 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if rec.Operation, err = memorybank.UnmarshalOperation(app, id, o.Operation); err != nil {
 			return nil, err
 		}
+	case KindMemoryFile:
+		var m memoryFileRecord
+		if err := strict(line, &m); err != nil {
+			return nil, err
+		}
+		app, user, id, err := aip.ParseMemoryFile("name", m.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkFilePath(m.Path); err != nil {
+			return nil, err
+		}
+		if len(m.Content) > memoryfiles.MaxFileBytes {
+			return nil, fmt.Errorf("the content is %d bytes, over the limit of %d", len(m.Content), memoryfiles.MaxFileBytes)
+		}
+		rec.File = &memoryfiles.File{App: app, User: user, ID: id, Path: m.Path, Content: m.Content, Size: int64(len(m.Content)),
+			Revision: m.Revision, CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, Deleted: m.Deleted}
+	case KindFileRevision:
+		var m fileRevisionRecord
+		if err := strict(line, &m); err != nil {
+			return nil, err
+		}
+		app, user, id, n, err := aip.ParseMemoryFileRevision("name", m.Name)
+		if err != nil {
+			return nil, err
+		}
+		action, err := memoryfiles.ParseAction(m.Action)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkFilePath(m.Path); err != nil {
+			return nil, err
+		}
+		rec.FileRevision = &memoryfiles.Revision{App: app, User: user, FileID: id, Number: n, Action: action, Path: m.Path,
+			Content: m.Content, Size: m.Size, CreateTime: m.CreateTime}
 	case KindEnd:
 		var e endRecord
 		if err := strict(line, &e); err != nil {
@@ -654,6 +738,19 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		return nil, fmt.Errorf("unknown record kind %q (the archive says format version %d, whose kinds this kioku knows: is it damaged?)", kind, Version)
 	}
 	return rec, nil
+}
+
+// checkFilePath refuses a memory file's path that the memory tool would
+// not have written: one CleanPath refuses or changes, or Root itself.
+func checkFilePath(p string) error {
+	clean, err := memoryfiles.CleanPath(p)
+	if err != nil {
+		return fmt.Errorf("path: %s", strings.TrimPrefix(err.Error(), "Error: "))
+	}
+	if clean != p || p == memoryfiles.Root {
+		return fmt.Errorf("path %q is not the path of a memory file", p)
+	}
+	return nil
 }
 
 // parseRevision parses a revision's name.

@@ -130,7 +130,7 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
-		if err := archive.Export(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories}, aw, sel, start); err != nil {
+		if err := archive.Export(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, aw, sel, start); err != nil {
 			return nil, err
 		}
 		return aw.Counts(), aw.Close()
@@ -267,7 +267,7 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	}
 	defer stores.Close()
 	start := time.Now()
-	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories}, r, archive.ImportOptions{Embedder: emb, Now: start})
+	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, r, archive.ImportOptions{Embedder: emb, Now: start})
 	h := r.Header()
 	report := fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", *in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
 	if rep != nil {
