@@ -60,42 +60,34 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-// Harness is a Service on a store with a fake clock and ids f1, f2, ...
+// Harness is a Service on a store with a clock that moves one millisecond
+// at each reading, and ids f1, f2, ...
 type Harness struct {
 	T     *testing.T
 	Ctx   context.Context
 	Store memoryfiles.Store
 	Svc   *memoryfiles.Service
-	Clock *Clock
-}
-
-// Clock is a settable clock.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// Now returns the time, one millisecond later at each call.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Millisecond)
-	return c.now
+	Now   func() time.Time
 }
 
 // NewHarness returns a harness on a store.
 func NewHarness(t *testing.T, s memoryfiles.Store) *Harness {
-	clock := &Clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	var mu sync.Mutex
-	n := 0
+	now, n := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 0
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Millisecond)
+		return now
+	}
 	ids := func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
 		return fmt.Sprintf("f%d", n)
 	}
-	return &Harness{T: t, Ctx: context.Background(), Store: s, Clock: clock,
-		Svc: memoryfiles.NewService(s, memoryfiles.Config{Now: clock.Now, NewID: ids})}
+	return &Harness{T: t, Ctx: context.Background(), Store: s, Now: clock,
+		Svc: memoryfiles.NewService(s, memoryfiles.Config{Now: clock, NewID: ids})}
 }
 
 // Exec runs one command of the tool for a user of app1 ("ann" unless the

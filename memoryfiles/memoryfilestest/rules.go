@@ -148,7 +148,7 @@ func testLimits(t *testing.T, h *Harness) {
 func testMaxFiles(t *testing.T, h *Harness) {
 	// The files are written in one Write, as a command does, with the
 	// usage they make.
-	w := &memoryfiles.Write{App: "app1", User: "ann", Now: h.Clock.Now()}
+	w := &memoryfiles.Write{App: "app1", User: "ann", Now: h.Now()}
 	for i := range memoryfiles.MaxFiles {
 		f := &memoryfiles.File{App: "app1", User: "ann", ID: fmt.Sprintf("bulk%d", i), Path: fmt.Sprintf("/memories/n/%04d.txt", i), Content: "n", Size: 1, CreateTime: w.Now}
 		w.Usage.Files++
@@ -222,28 +222,17 @@ func testConcurrentEdits(t *testing.T, h *Harness) {
 		t.Errorf("revision = %d, want %d", f.Revision, n+1)
 	}
 	// The same edit twice at once: one applies, the other finds nothing
-	// to replace.
+	// to replace; and one create of a path at once from two sides.
 	var ok, refused int
 	var mu sync.Mutex
-	for range 2 {
+	for _, in := range []map[string]any{
+		{"command": "str_replace", "path": "/memories/list.txt", "old_str": "item 0: done", "new_str": "item 0: DONE"},
+		{"command": "str_replace", "path": "/memories/list.txt", "old_str": "item 0: done", "new_str": "item 0: DONE"},
+		{"command": "create", "path": "/memories/race.txt", "file_text": "x"},
+		{"command": "create", "path": "/memories/race.txt", "file_text": "x"},
+	} {
 		wg.Go(func() {
-			res, err := h.Svc.Execute(h.Ctx, "app1", "ann", map[string]any{"command": "str_replace", "path": "/memories/list.txt", "old_str": "item 0: done", "new_str": "item 0: DONE"})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				t.Error(err)
-			case res.IsError:
-				refused++
-			default:
-				ok++
-			}
-		})
-	}
-	// And one create of a path at once from two sides.
-	for range 2 {
-		wg.Go(func() {
-			res, err := h.Svc.Execute(h.Ctx, "app1", "ann", map[string]any{"command": "create", "path": "/memories/race.txt", "file_text": "x"})
+			res, err := h.Svc.Execute(h.Ctx, "app1", "ann", in)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -275,7 +264,7 @@ func testStaleWrite(t *testing.T, h *Harness) {
 	h.OK(map[string]any{"command": "str_replace", "path": "/memories/a.txt", "old_str": "a", "new_str": "b"})
 	// A Write computed before that edit is refused and writes nothing.
 	f.Content, f.Size = "stale", 5
-	w := &memoryfiles.Write{App: "app1", User: "ann", Version: u.Version, Usage: u, Now: h.Clock.Now()}
+	w := &memoryfiles.Write{App: "app1", User: "ann", Version: u.Version, Usage: u, Now: h.Now()}
 	w.Usage.Bytes += 4
 	addChange(w, f, memoryfiles.Edited)
 	if err := h.Store.Write(h.Ctx, w); !fault.Is(err, fault.Aborted) {
