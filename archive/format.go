@@ -12,7 +12,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
@@ -191,25 +190,6 @@ type (
 		Name      string          `json:"name"`
 		Operation json.RawMessage `json:"operation"`
 	}
-	memoryFileRecord struct {
-		Kind       Kind      `json:"kind"`
-		Name       string    `json:"name"`
-		Path       string    `json:"path"`
-		Content    string    `json:"content"`
-		Revision   int64     `json:"revision"`
-		CreateTime time.Time `json:"create_time,omitzero"`
-		UpdateTime time.Time `json:"update_time,omitzero"`
-		Deleted    bool      `json:"deleted,omitempty"`
-	}
-	fileRevisionRecord struct {
-		Kind       Kind      `json:"kind"`
-		Name       string    `json:"name"`
-		Action     string    `json:"action"`
-		Path       string    `json:"path"`
-		Content    string    `json:"content,omitempty"`
-		Size       int64     `json:"size"`
-		CreateTime time.Time `json:"create_time,omitzero"`
-	}
 	endRecord struct {
 		Kind    Kind   `json:"kind"`
 		Records Counts `json:"records"`
@@ -346,22 +326,6 @@ func (w *Writer) Operation(op *memorybank.Operation) error {
 		return err
 	}
 	return w.write(KindOperation, operationRecord{Kind: KindOperation, Name: op.Name(), Operation: body})
-}
-
-// MemoryFile writes a memory_file record, with the file's content.
-func (w *Writer) MemoryFile(f *memoryfiles.File) error {
-	return w.write(KindMemoryFile, memoryFileRecord{
-		Kind: KindMemoryFile, Name: f.Name(), Path: f.Path, Content: f.Content, Revision: f.Revision,
-		CreateTime: f.CreateTime.UTC(), UpdateTime: f.UpdateTime.UTC(), Deleted: f.Deleted,
-	})
-}
-
-// MemoryFileRevision writes a memory_file_revision record.
-func (w *Writer) MemoryFileRevision(r *memoryfiles.Revision) error {
-	return w.write(KindFileRevision, fileRevisionRecord{
-		Kind: KindFileRevision, Name: r.Name(), Action: r.Action.String(), Path: r.Path, Content: r.Content, Size: r.Size,
-		CreateTime: r.CreateTime.UTC(),
-	})
 }
 
 // Close writes the end record with the counts and flushes the stream. It
@@ -693,41 +657,10 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if rec.Operation, err = memorybank.UnmarshalOperation(app, id, o.Operation); err != nil {
 			return nil, err
 		}
-	case KindMemoryFile:
-		var m memoryFileRecord
-		if err := strict(line, &m); err != nil {
+	case KindMemoryFile, KindFileRevision:
+		if err := decodeFileRecord(rec, line); err != nil {
 			return nil, err
 		}
-		app, user, id, err := aip.ParseMemoryFile("name", m.Name)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkFilePath(m.Path); err != nil {
-			return nil, err
-		}
-		if len(m.Content) > memoryfiles.MaxFileBytes {
-			return nil, fmt.Errorf("the content is %d bytes, over the limit of %d", len(m.Content), memoryfiles.MaxFileBytes)
-		}
-		rec.File = &memoryfiles.File{App: app, User: user, ID: id, Path: m.Path, Content: m.Content, Size: int64(len(m.Content)),
-			Revision: m.Revision, CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, Deleted: m.Deleted}
-	case KindFileRevision:
-		var m fileRevisionRecord
-		if err := strict(line, &m); err != nil {
-			return nil, err
-		}
-		app, user, id, n, err := aip.ParseMemoryFileRevision("name", m.Name)
-		if err != nil {
-			return nil, err
-		}
-		action, err := memoryfiles.ParseAction(m.Action)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkFilePath(m.Path); err != nil {
-			return nil, err
-		}
-		rec.FileRevision = &memoryfiles.Revision{App: app, User: user, FileID: id, Number: n, Action: action, Path: m.Path,
-			Content: m.Content, Size: m.Size, CreateTime: m.CreateTime}
 	case KindEnd:
 		var e endRecord
 		if err := strict(line, &e); err != nil {
@@ -738,19 +671,6 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		return nil, fmt.Errorf("unknown record kind %q (the archive says format version %d, whose kinds this kioku knows: is it damaged?)", kind, Version)
 	}
 	return rec, nil
-}
-
-// checkFilePath refuses a memory file's path that the memory tool would
-// not have written: one CleanPath refuses or changes, or Root itself.
-func checkFilePath(p string) error {
-	clean, err := memoryfiles.CleanPath(p)
-	if err != nil {
-		return fmt.Errorf("path: %s", strings.TrimPrefix(err.Error(), "Error: "))
-	}
-	if clean != p || p == memoryfiles.Root {
-		return fmt.Errorf("path %q is not the path of a memory file", p)
-	}
-	return nil
 }
 
 // parseRevision parses a revision's name.
