@@ -148,6 +148,9 @@ func (x *exec) view(c *command) (string, *Write, error) {
 }
 
 func (x *exec) create(c *command) (string, *Write, error) {
+	if strings.HasSuffix(c.rawPath, "/") {
+		return "", nil, failf("Error: The path %s ends with a slash; a file needs a name of its own (directories come with the files below them)", c.rawPath)
+	}
 	t, err := x.lookup(c.path)
 	switch {
 	case err != nil:

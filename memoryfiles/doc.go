@@ -56,20 +56,21 @@
 //   - str_replace replaces the one occurrence of old_str (which must not
 //     be empty); occurrences are counted without overlap, and the lines of
 //     "Multiple occurrences" are those where one starts, each once,
-//     separated by ", ". The snippet shows the
-//     lines the new text spans with two more on either side, after the
-//     header "The memory file has been edited. Here is the snippet showing
-//     the change (with line numbers):", as Anthropic's SDKs write it.
+//     separated by ", ". The snippet shows the lines the new text spans
+//     with two more on either side, after the header "The memory file has
+//     been edited. Here is the snippet showing the change (with line
+//     numbers):", as Anthropic's SDKs write it.
 //   - Directories are implicit, as the tool shows them: a directory exists
 //     while a file is below it (Root always exists), create makes the
 //     directories above a file, and a directory whose last file goes is
-//     gone. The listing goes two levels below the viewed directory, in
-//     tree order (names sorted on each level, a directory followed by what
-//     it holds, its name ending with "/"); a directory's size is the total
-//     of the files below it; sizes are written as du -h writes them (512B,
-//     4.0K, 1.5K, 12K, 1.2M). Hidden items (a name starting with ".") and
-//     node_modules are left out of listings (and of the sizes), but can be
-//     viewed by path.
+//     gone (so there is no empty directory, and create refuses a path
+//     ending with a slash). The listing goes two levels below the viewed
+//     directory, in tree order (names sorted on each level, a directory
+//     followed by what it holds, its name ending with "/"); a directory's
+//     size is the total of the files below it; sizes are written as du -h
+//     writes them (512B, 4.0K, 1.5K, 12K, 1.2M). Hidden items (a name
+//     starting with ".") and node_modules are left out of listings (and of
+//     the sizes), but can be viewed by path.
 //   - delete of a directory deletes every file below it; Root itself can
 //     be neither deleted nor renamed. rename moves a file or a directory
 //     with everything below it; its destination must not exist (no

@@ -185,6 +185,8 @@ func testCreateAndView(t *testing.T, h *Harness) {
 		"Error: The path /memories/notes.txt is a file, not a directory: nothing can be created below it", true)
 	h.Want(map[string]any{"command": "create", "path": "/memories", "file_text": "x"},
 		"Error: The path /memories is a directory; a file needs a name of its own", true)
+	h.Want(map[string]any{"command": "create", "path": "/memories/later/", "file_text": "x"},
+		"Error: The path /memories/later/ ends with a slash; a file needs a name of its own (directories come with the files below them)", true)
 	h.Want(view("/memories/nothing.txt"), "The path /memories/nothing.txt does not exist. Please provide a valid path.", true)
 	// An empty file, and lines as the documentation shows them.
 	h.Create("/memories/empty.txt", "")
