@@ -200,7 +200,8 @@ func describeFile(path string, size int64) string {
 func describeCounts(c archive.Counts) string {
 	order := []archive.Kind{
 		archive.KindAppState, archive.KindUserState, archive.KindSession, archive.KindEvent, archive.KindSessionDeleted,
-		archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindWatermark, archive.KindOperation,
+		archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindMemoryFile, archive.KindFileRevision,
+		archive.KindWatermark, archive.KindOperation,
 	}
 	var parts []string
 	for _, k := range order {
