@@ -16,10 +16,12 @@
 //     (preload_memory);
 //  4. calls the model, offering the tools search_conversation(query) (the
 //     words of every past message of the user, through kioku's event
-//     search), load_memory(query) and save_to_memory(fact) and the caller's
-//     tools, and runs the calls the model makes, step after step, up to
-//     MaxSteps model calls; tool results of older turns reach the model as
-//     a placeholder (context editing);
+//     search), load_memory(query) and save_to_memory(fact), with
+//     MemoryFiles the memory file tool (memory: Anthropic's memory tool's
+//     commands on the user's /memories directory in kioku), and the
+//     caller's tools, and runs the calls the model makes, step after step,
+//     up to MaxSteps model calls; tool results of older turns reach the
+//     model as a placeholder (context editing);
 //  5. appends every model reply and every tool result to the session as
 //     events (tool state changes go in the result event's state delta);
 //  6. returns the reply, decoded into the Output type when there is one.
@@ -148,6 +150,11 @@ type Agent struct {
 	// preloading. Default 5.
 	PreloadTopK int
 	Memory      MemoryPolicy
+	// MemoryFiles offers the memory file tool ("memory", the commands of
+	// Anthropic's memory tool; see memoryfiles.go) beside the memory
+	// tools, and says so in the instruction: the model keeps notes as
+	// files in the session user's /memories directory in kioku.
+	MemoryFiles bool
 	// UserIDKey, when set, names the session state key holding the user id,
 	// written when the session was created (for example "user_id"): tools,
 	// the memory tools included, act for the user it names, and a session
@@ -332,6 +339,9 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	system, err := fillInstruction(a.Instruction, t.state)
 	if err != nil {
 		return nil, err
+	}
+	if a.MemoryFiles {
+		system = strings.TrimSpace(system + "\n\n" + memoryFilesInstruction)
 	}
 	if preloaded, err := t.preload(ctx, message); err != nil {
 		return nil, err
@@ -711,6 +721,9 @@ func (t *turn) tools() []Tool {
 				return map[string]any{"saved": true}, nil
 			},
 		})
+	}
+	if t.a.MemoryFiles {
+		tools = append(tools, t.memoryFileTool())
 	}
 	return append(tools, t.a.Tools...)
 }

@@ -193,10 +193,13 @@ func gz(lines ...string) *bytes.Buffer {
 	return &buf
 }
 
-const header = `{"kind":"header","format":"kioku-archive","version":1,"created":"2026-01-01T00:00:00Z"}`
+const (
+	header  = `{"kind":"header","format":"kioku-archive","version":1,"created":"2026-01-01T00:00:00Z"}`
+	header2 = `{"kind":"header","format":"kioku-archive","version":2,"created":"2026-01-01T00:00:00Z"}`
+)
 
-// TestReaderRefuses checks that what is not a whole version-1 archive is
-// refused with a message saying what is wrong.
+// TestReaderRefuses checks that what is not a whole archive of a version
+// this package reads is refused with a message saying what is wrong.
 func TestReaderRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -207,7 +210,7 @@ func TestReaderRefuses(t *testing.T) {
 		{"not gzip", bytes.NewBufferString("hello"), true, "not a kioku archive"},
 		{"empty", gz(), true, "it is empty"},
 		{"other json", gz(`{"a":1}`), true, "not a kioku-archive header"},
-		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":2}`), true, "format version 2; this kioku reads version 1 only"},
+		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":3}`), true, "format version 3; this kioku reads versions 1 to 2"},
 		{"unknown header field", gz(`{"kind":"header","format":"kioku-archive","version":1,"shard":3}`), true, `unknown field "shard"`},
 		{"truncated", gz(header, `{"kind":"app_state","name":"apps/a/state","state":{}}`), false, "without its end record: it is truncated"},
 		{"unknown kind", gz(header, `{"kind":"vector_index","name":"x"}`), false, `unknown record kind "vector_index"`},
@@ -215,6 +218,9 @@ func TestReaderRefuses(t *testing.T) {
 		{"bad name", gz(header, `{"kind":"session","name":"apps/a/sessions/s","last_sequence":1}`), false, "is not of the form apps/{app}/users/{user}/sessions/{session}"},
 		{"counts differ", gz(header, `{"kind":"app_state","name":"apps/a/state","state":{}}`, `{"kind":"end","records":{"app_state":2}}`), false, "counts 2 app_state records, but 1 were read"},
 		{"after the end", gz(header, `{"kind":"end","records":{}}`, `{"kind":"end","records":{}}`), false, "follows its end record"},
+		{"memory file in version 1", gz(header, `{"kind":"memory_file","name":"apps/a/users/u/memoryFiles/f","path":"/memories/x","content":"x","revision":1}`), false, "a memory_file record, which format version 1 does not have"},
+		{"memory file outside /memories", gz(header2, `{"kind":"memory_file","name":"apps/a/users/u/memoryFiles/f","path":"/memories/../etc/passwd","content":"x","revision":1}`), false, `path: The path "/memories/../etc/passwd" is not allowed`},
+		{"memory file at the root", gz(header2, `{"kind":"memory_file","name":"apps/a/users/u/memoryFiles/f","path":"/memories/","content":"x","revision":1}`), false, `path "/memories/" is not the path of a memory file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewReader(tc.in)

@@ -86,6 +86,12 @@ func newSite(t *testing.T) *site { return newSiteOn(t, "gemini") }
 // newSiteOn is newSite with the model of a provider: "gemini" or "openai"
 // (an OpenAI-compatible server, faked too).
 func newSiteOn(t *testing.T, provider string) *site {
+	return newSiteWith(t, provider, hana, nil)
+}
+
+// newSiteWith is newSiteOn with the fakes' responder, and configure, when
+// set, called on the app before it serves.
+func newSiteWith(t *testing.T, provider string, respond func(modeltest.Call) modeltest.Reply, configure func(*App)) *site {
 	var (
 		fake interface{ Calls() []modeltest.Call }
 		cfg  model.Config
@@ -93,11 +99,11 @@ func newSiteOn(t *testing.T, provider string) *site {
 	switch provider {
 	case "gemini":
 		g := modeltest.NewGemini(t)
-		g.SetResponder(hana)
+		g.SetResponder(respond)
 		fake, cfg = g, model.Config{Provider: "gemini", GeminiAPIKey: "test-key", GeminiBaseURL: g.URL, Retry: modeltest.FastRetry}
 	case "openai":
 		o := modeltest.NewOpenAI(t)
-		o.SetResponder(hana)
+		o.SetResponder(respond)
 		oc := o.Config()
 		fake, cfg = o, model.Config{Provider: "openai", Model: "llama-test", OpenAIBaseURL: oc.BaseURL, OpenAIAPIKey: oc.APIKey, Retry: modeltest.FastRetry}
 	}
@@ -116,6 +122,9 @@ func newSiteOn(t *testing.T, provider string) *site {
 	app, err := NewApp(t.Context(), kioku, chat, discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(app)
 	}
 	srv := httptest.NewServer(app.Handler())
 	t.Cleanup(srv.Close)
@@ -465,5 +474,43 @@ func TestDemoFacts(t *testing.T) {
 		if got := toYou(fact); got != want {
 			t.Errorf("toYou(%q) = %q, want %q", fact, got, want)
 		}
+	}
+}
+
+// TestMemoryFiles: with --memory-files, Hana is offered the memory tool
+// and what she writes with it is the signed-in user's memory file in
+// kioku; without it (the default) no such tool is offered.
+func TestMemoryFiles(t *testing.T) {
+	note := func(c modeltest.Call) modeltest.Reply {
+		if len(c.Tools) > 0 && !strings.Contains(c.Text(), "response memory") && strings.Contains(c.Text(), "Miso") {
+			return modeltest.Reply{Parts: []map[string]any{{"functionCall": map[string]any{"name": "memory", "args": map[string]any{
+				"command": "create", "path": "/memories/pets.md", "file_text": "A cat called Miso.\n"}}}}}
+		}
+		return hana(c)
+	}
+	s := newSiteWith(t, "gemini", note, func(a *App) { a.agent.MemoryFiles = true })
+	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	s.turn("/api/day", map[string]string{})
+	s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso"})
+	f, err := s.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: client.UserName(appID, "ann")})
+	if err != nil || len(f.GetMemoryFiles()) != 1 || f.GetMemoryFiles()[0].GetPath() != "/memories/pets.md" {
+		t.Fatalf("ann's memory files: %v, %v", f, err)
+	}
+	offered := func(c modeltest.Call) bool {
+		for _, d := range c.Tools {
+			if d["name"] == "memory" {
+				return true
+			}
+		}
+		return false
+	}
+	if calls := s.fake.Calls(); !offered(calls[0]) {
+		t.Error("the memory tool is not offered with --memory-files")
+	}
+	plain := newSite(t)
+	plain.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	plain.turn("/api/day", map[string]string{})
+	if offered(plain.fake.Calls()[0]) {
+		t.Error("the memory tool is offered by default")
 	}
 }

@@ -16,6 +16,9 @@
 // preloaded into every turn; "New day" starts a new session whose greeting
 // draws on them. A turn answers once the memory operations it started are
 // done (at most 20 seconds), so the memory panel shows what was just saved.
+// With --memory-files, Hana also has the memory file tool (package agent's
+// MemoryFiles): she keeps notes as files in the user's /memories directory
+// in kioku (kioku files list apps/companion/users/USER shows them).
 //
 // Usage:
 //
@@ -45,6 +48,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -84,6 +88,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	kiokuKey := fs.Env("kioku-key", "", "API key for --kioku, when that server requires one (kioku key --app companion)")
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
+	memoryFiles := fs.Env("memory-files", "false", "true: Hana also keeps notes as files in the user's /memories directory in kioku (the memory file tool)")
 	models := cli.RegisterModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -94,6 +99,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	log, err := cli.NewLogger(*logLevel)
 	if err != nil {
 		return err
+	}
+	files, err := strconv.ParseBool(*memoryFiles)
+	if err != nil {
+		return fmt.Errorf("--memory-files is %q; want true or false", *memoryFiles)
 	}
 	cfg, err := models.Config()
 	if err != nil {
@@ -151,6 +160,7 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 		return err
 	}
 	app.demo = demo
+	app.agent.MemoryFiles = files
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	filefirestore "github.com/kioku-ai/kioku/internal/memoryfilestore/firestore"
+	filesqlite "github.com/kioku-ai/kioku/internal/memoryfilestore/sqlite"
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/server"
@@ -29,6 +31,7 @@ import (
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -102,6 +105,8 @@ type Node struct {
 	server   *server.Server
 	Sessions *sessions.Service
 	Memories *memorybank.Service
+	// Files is the memory file tool's backend.
+	Files *memoryfiles.Service
 	// Vectors is the SQLite store's cache of scopes searched by
 	// similarity; nil on Firestore.
 	Vectors *memorybank.VectorCache
@@ -170,6 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		LocalQueue:    cfg.Store == "sqlite",
 		SweepInterval: cfg.SweepInterval,
 	})
+	n.Files = memoryfiles.NewService(stores.Files, memoryfiles.Config{})
 	memories := server.NewMemoryHandler(n.Memories)
 	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, Memories: n.Memories, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = server.New(server.Config{
@@ -182,14 +188,16 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		TLS:               cfg.TLS,
 		CORSOrigins:       cfg.CORSOrigins,
 		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
-			Forgetter: n.Memories,
-			Compactor: n.Memories,
-			Eraser:    n.Memories,
+			Forgetter:  n.Memories,
+			Compactor:  n.Memories,
+			Eraser:     n.Memories,
+			FileEraser: n.Files,
 		}),
-		Memories:   memories,
-		Operations: memories,
-		Surfaces:   surfaces,
-		Metrics:    func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
+		Memories:    memories,
+		Operations:  memories,
+		MemoryFiles: server.NewMemoryFileHandler(n.Files),
+		Surfaces:    surfaces,
+		Metrics:     func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
 	})
 	switch {
 	case gen == nil:
@@ -216,6 +224,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
+	Files    memoryfiles.Store
 
 	sqlite    *sqlitedb.DB            // nil on Firestore
 	vectors   *memorybank.VectorCache // nil on Firestore
@@ -226,7 +235,7 @@ type Stores struct {
 // OpenStores opens the stores cfg chooses (Store, DataDir or the Firestore
 // settings, VectorCacheBytes, BenchUnsynced): the SQLite file with its
 // migrations, or a Firestore client with the memory bank's document
-// migration.
+// migration; the sessions', the memory bank's and the memory files'.
 func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -250,6 +259,10 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			return nil, err
 		}
 		st.Memories, st.vectors = ms, ms.VectorCache()
+		if st.Files, err = filesqlite.New(db); err != nil {
+			st.Close()
+			return nil, err
+		}
 	case "firestore":
 		if cfg.FirestoreProject == "" {
 			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
@@ -279,6 +292,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
 		}
 		st.Memories = ms
+		st.Files = filefirestore.New(client, filefirestore.Options{})
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}

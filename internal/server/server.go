@@ -130,10 +130,11 @@ type Config struct {
 	// memory workers') to GET /metrics; it is called at each scrape.
 	Metrics func() []Metric
 
-	// Handlers of the three services. A nil one answers UNIMPLEMENTED.
-	Sessions   kiokuv1connect.SessionServiceHandler
-	Memories   kiokuv1connect.MemoryBankServiceHandler
-	Operations kiokuv1connect.OperationServiceHandler
+	// Handlers of the services. A nil one answers UNIMPLEMENTED.
+	Sessions    kiokuv1connect.SessionServiceHandler
+	Memories    kiokuv1connect.MemoryBankServiceHandler
+	Operations  kiokuv1connect.OperationServiceHandler
+	MemoryFiles kiokuv1connect.MemoryFileServiceHandler
 
 	// Surfaces are further APIs served on the same port beside kioku.v1
 	// (the Vertex AI API of package internal/server/vertex), through the same
@@ -171,6 +172,7 @@ var serviceNames = []string{
 	kiokuv1connect.SessionServiceName,
 	kiokuv1connect.MemoryBankServiceName,
 	kiokuv1connect.OperationServiceName,
+	kiokuv1connect.MemoryFileServiceName,
 }
 
 // New returns a Server for cfg.
@@ -204,6 +206,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Operations == nil {
 		cfg.Operations = unimplementedOperations{}
+	}
+	if cfg.MemoryFiles == nil {
+		cfg.MemoryFiles = unimplementedMemoryFiles{}
 	}
 
 	metrics := newRPCMetrics(cfg.Logger, cfg.Metrics)
@@ -278,6 +283,7 @@ func New(cfg Config) *Server {
 	serve(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
 	serve(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
 	serve(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
+	serve(kiokuv1connect.NewMemoryFileServiceHandler(cfg.MemoryFiles, apiOpts...))
 	// REST: the google.api.http bindings of the services above, transcoded
 	// by vanguard into Connect calls of the same handlers (so keys, limits,
 	// logging and metrics apply alike). Every REST path starts with a

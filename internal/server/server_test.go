@@ -84,6 +84,7 @@ func TestReflectionListsServices(t *testing.T) {
 		"grpc.reflection.v1.ServerReflection",
 		"grpc.reflection.v1alpha.ServerReflection",
 		kiokuv1connect.MemoryBankServiceName,
+		kiokuv1connect.MemoryFileServiceName,
 		kiokuv1connect.OperationServiceName,
 		kiokuv1connect.SessionServiceName,
 	}

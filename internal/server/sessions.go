@@ -34,12 +34,19 @@ type UserEraser interface {
 	EraseUser(ctx context.Context, app, user string) (*memorybank.Erasure, error)
 }
 
+// FileEraser removes a user's memory files: DeleteUser calls it after the
+// memory bank's part.
+type FileEraser interface {
+	EraseUser(ctx context.Context, app, user string) (int, error)
+}
+
 // SessionHandler serves kioku.v1.SessionService over a sessions.Service.
 type SessionHandler struct {
-	svc     *sessions.Service
-	forget  SessionForgetter
-	compact SessionCompactor
-	erase   UserEraser
+	svc        *sessions.Service
+	forget     SessionForgetter
+	compact    SessionCompactor
+	erase      UserEraser
+	eraseFiles FileEraser
 }
 
 var _ kiokuv1connect.SessionServiceHandler = (*SessionHandler)(nil)
@@ -62,11 +69,14 @@ type SessionHandlerOptions struct {
 	// DeleteUser is FAILED_PRECONDITION (it would leave the user's
 	// memories).
 	Eraser UserEraser
+	// FileEraser is the memory files' part of DeleteUser; without it (a
+	// server that serves no memory files) there are none to remove.
+	FileEraser FileEraser
 }
 
 // NewSessionHandler returns the SessionService handler.
 func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *SessionHandler {
-	return &SessionHandler{svc: svc, forget: opts.Forgetter, compact: opts.Compactor, erase: opts.Eraser}
+	return &SessionHandler{svc: svc, forget: opts.Forgetter, compact: opts.Compactor, erase: opts.Eraser, eraseFiles: opts.FileEraser}
 }
 
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
@@ -269,7 +279,7 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 // DeleteUser implements kiokuv1connect.SessionServiceHandler: the user's
 // sessions first (so that no generation can read them any more), then what
 // the memory bank holds about the user (its operations first, which stops
-// a generation under way from writing).
+// a generation under way from writing), then the user's memory files.
 func (h *SessionHandler) DeleteUser(ctx context.Context, req *connect.Request[kiokuv1.DeleteUserRequest]) (*connect.Response[kiokuv1.DeleteUserResponse], error) {
 	app, user, err := aip.ParseUser("name", req.Msg.GetName())
 	if err != nil {
@@ -286,9 +296,16 @@ func (h *SessionHandler) DeleteUser(ctx context.Context, req *connect.Request[ki
 	if err != nil {
 		return nil, err
 	}
+	var files int
+	if h.eraseFiles != nil {
+		if files, err = h.eraseFiles.EraseUser(ctx, app, user); err != nil {
+			return nil, err
+		}
+	}
 	return connect.NewResponse(&kiokuv1.DeleteUserResponse{
 		DeletedSessions: int64(n), DeletedMemories: int64(er.Memories),
 		DeletedWatermarks: int64(er.Watermarks), DeletedOperations: int64(er.Operations),
+		DeletedMemoryFiles: int64(files),
 	}), nil
 }
 

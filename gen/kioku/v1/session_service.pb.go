@@ -553,8 +553,11 @@ type DeleteUserResponse struct {
 	DeletedWatermarks int64 `protobuf:"varint,3,opt,name=deleted_watermarks,json=deletedWatermarks,proto3" json:"deleted_watermarks,omitempty"`
 	// The memory operations about the user deleted.
 	DeletedOperations int64 `protobuf:"varint,4,opt,name=deleted_operations,json=deletedOperations,proto3" json:"deleted_operations,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The user's memory files deleted (deleted ones too), with their
+	// revisions.
+	DeletedMemoryFiles int64 `protobuf:"varint,5,opt,name=deleted_memory_files,json=deletedMemoryFiles,proto3" json:"deleted_memory_files,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *DeleteUserResponse) Reset() {
@@ -611,6 +614,13 @@ func (x *DeleteUserResponse) GetDeletedWatermarks() int64 {
 func (x *DeleteUserResponse) GetDeletedOperations() int64 {
 	if x != nil {
 		return x.DeletedOperations
+	}
+	return 0
+}
+
+func (x *DeleteUserResponse) GetDeletedMemoryFiles() int64 {
+	if x != nil {
+		return x.DeletedMemoryFiles
 	}
 	return 0
 }
@@ -1541,12 +1551,13 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x0fforget_memories\x18\x02 \x01(\bR\x0eforgetMemories\x12#\n" +
 	"\rallow_missing\x18\x03 \x01(\bR\fallowMissing\"'\n" +
 	"\x11DeleteUserRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xc8\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xfa\x01\n" +
 	"\x12DeleteUserResponse\x12)\n" +
 	"\x10deleted_sessions\x18\x01 \x01(\x03R\x0fdeletedSessions\x12)\n" +
 	"\x10deleted_memories\x18\x02 \x01(\x03R\x0fdeletedMemories\x12-\n" +
 	"\x12deleted_watermarks\x18\x03 \x01(\x03R\x11deletedWatermarks\x12-\n" +
-	"\x12deleted_operations\x18\x04 \x01(\x03R\x11deletedOperations\"\x97\x01\n" +
+	"\x12deleted_operations\x18\x04 \x01(\x03R\x11deletedOperations\x120\n" +
+	"\x14deleted_memory_files\x18\x05 \x01(\x03R\x12deletedMemoryFiles\"\x97\x01\n" +
 	"\x12AppendEventRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x05event\x18\x02 \x01(\v2\x0f.kioku.v1.EventR\x05event\x120\n" +

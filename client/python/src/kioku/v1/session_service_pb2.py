@@ -19,7 +19,7 @@ from kioku.v1 import operation_pb2 as kioku_dot_v1_dot_operation__pb2
 from kioku.v1 import session_pb2 as kioku_dot_v1_dot_session__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ekioku/v1/session_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"z\n\x14\x43reateSessionRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12+\n\x07session\x18\x03 \x01(\x0b\x32\x11.kioku.v1.SessionR\x07session\"\xda\x01\n\x11GetSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x11num_recent_events\x18\x02 \x01(\x05R\x0fnumRecentEvents\x12\x39\n\nafter_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\x12\x1f\n\x0bskip_events\x18\x04 \x01(\x08R\nskipEvents\x12)\n\x04view\x18\x05 \x01(\x0e\x32\x15.kioku.v1.SessionViewR\x04view\"\xa6\x01\n\x13ListSessionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x04 \x01(\tR\x06\x66ilter\x12#\n\rinclude_state\x18\x05 \x01(\x08R\x0cincludeState\"m\n\x14ListSessionsResponse\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x11.kioku.v1.SessionR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x80\x01\n\x14UpdateSessionRequest\x12+\n\x07session\x18\x01 \x01(\x0b\x32\x11.kioku.v1.SessionR\x07session\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"x\n\x14\x44\x65leteSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\'\n\x0f\x66orget_memories\x18\x02 \x01(\x08R\x0e\x66orgetMemories\x12#\n\rallow_missing\x18\x03 \x01(\x08R\x0c\x61llowMissing\"\'\n\x11\x44\x65leteUserRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xc8\x01\n\x12\x44\x65leteUserResponse\x12)\n\x10\x64\x65leted_sessions\x18\x01 \x01(\x03R\x0f\x64\x65letedSessions\x12)\n\x10\x64\x65leted_memories\x18\x02 \x01(\x03R\x0f\x64\x65letedMemories\x12-\n\x12\x64\x65leted_watermarks\x18\x03 \x01(\x03R\x11\x64\x65letedWatermarks\x12-\n\x12\x64\x65leted_operations\x18\x04 \x01(\x03R\x11\x64\x65letedOperations\"\x97\x01\n\x12\x41ppendEventRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\x12\x30\n\x11\x65xpected_sequence\x18\x03 \x01(\x03H\x00R\x10\x65xpectedSequence\x88\x01\x01\x42\x14\n\x12_expected_sequence\"<\n\x13\x41ppendEventResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\"\xf4\x01\n\x11ListEventsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x39\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x19\n\x08order_by\x18\x06 \x01(\tR\x07orderBy\"e\n\x12ListEventsResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"%\n\x0fGetStateRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"b\n\x12UpdateStateRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x38\n\x0bstate_delta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\"\x85\x01\n\x12\x46orkSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n\x08\x65vent_id\x18\x03 \x01(\tR\x07\x65ventId\x12!\n\x0c\x64isplay_name\x18\x04 \x01(\tR\x0b\x64isplayName\"h\n\x13WatchSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03H\x00R\rafterSequence\x88\x01\x01\x42\x11\n\x0f_after_sequence\"=\n\x14WatchSessionResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\"\x89\x02\n\x13SearchEventsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n\x06\x61uthor\x18\x03 \x01(\tR\x06\x61uthor\x12\x39\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x1b\n\tpage_size\x18\x06 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x07 \x01(\tR\tpageToken\"v\n\x14SearchEventsResponse\x12\x36\n\x07results\x18\x01 \x03(\x0b\x32\x1c.kioku.v1.SearchEventsResultR\x07results\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"k\n\x12SearchEventsResult\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12\x14\n\x05score\x18\x03 \x01(\x01R\x05score\"\x7f\n\x15\x43ompactSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12$\n\x0eup_to_sequence\x18\x02 \x01(\x03R\x0cupToSequence\x12,\n\x12keep_recent_events\x18\x03 \x01(\x05R\x10keepRecentEvents\"c\n\x16\x43ompactSessionResponse\x12/\n\ncompaction\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\ncompaction\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated*^\n\x0bSessionView\x12\x1c\n\x18SESSION_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11SESSION_VIEW_FULL\x10\x01\x12\x1a\n\x16SESSION_VIEW_COMPACTED\x10\x02\x32\x8d\x08\n\x0eSessionService\x12\x42\n\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\x12\x41\n\nGetSession\x12\x1b.kioku.v1.GetSessionRequest\x1a\x11.kioku.v1.Session\"\x03\x90\x02\x01\x12R\n\x0cListSessions\x12\x1d.kioku.v1.ListSessionsRequest\x1a\x1e.kioku.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12\x42\n\rUpdateSession\x12\x1e.kioku.v1.UpdateSessionRequest\x1a\x11.kioku.v1.Session\x12G\n\rDeleteSession\x12\x1e.kioku.v1.DeleteSessionRequest\x1a\x16.google.protobuf.Empty\x12L\n\nDeleteUser\x12\x1b.kioku.v1.DeleteUserRequest\x1a\x1c.kioku.v1.DeleteUserResponse\"\x03\x90\x02\x02\x12J\n\x0b\x41ppendEvent\x12\x1c.kioku.v1.AppendEventRequest\x1a\x1d.kioku.v1.AppendEventResponse\x12L\n\nListEvents\x12\x1b.kioku.v1.ListEventsRequest\x1a\x1c.kioku.v1.ListEventsResponse\"\x03\x90\x02\x01\x12;\n\x08GetState\x12\x19.kioku.v1.GetStateRequest\x1a\x0f.kioku.v1.State\"\x03\x90\x02\x01\x12<\n\x0bUpdateState\x12\x1c.kioku.v1.UpdateStateRequest\x1a\x0f.kioku.v1.State\x12>\n\x0b\x46orkSession\x12\x1c.kioku.v1.ForkSessionRequest\x1a\x11.kioku.v1.Session\x12T\n\x0cWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x01\x30\x01\x12\x46\n\x0e\x43ompactSession\x12\x1f.kioku.v1.CompactSessionRequest\x1a\x13.kioku.v1.Operation\x12R\n\x0cSearchEvents\x12\x1d.kioku.v1.SearchEventsRequest\x1a\x1e.kioku.v1.SearchEventsResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ekioku/v1/session_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"z\n\x14\x43reateSessionRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12+\n\x07session\x18\x03 \x01(\x0b\x32\x11.kioku.v1.SessionR\x07session\"\xda\x01\n\x11GetSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x11num_recent_events\x18\x02 \x01(\x05R\x0fnumRecentEvents\x12\x39\n\nafter_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\x12\x1f\n\x0bskip_events\x18\x04 \x01(\x08R\nskipEvents\x12)\n\x04view\x18\x05 \x01(\x0e\x32\x15.kioku.v1.SessionViewR\x04view\"\xa6\x01\n\x13ListSessionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x04 \x01(\tR\x06\x66ilter\x12#\n\rinclude_state\x18\x05 \x01(\x08R\x0cincludeState\"m\n\x14ListSessionsResponse\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x11.kioku.v1.SessionR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x80\x01\n\x14UpdateSessionRequest\x12+\n\x07session\x18\x01 \x01(\x0b\x32\x11.kioku.v1.SessionR\x07session\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"x\n\x14\x44\x65leteSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\'\n\x0f\x66orget_memories\x18\x02 \x01(\x08R\x0e\x66orgetMemories\x12#\n\rallow_missing\x18\x03 \x01(\x08R\x0c\x61llowMissing\"\'\n\x11\x44\x65leteUserRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xfa\x01\n\x12\x44\x65leteUserResponse\x12)\n\x10\x64\x65leted_sessions\x18\x01 \x01(\x03R\x0f\x64\x65letedSessions\x12)\n\x10\x64\x65leted_memories\x18\x02 \x01(\x03R\x0f\x64\x65letedMemories\x12-\n\x12\x64\x65leted_watermarks\x18\x03 \x01(\x03R\x11\x64\x65letedWatermarks\x12-\n\x12\x64\x65leted_operations\x18\x04 \x01(\x03R\x11\x64\x65letedOperations\x12\x30\n\x14\x64\x65leted_memory_files\x18\x05 \x01(\x03R\x12\x64\x65letedMemoryFiles\"\x97\x01\n\x12\x41ppendEventRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\x12\x30\n\x11\x65xpected_sequence\x18\x03 \x01(\x03H\x00R\x10\x65xpectedSequence\x88\x01\x01\x42\x14\n\x12_expected_sequence\"<\n\x13\x41ppendEventResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\"\xf4\x01\n\x11ListEventsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x39\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x19\n\x08order_by\x18\x06 \x01(\tR\x07orderBy\"e\n\x12ListEventsResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"%\n\x0fGetStateRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"b\n\x12UpdateStateRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x38\n\x0bstate_delta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\"\x85\x01\n\x12\x46orkSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n\x08\x65vent_id\x18\x03 \x01(\tR\x07\x65ventId\x12!\n\x0c\x64isplay_name\x18\x04 \x01(\tR\x0b\x64isplayName\"h\n\x13WatchSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03H\x00R\rafterSequence\x88\x01\x01\x42\x11\n\x0f_after_sequence\"=\n\x14WatchSessionResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\"\x89\x02\n\x13SearchEventsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n\x06\x61uthor\x18\x03 \x01(\tR\x06\x61uthor\x12\x39\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x1b\n\tpage_size\x18\x06 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x07 \x01(\tR\tpageToken\"v\n\x14SearchEventsResponse\x12\x36\n\x07results\x18\x01 \x03(\x0b\x32\x1c.kioku.v1.SearchEventsResultR\x07results\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"k\n\x12SearchEventsResult\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\x05\x65vent\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12\x14\n\x05score\x18\x03 \x01(\x01R\x05score\"\x7f\n\x15\x43ompactSessionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12$\n\x0eup_to_sequence\x18\x02 \x01(\x03R\x0cupToSequence\x12,\n\x12keep_recent_events\x18\x03 \x01(\x05R\x10keepRecentEvents\"c\n\x16\x43ompactSessionResponse\x12/\n\ncompaction\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.EventR\ncompaction\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated*^\n\x0bSessionView\x12\x1c\n\x18SESSION_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11SESSION_VIEW_FULL\x10\x01\x12\x1a\n\x16SESSION_VIEW_COMPACTED\x10\x02\x32\x8d\x08\n\x0eSessionService\x12\x42\n\rCreateSession\x12\x1e.kioku.v1.CreateSessionRequest\x1a\x11.kioku.v1.Session\x12\x41\n\nGetSession\x12\x1b.kioku.v1.GetSessionRequest\x1a\x11.kioku.v1.Session\"\x03\x90\x02\x01\x12R\n\x0cListSessions\x12\x1d.kioku.v1.ListSessionsRequest\x1a\x1e.kioku.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12\x42\n\rUpdateSession\x12\x1e.kioku.v1.UpdateSessionRequest\x1a\x11.kioku.v1.Session\x12G\n\rDeleteSession\x12\x1e.kioku.v1.DeleteSessionRequest\x1a\x16.google.protobuf.Empty\x12L\n\nDeleteUser\x12\x1b.kioku.v1.DeleteUserRequest\x1a\x1c.kioku.v1.DeleteUserResponse\"\x03\x90\x02\x02\x12J\n\x0b\x41ppendEvent\x12\x1c.kioku.v1.AppendEventRequest\x1a\x1d.kioku.v1.AppendEventResponse\x12L\n\nListEvents\x12\x1b.kioku.v1.ListEventsRequest\x1a\x1c.kioku.v1.ListEventsResponse\"\x03\x90\x02\x01\x12;\n\x08GetState\x12\x19.kioku.v1.GetStateRequest\x1a\x0f.kioku.v1.State\"\x03\x90\x02\x01\x12<\n\x0bUpdateState\x12\x1c.kioku.v1.UpdateStateRequest\x1a\x0f.kioku.v1.State\x12>\n\x0b\x46orkSession\x12\x1c.kioku.v1.ForkSessionRequest\x1a\x11.kioku.v1.Session\x12T\n\x0cWatchSession\x12\x1d.kioku.v1.WatchSessionRequest\x1a\x1e.kioku.v1.WatchSessionResponse\"\x03\x90\x02\x01\x30\x01\x12\x46\n\x0e\x43ompactSession\x12\x1f.kioku.v1.CompactSessionRequest\x1a\x13.kioku.v1.Operation\x12R\n\x0cSearchEvents\x12\x1d.kioku.v1.SearchEventsRequest\x1a\x1e.kioku.v1.SearchEventsResponse\"\x03\x90\x02\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kioku.v1.session_service_pb2', globals())
@@ -40,8 +40,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _SESSIONSERVICE.methods_by_name['WatchSession']._serialized_options = b'\220\002\001'
   _SESSIONSERVICE.methods_by_name['SearchEvents']._options = None
   _SESSIONSERVICE.methods_by_name['SearchEvents']._serialized_options = b'\220\002\001'
-  _SESSIONVIEW._serialized_start=3079
-  _SESSIONVIEW._serialized_end=3173
+  _SESSIONVIEW._serialized_start=3129
+  _SESSIONVIEW._serialized_end=3223
   _CREATESESSIONREQUEST._serialized_start=220
   _CREATESESSIONREQUEST._serialized_end=342
   _GETSESSIONREQUEST._serialized_start=345
@@ -57,35 +57,35 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DELETEUSERREQUEST._serialized_start=1098
   _DELETEUSERREQUEST._serialized_end=1137
   _DELETEUSERRESPONSE._serialized_start=1140
-  _DELETEUSERRESPONSE._serialized_end=1340
-  _APPENDEVENTREQUEST._serialized_start=1343
-  _APPENDEVENTREQUEST._serialized_end=1494
-  _APPENDEVENTRESPONSE._serialized_start=1496
-  _APPENDEVENTRESPONSE._serialized_end=1556
-  _LISTEVENTSREQUEST._serialized_start=1559
-  _LISTEVENTSREQUEST._serialized_end=1803
-  _LISTEVENTSRESPONSE._serialized_start=1805
-  _LISTEVENTSRESPONSE._serialized_end=1906
-  _GETSTATEREQUEST._serialized_start=1908
-  _GETSTATEREQUEST._serialized_end=1945
-  _UPDATESTATEREQUEST._serialized_start=1947
-  _UPDATESTATEREQUEST._serialized_end=2045
-  _FORKSESSIONREQUEST._serialized_start=2048
-  _FORKSESSIONREQUEST._serialized_end=2181
-  _WATCHSESSIONREQUEST._serialized_start=2183
-  _WATCHSESSIONREQUEST._serialized_end=2287
-  _WATCHSESSIONRESPONSE._serialized_start=2289
-  _WATCHSESSIONRESPONSE._serialized_end=2350
-  _SEARCHEVENTSREQUEST._serialized_start=2353
-  _SEARCHEVENTSREQUEST._serialized_end=2618
-  _SEARCHEVENTSRESPONSE._serialized_start=2620
-  _SEARCHEVENTSRESPONSE._serialized_end=2738
-  _SEARCHEVENTSRESULT._serialized_start=2740
-  _SEARCHEVENTSRESULT._serialized_end=2847
-  _COMPACTSESSIONREQUEST._serialized_start=2849
-  _COMPACTSESSIONREQUEST._serialized_end=2976
-  _COMPACTSESSIONRESPONSE._serialized_start=2978
-  _COMPACTSESSIONRESPONSE._serialized_end=3077
-  _SESSIONSERVICE._serialized_start=3176
-  _SESSIONSERVICE._serialized_end=4213
+  _DELETEUSERRESPONSE._serialized_end=1390
+  _APPENDEVENTREQUEST._serialized_start=1393
+  _APPENDEVENTREQUEST._serialized_end=1544
+  _APPENDEVENTRESPONSE._serialized_start=1546
+  _APPENDEVENTRESPONSE._serialized_end=1606
+  _LISTEVENTSREQUEST._serialized_start=1609
+  _LISTEVENTSREQUEST._serialized_end=1853
+  _LISTEVENTSRESPONSE._serialized_start=1855
+  _LISTEVENTSRESPONSE._serialized_end=1956
+  _GETSTATEREQUEST._serialized_start=1958
+  _GETSTATEREQUEST._serialized_end=1995
+  _UPDATESTATEREQUEST._serialized_start=1997
+  _UPDATESTATEREQUEST._serialized_end=2095
+  _FORKSESSIONREQUEST._serialized_start=2098
+  _FORKSESSIONREQUEST._serialized_end=2231
+  _WATCHSESSIONREQUEST._serialized_start=2233
+  _WATCHSESSIONREQUEST._serialized_end=2337
+  _WATCHSESSIONRESPONSE._serialized_start=2339
+  _WATCHSESSIONRESPONSE._serialized_end=2400
+  _SEARCHEVENTSREQUEST._serialized_start=2403
+  _SEARCHEVENTSREQUEST._serialized_end=2668
+  _SEARCHEVENTSRESPONSE._serialized_start=2670
+  _SEARCHEVENTSRESPONSE._serialized_end=2788
+  _SEARCHEVENTSRESULT._serialized_start=2790
+  _SEARCHEVENTSRESULT._serialized_end=2897
+  _COMPACTSESSIONREQUEST._serialized_start=2899
+  _COMPACTSESSIONREQUEST._serialized_end=3026
+  _COMPACTSESSIONRESPONSE._serialized_start=3028
+  _COMPACTSESSIONRESPONSE._serialized_end=3127
+  _SESSIONSERVICE._serialized_start=3226
+  _SESSIONSERVICE._serialized_end=4263
 # @@protoc_insertion_point(module_scope)
