@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -92,7 +94,7 @@ type Record struct {
 	// Watermark is a watermark record.
 	Watermark *memorybank.Watermark
 	// Operation is an operation record.
-	Operation *memorybank.Operation
+	Operation *jobs.Operation
 	// Counts are the end record's.
 	Counts Counts
 	// Size is the size of the record's encoding, in bytes.
@@ -275,7 +277,7 @@ func (w *Writer) SessionDeleted(key sessions.Key) error {
 
 // Config writes a memory_bank_config record.
 func (w *Writer) Config(c *memorybank.BankConfig) error {
-	body, err := memorybank.MarshalConfig(c)
+	body, err := record.MarshalConfig(c)
 	if err != nil {
 		return err
 	}
@@ -284,7 +286,7 @@ func (w *Writer) Config(c *memorybank.BankConfig) error {
 
 // Memory writes a memory record, with its vector.
 func (w *Writer) Memory(m *memorybank.Memory) error {
-	sources, err := memorybank.MarshalSources(m.Sources)
+	sources, err := record.MarshalSources(m.Sources)
 	if err != nil {
 		return err
 	}
@@ -299,7 +301,7 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 
 // Revision writes a revision record.
 func (w *Writer) Revision(r *memorybank.Revision) error {
-	body, err := r.MarshalBody()
+	body, err := record.MarshalRevision(r)
 	if err != nil {
 		return err
 	}
@@ -312,8 +314,8 @@ func (w *Writer) Watermark(wm memorybank.Watermark) error {
 }
 
 // Operation writes an operation record.
-func (w *Writer) Operation(op *memorybank.Operation) error {
-	body, err := memorybank.MarshalOperation(op)
+func (w *Writer) Operation(op *jobs.Operation) error {
+	body, err := jobs.MarshalOperation(op)
 	if err != nil {
 		return err
 	}
@@ -585,7 +587,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Config, err = memorybank.UnmarshalConfig(app, c.Config); err != nil {
+		if rec.Config, err = record.UnmarshalConfig(app, c.Config); err != nil {
 			return nil, err
 		}
 	case KindMemory:
@@ -603,7 +605,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 			EventTime: m.EventTime, StatedTime: m.StatedTime,
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		}
-		if mem.Sources, err = memorybank.UnmarshalSources(m.Sources); err != nil {
+		if mem.Sources, err = record.UnmarshalSources(m.Sources); err != nil {
 			return nil, err
 		}
 		if mem.Embedding, err = decodeVector(m.Embedding); err != nil {
@@ -619,7 +621,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Revision, err = memorybank.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
+		if rec.Revision, err = record.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
 			return nil, err
 		}
 	case KindWatermark:
@@ -641,7 +643,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Operation, err = memorybank.UnmarshalOperation(app, id, o.Operation); err != nil {
+		if rec.Operation, err = record.DecodeOperation(app, id, o.Operation); err != nil {
 			return nil, err
 		}
 	case KindEnd:

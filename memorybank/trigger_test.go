@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/jobs"
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
@@ -57,9 +58,11 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	sess := sessions.NewService(sessStore, sessions.Config{})
 	gemini := modeltest.NewGemini(t)
 	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}
+	engine := jobs.New(store, jobs.Config{})
 	mem := memorybank.NewService(store, memorybank.Config{
 		Generator: &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
 		Sessions:  sess,
+		Jobs:      engine,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err := memStore.PutConfig(ctx, &memorybank.BankConfig{App: "app", Trigger: memorybank.Trigger{EventCount: 5}}); err != nil {
@@ -84,12 +87,16 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	close(store.blocked)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ops, _, err := mem.ListOperations(ctx, "app", nil, 0, "")
+		ops, _, err := engine.List(ctx, "app", nil, 0, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ops) == 1 {
-			if g := ops[0].Generate; g.Session == nil || *g.Session != key {
+			job, err := memorybank.JobOf(ops[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := job.Generate; g.Session == nil || *g.Session != key {
 				t.Fatalf("triggered operation = %+v", g)
 			}
 			break
