@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
 	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
@@ -11,6 +13,15 @@ import (
 
 func TestConformance(t *testing.T) {
 	memorybanktest.Run(t, func(t *testing.T) memorybank.Store {
+		c, _ := firestoretest.NewClient(t)
+		return firestore.New(c, firestore.Options{})
+	})
+}
+
+// TestJobsConformance runs the jobs engine's suite on the store's
+// operations.
+func TestJobsConformance(t *testing.T) {
+	jobstest.Run(t, func(t *testing.T) jobs.Store {
 		c, _ := firestoretest.NewClient(t)
 		return firestore.New(c, firestore.Options{})
 	})
