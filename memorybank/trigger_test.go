@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/jobs"
-	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
-	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -42,19 +39,8 @@ func (s *blockingStore) GetConfig(ctx context.Context, app string) (*memorybank.
 // count trigger fires for those appends.
 func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	ctx := t.Context()
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	sessStore, err := sessionsqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	memStore, err := memorysqlite.New(db, memorysqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := sqlitetest.Open(t)
+	sessStore, memStore := sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 	sess := sessions.NewService(sessStore, sessions.Config{})
 	gemini := modeltest.NewGemini(t)
 	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -38,15 +36,7 @@ type triggers struct {
 }
 
 func newTriggers(t *testing.T, gen model.Generator) *triggers {
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store, err := sqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := sqlitetest.Sessions(t, sqlitetest.Open(t))
 	tr := &triggers{t: t, svc: sessions.NewService(store, sessions.Config{Generator: gen})}
 	tr.c = tr.svc.CompactionTriggers(func(_ context.Context, app string) (sessions.CompactionTrigger, error) {
 		tr.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,10 +14,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/jobs"
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
-	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
-	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -33,20 +30,8 @@ import (
 func TestCompactionTriggers(t *testing.T) {
 	stores := map[string]func(t *testing.T) (sessions.Store, memorybank.Store){
 		"sqlite": func(t *testing.T) (sessions.Store, memorybank.Store) {
-			db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			ss, err := sessionsqlite.New(db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms, err := memorysqlite.New(db, memorysqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ss, ms
+			db := sqlitetest.Open(t)
+			return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 		},
 		"firestore": func(t *testing.T) (sessions.Store, memorybank.Store) {
 			c, _ := firestoretest.NewClient(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -301,3 +302,63 @@ func testReembed(t *testing.T, h *harness) {
 type renamed struct{ model.Offline }
 
 func (renamed) Name() string { return "renamed-offline" }
+
+// testCompactionTriggerConfig: the compaction trigger, package sessions'
+// setting, is kept with the configuration, changed alone under its mask,
+// and validated.
+func testCompactionTriggerConfig(t *testing.T, h *harness) {
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", MemoryTTL: time.Hour}, nil); err != nil {
+		t.Fatal(err)
+	}
+	trigger := sessions.CompactionTrigger{EventCount: 20, EventBytes: 4096, KeepRecent: 3}
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Compaction: trigger}, []string{"compaction_trigger"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.store.GetConfig(h.ctx, "app1")
+	if err != nil || c.Compaction != trigger || c.MemoryTTL != time.Hour {
+		t.Fatalf("stored config = %+v, %v; want the trigger and the TTL kept", c, err)
+	}
+	if got, err := h.svc.AppConfig(h.ctx, "app1"); err != nil || got.Compaction != trigger {
+		t.Fatalf("AppConfig right after the update = %+v, %v", got, err)
+	}
+	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Compaction: sessions.CompactionTrigger{EventBytes: -1}}, []string{"compaction_trigger"})
+	wantKind(t, "a negative compaction trigger", err, fault.Invalid)
+	if err == nil || !strings.Contains(err.Error(), "compaction_trigger") {
+		t.Errorf("the error names no field: %v", err)
+	}
+	if c, _ := h.store.GetConfig(h.ctx, "app1"); c.Compaction != trigger {
+		t.Fatalf("a refused update changed the trigger: %+v", c.Compaction)
+	}
+}
+
+// testConfigLimits: a configuration past a limit is refused with an
+// error naming the field, and nothing is stored.
+func testConfigLimits(t *testing.T, h *harness) {
+	topics := make([]memorybank.CustomTopic, memorybank.MaxCustomTopics+1)
+	for i := range topics {
+		topics[i] = memorybank.CustomTopic{Label: fmt.Sprint("T", i), Description: "d"}
+	}
+	for name, tc := range map[string]struct {
+		cfg   memorybank.BankConfig
+		field string
+	}{
+		"memory TTL past 100 years":  {memorybank.BankConfig{MemoryTTL: memorybank.MaxConfigTTL + time.Hour}, "memory_ttl"},
+		"negative revision TTL":      {memorybank.BankConfig{RevisionTTL: -time.Second}, "TTLs"},
+		"idle trigger under 1s":      {memorybank.BankConfig{Trigger: memorybank.Trigger{IdleDuration: time.Millisecond}}, "idle_duration"},
+		"too many custom topics":     {memorybank.BankConfig{CustomTopics: topics}, "custom_topics"},
+		"example without events":     {memorybank.BankConfig{Examples: []memorybank.Example{{ExpectedFacts: []string{"x"}}}}, "generation_examples"},
+		"fusion weight over 100":     {memorybank.BankConfig{Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{LexicalWeight: 101}}}, "lexical_weight"},
+		"reciprocal rank k too big":  {memorybank.BankConfig{Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{RRFK: 1001}}}, "rrf_k"},
+		"managed topic twice custom": {memorybank.BankConfig{CustomTopics: []memorybank.CustomTopic{{Label: memorybank.TopicUserPreferences, Description: "d"}}}, "custom_topics"},
+	} {
+		tc.cfg.App = "app1"
+		_, err := h.svc.UpdateConfig(h.ctx, &tc.cfg, nil)
+		wantKind(t, name, err, fault.Invalid)
+		if !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: %v does not name %s", name, err, tc.field)
+		}
+	}
+	if c, err := h.store.GetConfig(h.ctx, "app1"); err != nil || !c.UpdateTime.IsZero() {
+		t.Fatalf("a refused configuration was stored: %+v, %v", c, err)
+	}
+}

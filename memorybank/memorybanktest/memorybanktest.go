@@ -25,6 +25,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -89,27 +90,6 @@ func Run(t *testing.T, newStore NewStore) {
 			tc.fn(t, h)
 		})
 	}
-}
-
-// Clock is a settable clock.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// Now returns the time, one microsecond later at each call.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Microsecond)
-	return c.now
-}
-
-// Advance moves the clock.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // FakeSessions is an in-memory memorybank.SessionReader. Now, when set,
@@ -276,7 +256,7 @@ func (w *Worker) Run(ctx context.Context) {
 type harness struct {
 	t      *testing.T
 	store  memorybank.Store
-	clock  *Clock
+	clock  *jobstest.Clock
 	gemini *modeltest.Gemini
 	sess   *FakeSessions
 	svc    *Worker // with a model
@@ -290,7 +270,7 @@ type harness struct {
 func newHarness(t *testing.T, store memorybank.Store) *harness {
 	h := &harness{
 		t: t, store: store, ctx: t.Context(),
-		clock:  &Clock{now: time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)},
+		clock:  jobstest.NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)),
 		gemini: modeltest.NewGemini(t),
 	}
 	h.sess = &FakeSessions{Now: h.clock.Now}

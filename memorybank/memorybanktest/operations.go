@@ -415,3 +415,112 @@ func testOperations(t *testing.T, h *harness) {
 	_, err = h.noGen.GetOperation(h.ctx, "app1", a.ID)
 	wantKind(t, "operation past its retention", err, fault.NotFound)
 }
+
+// testOperationsOfAUser: an operation is about a user when its key's
+// scope names them, or, for a generation, when it reads one of their
+// sessions or records one as its facts' source.
+func testOperationsOfAUser(t *testing.T, h *harness) {
+	ann := sessions.Key{App: "app1", User: "ann", ID: "s1"}
+	h.sess.Append(ann, "I sing.")
+	byScope, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"user_id": "ann", "agent": "a"}, Facts: []memorybank.DirectFact{{Fact: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySession, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"team": "t"}, Session: &ann})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySource, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"team": "t"}, Facts: []memorybank.DirectFact{{Fact: "y"}}, FactsSession: &ann})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := h.noGen.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: memorybank.Scope{"user_id": "bo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An operation of another kind, keyed by a scope that names the user
+	// (a compaction of one of their sessions).
+	compaction := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, Key: memorybank.Scope{"user_id": "ann", "session": "s1"}.Key(), CreateTime: h.clock.Now()}
+	if err := h.store.CreateOperation(h.ctx, compaction); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op   *jobs.Operation
+		user string
+		want bool
+	}{
+		{byScope.Operation, "ann", true}, {bySession.Operation, "ann", true}, {bySource.Operation, "ann", true},
+		{compaction, "ann", true}, {other.Operation, "ann", false}, {other.Operation, "bo", true},
+		{bySession.Operation, "bo", false}, {byScope.Operation, "", false},
+	} {
+		if got := memorybank.Concerns(tc.op, tc.user); got != tc.want {
+			t.Errorf("Concerns(%s %s, %q) = %v, want %v", tc.op.Kind, tc.op.Key, tc.user, got, tc.want)
+		}
+	}
+	if job, err := memorybank.JobOf(compaction); job != nil || err != nil {
+		t.Errorf("JobOf of another kind = %+v, %v; want nothing", job, err)
+	}
+}
+
+// testGenerationGroups: generations of one scope are claimed together,
+// and those with other options or another kind of input run apart, each
+// with its own result.
+func testGenerationGroups(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "I collect stamps.")
+	events, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "Ann writes with her left hand."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "Ann writes with her left hand."}}, DisableConsolidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.gemini.ReplyJSON(extraction("The user collects stamps."))
+	if n, err := h.svc.RunOnce(h.ctx); n != 3 || err != nil {
+		t.Fatalf("one claim took %d generations of the scope (%v), want 3", n, err)
+	}
+	ev, fa, rw := h.op(events), h.op(facts), h.op(raw)
+	for _, op := range []*Operation{ev, fa, rw} {
+		if op.State != jobs.Succeeded || len(op.CoalescedWith) != 0 || len(op.Generated) != 1 {
+			t.Fatalf("%s: %s, coalesced with %v, %d results (%s)", op.ID, op.State, op.CoalescedWith, len(op.Generated), op.ErrorMessage)
+		}
+	}
+	if ev.ModelCalls != 1 || fa.ModelCalls != 0 || ev.Generated[0].Memory.Fact != "The user collects stamps." {
+		t.Fatalf("the events' run: %d model calls, %+v; the facts' run: %d model calls", ev.ModelCalls, ev.Generated[0].Memory, fa.ModelCalls)
+	}
+	// Without consolidation, the same fact is stored again.
+	if fa.Generated[0].Action != memorybank.Created || rw.Generated[0].Action != memorybank.Created || fa.Generated[0].Memory.ID == rw.Generated[0].Memory.ID {
+		t.Fatalf("facts %s %s, without consolidation %s %s", fa.Generated[0].Action, fa.Generated[0].Memory.ID, rw.Generated[0].Action, rw.Generated[0].Memory.ID)
+	}
+}
+
+// testPurgeResumes: a purge that a stopped worker left with a count goes
+// on from that count.
+func testPurgeResumes(t *testing.T, h *harness) {
+	for i := range 3 {
+		h.create(fmt.Sprintf("fact %d", i), user1)
+	}
+	op, err := h.svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: user1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The count an interrupted attempt recorded.
+	cur, err := h.store.GetOperation(h.ctx, op.App, op.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cur.Clone()
+	c.Result = []byte(`{"purge_count":7}`)
+	if err := h.store.UpdateOperations(h.ctx, h.clock.Now(), []jobs.Update{{Op: c, ExpectState: jobs.Pending}}); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	if got := h.op(op); got.State != jobs.Succeeded || got.PurgeCount != 10 {
+		t.Fatalf("resumed purge = %s count %d, want 10 (7 before, 3 now)", got.State, got.PurgeCount)
+	}
+}

@@ -62,11 +62,14 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-// Clock is a settable clock.
+// Clock is a settable clock, for the suites of kioku's stores.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
 }
+
+// NewClock returns a clock at the given time.
+func NewClock(at time.Time) *Clock { return &Clock{now: at} }
 
 // Now returns the time, one microsecond later at each call.
 func (c *Clock) Now() time.Time {
@@ -116,7 +119,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, store jobs.Store) *harness {
-	return &harness{t: t, ctx: t.Context(), store: store, clock: &Clock{now: time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)}}
+	return &harness{t: t, ctx: t.Context(), store: store, clock: NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC))}
 }
 
 // engine returns an engine on the store with the suite's kind, worker as

@@ -76,15 +76,11 @@ func schemaVersion(t *testing.T, db *sqlitedb.DB) int {
 // TestMigrationFromV1 opens a database of the first version: every record
 // reads as it was meant, and work left queued in it can be claimed.
 func TestMigrationFromV1(t *testing.T) {
-	db, st := open(t, "kioku-v1.db")
-	if v := schemaVersion(t, db); v != schema {
-		t.Fatalf("schema version after migration = %d, want %d", v, schema)
-	}
+	db, st := openCurrent(t, "kioku-v1.db")
 	var old int
 	if err := db.Read().QueryRow(`SELECT count(*) FROM operations WHERE json_type(body, '$.format') IS NULL OR typeof(state) != 'text'`).Scan(&old); err != nil || old != 0 {
 		t.Fatalf("%d operations left in the first format (%v)", old, err)
 	}
-	checkFormat(t, db)
 	// The memory the first version left without a vector is re-embedded,
 	// and so is the other live one (of an older offline embedder than
 	// this).
@@ -98,11 +94,7 @@ func TestMigrationFromV1(t *testing.T) {
 // TestMigrationFromV3 opens a database of schema 3, whose memories have no
 // event or stated times: they read as unknown.
 func TestMigrationFromV3(t *testing.T) {
-	db, st := open(t, "kioku-v3.db")
-	if v := schemaVersion(t, db); v != schema {
-		t.Fatalf("schema version after migration = %d, want %d", v, schema)
-	}
-	checkFormat(t, db)
+	_, st := openCurrent(t, "kioku-v3.db")
 	checkGolden(t, st, time.Time{})
 }
 
@@ -110,11 +102,7 @@ func TestMigrationFromV3(t *testing.T) {
 // the memory bank's second format: they are rewritten in the jobs engine's
 // and read as they were.
 func TestMigrationFromV4(t *testing.T) {
-	db, st := open(t, "kioku-v4.db")
-	if v := schemaVersion(t, db); v != schema {
-		t.Fatalf("schema version after migration = %d, want %d", v, schema)
-	}
-	checkFormat(t, db)
+	_, st := openCurrent(t, "kioku-v4.db")
 	checkGolden(t, st, teaStated)
 }
 
@@ -123,15 +111,23 @@ func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
 		writeGolden(t, filepath.Join("testdata", "kioku-v5.db"))
 	}
-	db, st := open(t, "kioku-v5.db")
-	if v := schemaVersion(t, db); v != schema {
-		t.Fatalf("schema version = %d, want %d", v, schema)
-	}
-	checkFormat(t, db)
+	_, st := openCurrent(t, "kioku-v5.db")
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).
 	checkGolden(t, st, teaRestated)
+}
+
+// openCurrent opens a golden database (see open) and checks that it is of
+// this version's schema with every operation in the current format.
+func openCurrent(t *testing.T, name string) (*sqlitedb.DB, *sqlite.Store) {
+	t.Helper()
+	db, st := open(t, name)
+	if v := schemaVersion(t, db); v != schema {
+		t.Fatalf("schema version of %s after migration = %d, want %d", name, v, schema)
+	}
+	checkFormat(t, db)
+	return db, st
 }
 
 // checkFormat checks that every operation of db is in the current format.

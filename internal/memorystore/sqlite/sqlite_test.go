@@ -1,13 +1,12 @@
 package sqlite_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )
@@ -17,18 +16,7 @@ func TestConformance(t *testing.T) {
 }
 
 // newStore returns a store on a file of the test's own.
-func newStore(t *testing.T) *sqlite.Store {
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s, err := sqlite.New(db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func newStore(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) }
 
 // TestJobsConformance runs the jobs engine's suite on the store's
 // operations.
