@@ -14,7 +14,8 @@
 // The handlers convert Vertex AI's messages (the official Go types,
 // cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb) to the domain's
 // and call the same services as the kioku.v1 handlers (sessions.Service,
-// memorybank.Service), so both surfaces see the same data. They return the
+// memorybank.Service, and the application layer internal/app for
+// operations), so both surfaces see the same data. They return the
 // domain's errors; the server's error interceptor maps them to codes.
 //
 // # Names
