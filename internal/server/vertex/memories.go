@@ -432,6 +432,11 @@ func bankResponse(ctx context.Context, e engine, op *app.Operation) (*anypb.Any,
 		return anypb.New(&structpb.Struct{Fields: map[string]*structpb.Value{"purgeCount": structpb.NewNumberValue(float64(op.Memory.PurgeCount))}})
 	}
 	out := &aiplatformpb.GenerateMemoriesResponse{}
+	if op.Memory == nil {
+		// An operation of another kind (a session's compaction) read by
+		// its name here: no memories.
+		return anyOf(v1beta1, "GenerateMemoriesResponse", out)
+	}
 	for _, g := range op.Memory.Generated {
 		out.GeneratedMemories = append(out.GeneratedMemories, &aiplatformpb.GenerateMemoriesResponse_GeneratedMemory{
 			Memory: memoryOut(ctx, e, g.Memory), Action: actions[g.Action],
