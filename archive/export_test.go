@@ -14,8 +14,8 @@ import (
 
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )

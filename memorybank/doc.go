@@ -2,7 +2,7 @@
 // (usually a user) extracted from conversations by a language model,
 // consolidated against what is already known, kept with every revision, and
 // retrieved by similarity. It says what memories mean; how work is queued
-// and run (internal/jobs), how memories are ranked (memorybank/retrieval)
+// and run (package jobs), how memories are ranked (memorybank/retrieval)
 // and how they are stored (internal/memorystore) live in packages of their
 // own.
 //

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // Erasure is what EraseUser deleted.

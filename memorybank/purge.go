@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // purge is the handler of KindPurge: it counts, and with Force deletes,

@@ -14,8 +14,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/golden"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/sessions"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )

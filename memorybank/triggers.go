@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/sessions"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )

@@ -12,10 +12,10 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"

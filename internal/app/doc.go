@@ -3,7 +3,7 @@
 // and the Vertex AI surface in internal/server/vertex) call instead of
 // composing the domains themselves. An App holds the session service
 // (package sessions), the memory bank (package memorybank) and the
-// operations engine (internal/jobs) and owns what joins them:
+// operations engine (package jobs) and owns what joins them:
 //
 //   - deleting a session and forgetting what the memory bank derived from
 //     it only (DeleteSession), erasing a user from both (DeleteUser);

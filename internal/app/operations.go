@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 

@@ -1,6 +1,6 @@
 // Package node assembles a kioku server from its parts: it opens the chosen
 // store, builds the domain services (sessions, memorybank) on it, the
-// operations engine (internal/jobs) on the same store, the application
+// operations engine (package jobs) on the same store, the application
 // layer (internal/app) over them with its background work, and serves it
 // through package server. cmd/kioku serve, the benchmarks, the companion
 // demo's embedded mode and end-to-end tests all start kioku through it, so
@@ -22,7 +22,6 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
@@ -32,6 +31,7 @@ import (
 	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
-	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
-	"github.com/kioku-ai/kioku/internal/jobs"
-	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
 	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )

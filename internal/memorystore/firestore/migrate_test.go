@@ -12,10 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // The operations of the jobs engine, in the operations table: the record

@@ -3,10 +3,10 @@ package sqlite_test
 import (
 	"testing"
 
-	"github.com/kioku-ai/kioku/internal/jobs"
-	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )

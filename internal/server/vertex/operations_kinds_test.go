@@ -9,7 +9,7 @@ import (
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 
 	"github.com/kioku-ai/kioku/internal/app"
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
 )

@@ -3,9 +3,9 @@ package jobs_test
 import (
 	"testing"
 
-	"github.com/kioku-ai/kioku/internal/jobs"
-	"github.com/kioku-ai/kioku/internal/jobs/jobstest"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/jobs/jobstest"
 )
 
 // TestConformance runs the engine's conformance suite here, on the

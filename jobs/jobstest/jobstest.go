@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // NewStore returns an empty store for one test; register cleanup with

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/jobs"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // The engine's rules, through an Engine on the store.

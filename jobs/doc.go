@@ -76,5 +76,7 @@
 // conformance suite, run by the stores of internal/memorystore (whose
 // tables hold the operations beside the memory bank's data, so that a
 // memory generation commits in one transaction) and by this package's own
-// tests.
+// tests. The package is public with the domains' contracts: the memory
+// bank's Store includes Store, its Service queues on an Engine, and a
+// backend of another database implements both and runs both suites.
 package jobs
