@@ -41,9 +41,6 @@ func (b *Batch) Operations() []*Operation {
 	return out
 }
 
-// Now returns the engine's time.
-func (b *Batch) Now() time.Time { return b.e.now() }
-
 // Update changes every operation of the batch as the engine holds them;
 // the next lease renewal writes the change.
 func (b *Batch) Update(f func(op *Operation)) {

@@ -180,12 +180,6 @@ func (e *Engine) kind(name string) *Kind {
 	return e.kinds[name]
 }
 
-// Now returns the engine's time.
-func (e *Engine) Now() time.Time { return e.now() }
-
-// WorkerID returns the name this process holds leases under.
-func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
-
 // Enqueue stores a new pending operation of a registered kind for app and
 // key, with the kind's request, and wakes the workers. It refuses one when
 // the key, or the app, has as many operations waiting as Config allows.

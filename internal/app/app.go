@@ -57,9 +57,6 @@ func New(cfg Config) *App {
 	return a
 }
 
-// Sessions returns the session service.
-func (a *App) Sessions() *sessions.Service { return a.sessions }
-
 // Memories returns the memory bank.
 func (a *App) Memories() *memorybank.Service { return a.memories }
 
