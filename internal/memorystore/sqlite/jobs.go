@@ -62,24 +62,13 @@ func (s *Store) GetOperation(ctx context.Context, app, id string) (*jobs.Operati
 
 // queryOperations runs a query of (app, id, body) rows.
 func queryOperations(ctx context.Context, q querier, query string, args ...any) ([]*jobs.Operation, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*jobs.Operation
-	for rows.Next() {
+	return queryAll(ctx, q, func(scan func(...any) error) (*jobs.Operation, error) {
 		var app, id, body string
-		if err := rows.Scan(&app, &id, &body); err != nil {
+		if err := scan(&app, &id, &body); err != nil {
 			return nil, err
 		}
-		op, err := record.DecodeOperation(app, id, []byte(body))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, op)
-	}
-	return out, rows.Err()
+		return record.DecodeOperation(app, id, []byte(body))
+	}, query, args...)
 }
 
 // ListOperations implements jobs.Store.

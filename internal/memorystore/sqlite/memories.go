@@ -62,20 +62,7 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 }
 
 func queryMemories(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*memorybank.Memory
-	for rows.Next() {
-		m, err := scanMemory(rows.Scan)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, q, scanMemory, query, args...)
 }
 
 // GetMemory implements memorybank.MemoryStore.

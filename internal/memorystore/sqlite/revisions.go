@@ -35,25 +35,14 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	}
 	q += ` ORDER BY number DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.db.Read().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*memorybank.Revision
-	for rows.Next() {
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.Revision, error) {
 		var n int64
 		var body string
-		if err := rows.Scan(&n, &body); err != nil {
+		if err := scan(&n, &body); err != nil {
 			return nil, err
 		}
-		r, err := record.UnmarshalRevision(app, memoryID, n, []byte(body))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return record.UnmarshalRevision(app, memoryID, n, []byte(body))
+	}, q, args...)
 }
 
 // GetRevision implements memorybank.RevisionStore.
@@ -96,22 +85,11 @@ func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
 
 // ListConfigs implements memorybank.ConfigStore.
 func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
-	rows, err := s.db.Read().QueryContext(ctx, `SELECT app, body FROM bank_configs`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*memorybank.BankConfig
-	for rows.Next() {
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.BankConfig, error) {
 		var app, body string
-		if err := rows.Scan(&app, &body); err != nil {
+		if err := scan(&app, &body); err != nil {
 			return nil, err
 		}
-		c, err := record.UnmarshalConfig(app, []byte(body))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return record.UnmarshalConfig(app, []byte(body))
+	}, `SELECT app, body FROM bank_configs`)
 }

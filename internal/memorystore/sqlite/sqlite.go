@@ -166,22 +166,13 @@ func stepsOf(sqls []string) []sqlitedb.Step {
 // bodies match where (a condition on body) in the current format.
 func rewriteOperations(where string) func(tx *sql.Tx) error {
 	return func(tx *sql.Tx) error {
-		rows, err := tx.Query(`SELECT app, id, body FROM operations WHERE ` + where)
-		if err != nil {
-			return err
-		}
 		type row struct{ app, id, body string }
-		var old []row
-		for rows.Next() {
+		old, err := queryAll(context.Background(), tx, func(scan func(...any) error) (row, error) {
 			var r row
-			if err := rows.Scan(&r.app, &r.id, &r.body); err != nil {
-				rows.Close()
-				return err
-			}
-			old = append(old, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			err := scan(&r.app, &r.id, &r.body)
+			return r, err
+		}, `SELECT app, id, body FROM operations WHERE `+where)
+		if err != nil {
 			return err
 		}
 		for _, r := range old {
@@ -235,4 +226,22 @@ func jsonText(v any) (string, error) {
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryAll runs a query and returns its rows as scan reads each.
+func queryAll[T any](ctx context.Context, q querier, scan func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
