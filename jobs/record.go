@@ -43,9 +43,9 @@ type record struct {
 	CoalescedWith []string        `json:"coalesced_with,omitempty"`
 }
 
-// KindNames are the stored names of the error kinds: part of the stored
+// kindNames are the stored names of the error kinds: part of the stored
 // formats, never to change.
-var KindNames = map[fault.Kind]string{
+var kindNames = map[fault.Kind]string{
 	fault.Internal: "INTERNAL", fault.Invalid: "INVALID_ARGUMENT", fault.NotFound: "NOT_FOUND",
 	fault.AlreadyExists: "ALREADY_EXISTS", fault.FailedPrecondition: "FAILED_PRECONDITION",
 	fault.ResourceExhausted: "RESOURCE_EXHAUSTED", fault.PermissionDenied: "PERMISSION_DENIED",
@@ -53,9 +53,13 @@ var KindNames = map[fault.Kind]string{
 	fault.Aborted: "ABORTED", fault.Unimplemented: "UNIMPLEMENTED",
 }
 
-// ParseKind returns the error kind of a stored name (KindNames).
+// KindName returns the stored name of an error kind (ParseKind's
+// inverse).
+func KindName(k fault.Kind) string { return kindNames[k] }
+
+// ParseKind returns the error kind of a stored name (KindName).
 func ParseKind(name string) (fault.Kind, error) {
-	for k, n := range KindNames {
+	for k, n := range kindNames {
 		if n == name {
 			return k, nil
 		}
@@ -84,7 +88,7 @@ func MarshalOperation(op *Operation) ([]byte, error) {
 		Progress: op.Progress, CoalescedWith: op.CoalescedWith,
 	}
 	if op.ErrorMessage != "" || op.State == Failed || op.State == Cancelled {
-		r.ErrorKind = KindNames[op.ErrorKind]
+		r.ErrorKind = kindNames[op.ErrorKind]
 	}
 	return json.Marshal(r)
 }

@@ -241,7 +241,7 @@ func v1Fields(body []byte) (map[string]json.RawMessage, error) {
 		return nil, fmt.Errorf("unknown error kind %d", v.ErrorKind)
 	}
 	o := object{"format": 2, "method": v.Method, "state": state.String(), "create_ns": unixnano.From(v.CreateTime)}
-	o.set("scope_key", v.ScopeKey).set("purge_count", v.PurgeCount).set("error_kind", jobs.KindNames[kind]).set("error_message", v.ErrorMessage)
+	o.set("scope_key", v.ScopeKey).set("purge_count", v.PurgeCount).set("error_kind", jobs.KindName(kind)).set("error_message", v.ErrorMessage)
 	o.set("start_ns", unixnano.From(v.StartTime)).set("end_ns", unixnano.From(v.EndTime)).set("not_before_ns", unixnano.From(v.NotBefore))
 	o.set("attempt", v.Attempt).set("lease_owner", v.LeaseOwner).set("lease_expiry_ns", unixnano.From(v.LeaseExpiry)).set("progress", v.Progress)
 	o.set("model_calls", v.ModelCalls).set("events_processed", v.EventsProcessed).set("facts_extracted", v.FactsExtracted)
