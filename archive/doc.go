@@ -64,14 +64,17 @@
 //
 // and an import deletes it again. A memory's embedding is its vector as
 // little-endian IEEE 754 float32 values, base64-encoded (standard
-// alphabet); its sources are memorybank.MarshalSources's form. Its
-// revisions follow it, newest first. Memory files come user by user (in
-// id order), each file in path order, deleted ones too, followed by its
-// revisions (the latest memoryfiles.MaxRevisions, newest first; content
-// only for CREATED and EDITED, size always). A configuration, a revision and an
-// operation are memorybank's stored forms (MarshalConfig,
-// Revision.MarshalBody, MarshalOperation), which are versioned themselves
-// and read back in every version kioku has written.
+// alphabet); its sources are record.MarshalSources's form
+// (internal/memorystore/record). Its revisions follow it, newest first.
+// Memory files come user by user (in id order), each file in path order,
+// deleted ones too, followed by its revisions (the latest
+// memoryfiles.MaxRevisions, newest first; content only for CREATED and
+// EDITED, size always). A configuration and a revision are the memory
+// bank's stored forms (record.MarshalConfig, record.MarshalRevision), an
+// operation the jobs engine's (jobs.MarshalOperation, format 3 since the
+// engine left the memory bank; archives of earlier versions hold format
+// 2), which are versioned themselves and read back in every version kioku
+// has written (record.DecodeOperation).
 //
 // What an export holds: the sessions visible when it ran (expired ones not
 // yet swept are left out) with all their events, every user: and app:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
@@ -361,14 +362,14 @@ func (e *exporter) watermarks(ctx context.Context, app string) error {
 // operations writes the app's operations (the selected user's), newest
 // first.
 func (e *exporter) operations(ctx context.Context, app string) error {
-	q := memorybank.OpQuery{App: app, Limit: operationPage}
+	q := jobs.Query{App: app, Limit: operationPage}
 	for {
 		page, err := e.st.Memories.ListOperations(ctx, q)
 		if err != nil {
 			return err
 		}
 		for _, op := range page {
-			if e.sel.User != "" && !op.Concerns(e.sel.User) {
+			if e.sel.User != "" && !memorybank.Concerns(op, e.sel.User) {
 				continue
 			}
 			if err := e.w.Operation(op); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
@@ -54,7 +55,7 @@ type fixture struct {
 	memories *memorybank.Service
 	files    *memoryfiles.Service
 	now      time.Time
-	op       *memorybank.Operation
+	op       *jobs.Operation
 }
 
 // populate stores two apps' worth of everything an archive holds.
@@ -64,7 +65,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	f := &fixture{now: t0}
 	clock := func() time.Time { f.now = f.now.Add(time.Millisecond); return f.now }
 	f.sessions = sessions.NewService(st.Sessions, sessions.Config{Now: clock})
-	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions})
+	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions, Jobs: jobs.New(st.Memories, jobs.Config{Now: clock})})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
@@ -96,7 +98,7 @@ type Record struct {
 	// Watermark is a watermark record.
 	Watermark *memorybank.Watermark
 	// Operation is an operation record.
-	Operation *memorybank.Operation
+	Operation *jobs.Operation
 	// File is a memory_file record, with its content.
 	File *memoryfiles.File
 	// FileRevision is a memory_file_revision record.
@@ -283,7 +285,7 @@ func (w *Writer) SessionDeleted(key sessions.Key) error {
 
 // Config writes a memory_bank_config record.
 func (w *Writer) Config(c *memorybank.BankConfig) error {
-	body, err := memorybank.MarshalConfig(c)
+	body, err := record.MarshalConfig(c)
 	if err != nil {
 		return err
 	}
@@ -292,7 +294,7 @@ func (w *Writer) Config(c *memorybank.BankConfig) error {
 
 // Memory writes a memory record, with its vector.
 func (w *Writer) Memory(m *memorybank.Memory) error {
-	sources, err := memorybank.MarshalSources(m.Sources)
+	sources, err := record.MarshalSources(m.Sources)
 	if err != nil {
 		return err
 	}
@@ -307,7 +309,7 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 
 // Revision writes a revision record.
 func (w *Writer) Revision(r *memorybank.Revision) error {
-	body, err := r.MarshalBody()
+	body, err := record.MarshalRevision(r)
 	if err != nil {
 		return err
 	}
@@ -320,8 +322,8 @@ func (w *Writer) Watermark(wm memorybank.Watermark) error {
 }
 
 // Operation writes an operation record.
-func (w *Writer) Operation(op *memorybank.Operation) error {
-	body, err := memorybank.MarshalOperation(op)
+func (w *Writer) Operation(op *jobs.Operation) error {
+	body, err := jobs.MarshalOperation(op)
 	if err != nil {
 		return err
 	}
@@ -598,7 +600,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Config, err = memorybank.UnmarshalConfig(app, c.Config); err != nil {
+		if rec.Config, err = record.UnmarshalConfig(app, c.Config); err != nil {
 			return nil, err
 		}
 	case KindMemory:
@@ -616,7 +618,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 			EventTime: m.EventTime, StatedTime: m.StatedTime,
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		}
-		if mem.Sources, err = memorybank.UnmarshalSources(m.Sources); err != nil {
+		if mem.Sources, err = record.UnmarshalSources(m.Sources); err != nil {
 			return nil, err
 		}
 		if mem.Embedding, err = decodeVector(m.Embedding); err != nil {
@@ -632,7 +634,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Revision, err = memorybank.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
+		if rec.Revision, err = record.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
 			return nil, err
 		}
 	case KindWatermark:
@@ -654,7 +656,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Operation, err = memorybank.UnmarshalOperation(app, id, o.Operation); err != nil {
+		if rec.Operation, err = record.DecodeOperation(app, id, o.Operation); err != nil {
 			return nil, err
 		}
 	case KindMemoryFile, KindFileRevision:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
@@ -280,11 +281,11 @@ func (im *importer) config(ctx context.Context, c *memorybank.BankConfig) error 
 	if cur.UpdateTime.After(c.UpdateTime) {
 		return fault.New(fault.FailedPrecondition, "the memory bank configuration of app %s moved on in this store (updated %v) past the archive's (updated %v)", c.App, cur.UpdateTime, c.UpdateTime)
 	}
-	a, err := memorybank.MarshalConfig(cur)
+	a, err := record.MarshalConfig(cur)
 	if err != nil {
 		return err
 	}
-	b, err := memorybank.MarshalConfig(c)
+	b, err := record.MarshalConfig(c)
 	if err != nil {
 		return err
 	}

@@ -11,28 +11,54 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
 )
 
-// generate runs the generation pipeline and returns the write that applies
-// its result and completes the operations.
-func (r *run) generate(ctx context.Context) (*Write, error) {
-	s := r.s
-	first := r.ops[0]
-	app, scopeKey := first.App, first.ScopeKey
-	scope := first.Generate.Scope
+// genRun is one run of the generation pipeline over a batch of
+// generations of one scope.
+type genRun struct {
+	s     *Service
+	batch *jobs.Batch
+	ops   []*jobs.Operation
+	reqs  []*GenerateRequest
+	// result holds the run's figures so far, and its memories at the end.
+	result generateResult
+}
+
+// figures changes the run's figures and records them on its operations
+// (the next lease renewal writes them).
+func (r *genRun) figures(f func(res *generateResult)) {
+	f(&r.result)
+	r.batch.SetResult(encode(r.result))
+}
+
+// generate is the handler of KindGenerate: it runs the generation
+// pipeline and returns the write that applies its result, to be committed
+// with the operations' completion.
+func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error) {
+	r := &genRun{s: s, batch: b, ops: b.Operations()}
+	for _, op := range r.ops {
+		g, err := decodeGenerate(op)
+		if err != nil {
+			return nil, fault.Wrap(fault.Internal, err, "operation %s", op.Name())
+		}
+		r.reqs = append(r.reqs, g)
+	}
+	first, req := r.ops[0], r.reqs[0]
+	app, scopeKey, scope := first.App, first.Key, req.Scope
 	cfg, err := s.store.GetConfig(ctx, app)
 	if err != nil {
 		return nil, err
 	}
 
 	// 1. Gather the input.
-	r.progress("reading events")
+	b.Progress("reading events")
 	conv := &conversation{}
 	watermarks := map[string]int64{}
 	var cands []candidate
-	for _, op := range r.ops {
-		g := op.Generate
+	for i, op := range r.ops {
+		g := r.reqs[i]
 		if g.Session != nil {
 			name := g.Session.Name()
 			wm, err := s.store.Watermark(ctx, app, name)
@@ -61,22 +87,22 @@ func (r *run) generate(ctx context.Context) (*Write, error) {
 			cands = append(cands, c)
 		}
 	}
-	r.update(func(op *Operation) { op.EventsProcessed = len(conv.events) })
+	r.figures(func(res *generateResult) { res.EventsProcessed = len(conv.events) })
 
 	// 2. Extract.
-	allowed := first.Generate.AllowedTopics
+	allowed := req.AllowedTopics
 	var extracted []string
 	if len(conv.events) > 0 {
 		start := time.Now()
-		r.progress("extracting facts")
+		b.Progress("extracting facts")
 		facts, err := r.extract(ctx, cfg, allowed, conv)
 		if err != nil {
 			return nil, err
 		}
-		r.update(func(op *Operation) {
-			op.ModelCalls++
-			op.FactsExtracted = len(facts)
-			op.ExtractionTime = time.Since(start)
+		r.figures(func(res *generateResult) {
+			res.ModelCalls++
+			res.FactsExtracted = len(facts)
+			res.ExtractionNS = int64(time.Since(start))
 		})
 		for _, f := range facts {
 			extracted = append(extracted, f.fact)
@@ -89,36 +115,34 @@ func (r *run) generate(ctx context.Context) (*Write, error) {
 	var plan []planned
 	if len(cands) > 0 {
 		start := time.Now()
-		r.progress("consolidating")
-		if plan, err = r.consolidate(ctx, app, scopeKey, cands, first.Generate.DisableConsolidation); err != nil {
+		b.Progress("consolidating")
+		if plan, err = r.consolidate(ctx, app, scopeKey, cands, req.DisableConsolidation); err != nil {
 			return nil, err
 		}
-		r.update(func(op *Operation) { op.Consolidation = time.Since(start) })
+		r.figures(func(res *generateResult) { res.ConsolidationNS = int64(time.Since(start)) })
 	}
 
-	// 4. The write.
-	r.progress("writing")
+	// 4. The write, committed with the operations' completion.
+	b.Progress("writing")
 	now := s.now()
 	w := &Write{App: app, Now: now, Watermarks: watermarks}
-	var result []GeneratedMemory
-	if err := s.applyPlan(ctx, cfg, app, scope, plan, extracted, first.Name(), now, w, &result); err != nil {
+	var generated []GeneratedMemory
+	if err := s.applyPlan(ctx, cfg, app, scope, plan, extracted, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, op := range r.ops {
-		names = append(names, op.Name())
+	res := r.result
+	res.Generated = nil
+	for _, gm := range generated {
+		res.Generated = append(res.Generated, generatedRecordOf(gm))
 	}
-	w.Operations = r.updates(func(op *Operation) {
-		op.State, op.EndTime, op.Progress = OpSucceeded, now, "done"
-		op.Generated = result
-		op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
-		op.CoalescedWith = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == op.Name() })
-	})
-	return w, nil
+	return &jobs.Outcome{Result: encode(res), Commit: func(ctx context.Context, done []jobs.Update) error {
+		w.Operations = done
+		return s.store.Write(ctx, w)
+	}}, nil
 }
 
 // extract makes the extraction call and returns the candidates.
-func (r *run) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation) ([]candidate, error) {
+func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation) ([]candidate, error) {
 	s := r.s
 	if s.gen == nil {
 		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
@@ -229,7 +253,7 @@ const (
 )
 
 // consolidate decides what each candidate does.
-func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []candidate, disabled bool) ([]planned, error) {
+func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []candidate, disabled bool) ([]planned, error) {
 	s := r.s
 	if disabled {
 		return createAll(cands), nil
@@ -253,10 +277,10 @@ func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []can
 			if h.Score <= 0 {
 				continue // shares nothing with the candidate
 			}
-			if _, ok := best[h.Memory.ID]; !ok {
-				shown = append(shown, h.Memory)
+			if _, ok := best[h.Item.ID]; !ok {
+				shown = append(shown, h.Item)
 			}
-			best[h.Memory.ID] = max(best[h.Memory.ID], h.Score)
+			best[h.Item.ID] = max(best[h.Item.ID], h.Score)
 		}
 	}
 	slices.SortStableFunc(shown, func(a, b *Memory) int {
@@ -287,7 +311,7 @@ func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []can
 	if err != nil {
 		return nil, err
 	}
-	r.update(func(op *Operation) { op.ModelCalls++ })
+	r.figures(func(res *generateResult) { res.ModelCalls++ })
 	var reply consolidationReply
 	if err := decodeReply(resp.Text, &reply); err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "the model's consolidation reply is not the JSON asked for")

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
 	"github.com/kioku-ai/kioku/internal/telemetry"
-	"github.com/kioku-ai/kioku/memorybank"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -307,7 +307,7 @@ func cacheBudget(cfg node.Config) int64 {
 	case cfg.Store == "firestore":
 		return 0
 	case cfg.VectorCacheBytes == 0:
-		return memorybank.DefaultVectorCacheBytes
+		return vectorcache.DefaultBytes
 	}
 	return cfg.VectorCacheBytes
 }

@@ -2,10 +2,12 @@
 // on one port.
 //
 // It is the only package that knows both the wire (the generated code in
-// gen/) and the domain (sessions, memorybank): its handlers parse resource
-// names (with package internal/aip), bound every input and convert protos
-// to domain values and back; the domain's typed errors (package fault) they
-// return become Connect codes in one interceptor (errors.go), for kioku.v1
+// gen/) and the domain (sessions, memorybank, and the application layer
+// internal/app for the calls that cross domains and for operations): its
+// handlers parse resource names (with package internal/aip), bound every
+// input and convert protos to domain values and back; the domain's typed
+// errors (package fault) they return become Connect codes in one
+// interceptor (errors.go), for kioku.v1
 // and for every Surface: a further API served on the same port through the
 // same interceptors (the Vertex AI API of package internal/server/vertex). Beside
 // the kioku.v1 services the same handler serves

@@ -173,6 +173,6 @@ func sessionServerWith(t *testing.T, cfg server.Config) *httptest.Server {
 		t.Fatal(err)
 	}
 	svc := sessions.NewService(store, sessions.Config{})
-	cfg.Sessions = server.NewSessionHandler(svc, server.SessionHandlerOptions{})
+	cfg.Sessions = server.NewSessionHandler(svc, nil)
 	return startServer(t, cfg)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -350,7 +351,7 @@ func (s *Surface) memoryOperation(ctx context.Context, ref opRef) (*longrunningp
 	return s.doneOperation(ref.name, v1beta1, "DeleteMemoryOperationMetadata", nil)
 }
 
-func (s *Surface) generateMemories(ctx context.Context, r *aiplatformpb.GenerateMemoriesRequest) (engine, *memorybank.Operation, error) {
+func (s *Surface) generateMemories(ctx context.Context, r *aiplatformpb.GenerateMemoriesRequest) (engine, *app.Operation, error) {
 	e, err := s.memoryEngine("parent", r.GetParent())
 	if err != nil {
 		return engine{}, nil, err
@@ -413,7 +414,7 @@ func (s *Surface) generateMemories(ctx context.Context, r *aiplatformpb.Generate
 	if len(req.Scope) == 0 && req.Session == nil {
 		return engine{}, nil, fault.InvalidField("scope", "scope is required unless the source is a session")
 	}
-	op, err := s.mem.GenerateMemories(ctx, req)
+	op, err := s.app.GenerateMemories(ctx, req)
 	return e, op, err
 }
 
@@ -426,12 +427,17 @@ func (s *Surface) generateMemoriesRPC(ctx context.Context, r *aiplatformpb.Gener
 }
 
 // bankResponse is the response of a memory bank operation that succeeded.
-func bankResponse(ctx context.Context, e engine, op *memorybank.Operation) (*anypb.Any, error) {
-	if op.Method == memorybank.MethodPurge {
-		return anypb.New(&structpb.Struct{Fields: map[string]*structpb.Value{"purgeCount": structpb.NewNumberValue(float64(op.PurgeCount))}})
+func bankResponse(ctx context.Context, e engine, op *app.Operation) (*anypb.Any, error) {
+	if op.Kind == memorybank.KindPurge {
+		return anypb.New(&structpb.Struct{Fields: map[string]*structpb.Value{"purgeCount": structpb.NewNumberValue(float64(op.Memory.PurgeCount))}})
 	}
 	out := &aiplatformpb.GenerateMemoriesResponse{}
-	for _, g := range op.Generated {
+	if op.Memory == nil {
+		// An operation of another kind (a session's compaction) read by
+		// its name here: no memories.
+		return anyOf(v1beta1, "GenerateMemoriesResponse", out)
+	}
+	for _, g := range op.Memory.Generated {
 		out.GeneratedMemories = append(out.GeneratedMemories, &aiplatformpb.GenerateMemoriesResponse_GeneratedMemory{
 			Memory: memoryOut(ctx, e, g.Memory), Action: actions[g.Action],
 		})

@@ -17,8 +17,10 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -214,8 +216,8 @@ func (s *Surface) getOperation(ctx context.Context, r *longrunningpb.GetOperatio
 	case opMemory:
 		return s.memoryOperation(ctx, ref)
 	default:
-		return s.bankOperation(ctx, ref, func(app, id string) (*memorybank.Operation, error) {
-			return s.mem.GetOperation(ctx, app, id)
+		return s.bankOperation(ctx, ref, func(appID, id string) (*app.Operation, error) {
+			return s.app.GetOperation(ctx, appID, id)
 		})
 	}
 }
@@ -249,8 +251,8 @@ func (s *Surface) waitOperation(ctx context.Context, r *longrunningpb.WaitOperat
 		// Answer a little before the call's deadline rather than fail it.
 		timeout = min(timeout, time.Until(deadline)-50*time.Millisecond)
 	}
-	return s.bankOperation(ctx, ref, func(app, id string) (*memorybank.Operation, error) {
-		return s.mem.WaitOperation(ctx, app, id, max(timeout, 0))
+	return s.bankOperation(ctx, ref, func(appID, id string) (*app.Operation, error) {
+		return s.app.WaitOperation(ctx, appID, id, max(timeout, 0))
 	})
 }
 
@@ -262,8 +264,8 @@ func (s *Surface) cancelOperation(ctx context.Context, r *longrunningpb.CancelOp
 	if ref.kind != opBank {
 		return &emptypb.Empty{}, nil // done already: nothing to cancel
 	}
-	if _, err := s.bankOperation(ctx, ref, func(app, id string) (*memorybank.Operation, error) {
-		return s.mem.CancelOperation(ctx, app, id)
+	if _, err := s.bankOperation(ctx, ref, func(appID, id string) (*app.Operation, error) {
+		return s.app.CancelOperation(ctx, appID, id)
 	}); err != nil {
 		return nil, err
 	}
@@ -279,16 +281,16 @@ func (s *Surface) listOperations(context.Context, *longrunningpb.ListOperationsR
 }
 
 // bankOperation reads a memory bank operation with read and converts it.
-func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(app, id string) (*memorybank.Operation, error)) (*longrunningpb.Operation, error) {
-	if s.mem == nil {
+func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(appID, id string) (*app.Operation, error)) (*longrunningpb.Operation, error) {
+	if s.app == nil {
 		return nil, errNoMemoryBank
 	}
 	if auth.LoadCheckNeeded(ctx) {
-		op, err := s.mem.GetOperation(ctx, ref.engine.app, ref.target)
+		op, err := s.app.Jobs().Get(ctx, ref.engine.app, ref.target)
 		if err != nil {
 			return nil, s.opNotFound(err, ref)
 		}
-		if err := owned(ctx, memorybank.ParseScopeKey(op.ScopeKey)["user_id"], fault.NotFoundf("Operation %s not found.", ref.name)); err != nil {
+		if err := owned(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("Operation %s not found.", ref.name)); err != nil {
 			return nil, err
 		}
 	}
@@ -307,7 +309,7 @@ var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no m
 // GenerateMemoriesResponse; a purge's (which the Vertex AI SDK starts over
 // REST, and which Google's Go types do not have) are
 // GenericOperationMetadata and a Struct {"purgeCount": n}.
-func bankOperationToVertex(ctx context.Context, e engine, name string, op *memorybank.Operation) (*longrunningpb.Operation, error) {
+func bankOperationToVertex(ctx context.Context, e engine, name string, op *app.Operation) (*longrunningpb.Operation, error) {
 	updated := op.CreateTime
 	for _, t := range []time.Time{op.StartTime, op.EndTime} {
 		if t.After(updated) {
@@ -316,7 +318,7 @@ func bankOperationToVertex(ctx context.Context, e engine, name string, op *memor
 	}
 	var md *anypb.Any
 	var err error
-	if op.Method == memorybank.MethodPurge {
+	if op.Kind == memorybank.KindPurge {
 		md, err = anyOf(v1beta1, "GenericOperationMetadata", &aiplatformpb.GenericOperationMetadata{CreateTime: timestamppb.New(op.CreateTime), UpdateTime: timestamppb.New(updated)})
 	} else {
 		md, err = metadata(v1beta1, "GenerateMemoriesOperationMetadata", op.CreateTime, updated)
@@ -326,17 +328,17 @@ func bankOperationToVertex(ctx context.Context, e engine, name string, op *memor
 	}
 	out := &longrunningpb.Operation{Name: name, Metadata: md}
 	switch op.State {
-	case memorybank.OpSucceeded:
+	case jobs.Succeeded:
 		out.Done = true
 		resp, err := bankResponse(ctx, e, op)
 		if err != nil {
 			return nil, err
 		}
 		out.Result = &longrunningpb.Operation_Response{Response: resp}
-	case memorybank.OpFailed, memorybank.OpCancelled:
+	case jobs.Failed, jobs.Cancelled:
 		out.Done = true
 		code := int32(server.CodeOf(&fault.Error{Kind: op.ErrorKind}))
-		if op.State == memorybank.OpCancelled {
+		if op.State == jobs.Cancelled {
 			code = int32(connect.CodeCanceled)
 		}
 		out.Result = &longrunningpb.Operation_Error{Error: &status.Status{Code: code, Message: op.ErrorMessage}}

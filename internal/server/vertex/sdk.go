@@ -19,6 +19,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
@@ -190,7 +191,7 @@ func (s *Surface) ingestEvents(ctx context.Context, name string, body map[string
 		}
 		req.Events = append(req.Events, se)
 	}
-	return bankOperationJSON(ctx, e)(s.mem.GenerateMemories(ctx, req))
+	return bankOperationJSON(ctx, e)(s.app.GenerateMemories(ctx, req))
 }
 
 // purgeMemories serves memories:purge ({filter, filterGroups, force}): the
@@ -214,13 +215,13 @@ func (s *Surface) purgeMemories(ctx context.Context, name string, body map[strin
 		return nil, err
 	}
 	force, _ := body["force"].(bool)
-	return bankOperationJSON(ctx, e)(s.mem.PurgeMemories(ctx, &memorybank.PurgeRequest{App: e.app, Scope: scope, Force: force}))
+	return bankOperationJSON(ctx, e)(s.app.PurgeMemories(ctx, &memorybank.PurgeRequest{App: e.app, Scope: scope, Force: force}))
 }
 
 // bankOperationJSON returns the function that answers a memory bank
 // operation just started (or its error) in JSON.
-func bankOperationJSON(ctx context.Context, e engine) func(*memorybank.Operation, error) (map[string]any, error) {
-	return func(op *memorybank.Operation, err error) (map[string]any, error) {
+func bankOperationJSON(ctx context.Context, e engine) func(*app.Operation, error) (map[string]any, error) {
+	return func(op *app.Operation, err error) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}

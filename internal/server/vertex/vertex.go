@@ -14,7 +14,8 @@
 // The handlers convert Vertex AI's messages (the official Go types,
 // cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb) to the domain's
 // and call the same services as the kioku.v1 handlers (sessions.Service,
-// memorybank.Service), so both surfaces see the same data. They return the
+// memorybank.Service, and the application layer internal/app for
+// operations), so both surfaces see the same data. They return the
 // domain's errors; the server's error interceptor maps them to codes.
 //
 // # Names
@@ -41,6 +42,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -55,10 +57,11 @@ const (
 
 // Config configures a Surface.
 type Config struct {
-	// Sessions and Memories are the domain services; with Memories nil,
+	// Sessions is the session service, and App the application layer
+	// (the memory bank and the operations); with App nil,
 	// MemoryBankService answers FAILED_PRECONDITION.
 	Sessions *sessions.Service
-	Memories *memorybank.Service
+	App      *app.App
 	// Policy decides which names are accepted and which app an engine is.
 	Policy Policy
 
@@ -71,6 +74,7 @@ type Config struct {
 // Surface is the Vertex AI API, a server.Surface.
 type Surface struct {
 	sess   *sessions.Service
+	app    *app.App
 	mem    *memorybank.Service
 	policy Policy
 	log    *slog.Logger
@@ -85,7 +89,11 @@ func New(cfg Config) *Surface {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Surface{sess: cfg.Sessions, mem: cfg.Memories, policy: cfg.Policy, log: cfg.Logger, now: cfg.Now}
+	s := &Surface{sess: cfg.Sessions, app: cfg.App, policy: cfg.Policy, log: cfg.Logger, now: cfg.Now}
+	if cfg.App != nil {
+		s.mem = cfg.App.Memories()
+	}
+	return s
 }
 
 // ServiceNames implements server.Surface.

@@ -1,49 +1,37 @@
-package memorybank_test
+package app_test
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
-	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
-	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// TestCompactionTriggers wires the session service and the memory bank as
-// kioku serve does, on SQLite and on the Firestore emulator, and checks the
+// TestCompactionTriggers wires the session service, the memory bank and
+// the jobs engine into an App as kioku serve does, on SQLite and on the
+// Firestore emulator, and checks the
 // per-app compaction triggers: every N events since the last compaction
 // (recursively), and every M bytes.
 func TestCompactionTriggers(t *testing.T) {
 	stores := map[string]func(t *testing.T) (sessions.Store, memorybank.Store){
 		"sqlite": func(t *testing.T) (sessions.Store, memorybank.Store) {
-			db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			ss, err := sessionsqlite.New(db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms, err := memorysqlite.New(db, memorysqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ss, ms
+			db := sqlitetest.Open(t)
+			return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 		},
 		"firestore": func(t *testing.T) (sessions.Store, memorybank.Store) {
 			c, _ := firestoretest.NewClient(t)
@@ -70,19 +58,21 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	gen := &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sess := sessions.NewService(ss, sessions.Config{Generator: gen, Logger: logger})
-	mem := memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: sess, Compactor: sess, Logger: logger})
-	var handled atomic.Uint64 // notices the memory bank has finished with
+	engine := jobs.New(ms, jobs.Config{Logger: logger})
+	mem := memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: sess, Jobs: engine, Logger: logger})
+	a := app.New(app.Config{Sessions: sess, Memories: mem, Jobs: engine, Logger: logger})
+	var handled atomic.Uint64 // notices the triggers have finished with
 	sess.Observe(ctx, "triggers", sessions.ObserverFunc(func(ctx context.Context, n sessions.Notice) {
-		mem.Observe(ctx, n)
+		a.Observe(ctx, n)
 		handled.Add(1)
 	}), sessions.ObserveOptions{})
 	done := make(chan struct{})
-	go func() { mem.Run(ctx); close(done) }()
+	go func() { engine.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "count", Compaction: memorybank.CompactionTrigger{EventCount: 10, KeepRecent: 2}}, []string{"compaction_trigger"}); err != nil {
+	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "count", Compaction: sessions.CompactionTrigger{EventCount: 10, KeepRecent: 2}}, []string{"compaction_trigger"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "bytes", Compaction: memorybank.CompactionTrigger{EventBytes: 2000, KeepRecent: 1}}, []string{"compaction_trigger"}); err != nil {
+	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "bytes", Compaction: sessions.CompactionTrigger{EventBytes: 2000, KeepRecent: 1}}, []string{"compaction_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -90,13 +80,13 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	// compaction of the app is pending or running (a compaction's own
 	// append brings one more notice), and returns the compaction operations
 	// of the app.
-	settled := func(app string) []*memorybank.Operation {
+	settled := func(appID string) []*app.Operation {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			st := sess.Observers()[0]
 			idle := st.Waiting == 0 && st.Delivered == handled.Load()
-			ops, _, err := mem.ListOperations(ctx, app, nil, 0, "")
+			ops, _, err := a.ListOperations(ctx, appID, nil, 0, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +133,7 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	}
 	appendN(key, 10, 1, "hello") // the 10th event
 	ops := settled("count")
-	if len(ops) != 1 || ops[0].Method != memorybank.MethodCompact || ops[0].State != memorybank.OpSucceeded {
+	if len(ops) != 1 || ops[0].Kind != app.KindCompact || ops[0].State != jobs.Succeeded {
 		t.Fatalf("after 10 events: %+v", ops)
 	}
 	v := view(key)

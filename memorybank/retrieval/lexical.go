@@ -1,4 +1,4 @@
-package memorybank
+package retrieval
 
 import (
 	"cmp"
@@ -48,8 +48,32 @@ func Buckets(terms []model.Term) []int {
 	return slices.Compact(out)
 }
 
+// Query is what Rank ranks a search's candidates against.
+type Query struct {
+	// Terms are model.OfflineTerms of the query.
+	Terms []model.Term
+	// AsksWhen: the query asks for a time (AsksWhen), and the lexical side
+	// prefers dated memories (see Rank).
+	AsksWhen bool
+	// K is how many memories each side returns.
+	K int
+}
+
+// Ranked is a memory a search found, with its scores and ranks.
+type Ranked[M any] struct {
+	Item M
+	// Score is the dense score: the dot product of the memory's vector with
+	// the weighted query vector (higher is closer).
+	Score float64
+	// Lexical is the lexical similarity, in [0, 1] (see Rank).
+	Lexical float64
+	// DenseRank and LexicalRank are the memory's ranks by Score and by
+	// Lexical (1 the best); 0 when it is not among the K best of that side.
+	DenseRank, LexicalRank int
+}
+
 // Candidate is a memory a store considers for a search; Item is what the
-// store knows it by, which Rank turns into a Memory for the results only.
+// store knows it by, which Rank turns into the results' items only.
 type Candidate[T any] struct {
 	Item T
 	// ID is the memory's id (ties go to the smaller).
@@ -78,7 +102,7 @@ type weightedTerm struct {
 type lexicalQuery struct {
 	terms []weightedTerm // sorted by id
 	words int            // how many of terms are the query's words
-	when  bool           // the query asks when (SearchQuery.AsksWhen)
+	when  bool           // the query asks when (Query.AsksWhen)
 	// buckets has a bit set for each term's bucket, so that a memory that
 	// shares nothing with the query is passed over at a glance.
 	buckets [model.OfflineDimensions / 64]uint64
@@ -322,9 +346,9 @@ func (q *lexicalQuery) add(terms []weightedTerm, weight float64) lexicalQuery {
 // Rank scores a search's candidates (visible memories of the scope that
 // pass the filter) and returns those among the q.K best by dense score or
 // the q.K best by lexical similarity, with their ranks on each side; the
-// dense ones first by rank, then the others by lexical rank. st holds the
-// scope's term statistics. Every store ranks by this function, so that
-// they agree.
+// dense ones first by rank, then the others by lexical rank, each made an
+// item of the results by item. st holds the scope's term statistics. Every
+// store ranks by this function, so that they agree.
 //
 // The lexical side matches the query's terms (model.OfflineTerms: stems,
 // CJK bigrams) with each memory's, the same way whatever the embedder. A
@@ -343,7 +367,7 @@ func (q *lexicalQuery) add(terms []weightedTerm, weight float64) lexicalQuery {
 //     term weights (about its number of distinct terms): a memory of a few
 //     words says less than one of a sentence or two, as in BM25's length
 //     normalisation;
-//   - when the query asks when (SearchQuery.AsksWhen: "When did ...",
+//   - when the query asks when (Query.AsksWhen: "When did ...",
 //     "what year", "how long"), 0.8 for a memory that is not dated: one
 //     that names no time (no month or weekday, no "yesterday" or "last
 //     week", no year; May counts only with its year, see timeTerms) and
@@ -361,7 +385,7 @@ func (q *lexicalQuery) add(terms []weightedTerm, weight float64) lexicalQuery {
 // rare words (those at most 1 in 100 of the scope's memories hold, or one
 // memory in a scope of fewer than 200) across every memory of the scope
 // that holds them, gathered in the first scan (expandCooccur).
-func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats, memory func(T) *Memory) []Scored {
+func Rank[T, M any](q Query, candidates iter.Seq[Candidate[T]], st TermStats, item func(T) M) []Ranked[M] {
 	if q.K <= 0 {
 		return nil
 	}
@@ -406,14 +430,14 @@ func Rank[T any](q SearchQuery, candidates iter.Seq[Candidate[T]], st TermStats,
 			}
 		}
 	}
-	out := make([]Scored, 0, 2*q.K)
+	out := make([]Ranked[M], 0, 2*q.K)
 	at := map[string]int{} // memory id → index in out
-	add := func(h hit[T]) *Scored {
+	add := func(h hit[T]) *Ranked[M] {
 		if i, ok := at[h.c.ID]; ok {
 			return &out[i]
 		}
 		at[h.c.ID] = len(out)
-		out = append(out, Scored{Memory: memory(h.c.Item)})
+		out = append(out, Ranked[M]{Item: item(h.c.Item)})
 		if h.c.HasDense {
 			out[len(out)-1].Score = h.c.Dense
 		}

@@ -1,29 +1,65 @@
-package memorybank
+package retrieval
 
 import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/kioku-ai/kioku/model"
 )
 
-// lexicalSearch ranks facts for a query by the lexical side alone.
-func lexicalSearch(t *testing.T, query string, facts ...string) []Scored {
-	t.Helper()
-	var mems []*Memory
-	for i, f := range facts {
-		mems = append(mems, &Memory{App: "a", ID: fmt.Sprintf("m%d", i), Fact: f, Scope: Scope{"user_id": "u"}})
-	}
-	return ScoreMemories(SearchQuery{App: "a", ScopeKey: "user_id=u", Terms: model.OfflineTerms(query), K: len(facts), Now: time.Now()}, mems)
+// doc is a memory of a test scope: an id, a fact and a vector.
+type doc struct {
+	id, fact string
+	vec      []float32
 }
 
-func lexicalOrder(res []Scored) []string {
+// rankDocs ranks a scope's memories the way a store does: the scope's
+// document frequencies of terms and vectors, the weighted query vector,
+// a candidate per memory.
+func rankDocs(q Query, vector []float32, docs []doc) []Ranked[string] {
+	var terms, dense DocFreq
+	for _, d := range docs {
+		b := Buckets(model.OfflineTerms(d.fact))
+		idx := make([]uint16, len(b))
+		for i, x := range b {
+			idx[i] = uint16(x)
+		}
+		terms.Add(SparseVector(model.OfflineDimensions, idx), 1)
+		if d.vec != nil {
+			dense.Add(NewVector(d.vec), 1)
+		}
+	}
+	var wq []float32
+	if vector != nil && dense.N() > 0 {
+		wq = WeightedQuery(vector, dense.N(), dense.Get)
+	}
+	var cands []Candidate[string]
+	for _, d := range docs {
+		c := Candidate[string]{Item: d.id, ID: d.id, Terms: model.OfflineTerms(d.fact)}
+		if wq != nil && d.vec != nil {
+			c.Dense, c.HasDense = NewVector(d.vec).Dot(wq), true
+		}
+		cands = append(cands, c)
+	}
+	return Rank(q, slices.Values(cands), TermStats{N: terms.N(), DF: terms.Get}, func(id string) string { return id })
+}
+
+// lexicalSearch ranks facts for a query by the lexical side alone.
+func lexicalSearch(t *testing.T, query string, facts ...string) []Ranked[string] {
+	t.Helper()
+	var docs []doc
+	for i, f := range facts {
+		docs = append(docs, doc{id: fmt.Sprintf("m%d", i), fact: f})
+	}
+	return rankDocs(Query{Terms: model.OfflineTerms(query), K: len(facts)}, nil, docs)
+}
+
+func lexicalOrder(res []Ranked[string]) []string {
 	var out []string
 	for _, r := range res {
 		if r.LexicalRank > 0 {
-			out = append(out, r.Memory.ID)
+			out = append(out, r.Item)
 		}
 	}
 	return out
@@ -38,11 +74,11 @@ func TestAsksWhenPrefersDated(t *testing.T) {
 		"Caroline went to a support group in 2022.",      // m2: names a year
 	}
 	rank := func(query string) []string {
-		mems := make([]*Memory, len(facts))
+		docs := make([]doc, len(facts))
 		for i, f := range facts {
-			mems[i] = &Memory{App: "a", ID: fmt.Sprintf("m%d", i), Fact: f, Scope: Scope{"user_id": "u"}}
+			docs[i] = doc{id: fmt.Sprintf("m%d", i), fact: f}
 		}
-		return lexicalOrder(ScoreMemories(SearchQuery{App: "a", ScopeKey: "user_id=u", Terms: model.OfflineTerms(query), AsksWhen: AsksWhen(query), K: 3, Now: time.Now()}, mems))
+		return lexicalOrder(rankDocs(Query{Terms: model.OfflineTerms(query), AsksWhen: AsksWhen(query), K: 3}, nil, docs))
 	}
 	if got := rank("Did Caroline go to a support group?"); len(got) != 3 || got[0] != "m0" {
 		t.Errorf("a question that does not ask when: %v, want m0 (as short as m2, smaller id) first", got)
@@ -136,16 +172,15 @@ func TestBuckets(t *testing.T) {
 
 // Rank returns the union of each side's best K, dense ones first.
 func TestRankUnion(t *testing.T) {
-	now := time.Now()
-	mems := []*Memory{
-		{App: "a", ID: "d", Fact: "nothing in common", Scope: Scope{"u": "1"}, Embedding: []float32{1, 0}, EmbeddingModel: "m"},
-		{App: "a", ID: "l", Fact: "green tea", Scope: Scope{"u": "1"}, Embedding: []float32{0, 1}, EmbeddingModel: "m"},
-		{App: "a", ID: "x", Fact: "coffee", Scope: Scope{"u": "1"}, Embedding: []float32{0.1, 0.9}, EmbeddingModel: "m"},
+	docs := []doc{
+		{id: "d", fact: "nothing in common", vec: []float32{1, 0}},
+		{id: "l", fact: "green tea", vec: []float32{0, 1}},
+		{id: "x", fact: "coffee", vec: []float32{0.1, 0.9}},
 	}
-	res := ScoreMemories(SearchQuery{App: "a", ScopeKey: "u=1", Vector: []float32{1, 0}, Model: "m", Terms: model.OfflineTerms("tea"), K: 1, Now: now}, mems)
+	res := rankDocs(Query{Terms: model.OfflineTerms("tea"), K: 1}, []float32{1, 0}, docs)
 	var got []string
 	for _, r := range res {
-		got = append(got, fmt.Sprintf("%s/%d/%d", r.Memory.ID, r.DenseRank, r.LexicalRank))
+		got = append(got, fmt.Sprintf("%s/%d/%d", r.Item, r.DenseRank, r.LexicalRank))
 	}
 	if want := []string{"d/1/0", "l/0/1"}; !slices.Equal(got, want) {
 		t.Fatalf("Rank = %v, want %v", got, want)

@@ -1,4 +1,4 @@
-package memorybank
+package retrieval
 
 import (
 	"cmp"
@@ -45,9 +45,9 @@ const (
 	DefaultRRFK     = 60
 	maxRRFK         = 1000
 	maxFusionWeight = 100
-	// fusionDepth is the least number of memories each side contributes
+	// FusionDepth is the least number of memories each side contributes
 	// to a hybrid search (twice top_k when more).
-	fusionDepth = 20
+	FusionDepth = 20
 )
 
 // Validate checks a fusion configuration.
@@ -85,23 +85,30 @@ func (f Fusion) String() string {
 	return fmt.Sprintf("%s dense %g lexical %g", cmp.Or(f.Method, FusionRRF), d, l)
 }
 
-// fuse orders a search's results and returns the best k. lexicalOnly
+// Fused is a result of Fuse: a memory and its distance from the query,
+// 1 minus its fused similarity.
+type Fused[M any] struct {
+	Item     M
+	Distance float64
+}
+
+// Fuse orders a search's results and returns the best k. lexicalOnly
 // ranks by the lexical side alone (the offline embedder), then, to fill k,
 // the memories that share no term with the query, by the dense side
 // (similarity 0). Otherwise a memory that only a side weighing 0 found is
-// left out. Memories of the preferred period rank higher (see Time on
-// memories).
-func fuse(scored []Scored, k int, lexicalOnly bool, f Fusion, prefer TimeRange) []Retrieved {
-	type ranked struct {
-		s    Scored
+// left out. Memories for which preferred (when not nil) holds, those of a
+// preferred period, rank higher (see Time in period.go); id breaks ties.
+func Fuse[M any](ranked []Ranked[M], k int, lexicalOnly bool, f Fusion, preferred func(M) bool, id func(M) string) []Fused[M] {
+	type fused struct {
+		s    Ranked[M]
 		sim  float64
 		rank int // the dense rank of fillers
 	}
 	wd, wl := f.weights()
 	rrfK := float64(cmp.Or(f.RRFK, DefaultRRFK))
-	var list []ranked
-	for _, s := range scored {
-		r := ranked{s: s}
+	var list []fused
+	for _, s := range ranked {
+		r := fused{s: s}
 		switch {
 		case lexicalOnly:
 			if s.LexicalRank == 0 {
@@ -122,23 +129,23 @@ func fuse(scored []Scored, k int, lexicalOnly bool, f Fusion, prefer TimeRange) 
 		if !lexicalOnly && r.sim <= 0 {
 			continue // found only by a side weighted 0
 		}
-		if r.sim > 0 && !prefer.Empty() && prefer.Contains(s.Memory.Time()) {
+		if r.sim > 0 && preferred != nil && preferred(s.Item) {
 			r.sim = r.sim * (2 - r.sim) // the distance squared
 		}
 		list = append(list, r)
 	}
-	slices.SortFunc(list, func(a, b ranked) int {
+	slices.SortFunc(list, func(a, b fused) int {
 		if c := cmp.Compare(b.sim, a.sim); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.rank, b.rank); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.s.Memory.ID, b.s.Memory.ID)
+		return cmp.Compare(id(a.s.Item), id(b.s.Item))
 	})
-	out := make([]Retrieved, 0, min(k, len(list)))
+	out := make([]Fused[M], 0, min(k, len(list)))
 	for _, r := range list[:min(k, len(list))] {
-		out = append(out, Retrieved{Memory: r.s.Memory, Distance: Distance(r.sim)})
+		out = append(out, Fused[M]{Item: r.s.Item, Distance: Distance(r.sim)})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package memorybank
+package vectorcache
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -45,7 +46,7 @@ func randomVector(r *rand.Rand, dims int, sparse bool) []float32 {
 // referenceSearch ranks memories the slow, obvious way: IDF weights from
 // the visible and invisible vectors of the model, the weighted query scaled
 // to unit length, dot products, best first, ties by id.
-func referenceSearch(q SearchQuery, memories []*Memory) []string {
+func referenceSearch(q memorybank.SearchQuery, memories []*memorybank.Memory) []string {
 	var n int
 	df := make([]float64, len(q.Vector))
 	for _, m := range memories {
@@ -97,21 +98,21 @@ func referenceSearch(q SearchQuery, memories []*Memory) []string {
 }
 
 // ids returns the ids of the memories the dense side ranked, in order.
-func ids(scored []Scored) []string {
+func ids(scored []memorybank.Scored) []string {
 	var out []string
 	for _, s := range scored {
 		if s.DenseRank > 0 {
-			out = append(out, s.Memory.ID)
+			out = append(out, s.Item.ID)
 		}
 	}
 	return out
 }
 
 // ranks describes results with both sides' ranks and scores.
-func ranks(scored []Scored) []string {
+func ranks(scored []memorybank.Scored) []string {
 	var out []string
 	for _, s := range scored {
-		out = append(out, fmt.Sprintf("%s:%d:%d:%v:%v", s.Memory.ID, s.DenseRank, s.LexicalRank, s.Score, s.Lexical))
+		out = append(out, fmt.Sprintf("%s:%d:%d:%v:%v", s.Item.ID, s.DenseRank, s.LexicalRank, s.Score, s.Lexical))
 	}
 	return out
 }
@@ -129,12 +130,12 @@ func randomFact(r *rand.Rand) string {
 // memStore is a scope's memories as a store would load them.
 type memStore struct {
 	mu   sync.Mutex
-	live map[string]*Memory
+	live map[string]*memorybank.Memory
 	// loads counts the loads.
 	loads int
 }
 
-func (m *memStore) load(context.Context) ([]*Memory, error) {
+func (m *memStore) load(context.Context) ([]*memorybank.Memory, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.loads++
@@ -142,11 +143,11 @@ func (m *memStore) load(context.Context) ([]*Memory, error) {
 }
 
 // write applies a memory the way a store's Write does: Touch, commit, Put.
-func (m *memStore) write(c *VectorCache, mem *Memory) {
+func (m *memStore) write(c *Cache, mem *memorybank.Memory) {
 	c.Touch(mem.App, mem.Scope.Key())
 	m.mu.Lock()
 	if m.live == nil {
-		m.live = map[string]*Memory{}
+		m.live = map[string]*memorybank.Memory{}
 	}
 	if mem.Deleted {
 		delete(m.live, mem.ID)
@@ -157,7 +158,7 @@ func (m *memStore) write(c *VectorCache, mem *Memory) {
 	c.Put(mem)
 }
 
-func search(t *testing.T, c *VectorCache, q SearchQuery, st *memStore) []Scored {
+func search(t *testing.T, c *Cache, q memorybank.SearchQuery, st *memStore) []memorybank.Scored {
 	t.Helper()
 	res, err := c.Search(t.Context(), q, st.load)
 	if err != nil {
@@ -178,11 +179,11 @@ func TestVectorCacheMatchesReference(t *testing.T) {
 		t.Run(fmt.Sprintf("sparse=%v", sparse), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			const dims = 64
-			c := NewVectorCache(1 << 30)
+			c := New(1 << 30)
 			st := &memStore{}
 			for step := range 400 {
 				id := fmt.Sprintf("m%03d", r.IntN(120))
-				m := &Memory{App: "a", ID: id, Scope: Scope{"user_id": "u"}, Embedding: randomVector(r, dims, sparse), EmbeddingModel: "m1", Fact: randomFact(r)}
+				m := &memorybank.Memory{App: "a", ID: id, Scope: memorybank.Scope{"user_id": "u"}, Embedding: randomVector(r, dims, sparse), EmbeddingModel: "m1", Fact: randomFact(r)}
 				switch r.IntN(10) {
 				case 0:
 					m.Deleted = true
@@ -198,18 +199,18 @@ func TestVectorCacheMatchesReference(t *testing.T) {
 					continue
 				}
 				all, _ := st.load(t.Context())
-				for _, filter := range []Filter{{}, {Topics: []string{"pets"}}} {
-					q := SearchQuery{App: "a", ScopeKey: "user_id=u", Vector: randomVector(r, dims, sparse), Model: "m1", Terms: model.OfflineTerms(randomFact(r)), K: 10, Filter: filter, Now: now}
+				for _, filter := range []memorybank.Filter{{}, {Topics: []string{"pets"}}} {
+					q := memorybank.SearchQuery{App: "a", ScopeKey: "user_id=u", Vector: randomVector(r, dims, sparse), Model: "m1", Terms: model.OfflineTerms(randomFact(r)), K: 10, Filter: filter, Now: now}
 					got := search(t, c, q, st)
 					if want := referenceSearch(q, all); !slices.Equal(ids(got), want) {
 						t.Fatalf("step %d, filter %+v: cache ranks %v, reference %v", step, filter, ids(got), want)
 					}
-					fresh := ScoreMemories(q, all)
+					fresh := Score(q, all)
 					if !slices.Equal(ranks(fresh), ranks(got)) {
 						t.Fatalf("step %d: a scope loaded afresh ranks %v, the updated one %v (document frequencies drifted)", step, ranks(fresh), ranks(got))
 					}
 					// Evicted and loaded again: the very same results.
-					evicted := NewVectorCache(1 << 30)
+					evicted := New(1 << 30)
 					again := search(t, evicted, q, st)
 					if diff := cmp.Diff(got, again); diff != "" {
 						t.Fatalf("step %d: after a reload (-kept +reloaded):\n%s", step, diff)
@@ -232,25 +233,25 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	const scopes = 40
 	stores := make([]*memStore, scopes)
-	big := NewVectorCache(1 << 30)
+	big := New(1 << 30)
 	for i := range stores {
 		stores[i] = &memStore{}
 		for j := range 5 {
-			stores[i].write(big, &Memory{App: "a", ID: fmt.Sprint("m", j), Scope: Scope{"user_id": fmt.Sprint(i)}, Fact: "a fact of some length",
-				Embedding: randomVector(r, 2048, true), EmbeddingModel: "m1", Sources: []Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1"}}}})
+			stores[i].write(big, &memorybank.Memory{App: "a", ID: fmt.Sprint("m", j), Scope: memorybank.Scope{"user_id": fmt.Sprint(i)}, Fact: "a fact of some length",
+				Embedding: randomVector(r, 2048, true), EmbeddingModel: "m1", Sources: []memorybank.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1"}}}})
 		}
 	}
-	query := func(i int) SearchQuery {
-		return SearchQuery{App: "a", ScopeKey: Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 2048, true), Model: "m1", K: 3, Now: now}
+	query := func(i int) memorybank.SearchQuery {
+		return memorybank.SearchQuery{App: "a", ScopeKey: memorybank.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 2048, true), Model: "m1", K: 3, Now: now}
 	}
 	// The size of one scope, to size the small cache at 10 of them.
-	one := NewVectorCache(1 << 30)
+	one := New(1 << 30)
 	search(t, one, query(0), stores[0])
 	per := one.Stats().Bytes
 	if per < 2048 || per > 8192 {
 		t.Fatalf("one scope of 5 sparse memories is estimated at %d bytes", per)
 	}
-	c := NewVectorCache(10*per + per/2)
+	c := New(10*per + per/2)
 	for i := range scopes {
 		q := query(i)
 		if diff := cmp.Diff(search(t, big, q, stores[i]), search(t, c, q, stores[i])); diff != "" {
@@ -268,7 +269,7 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 	// makes 31 the next to go.
 	search(t, c, query(30), stores[30])
 	search(t, c, query(0), stores[0])
-	if !c.Loaded("a", Scope{"user_id": "30"}.Key()) || c.Loaded("a", Scope{"user_id": "31"}.Key()) {
+	if !c.Loaded("a", memorybank.Scope{"user_id": "30"}.Key()) || c.Loaded("a", memorybank.Scope{"user_id": "31"}.Key()) {
 		t.Fatal("the least recently searched scope was not the one evicted")
 	}
 	if st := c.Stats(); st.Hits != 1 || st.Misses != scopes+1 {
@@ -276,9 +277,9 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 	}
 	// A write to a held scope is seen by its next search, without a load.
 	loads := stores[0].loads
-	stores[0].write(c, &Memory{App: "a", ID: "m0", Scope: Scope{"user_id": "0"}, Deleted: true})
-	for _, s := range search(t, c, SearchQuery{App: "a", ScopeKey: Scope{"user_id": "0"}.Key(), Vector: randomVector(r, 2048, false), Model: "m1", K: 10, Now: now}, stores[0]) {
-		if s.Memory.ID == "m0" {
+	stores[0].write(c, &memorybank.Memory{App: "a", ID: "m0", Scope: memorybank.Scope{"user_id": "0"}, Deleted: true})
+	for _, s := range search(t, c, memorybank.SearchQuery{App: "a", ScopeKey: memorybank.Scope{"user_id": "0"}.Key(), Vector: randomVector(r, 2048, false), Model: "m1", K: 10, Now: now}, stores[0]) {
+		if s.Item.ID == "m0" {
 			t.Fatal("a deleted memory is still found")
 		}
 	}
@@ -286,7 +287,7 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 		t.Fatal("a held scope was loaded again")
 	}
 	// A cache of no budget keeps nothing and still answers.
-	none := NewVectorCache(0)
+	none := New(0)
 	if got := search(t, none, query(1), stores[1]); len(got) != 3 || none.Stats().Scopes != 0 || none.Stats().Bytes != 0 {
 		t.Fatalf("cache of no budget: %d results, %+v", len(got), none.Stats())
 	}
@@ -295,11 +296,11 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 // A load is not kept when a writer touched the scope after the load read
 // its generation; the search still answers from it.
 func TestVectorCacheInstallRace(t *testing.T) {
-	c := NewVectorCache(1 << 20)
+	c := New(1 << 20)
 	st := &memStore{}
-	q := SearchQuery{App: "a", ScopeKey: "s", K: 1}
+	q := memorybank.SearchQuery{App: "a", ScopeKey: "s", K: 1}
 	raced := false
-	load := func(ctx context.Context) ([]*Memory, error) {
+	load := func(ctx context.Context) ([]*memorybank.Memory, error) {
 		if !raced {
 			raced = true
 			c.Touch("a", "s") // a writer, between the generation read and the install
@@ -323,19 +324,19 @@ func TestVectorCacheConcurrent(t *testing.T) {
 	for i := range stores {
 		stores[i] = &memStore{}
 	}
-	c := NewVectorCache(3 * 4096) // room for a few scopes: constant eviction
+	c := New(3 * 4096) // room for a few scopes: constant eviction
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 9))
 			for range 300 {
 				i := r.IntN(scopes)
-				scope := Scope{"user_id": fmt.Sprint(i)}
+				scope := memorybank.Scope{"user_id": fmt.Sprint(i)}
 				if r.IntN(2) == 0 {
-					stores[i].write(c, &Memory{App: "a", ID: fmt.Sprint("m", r.IntN(6)), Scope: scope, Embedding: randomVector(r, 256, true), EmbeddingModel: "m1", Deleted: r.IntN(5) == 0})
+					stores[i].write(c, &memorybank.Memory{App: "a", ID: fmt.Sprint("m", r.IntN(6)), Scope: scope, Embedding: randomVector(r, 256, true), EmbeddingModel: "m1", Deleted: r.IntN(5) == 0})
 					continue
 				}
-				if _, err := c.Search(t.Context(), SearchQuery{App: "a", ScopeKey: scope.Key(), Vector: randomVector(r, 256, true), Model: "m1", K: 3, Now: now}, stores[i].load); err != nil {
+				if _, err := c.Search(t.Context(), memorybank.SearchQuery{App: "a", ScopeKey: scope.Key(), Vector: randomVector(r, 256, true), Model: "m1", K: 3, Now: now}, stores[i].load); err != nil {
 					t.Error(err)
 				}
 			}
@@ -344,9 +345,9 @@ func TestVectorCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	r := rand.New(rand.NewPCG(7, 7))
 	for i := range scopes {
-		q := SearchQuery{App: "a", ScopeKey: Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 256, false), Model: "m1", K: 6, Now: now}
+		q := memorybank.SearchQuery{App: "a", ScopeKey: memorybank.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 256, false), Model: "m1", K: 6, Now: now}
 		all, _ := stores[i].load(t.Context())
-		if diff := cmp.Diff(ScoreMemories(q, all), search(t, c, q, stores[i])); diff != "" {
+		if diff := cmp.Diff(Score(q, all), search(t, c, q, stores[i])); diff != "" {
 			t.Fatalf("scope %d after concurrent writes (-loaded afresh +cache):\n%s", i, diff)
 		}
 	}
@@ -360,18 +361,18 @@ func TestVectorCacheConcurrent(t *testing.T) {
 func TestVectorCacheFootprint(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 8))
 	const budget = 2 << 20
-	c := NewVectorCache(budget)
+	c := New(budget)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range 4000 {
-		var mems []*Memory
+		var mems []*memorybank.Memory
 		for j := range 3 {
-			mems = append(mems, &Memory{App: "app", ID: fmt.Sprintf("%020d", j), Scope: Scope{"user_id": fmt.Sprint(i)}, Fact: "The user likes green tea in the morning and coffee after lunch.",
-				Embedding: randomVector(r, 2048, true), EmbeddingModel: "kioku-offline-v1", Sources: []Source{{Session: "apps/app/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}}})
+			mems = append(mems, &memorybank.Memory{App: "app", ID: fmt.Sprintf("%020d", j), Scope: memorybank.Scope{"user_id": fmt.Sprint(i)}, Fact: "The user likes green tea in the morning and coffee after lunch.",
+				Embedding: randomVector(r, 2048, true), EmbeddingModel: "kioku-offline-v1", Sources: []memorybank.Source{{Session: "apps/app/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}}})
 		}
-		q := SearchQuery{App: "app", ScopeKey: Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: mems[0].Embedding, Model: "kioku-offline-v1", K: 3}
-		if _, err := c.Search(t.Context(), q, func(context.Context) ([]*Memory, error) { return mems, nil }); err != nil {
+		q := memorybank.SearchQuery{App: "app", ScopeKey: memorybank.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: mems[0].Embedding, Model: "kioku-offline-v1", K: 3}
+		if _, err := c.Search(t.Context(), q, func(context.Context) ([]*memorybank.Memory, error) { return mems, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -385,38 +386,5 @@ func TestVectorCacheFootprint(t *testing.T) {
 	// their document frequencies (lexical retrieval).
 	if st.Bytes > budget || st.Scopes < 850 || held > 2*budget {
 		t.Fatalf("%d scopes, estimated %d bytes, heap grew by %d; want at least 850 scopes within the %d-byte budget and the heap within twice it", st.Scopes, st.Bytes, held, budget)
-	}
-}
-
-func TestVectorEncoding(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, v := range [][]float32{randomVector(r, 768, true), randomVector(r, 768, false), {0, 0, 0}, {}} {
-		b := EncodeVector(v)
-		got, err := DecodeVector(b)
-		if err != nil || !slices.Equal(got, v) {
-			t.Fatalf("round trip of %d dims (tag %q): %v", len(v), b[:min(1, len(b))], err)
-		}
-	}
-	if sparse := EncodeVector(randomVector(r, 768, true)); sparse[0] != 's' || len(sparse) > 5+6*5 {
-		t.Errorf("a vector of at most 5 non-zero coordinates takes %d bytes, tag %q; want the sparse form", len(sparse), sparse[0])
-	}
-	for _, bad := range [][]byte{{'d', 1, 2}, {'s', 1}, {'s', 1, 0, 0, 0, 9, 0, 0, 0, 0, 0}, {'x'}} {
-		if _, err := DecodeVector(bad); err == nil {
-			t.Errorf("DecodeVector(%v) accepted a malformed vector", bad)
-		}
-	}
-}
-
-func TestScopeKeys(t *testing.T) {
-	s := Scope{"user_id": "ann&bo=1", "agent": "é x"}
-	if k := s.Key(); k != "agent=%C3%A9+x&user_id=ann%26bo%3D1" {
-		t.Errorf("Key = %q", k)
-	}
-	back := ParseScopeKey(s.Key())
-	if len(back) != 2 || back["user_id"] != "ann&bo=1" || back["agent"] != "é x" {
-		t.Errorf("ParseScopeKey(Key) = %v, want %v", back, s)
-	}
-	if (Scope{"b": "1", "a": "2"}).Key() != (Scope{"a": "2", "b": "1"}).Key() {
-		t.Error("Key depends on map order")
 	}
 }

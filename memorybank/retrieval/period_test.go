@@ -1,4 +1,4 @@
-package memorybank
+package retrieval
 
 import (
 	"testing"
@@ -60,12 +60,12 @@ func TestTimeRange(t *testing.T) {
 	if !r.Contains(time.Time{}) || !r.Contains(at) {
 		t.Error("an empty range excludes a time")
 	}
-	r.bound(">=", at)
+	r.Bound(">=", at)
 	if r.Contains(time.Time{}) || !r.Contains(at) || r.Contains(at.Add(-1)) {
 		t.Errorf("%v: unknown times must fail, bounds are inclusive", r)
 	}
-	r.bound("<", at.Add(time.Hour))
-	r.bound("<=", at.Add(2*time.Hour)) // a looser bound changes nothing
+	r.Bound("<", at.Add(time.Hour))
+	r.Bound("<=", at.Add(2*time.Hour)) // a looser bound changes nothing
 	if r.Contains(at.Add(time.Hour)) || !r.Contains(at.Add(time.Hour-1)) {
 		t.Errorf("%v: the end is exclusive and the tighter bound wins", r)
 	}

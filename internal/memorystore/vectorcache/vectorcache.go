@@ -1,21 +1,29 @@
-package memorybank
+// Package vectorcache is the SQLite memory store's cache of scopes for
+// similarity search: a scope's visible memories, in a compact form, with
+// the document frequencies of their vectors and terms, kept current write
+// by write, so that a search of a held scope reads nothing from the
+// database and ranks the scope's memories in memory with retrieval.Rank.
+package vectorcache
 
 import (
 	"context"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
-// DefaultVectorCacheBytes is the default budget of a VectorCache.
-const DefaultVectorCacheBytes = 64 << 20
+// DefaultBytes is the default budget of a Cache.
+const DefaultBytes = 64 << 20
 
-// VectorCache keeps the memories of recently searched scopes in memory for
+// Cache keeps the memories of recently searched scopes in memory for
 // stores that search by themselves (the SQLite store): a scope is loaded on
 // the search that misses it and kept current with Put after each committed
 // write, and the least recently searched scopes are evicted to keep the
@@ -36,7 +44,7 @@ const DefaultVectorCacheBytes = 64 << 20
 // Generations live in a fixed table indexed by a hash of the scope, so they
 // take the same memory however many scopes are written; two scopes that
 // share a slot only cost an occasional extra load.
-type VectorCache struct {
+type Cache struct {
 	budget int64
 	seed   maphash.Seed
 
@@ -52,14 +60,14 @@ type VectorCache struct {
 
 const genSlots = 4096
 
-// NewVectorCache returns an empty cache of budget bytes; a budget of 0 or
-// less keeps nothing (every search loads its scope).
-func NewVectorCache(budget int64) *VectorCache {
-	return &VectorCache{budget: budget, seed: maphash.MakeSeed(), scopes: map[string]*scopeIndex{}}
+// New returns an empty cache of budget bytes; a budget of 0 or less keeps
+// nothing (every search loads its scope).
+func New(budget int64) *Cache {
+	return &Cache{budget: budget, seed: maphash.MakeSeed(), scopes: map[string]*scopeIndex{}}
 }
 
-// VectorCacheStats are a cache's figures.
-type VectorCacheStats struct {
+// Stats are a cache's figures.
+type Stats struct {
 	// Bytes is the estimated size of the scopes held, Budget its bound.
 	Bytes, Budget int64
 	// Scopes is how many scopes are held.
@@ -70,11 +78,11 @@ type VectorCacheStats struct {
 }
 
 // Stats returns the cache's figures.
-func (c *VectorCache) Stats() VectorCacheStats {
+func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	n := len(c.scopes)
 	c.mu.Unlock()
-	return VectorCacheStats{
+	return Stats{
 		Bytes: c.size.Load(), Budget: c.budget, Scopes: n,
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(),
 	}
@@ -82,15 +90,15 @@ func (c *VectorCache) Stats() VectorCacheStats {
 
 func indexKey(app, scopeKey string) string { return app + "\x00" + scopeKey }
 
-func (c *VectorCache) gen(key string) *atomic.Uint64 {
+func (c *Cache) gen(key string) *atomic.Uint64 {
 	return &c.gens[maphash.String(c.seed, key)%genSlots]
 }
 
 // Touch marks a scope as being written: call it before the write commits.
-func (c *VectorCache) Touch(app, scopeKey string) { c.gen(indexKey(app, scopeKey)).Add(1) }
+func (c *Cache) Touch(app, scopeKey string) { c.gen(indexKey(app, scopeKey)).Add(1) }
 
 // Loaded reports whether a scope is held.
-func (c *VectorCache) Loaded(app, scopeKey string) bool {
+func (c *Cache) Loaded(app, scopeKey string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.scopes[indexKey(app, scopeKey)] != nil
@@ -98,7 +106,7 @@ func (c *VectorCache) Loaded(app, scopeKey string) bool {
 
 // Put adds, replaces or (for a deleted memory) removes a memory in its
 // scope, if the scope is held: call it after the write committed.
-func (c *VectorCache) Put(m *Memory) {
+func (c *Cache) Put(m *memorybank.Memory) {
 	key := indexKey(m.App, m.Scope.Key())
 	c.gen(key).Add(1) // a load that read the generation before now is stale
 	c.mu.Lock()
@@ -126,10 +134,10 @@ func (c *VectorCache) Put(m *Memory) {
 // keep making stale; the last one answers the search without being kept.
 const installAttempts = 3
 
-// Search returns the top q.K visible memories of q.Model in the scope,
-// best first (see the package documentation for the scores). A scope not
-// held is loaded with load (its visible memories) and kept.
-func (c *VectorCache) Search(ctx context.Context, q SearchQuery, load func(ctx context.Context) ([]*Memory, error)) ([]Scored, error) {
+// Search ranks the scope's visible memories that pass the query's filter
+// with retrieval.Rank: the q.K best of each side. A scope not held is
+// loaded with load (its visible memories) and kept.
+func (c *Cache) Search(ctx context.Context, q memorybank.SearchQuery, load func(ctx context.Context) ([]*memorybank.Memory, error)) ([]memorybank.Scored, error) {
 	key := indexKey(q.App, q.ScopeKey)
 	c.mu.Lock()
 	s := c.scopes[key]
@@ -167,7 +175,7 @@ func (c *VectorCache) Search(ctx context.Context, q SearchQuery, load func(ctx c
 // install keeps s unless a writer touched the scope since gen was read, or
 // the scope alone exceeds the budget. It reports whether s is current (it
 // may still not be kept).
-func (c *VectorCache) install(key string, s *scopeIndex, g *atomic.Uint64, gen uint64) bool {
+func (c *Cache) install(key string, s *scopeIndex, g *atomic.Uint64, gen uint64) bool {
 	c.mu.Lock()
 	if g.Load() != gen {
 		c.mu.Unlock()
@@ -191,7 +199,7 @@ func (c *VectorCache) install(key string, s *scopeIndex, g *atomic.Uint64, gen u
 
 // evict removes the least recently searched scopes until the cache is
 // within its budget. A scope being searched or written is passed over.
-func (c *VectorCache) evict() {
+func (c *Cache) evict() {
 	if c.size.Load() <= c.budget {
 		return
 	}
@@ -212,7 +220,7 @@ func (c *VectorCache) evict() {
 }
 
 // toFront makes s the most recently searched scope. c.mu is held.
-func (c *VectorCache) toFront(s *scopeIndex) {
+func (c *Cache) toFront(s *scopeIndex) {
 	if c.head == s {
 		return
 	}
@@ -228,7 +236,7 @@ func (c *VectorCache) toFront(s *scopeIndex) {
 }
 
 // unlink removes s from the recency list. c.mu is held.
-func (c *VectorCache) unlink(s *scopeIndex) {
+func (c *Cache) unlink(s *scopeIndex) {
 	if s.prev != nil {
 		s.prev.next = s.next
 	} else if c.head == s {
@@ -247,15 +255,15 @@ func (c *VectorCache) unlink(s *scopeIndex) {
 // terms (lexical retrieval).
 type scopeIndex struct {
 	app, scopeKey string
-	scope         Scope // every memory of the scope has this scope
+	scope         memorybank.Scope // every memory of the scope has this scope
 
 	mu       sync.RWMutex
 	entries  []indexEntry
 	pos      map[string]int32 // memory id → index in entries
 	models   []modelStats
-	terms    dfStats // by bucket of the memories' terms
-	bytes    int64   // the estimated size of all of the above
-	resident bool    // held by the cache (false once evicted)
+	terms    retrieval.DocFreq // by bucket of the memories' terms
+	bytes    int64             // the estimated size of all of the above
+	resident bool              // held by the cache (false once evicted)
 
 	prev, next *scopeIndex // the cache's recency list, under the cache's mu
 }
@@ -263,7 +271,7 @@ type scopeIndex struct {
 // modelStats are the document frequencies of one embedding model.
 type modelStats struct {
 	name string
-	df   dfStats
+	df   retrieval.DocFreq
 }
 
 // indexEntry is a memory as a scope index keeps it: what searches filter
@@ -273,12 +281,12 @@ type indexEntry struct {
 	fact                         string
 	topics                       []string
 	metadata                     map[string]string
-	sources                      []Source
+	sources                      []memorybank.Source
 	createNS, updateNS, expireNS int64
 	eventNS, statedNS            int64
 	revision                     int64
 	model                        int32 // index in models; -1 without a vector
-	vec                          vector
+	vec                          retrieval.Vector
 	terms                        []model.Term
 }
 
@@ -294,9 +302,9 @@ var (
 // entrySize is an entry's slot in its scope's map of ids.
 const entrySize = 32
 
-func newScopeIndex(app, scopeKey string, memories []*Memory) *scopeIndex {
+func newScopeIndex(app, scopeKey string, memories []*memorybank.Memory) *scopeIndex {
 	s := &scopeIndex{
-		app: app, scopeKey: scopeKey, scope: ParseScopeKey(scopeKey),
+		app: app, scopeKey: scopeKey, scope: memorybank.ParseScopeKey(scopeKey),
 		pos: make(map[string]int32, len(memories)), entries: make([]indexEntry, 0, len(memories)),
 	}
 	s.bytes = scopeOverhead + int64(len(app)+2*len(scopeKey)) + entryStruct*int64(cap(s.entries))
@@ -307,7 +315,7 @@ func newScopeIndex(app, scopeKey string, memories []*Memory) *scopeIndex {
 }
 
 // put adds a memory that is not in the index.
-func (s *scopeIndex) put(m *Memory) {
+func (s *scopeIndex) put(m *memorybank.Memory) {
 	if m.Deleted {
 		return
 	}
@@ -321,14 +329,14 @@ func (s *scopeIndex) put(m *Memory) {
 		}
 	}
 	e := indexEntry{
-		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: cloneMap(m.Metadata),
-		sources:  mergeSources(nil, m.Sources),
+		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: maps.Clone(m.Metadata),
+		sources:  cloneSources(m.Sources),
 		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
 		eventNS: unixnano.From(m.EventTime), statedNS: unixnano.From(m.StatedTime),
 		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
 	}
 	if idx >= 0 {
-		e.vec = newVector(m.Embedding)
+		e.vec = retrieval.NewVector(m.Embedding)
 		s.count(&s.models[idx].df, e.vec, 1)
 	}
 	s.count(&s.terms, bucketVector(e.terms), 1)
@@ -341,21 +349,21 @@ func (s *scopeIndex) put(m *Memory) {
 
 // count adds (sign 1) or removes (sign -1) a vector from document
 // frequencies, keeping the scope's size current.
-func (s *scopeIndex) count(st *dfStats, v vector, sign int32) {
-	before := st.bytes()
-	st.add(v, sign)
-	s.bytes += st.bytes() - before
+func (s *scopeIndex) count(st *retrieval.DocFreq, v retrieval.Vector, sign int32) {
+	before := st.Bytes()
+	st.Add(v, sign)
+	s.bytes += st.Bytes() - before
 }
 
 // bucketVector returns the buckets of terms as a sparse vector, for the
 // document frequencies of terms.
-func bucketVector(terms []model.Term) vector {
-	b := Buckets(terms)
-	v := vector{dims: model.OfflineDimensions, idx: make([]uint16, len(b))}
+func bucketVector(terms []model.Term) retrieval.Vector {
+	b := retrieval.Buckets(terms)
+	idx := make([]uint16, len(b))
 	for i, x := range b {
-		v.idx[i] = uint16(x)
+		idx[i] = uint16(x)
 	}
-	return v
+	return retrieval.SparseVector(model.OfflineDimensions, idx)
 }
 
 // remove removes a memory if it is in the index.
@@ -382,7 +390,7 @@ func (s *scopeIndex) remove(id string) {
 
 // size estimates the heap an entry holds.
 func (e *indexEntry) size() int64 {
-	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.bytes() + termSize*int64(len(e.terms))
+	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.Bytes() + termSize*int64(len(e.terms))
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
 	}
@@ -402,10 +410,10 @@ func (e *indexEntry) size() int64 {
 }
 
 // memory returns the entry as a Memory (without its vector).
-func (s *scopeIndex) memory(e *indexEntry) *Memory {
-	return &Memory{
-		App: s.app, ID: e.id, Fact: e.fact, Scope: Scope(cloneMap(s.scope)),
-		Topics: slices.Clone(e.topics), Metadata: cloneMap(e.metadata), Sources: mergeSources(nil, e.sources),
+func (s *scopeIndex) memory(e *indexEntry) *memorybank.Memory {
+	return &memorybank.Memory{
+		App: s.app, ID: e.id, Fact: e.fact, Scope: maps.Clone(s.scope),
+		Topics: slices.Clone(e.topics), Metadata: maps.Clone(e.metadata), Sources: cloneSources(e.sources),
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
 		EventTime: unixnano.Time(e.eventNS), StatedTime: unixnano.Time(e.statedNS),
 		Revision: e.revision, EmbeddingModel: s.modelName(e.model),
@@ -422,31 +430,49 @@ func (s *scopeIndex) modelName(i int32) string {
 // search ranks the scope's visible memories that pass the filter with
 // Rank: dense scores of the memories of q.Model against the weighted query
 // vector, lexical similarity of all of them to q.Terms.
-func (s *scopeIndex) search(q SearchQuery) []Scored {
+func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 	if q.K <= 0 {
 		return nil
 	}
 	mi := int32(slices.IndexFunc(s.models, func(m modelStats) bool { return m.name == q.Model }))
 	var wq []float32
-	if mi >= 0 && s.models[mi].df.n > 0 && len(q.Vector) > 0 {
+	if mi >= 0 && s.models[mi].df.N() > 0 && len(q.Vector) > 0 {
 		st := &s.models[mi].df
-		wq = WeightedQuery(q.Vector, int(st.n), st.get)
+		wq = retrieval.WeightedQuery(q.Vector, st.N(), st.Get)
 	}
 	now := unixnano.From(q.Now)
-	return Rank(q, func(yield func(Candidate[*indexEntry]) bool) {
+	return retrieval.Rank(q.Ranking(), func(yield func(retrieval.Candidate[*indexEntry]) bool) {
 		for i := range s.entries {
 			e := &s.entries[i]
 			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) ||
 				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) {
 				continue
 			}
-			c := Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms, HasEventTime: e.eventNS != 0}
+			c := retrieval.Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms, HasEventTime: e.eventNS != 0}
 			if wq != nil && e.model == mi {
-				c.Dense, c.HasDense = e.vec.dot(wq), true
+				c.Dense, c.HasDense = e.vec.Dot(wq), true
 			}
 			if !yield(c) {
 				return
 			}
 		}
-	}, TermStats{N: int(s.terms.n), DF: s.terms.get}, s.memory)
+	}, retrieval.TermStats{N: s.terms.N(), DF: s.terms.Get}, s.memory)
+}
+
+// Score ranks memories by the same rule as Cache.Search: those of a scope
+// loaded afresh, or candidates a store fetched by other means.
+func Score(q memorybank.SearchQuery, memories []*memorybank.Memory) []memorybank.Scored {
+	return newScopeIndex(q.App, q.ScopeKey, memories).search(q)
+}
+
+// cloneSources returns a deep copy of sources.
+func cloneSources(sources []memorybank.Source) []memorybank.Source {
+	if len(sources) == 0 {
+		return nil
+	}
+	out := make([]memorybank.Source, len(sources))
+	for i, s := range sources {
+		out[i] = memorybank.Source{Session: s.Session, EventIDs: slices.Clone(s.EventIDs)}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package memorybank
+package retrieval
 
 import (
 	"regexp"
@@ -7,21 +7,57 @@ import (
 	"time"
 )
 
-// Time on memories: a memory's time is its event time, else its stated
-// time (Memory.Time). A similarity search prefers memories of a period,
-// given with the request or named by the query in words (QueryPeriod): a
-// memory found by the query whose time lies in the period has its
-// distance d = 1 - s squared, so that it ranks above the memories of other
-// times that the query finds about as well, while one that barely matches
-// the query stays behind those that match it well.
+// Time in retrieval: a memory's time is its event time, else its stated
+// time (memorybank.Memory.Time). A similarity search prefers memories of a
+// period, given with the request or named by the query in words
+// (QueryPeriod): a memory found by the query whose time lies in the period
+// has its distance d = 1 - s squared (see Fuse), so that it ranks above
+// the memories of other times that the query finds about as well, while
+// one that barely matches the query stays behind those that match it well.
 
-// Time returns the memory's time for retrieval: its event time, else its
-// stated time (zero when neither is known).
-func (m *Memory) Time() time.Time {
-	if !m.EventTime.IsZero() {
-		return m.EventTime
+// TimeRange is a range of times, From <= t < To; a zero end is open.
+type TimeRange struct {
+	From, To time.Time
+}
+
+// Empty reports whether the range has no bound.
+func (r TimeRange) Empty() bool { return r.From.IsZero() && r.To.IsZero() }
+
+// Contains reports whether t is in the range; an unknown (zero) t is not,
+// unless the range has no bound.
+func (r TimeRange) Contains(t time.Time) bool {
+	if r.Empty() {
+		return true
 	}
-	return m.StatedTime
+	return !t.IsZero() && (r.From.IsZero() || !t.Before(r.From)) && (r.To.IsZero() || t.Before(r.To))
+}
+
+// Bound narrows the range by one comparison of a filter, t op at, with op
+// one of >=, >, <, <= and =.
+func (r *TimeRange) Bound(op string, at time.Time) {
+	lower := func(t time.Time) {
+		if r.From.IsZero() || t.After(r.From) {
+			r.From = t
+		}
+	}
+	upper := func(t time.Time) {
+		if r.To.IsZero() || t.Before(r.To) {
+			r.To = t
+		}
+	}
+	switch op {
+	case ">=":
+		lower(at)
+	case ">":
+		lower(at.Add(time.Nanosecond))
+	case "<":
+		upper(at)
+	case "<=":
+		upper(at.Add(time.Nanosecond))
+	case "=":
+		lower(at)
+		upper(at.Add(time.Nanosecond))
+	}
 }
 
 var months = func() map[string]time.Month {
