@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/exampletest"
@@ -130,6 +132,38 @@ func ExampleSimilar() {
 		fmt.Println(m.GetMemory().GetFact())
 	}
 	// Output: Ann prefers green tea.
+}
+
+// ExampleClient_Execute answers a model's call of Anthropic's memory tool
+// (docs/clients.md shows its body): the tool_use block's input goes to
+// Execute as it came, and the answer is the tool_result.
+func ExampleClient_Execute() {
+	url, stop := exampletest.StartKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url)
+	user := client.UserName("demo", "ann")
+
+	// The input of a "memory" tool_use block of the model, as it came.
+	input, err := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "Ann likes tea.\n"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: user, Input: input})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.GetIsError(), res.GetOutput()) // the tool_result's is_error and content
+
+	for f, err := range c.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(f.GetPath(), f.GetSizeBytes(), f.GetRevision())
+	}
+	// Output:
+	// false File created successfully at: /memories/notes.md
+	// /memories/notes.md 15 1
 }
 
 // Example_firstProgram is the first program of the README and of
