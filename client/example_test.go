@@ -196,8 +196,8 @@ func Example_firstProgram() {
 		fmt.Println(ev.GetSequence(), ev.GetAuthor(), ev.GetContent().GetParts()[0].GetText())
 	}
 
-	// Remember a fact about ann (with a model configured, client.FromSession(s.GetName())
-	// extracts facts from the conversation instead), wait for it, and find it again.
+	// Remember a fact about ann (client.FromSession(s.GetName()) would extract facts from the
+	// conversation instead, by the offline extractor or a model), wait for it, and find it again.
 	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"),
 		Scope: client.Scope("ann"), Source: client.Facts("Ann lives in Sapporo.")})
 	if err != nil {
