@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/exampletest"
@@ -132,6 +134,38 @@ func ExampleSimilar() {
 	// Output: Ann prefers green tea.
 }
 
+// ExampleClient_Execute answers a model's call of Anthropic's memory tool
+// (docs/clients.md shows its body): the tool_use block's input goes to
+// Execute as it came, and the answer is the tool_result.
+func ExampleClient_Execute() {
+	url, stop := exampletest.StartKioku()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(url)
+	user := client.UserName("demo", "ann")
+
+	// The input of a "memory" tool_use block of the model, as it came.
+	input, err := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "Ann likes tea.\n"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: user, Input: input})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.GetIsError(), res.GetOutput()) // the tool_result's is_error and content
+
+	for f, err := range c.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(f.GetPath(), f.GetSizeBytes(), f.GetRevision())
+	}
+	// Output:
+	// false File created successfully at: /memories/notes.md
+	// /memories/notes.md 15 1
+}
+
 // Example_firstProgram is the first program of the README and of
 // docs/clients.md (which the docs test holds to this function's body): a
 // session with one event, its events read back, a fact remembered and
@@ -162,8 +196,8 @@ func Example_firstProgram() {
 		fmt.Println(ev.GetSequence(), ev.GetAuthor(), ev.GetContent().GetParts()[0].GetText())
 	}
 
-	// Remember a fact about ann (with a model configured, client.FromSession(s.GetName())
-	// extracts facts from the conversation instead), wait for it, and find it again.
+	// Remember a fact about ann (client.FromSession(s.GetName()) would extract facts from the
+	// conversation instead, by the offline extractor or a model), wait for it, and find it again.
 	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"),
 		Scope: client.Scope("ann"), Source: client.Facts("Ann lives in Sapporo.")})
 	if err != nil {

@@ -141,7 +141,7 @@ const (
 // Word pairs ("support group"), compounds ("road trip" as "roadtrip") and
 // character 4-grams ("grandma" meeting "grandmother") were measured as
 // further features on LoCoMo and left out: each helped one variant and
-// hurt the other (see the README).
+// hurt the other (docs/benchmarks.md, What was tried and left out).
 //
 // A word of one of a dozen everyday concepts (drinks, food, home, work,
 // family, pets, likes, study, birthdays, travel, names; see

@@ -39,7 +39,7 @@ import (
 // default of 100 the collector's 4 MB minimum goal makes it run about a
 // hundred times a second under load and take over a tenth of the CPU. At
 // 400 the heap grows by a few MB and appends gain about a fifth in
-// throughput (README, Benchmarks). A deployment that holds a large heap can
+// throughput (docs/benchmarks.md, Sessions). A deployment that holds a large heap can
 // set GOGC (and GOMEMLIMIT) as for any Go program.
 const defaultGCPercent = 400
 

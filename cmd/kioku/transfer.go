@@ -71,7 +71,7 @@ const exportUsage = `Usage: kioku export --out FILE [--app APP | --user apps/APP
 
 Writes the whole installation, one app, or one user of an app to FILE, a
 portable archive (gzip-compressed JSON Lines; the format is documented in
-package archive and the README) that kioku import loads into any store.
+package archive and docs/operations.md) that kioku import loads into any store.
 FILE must not exist ("-" writes to standard output). The store is read
 directly, with the same flags and KIOKU_ variables as kioku serve: a
 SQLite data directory (also while kioku serve writes to it) or a Firestore

@@ -166,9 +166,10 @@ func testOfflineExtractor(t *testing.T, cfg node.Config) {
 	}
 }
 
-// TestOfflineEmbedderTies is the README's example: two facts that share
-// only "Ann" with the question scored the same, and the smaller memory id
-// won. The fact about the drink now comes first, whatever the ids.
+// TestOfflineEmbedderTies is the example of docs/concepts.md (The offline
+// embedder): two facts that share only "Ann" with the question scored the
+// same, and the smaller memory id won. The fact about the drink now comes
+// first, whatever the ids.
 func TestOfflineEmbedderTies(t *testing.T) {
 	c, _ := serve(t, node.Config{})
 	ctx := t.Context()

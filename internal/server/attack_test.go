@@ -455,7 +455,7 @@ func TestAttackMatrix(t *testing.T) {
 	}
 
 	// Session and memory ids are unique within an app, so creating one that
-	// another user has is ALREADY_EXISTS (README: what protects); the
+	// another user has is ALREADY_EXISTS (docs/operations.md, API keys); the
 	// answer names neither the other user nor anything of theirs.
 	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "b1"})
 	if connect.CodeOf(err) != connect.CodeAlreadyExists || strings.Contains(err.Error(), "bob") {

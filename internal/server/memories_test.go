@@ -143,7 +143,7 @@ func TestMemoryRoundTripOverConnect(t *testing.T) {
 	if err := done.GetMetadata().UnmarshalTo(&md); err != nil || md.GetModelCalls() != 2 || md.GetState() != kiokuv1.OperationState_OPERATION_STATE_SUCCEEDED {
 		t.Fatalf("metadata = %v, %v", &md, err)
 	}
-	// The JSON shape the README shows.
+	// The JSON shape docs/concepts.md shows (A memory round trip).
 	js, _ := protojson.Marshal(done)
 	for _, want := range []string{`"done":true`, `"generatedMemories"`, `"action":"MEMORY_ACTION_UPDATED"`, `"@type":"type.googleapis.com/kioku.v1.GenerateMemoriesResponse"`} {
 		if !strings.Contains(string(js), want) {

@@ -45,7 +45,8 @@
 //
 // Name series kioku_<component>_<what>_<unit>, counters ending in _total;
 // label values must stay bounded (procedures, codes, states, models: never
-// ids or user data). Document new series in the README's Metrics table.
+// ids or user data). Document new series in the Metrics table of
+// docs/operations.md.
 package server
 
 import (

@@ -56,7 +56,7 @@ func grpcConn(t *testing.T, ts *httptest.Server) *grpc.ClientConn {
 
 func TestHealthOverConnectJSONAndGRPC(t *testing.T) {
 	ts := startServer(t, server.Config{})
-	// The README's curl: Connect JSON over HTTP/1.1.
+	// The curl of docs/clients.md: Connect JSON over HTTP/1.1.
 	resp, err := http.Post(ts.URL+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
