@@ -1,6 +1,7 @@
-// The code generators' own module: buf and gnostic's protoc-gen-openapi,
-// pinned here so that their dependency trees stay out of kioku's go.mod
-// (which holds only what kioku links). Run them from the repository root:
+// The development tools' own module: buf and gnostic's protoc-gen-openapi
+// (scripts/generate, .ci/run) and gotestsum (scripts/test), pinned here so
+// that their dependency trees stay out of kioku's go.mod, which holds only
+// what kioku links. Run them from the repository root:
 //
 //	go tool -modfile=tools/go.mod buf lint
 //
