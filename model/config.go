@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strings"
 
 	"google.golang.org/genai"
 
@@ -45,6 +46,44 @@ type Config struct {
 	Retry RetryPolicy
 	// HTTPClient is the base HTTP client (nil: http.DefaultClient).
 	HTTPClient *http.Client
+}
+
+// Provider is a generation model provider: a value of Config.Provider
+// (--model-provider) and what it needs, for help and error texts.
+type Provider struct {
+	Name  string
+	Needs string
+}
+
+// Providers returns the generation model providers Config.Provider names
+// (besides "", none), in the order help and error texts list them. It is
+// the one list of their names: a new provider is added here.
+func Providers() []Provider {
+	return []Provider{
+		{Name: "gemini", Needs: "GEMINI_API_KEY"},
+		{Name: "vertex", Needs: "GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION"},
+		{Name: "openai", Needs: "OpenAI-compatible: Ollama, vLLM, llama.cpp"},
+	}
+}
+
+// ProviderList lists providers for a message: "gemini, vertex or openai",
+// or with needs, "gemini (GEMINI_API_KEY), vertex (...) or openai (...)".
+func ProviderList(providers []Provider, needs bool) string {
+	var b strings.Builder
+	for i, p := range providers {
+		switch {
+		case i == 0:
+		case i == len(providers)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Name)
+		if needs && p.Needs != "" {
+			b.WriteString(" (" + p.Needs + ")")
+		}
+	}
+	return b.String()
 }
 
 // Settings names the flags and environment variables that configure a
@@ -148,7 +187,7 @@ func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 		}
 		return NewOpenAI(c.openAI(), c.Model), nil
 	default:
-		return nil, fault.Invalidf("unknown model provider %q: use gemini, vertex or openai", c.Provider)
+		return nil, fault.Invalidf("unknown model provider %q: use %s", c.Provider, ProviderList(Providers(), false))
 	}
 }
 

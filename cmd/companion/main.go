@@ -50,6 +50,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
 )
 
 func main() {
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	kiokuKey := fs.Env("kioku-key", "", "API key for --kioku, when that server requires one (kioku key --app companion)")
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
-	models := cli.RegisterModelFlags(fs)
+	models := cli.RegisterModelFlags(fs, model.Provider{Name: demoProvider, Needs: "offline: a scripted Hana, no key, no network"})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

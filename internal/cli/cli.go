@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,12 +54,17 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 // ModelFlags choose the generation model and the embedder.
 type ModelFlags struct {
 	provider, model, embedder, embedModel, embedDims, openaiURL, geminiURL *string
+	providers                                                              []model.Provider
 }
 
-// RegisterModelFlags defines the model flags on fs.
-func RegisterModelFlags(fs *FlagSet) *ModelFlags {
+// RegisterModelFlags defines the model flags on fs. --model-provider takes
+// the providers of package model and a command's own extra ones (the
+// companion's demo), listed first.
+func RegisterModelFlags(fs *FlagSet, extra ...model.Provider) *ModelFlags {
+	providers := append(slices.Clip(extra), model.Providers()...)
 	return &ModelFlags{
-		provider:   fs.Env("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
+		providers:  providers,
+		provider:   fs.Env("model-provider", "", "generation model provider: "+model.ProviderList(providers, true)+"; empty: none"),
 		model:      fs.Env("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
 		embedder:   fs.Env("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
 		embedModel: fs.Env("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
@@ -68,8 +74,12 @@ func RegisterModelFlags(fs *FlagSet) *ModelFlags {
 	}
 }
 
-// Config returns the model configuration the flags give.
+// Config returns the model configuration the flags give. A provider that
+// is not one of the command's is an error listing those that are.
 func (f *ModelFlags) Config() (model.Config, error) {
+	if p := *f.provider; p != "" && !slices.ContainsFunc(f.providers, func(x model.Provider) bool { return x.Name == p }) {
+		return model.Config{}, fmt.Errorf("--model-provider %q: use %s", p, model.ProviderList(f.providers, false))
+	}
 	dims, err := OptionalInt("--embed-dims", *f.embedDims)
 	if err != nil {
 		return model.Config{}, err
