@@ -1,11 +1,9 @@
 package sessions_test
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessionstest"
 )
@@ -21,17 +19,13 @@ func TestConformance(t *testing.T) {
 }
 
 // newSQLiteStore opens an empty SQLite store in the test's temporary
-// directory, closed after the test.
+// directory as kioku serve opens its stores (internal/node), closed after
+// the test.
 func newSQLiteStore(t *testing.T) sessions.Store {
-	t.Helper()
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
+	stores, err := node.OpenStores(t.Context(), node.Config{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	store, err := sqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
+	t.Cleanup(func() { stores.Close() })
+	return stores.Sessions
 }
