@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"google.golang.org/genai"
 
@@ -48,6 +50,55 @@ type Config struct {
 	Retry RetryPolicy
 	// HTTPClient is the base HTTP client (nil: http.DefaultClient).
 	HTTPClient *http.Client
+}
+
+// Provider is a generation model provider: a value of Config.Provider
+// (--model-provider) and what it needs, for help and error texts.
+type Provider struct {
+	Name  string
+	Needs string
+}
+
+// Providers returns the generation providers Config.Provider names ("" is
+// offline), in the order help and error texts list them: the offline
+// extractor, the language models (ChatProviders) and none. It is the one
+// list of their names: a new provider is added here or in ChatProviders.
+func Providers() []Provider {
+	return slices.Concat(
+		[]Provider{{Name: "offline", Needs: "the default: built-in rules that turn what people say about themselves into memories, no key; a language model does far better"}},
+		ChatProviders(),
+		[]Provider{{Name: "none", Needs: "memories only created directly"}},
+	)
+}
+
+// ChatProviders returns the providers of language models, which can also
+// hold a conversation (Config.Chat).
+func ChatProviders() []Provider {
+	return []Provider{
+		{Name: "gemini", Needs: "GEMINI_API_KEY"},
+		{Name: "vertex", Needs: "GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION"},
+		{Name: "openai", Needs: "OpenAI-compatible: Ollama, vLLM, llama.cpp"},
+	}
+}
+
+// ProviderList lists providers for a message: "gemini, vertex or openai",
+// or with needs, "gemini (GEMINI_API_KEY), vertex (...) or openai (...)".
+func ProviderList(providers []Provider, needs bool) string {
+	var b strings.Builder
+	for i, p := range providers {
+		switch {
+		case i == 0:
+		case i == len(providers)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Name)
+		if needs && p.Needs != "" {
+			b.WriteString(" (" + p.Needs + ")")
+		}
+	}
+	return b.String()
 }
 
 // Settings names the flags and environment variables that configure a
@@ -155,7 +206,7 @@ func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 		}
 		return NewOpenAI(c.openAI(), c.Model), nil
 	default:
-		return nil, fault.Invalidf("unknown model provider %q: use offline, gemini, vertex, openai or none", c.Provider)
+		return nil, fault.Invalidf("unknown model provider %q: use %s", c.Provider, ProviderList(Providers(), false))
 	}
 }
 

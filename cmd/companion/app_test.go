@@ -514,3 +514,13 @@ func TestMemoryFiles(t *testing.T) {
 		t.Error("the memory tool is offered by default")
 	}
 }
+
+// TestUnknownModelProvider: a provider the companion does not know is an
+// error listing the ones it does, its offline demo first.
+func TestUnknownModelProvider(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--model-provider", "gemni"}, &out, nil)
+	if err == nil || err.Error() != `--model-provider "gemni": use demo, gemini, vertex or openai` {
+		t.Fatalf("--model-provider gemni: %v", err)
+	}
+}

@@ -55,6 +55,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
 )
 
 func main() {
@@ -89,7 +90,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
 	memoryFiles := fs.Env("memory-files", "false", "true: Hana also keeps notes as files in the user's /memories directory in kioku (the memory file tool)")
-	models := cli.RegisterModelFlags(fs)
+	// Hana needs a language model (or the scripted demo): kioku's offline
+	// extractor and none are not among the companion's providers.
+	models := cli.RegisterModelFlags(fs, append([]model.Provider{{Name: demoProvider, Needs: "offline: a scripted Hana, no key, no network"}}, model.ChatProviders()...)...)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	if err != nil {
 		return err
 	}
-	if cfg.Provider == "" || cfg.Provider == "offline" || cfg.Provider == "none" {
+	if cfg.Provider == "" {
 		return fmt.Errorf(`a model is needed; choose one:
   Offline demo: --model-provider demo (a scripted Hana: no key, no network)
   Gemini API:   --model-provider gemini, with GEMINI_API_KEY set

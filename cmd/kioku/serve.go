@@ -55,7 +55,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		tlsCert:      fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),
-		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces and metrics to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
+		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
 		corsOrigins:  fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
 		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
@@ -187,7 +187,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 	}()
 	if exporting {
-		log.Info("exporting OpenTelemetry traces and metrics over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
+		log.Info("exporting OpenTelemetry traces over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
 	}
 	limitMemory(cacheBudget(cfg))
 	n, err := node.Open(ctx, cfg)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,12 +54,20 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 // ModelFlags choose the generation model and the embedder.
 type ModelFlags struct {
 	provider, model, embedder, embedModel, embedDims, openaiURL, geminiURL *string
+	providers                                                              []model.Provider
 }
 
-// RegisterModelFlags defines the model flags on fs.
-func RegisterModelFlags(fs *FlagSet) *ModelFlags {
+// RegisterModelFlags defines the model flags on fs. --model-provider takes
+// the given providers, by default model.Providers() (a command that needs
+// a language model, such as the companion, gives its own list); empty is
+// the first of model.Providers(), the offline extractor.
+func RegisterModelFlags(fs *FlagSet, providers ...model.Provider) *ModelFlags {
+	if len(providers) == 0 {
+		providers = model.Providers()
+	}
 	return &ModelFlags{
-		provider:   fs.Env("model-provider", "", "generation model provider: offline (the default: built-in rules that turn what people say about themselves into memories, no key; a language model does far better), gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION), openai (OpenAI-compatible: Ollama, vLLM, llama.cpp), or none (memories only created directly)"),
+		providers:  providers,
+		provider:   fs.Env("model-provider", "", "generation model provider: "+model.ProviderList(providers, true)),
 		model:      fs.Env("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
 		embedder:   fs.Env("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
 		embedModel: fs.Env("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
@@ -68,8 +77,12 @@ func RegisterModelFlags(fs *FlagSet) *ModelFlags {
 	}
 }
 
-// Config returns the model configuration the flags give.
+// Config returns the model configuration the flags give. A provider that
+// is not one of the command's is an error listing those that are.
 func (f *ModelFlags) Config() (model.Config, error) {
+	if p := *f.provider; p != "" && !slices.ContainsFunc(f.providers, func(x model.Provider) bool { return x.Name == p }) {
+		return model.Config{}, fmt.Errorf("--model-provider %q: use %s", p, model.ProviderList(f.providers, false))
+	}
 	dims, err := OptionalInt("--embed-dims", *f.embedDims)
 	if err != nil {
 		return model.Config{}, err

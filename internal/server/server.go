@@ -23,6 +23,13 @@
 // and likewise through in-process Connect calls. GET /openapi.yaml serves
 // kioku.v1's OpenAPI document (package openapi).
 //
+// JSON requests decode with jsonCodec (codec.go): protojson with unknown
+// fields discarded, as connect-go's own JSON codec does, registered for
+// both of connect's JSON content types. connect-go does not export its
+// codec, and a codec is the only hook that sees a body that fails to
+// decode (that happens before any interceptor), so kioku's says what
+// protojson does not: that a string escapes a lone UTF-16 surrogate.
+//
 // With Keys set, the kioku.v1 services need an API key confined to an app
 // or to one user of an app, checked by an auth.Guard (package internal/server/auth)
 // against kiokuPolicy (auth_policy.go), which declares for every procedure

@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/kioku-ai/kioku/model"
@@ -107,6 +109,20 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "unknown method "+method, http.StatusNotFound)
 	}
+}
+
+// Serve serves h on a loopback port until stop is called, and returns its
+// base URL (http://127.0.0.1:PORT), for a model.Config's GeminiBaseURL. It
+// is what programs (kioku bench memories) use instead of an httptest
+// server, so that they link no test code.
+func Serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("serving the scripted model: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // WriteFailure answers with a reply's scripted failure (Status and
