@@ -4,18 +4,25 @@
 // SDK) runs against kioku by changing an endpoint.
 //
 // It serves, on kioku's port and beside kioku.v1, over gRPC, Connect and
-// REST (rest.go):
+// REST:
 //
 //   - google.cloud.aiplatform.v1beta1.SessionService and MemoryBankService;
 //   - google.cloud.aiplatform.v1.SessionService, the same methods with v1's
 //     messages (they are v1beta1's, field for field);
-//   - google.longrunning.Operations for their operations.
+//   - google.longrunning.Operations for their operations;
+//   - kioku.vertex.v1beta1.SdkService, the memory bank methods the Vertex
+//     AI SDK calls over REST that Google's published protos lack (sdk.go).
+//
+// REST is transcoded by the server's vanguard transcoder, as kioku.v1's is,
+// with a codec, rules and a thin wrapper of this package for what Google's
+// clients send beyond the bindings (rest.go, codec.go).
 //
 // The handlers convert Vertex AI's messages (the official Go types,
 // cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb) to the domain's
-// and call the same services as the kioku.v1 handlers (sessions.Service,
-// memorybank.Service), so both surfaces see the same data. They return the
-// domain's errors; the server's error interceptor maps them to codes.
+// with one converter (convert.go) and call the same services as the
+// kioku.v1 handlers (sessions.Service, memorybank.Service), so both
+// surfaces see the same data. They return the domain's errors; the
+// server's error interceptor maps them to codes.
 //
 // # Names
 //
@@ -38,9 +45,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1/vertexv1beta1connect"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -90,18 +99,17 @@ func New(cfg Config) *Surface {
 
 // ServiceNames implements server.Surface.
 func (s *Surface) ServiceNames() []string {
-	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService, SdkService}
+	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService, vertexv1beta1connect.SdkServiceName}
 }
 
-// Mount implements server.Surface: the gRPC and Connect handlers, and the
-// REST paths behind rest.
-func (s *Surface) Mount(mux *http.ServeMux, rest func(http.Handler) http.Handler, opts ...connect.HandlerOption) {
+// Mount implements server.Surface: the Connect, gRPC and gRPC-Web
+// handlers (REST describes the REST API the server transcodes to them).
+func (s *Surface) Mount(mux *http.ServeMux, opts ...connect.HandlerOption) {
 	s.mountSessions(mux, opts)
 	s.mountSessionsV1(mux, opts)
 	s.mountMemories(mux, opts)
 	s.mountOperations(mux, opts)
 	s.mountSDK(mux, opts)
-	s.mountREST(mux, rest)
 }
 
 // unary registers a unary procedure served by fn.
@@ -110,6 +118,9 @@ func unary[Req, Res any](mux *http.ServeMux, procedure string, fn func(context.C
 		opts = append(opts[:len(opts):len(opts)], connect.WithSchema(d))
 	}
 	mux.Handle(procedure, connect.NewUnaryHandler(procedure, func(ctx context.Context, r *connect.Request[Req]) (*connect.Response[Res], error) {
+		if err := decodeError(any(r.Msg).(proto.Message)); err != nil {
+			return nil, err
+		}
 		res, err := fn(ctx, r.Msg)
 		if err != nil {
 			return nil, err
