@@ -176,7 +176,9 @@ type REST struct {
 	// NotFound answers a path that no binding matches.
 	NotFound http.Handler
 	// Wrap, when set, wraps what serves Paths (the key check included),
-	// for what the clients of the API send or expect beyond the bindings.
+	// for what the clients of the API send or expect beyond the bindings;
+	// it writes errors in the API's shape (httperr.Rewrite). Nil: the
+	// errors are google.rpc.Status, as kioku.v1's.
 	Wrap func(http.Handler) http.Handler
 }
 
@@ -323,7 +325,9 @@ func New(cfg Config) *Server {
 			panic(fmt.Sprintf("server: REST bindings of %v: %v", services, err))
 		}
 		h := restGuard(formAsJSON(transcoder))
-		if rest.Wrap != nil {
+		if rest.Wrap == nil {
+			h = httperr.Rewrite(h, false)
+		} else {
 			h = rest.Wrap(h)
 		}
 		for _, path := range rest.Paths {

@@ -15,6 +15,7 @@
 package httperr
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -140,4 +141,146 @@ func write(w http.ResponseWriter, status int, body []byte) {
 	h.Del("Content-Length")
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// Rewrite returns next with its error responses (a status of 400 or more)
+// held until complete and written in one shape, Google's envelope when
+// google is set, else google.rpc.Status:
+//
+//   - an error in the other shape, or in plain text (as vanguard writes
+//     the errors of a request it could not classify: 405, 415), is
+//     rewritten in the shape, keeping its HTTP status;
+//   - an error of code UNKNOWN is answered as INVALID_ARGUMENT, 400:
+//     vanguard reports so the errors of reading a REST request (a query
+//     parameter that is no field, a body where the binding takes none, a
+//     body that does not decode), and kioku's handlers never return
+//     UNKNOWN (the error interceptor gives every error its code).
+//
+// Other responses pass as they are.
+func Rewrite(next http.Handler, google bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hw := &holdingWriter{ResponseWriter: w}
+		next.ServeHTTP(hw, r)
+		hw.finish(google)
+	})
+}
+
+// holdingWriter holds an error response until it is complete.
+type holdingWriter struct {
+	http.ResponseWriter
+	status int
+	buf    *bytes.Buffer // set while an error is being held
+}
+
+func (h *holdingWriter) WriteHeader(code int) {
+	if h.status != 0 {
+		return
+	}
+	h.status = code
+	if code >= 400 {
+		h.buf = &bytes.Buffer{}
+		return
+	}
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *holdingWriter) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.WriteHeader(http.StatusOK)
+	}
+	if h.buf != nil {
+		return h.buf.Write(b)
+	}
+	return h.ResponseWriter.Write(b)
+}
+
+// Flush flushes what is written, unless an error is being held (vanguard
+// flushes as soon as it has written an error's status line).
+func (h *holdingWriter) Flush() {
+	if h.buf == nil {
+		http.NewResponseController(h.ResponseWriter).Flush()
+	}
+}
+
+func (h *holdingWriter) finish(google bool) {
+	if h.buf == nil {
+		return
+	}
+	st, isGoogle := parse(h.buf.Bytes())
+	httpStatus := h.status
+	switch {
+	case st == nil:
+		st = &status.Status{Code: int32(codeOfHTTP(h.status)), Message: strings.TrimSpace(h.buf.String())}
+	case connect.Code(st.GetCode()) == connect.CodeUnknown:
+		st.Code, httpStatus = int32(connect.CodeInvalidArgument), http.StatusBadRequest
+	case isGoogle == google:
+		h.ResponseWriter.WriteHeader(h.status)
+		h.ResponseWriter.Write(h.buf.Bytes())
+		return
+	}
+	if google {
+		write(h.ResponseWriter, httpStatus, GoogleBody(httpStatus, st, nil))
+		return
+	}
+	body, err := protojson.Marshal(st)
+	if err != nil {
+		body, _ = protojson.Marshal(&status.Status{Code: st.Code, Message: st.Message})
+	}
+	write(h.ResponseWriter, httpStatus, body)
+}
+
+// parse reads an error body in either shape; nil when it is neither.
+func parse(body []byte) (st *status.Status, google bool) {
+	var env struct {
+		Error *struct {
+			Message string            `json:"message"`
+			Status  string            `json:"status"`
+			Details []json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Error != nil {
+		var code connect.Code
+		if code.UnmarshalText([]byte(strings.ToLower(env.Error.Status))) != nil {
+			code = connect.CodeUnknown
+		}
+		st := &status.Status{Code: int32(code), Message: env.Error.Message}
+		for _, d := range env.Error.Details {
+			a := &anypb.Any{}
+			if protojson.Unmarshal(d, a) == nil {
+				st.Details = append(st.Details, a)
+			}
+		}
+		return st, true
+	}
+	st = &status.Status{}
+	if protojson.Unmarshal(body, st) != nil || st.GetCode() == 0 {
+		return nil, false
+	}
+	return st, false
+}
+
+// codeOfHTTP is the code of an HTTP error status, as Google's front end
+// reports them.
+func codeOfHTTP(status int) connect.Code {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+		return connect.CodeInvalidArgument
+	case http.StatusUnauthorized:
+		return connect.CodeUnauthenticated
+	case http.StatusForbidden:
+		return connect.CodePermissionDenied
+	case http.StatusNotFound:
+		return connect.CodeNotFound
+	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return connect.CodeUnimplemented
+	case http.StatusConflict:
+		return connect.CodeAborted
+	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
+		return connect.CodeResourceExhausted
+	case http.StatusServiceUnavailable:
+		return connect.CodeUnavailable
+	case http.StatusGatewayTimeout:
+		return connect.CodeDeadlineExceeded
+	}
+	return connect.CodeInternal
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
+	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -16,7 +17,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/server/httperr"
 )
 
@@ -233,40 +233,16 @@ func wellKnown(name protoreflect.FullName) bool {
 }
 
 // Unmarshal reads a request (or a message a binding's body is): see the
-// top of this file. A body that does not decode is the caller's error: the
-// message goes on empty, marked with the error (decodeError), for the
-// handler to answer INVALID_ARGUMENT. (Failing here, while the handler
-// reads its request, gets vanguard to answer with the handler's status
-// line, 200, or with UNKNOWN.)
+// top of this file. What does not decode is the caller's error.
 func (c *codec) Unmarshal(data []byte, msg proto.Message) error {
 	if err := c.read(data, msg); err != nil {
-		proto.Reset(msg)
-		return setExtras(msg, map[string]any{decodeErrorKey: fmt.Sprintf("the request body does not decode as %s: %v", msg.ProtoReflect().Descriptor().FullName(), err)})
-	}
-	return nil
-}
-
-// decodeErrorKey is the extras member that marks a request whose body did
-// not decode; clients cannot send it (members starting with @ are not
-// kept).
-const decodeErrorKey = "@decodeError"
-
-// decodeError returns the error of a request marked by Unmarshal, or nil.
-func decodeError(m proto.Message) error {
-	x, err := extras(m)
-	if err != nil {
-		return fault.Invalidf("%v", err)
-	}
-	if msg, ok := x[decodeErrorKey].(string); ok {
-		return fault.Invalidf("%s", msg)
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the request body does not decode as %s: %w", msg.ProtoReflect().Descriptor().FullName(), err))
 	}
 	return nil
 }
 
 func (c *codec) read(data []byte, msg proto.Message) error {
 	if wellKnown(msg.ProtoReflect().Descriptor().FullName()) {
-		// A Struct body: its errors are reported by its request, which
-		// can carry extras.
 		return c.unmarshal.Unmarshal(data, msg)
 	}
 	var obj map[string]any
@@ -309,8 +285,7 @@ func (c *codec) UnmarshalField(data []byte, msg proto.Message, field protoreflec
 		err = c.fields.UnmarshalField(data, msg, field)
 	}
 	if err != nil {
-		proto.Reset(msg)
-		return setExtras(msg, map[string]any{decodeErrorKey: fmt.Sprintf("the request body does not decode as %s: %v", field.FullName(), err)})
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the request body does not decode as %s: %w", field.FullName(), err))
 	}
 	return nil
 }

@@ -2,18 +2,14 @@ package vertex
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
 	"google.golang.org/genproto/googleapis/api/annotations"
-	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/server"
@@ -50,7 +46,9 @@ import (
 //   - the body of a GET or DELETE that is empty JSON ({}, which the JS API
 //     clients send) is dropped: these bindings take no body;
 //   - errors written before the codec is known (vanguard's 405 and 415,
-//     the key check's refusals) are rewritten in Google's envelope.
+//     the key check's refusals) are rewritten in Google's envelope, and
+//     vanguard's UNKNOWN for a request it cannot read is INVALID_ARGUMENT
+//     (httperr.Rewrite, as for kioku.v1).
 
 // restPaths are the REST paths of this API (kioku.v1's are /v1/apps/...).
 var restPaths = []string{"/v1beta1/", "/v1/projects/", "/v1/reasoningEngines/", "/ui/"}
@@ -114,6 +112,7 @@ const maxEmptyBody = 64
 // wrap is the thin wrapper around the REST transcoder (see the top of
 // this file).
 func wrap(next http.Handler) http.Handler {
+	errors := httperr.Rewrite(next, true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "" {
 			q := r.URL.Query()
@@ -141,9 +140,7 @@ func wrap(next http.Handler) http.Handler {
 				}{io.MultiReader(bytes.NewReader(head[:n]), r.Body), r.Body}
 			}
 		}
-		ew := &errorWriter{ResponseWriter: w}
-		next.ServeHTTP(ew, r)
-		ew.finish()
+		errors.ServeHTTP(w, r)
 	})
 }
 
@@ -157,85 +154,4 @@ func emptyJSON(b []byte) bool {
 		return false
 	}
 	return len(bytes.TrimSpace(b[1:len(b)-1])) == 0
-}
-
-// errorWriter holds an error response until it is complete, then writes
-// it in Google's envelope unless it is already.
-type errorWriter struct {
-	http.ResponseWriter
-	status int
-	buf    *bytes.Buffer // set while an error is being held
-}
-
-func (e *errorWriter) WriteHeader(code int) {
-	if e.status != 0 {
-		return
-	}
-	e.status = code
-	if code >= 400 {
-		e.buf = &bytes.Buffer{}
-		return
-	}
-	e.ResponseWriter.WriteHeader(code)
-}
-
-func (e *errorWriter) Write(b []byte) (int, error) {
-	if e.status == 0 {
-		e.WriteHeader(http.StatusOK)
-	}
-	if e.buf != nil {
-		return e.buf.Write(b)
-	}
-	return e.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the writer it wraps.
-func (e *errorWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
-
-func (e *errorWriter) finish() {
-	if e.buf == nil {
-		return
-	}
-	body := e.buf.Bytes()
-	var google struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &google) == nil && google.Error != nil {
-		e.ResponseWriter.WriteHeader(e.status)
-		e.ResponseWriter.Write(body)
-		return
-	}
-	st := &status.Status{}
-	if protojson.Unmarshal(body, st) != nil || st.GetCode() == 0 {
-		// Plain text, as vanguard writes the errors of a request it could
-		// not classify (405, 415).
-		st = &status.Status{Code: int32(codeOfHTTP(e.status)), Message: strings.TrimSpace(string(body))}
-	}
-	httperr.WriteGoogleStatus(e.ResponseWriter, e.status, st)
-}
-
-// codeOfHTTP is the code of an HTTP error status, as Google's front end
-// reports them.
-func codeOfHTTP(status int) connect.Code {
-	switch status {
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
-		return connect.CodeInvalidArgument
-	case http.StatusUnauthorized:
-		return connect.CodeUnauthenticated
-	case http.StatusForbidden:
-		return connect.CodePermissionDenied
-	case http.StatusNotFound:
-		return connect.CodeNotFound
-	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return connect.CodeUnimplemented
-	case http.StatusConflict:
-		return connect.CodeAborted
-	case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
-		return connect.CodeResourceExhausted
-	case http.StatusServiceUnavailable:
-		return connect.CodeUnavailable
-	case http.StatusGatewayTimeout:
-		return connect.CodeDeadlineExceeded
-	}
-	return connect.CodeInternal
 }

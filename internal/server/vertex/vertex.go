@@ -45,7 +45,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -118,9 +117,6 @@ func unary[Req, Res any](mux *http.ServeMux, procedure string, fn func(context.C
 		opts = append(opts[:len(opts):len(opts)], connect.WithSchema(d))
 	}
 	mux.Handle(procedure, connect.NewUnaryHandler(procedure, func(ctx context.Context, r *connect.Request[Req]) (*connect.Response[Res], error) {
-		if err := decodeError(any(r.Msg).(proto.Message)); err != nil {
-			return nil, err
-		}
 		res, err := fn(ctx, r.Msg)
 		if err != nil {
 			return nil, err
