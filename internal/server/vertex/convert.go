@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -253,6 +254,19 @@ func expiration(field string, at *timestamppb.Timestamp, ttl interface{ AsDurati
 		}
 	}
 	return t, d, nil
+}
+
+// expirationUpdate reads the expire_time or ttl an update sets: the new
+// expiry (a zero time: none) or the ttl, the other nil.
+func expirationUpdate(field string, at *timestamppb.Timestamp, ttl *durationpb.Duration) (*time.Time, *time.Duration, error) {
+	t, d, err := expiration(field, at, ttl, ttl != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d != 0 {
+		return nil, &d, nil
+	}
+	return &t, nil, nil
 }
 
 // adkCompactionKey is the custom_metadata key under which ADK Python keeps

@@ -257,14 +257,8 @@ func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemory
 			}
 			u.Fact = new(m.GetFact())
 		case "expire_time", "ttl", "expiration":
-			at, ttl, err := expiration("memory", m.GetExpireTime(), m.GetTtl(), m.GetTtl() != nil)
-			if err != nil {
+			if u.ExpireTime, u.TTL, err = expirationUpdate("memory", m.GetExpireTime(), m.GetTtl()); err != nil {
 				return nil, err
-			}
-			if ttl != 0 {
-				u.TTL = &ttl
-			} else {
-				u.ExpireTime = &at
 			}
 		case "topics":
 			u.Topics = new([]string{})

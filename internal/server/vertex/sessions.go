@@ -233,14 +233,8 @@ func (s *Surface) updateSession(ctx context.Context, r *aiplatformpb.UpdateSessi
 			}
 			u.Labels = &labels
 		case "expire_time", "ttl", "expiration":
-			at, ttl, err := expiration("session", in.GetExpireTime(), in.GetTtl(), in.GetTtl() != nil)
-			if err != nil {
+			if u.ExpireTime, u.TTL, err = expirationUpdate("session", in.GetExpireTime(), in.GetTtl()); err != nil {
 				return nil, err
-			}
-			if ttl != 0 {
-				u.TTL = &ttl
-			} else {
-				u.ExpireTime = &at
 			}
 		case "user_id":
 			if in.GetUserId() != key.User {

@@ -35,7 +35,17 @@
 // answers with the project number; kioku knows only what it was told).
 // Sessions are engine/sessions/{id}: session ids are unique within an app
 // in kioku too, so a session is found by its id and its user is read from
-// it (sessions.Service.FindSession).
+// it (sessions.Service.FindSession). The names' patterns are declared
+// once, beside kioku.v1's, in package internal/aip (VertexEngine,
+// VertexShortEngine and the resources under them); names.go parses and
+// builds them.
+//
+// # Filters and pages
+//
+// ListSessions and ListEvents take the AIP-160 filters of package sessions
+// (one parser, internal/aip/filter, for both surfaces); ListSessions pages
+// as Vertex AI documents, 100 sessions by default and at most, larger page
+// sizes coerced.
 package vertex
 
 import (
