@@ -58,10 +58,18 @@ func TestRewrite(t *testing.T) {
 	}{
 		{"plain text 405 to Google's", func(w http.ResponseWriter) { http.Error(w, "method not allowed", 405) }, true, 405, "UNIMPLEMENTED"},
 		{"plain text 415 to a Status", func(w http.ResponseWriter) { http.Error(w, "no", 415) }, false, 415, "3"},
-		{"a Status to Google's", func(w http.ResponseWriter) { httperr.WriteStatus(w, connect.NewError(connect.CodeUnauthenticated, errors.New("no key"))) }, true, 401, "UNAUTHENTICATED"},
-		{"Google's to a Status", func(w http.ResponseWriter) { httperr.WriteGoogle(w, connect.NewError(connect.CodeNotFound, errors.New("gone"))) }, false, 404, "5"},
-		{"UNKNOWN is the caller's", func(w http.ResponseWriter) { httperr.WriteStatus(w, connect.NewError(connect.CodeUnknown, errors.New("unknown field"))) }, true, 400, "INVALID_ARGUMENT"},
-		{"UNKNOWN in Google's", func(w http.ResponseWriter) { httperr.WriteGoogle(w, connect.NewError(connect.CodeUnknown, errors.New("bad body"))) }, false, 400, "3"},
+		{"a Status to Google's", func(w http.ResponseWriter) {
+			httperr.WriteStatus(w, connect.NewError(connect.CodeUnauthenticated, errors.New("no key")))
+		}, true, 401, "UNAUTHENTICATED"},
+		{"Google's to a Status", func(w http.ResponseWriter) {
+			httperr.WriteGoogle(w, connect.NewError(connect.CodeNotFound, errors.New("gone")))
+		}, false, 404, "5"},
+		{"UNKNOWN is the caller's", func(w http.ResponseWriter) {
+			httperr.WriteStatus(w, connect.NewError(connect.CodeUnknown, errors.New("unknown field")))
+		}, true, 400, "INVALID_ARGUMENT"},
+		{"UNKNOWN in Google's", func(w http.ResponseWriter) {
+			httperr.WriteGoogle(w, connect.NewError(connect.CodeUnknown, errors.New("bad body")))
+		}, false, 400, "3"},
 	} {
 		status, out := answer(t, httperr.Rewrite(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			c.write(w)
