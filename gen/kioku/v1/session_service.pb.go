@@ -1191,8 +1191,8 @@ type SearchEventsRequest struct {
 	// Return only events whose timestamp is before this time.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// The maximum number of results to return, 0 means 10 and larger values
-	// mean 100 (AIP-158). One
-	// search yields at most 100 results over all its pages.
+	// mean 100 (AIP-158). One search yields at most 100 results over all its
+	// pages.
 	PageSize int32 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`

@@ -670,8 +670,8 @@ export type SearchEventsRequest = Message<"kioku.v1.SearchEventsRequest"> & {
 
   /**
    * The maximum number of results to return, 0 means 10 and larger values
-   * mean 100 (AIP-158). One
-   * search yields at most 100 results over all its pages.
+   * mean 100 (AIP-158). One search yields at most 100 results over all its
+   * pages.
    *
    * @generated from field: int32 page_size = 6;
    */
