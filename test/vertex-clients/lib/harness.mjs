@@ -65,13 +65,16 @@ dns.promises.lookup = async function (hostname, ...rest) {
 };
 
 // Google's auth libraries read Application Default Credentials: none from
-// files (an empty home and gcloud configuration), and the GCE metadata
-// server only at the fake one (startMetadata), assumed present.
+// files (an empty home and gcloud configuration), no project from the
+// environment, and the GCE metadata server only at the fake one
+// (startMetadata), assumed present.
 const userEnv = { ...process.env }; // for go build: the user's module cache
 const home = mkdtempSync(path.join(os.tmpdir(), "kioku-clients-home-"));
 process.env.HOME = home;
 process.env.CLOUDSDK_CONFIG = path.join(home, "gcloud");
-delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+for (const name of ["GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GOOGLE_CLOUD_QUOTA_PROJECT", "GOOGLE_CLOUD_UNIVERSE_DOMAIN"]) {
+  delete process.env[name];
+}
 process.env.METADATA_SERVER_DETECTION = "assume-present";
 process.env.GCE_METADATA_HOST = "127.0.0.1:9"; // until startMetadata
 process.on("exit", () => rmSync(home, { recursive: true, force: true }));
@@ -139,12 +142,12 @@ export async function startGemini() {
  * A fake GCE metadata server: the project id, and an access token (token,
  * such as a kioku API key for a kioku that requires keys) for the default
  * service account. Google's auth libraries find it through
- * GCE_METADATA_HOST, which this sets. Requests are counted in requests.
+ * GCE_METADATA_HOST, which this sets. The access tokens it hands out are
+ * counted in tokens.
  */
 export async function startMetadata({ project = "my-project", token = "kioku-local-token" } = {}) {
-  const state = { requests: 0, token };
+  const state = { tokens: 0, token };
   const s = await serve((req, res) => {
-    state.requests++;
     res.setHeader("Metadata-Flavor", "Google");
     const p = new URL(req.url, "http://x").pathname;
     if (req.headers["metadata-flavor"] !== "Google") {
@@ -152,6 +155,7 @@ export async function startMetadata({ project = "my-project", token = "kioku-loc
       return res.end("missing Metadata-Flavor");
     }
     if (p === "/computeMetadata/v1/instance/service-accounts/default/token") {
+      state.tokens++;
       res.setHeader("Content-Type", "application/json");
       return res.end(JSON.stringify({ access_token: state.token, expires_in: 3600, token_type: "Bearer" }));
     }

@@ -33,7 +33,7 @@ describe("@google-cloud/vertexai agent engines", () => {
     gemini?.close();
     metadata?.close();
     assert.deepEqual(escapes, [], "connections beyond loopback");
-    assert.ok(metadata.state.requests > 0, "the Client took no token from the metadata server");
+    assert.ok(metadata.state.tokens > 0, "the Client took no token from the metadata server");
   });
 
   test("sessions: create, get, list with a filter, update, append and list events, delete", async () => {
