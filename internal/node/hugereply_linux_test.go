@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 const hugeFacts = 37000
 
 // TestHugeReplyBoundedMemory: a model that answers an extraction with
-// 37,000 facts (a 5 MB reply) has its reply refused, the attempt failed
+// 37,000 facts (a 5.4 MB reply) has its reply refused, the attempt failed
 // retryably, and the server's peak memory stays far below 500 MB: read in
 // a process of its own (this test binary, re-executed), under the default
 // reply limit (refused unread past 1 MiB) and under a limit raised to
@@ -83,7 +83,7 @@ func hugeReplyChild(limit string) error {
 	}
 	facts := make([]any, hugeFacts)
 	for i := range facts {
-		facts[i] = map[string]any{"fact": fmt.Sprintf("The user remembers detail number %d of a long story.", i), "topic": "USER_PERSONAL_INFO", "events": []int{1}}
+		facts[i] = map[string]any{"fact": fmt.Sprintf("The user remembers detail number %d of a long story told by the fire on a rainy evening.", i), "topic": "USER_PERSONAL_INFO", "events": []int{1}}
 	}
 	reply, err := json.Marshal(map[string]any{"facts": facts})
 	if err != nil {
