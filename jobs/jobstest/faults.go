@@ -1,7 +1,6 @@
 package jobstest
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -21,16 +20,7 @@ func testShareOfWorkers(t *testing.T, h *harness) {
 	h.enqueue(e, "slow", "u1", request{Hang: true})
 	h.enqueue(e, "slow", "u2", request{Hang: true})
 	fast := h.enqueue(e, "fast", "u3", request{})
-	ctx, stop := context.WithCancel(h.ctx)
-	ended := make(chan struct{})
-	go func() {
-		e.Run(ctx)
-		close(ended)
-	}()
-	defer func() {
-		stop()
-		<-ended
-	}()
+	defer h.start(e)()
 	if got := <-h.hanging; got != "slow/u1" {
 		t.Fatalf("first run: %s", got)
 	}
