@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DisableConsolidationAndAllowedTopics", testDisableConsolidationAndAllowedTopics},
 		{"ModelTrouble", testModelTrouble},
 		{"ModelRecovers", testModelRecovers},
+		{"RateLimited", testRateLimited},
 		{"RevisionsRecordTheirFact", testRevisionsRecordTheirFact},
 		{"GeneratedMemoriesForgotten", testGeneratedMemoriesForgotten},
 		{"TransientFailureRetried", testTransientFailureRetried},

@@ -259,3 +259,31 @@ func testGeneratedMemoriesForgotten(t *testing.T, h *harness) {
 		t.Fatalf("memories left after forgetting their session: %v", got)
 	}
 }
+
+// testRateLimited: a model that rate-limits with a Retry-After longer
+// than the model client waits (modeltest.FastRetry's cap is 2s) fails the
+// attempt at once, and the operation is retried no earlier than the model
+// asked.
+func testRateLimited(t *testing.T, h *harness) {
+	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I play the harp."}}}}}
+	h.gemini.Reply(modeltest.Reply{Status: 429, RetryAfter: "90"})
+	h.gemini.ReplyJSON(extraction("The user plays the harp."))
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	got := h.op(op)
+	if wait := got.NotBefore.Sub(got.StartTime); got.State != jobs.Pending || wait < 90*time.Second || wait > 95*time.Second || !strings.Contains(got.Progress, "HTTP 429") {
+		t.Fatalf("after a 429 asking for 90s: %s, retried %v after its start, %q", got.State, wait, got.Progress)
+	}
+	h.clock.Advance(80 * time.Second)
+	if n := h.drain(h.svc); n != 0 {
+		t.Fatalf("retried %v before the model's Retry-After", 80*time.Second)
+	}
+	h.clock.Advance(20 * time.Second)
+	h.drain(h.svc)
+	if got := h.op(op); got.State != jobs.Succeeded || got.Attempt != 2 || len(got.Generated) != 1 {
+		t.Fatalf("after the Retry-After: %s attempt %d %+v %s", got.State, got.Attempt, got.Generated, got.ErrorMessage)
+	}
+}
