@@ -118,6 +118,19 @@ type Memory struct {
 	// Embedding is the fact's vector by EmbeddingModel (an Embedder's Name).
 	Embedding      []float32
 	EmbeddingModel string
+	// Profile, when set, makes the memory a field of a structured profile
+	// (its Type is StructuredProfile): the field's value, which Fact
+	// renders (see profiles.go). Nil: a natural-language memory.
+	Profile *ProfileField
+}
+
+// Type returns the memory's type: StructuredProfile when it holds a
+// profile field, NaturalLanguage otherwise.
+func (m *Memory) Type() MemoryType {
+	if m.Profile != nil {
+		return StructuredProfile
+	}
+	return NaturalLanguage
 }
 
 // Name returns the memory's resource name.
@@ -187,6 +200,7 @@ func (m *Memory) clone() *Memory {
 	c.Topics = slices.Clone(m.Topics)
 	c.Metadata = cloneMap(m.Metadata)
 	c.Sources = mergeSources(nil, m.Sources)
+	c.Profile = m.Profile.clone()
 	return &c
 }
 
@@ -252,6 +266,9 @@ type Revision struct {
 	ExpireTime time.Time
 	// EventTime and StatedTime are the memory's after the change.
 	EventTime, StatedTime time.Time
+	// Profile is the memory's profile field after the change (nil for a
+	// natural-language memory).
+	Profile *ProfileField
 }
 
 // Name returns the revision's resource name.
@@ -323,6 +340,9 @@ type BankConfig struct {
 	// where kioku.v1's MemoryBankConfig has it (see the package
 	// documentation).
 	Compaction sessions.CompactionTrigger
+	// Profiles are the app's structured profile schemas (see
+	// profiles.go): generation fills one profile per schema and scope.
+	Profiles   []ProfileSchema
 	UpdateTime time.Time
 }
 

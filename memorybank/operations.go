@@ -185,6 +185,7 @@ type memoryRecord struct {
 	EmbeddingModel string            `json:"embedding_model,omitempty"`
 	EventNS        int64             `json:"event_ns,omitempty"`
 	StatedNS       int64             `json:"stated_ns,omitempty"`
+	Profile        *ProfileField     `json:"profile,omitempty"`
 }
 
 func sessionName(k *sessions.Key) string {
@@ -269,7 +270,7 @@ func generatedRecordOf(gm GeneratedMemory) generatedRecord {
 		ID: m.ID, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources,
 		CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
-		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
+		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime), Profile: m.Profile,
 	}}
 }
 
@@ -289,7 +290,7 @@ func (g generatedRecord) generated(app string) (GeneratedMemory, error) {
 		App: app, ID: m.ID, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources,
 		CreateTime: unixnano.Time(m.CreateNS), UpdateTime: unixnano.Time(m.UpdateNS), ExpireTime: unixnano.Time(m.ExpireNS),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
-		EventTime: unixnano.Time(m.EventNS), StatedTime: unixnano.Time(m.StatedNS),
+		EventTime: unixnano.Time(m.EventNS), StatedTime: unixnano.Time(m.StatedNS), Profile: m.Profile,
 	}}, nil
 }
 

@@ -86,12 +86,18 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	}
 	r.figures(func(res *generateResult) { res.EventsProcessed = len(conv.events) })
 
-	// 2. Extract.
+	// 2. Extract (with the profiles that apply, profile_generation.go).
 	allowed := req.AllowedTopics
+	prof, err := s.profiles(ctx, cfg, app, scope, len(conv.events) > 0)
+	if err != nil {
+		return nil, err
+	}
+	var fields []profileCandidate
 	if len(conv.events) > 0 {
 		start := time.Now()
 		b.Progress("extracting facts")
-		facts, err := r.extract(ctx, cfg, allowed, conv)
+		var facts []candidate
+		facts, fields, err = r.extract(ctx, cfg, allowed, conv, prof)
 		if err != nil {
 			return nil, err
 		}
@@ -123,6 +129,9 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	if err := s.applyPlan(ctx, cfg, app, scope, plan, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
+	if err := s.applyProfile(ctx, cfg, app, scope, prof, fields, first.Name(), now, w, &generated); err != nil {
+		return nil, err
+	}
 	res := r.result
 	res.Generated = nil
 	for _, gm := range generated {
@@ -134,33 +143,39 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	}}, nil
 }
 
-// extract makes the extraction call and returns the candidates.
-func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation) ([]candidate, error) {
+// extract makes the extraction call and returns the candidates: the
+// facts, and the fields of the profiles p asks for (nil: none).
+func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation, p *profileRun) ([]candidate, []profileCandidate, error) {
 	s := r.s
 	if s.gen == nil {
-		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
+		return nil, nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
 	}
 	topics, desc := cfg.Topics()
 	if len(allowed) > 0 {
 		topics = slices.DeleteFunc(topics, func(t string) bool { return !slices.Contains(allowed, t) })
 		if len(topics) == 0 {
-			return nil, fault.Invalidf("allowed_topics %v names none of the app's topics", allowed)
+			return nil, nil, fault.Invalidf("allowed_topics %v names none of the app's topics", allowed)
 		}
 	}
 	system, user := extractionPrompt(cfg, topics, desc, conv)
+	schema := extractionSchema(topics)
+	if p != nil {
+		system, user = p.prompt(system, user)
+		schema = p.replySchema(schema)
+	}
 	resp, err := s.gen.Generate(ctx, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
-		Schema:   extractionSchema(topics),
+		Schema:   schema,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	facts, err := parseExtraction(resp.Text, topics, allowed, conv)
+	facts, fields, err := parseExtraction(resp.Text, topics, allowed, conv, p)
 	if err != nil {
-		return nil, model.BadReply(s.gen, "extraction", err)
+		return nil, nil, model.BadReply(s.gen, "extraction", err)
 	}
-	return facts, nil
+	return facts, fields, nil
 }
 
 // dedupeCandidates merges candidates whose facts are the same text (after

@@ -26,6 +26,7 @@ type Store interface {
 	RevisionStore
 	ConfigStore
 	TransferStore
+	ProfileStore
 	jobs.Store
 }
 
@@ -143,6 +144,15 @@ type TransferStore interface {
 	DeleteWatermarks(ctx context.Context, app string, sessions []string) error
 }
 
+// ProfileStore reads structured profiles (see profiles.go).
+type ProfileStore interface {
+	// ProfileMemories returns up to limit visible memories of type
+	// StructuredProfile (Memory.Profile set) of one scope (Scope.Key),
+	// with their vectors, in any order: one indexed read, whatever the
+	// scope's other memories.
+	ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*Memory, error)
+}
+
 // ScanQuery selects memories for ScanMemories.
 type ScanQuery struct {
 	App string
@@ -186,6 +196,11 @@ type Filter struct {
 	// EventTime and StatedTime bound the memory's times; a memory without
 	// the time fails a bound on it.
 	EventTime, StatedTime retrieval.TimeRange
+	// Types are the types of memories that match (Memory.Type); empty
+	// means NaturalLanguage only, so that listings and searches return
+	// natural-language memories unless asked for profile fields
+	// (Filter.Empty does not count it).
+	Types []MemoryType
 	// None is set when the conditions contradict each other: nothing
 	// matches.
 	None bool
@@ -194,6 +209,15 @@ type Filter struct {
 // Empty reports whether the filter has no condition.
 func (f Filter) Empty() bool {
 	return len(f.Topics) == 0 && len(f.Metadata) == 0 && f.EventTime.Empty() && f.StatedTime.Empty() && !f.None
+}
+
+// MatchesType reports whether a memory of type t passes the filter's
+// types.
+func (f Filter) MatchesType(t MemoryType) bool {
+	if len(f.Types) == 0 {
+		return t == NaturalLanguage
+	}
+	return slices.Contains(f.Types, t)
 }
 
 // MatchesTimes reports whether a memory's times pass a filter's bounds.

@@ -10,7 +10,8 @@
 // and exactly-once completion, the queue the scheduler claims from, work
 // handed back when a worker stops, lease renewal, coalescing,
 // cancellation, forgetting, purging, expiry, triggers, the primitives of
-// export and import, and the erasure of a user. The engine's own contract
+// export and import, the erasure of a user, and structured profiles
+// (schemas, per-field generation and consolidation, RetrieveProfiles). The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -87,6 +88,11 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Scan", testScan},
 		{"Import", testImport},
 		{"EraseUser", testEraseUser},
+		{"ProfileSchemaConfig", testProfileSchemaConfig},
+		{"ProfileGeneration", testProfileGeneration},
+		{"ProfileContradiction", testProfileContradiction},
+		{"ProfileRepliesChecked", testProfileRepliesChecked},
+		{"ProfileLifecycle", testProfileLifecycle},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

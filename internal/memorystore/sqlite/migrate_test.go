@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -22,18 +23,19 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v5.db, the database this version
+// goldenDB rewrites testdata/kioku-v6.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
 // number), testdata/kioku-v3.db by the version of schema 3 (memories
 // without event and stated times), testdata/kioku-v4.db by the version of
 // schema 4 (operations in the memory bank's second format, before the jobs
-// engine); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v5.db from this version")
+// engine), testdata/kioku-v5.db by the version of schema 5 (memories
+// without a type or profile field); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v6.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 5
+const schema = 6
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -106,16 +108,48 @@ func TestMigrationFromV4(t *testing.T) {
 	checkGolden(t, st, teaStated)
 }
 
-// TestGoldenDatabase reads the database this version writes.
+// TestMigrationFromV5 opens a database of schema 5, whose memories have no
+// type or profile field: they read as natural-language memories, which
+// listings return and RetrieveProfiles' read does not.
+func TestMigrationFromV5(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v5.db")
+	checkGolden(t, st, teaRestated)
+	if fields, err := st.ProfileMemories(t.Context(), "golden", "user_id=ann", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC), 10); err != nil || len(fields) != 0 {
+		t.Errorf("profile fields of a database before profiles: %v, %v", fields, err)
+	}
+}
+
+// TestGoldenDatabase reads the database this version writes: besides the
+// others' records, a profile schema and the field the offline extractor
+// filled.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v5.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v6.db"))
 	}
-	_, st := openCurrent(t, "kioku-v5.db")
+	_, st := openCurrent(t, "kioku-v6.db")
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).
 	checkGolden(t, st, teaRestated)
+	ctx := t.Context()
+	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
+	cfg, err := st.GetConfig(ctx, "golden")
+	if err != nil || len(cfg.Profiles) != 1 || cfg.Profiles[0].ID != "user-profile" || cfg.Profiles[0].Fields[0].Name != "preferred_language" {
+		t.Errorf("profile schemas = %+v, %v", cfg.Profiles, err)
+	}
+	fields, err := st.ProfileMemories(ctx, "golden", "user_id=ann", now, 10)
+	want := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	if err != nil || len(fields) != 1 || !reflect.DeepEqual(fields[0].Profile, want) || fields[0].Fact != "preferred_language: Python" || len(fields[0].Embedding) == 0 {
+		t.Fatalf("profile fields = %+v, %v", fields, err)
+	}
+	revs, err := st.ListRevisions(ctx, "golden", fields[0].ID, 0, 10, now)
+	if err != nil || len(revs) != 1 || !reflect.DeepEqual(revs[0].Profile, want) {
+		t.Errorf("the field's revisions = %+v, %v", revs, err)
+	}
+	list, err := st.ListMemories(ctx, memorybank.ListQuery{App: "golden", ScopeKey: "user_id=ann", Now: now, Limit: 100})
+	if err != nil || slices.ContainsFunc(list, func(m *memorybank.Memory) bool { return m.Profile != nil }) {
+		t.Errorf("natural-language listing = %+v, %v", list, err)
+	}
 }
 
 // openCurrent opens a golden database (see open) and checks that it is of
@@ -298,7 +332,8 @@ func writeGolden(t *testing.T, path string) {
 		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
 		Examples:      []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger: memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Trigger:  memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Fields: []memorybank.ProfileFieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
@@ -343,6 +378,18 @@ func writeGolden(t *testing.T, path string) {
 	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessions.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
 	must(err)
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
+	// A profile field, as generation writes one (the queued operations
+	// above stay as they are).
+	field := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	vec, err := model.Offline{}.Embed(ctx, []string{"preferred_language: Python"}, model.TaskDocument)
+	must(err)
+	at := clock()
+	pm := &memorybank.Memory{App: "golden", ID: "lang", Fact: "preferred_language: Python", Scope: ann, Profile: field, CreateTime: at, UpdateTime: at, Revision: 1,
+		Sources: []memorybank.Source{{Session: s1.Name(), EventIDs: []string{"e3"}}}, StatedTime: at, Embedding: vec[0], EmbeddingModel: model.Offline{}.Name()}
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: at, Changes: []memorybank.Change{{Memory: pm, Revision: &memorybank.Revision{
+		App: "golden", MemoryID: "lang", Number: 1, Action: memorybank.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
+		Sources: pm.Sources, Operation: "apps/golden/operations/id099", Reason: "profile field extracted", CreateTime: at, StatedTime: at, Profile: field,
+	}}}}))
 	must(db.Close())
 	// One file: fold the log into it.
 	db, err = sqlitedb.Open(path)

@@ -5,9 +5,12 @@
 //
 //	memories         (app, id) → scope key, fact, scope/topics/metadata/
 //	                 sources (JSON), times (Unix ns), revision, deleted,
-//	                 embedding (record.EncodeVector) and its model;
-//	                 indexed by (app, scope, update time) and (app, update
-//	                 time) for listings, by expiry for the sweeper.
+//	                 embedding (record.EncodeVector) and its model, memory
+//	                 type and profile field (record.MarshalProfile; both
+//	                 empty for natural-language memories); indexed by (app,
+//	                 scope, update time) and (app, update time) for
+//	                 listings, by expiry for the sweeper, and the profile
+//	                 fields by (app, scope) for RetrieveProfiles.
 //	memory_sources   (app, session, memory) for forgetting a session.
 //	memory_revisions (app, memory, number) → the revision (JSON), expiry.
 //	bank_configs     (app) → the configuration (JSON).
@@ -145,14 +148,21 @@ WHERE json_type(body, '$.action') = 'integer';
 // re-embedding (v2); the operations' bodies of the first format rewritten
 // in the current one (v3); memories' event and stated times (v4, 0 for
 // unknown); the operations' bodies of the memory bank's second format
-// rewritten in the jobs engine's (v5).
+// rewritten in the jobs engine's (v5); memories' type and profile field
+// (empty for natural-language memories, which all earlier ones are), with
+// the index RetrieveProfiles reads a scope's profile fields by (v6).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN event_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
 `},
-	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)})
+	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)},
+	sqlitedb.Step{SQL: `
+ALTER TABLE memories ADD COLUMN memory_type TEXT NOT NULL DEFAULT '';
+ALTER TABLE memories ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+CREATE INDEX memories_profiles ON memories (app, scope_key) WHERE memory_type = 'STRUCTURED_PROFILE' AND deleted = 0;
+`})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
 	out := make([]sqlitedb.Step, len(sqls))

@@ -288,6 +288,7 @@ type indexEntry struct {
 	model                        int32 // index in models; -1 without a vector
 	vec                          retrieval.Vector
 	terms                        []model.Term
+	profile                      *memorybank.ProfileField // nil: a natural-language memory
 }
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
@@ -334,6 +335,10 @@ func (s *scopeIndex) put(m *memorybank.Memory) {
 		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
 		eventNS: unixnano.From(m.EventTime), statedNS: unixnano.From(m.StatedTime),
 		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
+	}
+	if m.Profile != nil {
+		p := *m.Profile
+		e.profile = &p
 	}
 	if idx >= 0 {
 		e.vec = retrieval.NewVector(m.Embedding)
@@ -391,6 +396,9 @@ func (s *scopeIndex) remove(id string) {
 // size estimates the heap an entry holds.
 func (e *indexEntry) size() int64 {
 	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.Bytes() + termSize*int64(len(e.terms))
+	if e.profile != nil {
+		n += 64 + int64(len(e.profile.SchemaID)+len(e.profile.Field)+len(memorybank.ValueText(e.profile.Value)))
+	}
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
 	}
@@ -409,15 +417,28 @@ func (e *indexEntry) size() int64 {
 	return n
 }
 
+// memoryType returns the type of the entry's memory.
+func (e *indexEntry) memoryType() memorybank.MemoryType {
+	if e.profile != nil {
+		return memorybank.StructuredProfile
+	}
+	return memorybank.NaturalLanguage
+}
+
 // memory returns the entry as a Memory (without its vector).
 func (s *scopeIndex) memory(e *indexEntry) *memorybank.Memory {
-	return &memorybank.Memory{
+	m := &memorybank.Memory{
 		App: s.app, ID: e.id, Fact: e.fact, Scope: maps.Clone(s.scope),
 		Topics: slices.Clone(e.topics), Metadata: maps.Clone(e.metadata), Sources: cloneSources(e.sources),
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
 		EventTime: unixnano.Time(e.eventNS), StatedTime: unixnano.Time(e.statedNS),
 		Revision: e.revision, EmbeddingModel: s.modelName(e.model),
 	}
+	if e.profile != nil {
+		p := *e.profile
+		m.Profile = &p
+	}
+	return m
 }
 
 func (s *scopeIndex) modelName(i int32) string {
@@ -444,7 +465,7 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 	return retrieval.Rank(q.Ranking(), func(yield func(retrieval.Candidate[*indexEntry]) bool) {
 		for i := range s.entries {
 			e := &s.entries[i]
-			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) ||
+			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.MatchesType(e.memoryType()) || !q.Filter.Matches(e.topics, e.metadata) ||
 				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) {
 				continue
 			}
