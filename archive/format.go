@@ -176,6 +176,10 @@ type (
 		Deleted        bool              `json:"deleted,omitempty"`
 		EmbeddingModel string            `json:"embedding_model,omitempty"`
 		Embedding      string            `json:"embedding,omitempty"`
+		// Profile is the field a memory of type STRUCTURED_PROFILE holds
+		// (absent: a natural-language memory, as every memory of the
+		// archives written before profiles).
+		Profile *memorybank.ProfileField `json:"profile,omitempty"`
 	}
 	revisionRecord struct {
 		Kind     Kind            `json:"kind"`
@@ -304,6 +308,7 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 		CreateTime: m.CreateTime.UTC(), UpdateTime: m.UpdateTime.UTC(), ExpireTime: m.ExpireTime.UTC(),
 		EventTime: m.EventTime.UTC(), StatedTime: m.StatedTime.UTC(),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel, Embedding: encodeVector(m.Embedding),
+		Profile: m.Profile,
 	})
 }
 
@@ -616,7 +621,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 			App: app, ID: id, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
 			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime,
 			EventTime: m.EventTime, StatedTime: m.StatedTime,
-			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
+			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel, Profile: m.Profile,
 		}
 		if mem.Sources, err = record.UnmarshalSources(m.Sources); err != nil {
 			return nil, err
