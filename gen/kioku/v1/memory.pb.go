@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -22,6 +23,60 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// The type of a memory (Vertex AI's NATURAL_LANGUAGE_COLLECTION and
+// STRUCTURED_PROFILE).
+type MemoryType int32
+
+const (
+	// Unspecified: in a request, MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only.
+	MemoryType_MEMORY_TYPE_UNSPECIFIED MemoryType = 0
+	// A fact in natural language: every memory but profile fields.
+	MemoryType_MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION MemoryType = 1
+	// A field of a structured profile.
+	MemoryType_MEMORY_TYPE_STRUCTURED_PROFILE MemoryType = 2
+)
+
+// Enum value maps for MemoryType.
+var (
+	MemoryType_name = map[int32]string{
+		0: "MEMORY_TYPE_UNSPECIFIED",
+		1: "MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION",
+		2: "MEMORY_TYPE_STRUCTURED_PROFILE",
+	}
+	MemoryType_value = map[string]int32{
+		"MEMORY_TYPE_UNSPECIFIED":                 0,
+		"MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION": 1,
+		"MEMORY_TYPE_STRUCTURED_PROFILE":          2,
+	}
+)
+
+func (x MemoryType) Enum() *MemoryType {
+	p := new(MemoryType)
+	*p = x
+	return p
+}
+
+func (x MemoryType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MemoryType) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_memory_proto_enumTypes[0].Descriptor()
+}
+
+func (MemoryType) Type() protoreflect.EnumType {
+	return &file_kioku_v1_memory_proto_enumTypes[0]
+}
+
+func (x MemoryType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MemoryType.Descriptor instead.
+func (MemoryType) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
+}
 
 // The action a change applied to a memory.
 type MemoryAction int32
@@ -70,11 +125,11 @@ func (x MemoryAction) String() string {
 }
 
 func (MemoryAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[0].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
 }
 
 func (MemoryAction) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[0]
+	return &file_kioku_v1_memory_proto_enumTypes[1]
 }
 
 func (x MemoryAction) Number() protoreflect.EnumNumber {
@@ -83,7 +138,7 @@ func (x MemoryAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryAction.Descriptor instead.
 func (MemoryAction) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
 }
 
 // How hybrid retrieval fuses its sides.
@@ -126,11 +181,11 @@ func (x FusionMethod) String() string {
 }
 
 func (FusionMethod) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[2].Descriptor()
 }
 
 func (FusionMethod) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[1]
+	return &file_kioku_v1_memory_proto_enumTypes[2]
 }
 
 func (x FusionMethod) Number() protoreflect.EnumNumber {
@@ -139,7 +194,7 @@ func (x FusionMethod) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FusionMethod.Descriptor instead.
 func (FusionMethod) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 // A Memory is one long-term fact about a scope (usually a user), such as
@@ -194,7 +249,15 @@ type Memory struct {
 	// caller may set it, and a memory created directly (CreateMemory, a
 	// direct fact of GenerateMemories) without it is stated at the time of
 	// the request. Unset: unknown.
-	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	StatedTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	// Output only. The memory's type: a fact in words, or a field of a
+	// structured profile (see MemoryBankConfig.profile_schemas).
+	MemoryType MemoryType `protobuf:"varint,17,opt,name=memory_type,json=memoryType,proto3,enum=kioku.v1.MemoryType" json:"memory_type,omitempty"`
+	// Output only. For a memory of type MEMORY_TYPE_STRUCTURED_PROFILE, the
+	// profile field
+	// it holds; its fact reads `field: value`. Generation sets it: a profile
+	// field's fact cannot be updated (delete the memory to clear the field).
+	Profile       *ProfileField `protobuf:"bytes,18,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +394,20 @@ func (x *Memory) GetStatedTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Memory) GetMemoryType() MemoryType {
+	if x != nil {
+		return x.MemoryType
+	}
+	return MemoryType_MEMORY_TYPE_UNSPECIFIED
+}
+
+func (x *Memory) GetProfile() *ProfileField {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 type isMemory_Expiration interface {
 	isMemory_Expiration()
 }
@@ -349,6 +426,71 @@ func (*Memory_ExpireTime) isMemory_Expiration() {}
 
 func (*Memory_Ttl) isMemory_Expiration() {}
 
+// ProfileField is the value of one field of one structured profile.
+type ProfileField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The profile schema's id (ProfileSchemaConfig.schema_id).
+	SchemaId string `protobuf:"bytes,1,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The field's name in the schema.
+	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	// The field's value: a string, a number or a bool, as the schema types
+	// the field.
+	Value         *structpb.Value `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileField) Reset() {
+	*x = ProfileField{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileField) ProtoMessage() {}
+
+func (x *ProfileField) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileField.ProtoReflect.Descriptor instead.
+func (*ProfileField) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ProfileField) GetSchemaId() string {
+	if x != nil {
+		return x.SchemaId
+	}
+	return ""
+}
+
+func (x *ProfileField) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ProfileField) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 // MemorySource is one session a memory was derived from.
 type MemorySource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -362,7 +504,7 @@ type MemorySource struct {
 
 func (x *MemorySource) Reset() {
 	*x = MemorySource{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +516,7 @@ func (x *MemorySource) String() string {
 func (*MemorySource) ProtoMessage() {}
 
 func (x *MemorySource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +529,7 @@ func (x *MemorySource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySource.ProtoReflect.Descriptor instead.
 func (*MemorySource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MemorySource) GetSession() string {
@@ -439,14 +581,17 @@ type MemoryRevision struct {
 	// The memory's event_time after the change.
 	EventTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	// The memory's stated_time after the change.
-	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	StatedTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	// The memory's profile field after the change (unset for a memory in
+	// natural language).
+	Profile       *ProfileField `protobuf:"bytes,16,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +603,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +616,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MemoryRevision) GetName() string {
@@ -572,6 +717,13 @@ func (x *MemoryRevision) GetStatedTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *MemoryRevision) GetProfile() *ProfileField {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 // A memory and the action applied to it, in a GenerateMemories result.
 type GeneratedMemory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -585,7 +737,7 @@ type GeneratedMemory struct {
 
 func (x *GeneratedMemory) Reset() {
 	*x = GeneratedMemory{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +749,7 @@ func (x *GeneratedMemory) String() string {
 func (*GeneratedMemory) ProtoMessage() {}
 
 func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +762,7 @@ func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeneratedMemory.ProtoReflect.Descriptor instead.
 func (*GeneratedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GeneratedMemory) GetMemory() *Memory {
@@ -638,7 +790,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +802,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +815,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GenerateMemoriesResponse) GetGeneratedMemories() []*GeneratedMemory {
@@ -684,7 +836,7 @@ type PurgeMemoriesResponse struct {
 
 func (x *PurgeMemoriesResponse) Reset() {
 	*x = PurgeMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +848,7 @@ func (x *PurgeMemoriesResponse) String() string {
 func (*PurgeMemoriesResponse) ProtoMessage() {}
 
 func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +861,7 @@ func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PurgeMemoriesResponse) GetPurgeCount() int64 {
@@ -732,7 +884,7 @@ type CustomMemoryTopic struct {
 
 func (x *CustomMemoryTopic) Reset() {
 	*x = CustomMemoryTopic{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +896,7 @@ func (x *CustomMemoryTopic) String() string {
 func (*CustomMemoryTopic) ProtoMessage() {}
 
 func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +909,7 @@ func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CustomMemoryTopic.ProtoReflect.Descriptor instead.
 func (*CustomMemoryTopic) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CustomMemoryTopic) GetLabel() string {
@@ -789,7 +941,7 @@ type GenerationExample struct {
 
 func (x *GenerationExample) Reset() {
 	*x = GenerationExample{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +953,7 @@ func (x *GenerationExample) String() string {
 func (*GenerationExample) ProtoMessage() {}
 
 func (x *GenerationExample) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +966,7 @@ func (x *GenerationExample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationExample.ProtoReflect.Descriptor instead.
 func (*GenerationExample) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GenerationExample) GetEvents() []*Event {
@@ -846,7 +998,7 @@ type GenerationTrigger struct {
 
 func (x *GenerationTrigger) Reset() {
 	*x = GenerationTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1010,7 @@ func (x *GenerationTrigger) String() string {
 func (*GenerationTrigger) ProtoMessage() {}
 
 func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1023,7 @@ func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationTrigger.ProtoReflect.Descriptor instead.
 func (*GenerationTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GenerationTrigger) GetEventCount() int32 {
@@ -917,13 +1069,18 @@ type MemoryBankConfig struct {
 	// Automatic compaction of the app's sessions (see
 	// SessionService.CompactSession). Unset: only on request.
 	CompactionTrigger *CompactionTrigger `protobuf:"bytes,10,opt,name=compaction_trigger,json=compactionTrigger,proto3" json:"compaction_trigger,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Structured profiles (Vertex AI Memory Bank's memory profiles): for
+	// each schema, generation fills one profile per scope, each field a
+	// memory of type MEMORY_TYPE_STRUCTURED_PROFILE with revisions, and
+	// MemoryBankService.RetrieveProfiles returns them. At most 8.
+	ProfileSchemas []*ProfileSchemaConfig `protobuf:"bytes,12,rep,name=profile_schemas,json=profileSchemas,proto3" json:"profile_schemas,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MemoryBankConfig) Reset() {
 	*x = MemoryBankConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1092,7 @@ func (x *MemoryBankConfig) String() string {
 func (*MemoryBankConfig) ProtoMessage() {}
 
 func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1105,7 @@ func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryBankConfig.ProtoReflect.Descriptor instead.
 func (*MemoryBankConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MemoryBankConfig) GetName() string {
@@ -1021,6 +1178,85 @@ func (x *MemoryBankConfig) GetCompactionTrigger() *CompactionTrigger {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetProfileSchemas() []*ProfileSchemaConfig {
+	if x != nil {
+		return x.ProfileSchemas
+	}
+	return nil
+}
+
+// ProfileSchemaConfig declares one structured profile.
+type ProfileSchemaConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schema's id: 1 to 63 lower-case letters, digits or `-`, starting
+	// with a letter (for example `user-profile`). Required.
+	SchemaId string `protobuf:"bytes,1,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The profile's JSON Schema: `{"type": "object", "description": ...,
+	// "properties": {NAME: {"type": "string" | "number" | "integer" |
+	// "boolean", "description": ..., "enum": [...]}}}`, 1 to 32 fields, each
+	// a scalar (types may be upper-case, as in Vertex AI's OpenAPI schemas;
+	// other keywords are accepted and not kept). Field names are a letter or
+	// `_`, then letters, digits or `_`, at most 63 bytes; enums are for
+	// string fields. Required.
+	JsonSchema *structpb.Struct `protobuf:"bytes,2,opt,name=json_schema,json=jsonSchema,proto3" json:"json_schema,omitempty"`
+	// When set, the schema applies only to scopes that hold all these keys
+	// (for example `user_id`); empty: every scope.
+	ScopeKeys     []string `protobuf:"bytes,3,rep,name=scope_keys,json=scopeKeys,proto3" json:"scope_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileSchemaConfig) Reset() {
+	*x = ProfileSchemaConfig{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileSchemaConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileSchemaConfig) ProtoMessage() {}
+
+func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileSchemaConfig.ProtoReflect.Descriptor instead.
+func (*ProfileSchemaConfig) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ProfileSchemaConfig) GetSchemaId() string {
+	if x != nil {
+		return x.SchemaId
+	}
+	return ""
+}
+
+func (x *ProfileSchemaConfig) GetJsonSchema() *structpb.Struct {
+	if x != nil {
+		return x.JsonSchema
+	}
+	return nil
+}
+
+func (x *ProfileSchemaConfig) GetScopeKeys() []string {
+	if x != nil {
+		return x.ScopeKeys
+	}
+	return nil
+}
+
 // When sessions are compacted without the caller asking: a compaction
 // starts once either threshold is reached since the session's last
 // compaction (or its start). Needs a generation model.
@@ -1042,7 +1278,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1290,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1303,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1108,7 +1344,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1356,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1369,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1162,7 +1398,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1410,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1423,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1222,7 +1458,7 @@ var File_kioku_v1_memory_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xef\x05\n" +
+	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xd8\x06\n" +
 	"\x06Memory\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04fact\x18\x02 \x01(\tR\x04fact\x121\n" +
@@ -1243,7 +1479,10 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"event_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
 	"\vstated_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"statedTime\x1a8\n" +
+	"statedTime\x125\n" +
+	"\vmemory_type\x18\x11 \x01(\x0e2\x14.kioku.v1.MemoryTypeR\n" +
+	"memoryType\x120\n" +
+	"\aprofile\x18\x12 \x01(\v2\x16.kioku.v1.ProfileFieldR\aprofile\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1252,10 +1491,14 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"expiration\"E\n" +
+	"expiration\"o\n" +
+	"\fProfileField\x12\x1b\n" +
+	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12,\n" +
+	"\x05value\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05value\"E\n" +
 	"\fMemorySource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x1b\n" +
-	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xf9\x05\n" +
+	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xab\x06\n" +
 	"\x0eMemoryRevision\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\x12\x12\n" +
@@ -1275,7 +1518,8 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"event_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
 	"\vstated_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"statedTime\x1a8\n" +
+	"statedTime\x120\n" +
+	"\aprofile\x18\x10 \x01(\v2\x16.kioku.v1.ProfileFieldR\aprofile\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1300,7 +1544,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xe3\x04\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xab\x05\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -1314,7 +1558,14 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"updateTime\x127\n" +
 	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n" +
 	"\x12compaction_trigger\x18\n" +
-	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\"\x83\x01\n" +
+	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\x12F\n" +
+	"\x0fprofile_schemas\x18\f \x03(\v2\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\"\x8b\x01\n" +
+	"\x13ProfileSchemaConfig\x12\x1b\n" +
+	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x128\n" +
+	"\vjson_schema\x18\x02 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"jsonSchema\x12\x1d\n" +
+	"\n" +
+	"scope_keys\x18\x03 \x03(\tR\tscopeKeys\"\x83\x01\n" +
 	"\x11CompactionTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12\x1f\n" +
@@ -1327,7 +1578,12 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x06method\x18\x01 \x01(\x0e2\x16.kioku.v1.FusionMethodR\x06method\x12!\n" +
 	"\fdense_weight\x18\x02 \x01(\x01R\vdenseWeight\x12%\n" +
 	"\x0elexical_weight\x18\x03 \x01(\x01R\rlexicalWeight\x12\x13\n" +
-	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*\x9b\x01\n" +
+	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*z\n" +
+	"\n" +
+	"MemoryType\x12\x1b\n" +
+	"\x17MEMORY_TYPE_UNSPECIFIED\x10\x00\x12+\n" +
+	"'MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION\x10\x01\x12\"\n" +
+	"\x1eMEMORY_TYPE_STRUCTURED_PROFILE\x10\x02*\x9b\x01\n" +
 	"\fMemoryAction\x12\x1d\n" +
 	"\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n" +
@@ -1352,70 +1608,81 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_proto_rawDescData
 }
 
-var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_kioku_v1_memory_proto_goTypes = []any{
-	(MemoryAction)(0),                // 0: kioku.v1.MemoryAction
-	(FusionMethod)(0),                // 1: kioku.v1.FusionMethod
-	(*Memory)(nil),                   // 2: kioku.v1.Memory
-	(*MemorySource)(nil),             // 3: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),           // 4: kioku.v1.MemoryRevision
-	(*GeneratedMemory)(nil),          // 5: kioku.v1.GeneratedMemory
-	(*GenerateMemoriesResponse)(nil), // 6: kioku.v1.GenerateMemoriesResponse
-	(*PurgeMemoriesResponse)(nil),    // 7: kioku.v1.PurgeMemoriesResponse
-	(*CustomMemoryTopic)(nil),        // 8: kioku.v1.CustomMemoryTopic
-	(*GenerationExample)(nil),        // 9: kioku.v1.GenerationExample
-	(*GenerationTrigger)(nil),        // 10: kioku.v1.GenerationTrigger
-	(*MemoryBankConfig)(nil),         // 11: kioku.v1.MemoryBankConfig
-	(*CompactionTrigger)(nil),        // 12: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 13: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 14: kioku.v1.FusionConfig
-	nil,                              // 15: kioku.v1.Memory.ScopeEntry
-	nil,                              // 16: kioku.v1.Memory.MetadataEntry
-	nil,                              // 17: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 18: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 20: google.protobuf.Duration
-	(*Event)(nil),                    // 21: kioku.v1.Event
+	(MemoryType)(0),                  // 0: kioku.v1.MemoryType
+	(MemoryAction)(0),                // 1: kioku.v1.MemoryAction
+	(FusionMethod)(0),                // 2: kioku.v1.FusionMethod
+	(*Memory)(nil),                   // 3: kioku.v1.Memory
+	(*ProfileField)(nil),             // 4: kioku.v1.ProfileField
+	(*MemorySource)(nil),             // 5: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),           // 6: kioku.v1.MemoryRevision
+	(*GeneratedMemory)(nil),          // 7: kioku.v1.GeneratedMemory
+	(*GenerateMemoriesResponse)(nil), // 8: kioku.v1.GenerateMemoriesResponse
+	(*PurgeMemoriesResponse)(nil),    // 9: kioku.v1.PurgeMemoriesResponse
+	(*CustomMemoryTopic)(nil),        // 10: kioku.v1.CustomMemoryTopic
+	(*GenerationExample)(nil),        // 11: kioku.v1.GenerationExample
+	(*GenerationTrigger)(nil),        // 12: kioku.v1.GenerationTrigger
+	(*MemoryBankConfig)(nil),         // 13: kioku.v1.MemoryBankConfig
+	(*ProfileSchemaConfig)(nil),      // 14: kioku.v1.ProfileSchemaConfig
+	(*CompactionTrigger)(nil),        // 15: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 16: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 17: kioku.v1.FusionConfig
+	nil,                              // 18: kioku.v1.Memory.ScopeEntry
+	nil,                              // 19: kioku.v1.Memory.MetadataEntry
+	nil,                              // 20: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 21: kioku.v1.MemoryRevision.MetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 22: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 23: google.protobuf.Duration
+	(*structpb.Value)(nil),           // 24: google.protobuf.Value
+	(*Event)(nil),                    // 25: kioku.v1.Event
+	(*structpb.Struct)(nil),          // 26: google.protobuf.Struct
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	15, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	16, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	19, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	19, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	19, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	20, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
-	3,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	19, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	19, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
-	0,  // 9: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	17, // 10: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	18, // 11: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
-	3,  // 12: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	19, // 13: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	19, // 14: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	19, // 15: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	19, // 16: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
-	2,  // 17: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
-	0,  // 18: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
-	5,  // 19: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	21, // 20: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	20, // 21: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
-	8,  // 22: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
-	9,  // 23: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	20, // 24: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	20, // 25: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
-	10, // 26: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	19, // 27: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	13, // 28: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	12, // 29: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	14, // 30: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	1,  // 31: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	18, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	19, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	22, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	22, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	22, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	23, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	5,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
+	22, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	22, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	0,  // 9: kioku.v1.Memory.memory_type:type_name -> kioku.v1.MemoryType
+	4,  // 10: kioku.v1.Memory.profile:type_name -> kioku.v1.ProfileField
+	24, // 11: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
+	1,  // 12: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
+	20, // 13: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	21, // 14: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	5,  // 15: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
+	22, // 16: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	22, // 17: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	22, // 18: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	22, // 19: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	4,  // 20: kioku.v1.MemoryRevision.profile:type_name -> kioku.v1.ProfileField
+	3,  // 21: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
+	1,  // 22: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
+	7,  // 23: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
+	25, // 24: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	23, // 25: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	10, // 26: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
+	11, // 27: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
+	23, // 28: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	23, // 29: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	12, // 30: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
+	22, // 31: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	16, // 32: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	15, // 33: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	14, // 34: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
+	26, // 35: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
+	17, // 36: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	2,  // 37: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1433,8 +1700,8 @@ func file_kioku_v1_memory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   17,
+			NumEnums:      3,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

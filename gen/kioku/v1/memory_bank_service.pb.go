@@ -12,6 +12,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -149,7 +150,10 @@ type ListMemoriesRequest struct {
 	// When not empty, only memories whose scope is exactly this one.
 	Scope map[string]string `protobuf:"bytes,4,rep,name=scope,proto3" json:"scope,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A filter, see RetrieveMemoriesRequest.filter.
-	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The types of memories to list; empty:
+	// MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only.
+	MemoryTypes   []MemoryType `protobuf:"varint,6,rep,packed,name=memory_types,json=memoryTypes,proto3,enum=kioku.v1.MemoryType" json:"memory_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -217,6 +221,13 @@ func (x *ListMemoriesRequest) GetFilter() string {
 		return x.Filter
 	}
 	return ""
+}
+
+func (x *ListMemoriesRequest) GetMemoryTypes() []MemoryType {
+	if x != nil {
+		return x.MemoryTypes
+	}
+	return nil
 }
 
 // The response of ListMemories.
@@ -761,7 +772,11 @@ type RetrieveMemoriesRequest struct {
 	// <=, >, >=) of `event_time` or `stated_time` with an RFC 3339 time or a
 	// date (`event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
 	// memory without that time does not match a comparison of it.
-	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The types of memories to retrieve; empty:
+	// MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only (profile fields are also
+	// read with RetrieveProfiles).
+	MemoryTypes   []MemoryType `protobuf:"varint,6,rep,packed,name=memory_types,json=memoryTypes,proto3,enum=kioku.v1.MemoryType" json:"memory_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -842,6 +857,13 @@ func (x *RetrieveMemoriesRequest) GetFilter() string {
 	return ""
 }
 
+func (x *RetrieveMemoriesRequest) GetMemoryTypes() []MemoryType {
+	if x != nil {
+		return x.MemoryTypes
+	}
+	return nil
+}
+
 type isRetrieveMemoriesRequest_Method interface {
 	isRetrieveMemoriesRequest_Method()
 }
@@ -859,6 +881,173 @@ type RetrieveMemoriesRequest_SimpleRetrieval struct {
 func (*RetrieveMemoriesRequest_SimilaritySearch) isRetrieveMemoriesRequest_Method() {}
 
 func (*RetrieveMemoriesRequest_SimpleRetrieval) isRetrieveMemoriesRequest_Method() {}
+
+// The request of RetrieveProfiles.
+type RetrieveProfilesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The app: `apps/{app}`. Required.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The scope, matched exactly. Required.
+	Scope         map[string]string `protobuf:"bytes,2,rep,name=scope,proto3" json:"scope,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetrieveProfilesRequest) Reset() {
+	*x = RetrieveProfilesRequest{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetrieveProfilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetrieveProfilesRequest) ProtoMessage() {}
+
+func (x *RetrieveProfilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetrieveProfilesRequest.ProtoReflect.Descriptor instead.
+func (*RetrieveProfilesRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RetrieveProfilesRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *RetrieveProfilesRequest) GetScope() map[string]string {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+// The response of RetrieveProfiles.
+type RetrieveProfilesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The scope's profiles by schema id. A schema none of whose fields is
+	// filled yet has none.
+	Profiles      map[string]*MemoryProfile `protobuf:"bytes,1,rep,name=profiles,proto3" json:"profiles,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetrieveProfilesResponse) Reset() {
+	*x = RetrieveProfilesResponse{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetrieveProfilesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetrieveProfilesResponse) ProtoMessage() {}
+
+func (x *RetrieveProfilesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetrieveProfilesResponse.ProtoReflect.Descriptor instead.
+func (*RetrieveProfilesResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RetrieveProfilesResponse) GetProfiles() map[string]*MemoryProfile {
+	if x != nil {
+		return x.Profiles
+	}
+	return nil
+}
+
+// MemoryProfile is one structured profile of a scope.
+type MemoryProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schema's id (ProfileSchemaConfig.schema_id).
+	SchemaId string `protobuf:"bytes,1,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The profile: the fields filled, by name, with their values.
+	Profile *structpb.Struct `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	// The memories that hold the fields, in the schema's order of fields
+	// (for their revisions, sources and times).
+	Memories      []*Memory `protobuf:"bytes,3,rep,name=memories,proto3" json:"memories,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemoryProfile) Reset() {
+	*x = MemoryProfile{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryProfile) ProtoMessage() {}
+
+func (x *MemoryProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryProfile.ProtoReflect.Descriptor instead.
+func (*MemoryProfile) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MemoryProfile) GetSchemaId() string {
+	if x != nil {
+		return x.SchemaId
+	}
+	return ""
+}
+
+func (x *MemoryProfile) GetProfile() *structpb.Struct {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
+func (x *MemoryProfile) GetMemories() []*Memory {
+	if x != nil {
+		return x.Memories
+	}
+	return nil
+}
 
 // SimilaritySearch finds the memories closest to a query.
 type SimilaritySearch struct {
@@ -880,7 +1069,7 @@ type SimilaritySearch struct {
 
 func (x *SimilaritySearch) Reset() {
 	*x = SimilaritySearch{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1081,7 @@ func (x *SimilaritySearch) String() string {
 func (*SimilaritySearch) ProtoMessage() {}
 
 func (x *SimilaritySearch) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1094,7 @@ func (x *SimilaritySearch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilaritySearch.ProtoReflect.Descriptor instead.
 func (*SimilaritySearch) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SimilaritySearch) GetQuery() string {
@@ -943,7 +1132,7 @@ type TimeRange struct {
 
 func (x *TimeRange) Reset() {
 	*x = TimeRange{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1144,7 @@ func (x *TimeRange) String() string {
 func (*TimeRange) ProtoMessage() {}
 
 func (x *TimeRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1157,7 @@ func (x *TimeRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeRange.ProtoReflect.Descriptor instead.
 func (*TimeRange) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TimeRange) GetStartTime() *timestamppb.Timestamp {
@@ -999,7 +1188,7 @@ type SimpleRetrieval struct {
 
 func (x *SimpleRetrieval) Reset() {
 	*x = SimpleRetrieval{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1200,7 @@ func (x *SimpleRetrieval) String() string {
 func (*SimpleRetrieval) ProtoMessage() {}
 
 func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1213,7 @@ func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimpleRetrieval.ProtoReflect.Descriptor instead.
 func (*SimpleRetrieval) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SimpleRetrieval) GetPageSize() int32 {
@@ -1054,7 +1243,7 @@ type RetrieveMemoriesResponse struct {
 
 func (x *RetrieveMemoriesResponse) Reset() {
 	*x = RetrieveMemoriesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1255,7 @@ func (x *RetrieveMemoriesResponse) String() string {
 func (*RetrieveMemoriesResponse) ProtoMessage() {}
 
 func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1268,7 @@ func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RetrieveMemoriesResponse) GetRetrievedMemories() []*RetrievedMemory {
@@ -1114,7 +1303,7 @@ type RetrievedMemory struct {
 
 func (x *RetrievedMemory) Reset() {
 	*x = RetrievedMemory{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1315,7 @@ func (x *RetrievedMemory) String() string {
 func (*RetrievedMemory) ProtoMessage() {}
 
 func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1328,7 @@ func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievedMemory.ProtoReflect.Descriptor instead.
 func (*RetrievedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RetrievedMemory) GetMemory() *Memory {
@@ -1172,7 +1361,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1373,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1386,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListMemoryRevisionsRequest) GetParent() string {
@@ -1234,7 +1423,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1435,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1448,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListMemoryRevisionsResponse) GetMemoryRevisions() []*MemoryRevision {
@@ -1289,7 +1478,7 @@ type RollbackMemoryRequest struct {
 
 func (x *RollbackMemoryRequest) Reset() {
 	*x = RollbackMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1490,7 @@ func (x *RollbackMemoryRequest) String() string {
 func (*RollbackMemoryRequest) ProtoMessage() {}
 
 func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1503,7 @@ func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackMemoryRequest.ProtoReflect.Descriptor instead.
 func (*RollbackMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RollbackMemoryRequest) GetName() string {
@@ -1350,7 +1539,7 @@ type PurgeMemoriesRequest struct {
 
 func (x *PurgeMemoriesRequest) Reset() {
 	*x = PurgeMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1551,7 @@ func (x *PurgeMemoriesRequest) String() string {
 func (*PurgeMemoriesRequest) ProtoMessage() {}
 
 func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1564,7 @@ func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PurgeMemoriesRequest) GetParent() string {
@@ -1417,7 +1606,7 @@ type GetMemoryBankConfigRequest struct {
 
 func (x *GetMemoryBankConfigRequest) Reset() {
 	*x = GetMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1618,7 @@ func (x *GetMemoryBankConfigRequest) String() string {
 func (*GetMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1631,7 @@ func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetMemoryBankConfigRequest) GetName() string {
@@ -1468,7 +1657,7 @@ type UpdateMemoryBankConfigRequest struct {
 
 func (x *UpdateMemoryBankConfigRequest) Reset() {
 	*x = UpdateMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1669,7 @@ func (x *UpdateMemoryBankConfigRequest) String() string {
 func (*UpdateMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1682,7 @@ func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateMemoryBankConfigRequest) GetMemoryBankConfig() *MemoryBankConfig {
@@ -1514,20 +1703,21 @@ var File_kioku_v1_memory_bank_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\n" +
-	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
+	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
 	"\x13CreateMemoryRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n" +
 	"\x06memory\x18\x02 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n" +
 	"\tmemory_id\x18\x03 \x01(\tR\bmemoryId\"&\n" +
 	"\x10GetMemoryRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfb\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xb4\x02\n" +
 	"\x13ListMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12>\n" +
 	"\x05scope\x18\x04 \x03(\v2(.kioku.v1.ListMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n" +
-	"\x06filter\x18\x05 \x01(\tR\x06filter\x1a8\n" +
+	"\x06filter\x18\x05 \x01(\tR\x06filter\x127\n" +
+	"\fmemory_types\x18\x06 \x03(\x0e2\x14.kioku.v1.MemoryTypeR\vmemoryTypes\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1566,18 +1756,35 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x06source\x18\x02 \x01(\v2\x16.kioku.v1.MemorySourceR\x06source\":\n" +
 	"\fDirectMemory\x12\x12\n" +
 	"\x04fact\x18\x01 \x01(\tR\x04fact\x12\x16\n" +
-	"\x06topics\x18\x02 \x03(\tR\x06topics\"\xe4\x02\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\"\x9d\x03\n" +
 	"\x17RetrieveMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12B\n" +
 	"\x05scope\x18\x02 \x03(\v2,.kioku.v1.RetrieveMemoriesRequest.ScopeEntryR\x05scope\x12I\n" +
 	"\x11similarity_search\x18\x03 \x01(\v2\x1a.kioku.v1.SimilaritySearchH\x00R\x10similaritySearch\x12F\n" +
 	"\x10simple_retrieval\x18\x04 \x01(\v2\x19.kioku.v1.SimpleRetrievalH\x00R\x0fsimpleRetrieval\x12\x16\n" +
-	"\x06filter\x18\x05 \x01(\tR\x06filter\x1a8\n" +
+	"\x06filter\x18\x05 \x01(\tR\x06filter\x127\n" +
+	"\fmemory_types\x18\x06 \x03(\x0e2\x14.kioku.v1.MemoryTypeR\vmemoryTypes\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
-	"\x06method\"s\n" +
+	"\x06method\"\xaf\x01\n" +
+	"\x17RetrieveProfilesRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12B\n" +
+	"\x05scope\x18\x02 \x03(\v2,.kioku.v1.RetrieveProfilesRequest.ScopeEntryR\x05scope\x1a8\n" +
+	"\n" +
+	"ScopeEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\x18RetrieveProfilesResponse\x12L\n" +
+	"\bprofiles\x18\x01 \x03(\v20.kioku.v1.RetrieveProfilesResponse.ProfilesEntryR\bprofiles\x1aT\n" +
+	"\rProfilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MemoryProfileR\x05value:\x028\x01\"\x8d\x01\n" +
+	"\rMemoryProfile\x12\x1b\n" +
+	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x121\n" +
+	"\aprofile\x18\x02 \x01(\v2\x17.google.protobuf.StructR\aprofile\x12,\n" +
+	"\bmemories\x18\x03 \x03(\v2\x10.kioku.v1.MemoryR\bmemories\"s\n" +
 	"\x10SimilaritySearch\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x124\n" +
@@ -1622,7 +1829,7 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x1dUpdateMemoryBankConfigRequest\x12H\n" +
 	"\x12memory_bank_config\x18\x01 \x01(\v2\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask2\x92\f\n" +
+	"updateMask2\xab\r\n" +
 	"\x11MemoryBankService\x12m\n" +
 	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\",\x82\xd3\xe4\x93\x02&:\x06memory\"\x1c/v1/{parent=apps/*}/memories\x12b\n" +
 	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/memories/*}\x90\x02\x01\x12v\n" +
@@ -1630,7 +1837,8 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\fUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\"3\x82\xd3\xe4\x93\x02-:\x06memory2#/v1/{memory.name=apps/*/memories/*}\x12k\n" +
 	"\fDeleteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\"$\x82\xd3\xe4\x93\x02\x1e*\x1c/v1/{name=apps/*/memories/*}\x12|\n" +
 	"\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:generate\x12\x8e\x01\n" +
-	"\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"3\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:retrieve\x90\x02\x01\x12\x97\x01\n" +
+	"\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"3\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:retrieve\x90\x02\x01\x12\x96\x01\n" +
+	"\x10RetrieveProfiles\x12!.kioku.v1.RetrieveProfilesRequest\x1a\".kioku.v1.RetrieveProfilesResponse\";\x82\xd3\xe4\x93\x022:\x01*\"-/v1/{parent=apps/*}/memories:retrieveProfiles\x90\x02\x01\x12\x97\x01\n" +
 	"\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"3\x82\xd3\xe4\x93\x02*\x12(/v1/{parent=apps/*/memories/*}/revisions\x90\x02\x01\x12u\n" +
 	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/memories/*}:rollback\x12s\n" +
 	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{parent=apps/*}/memories:purge\x12\x86\x01\n" +
@@ -1650,7 +1858,7 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*CreateMemoryRequest)(nil),           // 0: kioku.v1.CreateMemoryRequest
 	(*GetMemoryRequest)(nil),              // 1: kioku.v1.GetMemoryRequest
@@ -1664,87 +1872,103 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*DirectMemoriesSource)(nil),          // 9: kioku.v1.DirectMemoriesSource
 	(*DirectMemory)(nil),                  // 10: kioku.v1.DirectMemory
 	(*RetrieveMemoriesRequest)(nil),       // 11: kioku.v1.RetrieveMemoriesRequest
-	(*SimilaritySearch)(nil),              // 12: kioku.v1.SimilaritySearch
-	(*TimeRange)(nil),                     // 13: kioku.v1.TimeRange
-	(*SimpleRetrieval)(nil),               // 14: kioku.v1.SimpleRetrieval
-	(*RetrieveMemoriesResponse)(nil),      // 15: kioku.v1.RetrieveMemoriesResponse
-	(*RetrievedMemory)(nil),               // 16: kioku.v1.RetrievedMemory
-	(*ListMemoryRevisionsRequest)(nil),    // 17: kioku.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil),   // 18: kioku.v1.ListMemoryRevisionsResponse
-	(*RollbackMemoryRequest)(nil),         // 19: kioku.v1.RollbackMemoryRequest
-	(*PurgeMemoriesRequest)(nil),          // 20: kioku.v1.PurgeMemoriesRequest
-	(*GetMemoryBankConfigRequest)(nil),    // 21: kioku.v1.GetMemoryBankConfigRequest
-	(*UpdateMemoryBankConfigRequest)(nil), // 22: kioku.v1.UpdateMemoryBankConfigRequest
-	nil,                                   // 23: kioku.v1.ListMemoriesRequest.ScopeEntry
-	nil,                                   // 24: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 25: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 26: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(*Memory)(nil),                        // 27: kioku.v1.Memory
-	(*fieldmaskpb.FieldMask)(nil),         // 28: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
-	(*Event)(nil),                         // 30: kioku.v1.Event
-	(*MemorySource)(nil),                  // 31: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),                // 32: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 33: kioku.v1.MemoryBankConfig
-	(*emptypb.Empty)(nil),                 // 34: google.protobuf.Empty
-	(*Operation)(nil),                     // 35: kioku.v1.Operation
+	(*RetrieveProfilesRequest)(nil),       // 12: kioku.v1.RetrieveProfilesRequest
+	(*RetrieveProfilesResponse)(nil),      // 13: kioku.v1.RetrieveProfilesResponse
+	(*MemoryProfile)(nil),                 // 14: kioku.v1.MemoryProfile
+	(*SimilaritySearch)(nil),              // 15: kioku.v1.SimilaritySearch
+	(*TimeRange)(nil),                     // 16: kioku.v1.TimeRange
+	(*SimpleRetrieval)(nil),               // 17: kioku.v1.SimpleRetrieval
+	(*RetrieveMemoriesResponse)(nil),      // 18: kioku.v1.RetrieveMemoriesResponse
+	(*RetrievedMemory)(nil),               // 19: kioku.v1.RetrievedMemory
+	(*ListMemoryRevisionsRequest)(nil),    // 20: kioku.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil),   // 21: kioku.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),         // 22: kioku.v1.RollbackMemoryRequest
+	(*PurgeMemoriesRequest)(nil),          // 23: kioku.v1.PurgeMemoriesRequest
+	(*GetMemoryBankConfigRequest)(nil),    // 24: kioku.v1.GetMemoryBankConfigRequest
+	(*UpdateMemoryBankConfigRequest)(nil), // 25: kioku.v1.UpdateMemoryBankConfigRequest
+	nil,                                   // 26: kioku.v1.ListMemoriesRequest.ScopeEntry
+	nil,                                   // 27: kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	nil,                                   // 28: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 29: kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	nil,                                   // 30: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	nil,                                   // 31: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(*Memory)(nil),                        // 32: kioku.v1.Memory
+	(MemoryType)(0),                       // 33: kioku.v1.MemoryType
+	(*fieldmaskpb.FieldMask)(nil),         // 34: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),         // 35: google.protobuf.Timestamp
+	(*Event)(nil),                         // 36: kioku.v1.Event
+	(*MemorySource)(nil),                  // 37: kioku.v1.MemorySource
+	(*structpb.Struct)(nil),               // 38: google.protobuf.Struct
+	(*MemoryRevision)(nil),                // 39: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 40: kioku.v1.MemoryBankConfig
+	(*emptypb.Empty)(nil),                 // 41: google.protobuf.Empty
+	(*Operation)(nil),                     // 42: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	27, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	23, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	27, // 2: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	27, // 3: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	28, // 4: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 5: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	7,  // 6: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
-	8,  // 7: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
-	9,  // 8: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	29, // 9: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	29, // 10: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	30, // 11: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
-	10, // 12: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	31, // 13: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	25, // 14: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	12, // 15: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	14, // 16: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	13, // 17: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	29, // 18: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	29, // 19: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
-	16, // 20: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	27, // 21: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	32, // 22: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	26, // 23: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	33, // 24: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	28, // 25: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 26: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 27: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 28: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 29: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 30: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 31: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 32: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	17, // 33: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	19, // 34: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	20, // 35: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	21, // 36: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	22, // 37: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	27, // 38: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	27, // 39: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 40: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	27, // 41: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	34, // 42: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	35, // 43: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	15, // 44: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	18, // 45: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	27, // 46: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	35, // 47: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	33, // 48: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	33, // 49: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	38, // [38:50] is the sub-list for method output_type
-	26, // [26:38] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	32, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	26, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
+	33, // 2: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	32, // 3: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	32, // 4: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	34, // 5: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	27, // 6: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	7,  // 7: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
+	8,  // 8: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
+	9,  // 9: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
+	35, // 10: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	35, // 11: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	36, // 12: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	10, // 13: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
+	37, // 14: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	28, // 15: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	15, // 16: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	17, // 17: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	33, // 18: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	29, // 19: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	30, // 20: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	38, // 21: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
+	32, // 22: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
+	16, // 23: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	35, // 24: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	35, // 25: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	19, // 26: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	32, // 27: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	39, // 28: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	31, // 29: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	40, // 30: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	34, // 31: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	14, // 32: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
+	0,  // 33: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	1,  // 34: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	2,  // 35: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	4,  // 36: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	5,  // 37: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	6,  // 38: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	11, // 39: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	12, // 40: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
+	20, // 41: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	22, // 42: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	23, // 43: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	24, // 44: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	25, // 45: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	32, // 46: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	32, // 47: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	3,  // 48: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	32, // 49: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	41, // 50: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	42, // 51: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	18, // 52: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	13, // 53: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
+	21, // 54: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	32, // 55: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	42, // 56: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	40, // 57: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	40, // 58: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	46, // [46:59] is the sub-list for method output_type
+	33, // [33:46] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -1770,7 +1994,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,4 +1,5 @@
 from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from kioku.v1 import session_pb2 as _session_pb2
 from google.protobuf.internal import containers as _containers
@@ -16,6 +17,9 @@ MEMORY_ACTION_DELETED: MemoryAction
 MEMORY_ACTION_UNCHANGED: MemoryAction
 MEMORY_ACTION_UNSPECIFIED: MemoryAction
 MEMORY_ACTION_UPDATED: MemoryAction
+MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION: MemoryType
+MEMORY_TYPE_STRUCTURED_PROFILE: MemoryType
+MEMORY_TYPE_UNSPECIFIED: MemoryType
 
 class CompactionTrigger(_message.Message):
     __slots__ = ["event_bytes", "event_count", "keep_recent_events"]
@@ -78,7 +82,7 @@ class GenerationTrigger(_message.Message):
     def __init__(self, event_count: _Optional[int] = ..., idle_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ["create_time", "event_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "update_time"]
+    __slots__ = ["create_time", "event_time", "expire_time", "fact", "memory_type", "metadata", "name", "profile", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "update_time"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -97,8 +101,10 @@ class Memory(_message.Message):
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     FACT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     REVISION_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -110,8 +116,10 @@ class Memory(_message.Message):
     event_time: _timestamp_pb2.Timestamp
     expire_time: _timestamp_pb2.Timestamp
     fact: str
+    memory_type: MemoryType
     metadata: _containers.ScalarMap[str, str]
     name: str
+    profile: ProfileField
     revision_id: str
     scope: _containers.ScalarMap[str, str]
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
@@ -119,10 +127,10 @@ class Memory(_message.Message):
     topics: _containers.RepeatedScalarFieldContainer[str]
     ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., profile: _Optional[_Union[ProfileField, _Mapping]] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
-    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "retrieval", "revision_ttl", "update_time"]
+    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "profile_schemas", "retrieval", "revision_ttl", "update_time"]
     COMPACTION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +138,7 @@ class MemoryBankConfig(_message.Message):
     MANAGED_TOPICS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TTL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_SCHEMAS_FIELD_NUMBER: _ClassVar[int]
     RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -140,13 +149,14 @@ class MemoryBankConfig(_message.Message):
     managed_topics: _containers.RepeatedScalarFieldContainer[str]
     memory_ttl: _duration_pb2.Duration
     name: str
+    profile_schemas: _containers.RepeatedCompositeFieldContainer[ProfileSchemaConfig]
     retrieval: RetrievalConfig
     revision_ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., profile_schemas: _Optional[_Iterable[_Union[ProfileSchemaConfig, _Mapping]]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
-    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "stated_time", "topics"]
+    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "profile", "reason", "scope", "sources", "stated_time", "topics"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +180,7 @@ class MemoryRevision(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -184,12 +195,13 @@ class MemoryRevision(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     name: str
     operation: str
+    profile: ProfileField
     reason: str
     scope: _containers.ScalarMap[str, str]
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
     stated_time: _timestamp_pb2.Timestamp
     topics: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[_Union[ProfileField, _Mapping]] = ...) -> None: ...
 
 class MemorySource(_message.Message):
     __slots__ = ["event_ids", "session"]
@@ -198,6 +210,26 @@ class MemorySource(_message.Message):
     event_ids: _containers.RepeatedScalarFieldContainer[str]
     session: str
     def __init__(self, session: _Optional[str] = ..., event_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ProfileField(_message.Message):
+    __slots__ = ["field", "schema_id", "value"]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    schema_id: str
+    value: _struct_pb2.Value
+    def __init__(self, schema_id: _Optional[str] = ..., field: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class ProfileSchemaConfig(_message.Message):
+    __slots__ = ["json_schema", "schema_id", "scope_keys"]
+    JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    json_schema: _struct_pb2.Struct
+    schema_id: str
+    scope_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, schema_id: _Optional[str] = ..., json_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., scope_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PurgeMemoriesResponse(_message.Message):
     __slots__ = ["purge_count"]
@@ -210,6 +242,9 @@ class RetrievalConfig(_message.Message):
     FUSION_FIELD_NUMBER: _ClassVar[int]
     fusion: FusionConfig
     def __init__(self, fusion: _Optional[_Union[FusionConfig, _Mapping]] = ...) -> None: ...
+
+class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class MemoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
