@@ -559,21 +559,3 @@ func latestFields(mems []*Memory) map[profileKey]*Memory {
 	}
 	return out
 }
-
-// RenderProfiles renders profiles as short, stable lines for a system
-// instruction: one line per profile, its fields in the schema's order,
-// "user-profile: preferred_language = Python; tone = succinct".
-func RenderProfiles(profiles []*Profile) string {
-	var b strings.Builder
-	for _, p := range profiles {
-		fmt.Fprintf(&b, "%s: ", p.SchemaID)
-		for i, m := range p.Memories {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "%s = %s", m.Profile.Field, ValueText(p.Values[m.Profile.Field]))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}

@@ -66,19 +66,3 @@ func TestProfileSchemaFor(t *testing.T) {
 		t.Fatalf("a bad id: %v", err)
 	}
 }
-
-// TestRenderProfiles: the preload's rendering is one stable line per
-// profile, its fields in the schema's order.
-func TestRenderProfiles(t *testing.T) {
-	field := func(name string, v any) *memorybank.Memory {
-		return &memorybank.Memory{Profile: &memorybank.ProfileField{SchemaID: "user-profile", Field: name, Value: v}}
-	}
-	got := memorybank.RenderProfiles([]*memorybank.Profile{{
-		SchemaID: "user-profile",
-		Values:   map[string]any{"preferred_language": "Python", "age": 34.0, "vegetarian": true},
-		Memories: []*memorybank.Memory{field("preferred_language", "Python"), field("age", 34.0), field("vegetarian", true)},
-	}})
-	if want := "user-profile: preferred_language = Python; age = 34; vegetarian = true\n"; got != want {
-		t.Fatalf("RenderProfiles = %q, want %q", got, want)
-	}
-}
