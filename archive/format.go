@@ -176,9 +176,8 @@ type (
 		Deleted        bool              `json:"deleted,omitempty"`
 		EmbeddingModel string            `json:"embedding_model,omitempty"`
 		Embedding      string            `json:"embedding,omitempty"`
-		// Profile is the field a memory of type STRUCTURED_PROFILE holds
-		// (absent: a natural-language memory, as every memory of the
-		// archives written before profiles).
+		// Profile is a STRUCTURED_PROFILE memory's field (absent: a
+		// natural-language memory, as in archives from before profiles).
 		Profile *memorybank.ProfileField `json:"profile,omitempty"`
 	}
 	revisionRecord struct {

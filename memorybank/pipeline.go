@@ -350,6 +350,15 @@ func cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
+// embedAll embeds the new texts of a generation in one call (none: no
+// call).
+func (s *Service) embedAll(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	return s.emb.Embed(ctx, texts, model.TaskDocument)
+}
+
 // applyPlan turns planned changes into the write's changes and the
 // operation's result. The memories shown to the model are read again so
 // that the write's precondition is their current revision. Each revision
@@ -364,12 +373,9 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 			texts = append(texts, p.fact)
 		}
 	}
-	var vecs [][]float32
-	if len(texts) > 0 {
-		var err error
-		if vecs, err = s.emb.Embed(ctx, texts, model.TaskDocument); err != nil {
-			return err
-		}
+	vecs, err := s.embedAll(ctx, texts)
+	if err != nil {
+		return err
 	}
 	next := 0
 	candFacts := func(p planned) []string { return []string{p.cand.fact} }

@@ -10,7 +10,6 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/model"
 )
 
 // Generation fills profiles within the extraction call: when profile
@@ -296,12 +295,9 @@ func (s *Service) applyProfile(ctx context.Context, cfg *BankConfig, app string,
 			texts = append(texts, c.fact())
 		}
 	}
-	var vecs [][]float32
-	if len(texts) > 0 {
-		var err error
-		if vecs, err = s.emb.Embed(ctx, texts, model.TaskDocument); err != nil {
-			return err
-		}
+	vecs, err := s.embedAll(ctx, texts)
+	if err != nil {
+		return err
 	}
 	next := 0
 	for _, c := range cands {
