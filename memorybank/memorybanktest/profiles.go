@@ -349,6 +349,15 @@ func testProfileContradiction(t *testing.T, h *harness) {
 	if got := h.profileOf(user1); !cmp.Equal(got, map[string]any{"tone": "succinct"}) {
 		t.Fatalf("profile after deleting the field = %v", got)
 	}
+	// A purge of the scope deletes its profile fields too.
+	purge, err := h.svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: user1, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	if got := h.op(purge); got.State != jobs.Succeeded || got.PurgeCount < 1 || h.profileOf(user1) != nil {
+		t.Fatalf("purge = %s count %d %s; profile after it = %v", got.State, got.PurgeCount, got.ErrorMessage, h.profileOf(user1))
+	}
 }
 
 // testProfileRepliesChecked: an extraction reply whose profile part is
