@@ -20,7 +20,7 @@ import (
 var addressPatterns = []anchored{
 	// A house number, capitalised words, a street type.
 	{regexp.MustCompile(`\b[0-9]{1,5}[A-Za-z]?(?:-[0-9]{1,5})?\s{1,3}(?:(?:N|S|E|W|North|South|East|West)\.?\s{1,3})?(?:[A-Z][A-Za-z'.-]{0,30}\s{1,3}){1,4}` +
-		`(?i:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|terrace|way|parkway|pkwy|highway|hwy|square|sq|crescent|close|circle|cir|row|mews|gardens|grove)\b\.?` +
+		`(?:(?i:street|avenue|road|boulevard|lane|drive|court|place|terrace|way|parkway|highway|square|crescent|close|circle|row|mews|gardens|grove)\b|(?i:st|ave|rd|blvd|ln|dr|ct|pl|pkwy|hwy|sq|cir)\b\.?)` +
 		`(?:\s{1,3}(?:N|S|E|W|NE|NW|SE|SW)\b)?(?:,?\s{1,3}(?i:apt|apartment|suite|ste|unit|flat|floor|fl)\.?\s{0,3}#?[A-Za-z0-9-]{1,6}|,?\s{1,3}#[A-Za-z0-9-]{1,6})?`), 0, 260,
 		func(text string, d digits) bool {
 			i := d.end

@@ -71,6 +71,7 @@ var cases = []struct{ name, in, want string }{
 	{"street", "I live at 221B Baker Street, London.", "I live at [ADDRESS], London."},
 	{"street with suite", "1600 Pennsylvania Avenue NW, Suite 4", "[ADDRESS]"},
 	{"street abbreviated", "42 Main St. in town", "[ADDRESS] in town"},
+	{"street ending a sentence", "I live at 221B Baker Street. It is nice.", "I live at [ADDRESS]. It is nice."},
 	{"UK postcode", "London NW1 6XE", "London [ADDRESS]"},
 	{"US city state zip", "Springfield, IL 62704", "[ADDRESS]"},
 	{"PO box", "PO Box 1234", "[ADDRESS]"},
