@@ -83,8 +83,9 @@ type Gemini struct {
 	// Respond answers a generation call; an error is answered with status
 	// 500 and its text. Required.
 	Respond func(Call) (Reply, error)
-	// Embedded, when set, is called for each embedding request.
-	Embedded func()
+	// Embedded, when set, is called for each embedding request with the
+	// texts to embed.
+	Embedded func(texts []string)
 }
 
 // ServeHTTP answers one request.
@@ -103,7 +104,14 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.generate(w, model, req)
 	case "batchEmbedContents":
 		if g.Embedded != nil {
-			g.Embedded()
+			var texts []string
+			reqs, _ := req["requests"].([]any)
+			for _, r := range reqs {
+				rm, _ := r.(map[string]any)
+				_, text := textsOf(rm["content"])
+				texts = append(texts, text)
+			}
+			g.Embedded(texts)
 		}
 		embed(w, req)
 	default:
