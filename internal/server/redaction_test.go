@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 
@@ -91,28 +92,10 @@ func testRedactionOnTheWire(t *testing.T, c *clients, fake wireFake) {
 		t.Fatalf("CreateMemory: %v, %v", old.Msg, err)
 	}
 
-	if _, err := c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"})); err != nil {
-		t.Fatal(err)
-	}
-	for i, text := range []string{
+	generateFrom(t, c, session,
 		"Hi, I'm Ann. Mail me at ann@example.com or call +1 (212) 555-0199.",
 		"My card is 4111 1111 1111 1111, and I live at 221B Baker Street.",
-		"Thanks!",
-	} {
-		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
-			Id: fmt.Sprint("e", i+1), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}},
-		}})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gen, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/a",
-		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: session}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done := wait(t, c, gen.Msg); done.GetError() != nil {
-		t.Fatalf("generation failed: %v", done.GetError())
-	}
+		"Thanks!")
 	compact, err := c.sessions.CompactSession(ctx, req(&kiokuv1.CompactSessionRequest{Name: session, KeepRecentEvents: 1}))
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +168,31 @@ func testRedactionOnTheWire(t *testing.T, c *clients, fake wireFake) {
 	}
 }
 
+// generateFrom creates a session of ann in app a with the user's texts
+// as events and generates memories from it.
+func generateFrom(t *testing.T, c *clients, session string, texts ...string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: path.Base(session)})); err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
+			Id: fmt.Sprint("e", i+1), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}},
+		}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/a",
+		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: session}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := wait(t, c, gen.Msg); done.GetError() != nil {
+		t.Fatalf("generation failed: %v", done.GetError())
+	}
+}
+
 func containsAll(s string, subs []string) bool {
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {
@@ -208,27 +216,9 @@ func TestPIIRedactionOfflineExtractor(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.sessions.CreateSession(ctx, req(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"})); err != nil {
-		t.Fatal(err)
-	}
-	for i, text := range []string{
+	generateFrom(t, c, session,
 		"I live at 221B Baker Street, London. My email is ann@example.com.",
-		"私は東京都千代田区千代田1-1に住んでいます。電話は090-1234-5678です。",
-	} {
-		if _, err := c.sessions.AppendEvent(ctx, req(&kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
-			Id: fmt.Sprint("e", i+1), Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}},
-		}})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gen, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/a",
-		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: session}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done := wait(t, c, gen.Msg); done.GetError() != nil {
-		t.Fatalf("generation failed: %v", done.GetError())
-	}
+		"私は東京都千代田区千代田1-1に住んでいます。電話は090-1234-5678です。")
 	list, err := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/a"}))
 	if err != nil {
 		t.Fatal(err)
