@@ -52,7 +52,7 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	if err != nil {
 		return nil, err
 	}
-	red, err := cfg.PIIRedaction.Redactor()
+	red, err := s.Redactor(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 // the fact first. It embeds the fact when it changed, or when m has no
 // vector of the current embedder.
 func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
-	red, err := cfg.PIIRedaction.Redactor()
+	red, err := s.Redactor(cfg)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	if err != nil {
 		return nil, err
 	}
-	if r.red, err = cfg.PIIRedaction.Redactor(); err != nil {
+	if r.red, err = s.Redactor(cfg); err != nil {
 		return nil, err
 	}
 	r.gen = redact.Generator(s.gen, r.red)

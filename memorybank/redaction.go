@@ -1,6 +1,8 @@
 package memorybank
 
 import (
+	"encoding/json"
+
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/redact"
@@ -19,16 +21,38 @@ type PIIRedaction struct {
 	redact.Rules
 }
 
-// Redactor returns the redactor of the setting: nil (no redaction) when
-// it is off.
-func (p PIIRedaction) Redactor() (*redact.Redactor, error) {
+// maxRedactors bounds the redactors a Service keeps.
+const maxRedactors = 64
+
+// Redactor returns the redactor of an app's configuration: nil (no
+// redaction) when its PIIRedaction is off. The redactors are kept by
+// their rules, so that the paths that redact at every call (CreateMemory,
+// RetrieveMemories) do not compile an app's patterns again each time
+// (about 0.5 ms for 16 patterns).
+func (s *Service) Redactor(cfg *BankConfig) (*redact.Redactor, error) {
+	p := cfg.PIIRedaction
 	if !p.Enabled {
 		return nil, nil
 	}
-	r, err := redact.New(p.Rules)
+	key, err := json.Marshal(p.Rules)
 	if err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "the stored pii_redaction is not valid")
+		return nil, err
 	}
+	s.redactorMu.Lock()
+	r, ok := s.redactors[string(key)]
+	s.redactorMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	if r, err = redact.New(p.Rules); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "the pii_redaction stored for app %s is not valid", cfg.App)
+	}
+	s.redactorMu.Lock()
+	if len(s.redactors) >= maxRedactors {
+		clear(s.redactors)
+	}
+	s.redactors[string(key)] = r
+	s.redactorMu.Unlock()
 	return r, nil
 }
 

@@ -76,7 +76,7 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 	}
 	// The query is embedded, by a model if the embedder is one: it is
 	// redacted like the memories it is compared with.
-	red, err := cfg.PIIRedaction.Redactor()
+	red, err := s.Redactor(cfg)
 	if err != nil {
 		return nil, "", err
 	}

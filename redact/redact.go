@@ -217,8 +217,8 @@ const (
 
 // maxPasses bounds the passes of Redact. A pass can only find spans the
 // one before could not see because their neighbour was the personal data
-// replaced since; a second pass finds what is left, and the fuzz test
-// checks that a third finds nothing.
+// replaced since; a second pass finds those, and the fuzz test checks that
+// what Redact returns has nothing left to find.
 const maxPasses = 3
 
 // Redact returns s with every span of personal data replaced by its

@@ -126,7 +126,7 @@ func (a *App) compact(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error)
 		return nil, err
 	}
 	req := c.request()
-	if req.Redactor, err = cfg.PIIRedaction.Redactor(); err != nil {
+	if req.Redactor, err = a.memories.Redactor(cfg); err != nil {
 		return nil, err
 	}
 	b.Progress("summarising")
