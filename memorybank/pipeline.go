@@ -108,14 +108,16 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 		if err != nil {
 			return nil, err
 		}
+		for i := range facts {
+			facts[i].fact = redactFact(r.red, facts[i].fact)
+		}
 		r.figures(func(res *generateResult) {
 			res.ModelCalls++
 			res.FactsExtracted = len(facts)
 			res.ExtractionNS = int64(time.Since(start))
 		})
-		for i := range facts {
-			facts[i].fact = redactFact(r.red, facts[i].fact)
-			extracted = append(extracted, facts[i].fact)
+		for _, f := range facts {
+			extracted = append(extracted, f.fact)
 		}
 		cands = append(cands, facts...)
 	}
