@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -295,50 +296,46 @@ func operationToProto(op *app.Operation) (*kiokuv1.Operation, error) {
 	return out, nil
 }
 
-// parseOpFilter parses ListOperations' filter: conditions joined with AND,
-// each `state = NAME` (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED,
-// optionally with the OPERATION_STATE_ prefix) or `done = true|false`. It
-// returns the states that pass (nil: all).
-func parseOpFilter(filter string) ([]jobs.State, error) {
-	conds, err := sessions.ParseFilter(filter)
-	if err != nil || len(conds) == 0 {
+// opFilter is what ListOperations' filter may name: state (PENDING,
+// RUNNING, SUCCEEDED, FAILED, CANCELLED, optionally with the
+// OPERATION_STATE_ prefix) and done (true or false), in AIP-160.
+var opFilter = &filter.Schema{Method: "ListOperations", Fields: []filter.Field{
+	{Name: "state"},
+	{Name: "done", Kind: filter.Bool},
+}}
+
+// parseOpFilter parses ListOperations' filter and returns the states that
+// pass (nil: all).
+func parseOpFilter(s string) ([]jobs.State, error) {
+	e, err := opFilter.Parse(s)
+	if err != nil || e == nil {
 		return nil, err
 	}
-	pass := map[jobs.State]bool{}
-	for st := jobs.Pending; st <= jobs.Cancelled; st++ {
-		pass[st] = true
-	}
-	for _, c := range conds {
-		var ok func(jobs.State) bool
-		switch c.Field {
-		case "state":
-			name := strings.TrimPrefix(strings.ToUpper(c.Value), "OPERATION_STATE_")
-			known := false
-			for st := jobs.Pending; st <= jobs.Cancelled; st++ {
-				known = known || st.String() == name
-			}
-			if !known {
-				return nil, fault.Invalidf("filter: unknown state %q; use PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED", c.Value)
-			}
-			ok = func(st jobs.State) bool { return st.String() == name }
-		case "done":
-			want, err := strconv.ParseBool(c.Value)
-			if err != nil {
-				return nil, fault.Invalidf("filter: done must be true or false, not %q", c.Value)
-			}
-			ok = func(st jobs.State) bool { return st.Done() == want }
-		default:
-			return nil, fault.Invalidf("filter: unknown field %q; operations filter on state and done", c.Field)
+	filter.Walk(e, func(r *filter.Restriction) bool {
+		if r.Cond.Field.Name != "state" {
+			return true
 		}
-		for st := range pass {
-			if !ok(st) {
-				delete(pass, st)
-			}
+		r.Cond.Value.Text = strings.TrimPrefix(strings.ToUpper(r.Cond.Value.Text), "OPERATION_STATE_")
+		known := false
+		for st := jobs.Pending; st <= jobs.Cancelled; st++ {
+			known = known || st.String() == r.Cond.Value.Text
 		}
+		if !known {
+			err = fault.InvalidField("filter", "filter: unknown state %q; use PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED", r.Value)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	states := []jobs.State{}
 	for st := jobs.Pending; st <= jobs.Cancelled; st++ {
-		if pass[st] {
+		if filter.Eval(e, func(c *filter.Cond) bool {
+			if c.Field.Name == "done" {
+				return c.MatchBool(st.Done())
+			}
+			return c.MatchString(st.String())
+		}) {
 			states = append(states, st)
 		}
 	}

@@ -318,6 +318,7 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 		PageToken:  m.GetPageToken(),
 		From:       from,
 		To:         to,
+		Filter:     m.GetFilter(),
 		Descending: desc,
 	})
 	if err != nil {

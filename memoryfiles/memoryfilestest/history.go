@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memoryfiles"
 )
 
@@ -192,5 +193,13 @@ func testListAndPage(t *testing.T, h *Harness) {
 	}
 	if _, _, err := h.Svc.ListFiles(h.Ctx, memoryfiles.ListRequest{App: "app1", User: "ann", PageToken: "bogus"}); !fault.Is(err, fault.Invalid) {
 		t.Errorf("ListFiles with a bad token: %v", err)
+	}
+	// A page size over the maximum is coerced to it (AIP-158); a negative
+	// one is refused by name.
+	if page, _, err := h.Svc.ListFiles(h.Ctx, memoryfiles.ListRequest{App: "app1", User: "ann", PageSize: aip.MaxPageSize + 1}); err != nil || len(page) != 6 {
+		t.Errorf("ListFiles with page_size %d: %d files, %v; want all 6", aip.MaxPageSize+1, len(page), err)
+	}
+	if _, _, err := h.Svc.ListFiles(h.Ctx, memoryfiles.ListRequest{App: "app1", User: "ann", PageSize: -1}); !fault.Is(err, fault.Invalid) || fault.FieldOf(err) != "page_size" {
+		t.Errorf("ListFiles with page_size -1: %v", err)
 	}
 }

@@ -160,12 +160,48 @@ func testReadBudget(t *testing.T, h *harness) {
 	for i := range 34 {
 		h.create(t, "app1", "u2", fmt.Sprint("listed", i), map[string]any{"k": i})
 	}
+	// A listing with states holds as many sessions as the page size asks
+	// while their states stay within the read budget...
 	page, next, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", User: "u2", PageSize: 100, IncludeState: true})
-	if err != nil || len(page) != sessions.MaxStatePageSize || next == "" {
-		t.Errorf("a listing with state: %d sessions, next %q, %v; want %d and a next page", len(page), next, err, sessions.MaxStatePageSize)
+	if err != nil || len(page) != 34 || next != "" {
+		t.Errorf("a listing with state: %d sessions, next %q, %v; want all 34 and no next page", len(page), next, err)
 	}
 	if page, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", User: "u2", PageSize: 100}); err != nil || len(page) != 34 {
 		t.Errorf("a listing without state: %d sessions, %v; want all 34", len(page), err)
+	}
+	// ...and a page ends early at MaxReadBytes (256 KiB here) of states,
+	// with a token that lists the rest.
+	for i := range 40 {
+		h.create(t, "app1", "u3", fmt.Sprint("heavy", i), map[string]any{"blob": strings.Repeat("x", 15<<10)})
+	}
+	seen := map[string]bool{}
+	token := ""
+	for pages := 1; ; pages++ {
+		page, next, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", User: "u3", PageSize: 100, PageToken: token, IncludeState: true})
+		if err != nil || pages > 10 {
+			t.Fatalf("ListSessions with states, page %d: %v", pages, err)
+		}
+		bytes := 0
+		for _, s := range page {
+			seen[s.ID] = true
+			if len(s.State["blob"].(string)) != 15<<10 {
+				t.Fatalf("session %s listed without its state", s.ID)
+			}
+			bytes += 15 << 10
+		}
+		if bytes > (256+16)<<10 {
+			t.Errorf("page %d holds %d bytes of states; the budget is 256 KiB and one state", pages, bytes)
+		}
+		if next == "" {
+			if pages < 2 {
+				t.Errorf("600 KiB of states came in one page")
+			}
+			break
+		}
+		token = next
+	}
+	if len(seen) != 40 {
+		t.Errorf("the pages held %d sessions, want 40", len(seen))
 	}
 }
 
@@ -353,9 +389,11 @@ func testListSessionsPagingAndOrder(t *testing.T, h *harness) {
 	if diff := cmp.Diff(wantU2, u2); diff != "" {
 		t.Fatalf("user listing (-want +got):\n%s", diff)
 	}
-	for _, size := range []int32{-1, aip.MaxPageSize + 1} {
-		_, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: size})
-		wantKind(t, fmt.Sprintf("page_size %d", size), err, fault.Invalid)
+	_, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: -1})
+	wantKind(t, "page_size -1", err, fault.Invalid)
+	// A page size over the maximum is coerced to it (AIP-158).
+	if page, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: aip.MaxPageSize + 1}); err != nil || len(page) != 23 {
+		t.Errorf("page_size %d: %d sessions, %v; want all 23", aip.MaxPageSize+1, len(page), err)
 	}
 }
 
@@ -368,6 +406,10 @@ func testListSessionsFilter(t *testing.T, h *harness) {
 	mk("a", "weekly sync", map[string]string{"team": "core", "env.kind": "prod"})
 	mk("b", "weekly sync", map[string]string{"team": "web"})
 	mk("c", "standup", map[string]string{"team": "core"})
+	c := h.clock.Now()
+	if _, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: "app1", User: "u2", ID: "d", DisplayName: "retro"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		filter string
 		want   []string
@@ -378,7 +420,22 @@ func testListSessionsFilter(t *testing.T, h *harness) {
 		{`labels.env.kind = "prod"`, []string{"a"}},
 		{`labels.team = "core" AND labels.team = "web"`, nil},
 		{`labels.missing = "x"`, nil},
-		{``, []string{"c", "b", "a"}},
+		{``, []string{"d", "c", "b", "a"}},
+		// AIP-160: OR (tighter than AND), NOT, parentheses, has, other
+		// comparisons, user_id, lowerCamelCase names.
+		{`labels.team = "core" OR labels.team = "web"`, []string{"c", "b", "a"}},
+		{`displayName = "weekly sync" AND (labels.team = "web" OR labels.team = "ops")`, []string{"b"}},
+		{`display_name = "standup" OR labels.team = "web" AND user_id = "u1"`, []string{"c", "b"}},
+		{`(display_name = "standup" OR labels.team = "web") AND user_id = "u1"`, []string{"c", "b"}},
+		{`NOT labels.team = "core"`, []string{"d", "b"}},
+		{`-labels:team`, []string{"d"}},
+		{`labels:env.kind`, []string{"a"}},
+		{`labels.team != "core"`, []string{"b"}},
+		{`user_id = "u2" OR userId = "u1" AND display_name = "standup"`, []string{"c"}},
+		{`user_id = "u2" OR (userId = "u1" AND display_name = "standup")`, []string{"d", "c"}},
+		{`userId = "u2"`, []string{"d"}},
+		{`create_time > "` + c.Format(time.RFC3339Nano) + `"`, []string{"d"}},
+		{`createTime <= "` + c.Format(time.RFC3339Nano) + `" AND NOT display_name = "standup"`, []string{"b", "a"}},
 	} {
 		page, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", Filter: tc.filter})
 		if err != nil {
@@ -392,8 +449,39 @@ func testListSessionsFilter(t *testing.T, h *harness) {
 			t.Errorf("filter %q (-want +got):\n%s", tc.filter, diff)
 		}
 	}
-	for _, bad := range []string{`state.x = "1"`, `display_name "x"`, `display_name = "x`, `labels.team = "a" OR labels.team = "b"`} {
+	for _, bad := range []string{`state.x = "1"`, `display_name "x"`, `display_name = "x`, `labels.team = "a" OR`, `display_name > "a"`, `create_time >= "yesterday"`, `labels.bad/key = "x"`} {
 		_, _, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", Filter: bad})
 		wantKind(t, "filter "+bad, err, fault.Invalid)
+	}
+	// A filter checked session by session pages honestly: full pages but
+	// the last, every match once.
+	for i := range 9 {
+		team := "core"
+		if i%3 == 0 {
+			team = "web"
+		}
+		mk(fmt.Sprint("p", i), "paged", map[string]string{"team": team})
+	}
+	var got []string
+	token := ""
+	for pages := 1; ; pages++ {
+		page, next, err := h.svc.ListSessions(h.ctx, sessions.ListSessionsRequest{App: "app1", PageSize: 2, PageToken: token,
+			Filter: `display_name = "paged" AND (labels.team = "web" OR NOT labels.team = "web") AND NOT user_id = "u2"`})
+		if err != nil || pages > 10 {
+			t.Fatalf("paging a filter, page %d: %v", pages, err)
+		}
+		if next != "" && len(page) != 2 {
+			t.Errorf("page %d holds %d sessions and has a next page", pages, len(page))
+		}
+		for _, s := range page {
+			got = append(got, s.ID)
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	if diff := cmp.Diff([]string{"p8", "p7", "p6", "p5", "p4", "p3", "p2", "p1", "p0"}, got); diff != "" {
+		t.Errorf("paging a filter (-want +got):\n%s", diff)
 	}
 }

@@ -141,7 +141,8 @@ type ListMemoriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The app: `apps/{app}`. Required.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The maximum number of memories to return, 1 to 1000; 0 means 100.
+	// The maximum number of memories to return, 0 means 100 and
+	// larger values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -987,7 +988,8 @@ func (x *TimeRange) GetEndTime() *timestamppb.Timestamp {
 // SimpleRetrieval pages through a scope.
 type SimpleRetrieval struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The maximum number of memories to return, 1 to 1000; 0 means 100.
+	// The maximum number of memories to return, 0 means 100 and
+	// larger values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1159,7 +1161,8 @@ type ListMemoryRevisionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The memory: `apps/{app}/memories/{memory}`. Required.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The maximum number of revisions to return, 1 to 1000; 0 means 100.
+	// The maximum number of revisions to return, 0 means 100 and
+	// larger values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call.
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`

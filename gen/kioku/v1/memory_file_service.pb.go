@@ -416,7 +416,8 @@ type ListMemoryFilesRequest struct {
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	// Whether deleted files are listed too.
 	ShowDeleted bool `protobuf:"varint,3,opt,name=show_deleted,json=showDeleted,proto3" json:"show_deleted,omitempty"`
-	// The maximum number of files to return, 1 to 1000; 0 means 100.
+	// The maximum number of files to return, 0 means 100 and larger
+	// values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -597,7 +598,8 @@ type ListMemoryFileRevisionsRequest struct {
 	// The file: `apps/{app}/users/{user}/memoryFiles/{memory_file}`.
 	// Required.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The maximum number of revisions to return, 1 to 1000; 0 means 100.
+	// The maximum number of revisions to return, 0 means 100 and larger
+	// values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`

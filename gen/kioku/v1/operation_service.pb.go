@@ -74,12 +74,14 @@ type ListOperationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The app: `apps/{app}`. Required.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The maximum number of operations to return, 1 to 1000; 0 means 100.
+	// The maximum number of operations to return, 0 means 100 and
+	// larger values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	// A filter on the state: `state = PENDING` (or RUNNING, SUCCEEDED,
-	// FAILED, CANCELLED), `done = true` or `done = false`. Empty: all.
+	// An AIP-160 filter on the state: `state = PENDING` (or RUNNING,
+	// SUCCEEDED, FAILED, CANCELLED), `done = true` or `done = false`, with
+	// AND, OR, NOT and parentheses. Empty: all.
 	Filter        string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

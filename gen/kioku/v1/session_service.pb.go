@@ -240,16 +240,21 @@ type ListSessionsRequest struct {
 	// `apps/{app}/users/{user}` for one user's sessions, `apps/{app}` (or
 	// `apps/{app}/users/-`) for every session of the app. Required.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The maximum number of sessions to return, 1 to 1000; 0 means 100.
+	// The maximum number of sessions to return, 0 means 100 and
+	// larger values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parent and filter.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	// A filter: conditions joined with AND, each `display_name = "value"` or
-	// `labels.KEY = "value"` (KEY made of letters, digits, `-`, `_`, `.`).
-	// Empty matches every session.
+	// An AIP-160 filter on `user_id`, `display_name`, `labels.KEY` (KEY made
+	// of letters, digits, `-`, `_`, `.`; `labels:KEY` tests for it),
+	// `create_time` and `update_time` (RFC 3339, with `<`, `<=`, `>`, `>=`),
+	// in snake_case or lowerCamelCase, with AND, OR (which binds tighter),
+	// NOT and parentheses: `user_id = "ann" OR user_id = "bob"`. Empty
+	// matches every session.
 	Filter string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Include each session's own state (not the merged view) in the result;
-	// a page then holds at most 32 sessions.
+	// a page then ends early when the states pass 8 MiB (with a
+	// next_page_token).
 	IncludeState  bool `protobuf:"varint,5,opt,name=include_state,json=includeState,proto3" json:"include_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -744,7 +749,8 @@ type ListEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session whose events to list. Required.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The maximum number of events to return, 1 to 1000; 0 means 100.
+	// The maximum number of events to return, 0 means 100 and
+	// larger values mean 1000 (AIP-158).
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -753,7 +759,12 @@ type ListEventsRequest struct {
 	// Return only events whose timestamp is before this time.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// `sequence` (the default: oldest first) or `sequence desc` (newest first).
-	OrderBy       string `protobuf:"bytes,6,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	OrderBy string `protobuf:"bytes,6,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	// An AIP-160 filter on the events' timestamp: comparisons (`=`, `<`,
+	// `<=`, `>`, `>=`) of RFC 3339 times joined by AND, such as
+	// `timestamp >= "2025-01-01T00:00:00Z"`; with start_time and end_time,
+	// every bound applies.
+	Filter        string `protobuf:"bytes,7,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -826,6 +837,13 @@ func (x *ListEventsRequest) GetEndTime() *timestamppb.Timestamp {
 func (x *ListEventsRequest) GetOrderBy() string {
 	if x != nil {
 		return x.OrderBy
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
 	}
 	return ""
 }
@@ -1182,8 +1200,9 @@ type SearchEventsRequest struct {
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// Return only events whose timestamp is before this time.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
-	// The maximum number of results to return, 1 to 100; 0 means 10. One
-	// search yields at most 100 results over all its pages.
+	// The maximum number of results to return, 0 means 10 and larger values
+	// mean 100 (AIP-158). One search yields at most 100 results over all its
+	// pages.
 	PageSize int32 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous call with the same parameters.
 	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1564,7 +1583,7 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x11expected_sequence\x18\x03 \x01(\x03H\x00R\x10expectedSequence\x88\x01\x01B\x14\n" +
 	"\x12_expected_sequence\"<\n" +
 	"\x13AppendEventResponse\x12%\n" +
-	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event\"\xf4\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x0f.kioku.v1.EventR\x05event\"\x8c\x02\n" +
 	"\x11ListEventsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1573,7 +1592,8 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x19\n" +
-	"\border_by\x18\x06 \x01(\tR\aorderBy\"e\n" +
+	"\border_by\x18\x06 \x01(\tR\aorderBy\x12\x16\n" +
+	"\x06filter\x18\a \x01(\tR\x06filter\"e\n" +
 	"\x12ListEventsResponse\x12'\n" +
 	"\x06events\x18\x01 \x03(\v2\x0f.kioku.v1.EventR\x06events\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"%\n" +

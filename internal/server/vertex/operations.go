@@ -149,35 +149,33 @@ const (
 // parseOperation parses an operation name.
 func (s *Surface) parseOperation(name string) (opRef, error) {
 	ref := opRef{name: name, version: v1beta1}
-	last := name[strings.LastIndexByte(name, '/')+1:]
-	if strings.HasPrefix(last, v1Prefix) {
-		ref.version = v1
-	}
-	segs := strings.Split(name, "/")
-	if len(segs) == 6 && segs[0] == "projects" && segs[2] == "locations" && segs[4] == "operations" && segs[5] != "" {
+	if vars, ok := aip.VertexLocationOperation.Match(name); ok {
+		if strings.HasPrefix(vars[2], v1Prefix) {
+			ref.version = v1
+		}
 		ref.kind = opLocation
 		return ref, nil
 	}
 	for _, try := range []struct {
 		kind opKind
-		rest []string
-	}{
-		{opSession, []string{"sessions", "*", "operations", "*"}},
-		{opMemory, []string{"memories", "*", "operations", "*"}},
-		{opBank, []string{"operations", "*"}},
-	} {
-		if len(segs) < len(try.rest) || segs[len(segs)-len(try.rest)] != try.rest[0] {
-			continue
+		k    kind
+	}{{opSession, sessionOpKind}, {opMemory, memoryOpKind}, {opBank, engineOpKind}} {
+		if _, ok := try.k.full.Match(name); !ok {
+			if _, ok := try.k.short.Match(name); !ok {
+				continue
+			}
 		}
-		e, ids, err := s.policy.parse("name", name, try.rest...)
+		e, ids, err := s.policy.parse("name", name, try.k)
 		if err != nil {
 			return opRef{}, err
 		}
+		op := ids[len(ids)-1]
+		if strings.HasPrefix(op, v1Prefix) {
+			ref.version = v1
+		}
 		ref.kind, ref.engine, ref.target = try.kind, e, ids[0]
-		if try.kind == opBank {
-			if strings.HasPrefix(ids[0], deletePrefix) || strings.HasPrefix(ids[0], v1Prefix+deletePrefix) {
-				ref.kind = opLocation
-			}
+		if try.kind == opBank && (strings.HasPrefix(op, deletePrefix) || strings.HasPrefix(op, v1Prefix+deletePrefix)) {
+			ref.kind = opLocation
 		}
 		return ref, nil
 	}
@@ -298,7 +296,7 @@ func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(appID,
 	if err != nil {
 		return nil, s.opNotFound(err, ref)
 	}
-	return bankOperationToVertex(ctx, ref.engine, ref.name, op)
+	return bankOperationToVertex(ref.engine, ref.name, op)
 }
 
 var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no memory bank")
@@ -307,9 +305,9 @@ var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no m
 // it has ended, with its result or its error. A generation's metadata and
 // response are GenerateMemoriesOperationMetadata and
 // GenerateMemoriesResponse; a purge's (which the Vertex AI SDK starts over
-// REST, and which Google's Go types do not have) are
-// GenericOperationMetadata and a Struct {"purgeCount": n}.
-func bankOperationToVertex(ctx context.Context, e engine, name string, op *app.Operation) (*longrunningpb.Operation, error) {
+// REST) PurgeMemoriesOperationMetadata and PurgeMemoriesResponse, types
+// Google's Go types lack, held in messages of their shape (codec.go).
+func bankOperationToVertex(e engine, name string, op *app.Operation) (*longrunningpb.Operation, error) {
 	updated := op.CreateTime
 	for _, t := range []time.Time{op.StartTime, op.EndTime} {
 		if t.After(updated) {
@@ -319,7 +317,7 @@ func bankOperationToVertex(ctx context.Context, e engine, name string, op *app.O
 	var md *anypb.Any
 	var err error
 	if op.Kind == memorybank.KindPurge {
-		md, err = anyOf(v1beta1, "GenericOperationMetadata", &aiplatformpb.GenericOperationMetadata{CreateTime: timestamppb.New(op.CreateTime), UpdateTime: timestamppb.New(updated)})
+		md, err = metadata(v1beta1, "PurgeMemoriesOperationMetadata", op.CreateTime, updated)
 	} else {
 		md, err = metadata(v1beta1, "GenerateMemoriesOperationMetadata", op.CreateTime, updated)
 	}
@@ -330,7 +328,7 @@ func bankOperationToVertex(ctx context.Context, e engine, name string, op *app.O
 	switch op.State {
 	case jobs.Succeeded:
 		out.Done = true
-		resp, err := bankResponse(ctx, e, op)
+		resp, err := bankResponse(e, op)
 		if err != nil {
 			return nil, err
 		}

@@ -237,7 +237,8 @@ export type ListMemoryFilesRequest = Message<"kioku.v1.ListMemoryFilesRequest"> 
   showDeleted: boolean;
 
   /**
-   * The maximum number of files to return, 1 to 1000; 0 means 100.
+   * The maximum number of files to return, 0 means 100 and larger
+   * values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 4;
    */
@@ -323,7 +324,8 @@ export type ListMemoryFileRevisionsRequest = Message<"kioku.v1.ListMemoryFileRev
   parent: string;
 
   /**
-   * The maximum number of revisions to return, 1 to 1000; 0 means 100.
+   * The maximum number of revisions to return, 0 means 100 and larger
+   * values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 2;
    */
