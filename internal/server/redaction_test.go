@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -24,16 +25,20 @@ type wireFake interface {
 
 // The personal data of the conversation, and what replaces it.
 var (
-	wireSecrets      = []string{"ann@example.com", "555-0199", "4111", "Baker Street"}
-	wirePlaceholders = []string{"[EMAIL]", "[PHONE]", "[CARD]", "[ADDRESS]"}
+	wireSecrets      = []string{"ann@example.com", "555-0199", "4111", "Baker Street", "０９０－１２３４－５６７８"}
+	wirePlaceholders = []string{"[EMAIL]", "[PHONE]", "[CARD]", "[ADDRESS]", "携帯は[PHONE]です。"}
+	// wireForms are the other forms of the secrets that the model might
+	// be sent (a number made ASCII).
+	wireForms = []string{"090-1234-5678", "09012345678"}
 )
 
 // TestPIIRedactionOnTheWire: with pii_redaction on for an app, a session
-// holding an e-mail address, a phone number, a card number and a street
-// address is turned into memories and compacted, and the model's side of
-// the wire (the fake Gemini API and the fake OpenAI-compatible server,
-// through the real clients) receives none of them, in the extraction, the
-// consolidation, the compaction and the embeddings; what kioku keeps of
+// holding an e-mail address, phone numbers (one Japanese, in full-width
+// digits), a card number and a street address is turned into memories and
+// compacted, and the model's side of the wire (the fake Gemini API and the
+// fake OpenAI-compatible server, through the real clients) receives none
+// of them, anywhere in the request bodies of the extraction, the
+// consolidation and the compaction, or in the embeddings; what kioku keeps of
 // the model's replies (memories, the summary) holds placeholders even
 // where the model wrote the data back; the session's events are stored as
 // given.
@@ -94,7 +99,7 @@ func testRedactionOnTheWire(t *testing.T, c *clients, fake wireFake) {
 
 	generateFrom(t, c, session,
 		"Hi, I'm Ann. Mail me at ann@example.com or call +1 (212) 555-0199.",
-		"My card is 4111 1111 1111 1111, and I live at 221B Baker Street.",
+		"My card is 4111 1111 1111 1111, and I live at 221B Baker Street. 携帯は０９０－１２３４－５６７８です。",
 		"Thanks!")
 	compact, err := c.sessions.CompactSession(ctx, req(&kiokuv1.CompactSessionRequest{Name: session, KeepRecentEvents: 1}))
 	if err != nil {
@@ -112,9 +117,13 @@ func testRedactionOnTheWire(t *testing.T, c *clients, fake wireFake) {
 	for i, call := range calls {
 		what := []string{"extraction", "consolidation", "compaction"}[i]
 		sent := call.System + "\n" + call.Text()
-		for _, s := range wireSecrets {
-			if strings.Contains(sent, s) {
-				t.Errorf("the %s call sent %q:\n%s", what, s, sent)
+		body, err := json.Marshal(call.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range append(wireSecrets, wireForms...) {
+			if strings.Contains(string(body), s) {
+				t.Errorf("the %s call sent %q:\n%s", what, s, body)
 			}
 		}
 		if want := map[string][]string{
@@ -129,7 +138,7 @@ func testRedactionOnTheWire(t *testing.T, c *clients, fake wireFake) {
 	if embedded == "" {
 		t.Fatal("nothing was embedded by the model")
 	}
-	for _, s := range wireSecrets {
+	for _, s := range append(wireSecrets, wireForms...) {
 		if strings.Contains(embedded, s) {
 			t.Errorf("an embedding request sent %q:\n%s", s, embedded)
 		}
