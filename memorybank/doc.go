@@ -18,13 +18,14 @@
 // which topics to extract, the TTLs, the generation trigger,
 // retrieval's fusion and the redaction of personal data (PIIRedaction,
 // redaction.go: with it on, every text sent to a model goes through
-// redact.Generator and every fact is redacted before it is stored, while
-// the sessions' events stay as they were appended). It also keeps the app's compaction trigger, which is
-// package sessions' (sessions.CompactionTrigger: its rules and its
-// validation; internal/app fires it and runs the compactions): kioku.v1's
-// MemoryBankConfig and every configuration stored so far hold it there,
-// and one document per app serves both triggers with one cached read per
-// append (AppConfig).
+// redact.Generator, every fact is redacted before it is stored, and
+// queries and re-embedded facts before they are embedded, while the
+// sessions' events stay as they were appended). It also keeps the app's
+// compaction trigger, which is package sessions' (sessions.CompactionTrigger:
+// its rules and its validation; internal/app fires it and runs the
+// compactions): kioku.v1's MemoryBankConfig and every configuration stored
+// so far hold it there, and one document per app serves both triggers with
+// one cached read per append (AppConfig).
 //
 // # Generation
 //

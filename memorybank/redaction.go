@@ -13,7 +13,8 @@ import (
 // or a session's compaction is redacted (redact.Generator), and so is
 // every memory fact before it is stored, however it came (a direct fact,
 // a model's reply, CreateMemory, UpdateMemory, a rollback), and every
-// similarity search query before it is embedded. Session events and state
+// similarity search query before it is embedded, and every fact embedded
+// again after a change of embedder (Reembed). Session events and state
 // are stored as given.
 type PIIRedaction struct {
 	Enabled bool

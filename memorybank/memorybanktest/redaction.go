@@ -1,7 +1,9 @@
 package memorybanktest
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -140,4 +143,42 @@ func testPIIRedaction(t *testing.T, h *harness) {
 	if err != nil || len(res) != 1 || !strings.Contains(res[0].Memory.Fact, "[EMAIL]") || res[0].Distance >= 1 {
 		t.Fatalf("RetrieveMemories: %+v, %v", res, err)
 	}
+
+	// A memory of another app stored before its redaction was on keeps
+	// its fact, but a change of embedder (which may be a model) embeds it
+	// again redacted.
+	if _, err := h.svc.CreateMemory(h.ctx, "app2", memorybank.MemoryInput{Fact: "The user's email is ann@example.com.", Scope: user1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app2", PIIRedaction: memorybank.PIIRedaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
+		t.Fatal(err)
+	}
+	emb := &recordingEmbedder{}
+	if n, err := memorybank.NewService(h.store, memorybank.Config{Embedder: emb, Now: h.clock.Now}).Reembed(h.ctx); err != nil || n == 0 {
+		t.Fatalf("Reembed = %d, %v", n, err)
+	}
+	embedded := strings.Join(emb.texts, "\n")
+	noSecret(t, "a re-embedding", embedded)
+	if !strings.Contains(embedded, "The user's email is [EMAIL].") {
+		t.Errorf("the memory of app2 was not embedded redacted:\n%s", embedded)
+	}
+	if kept, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app2"}); err != nil || len(kept) != 1 || kept[0].Fact != "The user's email is ann@example.com." {
+		t.Errorf("the memory of app2 stored before redaction: %+v, %v", kept, err)
+	}
+}
+
+// recordingEmbedder is an embedder of its own name that records the texts
+// it embeds.
+type recordingEmbedder struct {
+	renamed
+	mu    sync.Mutex
+	texts []string
+}
+
+// Embed implements model.Embedder.
+func (e *recordingEmbedder) Embed(ctx context.Context, texts []string, task model.EmbedTask) ([][]float32, error) {
+	e.mu.Lock()
+	e.texts = append(e.texts, texts...)
+	e.mu.Unlock()
+	return e.renamed.Embed(ctx, texts, task)
 }
