@@ -1036,9 +1036,10 @@ func (x *MemoryBankConfig) GetPiiRedaction() *PiiRedaction {
 // extraction, consolidation and session compaction (and in the summary a
 // compaction stores), in every memory fact before it is stored (facts
 // given directly, facts a model returns, CreateMemory, UpdateMemory,
-// RollbackMemory), and in similarity search queries before they are
-// embedded. Session events and state are stored as given, and memories
-// stored before redaction was turned on keep their text until they change.
+// RollbackMemory), and in similarity search queries and re-embedded facts
+// (after a change of embedder) before they are embedded. Session events
+// and state are stored as given, and memories stored before redaction was
+// turned on keep their text until they change.
 // The detection is deterministic rules, not a model: it catches the
 // formats of the categories below and misses personal data without a
 // recognisable shape (names, free-form addresses, numbers without a check
