@@ -340,6 +340,9 @@ type BankConfig struct {
 	// where kioku.v1's MemoryBankConfig has it (see the package
 	// documentation).
 	Compaction sessions.CompactionTrigger
+	// PIIRedaction redacts personal data from what the app's memory bank
+	// and compactions send to models and from the memories stored.
+	PIIRedaction PIIRedaction
 	// Profiles are the app's structured profile schemas (see
 	// profiles.go): generation fills one profile per schema and scope.
 	Profiles   []ProfileSchema

@@ -1069,6 +1069,9 @@ type MemoryBankConfig struct {
 	// Automatic compaction of the app's sessions (see
 	// SessionService.CompactSession). Unset: only on request.
 	CompactionTrigger *CompactionTrigger `protobuf:"bytes,10,opt,name=compaction_trigger,json=compactionTrigger,proto3" json:"compaction_trigger,omitempty"`
+	// Redaction of personal data from what kioku sends to models and from
+	// the memories it stores. Unset: off.
+	PiiRedaction *PiiRedaction `protobuf:"bytes,11,opt,name=pii_redaction,json=piiRedaction,proto3" json:"pii_redaction,omitempty"`
 	// Structured profiles (Vertex AI Memory Bank's memory profiles): for
 	// each schema, generation fills one profile per scope, each field a
 	// memory of type MEMORY_TYPE_STRUCTURED_PROFILE with revisions, and
@@ -1178,11 +1181,165 @@ func (x *MemoryBankConfig) GetCompactionTrigger() *CompactionTrigger {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetPiiRedaction() *PiiRedaction {
+	if x != nil {
+		return x.PiiRedaction
+	}
+	return nil
+}
+
 func (x *MemoryBankConfig) GetProfileSchemas() []*ProfileSchemaConfig {
 	if x != nil {
 		return x.ProfileSchemas
 	}
 	return nil
+}
+
+// PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
+// `[PHONE]`, ...) in every text kioku sends to a model for memory
+// extraction, consolidation and session compaction (and in the summary a
+// compaction stores), in every memory fact before it is stored (facts
+// given directly, facts a model returns, CreateMemory, UpdateMemory,
+// RollbackMemory), and in similarity search queries and re-embedded facts
+// (after a change of embedder) before they are embedded. Session events
+// and state are stored as given, and memories stored before redaction was
+// turned on keep their text until they change.
+// The detection is deterministic rules, not a model: it catches the
+// formats of the categories below and misses personal data without a
+// recognisable shape (names, free-form addresses, numbers without a check
+// digit or fixed form, anything in images or files).
+type PiiRedaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether redaction is on.
+	Enabled bool `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// The built-in categories to redact: any of `EMAIL` (e-mail addresses),
+	// `PHONE` (international numbers with + or 00, national numbers with a
+	// trunk 0 such as Japan's and the UK's, North American numbers),
+	// `CARD` (payment card numbers of 13 to 19 digits that pass the Luhn
+	// check), `GOVERNMENT_ID` (US social security numbers; Japanese My
+	// Numbers, Indian Aadhaar numbers and Chinese resident ids by their
+	// check digits; UK national insurance numbers; Spanish DNI and NIE by
+	// their check letters), `ADDRESS` (a house number with a street type in
+	// English, French or German, a Japanese address with its block numbers,
+	// a PO box, a UK postcode, a Japanese postal code after 〒, a US ZIP
+	// code after a city and state), `IP_ADDRESS` (IPv4 and IPv6). Full-width
+	// digits and separators count as ASCII ones. Empty means all of them.
+	Categories []string `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
+	// Patterns of the app's own, redacted besides the categories. At most 16.
+	CustomPatterns []*PiiPattern `protobuf:"bytes,3,rep,name=custom_patterns,json=customPatterns,proto3" json:"custom_patterns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PiiRedaction) Reset() {
+	*x = PiiRedaction{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PiiRedaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PiiRedaction) ProtoMessage() {}
+
+func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PiiRedaction.ProtoReflect.Descriptor instead.
+func (*PiiRedaction) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PiiRedaction) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *PiiRedaction) GetCategories() []string {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
+func (x *PiiRedaction) GetCustomPatterns() []*PiiPattern {
+	if x != nil {
+		return x.CustomPatterns
+	}
+	return nil
+}
+
+// PiiPattern is a custom redaction rule: spans that match the regular
+// expression become `[NAME]`.
+type PiiPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The placeholder's name: 1 to 32 upper-case letters, digits or `_`,
+	// starting with a letter, and not a built-in category.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The regular expression, in RE2 syntax (github.com/google/re2/wiki/Syntax),
+	// at most 512 bytes, that must not match the empty text. It is matched
+	// against the text as written and against it with full-width characters
+	// made ASCII.
+	Regex         string `protobuf:"bytes,2,opt,name=regex,proto3" json:"regex,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PiiPattern) Reset() {
+	*x = PiiPattern{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PiiPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PiiPattern) ProtoMessage() {}
+
+func (x *PiiPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PiiPattern.ProtoReflect.Descriptor instead.
+func (*PiiPattern) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PiiPattern) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PiiPattern) GetRegex() string {
+	if x != nil {
+		return x.Regex
+	}
+	return ""
 }
 
 // ProfileSchemaConfig declares one structured profile.
@@ -1208,7 +1365,7 @@ type ProfileSchemaConfig struct {
 
 func (x *ProfileSchemaConfig) Reset() {
 	*x = ProfileSchemaConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1377,7 @@ func (x *ProfileSchemaConfig) String() string {
 func (*ProfileSchemaConfig) ProtoMessage() {}
 
 func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1390,7 @@ func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProfileSchemaConfig.ProtoReflect.Descriptor instead.
 func (*ProfileSchemaConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProfileSchemaConfig) GetSchemaId() string {
@@ -1278,7 +1435,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1447,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1460,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1344,7 +1501,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1513,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1526,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1398,7 +1555,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1567,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1580,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1544,7 +1701,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xab\x05\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xe8\x05\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -1558,8 +1715,19 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"updateTime\x127\n" +
 	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n" +
 	"\x12compaction_trigger\x18\n" +
-	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\x12F\n" +
-	"\x0fprofile_schemas\x18\f \x03(\v2\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\"\x8b\x01\n" +
+	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\x12;\n" +
+	"\rpii_redaction\x18\v \x01(\v2\x16.kioku.v1.PiiRedactionR\fpiiRedaction\x12F\n" +
+	"\x0fprofile_schemas\x18\f \x03(\v2\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\"\x87\x01\n" +
+	"\fPiiRedaction\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x1e\n" +
+	"\n" +
+	"categories\x18\x02 \x03(\tR\n" +
+	"categories\x12=\n" +
+	"\x0fcustom_patterns\x18\x03 \x03(\v2\x14.kioku.v1.PiiPatternR\x0ecustomPatterns\"6\n" +
+	"\n" +
+	"PiiPattern\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05regex\x18\x02 \x01(\tR\x05regex\"\x8b\x01\n" +
 	"\x13ProfileSchemaConfig\x12\x1b\n" +
 	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x128\n" +
 	"\vjson_schema\x18\x02 \x01(\v2\x17.google.protobuf.StructR\n" +
@@ -1609,7 +1777,7 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_kioku_v1_memory_proto_goTypes = []any{
 	(MemoryType)(0),                  // 0: kioku.v1.MemoryType
 	(MemoryAction)(0),                // 1: kioku.v1.MemoryAction
@@ -1625,64 +1793,68 @@ var file_kioku_v1_memory_proto_goTypes = []any{
 	(*GenerationExample)(nil),        // 11: kioku.v1.GenerationExample
 	(*GenerationTrigger)(nil),        // 12: kioku.v1.GenerationTrigger
 	(*MemoryBankConfig)(nil),         // 13: kioku.v1.MemoryBankConfig
-	(*ProfileSchemaConfig)(nil),      // 14: kioku.v1.ProfileSchemaConfig
-	(*CompactionTrigger)(nil),        // 15: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 16: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 17: kioku.v1.FusionConfig
-	nil,                              // 18: kioku.v1.Memory.ScopeEntry
-	nil,                              // 19: kioku.v1.Memory.MetadataEntry
-	nil,                              // 20: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 21: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 22: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 23: google.protobuf.Duration
-	(*structpb.Value)(nil),           // 24: google.protobuf.Value
-	(*Event)(nil),                    // 25: kioku.v1.Event
-	(*structpb.Struct)(nil),          // 26: google.protobuf.Struct
+	(*PiiRedaction)(nil),             // 14: kioku.v1.PiiRedaction
+	(*PiiPattern)(nil),               // 15: kioku.v1.PiiPattern
+	(*ProfileSchemaConfig)(nil),      // 16: kioku.v1.ProfileSchemaConfig
+	(*CompactionTrigger)(nil),        // 17: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 18: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 19: kioku.v1.FusionConfig
+	nil,                              // 20: kioku.v1.Memory.ScopeEntry
+	nil,                              // 21: kioku.v1.Memory.MetadataEntry
+	nil,                              // 22: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 23: kioku.v1.MemoryRevision.MetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 24: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 25: google.protobuf.Duration
+	(*structpb.Value)(nil),           // 26: google.protobuf.Value
+	(*Event)(nil),                    // 27: kioku.v1.Event
+	(*structpb.Struct)(nil),          // 28: google.protobuf.Struct
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	18, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	19, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	22, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	22, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	22, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	23, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	20, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	21, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	24, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	24, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	24, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	25, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
 	5,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	22, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	22, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	24, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	24, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
 	0,  // 9: kioku.v1.Memory.memory_type:type_name -> kioku.v1.MemoryType
 	4,  // 10: kioku.v1.Memory.profile:type_name -> kioku.v1.ProfileField
-	24, // 11: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
+	26, // 11: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
 	1,  // 12: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	20, // 13: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	21, // 14: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	22, // 13: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	23, // 14: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
 	5,  // 15: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	22, // 16: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	22, // 17: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	22, // 18: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	22, // 19: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	24, // 16: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	24, // 17: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	24, // 18: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	24, // 19: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
 	4,  // 20: kioku.v1.MemoryRevision.profile:type_name -> kioku.v1.ProfileField
 	3,  // 21: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
 	1,  // 22: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
 	7,  // 23: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	25, // 24: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	23, // 25: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	27, // 24: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	25, // 25: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
 	10, // 26: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
 	11, // 27: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	23, // 28: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	23, // 29: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	25, // 28: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	25, // 29: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
 	12, // 30: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	22, // 31: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	16, // 32: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	15, // 33: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	14, // 34: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
-	26, // 35: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
-	17, // 36: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	2,  // 37: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	24, // 31: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	18, // 32: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	17, // 33: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	14, // 34: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
+	16, // 35: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
+	15, // 36: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
+	28, // 37: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
+	19, // 38: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	2,  // 39: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1701,7 +1873,7 @@ func file_kioku_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIrEFCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJEi4KCmV2ZW50X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgttZW1vcnlfdHlwZRgRIAEoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUSJwoHcHJvZmlsZRgSIAEoCzIWLmtpb2t1LnYxLlByb2ZpbGVGaWVsZBosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCmV4cGlyYXRpb24iVwoMUHJvZmlsZUZpZWxkEhEKCXNjaGVtYV9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAkiggUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdwcm9maWxlGBAgASgLMhYua2lva3UudjEuUHJvZmlsZUZpZWxkGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKPBAoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldHJpZXZhbBgJIAEoCzIZLmtpb2t1LnYxLlJldHJpZXZhbENvbmZpZxI3ChJjb21wYWN0aW9uX3RyaWdnZXIYCiABKAsyGy5raW9rdS52MS5Db21wYWN0aW9uVHJpZ2dlchI2Cg9wcm9maWxlX3NjaGVtYXMYDCADKAsyHS5raW9rdS52MS5Qcm9maWxlU2NoZW1hQ29uZmlnImoKE1Byb2ZpbGVTY2hlbWFDb25maWcSEQoJc2NoZW1hX2lkGAEgASgJEiwKC2pzb25fc2NoZW1hGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpzY29wZV9rZXlzGAMgAygJIlkKEUNvbXBhY3Rpb25UcmlnZ2VyEhMKC2V2ZW50X2NvdW50GAEgASgFEhMKC2V2ZW50X2J5dGVzGAIgASgDEhoKEmtlZXBfcmVjZW50X2V2ZW50cxgDIAEoBSI5Cg9SZXRyaWV2YWxDb25maWcSJgoGZnVzaW9uGAEgASgLMhYua2lva3UudjEuRnVzaW9uQ29uZmlnInMKDEZ1c2lvbkNvbmZpZxImCgZtZXRob2QYASABKA4yFi5raW9rdS52MS5GdXNpb25NZXRob2QSFAoMZGVuc2Vfd2VpZ2h0GAIgASgBEhYKDmxleGljYWxfd2VpZ2h0GAMgASgBEg0KBXJyZl9rGAQgASgFKnoKCk1lbW9yeVR5cGUSGwoXTUVNT1JZX1RZUEVfVU5TUEVDSUZJRUQQABIrCidNRU1PUllfVFlQRV9OQVRVUkFMX0xBTkdVQUdFX0NPTExFQ1RJT04QARIiCh5NRU1PUllfVFlQRV9TVFJVQ1RVUkVEX1BST0ZJTEUQAiqbAQoMTWVtb3J5QWN0aW9uEh0KGU1FTU9SWV9BQ1RJT05fVU5TUEVDSUZJRUQQABIZChVNRU1PUllfQUNUSU9OX0NSRUFURUQQARIZChVNRU1PUllfQUNUSU9OX1VQREFURUQQAhIZChVNRU1PUllfQUNUSU9OX0RFTEVURUQQAxIbChdNRU1PUllfQUNUSU9OX1VOQ0hBTkdFRBAEKmAKDEZ1c2lvbk1ldGhvZBIdChlGVVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASFQoRRlVTSU9OX01FVEhPRF9SUkYQARIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAJCjAEKDGNvbS5raW9rdS52MUILTWVtb3J5UHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIrEFCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJEi4KCmV2ZW50X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgttZW1vcnlfdHlwZRgRIAEoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUSJwoHcHJvZmlsZRgSIAEoCzIWLmtpb2t1LnYxLlByb2ZpbGVGaWVsZBosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCmV4cGlyYXRpb24iVwoMUHJvZmlsZUZpZWxkEhEKCXNjaGVtYV9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAkiggUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdwcm9maWxlGBAgASgLMhYua2lva3UudjEuUHJvZmlsZUZpZWxkGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiK+BAoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldHJpZXZhbBgJIAEoCzIZLmtpb2t1LnYxLlJldHJpZXZhbENvbmZpZxI3ChJjb21wYWN0aW9uX3RyaWdnZXIYCiABKAsyGy5raW9rdS52MS5Db21wYWN0aW9uVHJpZ2dlchItCg1waWlfcmVkYWN0aW9uGAsgASgLMhYua2lva3UudjEuUGlpUmVkYWN0aW9uEjYKD3Byb2ZpbGVfc2NoZW1hcxgMIAMoCzIdLmtpb2t1LnYxLlByb2ZpbGVTY2hlbWFDb25maWciYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJqChNQcm9maWxlU2NoZW1hQ29uZmlnEhEKCXNjaGVtYV9pZBgBIAEoCRIsCgtqc29uX3NjaGVtYRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKc2NvcGVfa2V5cxgDIAMoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSp6CgpNZW1vcnlUeXBlEhsKF01FTU9SWV9UWVBFX1VOU1BFQ0lGSUVEEAASKwonTUVNT1JZX1RZUEVfTkFUVVJBTF9MQU5HVUFHRV9DT0xMRUNUSU9OEAESIgoeTUVNT1JZX1RZUEVfU1RSVUNUVVJFRF9QUk9GSUxFEAIqmwEKDE1lbW9yeUFjdGlvbhIdChlNRU1PUllfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGQoVTUVNT1JZX0FDVElPTl9DUkVBVEVEEAESGQoVTUVNT1JZX0FDVElPTl9VUERBVEVEEAISGQoVTUVNT1JZX0FDVElPTl9ERUxFVEVEEAMSGwoXTUVNT1JZX0FDVElPTl9VTkNIQU5HRUQQBCpgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAESGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBACQowBCgxjb20ua2lva3UudjFCC01lbW9yeVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -599,6 +599,14 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
   compactionTrigger?: CompactionTrigger | undefined;
 
   /**
+   * Redaction of personal data from what kioku sends to models and from
+   * the memories it stores. Unset: off.
+   *
+   * @generated from field: kioku.v1.PiiRedaction pii_redaction = 11;
+   */
+  piiRedaction?: PiiRedaction | undefined;
+
+  /**
    * Structured profiles (Vertex AI Memory Bank's memory profiles): for
    * each schema, generation fills one profile per scope, each field a
    * memory of type MEMORY_TYPE_STRUCTURED_PROFILE with revisions, and
@@ -615,6 +623,97 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 10);
+
+/**
+ * PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
+ * `[PHONE]`, ...) in every text kioku sends to a model for memory
+ * extraction, consolidation and session compaction (and in the summary a
+ * compaction stores), in every memory fact before it is stored (facts
+ * given directly, facts a model returns, CreateMemory, UpdateMemory,
+ * RollbackMemory), and in similarity search queries and re-embedded facts
+ * (after a change of embedder) before they are embedded. Session events
+ * and state are stored as given, and memories stored before redaction was
+ * turned on keep their text until they change.
+ * The detection is deterministic rules, not a model: it catches the
+ * formats of the categories below and misses personal data without a
+ * recognisable shape (names, free-form addresses, numbers without a check
+ * digit or fixed form, anything in images or files).
+ *
+ * @generated from message kioku.v1.PiiRedaction
+ */
+export type PiiRedaction = Message<"kioku.v1.PiiRedaction"> & {
+  /**
+   * Whether redaction is on.
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * The built-in categories to redact: any of `EMAIL` (e-mail addresses),
+   * `PHONE` (international numbers with + or 00, national numbers with a
+   * trunk 0 such as Japan's and the UK's, North American numbers),
+   * `CARD` (payment card numbers of 13 to 19 digits that pass the Luhn
+   * check), `GOVERNMENT_ID` (US social security numbers; Japanese My
+   * Numbers, Indian Aadhaar numbers and Chinese resident ids by their
+   * check digits; UK national insurance numbers; Spanish DNI and NIE by
+   * their check letters), `ADDRESS` (a house number with a street type in
+   * English, French or German, a Japanese address with its block numbers,
+   * a PO box, a UK postcode, a Japanese postal code after 〒, a US ZIP
+   * code after a city and state), `IP_ADDRESS` (IPv4 and IPv6). Full-width
+   * digits and separators count as ASCII ones. Empty means all of them.
+   *
+   * @generated from field: repeated string categories = 2;
+   */
+  categories: string[];
+
+  /**
+   * Patterns of the app's own, redacted besides the categories. At most 16.
+   *
+   * @generated from field: repeated kioku.v1.PiiPattern custom_patterns = 3;
+   */
+  customPatterns: PiiPattern[];
+};
+
+/**
+ * Describes the message kioku.v1.PiiRedaction.
+ * Use `create(PiiRedactionSchema)` to create a new message.
+ */
+export const PiiRedactionSchema: GenMessage<PiiRedaction> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 11);
+
+/**
+ * PiiPattern is a custom redaction rule: spans that match the regular
+ * expression become `[NAME]`.
+ *
+ * @generated from message kioku.v1.PiiPattern
+ */
+export type PiiPattern = Message<"kioku.v1.PiiPattern"> & {
+  /**
+   * The placeholder's name: 1 to 32 upper-case letters, digits or `_`,
+   * starting with a letter, and not a built-in category.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The regular expression, in RE2 syntax (github.com/google/re2/wiki/Syntax),
+   * at most 512 bytes, that must not match the empty text. It is matched
+   * against the text as written and against it with full-width characters
+   * made ASCII.
+   *
+   * @generated from field: string regex = 2;
+   */
+  regex: string;
+};
+
+/**
+ * Describes the message kioku.v1.PiiPattern.
+ * Use `create(PiiPatternSchema)` to create a new message.
+ */
+export const PiiPatternSchema: GenMessage<PiiPattern> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 12);
 
 /**
  * ProfileSchemaConfig declares one structured profile.
@@ -657,7 +756,7 @@ export type ProfileSchemaConfig = Message<"kioku.v1.ProfileSchemaConfig"> & {
  * Use `create(ProfileSchemaConfigSchema)` to create a new message.
  */
 export const ProfileSchemaConfigSchema: GenMessage<ProfileSchemaConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 11);
+  messageDesc(file_kioku_v1_memory, 13);
 
 /**
  * When sessions are compacted without the caller asking: a compaction
@@ -698,7 +797,7 @@ export type CompactionTrigger = Message<"kioku.v1.CompactionTrigger"> & {
  * Use `create(CompactionTriggerSchema)` to create a new message.
  */
 export const CompactionTriggerSchema: GenMessage<CompactionTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 12);
+  messageDesc(file_kioku_v1_memory, 14);
 
 /**
  * RetrievalConfig tunes an app's similarity search.
@@ -725,7 +824,7 @@ export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
  * Use `create(RetrievalConfigSchema)` to create a new message.
  */
 export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 13);
+  messageDesc(file_kioku_v1_memory, 15);
 
 /**
  * FusionConfig configures hybrid retrieval.
@@ -769,7 +868,7 @@ export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
  * Use `create(FusionConfigSchema)` to create a new message.
  */
 export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 14);
+  messageDesc(file_kioku_v1_memory, 16);
 
 /**
  * The type of a memory (Vertex AI's NATURAL_LANGUAGE_COLLECTION and
