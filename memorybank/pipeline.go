@@ -113,6 +113,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 		for i := range facts {
 			facts[i].fact = redactFact(r.red, facts[i].fact)
 		}
+		redactFields(r.red, fields)
 		r.figures(func(res *generateResult) {
 			res.ModelCalls++
 			res.FactsExtracted = len(facts)

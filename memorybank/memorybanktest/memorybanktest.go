@@ -95,6 +95,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ProfileContradiction", testProfileContradiction},
 		{"ProfileRepliesChecked", testProfileRepliesChecked},
 		{"ProfileLifecycle", testProfileLifecycle},
+		{"ProfileRedacted", testProfileRedacted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -481,3 +481,26 @@ func mustConfig(t *testing.T, h *harness) *memorybank.BankConfig {
 	}
 	return c
 }
+
+// testProfileRedacted: with the app's redaction on, a profile field's
+// string value is redacted as a free fact is, before it is stored.
+func testProfileRedacted(t *testing.T, h *harness) {
+	ps := h.withProfile()
+	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: []memorybank.ProfileSchema{*ps}, PIIRedaction: memorybank.PIIRedaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
+		t.Fatal(err)
+	}
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "Write to me in Python at ann@example.com, succinctly.")
+	h.gemini.ReplyJSON(profileReply(map[string]any{"preferred_language": "Python (ann@example.com)", "tone": "succinct"}))
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	if op = h.op(op); op.State != jobs.Succeeded {
+		t.Fatalf("operation = %s %s", op.State, op.ErrorMessage)
+	}
+	if got := h.profileOf(user1); !cmp.Equal(got, map[string]any{"preferred_language": "Python ([EMAIL])", "tone": "succinct"}) {
+		t.Fatalf("profile with redaction on = %v", got)
+	}
+}
