@@ -127,7 +127,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	now := s.now()
 	w := &Write{App: app, Now: now, Watermarks: watermarks}
 	var generated []GeneratedMemory
-	if err := s.applyPlan(ctx, cfg, app, scope, plan, extracted, first.Name(), now, w, &generated); err != nil {
+	if err := s.applyPlan(ctx, cfg, app, scope, req.metadataChange(), plan, extracted, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
 	res := r.result
@@ -269,7 +269,7 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 	var shown []*Memory
 	best := map[string]float64{}
 	for _, v := range vecs {
-		hits, err := s.store.SearchMemories(ctx, SearchQuery{App: app, ScopeKey: scopeKey, Vector: v, Model: s.emb.Name(), K: similarPerCandidate, Now: s.now()})
+		hits, err := s.store.SearchMemories(ctx, SearchQuery{App: app, ScopeKey: scopeKey, Vector: v, Model: s.emb.Name(), K: similarPerCandidate, Filter: r.reqs[0].metadataChange().consolidation(), Now: s.now()})
 		if err != nil {
 			return nil, err
 		}
@@ -447,7 +447,7 @@ func cosine(a, b []float32) float64 {
 // applyPlan turns planned changes into the write's changes and the
 // operation's result. The memories shown to the model are read again so
 // that the write's precondition is their current revision.
-func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, plan []planned, extracted []string, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, meta metadataChange, plan []planned, extracted []string, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	// Embed every new text in one call.
 	var texts []string
 	for _, p := range plan {
@@ -477,7 +477,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 		switch p.action {
 		case Created:
 			m := &Memory{
-				App: app, ID: s.newID(), Fact: p.fact, Scope: scope, Topics: slices.Clone(p.cand.topics),
+				App: app, ID: s.newID(), Fact: p.fact, Scope: scope, Topics: slices.Clone(p.cand.topics), Metadata: meta.created(),
 				CreateTime: now, UpdateTime: now, Sources: mergeSources(nil, sources), Revision: 1,
 				EventTime: p.cand.event, StatedTime: p.cand.stated,
 				Embedding: vecs[next], EmbeddingModel: s.emb.Name(),
@@ -515,17 +515,19 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 					}
 				}
 				m.Sources = merged
+				m.Metadata = meta.updated(m.Metadata)
 			case Deleted:
 				m.Deleted = true
 				reason = "contradicted by: " + p.cand.fact
 			default:
-				if len(merged) == len(m.Sources) && sourcesEqual(merged, m.Sources) {
+				md := meta.updated(m.Metadata)
+				if len(merged) == len(m.Sources) && sourcesEqual(merged, m.Sources) && md.Equal(m.Metadata) {
 					// Nothing new to record; the result says which memory
 					// holds the fact.
 					*result = append(*result, GeneratedMemory{Memory: withoutVector(p.existing), Action: Unchanged})
 					continue
 				}
-				m.Sources = merged
+				m.Sources, m.Metadata = merged, md
 				m.restate(p.cand)
 				action, reason = Updated, "confirmed by a new source"
 			}

@@ -59,7 +59,7 @@ func sampleOperations() map[string]sample {
 				},
 				Generated: []memorybank.GeneratedMemory{
 					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
-						Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"k": "v"}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
+						Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
 						EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
 						Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
 					{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
@@ -278,7 +278,7 @@ func TestOperationFormatV1(t *testing.T) {
 func TestRevisionGolden(t *testing.T) {
 	rev := &memorybank.Revision{
 		App: "golden", MemoryID: "m1", Number: 3, Action: memorybank.Updated, Fact: "The user likes green tea.",
-		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"k": "v"},
+		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")},
 		ExtractedFacts: []string{"The user likes green tea."}, Sources: []memorybank.Source{{Session: "apps/golden/users/ann/sessions/s1", EventIDs: []string{"e1"}}},
 		Operation: "apps/golden/operations/op1", Reason: "consolidated", CreateTime: t0, ExpireTime: t0.Add(24 * time.Hour),
 		EventTime: t0.AddDate(0, 0, -3), StatedTime: t0.Add(-time.Hour),

@@ -162,7 +162,7 @@ func expiry(now, at time.Time, ttl, def time.Duration) (time.Time, error) {
 func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
 	r := &Revision{
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
-		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: cloneMap(m.Metadata),
+		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: m.Metadata.Clone(),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,
 		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime,
 	}
