@@ -191,25 +191,18 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	return list, "", nil
 }
 
-// maxScanMemories bounds what one listing reads when its filter leaves
-// conditions to check memory by memory (Filter.Residual): after reading
-// this many memories it answers the matches found so far, with a token
-// that continues after the last memory read, so that a selective filter
-// never makes one call read a whole app.
-const maxScanMemories = 10 * aip.MaxPageSize
-
 // listMatching reads up to want memories of q's listing that pass q's
 // filter, Rest included, in chunks. It returns early when it has read
-// maxScanMemories memories, with the last memory read (to continue
-// after); last is nil when the list holds want memories or is all there
-// is.
+// Config.MaxScan memories, so that a selective filter never makes one
+// call read a whole app, with the last memory read (to continue after);
+// last is nil when the list holds want memories or is all there is.
 func (s *Service) listMatching(ctx context.Context, q ListQuery, want int) (list []*Memory, last *Memory, err error) {
 	if !q.Filter.Residual() {
 		q.Limit = want
 		list, err := s.store.ListMemories(ctx, q)
 		return list, nil, err
 	}
-	chunk := max(want, aip.DefaultPageSize)
+	chunk := min(max(want, aip.DefaultPageSize), s.cfg.MaxScan)
 	scanned := 0
 	for {
 		q.Limit = chunk
@@ -226,7 +219,7 @@ func (s *Service) listMatching(ctx context.Context, q ListQuery, want int) (list
 				}
 				continue
 			}
-			if scanned >= maxScanMemories {
+			if scanned >= s.cfg.MaxScan {
 				return list, m, nil
 			}
 		}

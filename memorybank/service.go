@@ -59,7 +59,16 @@ type Config struct {
 	// early with the item that passes it, with a next page token. Default
 	// 8 MiB, so that a response stays well under the 16 MiB message limit.
 	MaxReadBytes int
+	// MaxScan bounds the memories one ListMemories or simple
+	// RetrieveMemories call reads when its filter leaves conditions to
+	// check memory by memory (Filter.Residual): past it the page ends
+	// with the matches found so far and a token that continues after the
+	// last memory read. Default DefaultMaxScan.
+	MaxScan int
 }
+
+// DefaultMaxScan is Config.MaxScan's default.
+const DefaultMaxScan = 10 * aip.MaxPageSize
 
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
@@ -103,6 +112,9 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.MaxReadBytes <= 0 {
 		cfg.MaxReadBytes = 8 << 20
+	}
+	if cfg.MaxScan <= 0 {
+		cfg.MaxScan = DefaultMaxScan
 	}
 	if cfg.Embedder == nil {
 		cfg.Embedder = model.Offline{}
