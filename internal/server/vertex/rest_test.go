@@ -200,6 +200,11 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	if back["done"] != true || get(back, "response", "fact") != "Ann prefers green tea." {
 		t.Fatalf("rollback: %v", back)
 	}
+	// The restored memory comes with its JSON-only members: revision 1's
+	// topics, and the metadata with its types.
+	if diff := cmp.Diff(wantTopics, get(back, "response", "topics")); diff != "" || get(back, "response", "metadata", "confidence", "doubleValue") != 0.9 {
+		t.Fatalf("rollback answered %v (topics -want +got:\n%s)", back, diff)
+	}
 
 	// ingestEvents generates from the events at once (the fake model
 	// extracts and consolidates); the SDK polls the operation at

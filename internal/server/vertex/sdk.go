@@ -44,9 +44,12 @@ func (s *Surface) mountSDK(mux *http.ServeMux, opts []connect.HandlerOption) {
 }
 
 // jsonStruct returns m's JSON form as a Struct, for the SDK methods'
-// responses built from Google's messages (with this API's Any types).
+// responses built from Google's messages (with this API's Any types). It
+// is the REST codec's, so the members Google's Go types lack (a memory's
+// topics and metadata, carried as extras) are written too, also inside an
+// operation's response.
 func jsonStruct(m proto.Message) (*structpb.Struct, error) {
-	b, err := protojson.MarshalOptions{Resolver: types{}}.Marshal(m)
+	b, err := restCodec.MarshalAppend(nil, m)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "encoding %s", m.ProtoReflect().Descriptor().FullName())
 	}
