@@ -185,6 +185,43 @@ export async function startMetadata({ project = "my-project", token = "kioku-loc
   return { ...s, state, close: () => s.srv.close() };
 }
 
+/**
+ * Starts kioku's own stand-in metadata server (kioku metadata-server) on
+ * loopback, handing out token, and points Google's auth libraries at it
+ * (GCE_METADATA_HOST), as the docs tell users to. Returns its address and
+ * stop().
+ */
+export async function startKiokuMetadata({ project = "my-project", token }) {
+  const proc = spawn(kiokuBinary(), ["metadata-server", "--addr", "127.0.0.1:0", "--project", project], {
+    env: { ...process.env, KIOKU_TOKEN: token },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const host = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`kioku metadata-server did not start:\n${out}`)), 30000);
+    const read = (d) => {
+      out += d;
+      const m = out.match(/listening on http:\/\/(127\.0\.0\.1:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    proc.stdout.on("data", read);
+    proc.stderr.on("data", read);
+    proc.on("exit", (code) => reject(new Error(`kioku metadata-server exited with ${code}:\n${out}`)));
+  });
+  process.env.GCE_METADATA_HOST = host;
+  return {
+    host,
+    stop: () =>
+      new Promise((resolve) => {
+        proc.once("exit", resolve);
+        proc.kill("SIGTERM");
+      }),
+  };
+}
+
 // --- kioku.
 
 let built;

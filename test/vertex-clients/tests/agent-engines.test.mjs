@@ -4,7 +4,7 @@
 // Credentials: they come from a fake metadata server on loopback, whose
 // token is any string for a kioku without keys, and a kioku API key for a
 // kioku with --auth-keys.
-import { escapes, eventually, newKey, startGemini, startKioku, startMetadata, engine, engineId, location, project } from "../lib/harness.mjs";
+import { escapes, eventually, newKey, startGemini, startKioku, startKiokuMetadata, startMetadata, engine, engineId, location, project } from "../lib/harness.mjs";
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -292,5 +292,32 @@ describe("@google-cloud/vertexai agent engines, kioku with API keys", () => {
     metadata.state.token = "not-a-kioku-key";
     const other = new Client({ project, location, apiEndpoint: kioku.url })._agentEnginesInternal;
     await assert.rejects(other.sessions.get({ name: `${engine}/sessions/keyed` }), /401|UNAUTHENTICATED/);
+  });
+});
+
+// kioku's own helper for clients that insist on ADC: kioku metadata-server,
+// handing out a kioku API key, is all the Client needs (no Google project,
+// no credentials, no fake of the test's own).
+describe("@google-cloud/vertexai agent engines with kioku metadata-server", () => {
+  let helper, kioku, key;
+  before(async () => {
+    let entry;
+    [key, entry] = newKey("helper", engineId);
+    helper = await startKiokuMetadata({ token: key });
+    kioku = await startKioku({ keys: [entry] });
+  });
+  after(async () => {
+    await kioku?.stop();
+    await helper?.stop();
+    assert.deepEqual(escapes, [], "connections beyond loopback");
+  });
+
+  // kioku requires a key here: the Client's calls get through only with
+  // the helper's token.
+  test("the Client takes the helper's token (a kioku key) and reaches kioku", async () => {
+    const ae = new Client({ project, location, apiEndpoint: kioku.url })._agentEnginesInternal;
+    const op = await ae.sessions.createInternal({ name: engine, userId: "ann", config: { sessionId: "via-helper" } });
+    assert.ok(op.name, "the create operation");
+    assert.equal((await ae.sessions.get({ name: `${engine}/sessions/via-helper` })).userId, "ann");
   });
 });
