@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIpQGCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSOwoOdHlwZWRfbWV0YWRhdGEYDiADKAsyIy5raW9rdS52MS5NZW1vcnkuVHlwZWRNZXRhZGF0YUVudHJ5EhQKDGRpc3BsYXlfbmFtZRgPIAEoCRITCgtkZXNjcmlwdGlvbhgQIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEicKB3NvdXJjZXMYCiADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEwoLcmV2aXNpb25faWQYCyABKAkSLgoKZXZlbnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaTQoSVHlwZWRNZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQgwKCmV4cGlyYXRpb24ilQEKDU1ldGFkYXRhVmFsdWUSFgoMc3RyaW5nX3ZhbHVlGAEgASgJSAASFgoMZG91YmxlX3ZhbHVlGAIgASgBSAASFAoKYm9vbF92YWx1ZRgDIAEoCEgAEjUKD3RpbWVzdGFtcF92YWx1ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIHCgV2YWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAki7QUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJDCg50eXBlZF9tZXRhZGF0YRgPIAMoCzIrLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLlR5cGVkTWV0YWRhdGFFbnRyeRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGk0KElR5cGVkTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZXRhZGF0YVZhbHVlOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uItcDChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyIlkKEUNvbXBhY3Rpb25UcmlnZ2VyEhMKC2V2ZW50X2NvdW50GAEgASgFEhMKC2V2ZW50X2J5dGVzGAIgASgDEhoKEmtlZXBfcmVjZW50X2V2ZW50cxgDIAEoBSI5Cg9SZXRyaWV2YWxDb25maWcSJgoGZnVzaW9uGAEgASgLMhYua2lva3UudjEuRnVzaW9uQ29uZmlnInMKDEZ1c2lvbkNvbmZpZxImCgZtZXRob2QYASABKA4yFi5raW9rdS52MS5GdXNpb25NZXRob2QSFAoMZGVuc2Vfd2VpZ2h0GAIgASgBEhYKDmxleGljYWxfd2VpZ2h0GAMgASgBEg0KBXJyZl9rGAQgASgFKrsBChVNZXRhZGF0YU1lcmdlU3RyYXRlZ3kSJwojTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIlCiFNRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9PVkVSV1JJVEUQARIhCh1NRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9NRVJHRRACEi8KK01FVEFEQVRBX01FUkdFX1NUUkFURUdZX1JFUVVJUkVfRVhBQ1RfTUFUQ0gQAyqbAQoMTWVtb3J5QWN0aW9uEh0KGU1FTU9SWV9BQ1RJT05fVU5TUEVDSUZJRUQQABIZChVNRU1PUllfQUNUSU9OX0NSRUFURUQQARIZChVNRU1PUllfQUNUSU9OX1VQREFURUQQAhIZChVNRU1PUllfQUNUSU9OX0RFTEVURUQQAxIbChdNRU1PUllfQUNUSU9OX1VOQ0hBTkdFRBAEKmAKDEZ1c2lvbk1ldGhvZBIdChlGVVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASFQoRRlVTSU9OX01FVEhPRF9SUkYQARIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAJCjAEKDGNvbS5raW9rdS52MUILTWVtb3J5UHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIpQGCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSOwoOdHlwZWRfbWV0YWRhdGEYDiADKAsyIy5raW9rdS52MS5NZW1vcnkuVHlwZWRNZXRhZGF0YUVudHJ5EhQKDGRpc3BsYXlfbmFtZRgPIAEoCRITCgtkZXNjcmlwdGlvbhgQIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEicKB3NvdXJjZXMYCiADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEwoLcmV2aXNpb25faWQYCyABKAkSLgoKZXZlbnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaTQoSVHlwZWRNZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQgwKCmV4cGlyYXRpb24ilQEKDU1ldGFkYXRhVmFsdWUSFgoMc3RyaW5nX3ZhbHVlGAEgASgJSAASFgoMZG91YmxlX3ZhbHVlGAIgASgBSAASFAoKYm9vbF92YWx1ZRgDIAEoCEgAEjUKD3RpbWVzdGFtcF92YWx1ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIHCgV2YWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAki7QUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJDCg50eXBlZF9tZXRhZGF0YRgPIAMoCzIrLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLlR5cGVkTWV0YWRhdGFFbnRyeRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGk0KElR5cGVkTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZXRhZGF0YVZhbHVlOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoYEChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyEi0KDXBpaV9yZWRhY3Rpb24YCyABKAsyFi5raW9rdS52MS5QaWlSZWRhY3Rpb24iYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSq7AQoVTWV0YWRhdGFNZXJnZVN0cmF0ZWd5EicKI01FVEFEQVRBX01FUkdFX1NUUkFURUdZX1VOU1BFQ0lGSUVEEAASJQohTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfT1ZFUldSSVRFEAESIQodTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfTUVSR0UQAhIvCitNRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9SRVFVSVJFX0VYQUNUX01BVENIEAMqmwEKDE1lbW9yeUFjdGlvbhIdChlNRU1PUllfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGQoVTUVNT1JZX0FDVElPTl9DUkVBVEVEEAESGQoVTUVNT1JZX0FDVElPTl9VUERBVEVEEAISGQoVTUVNT1JZX0FDVElPTl9ERUxFVEVEEAMSGwoXTUVNT1JZX0FDVElPTl9VTkNIQU5HRUQQBCpgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAESGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBACQowBCgxjb20ua2lva3UudjFCC01lbW9yeVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -622,6 +622,14 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
    * @generated from field: kioku.v1.CompactionTrigger compaction_trigger = 10;
    */
   compactionTrigger?: CompactionTrigger | undefined;
+
+  /**
+   * Redaction of personal data from what kioku sends to models and from
+   * the memories it stores. Unset: off.
+   *
+   * @generated from field: kioku.v1.PiiRedaction pii_redaction = 11;
+   */
+  piiRedaction?: PiiRedaction | undefined;
 };
 
 /**
@@ -630,6 +638,97 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 10);
+
+/**
+ * PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
+ * `[PHONE]`, ...) in every text kioku sends to a model for memory
+ * extraction, consolidation and session compaction (and in the summary a
+ * compaction stores), in every memory fact before it is stored (facts
+ * given directly, facts a model returns, CreateMemory, UpdateMemory,
+ * RollbackMemory), and in similarity search queries and re-embedded facts
+ * (after a change of embedder) before they are embedded. Session events
+ * and state are stored as given, and memories stored before redaction was
+ * turned on keep their text until they change.
+ * The detection is deterministic rules, not a model: it catches the
+ * formats of the categories below and misses personal data without a
+ * recognisable shape (names, free-form addresses, numbers without a check
+ * digit or fixed form, anything in images or files).
+ *
+ * @generated from message kioku.v1.PiiRedaction
+ */
+export type PiiRedaction = Message<"kioku.v1.PiiRedaction"> & {
+  /**
+   * Whether redaction is on.
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * The built-in categories to redact: any of `EMAIL` (e-mail addresses),
+   * `PHONE` (international numbers with + or 00, national numbers with a
+   * trunk 0 such as Japan's and the UK's, North American numbers),
+   * `CARD` (payment card numbers of 13 to 19 digits that pass the Luhn
+   * check), `GOVERNMENT_ID` (US social security numbers; Japanese My
+   * Numbers, Indian Aadhaar numbers and Chinese resident ids by their
+   * check digits; UK national insurance numbers; Spanish DNI and NIE by
+   * their check letters), `ADDRESS` (a house number with a street type in
+   * English, French or German, a Japanese address with its block numbers,
+   * a PO box, a UK postcode, a Japanese postal code after 〒, a US ZIP
+   * code after a city and state), `IP_ADDRESS` (IPv4 and IPv6). Full-width
+   * digits and separators count as ASCII ones. Empty means all of them.
+   *
+   * @generated from field: repeated string categories = 2;
+   */
+  categories: string[];
+
+  /**
+   * Patterns of the app's own, redacted besides the categories. At most 16.
+   *
+   * @generated from field: repeated kioku.v1.PiiPattern custom_patterns = 3;
+   */
+  customPatterns: PiiPattern[];
+};
+
+/**
+ * Describes the message kioku.v1.PiiRedaction.
+ * Use `create(PiiRedactionSchema)` to create a new message.
+ */
+export const PiiRedactionSchema: GenMessage<PiiRedaction> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 11);
+
+/**
+ * PiiPattern is a custom redaction rule: spans that match the regular
+ * expression become `[NAME]`.
+ *
+ * @generated from message kioku.v1.PiiPattern
+ */
+export type PiiPattern = Message<"kioku.v1.PiiPattern"> & {
+  /**
+   * The placeholder's name: 1 to 32 upper-case letters, digits or `_`,
+   * starting with a letter, and not a built-in category.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The regular expression, in RE2 syntax (github.com/google/re2/wiki/Syntax),
+   * at most 512 bytes, that must not match the empty text. It is matched
+   * against the text as written and against it with full-width characters
+   * made ASCII.
+   *
+   * @generated from field: string regex = 2;
+   */
+  regex: string;
+};
+
+/**
+ * Describes the message kioku.v1.PiiPattern.
+ * Use `create(PiiPatternSchema)` to create a new message.
+ */
+export const PiiPatternSchema: GenMessage<PiiPattern> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 12);
 
 /**
  * When sessions are compacted without the caller asking: a compaction
@@ -670,7 +769,7 @@ export type CompactionTrigger = Message<"kioku.v1.CompactionTrigger"> & {
  * Use `create(CompactionTriggerSchema)` to create a new message.
  */
 export const CompactionTriggerSchema: GenMessage<CompactionTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 11);
+  messageDesc(file_kioku_v1_memory, 13);
 
 /**
  * RetrievalConfig tunes an app's similarity search.
@@ -697,7 +796,7 @@ export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
  * Use `create(RetrievalConfigSchema)` to create a new message.
  */
 export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 12);
+  messageDesc(file_kioku_v1_memory, 14);
 
 /**
  * FusionConfig configures hybrid retrieval.
@@ -741,7 +840,7 @@ export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
  * Use `create(FusionConfigSchema)` to create a new message.
  */
 export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 13);
+  messageDesc(file_kioku_v1_memory, 15);
 
 /**
  * How a generation applies its metadata to the memories it updates; the
