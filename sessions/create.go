@@ -187,6 +187,9 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 	if err != nil {
 		return nil, err
 	}
+	if len(events) > 0 {
+		s.kickIndexer()
+	}
 	got, _, err := s.store.GetSession(ctx, dst, EventQuery{Now: now, Skip: true})
 	return got, err
 }

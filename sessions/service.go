@@ -27,6 +27,12 @@ type Config struct {
 	// Generator writes the summaries of compactions (Compact); nil means
 	// none: Compact fails with FailedPrecondition.
 	Generator model.Generator
+	// SearchIndexDelay is how long the indexer (RunIndexer) lets appends
+	// gather before it indexes them for search, with a store that defers
+	// indexing (SearchIndexer). Longer gathers bigger, cheaper batches;
+	// searches find every appended event whatever it is. Default
+	// DefaultSearchIndexDelay.
+	SearchIndexDelay time.Duration
 }
 
 // Service implements the session rules over a Store. It is safe for
@@ -43,6 +49,11 @@ type Service struct {
 
 	obsMu     sync.Mutex
 	observers []*observation
+
+	// indexKick wakes RunIndexer (nil unless the store is a
+	// SearchIndexer); indexDelay is Config.SearchIndexDelay.
+	indexKick  chan struct{}
+	indexDelay time.Duration
 }
 
 // NewService returns a Service over store.
@@ -56,6 +67,14 @@ func NewService(store Store, cfg Config) *Service {
 		log:    cfg.Logger,
 		gen:    cfg.Generator,
 		broker: newBroker(),
+
+		indexDelay: cfg.SearchIndexDelay,
+	}
+	if _, ok := store.(SearchIndexer); ok {
+		s.indexKick = make(chan struct{}, 1)
+	}
+	if s.indexDelay <= 0 {
+		s.indexDelay = DefaultSearchIndexDelay
 	}
 	if s.now == nil {
 		s.now = time.Now

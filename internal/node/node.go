@@ -90,6 +90,10 @@ type Config struct {
 	// SweepInterval is how often expired sessions, memories and revisions,
 	// and old finished operations, are deleted. Default 1m.
 	SweepInterval time.Duration
+	// SearchIndexDelay is how long appended events gather before the
+	// sqlite store indexes them for search (sessions.Config's); searches
+	// find them at once regardless. Default 1s.
+	SearchIndexDelay time.Duration
 
 	Logger *slog.Logger
 }
@@ -149,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.closers = append(n.closers, stores.Close)
 	n.Vectors, n.Firestore, n.SQLite = stores.vectors, stores.firestore, stores.sqlite
-	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen})
+	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen, SearchIndexDelay: cfg.SearchIndexDelay})
 	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
 		Generator: gen,
 		Embedder:  emb,
@@ -197,6 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	// service, whichever path it came by, off the append's path.
 	n.Sessions.Observe(bg, "memory_triggers", n.Memories, sessions.ObserveOptions{})
 	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
+	n.wg.Go(func() { n.Sessions.RunIndexer(bg) })
 	n.wg.Go(func() { n.Memories.Run(bg) })
 	return n, nil
 }

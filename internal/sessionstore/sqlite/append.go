@@ -12,24 +12,23 @@ import (
 
 // AppendEvent implements sessions.Store. Its common path is three
 // statements: read the session's row, insert the event (ignored when the id
-// exists: then the earlier append is returned) and move the session on.
+// exists: then the earlier append is returned) and move the session on. The
+// event is indexed for search later (index.go): the append only marks the
+// session as having events to index, if it had none.
 func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
 	key := r.Key
 	body := r.Body // the event's JSON; its Sequence is zero
-	// The event's search terms are found before the transaction, which
-	// every other writer waits for.
-	indexed := sessions.IndexTerms(r.Event)
 	var res *sessions.AppendResult
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var user string
-		var expireNS, last, compactedThrough int64
+		var expireNS, last, compactedThrough, searchFrom int64
 		var state []byte // read only when the event changes the session's state
 		var err error
+		sel := s.selSession
 		if len(r.Deltas.Session) > 0 {
-			err = tx.Stmt(s.selSessionState).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &compactedThrough, &state)
-		} else {
-			err = tx.Stmt(s.selSession).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &compactedThrough, &state)
+			sel = s.selSessionState
 		}
+		err = tx.Stmt(sel).QueryRow(key.App, key.ID).Scan(&user, &expireNS, &last, &compactedThrough, &searchFrom, &state)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, r.Now)) {
 			return notFound(key)
 		}
@@ -70,6 +69,9 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 				}
 			}
 		}
+		args := make([]any, 0, 6)
+		args = append(args, seq, unixnano.From(r.Now))
+		withState, mark := 0, 0
 		if len(r.Deltas.Session) > 0 {
 			old, err := sessions.DecodeState(state)
 			if err != nil {
@@ -79,10 +81,12 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Stmt(s.updSessionState).Exec(seq, unixnano.From(r.Now), enc, key.App, key.ID); err != nil {
-				return err
-			}
-		} else if _, err := tx.Stmt(s.updSession).Exec(seq, unixnano.From(r.Now), key.App, key.ID); err != nil {
+			args, withState = append(args, enc), 1
+		}
+		if searchFrom == 0 {
+			args, mark = append(args, seq), 1
+		}
+		if _, err := tx.Stmt(s.updSession[withState][mark]).Exec(append(args, key.App, key.ID)...); err != nil {
 			return err
 		}
 		if err := s.applyShared(tx, key.App, key.User, r.Deltas.User, r.Deltas.App, r.Now, r.MaxStateBytes); err != nil {
@@ -90,9 +94,6 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		e := *r.Event
 		e.Sequence = seq
-		if err := indexTerms(tx, key.App, key.User, key.ID, &e, indexed); err != nil {
-			return err
-		}
 		res = &sessions.AppendResult{Event: &e}
 		return nil
 	})

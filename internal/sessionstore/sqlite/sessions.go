@@ -16,7 +16,9 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// CreateSession implements sessions.Store.
+// CreateSession implements sessions.Store. A fork's events are indexed
+// for search the way appended ones are (index.go): the session starts with
+// search_from 1.
 func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) error {
 	sess := r.Session
 	labels, err := json.Marshal(nonNilLabels(sess.Labels))
@@ -38,6 +40,10 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		}
 	}
 	now := sess.CreateTime
+	var searchFrom int64
+	if len(r.Events) > 0 {
+		searchFrom = 1
+	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		var expireNS int64
 		err := tx.QueryRow(`SELECT expire_ns FROM sessions WHERE app = ? AND id = ?`, sess.App, sess.ID).Scan(&expireNS)
@@ -51,19 +57,16 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		_, err = tx.Exec(`INSERT INTO sessions (app, id, user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq, compaction_seq, compaction_end)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.Exec(`INSERT INTO sessions (app, id, user, display_name, labels, state, initial_state, create_ns, update_ns, expire_ns, last_seq, compaction_seq, compaction_end, search_from)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sess.App, sess.ID, sess.User, sess.DisplayName, labels, state, initial,
 			unixnano.From(sess.CreateTime), unixnano.From(sess.UpdateTime), unixnano.From(sess.ExpireTime), sess.LastSequence,
-			sess.CompactionSequence, sess.CompactedThrough)
+			sess.CompactionSequence, sess.CompactedThrough, searchFrom)
 		if err != nil {
 			return err
 		}
 		for i, e := range r.Events {
 			if _, err := tx.Stmt(s.insEvent).Exec(sess.App, sess.ID, e.Sequence, e.ID, unixnano.From(e.Timestamp), bodies[i]); err != nil {
-				return err
-			}
-			if err := indexEvent(tx, sess.App, sess.User, sess.ID, e); err != nil {
 				return err
 			}
 		}

@@ -7,18 +7,20 @@
 //	sessions   (app, id) → user, display_name, labels (JSON), state (JSON),
 //	           initial_state (JSON), create/update/expire times (Unix ns),
 //	           last_seq, compaction_seq and compaction_end (the latest
-//	           compaction event and the last sequence it covers); indexed
-//	           by (app, user, update time, id), (app, update time, id) and
-//	           the same two by create time for listings, and by expire
-//	           time for the sweeper.
+//	           compaction event and the last sequence it covers),
+//	           search_from (the first event not indexed for search yet, 0
+//	           when none; see index.go); indexed by (app, user, update
+//	           time, id), (app, update time, id) and the same two by
+//	           create time for listings, by expire time for the sweeper,
+//	           and by (app, user, id) where search_from is set.
 //	events     (app, session, seq) → id, timestamp (Unix ns), body (the
 //	           event's JSON without its sequence); unique on (app, session,
 //	           id).
 //	user_state (app, user) → state (JSON), update time.
 //	app_state  (app) → state (JSON), update time.
 //
-// and the search index (see search.go), kept in the transactions that write
-// events.
+// and the search index (see search.go), written in batches after the
+// appends (index.go).
 //
 // Session ids are unique per app, so events are keyed by app and session id.
 // Every read of events is a range scan of the events primary key and reads
@@ -29,6 +31,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -82,16 +85,26 @@ ALTER TABLE sessions ADD COLUMN compaction_end INTEGER NOT NULL DEFAULT 0;
 `, `
 CREATE INDEX sessions_by_user_created ON sessions (app, user, create_ns DESC, id DESC);
 CREATE INDEX sessions_by_app_created ON sessions (app, create_ns DESC, id DESC);
+`, `
+ALTER TABLE sessions ADD COLUMN search_from INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_search_pending ON sessions (app, user, id) WHERE search_from > 0;
 `}
 
 // Store is the SQLite session store.
 type Store struct {
 	db *sqlitedb.DB
 
-	// Statements of the append path, prepared once on the write connection.
-	selSession, selSessionState, selEventByID, insEvent, updSession, updSessionState *sql.Stmt
-	selUserState, putUserState, selAppState, putAppState                             *sql.Stmt
-	selUserStateRow, selAppStateRow                                                  *sql.Stmt
+	// Statements of the append path, prepared once on the write
+	// connection. updSession[state][mark] moves a session on, writing its
+	// state when state is set and its search_from when mark is.
+	selSession, selSessionState, selEventByID, insEvent  *sql.Stmt
+	updSession                                           [2][2]*sql.Stmt
+	selUserState, putUserState, selAppState, putAppState *sql.Stmt
+	selUserStateRow, selAppStateRow                      *sql.Stmt
+	selSearchFrom, updSearchFrom                         *sql.Stmt
+
+	// indexMu makes the indexer's passes take turns (index.go).
+	indexMu sync.Mutex
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -110,12 +123,16 @@ func New(db *sqlitedb.DB) (*Store, error) {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&s.selSession, `SELECT user, expire_ns, last_seq, compaction_end, '' FROM sessions WHERE app = ? AND id = ?`},
-		{&s.selSessionState, `SELECT user, expire_ns, last_seq, compaction_end, state FROM sessions WHERE app = ? AND id = ?`},
+		{&s.selSession, `SELECT user, expire_ns, last_seq, compaction_end, search_from, '' FROM sessions WHERE app = ? AND id = ?`},
+		{&s.selSessionState, `SELECT user, expire_ns, last_seq, compaction_end, search_from, state FROM sessions WHERE app = ? AND id = ?`},
 		{&s.selEventByID, `SELECT seq, body FROM events WHERE app = ? AND session = ? AND id = ?`},
 		{&s.insEvent, `INSERT INTO events (app, session, seq, id, ts_ns, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app, session, id) DO NOTHING`},
-		{&s.updSession, `UPDATE sessions SET last_seq = ?, update_ns = ? WHERE app = ? AND id = ?`},
-		{&s.updSessionState, `UPDATE sessions SET last_seq = ?, update_ns = ?, state = ? WHERE app = ? AND id = ?`},
+		{&s.updSession[0][0], `UPDATE sessions SET last_seq = ?, update_ns = ? WHERE app = ? AND id = ?`},
+		{&s.updSession[1][0], `UPDATE sessions SET last_seq = ?, update_ns = ?, state = ? WHERE app = ? AND id = ?`},
+		{&s.updSession[0][1], `UPDATE sessions SET last_seq = ?, update_ns = ?, search_from = ? WHERE app = ? AND id = ?`},
+		{&s.updSession[1][1], `UPDATE sessions SET last_seq = ?, update_ns = ?, state = ?, search_from = ? WHERE app = ? AND id = ?`},
+		{&s.selSearchFrom, `SELECT user, create_ns, search_from FROM sessions WHERE app = ? AND id = ?`},
+		{&s.updSearchFrom, `UPDATE sessions SET search_from = CASE WHEN last_seq > ? THEN ? ELSE 0 END WHERE app = ? AND id = ?`},
 		{&s.selUserState, `SELECT state FROM user_state WHERE app = ? AND user = ?`},
 		{&s.putUserState, `INSERT INTO user_state (app, user, state, update_ns) VALUES (?, ?, ?, ?) ON CONFLICT (app, user) DO UPDATE SET state = excluded.state, update_ns = excluded.update_ns`},
 		{&s.selAppState, `SELECT state FROM app_state WHERE app = ?`},
