@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +24,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore]
+const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore] [--rate N,...]
 
 Starts kioku in-process on loopback with a fresh temporary store and
 measures, in one run:
@@ -38,6 +40,14 @@ measures, in one run:
                         commits are not synced to disk (sqlite store only; a
                         setting kioku never serves with), to show what
                         durability costs
+  open_<N>_p50_ms       with --rate N (appends a second; several, comma-
+  open_<N>_p99_ms       separated, run one after another): the same appends
+  open_<N>_max_ms       sent at a fixed arrival rate, each at its scheduled
+  open_<N>_rps          time whether or not earlier ones have returned (an
+                        open loop, 64 sessions in turn), their latencies
+                        counted from the scheduled time (no coordinated
+                        omission: a server or sender that falls behind
+                        shows in them), and the appends completed a second
   get_recent_100_ms     GetSession(num_recent_events=20) median latency on a
   get_recent_10000_ms   session of 100 and of 10,000 events
   list_page_ms          ListSessions first page of 100 among 10,000 sessions
@@ -71,7 +81,12 @@ func benchSessions(ctx context.Context, args []string) error {
 	longEvents := fs.Int("events", 10_000, "events of the long session (get_recent_<N>_ms)")
 	listSessions := fs.Int("sessions", 10_000, "sessions of the listed user (list_page_ms)")
 	idle := fs.Duration("idle", time.Minute, "how long the idle phase watches Firestore usage (--store firestore)")
+	rateList := fs.String("rate", "", "open-loop phases: appends a second, comma-separated (2000,5000); each runs for --duration")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rates, err := parseRates(*rateList)
+	if err != nil {
 		return err
 	}
 	if *duration <= 0 {
@@ -155,6 +170,20 @@ func benchSessions(ctx context.Context, args []string) error {
 		say("append_unsynced_rps %10.0f   %s", rps, unsyncedNote(appendRPS, rps))
 	}
 
+	// Open loops: appends at fixed arrival rates.
+	for _, rate := range rates {
+		lat, rps, err := env.measureOpenAppends(ctx, fmt.Sprint("open-", rate), clients, float64(rate), *duration)
+		if err != nil {
+			return fmt.Errorf("open-loop phase at %d appends/s: %w", rate, err)
+		}
+		name := fmt.Sprintf("open_%d_", rate)
+		r.set(name+"p50_ms", ms(percentile(lat, 0.50)))
+		r.set(name+"p99_ms", ms(percentile(lat, 0.99)))
+		r.set(name+"max_ms", ms(percentile(lat, 1)))
+		r.set(name+"rps", rps)
+		say("open %5d/s         p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%.0f appends/s completed)", rate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)), rps)
+	}
+
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
 	// Reads of recent events on a short and a long session.
 	for _, n := range []int{100, *longEvents} {
@@ -211,29 +240,75 @@ func benchSessions(ctx context.Context, args []string) error {
 // latencies.
 func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Duration) (float64, []time.Duration, error) {
 	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
-	names := make([]string, clients)
-	for c := range clients {
+	names, err := createBenchSessions(ctx, sc, "append", clients)
+	if err != nil {
+		return 0, nil, err
+	}
+	return measureThroughput(ctx, clients, d, func(ctx context.Context, c, i int) error {
+		return benchAppend(ctx, sc, names[c], i)
+	})
+}
+
+// measureOpenAppends sends AppendEvent at rate appends a second for d, to
+// sessions sessions (ids phase-N) in turn, and returns the latencies from
+// each append's scheduled time and the appends completed a second.
+func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, sessions int, rate float64, d time.Duration) ([]time.Duration, float64, error) {
+	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	names, err := createBenchSessions(ctx, sc, phase, sessions)
+	if err != nil {
+		return nil, 0, err
+	}
+	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, i int) error {
+		return benchAppend(ctx, sc, names[i%sessions], i)
+	})
+}
+
+// createBenchSessions creates n sessions, each of a user of its own, with
+// ids prefix-0 to prefix-(n-1), and returns their names.
+func createBenchSessions(ctx context.Context, sc kiokuv1connect.SessionServiceClient, prefix string, n int) ([]string, error) {
+	names := make([]string, n)
+	for c := range n {
 		res, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
-			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("append-%d", c),
+			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("%s-%d", prefix, c),
 		}))
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		names[c] = res.Msg.GetName()
 	}
-	return measureThroughput(ctx, clients, d, func(ctx context.Context, c, i int) error {
-		_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
-			Name: names[c],
-			Event: &kiokuv1.Event{
-				Id:           fmt.Sprintf("e%d", i),
-				InvocationId: fmt.Sprintf("i%d", i/2),
-				Author:       "user",
-				Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
-				Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
-			},
-		}))
-		return err
-	})
+	return names, nil
+}
+
+// benchAppend appends the benchmark's event number i to a session: a short
+// text with a session-scoped state delta.
+func benchAppend(ctx context.Context, sc kiokuv1connect.SessionServiceClient, name string, i int) error {
+	_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
+		Name: name,
+		Event: &kiokuv1.Event{
+			Id:           fmt.Sprintf("e%d", i),
+			InvocationId: fmt.Sprintf("i%d", i/2),
+			Author:       "user",
+			Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
+			Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
+		},
+	}))
+	return err
+}
+
+// parseRates parses --rate: appends a second, comma-separated.
+func parseRates(list string) ([]int, error) {
+	var rates []int
+	for f := range strings.SplitSeq(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return nil, fmt.Errorf("--rate %q: want appends a second between 1 and 1000000, comma-separated", list)
+		}
+		rates = append(rates, n)
+	}
+	return rates, nil
 }
 
 // benchDelta is the state delta of a benchmark event: a session-scoped

@@ -116,6 +116,59 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 	return float64(len(lats)) / elapsed.Seconds(), lats, nil
 }
 
+// measureOpenLoop calls fn at a fixed arrival rate (calls a second) for d,
+// each call in a goroutine of its own started at its scheduled time
+// whether or not earlier calls have returned (an open loop), and returns
+// every call's latency counted from its scheduled time, not from when it
+// was sent: a server that falls behind shows in the latencies instead of
+// slowing the sender down (no coordinated omission), and so does a sender
+// that wakes late. It also returns the calls completed per second over the
+// phase, from its start to the last completion. The first error stops the
+// run.
+func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func(ctx context.Context, i int) error) ([]time.Duration, float64, error) {
+	n := int(rate * d.Seconds())
+	interval := time.Duration(float64(time.Second) / rate)
+	lats := make([]time.Duration, n)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	for i := range n {
+		at := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(at); wait > 0 {
+			time.Sleep(wait)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			if err := fn(ctx, i); err != nil {
+				if ctx.Err() == nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					cancel()
+				}
+				return
+			}
+			lats[i] = time.Since(at)
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(errs) > 0 {
+		return nil, 0, errs[0]
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return lats, float64(n) / elapsed.Seconds(), nil
+}
+
 // measureLatency calls fn n times in sequence (after a few warm-up calls)
 // and returns the latencies.
 func measureLatency(ctx context.Context, n int, fn func(ctx context.Context) error) ([]time.Duration, error) {
