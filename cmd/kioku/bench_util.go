@@ -73,6 +73,28 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 	}, nil
 }
 
+// firstError keeps the first error of a phase's concurrent calls and
+// cancels the phase's context, so that the other calls stop.
+type firstError struct {
+	mu     sync.Mutex
+	err    error
+	cancel context.CancelFunc
+}
+
+// set records err, unless the phase was cancelled already (then err is
+// the cancellation's consequence).
+func (f *firstError) set(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+	f.cancel()
+}
+
 // measureThroughput runs fn from clients goroutines for d and returns the
 // calls per second and every call's latency. fn gets its client number and
 // the client's call counter. The first error stops the run.
@@ -80,11 +102,11 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 	var (
 		mu   sync.Mutex
 		lats []time.Duration
-		errs []error
 		wg   sync.WaitGroup
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	failed := &firstError{cancel: cancel}
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := range clients {
@@ -93,12 +115,7 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 			for i := 0; time.Now().Before(deadline); i++ {
 				t0 := time.Now()
 				if err := fn(ctx, c, i); err != nil {
-					if ctx.Err() == nil {
-						mu.Lock()
-						errs = append(errs, err)
-						mu.Unlock()
-						cancel()
-					}
+					failed.set(ctx, err)
 					break
 				}
 				mine = append(mine, time.Since(t0))
@@ -110,8 +127,8 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if len(errs) > 0 {
-		return 0, nil, errs[0]
+	if failed.err != nil {
+		return 0, nil, failed.err
 	}
 	return float64(len(lats)) / elapsed.Seconds(), lats, nil
 }
@@ -129,13 +146,10 @@ func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func
 	n := int(rate * d.Seconds())
 	interval := time.Duration(float64(time.Second) / rate)
 	lats := make([]time.Duration, n)
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
+	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	failed := &firstError{cancel: cancel}
 	start := time.Now()
 	for i := range n {
 		at := start.Add(time.Duration(i) * interval)
@@ -147,12 +161,7 @@ func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func
 		}
 		wg.Go(func() {
 			if err := fn(ctx, i); err != nil {
-				if ctx.Err() == nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					cancel()
-				}
+				failed.set(ctx, err)
 				return
 			}
 			lats[i] = time.Since(at)
@@ -160,8 +169,8 @@ func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if len(errs) > 0 {
-		return nil, 0, errs[0]
+	if failed.err != nil {
+		return nil, 0, failed.err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err

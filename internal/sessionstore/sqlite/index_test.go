@@ -33,13 +33,20 @@ func indexState(t *testing.T, db *sqlitedb.DB) (docs, duplicates, waiting int, s
 	return docs, duplicates, waiting, wrong == 0
 }
 
-func openDB(t *testing.T, path string) *sqlitedb.DB {
+// openService opens the database at path with a Store and a Service on
+// it; the caller closes the database.
+func openService(t *testing.T, path string) (*sqlitedb.DB, *Store, *sessions.Service) {
 	t.Helper()
 	db, err := sqlitedb.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db
+	s, err := New(db)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return db, s, sessions.NewService(s, sessions.Config{})
 }
 
 func textEvent(id, text string) *sessions.Event {
@@ -51,13 +58,8 @@ func textEvent(id, text string) *sessions.Event {
 // over several sessions and users, and leaves nothing waiting once all are
 // taken; a search finds the events whether or not a pass ran before it.
 func TestAppendsAreIndexedInBatches(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "kioku.db"))
+	db, s, svc := openService(t, filepath.Join(t.TempDir(), "kioku.db"))
 	defer db.Close()
-	s, err := New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sessions.NewService(s, sessions.Config{})
 	ctx := t.Context()
 	for u := range 2 {
 		key := sessions.Key{App: "a", User: fmt.Sprint("u", u), ID: fmt.Sprint("s", u)}
@@ -110,13 +112,8 @@ func TestAppendsAreIndexedInBatches(t *testing.T) {
 // with text is indexed exactly once, nothing of a deleted session is,
 // and the users' statistics agree with the entries.
 func TestIndexingRacesWithWrites(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "kioku.db"))
+	db, s, svc := openService(t, filepath.Join(t.TempDir(), "kioku.db"))
 	defer db.Close()
-	s, err := New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sessions.NewService(s, sessions.Config{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -200,12 +197,7 @@ func TestIndexingRacesWithWrites(t *testing.T) {
 // search asking, and found.
 func TestWaitingEventsSurviveACrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kioku.db")
-	db := openDB(t, path)
-	s, err := New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sessions.NewService(s, sessions.Config{})
+	db, _, svc := openService(t, path)
 	key := sessions.Key{App: "a", User: "u", ID: "s"}
 	if _, err := svc.CreateSession(t.Context(), sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
@@ -217,16 +209,11 @@ func TestWaitingEventsSurviveACrash(t *testing.T) {
 	}
 	db.Close()
 
-	db = openDB(t, path)
+	db, _, svc = openService(t, path)
 	defer db.Close()
 	if docs, _, waiting, _ := indexState(t, db); docs != 0 || waiting != 1 {
 		t.Fatalf("after the restart: %d entries, %d sessions waiting; want the events still waiting", docs, waiting)
 	}
-	s, err = New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc = sessions.NewService(s, sessions.Config{})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
