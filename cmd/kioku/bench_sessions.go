@@ -31,9 +31,12 @@ measures, in one run:
 
   noop_rps              health Check RPCs per second through the same server
                         stack (64 concurrent clients)
+  noop_cpu_us           CPU time the process spent a Check, clients included
+                        (in microseconds; hardly moved by other load)
   append_rps            durable AppendEvent RPCs per second (64 concurrent
-                        clients, one session each), with append_p50_ms and
-                        append_p99_ms
+                        clients, one session each), with append_p50_ms,
+                        append_p99_ms and append_cpu_us (CPU time an append,
+                        as noop_cpu_us)
   append_writes_per_commit  appends per group commit (one fsync) during that
                         phase (sqlite store only)
   append_unsynced_rps   the same appends on a second, fresh SQLite file whose
@@ -114,7 +117,8 @@ func benchSessions(ctx context.Context, args []string) error {
 
 	// No-op RPCs through the same stack.
 	health := grpchealth.NewClient(env.httpClient, env.url)
-	noop, _, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, _, _ int) error {
+	cpu := cpuTime()
+	noop, lat, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, _, _ int) error {
 		_, err := health.Check(ctx, &grpchealth.CheckRequest{})
 		return err
 	})
@@ -122,7 +126,8 @@ func benchSessions(ctx context.Context, args []string) error {
 		return fmt.Errorf("noop phase: %w", err)
 	}
 	r.set("noop_rps", noop)
-	say("noop_rps            %10.0f", noop)
+	r.set("noop_cpu_us", cpuPerCall(cpu, float64(len(lat))))
+	say("noop_rps            %10.0f   (%.0f µs of CPU a call)", noop, r.get("noop_cpu_us"))
 
 	// Durable appends, one session per client.
 	stopProfile, err := startCPUProfile(*cpuprofile)
@@ -133,7 +138,9 @@ func benchSessions(ctx context.Context, args []string) error {
 	if env.node.SQLite != nil {
 		commitsBefore = env.node.SQLite.Stats()
 	}
+	cpu = cpuTime()
 	appendRPS, lat, err := env.measureAppends(ctx, clients, *duration)
+	appendCPU := cpuPerCall(cpu, float64(len(lat)))
 	stopProfile()
 	if err != nil {
 		return fmt.Errorf("append phase: %w", err)
@@ -147,7 +154,8 @@ func benchSessions(ctx context.Context, args []string) error {
 	r.set("append_rps", appendRPS)
 	r.set("append_p50_ms", ms(percentile(lat, 0.50)))
 	r.set("append_p99_ms", ms(percentile(lat, 0.99)))
-	say("append_rps          %10.0f   (%.2f of noop)", appendRPS, appendRPS/noop)
+	r.set("append_cpu_us", appendCPU)
+	say("append_rps          %10.0f   (%.2f of noop; %.0f µs of CPU an append)", appendRPS, appendRPS/noop, appendCPU)
 	say("append_p50_ms       %10.2f", ms(percentile(lat, 0.50)))
 	say("append_p99_ms       %10.2f", ms(percentile(lat, 0.99)))
 	if w := r.get("append_writes_per_commit"); w > 0 {

@@ -97,14 +97,14 @@ func TestBenchSessionsRuns(t *testing.T) {
 		t.Errorf("bench sessions --rate 200,fast: %v, want a refusal naming --rate", err)
 	}
 	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--rate", "200", "--json")
-	for _, k := range []string{"noop_rps", "append_rps", "append_p50_ms", "append_p99_ms", "append_writes_per_commit", "append_unsynced_rps",
+	for _, k := range []string{"noop_rps", "noop_cpu_us", "append_rps", "append_p50_ms", "append_p99_ms", "append_cpu_us", "append_writes_per_commit", "append_unsynced_rps",
 		"open_200_p50_ms", "open_200_p99_ms", "open_200_max_ms", "open_200_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
 		if v, ok := got[k].(float64); !ok || v <= 0 {
 			t.Errorf("bench sessions: %s = %v, want a positive figure (all: %v)", k, got[k], got)
 		}
 	}
-	if len(got) != 13 {
-		t.Errorf("bench sessions reported %d figures, want 13: %v", len(got), got)
+	if len(got) != 15 {
+		t.Errorf("bench sessions reported %d figures, want 15: %v", len(got), got)
 	}
 }
 

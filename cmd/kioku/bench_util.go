@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/node"
@@ -176,6 +177,23 @@ func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func
 		return nil, 0, err
 	}
 	return lats, float64(n) / elapsed.Seconds(), nil
+}
+
+// cpuTime returns the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuPerCall returns the CPU time this process used since before (a
+// cpuTime reading) divided among calls, in microseconds: with the clients
+// in the same process, what one call costs on both ends. Unlike a rate,
+// it hardly moves when other processes load the machine.
+func cpuPerCall(before time.Duration, calls float64) float64 {
+	return float64(cpuTime()-before) / float64(time.Microsecond) / calls
 }
 
 // measureLatency calls fn n times in sequence (after a few warm-up calls)
