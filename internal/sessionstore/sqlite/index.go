@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -60,6 +61,41 @@ func newIndexDoc(app, user, session string, e *sessions.Event) (indexDoc, bool) 
 		seq: e.Sequence, tsNS: unixnano.From(e.Timestamp), length: t.Length,
 		text: strings.Join(t.Distinct, " ") + " " + tag('s', session) + " " + tag('a', e.Author),
 	}, true
+}
+
+// searchable is what the indexer decodes of a stored event: the fields
+// sessions.IndexTerms reads (the stored JSON's names, which never change;
+// the timestamp comes from its column). Decoding the rest of the event,
+// its state delta and metadata, would only cost time.
+type searchable struct {
+	Author  string `json:"author"`
+	Content *struct {
+		Parts []struct {
+			Text    string `json:"text"`
+			Thought bool   `json:"thought"`
+		} `json:"parts"`
+	} `json:"content"`
+	Actions struct {
+		Compaction *sessions.Compaction `json:"compaction"`
+	} `json:"actions"`
+}
+
+// decodeSearchable decodes a stored event's body into an Event holding
+// what IndexTerms reads, and its sequence and timestamp.
+func decodeSearchable(seq, tsNS int64, body []byte) (*sessions.Event, error) {
+	var d searchable
+	if err := json.Unmarshal(body, &d); err != nil {
+		return nil, err
+	}
+	e := &sessions.Event{Sequence: seq, Timestamp: unixnano.Time(tsNS), Author: d.Author}
+	e.Actions.Compaction = d.Actions.Compaction
+	if d.Content != nil {
+		e.Content = &sessions.Content{Parts: make([]sessions.Part, len(d.Content.Parts))}
+		for i, p := range d.Content.Parts {
+			e.Content.Parts[i] = sessions.Part{Text: p.Text, Thought: p.Thought}
+		}
+	}
+	return e, nil
 }
 
 // indexChunk is the most rows one insert into the index writes (search_docs
@@ -171,9 +207,11 @@ var _ sessions.SearchIndexer = (*Store)(nil)
 type pendingSession struct {
 	app, id, user string
 	createNS      int64
-	// from is the session's search_from; through the last sequence the
-	// pass read (the session's last_seq, unless the pass filled up first).
+	// from is the session's search_from; the pass read its events from
+	// there through through (the session's last_seq, unless the pass
+	// filled up first), read of them.
 	from, through int64
+	read          int64
 	docs          []indexDoc
 }
 
@@ -200,11 +238,13 @@ func (s *Store) indexUser(ctx context.Context, app, user string) error {
 const indexPass = 1000
 
 // indexPending runs one pass of the indexer over the sessions with events
-// to index (of one user of app, when user is set): it reads up to limit of
-// their events and their terms outside the write transaction, then writes
-// the index entries of the sessions that have not changed meanwhile and
-// moves their search_from on. It returns how many events it read. Passes
-// take turns, so that two never read the same events.
+// to index (of one user of app, when user is set): it reads up to limit
+// of their events and finds their terms outside the write transaction,
+// then, in it, writes the index entries of the sessions whose waiting
+// events are still those it read (no deletion, re-creation, reindexing
+// or import meanwhile; the others wait for the next pass) and moves their
+// search_from on. It returns how many events it read. Passes take turns,
+// so that two never read the same events.
 func (s *Store) indexPending(ctx context.Context, app, user string, limit int) (int, error) {
 	s.indexMu.Lock()
 	defer s.indexMu.Unlock()
@@ -217,7 +257,7 @@ func (s *Store) indexPending(ctx context.Context, app, user string, limit int) (
 		var done []*pendingSession
 		for _, p := range pending {
 			var u string
-			var createNS, from int64
+			var createNS, from, stored int64
 			err := tx.Stmt(s.selSearchFrom).QueryRow(p.app, p.id).Scan(&u, &createNS, &from)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // deleted: nothing to index
@@ -227,6 +267,12 @@ func (s *Store) indexPending(ctx context.Context, app, user string, limit int) (
 			}
 			if u != p.user || createNS != p.createNS || from != p.from {
 				continue // deleted and created again, or reindexed
+			}
+			if err := tx.Stmt(s.countEvents).QueryRow(p.app, p.id, p.from, p.through).Scan(&stored); err != nil {
+				return err
+			}
+			if stored != p.read {
+				continue // an import filled a gap meanwhile
 			}
 			docs = append(docs, p.docs...)
 			done = append(done, p)
@@ -247,57 +293,57 @@ func (s *Store) indexPending(ctx context.Context, app, user string, limit int) (
 	return n, nil
 }
 
-// readPending reads, in one snapshot, the sessions with events to index
-// and up to limit of those events, with their index entries.
+// readPending reads, in one query, the sessions with events to index and
+// up to limit of those events, with their index entries.
 func (s *Store) readPending(ctx context.Context, app, user string, limit int) ([]*pendingSession, int, error) {
-	var pending []*pendingSession
-	n := 0
-	err := s.readTx(ctx, func(tx querier) error {
-		query := `SELECT app, id, user, create_ns, search_from, last_seq FROM sessions INDEXED BY sessions_search_pending WHERE search_from > 0`
-		args := []any{}
-		if user != "" {
-			query += ` AND app = ? AND user = ?`
-			args = append(args, app, user)
+	query := `SELECT s.app, s.id, s.user, s.create_ns, s.search_from, s.last_seq, e.seq, e.ts_ns, e.body
+		FROM sessions AS s INDEXED BY sessions_search_pending
+		LEFT JOIN events AS e ON e.app = s.app AND e.session = s.id AND e.seq >= s.search_from
+		WHERE s.search_from > 0`
+	args := make([]any, 0, 3)
+	if user != "" {
+		query += ` AND s.app = ? AND s.user = ?`
+		args = append(args, app, user)
+	}
+	rows, err := s.db.Read().QueryContext(ctx, query+` ORDER BY s.app, s.user, s.id, e.seq LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var (
+		pending []*pendingSession
+		p       *pendingSession
+		n, seen int
+	)
+	for rows.Next() {
+		var r pendingSession
+		var seq, tsNS sql.NullInt64
+		var body []byte
+		if err := rows.Scan(&r.app, &r.id, &r.user, &r.createNS, &r.from, &r.through, &seq, &tsNS, &body); err != nil {
+			return nil, 0, err
 		}
-		rows, err := tx.QueryContext(ctx, query+` LIMIT ?`, append(args, limit)...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			p := &pendingSession{}
-			if err := rows.Scan(&p.app, &p.id, &p.user, &p.createNS, &p.from, &p.through); err != nil {
-				rows.Close()
-				return err
-			}
+		seen++
+		if p == nil || r.app != p.app || r.id != p.id {
+			p = &r
 			pending = append(pending, p)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+		if !seq.Valid {
+			continue // none of its events waits: the pass only moves it on
 		}
-		for i, p := range pending {
-			if n == limit {
-				pending = pending[:i]
-				break
-			}
-			events, err := queryEvents(ctx, tx, sessions.Key{App: p.app, User: p.user, ID: p.id},
-				sessions.EventQuery{AfterSeq: p.from - 1, BeforeSeq: p.through + 1, Limit: limit - n})
-			if err != nil {
-				return err
-			}
-			n += len(events)
-			if n == limit && len(events) > 0 {
-				p.through = events[len(events)-1].Sequence
-			}
-			for _, e := range events {
-				if d, ok := newIndexDoc(p.app, p.user, p.id, e); ok {
-					p.docs = append(p.docs, d)
-				}
-			}
+		e, err := decodeSearchable(seq.Int64, tsNS.Int64, body)
+		if err != nil {
+			return nil, 0, fmt.Errorf("decoding an event of session %s of app %s: %w", p.id, p.app, err)
 		}
-		return nil
-	})
-	return pending, n, err
+		n++
+		p.read++
+		if seen == limit {
+			p.through = seq.Int64 // the pass filled up within the session
+		}
+		if d, ok := newIndexDoc(p.app, p.user, p.id, e); ok {
+			p.docs = append(p.docs, d)
+		}
+	}
+	return pending, n, rows.Err()
 }
 
 // queueReindex puts every session in the search backlog when the index

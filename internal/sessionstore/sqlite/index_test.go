@@ -236,3 +236,37 @@ func TestWaitingEventsSurviveACrash(t *testing.T) {
 		t.Fatalf("search after the restart = %d hits, %v; want the 3 events", len(hits), err)
 	}
 }
+
+// TestSearchableDecodesWhatIndexTermsReads: the indexer's partial decoding
+// of a stored event gives the same index entry as the whole event.
+func TestSearchableDecodesWhatIndexTermsReads(t *testing.T) {
+	ts := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
+	events := []*sessions.Event{
+		textEvent("e1", "Tea at the harbour, 東京 and Zürich"),
+		{ID: "e2", Author: "model", Content: &sessions.Content{Role: "model", Parts: []sessions.Part{
+			{Text: "thinking about kettles", Thought: true},
+			{Text: "the answer is green tea"},
+			{FunctionCall: &sessions.FunctionCall{Name: "brew", Args: map[string]any{"leaf": "sencha"}}},
+			{Text: "and a biscuit"},
+		}}, Actions: sessions.Actions{StateDelta: map[string]any{"cups": 2.0}}},
+		{ID: "e3", Author: "summariser", Content: &sessions.Content{Parts: []sessions.Part{{Text: "a summary of the tea talk"}}},
+			Actions: sessions.Actions{Compaction: &sessions.Compaction{StartSequence: 1, EndSequence: 2}}},
+		{ID: "e4", Author: "tool"},
+	}
+	for i, e := range events {
+		e.Sequence, e.Timestamp = int64(i+1), ts
+		body, err := encodeEvent(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slim, err := decodeSearchable(e.Sequence, ts.UnixNano(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantOK := newIndexDoc("a", "u", "s", e)
+		got, gotOK := newIndexDoc("a", "u", "s", slim)
+		if got != want || gotOK != wantOK {
+			t.Errorf("event %s: entry from the stored body %+v (%v), from the event %+v (%v)", e.ID, got, gotOK, want, wantOK)
+		}
+	}
+}
