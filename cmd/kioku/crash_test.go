@@ -111,6 +111,25 @@ func TestAcknowledgedAppendsSurviveSIGKILL(t *testing.T) {
 
 	proc = startKioku(t, "--data-dir", dataDir)
 	checkAcknowledged(t, proc.url, acked)
+
+	// The search index, whose batches the kill may have cut, holds every
+	// stored event exactly once once the restarted server has caught up
+	// (its clean stop indexes whatever still waits).
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	if err := proc.cmd.Wait(); err != nil {
+		t.Fatalf("kioku serve after SIGTERM: %v", err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var events, entries, distinct, waiting int
+	err = db.QueryRow(`SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM search_docs),
+		(SELECT count(DISTINCT session || '/' || seq) FROM search_docs), (SELECT count(*) FROM sessions WHERE search_from > 0)`).Scan(&events, &entries, &distinct, &waiting)
+	if err != nil || entries != events || distinct != events || waiting != 0 {
+		t.Fatalf("after the restart: %d events, %d index entries (%d distinct), %d sessions waiting (%v); want every event indexed once", events, entries, distinct, waiting, err)
+	}
 }
 
 // The sessions of an append load.
