@@ -47,10 +47,13 @@ measures, in one run:
   open_<N>_p99_ms       separated, run one after another): the same appends
   open_<N>_max_ms       sent at a fixed arrival rate, each at its scheduled
   open_<N>_rps          time whether or not earlier ones have returned (an
-                        open loop, 64 sessions in turn), their latencies
+  open_<N>_failed       open loop, 64 sessions in turn), their latencies
                         counted from the scheduled time (no coordinated
                         omission: a server or sender that falls behind
-                        shows in them), and the appends completed a second
+                        shows in them), the appends returned a second, and
+                        how many failed (past the server's capacity, calls
+                        run out of their deadline; a failed call counts the
+                        time until it failed)
   get_recent_100_ms     GetSession(num_recent_events=20) median latency on a
   get_recent_10000_ms   session of 100 and of 10,000 events
   list_page_ms          ListSessions first page of 100 among 10,000 sessions
@@ -180,16 +183,22 @@ func benchSessions(ctx context.Context, args []string) error {
 
 	// Open loops: appends at fixed arrival rates.
 	for _, rate := range rates {
-		lat, rps, err := env.measureOpenAppends(ctx, fmt.Sprint("open-", rate), clients, float64(rate), *duration)
+		o, err := env.measureOpenAppends(ctx, fmt.Sprint("open-", rate), clients, float64(rate), *duration)
 		if err != nil {
 			return fmt.Errorf("open-loop phase at %d appends/s: %w", rate, err)
 		}
+		lat := o.Latencies
 		name := fmt.Sprintf("open_%d_", rate)
 		r.set(name+"p50_ms", ms(percentile(lat, 0.50)))
 		r.set(name+"p99_ms", ms(percentile(lat, 0.99)))
 		r.set(name+"max_ms", ms(percentile(lat, 1)))
-		r.set(name+"rps", rps)
-		say("open %5d/s         p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%.0f appends/s completed)", rate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)), rps)
+		r.set(name+"rps", o.Completed)
+		r.set(name+"failed", float64(o.Failed))
+		failed := ""
+		if o.Failed > 0 {
+			failed = fmt.Sprintf("; %d failed, the first: %v", o.Failed, o.FirstError)
+		}
+		say("open %5d/s         p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%.0f appends/s returned%s)", rate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)), o.Completed, failed)
 	}
 
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
@@ -258,13 +267,12 @@ func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Durat
 }
 
 // measureOpenAppends sends AppendEvent at rate appends a second for d, to
-// sessions sessions (ids phase-N) in turn, and returns the latencies from
-// each append's scheduled time and the appends completed a second.
-func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, sessions int, rate float64, d time.Duration) ([]time.Duration, float64, error) {
+// sessions sessions (ids phase-N) in turn (measureOpenLoop).
+func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, sessions int, rate float64, d time.Duration) (*openLoop, error) {
 	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
 	names, err := createBenchSessions(ctx, sc, phase, sessions)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, i int) error {
 		return benchAppend(ctx, sc, names[i%sessions], i)

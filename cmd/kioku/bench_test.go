@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,31 +104,42 @@ func TestBenchSessionsRuns(t *testing.T) {
 			t.Errorf("bench sessions: %s = %v, want a positive figure (all: %v)", k, got[k], got)
 		}
 	}
-	if len(got) != 15 {
-		t.Errorf("bench sessions reported %d figures, want 15: %v", len(got), got)
+	if got["open_200_failed"] != 0.0 {
+		t.Errorf("bench sessions: %v of the open loop's appends failed, want 0 (all: %v)", got["open_200_failed"], got)
+	}
+	if len(got) != 16 {
+		t.Errorf("bench sessions reported %d figures, want 16: %v", len(got), got)
 	}
 }
 
 // TestOpenLoopCountsFromTheSchedule: an open loop keeps sending while the
 // server holds every call (here until a gate opens), so all calls are in
 // flight at once, and each call's latency runs from its scheduled time:
-// the first call, scheduled at the start, waited the whole hold.
+// the first call, scheduled at the start, waited the whole hold. Failed
+// calls are counted, and timed too.
 func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 	const hold = 300 * time.Millisecond
 	gate := make(chan struct{})
 	time.AfterFunc(hold, func() { close(gate) })
 	var inFlight, most atomic.Int64
-	lats, _, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, i int) error {
+	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, i int) error {
 		n := inFlight.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
 		<-gate
 		inFlight.Add(-1)
+		if i%10 == 9 {
+			return errors.New("deadline exceeded")
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.Failed != 5 || o.FirstError == nil {
+		t.Errorf("%d calls failed (first error %v); want the 5 that did, counted", o.Failed, o.FirstError)
+	}
+	lats := o.Latencies
 	if len(lats) != 50 || most.Load() != 50 {
 		t.Fatalf("%d calls, at most %d in flight at once; want 50, all in flight while the server held them", len(lats), most.Load())
 	}

@@ -134,49 +134,61 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 	return float64(len(lats)) / elapsed.Seconds(), lats, nil
 }
 
+// openLoop is what an open-loop phase measured.
+type openLoop struct {
+	// Latencies of every call, counted from its scheduled time; a call
+	// that failed counts the time until it failed.
+	Latencies []time.Duration
+	// Completed is the calls that returned a second, over the phase from
+	// its start to the last return.
+	Completed float64
+	// Failed counts the calls that failed, FirstError is the first one's
+	// error: an overloaded server lets calls run out of their deadline.
+	Failed     int
+	FirstError error
+}
+
 // measureOpenLoop calls fn at a fixed arrival rate (calls a second) for d,
 // each call in a goroutine of its own started at its scheduled time
-// whether or not earlier calls have returned (an open loop), and returns
-// every call's latency counted from its scheduled time, not from when it
-// was sent: a server that falls behind shows in the latencies instead of
-// slowing the sender down (no coordinated omission), and so does a sender
-// that wakes late. It also returns the calls completed per second over the
-// phase, from its start to the last completion. The first error stops the
-// run.
-func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func(ctx context.Context, i int) error) ([]time.Duration, float64, error) {
+// whether or not earlier calls have returned (an open loop), and times
+// every call from its scheduled time, not from when it was sent: a server
+// that falls behind shows in the latencies instead of slowing the sender
+// down (no coordinated omission), and so does a sender that wakes late.
+// Failed calls are counted, not fatal: past its capacity a server's calls
+// time out, and that is a result.
+func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func(ctx context.Context, i int) error) (*openLoop, error) {
 	n := int(rate * d.Seconds())
 	interval := time.Duration(float64(time.Second) / rate)
-	lats := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	failed := &firstError{cancel: cancel}
+	out := &openLoop{Latencies: make([]time.Duration, n)}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
 	start := time.Now()
 	for i := range n {
 		at := start.Add(time.Duration(i) * interval)
 		if wait := time.Until(at); wait > 0 {
 			time.Sleep(wait)
 		}
-		if ctx.Err() != nil {
-			break
+		if err := ctx.Err(); err != nil {
+			wg.Wait()
+			return nil, err
 		}
 		wg.Go(func() {
-			if err := fn(ctx, i); err != nil {
-				failed.set(ctx, err)
-				return
+			err := fn(ctx, i)
+			out.Latencies[i] = time.Since(at)
+			if err != nil {
+				mu.Lock()
+				if out.Failed++; out.FirstError == nil {
+					out.FirstError = err
+				}
+				mu.Unlock()
 			}
-			lats[i] = time.Since(at)
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	if failed.err != nil {
-		return nil, 0, failed.err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	return lats, float64(n) / elapsed.Seconds(), nil
+	out.Completed = float64(n) / time.Since(start).Seconds()
+	return out, ctx.Err()
 }
 
 // cpuTime returns the CPU time (user and system) this process has used.
