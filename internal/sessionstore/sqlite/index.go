@@ -99,13 +99,24 @@ func decodeSearchable(seq, tsNS int64, body []byte) (*sessions.Event, error) {
 }
 
 // indexChunk is the most rows one insert into the index writes (search_docs
-// takes 6 parameters a row; SQLite allows 32,766 a statement).
+// takes 6 parameters a row; SQLite allows 32,766 a statement). The inserts
+// of a whole chunk are prepared once (New); a shorter one is parsed for
+// its size.
 const indexChunk = 500
+
+// Inserts of rows rows into the index.
+func insertDocsSQL(rows int) string {
+	return `INSERT INTO search_docs (doc, app, session, seq, ts_ns, length) VALUES (?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?)`, rows-1)
+}
+
+func insertTermsSQL(rows int) string {
+	return `INSERT INTO search_fts (rowid, terms) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, rows-1)
+}
 
 // indexDocs adds events to the search index: one update of search_users
 // per user, and the docs and their terms in inserts of up to indexChunk
 // rows each.
-func indexDocs(tx *sql.Tx, docs []indexDoc) error {
+func (s *Store) indexDocs(tx *sql.Tx, docs []indexDoc) error {
 	type userDocs struct {
 		n, length int64
 		first     int // index in docs of the user's first doc
@@ -157,10 +168,15 @@ func indexDocs(tx *sql.Tx, docs []indexDoc) error {
 			docArgs = append(docArgs, numbers[i], d.app, d.session, d.seq, d.tsNS, d.length)
 			ftsArgs = append(ftsArgs, numbers[i], d.text)
 		}
-		if _, err := tx.Exec(`INSERT INTO search_docs (doc, app, session, seq, ts_ns, length) VALUES (?, ?, ?, ?, ?, ?)`+strings.Repeat(`, (?, ?, ?, ?, ?, ?)`, rows-1), docArgs...); err != nil {
-			return err
+		var err error
+		if rows == indexChunk {
+			if _, err = tx.Stmt(s.insDocsChunk).Exec(docArgs...); err == nil {
+				_, err = tx.Stmt(s.insTermsChunk).Exec(ftsArgs...)
+			}
+		} else if _, err = tx.Exec(insertDocsSQL(rows), docArgs...); err == nil {
+			_, err = tx.Exec(insertTermsSQL(rows), ftsArgs...)
 		}
-		if _, err := tx.Exec(`INSERT INTO search_fts (rowid, terms) VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, rows-1), ftsArgs...); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -277,7 +293,7 @@ func (s *Store) indexPending(ctx context.Context, app, user string, limit int) (
 			docs = append(docs, p.docs...)
 			done = append(done, p)
 		}
-		if err := indexDocs(tx, docs); err != nil {
+		if err := s.indexDocs(tx, docs); err != nil {
 			return err
 		}
 		for _, p := range done {
@@ -405,7 +421,7 @@ func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
 						docs = append(docs, d)
 					}
 				}
-				if err := indexDocs(tx, docs); err != nil {
+				if err := s.indexDocs(tx, docs); err != nil {
 					return err
 				}
 				if _, err := tx.Exec(`UPDATE sessions SET search_from = 0 WHERE app = ? AND id = ? AND search_from > 0`, app, id); err != nil {

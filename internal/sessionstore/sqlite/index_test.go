@@ -270,3 +270,46 @@ func TestSearchableDecodesWhatIndexTermsReads(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexingInWholeChunks: a pass of more than indexChunk events writes
+// them in whole chunks (a prepared insert) and a shorter rest, and every
+// event is indexed once, under the right user, and found.
+func TestIndexingInWholeChunks(t *testing.T) {
+	db, s, svc := openService(t, filepath.Join(t.TempDir(), "kioku.db"))
+	defer db.Close()
+	ctx := t.Context()
+	const sessionsN, perSession = 4, 300 // 1,200 events: two chunks and 200 in the first pass of 1000
+	var wg sync.WaitGroup
+	for i := range sessionsN {
+		key := sessions.Key{App: "a", User: fmt.Sprint("u", i%2), ID: fmt.Sprint("s", i)}
+		if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for j := range perSession {
+				if _, err := svc.AppendEvent(ctx, key, textEvent(fmt.Sprint("e", j), fmt.Sprintf("lighthouse %d of %s", j, key.ID)), nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if n, err := s.IndexSearch(ctx, 1000); err != nil || n != 1000 {
+		t.Fatalf("IndexSearch(1000) = %d, %v", n, err)
+	}
+	if n, err := s.IndexSearch(ctx, 1000); err != nil || n != sessionsN*perSession-1000 {
+		t.Fatalf("second IndexSearch(1000) = %d, %v; want the %d left", n, err, sessionsN*perSession-1000)
+	}
+	docs, dups, waiting, agree := indexState(t, db)
+	if docs != sessionsN*perSession || dups != 0 || waiting != 0 || !agree {
+		t.Fatalf("index: %d entries of %d events, %d duplicates, %d sessions waiting, statistics agree %v", docs, sessionsN*perSession, dups, waiting, agree)
+	}
+	hits, _, err := svc.SearchEvents(ctx, sessions.SearchEventsRequest{App: "a", User: "u1", Query: "lighthouse 299 of s3"})
+	if err != nil || len(hits) == 0 || hits[0].Session.ID != "s3" || hits[0].Event.ID != "e299" {
+		t.Fatalf("search = %+v, %v; want e299 of s3 first", hits, err)
+	}
+}

@@ -102,6 +102,7 @@ type Store struct {
 	selUserState, putUserState, selAppState, putAppState *sql.Stmt
 	selUserStateRow, selAppStateRow                      *sql.Stmt
 	selSearchFrom, updSearchFrom, countEvents            *sql.Stmt
+	insDocsChunk, insTermsChunk                          *sql.Stmt
 
 	// indexMu makes the indexer's passes take turns (index.go).
 	indexMu sync.Mutex
@@ -133,6 +134,8 @@ func New(db *sqlitedb.DB) (*Store, error) {
 		{&s.updSession[1][1], `UPDATE sessions SET last_seq = ?, update_ns = ?, state = ?, search_from = ? WHERE app = ? AND id = ?`},
 		{&s.selSearchFrom, `SELECT user, create_ns, search_from FROM sessions WHERE app = ? AND id = ?`},
 		{&s.countEvents, `SELECT count(*) FROM events WHERE app = ? AND session = ? AND seq BETWEEN ? AND ?`},
+		{&s.insDocsChunk, insertDocsSQL(indexChunk)},
+		{&s.insTermsChunk, insertTermsSQL(indexChunk)},
 		{&s.updSearchFrom, `UPDATE sessions SET search_from = CASE WHEN last_seq > ? THEN ? ELSE 0 END WHERE app = ? AND id = ?`},
 		{&s.selUserState, `SELECT state FROM user_state WHERE app = ? AND user = ?`},
 		{&s.putUserState, `INSERT INTO user_state (app, user, state, update_ns) VALUES (?, ?, ?, ?) ON CONFLICT (app, user) DO UPDATE SET state = excluded.state, update_ns = excluded.update_ns`},

@@ -204,7 +204,7 @@ func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*se
 			}
 			n++
 		}
-		return indexDocs(tx, index)
+		return s.indexDocs(tx, index)
 	})
 	return n, err
 }
