@@ -11,8 +11,13 @@ import (
 // reembedIdle is how long re-embedding waits after it found nothing to do.
 const reembedIdle = 10 * time.Minute
 
-// maintain runs the periodic jobs.
-func (s *Service) maintain(ctx context.Context) {
+// Run runs the memory bank's periodic work until ctx ends: it re-arms the
+// idle triggers (RecoverIdle), then deletes expired memories and revisions
+// every SweepInterval (SweepExpired), gives the memories whose vectors come
+// from another embedder one of the current embedder (Reembed), and fires
+// the idle triggers (FireIdle). The memory bank's operations run on the
+// jobs engine's workers (jobs.Engine.Run), not here.
+func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var nextSweep, nextEmbed time.Time
@@ -41,7 +46,6 @@ func (s *Service) maintain(ctx context.Context) {
 		}
 		s.FireIdle(ctx)
 		s.pruneTriggers(now)
-		s.pruneCompactions(now)
 		select {
 		case <-ctx.Done():
 			return
@@ -52,20 +56,9 @@ func (s *Service) maintain(ctx context.Context) {
 
 // SweepExpired deletes expired memories, recording a revision for each
 // (their revisions remain until they expire themselves), then expired
-// revisions, then finished operations older than the retention. It returns
-// how many things it deleted.
+// revisions. It returns how many things it deleted.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	total := 0
-	for {
-		n, err := s.store.DeleteFinishedOperations(ctx, s.now().Add(-s.cfg.OperationRetention), 500)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if n < 500 {
-			break
-		}
-	}
 	for {
 		now := s.now()
 		mems, err := s.store.ExpiredMemories(ctx, now, 200)

@@ -92,7 +92,8 @@ export type ListMemoriesRequest = Message<"kioku.v1.ListMemoriesRequest"> & {
   parent: string;
 
   /**
-   * The maximum number of memories to return, 1 to 1000; 0 means 100.
+   * The maximum number of memories to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -534,7 +535,8 @@ export const TimeRangeSchema: GenMessage<TimeRange> = /*@__PURE__*/
  */
 export type SimpleRetrieval = Message<"kioku.v1.SimpleRetrieval"> & {
   /**
-   * The maximum number of memories to return, 1 to 1000; 0 means 100.
+   * The maximum number of memories to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 1;
    */
@@ -630,7 +632,8 @@ export type ListMemoryRevisionsRequest = Message<"kioku.v1.ListMemoryRevisionsRe
   parent: string;
 
   /**
-   * The maximum number of revisions to return, 1 to 1000; 0 means 100.
+   * The maximum number of revisions to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 2;
    */
