@@ -234,10 +234,10 @@ func TestImportRefusesConflicts(t *testing.T) {
 func TestImportRefusesOtherVersions(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":3,"created":"2030-01-01T00:00:00Z"}`+"\n")
+	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":4,"created":"2030-01-01T00:00:00Z"}`+"\n")
 	zw.Close()
 	_, err := archive.NewReader(&buf)
-	if err == nil || !strings.Contains(err.Error(), "format version 3; this kioku reads versions 1 to 2") {
-		t.Fatalf("reading a version 3 archive: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "format version 4; this kioku reads versions 1 to 3") {
+		t.Fatalf("reading a version 4 archive: %v", err)
 	}
 }

@@ -345,7 +345,7 @@ func validateProfileSchema(field string, p *ProfileSchema) error {
 	if !schemaIDPattern.MatchString(p.ID) {
 		return fault.InvalidField(field+".schema_id", "%s.schema_id %q must be 1 to 63 lower-case letters, digits or '-', starting with a letter", field, aip.Truncate(p.ID, 100))
 	}
-	if err := validateText(field+".description", p.Description, 0, MaxProfileDescription); err != nil {
+	if err := validateProfileText(field+".description", p.Description, 0, MaxProfileDescription); err != nil {
 		return err
 	}
 	if len(p.Fields) == 0 || len(p.Fields) > MaxProfileFields {
@@ -374,7 +374,7 @@ func validateProfileSchema(field string, p *ProfileSchema) error {
 		default:
 			return fault.InvalidField(pf+".type", "%s.type %q is not supported: a profile field is a string, number, integer or boolean", pf, aip.Truncate(f.Type, 50))
 		}
-		if err := validateText(pf+".description", f.Description, 0, MaxProfileDescription); err != nil {
+		if err := validateProfileText(pf+".description", f.Description, 0, MaxProfileDescription); err != nil {
 			return err
 		}
 		if len(f.Enum) > 0 && f.Type != FieldString {
@@ -384,7 +384,7 @@ func validateProfileSchema(field string, p *ProfileSchema) error {
 			return fault.InvalidField(pf+".enum", "%s.enum has %d values; the limit is %d", pf, len(f.Enum), MaxProfileEnumValues)
 		}
 		for _, v := range f.Enum {
-			if err := validateText(pf+".enum", v, 1, MaxProfileEnumBytes); err != nil {
+			if err := validateProfileText(pf+".enum", v, 1, MaxProfileEnumBytes); err != nil {
 				return err
 			}
 		}
@@ -392,8 +392,9 @@ func validateProfileSchema(field string, p *ProfileSchema) error {
 	return nil
 }
 
-// validateText checks that a text is valid UTF-8 of min to max bytes.
-func validateText(field, s string, min, max int) error {
+// validateProfileText checks that a text is valid UTF-8 of min to max
+// bytes.
+func validateProfileText(field, s string, min, max int) error {
 	if len(s) < min || len(s) > max || !utf8.ValidString(s) {
 		return fault.InvalidField(field, "%s must be %d to %d bytes of UTF-8 (it is %d bytes)", field, min, max, len(s))
 	}

@@ -36,7 +36,7 @@ type serveFlags struct {
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache, rateLimit, rateBurst                     *string
-	bodyTimeout, writeTimeout, maxStream                  *string
+	bodyTimeout, writeTimeout, maxStream, indexDelay      *string
 	corsOrigins, otelEndpoint                             *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
@@ -64,6 +64,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		writeTimeout: fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
 		maxStream:    fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
 		rateBurst:    fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+		indexDelay:   fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
 
 		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
 		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
@@ -122,6 +123,10 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return node.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 30s", d.flag, d.value)
 		}
 	}
+	indexDelay, err := time.ParseDuration(*f.indexDelay)
+	if err != nil || indexDelay <= 0 {
+		return node.Config{}, fmt.Errorf("--search-index-delay %q: want a positive duration, like 1s", *f.indexDelay)
+	}
 	var cert *server.Certificate
 	switch {
 	case (*f.tlsCert == "") != (*f.tlsKey == ""):
@@ -153,6 +158,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		VectorCacheBytes:  cache,
 		Models:            models,
 		Vertex:            policy,
+		SearchIndexDelay:  indexDelay,
 	}, nil
 }
 

@@ -78,6 +78,67 @@ func (MemoryType) EnumDescriptor() ([]byte, []int) {
 	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
 }
 
+// How a generation applies its metadata to the memories it updates; the
+// memories it creates get its metadata whatever the strategy.
+type MetadataMergeStrategy int32
+
+const (
+	// OVERWRITE when the generation has metadata; without any, updated
+	// memories keep theirs.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_UNSPECIFIED MetadataMergeStrategy = 0
+	// An updated memory's metadata becomes the generation's.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_OVERWRITE MetadataMergeStrategy = 1
+	// The generation's metadata is added to an updated memory's; for a key
+	// both have, the generation's value wins.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_MERGE MetadataMergeStrategy = 2
+	// Consolidation sees only the memories whose metadata is exactly the
+	// generation's; the others are never updated or deleted by it.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH MetadataMergeStrategy = 3
+)
+
+// Enum value maps for MetadataMergeStrategy.
+var (
+	MetadataMergeStrategy_name = map[int32]string{
+		0: "METADATA_MERGE_STRATEGY_UNSPECIFIED",
+		1: "METADATA_MERGE_STRATEGY_OVERWRITE",
+		2: "METADATA_MERGE_STRATEGY_MERGE",
+		3: "METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH",
+	}
+	MetadataMergeStrategy_value = map[string]int32{
+		"METADATA_MERGE_STRATEGY_UNSPECIFIED":         0,
+		"METADATA_MERGE_STRATEGY_OVERWRITE":           1,
+		"METADATA_MERGE_STRATEGY_MERGE":               2,
+		"METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH": 3,
+	}
+)
+
+func (x MetadataMergeStrategy) Enum() *MetadataMergeStrategy {
+	p := new(MetadataMergeStrategy)
+	*p = x
+	return p
+}
+
+func (x MetadataMergeStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MetadataMergeStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
+}
+
+func (MetadataMergeStrategy) Type() protoreflect.EnumType {
+	return &file_kioku_v1_memory_proto_enumTypes[1]
+}
+
+func (x MetadataMergeStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MetadataMergeStrategy.Descriptor instead.
+func (MetadataMergeStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
 // The action a change applied to a memory.
 type MemoryAction int32
 
@@ -125,11 +186,11 @@ func (x MemoryAction) String() string {
 }
 
 func (MemoryAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[2].Descriptor()
 }
 
 func (MemoryAction) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[1]
+	return &file_kioku_v1_memory_proto_enumTypes[2]
 }
 
 func (x MemoryAction) Number() protoreflect.EnumNumber {
@@ -138,7 +199,7 @@ func (x MemoryAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryAction.Descriptor instead.
 func (MemoryAction) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 // How hybrid retrieval fuses its sides.
@@ -181,11 +242,11 @@ func (x FusionMethod) String() string {
 }
 
 func (FusionMethod) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[2].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[3].Descriptor()
 }
 
 func (FusionMethod) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[2]
+	return &file_kioku_v1_memory_proto_enumTypes[3]
 }
 
 func (x FusionMethod) Number() protoreflect.EnumNumber {
@@ -194,7 +255,7 @@ func (x FusionMethod) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FusionMethod.Descriptor instead.
 func (FusionMethod) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 // A Memory is one long-term fact about a scope (usually a user), such as
@@ -216,9 +277,20 @@ type Memory struct {
 	// `USER_PREFERENCES`, `KEY_CONVERSATION_DETAILS`, `EXPLICIT_INSTRUCTIONS`)
 	// or the labels of the app's custom topics. At most 16.
 	Topics []string `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
-	// Caller metadata, usable as a retrieval filter. At most 32 entries; keys
-	// at most 63 bytes, values at most 1 KiB.
+	// Caller metadata, usable in filters, as text. At most 32 entries; keys
+	// 1 to 63 letters, digits, `_`, `.` or `-`; string values at most 1 KiB.
+	// On output every value is here as text (a double in its shortest form,
+	// `true` or `false`, a timestamp in RFC 3339), and typed_metadata holds
+	// the same values with their types. On input give metadata (string
+	// values) or typed_metadata, or both with different keys.
 	Metadata map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Caller metadata with typed values: strings, doubles, booleans or
+	// timestamps (see metadata). Filters compare each value as its type.
+	TypedMetadata map[string]*MetadataValue `protobuf:"bytes,14,rep,name=typed_metadata,json=typedMetadata,proto3" json:"typed_metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// A display name, kept as given: at most 512 bytes.
+	DisplayName string `protobuf:"bytes,15,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// A description, kept as given: at most 4 KiB.
+	Description string `protobuf:"bytes,16,opt,name=description,proto3" json:"description,omitempty"`
 	// Output only. When the memory was created.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only. When the memory last changed.
@@ -325,6 +397,27 @@ func (x *Memory) GetMetadata() map[string]string {
 		return x.Metadata
 	}
 	return nil
+}
+
+func (x *Memory) GetTypedMetadata() map[string]*MetadataValue {
+	if x != nil {
+		return x.TypedMetadata
+	}
+	return nil
+}
+
+func (x *Memory) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *Memory) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
 }
 
 func (x *Memory) GetCreateTime() *timestamppb.Timestamp {
@@ -491,6 +584,127 @@ func (x *ProfileField) GetValue() *structpb.Value {
 	return nil
 }
 
+// MetadataValue is one typed value of a memory's metadata.
+type MetadataValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The value. Unset reads as the empty string.
+	//
+	// Types that are valid to be assigned to Value:
+	//
+	//	*MetadataValue_StringValue
+	//	*MetadataValue_DoubleValue
+	//	*MetadataValue_BoolValue
+	//	*MetadataValue_TimestampValue
+	Value         isMetadataValue_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataValue) Reset() {
+	*x = MetadataValue{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataValue) ProtoMessage() {}
+
+func (x *MetadataValue) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataValue.ProtoReflect.Descriptor instead.
+func (*MetadataValue) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MetadataValue) GetValue() isMetadataValue_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *MetadataValue) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+func (x *MetadataValue) GetDoubleValue() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_DoubleValue); ok {
+			return x.DoubleValue
+		}
+	}
+	return 0
+}
+
+func (x *MetadataValue) GetBoolValue() bool {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_BoolValue); ok {
+			return x.BoolValue
+		}
+	}
+	return false
+}
+
+func (x *MetadataValue) GetTimestampValue() *timestamppb.Timestamp {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_TimestampValue); ok {
+			return x.TimestampValue
+		}
+	}
+	return nil
+}
+
+type isMetadataValue_Value interface {
+	isMetadataValue_Value()
+}
+
+type MetadataValue_StringValue struct {
+	// A string, at most 1 KiB of UTF-8.
+	StringValue string `protobuf:"bytes,1,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+type MetadataValue_DoubleValue struct {
+	// A double (finite).
+	DoubleValue float64 `protobuf:"fixed64,2,opt,name=double_value,json=doubleValue,proto3,oneof"`
+}
+
+type MetadataValue_BoolValue struct {
+	// A boolean.
+	BoolValue bool `protobuf:"varint,3,opt,name=bool_value,json=boolValue,proto3,oneof"`
+}
+
+type MetadataValue_TimestampValue struct {
+	// A timestamp (years 1678 to 2261).
+	TimestampValue *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=timestamp_value,json=timestampValue,proto3,oneof"`
+}
+
+func (*MetadataValue_StringValue) isMetadataValue_Value() {}
+
+func (*MetadataValue_DoubleValue) isMetadataValue_Value() {}
+
+func (*MetadataValue_BoolValue) isMetadataValue_Value() {}
+
+func (*MetadataValue_TimestampValue) isMetadataValue_Value() {}
+
 // MemorySource is one session a memory was derived from.
 type MemorySource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -504,7 +718,7 @@ type MemorySource struct {
 
 func (x *MemorySource) Reset() {
 	*x = MemorySource{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +730,7 @@ func (x *MemorySource) String() string {
 func (*MemorySource) ProtoMessage() {}
 
 func (x *MemorySource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +743,7 @@ func (x *MemorySource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySource.ProtoReflect.Descriptor instead.
 func (*MemorySource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MemorySource) GetSession() string {
@@ -582,6 +796,9 @@ type MemoryRevision struct {
 	EventTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	// The memory's stated_time after the change.
 	StatedTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	// The metadata after the change, with its types (metadata holds it as
+	// text).
+	TypedMetadata map[string]*MetadataValue `protobuf:"bytes,15,rep,name=typed_metadata,json=typedMetadata,proto3" json:"typed_metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The memory's profile field after the change (unset for a memory in
 	// natural language).
 	Profile       *ProfileField `protobuf:"bytes,16,opt,name=profile,proto3" json:"profile,omitempty"`
@@ -591,7 +808,7 @@ type MemoryRevision struct {
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +820,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +833,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MemoryRevision) GetName() string {
@@ -717,6 +934,13 @@ func (x *MemoryRevision) GetStatedTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *MemoryRevision) GetTypedMetadata() map[string]*MetadataValue {
+	if x != nil {
+		return x.TypedMetadata
+	}
+	return nil
+}
+
 func (x *MemoryRevision) GetProfile() *ProfileField {
 	if x != nil {
 		return x.Profile
@@ -737,7 +961,7 @@ type GeneratedMemory struct {
 
 func (x *GeneratedMemory) Reset() {
 	*x = GeneratedMemory{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +973,7 @@ func (x *GeneratedMemory) String() string {
 func (*GeneratedMemory) ProtoMessage() {}
 
 func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +986,7 @@ func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeneratedMemory.ProtoReflect.Descriptor instead.
 func (*GeneratedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GeneratedMemory) GetMemory() *Memory {
@@ -790,7 +1014,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +1026,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +1039,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GenerateMemoriesResponse) GetGeneratedMemories() []*GeneratedMemory {
@@ -836,7 +1060,7 @@ type PurgeMemoriesResponse struct {
 
 func (x *PurgeMemoriesResponse) Reset() {
 	*x = PurgeMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1072,7 @@ func (x *PurgeMemoriesResponse) String() string {
 func (*PurgeMemoriesResponse) ProtoMessage() {}
 
 func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1085,7 @@ func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PurgeMemoriesResponse) GetPurgeCount() int64 {
@@ -884,7 +1108,7 @@ type CustomMemoryTopic struct {
 
 func (x *CustomMemoryTopic) Reset() {
 	*x = CustomMemoryTopic{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1120,7 @@ func (x *CustomMemoryTopic) String() string {
 func (*CustomMemoryTopic) ProtoMessage() {}
 
 func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1133,7 @@ func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CustomMemoryTopic.ProtoReflect.Descriptor instead.
 func (*CustomMemoryTopic) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CustomMemoryTopic) GetLabel() string {
@@ -941,7 +1165,7 @@ type GenerationExample struct {
 
 func (x *GenerationExample) Reset() {
 	*x = GenerationExample{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1177,7 @@ func (x *GenerationExample) String() string {
 func (*GenerationExample) ProtoMessage() {}
 
 func (x *GenerationExample) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1190,7 @@ func (x *GenerationExample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationExample.ProtoReflect.Descriptor instead.
 func (*GenerationExample) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GenerationExample) GetEvents() []*Event {
@@ -998,7 +1222,7 @@ type GenerationTrigger struct {
 
 func (x *GenerationTrigger) Reset() {
 	*x = GenerationTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1234,7 @@ func (x *GenerationTrigger) String() string {
 func (*GenerationTrigger) ProtoMessage() {}
 
 func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1247,7 @@ func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationTrigger.ProtoReflect.Descriptor instead.
 func (*GenerationTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GenerationTrigger) GetEventCount() int32 {
@@ -1083,7 +1307,7 @@ type MemoryBankConfig struct {
 
 func (x *MemoryBankConfig) Reset() {
 	*x = MemoryBankConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1319,7 @@ func (x *MemoryBankConfig) String() string {
 func (*MemoryBankConfig) ProtoMessage() {}
 
 func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1332,7 @@ func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryBankConfig.ProtoReflect.Descriptor instead.
 func (*MemoryBankConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MemoryBankConfig) GetName() string {
@@ -1233,7 +1457,7 @@ type PiiRedaction struct {
 
 func (x *PiiRedaction) Reset() {
 	*x = PiiRedaction{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1469,7 @@ func (x *PiiRedaction) String() string {
 func (*PiiRedaction) ProtoMessage() {}
 
 func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1482,7 @@ func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiRedaction.ProtoReflect.Descriptor instead.
 func (*PiiRedaction) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PiiRedaction) GetEnabled() bool {
@@ -1300,7 +1524,7 @@ type PiiPattern struct {
 
 func (x *PiiPattern) Reset() {
 	*x = PiiPattern{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1536,7 @@ func (x *PiiPattern) String() string {
 func (*PiiPattern) ProtoMessage() {}
 
 func (x *PiiPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1549,7 @@ func (x *PiiPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiPattern.ProtoReflect.Descriptor instead.
 func (*PiiPattern) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PiiPattern) GetName() string {
@@ -1365,7 +1589,7 @@ type ProfileSchemaConfig struct {
 
 func (x *ProfileSchemaConfig) Reset() {
 	*x = ProfileSchemaConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1601,7 @@ func (x *ProfileSchemaConfig) String() string {
 func (*ProfileSchemaConfig) ProtoMessage() {}
 
 func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1614,7 @@ func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProfileSchemaConfig.ProtoReflect.Descriptor instead.
 func (*ProfileSchemaConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProfileSchemaConfig) GetSchemaId() string {
@@ -1435,7 +1659,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1671,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1684,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1501,7 +1725,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1737,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1750,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1555,7 +1779,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1791,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1804,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1615,13 +1839,16 @@ var File_kioku_v1_memory_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xd8\x06\n" +
+	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xc4\b\n" +
 	"\x06Memory\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04fact\x18\x02 \x01(\tR\x04fact\x121\n" +
 	"\x05scope\x18\x03 \x03(\v2\x1b.kioku.v1.Memory.ScopeEntryR\x05scope\x12\x16\n" +
 	"\x06topics\x18\x04 \x03(\tR\x06topics\x12:\n" +
-	"\bmetadata\x18\x05 \x03(\v2\x1e.kioku.v1.Memory.MetadataEntryR\bmetadata\x12;\n" +
+	"\bmetadata\x18\x05 \x03(\v2\x1e.kioku.v1.Memory.MetadataEntryR\bmetadata\x12J\n" +
+	"\x0etyped_metadata\x18\x0e \x03(\v2#.kioku.v1.Memory.TypedMetadataEntryR\rtypedMetadata\x12!\n" +
+	"\fdisplay_name\x18\x0f \x01(\tR\vdisplayName\x12 \n" +
+	"\vdescription\x18\x10 \x01(\tR\vdescription\x12;\n" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -1646,16 +1873,26 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aY\n" +
+	"\x12TypedMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01B\f\n" +
 	"\n" +
 	"expiration\"o\n" +
 	"\fProfileField\x12\x1b\n" +
 	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12,\n" +
-	"\x05value\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05value\"E\n" +
+	"\x05value\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05value\"\xca\x01\n" +
+	"\rMetadataValue\x12#\n" +
+	"\fstring_value\x18\x01 \x01(\tH\x00R\vstringValue\x12#\n" +
+	"\fdouble_value\x18\x02 \x01(\x01H\x00R\vdoubleValue\x12\x1f\n" +
+	"\n" +
+	"bool_value\x18\x03 \x01(\bH\x00R\tboolValue\x12E\n" +
+	"\x0ftimestamp_value\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\x0etimestampValueB\a\n" +
+	"\x05value\"E\n" +
 	"\fMemorySource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x1b\n" +
-	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xab\x06\n" +
+	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xda\a\n" +
 	"\x0eMemoryRevision\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\x12\x12\n" +
@@ -1675,7 +1912,8 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"event_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
 	"\vstated_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"statedTime\x120\n" +
+	"statedTime\x12R\n" +
+	"\x0etyped_metadata\x18\x0f \x03(\v2+.kioku.v1.MemoryRevision.TypedMetadataEntryR\rtypedMetadata\x120\n" +
 	"\aprofile\x18\x10 \x01(\v2\x16.kioku.v1.ProfileFieldR\aprofile\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
@@ -1683,7 +1921,10 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aY\n" +
+	"\x12TypedMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01\"k\n" +
 	"\x0fGeneratedMemory\x12(\n" +
 	"\x06memory\x18\x01 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\"d\n" +
@@ -1751,7 +1992,12 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"MemoryType\x12\x1b\n" +
 	"\x17MEMORY_TYPE_UNSPECIFIED\x10\x00\x12+\n" +
 	"'MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION\x10\x01\x12\"\n" +
-	"\x1eMEMORY_TYPE_STRUCTURED_PROFILE\x10\x02*\x9b\x01\n" +
+	"\x1eMEMORY_TYPE_STRUCTURED_PROFILE\x10\x02*\xbb\x01\n" +
+	"\x15MetadataMergeStrategy\x12'\n" +
+	"#METADATA_MERGE_STRATEGY_UNSPECIFIED\x10\x00\x12%\n" +
+	"!METADATA_MERGE_STRATEGY_OVERWRITE\x10\x01\x12!\n" +
+	"\x1dMETADATA_MERGE_STRATEGY_MERGE\x10\x02\x12/\n" +
+	"+METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH\x10\x03*\x9b\x01\n" +
 	"\fMemoryAction\x12\x1d\n" +
 	"\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n" +
@@ -1776,85 +2022,94 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_proto_rawDescData
 }
 
-var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_kioku_v1_memory_proto_goTypes = []any{
 	(MemoryType)(0),                  // 0: kioku.v1.MemoryType
-	(MemoryAction)(0),                // 1: kioku.v1.MemoryAction
-	(FusionMethod)(0),                // 2: kioku.v1.FusionMethod
-	(*Memory)(nil),                   // 3: kioku.v1.Memory
-	(*ProfileField)(nil),             // 4: kioku.v1.ProfileField
-	(*MemorySource)(nil),             // 5: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),           // 6: kioku.v1.MemoryRevision
-	(*GeneratedMemory)(nil),          // 7: kioku.v1.GeneratedMemory
-	(*GenerateMemoriesResponse)(nil), // 8: kioku.v1.GenerateMemoriesResponse
-	(*PurgeMemoriesResponse)(nil),    // 9: kioku.v1.PurgeMemoriesResponse
-	(*CustomMemoryTopic)(nil),        // 10: kioku.v1.CustomMemoryTopic
-	(*GenerationExample)(nil),        // 11: kioku.v1.GenerationExample
-	(*GenerationTrigger)(nil),        // 12: kioku.v1.GenerationTrigger
-	(*MemoryBankConfig)(nil),         // 13: kioku.v1.MemoryBankConfig
-	(*PiiRedaction)(nil),             // 14: kioku.v1.PiiRedaction
-	(*PiiPattern)(nil),               // 15: kioku.v1.PiiPattern
-	(*ProfileSchemaConfig)(nil),      // 16: kioku.v1.ProfileSchemaConfig
-	(*CompactionTrigger)(nil),        // 17: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 18: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 19: kioku.v1.FusionConfig
-	nil,                              // 20: kioku.v1.Memory.ScopeEntry
-	nil,                              // 21: kioku.v1.Memory.MetadataEntry
-	nil,                              // 22: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 23: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 24: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 25: google.protobuf.Duration
-	(*structpb.Value)(nil),           // 26: google.protobuf.Value
-	(*Event)(nil),                    // 27: kioku.v1.Event
-	(*structpb.Struct)(nil),          // 28: google.protobuf.Struct
+	(MetadataMergeStrategy)(0),       // 1: kioku.v1.MetadataMergeStrategy
+	(MemoryAction)(0),                // 2: kioku.v1.MemoryAction
+	(FusionMethod)(0),                // 3: kioku.v1.FusionMethod
+	(*Memory)(nil),                   // 4: kioku.v1.Memory
+	(*ProfileField)(nil),             // 5: kioku.v1.ProfileField
+	(*MetadataValue)(nil),            // 6: kioku.v1.MetadataValue
+	(*MemorySource)(nil),             // 7: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),           // 8: kioku.v1.MemoryRevision
+	(*GeneratedMemory)(nil),          // 9: kioku.v1.GeneratedMemory
+	(*GenerateMemoriesResponse)(nil), // 10: kioku.v1.GenerateMemoriesResponse
+	(*PurgeMemoriesResponse)(nil),    // 11: kioku.v1.PurgeMemoriesResponse
+	(*CustomMemoryTopic)(nil),        // 12: kioku.v1.CustomMemoryTopic
+	(*GenerationExample)(nil),        // 13: kioku.v1.GenerationExample
+	(*GenerationTrigger)(nil),        // 14: kioku.v1.GenerationTrigger
+	(*MemoryBankConfig)(nil),         // 15: kioku.v1.MemoryBankConfig
+	(*PiiRedaction)(nil),             // 16: kioku.v1.PiiRedaction
+	(*PiiPattern)(nil),               // 17: kioku.v1.PiiPattern
+	(*ProfileSchemaConfig)(nil),      // 18: kioku.v1.ProfileSchemaConfig
+	(*CompactionTrigger)(nil),        // 19: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 20: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 21: kioku.v1.FusionConfig
+	nil,                              // 22: kioku.v1.Memory.ScopeEntry
+	nil,                              // 23: kioku.v1.Memory.MetadataEntry
+	nil,                              // 24: kioku.v1.Memory.TypedMetadataEntry
+	nil,                              // 25: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 26: kioku.v1.MemoryRevision.MetadataEntry
+	nil,                              // 27: kioku.v1.MemoryRevision.TypedMetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
+	(*structpb.Value)(nil),           // 30: google.protobuf.Value
+	(*Event)(nil),                    // 31: kioku.v1.Event
+	(*structpb.Struct)(nil),          // 32: google.protobuf.Struct
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	20, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	21, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	24, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	24, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	24, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	25, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
-	5,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	24, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	24, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
-	0,  // 9: kioku.v1.Memory.memory_type:type_name -> kioku.v1.MemoryType
-	4,  // 10: kioku.v1.Memory.profile:type_name -> kioku.v1.ProfileField
-	26, // 11: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
-	1,  // 12: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	22, // 13: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	23, // 14: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
-	5,  // 15: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	24, // 16: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	24, // 17: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	24, // 18: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	24, // 19: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
-	4,  // 20: kioku.v1.MemoryRevision.profile:type_name -> kioku.v1.ProfileField
-	3,  // 21: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
-	1,  // 22: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
-	7,  // 23: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	27, // 24: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	25, // 25: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
-	10, // 26: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
-	11, // 27: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	25, // 28: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	25, // 29: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
-	12, // 30: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	24, // 31: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	18, // 32: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	17, // 33: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	14, // 34: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
-	16, // 35: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
-	15, // 36: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
-	28, // 37: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
-	19, // 38: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	2,  // 39: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	22, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	23, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	24, // 2: kioku.v1.Memory.typed_metadata:type_name -> kioku.v1.Memory.TypedMetadataEntry
+	28, // 3: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	28, // 4: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	28, // 5: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	29, // 6: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	7,  // 7: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
+	28, // 8: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	28, // 9: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	0,  // 10: kioku.v1.Memory.memory_type:type_name -> kioku.v1.MemoryType
+	5,  // 11: kioku.v1.Memory.profile:type_name -> kioku.v1.ProfileField
+	30, // 12: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
+	28, // 13: kioku.v1.MetadataValue.timestamp_value:type_name -> google.protobuf.Timestamp
+	2,  // 14: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
+	25, // 15: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	26, // 16: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	7,  // 17: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
+	28, // 18: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	28, // 19: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	28, // 20: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	28, // 21: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	27, // 22: kioku.v1.MemoryRevision.typed_metadata:type_name -> kioku.v1.MemoryRevision.TypedMetadataEntry
+	5,  // 23: kioku.v1.MemoryRevision.profile:type_name -> kioku.v1.ProfileField
+	4,  // 24: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
+	2,  // 25: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
+	9,  // 26: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
+	31, // 27: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	29, // 28: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	12, // 29: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
+	13, // 30: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
+	29, // 31: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	29, // 32: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	14, // 33: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
+	28, // 34: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	20, // 35: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	19, // 36: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	16, // 37: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
+	18, // 38: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
+	17, // 39: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
+	32, // 40: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
+	21, // 41: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	3,  // 42: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	6,  // 43: kioku.v1.Memory.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	6,  // 44: kioku.v1.MemoryRevision.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1867,13 +2122,19 @@ func file_kioku_v1_memory_proto_init() {
 		(*Memory_ExpireTime)(nil),
 		(*Memory_Ttl)(nil),
 	}
+	file_kioku_v1_memory_proto_msgTypes[2].OneofWrappers = []any{
+		(*MetadataValue_StringValue)(nil),
+		(*MetadataValue_DoubleValue)(nil),
+		(*MetadataValue_BoolValue)(nil),
+		(*MetadataValue_TimestampValue)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   21,
+			NumEnums:      4,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

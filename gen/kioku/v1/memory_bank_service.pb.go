@@ -290,8 +290,10 @@ type UpdateMemoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The memory with its name and the fields to change. Required.
 	Memory *Memory `protobuf:"bytes,1,opt,name=memory,proto3" json:"memory,omitempty"`
-	// The fields to change: `fact`, `topics`, `metadata`, `expire_time`,
-	// `ttl`. Required. The scope cannot change.
+	// The fields to change: `fact`, `display_name`, `description`, `topics`,
+	// `metadata` or `typed_metadata` (either replaces the metadata; set in
+	// the memory as for create), `expire_time`, `ttl`, `event_time`,
+	// `stated_time`. Required. The scope cannot change.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -408,8 +410,14 @@ type GenerateMemoriesRequest struct {
 	// When not empty, only facts of these topics are kept (managed names or
 	// custom labels of the app).
 	AllowedTopics []string `protobuf:"bytes,7,rep,name=allowed_topics,json=allowedTopics,proto3" json:"allowed_topics,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Metadata of the memories the generation creates, applied to those it
+	// updates as metadata_merge_strategy says (see Memory.typed_metadata for
+	// its limits).
+	Metadata map[string]*MetadataValue `protobuf:"bytes,8,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How metadata applies to the memories the generation updates.
+	MetadataMergeStrategy MetadataMergeStrategy `protobuf:"varint,9,opt,name=metadata_merge_strategy,json=metadataMergeStrategy,proto3,enum=kioku.v1.MetadataMergeStrategy" json:"metadata_merge_strategy,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *GenerateMemoriesRequest) Reset() {
@@ -502,6 +510,20 @@ func (x *GenerateMemoriesRequest) GetAllowedTopics() []string {
 		return x.AllowedTopics
 	}
 	return nil
+}
+
+func (x *GenerateMemoriesRequest) GetMetadata() map[string]*MetadataValue {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *GenerateMemoriesRequest) GetMetadataMergeStrategy() MetadataMergeStrategy {
+	if x != nil {
+		return x.MetadataMergeStrategy
+	}
+	return MetadataMergeStrategy_METADATA_MERGE_STRATEGY_UNSPECIFIED
 }
 
 type isGenerateMemoriesRequest_Source interface {
@@ -767,11 +789,16 @@ type RetrieveMemoriesRequest struct {
 	//	*RetrieveMemoriesRequest_SimilaritySearch
 	//	*RetrieveMemoriesRequest_SimpleRetrieval
 	Method isRetrieveMemoriesRequest_Method `protobuf_oneof:"method"`
-	// A filter: conditions joined with AND, each `topics = "NAME"` (the
-	// memory has the topic), `metadata.KEY = "value"`, or a comparison (=, <,
-	// <=, >, >=) of `event_time` or `stated_time` with an RFC 3339 time or a
-	// date (`event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
-	// memory without that time does not match a comparison of it.
+	// A filter (AIP-160: comparisons joined with AND, OR and NOT, and
+	// parentheses) on `fact`, `display_name`, `topics` (`topics = "NAME"`:
+	// the memory has the topic; also `topics.managed_memory_topic` and
+	// `topics.custom_memory_topic_label`), `metadata.KEY` (=, !=, <, <=, >,
+	// >=, compared as the type of the memory's value; `metadata:KEY` for
+	// "has the key"), and `create_time`, `update_time`, `event_time` and
+	// `stated_time` (=, !=, <, <=, >, >= with an RFC 3339 time or a date, as
+	// in `event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
+	// memory without an event or stated time does not match a comparison of
+	// it. Example: `metadata.source = "chat" OR metadata.score >= 0.5`.
 	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
 	// The types of memories to retrieve; empty:
 	// MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only (profile fields are also
@@ -1730,7 +1757,7 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
 	"updateMask\")\n" +
 	"\x13DeleteMemoryRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xee\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xea\x05\n" +
 	"\x17GenerateMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12B\n" +
 	"\x05scope\x18\x02 \x03(\v2,.kioku.v1.GenerateMemoriesRequest.ScopeEntryR\x05scope\x12@\n" +
@@ -1738,11 +1765,16 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\revents_source\x18\x04 \x01(\v2\x16.kioku.v1.EventsSourceH\x00R\feventsSource\x12V\n" +
 	"\x16direct_memories_source\x18\x05 \x01(\v2\x1e.kioku.v1.DirectMemoriesSourceH\x00R\x14directMemoriesSource\x123\n" +
 	"\x15disable_consolidation\x18\x06 \x01(\bR\x14disableConsolidation\x12%\n" +
-	"\x0eallowed_topics\x18\a \x03(\tR\rallowedTopics\x1a8\n" +
+	"\x0eallowed_topics\x18\a \x03(\tR\rallowedTopics\x12K\n" +
+	"\bmetadata\x18\b \x03(\v2/.kioku.v1.GenerateMemoriesRequest.MetadataEntryR\bmetadata\x12W\n" +
+	"\x17metadata_merge_strategy\x18\t \x01(\x0e2\x1f.kioku.v1.MetadataMergeStrategyR\x15metadataMergeStrategy\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aT\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01B\b\n" +
 	"\x06source\"\x9b\x01\n" +
 	"\rSessionSource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x129\n" +
@@ -1858,7 +1890,7 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*CreateMemoryRequest)(nil),           // 0: kioku.v1.CreateMemoryRequest
 	(*GetMemoryRequest)(nil),              // 1: kioku.v1.GetMemoryRequest
@@ -1888,87 +1920,93 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*UpdateMemoryBankConfigRequest)(nil), // 25: kioku.v1.UpdateMemoryBankConfigRequest
 	nil,                                   // 26: kioku.v1.ListMemoriesRequest.ScopeEntry
 	nil,                                   // 27: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 28: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 29: kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	nil,                                   // 30: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	nil,                                   // 31: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(*Memory)(nil),                        // 32: kioku.v1.Memory
-	(MemoryType)(0),                       // 33: kioku.v1.MemoryType
-	(*fieldmaskpb.FieldMask)(nil),         // 34: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),         // 35: google.protobuf.Timestamp
-	(*Event)(nil),                         // 36: kioku.v1.Event
-	(*MemorySource)(nil),                  // 37: kioku.v1.MemorySource
-	(*structpb.Struct)(nil),               // 38: google.protobuf.Struct
-	(*MemoryRevision)(nil),                // 39: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 40: kioku.v1.MemoryBankConfig
-	(*emptypb.Empty)(nil),                 // 41: google.protobuf.Empty
-	(*Operation)(nil),                     // 42: kioku.v1.Operation
+	nil,                                   // 28: kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	nil,                                   // 29: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 30: kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	nil,                                   // 31: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	nil,                                   // 32: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(*Memory)(nil),                        // 33: kioku.v1.Memory
+	(MemoryType)(0),                       // 34: kioku.v1.MemoryType
+	(*fieldmaskpb.FieldMask)(nil),         // 35: google.protobuf.FieldMask
+	(MetadataMergeStrategy)(0),            // 36: kioku.v1.MetadataMergeStrategy
+	(*timestamppb.Timestamp)(nil),         // 37: google.protobuf.Timestamp
+	(*Event)(nil),                         // 38: kioku.v1.Event
+	(*MemorySource)(nil),                  // 39: kioku.v1.MemorySource
+	(*structpb.Struct)(nil),               // 40: google.protobuf.Struct
+	(*MemoryRevision)(nil),                // 41: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 42: kioku.v1.MemoryBankConfig
+	(*MetadataValue)(nil),                 // 43: kioku.v1.MetadataValue
+	(*emptypb.Empty)(nil),                 // 44: google.protobuf.Empty
+	(*Operation)(nil),                     // 45: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	32, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	33, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
 	26, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	33, // 2: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	32, // 3: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	32, // 4: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	34, // 5: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	34, // 2: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	33, // 3: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	33, // 4: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	35, // 5: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
 	27, // 6: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
 	7,  // 7: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
 	8,  // 8: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
 	9,  // 9: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	35, // 10: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	35, // 11: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	36, // 12: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
-	10, // 13: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	37, // 14: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	28, // 15: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	15, // 16: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	17, // 17: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	33, // 18: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	29, // 19: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	30, // 20: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	38, // 21: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
-	32, // 22: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
-	16, // 23: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	35, // 24: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	35, // 25: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
-	19, // 26: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	32, // 27: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	39, // 28: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	31, // 29: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	40, // 30: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	34, // 31: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	14, // 32: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
-	0,  // 33: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 34: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 35: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 36: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 37: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 38: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 39: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	12, // 40: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
-	20, // 41: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	22, // 42: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	23, // 43: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	24, // 44: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	25, // 45: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	32, // 46: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	32, // 47: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 48: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	32, // 49: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	41, // 50: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	42, // 51: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	18, // 52: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	13, // 53: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
-	21, // 54: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	32, // 55: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	42, // 56: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	40, // 57: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	40, // 58: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	46, // [46:59] is the sub-list for method output_type
-	33, // [33:46] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	28, // 10: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	36, // 11: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
+	37, // 12: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	37, // 13: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	38, // 14: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	10, // 15: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
+	39, // 16: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	29, // 17: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	15, // 18: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	17, // 19: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	34, // 20: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	30, // 21: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	31, // 22: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	40, // 23: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
+	33, // 24: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
+	16, // 25: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	37, // 26: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	37, // 27: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	19, // 28: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	33, // 29: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	41, // 30: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	32, // 31: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	42, // 32: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	35, // 33: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	43, // 34: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	14, // 35: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
+	0,  // 36: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	1,  // 37: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	2,  // 38: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	4,  // 39: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	5,  // 40: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	6,  // 41: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	11, // 42: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	12, // 43: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
+	20, // 44: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	22, // 45: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	23, // 46: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	24, // 47: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	25, // 48: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	33, // 49: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	33, // 50: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	3,  // 51: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	33, // 52: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	44, // 53: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	45, // 54: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	18, // 55: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	13, // 56: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
+	21, // 57: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	33, // 58: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	45, // 59: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	42, // 60: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	42, // 61: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	49, // [49:62] is the sub-list for method output_type
+	36, // [36:49] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -1994,7 +2032,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,7 +23,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v6.db, the database this version
+// goldenDB rewrites testdata/kioku-v7.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -31,11 +31,12 @@ import (
 // without event and stated times), testdata/kioku-v4.db by the version of
 // schema 4 (operations in the memory bank's second format, before the jobs
 // engine), testdata/kioku-v5.db by the version of schema 5 (memories
+// without display names and descriptions, metadata of strings only,
 // without a type or profile field); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v6.db from this version")
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v7.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 6
+const schema = 7
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -109,14 +110,34 @@ func TestMigrationFromV4(t *testing.T) {
 }
 
 // TestMigrationFromV5 opens a database of schema 5, whose memories have no
-// type or profile field: they read as natural-language memories, which
-// listings return and RetrieveProfiles' read does not.
+// display names or descriptions and metadata of strings only: they read
+// with none, and their strings as they were (checkGolden).
 func TestMigrationFromV5(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v5.db")
 	checkGolden(t, st, teaRestated)
+	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "" || len(tea.Metadata) != 1 {
+		t.Errorf("tea of schema 5 = %+v, %v; want no display name, its one metadata string", tea, err)
+	}
+	noProfiles(t, st)
+}
+
+// noProfiles checks that a database of a schema before profiles has no
+// profile fields: its memories read as natural-language ones, which
+// listings return and RetrieveProfiles' read does not.
+func noProfiles(t *testing.T, st *sqlite.Store) {
+	t.Helper()
 	if fields, err := st.ProfileMemories(t.Context(), "golden", "user_id=ann", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC), 10); err != nil || len(fields) != 0 {
 		t.Errorf("profile fields of a database before profiles: %v, %v", fields, err)
 	}
+}
+
+// TestMigrationFromV6 reads the database of schema 6, whose memories have
+// no type or profile field.
+func TestMigrationFromV6(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v6.db")
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	noProfiles(t, st)
 }
 
 // TestGoldenDatabase reads the database this version writes: besides the
@@ -124,13 +145,14 @@ func TestMigrationFromV5(t *testing.T) {
 // filled.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v6.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v7.db"))
 	}
-	_, st := openCurrent(t, "kioku-v6.db")
+	_, st := openCurrent(t, "kioku-v7.db")
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).
 	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
 	ctx := t.Context()
 	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
 	cfg, err := st.GetConfig(ctx, "golden")
@@ -149,6 +171,19 @@ func TestGoldenDatabase(t *testing.T) {
 	list, err := st.ListMemories(ctx, memorybank.ListQuery{App: "golden", ScopeKey: "user_id=ann", Now: now, Limit: 100})
 	if err != nil || slices.ContainsFunc(list, func(m *memorybank.Memory) bool { return m.Profile != nil }) {
 		t.Errorf("natural-language listing = %+v, %v", list, err)
+	}
+}
+
+// checkNamesAndMetadata checks the records schema 6 added: a display
+// name, a description, typed metadata.
+func checkNamesAndMetadata(t *testing.T, st *sqlite.Store) {
+	t.Helper()
+	// Schema 6: a display name, a description, typed metadata.
+	tea, err := st.GetMemory(t.Context(), "golden", "tea")
+	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
+		"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)}
+	if err != nil || tea.DisplayName != "Tea" || tea.Description != "What the user drinks." || !tea.Metadata.Equal(want) {
+		t.Errorf("tea = %+v, %v; want its display name, description and metadata %v", tea, err, want)
 	}
 }
 
@@ -193,7 +228,7 @@ func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 		t.Errorf("config = %+v, %v", cfg, err)
 	}
 	tea, err := st.GetMemory(ctx, "golden", "tea")
-	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != "chat" ||
+	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != memorybank.StringValue("chat") ||
 		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
 		t.Errorf("memory tea = %+v, %v", tea, err)
 	}
@@ -337,7 +372,10 @@ func writeGolden(t *testing.T, path string) {
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
-	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"source": "chat"},
+	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"},
+		DisplayName: "Tea", Description: "What the user drinks.",
+		Metadata: memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
+			"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)},
 		EventTime: teaEvent, StatedTime: teaStated})
 	must(err)
 	fact := "The user likes green tea."

@@ -3,8 +3,10 @@
 //
 // Layout:
 //
-//	memories         (app, id) → scope key, fact, scope/topics/metadata/
-//	                 sources (JSON), times (Unix ns), revision, deleted,
+//	memories         (app, id) → scope key, fact, display name,
+//	                 description, scope/topics/metadata/sources (JSON;
+//	                 metadata in memorybank.Metadata's stored form), times
+//	                 (Unix ns), revision, deleted,
 //	                 embedding (record.EncodeVector) and its model, memory
 //	                 type and profile field (record.MarshalProfile; both
 //	                 empty for natural-language memories); indexed by (app,
@@ -148,9 +150,12 @@ WHERE json_type(body, '$.action') = 'integer';
 // re-embedding (v2); the operations' bodies of the first format rewritten
 // in the current one (v3); memories' event and stated times (v4, 0 for
 // unknown); the operations' bodies of the memory bank's second format
-// rewritten in the jobs engine's (v5); memories' type and profile field
-// (empty for natural-language memories, which all earlier ones are), with
-// the index RetrieveProfiles reads a scope's profile fields by (v6).
+// rewritten in the jobs engine's (v5); memories' display names and
+// descriptions (v6; their metadata may hold typed values since, in
+// memorybank.Metadata's stored form, which reads the strings of before
+// unchanged); memories' type and profile field (empty for
+// natural-language memories, which all earlier ones are), with the index
+// RetrieveProfiles reads a scope's profile fields by (v7).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -158,6 +163,10 @@ ALTER TABLE memories ADD COLUMN event_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
 `},
 	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)},
+	sqlitedb.Step{SQL: `
+ALTER TABLE memories ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE memories ADD COLUMN description TEXT NOT NULL DEFAULT '';
+`},
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN memory_type TEXT NOT NULL DEFAULT '';
 ALTER TABLE memories ADD COLUMN profile TEXT NOT NULL DEFAULT '';

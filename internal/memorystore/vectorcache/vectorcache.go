@@ -279,8 +279,9 @@ type modelStats struct {
 type indexEntry struct {
 	id                           string
 	fact                         string
+	names                        *entryNames // nil when all are empty
 	topics                       []string
-	metadata                     map[string]string
+	metadata                     memorybank.Metadata
 	sources                      []memorybank.Source
 	createNS, updateNS, expireNS int64
 	eventNS, statedNS            int64
@@ -288,7 +289,14 @@ type indexEntry struct {
 	model                        int32 // index in models; -1 without a vector
 	vec                          retrieval.Vector
 	terms                        []model.Term
-	profile                      *memorybank.ProfileField // nil: a natural-language memory
+}
+
+// entryNames are a memory's display name and description, and its
+// profile field (nil: a natural-language memory), which most memories
+// lack (a pointer costs an entry less than two strings and a pointer).
+type entryNames struct {
+	displayName, description string
+	profile                  *memorybank.ProfileField
 }
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
@@ -330,15 +338,18 @@ func (s *scopeIndex) put(m *memorybank.Memory) {
 		}
 	}
 	e := indexEntry{
-		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: maps.Clone(m.Metadata),
+		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: m.Metadata.Clone(),
 		sources:  cloneSources(m.Sources),
 		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
 		eventNS: unixnano.From(m.EventTime), statedNS: unixnano.From(m.StatedTime),
 		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
 	}
-	if m.Profile != nil {
-		p := *m.Profile
-		e.profile = &p
+	if m.DisplayName != "" || m.Description != "" || m.Profile != nil {
+		e.names = &entryNames{displayName: m.DisplayName, description: m.Description}
+		if m.Profile != nil {
+			p := *m.Profile
+			e.names.profile = &p
+		}
 	}
 	if idx >= 0 {
 		e.vec = retrieval.NewVector(m.Embedding)
@@ -396,8 +407,11 @@ func (s *scopeIndex) remove(id string) {
 // size estimates the heap an entry holds.
 func (e *indexEntry) size() int64 {
 	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.Bytes() + termSize*int64(len(e.terms))
-	if e.profile != nil {
-		n += 64 + int64(len(e.profile.SchemaID)+len(e.profile.Field)+len(memorybank.ValueText(e.profile.Value)))
+	if e.names != nil {
+		n += int64(unsafe.Sizeof(entryNames{})) + int64(len(e.names.displayName)+len(e.names.description))
+	}
+	if p := e.profile(); p != nil {
+		n += 64 + int64(len(p.SchemaID)+len(p.Field)+len(memorybank.ValueText(p.Value)))
 	}
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
@@ -405,7 +419,7 @@ func (e *indexEntry) size() int64 {
 	if e.metadata != nil {
 		n += 48
 		for k, v := range e.metadata {
-			n += 48 + int64(len(k)+len(v))
+			n += 48 + int64(len(k)+len(v.Text()))
 		}
 	}
 	for _, src := range e.sources {
@@ -417,9 +431,17 @@ func (e *indexEntry) size() int64 {
 	return n
 }
 
+// profile returns the entry's profile field (nil: none).
+func (e *indexEntry) profile() *memorybank.ProfileField {
+	if e.names == nil {
+		return nil
+	}
+	return e.names.profile
+}
+
 // memoryType returns the type of the entry's memory.
 func (e *indexEntry) memoryType() memorybank.MemoryType {
-	if e.profile != nil {
+	if e.profile() != nil {
 		return memorybank.StructuredProfile
 	}
 	return memorybank.NaturalLanguage
@@ -427,16 +449,27 @@ func (e *indexEntry) memoryType() memorybank.MemoryType {
 
 // memory returns the entry as a Memory (without its vector).
 func (s *scopeIndex) memory(e *indexEntry) *memorybank.Memory {
+	m := s.view(e)
+	m.Scope, m.Topics, m.Metadata, m.Sources = maps.Clone(s.scope), slices.Clone(e.topics), e.metadata.Clone(), cloneSources(e.sources)
+	return m
+}
+
+// view returns the entry as a Memory that shares the entry's scope,
+// topics, metadata and sources, for a filter to read.
+func (s *scopeIndex) view(e *indexEntry) *memorybank.Memory {
 	m := &memorybank.Memory{
-		App: s.app, ID: e.id, Fact: e.fact, Scope: maps.Clone(s.scope),
-		Topics: slices.Clone(e.topics), Metadata: maps.Clone(e.metadata), Sources: cloneSources(e.sources),
+		App: s.app, ID: e.id, Fact: e.fact, Scope: s.scope,
+		Topics: e.topics, Metadata: e.metadata, Sources: e.sources,
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
 		EventTime: unixnano.Time(e.eventNS), StatedTime: unixnano.Time(e.statedNS),
 		Revision: e.revision, EmbeddingModel: s.modelName(e.model),
 	}
-	if e.profile != nil {
-		p := *e.profile
-		m.Profile = &p
+	if e.names != nil {
+		m.DisplayName, m.Description = e.names.displayName, e.names.description
+	}
+	if p := e.profile(); p != nil {
+		c := *p
+		m.Profile = &c
 	}
 	return m
 }
@@ -465,8 +498,8 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 	return retrieval.Rank(q.Ranking(), func(yield func(retrieval.Candidate[*indexEntry]) bool) {
 		for i := range s.entries {
 			e := &s.entries[i]
-			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.MatchesType(e.memoryType()) || !q.Filter.Matches(e.topics, e.metadata) ||
-				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) {
+			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.MatchesType(e.memoryType()) || !q.Filter.MatchesTopics(e.topics) ||
+				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) || q.Filter.Residual() && !q.Filter.MatchesRest(s.view(e)) {
 				continue
 			}
 			c := retrieval.Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms, HasEventTime: e.eventNS != 0}

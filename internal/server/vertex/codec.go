@@ -139,6 +139,9 @@ func newCodec(res vanguard.TypeResolver) vanguard.Codec {
 
 var _ vanguard.RESTCodec = (*codec)(nil)
 
+// restCodec is the REST codec, for JSON made outside the transcoder.
+var restCodec = newCodec(types{})
+
 func (c *codec) Name() string { return vanguard.CodecJSON }
 
 // MarshalAppend writes a response, or an error in Google's envelope.

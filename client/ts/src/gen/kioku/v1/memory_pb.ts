@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIrEFCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJEi4KCmV2ZW50X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgttZW1vcnlfdHlwZRgRIAEoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUSJwoHcHJvZmlsZRgSIAEoCzIWLmtpb2t1LnYxLlByb2ZpbGVGaWVsZBosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCmV4cGlyYXRpb24iVwoMUHJvZmlsZUZpZWxkEhEKCXNjaGVtYV9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAkiggUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdwcm9maWxlGBAgASgLMhYua2lva3UudjEuUHJvZmlsZUZpZWxkGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiK+BAoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldHJpZXZhbBgJIAEoCzIZLmtpb2t1LnYxLlJldHJpZXZhbENvbmZpZxI3ChJjb21wYWN0aW9uX3RyaWdnZXIYCiABKAsyGy5raW9rdS52MS5Db21wYWN0aW9uVHJpZ2dlchItCg1waWlfcmVkYWN0aW9uGAsgASgLMhYua2lva3UudjEuUGlpUmVkYWN0aW9uEjYKD3Byb2ZpbGVfc2NoZW1hcxgMIAMoCzIdLmtpb2t1LnYxLlByb2ZpbGVTY2hlbWFDb25maWciYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJqChNQcm9maWxlU2NoZW1hQ29uZmlnEhEKCXNjaGVtYV9pZBgBIAEoCRIsCgtqc29uX3NjaGVtYRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKc2NvcGVfa2V5cxgDIAMoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSp6CgpNZW1vcnlUeXBlEhsKF01FTU9SWV9UWVBFX1VOU1BFQ0lGSUVEEAASKwonTUVNT1JZX1RZUEVfTkFUVVJBTF9MQU5HVUFHRV9DT0xMRUNUSU9OEAESIgoeTUVNT1JZX1RZUEVfU1RSVUNUVVJFRF9QUk9GSUxFEAIqmwEKDE1lbW9yeUFjdGlvbhIdChlNRU1PUllfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGQoVTUVNT1JZX0FDVElPTl9DUkVBVEVEEAESGQoVTUVNT1JZX0FDVElPTl9VUERBVEVEEAISGQoVTUVNT1JZX0FDVElPTl9ERUxFVEVEEAMSGwoXTUVNT1JZX0FDVElPTl9VTkNIQU5HRUQQBCpgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAESGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBACQowBCgxjb20ua2lva3UudjFCC01lbW9yeVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIugGCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSOwoOdHlwZWRfbWV0YWRhdGEYDiADKAsyIy5raW9rdS52MS5NZW1vcnkuVHlwZWRNZXRhZGF0YUVudHJ5EhQKDGRpc3BsYXlfbmFtZRgPIAEoCRITCgtkZXNjcmlwdGlvbhgQIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEicKB3NvdXJjZXMYCiADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEwoLcmV2aXNpb25faWQYCyABKAkSLgoKZXZlbnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKC21lbW9yeV90eXBlGBEgASgOMhQua2lva3UudjEuTWVtb3J5VHlwZRInCgdwcm9maWxlGBIgASgLMhYua2lva3UudjEuUHJvZmlsZUZpZWxkGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaTQoSVHlwZWRNZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQgwKCmV4cGlyYXRpb24iVwoMUHJvZmlsZUZpZWxkEhEKCXNjaGVtYV9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSKVAQoNTWV0YWRhdGFWYWx1ZRIWCgxzdHJpbmdfdmFsdWUYASABKAlIABIWCgxkb3VibGVfdmFsdWUYAiABKAFIABIUCgpib29sX3ZhbHVlGAMgASgISAASNQoPdGltZXN0YW1wX3ZhbHVlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQgcKBXZhbHVlIjIKDE1lbW9yeVNvdXJjZRIPCgdzZXNzaW9uGAEgASgJEhEKCWV2ZW50X2lkcxgCIAMoCSKWBgoOTWVtb3J5UmV2aXNpb24SDAoEbmFtZRgBIAEoCRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24SDAoEZmFjdBgDIAEoCRIyCgVzY29wZRgEIAMoCzIjLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLlNjb3BlRW50cnkSDgoGdG9waWNzGAUgAygJEjgKCG1ldGFkYXRhGAYgAygLMiYua2lva3UudjEuTWVtb3J5UmV2aXNpb24uTWV0YWRhdGFFbnRyeRIXCg9leHRyYWN0ZWRfZmFjdHMYByADKAkSJwoHc291cmNlcxgIIAMoCzIWLmtpb2t1LnYxLk1lbW9yeVNvdXJjZRIRCglvcGVyYXRpb24YCSABKAkSDgoGcmVhc29uGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleHBpcmVfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXZlbnRfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEkMKDnR5cGVkX21ldGFkYXRhGA8gAygLMisua2lva3UudjEuTWVtb3J5UmV2aXNpb24uVHlwZWRNZXRhZGF0YUVudHJ5EicKB3Byb2ZpbGUYECABKAsyFi5raW9rdS52MS5Qcm9maWxlRmllbGQaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpNChJUeXBlZE1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcua2lva3UudjEuTWV0YWRhdGFWYWx1ZToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiK+BAoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldHJpZXZhbBgJIAEoCzIZLmtpb2t1LnYxLlJldHJpZXZhbENvbmZpZxI3ChJjb21wYWN0aW9uX3RyaWdnZXIYCiABKAsyGy5raW9rdS52MS5Db21wYWN0aW9uVHJpZ2dlchItCg1waWlfcmVkYWN0aW9uGAsgASgLMhYua2lva3UudjEuUGlpUmVkYWN0aW9uEjYKD3Byb2ZpbGVfc2NoZW1hcxgMIAMoCzIdLmtpb2t1LnYxLlByb2ZpbGVTY2hlbWFDb25maWciYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJqChNQcm9maWxlU2NoZW1hQ29uZmlnEhEKCXNjaGVtYV9pZBgBIAEoCRIsCgtqc29uX3NjaGVtYRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKc2NvcGVfa2V5cxgDIAMoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSp6CgpNZW1vcnlUeXBlEhsKF01FTU9SWV9UWVBFX1VOU1BFQ0lGSUVEEAASKwonTUVNT1JZX1RZUEVfTkFUVVJBTF9MQU5HVUFHRV9DT0xMRUNUSU9OEAESIgoeTUVNT1JZX1RZUEVfU1RSVUNUVVJFRF9QUk9GSUxFEAIquwEKFU1ldGFkYXRhTWVyZ2VTdHJhdGVneRInCiNNRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9VTlNQRUNJRklFRBAAEiUKIU1FVEFEQVRBX01FUkdFX1NUUkFURUdZX09WRVJXUklURRABEiEKHU1FVEFEQVRBX01FUkdFX1NUUkFURUdZX01FUkdFEAISLworTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfUkVRVUlSRV9FWEFDVF9NQVRDSBADKpsBCgxNZW1vcnlBY3Rpb24SHQoZTUVNT1JZX0FDVElPTl9VTlNQRUNJRklFRBAAEhkKFU1FTU9SWV9BQ1RJT05fQ1JFQVRFRBABEhkKFU1FTU9SWV9BQ1RJT05fVVBEQVRFRBACEhkKFU1FTU9SWV9BQ1RJT05fREVMRVRFRBADEhsKF01FTU9SWV9BQ1RJT05fVU5DSEFOR0VEEAQqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVDSUZJRUQQABIVChFGVVNJT05fTUVUSE9EX1JSRhABEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQAkKMAQoMY29tLmtpb2t1LnYxQgtNZW1vcnlQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -59,12 +59,38 @@ export type Memory = Message<"kioku.v1.Memory"> & {
   topics: string[];
 
   /**
-   * Caller metadata, usable as a retrieval filter. At most 32 entries; keys
-   * at most 63 bytes, values at most 1 KiB.
+   * Caller metadata, usable in filters, as text. At most 32 entries; keys
+   * 1 to 63 letters, digits, `_`, `.` or `-`; string values at most 1 KiB.
+   * On output every value is here as text (a double in its shortest form,
+   * `true` or `false`, a timestamp in RFC 3339), and typed_metadata holds
+   * the same values with their types. On input give metadata (string
+   * values) or typed_metadata, or both with different keys.
    *
    * @generated from field: map<string, string> metadata = 5;
    */
   metadata: { [key: string]: string };
+
+  /**
+   * Caller metadata with typed values: strings, doubles, booleans or
+   * timestamps (see metadata). Filters compare each value as its type.
+   *
+   * @generated from field: map<string, kioku.v1.MetadataValue> typed_metadata = 14;
+   */
+  typedMetadata: { [key: string]: MetadataValue };
+
+  /**
+   * A display name, kept as given: at most 512 bytes.
+   *
+   * @generated from field: string display_name = 15;
+   */
+  displayName: string;
+
+  /**
+   * A description, kept as given: at most 4 KiB.
+   *
+   * @generated from field: string description = 16;
+   */
+  description: string;
 
   /**
    * Output only. When the memory was created.
@@ -206,6 +232,59 @@ export const ProfileFieldSchema: GenMessage<ProfileField> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 1);
 
 /**
+ * MetadataValue is one typed value of a memory's metadata.
+ *
+ * @generated from message kioku.v1.MetadataValue
+ */
+export type MetadataValue = Message<"kioku.v1.MetadataValue"> & {
+  /**
+   * The value. Unset reads as the empty string.
+   *
+   * @generated from oneof kioku.v1.MetadataValue.value
+   */
+  value: {
+    /**
+     * A string, at most 1 KiB of UTF-8.
+     *
+     * @generated from field: string string_value = 1;
+     */
+    value: string;
+    case: "stringValue";
+  } | {
+    /**
+     * A double (finite).
+     *
+     * @generated from field: double double_value = 2;
+     */
+    value: number;
+    case: "doubleValue";
+  } | {
+    /**
+     * A boolean.
+     *
+     * @generated from field: bool bool_value = 3;
+     */
+    value: boolean;
+    case: "boolValue";
+  } | {
+    /**
+     * A timestamp (years 1678 to 2261).
+     *
+     * @generated from field: google.protobuf.Timestamp timestamp_value = 4;
+     */
+    value: Timestamp;
+    case: "timestampValue";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message kioku.v1.MetadataValue.
+ * Use `create(MetadataValueSchema)` to create a new message.
+ */
+export const MetadataValueSchema: GenMessage<MetadataValue> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 2);
+
+/**
  * MemorySource is one session a memory was derived from.
  *
  * @generated from message kioku.v1.MemorySource
@@ -231,7 +310,7 @@ export type MemorySource = Message<"kioku.v1.MemorySource"> & {
  * Use `create(MemorySourceSchema)` to create a new message.
  */
 export const MemorySourceSchema: GenMessage<MemorySource> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 2);
+  messageDesc(file_kioku_v1_memory, 3);
 
 /**
  * A MemoryRevision records one change of a memory. Revisions are never
@@ -343,6 +422,14 @@ export type MemoryRevision = Message<"kioku.v1.MemoryRevision"> & {
   statedTime?: Timestamp | undefined;
 
   /**
+   * The metadata after the change, with its types (metadata holds it as
+   * text).
+   *
+   * @generated from field: map<string, kioku.v1.MetadataValue> typed_metadata = 15;
+   */
+  typedMetadata: { [key: string]: MetadataValue };
+
+  /**
    * The memory's profile field after the change (unset for a memory in
    * natural language).
    *
@@ -356,7 +443,7 @@ export type MemoryRevision = Message<"kioku.v1.MemoryRevision"> & {
  * Use `create(MemoryRevisionSchema)` to create a new message.
  */
 export const MemoryRevisionSchema: GenMessage<MemoryRevision> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 3);
+  messageDesc(file_kioku_v1_memory, 4);
 
 /**
  * A memory and the action applied to it, in a GenerateMemories result.
@@ -384,7 +471,7 @@ export type GeneratedMemory = Message<"kioku.v1.GeneratedMemory"> & {
  * Use `create(GeneratedMemorySchema)` to create a new message.
  */
 export const GeneratedMemorySchema: GenMessage<GeneratedMemory> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 4);
+  messageDesc(file_kioku_v1_memory, 5);
 
 /**
  * The result of a GenerateMemories operation (Operation.response).
@@ -405,7 +492,7 @@ export type GenerateMemoriesResponse = Message<"kioku.v1.GenerateMemoriesRespons
  * Use `create(GenerateMemoriesResponseSchema)` to create a new message.
  */
 export const GenerateMemoriesResponseSchema: GenMessage<GenerateMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 5);
+  messageDesc(file_kioku_v1_memory, 6);
 
 /**
  * The result of a PurgeMemories operation (Operation.response).
@@ -426,7 +513,7 @@ export type PurgeMemoriesResponse = Message<"kioku.v1.PurgeMemoriesResponse"> & 
  * Use `create(PurgeMemoriesResponseSchema)` to create a new message.
  */
 export const PurgeMemoriesResponseSchema: GenMessage<PurgeMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 6);
+  messageDesc(file_kioku_v1_memory, 7);
 
 /**
  * A custom memory topic of an app.
@@ -454,7 +541,7 @@ export type CustomMemoryTopic = Message<"kioku.v1.CustomMemoryTopic"> & {
  * Use `create(CustomMemoryTopicSchema)` to create a new message.
  */
 export const CustomMemoryTopicSchema: GenMessage<CustomMemoryTopic> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 7);
+  messageDesc(file_kioku_v1_memory, 8);
 
 /**
  * A few-shot example for memory extraction: a conversation and the facts
@@ -484,7 +571,7 @@ export type GenerationExample = Message<"kioku.v1.GenerationExample"> & {
  * Use `create(GenerationExampleSchema)` to create a new message.
  */
 export const GenerationExampleSchema: GenMessage<GenerationExample> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 8);
+  messageDesc(file_kioku_v1_memory, 9);
 
 /**
  * When memories are generated without the caller asking.
@@ -514,7 +601,7 @@ export type GenerationTrigger = Message<"kioku.v1.GenerationTrigger"> & {
  * Use `create(GenerationTriggerSchema)` to create a new message.
  */
 export const GenerationTriggerSchema: GenMessage<GenerationTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 9);
+  messageDesc(file_kioku_v1_memory, 10);
 
 /**
  * MemoryBankConfig is an app's memory bank settings.
@@ -622,7 +709,7 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  * Use `create(MemoryBankConfigSchema)` to create a new message.
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 10);
+  messageDesc(file_kioku_v1_memory, 11);
 
 /**
  * PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
@@ -680,7 +767,7 @@ export type PiiRedaction = Message<"kioku.v1.PiiRedaction"> & {
  * Use `create(PiiRedactionSchema)` to create a new message.
  */
 export const PiiRedactionSchema: GenMessage<PiiRedaction> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 11);
+  messageDesc(file_kioku_v1_memory, 12);
 
 /**
  * PiiPattern is a custom redaction rule: spans that match the regular
@@ -713,7 +800,7 @@ export type PiiPattern = Message<"kioku.v1.PiiPattern"> & {
  * Use `create(PiiPatternSchema)` to create a new message.
  */
 export const PiiPatternSchema: GenMessage<PiiPattern> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 12);
+  messageDesc(file_kioku_v1_memory, 13);
 
 /**
  * ProfileSchemaConfig declares one structured profile.
@@ -756,7 +843,7 @@ export type ProfileSchemaConfig = Message<"kioku.v1.ProfileSchemaConfig"> & {
  * Use `create(ProfileSchemaConfigSchema)` to create a new message.
  */
 export const ProfileSchemaConfigSchema: GenMessage<ProfileSchemaConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 13);
+  messageDesc(file_kioku_v1_memory, 14);
 
 /**
  * When sessions are compacted without the caller asking: a compaction
@@ -797,7 +884,7 @@ export type CompactionTrigger = Message<"kioku.v1.CompactionTrigger"> & {
  * Use `create(CompactionTriggerSchema)` to create a new message.
  */
 export const CompactionTriggerSchema: GenMessage<CompactionTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 14);
+  messageDesc(file_kioku_v1_memory, 15);
 
 /**
  * RetrievalConfig tunes an app's similarity search.
@@ -824,7 +911,7 @@ export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
  * Use `create(RetrievalConfigSchema)` to create a new message.
  */
 export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 15);
+  messageDesc(file_kioku_v1_memory, 16);
 
 /**
  * FusionConfig configures hybrid retrieval.
@@ -868,7 +955,7 @@ export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
  * Use `create(FusionConfigSchema)` to create a new message.
  */
 export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 16);
+  messageDesc(file_kioku_v1_memory, 17);
 
 /**
  * The type of a memory (Vertex AI's NATURAL_LANGUAGE_COLLECTION and
@@ -904,6 +991,51 @@ export enum MemoryType {
  */
 export const MemoryTypeSchema: GenEnum<MemoryType> = /*@__PURE__*/
   enumDesc(file_kioku_v1_memory, 0);
+
+/**
+ * How a generation applies its metadata to the memories it updates; the
+ * memories it creates get its metadata whatever the strategy.
+ *
+ * @generated from enum kioku.v1.MetadataMergeStrategy
+ */
+export enum MetadataMergeStrategy {
+  /**
+   * OVERWRITE when the generation has metadata; without any, updated
+   * memories keep theirs.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An updated memory's metadata becomes the generation's.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_OVERWRITE = 1;
+   */
+  OVERWRITE = 1,
+
+  /**
+   * The generation's metadata is added to an updated memory's; for a key
+   * both have, the generation's value wins.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_MERGE = 2;
+   */
+  MERGE = 2,
+
+  /**
+   * Consolidation sees only the memories whose metadata is exactly the
+   * generation's; the others are never updated or deleted by it.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH = 3;
+   */
+  REQUIRE_EXACT_MATCH = 3,
+}
+
+/**
+ * Describes the enum kioku.v1.MetadataMergeStrategy.
+ */
+export const MetadataMergeStrategySchema: GenEnum<MetadataMergeStrategy> = /*@__PURE__*/
+  enumDesc(file_kioku_v1_memory, 1);
 
 /**
  * The action a change applied to a memory.
@@ -953,7 +1085,7 @@ export enum MemoryAction {
  * Describes the enum kioku.v1.MemoryAction.
  */
 export const MemoryActionSchema: GenEnum<MemoryAction> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 1);
+  enumDesc(file_kioku_v1_memory, 2);
 
 /**
  * How hybrid retrieval fuses its sides.
@@ -990,5 +1122,5 @@ export enum FusionMethod {
  * Describes the enum kioku.v1.FusionMethod.
  */
 export const FusionMethodSchema: GenEnum<FusionMethod> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 2);
+  enumDesc(file_kioku_v1_memory, 3);
 
