@@ -37,7 +37,7 @@ type serveFlags struct {
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, maxStream                  *string
-	corsOrigins, otelEndpoint                             *string
+	corsOrigins, allowedHosts, otelEndpoint               *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
 
@@ -57,6 +57,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),
 		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
 		corsOrigins:  fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
+		allowedHosts: fs.Env("allowed-hosts", "", "comma-separated host names (no port), beyond localhost and loopback addresses, that kioku answers while it listens on loopback without TLS, such as a name a local proxy forwards; * for any. Other Host headers are refused (a guard against DNS rebinding); on other addresses, and over TLS, any Host is answered"),
 		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
 		rateLimit:    fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
@@ -135,6 +136,10 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--cors-origins: %w", err)
 	}
+	hosts, err := server.ParseAllowedHosts(*f.allowedHosts)
+	if err != nil {
+		return node.Config{}, fmt.Errorf("--allowed-hosts: %w", err)
+	}
 	return node.Config{
 		Keys:              keys,
 		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
@@ -142,6 +147,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		WriteTimeout:      durations[1],
 		MaxStreamDuration: durations[2],
 		CORSOrigins:       cors,
+		AllowedHosts:      hosts,
 		TLS:               cert,
 		Store:             *f.store,
 		DataDir:           *f.dataDir,

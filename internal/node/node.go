@@ -87,6 +87,9 @@ type Config struct {
 	// CORSOrigins are the origins whose browser pages may call the server
 	// (see server.Config.CORSOrigins).
 	CORSOrigins []string
+	// AllowedHosts are the host names, beyond loopback's, that the server
+	// answers while it listens on loopback (see server.Config.AllowedHosts).
+	AllowedHosts []string
 
 	// Vertex chooses the names the Vertex AI API accepts and the app each
 	// reasoning engine stands for.
@@ -199,6 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		MaxStreamDuration: cfg.MaxStreamDuration,
 		TLS:               cfg.TLS,
 		CORSOrigins:       cfg.CORSOrigins,
+		AllowedHosts:      cfg.AllowedHosts,
 		Sessions:          server.NewSessionHandler(n.Sessions, n.App),
 		Memories:          memories,
 		Operations:        memories,

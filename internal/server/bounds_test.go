@@ -143,7 +143,7 @@ func TestTricklingBodyIsCutOff(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -221,7 +221,7 @@ func TestUnreadResponseIsDropped(t *testing.T) {
 	}
 	defer conn.Close()
 	req, _ := proto.Marshal(&kiokuv1.GetSessionRequest{Name: "apps/a/users/u/sessions/s"})
-	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/proto\r\nContent-Length: "+strconv.Itoa(len(req))+"\r\n\r\n")
+	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/proto\r\nContent-Length: "+strconv.Itoa(len(req))+"\r\n\r\n")
 	conn.Write(req)
 	start := time.Now()
 	select {
