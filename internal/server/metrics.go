@@ -60,7 +60,7 @@ func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
 		}, []string{"procedure", "code"}),
 		refusal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kioku_rpc_refused_total",
-			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large, malformed_frame, too_complex, undecodable, invalid_request).",
+			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large, malformed_frame, too_complex, undecodable, invalid_request, origin_not_allowed, cross_site_content_type, host_not_allowed, too_many_streams, panic).",
 		}, []string{"procedure", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kioku_rpc_duration_seconds",
@@ -130,6 +130,12 @@ func (m *rpcMetrics) refused(procedure, reason string, code connect.Code) {
 	if procedure != "*" {
 		m.calls.WithLabelValues(procedure, code.String()).Inc()
 	}
+	m.refusal.WithLabelValues(procedure, reason).Inc()
+}
+
+// refusedCall counts by reason a call refused by an interceptor, which
+// the observing interceptor counts as a call.
+func (m *rpcMetrics) refusedCall(procedure, reason string) {
 	m.refusal.WithLabelValues(procedure, reason).Inc()
 }
 

@@ -119,6 +119,19 @@ type Config struct {
 	// held). Zero: 30 seconds.
 	WriteTimeout time.Duration
 
+	// IdleTimeout is how long a connection with no call in flight stays
+	// open (HTTP/1.1 keep-alive, HTTP/2); a new connection must begin its
+	// first request within the shorter of it and 10 seconds, so that
+	// connections that send nothing, or only HTTP/2's preface, do not
+	// hold the server. Zero: 30 seconds.
+	IdleTimeout time.Duration
+
+	// MaxWatchesPerKey and MaxWatchesPerUser bound the WatchSession
+	// streams open with one API key (all callers of a server without
+	// keys count as one) and on the sessions of one user (streams.go).
+	// Zero: DefaultMaxWatchesPerKey and DefaultMaxWatchesPerUser.
+	MaxWatchesPerKey, MaxWatchesPerUser int
+
 	// MaxStreamDuration bounds the life of a stream (WatchSession), which
 	// then ends DEADLINE_EXCEEDED; the client resumes with a new one. Zero:
 	// one hour.
@@ -253,6 +266,15 @@ func New(cfg Config) *Server {
 	if cfg.MaxStreamDuration == 0 {
 		cfg.MaxStreamDuration = time.Hour
 	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.MaxWatchesPerKey == 0 {
+		cfg.MaxWatchesPerKey = DefaultMaxWatchesPerKey
+	}
+	if cfg.MaxWatchesPerUser == 0 {
+		cfg.MaxWatchesPerUser = DefaultMaxWatchesPerUser
+	}
 	if cfg.Sessions == nil {
 		cfg.Sessions = unimplementedSessions{}
 	}
@@ -266,7 +288,15 @@ func New(cfg Config) *Server {
 		cfg.MemoryFiles = unimplementedMemoryFiles{}
 	}
 
-	metrics := newRPCMetrics(cfg.Logger, cfg.Metrics)
+	var caps *streamCaps
+	metrics := newRPCMetrics(cfg.Logger, func() []Metric {
+		out := caps.Metrics()
+		if cfg.Metrics != nil {
+			out = append(out, cfg.Metrics()...)
+		}
+		return out
+	})
+	caps = newStreamCaps(cfg.MaxWatchesPerKey, cfg.MaxWatchesPerUser, metrics)
 	logs := newSampledLog(cfg.Logger, slog.LevelInfo)
 	errs := newSampledLog(cfg.Logger, slog.LevelError)
 	inflate := newBoundedGzip(int64(cfg.MaxRequestBytes), func() {
@@ -295,7 +325,7 @@ func New(cfg Config) *Server {
 		// Compressing small messages costs more CPU than it saves bytes.
 		connect.WithCompressMinBytes(4 << 10),
 	}
-	opts := append(slices.Clip(common), connect.WithInterceptors(observing, deadline))
+	opts := append(slices.Clip(common), connect.WithInterceptors(observing, deadline, caps))
 
 	// The API services check keys: the guard's middleware authenticates
 	// before the body is read, its interceptor (after the observing one, so
@@ -333,7 +363,7 @@ func New(cfg Config) *Server {
 		}, policies...)
 		api = append(api, guard.Interceptor())
 	}
-	api = append(api, &errorInterceptor{log: errs})
+	api = append(api, caps, &errorInterceptor{log: errs})
 	apiOpts := append(slices.Clip(common), connect.WithInterceptors(api...))
 	// kioku.v1's JSON is strict: a field its messages do not have is an
 	// error naming it. The Surfaces' is not (the Vertex AI API accepts
@@ -481,8 +511,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // of its own, so that streams (WatchSession) and long waits (WaitOperation)
 // can run: the handler bounds each request's body and each write instead
 // (Config.BodyTimeout, Config.WriteTimeout), and the deadline interceptor
-// unary calls and streams.
+// unary calls and streams. A connection idle for Config.IdleTimeout is
+// closed, and one that begins no request within the shorter of it and
+// 10 seconds of being accepted (one that sends nothing, or only HTTP/2's
+// preface) too.
 func (s *Server) HTTPServer() *http.Server {
+	first := min(10*time.Second, s.cfg.IdleTimeout)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	var tlsConfig *tls.Config
@@ -496,10 +530,43 @@ func (s *Server) HTTPServer() *http.Server {
 		Handler:           s.handler,
 		Protocols:         protocols,
 		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: first,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+		ConnContext:       firstRequestWithin(first),
+	}
+}
+
+// connStart is a connection's record of whether it has begun a request.
+type connStart struct {
+	began atomic.Bool
+	timer *time.Timer
+}
+
+type connStartKey struct{}
+
+// firstRequestWithin returns the http.Server.ConnContext that closes a
+// connection which begins no request within d: net/http's own timeouts
+// leave an HTTP/2 connection that sent only its preface open until it is
+// idle for IdleTimeout.
+func firstRequestWithin(d time.Duration) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		cs := &connStart{}
+		cs.timer = time.AfterFunc(d, func() {
+			if !cs.began.Load() {
+				c.Close()
+			}
+		})
+		return context.WithValue(ctx, connStartKey{}, cs)
+	}
+}
+
+// requestBegan notes that a request began on its connection.
+func requestBegan(ctx context.Context) {
+	if cs, ok := ctx.Value(connStartKey{}).(*connStart); ok && !cs.began.Load() {
+		cs.began.Store(true)
+		cs.timer.Stop()
 	}
 }
 
