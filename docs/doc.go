@@ -8,9 +8,9 @@
 //   - every relative link resolves to a file of the repository, and every
 //     #fragment to a heading of the page it names (links_test.go);
 //   - every ```go block either is the body of an Example function of
-//     client, client/adk or agent (which go test runs, with its output),
-//     or is a whole program that builds and, run against a real kioku,
-//     prints the output its // Output: comment shows (go_test.go);
+//     client, client/adk, agent or server (which go test runs, with its
+//     output), or is a whole program that builds and, run against a real
+//     kioku, prints the output its // Output: comment shows (go_test.go);
 //   - every ```console block is a transcript: its $ commands run in bash
 //     against a real kioku serve built from this tree, and each must print
 //     what the block shows after it (console_test.go);

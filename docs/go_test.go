@@ -28,7 +28,7 @@ const docsAddr = "127.0.0.1:8080"
 
 // exampleFiles are the example files whose Example functions the pages'
 // Go code is held to.
-var exampleFiles = []string{"client/example_test.go", "client/adk/example_test.go", "agent/example_test.go"}
+var exampleFiles = []string{"client/example_test.go", "client/adk/example_test.go", "agent/example_test.go", "server/example_test.go"}
 
 // setupLine matches the lines of an Example that stand in for what a
 // reader has already (package internal/exampletest): a running kioku
@@ -42,9 +42,9 @@ var urlIdent = regexp.MustCompile(`\burl\b`)
 
 // TestGoCode checks every ```go block of the pages. A block that is not a
 // whole program (package main) must be the body of an Example function of
-// client, client/adk or agent, as the pages show it: without the lines
-// that start kioku or stand in for Gemini, and with the example's url
-// written as kioku serve's address. A whole program's main must be such a
+// client, client/adk, agent or server, as the pages show it: without the
+// lines that start kioku or stand in for Gemini, and with the example's
+// url written as kioku serve's address. A whole program's main must be such a
 // body too, and then the program is built (go test runs the Example
 // itself); otherwise its main must end in an // Output: comment, and the
 // program is built and run against a real kioku and must print exactly
@@ -112,8 +112,8 @@ func TestGoCode(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if len(matched) < 3 || len(run) < 2 {
-		t.Fatalf("the pages show %d Examples (%v) and %d programs run here; want the client, ADK and agent Examples and the Vertex AI programs", len(matched), matched, len(run))
+	if len(matched) < 4 || len(run) < 2 {
+		t.Fatalf("the pages show %d Examples (%v) and %d programs run here; want the client, ADK, agent and server Examples and the Vertex AI programs", len(matched), matched, len(run))
 	}
 
 	// Each program goes into the module as a package of its own, through

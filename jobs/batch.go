@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -121,6 +120,13 @@ func (b *Batch) execute(ctx context.Context) error {
 	e := b.e
 	hctx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
+	var timedOut error
+	if b.kind != nil && b.kind.Timeout > 0 {
+		timedOut = fault.New(fault.DeadlineExceeded, "the attempt ran longer than %v, the most one attempt of %s may take", b.kind.Timeout, b.ops[0].Kind)
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeoutCause(hctx, b.kind.Timeout, timedOut)
+		defer cancel()
+	}
 	b.mu.Lock()
 	b.lose = lose
 	b.mu.Unlock()
@@ -153,12 +159,14 @@ func (b *Batch) execute(ctx context.Context) error {
 			return nil
 		}
 	}
-	switch {
-	case errors.Is(context.Cause(hctx), errLeaseLost):
+	switch cause := context.Cause(hctx); {
+	case errors.Is(cause, errLeaseLost):
 		return nil // not ours any more: nothing to record
 	case ctx.Err() != nil:
 		b.handBack(ctx)
 		return nil
+	case timedOut != nil && cause == timedOut && !fault.Is(err, fault.Unavailable):
+		err = fault.Wrap(fault.DeadlineExceeded, err, "%s", timedOut)
 	}
 	return b.fail(ctx, err)
 }
@@ -181,6 +189,25 @@ func (b *Batch) handBack(ctx context.Context) {
 	}
 }
 
+// backoff returns the wait before the retry of an attempt that failed
+// with cause: none after a lost race (Aborted); otherwise full jitter over
+// 2^attempt seconds, at least the wait the cause asked for
+// (fault.RetryDelayOf), at most MaxRetryDelay.
+func (e *Engine) backoff(attempt int, kind fault.Kind, cause error) time.Duration {
+	if kind == fault.Aborted {
+		return 0
+	}
+	ceil := e.cfg.MaxRetryDelay
+	if attempt < 30 {
+		ceil = min(ceil, time.Duration(1<<attempt)*time.Second)
+	}
+	d := e.cfg.Jitter(ceil)
+	if asked := fault.RetryDelayOf(cause); asked > d {
+		d = min(asked, e.cfg.MaxRetryDelay)
+	}
+	return d
+}
+
 // fail records a failed attempt: retried later for transient errors (with
 // backoff, up to MaxAttempts), failed for good otherwise.
 func (b *Batch) fail(ctx context.Context, cause error) error {
@@ -192,11 +219,7 @@ func (b *Batch) fail(ctx context.Context, cause error) error {
 		if retry && op.Attempt < e.cfg.MaxAttempts {
 			op.State = Pending
 			op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
-			backoff := time.Duration(math.Pow(2, float64(op.Attempt))) * time.Second
-			if kind == fault.Aborted {
-				backoff = 0
-			}
-			op.NotBefore = now.Add(backoff)
+			op.NotBefore = now.Add(e.backoff(op.Attempt, kind, cause))
 			op.Progress = fmt.Sprintf("attempt %d failed (%v); retrying", op.Attempt, cause)
 			return
 		}

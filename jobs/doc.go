@@ -22,6 +22,8 @@
 //
 //	PENDING --claim (Attempt+1, lease)--> RUNNING --result written--> SUCCEEDED
 //	RUNNING --transient error, attempts left--> PENDING (after a backoff)
+//	         (Unavailable, Aborted, DeadlineExceeded: a model's failure,
+//	         or its reply that is not what was asked, is Unavailable)
 //	RUNNING --other error, or attempts used up--> FAILED
 //	RUNNING --this worker stops (Run's ctx ends)--> PENDING (Attempt-1: the
 //	         interrupted attempt does not count; lease released, due at once)
@@ -57,18 +59,37 @@
 // operations may wait is bounded per key and per app (MaxQueuedPerKey,
 // MaxQueuedPerApp): Enqueue refuses one more with RESOURCE_EXHAUSTED.
 //
+// # Workers, apps and time
+//
+// A process runs up to Config.Workers batches at once. One app may hold at
+// most MaxWorkersPerApp of them (default Workers-1) while an operation of
+// another app waits to be claimed: the scheduler passes over the
+// operations of an app at its share and claims the other app's, so that
+// an app whose model hangs (until its calls time out) or crawls does not
+// stop the others. With nothing else to claim, an app may use every
+// worker: the share is not a reservation, so another app's operation that
+// arrives while one app holds them all waits for the first of them to end
+// (an attempt ends at the latest at its kind's Timeout, and a memory
+// generation's model calls at the model's call limits, see package model).
+// The count is per process; on a shared store each process keeps its own.
+//
+// A kind's Timeout bounds each attempt: the handler's context ends, and the
+// attempt fails with DeadlineExceeded and is retried. Retries wait a
+// random time between zero and 2^attempt seconds (full jitter, so that the
+// operations a model's outage failed together do not come back together),
+// or at least what the failure asked for (fault.RetryDelayOf: the
+// Retry-After of a rate-limited model that was too long for the model
+// client to wait), and at most MaxRetryDelay.
+//
 // # Where the next scheduling rules go
 //
 // Fair queueing between the users of an app and between users and the
 // app's own backend (so that no user's operations, however many keys they
 // spread over, starve another's) belongs to claim (scheduler.go): today it
-// takes the earliest claimable operation of the scan; a fair claim would
-// group the scanned operations by the user their key names and take them
-// round-robin, with the per-user bound next to MaxQueuedPerKey in
-// checkQueue. A per-app bound on the workers one slow model holds belongs
-// to schedule's slots (a count of running batches per app and kind,
-// consulted before claimOp), and per-call timeouts to execute, as a
-// deadline on the handler's context from a Kind field.
+// takes the earliest claimable operation of the scan (of an app under its
+// share of the workers, first); a fair claim would group the scanned
+// operations by the user their key names and take them round-robin, with
+// the per-user bound next to MaxQueuedPerKey in checkQueue.
 //
 // # Stores
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,12 @@ type Config struct {
 	// Workers is how many runs this process has going at once (Run).
 	// Default 2.
 	Workers int
+	// MaxWorkersPerApp is how many of them the operations of one app may
+	// hold while operations of another app wait to be claimed (so that one
+	// app whose model is slow, or hangs until its calls time out, does not
+	// stop the others); with nothing else waiting, an app may use them
+	// all. Default Workers-1, at least 1.
+	MaxWorkersPerApp int
 	// Lease is how long a claimed operation stays claimed without renewal.
 	// Default 60s.
 	Lease time.Duration
@@ -43,6 +50,14 @@ type Config struct {
 	// MaxAttempts is how often an operation is started before it fails
 	// for good. Default 5.
 	MaxAttempts int
+	// MaxRetryDelay caps the wait before an operation's retry: a random
+	// time between zero and 2^attempt seconds (full jitter), or longer when
+	// the failure asked for it (fault.RetryDelayOf: a model's Retry-After).
+	// Default 5m.
+	MaxRetryDelay time.Duration
+	// Jitter returns a random duration between 0 and d, both included
+	// (default: uniform); tests make it deterministic.
+	Jitter func(d time.Duration) time.Duration
 	// Retention is how long finished operations are kept, and
 	// SweepInterval how often Run deletes older ones. Defaults 7 days and
 	// 1m.
@@ -70,6 +85,10 @@ type Kind struct {
 	// claim in one group run as one batch, the groups one after the
 	// other. Nil: each operation runs alone.
 	Group func(op *Operation) string
+	// Timeout, when set, bounds each attempt of a run: past it, the
+	// handler's context ends and the attempt fails with DeadlineExceeded
+	// (retried, like any transient failure, with backoff).
+	Timeout time.Duration
 	// Ended, when set, is called on this process for each operation of the
 	// kind that ended here (its result written, failed for good, or
 	// cancelled through this engine).
@@ -138,8 +157,17 @@ func New(store Store, cfg Config) *Engine {
 	if cfg.MaxPollInterval < cfg.PollInterval {
 		cfg.MaxPollInterval = max(cfg.PollInterval, 30*time.Second)
 	}
+	if cfg.MaxWorkersPerApp <= 0 {
+		cfg.MaxWorkersPerApp = max(1, cfg.Workers-1)
+	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 5
+	}
+	if cfg.MaxRetryDelay <= 0 {
+		cfg.MaxRetryDelay = 5 * time.Minute
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func(d time.Duration) time.Duration { return rand.N(d + 1) }
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = 7 * 24 * time.Hour

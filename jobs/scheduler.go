@@ -73,20 +73,38 @@ func (e *Engine) signal() {
 func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 	slots := make(chan struct{}, e.cfg.Workers)
 	poll := e.cfg.PollInterval
+	var (
+		mu      sync.Mutex
+		running = map[string]int{} // app → runs going here
+	)
+	full := func(app string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return running[app] >= e.cfg.MaxWorkersPerApp
+	}
 	for {
 		select {
 		case slots <- struct{}{}: // a free worker
 		case <-ctx.Done():
 			return
 		}
-		claimed, next, err := e.claim(ctx)
+		claimed, next, err := e.claim(ctx, full)
 		if err != nil && ctx.Err() == nil {
 			e.log.WarnContext(ctx, "claiming operations", "error", err)
 		}
 		if len(claimed) > 0 {
 			poll = e.cfg.PollInterval
+			app := claimed[0].App
+			mu.Lock()
+			running[app]++
+			mu.Unlock()
 			runs.Go(func() {
 				defer func() {
+					mu.Lock()
+					if running[app]--; running[app] == 0 {
+						delete(running, app)
+					}
+					mu.Unlock()
 					<-slots
 					e.signal() // its key is free, its slot too
 				}()
@@ -129,10 +147,12 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 }
 
 // claim claims the earliest claimable operation with the pending
-// operations of its key it can coalesce. With nothing to claim it returns
-// when the earliest queued operation becomes claimable (zero when none is
-// queued).
-func (e *Engine) claim(ctx context.Context) (claimed []*Operation, next time.Time, err error) {
+// operations of its key it can coalesce, passing over those of the apps
+// that full says hold their share of the workers (MaxWorkersPerApp) while
+// an operation of another app can be claimed; full may be nil. With
+// nothing to claim it returns when the earliest queued operation becomes
+// claimable (zero when none is queued).
+func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed []*Operation, next time.Time, err error) {
 	now := e.now()
 	queued, err := e.store.QueuedOperations(ctx, queueScan)
 	if err != nil {
@@ -144,6 +164,7 @@ func (e *Engine) claim(ctx context.Context) (claimed []*Operation, next time.Tim
 			busy[[2]string{op.App, op.Key}] = true
 		}
 	}
+	var claimable, later []*Operation // later: of apps at their share
 	for _, op := range queued {
 		if at := op.ClaimTime(); at.After(now) {
 			if !e.holds(op) && (next.IsZero() || at.Before(next)) {
@@ -159,7 +180,14 @@ func (e *Engine) claim(ctx context.Context) (claimed []*Operation, next time.Tim
 			continue
 		case op.State == Pending && op.Key != "" && busy[[2]string{op.App, op.Key}]:
 			continue // waits for its key; the end of that run wakes us
+		case full != nil && full(op.App):
+			later = append(later, op)
+			continue
 		}
+		claimable = append(claimable, op)
+	}
+	// With no other app's operation to claim, an app may use every worker.
+	for _, op := range append(claimable, later...) {
 		claimed, err := e.claimOp(ctx, op, now)
 		if err == nil {
 			return claimed, time.Time{}, nil
@@ -225,7 +253,7 @@ func (e *Engine) giveUp(ctx context.Context, op *Operation, now time.Time) {
 // RunOnce claims operations and runs them, without renewing leases (Run's
 // heartbeat does that). It returns how many operations it claimed.
 func (e *Engine) RunOnce(ctx context.Context) (int, error) {
-	claimed, _, err := e.claim(ctx)
+	claimed, _, err := e.claim(ctx, nil)
 	if err != nil || len(claimed) == 0 {
 		return 0, err
 	}

@@ -56,11 +56,24 @@
 // filter, deleted page by page with the count so far, or only counted.
 // JobOf decodes an operation of these kinds (its request and result, in
 // the tagged records of operations.go); Concerns tells whether one is
-// about a user. Model replies that are not valid JSON, name a memory they
-// were not shown, or act twice on one memory fail the operation with a
-// clear error and write nothing. Rate limits and server errors are retried
-// with backoff (honouring Retry-After) by package model, then the engine
-// retries the operation a few times before it fails.
+// about a user.
+//
+// Each model reply is checked whole before anything is planned
+// (replies.go): against its schema, and its limits: at most
+// MaxFactsPerExtraction facts, each of 1 to MaxFactBytes, citing at least
+// one of the events shown and no other (so that every memory generated
+// from a session has its source events, and forgetting the session finds
+// it); at most one action for each new fact and each memory shown, naming
+// only those. A reply that fails writes nothing and leaves the events
+// unprocessed: it is the model's failure (model.BadReply, Unavailable), so
+// the engine retries the operation with backoff, and once the model
+// answers well the same events give their memories; after the last attempt
+// the operation fails with a message that blames the model. The model's
+// calls are bounded by its call limits (time and reply size, see package
+// model), each attempt by Config.AttemptTimeout; rate limits and server
+// errors are retried by package model (full jitter, Retry-After up to a
+// cap), then by the engine. A revision records the candidate fact that
+// led to it, so the revisions of a generation grow with its facts.
 //
 // # Triggers and maintenance
 //

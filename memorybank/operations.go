@@ -28,6 +28,7 @@ func (s *Service) register(e *jobs.Engine) {
 	describe := func(key string) string { return "scope " + ParseScopeKey(key).String() }
 	e.Register(jobs.Kind{
 		Name: KindGenerate, Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations",
+		Timeout: s.cfg.AttemptTimeout,
 		// Generations of one scope share a run when they have the same
 		// options and the same kind of input (facts or events).
 		Group: func(op *jobs.Operation) string {

@@ -2,15 +2,12 @@ package memorybank
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -91,7 +88,6 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 
 	// 2. Extract.
 	allowed := req.AllowedTopics
-	var extracted []string
 	if len(conv.events) > 0 {
 		start := time.Now()
 		b.Progress("extracting facts")
@@ -104,9 +100,6 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 			res.FactsExtracted = len(facts)
 			res.ExtractionNS = int64(time.Since(start))
 		})
-		for _, f := range facts {
-			extracted = append(extracted, f.fact)
-		}
 		cands = append(cands, facts...)
 	}
 	cands = dedupeCandidates(cands)
@@ -127,7 +120,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	now := s.now()
 	w := &Write{App: app, Now: now, Watermarks: watermarks}
 	var generated []GeneratedMemory
-	if err := s.applyPlan(ctx, cfg, app, scope, plan, extracted, first.Name(), now, w, &generated); err != nil {
+	if err := s.applyPlan(ctx, cfg, app, scope, plan, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
 	res := r.result
@@ -163,42 +156,11 @@ func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string,
 	if err != nil {
 		return nil, err
 	}
-	var reply extractionReply
-	if err := decodeReply(resp.Text, &reply); err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "the model's extraction reply is not the JSON asked for")
+	facts, err := parseExtraction(resp.Text, topics, allowed, conv)
+	if err != nil {
+		return nil, model.BadReply(s.gen, "extraction", err)
 	}
-	var out []candidate
-	for _, f := range reply.Facts {
-		fact := strings.TrimSpace(f.Fact)
-		if validateFact("fact", fact) != nil {
-			continue // an empty or oversized fact is dropped, not stored
-		}
-		var tt []string
-		if slices.Contains(topics, f.Topic) {
-			tt = []string{f.Topic}
-		} else if len(allowed) > 0 {
-			continue // outside the allowed topics
-		}
-		out = append(out, candidate{fact: fact, topics: tt, sources: sourcesOf(conv, f.Events), event: parseFactDate(f.Date), stated: statedAt(conv, f.Events)})
-	}
-	return out, nil
-}
-
-// decodeReply decodes a model's JSON reply, tolerating a Markdown code
-// fence around it (some OpenAI-compatible servers add one).
-func decodeReply(text string, v any) error {
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "```") {
-		t = strings.TrimPrefix(t, "```json")
-		t = strings.TrimPrefix(t, "```")
-		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
-	}
-	dec := json.NewDecoder(strings.NewReader(t))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w (reply: %s)", err, aip.Truncate(text, 200))
-	}
-	return nil
+	return facts, nil
 }
 
 // dedupeCandidates merges candidates whose facts are the same text (after
@@ -312,11 +274,11 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 		return nil, err
 	}
 	r.figures(func(res *generateResult) { res.ModelCalls++ })
-	var reply consolidationReply
-	if err := decodeReply(resp.Text, &reply); err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "the model's consolidation reply is not the JSON asked for")
+	plan, err := parseConsolidation(resp.Text, cands, shown)
+	if err != nil {
+		return nil, model.BadReply(s.gen, "consolidation", err)
 	}
-	return planFromReply(reply, cands, shown)
+	return plan, nil
 }
 
 func createAll(cands []candidate) []planned {
@@ -325,77 +287,6 @@ func createAll(cands []candidate) []planned {
 		out[i] = planned{action: Created, fact: cands[i].fact, cand: &cands[i]}
 	}
 	return out
-}
-
-// planFromReply checks the model's decisions and turns them into changes.
-// It refuses, with an error and no change at all, a reply that names a
-// candidate or memory that was not shown or acts twice on one memory.
-func planFromReply(reply consolidationReply, cands []candidate, shown []*Memory) ([]planned, error) {
-	var out []planned
-	handled := make([]bool, len(cands))
-	touched := map[int]string{}
-	for i, a := range reply.Actions {
-		if a.Candidate < 1 || a.Candidate > len(cands) {
-			return nil, fault.New(fault.Internal, "consolidation action %d names new fact %d, but only %d were shown", i+1, a.Candidate, len(cands))
-		}
-		c := &cands[a.Candidate-1]
-		handled[a.Candidate-1] = true
-		memory := func() (*Memory, error) {
-			if a.Memory < 1 || a.Memory > len(shown) {
-				return nil, fault.New(fault.Internal, "consolidation action %d (%s) names memory %d, but only memories 1 to %d were shown", i+1, a.Action, a.Memory, len(shown))
-			}
-			if prev, ok := touched[a.Memory]; ok {
-				return nil, fault.New(fault.Internal, "consolidation acts twice on memory %d (%s, then %s)", a.Memory, prev, a.Action)
-			}
-			touched[a.Memory] = a.Action
-			return shown[a.Memory-1], nil
-		}
-		fact := strings.TrimSpace(a.Fact)
-		switch a.Action {
-		case "CREATE":
-			if fact == "" {
-				fact = c.fact
-			}
-			if err := validateFact("consolidated fact", fact); err != nil {
-				return nil, fault.Wrap(fault.Internal, err, "consolidation action %d", i+1)
-			}
-			out = append(out, planned{action: Created, fact: fact, cand: c})
-		case "UPDATE":
-			m, err := memory()
-			if err != nil {
-				return nil, err
-			}
-			if err := validateFact("consolidated fact", fact); err != nil {
-				return nil, fault.Wrap(fault.Internal, err, "consolidation action %d", i+1)
-			}
-			out = append(out, planned{action: Updated, existing: m, fact: fact, cand: c})
-		case "DELETE":
-			m, err := memory()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, planned{action: Deleted, existing: m, cand: c})
-		case "SKIP":
-			if a.Memory == 0 {
-				continue
-			}
-			m, err := memory()
-			if err != nil {
-				return nil, err
-			}
-			// The fact is known already; the memory gains the new sources.
-			out = append(out, planned{action: ActionUnspecified, existing: m, cand: c})
-		default:
-			return nil, fault.New(fault.Internal, "consolidation action %d has the unknown action %q", i+1, a.Action)
-		}
-	}
-	// A new fact the model said nothing about is kept: nothing is lost.
-	for i := range cands {
-		if !handled[i] {
-			out = append(out, planned{action: Created, fact: cands[i].fact, cand: &cands[i]})
-		}
-	}
-	return out, nil
 }
 
 // nearDuplicates consolidates without a model: a candidate whose text or
@@ -446,8 +337,11 @@ func cosine(a, b []float32) float64 {
 
 // applyPlan turns planned changes into the write's changes and the
 // operation's result. The memories shown to the model are read again so
-// that the write's precondition is their current revision.
-func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, plan []planned, extracted []string, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+// that the write's precondition is their current revision. Each revision
+// records what changed: the memory after it, and the candidate fact that
+// led to it (not every fact of the run, which made the revisions of one
+// generation grow with the square of its facts).
+func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	// Embed every new text in one call.
 	var texts []string
 	for _, p := range plan {
@@ -463,12 +357,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 		}
 	}
 	next := 0
-	candFacts := func(p planned) []string {
-		if extracted != nil {
-			return extracted
-		}
-		return []string{p.cand.fact}
-	}
+	candFacts := func(p planned) []string { return []string{p.cand.fact} }
 	for _, p := range plan {
 		var sources []Source
 		if p.cand != nil {

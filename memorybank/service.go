@@ -50,6 +50,13 @@ type Config struct {
 	// Logger receives the background errors. Default slog.Default().
 	Logger *slog.Logger
 
+	// AttemptTimeout bounds each attempt of a generation (jobs.Kind.Timeout),
+	// whatever it waits for: past it the attempt fails with
+	// DeadlineExceeded and is retried. Its model calls are bounded by the
+	// model's own call limits (model.CallLimits); this is the backstop.
+	// Default 15m.
+	AttemptTimeout time.Duration
+
 	// SweepInterval is how often Run deletes expired memories and
 	// revisions. Default 1m.
 	SweepInterval time.Duration
@@ -103,6 +110,9 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.MaxReadBytes <= 0 {
 		cfg.MaxReadBytes = 8 << 20
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = 15 * time.Minute
 	}
 	if cfg.Embedder == nil {
 		cfg.Embedder = model.Offline{}

@@ -48,6 +48,9 @@ type Config struct {
 
 	// Retry is the retry policy of every model request (zero: default).
 	Retry RetryPolicy
+	// Limits bound every model call: its time and the size of its reply
+	// (zero fields: DefaultCallLimits).
+	Limits CallLimits
 	// HTTPClient is the base HTTP client (nil: http.DefaultClient).
 	HTTPClient *http.Client
 }
@@ -213,7 +216,7 @@ func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 // gemini returns a genai client for the Gemini API ("gemini") or Vertex AI
 // ("vertex").
 func (c Config) gemini(ctx context.Context, provider string) (*genai.Client, error) {
-	gc := GeminiConfig{BaseURL: c.GeminiBaseURL, Retry: c.Retry, HTTPClient: c.HTTPClient}
+	gc := GeminiConfig{BaseURL: c.GeminiBaseURL, Retry: c.Retry, Limits: c.Limits, HTTPClient: c.HTTPClient}
 	if provider == "vertex" {
 		if c.Project == "" {
 			return nil, fault.New(fault.FailedPrecondition, "Vertex AI needs a project: set GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION)")
@@ -229,5 +232,5 @@ func (c Config) gemini(ctx context.Context, provider string) (*genai.Client, err
 }
 
 func (c Config) openAI() OpenAIConfig {
-	return OpenAIConfig{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIAPIKey, Retry: c.Retry, HTTPClient: c.HTTPClient}
+	return OpenAIConfig{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIAPIKey, Retry: c.Retry, Limits: c.Limits, HTTPClient: c.HTTPClient}
 }

@@ -17,6 +17,21 @@
 // call (OpenTelemetry spans, no-ops unless internal/telemetry installs a
 // provider).
 //
+// # Limits and retries
+//
+// Every provider's HTTP client runs under CallLimits: a connect timeout, a
+// timeout for each try's reply to begin, one for the whole call (retries
+// and the reading of the reply included, so that a reply that trickles is
+// cut too), and a byte limit on generation replies, past which a reply is
+// refused unread. A passed limit is Unavailable, naming its flag, so the
+// memory bank's operations are retried later. Requests that fail for a
+// reason that may pass (429, 408, 5xx, a failed connection, a reply that
+// did not begin in time) are retried by the RetryPolicy (retry.go): full
+// jitter, and a Retry-After honoured up to the policy's cap; a longer one
+// is handed to the caller on the error (fault.RetryDelayOf). A reply that
+// arrives but is not what the call asked for is the caller's to judge:
+// BadReply makes its error.
+//
 // # Why the OpenAI-compatible client is kioku's own
 //
 // The official SDK, github.com/openai/openai-go, works against compatible

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -202,7 +203,7 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, res *C
 	res.EventsRead += len(lines)
 	summary := truncateUTF8(strings.TrimSpace(resp.Text), maxSummaryBytes)
 	if summary == "" {
-		return false, fault.New(fault.Internal, "the model %s wrote an empty summary", s.gen.Name())
+		return false, model.BadReply(s.gen, "compaction", errors.New("the summary is empty"))
 	}
 	c := &Compaction{StartSequence: 1, EndSequence: last.Sequence, StartTime: first.Timestamp, EndTime: last.Timestamp, Model: s.gen.Name(), PromptVersion: CompactionPromptVersion}
 	if prev != nil {

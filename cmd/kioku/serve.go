@@ -52,7 +52,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
 		models:       cli.RegisterModelFlags(fs),
-		workers:      fs.Env("workers", "2", "memory operations run at once by this server"),
+		workers:      fs.Env("workers", "2", "memory operations run at once by this server; one app may hold all but one of them while another app's operations wait"),
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		tlsCert:      fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),

@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kioku-ai/kioku/model"
 )
@@ -55,6 +56,42 @@ func TestModelProviders(t *testing.T) {
 			if cfg, err := flags.Config(); err != nil || cfg.Provider != p.Name {
 				t.Errorf("--model-provider %s: %+v, %v", p.Name, cfg, err)
 			}
+		}
+	}
+}
+
+// TestModelLimits: the model call limits come from their flags, or their
+// environment variables, with the model package's defaults; bad values
+// are errors naming the flag.
+func TestModelLimits(t *testing.T) {
+	fs := NewFlagSet("x", "X_", "")
+	flags := RegisterModelFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := flags.Config()
+	if err != nil || cfg.Limits != model.DefaultCallLimits {
+		t.Fatalf("default limits %+v, %v; want %+v", cfg.Limits, err, model.DefaultCallLimits)
+	}
+	t.Setenv("X_MODEL_TIMEOUT", "45s")
+	fs = NewFlagSet("x", "X_", "")
+	flags = RegisterModelFlags(fs)
+	if err := fs.Parse([]string{"--model-first-byte-timeout", "20s", "--model-connect-timeout", "2s", "--model-max-reply", "256KiB"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = flags.Config()
+	want := model.CallLimits{Reply: 45 * time.Second, FirstByte: 20 * time.Second, Connect: 2 * time.Second, MaxReplyBytes: 256 << 10}
+	if err != nil || cfg.Limits != want {
+		t.Fatalf("limits %+v, %v; want %+v", cfg.Limits, err, want)
+	}
+	for flag, bad := range map[string]string{"--model-timeout": "soon", "--model-first-byte-timeout": "1ms", "--model-connect-timeout": "-1s", "--model-max-reply": "12"} {
+		fs := NewFlagSet("x", "X_", "")
+		flags := RegisterModelFlags(fs)
+		if err := fs.Parse([]string{flag, bad}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := flags.Config(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s %s: %v; want an error naming the flag", flag, bad, err)
 		}
 	}
 }

@@ -8,6 +8,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -193,6 +194,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Jobs:          n.Jobs,
 		Logger:        cfg.Logger,
 		SweepInterval: cfg.SweepInterval,
+		// A generation makes two model calls and a few embedding calls,
+		// each bounded by the model's call limits.
+		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
 	})
 	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
 	memories := server.NewMemoryHandler(n.App)

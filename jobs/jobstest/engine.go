@@ -364,19 +364,25 @@ func testUnknownKind(t *testing.T, h *harness) {
 // Enqueue wakes it at once.
 func testWakeUps(t *testing.T, h *harness) {
 	e := h.engine("w1", jobs.Config{LocalQueue: true, PollInterval: time.Hour})
-	ctx, stop := context.WithCancel(h.ctx)
+	defer h.start(e)()
+	time.Sleep(50 * time.Millisecond) // Run is asleep with nothing to do
+	op := h.enqueue(e, "app1", "k", request{})
+	if w, err := e.Wait(h.ctx, "app1", op.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded {
+		t.Fatalf("an operation queued while Run slept: %+v, %v", w, err)
+	}
+}
+
+// start runs e's workers (Run) until the function it returns is called,
+// which returns once Run did.
+func (h *harness) start(e *jobs.Engine) (stop func()) {
+	ctx, cancel := context.WithCancel(h.ctx)
 	ended := make(chan struct{})
 	go func() {
 		e.Run(ctx)
 		close(ended)
 	}()
-	defer func() {
-		stop()
+	return func() {
+		cancel()
 		<-ended
-	}()
-	time.Sleep(50 * time.Millisecond) // Run is asleep with nothing to do
-	op := h.enqueue(e, "app1", "k", request{})
-	if w, err := e.Wait(h.ctx, "app1", op.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded {
-		t.Fatalf("an operation queued while Run slept: %+v, %v", w, err)
 	}
 }

@@ -7,7 +7,8 @@
 // exactly once, retries and their backoff, keys run one at a time,
 // coalescing and groups, work handed back when a worker stops, leases
 // renewed and taken over, cancellation, waiting, the queue's bounds and
-// the retention of finished operations.
+// the retention of finished operations, the share of the workers one app
+// may hold, the attempts' timeout and the waits before retries.
 package jobstest
 
 import (
@@ -54,6 +55,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Retention", testRetention},
 		{"UnknownKind", testUnknownKind},
 		{"WakeUps", testWakeUps},
+		{"ShareOfWorkers", testShareOfWorkers},
+		{"AttemptTimeout", testAttemptTimeout},
+		{"RetryDelay", testRetryDelay},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +99,12 @@ type request struct {
 	Group string `json:"group,omitempty"`
 	// Fail, when set, is the kind of the error the handler returns.
 	Fail string `json:"fail,omitempty"`
+	// RetryAfter, with Fail, is the wait the error asks for before a retry
+	// (fault.WithRetryDelay).
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Hang makes the handler wait until its context ends or the test does
+	// (a run whose model never answers).
+	Hang bool `json:"hang,omitempty"`
 }
 
 // result is the suite's kind's result.
@@ -116,10 +126,21 @@ type harness struct {
 	ended []string
 	// block, when set, is called at the start of every run.
 	block func(ctx context.Context) error
+	// hanging receives one value for each run of a request that hangs; the
+	// runs hang until hangOver is closed (when the test ends).
+	hanging  chan string
+	hangOver chan struct{}
+	// timeout is the kind's Timeout.
+	timeout time.Duration
 }
 
 func newHarness(t *testing.T, store jobs.Store) *harness {
-	return &harness{t: t, ctx: t.Context(), store: store, clock: NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC))}
+	h := &harness{
+		t: t, ctx: t.Context(), store: store, clock: NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)),
+		hanging: make(chan string, 16), hangOver: make(chan struct{}),
+	}
+	t.Cleanup(func() { close(h.hangOver) })
+	return h
 }
 
 // engine returns an engine on the store with the suite's kind, worker as
@@ -135,10 +156,13 @@ func (h *harness) engine(worker string, cfg jobs.Config) *jobs.Engine {
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 3
 	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func(d time.Duration) time.Duration { return d } // the longest wait
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := jobs.New(h.store, cfg)
 	e.Register(jobs.Kind{
-		Name: kind, Run: h.run, Coalesce: 8,
+		Name: kind, Run: h.run, Coalesce: 8, Timeout: h.timeout,
 		Group: func(op *jobs.Operation) string { return decode[request](h.t, op.Request).Group },
 		Ended: func(op *jobs.Operation) {
 			h.mu.Lock()
@@ -167,12 +191,21 @@ func (h *harness) run(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error)
 			return nil, err
 		}
 	}
-	if f := decode[request](h.t, ops[0].Request).Fail; f != "" {
+	r := decode[request](h.t, ops[0].Request)
+	if r.Hang {
+		h.hanging <- ops[0].App + "/" + ops[0].Key
+		select {
+		case <-h.hangOver:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if f := r.Fail; f != "" {
 		k := fault.Unavailable
 		if f == "invalid" {
 			k = fault.Invalid
 		}
-		return nil, fault.New(k, "the test kind fails (%s)", f)
+		return nil, fault.WithRetryDelay(fault.New(k, "the test kind fails (%s)", f), r.RetryAfter)
 	}
 	return &jobs.Outcome{Result: encode(result{Ran: ids})}, nil
 }

@@ -111,10 +111,19 @@ func testEventsNeedAModel(t *testing.T, h *harness) {
 	wantKind(t, "inline events without a model", err, fault.FailedPrecondition)
 }
 
-func extraction(facts ...string) map[string]any {
+// extraction is an extraction reply whose i-th fact cites event i.
+func extraction(facts ...string) map[string]any { return extractionOf(0, facts...) }
+
+// extractionOf is an extraction reply whose facts cite event n (0: the
+// i-th fact cites event i).
+func extractionOf(n int, facts ...string) map[string]any {
 	var fs []any
 	for i, f := range facts {
-		fs = append(fs, map[string]any{"fact": f, "topic": "USER_PREFERENCES", "events": []int{i + 1}})
+		ev := n
+		if ev == 0 {
+			ev = i + 1
+		}
+		fs = append(fs, map[string]any{"fact": f, "topic": "USER_PREFERENCES", "events": []int{ev}})
 	}
 	if fs == nil {
 		fs = []any{}
@@ -147,7 +156,8 @@ func testGenerateFromSession(t *testing.T, h *harness) {
 		t.Fatalf("generated memory = %+v", m)
 	}
 	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, "")
-	if len(revs) != 1 || len(revs[0].ExtractedFacts) != 2 || revs[0].Operation != op.Name() || len(revs[0].Sources) != 1 {
+	// The revision records the fact it came from, not every fact of the run.
+	if len(revs) != 1 || !slices.Equal(revs[0].ExtractedFacts, []string{"The user loves hiking in the Alps."}) || revs[0].Operation != op.Name() || len(revs[0].Sources) != 1 {
 		t.Fatalf("revision = %+v", revs[0])
 	}
 	// Nothing new: no model call, nothing changes.
@@ -238,7 +248,7 @@ func testConsolidationActions(t *testing.T, h *harness) {
 	tea := h.create("The user drinks coffee every morning.", user1)
 	dog := h.create("The user has a dog named Rex.", user1)
 	events := []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I switched from coffee to tea. Rex says hi. I have a dog named Rex."}}}}}
-	h.gemini.ReplyJSON(extraction("The user now drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."))
+	h.gemini.ReplyJSON(extractionOf(1, "The user now drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."))
 	// The consolidation reply names memories by the numbers the prompt shows.
 	h.gemini.SetResponder(func(c modeltest.Call) modeltest.Reply {
 		coffee := shownNumber(c.Text(), "coffee every morning")
@@ -319,39 +329,6 @@ func testDisableConsolidationAndAllowedTopics(t *testing.T, h *harness) {
 	}
 	if got := h.facts(user1); len(got) != 2 {
 		t.Fatalf("without consolidation the duplicate should be stored: %v", got)
-	}
-}
-
-func testModelTrouble(t *testing.T, h *harness) {
-	h.create("The user has a bike.", user1)
-	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I sold my bike and bought a car."}}}}}
-	for _, tc := range []struct {
-		name    string
-		replies []string
-		want    string
-	}{
-		{"invalid JSON", []string{`{"facts": [`}, "not the JSON"},
-		{"unknown memory", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":1,"action":"DELETE","memory":7,"fact":""}]}`}, "memory 7"},
-		{"unknown candidate", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":3,"action":"CREATE","memory":0,"fact":"x"}]}`}, "new fact 3"},
-		{"twice on one memory", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":1,"action":"UPDATE","memory":1,"fact":"a"},{"candidate":1,"action":"DELETE","memory":1,"fact":""}]}`}, "twice"},
-		{"unknown action", []string{`{"facts":[{"fact":"The user bought a car.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, `{"actions":[{"candidate":1,"action":"MERGE","memory":1,"fact":"a"}]}`}, "MERGE"},
-	} {
-		h.gemini.ReplyText(tc.replies...)
-		op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.drain(h.svc)
-		op = h.op(op)
-		if op.State != jobs.Failed || !strings.Contains(op.ErrorMessage, tc.want) {
-			t.Fatalf("%s: operation %s %q, want FAILED mentioning %q", tc.name, op.State, op.ErrorMessage, tc.want)
-		}
-		if got := h.facts(user1); len(got) != 1 || got[0] != "The user has a bike." {
-			t.Fatalf("%s: memories changed: %v", tc.name, got)
-		}
-		if h.gemini.Pending() != 0 {
-			t.Fatalf("%s: %d scripted replies unused", tc.name, h.gemini.Pending())
-		}
 	}
 }
 

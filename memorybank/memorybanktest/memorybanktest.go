@@ -5,8 +5,9 @@
 // the same store, with the offline embedder and a real Gemini client
 // talking to a fake Gemini server (package modeltest), so it checks what a
 // caller sees: CRUD, revisions and rollback, scoped retrieval, generation
-// with its watermarks, consolidation and its failures, leases and
-// exactly-once completion, the queue the scheduler claims from, work
+// with its watermarks, consolidation, the model's replies checked whole
+// and retried when refused, the sources of every generated memory, leases
+// and exactly-once completion, the queue the scheduler claims from, work
 // handed back when a worker stops, lease renewal, coalescing,
 // cancellation, forgetting, purging, expiry, triggers, the primitives of
 // export and import, and the erasure of a user. The engine's own contract
@@ -59,6 +60,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConsolidationActions", testConsolidationActions},
 		{"DisableConsolidationAndAllowedTopics", testDisableConsolidationAndAllowedTopics},
 		{"ModelTrouble", testModelTrouble},
+		{"ModelRecovers", testModelRecovers},
+		{"RateLimited", testRateLimited},
+		{"RevisionsRecordTheirFact", testRevisionsRecordTheirFact},
+		{"GeneratedMemoriesForgotten", testGeneratedMemoriesForgotten},
 		{"TransientFailureRetried", testTransientFailureRetried},
 		{"LeaseFencing", testLeaseFencing},
 		{"Queue", testQueue},
