@@ -145,14 +145,19 @@ WHERE json_type(body, '$.action') = 'integer';
 // re-embedding (v2); the operations' bodies of the first format rewritten
 // in the current one (v3); memories' event and stated times (v4, 0 for
 // unknown); the operations' bodies of the memory bank's second format
-// rewritten in the jobs engine's (v5).
+// rewritten in the jobs engine's (v5); operations' owners, counted per
+// user (v6, empty for those queued before).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN event_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
 `},
-	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)})
+	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)},
+	sqlitedb.Step{SQL: `
+ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX operations_by_owner ON operations (app, owner, state);
+`})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
 	out := make([]sqlitedb.Step, len(sqls))
