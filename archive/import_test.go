@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -240,4 +241,71 @@ func TestImportRefusesOtherVersions(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "format version 3; this kioku reads versions 1 to 2") {
 		t.Fatalf("reading a version 3 archive: %v", err)
 	}
+}
+
+// relabel rewrites an archive's header to claim the selection of app and
+// user, leaving its records as they are (an archive edited by hand).
+func relabel(t *testing.T, data []byte, app, user string) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, rest, _ := bytes.Cut(plain, []byte("\n"))
+	claim := fmt.Sprintf(`"app":%q,"user":%q,`, app, user)
+	header = bytes.Replace(header, []byte(`"kind":"header",`), []byte(`"kind":"header",`+claim), 1)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(append(append(header, '\n'), rest...))
+	zw.Close()
+	return buf.Bytes()
+}
+
+// TestImportRefusesRecordsOutsideTheHeader: an archive whose header says
+// it holds one user (or one app) but whose records are of others (app
+// state, another user's state and sessions) is refused at the first such
+// record, naming it, and writes nothing of it: the target's user: and
+// app: state stay as they were.
+func TestImportRefusesRecordsOutsideTheHeader(t *testing.T) {
+	src, a, now := source(t)
+	for _, c := range []struct{ app, user, want string }{
+		{"a1", "u1", `is of the whole app "a1", but the archive's header says it holds user "u1" only`},
+		{"a9", "", `is of app "a1", but the archive's header says it holds app "a9" only`},
+	} {
+		dst := backends[0].open(t)
+		_, err := load(t, dst, relabel(t, a, c.app, c.user), archive.ImportOptions{Now: now})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("an archive of %s/%s holding others' records: %v; want %q", c.app, c.user, err, c.want)
+		}
+		for _, ref := range []sessions.StateRef{{App: "a1"}, {App: "a2"}, {App: "a1", User: "u1"}, {App: "a1", User: "u2"}} {
+			if st, _, err := dst.Sessions.GetState(t.Context(), ref); err != nil || len(st) != 0 {
+				t.Errorf("state of %v after the refused import: %v, %v", ref, st, err)
+			}
+		}
+	}
+	// The archive as exported still imports, and so does one of a user,
+	// whose header names the user.
+	if _, err := load(t, backends[0].open(t), a, archive.ImportOptions{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Header{Created: now, Store: "test", App: "a1", User: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := archive.Export(t.Context(), src, w, archive.Selection{App: "a1", User: "u1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := load(t, backends[0].open(t), buf.Bytes(), archive.ImportOptions{Now: now})
+	if err != nil {
+		t.Fatalf("an archive of user a1/u1: %v", err)
+	}
+	t.Logf("an archive of user a1/u1 imports: %v", rep.Written)
 }

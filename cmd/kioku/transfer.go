@@ -228,7 +228,9 @@ conflicts with the store (a session of the same id created there, one
 that moved on since) stops the import with an error naming it. Memories
 whose vectors come from another embedder than the store's (the --embedder
 flags) are embedded again. An archive of another format version is
-refused.
+refused, and so is a record outside the archive's header (in an archive
+of one app or one user, a record of another, or of the whole app in a
+user's): the import stops there, before writing it.
 
 Flags:
 `
