@@ -105,5 +105,9 @@
 // one app, or one user, holds nothing else: a record of another app or
 // user (or, in a user's archive, of the whole app: app state, the bank's
 // configuration, memories of no user) stops the import at that record,
-// before anything of it is written.
+// before anything of it is written. So does a session or event the API
+// would refuse (sessions.ValidateImported: an event id that is no id, an
+// event over the event size limit, state nested too deep, a user:, app:
+// or temp: key in a session's own state); the records before it stay
+// written.
 package archive

@@ -156,6 +156,9 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		return im.wrote(rec.Kind, wrote, err)
 	case KindSession:
 		s := rec.Session
+		if err := sessions.ValidateImported(s, nil); err != nil {
+			return err
+		}
 		im.session, im.skipping, im.lastSeq = s, false, 0
 		if s.Expired(im.opts.Now) {
 			im.skipping = true
@@ -226,6 +229,9 @@ func (im *importer) event(ctx context.Context, rec *Record) error {
 	im.lastSeq = rec.Event.Sequence
 	if im.skipping {
 		return nil
+	}
+	if err := sessions.ValidateImported(nil, []*sessions.Event{rec.Event}); err != nil {
+		return err
 	}
 	im.events = append(im.events, rec.Event)
 	im.eventBytes += rec.Size

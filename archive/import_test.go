@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -308,4 +310,67 @@ func TestImportRefusesRecordsOutsideTheHeader(t *testing.T) {
 		t.Fatalf("an archive of user a1/u1: %v", err)
 	}
 	t.Logf("an archive of user a1/u1 imports: %v", rep.Written)
+}
+
+// edit rewrites the first line of an archive that contains match with
+// edit applied to it.
+func edit(t *testing.T, data []byte, match string, edit func(line string) string) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(plain), "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, match) })
+	if i < 0 {
+		t.Fatalf("no line of the archive has %s", match)
+	}
+	lines[i] = edit(lines[i])
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, strings.Join(lines, "\n"))
+	zw.Close()
+	return buf.Bytes()
+}
+
+// TestImportValidatesSessionsAndEvents: a session or event record the
+// API would refuse is refused by import, naming the field, before it is
+// written: an event id that is a path, an event over the event size
+// limit, an event whose state nests 5,000 deep, an app: key in a
+// session's own state.
+func TestImportValidatesSessionsAndEvents(t *testing.T) {
+	_, a, now := source(t)
+	replaceID := func(l string) string {
+		return regexp.MustCompile(`("event":\{.*?"id":)"[^"]*"`).ReplaceAllString(l, `$1"../../x"`)
+	}
+	big := func(l string) string {
+		return strings.Replace(l, `"event":{`, `"event":{"custom_metadata":{"blob":"`+strings.Repeat("x", 600<<10)+`"},`, 1)
+	}
+	deep := func(l string) string {
+		return strings.Replace(l, `"event":{`, `"event":{"custom_metadata":{"deep":`+strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`},`, 1)
+	}
+	appKey := func(l string) string { return strings.Replace(l, `"state":{`, `"state":{"app:motd":"pwned",`, 1) }
+	for _, c := range []struct {
+		what, match string
+		edit        func(string) string
+		want        string
+	}{
+		{"an event id that is a path", `"kind":"event"`, replaceID, `event.id`},
+		{"an event over the size limit", `"kind":"event"`, big, "the limit is 524288 bytes"},
+		{"an event nested 5,000 deep", `"kind":"event"`, deep, "nests deeper than 32 levels"},
+		{"an app: key in a session's state", `"kind":"session"`, appKey, `session.state key "app:motd" is of another scope`},
+	} {
+		dst := backends[0].open(t)
+		_, err := load(t, dst, edit(t, a, c.match, c.edit), archive.ImportOptions{Now: now})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error with %q", c.what, err, c.want)
+		}
+		if st, _, err := dst.Sessions.GetState(t.Context(), sessions.StateRef{App: "a1"}); err != nil || st["app:motd"] == "pwned" {
+			t.Errorf("%s: the app's state is %v, %v", c.what, st, err)
+		}
+	}
 }
