@@ -135,24 +135,13 @@ func TestRoundTrip(t *testing.T) {
 // it.
 func TestImportResumes(t *testing.T) {
 	_, a, now := source(t)
-	zr, err := gzip.NewReader(bytes.NewReader(a))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(string(plain), "\n")
-	var cut bytes.Buffer
-	zw := gzip.NewWriter(&cut)
-	io.WriteString(zw, strings.Join(lines[:len(lines)/2], ""))
-	zw.Close()
+	lines := archiveLines(t, a)
+	cut := gzipped(lines[:len(lines)/2])
 
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			dst := b.open(t)
-			rep, err := load(t, dst, cut.Bytes(), archive.ImportOptions{Now: now})
+			rep, err := load(t, dst, cut, archive.ImportOptions{Now: now})
 			if err == nil || !strings.Contains(err.Error(), "truncated") {
 				t.Fatalf("import of a truncated archive: %v", err)
 			}
@@ -245,9 +234,8 @@ func TestImportRefusesOtherVersions(t *testing.T) {
 	}
 }
 
-// relabel rewrites an archive's header to claim the selection of app and
-// user, leaving its records as they are (an archive edited by hand).
-func relabel(t *testing.T, data []byte, app, user string) []byte {
+// archiveLines returns the lines of an archive, each with its newline.
+func archiveLines(t *testing.T, data []byte) []string {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -257,14 +245,25 @@ func relabel(t *testing.T, data []byte, app, user string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header, rest, _ := bytes.Cut(plain, []byte("\n"))
-	claim := fmt.Sprintf(`"app":%q,"user":%q,`, app, user)
-	header = bytes.Replace(header, []byte(`"kind":"header",`), []byte(`"kind":"header",`+claim), 1)
+	return strings.SplitAfter(string(plain), "\n")
+}
+
+// gzipped returns lines as an archive.
+func gzipped(lines []string) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write(append(append(header, '\n'), rest...))
+	io.WriteString(zw, strings.Join(lines, ""))
 	zw.Close()
 	return buf.Bytes()
+}
+
+// relabel rewrites an archive's header to claim the selection of app and
+// user, leaving its records as they are (an archive edited by hand).
+func relabel(t *testing.T, data []byte, app, user string) []byte {
+	claim := fmt.Sprintf(`"app":%q,"user":%q,`, app, user)
+	return edit(t, data, `"kind":"header"`, func(l string) string {
+		return strings.Replace(l, `"kind":"header",`, `"kind":"header",`+claim, 1)
+	})
 }
 
 // TestImportRefusesRecordsOutsideTheHeader: an archive whose header says
@@ -316,25 +315,13 @@ func TestImportRefusesRecordsOutsideTheHeader(t *testing.T) {
 // edit applied to it.
 func edit(t *testing.T, data []byte, match string, edit func(line string) string) []byte {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(plain), "\n")
+	lines := archiveLines(t, data)
 	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, match) })
 	if i < 0 {
 		t.Fatalf("no line of the archive has %s", match)
 	}
 	lines[i] = edit(lines[i])
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, strings.Join(lines, "\n"))
-	zw.Close()
-	return buf.Bytes()
+	return gzipped(lines)
 }
 
 // TestImportValidatesSessionsAndEvents: a session or event record the

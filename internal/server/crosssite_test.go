@@ -22,9 +22,9 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// keylessNode serves a fresh kioku without API keys (the default) on
-// loopback, as kioku serve does, with cfg's settings.
-func keylessNode(t *testing.T, configure func(*node.Config)) (*node.Node, string) {
+// serveNode serves a fresh kioku on loopback, as kioku serve does, with
+// the settings configure makes (none: the default, without API keys).
+func serveNode(t *testing.T, configure func(*node.Config)) (*node.Node, string) {
 	t.Helper()
 	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
 	if configure != nil {
@@ -78,7 +78,7 @@ func send(t *testing.T, method, url, ctype, body string, headers map[string]stri
 // application/json, the Go client, an allowed origin, an allowed host)
 // get through.
 func TestCrossSiteRequestsAreRefused(t *testing.T) {
-	n, url := keylessNode(t, nil)
+	n, url := serveNode(t, nil)
 	ctx := t.Context()
 	const createBody = `{"parent": "apps/a/users/ann", "session_id": "s1"}`
 	vertexSessions := url + "/v1beta1/projects/p/locations/us-central1/reasoningEngines/a/sessions"
@@ -159,7 +159,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 // them); --allowed-hosts adds names to loopback's; a server that listens
 // beyond loopback answers any Host.
 func TestAllowedOriginsAndHosts(t *testing.T) {
-	_, url := keylessNode(t, func(cfg *node.Config) {
+	_, url := serveNode(t, func(cfg *node.Config) {
 		cfg.CORSOrigins = []string{"https://app.example.com"}
 		cfg.AllowedHosts = []string{"kioku.internal"}
 	})

@@ -20,7 +20,7 @@ func nested(depth int) string {
 // without a Content-Type; the Vertex AI API keeps accepting fields beyond
 // Google's types; GET / says where things are.
 func TestClientMistakesAre4xxSayingWhatToFix(t *testing.T) {
-	_, url := keylessNode(t, nil)
+	_, url := serveNode(t, nil)
 	vertexSessions := url + "/v1beta1/projects/p/locations/us-central1/reasoningEngines/a/sessions"
 	if status, out := send(t, "POST", url+"/v1/apps/a/users/ann/sessions?sessionId=s1", "application/json", `{}`, nil); status != 200 {
 		t.Fatalf("fixture: %d %s", status, out)

@@ -25,7 +25,7 @@ import (
 // hits at -1) is INVALID_ARGUMENT over Connect and REST, as is any other
 // edit of a token.
 func TestForgedPageTokenIsInvalidArgument(t *testing.T) {
-	_, url := keylessNode(t, nil)
+	_, url := serveNode(t, nil)
 	ctx := t.Context()
 	c := client.New(url, client.WithHTTPClient(h2cClient()))
 	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"}); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +48,20 @@ func (o *outcomes) add(err error) {
 		o.messages[msg]++
 	default:
 		o.other = append(o.other, err)
+	}
+}
+
+// want checks that opened streams opened and refused were refused, each
+// with a message that has msg, and that nothing else went wrong.
+func (o *outcomes) want(t *testing.T, what string, opened, refused int, msg string) {
+	t.Helper()
+	if o.opened != opened || o.refused != refused || len(o.other) > 0 {
+		t.Errorf("%s: %d opened, %d refused (%v), other errors %v; want %d and %d", what, o.opened, o.refused, o.messages, o.other, opened, refused)
+	}
+	for m := range o.messages {
+		if !strings.Contains(m, msg) {
+			t.Errorf("%s: refused as %q; want %q", what, m, msg)
+		}
 	}
 }
 
@@ -137,8 +150,7 @@ func TestHealthWatchStreamsAreCapped(t *testing.T) {
 // TestWatchSessionStreamsAreCapped: 1,500 WatchSession streams with one
 // app key, on sessions of 20 users, open up to the key's cap of 1,000;
 // a user key's streams on its own sessions stop at the user's cap of 100.
-// Each refusal is RESOURCE_EXHAUSTED naming the cap, and the streams
-// already open keep receiving.
+// Each refusal is RESOURCE_EXHAUSTED naming the cap.
 func TestWatchSessionStreamsAreCapped(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", "a", "")
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
@@ -146,19 +158,11 @@ func TestWatchSessionStreamsAreCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewUnstartedServer(n.Handler())
-	ts.Config = n.HTTPServer()
-	ts.Start()
-	t.Cleanup(ts.Close)
+	_, url := serveNode(t, func(cfg *node.Config) { cfg.Keys = keys })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
-	app := client.New(ts.URL, client.WithHTTPClient(h2cClient()), client.WithAuthToken(appKey))
+	app := client.New(url, client.WithHTTPClient(h2cClient()), client.WithAuthToken(appKey))
 	session := func(u int) string { return fmt.Sprintf("apps/a/users/u%d/sessions/s-u%d", u, u) }
 	users := append([]string{"ann"}, make([]string, 20)...)
 	for i := range users[1:] {
@@ -186,7 +190,7 @@ func TestWatchSessionStreamsAreCapped(t *testing.T) {
 		p := new(http.Protocols)
 		p.SetUnencryptedHTTP2(true)
 		hc := &http.Client{Transport: &http.Transport{Protocols: p, MaxConnsPerHost: 0}}
-		return kiokuv1connect.NewSessionServiceClient(hc, ts.URL, connect.WithInterceptors(bearer(key)))
+		return kiokuv1connect.NewSessionServiceClient(hc, url, connect.WithInterceptors(bearer(key)))
 	}
 
 	var byKey outcomes
@@ -197,14 +201,7 @@ func TestWatchSessionStreamsAreCapped(t *testing.T) {
 		go watch(c, session(i%20), &byKey, &wg)
 	}
 	wg.Wait()
-	if byKey.opened != server.DefaultMaxWatchesPerKey || byKey.refused != 500 || len(byKey.other) > 0 {
-		t.Errorf("1,500 streams of one key: %d opened, %d refused (%v), other errors %v; want 1,000 and 500", byKey.opened, byKey.refused, byKey.messages, byKey.other)
-	}
-	for msg := range byKey.messages {
-		if !strings.Contains(msg, "this API key has 1000 WatchSession streams open, the most one key may have") {
-			t.Errorf("refused as %q", msg)
-		}
-	}
+	byKey.want(t, "1,500 streams of one key", server.DefaultMaxWatchesPerKey, 500, "this API key has 1000 WatchSession streams open, the most one key may have")
 
 	var byUser outcomes
 	ann := withKey(annKey)
@@ -213,16 +210,9 @@ func TestWatchSessionStreamsAreCapped(t *testing.T) {
 		go watch(ann, "apps/a/users/ann/sessions/s-ann", &byUser, &wg)
 	}
 	wg.Wait()
-	if byUser.opened != server.DefaultMaxWatchesPerUser || byUser.refused != 10 || len(byUser.other) > 0 {
-		t.Errorf("110 streams of one user: %d opened, %d refused (%v), other errors %v; want 100 and 10", byUser.opened, byUser.refused, byUser.messages, byUser.other)
-	}
-	for msg := range byUser.messages {
-		if !strings.Contains(msg, "user ann of app a has 100 WatchSession streams open, the most one user may have") {
-			t.Errorf("refused as %q", msg)
-		}
-	}
+	byUser.want(t, "110 streams of one user", server.DefaultMaxWatchesPerUser, 10, "user ann of app a has 100 WatchSession streams open, the most one user may have")
 	t.Logf("one key: %d opened, %d refused; one user: %d opened, %d refused", byKey.opened, byKey.refused, byUser.opened, byUser.refused)
-	_, metrics := send(t, "GET", ts.URL+"/metrics", "", "", nil)
+	_, metrics := send(t, "GET", url+"/metrics", "", "", nil)
 	for _, want := range []string{
 		`kioku_streams_open{kind="watch_session"} 1100`,
 		`kioku_streams_limit{kind="watch_session",per="key"} 1000`,
