@@ -22,18 +22,19 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v5.db, the database this version
+// goldenDB rewrites testdata/kioku-v6.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
 // number), testdata/kioku-v3.db by the version of schema 3 (memories
 // without event and stated times), testdata/kioku-v4.db by the version of
 // schema 4 (operations in the memory bank's second format, before the jobs
-// engine); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v5.db from this version")
+// engine), testdata/kioku-v5.db by the version of schema 5 (operations
+// without owners); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v6.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 5
+const schema = 6
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -106,12 +107,25 @@ func TestMigrationFromV4(t *testing.T) {
 	checkGolden(t, st, teaStated)
 }
 
+// TestMigrationFromV5 opens a database of schema 5, whose operations have
+// no owner: those left queued count for no user.
+func TestMigrationFromV5(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v5.db")
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
+	}
+	checkGolden(t, st, teaRestated)
+}
+
 // TestGoldenDatabase reads the database this version writes.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v5.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v6.db"))
 	}
-	_, st := openCurrent(t, "kioku-v5.db")
+	_, st := openCurrent(t, "kioku-v6.db")
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
+		t.Fatalf("pending operations of ann: %d, %v; want 1", n, err)
+	}
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).
