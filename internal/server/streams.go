@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
@@ -21,7 +22,9 @@ import (
 // hold are bounded:
 //
 //   - health Watch, served without a key: at most MaxHealthWatchesPerConn
-//     on one connection and MaxHealthWatches on the server;
+//     on one connection and MaxHealthWatches on the server; the streams of
+//     gRPC reflection (ServerReflectionInfo, v1 and v1alpha), also served
+//     without a key, as many again, counted apart;
 //   - WatchSession: at most Config.MaxWatchesPerKey per API key (on a
 //     server without keys, all callers count as one key) and
 //     Config.MaxWatchesPerUser on the sessions of one user of an app.
@@ -45,6 +48,7 @@ const (
 // Stream kinds, the kind label of the stream metrics.
 const (
 	healthWatch  = "health_watch"
+	reflection   = "reflection"
 	sessionWatch = "watch_session"
 )
 
@@ -89,32 +93,42 @@ func (s *streamCounts) total(key string) int {
 
 // streamCaps is the interceptor that applies the caps.
 type streamCaps struct {
-	counts              streamCounts
-	perKey, perUser     int
-	metrics             *rpcMetrics
-	healthWatch, watchP string
+	counts          streamCounts
+	perKey, perUser int
+	metrics         *rpcMetrics
+	keyless         map[string]string // procedure → kind, of the streams served without a key
+	watchP          string
 }
 
 func newStreamCaps(perKey, perUser int, metrics *rpcMetrics) *streamCaps {
 	return &streamCaps{
 		counts: streamCounts{open: map[string]int{}}, perKey: perKey, perUser: perUser, metrics: metrics,
-		healthWatch: "/" + grpchealth.HealthV1ServiceName + "/Watch", watchP: kiokuv1connect.SessionServiceWatchSessionProcedure,
+		keyless: map[string]string{
+			"/" + grpchealth.HealthV1ServiceName + "/Watch":                       healthWatch,
+			"/" + grpcreflect.ReflectV1ServiceName + "/ServerReflectionInfo":      reflection,
+			"/" + grpcreflect.ReflectV1AlphaServiceName + "/ServerReflectionInfo": reflection,
+		},
+		watchP: kiokuv1connect.SessionServiceWatchSessionProcedure,
 	}
 }
 
 // Metrics reports the streams open and the caps.
 func (c *streamCaps) Metrics() []Metric {
 	const open, limit = "kioku_streams_open", "kioku_streams_limit"
-	openHelp := "Streams open, by kind (health_watch, watch_session)."
+	openHelp := "Streams open, by kind (health_watch, reflection, watch_session)."
 	limitHelp := "The most streams of a kind one holder may have open, by kind and holder (server, connection, key, user)."
-	return []Metric{
-		{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", healthWatch}}, Value: float64(c.counts.total(healthWatch))},
+	out := []Metric{
 		{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}}, Value: float64(c.counts.total(sessionWatch))},
-		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", healthWatch}, {"per", "server"}}, Value: MaxHealthWatches},
-		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", healthWatch}, {"per", "connection"}}, Value: MaxHealthWatchesPerConn},
 		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}, {"per", "key"}}, Value: float64(c.perKey)},
 		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}, {"per", "user"}}, Value: float64(c.perUser)},
 	}
+	for _, kind := range []string{healthWatch, reflection} {
+		out = append(out,
+			Metric{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", kind}}, Value: float64(c.counts.total(kind))},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "server"}}, Value: MaxHealthWatches},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "connection"}}, Value: MaxHealthWatchesPerConn})
+	}
+	return out
 }
 
 func (c *streamCaps) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
@@ -125,18 +139,20 @@ func (c *streamCaps) WrapStreamingClient(next connect.StreamingClientFunc) conne
 
 func (c *streamCaps) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		switch conn.Spec().Procedure {
-		case c.healthWatch:
-			connKey := "conn " + conn.Peer().Addr
-			keys, err := c.take(c.healthWatch, []string{healthWatch, connKey}, []int{MaxHealthWatches, MaxHealthWatchesPerConn}, map[string]string{
-				healthWatch: fmt.Sprintf("the server has %d health Watch streams open, the most it serves; use Check, or retry later", MaxHealthWatches),
-				connKey:     fmt.Sprintf("this connection has %d health Watch streams open, the most one may have; close one, or use Check", MaxHealthWatchesPerConn),
+		if kind, ok := c.keyless[conn.Spec().Procedure]; ok {
+			what := map[string]string{healthWatch: "health Watch", reflection: "reflection"}[kind]
+			connKey := kind + " conn " + conn.Peer().Addr
+			keys, err := c.take(conn.Spec().Procedure, []string{kind, connKey}, []int{MaxHealthWatches, MaxHealthWatchesPerConn}, map[string]string{
+				kind:    fmt.Sprintf("the server has %d %s streams open, the most it serves; close one, or retry later", MaxHealthWatches, what),
+				connKey: fmt.Sprintf("this connection has %d %s streams open, the most one may have; close one first", MaxHealthWatchesPerConn, what),
 			})
 			if err != nil {
 				return err
 			}
 			defer c.counts.release(keys)
-		case c.watchP:
+			return next(ctx, conn)
+		}
+		if conn.Spec().Procedure == c.watchP {
 			key := "key" // a server without keys: every caller
 			if caller, ok := auth.CallerFrom(ctx); ok {
 				key = "key " + caller.KeyID()

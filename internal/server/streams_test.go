@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
@@ -68,7 +69,7 @@ func (o *outcomes) want(t *testing.T, what string, opened, refused int, msg stri
 // TestHealthWatchStreamsAreCapped: 1,500 health Watch streams without a
 // key, 15 on each of 100 connections, open up to the server's cap of
 // 1,000; the others are RESOURCE_EXHAUSTED naming the cap. One connection
-// holds at most 16. /metrics reports the streams open, the caps and the
+// holds at most 16, and at most 16 reflection streams too. /metrics reports the streams open, the caps and the
 // refusals.
 func TestHealthWatchStreamsAreCapped(t *testing.T) {
 	ts := startServer(t, server.Config{Logger: slog.New(slog.DiscardHandler)})
@@ -101,15 +102,28 @@ func TestHealthWatchStreamsAreCapped(t *testing.T) {
 		go watch(conn, &one, &wg)
 	}
 	wg.Wait()
-	if one.opened != server.MaxHealthWatchesPerConn || one.refused != 4 || len(one.other) > 0 {
-		t.Errorf("%d Watch streams on one connection: %d opened, %d refused (%v), other errors %v; want %d and 4",
-			server.MaxHealthWatchesPerConn+4, one.opened, one.refused, one.messages, one.other, server.MaxHealthWatchesPerConn)
+	one.want(t, "Watch streams on one connection", server.MaxHealthWatchesPerConn, 4, fmt.Sprintf("this connection has %d health Watch streams open", server.MaxHealthWatchesPerConn))
+	conn.Close()
+
+	// Reflection streams, also served without a key, are capped alike.
+	var refl outcomes
+	conn = dial()
+	for range server.MaxHealthWatchesPerConn + 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+			if err == nil {
+				err = stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
+			}
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			refl.add(err)
+		}()
 	}
-	for msg := range one.messages {
-		if !strings.Contains(msg, fmt.Sprintf("this connection has %d health Watch streams open", server.MaxHealthWatchesPerConn)) {
-			t.Errorf("refused as %q", msg)
-		}
-	}
+	wg.Wait()
+	refl.want(t, "reflection streams on one connection", server.MaxHealthWatchesPerConn, 4, fmt.Sprintf("this connection has %d reflection streams open", server.MaxHealthWatchesPerConn))
 	conn.Close()
 
 	// 1,500 from 100 connections (those of the connection above are
@@ -138,6 +152,8 @@ func TestHealthWatchStreamsAreCapped(t *testing.T) {
 		fmt.Sprintf(`kioku_streams_open{kind="health_watch"} %d`, many.opened),
 		`kioku_streams_limit{kind="health_watch",per="server"} 1000`,
 		`kioku_streams_limit{kind="health_watch",per="connection"} 16`,
+		`kioku_streams_limit{kind="reflection",per="server"} 1000`,
+		`kioku_rpc_refused_total{procedure="/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",reason="too_many_streams"} 4`,
 		`kioku_rpc_refused_total{procedure="/grpc.health.v1.Health/Watch",reason="too_many_streams"}`,
 	} {
 		if !strings.Contains(metrics, want) {
