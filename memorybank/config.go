@@ -16,7 +16,7 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*BankConfig, error
 }
 
 // The fields of BankConfig an update mask may name.
-var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger"}
+var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger", "pii_redaction"}
 
 // UpdateConfig changes the fields of an app's configuration named in mask
 // (all of them when mask is empty) to those of c.
@@ -50,6 +50,8 @@ func (s *Service) UpdateConfig(ctx context.Context, c *BankConfig, mask []string
 			next.Compaction = c.Compaction
 		case "retrieval":
 			next.Retrieval = c.Retrieval
+		case "pii_redaction":
+			next.PIIRedaction = c.PIIRedaction
 		default:
 			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", f, configFields)
 		}

@@ -15,13 +15,17 @@
 // facts that led to it, the sources, the operation); revisions are never
 // rewritten, a deleted memory keeps them, and RollbackMemory restores any of
 // them (memories.go, revisions.go). An app's BankConfig (config.go) says
-// which topics to extract, the TTLs, the generation trigger and
-// retrieval's fusion. It also keeps the app's compaction trigger, which is
-// package sessions' (sessions.CompactionTrigger: its rules and its
-// validation; internal/app fires it and runs the compactions): kioku.v1's
-// MemoryBankConfig and every configuration stored so far hold it there,
-// and one document per app serves both triggers with one cached read per
-// append (AppConfig).
+// which topics to extract, the TTLs, the generation trigger,
+// retrieval's fusion and the redaction of personal data (PIIRedaction,
+// redaction.go: with it on, every text sent to a model goes through
+// redact.Generator, every fact is redacted before it is stored, and
+// queries and re-embedded facts before they are embedded, while the
+// sessions' events stay as they were appended). It also keeps the app's
+// compaction trigger, which is package sessions' (sessions.CompactionTrigger:
+// its rules and its validation; internal/app fires it and runs the
+// compactions): kioku.v1's MemoryBankConfig and every configuration stored
+// so far hold it there, and one document per app serves both triggers with
+// one cached read per append (AppConfig).
 //
 // # Generation
 //

@@ -223,6 +223,9 @@ func validateConfig(c *BankConfig) error {
 	if err := c.Compaction.Validate(); err != nil {
 		return err
 	}
+	if err := c.PIIRedaction.Validate("pii_redaction"); err != nil {
+		return err
+	}
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
 	}

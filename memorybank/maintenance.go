@@ -6,6 +6,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 )
 
 // reembedIdle is how long re-embedding waits after it found nothing to do.
@@ -102,7 +103,11 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 // Reembed gives the memories whose vectors come from another embedder a
 // vector of the current one (after the embedder was changed), 100 at a
 // time, and returns how many it re-embedded. Such memories are not found by
-// similarity until then.
+// similarity until then. A memory of an app with pii_redaction on is
+// embedded redacted, since the embedder may be a model: one stored before
+// redaction was turned on keeps its fact and gets the vector of the fact
+// redacted, which is what the app's queries, redacted too, are compared
+// with.
 func (s *Service) Reembed(ctx context.Context) (int, error) {
 	total := 0
 	for {
@@ -111,8 +116,20 @@ func (s *Service) Reembed(ctx context.Context) (int, error) {
 			return total, err
 		}
 		texts := make([]string, len(mems))
+		redactors := map[string]*redact.Redactor{}
 		for i, m := range mems {
-			texts[i] = m.Fact
+			red, ok := redactors[m.App]
+			if !ok {
+				cfg, err := s.config(ctx, m.App)
+				if err != nil {
+					return total, err
+				}
+				if red, err = s.Redactor(cfg); err != nil {
+					return total, err
+				}
+				redactors[m.App] = red
+			}
+			texts[i] = red.Redact(m.Fact)
 		}
 		vecs, err := s.emb.Embed(ctx, texts, model.TaskDocument)
 		if err != nil {

@@ -52,6 +52,11 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	if err != nil {
 		return nil, err
 	}
+	red, err := s.Redactor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in.Fact = redactFact(red, in.Fact)
 	vecs, err := s.emb.Embed(ctx, []string{in.Fact}, model.TaskDocument)
 	if err != nil {
 		return nil, err
@@ -298,9 +303,17 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 
 // writeRevision stores m as revision old+1 with its revision record, if the
 // memory is still at revision old; otherwise the error is Aborted and the
-// caller reads the memory again. It embeds the fact first when
-// factChanged, or when m has no vector of the current embedder.
+// caller reads the memory again. With the app's redaction on it redacts
+// the fact first. It embeds the fact when it changed, or when m has no
+// vector of the current embedder.
 func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
+	red, err := s.Redactor(cfg)
+	if err != nil {
+		return err
+	}
+	if f := redactFact(red, m.Fact); f != m.Fact {
+		m.Fact, factChanged = f, true
+	}
 	if factChanged || len(m.Embedding) == 0 || m.EmbeddingModel != s.emb.Name() {
 		vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
 		if err != nil {

@@ -327,7 +327,10 @@ type BankConfig struct {
 	// where kioku.v1's MemoryBankConfig has it (see the package
 	// documentation).
 	Compaction sessions.CompactionTrigger
-	UpdateTime time.Time
+	// PIIRedaction redacts personal data from what the app's memory bank
+	// and compactions send to models and from the memories stored.
+	PIIRedaction PIIRedaction
+	UpdateTime   time.Time
 }
 
 // Topics returns the topics extraction may use: label → description.

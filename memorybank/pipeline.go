@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 )
 
 // genRun is one run of the generation pipeline over a batch of
@@ -19,6 +20,10 @@ type genRun struct {
 	batch *jobs.Batch
 	ops   []*jobs.Operation
 	reqs  []*GenerateRequest
+	// gen is the Service's generator, redacting with red when the app's
+	// configuration turns redaction on (nil red: off).
+	gen model.Generator
+	red *redact.Redactor
 	// result holds the run's figures so far, and its memories at the end.
 	result generateResult
 }
@@ -48,6 +53,10 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	if err != nil {
 		return nil, err
 	}
+	if r.red, err = s.Redactor(cfg); err != nil {
+		return nil, err
+	}
+	r.gen = redact.Generator(s.gen, r.red)
 
 	// 1. Gather the input.
 	b.Progress("reading events")
@@ -77,7 +86,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 		conv.add("", g.Events...)
 		for _, f := range g.Facts {
 			// A direct fact is stated when it was given: the request's time.
-			c := candidate{fact: f.Fact, topics: f.Topics, stated: op.CreateTime}
+			c := candidate{fact: redactFact(r.red, f.Fact), topics: f.Topics, stated: op.CreateTime}
 			if g.FactsSession != nil {
 				c.sources = []Source{{Session: g.FactsSession.Name(), EventIDs: g.FactsEventIDs}}
 			}
@@ -95,6 +104,9 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 		if err != nil {
 			return nil, err
 		}
+		for i := range facts {
+			facts[i].fact = redactFact(r.red, facts[i].fact)
+		}
 		r.figures(func(res *generateResult) {
 			res.ModelCalls++
 			res.FactsExtracted = len(facts)
@@ -111,6 +123,9 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 		b.Progress("consolidating")
 		if plan, err = r.consolidate(ctx, app, scopeKey, cands, req.DisableConsolidation); err != nil {
 			return nil, err
+		}
+		for i := range plan {
+			plan[i].fact = redactFact(r.red, plan[i].fact)
 		}
 		r.figures(func(res *generateResult) { res.ConsolidationNS = int64(time.Since(start)) })
 	}
@@ -148,7 +163,7 @@ func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string,
 		}
 	}
 	system, user := extractionPrompt(cfg, topics, desc, conv)
-	resp, err := s.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
 		Schema:   extractionSchema(topics),
@@ -265,7 +280,7 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 		return s.nearDuplicates(ctx, cands, shown)
 	}
 	system, user := consolidationPrompt(shown, cands)
-	resp, err := s.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
 		Schema:   consolidationSchema,

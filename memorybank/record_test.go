@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -347,6 +348,41 @@ func TestConfigGolden(t *testing.T) {
 	}
 	if diff := cmp.Diff(cfg, old); diff != "" {
 		t.Errorf("the first version's configuration (-sample +v1):\n%s", diff)
+	}
+}
+
+// TestConfigGoldenPII: a configuration with redaction (and a compaction
+// trigger) is stored in v3/config.json; one without redaction is stored
+// as before (TestConfigGolden's v2/config.json, which it still writes).
+func TestConfigGoldenPII(t *testing.T) {
+	cfg := &memorybank.BankConfig{
+		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
+		Compaction: sessions.CompactionTrigger{EventCount: 50, EventBytes: 64 << 10, KeepRecent: 8},
+		PIIRedaction: memorybank.PIIRedaction{Enabled: true, Rules: redact.Rules{
+			Categories: []redact.Category{redact.Email, redact.Phone, redact.Card},
+			Patterns:   []redact.Pattern{{Name: "EMPLOYEE_ID", Regex: `EMP-[0-9]{6}`}},
+		}},
+		UpdateTime: t0.Add(time.Second),
+	}
+	body, err := record.MarshalConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := record.UnmarshalConfig("golden", check(t, "v3/config.json", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cfg, got); diff != "" {
+		t.Errorf("decoded (-sample +golden):\n%s", diff)
+	}
+	// Rules kept while redaction is off are stored too.
+	cfg.PIIRedaction.Enabled = false
+	body, err = record.MarshalConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = record.UnmarshalConfig("golden", body); err != nil || !cmp.Equal(cfg, got) {
+		t.Errorf("rules without redaction on: %v, %v", cmp.Diff(cfg, got), err)
 	}
 }
 

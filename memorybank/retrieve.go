@@ -74,6 +74,13 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 	if err != nil {
 		return nil, "", err
 	}
+	// The query is embedded, by a model if the embedder is one: it is
+	// redacted like the memories it is compared with.
+	red, err := s.Redactor(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	r.Query = red.Redact(r.Query)
 	prefer := r.PreferTime
 	if prefer.Empty() {
 		prefer, _ = retrieval.QueryPeriod(r.Query)

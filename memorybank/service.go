@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -83,6 +84,9 @@ type Service struct {
 	configMu    sync.Mutex
 	configCache map[string]cachedConfig
 
+	redactorMu sync.Mutex
+	redactors  map[string]*redact.Redactor // by the rules' JSON
+
 	triggerMu sync.Mutex
 	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
 	idle      idleSessions
@@ -128,6 +132,7 @@ func NewService(store Store, cfg Config) *Service {
 		log:         cfg.Logger,
 		cfg:         cfg,
 		configCache: map[string]cachedConfig{},
+		redactors:   map[string]*redact.Redactor{},
 		triggered:   map[string]firedTrigger{},
 	}
 	if s.jobs != nil {

@@ -21,7 +21,9 @@
 // Long sessions (compaction.go, search.go): Compact summarises a session's
 // older events with the generation model into a compaction event appended
 // to it, and GetSession's compacted view returns the latest compaction and
-// the events after it; nothing is deleted. An app's CompactionTrigger
+// the events after it; nothing is deleted. With a Redactor in the
+// CompactRequest (package redact), the model is sent the events redacted
+// and the summary is redacted before it is stored. An app's CompactionTrigger
 // (compaction_trigger.go) compacts its sessions every N events or bytes:
 // CompactionTriggers applies it to the appends, and queues the
 // compactions it fires through a function it is given (internal/app's, which

@@ -120,8 +120,18 @@ func (a *App) compact(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "operation %s", op.Name())
 	}
+	// The app's redaction, read afresh: a compaction sends the session to
+	// the model.
+	cfg, err := a.memories.GetConfig(ctx, c.Session.App)
+	if err != nil {
+		return nil, err
+	}
+	req := c.request()
+	if req.Redactor, err = a.memories.Redactor(cfg); err != nil {
+		return nil, err
+	}
 	b.Progress("summarising")
-	res, err := a.sessions.Compact(ctx, c.Session, c.request())
+	res, err := a.sessions.Compact(ctx, c.Session, req)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,8 @@
 //   - compacting a session as an operation (CompactSession, kind
 //     KindCompact): configured by the app's compaction trigger, kept in
 //     the memory bank's configuration, and fired by package sessions'
-//     CompactionTriggers;
+//     CompactionTriggers; redacted as the app's pii_redaction, also kept
+//     there, says;
 //   - the operations of every kind as the API answers them (Operation:
 //     the engine's record with the request and result its domain decodes);
 //   - the background work (Start): the triggers that follow the appends,

@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -133,6 +134,15 @@ func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, err
 	if t := c.Compaction; t != (sessions.CompactionTrigger{}) {
 		out.CompactionTrigger = &kiokuv1.CompactionTrigger{EventCount: int32(t.EventCount), EventBytes: t.EventBytes, KeepRecentEvents: int32(t.KeepRecent)}
 	}
+	if p := c.PIIRedaction; p.Enabled || len(p.Categories) > 0 || len(p.Patterns) > 0 {
+		out.PiiRedaction = &kiokuv1.PiiRedaction{Enabled: p.Enabled}
+		for _, cat := range p.Categories {
+			out.PiiRedaction.Categories = append(out.PiiRedaction.Categories, string(cat))
+		}
+		for _, pat := range p.Patterns {
+			out.PiiRedaction.CustomPatterns = append(out.PiiRedaction.CustomPatterns, &kiokuv1.PiiPattern{Name: pat.Name, Regex: pat.Regex})
+		}
+	}
 	if f := c.Retrieval.Fusion; f != (retrieval.Fusion{}) {
 		out.Retrieval = &kiokuv1.RetrievalConfig{Fusion: &kiokuv1.FusionConfig{
 			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
@@ -193,6 +203,13 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 	c.Retrieval.Fusion = fusion
 	for _, t := range p.GetCustomTopics() {
 		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
+	}
+	c.PIIRedaction.Enabled = p.GetPiiRedaction().GetEnabled()
+	for _, cat := range p.GetPiiRedaction().GetCategories() {
+		c.PIIRedaction.Categories = append(c.PIIRedaction.Categories, redact.Category(cat))
+	}
+	for _, pat := range p.GetPiiRedaction().GetCustomPatterns() {
+		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern{Name: pat.GetName(), Regex: pat.GetRegex()})
 	}
 	for i, ex := range p.GetGenerationExamples() {
 		e := memorybank.Example{ExpectedFacts: ex.GetExpectedFacts()}

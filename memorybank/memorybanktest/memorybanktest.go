@@ -9,8 +9,9 @@
 // and retried when refused, the sources of every generated memory, leases
 // and exactly-once completion, the queue the scheduler claims from, work
 // handed back when a worker stops, lease renewal, coalescing,
-// cancellation, forgetting, purging, expiry, triggers, the primitives of
-// export and import, and the erasure of a user. The engine's own contract
+// cancellation, forgetting, purging, expiry, triggers, the redaction of
+// personal data, the primitives of export and import, and the erasure of
+// a user. The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -81,6 +82,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Reembed", testReembed},
 		{"CompactionTriggerConfig", testCompactionTriggerConfig},
 		{"ConfigLimits", testConfigLimits},
+		{"PIIRedaction", testPIIRedaction},
 		{"OperationsOfAUser", testOperationsOfAUser},
 		{"GenerationGroups", testGenerationGroups},
 		{"PurgeResumes", testPurgeResumes},

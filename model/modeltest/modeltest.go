@@ -53,6 +53,7 @@ type fake struct {
 	script    []Reply
 	calls     []Call
 	embedReqs int
+	embedded  []string
 	responder func(Call) Reply
 }
 
@@ -98,6 +99,14 @@ func (f *fake) EmbedRequests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.embedReqs
+}
+
+// EmbeddedTexts returns the texts of the embedding requests received so
+// far, in order.
+func (f *fake) EmbeddedTexts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.embedded...)
 }
 
 // next records a call and returns its reply. A responder runs without the
@@ -199,10 +208,11 @@ func (g *Gemini) Config() model.GeminiConfig {
 // FastRetry retries quickly, for tests.
 var FastRetry = model.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Millisecond, MaxDelay: 2 * time.Second}
 
-// countEmbed counts an embedding request.
-func (f *fake) countEmbed() {
+// countEmbed records an embedding request.
+func (f *fake) countEmbed(texts []string) {
 	f.mu.Lock()
 	f.embedReqs++
+	f.embedded = append(f.embedded, texts...)
 	f.mu.Unlock()
 }
 
@@ -330,7 +340,6 @@ func (o *OpenAI) chat(w http.ResponseWriter, r *http.Request, req map[string]any
 }
 
 func (o *OpenAI) embeddings(w http.ResponseWriter, req map[string]any) {
-	o.countEmbed()
 	var inputs []string
 	switch in := req["input"].(type) {
 	case string:
@@ -341,6 +350,7 @@ func (o *OpenAI) embeddings(w http.ResponseWriter, req map[string]any) {
 			inputs = append(inputs, s)
 		}
 	}
+	o.countEmbed(inputs)
 	var data []any
 	for i, text := range inputs {
 		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": Vector(text, o.Dims)})

@@ -90,8 +90,9 @@ type Gemini struct {
 	// Respond answers a generation call; an error is answered with status
 	// 500 and its text. Required.
 	Respond func(Call) (Reply, error)
-	// Embedded, when set, is called for each embedding request.
-	Embedded func()
+	// Embedded, when set, is called for each embedding request with the
+	// texts to embed.
+	Embedded func(texts []string)
 	// Stop, when set, ends the calls that hang (Reply.Hang) or trickle
 	// once it is closed, so that the server can stop.
 	Stop <-chan struct{}
@@ -113,7 +114,14 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.generate(w, r, model, req)
 	case "batchEmbedContents":
 		if g.Embedded != nil {
-			g.Embedded()
+			var texts []string
+			reqs, _ := req["requests"].([]any)
+			for _, r := range reqs {
+				rm, _ := r.(map[string]any)
+				_, text := textsOf(rm["content"])
+				texts = append(texts, text)
+			}
+			g.Embedded(texts)
 		}
 		embed(w, req)
 	default:

@@ -917,8 +917,11 @@ type MemoryBankConfig struct {
 	// Automatic compaction of the app's sessions (see
 	// SessionService.CompactSession). Unset: only on request.
 	CompactionTrigger *CompactionTrigger `protobuf:"bytes,10,opt,name=compaction_trigger,json=compactionTrigger,proto3" json:"compaction_trigger,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Redaction of personal data from what kioku sends to models and from
+	// the memories it stores. Unset: off.
+	PiiRedaction  *PiiRedaction `protobuf:"bytes,11,opt,name=pii_redaction,json=piiRedaction,proto3" json:"pii_redaction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryBankConfig) Reset() {
@@ -1021,6 +1024,160 @@ func (x *MemoryBankConfig) GetCompactionTrigger() *CompactionTrigger {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetPiiRedaction() *PiiRedaction {
+	if x != nil {
+		return x.PiiRedaction
+	}
+	return nil
+}
+
+// PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
+// `[PHONE]`, ...) in every text kioku sends to a model for memory
+// extraction, consolidation and session compaction (and in the summary a
+// compaction stores), in every memory fact before it is stored (facts
+// given directly, facts a model returns, CreateMemory, UpdateMemory,
+// RollbackMemory), and in similarity search queries and re-embedded facts
+// (after a change of embedder) before they are embedded. Session events
+// and state are stored as given, and memories stored before redaction was
+// turned on keep their text until they change.
+// The detection is deterministic rules, not a model: it catches the
+// formats of the categories below and misses personal data without a
+// recognisable shape (names, free-form addresses, numbers without a check
+// digit or fixed form, anything in images or files).
+type PiiRedaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether redaction is on.
+	Enabled bool `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// The built-in categories to redact: any of `EMAIL` (e-mail addresses),
+	// `PHONE` (international numbers with + or 00, national numbers with a
+	// trunk 0 such as Japan's and the UK's, North American numbers),
+	// `CARD` (payment card numbers of 13 to 19 digits that pass the Luhn
+	// check), `GOVERNMENT_ID` (US social security numbers; Japanese My
+	// Numbers, Indian Aadhaar numbers and Chinese resident ids by their
+	// check digits; UK national insurance numbers; Spanish DNI and NIE by
+	// their check letters), `ADDRESS` (a house number with a street type in
+	// English, French or German, a Japanese address with its block numbers,
+	// a PO box, a UK postcode, a Japanese postal code after 〒, a US ZIP
+	// code after a city and state), `IP_ADDRESS` (IPv4 and IPv6). Full-width
+	// digits and separators count as ASCII ones. Empty means all of them.
+	Categories []string `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
+	// Patterns of the app's own, redacted besides the categories. At most 16.
+	CustomPatterns []*PiiPattern `protobuf:"bytes,3,rep,name=custom_patterns,json=customPatterns,proto3" json:"custom_patterns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PiiRedaction) Reset() {
+	*x = PiiRedaction{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PiiRedaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PiiRedaction) ProtoMessage() {}
+
+func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PiiRedaction.ProtoReflect.Descriptor instead.
+func (*PiiRedaction) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PiiRedaction) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *PiiRedaction) GetCategories() []string {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
+func (x *PiiRedaction) GetCustomPatterns() []*PiiPattern {
+	if x != nil {
+		return x.CustomPatterns
+	}
+	return nil
+}
+
+// PiiPattern is a custom redaction rule: spans that match the regular
+// expression become `[NAME]`.
+type PiiPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The placeholder's name: 1 to 32 upper-case letters, digits or `_`,
+	// starting with a letter, and not a built-in category.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The regular expression, in RE2 syntax (github.com/google/re2/wiki/Syntax),
+	// at most 512 bytes, that must not match the empty text. It is matched
+	// against the text as written and against it with full-width characters
+	// made ASCII.
+	Regex         string `protobuf:"bytes,2,opt,name=regex,proto3" json:"regex,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PiiPattern) Reset() {
+	*x = PiiPattern{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PiiPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PiiPattern) ProtoMessage() {}
+
+func (x *PiiPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PiiPattern.ProtoReflect.Descriptor instead.
+func (*PiiPattern) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PiiPattern) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PiiPattern) GetRegex() string {
+	if x != nil {
+		return x.Regex
+	}
+	return ""
+}
+
 // When sessions are compacted without the caller asking: a compaction
 // starts once either threshold is reached since the session's last
 // compaction (or its start). Needs a generation model.
@@ -1042,7 +1199,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1211,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1224,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1108,7 +1265,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1277,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1290,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1162,7 +1319,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1331,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1344,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1300,7 +1457,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xe3\x04\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xa0\x05\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -1314,7 +1471,18 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"updateTime\x127\n" +
 	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n" +
 	"\x12compaction_trigger\x18\n" +
-	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\"\x83\x01\n" +
+	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\x12;\n" +
+	"\rpii_redaction\x18\v \x01(\v2\x16.kioku.v1.PiiRedactionR\fpiiRedaction\"\x87\x01\n" +
+	"\fPiiRedaction\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x1e\n" +
+	"\n" +
+	"categories\x18\x02 \x03(\tR\n" +
+	"categories\x12=\n" +
+	"\x0fcustom_patterns\x18\x03 \x03(\v2\x14.kioku.v1.PiiPatternR\x0ecustomPatterns\"6\n" +
+	"\n" +
+	"PiiPattern\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05regex\x18\x02 \x01(\tR\x05regex\"\x83\x01\n" +
 	"\x11CompactionTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12\x1f\n" +
@@ -1353,7 +1521,7 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_kioku_v1_memory_proto_goTypes = []any{
 	(MemoryAction)(0),                // 0: kioku.v1.MemoryAction
 	(FusionMethod)(0),                // 1: kioku.v1.FusionMethod
@@ -1367,55 +1535,59 @@ var file_kioku_v1_memory_proto_goTypes = []any{
 	(*GenerationExample)(nil),        // 9: kioku.v1.GenerationExample
 	(*GenerationTrigger)(nil),        // 10: kioku.v1.GenerationTrigger
 	(*MemoryBankConfig)(nil),         // 11: kioku.v1.MemoryBankConfig
-	(*CompactionTrigger)(nil),        // 12: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 13: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 14: kioku.v1.FusionConfig
-	nil,                              // 15: kioku.v1.Memory.ScopeEntry
-	nil,                              // 16: kioku.v1.Memory.MetadataEntry
-	nil,                              // 17: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 18: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 20: google.protobuf.Duration
-	(*Event)(nil),                    // 21: kioku.v1.Event
+	(*PiiRedaction)(nil),             // 12: kioku.v1.PiiRedaction
+	(*PiiPattern)(nil),               // 13: kioku.v1.PiiPattern
+	(*CompactionTrigger)(nil),        // 14: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 15: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 16: kioku.v1.FusionConfig
+	nil,                              // 17: kioku.v1.Memory.ScopeEntry
+	nil,                              // 18: kioku.v1.Memory.MetadataEntry
+	nil,                              // 19: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 20: kioku.v1.MemoryRevision.MetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 21: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 22: google.protobuf.Duration
+	(*Event)(nil),                    // 23: kioku.v1.Event
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	15, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	16, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	19, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	19, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	19, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	20, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	17, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	18, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	21, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	21, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	21, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	22, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
 	3,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	19, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	19, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	21, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	21, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
 	0,  // 9: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	17, // 10: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	18, // 11: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	19, // 10: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	20, // 11: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
 	3,  // 12: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	19, // 13: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	19, // 14: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	19, // 15: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	19, // 16: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	21, // 13: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	21, // 14: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	21, // 15: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	21, // 16: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
 	2,  // 17: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
 	0,  // 18: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
 	5,  // 19: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	21, // 20: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	20, // 21: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	23, // 20: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	22, // 21: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
 	8,  // 22: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
 	9,  // 23: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	20, // 24: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	20, // 25: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	22, // 24: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	22, // 25: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
 	10, // 26: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	19, // 27: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	13, // 28: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	12, // 29: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	14, // 30: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	1,  // 31: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	21, // 27: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	15, // 28: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	14, // 29: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	12, // 30: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
+	13, // 31: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
+	16, // 32: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	1,  // 33: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1434,7 +1606,7 @@ func file_kioku_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1459,8 +1459,8 @@ type UpdateMemoryBankConfigRequest struct {
 	MemoryBankConfig *MemoryBankConfig `protobuf:"bytes,1,opt,name=memory_bank_config,json=memoryBankConfig,proto3" json:"memory_bank_config,omitempty"`
 	// The fields to change: `managed_topics`, `custom_topics`,
 	// `generation_examples`, `memory_ttl`, `revision_ttl`,
-	// `generation_trigger`, `retrieval`, `compaction_trigger`. Empty replaces
-	// them all.
+	// `generation_trigger`, `retrieval`, `compaction_trigger`,
+	// `pii_redaction`. Empty replaces them all.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

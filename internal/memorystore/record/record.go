@@ -21,6 +21,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -181,7 +182,21 @@ type configRecord struct {
 	Trigger       triggerRecord    `json:"trigger,omitzero"`
 	Retrieval     retrievalRecord  `json:"retrieval,omitzero"`
 	Compaction    compactionRecord `json:"compaction,omitzero"`
+	PII           piiRecord        `json:"pii_redaction,omitzero"`
 	UpdateTime    time.Time        `json:"update_time,omitzero"`
+}
+
+// piiRecord is the stored form of PIIRedaction (absent: off, no rules),
+// categories by name.
+type piiRecord struct {
+	Enabled    bool            `json:"enabled,omitempty"`
+	Categories []string        `json:"categories,omitempty"`
+	Patterns   []patternRecord `json:"custom_patterns,omitempty"`
+}
+
+type patternRecord struct {
+	Name  string `json:"name"`
+	Regex string `json:"regex"`
 }
 
 type compactionRecord struct {
@@ -235,6 +250,13 @@ func MarshalConfig(c *memorybank.BankConfig) ([]byte, error) {
 	for _, e := range c.Examples {
 		r.Examples = append(r.Examples, exampleRecord{Events: e.Events, ExpectedFacts: e.ExpectedFacts})
 	}
+	r.PII.Enabled = c.PIIRedaction.Enabled
+	for _, cat := range c.PIIRedaction.Categories {
+		r.PII.Categories = append(r.PII.Categories, string(cat))
+	}
+	for _, p := range c.PIIRedaction.Patterns {
+		r.PII.Patterns = append(r.PII.Patterns, patternRecord(p))
+	}
 	return json.Marshal(r)
 }
 
@@ -259,6 +281,13 @@ func UnmarshalConfig(app string, body []byte) (*memorybank.BankConfig, error) {
 	}
 	for _, e := range r.Examples {
 		c.Examples = append(c.Examples, memorybank.Example{Events: e.Events, ExpectedFacts: e.ExpectedFacts})
+	}
+	c.PIIRedaction.Enabled = r.PII.Enabled
+	for _, cat := range r.PII.Categories {
+		c.PIIRedaction.Categories = append(c.PIIRedaction.Categories, redact.Category(cat))
+	}
+	for _, p := range r.PII.Patterns {
+		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern(p))
 	}
 	return c, nil
 }
