@@ -1,7 +1,8 @@
 // Package docs is kioku's documentation shelf: the Markdown pages behind
-// the README (concepts, clients, Vertex AI, operations, Firestore,
-// benchmarks, architecture, the companion demo), their screenshots, and
-// the tests that keep the pages, the README and CONTRIBUTING.md true.
+// the README (concepts, clients, Vertex AI, operations, privacy,
+// Firestore, benchmarks, architecture, the companion demo), their
+// screenshots, and the tests that keep the pages, the README and
+// CONTRIBUTING.md true.
 //
 // The package has no code of its own; its tests read the pages:
 //

@@ -30,7 +30,9 @@
 // runs them as operations of the jobs engine). SearchEvents finds a user's
 // events across their sessions by text, ranked by BM25 over the terms of
 // package internal/terms, from a search index every Store keeps in step
-// with its writes.
+// with its writes: in the append's transaction, or, for a SearchIndexer
+// (the SQLite store), in batches after it that RunIndexer writes and that a
+// search completes first for its user (indexer.go).
 //
 // Other parts of kioku react to sessions through observers (Service.Observe):
 // after each append or deletion made through the Service, every observer is

@@ -126,7 +126,7 @@ type IndexedTerms struct {
 // for an event without text, and none for a compaction event (its summary
 // repeats what the events it covers said, and those are found
 // themselves). It costs CPU in proportion to the text, so stores call it
-// before the transaction that stores the event.
+// outside the transactions other writers wait for.
 func IndexTerms(e *Event) IndexedTerms {
 	var t IndexedTerms
 	if e.Actions.Compaction != nil {

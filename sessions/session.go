@@ -200,7 +200,7 @@ func (e *Event) SameContent(o *Event) bool {
 func (e *Event) contentJSON() []byte {
 	c := *e
 	c.ID, c.Sequence, c.Timestamp = "", 0, time.Time{}
-	b, err := json.Marshal(&c)
+	b, err := c.Marshal()
 	if err != nil {
 		// Events are validated as JSON-encodable before they are stored.
 		panic("sessions: event not encodable: " + err.Error())
@@ -208,8 +208,16 @@ func (e *Event) contentJSON() []byte {
 	return b
 }
 
-// Marshal returns the stored encoding of the event.
-func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }
+// Marshal returns the stored encoding of the event: what encoding/json
+// gives for it (see eventjson.go).
+func (e *Event) Marshal() ([]byte, error) {
+	w := eventWriter{buf: make([]byte, 0, 512)}
+	w.event(e)
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.buf, nil
+}
 
 // UnmarshalEvent decodes an event stored with Marshal, its Size set.
 func UnmarshalEvent(b []byte) (*Event, error) {

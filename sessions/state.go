@@ -1,9 +1,13 @@
 package sessions
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"strings"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
 )
 
 // The state key prefixes that choose a key's scope.
@@ -154,4 +158,48 @@ func DecodeState(b []byte) (map[string]any, error) {
 		m = map[string]any{}
 	}
 	return m, nil
+}
+
+// SharedState is a "user:" or "app:" scope's state.
+type SharedState struct {
+	Ref        StateRef
+	State      map[string]any
+	UpdateTime time.Time
+}
+
+// GetState returns a shared scope's state.
+func (s *Service) GetState(ctx context.Context, ref StateRef) (*SharedState, error) {
+	if err := validateRef(ref); err != nil {
+		return nil, err
+	}
+	st, t, err := s.store.GetState(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &SharedState{Ref: ref, State: st, UpdateTime: t}, nil
+}
+
+// UpdateState applies a delta to a shared scope. Every key must carry the
+// scope's prefix.
+func (s *Service) UpdateState(ctx context.Context, ref StateRef, delta map[string]any) (*SharedState, error) {
+	if err := validateRef(ref); err != nil {
+		return nil, err
+	}
+	if err := s.limits.validateDelta("state_delta", delta); err != nil {
+		return nil, err
+	}
+	want := ScopeApp
+	if ref.User != "" {
+		want = ScopeUser
+	}
+	for k := range delta {
+		if ScopeOf(k) != want {
+			return nil, fault.Invalidf("state_delta key %q does not start with %q, the prefix of this scope", k, ref.Prefix())
+		}
+	}
+	st, t, err := s.store.UpdateState(ctx, &StateUpdate{Ref: ref, Delta: delta, Now: s.now(), MaxStateBytes: s.limits.MaxStateBytes})
+	if err != nil {
+		return nil, err
+	}
+	return &SharedState{Ref: ref, State: st, UpdateTime: t}, nil
 }

@@ -68,10 +68,11 @@ type Store interface {
 	// user (or of one session) within the query's filters that hold at
 	// least one query term, at most q.Limit of them, chosen and ordered by
 	// CandidateOrder, with the statistics that rank them (see
-	// SearchCandidates). A store keeps its search index in step with every
-	// write: an appended or forked event is found at once, a deleted or
-	// expired session's events never are. It indexes the terms IndexTerms
-	// gives.
+	// SearchCandidates). An appended or forked event is found by every
+	// search that starts after its append returned (a store may index it
+	// later, SearchIndexer, but then indexes it before such a search), a
+	// deleted or expired session's events never are. It indexes the terms
+	// IndexTerms gives.
 	SearchEvents(ctx context.Context, q *SearchQuery) (*SearchCandidates, error)
 
 	// Apps returns up to limit ids of the apps that hold sessions or shared

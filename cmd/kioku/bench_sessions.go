@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,8 +13,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
-
-	"os"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -22,22 +23,36 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore]
+const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore] [--rate N,...]
 
 Starts kioku in-process on loopback with a fresh temporary store and
 measures, in one run:
 
   noop_rps              health Check RPCs per second through the same server
                         stack (64 concurrent clients)
+  noop_cpu_us           CPU time the process spent a Check, clients included
+                        (in microseconds; hardly moved by other load)
   append_rps            durable AppendEvent RPCs per second (64 concurrent
-                        clients, one session each), with append_p50_ms and
-                        append_p99_ms
+                        clients, one session each), with append_p50_ms,
+                        append_p99_ms and append_cpu_us (CPU time an append,
+                        as noop_cpu_us)
   append_writes_per_commit  appends per group commit (one fsync) during that
                         phase (sqlite store only)
   append_unsynced_rps   the same appends on a second, fresh SQLite file whose
                         commits are not synced to disk (sqlite store only; a
                         setting kioku never serves with), to show what
                         durability costs
+  open_<N>_p50_ms       with --rate N (appends a second; several, comma-
+  open_<N>_p99_ms       separated, run one after another): the same appends
+  open_<N>_max_ms       sent at a fixed arrival rate, each at its scheduled
+  open_<N>_rps          time whether or not earlier ones have returned (an
+  open_<N>_failed       open loop, 64 sessions in turn), their latencies
+                        counted from the scheduled time (no coordinated
+                        omission: a server or sender that falls behind
+                        shows in them), the appends returned a second, and
+                        how many failed (past the server's capacity, calls
+                        run out of their deadline; a failed call counts the
+                        time until it failed)
   get_recent_100_ms     GetSession(num_recent_events=20) median latency on a
   get_recent_10000_ms   session of 100 and of 10,000 events
   list_page_ms          ListSessions first page of 100 among 10,000 sessions
@@ -71,7 +86,12 @@ func benchSessions(ctx context.Context, args []string) error {
 	longEvents := fs.Int("events", 10_000, "events of the long session (get_recent_<N>_ms)")
 	listSessions := fs.Int("sessions", 10_000, "sessions of the listed user (list_page_ms)")
 	idle := fs.Duration("idle", time.Minute, "how long the idle phase watches Firestore usage (--store firestore)")
+	rateList := fs.String("rate", "", "open-loop phases: appends a second, comma-separated (2000,5000); each runs for --duration")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rates, err := parseRates(*rateList)
+	if err != nil {
 		return err
 	}
 	if *duration <= 0 {
@@ -99,7 +119,8 @@ func benchSessions(ctx context.Context, args []string) error {
 
 	// No-op RPCs through the same stack.
 	health := grpchealth.NewClient(env.httpClient, env.url)
-	noop, _, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, _, _ int) error {
+	cpu := cpuTime()
+	noop, lat, err := measureThroughput(ctx, clients, *duration, func(ctx context.Context, _, _ int) error {
 		_, err := health.Check(ctx, &grpchealth.CheckRequest{})
 		return err
 	})
@@ -107,7 +128,8 @@ func benchSessions(ctx context.Context, args []string) error {
 		return fmt.Errorf("noop phase: %w", err)
 	}
 	r.set("noop_rps", noop)
-	say("noop_rps            %10.0f", noop)
+	r.set("noop_cpu_us", cpuPerCall(cpu, float64(len(lat))))
+	say("noop_rps            %10.0f   (%.0f µs of CPU a call)", noop, r.get("noop_cpu_us"))
 
 	// Durable appends, one session per client.
 	stopProfile, err := startCPUProfile(*cpuprofile)
@@ -118,7 +140,9 @@ func benchSessions(ctx context.Context, args []string) error {
 	if env.node.SQLite != nil {
 		commitsBefore = env.node.SQLite.Stats()
 	}
+	cpu = cpuTime()
 	appendRPS, lat, err := env.measureAppends(ctx, clients, *duration)
+	appendCPU := cpuPerCall(cpu, float64(len(lat)))
 	stopProfile()
 	if err != nil {
 		return fmt.Errorf("append phase: %w", err)
@@ -132,7 +156,8 @@ func benchSessions(ctx context.Context, args []string) error {
 	r.set("append_rps", appendRPS)
 	r.set("append_p50_ms", ms(percentile(lat, 0.50)))
 	r.set("append_p99_ms", ms(percentile(lat, 0.99)))
-	say("append_rps          %10.0f   (%.2f of noop)", appendRPS, appendRPS/noop)
+	r.set("append_cpu_us", appendCPU)
+	say("append_rps          %10.0f   (%.2f of noop; %.0f µs of CPU an append)", appendRPS, appendRPS/noop, appendCPU)
 	say("append_p50_ms       %10.2f", ms(percentile(lat, 0.50)))
 	say("append_p99_ms       %10.2f", ms(percentile(lat, 0.99)))
 	if w := r.get("append_writes_per_commit"); w > 0 {
@@ -153,6 +178,26 @@ func benchSessions(ctx context.Context, args []string) error {
 		}
 		r.set("append_unsynced_rps", rps)
 		say("append_unsynced_rps %10.0f   %s", rps, unsyncedNote(appendRPS, rps))
+	}
+
+	// Open loops: appends at fixed arrival rates.
+	for _, rate := range rates {
+		o, err := env.measureOpenAppends(ctx, fmt.Sprint("open-", rate), clients, float64(rate), *duration)
+		if err != nil {
+			return fmt.Errorf("open-loop phase at %d appends/s: %w", rate, err)
+		}
+		lat := o.Latencies
+		name := fmt.Sprintf("open_%d_", rate)
+		r.set(name+"p50_ms", ms(percentile(lat, 0.50)))
+		r.set(name+"p99_ms", ms(percentile(lat, 0.99)))
+		r.set(name+"max_ms", ms(percentile(lat, 1)))
+		r.set(name+"rps", o.Completed)
+		r.set(name+"failed", float64(o.Failed))
+		failed := ""
+		if o.Failed > 0 {
+			failed = fmt.Sprintf("; %d failed, the first: %v", o.Failed, o.FirstError)
+		}
+		say("open %5d/s         p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%.0f appends/s returned%s)", rate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)), o.Completed, failed)
 	}
 
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
@@ -211,29 +256,74 @@ func benchSessions(ctx context.Context, args []string) error {
 // latencies.
 func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Duration) (float64, []time.Duration, error) {
 	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
-	names := make([]string, clients)
-	for c := range clients {
+	names, err := createBenchSessions(ctx, sc, "append", clients)
+	if err != nil {
+		return 0, nil, err
+	}
+	return measureThroughput(ctx, clients, d, func(ctx context.Context, c, i int) error {
+		return benchAppend(ctx, sc, names[c], i)
+	})
+}
+
+// measureOpenAppends sends AppendEvent at rate appends a second for d, to
+// sessions sessions (ids phase-N) in turn (measureOpenLoop).
+func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, sessions int, rate float64, d time.Duration) (*openLoop, error) {
+	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	names, err := createBenchSessions(ctx, sc, phase, sessions)
+	if err != nil {
+		return nil, err
+	}
+	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, i int) error {
+		return benchAppend(ctx, sc, names[i%sessions], i)
+	})
+}
+
+// createBenchSessions creates n sessions, each of a user of its own, with
+// ids prefix-0 to prefix-(n-1), and returns their names.
+func createBenchSessions(ctx context.Context, sc kiokuv1connect.SessionServiceClient, prefix string, n int) ([]string, error) {
+	names := make([]string, n)
+	for c := range n {
 		res, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
-			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("append-%d", c),
+			Parent: "apps/bench/users/u" + fmt.Sprint(c), SessionId: fmt.Sprintf("%s-%d", prefix, c),
 		}))
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		names[c] = res.Msg.GetName()
 	}
-	return measureThroughput(ctx, clients, d, func(ctx context.Context, c, i int) error {
-		_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
-			Name: names[c],
-			Event: &kiokuv1.Event{
-				Id:           fmt.Sprintf("e%d", i),
-				InvocationId: fmt.Sprintf("i%d", i/2),
-				Author:       "user",
-				Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
-				Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
-			},
-		}))
-		return err
-	})
+	return names, nil
+}
+
+// benchAppend appends the benchmark's event number i to a session: a short
+// text with a session-scoped state delta.
+func benchAppend(ctx context.Context, sc kiokuv1connect.SessionServiceClient, name string, i int) error {
+	_, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{
+		Name: name,
+		Event: &kiokuv1.Event{
+			Id:           fmt.Sprintf("e%d", i),
+			InvocationId: fmt.Sprintf("i%d", i/2),
+			Author:       "user",
+			Content:      &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I would like a cup of green tea, please."}}},
+			Actions:      &kiokuv1.EventActions{StateDelta: benchDelta(i)},
+		},
+	}))
+	return err
+}
+
+// parseRates parses --rate: appends a second, comma-separated.
+func parseRates(list string) ([]int, error) {
+	var rates []int
+	for f := range strings.SplitSeq(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return nil, fmt.Errorf("--rate %q: want appends a second between 1 and 1000000, comma-separated", list)
+		}
+		rates = append(rates, n)
+	}
+	return rates, nil
 }
 
 // benchDelta is the state delta of a benchmark event: a session-scoped

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 )
@@ -109,14 +113,59 @@ func TestBenchSessionsRuns(t *testing.T) {
 	if err := bench(t.Context(), []string{"sessions", "--events", "100"}); err == nil || !strings.Contains(err.Error(), "--events") {
 		t.Errorf("bench sessions --events 100: %v, want a refusal naming --events", err)
 	}
-	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--json")
-	for _, k := range []string{"noop_rps", "append_rps", "append_p50_ms", "append_p99_ms", "append_writes_per_commit", "append_unsynced_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
+	if err := bench(t.Context(), []string{"sessions", "--rate", "200,fast"}); err == nil || !strings.Contains(err.Error(), "--rate") {
+		t.Errorf("bench sessions --rate 200,fast: %v, want a refusal naming --rate", err)
+	}
+	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--rate", "200", "--json")
+	for _, k := range []string{"noop_rps", "noop_cpu_us", "append_rps", "append_p50_ms", "append_p99_ms", "append_cpu_us", "append_writes_per_commit", "append_unsynced_rps",
+		"open_200_p50_ms", "open_200_p99_ms", "open_200_max_ms", "open_200_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
 		if v, ok := got[k].(float64); !ok || v <= 0 {
 			t.Errorf("bench sessions: %s = %v, want a positive figure (all: %v)", k, got[k], got)
 		}
 	}
-	if len(got) != 9 {
-		t.Errorf("bench sessions reported %d figures, want 9: %v", len(got), got)
+	if got["open_200_failed"] != 0.0 {
+		t.Errorf("bench sessions: %v of the open loop's appends failed, want 0 (all: %v)", got["open_200_failed"], got)
+	}
+	if len(got) != 16 {
+		t.Errorf("bench sessions reported %d figures, want 16: %v", len(got), got)
+	}
+}
+
+// TestOpenLoopCountsFromTheSchedule: an open loop keeps sending while the
+// server holds every call (here until a gate opens), so all calls are in
+// flight at once, and each call's latency runs from its scheduled time:
+// the first call, scheduled at the start, waited the whole hold. Failed
+// calls are counted, and timed too.
+func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	gate := make(chan struct{})
+	time.AfterFunc(hold, func() { close(gate) })
+	var inFlight, most atomic.Int64
+	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, i int) error {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-gate
+		inFlight.Add(-1)
+		if i%10 == 9 {
+			return errors.New("deadline exceeded")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Failed != 5 || o.FirstError == nil {
+		t.Errorf("%d calls failed (first error %v); want the 5 that did, counted", o.Failed, o.FirstError)
+	}
+	lats := o.Latencies
+	if len(lats) != 50 || most.Load() != 50 {
+		t.Fatalf("%d calls, at most %d in flight at once; want 50, all in flight while the server held them", len(lats), most.Load())
+	}
+	for i, l := range lats {
+		if scheduled := time.Duration(i) * time.Millisecond; l < hold-scheduled-time.Millisecond {
+			t.Errorf("call %d (scheduled at %v) took %v from its schedule; the hold ended %v after the start", i, scheduled, l, hold)
+		}
 	}
 }
 

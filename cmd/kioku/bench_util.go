@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/node"
@@ -73,6 +74,28 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 	}, nil
 }
 
+// firstError keeps the first error of a phase's concurrent calls and
+// cancels the phase's context, so that the other calls stop.
+type firstError struct {
+	mu     sync.Mutex
+	err    error
+	cancel context.CancelFunc
+}
+
+// set records err, unless the phase was cancelled already (then err is
+// the cancellation's consequence).
+func (f *firstError) set(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+	f.cancel()
+}
+
 // measureThroughput runs fn from clients goroutines for d and returns the
 // calls per second and every call's latency. fn gets its client number and
 // the client's call counter. The first error stops the run.
@@ -80,11 +103,11 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 	var (
 		mu   sync.Mutex
 		lats []time.Duration
-		errs []error
 		wg   sync.WaitGroup
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	failed := &firstError{cancel: cancel}
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := range clients {
@@ -93,12 +116,7 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 			for i := 0; time.Now().Before(deadline); i++ {
 				t0 := time.Now()
 				if err := fn(ctx, c, i); err != nil {
-					if ctx.Err() == nil {
-						mu.Lock()
-						errs = append(errs, err)
-						mu.Unlock()
-						cancel()
-					}
+					failed.set(ctx, err)
 					break
 				}
 				mine = append(mine, time.Since(t0))
@@ -110,10 +128,84 @@ func measureThroughput(ctx context.Context, clients int, d time.Duration, fn fun
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if len(errs) > 0 {
-		return 0, nil, errs[0]
+	if failed.err != nil {
+		return 0, nil, failed.err
 	}
 	return float64(len(lats)) / elapsed.Seconds(), lats, nil
+}
+
+// openLoop is what an open-loop phase measured.
+type openLoop struct {
+	// Latencies of every call, counted from its scheduled time; a call
+	// that failed counts the time until it failed.
+	Latencies []time.Duration
+	// Completed is the calls that returned a second, over the phase from
+	// its start to the last return.
+	Completed float64
+	// Failed counts the calls that failed, FirstError is the first one's
+	// error: an overloaded server lets calls run out of their deadline.
+	Failed     int
+	FirstError error
+}
+
+// measureOpenLoop calls fn at a fixed arrival rate (calls a second) for d,
+// each call in a goroutine of its own started at its scheduled time
+// whether or not earlier calls have returned (an open loop), and times
+// every call from its scheduled time, not from when it was sent: a server
+// that falls behind shows in the latencies instead of slowing the sender
+// down (no coordinated omission), and so does a sender that wakes late.
+// Failed calls are counted, not fatal: past its capacity a server's calls
+// time out, and that is a result.
+func measureOpenLoop(ctx context.Context, rate float64, d time.Duration, fn func(ctx context.Context, i int) error) (*openLoop, error) {
+	n := int(rate * d.Seconds())
+	interval := time.Duration(float64(time.Second) / rate)
+	out := &openLoop{Latencies: make([]time.Duration, n)}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range n {
+		at := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(at); wait > 0 {
+			time.Sleep(wait)
+		}
+		if err := ctx.Err(); err != nil {
+			wg.Wait()
+			return nil, err
+		}
+		wg.Go(func() {
+			err := fn(ctx, i)
+			out.Latencies[i] = time.Since(at)
+			if err != nil {
+				mu.Lock()
+				if out.Failed++; out.FirstError == nil {
+					out.FirstError = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	out.Completed = float64(n) / time.Since(start).Seconds()
+	return out, ctx.Err()
+}
+
+// cpuTime returns the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuPerCall returns the CPU time this process used since before (a
+// cpuTime reading) divided among calls, in microseconds: with the clients
+// in the same process, what one call costs on both ends. Unlike a rate,
+// it hardly moves when other processes load the machine.
+func cpuPerCall(before time.Duration, calls float64) float64 {
+	return float64(cpuTime()-before) / float64(time.Microsecond) / calls
 }
 
 // measureLatency calls fn n times in sequence (after a few warm-up calls)

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,8 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+
+	_ "modernc.org/sqlite" // to look into the killed server's file
 )
 
 // buildKioku builds the kioku binary once per test binary.
@@ -108,6 +111,25 @@ func TestAcknowledgedAppendsSurviveSIGKILL(t *testing.T) {
 
 	proc = startKioku(t, "--data-dir", dataDir)
 	checkAcknowledged(t, proc.url, acked)
+
+	// The search index, whose batches the kill may have cut, holds every
+	// stored event exactly once once the restarted server has caught up
+	// (its clean stop indexes whatever still waits).
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	if err := proc.cmd.Wait(); err != nil {
+		t.Fatalf("kioku serve after SIGTERM: %v", err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var events, entries, distinct, waiting int
+	err = db.QueryRow(`SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM search_docs),
+		(SELECT count(DISTINCT session || '/' || seq) FROM search_docs), (SELECT count(*) FROM sessions WHERE search_from > 0)`).Scan(&events, &entries, &distinct, &waiting)
+	if err != nil || entries != events || distinct != events || waiting != 0 {
+		t.Fatalf("after the restart: %d events, %d index entries (%d distinct), %d sessions waiting (%v); want every event indexed once", events, entries, distinct, waiting, err)
+	}
 }
 
 // The sessions of an append load.
@@ -238,5 +260,66 @@ func checkAcknowledged(t *testing.T, url string, acked []ack) {
 		if seq != a.seq {
 			t.Fatalf("acknowledged event %s of %s had sequence %d, now %d", a.id, a.session, a.seq, seq)
 		}
+	}
+}
+
+// TestSearchAfterSIGKILLBeforeIndexing: events acknowledged and not yet
+// indexed for search when kioku is killed (a long --search-index-delay
+// keeps the indexer from running; the killed server's file shows them
+// waiting and the index empty) are found by a search after the restart:
+// the indexer works from the stored events, not from memory.
+func TestSearchAfterSIGKILLBeforeIndexing(t *testing.T) {
+	dataDir := t.TempDir()
+	proc := startKioku(t, "--data-dir", dataDir, "--search-index-delay", "1h")
+	client := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
+	ctx := t.Context()
+	const session = "apps/crash/users/u/sessions/s"
+	if _, err := client.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/crash/users/u", SessionId: "s"})); err != nil {
+		t.Fatal(err)
+	}
+	const events = 40
+	for i := range events {
+		_, err := client.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
+			Id: fmt.Sprint("e", i), Author: "user",
+			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: fmt.Sprintf("a lantern for the night ferry, number %d", i)}}},
+		}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	proc.cmd.Wait()
+
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting, indexed int
+	err = db.QueryRow(`SELECT (SELECT count(*) FROM sessions WHERE search_from > 0), (SELECT count(*) FROM search_docs)`).Scan(&waiting, &indexed)
+	db.Close()
+	if err != nil || waiting != 1 || indexed != 0 {
+		t.Fatalf("the killed server's file: %d sessions waiting, %d events indexed (%v); want the session waiting and nothing indexed", waiting, indexed, err)
+	}
+
+	proc = startKioku(t, "--data-dir", dataDir)
+	client = kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
+	found := map[string]bool{}
+	token := ""
+	for {
+		res, err := client.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: "apps/crash/users/u", Query: "lantern ferry", PageSize: 100, PageToken: token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Msg.GetResults() {
+			found[r.GetEvent().GetId()] = true
+		}
+		if token = res.Msg.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(found) != events {
+		t.Fatalf("search after the restart found %d of the %d events", len(found), events)
 	}
 }

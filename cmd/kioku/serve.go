@@ -37,7 +37,7 @@ type serveFlags struct {
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
-	corsOrigins, allowedHosts, otelEndpoint               *string
+	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
 	watchesPerKey, watchesPerUser                         *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
@@ -69,6 +69,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		watchesPerKey:  fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
 		watchesPerUser: fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
 		rateBurst:      fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+		indexDelay:     fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
 
 		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
 		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
@@ -127,6 +128,10 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return node.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 30s", d.flag, d.value)
 		}
 	}
+	indexDelay, err := time.ParseDuration(*f.indexDelay)
+	if err != nil || indexDelay <= 0 {
+		return node.Config{}, fmt.Errorf("--search-index-delay %q: want a positive duration, like 1s", *f.indexDelay)
+	}
 	var cert *server.Certificate
 	switch {
 	case (*f.tlsCert == "") != (*f.tlsKey == ""):
@@ -172,6 +177,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		VectorCacheBytes:  cache,
 		Models:            models,
 		Vertex:            policy,
+		SearchIndexDelay:  indexDelay,
 	}, nil
 }
 

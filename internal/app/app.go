@@ -82,10 +82,12 @@ func (a *App) Observe(ctx context.Context, n sessions.Notice) {
 // every append made through the session service, off the append's path
 // (Observe, as the observer "memory_triggers"); the engine's workers run
 // the operations; the memory bank's maintenance and the sessions' sweeper
-// delete what expired.
+// delete what expired; the sessions' indexer indexes appended events for
+// search, in batches after their appends (sessions.Service.RunIndexer).
 func (a *App) Start(ctx context.Context) {
 	a.sessions.Observe(ctx, "memory_triggers", a, sessions.ObserveOptions{})
 	a.wg.Go(func() { a.sessions.RunSweeper(ctx, a.cfg.SweepInterval) })
+	a.wg.Go(func() { a.sessions.RunIndexer(ctx) })
 	a.wg.Go(func() { a.memories.Run(ctx) })
 	a.wg.Go(func() { a.jobs.Run(ctx) })
 }

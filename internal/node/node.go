@@ -105,6 +105,10 @@ type Config struct {
 	// SweepInterval is how often expired sessions, memories and revisions,
 	// and old finished operations, are deleted. Default 1m.
 	SweepInterval time.Duration
+	// SearchIndexDelay is how long appended events gather before the
+	// sqlite store indexes them for search (sessions.Config's); searches
+	// find them at once regardless. Default 1s.
+	SearchIndexDelay time.Duration
 
 	Logger *slog.Logger
 }
@@ -176,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.closers = append(n.closers, stores.Close)
 	n.Vectors, n.Firestore, n.SQLite = stores.vectors, stores.firestore, stores.sqlite
-	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer})
+	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
 	n.Jobs = jobs.New(stores.Memories, jobs.Config{
 		Logger:   cfg.Logger,
 		Workers:  cfg.Workers,

@@ -52,6 +52,9 @@ type bounds struct {
 func (b *bounds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer b.recoverPanic(w, r)
 	requestBegan(r.Context())
+	if !strings.HasPrefix(r.URL.Path, "/grpc.") { // health and reflection are shallow
+		growStack()
+	}
 	rc := http.NewResponseController(w)
 	// A connection's previous request may have left a deadline (HTTP/1.1).
 	rc.SetWriteDeadline(time.Time{})

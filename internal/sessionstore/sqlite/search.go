@@ -3,18 +3,13 @@ package sqlite
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/terms"
-	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -37,6 +32,9 @@ import (
 //	               terms.Version; ReindexSearch indexes them, in the
 //	               background (the session service's sweeper).
 //	search_version the terms.Version the index holds (schema version 3).
+//
+// Events are added to it in batches after their appends (index.go); the
+// sessions with events still to add have search_from set.
 //
 // A search reads, for each query term, the newest perTermPostings docs of
 // the user's range that hold it (with the session's or author's tag when
@@ -88,151 +86,13 @@ const perTermPostings = 2000
 // event number is the low 32 bits of a doc).
 const maxUserDocs = 1<<32 - 1
 
-// tag returns the index term standing for a session or an author: "§"
-// (never part of a normalised term), a letter, and a hash of the value.
-func tag(kind byte, value string) string {
-	h := sha256.Sum256([]byte(value))
-	return "§" + string(kind) + hex.EncodeToString(h[:8])
-}
-
-// indexEvent adds an event of a session to the search index, in the
-// transaction that stores it.
-func indexEvent(tx *sql.Tx, app, user, session string, e *sessions.Event) error {
-	return indexTerms(tx, app, user, session, e, sessions.IndexTerms(e))
-}
-
-// indexTerms is indexEvent with the event's terms found beforehand, outside
-// the transaction.
-func indexTerms(tx *sql.Tx, app, user, session string, e *sessions.Event, t sessions.IndexedTerms) error {
-	distinct, length := t.Distinct, t.Length
-	if len(distinct) == 0 {
-		return nil
-	}
-	var uid, n int64
-	// A user's first indexed event makes the row with next_doc and docs 1.
-	err := tx.QueryRow(`INSERT INTO search_users (app, user, length) VALUES (?, ?, ?)
-		ON CONFLICT (app, user) DO UPDATE SET next_doc = next_doc + 1, docs = docs + 1, length = length + excluded.length
-		RETURNING id, next_doc`, app, user, length).Scan(&uid, &n)
-	if err != nil {
-		return err
-	}
-	if n > maxUserDocs {
-		return fault.New(fault.ResourceExhausted, "user %s of app %s has had %d events indexed for search, the most one user can have", user, app, maxUserDocs)
-	}
-	doc := uid<<32 | n
-	if _, err := tx.Exec(`INSERT INTO search_docs (doc, app, session, seq, ts_ns, length) VALUES (?, ?, ?, ?, ?, ?)`,
-		doc, app, session, e.Sequence, unixnano.From(e.Timestamp), length); err != nil {
-		return err
-	}
-	text := strings.Join(distinct, " ") + " " + tag('s', session) + " " + tag('a', e.Author)
-	_, err = tx.Exec(`INSERT INTO search_fts (rowid, terms) VALUES (?, ?)`, doc, text)
-	return err
-}
-
-// unindexSession removes a session's events from the search index.
-func unindexSession(tx *sql.Tx, app, session string) error {
-	rows, err := tx.Query(`SELECT doc >> 32, count(*), total(length) FROM search_docs WHERE app = ? AND session = ? GROUP BY doc >> 32`, app, session)
-	if err != nil {
-		return err
-	}
-	type userDocs struct{ uid, docs, length int64 }
-	var users []userDocs
-	for rows.Next() {
-		var u userDocs
-		var length float64
-		if err := rows.Scan(&u.uid, &u.docs, &length); err != nil {
-			rows.Close()
-			return err
-		}
-		u.length = int64(length)
-		users = append(users, u)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(users) == 0 {
-		return err
-	}
-	for _, u := range users {
-		if _, err := tx.Exec(`UPDATE search_users SET docs = docs - ?, length = length - ? WHERE id = ?`, u.docs, u.length, u.uid); err != nil {
-			return err
-		}
-	}
-	if _, err := tx.Exec(`DELETE FROM search_fts WHERE rowid IN (SELECT doc FROM search_docs WHERE app = ? AND session = ?)`, app, session); err != nil {
-		return err
-	}
-	_, err = tx.Exec(`DELETE FROM search_docs WHERE app = ? AND session = ?`, app, session)
-	return err
-}
-
-// queueReindex puts every session in the search backlog when the index
-// holds the terms of another terms.Version (a database from before the
-// index has its sessions put there by the migration). ReindexSearch works
-// the backlog off.
-func (s *Store) queueReindex(ctx context.Context) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		var v int
-		if err := tx.QueryRow(`SELECT v FROM search_version`).Scan(&v); err != nil {
-			return err
-		}
-		if v == terms.Version {
-			return nil
-		}
-		if v != 0 {
-			if _, err := tx.Exec(`INSERT OR IGNORE INTO search_backlog (app, session) SELECT app, id FROM sessions`); err != nil {
-				return err
-			}
-		}
-		_, err := tx.Exec(`UPDATE search_version SET v = ?`, terms.Version)
-		return err
-	})
-}
-
-var _ sessions.SearchReindexer = (*Store)(nil)
-
-// ReindexSearch implements sessions.SearchReindexer: it indexes the events
-// of up to limit sessions of the search backlog with the current terms, a
-// transaction per session, and returns how many it did.
-func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
-	for n := 0; n < limit; n++ {
-		var app, id string
-		err := s.db.Read().QueryRowContext(ctx, `SELECT app, session FROM search_backlog LIMIT 1`).Scan(&app, &id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		err = s.db.Write(ctx, func(tx *sql.Tx) error {
-			var user string
-			err := tx.QueryRow(`SELECT user FROM sessions WHERE app = ? AND id = ?`, app, id).Scan(&user)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if err == nil {
-				if err := unindexSession(tx, app, id); err != nil {
-					return err
-				}
-				events, err := queryEvents(ctx, tx, sessions.Key{App: app, User: user, ID: id}, sessions.EventQuery{})
-				if err != nil {
-					return err
-				}
-				for _, e := range events {
-					if err := indexEvent(tx, app, user, id, e); err != nil {
-						return err
-					}
-				}
-			}
-			_, err = tx.Exec(`DELETE FROM search_backlog WHERE app = ? AND session = ?`, app, id)
-			return err
-		})
-		if err != nil {
-			return n, fmt.Errorf("indexing the events of session %s of app %s for search: %w", id, app, err)
-		}
-	}
-	return limit, nil
-}
-
-// SearchEvents implements sessions.Store.
+// SearchEvents implements sessions.Store. It first indexes the user's
+// events that wait for the indexer, so that it finds every event appended
+// before it.
 func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*sessions.SearchCandidates, error) {
+	if err := s.indexUser(ctx, q.App, q.User); err != nil {
+		return nil, err
+	}
 	out := &sessions.SearchCandidates{DocFreq: map[string]float64{}}
 	err := s.readTx(ctx, func(tx querier) error {
 		if q.Session != "" {

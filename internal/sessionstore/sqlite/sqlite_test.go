@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -32,9 +33,20 @@ func TestConformance(t *testing.T) {
 }
 
 // BenchmarkAppendParallel measures durable appends through the Service
-// without RPC: concurrent goroutines, a session each.
+// without RPC: concurrent goroutines, a session each, with the search
+// indexer running as a server runs it (its last batch included).
 func BenchmarkAppendParallel(b *testing.B) {
 	svc := sessions.NewService(openStore(b), sessions.Config{})
+	ctx, cancel := context.WithCancel(b.Context())
+	indexed := make(chan struct{})
+	go func() {
+		svc.RunIndexer(ctx)
+		close(indexed)
+	}()
+	defer func() {
+		cancel()
+		<-indexed
+	}()
 	var n atomic.Int64
 	b.SetParallelism(32) // 64 goroutines on 2 cores
 	b.RunParallel(func(pb *testing.PB) {

@@ -148,22 +148,28 @@ func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now t
 	return wrote, err
 }
 
-// ImportEvents implements sessions.Store: one transaction, an insert (and
-// a search entry) per event not stored yet.
+// ImportEvents implements sessions.Store: one transaction, an insert per
+// event not stored yet, and the search entries of those events (but of
+// those the indexer will read, at or after the session's search_from:
+// index.go).
 func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
 	bodies := make([][]byte, len(events))
+	docs := make([]indexDoc, len(events))
+	hasTerms := make([]bool, len(events))
 	for i, e := range events {
 		var err error
 		if bodies[i], err = encodeEvent(e); err != nil {
 			return 0, err
 		}
+		docs[i], hasTerms[i] = newIndexDoc(key.App, key.User, key.ID, e)
 	}
 	n := 0
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		n = 0
 		var user string
-		var expireNS, last int64
-		err := tx.QueryRow(`SELECT user, expire_ns, last_seq FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&user, &expireNS, &last)
+		var expireNS, last, searchFrom int64
+		var index []indexDoc
+		err := tx.QueryRow(`SELECT user, expire_ns, last_seq, search_from FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&user, &expireNS, &last, &searchFrom)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (user != key.User || expired(expireNS, now)) {
 			return notFound(key)
 		}
@@ -193,12 +199,12 @@ func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*se
 			} else if k == 0 {
 				return fault.New(fault.AlreadyExists, "session %s holds event %q at another sequence than the archive's %d", key.Name(), e.ID, e.Sequence)
 			}
-			if err := indexEvent(tx, key.App, key.User, key.ID, e); err != nil {
-				return err
+			if hasTerms[i] && (searchFrom == 0 || e.Sequence < searchFrom) {
+				index = append(index, docs[i])
 			}
 			n++
 		}
-		return nil
+		return s.indexDocs(tx, index)
 	})
 	return n, err
 }
