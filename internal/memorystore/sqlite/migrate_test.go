@@ -22,7 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v6.db, the database this version
+// goldenDB rewrites testdata/kioku-v7.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -30,12 +30,13 @@ import (
 // without event and stated times), testdata/kioku-v4.db by the version of
 // schema 4 (operations in the memory bank's second format, before the jobs
 // engine), testdata/kioku-v5.db by the version of schema 5 (memories
-// without display names and descriptions, metadata of strings only); they
-// must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v6.db from this version")
+// without display names and descriptions, metadata of strings only, and
+// operations without owners), testdata/kioku-v6.db by the version of
+// schema 6 (operations without owners); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v7.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 6
+const schema = 7
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -110,21 +111,45 @@ func TestMigrationFromV4(t *testing.T) {
 
 // TestMigrationFromV5 opens a database of schema 5, whose memories have no
 // display names or descriptions and metadata of strings only: they read
-// with none, and their strings as they were (checkGolden).
+// with none, and their strings as they were (checkGolden); its operations
+// have no owner: those left queued count for no user.
 func TestMigrationFromV5(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v5.db")
 	checkGolden(t, st, teaRestated)
 	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "" || len(tea.Metadata) != 1 {
 		t.Errorf("tea of schema 5 = %+v, %v; want no display name, its one metadata string", tea, err)
 	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
+	}
+}
+
+// TestMigrationFromV6 opens a database of schema 6, whose operations have
+// no owner: those left queued count for no user, and its memories keep
+// their display names.
+func TestMigrationFromV6(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v6.db")
+	checkGolden(t, st, teaRestated)
+	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "Tea" {
+		t.Errorf("tea of schema 6 = %+v, %v; want its display name", tea, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 0 {
+		t.Fatalf("pending operations of ann after the migration: %d, %v; want 0 (owners came with schema 7)", n, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
+	}
 }
 
 // TestGoldenDatabase reads the database this version writes.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v6.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v7.db"))
 	}
-	_, st := openCurrent(t, "kioku-v6.db")
+	_, st := openCurrent(t, "kioku-v7.db")
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
+		t.Fatalf("pending operations of ann: %d, %v; want 1", n, err)
+	}
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).

@@ -150,7 +150,8 @@ WHERE json_type(body, '$.action') = 'integer';
 // rewritten in the jobs engine's (v5); memories' display names and
 // descriptions (v6; their metadata may hold typed values since, in
 // memorybank.Metadata's stored form, which reads the strings of before
-// unchanged).
+// unchanged); operations' owners, counted per user (v7, empty for those
+// queued before).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -161,6 +162,10 @@ ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE memories ADD COLUMN description TEXT NOT NULL DEFAULT '';
+`},
+	sqlitedb.Step{SQL: `
+ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX operations_by_owner ON operations (app, owner, state);
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
