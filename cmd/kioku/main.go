@@ -8,6 +8,8 @@
 //	kioku backup --out FILE    copy the embedded store, even while it serves
 //	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku import --in FILE     load an archive into a store
+//	kioku encryption new-key|rotate
+//	                           make a master key; re-wrap the store's data keys
 //	kioku version              print the build's version
 //	kioku sessions|users|state|memories|ops|config SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
@@ -89,6 +91,9 @@ Usage:
   kioku export --out FILE  write everything, an app (--app) or a user (--user)
                            to a portable archive, from either store
   kioku import --in FILE   load an archive into either store
+  kioku encryption new-key FILE | rotate --new-key-file NEW
+                           make a master key for --encryption-key-file;
+                           re-wrap the encrypted store's data keys under a new one
   kioku version            print the build's version
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
@@ -121,6 +126,8 @@ func run(ctx context.Context, args []string) error {
 		return export(ctx, args[1:], os.Stdout)
 	case "import":
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
+	case "encryption":
+		return encryption(ctx, args[1:], os.Stdout)
 	case "sessions", "users", "state", "memories", "ops", "config":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

@@ -247,3 +247,26 @@ func RotateKey(ctx context.Context, db *DB, from, to seal.KeyWrapper) (int, erro
 	})
 	return n, err
 }
+
+// VerifyKey checks, reading the database file at path only, that it is
+// encrypted under master key w (kioku backup checks its copy with it).
+func VerifyKey(ctx context.Context, path string, w seal.KeyWrapper) error {
+	db, err := sql.Open("sqlite", fileURI(path)+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var masterID string
+	var check []byte
+	err = db.QueryRowContext(ctx, `SELECT master_id, check_value FROM seal_master WHERE id = 1`).Scan(&masterID, &check)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) || strings.Contains(err.Error(), "no such table") {
+			return fmt.Errorf("%s is not encrypted", path)
+		}
+		return err
+	}
+	if !seal.VerifyCheck(ctx, w, check) {
+		return fmt.Errorf("%w (%s was encrypted with master key %s, this key is %s)", ErrWrongKey, path, masterID, w.ID())
+	}
+	return nil
+}
