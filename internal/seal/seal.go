@@ -85,7 +85,7 @@ type Keyring struct {
 	wrapper KeyWrapper
 	store   KeyStore
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	apps    map[string]*appKey
 	pending map[string]WrappedKey // made, not stored yet
 }
@@ -111,6 +111,12 @@ func dataKeyAAD(app string) []byte { return At("data key", app) }
 
 // key returns the app's data key: from memory, from the store, or made.
 func (k *Keyring) key(app string) (*appKey, error) {
+	k.mu.RLock()
+	ak := k.apps[app]
+	k.mu.RUnlock()
+	if ak != nil {
+		return ak, nil
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if ak := k.apps[app]; ak != nil {
@@ -146,7 +152,7 @@ func (k *Keyring) key(app string) (*appKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	ak := &appKey{aead: aead, termKey: termKey}
+	ak = &appKey{aead: aead, termKey: termKey}
 	k.apps[app] = ak
 	return ak, nil
 }
