@@ -38,6 +38,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank"
 )
@@ -233,16 +234,23 @@ type querier interface {
 
 const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns`
 
-func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
+func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, error) {
 	var (
 		m                            memorybank.Memory
 		scope, topics, meta, sources string
 		createNS, updateNS, expireNS int64
 		eventNS, statedNS            int64
 		deleted                      int
-		embedding                    []byte
+		fact, embedding              []byte
 	)
-	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS); err != nil {
+	if err := scan(&m.App, &m.ID, &fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS); err != nil {
+		return nil, err
+	}
+	var err error
+	if m.Fact, err = k.OpenString(m.App, factAt(m.App, m.ID), fact); err != nil {
+		return nil, err
+	}
+	if embedding, err = openBlob(k, m.App, embeddingAt(m.App, m.ID), embedding); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -253,7 +261,6 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 			return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 		}
 	}
-	var err error
 	if m.Sources, err = memorybank.UnmarshalSources([]byte(sources)); err != nil {
 		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
@@ -275,7 +282,7 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	return &m, nil
 }
 
-func queryMemories(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
+func queryMemories(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -283,7 +290,7 @@ func queryMemories(ctx context.Context, q querier, query string, args ...any) ([
 	defer rows.Close()
 	var out []*memorybank.Memory
 	for rows.Next() {
-		m, err := scanMemory(rows.Scan)
+		m, err := scanMemory(k, rows.Scan)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +301,7 @@ func queryMemories(ctx context.Context, q querier, query string, args ...any) ([
 
 // GetMemory implements memorybank.Store.
 func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
-	m, err := scanMemory(s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
+	m, err := scanMemory(s.db.Keyring(), s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
 	}
@@ -347,7 +354,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	args = append(args, q.Now.UnixNano())
 	args = filterSQL(&sb, args, q.Filter)
 	args = sqlitedb.NewestFirst(&sb, args, "update_ns", q.AfterUpdate, q.AfterID, q.Limit)
-	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
 // SearchMemories implements memorybank.Store: it searches the scope in the
@@ -357,13 +364,13 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		return nil, nil
 	}
 	return s.cache.Search(ctx, q, func(ctx context.Context) ([]*memorybank.Memory, error) {
-		return queryMemories(ctx, s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
+		return queryMemories(ctx, s.db.Keyring(), s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
 	})
 }
 
 // MemoriesBySource implements memorybank.Store.
 func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
 		WHERE src.app = ? AND src.session = ? AND m.deleted = 0 AND (m.expire_ns = 0 OR m.expire_ns > ?) ORDER BY m.id`, app, session, now.UnixNano())
 }
 
@@ -377,12 +384,12 @@ func prefixed(p, cols string) string {
 
 // StaleEmbeddings implements memorybank.Store.
 func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
 }
 
 // ExpiredMemories implements memorybank.Store.
 func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
 }
 
 // DeleteExpiredRevisions implements memorybank.Store.
@@ -404,11 +411,11 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	type prepared struct {
 		c    memorybank.Change
 		row  *memoryRow
-		body string
+		body any
 	}
 	var ps []prepared
 	for _, c := range w.Changes {
-		row, err := encodeMemory(c.Memory)
+		row, err := encodeMemory(s.db.Keyring(), c.Memory)
 		if err != nil {
 			return err
 		}
@@ -418,17 +425,22 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if err != nil {
 				return err
 			}
-			p.body = string(body)
+			r := c.Revision
+			if p.body, err = sealText(s.db.Keyring(), r.App, revisionAt(r.App, r.MemoryID, r.Number), body); err != nil {
+				return err
+			}
 		}
 		ps = append(ps, p)
 	}
-	opBodies := make([]string, len(w.Operations))
+	opBodies := make([]any, len(w.Operations))
 	for i, u := range w.Operations {
 		b, err := memorybank.MarshalOperation(u.Op)
 		if err != nil {
 			return err
 		}
-		opBodies[i] = string(b)
+		if opBodies[i], err = sealText(s.db.Keyring(), u.Op.App, operationAt(u.Op.App, u.Op.ID), b); err != nil {
+			return err
+		}
 	}
 	for _, c := range w.Changes {
 		s.cache.Touch(c.Memory.App, c.Memory.Scope.Key())
@@ -511,12 +523,19 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 // memoryRow is a memory's encoded columns.
 type memoryRow struct {
 	scope, topics, meta, sources string
+	fact                         any // sealed or not (sealText)
 	embedding                    []byte
 }
 
-func encodeMemory(m *memorybank.Memory) (*memoryRow, error) {
+func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
 	r := &memoryRow{embedding: memorybank.EncodeVector(m.Embedding)}
 	var err error
+	if r.fact, err = sealText(k, m.App, factAt(m.App, m.ID), []byte(m.Fact)); err != nil {
+		return nil, err
+	}
+	if r.embedding, err = sealBlob(k, m.App, embeddingAt(m.App, m.ID), r.embedding); err != nil {
+		return nil, err
+	}
 	if r.scope, err = jsonText(m.Scope); err != nil {
 		return nil, err
 	}
@@ -546,7 +565,7 @@ func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) err
 		sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
 		deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
 		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
-		m.App, m.ID, m.Fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
+		m.App, m.ID, r.fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
 		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.Scope.Key()); err != nil {
 		return err
 	}
@@ -599,11 +618,15 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	var out []*memorybank.Revision
 	for rows.Next() {
 		var n int64
-		var body string
+		var body []byte
 		if err := rows.Scan(&n, &body); err != nil {
 			return nil, err
 		}
-		r, err := memorybank.UnmarshalRevision(app, memoryID, n, []byte(body))
+		body, err := s.db.Keyring().Open(app, revisionAt(app, memoryID, n), body)
+		if err != nil {
+			return nil, err
+		}
+		r, err := memorybank.UnmarshalRevision(app, memoryID, n, body)
 		if err != nil {
 			return nil, err
 		}
@@ -614,7 +637,7 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 
 // GetRevision implements memorybank.Store.
 func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
-	var body string
+	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM memory_revisions WHERE app = ? AND memory_id = ? AND number = ?`, app, memoryID, number).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
@@ -622,12 +645,15 @@ func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number in
 	if err != nil {
 		return nil, err
 	}
-	return memorybank.UnmarshalRevision(app, memoryID, number, []byte(body))
+	if body, err = s.db.Keyring().Open(app, revisionAt(app, memoryID, number), body); err != nil {
+		return nil, err
+	}
+	return memorybank.UnmarshalRevision(app, memoryID, number, body)
 }
 
 // GetConfig implements memorybank.Store.
 func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
-	var body string
+	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return &memorybank.BankConfig{App: app}, nil
@@ -635,17 +661,24 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 	if err != nil {
 		return nil, err
 	}
-	return memorybank.UnmarshalConfig(app, []byte(body))
+	if body, err = s.db.Keyring().Open(app, configAt(app), body); err != nil {
+		return nil, err
+	}
+	return memorybank.UnmarshalConfig(app, body)
 }
 
 // PutConfig implements memorybank.Store.
 func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
-	body, err := memorybank.MarshalConfig(c)
+	b, err := memorybank.MarshalConfig(c)
+	if err != nil {
+		return err
+	}
+	body, err := sealText(s.db.Keyring(), c.App, configAt(c.App), b)
 	if err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, string(body))
+		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, body)
 		return err
 	})
 }
@@ -659,11 +692,16 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, erro
 	defer rows.Close()
 	var out []*memorybank.BankConfig
 	for rows.Next() {
-		var app, body string
+		var app string
+		var body []byte
 		if err := rows.Scan(&app, &body); err != nil {
 			return nil, err
 		}
-		c, err := memorybank.UnmarshalConfig(app, []byte(body))
+		body, err := s.db.Keyring().Open(app, configAt(app), body)
+		if err != nil {
+			return nil, err
+		}
+		c, err := memorybank.UnmarshalConfig(app, body)
 		if err != nil {
 			return nil, err
 		}
@@ -674,13 +712,17 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, erro
 
 // CreateOperation implements memorybank.Store.
 func (s *Store) CreateOperation(ctx context.Context, op *memorybank.Operation) error {
-	body, err := memorybank.MarshalOperation(op)
+	b, err := memorybank.MarshalOperation(op)
+	if err != nil {
+		return err
+	}
+	body, err := sealText(s.db.Keyring(), op.App, operationAt(op.App, op.ID), b)
 	if err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, create_ns, claim_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			op.App, op.ID, op.State.String(), op.Method, op.ScopeKey, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
+			op.App, op.ID, op.State.String(), op.Method, op.ScopeKey, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, body)
 		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 			return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 		}
@@ -699,7 +741,7 @@ func claimNS(op *memorybank.Operation) any {
 
 // GetOperation implements memorybank.Store.
 func (s *Store) GetOperation(ctx context.Context, app, id string) (*memorybank.Operation, error) {
-	var body string
+	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM operations WHERE app = ? AND id = ?`, app, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
@@ -707,11 +749,14 @@ func (s *Store) GetOperation(ctx context.Context, app, id string) (*memorybank.O
 	if err != nil {
 		return nil, err
 	}
-	return memorybank.UnmarshalOperation(app, id, []byte(body))
+	if body, err = s.db.Keyring().Open(app, operationAt(app, id), body); err != nil {
+		return nil, err
+	}
+	return memorybank.UnmarshalOperation(app, id, body)
 }
 
 // queryOperations runs a query of (app, id, body) rows.
-func queryOperations(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Operation, error) {
+func queryOperations(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*memorybank.Operation, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -719,11 +764,16 @@ func queryOperations(ctx context.Context, q querier, query string, args ...any) 
 	defer rows.Close()
 	var out []*memorybank.Operation
 	for rows.Next() {
-		var app, id, body string
+		var app, id string
+		var body []byte
 		if err := rows.Scan(&app, &id, &body); err != nil {
 			return nil, err
 		}
-		op, err := memorybank.UnmarshalOperation(app, id, []byte(body))
+		body, err := k.Open(app, operationAt(app, id), body)
+		if err != nil {
+			return nil, err
+		}
+		op, err := memorybank.UnmarshalOperation(app, id, body)
 		if err != nil {
 			return nil, err
 		}
@@ -749,7 +799,7 @@ func (s *Store) ListOperations(ctx context.Context, q memorybank.OpQuery) ([]*me
 		sb.WriteString(`)`)
 	}
 	args = sqlitedb.NewestFirst(&sb, args, "create_ns", q.AfterCreate, q.AfterID, q.Limit)
-	return queryOperations(ctx, s.db.Read(), sb.String(), args...)
+	return queryOperations(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
 // The queries of the hot paths, each pinned to its index (the planner,
@@ -767,7 +817,7 @@ const (
 
 // QueuedOperations implements memorybank.Store.
 func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*memorybank.Operation, error) {
-	return queryOperations(ctx, s.db.Read(), queuedQuery, limit)
+	return queryOperations(ctx, s.db.Keyring(), s.db.Read(), queuedQuery, limit)
 }
 
 // PendingOperations implements memorybank.Store.
@@ -784,7 +834,7 @@ func (s *Store) CountPending(ctx context.Context, app, scopeKey string, limit in
 }
 
 func (s *Store) PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*memorybank.Operation, error) {
-	return queryOperations(ctx, s.db.Read(), pendingQuery, app, scopeKey, method, now.UnixNano(), limit)
+	return queryOperations(ctx, s.db.Keyring(), s.db.Read(), pendingQuery, app, scopeKey, method, now.UnixNano(), limit)
 }
 
 // scopeFree checks, inside a write, that no operation of op's scope other
@@ -816,7 +866,7 @@ func putOperation(tx *sql.Tx, op *memorybank.Operation) error {
 	return updateOperation(tx, op, string(body))
 }
 
-func updateOperation(tx *sql.Tx, op *memorybank.Operation, body string) error {
+func updateOperation(tx *sql.Tx, op *memorybank.Operation, body any) error {
 	_, err := tx.Exec(`UPDATE operations SET state = ?, claim_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
 		op.State.String(), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, body, op.App, op.ID)
 	return err

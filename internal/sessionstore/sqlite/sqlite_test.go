@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kioku-ai/kioku/internal/seal"
+	"github.com/kioku-ai/kioku/internal/seal/sealtest"
 	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
@@ -18,24 +18,13 @@ func newStore(t *testing.T) sessions.Store { return openStore(t, false) }
 
 // openStore opens a store in a new database, encrypted or not.
 func openStore(t testing.TB, encrypted bool) *sqlite.Store {
-	dir := t.TempDir()
-	db, err := sqlitedb.Open(filepath.Join(dir, "kioku.db"))
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	if encrypted {
-		keyFile := filepath.Join(dir, "key")
-		if err := seal.GenerateKeyFile(keyFile); err != nil {
-			t.Fatal(err)
-		}
-		key, err := seal.LoadKeyFile(keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.UseEncryption(context.Background(), key); err != nil {
-			t.Fatal(err)
-		}
+		sealtest.Encrypt(t, db)
 	}
 	s, err := sqlite.New(db)
 	if err != nil {
