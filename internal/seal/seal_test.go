@@ -200,3 +200,38 @@ func TestLoadKeyFileErrorsNameTheFile(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// BenchmarkSeal measures sealing and opening a 1 KiB value (an event's
+// JSON is typically a few hundred bytes) and hashing one search term.
+func BenchmarkSeal(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "key")
+	if err := GenerateKeyFile(path); err != nil {
+		b.Fatal(err)
+	}
+	w, err := LoadKeyFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := NewKeyring(w, memStore{})
+	value := bytes.Repeat([]byte("x"), 1024)
+	at := At("events.body", "app", "session", "42")
+	sealed, _ := k.Seal("app", at, value)
+	b.Run("seal-1KiB", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		for b.Loop() {
+			k.Seal("app", at, value)
+		}
+	})
+	b.Run("open-1KiB", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		for b.Loop() {
+			k.Open("app", at, sealed)
+		}
+	})
+	b.Run("term", func(b *testing.B) {
+		h, _ := k.TermHasher("app")
+		for b.Loop() {
+			h("biscuit")
+		}
+	})
+}
