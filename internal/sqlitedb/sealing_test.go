@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,5 +123,72 @@ func TestEncryptionRefusesPlainData(t *testing.T) {
 	db.Close()
 	if _, err := openWith(t, path, localKey(t, dir, "key")); err == nil || !strings.Contains(err.Error(), "unencrypted data (table events)") {
 		t.Fatalf("opening plain data with a key: %v", err)
+	}
+}
+
+// TestRotationWhileServing: a database in use is rotated by another
+// handle (kioku encryption rotate) and its key file replaced; the user
+// of the database keeps reading and writing, a new app's data key
+// included, and the new key alone opens the database afterwards.
+func TestRotationWhileServing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kioku.db")
+	keyFile := filepath.Join(dir, "key")
+	if err := seal.GenerateKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	key, err := seal.LoadKeyFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := localKey(t, dir, "next")
+	db, err := openWith(t, path, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	put := func(app string) {
+		t.Helper()
+		v, err := db.Keyring().Seal(app, seal.At("t.v", app), []byte("value of "+app))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS t (app TEXT PRIMARY KEY, v BLOB); INSERT INTO t (app, v) VALUES (?, ?)`, app, v)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("app1")
+
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RotateKey(ctx, other, key, next); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if err := os.Rename(filepath.Join(dir, "next"), keyFile); err != nil {
+		t.Fatal(err)
+	}
+	put("app2") // a new data key, wrapped under the key the file now holds
+
+	db2, err := openWith(t, path, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	for _, app := range []string{"app1", "app2"} {
+		var v []byte
+		if err := db2.Read().QueryRow(`SELECT v FROM t WHERE app = ?`, app).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db2.Keyring().Open(app, seal.At("t.v", app), v); err != nil || string(got) != "value of "+app {
+			t.Fatalf("%s under the new key: %q, %v", app, got, err)
+		}
 	}
 }
