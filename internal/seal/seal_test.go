@@ -25,7 +25,7 @@ func (m memStore) store(k *Keyring) {
 	k.Stored(keys)
 }
 
-func testKey(t *testing.T) *LocalKey {
+func testKey(t testing.TB) *LocalKey {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "key")
 	if err := GenerateKeyFile(path); err != nil {
@@ -204,15 +204,7 @@ func TestLoadKeyFileErrorsNameTheFile(t *testing.T) {
 // BenchmarkSeal measures sealing and opening a 1 KiB value (an event's
 // JSON is typically a few hundred bytes) and hashing one search term.
 func BenchmarkSeal(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "key")
-	if err := GenerateKeyFile(path); err != nil {
-		b.Fatal(err)
-	}
-	w, err := LoadKeyFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	k := NewKeyring(w, memStore{})
+	k := NewKeyring(testKey(b), memStore{})
 	value := bytes.Repeat([]byte("x"), 1024)
 	at := At("events.body", "app", "session", "42")
 	sealed, _ := k.Seal("app", at, value)
