@@ -191,6 +191,20 @@ func TestEncryptionAtRest(t *testing.T) {
 		t.Fatalf("kioku export: %v\n%s", err, out)
 	}
 
+	// The way to encrypt a store: import its archive into a new data
+	// directory with a key.
+	imported := t.TempDir()
+	if out, err := kioku("import", "--in", archive, "--data-dir", imported, "--encryption-key-file", key); err != nil {
+		t.Fatalf("kioku import: %v\n%s", err, out)
+	}
+	if files := grepDir(t, imported, canary); len(files) > 0 {
+		t.Fatalf("after an import, %v hold the canary", files)
+	}
+	proc = startKioku(t, "--data-dir", imported, "--encryption-key-file", key)
+	find(proc.url)
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	proc.cmd.Wait()
+
 	// Rotation: the new key opens the store, the old one no longer does.
 	next := newKeyFile(t, filepath.Join(keyDir, "next.key"))
 	if out, err := kioku("encryption", "rotate", "--data-dir", dataDir, "--encryption-key-file", key, "--new-key-file", next); err != nil || !strings.Contains(out, "re-wrapped 1 data keys") {
