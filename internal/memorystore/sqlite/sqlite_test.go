@@ -1,38 +1,32 @@
 package sqlite_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
-	"github.com/kioku-ai/kioku/internal/seal/sealtest"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )
 
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return openStore(t, false) })
+	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return newStore(t) })
 }
 
 // TestConformanceEncrypted runs the suite on an encrypted database.
 func TestConformanceEncrypted(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return openStore(t, true) })
+	memorybanktest.Run(t, func(t *testing.T) memorybank.Store {
+		return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t))
+	})
 }
 
-// openStore opens a store in a new database, encrypted or not.
-func openStore(t *testing.T, encrypted bool) *sqlite.Store {
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if encrypted {
-		sealtest.Encrypt(t, db)
-	}
-	s, err := sqlite.New(db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+// newStore returns a store on a file of the test's own.
+func newStore(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) }
+
+// TestJobsConformance runs the jobs engine's suite on the store's
+// operations.
+func TestJobsConformance(t *testing.T) {
+	jobstest.Run(t, func(t *testing.T) jobs.Store { return newStore(t) })
 }

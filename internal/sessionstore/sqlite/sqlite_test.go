@@ -3,13 +3,11 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
-	"github.com/kioku-ai/kioku/internal/seal/sealtest"
 	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessionstest"
 )
@@ -18,19 +16,10 @@ func newStore(t *testing.T) sessions.Store { return openStore(t, false) }
 
 // openStore opens a store in a new database, encrypted or not.
 func openStore(t testing.TB, encrypted bool) *sqlite.Store {
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	if encrypted {
-		sealtest.Encrypt(t, db)
+		return sqlitetest.Sessions(t, sqlitetest.OpenEncrypted(t))
 	}
-	s, err := sqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sqlitetest.Sessions(t, sqlitetest.Open(t))
 }
 
 func TestConformance(t *testing.T) {

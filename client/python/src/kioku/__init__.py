@@ -11,12 +11,14 @@
             ...
 
 The generated modules are in kioku.v1 (session_pb2, session_service_pb2,
-memory_pb2, memory_bank_service_pb2, operation_pb2, operation_service_pb2
-and the *_pb2_grpc service stubs). Client holds one channel with the three
-service stubs (sessions, memories, operations) and adds what a program
-needs around them: iterators over every List method, watch_session as a
-generator, wait_operation, and the API key on every call. Errors are
-grpc.RpcError with the server's status code.
+memory_pb2, memory_bank_service_pb2, operation_pb2, operation_service_pb2,
+memory_file_service_pb2 and the *_pb2_grpc service stubs). Client holds one
+channel with the service stubs (sessions, memories, operations, files) and
+adds what a program needs around them: iterators over every List method,
+watch_session as a generator, wait_operation, run_memory_tool (a Claude
+memory tool_use input in, the tool_result's content and is_error out), and
+the API key on every call. Errors are grpc.RpcError with the server's
+status code.
 """
 
 from kioku._client import (
@@ -25,6 +27,7 @@ from kioku._client import (
     OperationTimeout,
     app_name,
     generate_result,
+    memory_file_name,
     memory_name,
     purge_result,
     session_name,
@@ -35,6 +38,7 @@ from kioku._client import (
 )
 from kioku.v1 import (
     memory_bank_service_pb2,
+    memory_file_service_pb2,
     memory_pb2,
     operation_pb2,
     operation_service_pb2,
@@ -51,6 +55,8 @@ __all__ = [
     "app_name",
     "generate_result",
     "memory_bank_service_pb2",
+    "memory_file_name",
+    "memory_file_service_pb2",
     "memory_name",
     "memory_pb2",
     "operation_pb2",
