@@ -78,8 +78,8 @@ func failToServe(t *testing.T, args ...string) string {
 }
 
 // TestEncryptionAtRest is issue 28's test: with --encryption-key-file, a
-// session with an event, a user: state value and a memory holding a
-// canary leave no trace of it anywhere in the data directory (database,
+// session with an event, a user: state value, a memory and a memory file
+// holding a canary leave no trace of it anywhere in the data directory (database,
 // log, shared memory), while the server runs and after it stopped;
 // SearchEvents and RetrieveMemories still find them; a restart with the
 // key reads them; a start with a wrong key, or none, is refused with an
@@ -103,6 +103,11 @@ func TestEncryptionAtRest(t *testing.T) {
 		Actions: &kiokuv1.EventActions{StateDelta: delta},
 	}})); err != nil {
 		t.Fatal(err)
+	}
+	fc := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, proc.url)
+	create, _ := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "hint: " + canary + "\n"})
+	if res, err := fc.Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: create})); err != nil || res.Msg.GetIsError() {
+		t.Fatalf("creating a memory file: %v %v", err, res)
 	}
 	if _, err := mc.CreateMemory(ctx, connect.NewRequest(&kiokuv1.CreateMemoryRequest{Parent: "apps/vault", Memory: &kiokuv1.Memory{
 		Fact: "Ann's password hint is " + canary + ".", Scope: map[string]string{"user_id": "ann"},
@@ -128,6 +133,11 @@ func TestEncryptionAtRest(t *testing.T) {
 		}
 		if got := mem.Msg.GetRetrievedMemories(); len(got) != 1 || !strings.Contains(got[0].GetMemory().GetFact(), canary) {
 			t.Fatalf("RetrieveMemories = %v, want the memory", got)
+		}
+		view, _ := structpb.NewStruct(map[string]any{"command": "view", "path": "/memories/notes.md"})
+		res, err := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, url).Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: view}))
+		if err != nil || !strings.Contains(res.Msg.GetOutput(), canary) {
+			t.Fatalf("viewing the memory file: %v %v", err, res)
 		}
 		sess, err := sc.GetSession(ctx, connect.NewRequest(&kiokuv1.GetSessionRequest{Name: session}))
 		if err != nil {
