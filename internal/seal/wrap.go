@@ -85,6 +85,15 @@ func NewLocalKey(key []byte) (*LocalKey, error) {
 // Path is the file the key was read from ("" for NewLocalKey's).
 func (k *LocalKey) Path() string { return k.path }
 
+// GenerateLocalKey returns a LocalKey of a new random master key, held in
+// memory only (benchmarks use it).
+func GenerateLocalKey() *LocalKey {
+	key := make([]byte, KeySize)
+	rand.Read(key)
+	k, _ := NewLocalKey(key) // fails only on a key of the wrong size
+	return k
+}
+
 // Reload implements Reloader: the key its file holds now.
 func (k *LocalKey) Reload() (KeyWrapper, error) {
 	if k.path == "" {
