@@ -109,8 +109,9 @@ func (k *Keyring) Wrapper() KeyWrapper { return k.wrapper }
 // dataKeyAAD binds a wrapped data key to its app.
 func dataKeyAAD(app string) []byte { return At("data key", app) }
 
-// key returns the app's data key: from memory, from the store, or made.
-func (k *Keyring) key(app string) (*appKey, error) {
+// key returns the app's data key: from memory, from the store, or, with
+// create, made (a value to open has a key already: none is made for it).
+func (k *Keyring) key(app string, create bool) (*appKey, error) {
 	k.mu.RLock()
 	ak := k.apps[app]
 	k.mu.RUnlock()
@@ -135,6 +136,8 @@ func (k *Keyring) key(app string) (*appKey, error) {
 		if dk, err = k.wrapper.Unwrap(ctx, wk.Wrapped, dataKeyAAD(app)); err != nil {
 			return nil, fmt.Errorf("unwrapping the data key of app %s: %w", app, err)
 		}
+	} else if !create {
+		return nil, fmt.Errorf("app %s has no data key in this database", app)
 	} else {
 		dk = make([]byte, KeySize)
 		rand.Read(dk)
@@ -188,7 +191,7 @@ func (k *Keyring) Seal(app string, w Where, plaintext []byte) ([]byte, error) {
 	if k == nil {
 		return plaintext, nil
 	}
-	ak, err := k.key(app)
+	ak, err := k.key(app, true)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +224,7 @@ func (k *Keyring) Open(app string, w Where, stored []byte) ([]byte, error) {
 	if !IsSealed(stored) {
 		return nil, fmt.Errorf("a stored value of app %s is not encrypted in an encrypted database", app)
 	}
-	ak, err := k.key(app)
+	ak, err := k.key(app, false)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +248,7 @@ func (k *Keyring) TermHasher(app string) (func(string) string, error) {
 	if k == nil {
 		return func(t string) string { return t }, nil
 	}
-	ak, err := k.key(app)
+	ak, err := k.key(app, true)
 	if err != nil {
 		return nil, err
 	}
