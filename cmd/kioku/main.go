@@ -10,6 +10,8 @@
 //	kioku import --in FILE     load an archive into a store
 //	kioku encryption new-key|rotate
 //	                           make a master key; re-wrap the store's data keys
+//	kioku metadata-server      a stand-in GCE metadata server on loopback
+//	                           (Google's auth libraries find a token there)
 //	kioku version              print the build's version
 //	kioku sessions|users|state|memories|ops|config|files SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
@@ -94,6 +96,8 @@ Usage:
   kioku encryption new-key FILE | rotate --new-key-file NEW
                            make a master key for --encryption-key-file;
                            re-wrap the encrypted store's data keys under a new one
+  kioku metadata-server    a stand-in GCE metadata server on loopback, for
+                           Vertex AI clients that insist on Google credentials
   kioku version            print the build's version
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
@@ -131,6 +135,8 @@ func run(ctx context.Context, args []string) error {
 		return encryption(ctx, args[1:], os.Stdout)
 	case "sessions", "users", "state", "memories", "ops", "config", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
+	case "metadata-server":
+		return metadataServer(ctx, args[1:], os.Stdout)
 	case "version", "--version":
 		return printVersion(os.Stdout)
 	case "help", "-h", "--help":

@@ -18,7 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
-const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns`
+const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns, display_name, description`
 
 func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, error) {
 	var (
@@ -28,8 +28,9 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 		eventNS, statedNS            int64
 		deleted                      int
 		fact, embedding              []byte
+		name, description            []byte
 	)
-	if err := scan(&m.App, &m.ID, &fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS); err != nil {
+	if err := scan(&m.App, &m.ID, &fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS, &name, &description); err != nil {
 		return nil, err
 	}
 	var err error
@@ -39,6 +40,13 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 	if embedding, err = openBlob(k, m.App, embeddingAt(m.App, m.ID), embedding); err != nil {
 		return nil, err
 	}
+	if name, err = openBlob(k, m.App, displayNameAt(m.App, m.ID), name); err != nil {
+		return nil, err
+	}
+	if description, err = openBlob(k, m.App, descriptionAt(m.App, m.ID), description); err != nil {
+		return nil, err
+	}
+	m.DisplayName, m.Description = string(name), string(description)
 	for _, f := range []struct {
 		raw string
 		dst any
@@ -86,10 +94,6 @@ func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
 	for _, t := range f.Topics {
 		sb.WriteString(` AND EXISTS (SELECT 1 FROM json_each(topics) WHERE value = ?)`)
 		args = append(args, t)
-	}
-	for k, v := range f.Metadata {
-		sb.WriteString(` AND json_extract(metadata, ?) = ?`)
-		args = append(args, `$."`+k+`"`, v)
 	}
 	for _, r := range []struct {
 		col string
@@ -255,7 +259,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 // memoryRow is a memory's encoded columns.
 type memoryRow struct {
 	scope, topics, meta, sources string
-	fact                         any // sealed or not (sealText)
+	fact, name, description      any // sealed or not (sealText)
 	embedding                    []byte
 }
 
@@ -268,13 +272,19 @@ func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
 	if r.embedding, err = sealBlob(k, m.App, embeddingAt(m.App, m.ID), r.embedding); err != nil {
 		return nil, err
 	}
+	if r.name, err = sealOptional(k, m.App, displayNameAt(m.App, m.ID), m.DisplayName); err != nil {
+		return nil, err
+	}
+	if r.description, err = sealOptional(k, m.App, descriptionAt(m.App, m.ID), m.Description); err != nil {
+		return nil, err
+	}
 	if r.scope, err = jsonText(m.Scope); err != nil {
 		return nil, err
 	}
 	if r.topics, err = jsonText(nonNil(m.Topics)); err != nil {
 		return nil, err
 	}
-	if r.meta, err = jsonText(nonNilMap(m.Metadata)); err != nil {
+	if r.meta, err = jsonText(nonNilMetadata(m.Metadata)); err != nil {
 		return nil, err
 	}
 	src, err := record.MarshalSources(m.Sources)
@@ -292,13 +302,14 @@ func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) err
 	if m.Deleted {
 		deleted = 1
 	}
-	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
+		display_name = excluded.display_name, description = excluded.description,
 		sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
 		deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
 		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
 		m.App, m.ID, r.fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
-		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.Scope.Key()); err != nil {
+		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), r.name, r.description, m.Scope.Key()); err != nil {
 		return err
 	}
 	if !sources {
@@ -325,9 +336,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func nonNilMap(m map[string]string) map[string]string {
+func nonNilMetadata(m memorybank.Metadata) memorybank.Metadata {
 	if m == nil {
-		return map[string]string{}
+		return memorybank.Metadata{}
 	}
 	return m
 }

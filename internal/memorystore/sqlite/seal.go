@@ -9,7 +9,8 @@ import (
 // Encryption at rest. In a database encrypted with a key (sqlitedb's
 // UseEncryption) the store seals, each bound to its row:
 //
-//	memories.fact          (app, id)
+//	memories.fact          (app, id), and display_name and description
+//	                       when not empty
 //	memories.embedding     (app, id): the offline embedder's vectors are
 //	                       hashed bags of terms, a dense model's can be
 //	                       inverted, so neither is left readable
@@ -23,7 +24,13 @@ import (
 // open it in Go instead (sqlitedb.Step.Func).
 
 // The places of the sealed columns.
-func factAt(app, id string) seal.Where      { return seal.At("memories.fact", app, id) }
+func factAt(app, id string) seal.Where { return seal.At("memories.fact", app, id) }
+func displayNameAt(app, id string) seal.Where {
+	return seal.At("memories.display_name", app, id)
+}
+func descriptionAt(app, id string) seal.Where {
+	return seal.At("memories.description", app, id)
+}
 func embeddingAt(app, id string) seal.Where { return seal.At("memories.embedding", app, id) }
 func configAt(app string) seal.Where        { return seal.At("bank_configs.body", app) }
 func operationAt(app, id string) seal.Where { return seal.At("operations.body", app, id) }
@@ -39,6 +46,15 @@ func sealText(k *seal.Keyring, app string, at seal.Where, text []byte) (any, err
 		return string(text), nil
 	}
 	return k.Seal(app, at, text)
+}
+
+// sealOptional is sealText of a text that is often empty: an empty one is
+// stored empty (openBlob reads it back).
+func sealOptional(k *seal.Keyring, app string, at seal.Where, text string) (any, error) {
+	if text == "" {
+		return "", nil
+	}
+	return sealText(k, app, at, []byte(text))
 }
 
 // sealBlob seals a stored blob; an empty one (NULL) stays empty.
