@@ -49,6 +49,10 @@ func (s Scope) String() string {
 	return string(b)
 }
 
+// ScopeKeyUser returns the user a scope's key names (its ScopeUser
+// entry), or "": the owner of the operations keyed by it (jobs.Kind.Owner).
+func ScopeKeyUser(key string) string { return ParseScopeKey(key).User() }
+
 // ParseScopeKey is the inverse of Scope.Key.
 func ParseScopeKey(key string) Scope {
 	s := Scope{}

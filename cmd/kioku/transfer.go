@@ -22,16 +22,18 @@ import (
 // the installation runs.
 type storeFlags struct {
 	store, dataDir, fsProject, fsDatabase *string
+	encryptionKey                         *string
 	models                                *cli.ModelFlags
 }
 
 func registerStoreFlags(fs *cli.FlagSet) *storeFlags {
 	return &storeFlags{
-		store:      fs.Env("store", "sqlite", "store: sqlite (one file under --data-dir) or firestore"),
-		dataDir:    fs.Env("data-dir", "./kioku-data", "directory of the sqlite store"),
-		fsProject:  fs.Env("firestore-project", "", "Firestore project id (--store firestore; FIRESTORE_EMULATOR_HOST for the emulator)"),
-		fsDatabase: fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
-		models:     cli.RegisterModelFlags(fs),
+		store:         fs.Env("store", "sqlite", "store: sqlite (one file under --data-dir) or firestore"),
+		dataDir:       fs.Env("data-dir", "./kioku-data", "directory of the sqlite store"),
+		fsProject:     fs.Env("firestore-project", "", "Firestore project id (--store firestore; FIRESTORE_EMULATOR_HOST for the emulator)"),
+		fsDatabase:    fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
+		encryptionKey: encryptionKeyFlag(fs),
+		models:        cli.RegisterModelFlags(fs),
 	}
 }
 
@@ -52,7 +54,11 @@ func (f *storeFlags) open(ctx context.Context) (*node.Stores, model.Embedder, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("the embedder (the --embedder flags, as kioku serve has them): %w", err)
 	}
-	st, err := node.OpenStores(ctx, node.Config{Store: *f.store, DataDir: *f.dataDir, FirestoreProject: *f.fsProject, FirestoreDatabase: *f.fsDatabase})
+	key, err := loadEncryptionKey(*f.encryptionKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := node.OpenStores(ctx, node.Config{Store: *f.store, DataDir: *f.dataDir, FirestoreProject: *f.fsProject, FirestoreDatabase: *f.fsDatabase, EncryptionKey: key})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,7 +234,12 @@ conflicts with the store (a session of the same id created there, one
 that moved on since) stops the import with an error naming it. Memories
 whose vectors come from another embedder than the store's (the --embedder
 flags) are embedded again. An archive of another format version is
-refused.
+refused, and so is a record outside the archive's header (in an archive
+of one app or one user, a record of another, or of the whole app in a
+user's), or a session or event the API would refuse (an event id that is
+no id, an event over 512 KiB, state nested too deep, an app: key in a
+session's own state): the import stops there, before writing it; what
+it wrote before stays.
 
 Flags:
 `

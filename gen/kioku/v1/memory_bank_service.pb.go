@@ -1676,7 +1676,7 @@ type UpdateMemoryBankConfigRequest struct {
 	// The fields to change: `managed_topics`, `custom_topics`,
 	// `generation_examples`, `memory_ttl`, `revision_ttl`,
 	// `generation_trigger`, `retrieval`, `compaction_trigger`,
-	// `pii_redaction`. Empty replaces them all.
+	// `pii_redaction`, `profile_schemas`. Empty replaces them all.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -23,7 +23,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v7.db, the database this version
+// goldenDB rewrites testdata/kioku-v8.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -32,11 +32,15 @@ import (
 // schema 4 (operations in the memory bank's second format, before the jobs
 // engine), testdata/kioku-v5.db by the version of schema 5 (memories
 // without display names and descriptions, metadata of strings only,
-// without a type or profile field); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v7.db from this version")
+// operations without owners, and memories without a type or profile
+// field), testdata/kioku-v6.db by the version of schema 6 (operations
+// without owners, memories without a type or profile field),
+// testdata/kioku-v7.db by the version of schema 7 (memories without a
+// type or profile field); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v8.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 7
+const schema = 8
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -111,12 +115,33 @@ func TestMigrationFromV4(t *testing.T) {
 
 // TestMigrationFromV5 opens a database of schema 5, whose memories have no
 // display names or descriptions and metadata of strings only: they read
-// with none, and their strings as they were (checkGolden).
+// with none, and their strings as they were (checkGolden); its operations
+// have no owner: those left queued count for no user.
 func TestMigrationFromV5(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v5.db")
 	checkGolden(t, st, teaRestated)
 	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "" || len(tea.Metadata) != 1 {
 		t.Errorf("tea of schema 5 = %+v, %v; want no display name, its one metadata string", tea, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
+	}
+	noProfiles(t, st)
+}
+
+// TestMigrationFromV6 opens a database of schema 6, whose operations have
+// no owner: those left queued count for no user; its memories keep their
+// display names, descriptions and typed metadata, and have no type or
+// profile field.
+func TestMigrationFromV6(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v6.db")
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 0 {
+		t.Fatalf("pending operations of ann after the migration: %d, %v; want 0 (owners came with schema 7)", n, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
 	}
 	noProfiles(t, st)
 }
@@ -131,13 +156,17 @@ func noProfiles(t *testing.T, st *sqlite.Store) {
 	}
 }
 
-// TestMigrationFromV6 reads the database of schema 6, whose memories have
-// no type or profile field.
-func TestMigrationFromV6(t *testing.T) {
-	_, st := openCurrent(t, "kioku-v6.db")
+// TestMigrationFromV7 opens a database of schema 7, whose memories have
+// no type or profile field: they read as natural-language ones, and its
+// operations keep their owners.
+func TestMigrationFromV7(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v7.db")
 	checkGolden(t, st, teaRestated)
 	checkNamesAndMetadata(t, st)
 	noProfiles(t, st)
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
+		t.Fatalf("pending operations of ann after the migration: %d, %v; want the 1 queued before", n, err)
+	}
 }
 
 // TestGoldenDatabase reads the database this version writes: besides the
@@ -145,9 +174,12 @@ func TestMigrationFromV6(t *testing.T) {
 // filled.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v7.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v8.db"))
 	}
-	_, st := openCurrent(t, "kioku-v7.db")
+	_, st := openCurrent(t, "kioku-v8.db")
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
+		t.Fatalf("pending operations of ann: %d, %v; want 1", n, err)
+	}
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).

@@ -153,9 +153,10 @@ WHERE json_type(body, '$.action') = 'integer';
 // rewritten in the jobs engine's (v5); memories' display names and
 // descriptions (v6; their metadata may hold typed values since, in
 // memorybank.Metadata's stored form, which reads the strings of before
-// unchanged); memories' type and profile field (empty for
+// unchanged); operations' owners, counted per user (v7, empty for those
+// queued before); memories' type and profile field (empty for
 // natural-language memories, which all earlier ones are), with the index
-// RetrieveProfiles reads a scope's profile fields by (v7).
+// RetrieveProfiles reads a scope's profile fields by (v8).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -166,6 +167,10 @@ ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE memories ADD COLUMN description TEXT NOT NULL DEFAULT '';
+`},
+	sqlitedb.Step{SQL: `
+ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX operations_by_owner ON operations (app, owner, state);
 `},
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN memory_type TEXT NOT NULL DEFAULT '';

@@ -918,7 +918,7 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
    * The fields to change: `managed_topics`, `custom_topics`,
    * `generation_examples`, `memory_ttl`, `revision_ttl`,
    * `generation_trigger`, `retrieval`, `compaction_trigger`,
-   * `pii_redaction`. Empty replaces them all.
+   * `pii_redaction`, `profile_schemas`. Empty replaces them all.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */
