@@ -47,6 +47,9 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 	if description, err = openBlob(k, m.App, descriptionAt(m.App, m.ID), description); err != nil {
 		return nil, err
 	}
+	if profile, err = openBlob(k, m.App, profileAt(m.App, m.ID), profile); err != nil {
+		return nil, err
+	}
 	m.DisplayName, m.Description = string(name), string(description)
 	for _, f := range []struct {
 		raw string
@@ -289,7 +292,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 type memoryRow struct {
 	scope, topics, meta, sources string
 	fact, name, description      any // sealed or not (sealText)
-	profile                      string
+	profile                      any // sealed or not (sealOptional)
 	embedding                    []byte
 }
 
@@ -322,7 +325,11 @@ func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
 		return nil, err
 	}
 	r.sources = string(src)
-	if r.profile, err = record.MarshalProfile(m.Profile); err != nil {
+	profile, err := record.MarshalProfile(m.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if r.profile, err = sealOptional(k, m.App, profileAt(m.App, m.ID), profile); err != nil {
 		return nil, err
 	}
 	return r, nil
