@@ -187,6 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Operations: memories,
 		Surfaces:   surfaces,
 		Metrics:    func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
+		Ready:      stores.Ready,
 	})
 	if gen == nil {
 		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
@@ -211,6 +212,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
+	// Ready reports whether the stores can serve (see server.Config's);
+	// nil for the embedded store, which is always there.
+	Ready func(context.Context) error
 
 	sqlite    *sqlitedb.DB            // nil on Firestore
 	vectors   *memorybank.VectorCache // nil on Firestore
@@ -254,15 +258,21 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			db = firestore.DefaultDatabaseID
 		}
 		st.firestore = &firestoredb.Meter{}
-		opts, err := st.firestore.ClientOptions()
+		guard := firestoredb.NewGuard(firestoredb.GuardOptions{Logger: cfg.Logger})
+		opts, err := firestoredb.Dial{Meter: st.firestore, Guard: guard}.ClientOptions()
 		if err != nil {
+			guard.Close()
 			return nil, err
 		}
 		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db, opts...)
 		if err != nil {
+			guard.Close()
 			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
 		}
-		st.closers = append(st.closers, client.Close)
+		guard.SetProbe(firestoredb.ProbeClient(client))
+		st.Ready = guard.Ready
+		// The guard's rollbacks stop before the client closes.
+		st.closers = append(st.closers, client.Close, func() error { guard.Close(); return nil })
 		st.Sessions = sessionfirestore.New(client, sessionfirestore.Options{})
 		ms := memoryfirestore.New(client, memoryfirestore.Options{})
 		migrated, err := ms.Migrate(ctx)

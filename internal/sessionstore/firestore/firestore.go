@@ -56,6 +56,7 @@
 package firestore
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -90,48 +91,71 @@ type Store struct {
 	locks   map[string]*sessionLock
 }
 
+// sessionLock is a lock that a waiter can give up on: its channel holds a
+// token while the lock is free.
 type sessionLock struct {
-	mu   sync.Mutex
+	free chan struct{}
 	refs int
 }
 
 // lockAppend takes the locks of an append: its session's, then its user's
 // and its app's state when it writes them (always in this order, so two
-// appends cannot deadlock).
-func (s *Store) lockAppend(r *sessions.AppendRequest) func() {
-	unlock := []func(){s.lock("s/" + r.Key.App + "/" + r.Key.ID)}
+// appends cannot deadlock). A wait that outlasts ctx ends with ctx's error
+// (as a domain error) and holds nothing.
+func (s *Store) lockAppend(ctx context.Context, r *sessions.AppendRequest) (func(), error) {
+	keys := []string{"s/" + r.Key.App + "/" + r.Key.ID}
 	if len(r.Deltas.User) > 0 {
-		unlock = append(unlock, s.lock("u/"+r.Key.App+"/"+r.Key.User))
+		keys = append(keys, "u/"+r.Key.App+"/"+r.Key.User)
 	}
 	if len(r.Deltas.App) > 0 {
-		unlock = append(unlock, s.lock("a/"+r.Key.App))
+		keys = append(keys, "a/"+r.Key.App)
 	}
-	return func() {
+	var unlock []func()
+	release := func() {
 		for i := len(unlock) - 1; i >= 0; i-- {
 			unlock[i]()
 		}
 	}
+	for _, k := range keys {
+		u, err := s.lock(ctx, k)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		unlock = append(unlock, u)
+	}
+	return release, nil
 }
 
-// lock serialises this process's writes to one document.
-func (s *Store) lock(k string) func() {
+// lock serialises this process's writes to one document, waiting at most
+// until ctx is done.
+func (s *Store) lock(ctx context.Context, k string) (func(), error) {
 	s.locksMu.Lock()
 	l := s.locks[k]
 	if l == nil {
-		l = &sessionLock{}
+		l = &sessionLock{free: make(chan struct{}, 1)}
+		l.free <- struct{}{}
 		s.locks[k] = l
 	}
 	l.refs++
 	s.locksMu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
+	drop := func() {
 		s.locksMu.Lock()
 		if l.refs--; l.refs == 0 {
 			delete(s.locks, k)
 		}
 		s.locksMu.Unlock()
 	}
+	select {
+	case <-l.free:
+	case <-ctx.Done():
+		drop()
+		return nil, fault.Wrap(fault.KindOf(ctx.Err()), ctx.Err(), "waiting for this server's earlier appends to the same session or state")
+	}
+	return func() {
+		l.free <- struct{}{}
+		drop()
+	}, nil
 }
 
 var _ sessions.Store = (*Store)(nil)
