@@ -86,6 +86,10 @@ func (g *Guard) Close() { g.rollbacks.close() }
 // PendingRollbacks returns how many rollbacks wait to be sent again.
 func (g *Guard) PendingRollbacks() int { return g.rollbacks.pending() }
 
+// failureFreshness is how long a failed probe counts for Ready: shorter
+// than a success, so that Firestore's return is seen soon.
+const failureFreshness = 500 * time.Millisecond
+
 // ErrUnreachable is the cause of the errors of calls that never reached
 // Firestore: no connection to it could be made.
 var ErrUnreachable = errors.New("Firestore is unreachable: no connection to it could be made")
@@ -203,8 +207,9 @@ func ProbeClient(c *firestore.Client) func(context.Context) error {
 
 // Ready reports whether Firestore answers: nil when it answered a call or
 // the probe within the freshness (HealthFreshness), else the outcome of a
-// new probe, bounded by ProbeTimeout and shared by concurrent callers and
-// cached for the freshness. Without a probe, it reports nil.
+// new probe, bounded by ProbeTimeout, shared by concurrent callers and
+// cached for the freshness (a failure for half a second). Without a
+// probe, it reports nil.
 func (g *Guard) Ready(ctx context.Context) error {
 	g.mu.Lock()
 	now := time.Now()
@@ -212,7 +217,8 @@ func (g *Guard) Ready(ctx context.Context) error {
 	case g.probe == nil || now.Sub(g.answered) < g.freshness:
 		g.mu.Unlock()
 		return nil
-	case now.Sub(g.probed) < g.freshness:
+	case now.Sub(g.probed) < g.freshness && g.probeErr == nil,
+		now.Sub(g.probed) < failureFreshness:
 		err := g.probeErr
 		g.mu.Unlock()
 		return err

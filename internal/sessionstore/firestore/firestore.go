@@ -41,6 +41,34 @@
 // session conflict on the session document and are retried by Firestore's
 // transaction protocol; every acknowledged one is committed.
 //
+// # Faults and deadlines
+//
+// An append keeps its caller's deadline throughout: appends to one session
+// (or one shared state document) from this server queue on a lock whose
+// wait ends with the caller's context, and the transaction's attempts
+// (Options.MaxAttempts, with backoff) stop when it ends. Kioku keeps
+// Firestore's pessimistic transactions, whose reads lock documents, rather
+// than a design without such locks (optimistic writes guarded by update
+// times), and makes sure no transaction stays abandoned holding its locks:
+// the client is connected through a firestoredb.Guard, which sends a
+// failed or abandoned transaction's rollback from a background queue, at
+// once and again (each try bounded to 2 s, at most a second apart) until
+// Firestore acknowledges it, instead of the client library's single
+// rollback of 5 s after the caller's deadline, which an outage loses. So
+// the caller is answered at its deadline, and a session written when
+// Firestore went away takes appends again within about a second of its
+// return rather than when Firestore expires the transaction (a minute).
+// The guard also fails a call at once with UNAVAILABLE when no connection
+// to Firestore can be made (it refuses them), instead of the library's
+// retries until its 60-second timeout.
+//
+// Every error an append returns says what to do (firestoredb.Wrap): a
+// commit whose connection broke after it was sent, Firestore's own
+// failures and a transaction Firestore closed ("Transaction is invalid or
+// closed") may have stored the event, and are UNAVAILABLE or ABORTED,
+// which kioku's clients retry with the same event id; the retry finds the
+// event by its id and returns it, so nothing is stored twice.
+//
 // # Reads
 //
 // GetSession reads the session, user and app documents in one batch and the
