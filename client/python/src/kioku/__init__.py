@@ -15,17 +15,20 @@ memory_pb2, memory_bank_service_pb2, operation_pb2, operation_service_pb2
 and the *_pb2_grpc service stubs). Client holds one channel with the three
 service stubs (sessions, memories, operations) and adds what a program
 needs around them: iterators over every List method, watch_session as a
-generator, wait_operation, and the API key on every call. Errors are
-grpc.RpcError with the server's status code.
+generator, wait_operation, the API key on every call, and retries of the
+calls safe to repeat (RetryPolicy). Errors are grpc.RpcError with the
+server's status code.
 """
 
 from kioku._client import (
     Client,
     OperationError,
     OperationTimeout,
+    RetryPolicy,
     app_name,
     generate_result,
     memory_name,
+    new_event_id,
     purge_result,
     session_name,
     struct,
@@ -48,11 +51,13 @@ __all__ = [
     "Client",
     "OperationError",
     "OperationTimeout",
+    "RetryPolicy",
     "app_name",
     "generate_result",
     "memory_bank_service_pb2",
     "memory_name",
     "memory_pb2",
+    "new_event_id",
     "operation_pb2",
     "operation_service_pb2",
     "purge_result",
