@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/faultproxy"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 )
@@ -51,36 +48,13 @@ func TestWrapKinds(t *testing.T) {
 	}
 }
 
-// guarded returns a client on the emulator through a fault proxy, with a
-// Guard.
-func guarded(t *testing.T) (*firestore.Client, *faultproxy.Proxy, *firestoredb.Guard) {
-	t.Helper()
-	project := firestoretest.Project(t)
-	p := faultproxy.Start(t, firestoretest.Host(t))
-	g := firestoredb.NewGuard(firestoredb.GuardOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	opts, err := firestoredb.Dial{Guard: g, EmulatorHost: p.Addr()}.ClientOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := firestore.NewClientWithDatabase(context.Background(), project, firestore.DefaultDatabaseID, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.SetProbe(firestoredb.ProbeClient(c))
-	t.Cleanup(func() {
-		g.Close()
-		c.Close()
-	})
-	return c, p, g
-}
-
 // TestGuardCommitNotResent: a commit whose connection breaks after it was
 // sent fails with an error of unknown outcome; the client library does
 // not send it again (which would write twice, or answer "Transaction is
 // invalid or closed" for a transaction that committed).
 func TestGuardCommitNotResent(t *testing.T) {
 	t.Parallel()
-	c, p, _ := guarded(t)
+	c, p, _ := firestoretest.NewProxiedClient(t)
 	ctx := t.Context()
 	doc := c.Collection("things").Doc("a")
 	if _, err := doc.Set(ctx, map[string]any{"n": 1}); err != nil {
@@ -110,7 +84,7 @@ func TestGuardCommitNotResent(t *testing.T) {
 // again once it is back.
 func TestGuardReady(t *testing.T) {
 	t.Parallel()
-	_, p, g := guarded(t)
+	_, p, g := firestoretest.NewProxiedClient(t)
 	ctx := t.Context()
 	if err := g.Ready(ctx); err != nil {
 		t.Fatalf("Ready: %v", err)

@@ -18,18 +18,6 @@ from kioku.v1 import session_service_pb2 as ss
 
 from kioku_server import Kioku
 
-server = None
-
-
-def setUpModule():
-    global server
-    server = Kioku()
-
-
-def tearDownModule():
-    server.stop()
-
-
 class Front:
     """A gRPC server in front of kioku: fails the first `failures` calls of
     `method` with `code` (after kioku handled them) and records the
@@ -74,8 +62,13 @@ FAST = kioku.RetryPolicy(initial_backoff=0.001, max_backoff=0.005)
 
 
 class Retries(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kioku = Kioku()
+        cls.addClassCleanup(cls.kioku.stop)
+
     def front(self, method, code, failures=1):
-        f = Front(server.target, method, code, failures)
+        f = Front(self.kioku.target, method, code, failures)
         self.addCleanup(f.stop)
         return f
 
@@ -108,7 +101,7 @@ class Retries(unittest.TestCase):
 
     def test_reads_are_retried_within_bounds(self):
         name = kioku.session_name("retry", "bob", "s")
-        self.client(server.target).sessions.CreateSession(ss.CreateSessionRequest(parent=kioku.user_name("retry", "bob"), session_id="s"))
+        self.client(self.kioku.target).sessions.CreateSession(ss.CreateSessionRequest(parent=kioku.user_name("retry", "bob"), session_id="s"))
         get = "/kioku.v1.SessionService/GetSession"
         f = self.front(get, grpc.StatusCode.UNAVAILABLE, 2)
         self.assertEqual(self.client(f.target).sessions.GetSession(ss.GetSessionRequest(name=name)).name, name)

@@ -3,8 +3,6 @@ package firestore_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -32,23 +30,7 @@ type proxied struct {
 
 func newProxied(t *testing.T) *proxied {
 	t.Helper()
-	host := firestoretest.Host(t)
-	project := firestoretest.Project(t)
-	p := faultproxy.Start(t, host)
-	g := firestoredb.NewGuard(firestoredb.GuardOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	opts, err := firestoredb.Dial{Guard: g, EmulatorHost: p.Addr()}.ClientOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := gfs.NewClientWithDatabase(context.Background(), project, gfs.DefaultDatabaseID, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.SetProbe(firestoredb.ProbeClient(c))
-	t.Cleanup(func() {
-		g.Close()
-		c.Close()
-	})
+	c, p, g := firestoretest.NewProxiedClient(t)
 	f := &proxied{svc: sessions.NewService(firestore.New(c, firestore.Options{}), sessions.Config{}), client: c, proxy: p, guard: g, key: sessions.Key{App: "a", User: "u", ID: "s"}}
 	if _, err := f.svc.CreateSession(t.Context(), sessions.CreateSessionRequest{App: "a", User: "u", ID: "s"}); err != nil {
 		t.Fatal(err)
