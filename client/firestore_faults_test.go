@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,4 +172,13 @@ func TestFirestoreFaults(t *testing.T) {
 		}
 	}
 	t.Logf("recovered: SERVING after %v", time.Since(began).Round(time.Millisecond))
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "\nkioku_firestore_rollbacks_pending 0\n") {
+		t.Errorf("/metrics has no kioku_firestore_rollbacks_pending 0 once Firestore is back")
+	}
 }

@@ -114,7 +114,8 @@ type Node struct {
 	Firestore *firestoredb.Meter
 	// SQLite is the embedded store's file; nil on Firestore.
 	SQLite *sqlitedb.DB
-	meter  *model.Meter // the model calls of the memory bank
+	guard  *firestoredb.Guard // the Firestore connection's; nil on SQLite
+	meter  *model.Meter       // the model calls of the memory bank
 
 	closers []func() error
 	cancel  context.CancelFunc
@@ -152,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.closers = append(n.closers, stores.Close)
-	n.Vectors, n.Firestore, n.SQLite = stores.vectors, stores.firestore, stores.sqlite
+	n.Vectors, n.Firestore, n.SQLite, n.guard = stores.vectors, stores.firestore, stores.sqlite, stores.guard
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen, SearchIndexDelay: cfg.SearchIndexDelay})
 	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
 		Generator: gen,
@@ -219,6 +220,7 @@ type Stores struct {
 	sqlite    *sqlitedb.DB            // nil on Firestore
 	vectors   *memorybank.VectorCache // nil on Firestore
 	firestore *firestoredb.Meter      // nil on SQLite
+	guard     *firestoredb.Guard      // nil on SQLite
 	closers   []func() error
 }
 
@@ -270,7 +272,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
 		}
 		guard.SetProbe(firestoredb.ProbeClient(client))
-		st.Ready = guard.Ready
+		st.Ready, st.guard = guard.Ready, guard
 		// The guard's rollbacks stop before the client closes.
 		st.closers = append(st.closers, client.Close, func() error { guard.Close(); return nil })
 		st.Sessions = sessionfirestore.New(client, sessionfirestore.Options{})
@@ -357,6 +359,7 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *memorybank.VectorCache) []serve
 		}{{"read", u.Reads}, {"write", u.Writes}, {"delete", u.Deletes}} {
 			out = append(out, server.Metric{Name: "kioku_firestore_documents_total", Help: help, Labels: [][2]string{{"op", c.op}}, Value: float64(c.n)})
 		}
+		out = append(out, server.Metric{Name: "kioku_firestore_rollbacks_pending", Help: "Rollbacks of failed or abandoned Firestore transactions not yet acknowledged, sent again until they are (while Firestore is unreachable, say).", Gauge: true, Value: float64(n.guard.PendingRollbacks())})
 	}
 	for _, o := range n.Sessions.Observers() {
 		l := [2]string{"observer", o.Name}
