@@ -130,8 +130,8 @@ func TestFaultRefused(t *testing.T) {
 
 // TestFaultBlackhole: a transaction holds the session's lock in Firestore
 // when the network goes for 15 seconds; appends meanwhile are answered
-// within their 5-second deadline (also those queued behind others on
-// this server's lock), and when the network is back with its old
+// within their deadline (5 seconds also for those queued on this server's
+// lock behind one with a longer deadline), and when the network is back with its old
 // connections lost (so the rollbacks sent during the outage never
 // arrived), the session takes appends again within 5 seconds, not when
 // Firestore expires the abandoned transaction. Nothing is lost or stored
@@ -158,7 +158,18 @@ func TestFaultBlackhole(t *testing.T) {
 		if outage.IsZero() {
 			outage = time.Now()
 			f.proxy.Blackhole()
-			// Appends during the outage, queued on this server's lock.
+			// Appends during the outage: one with a long deadline takes this
+			// server's lock of the session, three with 5 s queue behind it.
+			ids = append(ids, "long")
+			wg.Go(func() {
+				took, err := f.append(context.Background(), "long", 9*time.Second)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil || fault.Is(err, fault.Internal) || took > 10*time.Second {
+					slow = append(slow, fmt.Sprintf("long: %v after %v", err, took))
+				}
+			})
+			time.Sleep(200 * time.Millisecond)
 			for i := range 3 {
 				id := fmt.Sprintf("b%d", i)
 				ids = append(ids, id)
@@ -194,7 +205,7 @@ func TestFaultBlackhole(t *testing.T) {
 	ids = append(ids, "after")
 	took := f.appendUntilStored(t, "after", 5*time.Second)
 	t.Logf("blackhole: first append stored %v after recovery", took.Round(time.Millisecond))
-	for _, id := range ids[1:4] {
+	for _, id := range ids[1:5] {
 		f.appendUntilStored(t, id, 5*time.Second) // the client's retries
 	}
 	f.checkEvents(t, ids)
