@@ -39,7 +39,6 @@ import (
 //
 // A Guard also knows whether Firestore answers (Ready), for health checks.
 type Guard struct {
-	log       *slog.Logger
 	rollbacks *rollbacks
 
 	// Health: the last time a call was answered, and the cached outcome
@@ -76,7 +75,7 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 2 * time.Second
 	}
-	return &Guard{log: o.Logger, rollbacks: newRollbacks(o.Logger), freshness: o.HealthFreshness, probeLimit: o.ProbeTimeout}
+	return &Guard{rollbacks: newRollbacks(o.Logger), freshness: o.HealthFreshness, probeLimit: o.ProbeTimeout}
 }
 
 // Close stops the background rollbacks; those still pending are left to
@@ -125,7 +124,7 @@ const (
 func (g *Guard) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if method == rollbackMethod && !isBackground(ctx) {
 		// The library ignores the rollback's outcome; the queue sends it.
-		g.rollbacks.add(ctx, cc, req.(*firestorepb.RollbackRequest), opts)
+		g.rollbacks.add(ctx, cc, req.(*firestorepb.RollbackRequest))
 		return nil
 	}
 	var p peer.Peer

@@ -66,7 +66,7 @@ func newRollbacks(log *slog.Logger) *rollbacks {
 }
 
 // add queues a rollback, to be sent at once.
-func (r *rollbacks) add(ctx context.Context, cc *grpc.ClientConn, req *firestorepb.RollbackRequest, _ []grpc.CallOption) {
+func (r *rollbacks) add(ctx context.Context, cc *grpc.ClientConn, req *firestorepb.RollbackRequest) {
 	md, _ := metadata.FromOutgoingContext(ctx)
 	now := time.Now()
 	r.mu.Lock()
@@ -106,14 +106,18 @@ func (r *rollbacks) run() {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	senders := make(chan struct{}, rollbackSenders)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	for {
+		// Idle, the queue waits for a rollback; else it looks again at
+		// least every 100 ms for those due.
+		var tick <-chan time.Time
+		if r.pending() > 0 {
+			tick = time.After(100 * time.Millisecond)
+		}
 		select {
 		case <-r.stop:
 			return
 		case <-r.wake:
-		case <-tick.C:
+		case <-tick:
 		}
 		now := time.Now()
 		r.mu.Lock()
