@@ -1,10 +1,11 @@
 // Package archive moves a kioku installation, one app of it or one user of
 // an app between stores: Export writes what the stores hold to a portable
 // archive and Import loads an archive into any store. It works through the
-// store interfaces (sessions.Store, memorybank.Store), so an archive
-// written from SQLite loads into Firestore and the other way round.
+// store interfaces (sessions.Store, memorybank.Store, memoryfiles.Store),
+// so an archive written from SQLite loads into Firestore and the other way
+// round.
 //
-// # The format (version 1)
+// # The format (version 2)
 //
 // An archive is a gzip-compressed stream of JSON Lines: one JSON object per
 // line, each a record whose first key, "kind", says what it is. Times are
@@ -13,13 +14,15 @@
 //
 // The first record is the header:
 //
-//	{"kind":"header","format":"kioku-archive","version":1,
+//	{"kind":"header","format":"kioku-archive","version":2,
 //	 "created":"2026-12-01T10:00:00.123456789Z","kioku":"kioku v0.2.0 ...",
-//	 "store":"sqlite","app":"A","user":"U","embedder":"kioku-offline-v3"}
+//	 "store":"sqlite","app":"A","user":"U","embedder":"kioku-offline-v4"}
 //
 // format and version say how to read the rest: a reader refuses a version
-// it does not know, and a version-1 reader refuses a record kind or a field
-// it does not know (a newer kioku that writes more bumps the version).
+// it does not know, and a reader refuses a record kind or a field its
+// version does not have (a newer kioku that writes more bumps the
+// version). Version 2 added the memory files' records; this package
+// writes version 2 and reads versions 1 and 2.
 // app and user are the selection (absent: the whole installation), store
 // where it was read from, embedder the embedder the exporting installation
 // ran. Then, app by app in id order:
@@ -37,6 +40,10 @@
 //	 "update_time":...,"expire_time":...,"event_time":...,"stated_time":...,
 //	 "revision":N,"deleted":true,"embedding_model":...,"embedding":"base64"}
 //	{"kind":"revision","name":"apps/A/memories/M/revisions/N","revision":{...}}
+//	{"kind":"memory_file","name":"apps/A/users/U/memoryFiles/F","path":"/memories/notes.md",
+//	 "content":...,"revision":N,"create_time":...,"update_time":...,"deleted":true}
+//	{"kind":"memory_file_revision","name":"apps/A/users/U/memoryFiles/F/revisions/N",
+//	 "action":"EDITED","path":...,"content":...,"size":S,"create_time":...}
 //	{"kind":"watermark","session":"apps/A/users/U/sessions/S","sequence":N}
 //	{"kind":"operation","name":"apps/A/operations/O","operation":{...}}
 //
@@ -57,22 +64,29 @@
 //
 // and an import deletes it again. A memory's embedding is its vector as
 // little-endian IEEE 754 float32 values, base64-encoded (standard
-// alphabet); its sources are memorybank.MarshalSources's form. Its
-// revisions follow it, newest first. A configuration, a revision and an
-// operation are memorybank's stored forms (MarshalConfig,
-// Revision.MarshalBody, MarshalOperation), which are versioned themselves
-// and read back in every version kioku has written.
+// alphabet); its sources are record.MarshalSources's form
+// (internal/memorystore/record). Its revisions follow it, newest first.
+// Memory files come user by user (in id order), each file in path order,
+// deleted ones too, followed by its revisions (the latest
+// memoryfiles.MaxRevisions, newest first; content only for CREATED and
+// EDITED, size always). A configuration and a revision are the memory
+// bank's stored forms (record.MarshalConfig, record.MarshalRevision), an
+// operation the jobs engine's (jobs.MarshalOperation, format 3 since the
+// engine left the memory bank; archives of earlier versions hold format
+// 2), which are versioned themselves and read back in every version kioku
+// has written (record.DecodeOperation).
 //
 // What an export holds: the sessions visible when it ran (expired ones not
 // yet swept are left out) with all their events, every user: and app:
 // scope ever written, every memory (deleted ones too: they keep their
 // revisions and can be rolled back) with its revisions that have not
-// expired, the memory bank configurations, the generation watermarks and
+// expired, the memory bank configurations, every user's memory files
+// (deleted ones too) with their revisions, the generation watermarks and
 // the operations, finished or not. With a user selected (apps/A/users/U):
 // that user's sessions and user: state, the memories whose scope's user_id
-// is the user, their revisions, the watermarks of the user's sessions and
-// the operations of the user's scope or sessions; nothing app-wide (no
-// app: state, no configuration).
+// is the user, their revisions, the user's memory files and theirs, the
+// watermarks of the user's sessions and the operations of the user's scope
+// or sessions; nothing app-wide (no app: state, no configuration).
 //
 // # Importing
 //
@@ -84,5 +98,8 @@
 // created there independently, one that moved on past the archive) stops
 // the import with an error naming it. Memories keep their vectors when the
 // target's embedder is the one that made them and are embedded again with
-// the target's otherwise.
+// the target's otherwise. A memory file keeps its id, path and revisions,
+// and its user's usage counts it (the memory tool's per-user limits are
+// not applied to an import: a user over one can delete, not add); a path
+// the memory tool would refuse is refused.
 package archive

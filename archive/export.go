@@ -8,15 +8,20 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// Stores are the stores an export reads or an import writes: the two of
-// one installation.
+// Stores are the stores an export reads or an import writes: those of
+// one installation. Files may be nil (a program that keeps no memory
+// files): an export then holds none, and an import of an archive that
+// has some fails at the first.
 type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
+	Files    memoryfiles.Store
 }
 
 // Selection chooses what an export copies: the whole installation (App
@@ -54,6 +59,10 @@ const (
 	revisionPage   = 100
 	watermarkPage  = 1000
 	operationPage  = 100
+	userPage       = 100
+	// filePage is how many memory files (with their content, 100 KiB at
+	// most each) a read returns.
+	filePage = 50
 )
 
 // Export writes what sel selects from the stores to w, in the order the
@@ -84,14 +93,19 @@ type exporter struct {
 	now time.Time
 }
 
-// apps returns the apps either store holds, in id order. Apps are an
+// apps returns the apps any of the stores holds, in id order. Apps are an
 // installation's tenants: few, whatever the data they hold.
 func (e *exporter) apps(ctx context.Context) ([]string, error) {
-	var all []string
-	for _, list := range []struct {
+	type lister struct {
 		what string
 		apps func(ctx context.Context, after string, limit int) ([]string, error)
-	}{{"session store", e.st.Sessions.Apps}, {"memory bank", e.st.Memories.Apps}} {
+	}
+	lists := []lister{{"session store", e.st.Sessions.Apps}, {"memory bank", e.st.Memories.Apps}}
+	if e.st.Files != nil {
+		lists = append(lists, lister{"memory files", e.st.Files.Apps})
+	}
+	var all []string
+	for _, list := range lists {
 		after := ""
 		for {
 			page, err := list.apps(ctx, after, appPage)
@@ -111,7 +125,7 @@ func (e *exporter) apps(ctx context.Context) ([]string, error) {
 
 // app exports one app, or the selected user of it.
 func (e *exporter) app(ctx context.Context, app string) error {
-	steps := []func(context.Context, string) error{e.states, e.sessions, e.config, e.memories, e.watermarks, e.operations}
+	steps := []func(context.Context, string) error{e.states, e.sessions, e.config, e.memories, e.files, e.watermarks, e.operations}
 	for _, step := range steps {
 		if err := step(ctx, app); err != nil {
 			return fmt.Errorf("exporting app %s: %w", app, err)
@@ -263,6 +277,63 @@ func (e *exporter) revisions(ctx context.Context, m *memorybank.Memory) error {
 	}
 }
 
+// files writes the memory files of the app's users (of the selected user),
+// user by user in id order, each file (deleted ones too) in path order
+// followed by its revisions, newest first.
+func (e *exporter) files(ctx context.Context, app string) error {
+	if e.st.Files == nil {
+		return nil
+	}
+	if e.sel.User != "" {
+		return e.userFiles(ctx, app, e.sel.User)
+	}
+	after := ""
+	for {
+		users, err := e.st.Files.Users(ctx, app, after, userPage)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := e.userFiles(ctx, app, u); err != nil {
+				return err
+			}
+		}
+		if len(users) < userPage {
+			return nil
+		}
+		after = users[len(users)-1]
+	}
+}
+
+// userFiles writes one user's memory files and their revisions.
+func (e *exporter) userFiles(ctx context.Context, app, user string) error {
+	q := memoryfiles.ListQuery{App: app, User: user, Dir: memoryfiles.Root, ShowDeleted: true, Content: true, Limit: filePage}
+	for {
+		page, err := e.st.Files.ListFiles(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, f := range page {
+			if err := e.w.MemoryFile(f); err != nil {
+				return err
+			}
+			revs, err := e.st.Files.ListRevisions(ctx, app, user, f.ID, 0, memoryfiles.MaxRevisions)
+			if err != nil {
+				return fmt.Errorf("memory file %s: %w", f.Name(), err)
+			}
+			for _, r := range revs {
+				if err := e.w.MemoryFileRevision(r); err != nil {
+					return err
+				}
+			}
+		}
+		if len(page) < q.Limit {
+			return nil
+		}
+		q.AfterPath, q.AfterID = page[len(page)-1].Path, page[len(page)-1].ID
+	}
+}
+
 // watermarks writes the app's generation watermarks (of the selected
 // user's sessions).
 func (e *exporter) watermarks(ctx context.Context, app string) error {
@@ -291,14 +362,14 @@ func (e *exporter) watermarks(ctx context.Context, app string) error {
 // operations writes the app's operations (the selected user's), newest
 // first.
 func (e *exporter) operations(ctx context.Context, app string) error {
-	q := memorybank.OpQuery{App: app, Limit: operationPage}
+	q := jobs.Query{App: app, Limit: operationPage}
 	for {
 		page, err := e.st.Memories.ListOperations(ctx, q)
 		if err != nil {
 			return err
 		}
 		for _, op := range page {
-			if e.sel.User != "" && !op.Concerns(e.sel.User) {
+			if e.sel.User != "" && !memorybank.Concerns(op, e.sel.User) {
 				continue
 			}
 			if err := e.w.Operation(op); err != nil {

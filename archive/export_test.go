@@ -15,7 +15,9 @@ import (
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -42,7 +44,7 @@ func openStores(t *testing.T, cfg node.Config) archive.Stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories}
+	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Files: st.Files}
 }
 
 var t0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
@@ -51,8 +53,9 @@ var t0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 type fixture struct {
 	sessions *sessions.Service
 	memories *memorybank.Service
+	files    *memoryfiles.Service
 	now      time.Time
-	op       *memorybank.Operation
+	op       *jobs.Operation
 }
 
 // populate stores two apps' worth of everything an archive holds.
@@ -62,7 +65,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	f := &fixture{now: t0}
 	clock := func() time.Time { f.now = f.now.Add(time.Millisecond); return f.now }
 	f.sessions = sessions.NewService(st.Sessions, sessions.Config{Now: clock})
-	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions})
+	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions, Jobs: jobs.New(st.Memories, jobs.Config{Now: clock})})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -103,6 +106,26 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	f.op, err = f.memories.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Facts: []memorybank.DirectFact{{Fact: "Ann is learning Go."}}})
 	must(err)
 	must(st.Memories.Write(ctx, &memorybank.Write{App: "a1", Now: f.now, Watermarks: map[string]int64{s1.Name(): 2, t1.Name(): 1}}))
+
+	// Memory files: u1's notes (edited), a deleted file, and u2's.
+	ids := 0
+	f.files = memoryfiles.NewService(st.Files, memoryfiles.Config{Now: clock, NewID: func() string { ids++; return fmt.Sprint("mf", ids) }})
+	for _, c := range []struct {
+		user  string
+		input map[string]any
+	}{
+		{"u1", map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "Ann likes tea.\n"}},
+		{"u1", map[string]any{"command": "str_replace", "path": "/memories/notes.md", "old_str": "tea", "new_str": "green tea"}},
+		{"u1", map[string]any{"command": "create", "path": "/memories/old.md", "file_text": "stale"}},
+		{"u1", map[string]any{"command": "delete", "path": "/memories/old.md"}},
+		{"u2", map[string]any{"command": "create", "path": "/memories/b.md", "file_text": "Bo's notes"}},
+	} {
+		res, err := f.files.Execute(ctx, "a1", c.user, c.input)
+		must(err)
+		if res.IsError {
+			t.Fatalf("memory file %v: %s", c.input, res.Output)
+		}
+	}
 	return f
 }
 
@@ -168,6 +191,10 @@ func summary(recs []*archive.Record) []string {
 			what = fmt.Sprintf("%s=%d", r.Watermark.Session, r.Watermark.Sequence)
 		case archive.KindOperation:
 			what = r.Operation.Name()
+		case archive.KindMemoryFile:
+			what = r.File.Name()
+		case archive.KindFileRevision:
+			what = r.FileRevision.Name()
 		}
 		out = append(out, string(r.Kind)+" "+what)
 	}
@@ -192,6 +219,9 @@ func TestExport(t *testing.T) {
 				"memory apps/a1/memories/m1", "revision apps/a1/memories/m1/revisions/2", "revision apps/a1/memories/m1/revisions/1",
 				"memory apps/a1/memories/m2", "revision apps/a1/memories/m2/revisions/1",
 				"memory apps/a1/memories/m3", "revision apps/a1/memories/m3/revisions/2", "revision apps/a1/memories/m3/revisions/1",
+				"memory_file apps/a1/users/u1/memoryFiles/mf1", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/1",
+				"memory_file apps/a1/users/u1/memoryFiles/mf2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/1",
+				"memory_file apps/a1/users/u2/memoryFiles/mf3", "memory_file_revision apps/a1/users/u2/memoryFiles/mf3/revisions/1",
 				"watermark apps/a1/users/u1/sessions/s1=2", "watermark apps/a1/users/u2/sessions/t1=1",
 				"operation " + opName,
 				"app_state a2/",
@@ -207,6 +237,8 @@ func TestExport(t *testing.T) {
 				"session apps/a1/users/u1/sessions/s1", "event s1#1", "event s1#2",
 				"memory apps/a1/memories/m1", "revision apps/a1/memories/m1/revisions/2", "revision apps/a1/memories/m1/revisions/1",
 				"memory apps/a1/memories/m3", "revision apps/a1/memories/m3/revisions/2", "revision apps/a1/memories/m3/revisions/1",
+				"memory_file apps/a1/users/u1/memoryFiles/mf1", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/1",
+				"memory_file apps/a1/users/u1/memoryFiles/mf2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/1",
 				"watermark apps/a1/users/u1/sessions/s1=2",
 				"operation " + opName,
 			}
@@ -267,8 +299,25 @@ func TestExport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(op, all[19].Operation); diff != "" {
+			if diff := cmp.Diff(op, all[27].Operation); diff != "" {
 				t.Errorf("operation record (-stored +archived):\n%s", diff)
+			}
+			mf1, err := st.Files.GetFile(ctx, "a1", "u1", "mf1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(mf1, all[17].File); diff != "" || mf1.Content != "Ann likes green tea.\n" {
+				t.Errorf("memory_file record (-stored +archived):\n%s", diff)
+			}
+			fileRevs, err := st.Files.ListRevisions(ctx, "a1", "u1", "mf1", 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fileRevs, []*memoryfiles.Revision{all[18].FileRevision, all[19].FileRevision}); diff != "" {
+				t.Errorf("memory_file_revision records (-stored +archived):\n%s", diff)
+			}
+			if !all[20].File.Deleted || all[21].FileRevision.Action != memoryfiles.Deleted {
+				t.Errorf("the deleted memory file's records: %+v, %+v", all[20].File, all[21].FileRevision)
 			}
 		})
 	}

@@ -15,13 +15,17 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// Version is the version of the format this package writes and the only
-// one it reads.
-const Version = 1
+// Version is the version of the format this package writes. It reads
+// every version from 1 (version 2 added the memory files; a version-1
+// archive holds none).
+const Version = 2
 
 // formatName is the header's "format": what tells a kioku archive.
 const formatName = "kioku-archive"
@@ -46,6 +50,8 @@ const (
 	KindRevision       Kind = "revision"
 	KindWatermark      Kind = "watermark"
 	KindOperation      Kind = "operation"
+	KindMemoryFile     Kind = "memory_file"
+	KindFileRevision   Kind = "memory_file_revision"
 	KindEnd            Kind = "end"
 )
 
@@ -92,7 +98,11 @@ type Record struct {
 	// Watermark is a watermark record.
 	Watermark *memorybank.Watermark
 	// Operation is an operation record.
-	Operation *memorybank.Operation
+	Operation *jobs.Operation
+	// File is a memory_file record, with its content.
+	File *memoryfiles.File
+	// FileRevision is a memory_file_revision record.
+	FileRevision *memoryfiles.Revision
 	// Counts are the end record's.
 	Counts Counts
 	// Size is the size of the record's encoding, in bytes.
@@ -275,7 +285,7 @@ func (w *Writer) SessionDeleted(key sessions.Key) error {
 
 // Config writes a memory_bank_config record.
 func (w *Writer) Config(c *memorybank.BankConfig) error {
-	body, err := memorybank.MarshalConfig(c)
+	body, err := record.MarshalConfig(c)
 	if err != nil {
 		return err
 	}
@@ -284,7 +294,7 @@ func (w *Writer) Config(c *memorybank.BankConfig) error {
 
 // Memory writes a memory record, with its vector.
 func (w *Writer) Memory(m *memorybank.Memory) error {
-	sources, err := memorybank.MarshalSources(m.Sources)
+	sources, err := record.MarshalSources(m.Sources)
 	if err != nil {
 		return err
 	}
@@ -299,7 +309,7 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 
 // Revision writes a revision record.
 func (w *Writer) Revision(r *memorybank.Revision) error {
-	body, err := r.MarshalBody()
+	body, err := record.MarshalRevision(r)
 	if err != nil {
 		return err
 	}
@@ -312,8 +322,8 @@ func (w *Writer) Watermark(wm memorybank.Watermark) error {
 }
 
 // Operation writes an operation record.
-func (w *Writer) Operation(op *memorybank.Operation) error {
-	body, err := memorybank.MarshalOperation(op)
+func (w *Writer) Operation(op *jobs.Operation) error {
+	body, err := jobs.MarshalOperation(op)
 	if err != nil {
 		return err
 	}
@@ -370,12 +380,13 @@ func decodeVector(s string) ([]float32, error) {
 
 // Reader reads an archive record by record.
 type Reader struct {
-	sc     *bufio.Scanner
-	gz     *gzip.Reader
-	header Header
-	line   int
-	counts Counts
-	done   bool
+	version int // the archive's format version
+	sc      *bufio.Scanner
+	gz      *gzip.Reader
+	header  Header
+	line    int
+	counts  Counts
+	done    bool
 }
 
 // NewReader reads the header of an archive. It refuses what is not a kioku
@@ -403,13 +414,14 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if json.Unmarshal(line, &probe) != nil || probe.Kind != KindHeader || probe.Format != formatName {
 		return nil, errors.New("not a kioku archive: its first line is not a kioku-archive header")
 	}
-	if probe.Version != Version {
-		return nil, fmt.Errorf("the archive is in format version %d; this kioku reads version %d only (an archive of a later version needs the kioku that wrote it, or a later one)", probe.Version, Version)
+	if probe.Version < 1 || probe.Version > Version {
+		return nil, fmt.Errorf("the archive is in format version %d; this kioku reads versions 1 to %d (an archive of a later version needs the kioku that wrote it, or a later one)", probe.Version, Version)
 	}
 	var h headerRecord
 	if err := strict(line, &h); err != nil {
 		return nil, rd.fail(KindHeader, err)
 	}
+	rd.version = h.Version
 	rd.header = Header{Version: h.Version, Created: h.Created, Kioku: h.Kioku, Store: h.Store, App: h.App, User: h.User, Embedder: h.Embedder}
 	return rd, nil
 }
@@ -488,6 +500,9 @@ func (r *Reader) Next() (*Record, error) {
 	kind, err := kindOf(line)
 	if err != nil {
 		return nil, fmt.Errorf("line %d of the archive is not a JSON object: %w", r.line, err)
+	}
+	if (kind == KindMemoryFile || kind == KindFileRevision) && r.version < 2 {
+		return nil, fmt.Errorf("line %d of the archive is a %s record, which format version %d does not have", r.line, kind, r.version)
 	}
 	rec, err := decode(kind, line)
 	if err != nil {
@@ -585,7 +600,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Config, err = memorybank.UnmarshalConfig(app, c.Config); err != nil {
+		if rec.Config, err = record.UnmarshalConfig(app, c.Config); err != nil {
 			return nil, err
 		}
 	case KindMemory:
@@ -603,7 +618,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 			EventTime: m.EventTime, StatedTime: m.StatedTime,
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		}
-		if mem.Sources, err = memorybank.UnmarshalSources(m.Sources); err != nil {
+		if mem.Sources, err = record.UnmarshalSources(m.Sources); err != nil {
 			return nil, err
 		}
 		if mem.Embedding, err = decodeVector(m.Embedding); err != nil {
@@ -619,7 +634,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Revision, err = memorybank.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
+		if rec.Revision, err = record.UnmarshalRevision(app, memory, number, r.Revision); err != nil {
 			return nil, err
 		}
 	case KindWatermark:
@@ -641,7 +656,11 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Operation, err = memorybank.UnmarshalOperation(app, id, o.Operation); err != nil {
+		if rec.Operation, err = record.DecodeOperation(app, id, o.Operation); err != nil {
+			return nil, err
+		}
+	case KindMemoryFile, KindFileRevision:
+		if err := decodeFileRecord(rec, line); err != nil {
 			return nil, err
 		}
 	case KindEnd:

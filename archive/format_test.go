@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -124,15 +125,10 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	rev.Action = memorybank.Updated
 	wm := filled[memorybank.Watermark](f)
 	wm.Session = "apps/" + wm.App + "/users/u/sessions/s"
-	op := filled[memorybank.Operation](f)
-	op.State, op.ErrorKind = memorybank.OpFailed, 2
-	// A request's app is its operation's (memorybank's stored form keeps
-	// it once).
-	op.Generate.App, op.Purge.App = "", ""
-	for _, g := range op.Generated {
-		g.Action = memorybank.Created
-		g.Memory.App = op.App
-	}
+	op := filled[jobs.Operation](f)
+	op.State, op.ErrorKind = jobs.Failed, 2
+	// The request and result are the kind's JSON objects.
+	op.Request, op.Result = []byte(`{"scope":{"user_id":"u1"},"filter":"x"}`), []byte(`{"purge_count":3}`)
 
 	got := writeRead(t, func(w *Writer) error {
 		for _, fn := range []func() error{
@@ -173,11 +169,7 @@ func TestRecordsKeepEveryField(t *testing.T) {
 		if i >= len(got) {
 			t.Fatalf("read %d records, wrote %d", len(got), len(want))
 		}
-		o := cmp.Options{unstored}
-		if want[i].Kind == KindOperation {
-			o = append(o, cmpopts.IgnoreFields(memorybank.Memory{}, "Embedding"))
-		}
-		if diff := cmp.Diff(want[i], got[i], o); diff != "" {
+		if diff := cmp.Diff(want[i], got[i], unstored); diff != "" {
 			t.Errorf("%s record read back (-written +read):\n%s", want[i].Kind, diff)
 		}
 	}
@@ -193,10 +185,13 @@ func gz(lines ...string) *bytes.Buffer {
 	return &buf
 }
 
-const header = `{"kind":"header","format":"kioku-archive","version":1,"created":"2026-01-01T00:00:00Z"}`
+const (
+	header  = `{"kind":"header","format":"kioku-archive","version":1,"created":"2026-01-01T00:00:00Z"}`
+	header2 = `{"kind":"header","format":"kioku-archive","version":2,"created":"2026-01-01T00:00:00Z"}`
+)
 
-// TestReaderRefuses checks that what is not a whole version-1 archive is
-// refused with a message saying what is wrong.
+// TestReaderRefuses checks that what is not a whole archive of a version
+// this package reads is refused with a message saying what is wrong.
 func TestReaderRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -207,7 +202,7 @@ func TestReaderRefuses(t *testing.T) {
 		{"not gzip", bytes.NewBufferString("hello"), true, "not a kioku archive"},
 		{"empty", gz(), true, "it is empty"},
 		{"other json", gz(`{"a":1}`), true, "not a kioku-archive header"},
-		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":2}`), true, "format version 2; this kioku reads version 1 only"},
+		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":3}`), true, "format version 3; this kioku reads versions 1 to 2"},
 		{"unknown header field", gz(`{"kind":"header","format":"kioku-archive","version":1,"shard":3}`), true, `unknown field "shard"`},
 		{"truncated", gz(header, `{"kind":"app_state","name":"apps/a/state","state":{}}`), false, "without its end record: it is truncated"},
 		{"unknown kind", gz(header, `{"kind":"vector_index","name":"x"}`), false, `unknown record kind "vector_index"`},
@@ -215,6 +210,9 @@ func TestReaderRefuses(t *testing.T) {
 		{"bad name", gz(header, `{"kind":"session","name":"apps/a/sessions/s","last_sequence":1}`), false, "is not of the form apps/{app}/users/{user}/sessions/{session}"},
 		{"counts differ", gz(header, `{"kind":"app_state","name":"apps/a/state","state":{}}`, `{"kind":"end","records":{"app_state":2}}`), false, "counts 2 app_state records, but 1 were read"},
 		{"after the end", gz(header, `{"kind":"end","records":{}}`, `{"kind":"end","records":{}}`), false, "follows its end record"},
+		{"memory file in version 1", gz(header, `{"kind":"memory_file","name":"apps/a/users/u/memoryFiles/f","path":"/memories/x","content":"x","revision":1}`), false, "a memory_file record, which format version 1 does not have"},
+		{"memory file outside /memories", gz(header2, `{"kind":"memory_file","name":"apps/a/users/u/memoryFiles/f","path":"/memories/../etc/passwd","content":"x","revision":1}`), false, `path: The path "/memories/../etc/passwd" is not allowed`},
+		{"memory file at the root", gz(header2, `{"kind":"memory_file","name":"apps/a/users/u/memoryFiles/f","path":"/memories/","content":"x","revision":1}`), false, `path "/memories/" is not the path of a memory file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewReader(tc.in)

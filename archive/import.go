@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -110,6 +112,11 @@ type importer struct {
 	memoryIn  bool
 	revisions []*memorybank.Revision
 
+	// The memory file whose revisions follow, and its revisions (a file
+	// keeps MaxRevisions of them: they are written with it).
+	file     *memoryfiles.File
+	fileRevs []*memoryfiles.Revision
+
 	// Watermarks not written yet, of one app.
 	marksApp string
 	marks    map[string]int64
@@ -127,11 +134,18 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		return im.revision(ctx, rec.Revision)
 	case KindWatermark:
 		return im.watermark(ctx, rec.Watermark)
+	case KindFileRevision:
+		r := rec.FileRevision
+		if im.file == nil || im.file.App != r.App || im.file.User != r.User || im.file.ID != r.FileID {
+			return fmt.Errorf("revision %s does not follow its memory file's record", r.Name())
+		}
+		im.fileRevs = append(im.fileRevs, r)
+		return nil
 	}
 	if err := im.flush(ctx); err != nil {
 		return err
 	}
-	im.session, im.memory = nil, nil
+	im.session, im.memory, im.file = nil, nil, nil
 	switch rec.Kind {
 	case KindAppState, KindUserState:
 		wrote, err := im.st.Sessions.ImportState(ctx, rec.State)
@@ -159,6 +173,12 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		if m := rec.Memory; !m.Deleted && m.EmbeddingModel != im.opts.Embedder.Name() {
 			im.stale = true
 		}
+		return nil
+	case KindMemoryFile:
+		if im.st.Files == nil {
+			return fmt.Errorf("memory file %s: this program keeps no memory files", rec.File.Name())
+		}
+		im.file = rec.File
 		return nil
 	case KindOperation:
 		_, err := im.st.Memories.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
@@ -231,6 +251,9 @@ func (im *importer) watermark(ctx context.Context, w *memorybank.Watermark) erro
 	if err := im.flushMemory(ctx); err != nil {
 		return err
 	}
+	if err := im.flushFile(ctx); err != nil {
+		return err
+	}
 	if im.marksApp != w.App || len(im.marks) >= watermarkBatch {
 		if err := im.flushMarks(ctx); err != nil {
 			return err
@@ -258,11 +281,11 @@ func (im *importer) config(ctx context.Context, c *memorybank.BankConfig) error 
 	if cur.UpdateTime.After(c.UpdateTime) {
 		return fault.New(fault.FailedPrecondition, "the memory bank configuration of app %s moved on in this store (updated %v) past the archive's (updated %v)", c.App, cur.UpdateTime, c.UpdateTime)
 	}
-	a, err := memorybank.MarshalConfig(cur)
+	a, err := record.MarshalConfig(cur)
 	if err != nil {
 		return err
 	}
-	b, err := memorybank.MarshalConfig(c)
+	b, err := record.MarshalConfig(c)
 	if err != nil {
 		return err
 	}
@@ -274,7 +297,25 @@ func (im *importer) config(ctx context.Context, c *memorybank.BankConfig) error 
 
 // flush writes every batch.
 func (im *importer) flush(ctx context.Context) error {
-	return errors.Join(im.flushEvents(ctx), im.flushMemory(ctx), im.flushMarks(ctx))
+	return errors.Join(im.flushEvents(ctx), im.flushMemory(ctx), im.flushFile(ctx), im.flushMarks(ctx))
+}
+
+// flushFile writes the current memory file with its revisions.
+func (im *importer) flushFile(ctx context.Context) error {
+	if im.file == nil {
+		return nil
+	}
+	f := im.file
+	wrote, n, err := im.st.Files.ImportFile(ctx, f, im.fileRevs)
+	im.file, im.fileRevs = nil, nil
+	if err != nil {
+		return fmt.Errorf("memory file %s: %w", f.Name(), err)
+	}
+	if wrote {
+		im.rep.Written[KindMemoryFile]++
+	}
+	im.rep.Written.add(KindFileRevision, n)
+	return nil
 }
 
 func (im *importer) flushEvents(ctx context.Context) error {

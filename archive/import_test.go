@@ -14,6 +14,7 @@ import (
 
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -75,6 +76,7 @@ func TestRoundTrip(t *testing.T) {
 	want := archive.Counts{
 		archive.KindAppState: 2, archive.KindUserState: 2, archive.KindSession: 2, archive.KindEvent: 3,
 		archive.KindConfig: 1, archive.KindMemory: 3, archive.KindRevision: 5, archive.KindWatermark: 2, archive.KindOperation: 1,
+		archive.KindMemoryFile: 3, archive.KindFileRevision: 5,
 	}
 	if diff := cmp.Diff(want, rep.Written); diff != "" || rep.Reembedded != 0 {
 		t.Fatalf("records written into Firestore (-want +got), %d re-embedded:\n%s", rep.Reembedded, diff)
@@ -112,6 +114,15 @@ func TestRoundTrip(t *testing.T) {
 			RetrieveMemories(ctx, memorybank.RetrieveRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
 		if err != nil || len(res) != 1 || res[0].Memory.ID != "m1" {
 			t.Fatalf("retrieval from the imported store = %+v, %v", res, err)
+		}
+		files := memoryfiles.NewService(st.Files, memoryfiles.Config{})
+		view, err := files.Execute(ctx, "a1", "u1", map[string]any{"command": "view", "path": "/memories"})
+		if err != nil || view.Output != "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n21B\t/memories\n21B\t/memories/notes.md" {
+			t.Fatalf("the memory tool on the imported store: %+v, %v", view, err)
+		}
+		// The usage came along: the next edit applies.
+		if edit, err := files.Execute(ctx, "a1", "u1", map[string]any{"command": "insert", "path": "/memories/notes.md", "insert_line": 1.0, "insert_text": "Ann swims."}); err != nil || edit.IsError {
+			t.Fatalf("editing an imported memory file: %+v, %v", edit, err)
 		}
 	}
 }
@@ -223,10 +234,10 @@ func TestImportRefusesConflicts(t *testing.T) {
 func TestImportRefusesOtherVersions(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":2,"created":"2030-01-01T00:00:00Z"}`+"\n")
+	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":3,"created":"2030-01-01T00:00:00Z"}`+"\n")
 	zw.Close()
 	_, err := archive.NewReader(&buf)
-	if err == nil || !strings.Contains(err.Error(), "format version 2; this kioku reads version 1 only") {
-		t.Fatalf("reading a version 2 archive: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "format version 3; this kioku reads versions 1 to 2") {
+		t.Fatalf("reading a version 3 archive: %v", err)
 	}
 }

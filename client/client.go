@@ -1,5 +1,5 @@
-// Package client is the Go client of kioku: every method of the three
-// services with the generated request and response types (package
+// Package client is the Go client of kioku: every method of the four
+// services (sessions, the memory bank, operations, memory files) with the generated request and response types (package
 // github.com/kioku-ai/kioku/gen/kioku/v1, imported as kiokuv1),
 // resource-name helpers, iterators over every List method, and operation
 // waiting.
@@ -35,6 +35,7 @@ type Client struct {
 	sessions   kiokuv1connect.SessionServiceClient
 	memories   kiokuv1connect.MemoryBankServiceClient
 	operations kiokuv1connect.OperationServiceClient
+	files      kiokuv1connect.MemoryFileServiceClient
 }
 
 // Option configures a Client.
@@ -108,6 +109,7 @@ func New(baseURL string, opts ...Option) *Client {
 		sessions:   kiokuv1connect.NewSessionServiceClient(o.httpClient, baseURL, copts...),
 		memories:   kiokuv1connect.NewMemoryBankServiceClient(o.httpClient, baseURL, copts...),
 		operations: kiokuv1connect.NewOperationServiceClient(o.httpClient, baseURL, copts...),
+		files:      kiokuv1connect.NewMemoryFileServiceClient(o.httpClient, baseURL, copts...),
 	}
 }
 
@@ -150,6 +152,9 @@ func (c *Client) MemoryBankService() kiokuv1connect.MemoryBankServiceClient { re
 
 // OperationService returns the generated OperationService client.
 func (c *Client) OperationService() kiokuv1connect.OperationServiceClient { return c.operations }
+
+// MemoryFileService returns the generated MemoryFileService client.
+func (c *Client) MemoryFileService() kiokuv1connect.MemoryFileServiceClient { return c.files }
 
 // unary calls a generated method and unwraps its response.
 func unary[Req, Res any](ctx context.Context, call func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), req *Req) (*Res, error) {

@@ -42,6 +42,9 @@ func MemoryName(app, memory string) string { return aip.MemoryName(app, memory) 
 // OperationName returns "apps/{app}/operations/{operation}".
 func OperationName(app, operation string) string { return aip.OperationName(app, operation) }
 
+// MemoryFileName returns "apps/{app}/users/{user}/memoryFiles/{file}".
+func MemoryFileName(app, user, file string) string { return aip.MemoryFileName(app, user, file) }
+
 // MemoryBankConfigName returns "apps/{app}/memoryBankConfig".
 func MemoryBankConfigName(app string) string { return aip.MemoryBankConfigName(app) }
 
@@ -125,6 +128,31 @@ func (c *Client) AllMemoryRevisions(ctx context.Context, req *kiokuv1.ListMemory
 		}
 		res, err := c.ListMemoryRevisions(ctx, r)
 		return res.GetMemoryRevisions(), res.GetNextPageToken(), err
+	})
+}
+
+// AllMemoryFiles iterates over every file ListMemoryFiles returns.
+func (c *Client) AllMemoryFiles(ctx context.Context, req *kiokuv1.ListMemoryFilesRequest) iter.Seq2[*kiokuv1.MemoryFile, error] {
+	return pages(ctx, func(token string) ([]*kiokuv1.MemoryFile, string, error) {
+		r := proto.CloneOf(req)
+		if token != "" {
+			r.PageToken = token
+		}
+		res, err := c.ListMemoryFiles(ctx, r)
+		return res.GetMemoryFiles(), res.GetNextPageToken(), err
+	})
+}
+
+// AllMemoryFileRevisions iterates over every revision
+// ListMemoryFileRevisions returns, newest first.
+func (c *Client) AllMemoryFileRevisions(ctx context.Context, req *kiokuv1.ListMemoryFileRevisionsRequest) iter.Seq2[*kiokuv1.MemoryFileRevision, error] {
+	return pages(ctx, func(token string) ([]*kiokuv1.MemoryFileRevision, string, error) {
+		r := proto.CloneOf(req)
+		if token != "" {
+			r.PageToken = token
+		}
+		res, err := c.ListMemoryFileRevisions(ctx, r)
+		return res.GetMemoryFileRevisions(), res.GetNextPageToken(), err
 	})
 }
 

@@ -1,6 +1,6 @@
 package client
 
-// Every unary method of the three services, forwarded to the generated
+// Every unary method of the four services, forwarded to the generated
 // clients without connect's request and response wrappers.
 
 import (
@@ -178,4 +178,32 @@ func (c *Client) ListOperations(ctx context.Context, req *kiokuv1.ListOperations
 // finished operation is FAILED_PRECONDITION.
 func (c *Client) CancelOperation(ctx context.Context, req *kiokuv1.CancelOperationRequest) (*kiokuv1.Operation, error) {
 	return unary(ctx, c.operations.CancelOperation, req)
+}
+
+// Execute runs one command of Anthropic's memory tool in a user's memory
+// directory (req.parent, apps/{app}/users/{user}) and returns the tool's
+// answer: forward the input of the model's tool_use block as req.input
+// (structpb.NewStruct(block.Input)) and return the response's output, with
+// its is_error, as the tool_result. A command the model got wrong is an
+// answer with is_error set, not an error. Execute is not retried (a
+// repeated create or str_replace would not do the same again).
+func (c *Client) Execute(ctx context.Context, req *kiokuv1.ExecuteRequest) (*kiokuv1.ExecuteResponse, error) {
+	return unary(ctx, c.files.Execute, req)
+}
+
+// ListMemoryFiles lists a user's memory files in path order, without their
+// content: every file, or those at or below req.path.
+func (c *Client) ListMemoryFiles(ctx context.Context, req *kiokuv1.ListMemoryFilesRequest) (*kiokuv1.ListMemoryFilesResponse, error) {
+	return unary(ctx, c.files.ListMemoryFiles, req)
+}
+
+// GetMemoryFile returns a memory file with its content (a deleted one
+// too).
+func (c *Client) GetMemoryFile(ctx context.Context, req *kiokuv1.GetMemoryFileRequest) (*kiokuv1.MemoryFile, error) {
+	return unary(ctx, c.files.GetMemoryFile, req)
+}
+
+// ListMemoryFileRevisions lists a memory file's revisions, newest first.
+func (c *Client) ListMemoryFileRevisions(ctx context.Context, req *kiokuv1.ListMemoryFileRevisionsRequest) (*kiokuv1.ListMemoryFileRevisionsResponse, error) {
+	return unary(ctx, c.files.ListMemoryFileRevisions, req)
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error.
@@ -135,3 +136,33 @@ func KindOf(err error) Kind {
 
 // Is reports whether err has the given kind.
 func Is(err error, kind Kind) bool { return err != nil && KindOf(err) == kind }
+
+// retryDelay is an error that says how long to wait before trying again.
+type retryDelay struct {
+	err error
+	d   time.Duration
+}
+
+func (r *retryDelay) Error() string { return r.err.Error() }
+func (r *retryDelay) Unwrap() error { return r.err }
+
+// WithRetryDelay returns err (its message and kind unchanged) carrying the
+// wait its source asked for before a retry (an HTTP Retry-After), for
+// whoever retries the work (package jobs). A nil err or a wait of zero or
+// less returns err.
+func WithRetryDelay(err error, d time.Duration) error {
+	if err == nil || d <= 0 {
+		return err
+	}
+	return &retryDelay{err: err, d: d}
+}
+
+// RetryDelayOf returns the wait before a retry that err carries
+// (WithRetryDelay), or 0.
+func RetryDelayOf(err error) time.Duration {
+	var r *retryDelay
+	if errors.As(err, &r) {
+		return r.d
+	}
+	return 0
+}

@@ -1,7 +1,10 @@
 // Package memorybank is kioku's long-term memory: facts about a scope
 // (usually a user) extracted from conversations by a language model,
 // consolidated against what is already known, kept with every revision, and
-// retrieved by similarity.
+// retrieved by similarity. It says what memories mean; how work is queued
+// and run (package jobs), how memories are ranked (memorybank/retrieval)
+// and how they are stored (internal/memorystore) live in packages of their
+// own.
 //
 // # Memories, scopes and revisions
 //
@@ -11,12 +14,25 @@
 // cross apps. Every change records a Revision (the new fact, the candidate
 // facts that led to it, the sources, the operation); revisions are never
 // rewritten, a deleted memory keeps them, and RollbackMemory restores any of
-// them.
+// them (memories.go, revisions.go). An app's BankConfig (config.go) says
+// which topics to extract, the TTLs, the generation trigger,
+// retrieval's fusion and the redaction of personal data (PIIRedaction,
+// redaction.go: with it on, every text sent to a model goes through
+// redact.Generator, every fact is redacted before it is stored, and
+// queries and re-embedded facts before they are embedded, while the
+// sessions' events stay as they were appended). It also keeps the app's
+// compaction trigger, which is package sessions' (sessions.CompactionTrigger:
+// its rules and its validation; internal/app fires it and runs the
+// compactions): kioku.v1's MemoryBankConfig and every configuration stored
+// so far hold it there, and one document per app serves both triggers with
+// one cached read per append (AppConfig).
 //
 // # Generation
 //
-// GenerateMemories returns an Operation at once. A worker (any server
-// sharing the store) claims it with a lease and runs the pipeline:
+// GenerateMemories validates a request and queues an operation of kind
+// KindGenerate on the jobs engine (Config.Jobs), keyed by the scope, and
+// returns it at once. A worker of any server sharing the store claims it
+// and runs the memory bank's handler (pipeline.go):
 //
 //  1. gather the input: the events of a session not processed before (a
 //     per-session watermark, so ingesting a session twice changes nothing),
@@ -29,62 +45,64 @@
 //     (skipped with disable_consolidation). Without a model, direct facts
 //     are consolidated by near-duplicate detection: a fact already known is
 //     not stored twice;
-//  4. write everything in one transaction, together with the watermark and
-//     the operation's completion, so that effects apply exactly once even
-//     if a worker dies and another takes the operation over (a stale
-//     worker's write is refused by its lease's fencing check).
+//  4. return the write of everything, which the engine commits together
+//     with the watermarks and the operations' completion in one
+//     transaction (Store.Write with the engine's jobs.Updates), so that
+//     effects apply exactly once even if a worker dies and another takes
+//     the operation over: a stale worker's write is refused by its
+//     lease's fencing.
 //
-// Pending operations of one scope are claimed together and share one
-// pipeline run (coalescing), which saves model calls; an operation of a
-// scope waits while another of the same scope runs, so consolidations never
-// race. The claim state machine is written once, in scheduler.go: stores
-// only find queued work and apply conditional writes. A worker that stops
-// hands its operations back (pending, attempt unchanged, no lease); one
-// that dies loses them when its lease, renewed by a heartbeat, expires.
-// Workers are woken by this process's enqueues and sleep until the next
-// due time; only on a store shared by several servers do they poll, with a
-// backoff (Config.LocalQueue, PollInterval, MaxPollInterval).
+// The engine claims pending generations of one scope together (up to 8)
+// and the handler runs those with the same options as one pipeline run
+// (coalescing), which saves model calls; an operation of a scope waits
+// while another of the same scope runs, so consolidations never race.
+// PurgeMemories queues a KindPurge operation: the memories of a scope and
+// filter, deleted page by page with the count so far, or only counted.
+// JobOf decodes an operation of these kinds (its request and result, in
+// the tagged records of operations.go); Concerns tells whether one is
+// about a user.
 //
-// # Triggers and the other operations
+// Each model reply is checked whole before anything is planned
+// (replies.go): against its schema, and its limits: at most
+// MaxFactsPerExtraction facts, each of 1 to MaxFactBytes, citing at least
+// one of the events shown and no other (so that every memory generated
+// from a session has its source events, and forgetting the session finds
+// it); at most one action for each new fact and each memory shown, naming
+// only those. A reply that fails writes nothing and leaves the events
+// unprocessed: it is the model's failure (model.BadReply, Unavailable), so
+// the engine retries the operation with backoff, and once the model
+// answers well the same events give their memories; after the last attempt
+// the operation fails with a message that blames the model. The model's
+// calls are bounded by its call limits (time and reply size, see package
+// model), each attempt by Config.AttemptTimeout; rate limits and server
+// errors are retried by package model (full jitter, Retry-After up to a
+// cap), then by the engine. A revision records the candidate fact that
+// led to it, so the revisions of a generation grow with its facts.
+//
+// # Triggers and maintenance
 //
 // Generation also starts by itself: the Service observes the appends and
 // deletions of package sessions (Observe, triggers.go) and queues a
 // generation from a session every N events, or once it has been idle for a
-// while, as the app's generation_trigger says. The same queue and workers
-// run the other operations: CompactSession (compact.go; a session's
-// compaction, done by sessions.Service.Compact, also started by the app's
-// compaction_trigger every N events or bytes) and PurgeMemories (the
-// memories of a scope and filter, deleted or counted). How many operations
-// may wait is bounded per scope and per app (Config.MaxQueuedPerScope,
-// MaxQueuedPerApp).
-//
-// # Stored formats
-//
-// Operations, revisions, configurations and sources are stored as the
-// tagged records of record.go (MarshalOperation and its kin), never as Go's
-// default encoding of the domain types; golden files in testdata pin each
-// format, and decoders still read the first version's operations and
-// revisions. A model reply that is not valid JSON, names a memory it was not
-// shown, or acts twice on one memory fails the operation with a clear error
-// and writes nothing. Rate limits and server errors are retried with
-// backoff (honouring Retry-After) by package model, then the operation is
-// retried a few times before it fails.
+// while, as the app's generation trigger says. Run does the memory bank's
+// periodic work: it re-arms the idle triggers after a start, sweeps
+// expired memories and revisions, re-embeds the memories whose vectors
+// come from another embedder, and fires the idle triggers. EraseUser
+// removes a user's memories with their revisions, the watermarks of their
+// sessions and the operations about them (erase.go); ForgetSession the
+// memories derived from a session only (forget.go).
 //
 // # Retrieval
 //
 // RetrieveMemories returns the top k memories of the scope by similarity,
-// with a distance (1 - similarity). Retrieval has two sides (see Rank):
-// the lexical one matches the query's terms (model.OfflineTerms) with each
-// memory's fact, weighting them by their inverse document frequency among
-// the scope's memories, whatever the embedder; the dense one compares the
-// query's embedding with the memories' vectors of the same embedder. With
-// the offline embedder, whose vectors hash the same terms, the lexical side
-// ranks alone; with a model embedder the two are fused as the app's Fusion
-// says (hybrid retrieval). A query that asks when (AsksWhen) prefers, on
-// the lexical side, the memories that say when. Without a query
-// RetrieveMemories pages through the scope. Filters bound topics, metadata
-// and the memories' times; a similarity search prefers the memories of a
-// period (see Time on memories in period.go).
+// with a distance (1 - similarity): the store ranks the scope's memories
+// with retrieval.Rank (the lexical side and the dense side) and the
+// Service orders the result with retrieval.Fuse as the app's Fusion says.
+// A query that asks when prefers dated memories, and one that names a
+// period (or a request that gives one) prefers the memories of that
+// period, by their time (Memory.Time). Without a query RetrieveMemories
+// pages through the scope. Filters bound topics, metadata and the
+// memories' times (ParseFilter).
 //
 // # Time
 //
@@ -95,28 +113,13 @@
 // extraction prompt asks for relative dates resolved against the events'
 // timestamps.
 //
-// # Where retrieval's code lives
-//
-// vector.go holds the dense side's scoring rule and the compact forms it
-// works on: vector (a memory's embedding, sparse or dense), dfStats (a
-// scope's document frequencies per embedding model, or of its terms'
-// buckets; sparse or dense) and its WeightedQuery, Distance, and the stored
-// encoding of vectors. lexical.go holds the lexical side and Rank, which
-// scores a search's candidates on both sides; fusion.go orders Rank's
-// results as the app's Fusion says. vectorcache.go holds VectorCache, the
-// bounded cache of scopes that the SQLite store searches in: one
-// scopeIndex per (app, scope), with an indexEntry per memory (what filters
-// and results need, without the scope, with the fact's terms), kept
-// current write by write (put, remove), loaded again after an eviction
-// with the same statistics; scopeIndex.search hands a scope's entries to
-// Rank. ScoreMemories ranks a list of memories by the same code for stores
-// that fetch candidates otherwise. The Firestore store keeps its
-// statistics in a document per scope, weights queries with the same
-// WeightedQuery and ranks its candidates with Rank.
-//
 // # Stores
 //
-// Store persists memories, revisions, configurations, operations and
-// watermarks; package memorybanktest is its conformance suite, run by
-// internal/memorystore/sqlite and internal/memorystore/firestore.
+// Store persists the memory bank; it is made of focused interfaces:
+// MemoryStore (memories, watermarks and the atomic Write), RevisionStore,
+// ConfigStore, TransferStore (export, import and erasure), and jobs.Store
+// (the operations, which a Write completes). Package memorybanktest is its
+// conformance suite, run here on the SQLite store and by
+// internal/memorystore/sqlite and internal/memorystore/firestore; the
+// stored forms of its records are internal/memorystore/record's.
 package memorybank

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // Erasure is what EraseUser deleted.
@@ -20,10 +21,10 @@ type Erasure struct {
 const eraseBatch = 100
 
 // EraseUser removes everything the memory bank holds about a user of an
-// app, for a data-subject request: the operations about the user
-// (Operation.Concerns: their requests and results hold what came from the
-// user; removing them first stops a generation under way from writing
-// more), every memory whose scope's user_id is the user, deleted ones too,
+// app, for a data-subject request: the operations about the user (of any
+// kind: Concerns, whose key, or whose generation request, names the user;
+// their requests and results hold what came from the user; removing them
+// first stops a generation under way from writing more), every memory whose scope's user_id is the user, deleted ones too,
 // with its revisions (no revision records the removal), the watermarks of
 // the user's sessions, then again any operation queued meanwhile.
 // Memories of other scopes are not the user's and stay, with the sources
@@ -81,7 +82,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 
 // eraseOperations removes the operations of an app that concern a user.
 func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Erasure) error {
-	q := OpQuery{App: app, Limit: eraseBatch}
+	q := jobs.Query{App: app, Limit: eraseBatch}
 	var ids []string
 	for {
 		page, err := s.store.ListOperations(ctx, q)
@@ -89,7 +90,7 @@ func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Er
 			return err
 		}
 		for _, op := range page {
-			if op.Concerns(user) {
+			if Concerns(op, user) {
 				ids = append(ids, op.ID)
 			}
 		}

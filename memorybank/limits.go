@@ -57,8 +57,8 @@ func validateFact(field, fact string) error {
 	return nil
 }
 
-// ValidateScope checks a scope.
-func ValidateScope(field string, s Scope) error {
+// validateScope checks a scope.
+func validateScope(field string, s Scope) error {
 	if len(s) == 0 {
 		return fault.Invalidf("%s is required, for example {\"user_id\": \"u1\"}", field)
 	}
@@ -103,9 +103,9 @@ func validateMetadata(field string, m map[string]string) error {
 	return nil
 }
 
-// ValidateID checks a memory or operation id: 1 to 128 bytes of letters,
+// validateID checks a memory or operation id: 1 to 128 bytes of letters,
 // digits, '-' and '_', starting with a letter or digit.
-func ValidateID(field, id string) error {
+func validateID(field, id string) error {
 	return aip.ValidateID(field, id, aip.MemoryIDChars)
 }
 
@@ -128,7 +128,7 @@ func ParseFilter(filter string) (Filter, error) {
 			if c.Field == "stated_time" {
 				r = &f.StatedTime
 			}
-			r.bound(c.Op, at)
+			r.Bound(c.Op, at)
 			if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
 				f.None = true
 			}
@@ -220,8 +220,11 @@ func validateConfig(c *BankConfig) error {
 			return fault.Invalidf("%s %v is longer than %v (100 years), the longest TTL a configuration may give", ttl.field, ttl.d, MaxConfigTTL)
 		}
 	}
-	if t := c.Compaction; t.EventCount < 0 || t.EventBytes < 0 || t.KeepRecent < 0 {
-		return fault.Invalidf("compaction_trigger values must not be negative")
+	if err := c.Compaction.Validate(); err != nil {
+		return err
+	}
+	if err := c.PIIRedaction.Validate("pii_redaction"); err != nil {
+		return err
 	}
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")

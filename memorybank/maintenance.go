@@ -6,13 +6,19 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 )
 
 // reembedIdle is how long re-embedding waits after it found nothing to do.
 const reembedIdle = 10 * time.Minute
 
-// maintain runs the periodic jobs.
-func (s *Service) maintain(ctx context.Context) {
+// Run runs the memory bank's periodic work until ctx ends: it re-arms the
+// idle triggers (RecoverIdle), then deletes expired memories and revisions
+// every SweepInterval (SweepExpired), gives the memories whose vectors come
+// from another embedder one of the current embedder (Reembed), and fires
+// the idle triggers (FireIdle). The memory bank's operations run on the
+// jobs engine's workers (jobs.Engine.Run), not here.
+func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var nextSweep, nextEmbed time.Time
@@ -41,7 +47,6 @@ func (s *Service) maintain(ctx context.Context) {
 		}
 		s.FireIdle(ctx)
 		s.pruneTriggers(now)
-		s.pruneCompactions(now)
 		select {
 		case <-ctx.Done():
 			return
@@ -52,20 +57,9 @@ func (s *Service) maintain(ctx context.Context) {
 
 // SweepExpired deletes expired memories, recording a revision for each
 // (their revisions remain until they expire themselves), then expired
-// revisions, then finished operations older than the retention. It returns
-// how many things it deleted.
+// revisions. It returns how many things it deleted.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	total := 0
-	for {
-		n, err := s.store.DeleteFinishedOperations(ctx, s.now().Add(-s.cfg.OperationRetention), 500)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if n < 500 {
-			break
-		}
-	}
 	for {
 		now := s.now()
 		mems, err := s.store.ExpiredMemories(ctx, now, 200)
@@ -109,7 +103,11 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 // Reembed gives the memories whose vectors come from another embedder a
 // vector of the current one (after the embedder was changed), 100 at a
 // time, and returns how many it re-embedded. Such memories are not found by
-// similarity until then.
+// similarity until then. A memory of an app with pii_redaction on is
+// embedded redacted, since the embedder may be a model: one stored before
+// redaction was turned on keeps its fact and gets the vector of the fact
+// redacted, which is what the app's queries, redacted too, are compared
+// with.
 func (s *Service) Reembed(ctx context.Context) (int, error) {
 	total := 0
 	for {
@@ -118,8 +116,20 @@ func (s *Service) Reembed(ctx context.Context) (int, error) {
 			return total, err
 		}
 		texts := make([]string, len(mems))
+		redactors := map[string]*redact.Redactor{}
 		for i, m := range mems {
-			texts[i] = m.Fact
+			red, ok := redactors[m.App]
+			if !ok {
+				cfg, err := s.config(ctx, m.App)
+				if err != nil {
+					return total, err
+				}
+				if red, err = s.Redactor(cfg); err != nil {
+					return total, err
+				}
+				redactors[m.App] = red
+			}
+			texts[i] = red.Redact(m.Fact)
 		}
 		vecs, err := s.emb.Embed(ctx, texts, model.TaskDocument)
 		if err != nil {

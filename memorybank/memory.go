@@ -1,14 +1,15 @@
 package memorybank
 
 import (
+	"encoding/json"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -42,6 +43,12 @@ func (s Scope) Key() string {
 	return b.String()
 }
 
+// String returns the scope as a JSON object, for messages.
+func (s Scope) String() string {
+	b, _ := json.Marshal(map[string]string(s))
+	return string(b)
+}
+
 // ParseScopeKey is the inverse of Scope.Key.
 func ParseScopeKey(key string) Scope {
 	s := Scope{}
@@ -57,11 +64,13 @@ func ParseScopeKey(key string) Scope {
 	return s
 }
 
-// Source is one session a memory was derived from.
+// Source is one session a memory was derived from. Its JSON form (its
+// tags) is part of the stored formats, which store a memory's sources as
+// a JSON array of them.
 type Source struct {
 	// Session is the session's resource name.
-	Session  string
-	EventIDs []string
+	Session  string   `json:"session"`
+	EventIDs []string `json:"event_ids,omitempty"`
 }
 
 // mergeSources returns a with b's sessions and events added.
@@ -152,6 +161,16 @@ func sourcesBytes(sources []Source) int {
 	return n
 }
 
+// Time returns the memory's time for retrieval: its event time, else its
+// stated time (zero when neither is known). A similarity search prefers
+// the memories whose time lies in a period (see retrieval.QueryPeriod).
+func (m *Memory) Time() time.Time {
+	if !m.EventTime.IsZero() {
+		return m.EventTime
+	}
+	return m.StatedTime
+}
+
 // Expired reports whether the memory has expired at now.
 func (m *Memory) Expired(now time.Time) bool {
 	return !m.ExpireTime.IsZero() && !now.Before(m.ExpireTime)
@@ -159,40 +178,6 @@ func (m *Memory) Expired(now time.Time) bool {
 
 // Visible reports whether reads return the memory at now.
 func (m *Memory) Visible(now time.Time) bool { return !m.Deleted && !m.Expired(now) }
-
-// SameMemory reports whether two memories hold the same values: times as
-// instants, empty collections as absent ones. A store's import uses it to
-// leave a memory it already holds alone; values it cannot tell the same
-// (a field it does not know how to compare) count as different, so that
-// the import writes rather than skips.
-func SameMemory(a, b *Memory) bool {
-	norm := func(m *Memory) Memory {
-		c := *m
-		v := reflect.ValueOf(&c).Elem()
-		for i := range v.NumField() {
-			if t, ok := v.Field(i).Interface().(time.Time); ok {
-				v.Field(i).Set(reflect.ValueOf(t.UTC()))
-			}
-		}
-		if len(c.Scope) == 0 {
-			c.Scope = nil
-		}
-		if len(c.Topics) == 0 {
-			c.Topics = nil
-		}
-		if len(c.Metadata) == 0 {
-			c.Metadata = nil
-		}
-		if len(c.Sources) == 0 {
-			c.Sources = nil
-		}
-		if len(c.Embedding) == 0 {
-			c.Embedding = nil
-		}
-		return c
-	}
-	return reflect.DeepEqual(norm(a), norm(b))
-}
 
 // clone returns a deep copy (the vector is shared: vectors are never
 // modified in place).
@@ -230,6 +215,12 @@ const (
 	// it is never a revision's action.
 	Unchanged
 )
+
+// actionNames are the stored names of the actions: part of the stored
+// formats, never to change (a new action gets a new name).
+var actionNames = map[Action]string{
+	Created: "CREATED", Updated: "UPDATED", Deleted: "DELETED", Unchanged: "UNCHANGED",
+}
 
 // String returns the action's name, the one stored (CREATED, UPDATED,
 // DELETED, UNCHANGED); UNSPECIFIED for the zero action.
@@ -312,7 +303,7 @@ type Trigger struct {
 // Retrieval tunes an app's similarity search.
 type Retrieval struct {
 	// Fusion combines the two sides of hybrid retrieval.
-	Fusion Fusion
+	Fusion retrieval.Fusion
 }
 
 // BankConfig is an app's memory bank configuration.
@@ -327,9 +318,15 @@ type BankConfig struct {
 	RevisionTTL time.Duration
 	Trigger     Trigger
 	Retrieval   Retrieval
-	// Compaction compacts the app's sessions without the caller asking.
-	Compaction CompactionTrigger
-	UpdateTime time.Time
+	// Compaction compacts the app's sessions without the caller asking:
+	// package sessions' setting, kept in the memory bank's configuration,
+	// where kioku.v1's MemoryBankConfig has it (see the package
+	// documentation).
+	Compaction sessions.CompactionTrigger
+	// PIIRedaction redacts personal data from what the app's memory bank
+	// and compactions send to models and from the memories stored.
+	PIIRedaction PIIRedaction
+	UpdateTime   time.Time
 }
 
 // Topics returns the topics extraction may use: label → description.

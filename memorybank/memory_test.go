@@ -1,31 +1,17 @@
 package memorybank
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
-// TestSameMemory: times compare as instants and empty collections as
-// absent ones; any other difference, in any field, tells memories apart.
-func TestSameMemory(t *testing.T) {
-	at := time.Date(2026, 5, 1, 9, 0, 0, 5, time.UTC)
-	tokyo := time.FixedZone("JST", 9*3600)
-	a := &Memory{App: "a", ID: "m", Fact: "f", Scope: Scope{"user_id": "u"}, CreateTime: at, UpdateTime: at, EventTime: at, Revision: 1, Topics: []string{}}
-	b := &Memory{App: "a", ID: "m", Fact: "f", Scope: Scope{"user_id": "u"}, CreateTime: at.In(tokyo), UpdateTime: at.In(tokyo), EventTime: at.In(tokyo), Revision: 1}
-	if !SameMemory(a, b) {
-		t.Fatal("the same memory with times in another zone and no topics told apart")
+func TestScopeKeys(t *testing.T) {
+	s := Scope{"user_id": "ann&bo=1", "agent": "é x"}
+	if k := s.Key(); k != "agent=%C3%A9+x&user_id=ann%26bo%3D1" {
+		t.Errorf("Key = %q", k)
 	}
-	for name, change := range map[string]func(m *Memory){
-		"event time":  func(m *Memory) { m.EventTime = m.EventTime.Add(time.Nanosecond) },
-		"stated time": func(m *Memory) { m.StatedTime = at },
-		"vector":      func(m *Memory) { m.Embedding = []float32{1} },
-		"deleted":     func(m *Memory) { m.Deleted = true },
-		"sources":     func(m *Memory) { m.Sources = []Source{{Session: "s"}} },
-	} {
-		c := *b
-		change(&c)
-		if SameMemory(a, &c) {
-			t.Errorf("memories of another %s are the same", name)
-		}
+	back := ParseScopeKey(s.Key())
+	if len(back) != 2 || back["user_id"] != "ann&bo=1" || back["agent"] != "é x" {
+		t.Errorf("ParseScopeKey(Key) = %v, want %v", back, s)
+	}
+	if (Scope{"b": "1", "a": "2"}).Key() != (Scope{"a": "2", "b": "1"}).Key() {
+		t.Error("Key depends on map order")
 	}
 }

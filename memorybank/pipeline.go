@@ -2,37 +2,69 @@ package memorybank
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 )
 
-// generate runs the generation pipeline and returns the write that applies
-// its result and completes the operations.
-func (r *run) generate(ctx context.Context) (*Write, error) {
-	s := r.s
-	first := r.ops[0]
-	app, scopeKey := first.App, first.ScopeKey
-	scope := first.Generate.Scope
+// genRun is one run of the generation pipeline over a batch of
+// generations of one scope.
+type genRun struct {
+	s     *Service
+	batch *jobs.Batch
+	ops   []*jobs.Operation
+	reqs  []*GenerateRequest
+	// gen is the Service's generator, redacting with red when the app's
+	// configuration turns redaction on (nil red: off).
+	gen model.Generator
+	red *redact.Redactor
+	// result holds the run's figures so far, and its memories at the end.
+	result generateResult
+}
+
+// figures changes the run's figures and records them on its operations
+// (the next lease renewal writes them).
+func (r *genRun) figures(f func(res *generateResult)) {
+	f(&r.result)
+	r.batch.SetResult(encode(r.result))
+}
+
+// generate is the handler of KindGenerate: it runs the generation
+// pipeline and returns the write that applies its result, to be committed
+// with the operations' completion.
+func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error) {
+	r := &genRun{s: s, batch: b, ops: b.Operations()}
+	for _, op := range r.ops {
+		g, err := decodeGenerate(op)
+		if err != nil {
+			return nil, fault.Wrap(fault.Internal, err, "operation %s", op.Name())
+		}
+		r.reqs = append(r.reqs, g)
+	}
+	first, req := r.ops[0], r.reqs[0]
+	app, scopeKey, scope := first.App, first.Key, req.Scope
 	cfg, err := s.store.GetConfig(ctx, app)
 	if err != nil {
 		return nil, err
 	}
+	if r.red, err = s.Redactor(cfg); err != nil {
+		return nil, err
+	}
+	r.gen = redact.Generator(s.gen, r.red)
 
 	// 1. Gather the input.
-	r.progress("reading events")
+	b.Progress("reading events")
 	conv := &conversation{}
 	watermarks := map[string]int64{}
 	var cands []candidate
-	for _, op := range r.ops {
-		g := op.Generate
+	for i, op := range r.ops {
+		g := r.reqs[i]
 		if g.Session != nil {
 			name := g.Session.Name()
 			wm, err := s.store.Watermark(ctx, app, name)
@@ -54,33 +86,32 @@ func (r *run) generate(ctx context.Context) (*Write, error) {
 		conv.add("", g.Events...)
 		for _, f := range g.Facts {
 			// A direct fact is stated when it was given: the request's time.
-			c := candidate{fact: f.Fact, topics: f.Topics, stated: op.CreateTime}
+			c := candidate{fact: redactFact(r.red, f.Fact), topics: f.Topics, stated: op.CreateTime}
 			if g.FactsSession != nil {
 				c.sources = []Source{{Session: g.FactsSession.Name(), EventIDs: g.FactsEventIDs}}
 			}
 			cands = append(cands, c)
 		}
 	}
-	r.update(func(op *Operation) { op.EventsProcessed = len(conv.events) })
+	r.figures(func(res *generateResult) { res.EventsProcessed = len(conv.events) })
 
 	// 2. Extract.
-	allowed := first.Generate.AllowedTopics
-	var extracted []string
+	allowed := req.AllowedTopics
 	if len(conv.events) > 0 {
 		start := time.Now()
-		r.progress("extracting facts")
+		b.Progress("extracting facts")
 		facts, err := r.extract(ctx, cfg, allowed, conv)
 		if err != nil {
 			return nil, err
 		}
-		r.update(func(op *Operation) {
-			op.ModelCalls++
-			op.FactsExtracted = len(facts)
-			op.ExtractionTime = time.Since(start)
-		})
-		for _, f := range facts {
-			extracted = append(extracted, f.fact)
+		for i := range facts {
+			facts[i].fact = redactFact(r.red, facts[i].fact)
 		}
+		r.figures(func(res *generateResult) {
+			res.ModelCalls++
+			res.FactsExtracted = len(facts)
+			res.ExtractionNS = int64(time.Since(start))
+		})
 		cands = append(cands, facts...)
 	}
 	cands = dedupeCandidates(cands)
@@ -89,36 +120,37 @@ func (r *run) generate(ctx context.Context) (*Write, error) {
 	var plan []planned
 	if len(cands) > 0 {
 		start := time.Now()
-		r.progress("consolidating")
-		if plan, err = r.consolidate(ctx, app, scopeKey, cands, first.Generate.DisableConsolidation); err != nil {
+		b.Progress("consolidating")
+		if plan, err = r.consolidate(ctx, app, scopeKey, cands, req.DisableConsolidation); err != nil {
 			return nil, err
 		}
-		r.update(func(op *Operation) { op.Consolidation = time.Since(start) })
+		for i := range plan {
+			plan[i].fact = redactFact(r.red, plan[i].fact)
+		}
+		r.figures(func(res *generateResult) { res.ConsolidationNS = int64(time.Since(start)) })
 	}
 
-	// 4. The write.
-	r.progress("writing")
+	// 4. The write, committed with the operations' completion.
+	b.Progress("writing")
 	now := s.now()
 	w := &Write{App: app, Now: now, Watermarks: watermarks}
-	var result []GeneratedMemory
-	if err := s.applyPlan(ctx, cfg, app, scope, plan, extracted, first.Name(), now, w, &result); err != nil {
+	var generated []GeneratedMemory
+	if err := s.applyPlan(ctx, cfg, app, scope, plan, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, op := range r.ops {
-		names = append(names, op.Name())
+	res := r.result
+	res.Generated = nil
+	for _, gm := range generated {
+		res.Generated = append(res.Generated, generatedRecordOf(gm))
 	}
-	w.Operations = r.updates(func(op *Operation) {
-		op.State, op.EndTime, op.Progress = OpSucceeded, now, "done"
-		op.Generated = result
-		op.LeaseOwner, op.LeaseExpiry = "", time.Time{}
-		op.CoalescedWith = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == op.Name() })
-	})
-	return w, nil
+	return &jobs.Outcome{Result: encode(res), Commit: func(ctx context.Context, done []jobs.Update) error {
+		w.Operations = done
+		return s.store.Write(ctx, w)
+	}}, nil
 }
 
 // extract makes the extraction call and returns the candidates.
-func (r *run) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation) ([]candidate, error) {
+func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation) ([]candidate, error) {
 	s := r.s
 	if s.gen == nil {
 		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
@@ -131,7 +163,7 @@ func (r *run) extract(ctx context.Context, cfg *BankConfig, allowed []string, co
 		}
 	}
 	system, user := extractionPrompt(cfg, topics, desc, conv)
-	resp, err := s.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
 		Schema:   extractionSchema(topics),
@@ -139,42 +171,11 @@ func (r *run) extract(ctx context.Context, cfg *BankConfig, allowed []string, co
 	if err != nil {
 		return nil, err
 	}
-	var reply extractionReply
-	if err := decodeReply(resp.Text, &reply); err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "the model's extraction reply is not the JSON asked for")
+	facts, err := parseExtraction(resp.Text, topics, allowed, conv)
+	if err != nil {
+		return nil, model.BadReply(s.gen, "extraction", err)
 	}
-	var out []candidate
-	for _, f := range reply.Facts {
-		fact := strings.TrimSpace(f.Fact)
-		if validateFact("fact", fact) != nil {
-			continue // an empty or oversized fact is dropped, not stored
-		}
-		var tt []string
-		if slices.Contains(topics, f.Topic) {
-			tt = []string{f.Topic}
-		} else if len(allowed) > 0 {
-			continue // outside the allowed topics
-		}
-		out = append(out, candidate{fact: fact, topics: tt, sources: sourcesOf(conv, f.Events), event: parseFactDate(f.Date), stated: statedAt(conv, f.Events)})
-	}
-	return out, nil
-}
-
-// decodeReply decodes a model's JSON reply, tolerating a Markdown code
-// fence around it (some OpenAI-compatible servers add one).
-func decodeReply(text string, v any) error {
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "```") {
-		t = strings.TrimPrefix(t, "```json")
-		t = strings.TrimPrefix(t, "```")
-		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
-	}
-	dec := json.NewDecoder(strings.NewReader(t))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w (reply: %s)", err, aip.Truncate(text, 200))
-	}
-	return nil
+	return facts, nil
 }
 
 // dedupeCandidates merges candidates whose facts are the same text (after
@@ -229,7 +230,7 @@ const (
 )
 
 // consolidate decides what each candidate does.
-func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []candidate, disabled bool) ([]planned, error) {
+func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []candidate, disabled bool) ([]planned, error) {
 	s := r.s
 	if disabled {
 		return createAll(cands), nil
@@ -253,10 +254,10 @@ func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []can
 			if h.Score <= 0 {
 				continue // shares nothing with the candidate
 			}
-			if _, ok := best[h.Memory.ID]; !ok {
-				shown = append(shown, h.Memory)
+			if _, ok := best[h.Item.ID]; !ok {
+				shown = append(shown, h.Item)
 			}
-			best[h.Memory.ID] = max(best[h.Memory.ID], h.Score)
+			best[h.Item.ID] = max(best[h.Item.ID], h.Score)
 		}
 	}
 	slices.SortStableFunc(shown, func(a, b *Memory) int {
@@ -279,7 +280,7 @@ func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []can
 		return s.nearDuplicates(ctx, cands, shown)
 	}
 	system, user := consolidationPrompt(shown, cands)
-	resp, err := s.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
 		Schema:   consolidationSchema,
@@ -287,12 +288,12 @@ func (r *run) consolidate(ctx context.Context, app, scopeKey string, cands []can
 	if err != nil {
 		return nil, err
 	}
-	r.update(func(op *Operation) { op.ModelCalls++ })
-	var reply consolidationReply
-	if err := decodeReply(resp.Text, &reply); err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "the model's consolidation reply is not the JSON asked for")
+	r.figures(func(res *generateResult) { res.ModelCalls++ })
+	plan, err := parseConsolidation(resp.Text, cands, shown)
+	if err != nil {
+		return nil, model.BadReply(s.gen, "consolidation", err)
 	}
-	return planFromReply(reply, cands, shown)
+	return plan, nil
 }
 
 func createAll(cands []candidate) []planned {
@@ -301,77 +302,6 @@ func createAll(cands []candidate) []planned {
 		out[i] = planned{action: Created, fact: cands[i].fact, cand: &cands[i]}
 	}
 	return out
-}
-
-// planFromReply checks the model's decisions and turns them into changes.
-// It refuses, with an error and no change at all, a reply that names a
-// candidate or memory that was not shown or acts twice on one memory.
-func planFromReply(reply consolidationReply, cands []candidate, shown []*Memory) ([]planned, error) {
-	var out []planned
-	handled := make([]bool, len(cands))
-	touched := map[int]string{}
-	for i, a := range reply.Actions {
-		if a.Candidate < 1 || a.Candidate > len(cands) {
-			return nil, fault.New(fault.Internal, "consolidation action %d names new fact %d, but only %d were shown", i+1, a.Candidate, len(cands))
-		}
-		c := &cands[a.Candidate-1]
-		handled[a.Candidate-1] = true
-		memory := func() (*Memory, error) {
-			if a.Memory < 1 || a.Memory > len(shown) {
-				return nil, fault.New(fault.Internal, "consolidation action %d (%s) names memory %d, but only memories 1 to %d were shown", i+1, a.Action, a.Memory, len(shown))
-			}
-			if prev, ok := touched[a.Memory]; ok {
-				return nil, fault.New(fault.Internal, "consolidation acts twice on memory %d (%s, then %s)", a.Memory, prev, a.Action)
-			}
-			touched[a.Memory] = a.Action
-			return shown[a.Memory-1], nil
-		}
-		fact := strings.TrimSpace(a.Fact)
-		switch a.Action {
-		case "CREATE":
-			if fact == "" {
-				fact = c.fact
-			}
-			if err := validateFact("consolidated fact", fact); err != nil {
-				return nil, fault.Wrap(fault.Internal, err, "consolidation action %d", i+1)
-			}
-			out = append(out, planned{action: Created, fact: fact, cand: c})
-		case "UPDATE":
-			m, err := memory()
-			if err != nil {
-				return nil, err
-			}
-			if err := validateFact("consolidated fact", fact); err != nil {
-				return nil, fault.Wrap(fault.Internal, err, "consolidation action %d", i+1)
-			}
-			out = append(out, planned{action: Updated, existing: m, fact: fact, cand: c})
-		case "DELETE":
-			m, err := memory()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, planned{action: Deleted, existing: m, cand: c})
-		case "SKIP":
-			if a.Memory == 0 {
-				continue
-			}
-			m, err := memory()
-			if err != nil {
-				return nil, err
-			}
-			// The fact is known already; the memory gains the new sources.
-			out = append(out, planned{action: ActionUnspecified, existing: m, cand: c})
-		default:
-			return nil, fault.New(fault.Internal, "consolidation action %d has the unknown action %q", i+1, a.Action)
-		}
-	}
-	// A new fact the model said nothing about is kept: nothing is lost.
-	for i := range cands {
-		if !handled[i] {
-			out = append(out, planned{action: Created, fact: cands[i].fact, cand: &cands[i]})
-		}
-	}
-	return out, nil
 }
 
 // nearDuplicates consolidates without a model: a candidate whose text or
@@ -422,8 +352,11 @@ func cosine(a, b []float32) float64 {
 
 // applyPlan turns planned changes into the write's changes and the
 // operation's result. The memories shown to the model are read again so
-// that the write's precondition is their current revision.
-func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, plan []planned, extracted []string, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+// that the write's precondition is their current revision. Each revision
+// records what changed: the memory after it, and the candidate fact that
+// led to it (not every fact of the run, which made the revisions of one
+// generation grow with the square of its facts).
+func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	// Embed every new text in one call.
 	var texts []string
 	for _, p := range plan {
@@ -439,12 +372,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 		}
 	}
 	next := 0
-	candFacts := func(p planned) []string {
-		if extracted != nil {
-			return extracted
-		}
-		return []string{p.cand.fact}
-	}
+	candFacts := func(p planned) []string { return []string{p.cand.fact} }
 	for _, p := range plan {
 		var sources []Source
 		if p.cand != nil {

@@ -3,16 +3,22 @@ package memorybank
 import (
 	"context"
 	"fmt"
-	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
-// purge runs a purge: counts, and with Force deletes, the matching
-// memories. Deletions are written page by page with the count so far; a
-// purge resumed after a crash continues from there.
-func (r *run) purge(ctx context.Context) (*Write, error) {
-	s := r.s
-	op := r.ops[0]
-	req := op.Purge
+// purge is the handler of KindPurge: it counts, and with Force deletes,
+// the memories of the scope that match the filter. Deletions are written
+// page by page with the count so far; a purge resumed after a crash
+// continues from there.
+func (s *Service) purge(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error) {
+	op := b.Operations()[0]
+	job, err := JobOf(op)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "operation %s", op.Name())
+	}
+	req := job.Purge
 	f, err := ParseFilter(req.Filter)
 	if err != nil {
 		return nil, err
@@ -21,11 +27,11 @@ func (r *run) purge(ctx context.Context) (*Write, error) {
 	if err != nil {
 		return nil, err
 	}
-	count := op.PurgeCount
+	count := job.PurgeCount
 	var after ListQuery
 	for {
 		now := s.now()
-		q := ListQuery{App: op.App, ScopeKey: op.ScopeKey, Filter: f, Now: now, Limit: 500, AfterUpdate: after.AfterUpdate, AfterID: after.AfterID}
+		q := ListQuery{App: op.App, ScopeKey: op.Key, Filter: f, Now: now, Limit: 500, AfterUpdate: after.AfterUpdate, AfterID: after.AfterID}
 		page, err := s.store.ListMemories(ctx, q)
 		if err != nil {
 			return nil, err
@@ -49,18 +55,12 @@ func (r *run) purge(ctx context.Context) (*Write, error) {
 			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Deleted, now, "purged", nil, op.Name()), ExpectRevision: old})
 		}
 		count += int64(len(page))
-		c := count
-		w.Operations = r.updates(func(o *Operation) { o.PurgeCount, o.Progress = c, fmt.Sprintf("deleted %d", c) })
+		result, progress := encode(purgeResult{PurgeCount: count}), fmt.Sprintf("deleted %d", count)
+		w.Operations = b.Updates(func(o *jobs.Operation) { o.Result, o.Progress = result, progress })
 		if err := s.store.Write(ctx, w); err != nil {
 			return nil, err
 		}
-		r.update(func(o *Operation) { o.PurgeCount = c })
+		b.SetResult(result)
 	}
-	now := s.now()
-	c := count
-	return &Write{App: op.App, Now: now, Operations: r.updates(func(o *Operation) {
-		o.State, o.EndTime, o.Progress = OpSucceeded, now, "done"
-		o.PurgeCount = c
-		o.LeaseOwner, o.LeaseExpiry = "", time.Time{}
-	})}, nil
+	return &jobs.Outcome{Result: encode(purgeResult{PurgeCount: count})}, nil
 }

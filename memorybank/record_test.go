@@ -2,6 +2,7 @@ package memorybank_test
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -13,13 +14,18 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/golden"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
 // update rewrites the golden files of the current formats from the
 // samples below: go test ./memorybank -run Golden -update. A diff in them
-// is a change of stored format, which needs a migration.
+// is a change of stored format: the new one is written, and the old one
+// still read (testdata/v1 and v2 are the operations' earlier formats).
 var update = flag.Bool("update", false, "rewrite the golden files of the current stored formats")
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -30,124 +36,203 @@ func check(t *testing.T, name string, got []byte) []byte {
 	return golden.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
-func sampleOperations() map[string]*memorybank.Operation {
+// sample is a golden operation: its record's envelope, and its request
+// and result as the memory bank's Job.
+type sample struct {
+	op  *jobs.Operation
+	job *memorybank.Job
+}
+
+func sampleOperations() map[string]sample {
 	ann := &sessions.Key{App: "golden", User: "ann", ID: "s1"}
-	return map[string]*memorybank.Operation{
+	return map[string]sample{
 		"succeeded": {
-			App: "golden", ID: "op1", Method: memorybank.MethodGenerate, State: memorybank.OpSucceeded, ScopeKey: "user_id=ann",
-			Generate: &memorybank.GenerateRequest{
-				Scope:        memorybank.Scope{"user_id": "ann"},
-				Facts:        []memorybank.DirectFact{{Fact: "The user has a cat named Miso.", Topics: []string{"USER_PREFERENCES"}}, {Fact: "The user likes tea."}},
-				FactsSession: ann, FactsEventIDs: []string{"e1", "e2"}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"},
+			op: &jobs.Operation{
+				App: "golden", ID: "op1", Kind: memorybank.KindGenerate, State: jobs.Succeeded, Key: "user_id=ann",
+				CreateTime: t0, StartTime: t0.Add(time.Second), EndTime: t0.Add(2 * time.Second), Attempt: 1, Progress: "done",
+				CoalescedWith: []string{"apps/golden/operations/op0"},
 			},
-			Generated: []memorybank.GeneratedMemory{
-				{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
-					Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"k": "v"}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
-					EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
-					Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
-				{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
-					CreateTime: t0, UpdateTime: t0, Revision: 3}},
+			job: &memorybank.Job{
+				Generate: &memorybank.GenerateRequest{
+					App: "golden", Scope: memorybank.Scope{"user_id": "ann"},
+					Facts:        []memorybank.DirectFact{{Fact: "The user has a cat named Miso.", Topics: []string{"USER_PREFERENCES"}}, {Fact: "The user likes tea."}},
+					FactsSession: ann, FactsEventIDs: []string{"e1", "e2"}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"},
+				},
+				Generated: []memorybank.GeneratedMemory{
+					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
+						Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"k": "v"}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
+						EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
+						Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
+					{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
+						CreateTime: t0, UpdateTime: t0, Revision: 3}},
+				},
+				ModelCalls: 2, EventsProcessed: 4, FactsExtracted: 2, ExtractionTime: 1500 * time.Millisecond, Consolidation: 700 * time.Millisecond,
 			},
-			CreateTime: t0, StartTime: t0.Add(time.Second), EndTime: t0.Add(2 * time.Second), Attempt: 1, Progress: "done",
-			ModelCalls: 2, EventsProcessed: 4, FactsExtracted: 2, ExtractionTime: 1500 * time.Millisecond, Consolidation: 700 * time.Millisecond,
-			CoalescedWith: []string{"apps/golden/operations/op0"},
 		},
 		"running": {
-			App: "golden", ID: "op2", Method: memorybank.MethodGenerate, State: memorybank.OpRunning, ScopeKey: "user_id=bo",
-			Generate: &memorybank.GenerateRequest{Scope: memorybank.Scope{"user_id": "bo"}, Session: &sessions.Key{App: "golden", User: "bo", ID: "s2"}, From: t0.Add(-time.Hour), To: t0,
-				Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: t0}}},
-			CreateTime: t0, StartTime: t0, NotBefore: t0.Add(time.Minute), Attempt: 2, LeaseOwner: "worker-1", LeaseExpiry: t0.Add(2 * time.Minute), Progress: "extracting facts",
+			op: &jobs.Operation{
+				App: "golden", ID: "op2", Kind: memorybank.KindGenerate, State: jobs.Running, Key: "user_id=bo",
+				CreateTime: t0, StartTime: t0, NotBefore: t0.Add(time.Minute), Attempt: 2, LeaseOwner: "worker-1", LeaseExpiry: t0.Add(2 * time.Minute), Progress: "extracting facts",
+			},
+			job: &memorybank.Job{Generate: &memorybank.GenerateRequest{
+				App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Session: &sessions.Key{App: "golden", User: "bo", ID: "s2"}, From: t0.Add(-time.Hour), To: t0,
+				Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: t0}},
+			}},
 		},
 		"failed": {
-			App: "golden", ID: "op3", Method: memorybank.MethodPurge, State: memorybank.OpFailed, ScopeKey: "user_id=cy",
-			Purge:      &memorybank.PurgeRequest{Scope: memorybank.Scope{"user_id": "cy"}, Filter: `topics = "X"`, Force: true},
-			PurgeCount: 12, ErrorKind: fault.Unavailable, ErrorMessage: "gave up after 5 attempts: Firestore is unavailable",
-			CreateTime: t0, EndTime: t0.Add(time.Hour), Attempt: 5, Progress: "failed",
-		},
-		"compacted": {
-			App: "golden", ID: "op5", Method: memorybank.MethodCompact, State: memorybank.OpSucceeded, ScopeKey: "session=s1&user_id=ann",
-			Compact: &memorybank.CompactRequest{Session: *ann, UpTo: 40, KeepRecent: 10},
-			Compacted: &memorybank.CompactOutcome{Created: true, Event: &sessions.Event{
-				ID: "kioku-compaction-40", InvocationID: "kioku-compaction-40", Author: "kioku", Timestamp: t0, Sequence: 41,
-				Content: &sessions.Content{Role: "model", Parts: []sessions.Part{{Text: "The user talked about tea."}}},
-				Actions: sessions.Actions{Compaction: &sessions.Compaction{StartSequence: 1, EndSequence: 40, StartTime: t0.Add(-time.Hour), EndTime: t0, Model: "gemini:gemini-test", PromptVersion: "kioku-compaction-v1"}},
-			}},
-			CreateTime: t0, StartTime: t0, EndTime: t0.Add(time.Second), Attempt: 1, Progress: "done", ModelCalls: 1, EventsProcessed: 40,
+			op: &jobs.Operation{
+				App: "golden", ID: "op3", Kind: memorybank.KindPurge, State: jobs.Failed, Key: "user_id=cy",
+				ErrorKind: fault.Unavailable, ErrorMessage: "gave up after 5 attempts: Firestore is unavailable",
+				CreateTime: t0, EndTime: t0.Add(time.Hour), Attempt: 5, Progress: "failed",
+			},
+			job: &memorybank.Job{
+				Purge:      &memorybank.PurgeRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Filter: `topics = "X"`, Force: true},
+				PurgeCount: 12,
+			},
 		},
 		"cancelled": {
-			App: "golden", ID: "op4", Method: memorybank.MethodGenerate, State: memorybank.OpCancelled, ScopeKey: "user_id=dee",
-			Generate:  &memorybank.GenerateRequest{Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "x"}}},
-			ErrorKind: fault.Canceled, ErrorMessage: "cancelled by request", CreateTime: t0, EndTime: t0, Progress: "cancelled",
+			op: &jobs.Operation{
+				App: "golden", ID: "op4", Kind: memorybank.KindGenerate, State: jobs.Cancelled, Key: "user_id=dee",
+				ErrorKind: fault.Canceled, ErrorMessage: "cancelled by request", CreateTime: t0, EndTime: t0, Progress: "cancelled",
+			},
+			job: &memorybank.Job{Generate: &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "x"}}}},
 		},
 	}
 }
 
-// TestOperationGolden: each sample's stored form is its golden file, and
-// the golden file decodes to the sample.
+// TestOperationGolden: each sample's stored form (format 3: the jobs
+// engine's record with the memory bank's request and result) is its golden
+// file, and the golden file decodes to the sample.
 func TestOperationGolden(t *testing.T) {
-	for name, op := range sampleOperations() {
-		body, err := memorybank.MarshalOperation(op)
+	for name, s := range sampleOperations() {
+		s.op.Request, s.op.Result = memorybank.EncodeJob(s.op.Kind, s.job)
+		body, err := jobs.MarshalOperation(s.op)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := check(t, "v2/operation-"+name+".json", body)
-		got, err := memorybank.UnmarshalOperation(op.App, op.ID, want)
+		want := check(t, "v3/operation-"+name+".json", body)
+		got, err := record.DecodeOperation(s.op.App, s.op.ID, want)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(op, got); diff != "" {
+		if diff := cmp.Diff(s.op, got); diff != "" {
 			t.Errorf("%s decoded (-sample +golden):\n%s", name, diff)
 		}
+		job, err := memorybank.JobOf(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(s.job, job); diff != "" {
+			t.Errorf("%s's job decoded (-sample +golden):\n%s", name, diff)
+		}
 	}
-	if _, err := memorybank.UnmarshalOperation("a", "b", []byte(`{"format":3,"state":"PENDING"}`)); err == nil {
+	if _, err := record.DecodeOperation("a", "b", []byte(`{"format":4,"state":"PENDING"}`)); err == nil {
 		t.Error("a format from the future was accepted")
 	}
-	if _, err := memorybank.UnmarshalOperation("a", "b", []byte(`{"format":2,"state":"DONE"}`)); err == nil {
+	if _, err := record.DecodeOperation("a", "b", []byte(`{"format":3,"state":"DONE"}`)); err == nil {
 		t.Error("an unknown state name was accepted")
 	}
+	if _, err := record.DecodeOperation("a", "b", []byte(`{"format":2,"method":"GenerateMemories","state":"DONE"}`)); err == nil {
+		t.Error("an unknown state name of the second format was accepted")
+	}
+}
+
+// TestOperationFormatV2 decodes operations as the second format stored
+// them (the memory bank's own record, testdata/v2, written by the version
+// before the jobs engine) into the current one: the same envelope, request
+// and result as the current format's golden files, and for the memory
+// bank's kinds the samples' jobs.
+func TestOperationFormatV2(t *testing.T) {
+	samples := sampleOperations()
+	for _, name := range []string{"succeeded", "running", "failed", "cancelled", "compacted"} {
+		v2, err := os.ReadFile(filepath.Join("testdata", "v2", "operation-"+name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v3, err := os.ReadFile(filepath.Join("testdata", "v3", "operation-"+name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var probe struct{ App, ID string }
+		if s, ok := samples[name]; ok {
+			probe.App, probe.ID = s.op.App, s.op.ID
+		} else {
+			probe.App, probe.ID = "golden", "op5"
+		}
+		got, err := record.DecodeOperation(probe.App, probe.ID, v2)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, err := jobs.UnmarshalOperation(probe.App, probe.ID, v3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(sameJSON)); diff != "" {
+			t.Errorf("%s of the second format (-current +second):\n%s", name, diff)
+		}
+		if s, ok := samples[name]; ok {
+			job, err := memorybank.JobOf(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(s.job, job); diff != "" {
+				t.Errorf("%s's job of the second format (-sample +decoded):\n%s", name, diff)
+			}
+		}
+	}
+}
+
+// sameJSON reports whether two JSON documents hold the same values,
+// whatever the order of their keys.
+func sameJSON(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && cmp.Equal(x, y)
 }
 
 // TestOperationFormatV1 decodes operations as the first version stored
 // them (Go's default JSON, enums by number; testdata/v1 was written by it).
 func TestOperationFormatV1(t *testing.T) {
 	type want struct {
-		state    memorybank.OpState
+		state    jobs.State
 		attempt  int
 		kind     fault.Kind
 		results  []memorybank.Action
-		check    func(op *memorybank.Operation) bool
+		check    func(op *jobs.Operation, job *memorybank.Job) bool
 		property string
 	}
 	for id, w := range map[string]want{
-		"id001": {state: memorybank.OpSucceeded, attempt: 1, results: []memorybank.Action{memorybank.Created, memorybank.Updated},
-			check: func(op *memorybank.Operation) bool {
-				g := op.Generate
-				return g.FactsSession.Name() == "apps/golden/users/ann/sessions/s1" && len(g.Facts) == 2 && op.Generated[0].Memory.App == "golden" &&
-					op.Generated[0].Memory.Sources[0].EventIDs[1] == "e2" && op.Generated[0].Memory.ExpireTime.Equal(time.Date(2026, 4, 2, 3, 4, 21, 0, time.UTC))
+		"id001": {state: jobs.Succeeded, attempt: 1, results: []memorybank.Action{memorybank.Created, memorybank.Updated},
+			check: func(op *jobs.Operation, job *memorybank.Job) bool {
+				g := job.Generate
+				return g.FactsSession.Name() == "apps/golden/users/ann/sessions/s1" && len(g.Facts) == 2 && job.Generated[0].Memory.App == "golden" &&
+					job.Generated[0].Memory.Sources[0].EventIDs[1] == "e2" && job.Generated[0].Memory.ExpireTime.Equal(time.Date(2026, 4, 2, 3, 4, 21, 0, time.UTC))
 			}, property: "the facts' session, the results' app, sources and times"},
-		"id003": {state: memorybank.OpCancelled, kind: fault.Canceled,
-			check: func(op *memorybank.Operation) bool {
-				return op.Purge.Force && op.Purge.Filter == `topics = "USER_PREFERENCES"`
+		"id003": {state: jobs.Cancelled, kind: fault.Canceled,
+			check: func(op *jobs.Operation, job *memorybank.Job) bool {
+				return job.Purge.Force && job.Purge.Filter == `topics = "USER_PREFERENCES"`
 			},
 			property: "the purge request"},
-		"id004": {state: memorybank.OpRunning, attempt: 1,
-			check: func(op *memorybank.Operation) bool {
+		"id004": {state: jobs.Running, attempt: 1,
+			check: func(op *jobs.Operation, job *memorybank.Job) bool {
 				return op.LeaseOwner == "dead-worker" && op.LeaseExpiry.Equal(time.Date(2026, 1, 2, 3, 5, 26, 0, time.UTC)) &&
-					op.Generate.Events[0].Content.Parts[0].Text == "I play the cello." && op.Generate.DisableConsolidation && op.EndTime.IsZero()
+					job.Generate.Events[0].Content.Parts[0].Text == "I play the cello." && job.Generate.DisableConsolidation && op.EndTime.IsZero()
 			}, property: "the lease, the inline events, the options"},
-		"id005": {state: memorybank.OpPending, attempt: 1,
-			check: func(op *memorybank.Operation) bool {
+		"id005": {state: jobs.Pending, attempt: 1,
+			check: func(op *jobs.Operation, job *memorybank.Job) bool {
 				return op.NotBefore.Equal(time.Date(2026, 1, 2, 4, 4, 28, 0, time.UTC))
 			},
 			property: "the retry's due time"},
-		"id006": {state: memorybank.OpFailed, attempt: 1, kind: fault.Unavailable,
-			check: func(op *memorybank.Operation) bool {
+		"id006": {state: jobs.Failed, attempt: 1, kind: fault.Unavailable,
+			check: func(op *jobs.Operation, job *memorybank.Job) bool {
 				return op.ErrorMessage == "gave up after 1 attempts: Gemini is unavailable"
 			},
 			property: "the error"},
-		"id007": {state: memorybank.OpPending,
-			check: func(op *memorybank.Operation) bool {
-				g := op.Generate
+		"id007": {state: jobs.Pending,
+			check: func(op *jobs.Operation, job *memorybank.Job) bool {
+				g := job.Generate
 				return *g.Session == sessions.Key{App: "golden", User: "ann", ID: "s2"} && g.To.Sub(g.From) == 2*time.Hour
 			}, property: "the session and its time range"},
 	} {
@@ -155,31 +240,38 @@ func TestOperationFormatV1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		op, err := memorybank.UnmarshalOperation("golden", id, body)
+		op, err := record.DecodeOperation("golden", id, body)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		job, err := memorybank.JobOf(op)
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 		var actions []memorybank.Action
-		for _, g := range op.Generated {
+		for _, g := range job.Generated {
 			actions = append(actions, g.Action)
 		}
 		if op.App != "golden" || op.ID != id || op.State != w.state || op.Attempt != w.attempt || op.ErrorKind != w.kind || !cmp.Equal(actions, w.results) {
 			t.Errorf("%s: %s attempt %d kind %v results %v; want %s attempt %d kind %v results %v", id, op.State, op.Attempt, op.ErrorKind, actions, w.state, w.attempt, w.kind, w.results)
 		}
-		if !w.check(op) {
-			t.Errorf("%s: %s decoded wrong: %+v", id, w.property, op)
+		if !w.check(op, job) {
+			t.Errorf("%s: %s decoded wrong: %+v %+v", id, w.property, op, job)
 		}
 		// Stored again in the current format, it reads back the same.
-		body, err = memorybank.MarshalOperation(op)
+		body, err = jobs.MarshalOperation(op)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := memorybank.UnmarshalOperation("golden", id, body)
+		again, err := record.DecodeOperation("golden", id, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(op, again, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s rewritten (-first format +current):\n%s", id, diff)
+		}
+		if jobAgain, err := memorybank.JobOf(again); err != nil || !cmp.Equal(job, jobAgain, cmpopts.EquateEmpty()) {
+			t.Errorf("%s's job rewritten: %v (-first format +current):\n%s", id, err, cmp.Diff(job, jobAgain, cmpopts.EquateEmpty()))
 		}
 	}
 }
@@ -192,12 +284,12 @@ func TestRevisionGolden(t *testing.T) {
 		Operation: "apps/golden/operations/op1", Reason: "consolidated", CreateTime: t0, ExpireTime: t0.Add(24 * time.Hour),
 		EventTime: t0.AddDate(0, 0, -3), StatedTime: t0.Add(-time.Hour),
 	}
-	body, err := rev.MarshalBody()
+	body, err := record.MarshalRevision(rev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := check(t, "v2/revision.json", body)
-	got, err := memorybank.UnmarshalRevision("golden", "m1", 3, want)
+	got, err := record.UnmarshalRevision("golden", "m1", 3, want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,12 +302,12 @@ func TestRevisionGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := memorybank.UnmarshalRevision("golden", "m", 1, body)
+		r, err := record.UnmarshalRevision("golden", "m", 1, body)
 		if err != nil || r.Action != action || r.Fact == "" || r.CreateTime.IsZero() {
 			t.Errorf("%s: %+v, %v; want action %s", file, r, err, action)
 		}
 	}
-	if _, err := memorybank.UnmarshalRevision("a", "m", 1, []byte(`{"action":"MERGED"}`)); err == nil {
+	if _, err := record.UnmarshalRevision("a", "m", 1, []byte(`{"action":"MERGED"}`)); err == nil {
 		t.Error("an unknown action was accepted")
 	}
 }
@@ -228,15 +320,15 @@ func TestConfigGolden(t *testing.T) {
 			ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:    memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
-		Retrieval:  memorybank.Retrieval{Fusion: memorybank.Fusion{Method: memorybank.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
+		Retrieval:  memorybank.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
 		UpdateTime: t0.Add(time.Second),
 	}
-	body, err := memorybank.MarshalConfig(cfg)
+	body, err := record.MarshalConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := check(t, "v2/config.json", body)
-	got, err := memorybank.UnmarshalConfig("golden", want)
+	got, err := record.UnmarshalConfig("golden", want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +342,7 @@ func TestConfigGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := memorybank.UnmarshalConfig("golden", v1)
+	old, err := record.UnmarshalConfig("golden", v1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,26 +351,61 @@ func TestConfigGolden(t *testing.T) {
 	}
 }
 
-func TestSourcesAndVectorGolden(t *testing.T) {
-	src := []memorybank.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}, {Session: "apps/a/users/u/sessions/t"}}
-	body, err := memorybank.MarshalSources(src)
+// TestConfigGoldenPII: a configuration with redaction (and a compaction
+// trigger) is stored in v3/config.json; one without redaction is stored
+// as before (TestConfigGolden's v2/config.json, which it still writes).
+func TestConfigGoldenPII(t *testing.T) {
+	cfg := &memorybank.BankConfig{
+		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
+		Compaction: sessions.CompactionTrigger{EventCount: 50, EventBytes: 64 << 10, KeepRecent: 8},
+		PIIRedaction: memorybank.PIIRedaction{Enabled: true, Rules: redact.Rules{
+			Categories: []redact.Category{redact.Email, redact.Phone, redact.Card},
+			Patterns:   []redact.Pattern{{Name: "EMPLOYEE_ID", Regex: `EMP-[0-9]{6}`}},
+		}},
+		UpdateTime: t0.Add(time.Second),
+	}
+	body, err := record.MarshalConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := memorybank.UnmarshalSources(check(t, "v2/sources.json", body))
+	got, err := record.UnmarshalConfig("golden", check(t, "v3/config.json", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cfg, got); diff != "" {
+		t.Errorf("decoded (-sample +golden):\n%s", diff)
+	}
+	// Rules kept while redaction is off are stored too.
+	cfg.PIIRedaction.Enabled = false
+	body, err = record.MarshalConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = record.UnmarshalConfig("golden", body); err != nil || !cmp.Equal(cfg, got) {
+		t.Errorf("rules without redaction on: %v, %v", cmp.Diff(cfg, got), err)
+	}
+}
+
+func TestSourcesAndVectorGolden(t *testing.T) {
+	src := []memorybank.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}, {Session: "apps/a/users/u/sessions/t"}}
+	body, err := record.MarshalSources(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := record.UnmarshalSources(check(t, "v2/sources.json", body))
 	if err != nil || !cmp.Equal(src, got) {
 		t.Errorf("sources decoded: %v, %v", got, err)
 	}
-	if none, _ := memorybank.MarshalSources(nil); string(none) != "[]" {
+	if none, _ := record.MarshalSources(nil); string(none) != "[]" {
 		t.Errorf("no sources stored as %s, want []", none)
 	}
 	sparse := make([]float32, 16)
 	sparse[3], sparse[9] = 0.5, -0.25
 	dense := []float32{0.5, -0.25, 1, 0.125}
 	for name, v := range map[string][]float32{"sparse": sparse, "dense": dense} {
-		enc := []byte(hex.EncodeToString(memorybank.EncodeVector(v)))
+		enc := []byte(hex.EncodeToString(record.EncodeVector(v)))
 		b, _ := hex.DecodeString(string(check(t, "v2/vector-"+name+".hex", enc)))
-		dec, err := memorybank.DecodeVector(b)
+		dec, err := record.DecodeVector(b)
 		if err != nil || !cmp.Equal(v, dec) {
 			t.Errorf("%s vector decoded: %v, %v", name, dec, err)
 		}

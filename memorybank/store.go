@@ -2,18 +2,36 @@ package memorybank
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
-// Store persists the memory bank. Service validates inputs and computes
-// every change; a Store stores, looks up and enforces the preconditions of
-// a Write atomically.
+// Store persists the memory bank: its memories, revisions and
+// configurations, the transfer primitives of export and import, and the
+// operations of the jobs engine, which its Write completes together with
+// the memories they change. Service validates inputs and computes every
+// change; a Store stores, looks up and enforces the preconditions of a
+// Write atomically.
 //
 // Errors are of package fault's kinds (NotFound, AlreadyExists, Aborted for
-// a failed precondition of a Write); any other error is Internal.
+// a failed precondition of a Write); any other error is Internal. Package
+// memorybanktest is its conformance suite, and package jobstest that of
+// its operations.
 type Store interface {
+	MemoryStore
+	RevisionStore
+	ConfigStore
+	TransferStore
+	jobs.Store
+}
+
+// MemoryStore keeps memories, the watermarks of the sessions generation
+// read, and writes changes of them atomically.
+type MemoryStore interface {
 	// GetMemory returns a memory, deleted or expired ones included (the
 	// caller decides what is visible). NotFound when it never existed.
 	GetMemory(ctx context.Context, app, id string) (*Memory, error)
@@ -23,11 +41,12 @@ type Store interface {
 	ListMemories(ctx context.Context, q ListQuery) ([]*Memory, error)
 
 	// SearchMemories ranks the visible memories of a scope that pass the
-	// filter with Rank: the q.K whose vectors (of q.Model) score highest
-	// against q.Vector, weighted by WeightedQuery over the scope's vectors
-	// of q.Model, and the q.K lexically most similar to q.Terms, with the
-	// scope's TermStats. A store may rank candidates it fetched by other
-	// means instead of every memory of the scope (see ScoreMemories).
+	// filter with retrieval.Rank: the q.K whose vectors (of q.Model) score
+	// highest against q.Vector, weighted by retrieval.WeightedQuery over
+	// the scope's vectors of q.Model, and the q.K lexically most similar
+	// to q.Terms, with the scope's term statistics. A store may rank
+	// candidates it fetched by other means instead of every memory of the
+	// scope.
 	SearchMemories(ctx context.Context, q SearchQuery) ([]Scored, error)
 
 	// MemoriesBySource returns the visible memories that have the session
@@ -38,11 +57,22 @@ type Store interface {
 	// not of model (for re-embedding after the embedder changed).
 	StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*Memory, error)
 
+	// ExpiredMemories returns up to limit memories that are not deleted but
+	// have expired at now (the sweeper deletes them with a revision).
+	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*Memory, error)
+
 	// Write applies a set of changes atomically, after checking all its
 	// preconditions; if one fails nothing is written and the error is
 	// Aborted (or NotFound / AlreadyExists as described on Write).
 	Write(ctx context.Context, w *Write) error
 
+	// Watermark returns the last sequence of a session processed by
+	// generation (0 when none).
+	Watermark(ctx context.Context, app, session string) (int64, error)
+}
+
+// RevisionStore keeps the revisions a Write records.
+type RevisionStore interface {
 	// ListRevisions returns up to limit revisions of a memory, newest
 	// first, with numbers below before (0: from the newest).
 	ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*Revision, error)
@@ -50,6 +80,13 @@ type Store interface {
 	// GetRevision returns one revision, or NotFound.
 	GetRevision(ctx context.Context, app, memoryID string, number int64) (*Revision, error)
 
+	// DeleteExpiredRevisions deletes up to limit revisions that expired
+	// before now and returns how many.
+	DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// ConfigStore keeps the apps' configurations.
+type ConfigStore interface {
 	// GetConfig returns an app's configuration; a zero BankConfig (with App
 	// set) when none was stored.
 	GetConfig(ctx context.Context, app string) (*BankConfig, error)
@@ -60,48 +97,13 @@ type Store interface {
 	// ListConfigs returns every stored configuration (one per app that
 	// has one), in no particular order.
 	ListConfigs(ctx context.Context) ([]*BankConfig, error)
+}
 
-	// CreateOperation stores a new operation.
-	CreateOperation(ctx context.Context, op *Operation) error
-
-	// GetOperation returns an operation, or NotFound.
-	GetOperation(ctx context.Context, app, id string) (*Operation, error)
-
-	// ListOperations returns up to q.Limit operations of an app, newest
-	// first, after the cursor.
-	ListOperations(ctx context.Context, q OpQuery) ([]*Operation, error)
-
-	// QueuedOperations returns up to limit operations that are pending or
-	// running, across apps, earliest ClaimTime first: the work a worker may
-	// claim now (ClaimTime at or before now), then the work that becomes
-	// claimable next. Claiming itself is a Write (see OpUpdate.ClaimScope).
-	QueuedOperations(ctx context.Context, limit int) ([]*Operation, error)
-
-	// PendingOperations returns up to limit pending operations of app's
-	// scope with the given method whose ClaimTime is at or before now,
-	// earliest first (those a claim may coalesce).
-	PendingOperations(ctx context.Context, app, scopeKey, method string, now time.Time, limit int) ([]*Operation, error)
-
-	// CountPending counts the pending operations of app, of one scope
-	// when scopeKey is not empty, up to limit (it stops counting there).
-	CountPending(ctx context.Context, app, scopeKey string, limit int) (int, error)
-
-	// Watermark returns the last sequence of a session processed by
-	// generation (0 when none).
-	Watermark(ctx context.Context, app, session string) (int64, error)
-
-	// ExpiredMemories returns up to limit memories that are not deleted but
-	// have expired at now (the sweeper deletes them with a revision).
-	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*Memory, error)
-
-	// DeleteExpiredRevisions deletes up to limit revisions that expired
-	// before now and returns how many.
-	DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error)
-
-	// DeleteFinishedOperations deletes up to limit finished operations
-	// created before the given time and returns how many.
-	DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error)
-
+// TransferStore holds the primitives of export and import (package
+// archive) and of a user's erasure: listings in key order with cursors,
+// writes of archived records as they are, and deletions that leave no
+// revision.
+type TransferStore interface {
 	// Apps returns up to limit ids of the apps that hold memories,
 	// configurations, operations or watermarks, in ascending order, after
 	// the id after ("" for the first).
@@ -139,11 +141,6 @@ type Store interface {
 	// DeleteWatermarks removes the watermarks of sessions of an app (by
 	// their names).
 	DeleteWatermarks(ctx context.Context, app string, sessions []string) error
-
-	// DeleteOperations removes operations of an app, whatever their state.
-	// A worker running one fails its next write (the operation is gone) and
-	// writes nothing.
-	DeleteOperations(ctx context.Context, app string, ids []string) error
 }
 
 // ScanQuery selects memories for ScanMemories.
@@ -188,59 +185,39 @@ type Filter struct {
 	Metadata map[string]string
 	// EventTime and StatedTime bound the memory's times; a memory without
 	// the time fails a bound on it.
-	EventTime, StatedTime TimeRange
+	EventTime, StatedTime retrieval.TimeRange
 	// None is set when the conditions contradict each other: nothing
 	// matches.
 	None bool
 }
 
-// TimeRange is a range of times, From <= t < To; a zero end is open.
-type TimeRange struct {
-	From, To time.Time
-}
-
-// Empty reports whether the range has no bound.
-func (r TimeRange) Empty() bool { return r.From.IsZero() && r.To.IsZero() }
-
-// Contains reports whether t is in the range; an unknown (zero) t is not,
-// unless the range has no bound.
-func (r TimeRange) Contains(t time.Time) bool {
-	if r.Empty() {
-		return true
-	}
-	return !t.IsZero() && (r.From.IsZero() || !t.Before(r.From)) && (r.To.IsZero() || t.Before(r.To))
-}
-
-// bound narrows the range by one comparison: t op at.
-func (r *TimeRange) bound(op string, at time.Time) {
-	lower := func(t time.Time) {
-		if r.From.IsZero() || t.After(r.From) {
-			r.From = t
-		}
-	}
-	upper := func(t time.Time) {
-		if r.To.IsZero() || t.Before(r.To) {
-			r.To = t
-		}
-	}
-	switch op {
-	case ">=":
-		lower(at)
-	case ">":
-		lower(at.Add(time.Nanosecond))
-	case "<":
-		upper(at)
-	case "<=":
-		upper(at.Add(time.Nanosecond))
-	case "=":
-		lower(at)
-		upper(at.Add(time.Nanosecond))
-	}
-}
-
 // Empty reports whether the filter has no condition.
 func (f Filter) Empty() bool {
 	return len(f.Topics) == 0 && len(f.Metadata) == 0 && f.EventTime.Empty() && f.StatedTime.Empty() && !f.None
+}
+
+// MatchesTimes reports whether a memory's times pass a filter's bounds.
+func (f Filter) MatchesTimes(event, stated time.Time) bool {
+	return f.EventTime.Contains(event) && f.StatedTime.Contains(stated)
+}
+
+// Matches reports whether a memory passes a filter's topics and metadata
+// (see MatchesTimes for its times).
+func (f Filter) Matches(topics []string, metadata map[string]string) bool {
+	if f.None {
+		return false
+	}
+	for _, t := range f.Topics {
+		if !slices.Contains(topics, t) {
+			return false
+		}
+	}
+	for k, v := range f.Metadata {
+		if got, ok := metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // SearchQuery is a similarity search. It has two sides, each optional: a
@@ -254,37 +231,34 @@ type SearchQuery struct {
 	Model  string
 	// Terms are model.OfflineTerms of the query.
 	Terms []model.Term
-	// AsksWhen: the query asks for a time (AsksWhen), and the lexical side
-	// prefers dated memories (see Rank).
+	// AsksWhen: the query asks for a time (retrieval.AsksWhen), and the
+	// lexical side prefers dated memories (see retrieval.Rank).
 	AsksWhen bool
 	// K is how many memories each side returns.
 	K int
 	// DenseFillsOnly: the caller ranks by the lexical side alone and uses
 	// the dense side only to fill K when the lexical side finds fewer (the
-	// offline embedder; the service sets it, see fuse). A store that reads
-	// candidates per query may then gather the lexical side's first and
-	// skip reading the dense side's when that cannot change the result:
-	// the Firestore store does when its lexical pass read every memory
-	// that holds one of the query's terms and Rank finds K by the lexical
-	// side among them. The SQLite store ignores it: its search (VectorCache) ranks
-	// the scope's memories in memory and reads nothing per query.
+	// offline embedder; the service sets it, see retrieval.Fuse). A store
+	// that reads candidates per query may then gather the lexical side's
+	// first and skip reading the dense side's when that cannot change the
+	// result: the Firestore store does when its lexical pass read every
+	// memory that holds one of the query's terms and Rank finds K by the
+	// lexical side among them. The SQLite store ignores it: its search (a
+	// vectorcache.Cache) ranks the scope's memories in memory and reads
+	// nothing per query.
 	DenseFillsOnly bool
 	Filter         Filter
 	Now            time.Time
 }
 
-// Scored is a memory a search found, with its scores and ranks.
-type Scored struct {
-	Memory *Memory
-	// Score is the dense score: the dot product of the memory's vector with
-	// the query vector weighted by QueryWeights (higher is closer).
-	Score float64
-	// Lexical is the lexical similarity, in [0, 1] (see Rank).
-	Lexical float64
-	// DenseRank and LexicalRank are the memory's ranks by Score and by
-	// Lexical (1 the best); 0 when it is not among the K best of that side.
-	DenseRank, LexicalRank int
+// Ranking returns what retrieval.Rank ranks the search's candidates
+// against.
+func (q SearchQuery) Ranking() retrieval.Query {
+	return retrieval.Query{Terms: q.Terms, AsksWhen: q.AsksWhen, K: q.K}
 }
+
+// Scored is a memory a search found, with its scores and ranks.
+type Scored = retrieval.Ranked[*Memory]
 
 // Write is a set of changes applied atomically.
 type Write struct {
@@ -295,8 +269,10 @@ type Write struct {
 	// Watermarks to raise: session name → last processed sequence. A
 	// watermark never moves back.
 	Watermarks map[string]int64
-	// Operations to update, each only if it is still as expected.
-	Operations []OpUpdate
+	// Operations to update, each only if it is still as expected (a
+	// worker's completion of the operations whose effects the write
+	// holds, or its progress).
+	Operations []jobs.Update
 }
 
 // Change writes a memory's new state (Deleted for a deletion) and one
@@ -309,29 +285,4 @@ type Change struct {
 	// memory must not exist, AlreadyExists otherwise); Aborted when it
 	// differs.
 	ExpectRevision int64
-}
-
-// OpUpdate replaces a stored operation with Op if the stored one is in
-// ExpectState with ExpectAttempt (Aborted otherwise). Stores keep what
-// finding work needs beside it: the state and Op.ClaimTime().
-type OpUpdate struct {
-	Op            *Operation
-	ExpectState   OpState
-	ExpectAttempt int
-	// ClaimScope also requires that no other operation of Op's app and
-	// scope (other than those of the same Write) is running with a lease
-	// that is live at the Write's Now (Aborted otherwise): operations of
-	// one scope run one at a time.
-	ClaimScope bool
-}
-
-// OpQuery selects operations for ListOperations.
-type OpQuery struct {
-	App string
-	// States, when not empty, keeps operations in these states.
-	States []OpState
-	// AfterCreate and AfterID are the cursor.
-	AfterCreate time.Time
-	AfterID     string
-	Limit       int
 }

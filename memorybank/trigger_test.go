@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
-	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -41,25 +39,16 @@ func (s *blockingStore) GetConfig(ctx context.Context, app string) (*memorybank.
 // count trigger fires for those appends.
 func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	ctx := t.Context()
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	sessStore, err := sessionsqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	memStore, err := memorysqlite.New(db, memorysqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := sqlitetest.Open(t)
+	sessStore, memStore := sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 	sess := sessions.NewService(sessStore, sessions.Config{})
 	gemini := modeltest.NewGemini(t)
 	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}
+	engine := jobs.New(store, jobs.Config{})
 	mem := memorybank.NewService(store, memorybank.Config{
 		Generator: &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
 		Sessions:  sess,
+		Jobs:      engine,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err := memStore.PutConfig(ctx, &memorybank.BankConfig{App: "app", Trigger: memorybank.Trigger{EventCount: 5}}); err != nil {
@@ -84,12 +73,16 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	close(store.blocked)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ops, _, err := mem.ListOperations(ctx, "app", nil, 0, "")
+		ops, _, err := engine.List(ctx, "app", nil, 0, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ops) == 1 {
-			if g := ops[0].Generate; g.Session == nil || *g.Session != key {
+			job, err := memorybank.JobOf(ops[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := job.Generate; g.Session == nil || *g.Session != key {
 				t.Fatalf("triggered operation = %+v", g)
 			}
 			break

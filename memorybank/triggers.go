@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -18,7 +19,6 @@ func (s *Service) Observe(ctx context.Context, n sessions.Notice) {
 	if n.Deleted {
 		s.forgetTrigger(name)
 		s.idle.forget(name)
-		s.forgetCompaction(name)
 		return
 	}
 	cfg, err := s.config(ctx, n.Key.App)
@@ -26,7 +26,6 @@ func (s *Service) Observe(ctx context.Context, n sessions.Notice) {
 		s.log.WarnContext(ctx, "reading memory bank config for triggers", "app", n.Key.App, "error", err)
 		return
 	}
-	s.compactionTrigger(ctx, cfg.Compaction, n)
 	t := cfg.Trigger
 	if t.IdleDuration > 0 {
 		s.idle.touch(n.Key, n.Sequence, s.now())
@@ -63,8 +62,8 @@ type firedTrigger struct {
 const firedTTL = time.Hour
 
 // fire queues a generation from a session for a trigger. The session is
-// remembered until the operation ends (finished), the session is deleted,
-// or firedTTL passes.
+// remembered until the operation ends (generationEnded), the session is
+// deleted, or firedTTL passes.
 func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
 	s.triggerMu.Lock()
 	s.triggered[key.Name()] = firedTrigger{sequence: sequence, at: s.now()}
@@ -76,6 +75,16 @@ func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, wh
 		return
 	}
 	s.log.InfoContext(ctx, "memory generation triggered", "session", key.Name(), "trigger", why, "operation", op.Name())
+}
+
+// generationEnded forgets the trigger of the session a generation that
+// ended on this process read (the jobs engine calls it).
+func (s *Service) generationEnded(op *jobs.Operation) {
+	g, err := decodeGenerate(op)
+	if err != nil || g.Session == nil {
+		return
+	}
+	s.forgetTrigger(g.Session.Name())
 }
 
 func (s *Service) forgetTrigger(session string) {

@@ -27,9 +27,10 @@ type Chat interface {
 
 // GenerateContent implements Chat.
 func (g *Gemini) GenerateContent(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error) {
+	ctx, st := startCall(ctx)
 	resp, err := g.Client.Models.GenerateContent(ctx, g.Model, contents, cfg)
 	if err != nil {
-		return nil, providerError("Gemini", err)
+		return nil, providerError("Gemini "+g.Model, st, err)
 	}
 	return resp, nil
 }

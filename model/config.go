@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"google.golang.org/genai"
 
@@ -11,10 +13,13 @@ import (
 )
 
 // Config chooses the generation model and the embedder. The zero value
-// means no generation model and the offline embedder.
+// means the offline extractor and the offline embedder: memories are
+// generated from conversations with no key and no network.
 type Config struct {
-	// Provider of the generation model: "" (none), "gemini" (Gemini API
-	// key), "vertex" (Vertex AI) or "openai" (any OpenAI-compatible server).
+	// Provider of the generation model: "offline" (the built-in rules of
+	// OfflineExtractor; "" means the same), "gemini" (Gemini API key),
+	// "vertex" (Vertex AI), "openai" (any OpenAI-compatible server), or
+	// "none" (no generation: memories are only created directly).
 	Provider string
 	// Model is the generation model; empty takes the provider's default
 	// (gemini-2.5-flash; for openai it is required).
@@ -43,8 +48,60 @@ type Config struct {
 
 	// Retry is the retry policy of every model request (zero: default).
 	Retry RetryPolicy
+	// Limits bound every model call: its time and the size of its reply
+	// (zero fields: DefaultCallLimits).
+	Limits CallLimits
 	// HTTPClient is the base HTTP client (nil: http.DefaultClient).
 	HTTPClient *http.Client
+}
+
+// Provider is a generation model provider: a value of Config.Provider
+// (--model-provider) and what it needs, for help and error texts.
+type Provider struct {
+	Name  string
+	Needs string
+}
+
+// Providers returns the generation providers Config.Provider names ("" is
+// offline), in the order help and error texts list them: the offline
+// extractor, the language models (ChatProviders) and none. It is the one
+// list of their names: a new provider is added here or in ChatProviders.
+func Providers() []Provider {
+	return slices.Concat(
+		[]Provider{{Name: "offline", Needs: "the default: built-in rules that turn what people say about themselves into memories, no key; a language model does far better"}},
+		ChatProviders(),
+		[]Provider{{Name: "none", Needs: "memories only created directly"}},
+	)
+}
+
+// ChatProviders returns the providers of language models, which can also
+// hold a conversation (Config.Chat).
+func ChatProviders() []Provider {
+	return []Provider{
+		{Name: "gemini", Needs: "GEMINI_API_KEY"},
+		{Name: "vertex", Needs: "GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION"},
+		{Name: "openai", Needs: "OpenAI-compatible: Ollama, vLLM, llama.cpp"},
+	}
+}
+
+// ProviderList lists providers for a message: "gemini, vertex or openai",
+// or with needs, "gemini (GEMINI_API_KEY), vertex (...) or openai (...)".
+func ProviderList(providers []Provider, needs bool) string {
+	var b strings.Builder
+	for i, p := range providers {
+		switch {
+		case i == 0:
+		case i == len(providers)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Name)
+		if needs && p.Needs != "" {
+			b.WriteString(" (" + p.Needs + ")")
+		}
+	}
+	return b.String()
 }
 
 // Settings names the flags and environment variables that configure a
@@ -72,16 +129,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Build returns the configured generator (nil when none is configured) and
+// Build returns the configured generator (nil with provider "none") and
 // embedder.
 func (c Config) Build(ctx context.Context) (Generator, Embedder, error) {
 	c = c.withDefaults()
-	chat, err := c.chat(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	var gen Generator
-	if chat != nil {
+	switch c.Provider {
+	case "", "offline":
+		gen = OfflineExtractor{}
+	case "none":
+	default:
+		chat, err := c.chat(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
 		gen = chat
 	}
 
@@ -113,16 +174,18 @@ func (c Config) Build(ctx context.Context) (Generator, Embedder, error) {
 	return gen, emb, nil
 }
 
-// gemini returns a genai client for the Gemini API ("gemini") or Vertex AI
-// ("vertex").
 // Chat returns the configured generation model for conversations with
-// tools, or an error naming the settings when none is configured.
+// tools, or an error naming the settings when none is configured: the
+// offline extractor only turns conversations into memories and cannot
+// hold one.
 func (c Config) Chat(ctx context.Context) (Chat, error) {
-	chat, err := c.withDefaults().chat(ctx)
-	if err == nil && chat == nil {
-		err = fault.New(fault.FailedPrecondition, "no model is configured: use %s", Settings)
+	switch c.Provider {
+	case "", "offline":
+		return nil, fault.New(fault.FailedPrecondition, "the offline extractor (the default generation provider) only turns conversations into memories and cannot hold a conversation: use %s", Settings)
+	case "none":
+		return nil, fault.New(fault.FailedPrecondition, "no model is configured: use %s", Settings)
 	}
-	return chat, err
+	return c.withDefaults().chat(ctx)
 }
 
 // chatGenerator is what every generation provider implements.
@@ -131,11 +194,9 @@ type chatGenerator interface {
 	Generator
 }
 
-// chat builds the generation model, nil when none is configured.
+// chat builds the language model of a provider that has one.
 func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 	switch c.Provider {
-	case "":
-		return nil, nil
 	case "gemini", "vertex":
 		client, err := c.gemini(ctx, c.Provider)
 		if err != nil {
@@ -148,12 +209,14 @@ func (c Config) chat(ctx context.Context) (chatGenerator, error) {
 		}
 		return NewOpenAI(c.openAI(), c.Model), nil
 	default:
-		return nil, fault.Invalidf("unknown model provider %q: use gemini, vertex or openai", c.Provider)
+		return nil, fault.Invalidf("unknown model provider %q: use %s", c.Provider, ProviderList(Providers(), false))
 	}
 }
 
+// gemini returns a genai client for the Gemini API ("gemini") or Vertex AI
+// ("vertex").
 func (c Config) gemini(ctx context.Context, provider string) (*genai.Client, error) {
-	gc := GeminiConfig{BaseURL: c.GeminiBaseURL, Retry: c.Retry, HTTPClient: c.HTTPClient}
+	gc := GeminiConfig{BaseURL: c.GeminiBaseURL, Retry: c.Retry, Limits: c.Limits, HTTPClient: c.HTTPClient}
 	if provider == "vertex" {
 		if c.Project == "" {
 			return nil, fault.New(fault.FailedPrecondition, "Vertex AI needs a project: set GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION)")
@@ -169,5 +232,5 @@ func (c Config) gemini(ctx context.Context, provider string) (*genai.Client, err
 }
 
 func (c Config) openAI() OpenAIConfig {
-	return OpenAIConfig{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIAPIKey, Retry: c.Retry, HTTPClient: c.HTTPClient}
+	return OpenAIConfig{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIAPIKey, Retry: c.Retry, Limits: c.Limits, HTTPClient: c.HTTPClient}
 }

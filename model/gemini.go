@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // GeminiConfig selects a Gemini backend: the Gemini API with a key, or
@@ -25,19 +26,18 @@ type GeminiConfig struct {
 	// BaseURL overrides the endpoint (tests point it at a fake server).
 	BaseURL string
 	Retry   RetryPolicy
-	// HTTPClient is the base client; its transport is wrapped with retries.
+	// Limits bound each call (zero fields: DefaultCallLimits).
+	Limits CallLimits
+	// HTTPClient is the base client; its transport is wrapped with retries
+	// and the limits.
 	HTTPClient *http.Client
 }
 
 // NewGeminiClient returns a genai client for cfg, whose requests are
 // retried by cfg.Retry (genai's own retries stay off so that Retry-After is
-// honoured).
+// honoured) under cfg.Limits.
 func NewGeminiClient(ctx context.Context, cfg GeminiConfig) (*genai.Client, error) {
-	base := http.DefaultTransport
-	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
-		base = cfg.HTTPClient.Transport
-	}
-	hc := &http.Client{Transport: NewRetryTransport(base, cfg.Retry)}
+	hc := newHTTPClient(cfg.HTTPClient, cfg.Retry, cfg.Limits)
 	cc := &genai.ClientConfig{
 		APIKey:      cfg.APIKey,
 		Project:     cfg.Project,
@@ -94,9 +94,9 @@ func (g *Gemini) Generate(ctx context.Context, r *GenerateRequest) (*GenerateRes
 		}
 		contents = append(contents, genai.NewContentFromText(m.Text, role))
 	}
-	resp, err := g.Client.Models.GenerateContent(ctx, g.Model, contents, cfg)
+	resp, err := g.GenerateContent(ctx, contents, cfg)
 	if err != nil {
-		return nil, providerError("Gemini", err)
+		return nil, err
 	}
 	out := &GenerateResponse{Text: resp.Text()}
 	if u := resp.UsageMetadata; u != nil {
@@ -114,20 +114,26 @@ func (g *Gemini) Generate(ctx context.Context, r *GenerateRequest) (*GenerateRes
 	return out, nil
 }
 
-// providerError classifies a provider's error: rate limits and server
-// errors (after retries) are Unavailable, bad requests and permissions are
-// FailedPrecondition (the configuration is wrong), the rest Internal.
-func providerError(provider string, err error) error {
+// providerError classifies a provider's error: a passed call limit, rate
+// limits and server errors (after retries), and failed connections are
+// Unavailable (with the Retry-After that was not waited, see RetryPolicy),
+// bad requests and permissions are FailedPrecondition (the configuration
+// is wrong); the caller's own cancellation or deadline stays what it is.
+func providerError(provider string, st *callState, err error) error {
+	if f := asFault(err); f != nil {
+		return fault.Wrap(fault.Unavailable, f, "calling %s", provider)
+	}
 	var apiErr genai.APIError
 	if !errors.As(err, &apiErr) {
 		if k := fault.KindOf(err); k == fault.Canceled || k == fault.DeadlineExceeded {
 			return err
 		}
-		return fault.Wrap(fault.Unavailable, err, "calling %s", provider)
+		// The message may quote a whole reply (genai's decoding errors do).
+		return fault.New(fault.Unavailable, "calling %s: %s", provider, aip.Truncate(err.Error(), 500))
 	}
 	switch {
 	case apiErr.Code == http.StatusTooManyRequests || apiErr.Code >= 500:
-		return fault.Wrap(fault.Unavailable, err, "%s is unavailable or rate limited (HTTP %d)", provider, apiErr.Code)
+		return st.withRetryDelay(fault.Wrap(fault.Unavailable, err, "%s is unavailable or rate limited (HTTP %d)", provider, apiErr.Code))
 	case apiErr.Code == http.StatusUnauthorized || apiErr.Code == http.StatusForbidden:
 		return fault.Wrap(fault.FailedPrecondition, err, "%s refused the credentials (HTTP %d)", provider, apiErr.Code)
 	default:
@@ -167,9 +173,10 @@ func (e *GeminiEmbedder) Embed(ctx context.Context, texts []string, task EmbedTa
 		for _, t := range texts[start:end] {
 			contents = append(contents, genai.NewContentFromText(t, genai.RoleUser))
 		}
-		resp, err := e.Client.Models.EmbedContent(ctx, e.Model, contents, &genai.EmbedContentConfig{TaskType: taskType, OutputDimensionality: &dims})
+		cctx, st := startCall(withReplyLimit(ctx, embedReplyBytes(end-start, e.Dims)))
+		resp, err := e.Client.Models.EmbedContent(cctx, e.Model, contents, &genai.EmbedContentConfig{TaskType: taskType, OutputDimensionality: &dims})
 		if err != nil {
-			return nil, providerError("Gemini embeddings", err)
+			return nil, providerError("Gemini embeddings "+e.Model, st, err)
 		}
 		if len(resp.Embeddings) != end-start {
 			return nil, fault.New(fault.Unavailable, "Gemini embeddings returned %d vectors for %d texts", len(resp.Embeddings), end-start)

@@ -85,6 +85,9 @@ type meteredGenerator struct {
 	m *Meter
 }
 
+// Unwrap returns the generator counted (see IsOfflineExtractor).
+func (g meteredGenerator) Unwrap() Generator { return g.Generator }
+
 func (g meteredGenerator) Generate(ctx context.Context, r *GenerateRequest) (*GenerateResponse, error) {
 	ctx, span := startSpan(ctx, "chat", g.Name())
 	resp, err := g.Generator.Generate(ctx, r)

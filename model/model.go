@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/invopop/jsonschema"
+
+	"github.com/kioku-ai/kioku/fault"
 )
 
 // EmbedTask tells an embedder what a text is for; some models embed queries
@@ -59,4 +61,13 @@ type GenerateResponse struct {
 	Text string
 	// Usage in tokens, when the provider reports it.
 	PromptTokens, OutputTokens int
+}
+
+// BadReply returns the error of a reply of gen to a call (named for the
+// message, "extraction") that is not what the call asked for: not the JSON
+// of its schema, or past a limit on its content. It is Unavailable, as a
+// provider's failure is, so that the operation engine retries the work
+// with backoff, and its message blames the model, not kioku.
+func BadReply(gen Generator, call string, err error) error {
+	return fault.Wrap(fault.Unavailable, err, "the model %s gave an unusable %s reply", gen.Name(), call)
 }

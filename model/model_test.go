@@ -175,8 +175,22 @@ func TestConfigBuild(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "")
 	t.Setenv("GOOGLE_API_KEY", "")
 	gen, emb, err := model.Config{}.Build(t.Context())
-	if err != nil || gen != nil || emb.Name() != "kioku-offline-v3" {
-		t.Fatalf("default config = %v, %v, %v", gen, emb, err)
+	if err != nil || !model.IsOfflineExtractor(gen) || emb.Name() != "kioku-offline-v4" {
+		t.Fatalf("default config = %v, %v, %v; want the offline extractor and embedder", gen, emb, err)
+	}
+	if gen, _, err := (model.Config{Provider: "offline"}).Build(t.Context()); err != nil || !model.IsOfflineExtractor(gen) {
+		t.Fatalf("--model-provider offline = %v, %v", gen, err)
+	}
+	if gen, _, err := (model.Config{Provider: "none"}).Build(t.Context()); err != nil || gen != nil {
+		t.Fatalf("--model-provider none = %v, %v; want no generator", gen, err)
+	}
+	for _, p := range []string{"", "offline", "none"} {
+		if _, err := (model.Config{Provider: p}).Chat(t.Context()); fault.KindOf(err) != fault.FailedPrecondition || !strings.Contains(err.Error(), "--model-provider gemini") {
+			t.Errorf("Chat with provider %q: %v, want FailedPrecondition naming the settings", p, err)
+		}
+	}
+	if _, _, err := (model.Config{Provider: "gpt"}).Build(t.Context()); fault.KindOf(err) != fault.Invalid || !strings.Contains(err.Error(), "offline, gemini, vertex, openai or none") {
+		t.Errorf("an unknown provider: %v", err)
 	}
 	_, _, err = model.Config{Provider: "gemini"}.Build(t.Context())
 	if fault.KindOf(err) != fault.FailedPrecondition || !strings.Contains(err.Error(), "GEMINI_API_KEY") {

@@ -40,10 +40,10 @@ type Offline struct{}
 
 // Name implements Embedder. Its version changes whenever a text gets
 // another vector or other terms (v2: Snowball stems, package terms version
-// 2; v3: irregular verb forms, terms version 3), so that the memory bank
-// re-embeds memories stored with an older one in the background, as for
-// any change of embedder.
-func (Offline) Name() string { return "kioku-offline-v3" }
+// 2; v3: irregular verb forms, terms version 3; v4: concept features), so
+// that the memory bank re-embeds memories stored with an older one in the
+// background, as for any change of embedder.
+func (Offline) Name() string { return "kioku-offline-v4" }
 
 // IsOffline reports whether e is the offline embedder, itself or wrapped
 // (an embedder that wraps another, as a Meter's does, has a method Unwrap()
@@ -141,7 +141,14 @@ const (
 // Word pairs ("support group"), compounds ("road trip" as "roadtrip") and
 // character 4-grams ("grandma" meeting "grandmother") were measured as
 // further features on LoCoMo and left out: each helped one variant and
-// hurt the other (see the README).
+// hurt the other (docs/benchmarks.md, What was tried and left out).
+//
+// A word of one of a dozen everyday concepts (drinks, food, home, work,
+// family, pets, likes, study, birthdays, travel, names; see
+// offlineConcepts) also gives the concept's feature, at weight 0.3 and not
+// a word of the text: "tea" and "drink" share one, so of two memories that
+// share only a name with "What does Ann drink?", the one about tea ranks
+// first rather than the one with the smaller id.
 func OfflineTerms(text string) []Term {
 	feats := offlineFeatures(text)
 	out := make([]Term, 0, len(feats))
@@ -180,10 +187,15 @@ func offlineFeatures(text string) []feature {
 	}
 	terms.Each(text, func(t string, kind terms.Kind) {
 		switch kind {
-		case terms.Word:
-			add("w:"+t, 1, true)
-		case terms.Weak:
-			add("w:"+t, weakWeight, true)
+		case terms.Word, terms.Weak:
+			w := 1.0
+			if kind == terms.Weak {
+				w = weakWeight
+			}
+			add("w:"+t, w, true)
+			if c := offlineConcepts[t]; c != "" {
+				add("r:"+c, conceptWeight, false)
+			}
 		case terms.Bigram:
 			add("c:"+t, 1, true)
 		case terms.Han:

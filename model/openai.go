@@ -21,7 +21,10 @@ type OpenAIConfig struct {
 	// APIKey is sent as a bearer token when set.
 	APIKey string
 	Retry  RetryPolicy
-	// HTTPClient is the base client; its transport is wrapped with retries.
+	// Limits bound each call (zero fields: DefaultCallLimits).
+	Limits CallLimits
+	// HTTPClient is the base client; its transport is wrapped with retries
+	// and the limits.
 	HTTPClient *http.Client
 }
 
@@ -32,19 +35,28 @@ type openAIClient struct {
 }
 
 func newOpenAIClient(cfg OpenAIConfig) *openAIClient {
-	base := http.DefaultTransport
-	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
-		base = cfg.HTTPClient.Transport
-	}
 	return &openAIClient{
 		base: strings.TrimRight(cfg.BaseURL, "/"),
 		key:  cfg.APIKey,
-		hc:   &http.Client{Transport: NewRetryTransport(base, cfg.Retry)},
+		hc:   newHTTPClient(cfg.HTTPClient, cfg.Retry, cfg.Limits),
 	}
 }
 
-// post sends a JSON request and decodes a JSON response.
+// post sends a JSON request and decodes a JSON response, under the call
+// limits.
 func (c *openAIClient) post(ctx context.Context, path string, in, out any) error {
+	ctx, st := startCall(ctx)
+	err := c.send(ctx, path, in, out)
+	if f := asFault(err); f != nil {
+		return fault.Wrap(fault.Unavailable, f, "calling %s%s", c.base, path)
+	}
+	if fault.Is(err, fault.Unavailable) {
+		err = st.withRetryDelay(err)
+	}
+	return err
+}
+
+func (c *openAIClient) send(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -65,7 +77,7 @@ func (c *openAIClient) post(ctx context.Context, path string, in, out any) error
 		return fault.Wrap(fault.Unavailable, err, "calling %s%s", c.base, path)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	data, err := io.ReadAll(resp.Body) // bounded by the call's limits
 	if err != nil {
 		return fault.Wrap(fault.Unavailable, err, "reading %s%s", c.base, path)
 	}
@@ -203,7 +215,8 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string, _ EmbedTask)
 				Embedding []float32 `json:"embedding"`
 			} `json:"data"`
 		}
-		if err := e.c.post(ctx, "/embeddings", map[string]any{"model": e.model, "input": texts[start:end]}, &resp); err != nil {
+		bctx := withReplyLimit(ctx, embedReplyBytes(end-start, e.dims))
+		if err := e.c.post(bctx, "/embeddings", map[string]any{"model": e.model, "input": texts[start:end]}, &resp); err != nil {
 			return nil, err
 		}
 		if len(resp.Data) != end-start {

@@ -38,6 +38,7 @@ func newMachine(t *testing.T) *machine {
 	m.fake("node", "echo v20.19.0")
 	m.fake("npm", "")
 	m.fake("python3", "")
+	m.fake("curl", "")
 	m.env = []string{"KIOKU_DEBIAN_PYTHON=" + filepath.Join(m.bin, "python3"), "PATH=" + m.bin, "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "FIRESTORE_EMULATOR_HOST=127.0.0.1:1"}
 	m.uid(0)
 	return m
@@ -121,6 +122,21 @@ func TestDepsAsRootInstallsChromium(t *testing.T) {
 	want := "apt-get update -qq\napt-get install -y -qq --no-install-recommends chromium\n"
 	if !strings.Contains(calls, want) {
 		t.Fatalf("calls %q, want %q", calls, want)
+	}
+}
+
+// TestDepsInstallsCurl: the docs' transcripts need curl, installed like
+// the browser when it is missing.
+func TestDepsInstallsCurl(t *testing.T) {
+	m := newMachine(t)
+	m.fake("chromium", "")
+	if err := os.Remove(filepath.Join(m.bin, "curl")); err != nil {
+		t.Fatal(err)
+	}
+	m.aptInstalling(map[string]string{"curl": "curl"})
+	ok, stderr, calls := m.run()
+	if !ok || !strings.Contains(calls, "apt-get install -y -qq --no-install-recommends curl\n") {
+		t.Fatalf("ok=%v stderr=%q calls=%q, want curl installed", ok, stderr, calls)
 	}
 }
 

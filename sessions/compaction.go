@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 )
 
 // Compaction: a long session is summarised, up to a sequence, by the
@@ -58,6 +60,9 @@ type CompactRequest struct {
 	// KeepRecent is how many of the most recent events stay out when UpTo
 	// is 0; 0 means DefaultKeepRecent.
 	KeepRecent int
+	// Redactor, when set, redacts what the model is sent (the previous
+	// summary and the transcript) and the summary it writes back.
+	Redactor *redact.Redactor
 }
 
 // CompactResult is what Compact did.
@@ -120,7 +125,7 @@ func (s *Service) Compact(ctx context.Context, key Key, r CompactRequest) (*Comp
 	}
 	res := &CompactResult{}
 	for {
-		done, err := s.compactStep(ctx, key, target, res)
+		done, err := s.compactStep(ctx, key, target, r.Redactor, res)
 		if err != nil || done {
 			return res, err
 		}
@@ -128,8 +133,8 @@ func (s *Service) Compact(ctx context.Context, key Key, r CompactRequest) (*Comp
 }
 
 // compactStep appends one compaction event on the way to target, or finds
-// target covered (done).
-func (s *Service) compactStep(ctx context.Context, key Key, target int64, res *CompactResult) (done bool, err error) {
+// target covered (done), redacting with red (nil: no redaction).
+func (s *Service) compactStep(ctx context.Context, key Key, target int64, red *redact.Redactor, res *CompactResult) (done bool, err error) {
 	now := s.now()
 	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
 	if err != nil {
@@ -191,7 +196,7 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, res *C
 		user.WriteString("Messages, oldest first:\n")
 	}
 	user.WriteString(strings.Join(lines, "\n"))
-	resp, err := s.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := redact.Generator(s.gen, red).Generate(ctx, &model.GenerateRequest{
 		System:   compactionSystem,
 		Messages: []model.Message{{Role: "user", Text: user.String()}},
 	})
@@ -200,9 +205,9 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, res *C
 	}
 	res.ModelCalls++
 	res.EventsRead += len(lines)
-	summary := truncateUTF8(strings.TrimSpace(resp.Text), maxSummaryBytes)
+	summary := truncateUTF8(red.Redact(strings.TrimSpace(resp.Text)), maxSummaryBytes)
 	if summary == "" {
-		return false, fault.New(fault.Internal, "the model %s wrote an empty summary", s.gen.Name())
+		return false, model.BadReply(s.gen, "compaction", errors.New("the summary is empty"))
 	}
 	c := &Compaction{StartSequence: 1, EndSequence: last.Sequence, StartTime: first.Timestamp, EndTime: last.Timestamp, Model: s.gen.Name(), PromptVersion: CompactionPromptVersion}
 	if prev != nil {

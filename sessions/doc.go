@@ -21,7 +21,13 @@
 // Long sessions (compaction.go, search.go): Compact summarises a session's
 // older events with the generation model into a compaction event appended
 // to it, and GetSession's compacted view returns the latest compaction and
-// the events after it; nothing is deleted. SearchEvents finds a user's
+// the events after it; nothing is deleted. With a Redactor in the
+// CompactRequest (package redact), the model is sent the events redacted
+// and the summary is redacted before it is stored. An app's CompactionTrigger
+// (compaction_trigger.go) compacts its sessions every N events or bytes:
+// CompactionTriggers applies it to the appends, and queues the
+// compactions it fires through a function it is given (internal/app's, which
+// runs them as operations of the jobs engine). SearchEvents finds a user's
 // events across their sessions by text, ranked by BM25 over the terms of
 // package internal/terms, from a search index every Store keeps in step
 // with its writes: in the append's transaction, or, for a SearchIndexer
@@ -32,7 +38,7 @@
 // after each append or deletion made through the Service, every observer is
 // sent a small Notice on a bounded queue of its own and handles it on its
 // own goroutine, so an append never waits for an observer. The memory
-// bank's generation and compaction triggers are one.
+// bank's generation triggers and the compaction triggers are one.
 //
 // Every Store implementation must pass the conformance suite in package
 // sessionstest. The embedded default is package internal/sessionstore/sqlite;

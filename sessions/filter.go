@@ -1,182 +1,273 @@
 package sessions
 
 import (
-	"strings"
+	"context"
+	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/aip/filter"
 )
 
-// Condition is one `field = "value"` term of a filter (or, from
-// ParseComparisons, `field < "value"` and the like).
+// Filters. ListSessions and ListEvents take AIP-160 filters (package
+// internal/aip/filter) on both API surfaces; the fields each may name are
+// declared here, in snake_case and lowerCamelCase.
+
+// allComparisons are the comparisons of ordered fields.
+var allComparisons = []filter.Op{filter.Eq, filter.Ne, filter.Lt, filter.Le, filter.Gt, filter.Ge}
+
+// sessionFilter is what a ListSessions filter may name:
+//
+//	user_id = "ann" OR user_id = "bob"
+//	display_name = "weekly sync" AND labels.team = "core"
+//	NOT labels:archived AND create_time >= "2025-01-01T00:00:00Z"
+var sessionFilter = &filter.Schema{Method: "ListSessions", Fields: []filter.Field{
+	{Name: "user_id", Aliases: []string{"userId"}},
+	{Name: "display_name", Aliases: []string{"displayName"}},
+	{Name: "labels", Map: true},
+	{Name: "create_time", Aliases: []string{"createTime"}, Kind: filter.Timestamp, Ops: allComparisons},
+	{Name: "update_time", Aliases: []string{"updateTime"}, Kind: filter.Timestamp, Ops: allComparisons},
+}}
+
+// eventFilter is what a ListEvents filter may name: a range of event
+// timestamps, timestamp >= "2025-01-01T00:00:00Z" AND timestamp < "...".
+var eventFilter = &filter.Schema{Method: "ListEvents", Fields: []filter.Field{
+	{Name: "timestamp", Kind: filter.Timestamp, Ops: allComparisons},
+}}
+
+// parseSessionFilter parses and binds a ListSessions filter.
+func parseSessionFilter(s string) (filter.Expr, error) {
+	e, err := sessionFilter.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	filter.Walk(e, func(r *filter.Restriction) bool {
+		if r.Cond.Field.Name == "labels" {
+			if kerr := validateLabelKey(r.Cond.Key); kerr != nil {
+				err = fault.InvalidField("filter", "filter: %v", kerr)
+			}
+		}
+		return err == nil
+	})
+	return e, err
+}
+
+// FilterUsers returns the users a ListSessions filter confines a listing
+// to (user_id = "a" OR user_id = "b", possibly with other conditions), and
+// false when it lists any user's sessions; for the key checks of an API
+// that names users only in filters.
+func FilterUsers(s string) ([]string, bool, error) {
+	e, err := parseSessionFilter(s)
+	if err != nil {
+		return nil, false, err
+	}
+	users, pinned := filter.Pinned(e, "user_id", "")
+	return users, pinned, nil
+}
+
+// matchSession decides a bound ListSessions condition for a session.
+func matchSession(s *Session) func(*filter.Cond) bool {
+	return func(c *filter.Cond) bool {
+		switch c.Field.Name {
+		case "user_id":
+			return c.MatchString(s.User)
+		case "display_name":
+			return c.MatchString(s.DisplayName)
+		case "labels":
+			return c.MatchMap(s.Labels)
+		case "create_time":
+			return c.MatchTime(s.CreateTime)
+		case "update_time":
+			return c.MatchTime(s.UpdateTime)
+		}
+		return false
+	}
+}
+
+// pushDown moves the equalities a ListSessions filter requires of every
+// session (its top-level AND terms on user_id, display_name and labels)
+// into the store's query, and returns what is left, to be checked on each
+// session listed; none is true when the filter contradicts itself or the
+// query's user.
+func pushDown(e filter.Expr, q *ListQuery) (rest filter.Expr, none bool) {
+	var left filter.And
+	for _, t := range filter.Conjuncts(e) {
+		r, ok := t.(*filter.Restriction)
+		if !ok || r.Cond.Op != filter.Eq {
+			left = append(left, t)
+			continue
+		}
+		v := r.Cond.Value.Text
+		switch r.Cond.Field.Name {
+		case "user_id":
+			none = none || q.User != "" && q.User != v
+			q.User = v
+		case "display_name":
+			none = none || q.DisplayName != nil && *q.DisplayName != v
+			q.DisplayName = &v
+		case "labels":
+			if q.Labels == nil {
+				q.Labels = map[string]string{}
+			}
+			if old, ok := q.Labels[r.Cond.Key]; ok && old != v {
+				none = true
+			}
+			q.Labels[r.Cond.Key] = v
+		default:
+			left = append(left, t)
+		}
+	}
+	switch len(left) {
+	case 0:
+		return nil, none
+	case 1:
+		return left[0], none
+	}
+	return left, none
+}
+
+// Bounds of one ListSessions call's reading when its filter leaves
+// conditions to check session by session: it reads at most
+// maxScanSessions sessions (or 4 × MaxReadBytes of their states), then
+// answers the matches found so far with a token that continues after the
+// last session read.
+const maxScanSessions = 10 * aip.MaxPageSize
+
+// listSessions reads a page of up to size sessions of q's listing that
+// match rest, in chunks, so that the states held stay within the read
+// budget: a page ends early at MaxReadBytes of states (with a token), or
+// when the scan bound is reached; otherwise it holds size sessions unless
+// it is the last.
+func (s *Service) listSessions(ctx context.Context, q ListQuery, rest filter.Expr, size int, digest string) ([]*Session, string, error) {
+	cursor := func(last *Session) aip.PageToken {
+		if q.Order.ByCreateTime {
+			return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
+		}
+		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
+	}
+	chunk := size + 1
+	if q.IncludeState {
+		chunk = min(chunk, stateChunk)
+	} else if rest != nil {
+		chunk = max(chunk, aip.DefaultPageSize)
+	}
+	var page []*Session
+	stateBytes, scanned, scannedBytes := 0, 0, 0
+	for {
+		q.Limit = chunk
+		batch, err := s.store.ListSessions(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, sess := range batch {
+			scanned++
+			c := cursor(sess)
+			q.AfterTime, q.AfterID = time.Unix(0, c.Time), c.ID
+			n := 0
+			if q.IncludeState {
+				if n, err = EncodedSize(sess.State); err != nil {
+					return nil, "", err
+				}
+				scannedBytes += n
+			}
+			if rest != nil && !filter.Eval(rest, matchSession(sess)) {
+				if scanned >= maxScanSessions || scannedBytes > 4*s.limits.MaxReadBytes {
+					// Read enough: continue after this session next time.
+					return page, aip.NextPageToken(sess, digest, cursor), nil
+				}
+				continue
+			}
+			if len(page) == size {
+				// One match more than the page: there is a next page.
+				return page, aip.NextPageToken(page[size-1], digest, cursor), nil
+			}
+			page = append(page, sess)
+			if stateBytes += n; stateBytes > s.limits.MaxReadBytes && (i+1 < len(batch) || len(batch) == chunk) {
+				// The page ends early, at the byte budget.
+				return page, aip.NextPageToken(sess, digest, cursor), nil
+			}
+		}
+		if len(batch) < chunk {
+			return page, "", nil
+		}
+	}
+}
+
+// stateChunk is how many sessions a listing with states reads at a time
+// (each state is at most MaxStateBytes).
+const stateChunk = 32
+
+// eventRange reads a ListEvents filter as the range of timestamps it
+// selects, [from, to): comparisons of timestamp joined by AND.
+func eventRange(s string) (from, to time.Time, err error) {
+	e, err := eventFilter.Parse(s)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	for _, t := range filter.Conjuncts(e) {
+		r, ok := t.(*filter.Restriction)
+		if !ok || r.Cond.Op == filter.Ne {
+			return time.Time{}, time.Time{}, fault.InvalidField("filter", "filter %q: ListEvents filters on a range of timestamps: comparisons of timestamp (=, <, <=, >, >=) joined by AND, as in timestamp >= \"2025-01-01T00:00:00Z\"", s)
+		}
+		at := r.Cond.Value.Time
+		switch r.Cond.Op {
+		case filter.Eq:
+			from, to = later(from, at), earlier(to, at.Add(time.Nanosecond))
+		case filter.Ge:
+			from = later(from, at)
+		case filter.Gt:
+			from = later(from, at.Add(time.Nanosecond))
+		case filter.Lt:
+			to = earlier(to, at)
+		case filter.Le:
+			to = earlier(to, at.Add(time.Nanosecond))
+		}
+	}
+	return from, to, nil
+}
+
+// later returns the later of two bounds, a zero one being none.
+func later(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.After(a) {
+		return b
+	}
+	return a
+}
+
+// earlier returns the earlier of two bounds, a zero one being none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Condition is one term of a conjunctive filter (ParseComparisons).
 type Condition struct {
-	Field string // for example "display_name" or "labels.team"
-	// Op is the comparison: "=", or for ParseComparisons also "<", "<=",
-	// ">" or ">=".
+	Field string // for example "metadata.source" or "event_time"
+	// Op is the comparison: "=", "<", "<=", ">" or ">=".
 	Op    string
 	Value string
 }
 
-// ParseFilter parses a conjunction of equality conditions, the filter
-// language of ListSessions and the memory bank:
-//
-//	display_name = "weekly sync" AND labels.team = "core"
-//
-// Field names are letters, digits, '_', '-' and '.'; values are
-// double-quoted strings with \" and \\ escapes (a bare word of letters,
-// digits, '_', '-' and '.' is accepted too). AND is case-insensitive. The
-// caller checks which fields it supports.
-func ParseFilter(filter string) ([]Condition, error) {
-	return parseFilter(filter, false)
-}
-
-// ParseComparisons parses a filter as ParseFilter does, with the
-// comparisons <, <=, > and >= besides =, for fields the caller orders (the
-// memory bank's times: event_time >= "2023-05-01").
-func ParseComparisons(filter string) ([]Condition, error) {
-	return parseFilter(filter, true)
-}
-
-func parseFilter(filter string, comparisons bool) ([]Condition, error) {
-	if len(filter) > MaxFilterBytes {
-		return nil, fault.Invalidf("filter is %d bytes; the limit is %d", len(filter), MaxFilterBytes)
-	}
-	p := &filterParser{s: filter}
-	var conds []Condition
-	p.space()
-	if p.done() {
-		return nil, nil
-	}
-	for {
-		field := p.word()
-		if field == "" {
-			return nil, p.fail("a field name")
-		}
-		p.space()
-		op := ""
-		for _, o := range []string{"<=", ">=", "<", ">", "="} {
-			if (comparisons || o == "=") && p.consume(o) {
-				op = o
-				break
-			}
-		}
-		if op == "" {
-			if comparisons {
-				return nil, p.fail("'=', '<', '<=', '>' or '>=' after " + field)
-			}
-			return nil, p.fail("'=' after " + field)
-		}
-		p.space()
-		value, ok, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, p.fail("a value for " + field)
-		}
-		conds = append(conds, Condition{Field: field, Op: op, Value: value})
-		p.space()
-		if p.done() {
-			return conds, nil
-		}
-		if w := p.word(); !strings.EqualFold(w, "AND") {
-			return nil, p.fail("AND")
-		}
-		p.space()
-	}
-}
-
-type filterParser struct {
-	s   string
-	pos int
-}
-
-func (p *filterParser) done() bool { return p.pos >= len(p.s) }
-
-func (p *filterParser) space() {
-	for p.pos < len(p.s) && (p.s[p.pos] == ' ' || p.s[p.pos] == '\t' || p.s[p.pos] == '\n') {
-		p.pos++
-	}
-}
-
-func (p *filterParser) consume(tok string) bool {
-	if strings.HasPrefix(p.s[p.pos:], tok) {
-		p.pos += len(tok)
-		return true
-	}
-	return false
-}
-
-func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-}
-
-func (p *filterParser) word() string {
-	start := p.pos
-	for p.pos < len(p.s) && isWordByte(p.s[p.pos]) {
-		p.pos++
-	}
-	return p.s[start:p.pos]
-}
-
-func (p *filterParser) value() (string, bool, error) {
-	if !p.consume(`"`) {
-		w := p.word()
-		return w, w != "", nil
-	}
-	var sb strings.Builder
-	for p.pos < len(p.s) {
-		c := p.s[p.pos]
-		p.pos++
-		switch c {
-		case '"':
-			return sb.String(), true, nil
-		case '\\':
-			if p.pos >= len(p.s) {
-				return "", false, p.fail("a character after '\\'")
-			}
-			sb.WriteByte(p.s[p.pos])
-			p.pos++
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return "", false, fault.Invalidf("filter has an unterminated string")
-}
-
-func (p *filterParser) fail(want string) error {
-	return fault.Invalidf("filter: expected %s at offset %d of %q", want, p.pos, p.s)
-}
-
-// sessionFilter turns a ListSessions filter into query conditions. none
-// is true when the conditions contradict each other, so nothing matches.
-func sessionFilter(filter string) (displayName *string, labels map[string]string, none bool, err error) {
-	conds, err := ParseFilter(filter)
+// ParseComparisons parses a filter of comparisons joined by AND (=, <, <=,
+// > and >=; the memory bank's filters, whose callers check the fields)
+// with the shared AIP-160 parser, refusing the rest of the language.
+func ParseComparisons(s string) ([]Condition, error) {
+	e, err := filter.Parse(s)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
-	for _, c := range conds {
-		switch {
-		case c.Field == "display_name":
-			if displayName != nil && *displayName != c.Value {
-				none = true
-			}
-			v := c.Value
-			displayName = &v
-		case strings.HasPrefix(c.Field, "labels."):
-			key := strings.TrimPrefix(c.Field, "labels.")
-			if err := validateLabelKey(key); err != nil {
-				return nil, nil, false, fault.Invalidf("filter: %v", err)
-			}
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			if old, ok := labels[key]; ok && old != c.Value {
-				none = true
-			}
-			labels[key] = c.Value
-		default:
-			return nil, nil, false, fault.Invalidf("filter: unknown field %q; ListSessions filters on display_name and labels.KEY", c.Field)
+	var out []Condition
+	for _, t := range filter.Conjuncts(e) {
+		r, ok := t.(*filter.Restriction)
+		if !ok {
+			return nil, fault.InvalidField("filter", "filter %q: expected AND between comparisons: this filter does not take OR, NOT or parentheses", s)
 		}
+		if r.Op == filter.Ne || r.Op == filter.Has {
+			return nil, fault.InvalidField("filter", "filter: %s %s: use '=', '<', '<=', '>' or '>='", r.Field, r.Op)
+		}
+		out = append(out, Condition{Field: r.Field, Op: string(r.Op), Value: r.Value})
 	}
-	return displayName, labels, none, nil
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 )
 
@@ -72,11 +73,8 @@ const (
 	MaxDisplayNameBytes = 512
 	MaxLabelKeyBytes    = 63
 	MaxLabelValueBytes  = 256
-	MaxFilterBytes      = 4096
-	// MaxStatePageSize bounds a ListSessions page that includes the
-	// sessions' state (at most MaxStateBytes each).
-	MaxStatePageSize = 32
-	maxValueDepth    = 32
+	MaxFilterBytes      = filter.MaxBytes
+	maxValueDepth       = 32
 )
 
 // ValidateKey checks a session key's three ids.

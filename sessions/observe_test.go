@@ -3,28 +3,16 @@ package sessions_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
 func newSQLiteService(t *testing.T) *sessions.Service {
 	t.Helper()
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store, err := sqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sessions.NewService(store, sessions.Config{})
+	return sessions.NewService(newSQLiteStore(t), sessions.Config{})
 }
 
 // recorder is an observer that keeps its notices and can be blocked.

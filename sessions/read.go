@@ -123,9 +123,12 @@ func (s *Service) FindSession(ctx context.Context, app, id string) (Key, error) 
 type ListSessionsRequest struct {
 	App string
 	// User limits the listing to one user; empty lists the whole app.
-	User         string
-	PageSize     int32
-	PageToken    string
+	User      string
+	PageSize  int32
+	PageToken string
+	// Filter is an AIP-160 filter on user_id, display_name, labels.KEY,
+	// create_time and update_time (snake_case or lowerCamelCase): see
+	// sessionFilter.
 	Filter       string
 	IncludeState bool
 	// OrderBy is "update_time desc" (the default, also ""), "update_time",
@@ -173,10 +176,7 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	if r.IncludeState {
-		size = min(size, MaxStatePageSize)
-	}
-	displayName, labels, none, err := sessionFilter(r.Filter)
+	e, err := parseSessionFilter(r.Filter)
 	if err != nil {
 		return nil, "", err
 	}
@@ -189,34 +189,15 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	if none {
-		return nil, "", nil
-	}
-	q := ListQuery{
-		App:          r.App,
-		User:         r.User,
-		Now:          s.now(),
-		DisplayName:  displayName,
-		Labels:       labels,
-		Order:        order,
-		AfterID:      tok.ID,
-		Limit:        size + 1,
-		IncludeState: r.IncludeState,
-	}
+	q := ListQuery{App: r.App, User: r.User, Now: s.now(), Order: order, AfterID: tok.ID, IncludeState: r.IncludeState}
 	if tok.ID != "" {
 		q.AfterTime = time.Unix(0, tok.Time)
 	}
-	list, err := s.store.ListSessions(ctx, q)
-	if err != nil {
-		return nil, "", err
+	rest, none := pushDown(e, &q)
+	if none {
+		return nil, "", nil
 	}
-	list, next := aip.Page(list, size, digest, func(last *Session) aip.PageToken {
-		if order.ByCreateTime {
-			return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
-		}
-		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
-	})
-	return list, next, nil
+	return s.listSessions(ctx, q, rest, size, digest)
 }
 
 // ListEventsRequest is the input of ListEvents.
@@ -225,6 +206,9 @@ type ListEventsRequest struct {
 	PageToken string
 	// From and To bound the timestamps: From <= t < To (zero: open).
 	From, To time.Time
+	// Filter bounds them too: an AIP-160 filter on timestamp, such as
+	// timestamp >= "2025-01-01T00:00:00Z" AND timestamp < "...".
+	Filter string
 	// Descending lists the newest first.
 	Descending bool
 }
@@ -238,6 +222,11 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err != nil {
 		return nil, "", err
 	}
+	from, to, err := eventRange(r.Filter)
+	if err != nil {
+		return nil, "", err
+	}
+	r.From, r.To = later(r.From, from), earlier(r.To, to)
 	if !validTime(r.From) || !validTime(r.To) {
 		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")
 	}

@@ -199,14 +199,9 @@ func (s *Service) SearchEvents(ctx context.Context, r SearchEventsRequest) ([]Se
 	if !validTime(r.From) || !validTime(r.To) {
 		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")
 	}
-	size := int(r.PageSize)
-	switch {
-	case size < 0:
-		return nil, "", fault.Invalidf("page_size must not be negative")
-	case size == 0:
-		size = DefaultSearchPageSize
-	case size > MaxSearchPageSize:
-		return nil, "", fault.Invalidf("page_size is %d; the limit is %d", size, MaxSearchPageSize)
+	size, err := aip.PageSizeWithin("page_size", r.PageSize, DefaultSearchPageSize, MaxSearchPageSize)
+	if err != nil {
+		return nil, "", err
 	}
 	digest := aip.QueryDigest("search", r.App, r.User, r.Session, r.Query, r.Author,
 		strconv.FormatInt(r.From.UnixNano(), 10), strconv.FormatInt(r.To.UnixNano(), 10))

@@ -3,7 +3,7 @@
 ./scripts/generate runs it with Debian's Python, after `buf build` has
 compiled proto/ into a FileDescriptorSet (with its imports):
 
-    go tool buf build proto --as-file-descriptor-set -o api.binpb
+    go tool -modfile=tools/go.mod buf build proto --as-file-descriptor-set -o api.binpb
     /usr/bin/python3 client/python/generate.py api.binpb
 
 The generators are Debian bookworm's: protoc 3.21.12 (protobuf-compiler)

@@ -69,8 +69,10 @@ func hana(c modeltest.Call) modeltest.Reply {
 	return r
 }
 
-// site is the app on an embedded kioku whose memory generation and the
-// character both use one fake Gemini.
+// site is the app on an embedded kioku, as the offline demo runs it: the
+// character is the demo's Hana behind a fake model endpoint (Gemini or
+// OpenAI-compatible), and kioku's memory calls go to its offline
+// extractor.
 type site struct {
 	t     *testing.T
 	url   string
@@ -84,6 +86,12 @@ func newSite(t *testing.T) *site { return newSiteOn(t, "gemini") }
 // newSiteOn is newSite with the model of a provider: "gemini" or "openai"
 // (an OpenAI-compatible server, faked too).
 func newSiteOn(t *testing.T, provider string) *site {
+	return newSiteWith(t, provider, hana, nil)
+}
+
+// newSiteWith is newSiteOn with the fakes' responder, and configure, when
+// set, called on the app before it serves.
+func newSiteWith(t *testing.T, provider string, respond func(modeltest.Call) modeltest.Reply, configure func(*App)) *site {
 	var (
 		fake interface{ Calls() []modeltest.Call }
 		cfg  model.Config
@@ -91,15 +99,15 @@ func newSiteOn(t *testing.T, provider string) *site {
 	switch provider {
 	case "gemini":
 		g := modeltest.NewGemini(t)
-		g.SetResponder(hana)
+		g.SetResponder(respond)
 		fake, cfg = g, model.Config{Provider: "gemini", GeminiAPIKey: "test-key", GeminiBaseURL: g.URL, Retry: modeltest.FastRetry}
 	case "openai":
 		o := modeltest.NewOpenAI(t)
-		o.SetResponder(hana)
+		o.SetResponder(respond)
 		oc := o.Config()
 		fake, cfg = o, model.Config{Provider: "openai", Model: "llama-test", OpenAIBaseURL: oc.BaseURL, OpenAIAPIKey: oc.APIKey, Retry: modeltest.FastRetry}
 	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Models: cfg, Logger: discard})
+	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Models: demoKiokuModels(cfg), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +122,9 @@ func newSiteOn(t *testing.T, provider string) *site {
 	app, err := NewApp(t.Context(), kioku, chat, discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(app)
 	}
 	srv := httptest.NewServer(app.Handler())
 	t.Cleanup(srv.Close)
@@ -349,12 +360,12 @@ func TestOpenAICompatibleModel(t *testing.T) {
 	}
 }
 
-// TestDemoAnswersKiokusMemoryCalls: the demo model also answers the memory
-// bank's own calls, as a model would. A fact Hana saves again on a later
-// day meets the memory that holds it: kioku asks the model to consolidate,
-// and the demo skips it, naming that memory; generating from a session
-// extracts what the user said about themselves.
-func TestDemoAnswersKiokusMemoryCalls(t *testing.T) {
+// TestDemoMemoryByOfflineExtractor: the demo's kioku answers its memory
+// calls with its offline extractor, never with Hana's model. A fact Hana
+// saves again on a later day meets the memory that holds it and is
+// skipped; generating from a session extracts what the user said about
+// themselves.
+func TestDemoMemoryByOfflineExtractor(t *testing.T) {
 	s := newSite(t)
 	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
 	s.turn("/api/day", map[string]string{})
@@ -366,17 +377,13 @@ func TestDemoAnswersKiokusMemoryCalls(t *testing.T) {
 	}
 	var mem struct{ Memories []memoryView }
 	s.call("GET", "/api/memories", nil, &mem)
-	if len(mem.Memories) != 1 {
-		t.Fatalf("the same fact on two days gave memories %+v", mem.Memories)
+	if len(mem.Memories) != 1 || len(mem.Memories[0].Sources) != 2 || mem.Memories[0].Fact != "The user has a cat called Miso." {
+		t.Fatalf("the same fact on two days gave memories %+v, want one, from both days", mem.Memories)
 	}
-	consolidations := 0
 	for _, c := range s.fake.Calls() {
-		if schemaHas(c.Schema, "actions") {
-			consolidations++
+		if len(c.Tools) == 0 {
+			t.Fatalf("a call without tools (a memory call) reached Hana's model: %s", c.System)
 		}
-	}
-	if consolidations != 1 {
-		t.Fatalf("%d consolidation calls reached the model, want 1", consolidations)
 	}
 
 	// Extraction from a session of the user's.
@@ -407,23 +414,54 @@ func TestDemoAnswersKiokusMemoryCalls(t *testing.T) {
 	}
 }
 
-func TestDemoFacts(t *testing.T) {
-	for msg, want := range map[string][]string{
-		"I have a cat called Miso":                {"The user has a cat called Miso."},
-		"I'm a nurse. I study French!":            {"The user is a nurse.", "The user studies French."},
-		"My sister lives in Osaka; I go hiking":   {"The user's sister lives in Osaka.", "The user goes hiking."},
-		"I love my dog":                           {"The user loves their dog."},
-		"Do you like tea? nice weather":           nil,
-		"(stage) A new day begins and I have ...": nil,
+// TestDemoAnswersFromMemory: asked about themselves, the user gets
+// Hana's answer from what her load_memory tool retrieves from kioku.
+func TestDemoAnswersFromMemory(t *testing.T) {
+	s := newSite(t)
+	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	s.turn("/api/day", map[string]string{})
+	if res := s.turn("/api/chat", map[string]string{"message": "Where do I live?"}); res.Reply.Dialogue != "Hmm, I don't think you have told me that yet." {
+		t.Fatalf("before being told: %q", res.Reply.Dialogue)
+	}
+	saved := s.turn("/api/chat", map[string]string{"message": "I have a dog called Pochi. I work as a nurse in Osaka. I live in Osaka."})
+	if strings.Join(saved.Saved, "|") != "The user has a dog called Pochi.|The user works as a nurse in Osaka.|The user lives in Osaka." {
+		t.Fatalf("saved %q", saved.Saved)
+	}
+	s.turn("/api/day", map[string]string{})
+	for q, want := range map[string]string{
+		"Where do I work?":       "I remember: you work as a nurse in Osaka.",
+		"What's my dog's name?":  "I remember: you have a dog called Pochi.",
+		"Where do I live again?": "I remember: you live in Osaka.",
 	} {
-		got := factsOf(msg)
-		if strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("factsOf(%q) = %q, want %q", msg, got, want)
+		if res := s.turn("/api/chat", map[string]string{"message": q}); res.Reply.Dialogue != want {
+			t.Errorf("%s: %q, want %q", q, res.Reply.Dialogue, want)
 		}
-		for _, f := range got {
-			if you := toYou(f); strings.Contains(you, "The user") || strings.Contains(you, "their") {
-				t.Errorf("toYou(%q) = %q", f, you)
-			}
+	}
+	loads := 0
+	for _, c := range s.fake.Calls() {
+		if strings.HasPrefix(c.Messages[len(c.Messages)-1].Text, "response load_memory") {
+			loads++
+		}
+	}
+	if loads != 4 {
+		t.Errorf("%d answers came from load_memory, want 4", loads)
+	}
+}
+
+// TestDemoFacts: Hana saves what kioku's offline extractor finds in the
+// user's words (its cases are in package internal/facts), but nothing of
+// a stage direction, and says each fact back to the user.
+func TestDemoFacts(t *testing.T) {
+	if got := factsOf("(stage) A new day begins and I have a cat"); got != nil {
+		t.Errorf("a stage direction gave facts %q", got)
+	}
+	got := factsOf("I have a cat called Miso. I'm a nurse. My sister lives in Osaka; I go hiking. I love my dog")
+	if len(got) != 5 {
+		t.Fatalf("factsOf = %q, want 5 facts", got)
+	}
+	for _, f := range got {
+		if you := toYou(f); strings.Contains(you, "The user") || strings.Contains(you, "their") {
+			t.Errorf("toYou(%q) = %q", f, you)
 		}
 	}
 	for fact, want := range map[string]string{
@@ -436,5 +474,53 @@ func TestDemoFacts(t *testing.T) {
 		if got := toYou(fact); got != want {
 			t.Errorf("toYou(%q) = %q, want %q", fact, got, want)
 		}
+	}
+}
+
+// TestMemoryFiles: with --memory-files, Hana is offered the memory tool
+// and what she writes with it is the signed-in user's memory file in
+// kioku; without it (the default) no such tool is offered.
+func TestMemoryFiles(t *testing.T) {
+	note := func(c modeltest.Call) modeltest.Reply {
+		if len(c.Tools) > 0 && !strings.Contains(c.Text(), "response memory") && strings.Contains(c.Text(), "Miso") {
+			return modeltest.Reply{Parts: []map[string]any{{"functionCall": map[string]any{"name": "memory", "args": map[string]any{
+				"command": "create", "path": "/memories/pets.md", "file_text": "A cat called Miso.\n"}}}}}
+		}
+		return hana(c)
+	}
+	s := newSiteWith(t, "gemini", note, func(a *App) { a.agent.MemoryFiles = true })
+	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	s.turn("/api/day", map[string]string{})
+	s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso"})
+	f, err := s.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: client.UserName(appID, "ann")})
+	if err != nil || len(f.GetMemoryFiles()) != 1 || f.GetMemoryFiles()[0].GetPath() != "/memories/pets.md" {
+		t.Fatalf("ann's memory files: %v, %v", f, err)
+	}
+	offered := func(c modeltest.Call) bool {
+		for _, d := range c.Tools {
+			if d["name"] == "memory" {
+				return true
+			}
+		}
+		return false
+	}
+	if calls := s.fake.Calls(); !offered(calls[0]) {
+		t.Error("the memory tool is not offered with --memory-files")
+	}
+	plain := newSite(t)
+	plain.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
+	plain.turn("/api/day", map[string]string{})
+	if offered(plain.fake.Calls()[0]) {
+		t.Error("the memory tool is offered by default")
+	}
+}
+
+// TestUnknownModelProvider: a provider the companion does not know is an
+// error listing the ones it does, its offline demo first.
+func TestUnknownModelProvider(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--model-provider", "gemni"}, &out, nil)
+	if err == nil || err.Error() != `--model-provider "gemni": use demo, gemini, vertex or openai` {
+		t.Fatalf("--model-provider gemni: %v", err)
 	}
 }

@@ -50,8 +50,9 @@ func artifacts(t *testing.T) string {
 // the demo banner show; signed in, it chats two turns and checks the
 // dialogue, the emotion picture and the affinity change, starts a new day
 // and finds the remembered fact in the greeting and the memory panel,
-// reloads, and signs out again. Screenshots of each state go to
-// $TEST_ARTIFACTS_DIR.
+// reloads, tells Hana where they work and asks her, and gets the answer
+// from what kioku retrieves, and signs out again. Screenshots of each
+// state go to $TEST_ARTIFACTS_DIR.
 func TestBrowser(t *testing.T) {
 	browser := chromium(t)
 	t.Setenv("COMPANION_MODEL_PROVIDER", "")
@@ -268,6 +269,17 @@ func TestBrowser(t *testing.T) {
 	// Reloading the page restores the day from kioku.
 	step("reloading", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#main")))
 	waitDialogue("I remember that you have a cat called Miso.")
+
+	// A question answered from memory: Hana's load_memory tool retrieves
+	// what kioku's offline extractor stored.
+	say("I work as a nurse in Osaka.")
+	waitDialogue("Oh, you work as a nurse in Osaka? I will remember that!")
+	if got := text("#memories"); !strings.Contains(got, "The user works as a nurse in Osaka.") {
+		t.Fatalf("memory panel after the work %q", got)
+	}
+	say("Where do I work?")
+	waitDialogue("I remember: you work as a nurse in Osaka.")
+	screenshot("companion-answer.png")
 
 	// Signing out shows the sign-in card alone again.
 	step("signing out", chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#signin-name")))

@@ -2,14 +2,17 @@ package main
 
 // The offline demo (--model-provider demo): Hana without a language model.
 // A scripted Gemini endpoint (package model/scripted) runs on a loopback
-// port of this process, and the app and its embedded kioku use it as they
-// would use the Gemini API, through the real genai client: the same agent
-// turns with tool calls (save_to_memory, set_nickname, final_answer), the
-// same structured replies, and kioku's own consolidation call when a saved
-// fact meets similar memories. Only the answers are scripted, from what
-// each request carries: the user's message, the function responses, the
+// port of this process, and the app uses it as it would use the Gemini
+// API, through the real genai client: the same agent turns with tool calls
+// (save_to_memory, load_memory, set_nickname, final_answer) and the same
+// structured replies. Only Hana's answers are scripted, from what each
+// request carries: the user's message, the function responses, the
 // affinity, the user's local time and the memories kioku preloaded into the
-// instruction. The page says it is the scripted demo.
+// instruction. The embedded kioku runs kioku's own offline extractor
+// (--model-provider offline) for its memory calls, and Hana decides what
+// to save with the same rules (package internal/facts); she answers a
+// question about the user from what her load_memory tool retrieves. The
+// page says it is the scripted demo.
 
 import (
 	"context"
@@ -23,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/facts"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/scripted"
 )
@@ -35,7 +39,8 @@ const demoModelName = "hana-scripted-demo"
 
 // startDemoModel serves the scripted Hana on a loopback port until ctx
 // ends, and returns the model configuration that reaches it (as the Gemini
-// API) with the embedder of cfg kept.
+// API) with the embedder of cfg kept. Hana only chats: kioku's memory
+// calls go to its offline extractor (demoKiokuModels).
 func startDemoModel(ctx context.Context, cfg model.Config) (model.Config, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,27 +57,20 @@ func startDemoModel(ctx context.Context, cfg model.Config) (model.Config, error)
 	return cfg, nil
 }
 
-// demoReply answers one model call of the demo: Hana's turns (offered
-// tools), or kioku's extraction and consolidation calls (asked for a
-// structured reply).
-func demoReply(c scripted.Call) (scripted.Reply, error) {
-	switch {
-	case len(c.Tools) > 0:
-		return hanaTurn(c), nil
-	case schemaHas(c.Schema, "actions"):
-		return consolidate(c)
-	case schemaHas(c.Schema, "facts"):
-		return extract(c)
-	}
-	return scripted.Reply{}, errors.New("the offline demo model only plays Hana and answers kioku's memory calls")
+// demoKiokuModels returns the model configuration of the demo's embedded
+// kioku: the offline extractor, with the embedder of cfg.
+func demoKiokuModels(cfg model.Config) model.Config {
+	cfg.Provider, cfg.Model = "offline", ""
+	return cfg
 }
 
-// schemaHas reports whether a response schema has a top-level property.
-func schemaHas(schema any, prop string) bool {
-	s, _ := schema.(map[string]any)
-	props, _ := s["properties"].(map[string]any)
-	_, ok := props[prop]
-	return ok
+// demoReply answers one model call of the demo: Hana's turns (offered
+// tools).
+func demoReply(c scripted.Call) (scripted.Reply, error) {
+	if len(c.Tools) > 0 {
+		return hanaTurn(c), nil
+	}
+	return scripted.Reply{}, errors.New("the offline demo model only plays Hana; kioku's memory calls go to its offline extractor (--model-provider offline)")
 }
 
 var (
@@ -84,6 +82,8 @@ var (
 	greeting      = regexp.MustCompile(`(?i)^(hi|hello|hey|good (morning|afternoon|evening))\b`)
 	thanks        = regexp.MustCompile(`(?i)\b(thanks|thank you)\b`)
 	askMemory     = regexp.MustCompile(`(?i)\bremember\b.*\?|\bwhat do you know about me\b`)
+	// aboutMe is a question about the user ("Where do I work?").
+	aboutMe = regexp.MustCompile(`(?i)\b(I|my|me|mine)\b`)
 )
 
 // hanaTurn plays Hana for one model call of a turn.
@@ -119,7 +119,7 @@ func hanaTurn(c scripted.Call) scripted.Reply {
 		})
 	}
 	known := remembered(c.System)
-	facts := factsOf(user)
+	said := factsOf(user)
 	switch {
 	case strings.HasPrefix(user, stagePrefix):
 		if len(known) > 0 {
@@ -135,12 +135,16 @@ func hanaTurn(c scripted.Call) scripted.Reply {
 			return scripted.FunctionCall("set_nickname", map[string]any{"nickname": name})
 		}
 		return answer(name+" it is, then.", "Hana repeats the name softly.", "shy", "street", affinity+2)
-	case len(facts) > 0:
+	case len(said) > 0:
 		if !strings.HasPrefix(last, "response save_to_memory") {
-			return scripted.FunctionCall("save_to_memory", map[string]any{"fact": facts[0]})
+			var calls []map[string]any
+			for _, f := range said {
+				calls = append(calls, scripted.FunctionCall("save_to_memory", map[string]any{"fact": f}).Parts...)
+			}
+			return scripted.Reply{Parts: calls}
 		}
 		// Proposes +25; the program moves at most 10.
-		return answer(fmt.Sprintf("Oh, %s? I will remember that!", toYou(facts[0])), "Hana's eyes light up.", "excited", "park", affinity+25)
+		return answer(fmt.Sprintf("Oh, %s? I will remember that!", toYou(said[0])), "Hana's eyes light up.", "excited", "park", affinity+25)
 	case askMemory.MatchString(user):
 		if len(known) == 0 {
 			return answer("Hmm, you have not told me much about yourself yet.", "Hana tilts her head.", "shy", "cafe", affinity)
@@ -154,6 +158,16 @@ func hanaTurn(c scripted.Call) scripted.Reply {
 		return answer(fmt.Sprintf("Hello, %s! How are you today?", nick), "Hana smiles.", "happy", "cafe", affinity+1)
 	case thanks.MatchString(user):
 		return answer(fmt.Sprintf("You're welcome, %s.", nick), "Hana blushes a little.", "shy", "cafe", affinity+2)
+	case strings.HasSuffix(user, "?") && aboutMe.MatchString(user):
+		// A question about the user: what kioku retrieves for it.
+		found, asked := loaded(last)
+		if !asked {
+			return scripted.FunctionCall("load_memory", map[string]any{"query": user})
+		}
+		if len(found) == 0 {
+			return answer("Hmm, I don't think you have told me that yet.", "Hana tilts her head.", "shy", "cafe", affinity)
+		}
+		return answer("I remember: "+toYou(found[0])+".", "Hana smiles, pleased to remember.", "happy", "cafe", affinity+1)
 	case strings.HasSuffix(user, "?"):
 		return answer("Hmm, good question. What do you think?", "Hana thinks it over.", "neutral", "home", affinity)
 	}
@@ -180,58 +194,38 @@ func remembered(system string) []string {
 // memoryDate is the date the agent puts before a preloaded memory.
 var memoryDate = regexp.MustCompile(`^\[[^\]]*\] `)
 
-var (
-	iHave  = regexp.MustCompile(`(?i)^i (have|had) (.+)$`)
-	iAm    = regexp.MustCompile(`(?i)^(?:i am|i'm|im) (.+)$`)
-	iVerb  = regexp.MustCompile(`(?i)^i (like|love|hate|prefer|enjoy|live|work|study|play|want|need|dislike|collect|grow|speak|cook|read|own|go|teach|paint|write|drink|eat|watch) (.+)$`)
-	myNoun = regexp.MustCompile(`(?i)^my (.+)$`)
-	minePr = regexp.MustCompile(`(?i)\b(my)\b`)
-	theirs = regexp.MustCompile(`\btheir\b`)
-	// sentenceEnd splits a message into sentences (questions stay whole,
-	// to be left out).
-	sentenceEnd = regexp.MustCompile(`[.!;\n]+`)
-)
+// theirs is the third person's possessive in the facts.
+var theirs = regexp.MustCompile(`\btheir\b`)
 
-// factsOf turns what the user says about themselves into facts in the
-// third person ("I have a cat called Miso" is "The user has a cat called
-// Miso."): the sentences that start with I have, I am, I like (and other
-// verbs) or my, but not questions.
+// factsOf returns what the user says about themselves in a message, as
+// facts in the third person ("I have a cat called Miso" is "The user has
+// a cat called Miso."): the rules of kioku's offline extractor. The stage
+// directions are not the user's words.
 func factsOf(msg string) []string {
+	if strings.HasPrefix(msg, stagePrefix) {
+		return nil
+	}
 	var out []string
-	for _, s := range sentenceEnd.Split(msg, -1) {
-		s = strings.TrimSpace(s)
-		if s == "" || strings.Contains(s, "?") || strings.HasPrefix(s, stagePrefix) {
-			continue
-		}
-		var fact string
-		switch {
-		case iHave.MatchString(s):
-			m := iHave.FindStringSubmatch(s)
-			fact = "The user " + map[string]string{"have": "has", "had": "had"}[strings.ToLower(m[1])] + " " + m[2]
-		case iAm.MatchString(s):
-			fact = "The user is " + iAm.FindStringSubmatch(s)[1]
-		case iVerb.MatchString(s):
-			m := iVerb.FindStringSubmatch(s)
-			fact = "The user " + thirdPerson(strings.ToLower(m[1])) + " " + m[2]
-		case myNoun.MatchString(s):
-			fact = "The user's " + myNoun.FindStringSubmatch(s)[1]
-		default:
-			continue
-		}
-		out = append(out, minePr.ReplaceAllString(fact, "their")+".")
+	for _, f := range facts.Extract(msg, facts.Speaker{}, time.Now()) {
+		out = append(out, f.Text)
 	}
 	return out
 }
 
-// thirdPerson conjugates a verb for "the user": likes, studies, goes.
-func thirdPerson(v string) string {
-	switch {
-	case len(v) > 1 && strings.HasSuffix(v, "y") && !strings.ContainsAny(v[len(v)-2:len(v)-1], "aeiou"):
-		return v[:len(v)-1] + "ies"
-	case strings.HasSuffix(v, "o"), strings.HasSuffix(v, "sh"), strings.HasSuffix(v, "ch"), strings.HasSuffix(v, "s"), strings.HasSuffix(v, "x"):
-		return v + "es"
+// loaded returns the memories of a load_memory result, and whether the
+// last message is one.
+func loaded(last string) ([]string, bool) {
+	body, ok := strings.CutPrefix(last, "response load_memory ")
+	if !ok {
+		return nil, false
 	}
-	return v + "s"
+	var res struct {
+		Memories []string `json:"memories"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		return nil, true // an error result: nothing found
+	}
+	return res.Memories, true
 }
 
 // toYou says a fact about the user to the user: "The user has a cat." is
@@ -259,92 +253,4 @@ func toYou(fact string) string {
 		return strings.TrimSpace("you " + verb + " " + rest)
 	}
 	return "“" + f + "”"
-}
-
-// numbered matches kioku's numbered prompt lines: "[3] ..." and "(2) ...".
-var (
-	memoryLine    = regexp.MustCompile(`^\[(\d+)\] (.+)$`)
-	candidateLine = regexp.MustCompile(`^\((\d+)\) (.+)$`)
-	eventTime     = regexp.MustCompile(` \(\d{4}-\d{2}-\d{2} \d{2}:\d{2}\)$`)
-)
-
-// consolidate answers kioku's consolidation call: a new fact that says
-// what an existing memory says is skipped, naming that memory; the others
-// are created.
-func consolidate(c scripted.Call) (scripted.Reply, error) {
-	existing := map[string]int{}
-	type action struct {
-		Candidate int    `json:"candidate"`
-		Action    string `json:"action"`
-		Memory    int    `json:"memory"`
-		Fact      string `json:"fact"`
-	}
-	actions := []action{}
-	used := map[int]bool{}
-	for _, line := range strings.Split(c.Text(), "\n") {
-		if m := memoryLine.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			existing[sameFact(m[2])] = n
-		}
-		if m := candidateLine.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			if k, ok := existing[sameFact(m[2])]; ok && !used[k] {
-				used[k] = true
-				actions = append(actions, action{Candidate: n, Action: "SKIP", Memory: k})
-			} else {
-				actions = append(actions, action{Candidate: n, Action: "CREATE", Fact: m[2]})
-			}
-		}
-	}
-	if len(actions) == 0 {
-		return scripted.Reply{}, errors.New("the demo model found no new facts in the consolidation call")
-	}
-	b, err := json.Marshal(map[string]any{"actions": actions})
-	return scripted.Reply{Text: string(b)}, err
-}
-
-// sameFact is the form in which two facts are compared.
-func sameFact(f string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(f), "."))
-}
-
-// extract answers kioku's extraction call with the facts the user states
-// about themselves in the conversation (factsOf), citing their events.
-func extract(c scripted.Call) (scripted.Reply, error) {
-	topic := ""
-	if s, ok := c.Schema.(map[string]any); ok {
-		// properties.facts.items.properties.topic.enum
-		facts, _ := s["properties"].(map[string]any)["facts"].(map[string]any)
-		items, _ := facts["items"].(map[string]any)
-		props, _ := items["properties"].(map[string]any)
-		t, _ := props["topic"].(map[string]any)
-		enum, _ := t["enum"].([]any)
-		for _, e := range enum {
-			if e == "USER_PERSONAL_INFO" || topic == "" {
-				topic, _ = e.(string)
-			}
-		}
-	}
-	type fact struct {
-		Fact   string `json:"fact"`
-		Topic  string `json:"topic"`
-		Events []int  `json:"events"`
-	}
-	out := []fact{}
-	for _, line := range strings.Split(c.Text(), "\n") {
-		m := memoryLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		author, text, ok := strings.Cut(m[2], ": ")
-		if !ok || author != "user" {
-			continue
-		}
-		n, _ := strconv.Atoi(m[1])
-		for _, f := range factsOf(eventTime.ReplaceAllString(text, "")) {
-			out = append(out, fact{Fact: f, Topic: topic, Events: []int{n}})
-		}
-	}
-	b, err := json.Marshal(map[string]any{"facts": out})
-	return scripted.Reply{Text: string(b)}, err
 }

@@ -16,6 +16,9 @@
 // preloaded into every turn; "New day" starts a new session whose greeting
 // draws on them. A turn answers once the memory operations it started are
 // done (at most 20 seconds), so the memory panel shows what was just saved.
+// With --memory-files, Hana also has the memory file tool (package agent's
+// MemoryFiles): she keeps notes as files in the user's /memories directory
+// in kioku (kioku files list apps/companion/users/USER shows them).
 //
 // Usage:
 //
@@ -23,10 +26,11 @@
 //
 // With --kioku URL it uses a running kioku server; without it, it runs an
 // embedded kioku (SQLite under --data-dir) in-process, reachable on a
-// loopback port it prints. A model is required: see --model-provider;
-// --model-provider demo is the offline demo, a scripted Hana served as a
-// Gemini endpoint on a loopback port (demo.go), so that everything but the
-// model's answers runs as with a real model. Every
+// loopback port it prints, whose memory calls go to the same model as Hana.
+// A model is required: see --model-provider; --model-provider demo is the
+// offline demo, a scripted Hana served as a Gemini endpoint on a loopback
+// port (demo.go), so that everything but her answers runs as with a real
+// model, and an embedded kioku with its offline extractor. Every
 // flag can also be set with COMPANION_ and its name in upper case
 // (--model-provider is COMPANION_MODEL_PROVIDER).
 //
@@ -44,12 +48,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/kioku-ai/kioku/client"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/model"
 )
 
 func main() {
@@ -83,7 +89,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	kiokuKey := fs.Env("kioku-key", "", "API key for --kioku, when that server requires one (kioku key --app companion)")
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
-	models := cli.RegisterModelFlags(fs)
+	memoryFiles := fs.Env("memory-files", "false", "true: Hana also keeps notes as files in the user's /memories directory in kioku (the memory file tool)")
+	// Hana needs a language model (or the scripted demo): kioku's offline
+	// extractor and none are not among the companion's providers.
+	models := cli.RegisterModelFlags(fs, append([]model.Provider{{Name: demoProvider, Needs: "offline: a scripted Hana, no key, no network"}}, model.ChatProviders()...)...)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,6 +102,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	log, err := cli.NewLogger(*logLevel)
 	if err != nil {
 		return err
+	}
+	files, err := strconv.ParseBool(*memoryFiles)
+	if err != nil {
+		return fmt.Errorf("--memory-files is %q; want true or false", *memoryFiles)
 	}
 	cfg, err := models.Config()
 	if err != nil {
@@ -105,15 +118,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
   Vertex AI:    --model-provider vertex, with GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION) and Application Default Credentials
   OpenAI-compatible (a local Ollama, vLLM, OpenAI):
                 --model-provider openai --openai-base-url http://localhost:11434/v1 --model llama3.1
+(kioku's offline extractor, its default, only turns conversations into memories: Hana needs one of these to talk.)
 Each flag can be set in the environment instead: %s, %s, %s`,
 			fs.EnvName("model-provider"), fs.EnvName("model"), fs.EnvName("openai-base-url"))
 	}
 	demo := cfg.Provider == demoProvider
+	kiokuModels := cfg
 	if demo {
+		kiokuModels = demoKiokuModels(cfg)
 		if cfg, err = startDemoModel(ctx, cfg); err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, "offline demo: Hana's replies are scripted (no language model)")
+		fmt.Fprintln(stderr, "offline demo: Hana's replies are scripted (no language model); kioku's memories come from its offline extractor")
 	}
 	chat, err := cfg.Chat(ctx)
 	if err != nil {
@@ -122,7 +138,7 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 
 	base := *kiokuURL
 	if base == "" {
-		n, err := node.Open(ctx, node.Config{DataDir: *dataDir, Models: cfg, Logger: log})
+		n, err := node.Open(ctx, node.Config{DataDir: *dataDir, Models: kiokuModels, Logger: log})
 		if err != nil {
 			return err
 		}
@@ -147,6 +163,7 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 		return err
 	}
 	app.demo = demo
+	app.agent.MemoryFiles = files
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -18,6 +18,7 @@ Scenarios:
   memories    memory retrieval latency and generation throughput
   footprint   resident memory and vector cache hit rate over many scopes
   locomo      LoCoMo retrieval recall
+  paraphrases memories left by paraphrases of the same facts (consolidation)
   recall      event search (SearchEvents): LoCoMo recall and latency per user
   export      kioku export and import of a large store: time and peak memory
 
@@ -43,6 +44,8 @@ func bench(ctx context.Context, args []string) error {
 		return benchLocomo(ctx, args[1:])
 	case "recall":
 		return benchRecall(ctx, args[1:])
+	case "paraphrases":
+		return benchParaphrases(ctx, args[1:])
 	case "export":
 		return benchExport(ctx, args[1:])
 	}

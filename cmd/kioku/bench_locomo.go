@@ -22,7 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
-const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations|observations-with-time] [--json]
+const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations|observations-with-time|extracted-offline] [--json]
 
 LoCoMo retrieval (see ../shared/data/locomo/README.md). kioku runs
 in-process on loopback with a fresh temporary store. For each conversation,
@@ -30,16 +30,23 @@ one scope {"user_id": <sample_id>} receives one memory per dialogue turn
 ("<speaker>: <text>" plus the image caption, when there is one), or per
 observation, created with CreateMemory and tagged with its dia_id(s) in
 metadata; observations-with-time also gives each observation the date of
-its session as its stated_time. Every question of categories 1-4 with
-valid evidence is asked with RetrieveMemories (top_k 20); recall@k is the
-share of the question's evidence ids among the dia_ids of the first k
-memories, averaged over questions, reported for all of them and for the
-temporal questions (category 2) alone. The embedder is the built-in one
-unless --embedder says otherwise (same flags as kioku serve).
+its session as its stated_time. extracted-offline stores the
+conversations as sessions (one per LoCoMo session, each turn an event of
+its speaker at the session's date, the dia_id its id) and generates the
+memories from them with the offline extractor, session after session;
+a memory's dia_ids are then those of its source events. Every question
+of categories 1-4 with valid evidence is asked with RetrieveMemories
+(top_k 20); recall@k is the share of the question's evidence ids among
+the dia_ids of the first k memories, averaged over questions, reported
+for all of them and for the temporal questions (category 2) alone. The
+embedder is the built-in one unless --embedder says otherwise (same
+flags as kioku serve).
 
 With --json the last line is
   {"variant":..., "questions":N, "recall":{"1":r,"5":r,"10":r,"20":r},
    "temporal_questions":N, "temporal_recall":{"1":r,...}}
+and for extracted-offline also "memories":N, "sessions":N, "events":N
+and "evidence_cited":r (the share of the evidence some memory cites).
 
 Flags:
 `
@@ -193,7 +200,7 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("--variant %q: use turns, observations or observations-with-time", variant)
+		return nil, fmt.Errorf("--variant %q: use turns, observations, observations-with-time or extracted-offline", variant)
 	}
 	return docs, nil
 }
@@ -201,7 +208,7 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 func benchLocomo(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("bench locomo", "KIOKU_", benchLocomoUsage)
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo JSON file")
-	variant := fs.String("variant", "turns", "turns, observations or observations-with-time")
+	variant := fs.String("variant", "turns", "turns, observations, observations-with-time or extracted-offline")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	flags := cli.RegisterModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -219,6 +226,15 @@ func benchLocomo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	extracted := *variant == "extracted-offline"
+	if extracted {
+		if models.Provider != "" && models.Provider != "offline" {
+			return fmt.Errorf("--variant extracted-offline generates with the offline extractor; --model-provider %s does not go with it", models.Provider)
+		}
+		models.Provider = "offline"
+	} else if _, err := locomoDocs(&locomoConversation{}, *variant); err != nil {
+		return err
+	}
 	env, err := startBenchNode(ctx, "sqlite", "", func(c *node.Config) { c.Models = models })
 	if err != nil {
 		return err
@@ -226,16 +242,34 @@ func benchLocomo(ctx context.Context, args []string) error {
 	defer env.close()
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	fmt.Fprintf(stdout, "kioku bench locomo: %s, variant %s, embedder %s\n", *data, *variant, env.node.Memories.EmbedderName())
+	var gen *locomoExtracted
+	if extracted {
+		start := time.Now()
+		if gen, err = extractLocomo(ctx, env, convs); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "generated  %d memories from %d events of %d sessions in %.1f s; %.3f of the evidence cited\n",
+			gen.memories, gen.events, gen.sessions, time.Since(start).Seconds(), gen.covered)
+	}
+	// ids returns the dia_ids of a retrieved memory.
+	ids := func(m *kiokuv1.Memory) []string {
+		if extracted {
+			return memoryDiaIDs(m)
+		}
+		return strings.Split(m.GetMetadata()["dia_ids"], ",")
+	}
 
 	ks := []int{1, 5, 10, 20}
 	sums, temporalSums := map[int]float64{}, map[int]float64{}
 	questions, temporal := 0, 0
 	for _, c := range convs {
-		docs, err := locomoDocs(&c, *variant)
-		if err != nil {
-			return err
-		}
 		scope := map[string]string{"user_id": c.SampleID}
+		var docs []locomoDoc
+		if !extracted {
+			if docs, err = locomoDocs(&c, *variant); err != nil {
+				return err
+			}
+		}
 		if err := parallel(ctx, 16, len(docs), func(ctx context.Context, i int) error {
 			req := &kiokuv1.CreateMemoryRequest{
 				Parent:   "apps/locomo",
@@ -278,9 +312,7 @@ func benchLocomo(ctx context.Context, args []string) error {
 			}
 			got := res.Msg.GetRetrievedMemories()
 			for _, k := range ks {
-				r := recallAt(k, evidence, len(got), func(j int) []string {
-					return strings.Split(got[j].GetMemory().GetMetadata()["dia_ids"], ",")
-				})
+				r := recallAt(k, evidence, len(got), func(j int) []string { return ids(got[j].GetMemory()) })
 				sums[k] += r
 				if q.Category == 2 {
 					temporalSums[k] += r
@@ -308,6 +340,12 @@ func benchLocomo(ctx context.Context, args []string) error {
 		r.set("recall", recall)
 		r.set("temporal_questions", temporal)
 		r.set("temporal_recall", temporalRecall)
+		if gen != nil {
+			r.set("memories", gen.memories)
+			r.set("sessions", gen.sessions)
+			r.set("events", gen.events)
+			r.set("evidence_cited", roundFigure(gen.covered))
+		}
 		return r.printJSON(stdout)
 	}
 	return nil

@@ -19,7 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/model/scripted"
 )
 
 const benchMemoriesUsage = `Usage: kioku bench memories [--json] [--store sqlite|firestore]
@@ -97,18 +97,20 @@ func benchMemories(ctx context.Context, args []string) error {
 	if err := benchProject(*store, project); err != nil {
 		return err
 	}
-	fake, stopFake := modeltest.StartGemini()
-	defer stopFake()
 	var modelCalls atomic.Int64
-	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
+	fakeURL, stopFake, err := scripted.Serve(&scripted.Gemini{Respond: func(c scripted.Call) (scripted.Reply, error) {
 		modelCalls.Add(1)
 		if strings.Contains(c.System, "New\nfacts") || strings.Contains(c.Text(), "Existing memories:") {
-			return modeltest.Reply{Text: `{"actions":[{"candidate":1,"action":"CREATE","memory":0,"fact":"The user now plays the cello on Sundays."}]}`}
+			return scripted.Reply{Text: `{"actions":[{"candidate":1,"action":"CREATE","memory":0,"fact":"The user now plays the cello on Sundays."}]}`}, nil
 		}
-		return modeltest.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1,2]}]}`}
-	})
+		return scripted.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1,2]}]}`}, nil
+	}})
+	if err != nil {
+		return err
+	}
+	defer stopFake()
 	env, err := startBenchNode(ctx, *store, *project, func(c *node.Config) {
-		c.Models = model.Config{Provider: "gemini", GeminiAPIKey: "bench", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+		c.Models = model.Config{Provider: "gemini", GeminiAPIKey: "bench", GeminiBaseURL: fakeURL}
 		c.Workers = *workers
 	})
 	if err != nil {

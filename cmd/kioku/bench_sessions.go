@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,8 +13,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
-
-	"os"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"

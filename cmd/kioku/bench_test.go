@@ -68,8 +68,11 @@ func TestBenchLocomoComputesRecall(t *testing.T) {
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, variant := range []string{"turns", "observations", "observations-with-time"} {
+	for _, variant := range []string{"turns", "observations", "observations-with-time", "extracted-offline"} {
 		got := runBench(t, "locomo", "--data", path, "--variant", variant, "--json")
+		if variant == "extracted-offline" && (got["memories"] != 3.0 || got["sessions"] != 1.0 || got["events"] != 3.0 || got["evidence_cited"] != 1.0) {
+			t.Errorf("extracted-offline: %v; want the three turns' facts, citing every evidence", got)
+		}
 		if got["variant"] != variant || got["questions"] != 4.0 || got["temporal_questions"] != 1.0 {
 			t.Fatalf("%s: %v; want 4 questions, 1 temporal (category 5 and malformed evidence skipped)", variant, got)
 		}
@@ -78,8 +81,24 @@ func TestBenchLocomoComputesRecall(t *testing.T) {
 			t.Fatalf("%s: recall %v, temporal %v; each question has one obvious answer", variant, recall, temporal)
 		}
 	}
-	if err := bench(t.Context(), []string{"locomo", "--data", path, "--variant", "dates"}); err == nil || !strings.Contains(err.Error(), "observations-with-time") {
+	if err := bench(t.Context(), []string{"locomo", "--data", path, "--variant", "dates"}); err == nil || !strings.Contains(err.Error(), "extracted-offline") {
 		t.Errorf("an unknown variant: %v", err)
+	}
+	if err := bench(t.Context(), []string{"locomo", "--data", path, "--variant", "extracted-offline", "--model-provider", "gemini"}); err == nil || !strings.Contains(err.Error(), "offline extractor") {
+		t.Errorf("extracted-offline with another model: %v", err)
+	}
+}
+
+// TestBenchParaphrases: the offline extractor's consolidation leaves at
+// most 7 memories of 15 paraphrases of 5 facts (the goal of issue 29; it
+// leaves 5), and near-duplicate detection without a model keeps each.
+func TestBenchParaphrases(t *testing.T) {
+	got := runBench(t, "paraphrases", "--json")
+	if got["provider"] != "offline" || got["paraphrases"] != 15.0 || got["facts"] != 5.0 || got["memories"].(float64) > 7 {
+		t.Errorf("bench paraphrases: %v, want at most 7 memories", got)
+	}
+	if got := runBench(t, "paraphrases", "--model-provider", "none", "--json"); got["provider"] != "none" || got["memories"] != 15.0 {
+		t.Errorf("bench paraphrases --model-provider none: %v, want 15 memories", got)
 	}
 }
 

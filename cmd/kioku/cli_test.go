@@ -64,3 +64,36 @@ func TestKeyTTLInDays(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyNameDefault: without --name, a key is named after what it
+// reaches, never "", and --name wins.
+func TestKeyNameDefault(t *testing.T) {
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--app", "demo"}, "demo"},
+		{[]string{"--app", "demo", "--user", "ann"}, "demo/ann"},
+		{[]string{"--app", "*"}, "operator"},
+		{[]string{"--app", "demo", "--user", "ann", "--name", "ann-phone"}, "ann-phone"},
+	} {
+		out, err := exec.Command(bin, append([]string{"key"}, c.args...)...).Output()
+		if err != nil {
+			t.Fatalf("kioku key %q: %v", c.args, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		var e struct {
+			Name *string `json:"name"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), &e); err != nil || e.Name == nil {
+			t.Fatalf("kioku key %q printed %s: %v", c.args, out, err)
+		}
+		if *e.Name != c.want {
+			t.Errorf("kioku key %q: name %q, want %q", c.args, *e.Name, c.want)
+		}
+	}
+}

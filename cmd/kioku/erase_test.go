@@ -92,6 +92,21 @@ func storeUser(t *testing.T, c *client.Client, user, marker string) {
 		_, err := c.DeleteMemory(ctx, &kiokuv1.DeleteMemoryRequest{Name: gone.GetName()})
 		return err
 	}())
+	// Memory files: one edited, one renamed, one deleted.
+	for _, in := range []map[string]any{
+		{"command": "create", "path": "/memories/" + marker + ".md", "file_text": "The code word is " + marker + ".\n"},
+		{"command": "str_replace", "path": "/memories/" + marker + ".md", "old_str": "is", "new_str": "was"},
+		{"command": "create", "path": "/memories/notes/a.md", "file_text": marker},
+		{"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old-" + marker},
+		{"command": "create", "path": "/memories/gone.md", "file_text": marker + " had a cold."},
+		{"command": "delete", "path": "/memories/gone.md"},
+	} {
+		res, err := c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: parent, Input: mustStruct(t, in)})
+		must(err)
+		if res.GetIsError() {
+			t.Fatalf("memory file %v: %s", in, res.GetOutput())
+		}
+	}
 }
 
 // userView reads, through the API, what a user has.
@@ -125,6 +140,22 @@ func userView(t *testing.T, c *client.Client, user string) []proto.Message {
 			t.Fatal(err)
 		}
 		out = append(out, revs)
+	}
+	files, err := c.ListMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: "apps/shop/users/" + user, ShowDeleted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, files)
+	for _, f := range files.GetMemoryFiles() {
+		full, err := c.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: f.GetName()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs, err := c.ListMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: f.GetName()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, full, revs)
 	}
 	found, err := c.SearchEvents(ctx, &kiokuv1.SearchEventsRequest{Parent: "apps/shop/users/" + user, Query: "code word"})
 	if err != nil {
@@ -191,8 +222,8 @@ func TestDeleteUserLeavesNothing(t *testing.T) {
 			}
 			// Three sessions; the generated memory, the created and the
 			// deleted one; the generation's watermark; the compaction and
-			// the generation.
-			want := &kiokuv1.DeleteUserResponse{DeletedSessions: 3, DeletedMemories: 3, DeletedWatermarks: 1, DeletedOperations: 2}
+			// the generation; three memory files (one deleted).
+			want := &kiokuv1.DeleteUserResponse{DeletedSessions: 3, DeletedMemories: 3, DeletedWatermarks: 1, DeletedOperations: 2, DeletedMemoryFiles: 3}
 			if diff := cmp.Diff(want, res, protocmp.Transform()); diff != "" {
 				t.Errorf("DeleteUser (-want +got):\n%s", diff)
 			}

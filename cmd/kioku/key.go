@@ -21,7 +21,9 @@ file's "keys" list (only the key's SHA-256 is stored). --app "*" makes an
 operator key that reaches every app; --user confines the key to one user of
 the app (its sessions, its state, memories of its scope). --ttl gives the
 entry an expire_time (--ttl 90d: 90 days from now; also 12h, 1d12h); after
-it the server refuses the key as expired.
+it the server refuses the key as expired. --name says whose key it is in
+the server's log; without it the key is named after what it reaches: the
+app (demo), the app and user (demo/ann), or "operator" for --app "*".
 
 Flags:
 `
@@ -31,7 +33,7 @@ func key(args []string, stdout io.Writer) error {
 	fs := cli.NewFlagSet("key", "KIOKU_", keyUsage)
 	app := fs.String("app", "", "the app the key may reach, or * for every app (required)")
 	user := fs.String("user", "", "confine the key to this user of the app")
-	name := fs.String("name", "", "whose key it is, for logs")
+	name := fs.String("name", "", "whose key it is, for logs (default: APP, APP/USER for a user key, operator for --app *)")
 	ttlFlag := fs.String("ttl", "", "how long the key works: days and/or a Go duration (90d, 1d12h, 36h); empty: until removed from the file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,7 +60,7 @@ func key(args []string, stdout io.Writer) error {
 		}
 	}
 
-	k, entry := auth.NewKey(*name, *app, *user)
+	k, entry := auth.NewKey(keyName(*name, *app, *user), *app, *user)
 	if ttl > 0 {
 		entry.ExpireTime = time.Now().Add(ttl).UTC().Truncate(time.Second).Format(time.RFC3339)
 	}
@@ -68,6 +70,22 @@ func key(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "key (give it to the caller; it is not stored):\n  %s\nentry for the key file (--auth-keys), in {\"keys\": [...]}:\n  %s\n", k, line)
 	return nil
+}
+
+// keyName is --name, or when it is empty, a name after what the key
+// reaches: the app, APP/USER for a user key, operator for every app. No key
+// is written without a name, so that the log lines naming a key say whose
+// it is.
+func keyName(name, app, user string) string {
+	switch {
+	case name != "":
+		return name
+	case app == auth.AllApps:
+		return "operator"
+	case user != "":
+		return app + "/" + user
+	}
+	return app
 }
 
 // parseTTL reads --ttl: a number of days ("90d"), a Go duration ("36h",

@@ -9,7 +9,7 @@
 //	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku import --in FILE     load an archive into a store
 //	kioku version              print the build's version
-//	kioku sessions|users|state|memories|ops|config SUBCOMMAND ARG
+//	kioku sessions|users|state|memories|ops|config|files SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
 //
 // Every flag of serve has an environment variable of the same name in upper
@@ -39,7 +39,7 @@ import (
 // default of 100 the collector's 4 MB minimum goal makes it run about a
 // hundred times a second under load and take over a tenth of the CPU. At
 // 400 the heap grows by a few MB and appends gain about a fifth in
-// throughput (README, Benchmarks). A deployment that holds a large heap can
+// throughput (docs/benchmarks.md, Sessions). A deployment that holds a large heap can
 // set GOGC (and GOMEMLIMIT) as for any Go program.
 const defaultGCPercent = 400
 
@@ -98,6 +98,7 @@ Operating a running server (--server URL, --key KEY, --json; tables by default):
   kioku memories list|get|revisions|retrieve|delete
   kioku ops list|get|wait|cancel            memory operations
   kioku config get|set                      an app's memory bank configuration
+  kioku files list|cat|view|revisions|rm    a user's memory files
 
 Run "kioku serve -h" for the server's flags, "kioku sessions -h" (and the
 others) for their subcommands.
@@ -121,7 +122,7 @@ func run(ctx context.Context, args []string) error {
 		return export(ctx, args[1:], os.Stdout)
 	case "import":
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
-	case "sessions", "users", "state", "memories", "ops", "config":
+	case "sessions", "users", "state", "memories", "ops", "config", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		return printVersion(os.Stdout)

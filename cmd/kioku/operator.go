@@ -1,11 +1,11 @@
 package main
 
-// The operator commands: kioku sessions|users|state|memories|ops|config call a
-// running server through the Go client (package client) and print readable
-// tables, or JSON with --json (protojson of the API's messages; a list is a
-// JSON array). Each subcommand takes the resource name it acts on, as the
-// API writes it (apps/demo/users/ann/sessions/s1), and its flags before or
-// after it.
+// The operator commands: kioku sessions|users|state|memories|ops|config|
+// files call a running server through the Go client (package client) and
+// print readable tables, or JSON with --json (protojson of the API's
+// messages; a list is a JSON array). Each subcommand takes the resource
+// name it acts on, as the API writes it (apps/demo/users/ann/sessions/s1),
+// and its flags before or after it.
 
 import (
 	"context"
@@ -54,6 +54,7 @@ var operatorGroups = map[string][]subcommand{
 	"memories": memoryCommands,
 	"ops":      opCommands,
 	"config":   configCommands,
+	"files":    fileCommands,
 }
 
 // operatorGroupAbout says what each group is about.
@@ -64,6 +65,7 @@ var operatorGroupAbout = map[string]string{
 	"memories": "the memories of an app, their revisions, and retrieval",
 	"ops":      "memory operations (generation, purges)",
 	"config":   "an app's memory bank configuration",
+	"files":    "a user's memory files (the memory tool's /memories) and their revisions",
 }
 
 const operatorFlagsHelp = `Every subcommand takes --server URL (default http://127.0.0.1:8080, env

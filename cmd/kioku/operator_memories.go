@@ -324,8 +324,27 @@ func printConfig(e *opEnv, cfg *kiokuv1.MemoryBankConfig) error {
 		[2]string{"revision ttl", dur(cfg.GetRevisionTtl())},
 		[2]string{"generate every", countOf(trig.GetEventCount(), "new events")},
 		[2]string{"generate when idle for", dur(trig.GetIdleDuration())},
+		[2]string{"pii redaction", piiSummary(cfg.GetPiiRedaction())},
 		[2]string{"updated", ts(cfg.GetUpdateTime())},
 	)
+}
+
+// piiSummary says whether redaction is on and what it redacts.
+func piiSummary(p *kiokuv1.PiiRedaction) string {
+	switch {
+	case p == nil:
+		return ""
+	case !p.GetEnabled():
+		return "off"
+	}
+	what := "all categories"
+	if len(p.GetCategories()) > 0 {
+		what = strings.Join(p.GetCategories(), ", ")
+	}
+	if n := len(p.GetCustomPatterns()); n > 0 {
+		what += fmt.Sprintf(" and %d custom pattern(s)", n)
+	}
+	return "on: " + what
 }
 
 func countOf(n int32, what string) string {

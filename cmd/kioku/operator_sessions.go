@@ -22,7 +22,7 @@ var sessionCommands = []subcommand{
 }
 
 var userCommands = []subcommand{
-	{name: "delete", args: "apps/APP/users/USER", about: "erase everything kioku holds about a user: sessions with their events, user: state, the memories of the user's scope with their revisions, watermarks and operations (an app key)", setup: usersDelete},
+	{name: "delete", args: "apps/APP/users/USER", about: "erase everything kioku holds about a user: sessions with their events, user: state, the memories of the user's scope with their revisions, watermarks, operations and memory files (an app key)", setup: usersDelete},
 }
 
 var stateCommands = []subcommand{
@@ -123,8 +123,8 @@ func usersDelete(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		if e.json {
 			return e.printJSON(res)
 		}
-		return e.done("erased %s: deleted %d sessions, %d memories, %d watermarks, %d operations", e.arg,
-			res.GetDeletedSessions(), res.GetDeletedMemories(), res.GetDeletedWatermarks(), res.GetDeletedOperations())
+		return e.done("erased %s: deleted %d sessions, %d memories, %d watermarks, %d operations, %d memory files", e.arg,
+			res.GetDeletedSessions(), res.GetDeletedMemories(), res.GetDeletedWatermarks(), res.GetDeletedOperations(), res.GetDeletedMemoryFiles())
 	}
 }
 

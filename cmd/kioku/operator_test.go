@@ -181,6 +181,13 @@ func TestOperatorCommands(t *testing.T) {
 	s.kioku(false, "config", "set", "apps/demo", "--file", cfgFile)
 	out, _, _ = s.kioku(false, "config", "get", "apps/demo")
 	has(t, "config get", out, "USER_PREFERENCES", "720h0m0s", "generate every:", "10 new events")
+	os.WriteFile(cfgFile, []byte(`{"piiRedaction": {"enabled": true, "categories": ["EMAIL", "PHONE"], "customPatterns": [{"name": "EMPLOYEE_ID", "regex": "EMP-[0-9]{6}"}]}}`), 0o644)
+	out, _, _ = s.kioku(false, "config", "set", "apps/demo", "--file", cfgFile)
+	has(t, "config set pii_redaction", out, "pii redaction:", "on: EMAIL, PHONE and 1 custom pattern(s)", "generate every:", "10 new events")
+	os.WriteFile(cfgFile, []byte(`{"piiRedaction": {"enabled": true, "customPatterns": [{"name": "BAD", "regex": "(?=x)"}]}}`), 0o644)
+	if _, _, err := s.kioku(true, "config", "set", "apps/demo", "--file", cfgFile); err == nil || !strings.Contains(err.Error(), "pii_redaction.custom_patterns[0] (BAD): regex is not valid RE2") {
+		t.Fatalf("config set with a bad pattern: %v", err)
+	}
 	os.WriteFile(cfgFile, []byte(`{"managed_topicz": []}`), 0o644)
 	if _, _, err := s.kioku(true, "config", "set", "apps/demo", "--file", cfgFile); err == nil || !strings.Contains(err.Error(), "managed_topicz") {
 		t.Fatalf("config set with an unknown field: %v", err)

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
 	"github.com/kioku-ai/kioku/internal/telemetry"
-	"github.com/kioku-ai/kioku/memorybank"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -51,11 +51,11 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
 		models:       cli.RegisterModelFlags(fs),
-		workers:      fs.Env("workers", "2", "memory operations run at once by this server"),
+		workers:      fs.Env("workers", "2", "memory operations run at once by this server; one app may hold all but one of them while another app's operations wait"),
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		tlsCert:      fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),
-		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces and metrics to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
+		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
 		corsOrigins:  fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
 		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
@@ -193,7 +193,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 	}()
 	if exporting {
-		log.Info("exporting OpenTelemetry traces and metrics over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
+		log.Info("exporting OpenTelemetry traces over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
 	}
 	limitMemory(cacheBudget(cfg))
 	n, err := node.Open(ctx, cfg)
@@ -313,7 +313,7 @@ func cacheBudget(cfg node.Config) int64 {
 	case cfg.Store == "firestore":
 		return 0
 	case cfg.VectorCacheBytes == 0:
-		return memorybank.DefaultVectorCacheBytes
+		return vectorcache.DefaultBytes
 	}
 	return cfg.VectorCacheBytes
 }

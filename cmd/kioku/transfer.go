@@ -71,7 +71,7 @@ const exportUsage = `Usage: kioku export --out FILE [--app APP | --user apps/APP
 
 Writes the whole installation, one app, or one user of an app to FILE, a
 portable archive (gzip-compressed JSON Lines; the format is documented in
-package archive and the README) that kioku import loads into any store.
+package archive and docs/operations.md) that kioku import loads into any store.
 FILE must not exist ("-" writes to standard output). The store is read
 directly, with the same flags and KIOKU_ variables as kioku serve: a
 SQLite data directory (also while kioku serve writes to it) or a Firestore
@@ -130,7 +130,7 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
-		if err := archive.Export(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories}, aw, sel, start); err != nil {
+		if err := archive.Export(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, aw, sel, start); err != nil {
 			return nil, err
 		}
 		return aw.Counts(), aw.Close()
@@ -200,7 +200,8 @@ func describeFile(path string, size int64) string {
 func describeCounts(c archive.Counts) string {
 	order := []archive.Kind{
 		archive.KindAppState, archive.KindUserState, archive.KindSession, archive.KindEvent, archive.KindSessionDeleted,
-		archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindWatermark, archive.KindOperation,
+		archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindMemoryFile, archive.KindFileRevision,
+		archive.KindWatermark, archive.KindOperation,
 	}
 	var parts []string
 	for _, k := range order {
@@ -267,7 +268,7 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	}
 	defer stores.Close()
 	start := time.Now()
-	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories}, r, archive.ImportOptions{Embedder: emb, Now: start})
+	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, r, archive.ImportOptions{Embedder: emb, Now: start})
 	h := r.Header()
 	report := fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", *in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
 	if rep != nil {

@@ -84,7 +84,7 @@ func TestExportCommand(t *testing.T) {
 		t.Errorf("kioku export printed %q", msg)
 	}
 	h, recs := readArchive(t, out)
-	if h.Version != archive.Version || h.Store != "sqlite" || h.App != "a" || h.User != "ann" || h.Embedder != "kioku-offline-v3" || !strings.HasPrefix(h.Kioku, "kioku ") {
+	if h.Version != archive.Version || h.Store != "sqlite" || h.App != "a" || h.User != "ann" || h.Embedder != "kioku-offline-v4" || !strings.HasPrefix(h.Kioku, "kioku ") {
 		t.Errorf("header = %+v", h)
 	}
 	if len(recs) != 1 || recs[0].Session.Name() != "apps/a/users/ann/sessions/apps-a-users-ann" {
@@ -128,11 +128,12 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	return s
 }
 
-// clients are the three kioku.v1 clients of one server.
+// clients are the kioku.v1 clients of one server.
 type clients struct {
 	s kiokuv1connect.SessionServiceClient
 	m kiokuv1connect.MemoryBankServiceClient
 	o kiokuv1connect.OperationServiceClient
+	f kiokuv1connect.MemoryFileServiceClient
 }
 
 func clientsOf(url string) clients {
@@ -140,6 +141,7 @@ func clientsOf(url string) clients {
 		s: kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url),
 		m: kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, url),
 		o: kiokuv1connect.NewOperationServiceClient(http.DefaultClient, url),
+		f: kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, url),
 	}
 }
 
@@ -215,11 +217,24 @@ func populateAPI(t *testing.T, c clients) {
 	call(t, c.m.RollbackMemory, &kiokuv1.RollbackMemoryRequest{Name: m.GetName(), TargetRevisionId: m.GetName() + "/revisions/1"})
 	gone := call(t, c.m.CreateMemory, &kiokuv1.CreateMemoryRequest{Parent: "apps/shop", Memory: &kiokuv1.Memory{Fact: "Bo had a cold.", Scope: map[string]string{"user_id": "bo"}}})
 	call(t, c.m.DeleteMemory, &kiokuv1.DeleteMemoryRequest{Name: gone.GetName()})
+
+	// Ann's memory files: one edited, one deleted.
+	for _, in := range []map[string]any{
+		{"command": "create", "path": "/memories/notes.md", "file_text": "Ann prefers green tea.\n"},
+		{"command": "str_replace", "path": "/memories/notes.md", "old_str": "green", "new_str": "jasmine"},
+		{"command": "create", "path": "/memories/old.md", "file_text": "x"},
+		{"command": "delete", "path": "/memories/old.md"},
+	} {
+		if res := call(t, c.f.Execute, &kiokuv1.ExecuteRequest{Parent: "apps/shop/users/ann", Input: mustStruct(t, in)}); res.GetIsError() {
+			t.Fatalf("memory file %v: %s", in, res.GetOutput())
+		}
+	}
 }
 
 // snapshot reads, through the API, everything populateAPI stored: every
 // session with all its events (both views), every scope's state, every
-// visible memory with its revisions, the configuration, the operations.
+// visible memory with its revisions, every memory file (deleted ones too)
+// with its revisions, the configuration, the operations.
 func snapshot(t *testing.T, c clients) []proto.Message {
 	var out []proto.Message
 	for _, app := range []string{"shop", "other"} {
@@ -239,6 +254,12 @@ func snapshot(t *testing.T, c clients) []proto.Message {
 			for _, m := range mems.GetMemories() {
 				out = append(out, call(t, c.m.GetMemory, &kiokuv1.GetMemoryRequest{Name: m.GetName()}),
 					call(t, c.m.ListMemoryRevisions, &kiokuv1.ListMemoryRevisionsRequest{Parent: m.GetName(), PageSize: 100}))
+			}
+			files := call(t, c.f.ListMemoryFiles, &kiokuv1.ListMemoryFilesRequest{Parent: "apps/" + app + "/users/" + user, ShowDeleted: true})
+			out = append(out, files)
+			for _, f := range files.GetMemoryFiles() {
+				out = append(out, call(t, c.f.GetMemoryFile, &kiokuv1.GetMemoryFileRequest{Name: f.GetName()}),
+					call(t, c.f.ListMemoryFileRevisions, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: f.GetName()}))
 			}
 		}
 		out = append(out, call(t, c.m.GetMemoryBankConfig, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/" + app + "/memoryBankConfig"}))
@@ -306,14 +327,14 @@ func TestRoundTripThroughFirestore(t *testing.T) {
 	for _, r := range recsA {
 		kinds[r.Kind]++
 	}
-	for _, k := range []archive.Kind{archive.KindAppState, archive.KindUserState, archive.KindSession, archive.KindEvent, archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindWatermark, archive.KindOperation} {
+	for _, k := range []archive.Kind{archive.KindAppState, archive.KindUserState, archive.KindSession, archive.KindEvent, archive.KindConfig, archive.KindMemory, archive.KindRevision, archive.KindMemoryFile, archive.KindFileRevision, archive.KindWatermark, archive.KindOperation} {
 		if kinds[k] == 0 {
 			t.Errorf("the archive has no %s record: the round trip does not check them", k)
 		}
 	}
 
 	// Importing again writes nothing.
-	if out := kiokuCmd(t, false, append([]string{"import", "--in", a}, fsFlags...)...); !strings.Contains(out, "wrote 0 app_state, 0 user_state, 0 session, 0 event, 0 session_deleted, 0 memory_bank_config, 0 memory, 0 revision, 0 watermark, 0 operation; read 40 records") {
+	if out := kiokuCmd(t, false, append([]string{"import", "--in", a}, fsFlags...)...); !strings.Contains(out, "wrote 0 app_state, 0 user_state, 0 session, 0 event, 0 session_deleted, 0 memory_bank_config, 0 memory, 0 revision, 0 memory_file, 0 memory_file_revision, 0 watermark, 0 operation; read 46 records") {
 		t.Errorf("importing the archive again printed %q", out)
 	}
 

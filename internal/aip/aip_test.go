@@ -107,12 +107,16 @@ func TestIDsAndPageSizes(t *testing.T) {
 		}
 	}
 
-	for n, want := range map[int32]int{0: aip.DefaultPageSize, 1: 1, 1000: 1000} {
+	// Sizes over the maximum are coerced to it (AIP-158).
+	for n, want := range map[int32]int{0: aip.DefaultPageSize, 1: 1, 1000: 1000, 1001: 1000, 5000: 1000} {
 		if got, err := aip.PageSize("page_size", n); err != nil || got != want {
 			t.Errorf("PageSize(%d) = %d, %v; want %d", n, got, err, want)
 		}
 	}
-	for n, msg := range map[int32]string{-1: "must not be negative", 1001: "the limit is 1000"} {
+	if got, err := aip.PageSizeWithin("page_size", 5000, 100, 100); err != nil || got != 100 {
+		t.Errorf("PageSizeWithin(5000, 100, 100) = %d, %v; want 100", got, err)
+	}
+	for n, msg := range map[int32]string{-1: "must not be negative"} {
 		if _, err := aip.PageSize("page_size", n); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "page_size") {
 			t.Errorf("PageSize(%d) = %v, want INVALID_ARGUMENT naming page_size and %q", n, err, msg)
 		}

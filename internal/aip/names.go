@@ -6,8 +6,8 @@
 //
 // The server's handlers, its authorization declarations and the Go client
 // all parse and build names here, so that a name means the same thing
-// everywhere. A second API surface (the Vertex-AI-compatible one) declares
-// its own patterns with NewPattern. The domain packages (sessions,
+// everywhere; the Vertex AI surface's patterns are declared beside
+// kioku's. The domain packages (sessions,
 // memorybank) use the id rules and page tokens but keep their own domain
 // validation.
 //
@@ -132,6 +132,21 @@ var (
 	Operation        = NewPattern("apps/{app}/operations/{operation}")
 	MemoryBankConfig = NewPattern("apps/{app}/memoryBankConfig")
 )
+
+// The patterns of Vertex AI's resource names, which the Vertex AI surface
+// (package internal/server/vertex) serves beside kioku's: a reasoning
+// engine in full or in express mode's short form (the resources under one
+// are its Child patterns), and the location-level operations of
+// DeleteSession.
+var (
+	VertexEngine            = NewPattern("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}")
+	VertexShortEngine       = NewPattern("reasoningEngines/{reasoning_engine}")
+	VertexLocationOperation = NewPattern("projects/{project}/locations/{location}/operations/{operation}")
+)
+
+// Child returns the pattern of the resources under p's: p's template, a
+// slash and template. It panics on a bad template, as NewPattern does.
+func (p Pattern) Child(template string) Pattern { return NewPattern(p.text + "/" + template) }
 
 // AllUsers is the user segment that stands for every user of an app in
 // apps/{app}/users/-, the parent that lists every user's sessions (AIP-159).

@@ -15,16 +15,22 @@ const (
 	MaxPageSize     = 1000
 )
 
-// PageSize returns the page size to use for a request's page_size, or an
-// error naming the field.
+// PageSize returns the page size to use for a request's page_size: the
+// default for 0, the maximum for anything larger (AIP-158 coerces rather
+// than refuses), or an error naming the field when it is negative.
 func PageSize(field string, n int32) (int, error) {
+	return PageSizeWithin(field, n, DefaultPageSize, MaxPageSize)
+}
+
+// PageSizeWithin is PageSize with a method's own default and maximum.
+func PageSizeWithin(field string, n int32, def, max int) (int, error) {
 	switch {
 	case n < 0:
-		return 0, fault.Invalidf("%s must not be negative", field)
+		return 0, fault.InvalidField(field, "%s must not be negative", field)
 	case n == 0:
-		return DefaultPageSize, nil
-	case n > MaxPageSize:
-		return 0, fault.Invalidf("%s is %d; the limit is %d", field, n, MaxPageSize)
+		return def, nil
+	case int(n) > max:
+		return max, nil
 	}
 	return int(n), nil
 }

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kioku-ai/kioku/model"
 )
@@ -50,34 +52,67 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 	return f.String(name, def, usage+" (env "+env+")")
 }
 
-// ModelFlags choose the generation model and the embedder.
+// ModelFlags choose the generation model and the embedder, and bound
+// their calls.
 type ModelFlags struct {
 	provider, model, embedder, embedModel, embedDims, openaiURL, geminiURL *string
+	timeout, firstByte, connect, maxReply                                  *string
+	providers                                                              []model.Provider
 }
 
-// RegisterModelFlags defines the model flags on fs.
-func RegisterModelFlags(fs *FlagSet) *ModelFlags {
+// RegisterModelFlags defines the model flags on fs. --model-provider takes
+// the given providers, by default model.Providers() (a command that needs
+// a language model, such as the companion, gives its own list); empty is
+// the first of model.Providers(), the offline extractor.
+func RegisterModelFlags(fs *FlagSet, providers ...model.Provider) *ModelFlags {
+	if len(providers) == 0 {
+		providers = model.Providers()
+	}
 	return &ModelFlags{
-		provider:   fs.Env("model-provider", "", "generation model provider: gemini (GEMINI_API_KEY), vertex (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION) or openai (OpenAI-compatible: Ollama, vLLM, llama.cpp); empty: none"),
+		providers:  providers,
+		provider:   fs.Env("model-provider", "", "generation model provider: "+model.ProviderList(providers, true)),
 		model:      fs.Env("model", "", "generation model (default gemini-2.5-flash for gemini and vertex; required for openai)"),
 		embedder:   fs.Env("embedder", "offline", "embedder: offline (built in), gemini, vertex or openai"),
 		embedModel: fs.Env("embed-model", "", "embedding model (default gemini-embedding-001; required for openai)"),
 		embedDims:  fs.Env("embed-dims", "", "embedding dimensions (default 768 for gemini; required for openai)"),
 		openaiURL:  fs.Env("openai-base-url", "", "OpenAI-compatible API root, e.g. http://localhost:11434/v1 (default OPENAI_BASE_URL or https://api.openai.com/v1; key from OPENAI_API_KEY)"),
 		geminiURL:  fs.Env("gemini-base-url", "", "Gemini or Vertex AI endpoint override (a proxy or a regional endpoint)"),
+		timeout:    fs.Env("model-timeout", model.DefaultCallLimits.Reply.String(), "longest one model call may take, its retries and the reading of its reply included; a model that hangs or trickles fails the call, and its operation is retried later"),
+		firstByte:  fs.Env("model-first-byte-timeout", model.DefaultCallLimits.FirstByte.String(), "longest wait for a model's reply to begin, for each try of a call (a reply that is not streamed begins once it is written); a later one is tried again within --model-timeout"),
+		connect:    fs.Env("model-connect-timeout", model.DefaultCallLimits.Connect.String(), "longest wait for a connection to the model provider (TCP and TLS)"),
+		maxReply:   fs.Env("model-max-reply", "1MiB", "largest reply of a generation call a model may send; a larger one is refused unread and its operation retried later"),
 	}
 }
 
-// Config returns the model configuration the flags give.
+// Config returns the model configuration the flags give. A provider that
+// is not one of the command's is an error listing those that are.
 func (f *ModelFlags) Config() (model.Config, error) {
+	if p := *f.provider; p != "" && !slices.ContainsFunc(f.providers, func(x model.Provider) bool { return x.Name == p }) {
+		return model.Config{}, fmt.Errorf("--model-provider %q: use %s", p, model.ProviderList(f.providers, false))
+	}
 	dims, err := OptionalInt("--embed-dims", *f.embedDims)
 	if err != nil {
 		return model.Config{}, err
 	}
+	var limits model.CallLimits
+	for _, d := range []struct {
+		flag, value string
+		to          *time.Duration
+	}{{"--model-timeout", *f.timeout, &limits.Reply}, {"--model-first-byte-timeout", *f.firstByte, &limits.FirstByte}, {"--model-connect-timeout", *f.connect, &limits.Connect}} {
+		if *d.to, err = time.ParseDuration(d.value); err != nil || *d.to < 100*time.Millisecond {
+			return model.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 2m", d.flag, d.value)
+		}
+	}
+	if limits.MaxReplyBytes, err = Bytes("--model-max-reply", *f.maxReply); err != nil {
+		return model.Config{}, err
+	}
+	if limits.MaxReplyBytes < 1<<10 {
+		return model.Config{}, fmt.Errorf("--model-max-reply %q: want at least 1KiB", *f.maxReply)
+	}
 	return model.Config{
 		Provider: *f.provider, Model: *f.model,
 		Embedder: *f.embedder, EmbedModel: *f.embedModel, EmbedDims: dims,
-		OpenAIBaseURL: *f.openaiURL, GeminiBaseURL: *f.geminiURL,
+		OpenAIBaseURL: *f.openaiURL, GeminiBaseURL: *f.geminiURL, Limits: limits,
 	}, nil
 }
 

@@ -3,6 +3,9 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/model"
 )
 
 func TestBytes(t *testing.T) {
@@ -14,6 +17,81 @@ func TestBytes(t *testing.T) {
 	for _, bad := range []string{"", "-1MiB", "64mb", "1.5GiB", "MiB", "64 MiBs", "99999999999GiB"} {
 		if _, err := Bytes("--size", bad); err == nil || !strings.Contains(err.Error(), "--size") {
 			t.Errorf("Bytes(%q) = %v; want an error naming the flag", bad, err)
+		}
+	}
+}
+
+// TestModelProviders: --model-provider takes model's providers, or the
+// command's own list, which its help gives; any other value is an error
+// listing them all.
+func TestModelProviders(t *testing.T) {
+	for _, c := range []struct {
+		providers []model.Provider
+		want      string
+	}{
+		{nil, `--model-provider "gemni": use offline, gemini, vertex, openai or none`},
+		{append([]model.Provider{{Name: "demo", Needs: "offline"}}, model.ChatProviders()...), `--model-provider "gemni": use demo, gemini, vertex or openai`},
+	} {
+		fs := NewFlagSet("x", "X_", "")
+		flags := RegisterModelFlags(fs, c.providers...)
+		want := c.providers
+		if want == nil {
+			want = model.Providers()
+		}
+		if usage := fs.Lookup("model-provider").Usage; !strings.Contains(usage, model.ProviderList(want, true)) {
+			t.Errorf("--model-provider's help %q does not list the providers", usage)
+		}
+		if err := fs.Parse([]string{"--model-provider", "gemni"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := flags.Config(); err == nil || err.Error() != c.want {
+			t.Errorf("unknown provider: %v, want %q", err, c.want)
+		}
+		for _, p := range want {
+			fs := NewFlagSet("x", "X_", "")
+			flags := RegisterModelFlags(fs, c.providers...)
+			if err := fs.Parse([]string{"--model-provider", p.Name}); err != nil {
+				t.Fatal(err)
+			}
+			if cfg, err := flags.Config(); err != nil || cfg.Provider != p.Name {
+				t.Errorf("--model-provider %s: %+v, %v", p.Name, cfg, err)
+			}
+		}
+	}
+}
+
+// TestModelLimits: the model call limits come from their flags, or their
+// environment variables, with the model package's defaults; bad values
+// are errors naming the flag.
+func TestModelLimits(t *testing.T) {
+	fs := NewFlagSet("x", "X_", "")
+	flags := RegisterModelFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := flags.Config()
+	if err != nil || cfg.Limits != model.DefaultCallLimits {
+		t.Fatalf("default limits %+v, %v; want %+v", cfg.Limits, err, model.DefaultCallLimits)
+	}
+	t.Setenv("X_MODEL_TIMEOUT", "45s")
+	fs = NewFlagSet("x", "X_", "")
+	flags = RegisterModelFlags(fs)
+	if err := fs.Parse([]string{"--model-first-byte-timeout", "20s", "--model-connect-timeout", "2s", "--model-max-reply", "256KiB"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = flags.Config()
+	want := model.CallLimits{Reply: 45 * time.Second, FirstByte: 20 * time.Second, Connect: 2 * time.Second, MaxReplyBytes: 256 << 10}
+	if err != nil || cfg.Limits != want {
+		t.Fatalf("limits %+v, %v; want %+v", cfg.Limits, err, want)
+	}
+	for flag, bad := range map[string]string{"--model-timeout": "soon", "--model-first-byte-timeout": "1ms", "--model-connect-timeout": "-1s", "--model-max-reply": "12"} {
+		fs := NewFlagSet("x", "X_", "")
+		flags := RegisterModelFlags(fs)
+		if err := fs.Parse([]string{flag, bad}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := flags.Config(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s %s: %v; want an error naming the flag", flag, bad, err)
 		}
 	}
 }

@@ -1,11 +1,14 @@
 // Package node assembles a kioku server from its parts: it opens the chosen
-// store, builds the domain services and their background workers, and
-// serves them through package server. cmd/kioku serve, the benchmarks, the
-// companion demo's embedded mode and end-to-end tests all start kioku
-// through it, so they run exactly what production runs.
+// store, builds the domain services (sessions, memorybank) on it, the
+// operations engine (package jobs) on the same store, the application
+// layer (internal/app) over them with its background work, and serves it
+// through package server. cmd/kioku serve, the benchmarks, the companion
+// demo's embedded mode and end-to-end tests all start kioku through it, so
+// they run exactly what production runs.
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,21 +17,26 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	filefirestore "github.com/kioku-ai/kioku/internal/memoryfilestore/firestore"
+	filesqlite "github.com/kioku-ai/kioku/internal/memoryfilestore/sqlite"
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
+	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
 	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -64,7 +72,7 @@ type Config struct {
 	// renewal. Default 60s.
 	Lease time.Duration
 	// VectorCacheBytes bounds the SQLite store's cache of scopes searched
-	// by similarity. Default memorybank.DefaultVectorCacheBytes (64 MiB).
+	// by similarity. Default vectorcache.DefaultBytes (64 MiB).
 	VectorCacheBytes int64
 
 	// Keys, when set, are the API keys callers need (see package
@@ -106,9 +114,15 @@ type Node struct {
 	server   *server.Server
 	Sessions *sessions.Service
 	Memories *memorybank.Service
+	// Files is the memory file tool's backend.
+	Files *memoryfiles.Service
+	// Jobs runs the operations; App is the application layer over the
+	// domains.
+	Jobs *jobs.Engine
+	App  *app.App
 	// Vectors is the SQLite store's cache of scopes searched by
 	// similarity; nil on Firestore.
-	Vectors *memorybank.VectorCache
+	Vectors *vectorcache.Cache
 	// Firestore counts the documents the Firestore stores read, write and
 	// delete; nil on SQLite.
 	Firestore *firestoredb.Meter
@@ -119,7 +133,6 @@ type Node struct {
 
 	closers []func() error
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
 }
 
 // Open builds a Node and starts its background workers.
@@ -144,6 +157,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		emb = cfg.Embedder
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, meter: model.NewMeter()}
+	// Sessions are compacted with a summary the generation model writes;
+	// the offline extractor writes none, so with it (as with no model)
+	// compaction is refused up front, naming the settings.
+	var summarizer model.Generator
+	if gen != nil && !model.IsOfflineExtractor(gen) {
+		summarizer = n.meter.Generator(gen)
+	}
 	if gen != nil {
 		gen = n.meter.Generator(gen)
 	}
@@ -154,22 +174,31 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.closers = append(n.closers, stores.Close)
 	n.Vectors, n.Firestore, n.SQLite, n.guard = stores.vectors, stores.firestore, stores.sqlite, stores.guard
-	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: gen, SearchIndexDelay: cfg.SearchIndexDelay})
-	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
-		Generator: gen,
-		Embedder:  emb,
-		Sessions:  n.Sessions,
-		Compactor: n.Sessions,
-		Logger:    cfg.Logger,
-		Workers:   cfg.Workers,
-		WorkerID:  cfg.WorkerID,
-		Lease:     cfg.Lease,
+	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
+	n.Jobs = jobs.New(stores.Memories, jobs.Config{
+		Logger:   cfg.Logger,
+		Workers:  cfg.Workers,
+		WorkerID: cfg.WorkerID,
+		Lease:    cfg.Lease,
 		// Only this process queues operations in its SQLite file.
 		LocalQueue:    cfg.Store == "sqlite",
 		SweepInterval: cfg.SweepInterval,
 	})
-	memories := server.NewMemoryHandler(n.Memories)
-	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, Memories: n.Memories, Policy: cfg.Vertex, Logger: cfg.Logger})}
+	n.Files = memoryfiles.NewService(stores.Files, memoryfiles.Config{})
+	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
+		Generator:     gen,
+		Embedder:      emb,
+		Sessions:      n.Sessions,
+		Jobs:          n.Jobs,
+		Logger:        cfg.Logger,
+		SweepInterval: cfg.SweepInterval,
+		// A generation makes two model calls and a few embedding calls,
+		// each bounded by the model's call limits.
+		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
+	})
+	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	memories := server.NewMemoryHandler(n.App)
+	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = server.New(server.Config{
 		Logger:            cfg.Logger,
 		Keys:              cfg.Keys,
@@ -179,32 +208,29 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		MaxStreamDuration: cfg.MaxStreamDuration,
 		TLS:               cfg.TLS,
 		CORSOrigins:       cfg.CORSOrigins,
-		Sessions: server.NewSessionHandler(n.Sessions, server.SessionHandlerOptions{
-			Forgetter: n.Memories,
-			Compactor: n.Memories,
-			Eraser:    n.Memories,
-		}),
-		Memories:   memories,
-		Operations: memories,
-		Surfaces:   surfaces,
-		Metrics:    func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
-		Ready:      stores.Ready,
+		Sessions:          server.NewSessionHandler(n.Sessions, n.App),
+		Memories:          memories,
+		Operations:        memories,
+		MemoryFiles:       server.NewMemoryFileHandler(n.Files),
+		Surfaces:          surfaces,
+		Metrics:           func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
+		Ready:             stores.Ready,
 	})
-	if gen == nil {
-		cfg.Logger.Info("no generation model configured: memories can be created directly, not generated from events", "configure", model.Settings)
-	} else {
+	switch {
+	case gen == nil:
+		cfg.Logger.Info("no generation model (--model-provider none): memories can be created directly, not generated from events", "configure", model.Settings)
+	case model.IsOfflineExtractor(gen):
+		cfg.Logger.Info("memory generation: the offline extractor, built-in rules for what people say about themselves in English and Japanese; a language model does far better, and sessions are not compacted without one", "model", gen.Name(), "configure", model.Settings)
+	default:
 		cfg.Logger.Info("memory generation model", "model", gen.Name())
 	}
 	cfg.Logger.Info("embedder", "embedder", emb.Name())
 
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
-	// Generation triggers follow every append made through the session
-	// service, whichever path it came by, off the append's path.
-	n.Sessions.Observe(bg, "memory_triggers", n.Memories, sessions.ObserveOptions{})
-	n.wg.Go(func() { n.Sessions.RunSweeper(bg, cfg.SweepInterval) })
-	n.wg.Go(func() { n.Sessions.RunIndexer(bg) })
-	n.wg.Go(func() { n.Memories.Run(bg) })
+	// The triggers follow every append made through the session service,
+	// whichever path it came by, off the append's path; the workers run.
+	n.App.Start(bg)
 	return n, nil
 }
 
@@ -216,18 +242,19 @@ type Stores struct {
 	// Ready reports whether the stores can serve (see server.Config's);
 	// nil for the embedded store, which is always there.
 	Ready func(context.Context) error
+	Files memoryfiles.Store
 
-	sqlite    *sqlitedb.DB            // nil on Firestore
-	vectors   *memorybank.VectorCache // nil on Firestore
-	firestore *firestoredb.Meter      // nil on SQLite
-	guard     *firestoredb.Guard      // nil on SQLite
+	sqlite    *sqlitedb.DB       // nil on Firestore
+	vectors   *vectorcache.Cache // nil on Firestore
+	firestore *firestoredb.Meter // nil on SQLite
+	guard     *firestoredb.Guard // nil on SQLite
 	closers   []func() error
 }
 
 // OpenStores opens the stores cfg chooses (Store, DataDir or the Firestore
 // settings, VectorCacheBytes, BenchUnsynced): the SQLite file with its
 // migrations, or a Firestore client with the memory bank's document
-// migration.
+// migration; the sessions', the memory bank's and the memory files'.
 func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -251,6 +278,10 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			return nil, err
 		}
 		st.Memories, st.vectors = ms, ms.VectorCache()
+		if st.Files, err = filesqlite.New(db); err != nil {
+			st.Close()
+			return nil, err
+		}
 	case "firestore":
 		if cfg.FirestoreProject == "" {
 			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
@@ -286,6 +317,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
 		}
 		st.Memories = ms
+		st.Files = filefirestore.New(client, filefirestore.Options{})
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}
@@ -306,7 +338,7 @@ func (s *Stores) Close() error {
 // embedded store's commits and vector cache (db and vectors nil on
 // Firestore), the model calls and tokens, the observers of appends and the
 // memory operations that ended here.
-func (n *Node) metrics(db *sqlitedb.DB, vectors *memorybank.VectorCache) []server.Metric {
+func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []server.Metric {
 	var out []server.Metric
 	if vectors != nil {
 		st := vectors.Stats()
@@ -376,10 +408,10 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *memorybank.VectorCache) []serve
 		server.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "idle"}}, Value: float64(idle)},
 		server.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "fired"}}, Value: float64(fired)},
 	)
-	for _, c := range n.Memories.EndedOperations() {
+	for _, c := range n.Jobs.Ended() {
 		out = append(out, server.Metric{
-			Name: "kioku_memory_operations_total", Help: "Memory operations that ended on this server, by method and final state.",
-			Labels: [][2]string{{"method", c.Method}, {"state", c.State.String()}}, Value: float64(c.N),
+			Name: "kioku_memory_operations_total", Help: "Operations that ended on this server, by method (their kind) and final state.",
+			Labels: [][2]string{{"method", c.Kind}, {"state", c.State.String()}}, Value: float64(c.N),
 		})
 	}
 	return out
@@ -421,7 +453,9 @@ func (n *Node) Close() error {
 	if n.cancel != nil {
 		n.cancel()
 	}
-	n.wg.Wait()
+	if n.App != nil {
+		n.App.Wait()
+	}
 	var errs []error
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		errs = append(errs, n.closers[i]())

@@ -132,6 +132,19 @@ func TestAttackMatrix(t *testing.T) {
 		must("waiting", err)
 	}
 
+	// Ann's and bob's memory files.
+	for _, u := range []string{"ann", "bob"} {
+		input, _ := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/" + u + ".md", "file_text": u + "'s notes\n"})
+		res, err := app.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: "apps/a/users/" + u, Input: input})
+		must("memory file", err)
+		if res.GetIsError() {
+			t.Fatalf("fixture: memory file: %s", res.GetOutput())
+		}
+	}
+	files, err := app.ListMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: "apps/a/users/ann"})
+	must("listing ann's files", err)
+	annFile := files.GetMemoryFiles()[0].GetName()
+
 	annScope := map[string]string{"user_id": "ann"}
 	facts := &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "Ann runs."}}}}
 	toolCall := &kiokuv1.Event{Author: "model", InvocationId: "i9", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
@@ -217,6 +230,18 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.OperationService().WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: appOp.GetName(), Timeout: durationpb.New(time.Second)}))
 			return err
 		}, appLevelCode: notFound},
+		kiokuv1connect.MemoryFileServiceListMemoryFilesProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: "apps/a/users/ann", ShowDeleted: true})
+			return err
+		}},
+		kiokuv1connect.MemoryFileServiceGetMemoryFileProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: annFile})
+			return err
+		}},
+		kiokuv1connect.MemoryFileServiceListMemoryFileRevisionsProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: annFile})
+			return err
+		}},
 		kiokuv1connect.OperationServiceListOperationsProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.ListOperations(ctx, &kiokuv1.ListOperationsRequest{Parent: "apps/a"})
 			return err
@@ -251,6 +276,16 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "owned"})})
 			return err
 		}, appLevelCode: denied},
+		// The memory tool's command that writes (a view would need the same
+		// key); an answer with is_error counts as a failure here.
+		kiokuv1connect.MemoryFileServiceExecuteProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			res, err := c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: "apps/a/users/ann", Input: delta(map[string]any{
+				"command": "str_replace", "path": "/memories/ann.md", "old_str": "ann's", "new_str": "pwned"})})
+			if err == nil && res.GetIsError() {
+				err = errors.New(res.GetOutput())
+			}
+			return err
+		}},
 		kiokuv1connect.SessionServiceForkSessionProcedure: {victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.ForkSession(ctx, &kiokuv1.ForkSessionRequest{Name: sess, SessionId: "forked"})
 			return err
@@ -339,7 +374,7 @@ func TestAttackMatrix(t *testing.T) {
 		kiokuv1connect.SessionServiceDeleteUserProcedure,
 	}
 	var procedures []string
-	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName} {
+	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName, kiokuv1connect.MemoryFileServiceName} {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
 		if err != nil {
 			t.Fatal(err)
@@ -420,7 +455,7 @@ func TestAttackMatrix(t *testing.T) {
 	}
 
 	// Session and memory ids are unique within an app, so creating one that
-	// another user has is ALREADY_EXISTS (README: what protects); the
+	// another user has is ALREADY_EXISTS (docs/operations.md, API keys); the
 	// answer names neither the other user nor anything of theirs.
 	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "b1"})
 	if connect.CodeOf(err) != connect.CodeAlreadyExists || strings.Contains(err.Error(), "bob") {
@@ -439,9 +474,9 @@ type storeSnapshot struct {
 }
 
 // snapshot reads every session (with its events and state), the shared
-// state, every memory with its revisions, every operation and the
-// configuration of app a (with its app key), and what app b holds (with
-// the operator key).
+// state, every memory with its revisions, every operation, the
+// configuration and ann's and bob's memory files with their revisions of
+// app a (with its app key), and what app b holds (with the operator key).
 func snapshot(t *testing.T, app, op *client.Client) storeSnapshot {
 	t.Helper()
 	ctx := t.Context()
@@ -473,6 +508,16 @@ func snapshot(t *testing.T, app, op *client.Client) storeSnapshot {
 	}
 	cfg, err := app.GetMemoryBankConfig(ctx, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/a/memoryBankConfig"})
 	add(cfg, err)
+	for _, user := range []string{"apps/a/users/ann", "apps/a/users/bob"} {
+		for f, err := range app.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user, ShowDeleted: true}) {
+			add(f, err)
+			full, err := app.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: f.GetName()})
+			add(full, err)
+			for r, err := range app.AllMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: f.GetName()}) {
+				add(r, err)
+			}
+		}
+	}
 	for s, err := range op.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: "apps/b"}) {
 		add(s, err)
 	}

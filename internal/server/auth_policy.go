@@ -65,6 +65,11 @@ var (
 		v, ok := aip.Operation.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.OwnerAfterLoad}, ok
 	}}
+	// memoryFileKind names one user's memory file.
+	memoryFileKind = &auth.Kind{Form: aip.MemoryFile.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := aip.MemoryFile.Match(name)
+		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
+	}}
 	bankConfigKind = &auth.Kind{Form: aip.MemoryBankConfig.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
 		v, ok := aip.MemoryBankConfig.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
@@ -141,4 +146,12 @@ var kiokuPolicy = auth.Policy{
 	kiokuv1connect.OperationServiceListOperationsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", operationsKind)}},
 	kiokuv1connect.OperationServiceWaitOperationProcedure:   {Access: auth.Read, Resources: []auth.Field{nameField("name", operationKind)}},
 	kiokuv1connect.OperationServiceCancelOperationProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", operationKind)}},
+
+	// The memory tool's commands read and write the user's files (view
+	// too runs through Execute, so it needs a key that may write); the
+	// reads for operators need one that may read.
+	kiokuv1connect.MemoryFileServiceExecuteProcedure:                 {Access: auth.Write, Resources: []auth.Field{nameField("parent", userKind)}},
+	kiokuv1connect.MemoryFileServiceListMemoryFilesProcedure:         {Access: auth.Read, Resources: []auth.Field{nameField("parent", userKind)}},
+	kiokuv1connect.MemoryFileServiceGetMemoryFileProcedure:           {Access: auth.Read, Resources: []auth.Field{nameField("name", memoryFileKind)}},
+	kiokuv1connect.MemoryFileServiceListMemoryFileRevisionsProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoryFileKind)}},
 }

@@ -397,7 +397,7 @@ func keyedSessionServer(t *testing.T, keys *auth.Keys, interval time.Duration) *
 	svc := sessions.NewService(store, sessions.Config{})
 	return startServer(t, server.Config{
 		Keys: keys, KeyCheckInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sessions: server.NewSessionHandler(svc, server.SessionHandlerOptions{}),
+		Sessions: server.NewSessionHandler(svc, nil),
 	})
 }
 

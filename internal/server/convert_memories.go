@@ -13,7 +13,12 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/aip/filter"
+	"github.com/kioku-ai/kioku/internal/app"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -79,19 +84,19 @@ func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
 }
 
 // timeRangeFromProto converts a time range, checking its times.
-func timeRangeFromProto(field string, r *kiokuv1.TimeRange) (memorybank.TimeRange, error) {
+func timeRangeFromProto(field string, r *kiokuv1.TimeRange) (retrieval.TimeRange, error) {
 	from, err := timeOrZero(r.GetStartTime())
 	if err != nil {
-		return memorybank.TimeRange{}, fault.Invalidf("%s.start_time: %v", field, err)
+		return retrieval.TimeRange{}, fault.Invalidf("%s.start_time: %v", field, err)
 	}
 	to, err := timeOrZero(r.GetEndTime())
 	if err != nil {
-		return memorybank.TimeRange{}, fault.Invalidf("%s.end_time: %v", field, err)
+		return retrieval.TimeRange{}, fault.Invalidf("%s.end_time: %v", field, err)
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
-		return memorybank.TimeRange{}, fault.Invalidf("%s: start_time %s is not before end_time %s", field, from.Format(time.RFC3339), to.Format(time.RFC3339))
+		return retrieval.TimeRange{}, fault.Invalidf("%s: start_time %s is not before end_time %s", field, from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	return memorybank.TimeRange{From: from, To: to}, nil
+	return retrieval.TimeRange{From: from, To: to}, nil
 }
 
 func durationOrNil(d time.Duration) *durationpb.Duration {
@@ -126,10 +131,19 @@ func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, err
 	if t := c.Trigger; t.EventCount > 0 || t.IdleDuration > 0 {
 		out.GenerationTrigger = &kiokuv1.GenerationTrigger{EventCount: int32(t.EventCount), IdleDuration: durationOrNil(t.IdleDuration)}
 	}
-	if t := c.Compaction; t != (memorybank.CompactionTrigger{}) {
+	if t := c.Compaction; t != (sessions.CompactionTrigger{}) {
 		out.CompactionTrigger = &kiokuv1.CompactionTrigger{EventCount: int32(t.EventCount), EventBytes: t.EventBytes, KeepRecentEvents: int32(t.KeepRecent)}
 	}
-	if f := c.Retrieval.Fusion; f != (memorybank.Fusion{}) {
+	if p := c.PIIRedaction; p.Enabled || len(p.Categories) > 0 || len(p.Patterns) > 0 {
+		out.PiiRedaction = &kiokuv1.PiiRedaction{Enabled: p.Enabled}
+		for _, cat := range p.Categories {
+			out.PiiRedaction.Categories = append(out.PiiRedaction.Categories, string(cat))
+		}
+		for _, pat := range p.Patterns {
+			out.PiiRedaction.CustomPatterns = append(out.PiiRedaction.CustomPatterns, &kiokuv1.PiiPattern{Name: pat.Name, Regex: pat.Regex})
+		}
+	}
+	if f := c.Retrieval.Fusion; f != (retrieval.Fusion{}) {
 		out.Retrieval = &kiokuv1.RetrievalConfig{Fusion: &kiokuv1.FusionConfig{
 			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
 		}}
@@ -137,13 +151,13 @@ func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, err
 	return out, nil
 }
 
-var fusionMethods = map[memorybank.FusionMethod]kiokuv1.FusionMethod{
-	memorybank.FusionRRF:      kiokuv1.FusionMethod_FUSION_METHOD_RRF,
-	memorybank.FusionWeighted: kiokuv1.FusionMethod_FUSION_METHOD_WEIGHTED,
+var fusionMethods = map[retrieval.FusionMethod]kiokuv1.FusionMethod{
+	retrieval.FusionRRF:      kiokuv1.FusionMethod_FUSION_METHOD_RRF,
+	retrieval.FusionWeighted: kiokuv1.FusionMethod_FUSION_METHOD_WEIGHTED,
 }
 
-func fusionFromProto(p *kiokuv1.FusionConfig) (memorybank.Fusion, error) {
-	f := memorybank.Fusion{DenseWeight: p.GetDenseWeight(), LexicalWeight: p.GetLexicalWeight(), RRFK: int(p.GetRrfK())}
+func fusionFromProto(p *kiokuv1.FusionConfig) (retrieval.Fusion, error) {
+	f := retrieval.Fusion{DenseWeight: p.GetDenseWeight(), LexicalWeight: p.GetLexicalWeight(), RRFK: int(p.GetRrfK())}
 	if m := p.GetMethod(); m != kiokuv1.FusionMethod_FUSION_METHOD_UNSPECIFIED {
 		for dm, pm := range fusionMethods {
 			if pm == m {
@@ -162,7 +176,7 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 		App:           app,
 		ManagedTopics: p.GetManagedTopics(),
 		Trigger:       memorybank.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
-		Compaction: memorybank.CompactionTrigger{
+		Compaction: sessions.CompactionTrigger{
 			EventCount: int(p.GetCompactionTrigger().GetEventCount()),
 			EventBytes: p.GetCompactionTrigger().GetEventBytes(),
 			KeepRecent: int(p.GetCompactionTrigger().GetKeepRecentEvents()),
@@ -190,6 +204,13 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 	for _, t := range p.GetCustomTopics() {
 		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
 	}
+	c.PIIRedaction.Enabled = p.GetPiiRedaction().GetEnabled()
+	for _, cat := range p.GetPiiRedaction().GetCategories() {
+		c.PIIRedaction.Categories = append(c.PIIRedaction.Categories, redact.Category(cat))
+	}
+	for _, pat := range p.GetPiiRedaction().GetCustomPatterns() {
+		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern{Name: pat.GetName(), Regex: pat.GetRegex()})
+	}
 	for i, ex := range p.GetGenerationExamples() {
 		e := memorybank.Example{ExpectedFacts: ex.GetExpectedFacts()}
 		for _, pe := range ex.GetEvents() {
@@ -204,30 +225,31 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 	return c, nil
 }
 
-var opStates = map[memorybank.OpState]kiokuv1.OperationState{
-	memorybank.OpPending:   kiokuv1.OperationState_OPERATION_STATE_PENDING,
-	memorybank.OpRunning:   kiokuv1.OperationState_OPERATION_STATE_RUNNING,
-	memorybank.OpSucceeded: kiokuv1.OperationState_OPERATION_STATE_SUCCEEDED,
-	memorybank.OpFailed:    kiokuv1.OperationState_OPERATION_STATE_FAILED,
-	memorybank.OpCancelled: kiokuv1.OperationState_OPERATION_STATE_CANCELLED,
+var opStates = map[jobs.State]kiokuv1.OperationState{
+	jobs.Pending:   kiokuv1.OperationState_OPERATION_STATE_PENDING,
+	jobs.Running:   kiokuv1.OperationState_OPERATION_STATE_RUNNING,
+	jobs.Succeeded: kiokuv1.OperationState_OPERATION_STATE_SUCCEEDED,
+	jobs.Failed:    kiokuv1.OperationState_OPERATION_STATE_FAILED,
+	jobs.Cancelled: kiokuv1.OperationState_OPERATION_STATE_CANCELLED,
 }
 
 // operationToProto builds the LRO-shaped Operation: OperationMetadata as
-// metadata; when done, a Status error or the typed response.
-func operationToProto(op *memorybank.Operation) (*kiokuv1.Operation, error) {
+// metadata; when done, a Status error or the typed response of its kind.
+func operationToProto(op *app.Operation) (*kiokuv1.Operation, error) {
+	fig := op.Figures()
 	md := &kiokuv1.OperationMetadata{
 		State:                 opStates[op.State],
-		Method:                op.Method,
+		Method:                op.Kind,
 		ProgressMessage:       op.Progress,
 		CreateTime:            timestampOrNil(op.CreateTime),
 		StartTime:             timestampOrNil(op.StartTime),
 		EndTime:               timestampOrNil(op.EndTime),
 		Attempt:               int32(op.Attempt),
-		ModelCalls:            int32(op.ModelCalls),
-		EventsProcessed:       int32(op.EventsProcessed),
-		FactsExtracted:        int32(op.FactsExtracted),
-		ExtractionDuration:    durationOrNil(op.ExtractionTime),
-		ConsolidationDuration: durationOrNil(op.Consolidation),
+		ModelCalls:            int32(fig.ModelCalls),
+		EventsProcessed:       int32(fig.EventsProcessed),
+		FactsExtracted:        int32(fig.FactsExtracted),
+		ExtractionDuration:    durationOrNil(fig.ExtractionTime),
+		ConsolidationDuration: durationOrNil(fig.ConsolidationTime),
 		CoalescedOperations:   op.CoalescedWith,
 	}
 	mdAny, err := anypb.New(md)
@@ -236,30 +258,32 @@ func operationToProto(op *memorybank.Operation) (*kiokuv1.Operation, error) {
 	}
 	out := &kiokuv1.Operation{Name: op.Name(), Metadata: mdAny, Done: op.State.Done()}
 	switch op.State {
-	case memorybank.OpFailed, memorybank.OpCancelled:
+	case jobs.Failed, jobs.Cancelled:
 		code := codes[op.ErrorKind]
-		if op.State == memorybank.OpCancelled {
+		if op.State == jobs.Cancelled {
 			code = codes[fault.Canceled]
 		}
 		out.Result = &kiokuv1.Operation_Error{Error: &kiokuv1.Status{Code: int32(code), Message: op.ErrorMessage}}
-	case memorybank.OpSucceeded:
+	case jobs.Succeeded:
 		var resp proto.Message
-		switch op.Method {
-		case memorybank.MethodPurge:
-			resp = &kiokuv1.PurgeMemoriesResponse{PurgeCount: op.PurgeCount}
-		case memorybank.MethodCompact:
+		switch {
+		case op.Kind == memorybank.KindPurge:
+			resp = &kiokuv1.PurgeMemoriesResponse{PurgeCount: op.Memory.PurgeCount}
+		case op.Compaction != nil:
 			r := &kiokuv1.CompactSessionResponse{}
-			if c := op.Compacted; c != nil && c.Event != nil {
+			if c := op.Compaction; c.Event != nil {
 				r.Created = c.Created
-				if r.Compaction, err = eventToProto(op.Compact.Session, c.Event); err != nil {
+				if r.Compaction, err = eventToProto(c.Session, c.Event); err != nil {
 					return nil, err
 				}
 			}
 			resp = r
 		default:
 			r := &kiokuv1.GenerateMemoriesResponse{}
-			for _, g := range op.Generated {
-				r.GeneratedMemories = append(r.GeneratedMemories, &kiokuv1.GeneratedMemory{Memory: memoryToProto(g.Memory), Action: actionToProto(g.Action)})
+			if op.Memory != nil {
+				for _, g := range op.Memory.Generated {
+					r.GeneratedMemories = append(r.GeneratedMemories, &kiokuv1.GeneratedMemory{Memory: memoryToProto(g.Memory), Action: actionToProto(g.Action)})
+				}
 			}
 			resp = r
 		}
@@ -272,56 +296,52 @@ func operationToProto(op *memorybank.Operation) (*kiokuv1.Operation, error) {
 	return out, nil
 }
 
-// parseOpFilter parses ListOperations' filter: conditions joined with AND,
-// each `state = NAME` (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED,
-// optionally with the OPERATION_STATE_ prefix) or `done = true|false`. It
-// returns the states that pass (nil: all).
-func parseOpFilter(filter string) ([]memorybank.OpState, error) {
-	conds, err := sessions.ParseFilter(filter)
-	if err != nil || len(conds) == 0 {
+// opFilter is what ListOperations' filter may name: state (PENDING,
+// RUNNING, SUCCEEDED, FAILED, CANCELLED, optionally with the
+// OPERATION_STATE_ prefix) and done (true or false), in AIP-160.
+var opFilter = &filter.Schema{Method: "ListOperations", Fields: []filter.Field{
+	{Name: "state"},
+	{Name: "done", Kind: filter.Bool},
+}}
+
+// parseOpFilter parses ListOperations' filter and returns the states that
+// pass (nil: all).
+func parseOpFilter(s string) ([]jobs.State, error) {
+	e, err := opFilter.Parse(s)
+	if err != nil || e == nil {
 		return nil, err
 	}
-	pass := map[memorybank.OpState]bool{}
-	for st := memorybank.OpPending; st <= memorybank.OpCancelled; st++ {
-		pass[st] = true
-	}
-	for _, c := range conds {
-		var ok func(memorybank.OpState) bool
-		switch c.Field {
-		case "state":
-			name := strings.TrimPrefix(strings.ToUpper(c.Value), "OPERATION_STATE_")
-			known := false
-			for st := memorybank.OpPending; st <= memorybank.OpCancelled; st++ {
-				known = known || st.String() == name
-			}
-			if !known {
-				return nil, fault.Invalidf("filter: unknown state %q; use PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED", c.Value)
-			}
-			ok = func(st memorybank.OpState) bool { return st.String() == name }
-		case "done":
-			want, err := strconv.ParseBool(c.Value)
-			if err != nil {
-				return nil, fault.Invalidf("filter: done must be true or false, not %q", c.Value)
-			}
-			ok = func(st memorybank.OpState) bool { return st.Done() == want }
-		default:
-			return nil, fault.Invalidf("filter: unknown field %q; operations filter on state and done", c.Field)
+	filter.Walk(e, func(r *filter.Restriction) bool {
+		if r.Cond.Field.Name != "state" {
+			return true
 		}
-		for st := range pass {
-			if !ok(st) {
-				delete(pass, st)
-			}
+		r.Cond.Value.Text = strings.TrimPrefix(strings.ToUpper(r.Cond.Value.Text), "OPERATION_STATE_")
+		known := false
+		for st := jobs.Pending; st <= jobs.Cancelled; st++ {
+			known = known || st.String() == r.Cond.Value.Text
 		}
+		if !known {
+			err = fault.InvalidField("filter", "filter: unknown state %q; use PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED", r.Value)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	states := []memorybank.OpState{}
-	for st := memorybank.OpPending; st <= memorybank.OpCancelled; st++ {
-		if pass[st] {
+	states := []jobs.State{}
+	for st := jobs.Pending; st <= jobs.Cancelled; st++ {
+		if filter.Eval(e, func(c *filter.Cond) bool {
+			if c.Field.Name == "done" {
+				return c.MatchBool(st.Done())
+			}
+			return c.MatchString(st.String())
+		}) {
 			states = append(states, st)
 		}
 	}
 	if len(states) == 0 {
 		// Contradictory conditions: no state passes.
-		states = []memorybank.OpState{memorybank.OpUnspecified}
+		states = []jobs.State{jobs.Unspecified}
 	}
 	return states, nil
 }

@@ -12,14 +12,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// newTracingInterceptor records each call of the kioku services with
-// OpenTelemetry (connectrpc.com/otelconnect, through the global providers
-// that internal/telemetry installs when export is configured; no-ops
-// otherwise): a server span per call and the rpc.server.* metrics. The
-// caller's trace context is trusted, so a backend's trace continues into
-// kioku's spans.
+// newTracingInterceptor traces each call of the kioku services with
+// OpenTelemetry (connectrpc.com/otelconnect, through the global tracer
+// provider that internal/telemetry installs when export is configured; a
+// no-op otherwise): a server span per call. The caller's trace context is
+// trusted, so a backend's trace continues into kioku's spans. It records
+// no metrics: the calls are counted once, by the observing interceptor on
+// /metrics (see rpcMetrics).
 func newTracingInterceptor() *otelconnect.Interceptor {
-	i, err := otelconnect.NewInterceptor(otelconnect.WithTrustRemote())
+	i, err := otelconnect.NewInterceptor(otelconnect.WithTrustRemote(), otelconnect.WithoutMetrics())
 	if err != nil {
 		panic("server: otelconnect: " + err.Error())
 	}

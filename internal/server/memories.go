@@ -11,13 +11,16 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
 // MemoryHandler serves kioku.v1.MemoryBankService and
-// kioku.v1.OperationService over a memorybank.Service.
+// kioku.v1.OperationService over the application layer: the memory bank
+// for memories, the operations of every kind for operations.
 type MemoryHandler struct {
+	app *app.App
 	svc *memorybank.Service
 }
 
@@ -28,8 +31,8 @@ var (
 
 // NewMemoryHandler returns the MemoryBankService and OperationService
 // handler.
-func NewMemoryHandler(svc *memorybank.Service) *MemoryHandler {
-	return &MemoryHandler{svc: svc}
+func NewMemoryHandler(a *app.App) *MemoryHandler {
+	return &MemoryHandler{app: a, svc: a.Memories()}
 }
 
 func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*connect.Response[T], error) {
@@ -222,14 +225,14 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 			r.FactsSession, r.FactsEventIDs = &k, s.GetEventIds()
 		}
 	}
-	op, err := h.svc.GenerateMemories(ctx, r)
+	op, err := h.app.GenerateMemories(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	return h.operation(ctx, op)
 }
 
-func (h *MemoryHandler) operation(ctx context.Context, op *memorybank.Operation) (*connect.Response[kiokuv1.Operation], error) {
+func (h *MemoryHandler) operation(ctx context.Context, op *app.Operation) (*connect.Response[kiokuv1.Operation], error) {
 	out, err := operationToProto(op)
 	if err != nil {
 		return nil, err
@@ -318,7 +321,7 @@ func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	op, err := h.svc.PurgeMemories(ctx, &memorybank.PurgeRequest{App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), Force: req.Msg.GetForce()})
+	op, err := h.app.PurgeMemories(ctx, &memorybank.PurgeRequest{App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), Force: req.Msg.GetForce()})
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +370,7 @@ func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[k
 	if err := h.checkOperation(ctx, app, id); err != nil {
 		return nil, err
 	}
-	op, err := h.svc.GetOperation(ctx, app, id)
+	op, err := h.app.GetOperation(ctx, app, id)
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +387,7 @@ func (h *MemoryHandler) ListOperations(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	ops, next, err := h.svc.ListOperations(ctx, app, states, req.Msg.GetPageSize(), req.Msg.GetPageToken())
+	ops, next, err := h.app.ListOperations(ctx, app, states, req.Msg.GetPageSize(), req.Msg.GetPageToken())
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +425,7 @@ func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[
 		// Answer a little before the call's deadline rather than fail it.
 		timeout = min(timeout, time.Until(deadline)-50*time.Millisecond)
 	}
-	op, err := h.svc.WaitOperation(ctx, app, id, max(timeout, 0))
+	op, err := h.app.WaitOperation(ctx, app, id, max(timeout, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +441,7 @@ func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Reques
 	if err := h.checkOperation(ctx, app, id); err != nil {
 		return nil, err
 	}
-	op, err := h.svc.CancelOperation(ctx, app, id)
+	op, err := h.app.CancelOperation(ctx, app, id)
 	if err != nil {
 		return nil, err
 	}
@@ -465,9 +468,9 @@ func (h *MemoryHandler) checkOperation(ctx context.Context, app, id string) erro
 	if !auth.LoadCheckNeeded(ctx) {
 		return nil
 	}
-	op, err := h.svc.GetOperation(ctx, app, id)
+	op, err := h.app.Jobs().Get(ctx, app, id)
 	if err != nil {
 		return err
 	}
-	return auth.CheckLoaded(ctx, memorybank.ParseScopeKey(op.ScopeKey)["user_id"], fault.NotFoundf("operation %s not found", aip.OperationName(app, id)))
+	return auth.CheckLoaded(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("operation %s not found", aip.OperationName(app, id)))
 }

@@ -30,7 +30,8 @@ type clients struct {
 }
 
 // startNode runs a whole kioku (SQLite store, memory bank workers) with a
-// fake Gemini behind the real genai client, served over HTTP/2.
+// fake Gemini behind the real genai client (withModel), or with no
+// generation model at all (--model-provider none), served over HTTP/2.
 func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*clients, *modeltest.Gemini) {
 	t.Helper()
 	fake := modeltest.NewGemini(t)
@@ -38,6 +39,7 @@ func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*cl
 		DataDir: t.TempDir(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+	cfg.Models = model.Config{Provider: "none"}
 	if withModel {
 		cfg.Models = model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
 	}
@@ -141,7 +143,7 @@ func TestMemoryRoundTripOverConnect(t *testing.T) {
 	if err := done.GetMetadata().UnmarshalTo(&md); err != nil || md.GetModelCalls() != 2 || md.GetState() != kiokuv1.OperationState_OPERATION_STATE_SUCCEEDED {
 		t.Fatalf("metadata = %v, %v", &md, err)
 	}
-	// The JSON shape the README shows.
+	// The JSON shape docs/concepts.md shows (A memory round trip).
 	js, _ := protojson.Marshal(done)
 	for _, want := range []string{`"done":true`, `"generatedMemories"`, `"action":"MEMORY_ACTION_UPDATED"`, `"@type":"type.googleapis.com/kioku.v1.GenerateMemoriesResponse"`} {
 		if !strings.Contains(string(js), want) {

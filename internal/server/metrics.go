@@ -32,6 +32,14 @@ type Metric struct {
 // each scrape). Only registered procedures reach the interceptor, so the
 // series are bounded. The endpoint is open like health: it names
 // procedures and counts, never data.
+//
+// This is kioku's one metrics pipeline; OpenTelemetry carries traces only
+// (otelconnect records its spans WithoutMetrics). Prometheus' client is the
+// one kept because /metrics is what operators scrape and alert on: its
+// series names and their tests stay as they were, the client brings the Go
+// runtime's and the process's standard collectors, and a pull endpoint
+// needs no collector to be useful. Where metrics must go over OTLP, an
+// OpenTelemetry Collector's prometheus receiver scrapes /metrics.
 type rpcMetrics struct {
 	calls   *prometheus.CounterVec
 	refusal *prometheus.CounterVec

@@ -202,7 +202,7 @@ func TestNodeMetrics(t *testing.T) {
 			generate += v
 		case strings.HasPrefix(series, `kioku_model_tokens_total{kind="prompt",`) && strings.HasSuffix(series, `,outcome="ok"}`):
 			prompt += v
-		case series == `kioku_model_embedded_texts_total{model="kioku-offline-v3",outcome="ok"}`:
+		case series == `kioku_model_embedded_texts_total{model="kioku-offline-v4",outcome="ok"}`:
 			embedded += v
 		}
 	}

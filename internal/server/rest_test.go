@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -125,6 +126,30 @@ func TestRESTRoundTrip(t *testing.T) {
 	rest(t, "POST", v1+"/users/ann/sessions/s1:appendEvent", `{"event": {"id": "e2", "author": "agent"}}`)
 	if l := rest(t, "GET", v1+"/users/ann/sessions/s1/events?orderBy=sequence%20desc&pageSize=1", ""); jsonPath(l, "events", 0, "id") != "e2" || l["nextPageToken"] == "" {
 		t.Errorf("events newest first: %v", l)
+	}
+	// AIP-160 filters and AIP-158 page sizes: OR across users, a time
+	// range of events, a page size over the maximum coerced.
+	q := url.Values{"filter": {`user_id = "ann" OR userId = "bob"`}, "pageSize": {"5000"}}
+	if l := rest(t, "GET", v1+"/sessions?"+q.Encode(), ""); len(l["sessions"].([]any)) != 2 {
+		t.Errorf("sessions of ann or bob: %v", l)
+	}
+	q = url.Values{"filter": {`timestamp >= "2000-01-01T00:00:00Z" AND timestamp < "2000-01-02T00:00:00Z"`}}
+	if l := rest(t, "GET", v1+"/users/ann/sessions/s1/events?"+q.Encode(), ""); l["events"] != nil {
+		t.Errorf("events of 2000-01-01: %v", l)
+	}
+	q = url.Values{"filter": {`timestamp >= "2000-01-01T00:00:00Z"`}, "pageSize": {"5000"}}
+	if l := rest(t, "GET", v1+"/users/ann/sessions/s1/events?"+q.Encode(), ""); len(l["events"].([]any)) != 2 {
+		t.Errorf("events since 2000: %v", l)
+	}
+	// What the transcoder cannot read is the caller's fault: 400, code 3.
+	for _, c := range []struct{ method, url, body, want string }{
+		{"GET", v1 + "/sessions?filter=" + url.QueryEscape(`owner = "ann"`), "", `not on "owner"`},
+		{"POST", v1 + "/users/ann/sessions", `{"displayName": 3}`, "displayName"},
+		{"GET", v1 + "/users/ann/sessions?pageSize=many", "", "page_size"},
+	} {
+		if status, out := restCall(t, c.method, c.url, c.body, ""); status != http.StatusBadRequest || out["code"] != float64(3) || !strings.Contains(out["message"].(string), c.want) {
+			t.Errorf("%s %s %s: %d %v, want 400 with code 3 saying %q", c.method, c.url, c.body, status, out, c.want)
+		}
 	}
 	if f := rest(t, "POST", v1+"/users/ann/sessions/s1:fork", `{"sessionId": "s1-fork", "eventId": "e1"}`); f["name"] != "apps/demo/users/ann/sessions/s1-fork" {
 		t.Errorf("forked %v", f)

@@ -2,10 +2,12 @@
 // on one port.
 //
 // It is the only package that knows both the wire (the generated code in
-// gen/) and the domain (sessions, memorybank): its handlers parse resource
-// names (with package internal/aip), bound every input and convert protos
-// to domain values and back; the domain's typed errors (package fault) they
-// return become Connect codes in one interceptor (errors.go), for kioku.v1
+// gen/) and the domain (sessions, memorybank, and the application layer
+// internal/app for the calls that cross domains and for operations): its
+// handlers parse resource names (with package internal/aip), bound every
+// input and convert protos to domain values and back; the domain's typed
+// errors (package fault) they return become Connect codes in one
+// interceptor (errors.go), for kioku.v1
 // and for every Surface: a further API served on the same port through the
 // same interceptors (the Vertex AI API of package internal/server/vertex). Beside
 // the kioku.v1 services the same handler serves
@@ -14,13 +16,21 @@
 // work against one address, and GET /metrics (metrics.go); over TLS when
 // given a Certificate (tls.go).
 //
-// REST (/v1/...) is the services' google.api.http bindings, transcoded by
-// connectrpc.com/vanguard into Connect calls of the same handlers. A
-// Surface serves its own REST paths (the Vertex AI API's are /v1beta1/,
-// /v1/projects/, /v1/reasoningEngines/ and /ui/, routed by package
-// internal/server/vertex, which says why not by vanguard), behind the same key check
-// and likewise through in-process Connect calls. GET /openapi.yaml serves
-// kioku.v1's OpenAPI document (package openapi).
+// REST is the services' google.api.http bindings, transcoded by
+// connectrpc.com/vanguard into Connect calls of the same handlers: /v1/...
+// for kioku.v1, and the paths each Surface's REST describes (the Vertex AI
+// API's /v1beta1/, /v1/projects/, /v1/reasoningEngines/ and /ui/, with a
+// codec and rules of its own: package internal/server/vertex), each behind
+// the same key check. Their errors have one writer per shape (package
+// httperr). GET /openapi.yaml serves kioku.v1's OpenAPI document (package
+// openapi).
+//
+// JSON requests decode with jsonCodec (codec.go): protojson with unknown
+// fields discarded, as connect-go's own JSON codec does, registered for
+// both of connect's JSON content types. connect-go does not export its
+// codec, and a codec is the only hook that sees a body that fails to
+// decode (that happens before any interceptor), so kioku's says what
+// protojson does not: that a string escapes a lone UTF-16 surrogate.
 //
 // With Keys set, the kioku.v1 services need an API key confined to an app
 // or to one user of an app, checked by an auth.Guard (package internal/server/auth)
@@ -44,13 +54,13 @@
 //
 // Name series kioku_<component>_<what>_<unit>, counters ending in _total;
 // label values must stay bounded (procedures, codes, states, models: never
-// ids or user data). Document new series in the README's Metrics table.
+// ids or user data). Document new series in the Metrics table of
+// docs/operations.md.
 package server
 
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,6 +79,7 @@ import (
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/httperr"
 	"github.com/kioku-ai/kioku/internal/server/openapi"
 )
 
@@ -136,10 +147,11 @@ type Config struct {
 	// It is called by each health check, so it must be cheap (cached).
 	Ready func(context.Context) error
 
-	// Handlers of the three services. A nil one answers UNIMPLEMENTED.
-	Sessions   kiokuv1connect.SessionServiceHandler
-	Memories   kiokuv1connect.MemoryBankServiceHandler
-	Operations kiokuv1connect.OperationServiceHandler
+	// Handlers of the services. A nil one answers UNIMPLEMENTED.
+	Sessions    kiokuv1connect.SessionServiceHandler
+	Memories    kiokuv1connect.MemoryBankServiceHandler
+	Operations  kiokuv1connect.OperationServiceHandler
+	MemoryFiles kiokuv1connect.MemoryFileServiceHandler
 
 	// Surfaces are further APIs served on the same port beside kioku.v1
 	// (the Vertex AI API of package internal/server/vertex), through the same
@@ -157,11 +169,34 @@ type Surface interface {
 	// keys it needs (package auth); the server refuses to start when a
 	// method has no rule.
 	Policy() auth.Policy
-	// Mount registers its handlers on mux: its Connect handlers built
-	// with opts, and its REST handlers each behind rest, the key check of
-	// REST calls (it authenticates a call; what the REST handler then
-	// calls in-process through mux is authorized like any call).
-	Mount(mux *http.ServeMux, rest func(http.Handler) http.Handler, opts ...connect.HandlerOption)
+	// Mount registers its Connect, gRPC and gRPC-Web handlers on mux,
+	// built with opts.
+	Mount(mux *http.ServeMux, opts ...connect.HandlerOption)
+	// REST describes its REST API, which the server transcodes as it does
+	// kioku.v1's.
+	REST() REST
+}
+
+// REST describes the REST API of a Surface. The server serves it as it
+// serves kioku.v1's: a vanguard transcoder of the google.api.http bindings
+// of the Surface's services (and of Options' rules) into Connect calls of
+// the handlers on the server's mux, behind the key check of REST calls, so
+// that keys, limits, logging, metrics and the error mapping apply alike.
+type REST struct {
+	// Paths are the ServeMux patterns it serves, such as "/v1beta1/".
+	Paths []string
+	// Options add to the transcoder's (rules, codecs).
+	Options []vanguard.TranscoderOption
+	// ServiceOptions apply to each of its services (target codecs, type
+	// resolver).
+	ServiceOptions []vanguard.ServiceOption
+	// NotFound answers a path that no binding matches.
+	NotFound http.Handler
+	// Wrap, when set, wraps what serves Paths (the key check included),
+	// for what the clients of the API send or expect beyond the bindings;
+	// it writes errors in the API's shape (httperr.Rewrite). Nil: the
+	// errors are google.rpc.Status, as kioku.v1's.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Server is kioku's HTTP handler plus the http.Server settings it runs with.
@@ -177,6 +212,7 @@ var serviceNames = []string{
 	kiokuv1connect.SessionServiceName,
 	kiokuv1connect.MemoryBankServiceName,
 	kiokuv1connect.OperationServiceName,
+	kiokuv1connect.MemoryFileServiceName,
 }
 
 // New returns a Server for cfg.
@@ -210,6 +246,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Operations == nil {
 		cfg.Operations = unimplementedOperations{}
+	}
+	if cfg.MemoryFiles == nil {
+		cfg.MemoryFiles = unimplementedMemoryFiles{}
 	}
 
 	metrics := newRPCMetrics(cfg.Logger, cfg.Metrics)
@@ -276,37 +315,50 @@ func New(cfg Config) *Server {
 	api = append(api, &errorInterceptor{log: cfg.Logger})
 	apiOpts := append(slices.Clip(common), connect.WithInterceptors(api...))
 	mux := http.NewServeMux()
-	var rest []*vanguard.Service
-	serve := func(path string, h http.Handler) {
-		mux.Handle(path, h)
-		rest = append(rest, vanguard.NewService(path, h))
+	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
+	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
+	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
+	mux.Handle(kiokuv1connect.NewMemoryFileServiceHandler(cfg.MemoryFiles, apiOpts...))
+	names := slices.Clone(serviceNames)
+	for _, s := range cfg.Surfaces {
+		s.Mount(mux, apiOpts...)
+		names = append(names, s.ServiceNames()...)
 	}
-	serve(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
-	serve(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
-	serve(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
-	// REST: the google.api.http bindings of the services above, transcoded
-	// by vanguard into Connect calls of the same handlers (so keys, limits,
-	// logging and metrics apply alike). Every REST path starts with a
-	// version: /v1/apps/... for kioku.v1.
-	transcoder, err := vanguard.NewTranscoder(rest,
-		vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxRequestBytes))),
-		vanguard.WithCompression("gzip", newGzipCompressor, inflate),
-		vanguard.WithUnknownHandler(http.HandlerFunc(restNotFound)),
-	)
-	if err != nil {
-		// The bindings are compiled into the generated code: a bad one is
-		// a programming error that every test would show.
-		panic(fmt.Sprintf("server: REST bindings: %v", err))
-	}
+	// REST: the google.api.http bindings of each API's services,
+	// transcoded by vanguard into Connect calls of the handlers above.
+	// Every REST path starts with a version: /v1/apps/... for kioku.v1.
 	restGuard := func(h http.Handler) http.Handler { return h }
 	if guard != nil {
 		restGuard = guard.WrapREST
 	}
-	mux.Handle("/v1/", restGuard(formAsJSON(transcoder)))
-	names := slices.Clone(serviceNames)
+	serveREST := func(services []string, rest REST) {
+		var svcs []*vanguard.Service
+		for _, name := range services {
+			svcs = append(svcs, vanguard.NewService(name, mux, rest.ServiceOptions...))
+		}
+		transcoder, err := vanguard.NewTranscoder(svcs, append([]vanguard.TranscoderOption{
+			vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxRequestBytes))),
+			vanguard.WithCompression("gzip", newGzipCompressor, inflate),
+			vanguard.WithUnknownHandler(rest.NotFound),
+		}, rest.Options...)...)
+		if err != nil {
+			// The bindings are compiled into the generated code: a bad one
+			// is a programming error that every test would show.
+			panic(fmt.Sprintf("server: REST bindings of %v: %v", services, err))
+		}
+		h := restGuard(formAsJSON(transcoder))
+		if rest.Wrap == nil {
+			h = httperr.Rewrite(h, false)
+		} else {
+			h = rest.Wrap(h)
+		}
+		for _, path := range rest.Paths {
+			mux.Handle(path, h)
+		}
+	}
+	serveREST(serviceNames, REST{Paths: []string{"/v1/"}, NotFound: http.HandlerFunc(restNotFound)})
 	for _, s := range cfg.Surfaces {
-		s.Mount(mux, restGuard, apiOpts...)
-		names = append(names, s.ServiceNames()...)
+		serveREST(s.ServiceNames(), s.REST())
 	}
 
 	health := &health{static: grpchealth.NewStaticChecker(names...), ready: cfg.Ready}
@@ -366,10 +418,7 @@ func services(names []string) []protoreflect.ServiceDescriptor {
 // restNotFound answers a REST path that no method binds as REST errors
 // are answered: a JSON google.rpc.Status with the HTTP status.
 func restNotFound(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusNotFound)
-	msg, _ := json.Marshal(fmt.Sprintf("no REST method binds %s %s (see /openapi.yaml)", r.Method, r.URL.Path))
-	fmt.Fprintf(w, `{"code":5,"message":%s,"details":[]}`, msg)
+	httperr.WriteStatus(w, connect.NewError(connect.CodeNotFound, fmt.Errorf("no REST method binds %s %s (see /openapi.yaml)", r.Method, r.URL.Path)))
 }
 
 // formAsJSON reads a REST request body labelled as a form, the type curl

@@ -56,7 +56,7 @@ func grpcConn(t *testing.T, ts *httptest.Server) *grpc.ClientConn {
 
 func TestHealthOverConnectJSONAndGRPC(t *testing.T) {
 	ts := startServer(t, server.Config{})
-	// The README's curl: Connect JSON over HTTP/1.1.
+	// The curl of docs/clients.md: Connect JSON over HTTP/1.1.
 	resp, err := http.Post(ts.URL+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +84,7 @@ func TestReflectionListsServices(t *testing.T) {
 		"grpc.reflection.v1.ServerReflection",
 		"grpc.reflection.v1alpha.ServerReflection",
 		kiokuv1connect.MemoryBankServiceName,
+		kiokuv1connect.MemoryFileServiceName,
 		kiokuv1connect.OperationServiceName,
 		kiokuv1connect.SessionServiceName,
 	}
@@ -172,6 +173,6 @@ func sessionServerWith(t *testing.T, cfg server.Config) *httptest.Server {
 		t.Fatal(err)
 	}
 	svc := sessions.NewService(store, sessions.Config{})
-	cfg.Sessions = server.NewSessionHandler(svc, server.SessionHandlerOptions{})
+	cfg.Sessions = server.NewSessionHandler(svc, nil)
 	return startServer(t, cfg)
 }

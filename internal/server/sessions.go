@@ -14,59 +14,27 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// SessionForgetter deletes what the memory bank derived from a session
-// only. DeleteSession calls it when forget_memories is set, before the
-// session itself is deleted (so that a failure leaves the session in place
-// to retry).
-type SessionForgetter interface {
-	ForgetSession(ctx context.Context, key sessions.Key) error
-}
-
-// UserEraser removes what the memory bank holds about a user: DeleteUser
-// calls it after the user's sessions are deleted.
-type UserEraser interface {
-	EraseUser(ctx context.Context, app, user string) (*memorybank.Erasure, error)
-}
-
-// SessionHandler serves kioku.v1.SessionService over a sessions.Service.
+// SessionHandler serves kioku.v1.SessionService over the session service
+// and, for the calls that cross domains (DeleteSession with
+// forget_memories, DeleteUser, CompactSession), the application layer.
 type SessionHandler struct {
-	svc     *sessions.Service
-	forget  SessionForgetter
-	compact SessionCompactor
-	erase   UserEraser
+	svc *sessions.Service
+	app *app.App
 }
 
 var _ kiokuv1connect.SessionServiceHandler = (*SessionHandler)(nil)
 
-// SessionCompactor queues the compaction of sessions as operations (the
-// memory bank's operation runner does it).
-type SessionCompactor interface {
-	CompactSession(ctx context.Context, r *memorybank.CompactRequest) (*memorybank.Operation, error)
-}
-
-// SessionHandlerOptions are the optional parts of a SessionHandler.
-type SessionHandlerOptions struct {
-	// Compactor serves CompactSession; without it such a request is
-	// FAILED_PRECONDITION.
-	Compactor SessionCompactor
-	// Forgetter serves DeleteSession's forget_memories; without it such a
-	// request is FAILED_PRECONDITION.
-	Forgetter SessionForgetter
-	// Eraser is the memory bank's part of DeleteUser; without it
-	// DeleteUser is FAILED_PRECONDITION (it would leave the user's
-	// memories).
-	Eraser UserEraser
-}
-
-// NewSessionHandler returns the SessionService handler.
-func NewSessionHandler(svc *sessions.Service, opts SessionHandlerOptions) *SessionHandler {
-	return &SessionHandler{svc: svc, forget: opts.Forgetter, compact: opts.Compactor, erase: opts.Eraser}
+// NewSessionHandler returns the SessionService handler. Without an App
+// (a server of sessions alone) the calls that cross domains are
+// FAILED_PRECONDITION.
+func NewSessionHandler(svc *sessions.Service, a *app.App) *SessionHandler {
+	return &SessionHandler{svc: svc, app: a}
 }
 
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
@@ -241,24 +209,15 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	if req.Msg.GetForgetMemories() {
-		if h.forget == nil {
-			return nil, fault.New(fault.FailedPrecondition, "forget_memories needs the memory bank, which this server does not run")
+	if !req.Msg.GetForgetMemories() {
+		err = h.svc.DeleteSession(ctx, key)
+		if fault.Is(err, fault.NotFound) && req.Msg.GetAllowMissing() {
+			err = nil
 		}
-		// The session must exist (and be the caller's) before anything is forgotten.
-		if _, _, err := h.svc.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true}); err != nil {
-			if fault.Is(err, fault.NotFound) && req.Msg.GetAllowMissing() {
-				return connect.NewResponse(&emptypb.Empty{}), nil
-			}
-			return nil, err
-		}
-		if err := h.forget.ForgetSession(ctx, key); err != nil {
-			return nil, err
-		}
-	}
-	err = h.svc.DeleteSession(ctx, key)
-	if fault.Is(err, fault.NotFound) && req.Msg.GetAllowMissing() {
-		err = nil
+	} else if h.app == nil {
+		err = fault.New(fault.FailedPrecondition, "forget_memories needs the memory bank, which this server does not run")
+	} else {
+		err = h.app.DeleteSession(ctx, key, true, req.Msg.GetAllowMissing())
 	}
 	if err != nil {
 		return nil, err
@@ -266,29 +225,24 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
 
-// DeleteUser implements kiokuv1connect.SessionServiceHandler: the user's
-// sessions first (so that no generation can read them any more), then what
-// the memory bank holds about the user (its operations first, which stops
-// a generation under way from writing).
+// DeleteUser implements kiokuv1connect.SessionServiceHandler: the
+// application layer's erasure of the user (app.App.DeleteUser).
 func (h *SessionHandler) DeleteUser(ctx context.Context, req *connect.Request[kiokuv1.DeleteUserRequest]) (*connect.Response[kiokuv1.DeleteUserResponse], error) {
 	app, user, err := aip.ParseUser("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
-	if h.erase == nil {
+	if h.app == nil {
 		return nil, fault.New(fault.FailedPrecondition, "DeleteUser needs the memory bank, which this server does not run")
 	}
-	n, err := h.svc.DeleteUser(ctx, app, user)
-	if err != nil {
-		return nil, err
-	}
-	er, err := h.erase.EraseUser(ctx, app, user)
+	er, err := h.app.DeleteUser(ctx, app, user)
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&kiokuv1.DeleteUserResponse{
-		DeletedSessions: int64(n), DeletedMemories: int64(er.Memories),
+		DeletedSessions: int64(er.Sessions), DeletedMemories: int64(er.Memories),
 		DeletedWatermarks: int64(er.Watermarks), DeletedOperations: int64(er.Operations),
+		DeletedMemoryFiles: int64(er.Files),
 	}), nil
 }
 
@@ -364,6 +318,7 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 		PageToken:  m.GetPageToken(),
 		From:       from,
 		To:         to,
+		Filter:     m.GetFilter(),
 		Descending: desc,
 	})
 	if err != nil {
@@ -501,15 +456,15 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 
 // CompactSession implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Request[kiokuv1.CompactSessionRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, user, id, err := aip.ParseSession("name", req.Msg.GetName())
+	appID, user, id, err := aip.ParseSession("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
-	if h.compact == nil {
+	if h.app == nil {
 		return nil, fault.New(fault.FailedPrecondition, "this server does not run operations, which CompactSession needs")
 	}
-	op, err := h.compact.CompactSession(ctx, &memorybank.CompactRequest{
-		Session:    sessions.Key{App: app, User: user, ID: id},
+	op, err := h.app.CompactSession(ctx, app.CompactRequest{
+		Session:    sessions.Key{App: appID, User: user, ID: id},
 		UpTo:       req.Msg.GetUpToSequence(),
 		KeepRecent: int(req.Msg.GetKeepRecentEvents()),
 	})

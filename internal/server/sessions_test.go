@@ -167,8 +167,8 @@ func TestSessionServiceProtocols(t *testing.T) {
 						Id: "e3", Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"k": strings.Repeat("x", 300<<10)})}}}))
 					return err
 				}, connect.CodeResourceExhausted, "limit"},
-				{"bad page size", func() error {
-					_, err := c.ListSessions(ctx, connect.NewRequest(&kiokuv1.ListSessionsRequest{Parent: parent, PageSize: 5000}))
+				{"negative page size", func() error {
+					_, err := c.ListSessions(ctx, connect.NewRequest(&kiokuv1.ListSessionsRequest{Parent: parent, PageSize: -1}))
 					return err
 				}, connect.CodeInvalidArgument, "page_size"},
 				{"bad update mask", func() error {

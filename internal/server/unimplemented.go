@@ -18,4 +18,7 @@ type (
 	unimplementedOperations struct {
 		kiokuv1connect.UnimplementedOperationServiceHandler
 	}
+	unimplementedMemoryFiles struct {
+		kiokuv1connect.UnimplementedMemoryFileServiceHandler
+	}
 )

@@ -1,13 +1,17 @@
-// Package telemetry turns on OpenTelemetry traces and metrics for a kioku
-// process: when an OTLP endpoint is configured, Setup installs the SDK's
-// tracer and meter providers as OpenTelemetry's globals, exporting over
-// OTLP, with W3C trace context and baggage as the propagators; otherwise
-// nothing is installed and every span and instrument in the process stays
-// OpenTelemetry's no-op.
+// Package telemetry turns on OpenTelemetry traces for a kioku process: when
+// an OTLP endpoint is configured, Setup installs the SDK's tracer provider
+// as OpenTelemetry's global, exporting over OTLP, with W3C trace context
+// and baggage as the propagators; otherwise nothing is installed and every
+// span in the process stays OpenTelemetry's no-op.
 //
-// What records through the globals: each RPC (connectrpc.com/otelconnect in
-// package server: a span per call, trusting the caller's trace context,
-// and the rpc.server.* metrics), each SQLite write transaction (span
+// Metrics are not exported here: kioku has one metrics pipeline, the
+// Prometheus client behind GET /metrics (internal/server's rpcMetrics says
+// why), and installs no OpenTelemetry meter provider, so the calls are not
+// counted twice.
+//
+// What records through the global: each RPC (connectrpc.com/otelconnect in
+// package server: a span per call, trusting the caller's trace context),
+// each SQLite write transaction (span
 // sqlite.write, in internal/sqlitedb), each call of the memory bank's
 // generation model and embedder (spans "chat MODEL" and "embeddings
 // MODEL", in package model), and the Firestore client's own spans of its
@@ -16,19 +20,15 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -39,8 +39,8 @@ type Config struct {
 	// Endpoint is the OTLP endpoint's URL (http://collector:4318 for
 	// OTLP/HTTP, the default protocol; http://collector:4317 with
 	// OTEL_EXPORTER_OTLP_PROTOCOL=grpc). Empty: the standard
-	// OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ and _METRICS_ forms)
-	// decides, and without any, telemetry stays off.
+	// OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ form) decides, and
+	// without either, telemetry stays off.
 	Endpoint string
 	// ServiceVersion is reported as service.version.
 	ServiceVersion string
@@ -53,13 +53,13 @@ func (cfg Config) Enabled() bool {
 		return false
 	}
 	return cfg.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" ||
-		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// Setup installs OTLP-exporting providers as OpenTelemetry's globals when
-// cfg is enabled, and returns a function that flushes and stops them (a
-// no-op when nothing was installed) and whether it installed them. The
-// exporters read the other standard OTEL_EXPORTER_OTLP_* variables
+// Setup installs an OTLP-exporting tracer provider as OpenTelemetry's global
+// when cfg is enabled, and returns a function that flushes and stops it (a
+// no-op when nothing was installed) and whether it installed it. The
+// exporter reads the other standard OTEL_EXPORTER_OTLP_* variables
 // (headers, certificates, timeouts, compression); OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES add to the resource (service.name is kioku by
 // default).
@@ -79,31 +79,20 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 		}
 	}
 
-	var (
-		spans   sdktrace.SpanExporter
-		metrics sdkmetric.Exporter
-	)
+	var spans sdktrace.SpanExporter
 	switch protocol {
 	case "http/protobuf":
-		var topts []otlptracehttp.Option
-		var mopts []otlpmetrichttp.Option
+		var opts []otlptracehttp.Option
 		if cfg.Endpoint != "" {
-			topts = append(topts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(cfg.Endpoint, "/")+"/v1/traces"))
-			mopts = append(mopts, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(cfg.Endpoint, "/")+"/v1/metrics"))
+			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(cfg.Endpoint, "/")+"/v1/traces"))
 		}
-		if spans, err = otlptracehttp.New(ctx, topts...); err == nil {
-			metrics, err = otlpmetrichttp.New(ctx, mopts...)
-		}
+		spans, err = otlptracehttp.New(ctx, opts...)
 	case "grpc":
-		var topts []otlptracegrpc.Option
-		var mopts []otlpmetricgrpc.Option
+		var opts []otlptracegrpc.Option
 		if cfg.Endpoint != "" {
-			topts = append(topts, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
-			mopts = append(mopts, otlpmetricgrpc.WithEndpointURL(cfg.Endpoint))
+			opts = append(opts, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
 		}
-		if spans, err = otlptracegrpc.New(ctx, topts...); err == nil {
-			metrics, err = otlpmetricgrpc.New(ctx, mopts...)
-		}
+		spans, err = otlptracegrpc.New(ctx, opts...)
 	default:
 		return none, false, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: kioku exports with http/protobuf (the default) or grpc", protocol)
 	}
@@ -119,18 +108,14 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 		return none, false, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)), sdkmetric.WithResource(res))
-	Install(tp, mp)
-	return func(ctx context.Context) error {
-		return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
-	}, true, nil
+	Install(tp)
+	return tp.Shutdown, true, nil
 }
 
-// Install makes tp and mp OpenTelemetry's global providers, with W3C trace
+// Install makes tp OpenTelemetry's global tracer provider, with W3C trace
 // context and baggage as the global propagators. Setup calls it; tests call
-// it with in-memory exporters.
-func Install(tp *sdktrace.TracerProvider, mp *sdkmetric.MeterProvider) {
+// it with an in-memory exporter.
+func Install(tp *sdktrace.TracerProvider) {
 	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 }

@@ -22,12 +22,13 @@ import (
 	"github.com/kioku-ai/kioku/internal/telemetry"
 )
 
-// clearEnv unsets the standard variables for the test, and puts back
-// OpenTelemetry's no-op globals after it.
+// clearEnv unsets the standard variables for the test, and makes
+// OpenTelemetry's globals no-ops during and after it.
 func clearEnv(t *testing.T) {
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
 		t.Setenv(v, "")
 	}
+	otel.SetMeterProvider(noop.NewMeterProvider())
 	t.Cleanup(func() {
 		otel.SetTracerProvider(tracenoop.NewTracerProvider())
 		otel.SetMeterProvider(noop.NewMeterProvider())
@@ -67,13 +68,18 @@ func (r *received) check(t *testing.T, span string) {
 	if !strings.Contains(strings.Join(r.spans, ","), span) || len(r.services) == 0 || r.services[0] != "kioku" {
 		t.Errorf("collector got spans %q of services %q, want %q of kioku", r.spans, r.services, span)
 	}
-	if r.metrics == 0 {
-		t.Errorf("collector got no metrics")
+	if r.metrics != 0 {
+		t.Errorf("collector got %d metrics exports; metrics are /metrics's only (one pipeline)", r.metrics)
 	}
 }
 
 // emit makes one span and one counter through the globals, then flushes.
+// The counter must go nowhere: Setup installs no meter provider.
 func emit(t *testing.T, shutdown func(context.Context) error) {
+	t.Helper()
+	if _, noop := otel.GetMeterProvider().(noop.MeterProvider); !noop {
+		t.Errorf("Setup installed a meter provider (%T); metrics are /metrics's only", otel.GetMeterProvider())
+	}
 	ctx := context.Background()
 	_, span := otel.Tracer("test").Start(ctx, "kioku.test.span")
 	span.End()
@@ -96,6 +102,12 @@ func TestOffWithoutAnEndpoint(t *testing.T) {
 	if otel.GetTracerProvider() != before {
 		t.Error("Setup without an endpoint installed a tracer provider")
 	}
+	// Metrics are not exported (they are /metrics's), so their endpoint
+	// alone turns nothing on.
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://127.0.0.1:1")
+	if (telemetry.Config{}).Enabled() {
+		t.Error("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT alone turned export on")
+	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("OTEL_SDK_DISABLED", "true")
 	if (telemetry.Config{}).Enabled() {
@@ -115,7 +127,7 @@ func TestBadSettingsAreNamed(t *testing.T) {
 }
 
 // TestExportsOverOTLPHTTP: with an endpoint (the flag, or the standard
-// variable), spans and metrics reach an OTLP/HTTP collector.
+// variable), spans reach an OTLP/HTTP collector, and metrics do not.
 func TestExportsOverOTLPHTTP(t *testing.T) {
 	for _, viaEnv := range []bool{false, true} {
 		clearEnv(t)
@@ -175,8 +187,8 @@ func (c metricsCollector) Export(context.Context, *collmetrics.ExportMetricsServ
 	return &collmetrics.ExportMetricsServiceResponse{}, nil
 }
 
-// TestExportsOverOTLPgRPC: OTEL_EXPORTER_OTLP_PROTOCOL=grpc exports to an
-// OTLP/gRPC collector.
+// TestExportsOverOTLPgRPC: OTEL_EXPORTER_OTLP_PROTOCOL=grpc exports spans
+// to an OTLP/gRPC collector (and no metrics).
 func TestExportsOverOTLPgRPC(t *testing.T) {
 	clearEnv(t)
 	var got received

@@ -6,7 +6,10 @@
 // at them, so requests and replies go through the real wire formats.
 //
 // Replies to generation calls are scripted: queue them with Reply, or set a
-// Responder that answers from the request. Embeddings are deterministic and
+// Responder that answers from the request. A reply can also be a fault of
+// the provider's: an HTTP error with or without Retry-After (Reply.Status,
+// RetryAfter), no answer at all (Hang), a body that trickles (Trickle), or
+// any text, however large or off its schema. Embeddings are deterministic and
 // dense, like a real model's (scripted.Vector): texts that share words get
 // similar vectors, and so do texts whose words are scripted.Synonyms, which
 // the offline embedder cannot see, so that tests can tell the two sides of
@@ -44,10 +47,13 @@ type (
 
 // fake is what both servers share.
 type fake struct {
+	// stop ends the calls that hang or trickle when the fake stops.
+	stop      chan struct{}
 	mu        sync.Mutex
 	script    []Reply
 	calls     []Call
 	embedReqs int
+	embedded  []string
 	responder func(Call) Reply
 }
 
@@ -95,6 +101,14 @@ func (f *fake) EmbedRequests() int {
 	return f.embedReqs
 }
 
+// EmbeddedTexts returns the texts of the embedding requests received so
+// far, in order.
+func (f *fake) EmbeddedTexts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.embedded...)
+}
+
 // next records a call and returns its reply. A responder runs without the
 // fake's lock held, so it may block (to hold calls in flight).
 func (f *fake) next(c Call) (Reply, error) {
@@ -116,12 +130,16 @@ func (f *fake) next(c Call) (Reply, error) {
 }
 
 // answer records a call and returns its reply; when the reply is a
-// scripted failure (or none was scripted) it writes the error and returns
-// false.
-func (f *fake) answer(w http.ResponseWriter, c Call) (Reply, bool) {
+// scripted failure or hangs (or none was scripted) it answers so and
+// returns false.
+func (f *fake) answer(w http.ResponseWriter, r *http.Request, c Call) (Reply, bool) {
 	reply, err := f.next(c)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return Reply{}, false
+	}
+	if reply.Hang {
+		scripted.Hang(r, f.stop)
 		return Reply{}, false
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
@@ -158,10 +176,18 @@ func NewGemini(t testing.TB) *Gemini {
 // StartGemini starts a fake Gemini API outside a test (for benchmarks) and
 // returns the function that stops it.
 func StartGemini() (*Gemini, func()) {
-	g := &Gemini{}
-	srv := httptest.NewServer(&scripted.Gemini{Respond: g.next, Embedded: g.countEmbed})
+	g := &Gemini{fake: fake{stop: make(chan struct{})}}
+	srv := httptest.NewServer(&scripted.Gemini{Respond: g.next, Embedded: g.countEmbed, Stop: g.stop})
 	g.URL = srv.URL
-	return g, srv.Close
+	return g, g.stopWith(srv)
+}
+
+// stopWith returns the function that stops the fake and its server.
+func (f *fake) stopWith(srv *httptest.Server) func() {
+	return func() {
+		close(f.stop)
+		srv.Close()
+	}
 }
 
 // Client returns a real genai client for the fake, with fast retries.
@@ -182,10 +208,11 @@ func (g *Gemini) Config() model.GeminiConfig {
 // FastRetry retries quickly, for tests.
 var FastRetry = model.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Millisecond, MaxDelay: 2 * time.Second}
 
-// countEmbed counts an embedding request.
-func (f *fake) countEmbed() {
+// countEmbed records an embedding request.
+func (f *fake) countEmbed(texts []string) {
 	f.mu.Lock()
 	f.embedReqs++
+	f.embedded = append(f.embedded, texts...)
 	f.mu.Unlock()
 }
 
@@ -201,9 +228,9 @@ type OpenAI struct {
 // NewOpenAI starts a fake OpenAI-compatible server; it stops when the test
 // ends.
 func NewOpenAI(t testing.TB) *OpenAI {
-	o := &OpenAI{Dims: 256}
+	o := &OpenAI{fake: fake{stop: make(chan struct{})}, Dims: 256}
 	srv := httptest.NewServer(http.HandlerFunc(o.serve))
-	t.Cleanup(srv.Close)
+	t.Cleanup(o.stopWith(srv))
 	o.URL = srv.URL + "/v1"
 	return o
 }
@@ -226,7 +253,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/v1/chat/completions":
-		o.chat(w, req)
+		o.chat(w, r, req)
 	case "/v1/embeddings":
 		o.embeddings(w, req)
 	default:
@@ -234,7 +261,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
+func (o *OpenAI) chat(w http.ResponseWriter, r *http.Request, req map[string]any) {
 	c := Call{Raw: req}
 	c.Model, _ = req["model"].(string)
 	msgs, _ := req["messages"].([]any)
@@ -277,7 +304,7 @@ func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
 			c.Tools = append(c.Tools, fn)
 		}
 	}
-	reply, ok := o.answer(w, c)
+	reply, ok := o.answer(w, r, c)
 	if !ok {
 		return
 	}
@@ -305,16 +332,14 @@ func (o *OpenAI) chat(w http.ResponseWriter, req map[string]any) {
 			msg["content"] = nil
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
+	scripted.WriteJSON(w, r, reply, map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion", "model": c.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-	})
+	}, o.stop)
 }
 
 func (o *OpenAI) embeddings(w http.ResponseWriter, req map[string]any) {
-	o.countEmbed()
 	var inputs []string
 	switch in := req["input"].(type) {
 	case string:
@@ -325,6 +350,7 @@ func (o *OpenAI) embeddings(w http.ResponseWriter, req map[string]any) {
 			inputs = append(inputs, s)
 		}
 	}
+	o.countEmbed(inputs)
 	var data []any
 	for i, text := range inputs {
 		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": Vector(text, o.Dims)})

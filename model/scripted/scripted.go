@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/kioku-ai/kioku/model"
@@ -36,6 +38,13 @@ type Reply struct {
 	// and an error body; RetryAfter is sent as the Retry-After header.
 	Status     int
 	RetryAfter string
+	// Hang, when set, answers nothing: the call waits until its client
+	// gives up or the server stops (a model that never answers).
+	Hang bool
+	// Trickle, when set, sends the reply's status and headers at once and
+	// then its body one byte every Trickle (a model whose reply never
+	// seems to end).
+	Trickle time.Duration
 }
 
 // FunctionCall returns a reply that calls the function name with args.
@@ -81,8 +90,12 @@ type Gemini struct {
 	// Respond answers a generation call; an error is answered with status
 	// 500 and its text. Required.
 	Respond func(Call) (Reply, error)
-	// Embedded, when set, is called for each embedding request.
-	Embedded func()
+	// Embedded, when set, is called for each embedding request with the
+	// texts to embed.
+	Embedded func(texts []string)
+	// Stop, when set, ends the calls that hang (Reply.Hang) or trickle
+	// once it is closed, so that the server can stop.
+	Stop <-chan struct{}
 }
 
 // ServeHTTP answers one request.
@@ -98,15 +111,36 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(model, ":")
 	switch method {
 	case "generateContent":
-		g.generate(w, model, req)
+		g.generate(w, r, model, req)
 	case "batchEmbedContents":
 		if g.Embedded != nil {
-			g.Embedded()
+			var texts []string
+			reqs, _ := req["requests"].([]any)
+			for _, r := range reqs {
+				rm, _ := r.(map[string]any)
+				_, text := textsOf(rm["content"])
+				texts = append(texts, text)
+			}
+			g.Embedded(texts)
 		}
 		embed(w, req)
 	default:
 		http.Error(w, "unknown method "+method, http.StatusNotFound)
 	}
+}
+
+// Serve serves h on a loopback port until stop is called, and returns its
+// base URL (http://127.0.0.1:PORT), for a model.Config's GeminiBaseURL. It
+// is what programs (kioku bench memories) use instead of an httptest
+// server, so that they link no test code.
+func Serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("serving the scripted model: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // WriteFailure answers with a reply's scripted failure (Status and
@@ -142,7 +176,7 @@ func textsOf(content any) (role string, text string) {
 	return role, strings.Join(out, "\n")
 }
 
-func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]any) {
+func (g *Gemini) generate(w http.ResponseWriter, r *http.Request, model string, req map[string]any) {
 	c := Call{Model: model, Raw: req}
 	if si, ok := req["systemInstruction"]; ok {
 		_, c.System = textsOf(si)
@@ -174,6 +208,10 @@ func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]an
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	if reply.Hang {
+		Hang(r, g.Stop)
+		return
+	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		WriteFailure(w, reply)
 		return
@@ -191,8 +229,60 @@ func (g *Gemini) generate(w http.ResponseWriter, model string, req map[string]an
 		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
 		"modelVersion":  model,
 	}
+	WriteJSON(w, r, reply, resp, g.Stop)
+}
+
+// Hang waits until the client of r gives up or stop is closed (a nil stop
+// never is): the answer of a model that never answers.
+func Hang(r *http.Request, stop <-chan struct{}) {
+	select {
+	case <-r.Context().Done():
+	case <-stop:
+	}
+}
+
+// WriteJSON answers a call with v in JSON, all at once, or a byte at a
+// time when the reply trickles (Reply.Trickle: until the body is written,
+// the client gives up or stop is closed).
+func WriteJSON(w http.ResponseWriter, r *http.Request, reply Reply, v any, stop <-chan struct{}) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(resp)
+	if reply.Trickle <= 0 {
+		w.Write(body)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	for _, b := range body {
+		if _, err := w.Write([]byte{b}); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		t := time.NewTimer(reply.Trickle)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		case <-t.C:
+		}
+		t.Stop()
+		if r.Context().Err() != nil || closed(stop) {
+			return
+		}
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func embed(w http.ResponseWriter, req map[string]any) {

@@ -227,9 +227,16 @@ func testCompactionBounds(t *testing.T, h *harness) {
 	if !strings.Contains(err.Error(), "--model-provider") {
 		t.Fatalf("error %q does not name the settings", err)
 	}
-	svc, _ := h.withModel(t)
+	svc, fake := h.withModel(t)
 	_, err = svc.Compact(h.ctx, s.Key, sessions.CompactRequest{UpTo: 5})
 	wantKind(t, "Compact beyond the last event", err, fault.Invalid)
+	// A blank summary is the model's failure (retried), not kioku's.
+	fake.Reply(modeltest.Reply{Text: " \n "})
+	_, err = svc.Compact(h.ctx, s.Key, sessions.CompactRequest{UpTo: 1})
+	wantKind(t, "a blank summary", err, fault.Unavailable)
+	if !strings.Contains(err.Error(), "gemini:gemini-test gave an unusable compaction reply") {
+		t.Fatalf("a blank summary: %v; want it to blame the model", err)
+	}
 	_, err = svc.Compact(h.ctx, sessions.Key{App: "app1", User: "u2", ID: "s1"}, sessions.CompactRequest{})
 	wantKind(t, "Compact of another user's session", err, fault.NotFound)
 	_, err = svc.Compact(h.ctx, s.Key, sessions.CompactRequest{KeepRecent: -1})

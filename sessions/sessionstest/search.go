@@ -133,11 +133,15 @@ func testSearchFilters(t *testing.T, h *harness) {
 	wantKind(t, "search in another user's session", err, fault.NotFound)
 	_, _, err = h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "u1", Session: "nope", Query: "garden"})
 	wantKind(t, "search in a missing session", err, fault.NotFound)
+	// A page size over the maximum is coerced to it (AIP-158).
+	if _, _, err := h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "garden", PageSize: sessions.MaxSearchPageSize + 1}); err != nil {
+		t.Errorf("SearchEvents with page_size %d: %v", sessions.MaxSearchPageSize+1, err)
+	}
 	for _, r := range []sessions.SearchEventsRequest{
 		{App: "app1", User: "u1"},
 		{App: "app1", User: "u1", Query: "the and of"},
 		{App: "app1", User: "u1", Query: string(make([]byte, sessions.MaxSearchQueryBytes+1))},
-		{App: "app1", User: "u1", Query: "garden", PageSize: sessions.MaxSearchPageSize + 1},
+		{App: "app1", User: "u1", Query: "garden", PageSize: -1},
 		{App: "app1", User: "bad/user", Query: "garden"},
 		{App: "app1", User: "u1", Query: "garden", PageToken: "junk"},
 	} {

@@ -274,9 +274,12 @@ class Keys(unittest.TestCase):
 
 class Installed(unittest.TestCase):
     def test_pip_install_then_import_outside_the_repository(self):
-        """pip installs the package (no index: its dependencies are the
-        interpreter's, here Debian's) into a new environment, and a
-        program there imports kioku and makes a call."""
+        """pip installs the package with the documented command, pip
+        install --no-build-isolation (the build backend is the
+        interpreter's setuptools, Debian's python3-setuptools, so nothing is
+        downloaded; no index here either: its dependencies are the
+        interpreter's, Debian's) into a new environment, and a program there
+        imports kioku and makes a call."""
         with tempfile.TemporaryDirectory() as tmp:
             # pip builds in the source tree: build a copy.
             package = os.path.join(tmp, "kioku-client")

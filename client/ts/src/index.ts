@@ -1,6 +1,6 @@
 /**
  * @kioku-ai/client: the TypeScript client of kioku, the sessions and memory
- * bank service for LLM agents. It runs in Node 20+ and in browsers (it uses
+ * bank service for LLM agents, with the memory file tool's backend. It runs in Node 20+ and in browsers (it uses
  * `fetch`), over the Connect protocol or gRPC-Web.
  *
  * ```ts
@@ -19,13 +19,14 @@
  * @module
  */
 
-import { createRegistry, toJson as toJsonWithOptions, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { createRegistry, toJson as toJsonWithOptions, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { anyUnpack, MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 
 import { file_kioku_v1_memory, GenerateMemoriesResponseSchema, PurgeMemoriesResponseSchema, type GenerateMemoriesResponse, type PurgeMemoriesResponse } from "./gen/kioku/v1/memory_pb.js";
 import { file_kioku_v1_memory_bank_service, MemoryBankService } from "./gen/kioku/v1/memory_bank_service_pb.js";
+import { file_kioku_v1_memory_file_service, MemoryFileService, type ExecuteResponse } from "./gen/kioku/v1/memory_file_service_pb.js";
 import { file_kioku_v1_operation, type Operation } from "./gen/kioku/v1/operation_pb.js";
 import { file_kioku_v1_operation_service, OperationService } from "./gen/kioku/v1/operation_service_pb.js";
 import { file_kioku_v1_session } from "./gen/kioku/v1/session_pb.js";
@@ -33,6 +34,7 @@ import { file_kioku_v1_session_service, SessionService, type AppendEventRequest 
 
 export * from "./gen/kioku/v1/memory_pb.js";
 export * from "./gen/kioku/v1/memory_bank_service_pb.js";
+export * from "./gen/kioku/v1/memory_file_service_pb.js";
 export * from "./gen/kioku/v1/operation_pb.js";
 export * from "./gen/kioku/v1/operation_service_pb.js";
 export * from "./gen/kioku/v1/session_pb.js";
@@ -52,6 +54,7 @@ export const registry = createRegistry(
   file_kioku_v1_memory_bank_service,
   file_kioku_v1_operation,
   file_kioku_v1_operation_service,
+  file_kioku_v1_memory_file_service,
 );
 
 /** Options of {@link createKiokuClient}. */
@@ -162,12 +165,14 @@ function retryInterceptor(options: RetryOptions): Interceptor {
   };
 }
 
-/** The three services of kioku.v1, as Connect clients on one transport. */
+/** The services of kioku.v1, as Connect clients on one transport. */
 export interface KiokuClient {
   sessions: Client<typeof SessionService>;
   memories: Client<typeof MemoryBankService>;
   operations: Client<typeof OperationService>;
-  /** The transport the three share. */
+  /** The memory file tool's backend (Anthropic's memory tool) and its files. */
+  files: Client<typeof MemoryFileService>;
+  /** The transport the services share. */
   transport: Transport;
 }
 
@@ -203,6 +208,7 @@ export function createKiokuClient(options: KiokuClientOptions): KiokuClient {
     sessions: createClient(SessionService, transport),
     memories: createClient(MemoryBankService, transport),
     operations: createClient(OperationService, transport),
+    files: createClient(MemoryFileService, transport),
     transport,
   };
 }
@@ -220,6 +226,27 @@ export function userName(app: string, user: string): string {
 /** `apps/{app}/users/{user}/sessions/{session}`. */
 export function sessionName(app: string, user: string, session: string): string {
   return `apps/${app}/users/${user}/sessions/${session}`;
+}
+
+/** `apps/{app}/users/{user}/memoryFiles/{file}`. */
+export function memoryFileName(app: string, user: string, file: string): string {
+  return `apps/${app}/users/${user}/memoryFiles/${file}`;
+}
+
+/**
+ * The answer of the memory tool to one tool_use block of a model (a
+ * Claude `memory_20250818` tool call): it runs the block's input in the
+ * user's memory directory (`files.execute`) and returns the content and
+ * is_error of the tool_result to send back.
+ *
+ * ```ts
+ * const result = await runMemoryTool(kioku, userName("demo", "ann"), block.input);
+ * messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: block.id, ...result }] });
+ * ```
+ */
+export async function runMemoryTool(client: KiokuClient, user: string, input: JsonObject): Promise<{ content: string; is_error: boolean }> {
+  const res: ExecuteResponse = await client.files.execute({ parent: user, input });
+  return { content: res.output, is_error: res.isError };
 }
 
 /** `apps/{app}/memories/{memory}`. */

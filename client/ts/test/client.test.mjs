@@ -203,12 +203,19 @@ describe("memories", () => {
   });
 
   test("generating from a session needs a model", async () => {
-    const s = await client.sessions.createSession({ parent: userName("demo", "carol") });
-    await client.sessions.appendEvent({ name: s.name, event: { author: "user", content: text("user", "I moved to Kyoto.") } });
-    await assert.rejects(
-      client.memories.generateMemories({ parent: "apps/demo", source: { case: "sessionSource", value: { session: s.name } } }),
-      (err) => err instanceof ConnectError && err.code === Code.FailedPrecondition,
-    );
+    // The offline extractor is the default model: this server runs none.
+    const bare = await startKioku("--model-provider", "none");
+    try {
+      const c = createKiokuClient({ baseUrl: bare.url });
+      const s = await c.sessions.createSession({ parent: userName("demo", "carol") });
+      await c.sessions.appendEvent({ name: s.name, event: { author: "user", content: text("user", "I moved to Kyoto.") } });
+      await assert.rejects(
+        c.memories.generateMemories({ parent: "apps/demo", source: { case: "sessionSource", value: { session: s.name } } }),
+        (err) => err instanceof ConnectError && err.code === Code.FailedPrecondition,
+      );
+    } finally {
+      await bare.stop();
+    }
   });
 
   test("waitOperation of an unknown operation is NotFound", async () => {

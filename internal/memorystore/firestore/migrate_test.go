@@ -13,7 +13,9 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
@@ -29,7 +31,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil || len(files) != 6 {
 		t.Fatalf("v1 operations: %v, %v", files, err)
 	}
-	want := map[string]*memorybank.Operation{}
+	want := map[string]*jobs.Operation{}
 	for _, f := range files {
 		body, err := os.ReadFile(f)
 		if err != nil {
@@ -42,7 +44,7 @@ func TestMigrate(t *testing.T) {
 		if err := json.Unmarshal(body, &v1); err != nil {
 			t.Fatal(err)
 		}
-		op, err := memorybank.UnmarshalOperation("golden", v1.ID, body)
+		op, err := record.DecodeOperation("golden", v1.ID, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +103,70 @@ func TestMigrate(t *testing.T) {
 	}
 	if r, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || r.Action != memorybank.Deleted {
 		t.Errorf("a revision of the first format = %+v, %v", r, err)
+	}
+	if n, err := st.Migrate(ctx); n != 0 || err != nil {
+		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)
+	}
+}
+
+// TestMigrateFormat2 writes operation documents as the version before the
+// jobs engine did (memorybank/testdata/v2: the memory bank's record) and
+// migrates them: their bodies are rewritten in the jobs engine's record,
+// they read as they were meant, and a second run changes nothing.
+func TestMigrateFormat2(t *testing.T) {
+	c, _ := firestoretest.NewClient(t)
+	ctx := t.Context()
+	st := firestore.New(c, firestore.Options{})
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", "v2", "operation-*.json"))
+	if err != nil || len(files) != 5 {
+		t.Fatalf("v2 operations: %v, %v", files, err)
+	}
+	want := map[string]*jobs.Operation{}
+	for i, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprint("op", i)
+		op, err := record.DecodeOperation("golden", id, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = op
+		claim := int64(0)
+		if !op.State.Done() {
+			claim = op.ClaimTime().UnixNano()
+		}
+		if _, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_operations").Doc(id).Set(ctx, map[string]any{
+			"state": op.State.String(), "method": op.Kind, "scope_key": op.Key, "create_ns": unixnano.From(op.CreateTime),
+			"claim_ns": claim, "lease_expiry_ns": unixnano.From(op.LeaseExpiry), "attempt": op.Attempt, "body": string(body),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A database the version before migrated: its marker says 2.
+	if _, err := c.Collection("kioku_apps_schema").Doc("memorybank").Set(ctx, map[string]any{"version": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.Migrate(ctx); err != nil || n != 5 {
+		t.Fatalf("Migrate = %d, %v; want the 5 operations rewritten", n, err)
+	}
+	for id, w := range want {
+		got, err := st.GetOperation(ctx, "golden", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("%s after the migration (-second format +migrated):\n%s", id, diff)
+		}
+		snap, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_operations").Doc(id).Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := snap.DataAt("body")
+		if _, err := jobs.UnmarshalOperation("golden", id, []byte(body.(string))); err != nil {
+			t.Errorf("%s: stored body not in the current format: %v", id, err)
+		}
 	}
 	if n, err := st.Migrate(ctx); n != 0 || err != nil {
 		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
@@ -16,12 +17,12 @@ import (
 // document id or session name order with cursors, and writes of archived
 // records as they are.
 
-// Apps implements memorybank.Store (firestoredb.Apps).
+// Apps implements memorybank.TransferStore (firestoredb.Apps).
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return firestoredb.Apps(ctx, s.c, s.root, after, limit)
 }
 
-// ScanMemories implements memorybank.Store. A user's memories are a query
+// ScanMemories implements memorybank.TransferStore. A user's memories are a query
 // on scope.user_id (a single-field index).
 func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*memorybank.Memory, error) {
 	base := s.memories(q.App).Query
@@ -53,7 +54,7 @@ type watermarkDoc struct {
 	Seq     int64  `firestore:"seq"`
 }
 
-// ScanWatermarks implements memorybank.Store: a range query on the
+// ScanWatermarks implements memorybank.TransferStore: a range query on the
 // session field (a single-field index), from the prefix on, cut where the
 // names stop having it.
 func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorybank.Watermark, error) {
@@ -79,7 +80,7 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 	return out, nil
 }
 
-// ImportMemory implements memorybank.Store: one transaction that reads the
+// ImportMemory implements memorybank.TransferStore: one transaction that reads the
 // memory, its scope's statistics and the revisions' documents, then writes
 // the memory (counting it in the statistics in place of the stored one)
 // and the revisions not stored yet.
@@ -131,7 +132,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 			case old.Revision > m.Revision || old.UpdateTime.After(m.UpdateTime):
 				return fault.New(fault.FailedPrecondition, "memory %s moved on in this store (revision %d, updated %v) past the archive's (revision %d, updated %v)", m.Name(), old.Revision, old.UpdateTime, m.Revision, m.UpdateTime)
 			}
-			wrote = !memorybank.SameMemory(old, m) || !current
+			wrote = !record.SameMemory(old, m) || !current
 		}
 		var st scopeStats
 		if wrote {
@@ -174,7 +175,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	return wrote, n, nil
 }
 
-// DeleteMemories implements memorybank.Store: for each memory, its
+// DeleteMemories implements memorybank.TransferStore: for each memory, its
 // revisions (a bulk writer, page by page), then in one transaction the
 // memory's document and its part of the scope's statistics (whose document
 // goes once no memory is counted in it). An erasure stopped between the two
@@ -250,20 +251,11 @@ func (s *Store) deleteAll(ctx context.Context, q firestore.Query) (int, error) {
 	}
 }
 
-// DeleteWatermarks implements memorybank.Store.
+// DeleteWatermarks implements memorybank.TransferStore.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
 	refs := make([]*firestore.DocumentRef, len(sessions))
 	for i, name := range sessions {
 		refs[i] = s.watermarkRef(app, name)
-	}
-	return firestoredb.DeleteDocs(ctx, s.c, refs)
-}
-
-// DeleteOperations implements memorybank.Store.
-func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
-	refs := make([]*firestore.DocumentRef, len(ids))
-	for i, id := range ids {
-		refs[i] = s.opRef(app, id)
 	}
 	return firestoredb.DeleteDocs(ctx, s.c, refs)
 }

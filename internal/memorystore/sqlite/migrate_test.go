@@ -15,19 +15,25 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v4.db, the database this version
+// goldenDB rewrites testdata/kioku-v5.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
 // number), testdata/kioku-v3.db by the version of schema 3 (memories
-// without event and stated times); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v4.db from this version")
+// without event and stated times), testdata/kioku-v4.db by the version of
+// schema 4 (operations in the memory bank's second format, before the jobs
+// engine); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v5.db from this version")
+
+// schema is the version of the schema this version writes.
+const schema = 5
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -70,10 +76,7 @@ func schemaVersion(t *testing.T, db *sqlitedb.DB) int {
 // TestMigrationFromV1 opens a database of the first version: every record
 // reads as it was meant, and work left queued in it can be claimed.
 func TestMigrationFromV1(t *testing.T) {
-	db, st := open(t, "kioku-v1.db")
-	if v := schemaVersion(t, db); v != 4 {
-		t.Fatalf("schema version after migration = %d, want 4", v)
-	}
+	db, st := openCurrent(t, "kioku-v1.db")
 	var old int
 	if err := db.Read().QueryRow(`SELECT count(*) FROM operations WHERE json_type(body, '$.format') IS NULL OR typeof(state) != 'text'`).Scan(&old); err != nil || old != 0 {
 		t.Fatalf("%d operations left in the first format (%v)", old, err)
@@ -85,40 +88,70 @@ func TestMigrationFromV1(t *testing.T) {
 	if n, err := svc.Reembed(t.Context()); n != 2 || err != nil {
 		t.Fatalf("Reembed after the migration = %d, %v; want the memory left without a vector and the one of kioku-offline-v2", n, err)
 	}
-	checkGolden(t, st, false)
+	checkGolden(t, st, time.Time{})
 }
 
 // TestMigrationFromV3 opens a database of schema 3, whose memories have no
 // event or stated times: they read as unknown.
 func TestMigrationFromV3(t *testing.T) {
-	db, st := open(t, "kioku-v3.db")
-	if v := schemaVersion(t, db); v != 4 {
-		t.Fatalf("schema version after migration = %d, want 4", v)
-	}
-	checkGolden(t, st, false)
+	_, st := openCurrent(t, "kioku-v3.db")
+	checkGolden(t, st, time.Time{})
+}
+
+// TestMigrationFromV4 opens a database of schema 4, whose operations are in
+// the memory bank's second format: they are rewritten in the jobs engine's
+// and read as they were.
+func TestMigrationFromV4(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v4.db")
+	checkGolden(t, st, teaStated)
 }
 
 // TestGoldenDatabase reads the database this version writes.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v4.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v5.db"))
 	}
-	db, st := open(t, "kioku-v4.db")
-	if v := schemaVersion(t, db); v != 4 {
-		t.Fatalf("schema version = %d, want 4", v)
+	_, st := openCurrent(t, "kioku-v5.db")
+	// The direct facts' generation confirmed tea: stated again then (the
+	// version of schema 4 did not restate a memory a direct fact
+	// confirmed).
+	checkGolden(t, st, teaRestated)
+}
+
+// openCurrent opens a golden database (see open) and checks that it is of
+// this version's schema with every operation in the current format.
+func openCurrent(t *testing.T, name string) (*sqlitedb.DB, *sqlite.Store) {
+	t.Helper()
+	db, st := open(t, name)
+	if v := schemaVersion(t, db); v != schema {
+		t.Fatalf("schema version of %s after migration = %d, want %d", name, v, schema)
 	}
-	checkGolden(t, st, true)
+	checkFormat(t, db)
+	return db, st
+}
+
+// checkFormat checks that every operation of db is in the current format.
+func checkFormat(t *testing.T, db *sqlitedb.DB) {
+	t.Helper()
+	var old, all int
+	if err := db.Read().QueryRow(`SELECT count(*) FILTER (WHERE json_extract(body, '$.format') IS NOT ?), count(*) FROM operations`, jobs.Format).Scan(&old, &all); err != nil || old != 0 || all == 0 {
+		t.Fatalf("%d of %d operations not in format %d (%v)", old, all, jobs.Format, err)
+	}
 }
 
 // The times of the golden memory tea, in the databases that have them.
 var (
 	teaEvent  = time.Date(2025, 12, 24, 0, 0, 0, 0, time.UTC)
 	teaStated = time.Date(2026, 1, 1, 18, 30, 0, 0, time.UTC)
+	// teaRestated is when writeGolden's generation of direct facts was
+	// requested, by its clock.
+	teaRestated = time.Date(2026, 1, 2, 3, 4, 17, 0, time.UTC)
 )
 
 // checkGolden checks what the golden databases hold (see writeGolden);
-// times says whether they have memories' event and stated times.
-func checkGolden(t *testing.T, st *sqlite.Store, times bool) {
+// stated is tea's stated time (zero in the databases without memories'
+// event and stated times).
+func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 	ctx := t.Context()
 	cfg, err := st.GetConfig(ctx, "golden")
 	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
@@ -130,9 +163,9 @@ func checkGolden(t *testing.T, st *sqlite.Store, times bool) {
 		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
 		t.Errorf("memory tea = %+v, %v", tea, err)
 	}
-	wantEvent, wantStated := time.Time{}, time.Time{}
-	if times {
-		wantEvent, wantStated = teaEvent, teaStated
+	wantEvent, wantStated := time.Time{}, stated
+	if !stated.IsZero() {
+		wantEvent = teaEvent
 	}
 	if tea != nil && (!tea.EventTime.Equal(wantEvent) || !tea.StatedTime.Equal(wantStated)) {
 		t.Errorf("memory tea: event time %v, stated time %v; want %v, %v", tea.EventTime, tea.StatedTime, wantEvent, wantStated)
@@ -155,42 +188,51 @@ func checkGolden(t *testing.T, st *sqlite.Store, times bool) {
 		t.Errorf("watermark = %d, %v", wm, err)
 	}
 	hits, err := st.SearchMemories(ctx, memorybank.SearchQuery{App: "golden", ScopeKey: "user_id=ann", Vector: tea.Embedding, Model: tea.EmbeddingModel, K: 1, Now: tea.UpdateTime})
-	if err != nil || len(hits) != 1 || hits[0].Memory.ID != "tea" {
+	if err != nil || len(hits) != 1 || hits[0].Item.ID != "tea" {
 		t.Errorf("search = %v, %v", hits, err)
 	}
 
-	ops, err := st.ListOperations(ctx, memorybank.OpQuery{App: "golden", Limit: 100})
+	ops, err := st.ListOperations(ctx, jobs.Query{App: "golden", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]*memorybank.Operation{}
+	byID := map[string]*jobs.Operation{}
 	for _, op := range ops {
 		byID[op.ID] = op
 	}
 	for id, want := range map[string]struct {
-		state   memorybank.OpState
+		state   jobs.State
 		attempt int
-		ok      func(op *memorybank.Operation) bool
+		ok      func(op *jobs.Operation, job *memorybank.Job) bool
 	}{
-		"id001": {memorybank.OpSucceeded, 1, func(op *memorybank.Operation) bool {
-			return len(op.Generated) == 2 && op.Generated[0].Action == memorybank.Created && op.Generated[1].Action == memorybank.Updated &&
-				op.Generated[1].Memory.ID == "tea" && op.Generate.FactsSession.ID == "s1"
+		"id001": {jobs.Succeeded, 1, func(op *jobs.Operation, job *memorybank.Job) bool {
+			return len(job.Generated) == 2 && job.Generated[0].Action == memorybank.Created && job.Generated[1].Action == memorybank.Updated &&
+				job.Generated[1].Memory.ID == "tea" && job.Generate.FactsSession.ID == "s1"
 		}},
-		"id003": {memorybank.OpCancelled, 0, func(op *memorybank.Operation) bool { return op.ErrorKind == fault.Canceled && op.Purge.Force }},
-		"id004": {memorybank.OpRunning, 1, func(op *memorybank.Operation) bool {
-			return op.LeaseOwner == "dead-worker" && op.ClaimTime().Equal(op.LeaseExpiry) && len(op.Generate.Events) == 1
+		"id003": {jobs.Cancelled, 0, func(op *jobs.Operation, job *memorybank.Job) bool {
+			return op.ErrorKind == fault.Canceled && job.Purge.Force
 		}},
-		"id005": {memorybank.OpPending, 1, func(op *memorybank.Operation) bool { return op.ClaimTime().Sub(op.CreateTime) > 59*time.Minute }},
-		"id006": {memorybank.OpFailed, 1, func(op *memorybank.Operation) bool {
+		"id004": {jobs.Running, 1, func(op *jobs.Operation, job *memorybank.Job) bool {
+			return op.LeaseOwner == "dead-worker" && op.ClaimTime().Equal(op.LeaseExpiry) && len(job.Generate.Events) == 1
+		}},
+		"id005": {jobs.Pending, 1, func(op *jobs.Operation, job *memorybank.Job) bool {
+			return op.ClaimTime().Sub(op.CreateTime) > 59*time.Minute
+		}},
+		"id006": {jobs.Failed, 1, func(op *jobs.Operation, job *memorybank.Job) bool {
 			return op.ErrorKind == fault.Unavailable && op.EndTime.After(op.CreateTime)
 		}},
-		"id007": {memorybank.OpPending, 0, func(op *memorybank.Operation) bool {
-			return op.Generate.Session.ID == "s2" && op.ClaimTime().Equal(op.CreateTime) && !op.Generate.From.IsZero()
+		"id007": {jobs.Pending, 0, func(op *jobs.Operation, job *memorybank.Job) bool {
+			return job.Generate.Session.ID == "s2" && op.ClaimTime().Equal(op.CreateTime) && !job.Generate.From.IsZero()
 		}},
 	} {
 		op := byID[id]
-		if op == nil || op.State != want.state || op.Attempt != want.attempt || !want.ok(op) {
-			t.Errorf("operation %s = %+v; want %s at attempt %d", id, op, want.state, want.attempt)
+		if op == nil {
+			t.Errorf("operation %s missing", id)
+			continue
+		}
+		job, err := memorybank.JobOf(op)
+		if err != nil || op.State != want.state || op.Attempt != want.attempt || !want.ok(op, job) {
+			t.Errorf("operation %s = %+v, %+v, %v; want %s at attempt %d", id, op, job, err, want.state, want.attempt)
 		}
 	}
 	// The queue: pending and running operations by claim time.
@@ -214,7 +256,7 @@ func checkGolden(t *testing.T, st *sqlite.Store, times bool) {
 	op := byID["id004"]
 	c := *op
 	c.Attempt, c.LeaseOwner, c.LeaseExpiry = 2, "new-worker", op.LeaseExpiry.Add(time.Hour)
-	if err := st.Write(ctx, &memorybank.Write{App: "golden", Now: op.LeaseExpiry.Add(time.Second), Operations: []memorybank.OpUpdate{{Op: &c, ExpectState: memorybank.OpRunning, ExpectAttempt: 1, ClaimScope: true}}}); err != nil {
+	if err := st.Write(ctx, &memorybank.Write{App: "golden", Now: op.LeaseExpiry.Add(time.Second), Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Running, ExpectAttempt: 1, ClaimKey: true}}}); err != nil {
 		t.Errorf("claiming the dead worker's operation: %v", err)
 	}
 }
@@ -248,8 +290,9 @@ func writeGolden(t *testing.T, path string) {
 	}
 	fs := &memorybanktest.FakeSessions{}
 	fs.Append(sessions.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
-	svc := memorybank.NewService(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5})
-	withGen := memorybank.NewService(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5})
+	jcfg := jobs.Config{Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5}
+	svc := memorybanktest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
+	withGen := memorybanktest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	_, err = svc.UpdateConfig(ctx, &memorybank.BankConfig{App: "golden",
 		ManagedTopics: []string{"USER_PREFERENCES"},
 		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
@@ -278,10 +321,10 @@ func writeGolden(t *testing.T, path string) {
 	must(err)
 	_, err = svc.CancelOperation(ctx, "golden", p.ID)
 	must(err)
-	claim := func(op *memorybank.Operation, owner string) *memorybank.Operation {
-		c := *op
-		c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime, c.Progress = memorybank.OpRunning, 1, owner, now.Add(time.Minute), clock(), "claimed by "+owner
-		must(st.Write(ctx, &memorybank.Write{App: "golden", Now: now, Operations: []memorybank.OpUpdate{{Op: &c, ExpectState: memorybank.OpPending, ExpectAttempt: 0, ClaimScope: true}}}))
+	claim := func(op *memorybanktest.Operation, owner string) *jobs.Operation {
+		c := *op.Operation
+		c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime, c.Progress = jobs.Running, 1, owner, now.Add(time.Minute), clock(), "claimed by "+owner
+		must(st.Write(ctx, &memorybank.Write{App: "golden", Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Pending, ExpectAttempt: 0, ClaimKey: true}}}))
 		return &c
 	}
 	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
@@ -290,13 +333,13 @@ func writeGolden(t *testing.T, path string) {
 	pend, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Facts: []memorybank.DirectFact{{Fact: "The user runs."}}})
 	must(err)
 	up := *claim(pend, "w2")
-	up.State, up.NotBefore, up.LeaseOwner, up.LeaseExpiry, up.Progress = memorybank.OpPending, now.Add(time.Hour), "", time.Time{}, "attempt 1 failed (model unavailable); retrying"
-	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []memorybank.OpUpdate{{Op: &up, ExpectState: memorybank.OpRunning, ExpectAttempt: 1}}}))
+	up.State, up.NotBefore, up.LeaseOwner, up.LeaseExpiry, up.Progress = jobs.Pending, now.Add(time.Hour), "", time.Time{}, "attempt 1 failed (model unavailable); retrying"
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &up, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
 	fail, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "The user swims."}}})
 	must(err)
 	f := *claim(fail, "w3")
-	f.State, f.EndTime, f.ErrorKind, f.ErrorMessage, f.Progress, f.LeaseOwner, f.LeaseExpiry = memorybank.OpFailed, clock(), fault.Unavailable, "gave up after 1 attempts: Gemini is unavailable", "failed", "", time.Time{}
-	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []memorybank.OpUpdate{{Op: &f, ExpectState: memorybank.OpRunning, ExpectAttempt: 1}}}))
+	f.State, f.EndTime, f.ErrorKind, f.ErrorMessage, f.Progress, f.LeaseOwner, f.LeaseExpiry = jobs.Failed, clock(), fault.Unavailable, "gave up after 1 attempts: Gemini is unavailable", "failed", "", time.Time{}
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &f, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
 	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessions.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
 	must(err)
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))

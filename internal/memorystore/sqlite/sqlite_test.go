@@ -1,26 +1,25 @@
 package sqlite_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )
 
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) memorybank.Store {
-		db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		s, err := sqlite.New(db, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return newStore(t) })
+}
+
+// newStore returns a store on a file of the test's own.
+func newStore(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) }
+
+// TestJobsConformance runs the jobs engine's suite on the store's
+// operations.
+func TestJobsConformance(t *testing.T) {
+	jobstest.Run(t, func(t *testing.T) jobs.Store { return newStore(t) })
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 )
@@ -15,12 +16,12 @@ import (
 // order with cursors, each a range of a primary key, and writes of
 // archived records as they are.
 
-// Apps implements memorybank.Store: the apps with a row in any of its tables.
+// Apps implements memorybank.TransferStore: the apps with a row in any of its tables.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return s.db.Apps(ctx, []string{"memories", "bank_configs", "operations", "watermarks"}, after, limit)
 }
 
-// ScanMemories implements memorybank.Store. A user's memories are found by
+// ScanMemories implements memorybank.TransferStore. A user's memories are found by
 // reading the app's (no index holds the scope's user).
 func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*memorybank.Memory, error) {
 	var sb strings.Builder
@@ -35,7 +36,7 @@ func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*me
 	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
 }
 
-// ScanWatermarks implements memorybank.Store.
+// ScanWatermarks implements memorybank.TransferStore.
 func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorybank.Watermark, error) {
 	const q = `SELECT session, seq FROM watermarks WHERE app = ? AND session > ? AND session >= ? ORDER BY session LIMIT ?`
 	rows, err := s.db.Read().QueryContext(ctx, q, app, after, prefix, limit)
@@ -57,7 +58,7 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 	return out, rows.Err()
 }
 
-// ImportMemory implements memorybank.Store: one transaction for the
+// ImportMemory implements memorybank.TransferStore: one transaction for the
 // memory's row, its source index entries and the revisions not stored
 // yet; the vector cache is told as for any write.
 func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*memorybank.Revision) (bool, int, error) {
@@ -70,7 +71,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 		if r.App != m.App || r.MemoryID != m.ID {
 			return false, 0, fault.Invalidf("revision %s is not one of memory %s", r.Name(), m.Name())
 		}
-		b, err := r.MarshalBody()
+		b, err := record.MarshalRevision(r)
 		if err != nil {
 			return false, 0, err
 		}
@@ -94,7 +95,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 		case old.Revision > m.Revision || old.UpdateTime.After(m.UpdateTime):
 			return fault.New(fault.FailedPrecondition, "memory %s moved on in this store (revision %d, updated %v) past the archive's (revision %d, updated %v)", m.Name(), old.Revision, old.UpdateTime, m.Revision, m.UpdateTime)
 		default:
-			wrote = !memorybank.SameMemory(old, m)
+			wrote = !record.SameMemory(old, m)
 		}
 		if wrote {
 			if err := putMemory(tx, m, row, true); err != nil {
@@ -124,7 +125,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	return wrote, n, nil
 }
 
-// DeleteMemories implements memorybank.Store: one transaction (SQLite
+// DeleteMemories implements memorybank.TransferStore: one transaction (SQLite
 // overwrites what it deletes: see package sqlitedb); the vector cache
 // drops them.
 func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) error {
@@ -163,23 +164,11 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 	return nil
 }
 
-// DeleteWatermarks implements memorybank.Store.
+// DeleteWatermarks implements memorybank.TransferStore.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		for _, name := range sessions {
 			if _, err := tx.Exec(`DELETE FROM watermarks WHERE app = ? AND session = ?`, app, name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// DeleteOperations implements memorybank.Store.
-func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.Exec(`DELETE FROM operations WHERE app = ? AND id = ?`, app, id); err != nil {
 				return err
 			}
 		}

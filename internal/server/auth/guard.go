@@ -15,11 +15,10 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/kioku-ai/kioku/internal/server/httperr"
 )
 
 // Options configure a Guard.
@@ -138,7 +137,7 @@ func (g *Guard) WrapREST(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, err := g.admit(r, "REST")
 		if err != nil {
-			writeStatusJSON(w, err)
+			httperr.WriteStatus(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -162,27 +161,6 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 		return r, g.refused(r, label, "rate_limited", c.Name, err)
 	}
 	return r.WithContext(WithCaller(r.Context(), c)), nil
-}
-
-// writeStatusJSON writes a refusal as a REST error: google.rpc.Status in
-// JSON, with the HTTP status of its code.
-func writeStatusJSON(w http.ResponseWriter, err *connect.Error) {
-	st := &status.Status{Code: int32(err.Code()), Message: err.Message()}
-	for _, d := range err.Details() {
-		if m, derr := d.Value(); derr == nil {
-			if a, aerr := anypb.New(m); aerr == nil {
-				st.Details = append(st.Details, a)
-			}
-		}
-	}
-	body, _ := protojson.Marshal(st)
-	code := http.StatusUnauthorized
-	if err.Code() == connect.CodeResourceExhausted {
-		code = http.StatusTooManyRequests
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	w.Write(body)
 }
 
 // allow takes a token from the caller's bucket, or says how long until

@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1/vertexv1beta1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
@@ -29,16 +30,16 @@ import (
 
 // Policy implements server.Surface: the rule of every procedure served.
 func (s *Surface) Policy() auth.Policy {
-	engineKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}")
+	engineKind := s.authKind(engineKind)
 	// containerKind is an engine as the home of memories a scope selects.
 	containerKind := &auth.Kind{Form: engineKind.Form, Parse: func(name string) (auth.Resource, bool) {
 		r, ok := engineKind.Parse(name)
 		r.Owner = auth.ScopedContainer
 		return r, ok
 	}}
-	sessionKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}/sessions/{session}", "sessions", "*")
-	memoryKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}/memories/{memory}", "memories", "*")
-	revisionKind := s.kind("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}/memories/{memory}/revisions/{revision}", "memories", "*", "revisions", "*")
+	sessionKind := s.authKind(sessionKind)
+	memoryKind := s.authKind(memoryKind)
+	revisionKind := s.authKind(revisionKind)
 	opKind := &auth.Kind{
 		Form: "an operation of a reasoning engine, its sessions or its memories",
 		Parse: func(name string) (auth.Resource, bool) {
@@ -87,12 +88,12 @@ func (s *Surface) Policy() auth.Policy {
 		}},
 		aiplatformpb.MemoryBankService_RetrieveMemories_FullMethodName: {Access: auth.Read, Resources: []auth.Field{name("parent", containerKind), scope("scope")}},
 
-		sdkProcedure(sdkIngestEvents):        {Access: auth.Write, Resources: []auth.Field{name("name", engineKind)}},
-		sdkProcedure(sdkPurgeMemories):       {Access: auth.Write, Resources: []auth.Field{name("name", engineKind)}},
-		sdkProcedure(sdkRetrieveProfiles):    {Access: auth.Read, Resources: []auth.Field{name("name", engineKind)}},
-		sdkProcedure(sdkRollbackMemory):      {Access: auth.Write, Resources: []auth.Field{name("name", memoryKind)}},
-		sdkProcedure(sdkListMemoryRevisions): {Access: auth.Read, Resources: []auth.Field{name("name", memoryKind)}},
-		sdkProcedure(sdkGetMemoryRevision):   {Access: auth.Read, Resources: []auth.Field{name("name", revisionKind)}},
+		vertexv1beta1connect.SdkServiceIngestEventsProcedure:        {Access: auth.Write, Resources: []auth.Field{name("name", engineKind)}},
+		vertexv1beta1connect.SdkServicePurgeMemoriesProcedure:       {Access: auth.Write, Resources: []auth.Field{name("name", engineKind)}},
+		vertexv1beta1connect.SdkServiceRetrieveProfilesProcedure:    {Access: auth.Read, Resources: []auth.Field{name("name", engineKind)}},
+		vertexv1beta1connect.SdkServiceRollbackMemoryProcedure:      {Access: auth.Write, Resources: []auth.Field{name("name", memoryKind)}},
+		vertexv1beta1connect.SdkServiceListMemoryRevisionsProcedure: {Access: auth.Read, Resources: []auth.Field{name("name", memoryKind)}},
+		vertexv1beta1connect.SdkServiceGetMemoryRevisionProcedure:   {Access: auth.Read, Resources: []auth.Field{name("name", revisionKind)}},
 
 		longrunningpb.Operations_GetOperation_FullMethodName:    {Access: auth.Read, Resources: []auth.Field{name("name", opKind)}},
 		longrunningpb.Operations_WaitOperation_FullMethodName:   {Access: auth.Read, Resources: []auth.Field{name("name", opKind)}},
@@ -105,11 +106,11 @@ func (s *Surface) Policy() auth.Policy {
 	return p
 }
 
-// kind is the auth.Kind of a Vertex AI name: an engine, or what rest
-// (as for Policy.parse) says follows it. Its user is known after loading.
-func (s *Surface) kind(form string, rest ...string) *auth.Kind {
-	return &auth.Kind{Form: form, Parse: func(name string) (auth.Resource, bool) {
-		e, _, err := s.policy.parse("name", name, rest...)
+// authKind is the auth.Kind of a kind of Vertex AI name. Its user is
+// known after loading.
+func (s *Surface) authKind(k kind) *auth.Kind {
+	return &auth.Kind{Form: k.full.String(), Parse: func(name string) (auth.Resource, bool) {
+		e, _, err := s.policy.parse("name", name, k)
 		if err != nil {
 			return auth.Resource{}, false
 		}

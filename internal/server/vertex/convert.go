@@ -2,18 +2,23 @@ package vertex
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
+	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -251,6 +256,19 @@ func expiration(field string, at *timestamppb.Timestamp, ttl interface{ AsDurati
 	return t, d, nil
 }
 
+// expirationUpdate reads the expire_time or ttl an update sets: the new
+// expiry (a zero time: none) or the ttl, the other nil.
+func expirationUpdate(field string, at *timestamppb.Timestamp, ttl *durationpb.Duration) (*time.Time, *time.Duration, error) {
+	t, d, err := expiration(field, at, ttl, ttl != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d != 0 {
+		return nil, &d, nil
+	}
+	return &t, nil, nil
+}
+
 // adkCompactionKey is the custom_metadata key under which ADK Python keeps
 // an event's compaction on Vertex AI.
 const adkCompactionKey = "_compaction"
@@ -274,6 +292,224 @@ func adkCompaction(c *sessions.Compaction, summary *sessions.Content) map[string
 			}
 		}
 		out["compacted_content"] = map[string]any{"role": summary.Role, "parts": parts}
+	}
+	return out
+}
+
+// memoryToVertex converts a memory. Its topics and metadata, which
+// Google's Go types lack, go out as extras: the REST API's JSON members
+// topics ([{"managedMemoryTopic"} | {"customMemoryTopicLabel"}]) and
+// metadata ({"key": {"stringValue"}}), as the Vertex AI SDK reads them.
+func memoryToVertex(e engine, m *memorybank.Memory) (*aiplatformpb.Memory, error) {
+	out := &aiplatformpb.Memory{
+		Name:       e.memoryName(m.ID),
+		CreateTime: timestamppb.New(m.CreateTime),
+		UpdateTime: timestamppb.New(m.UpdateTime),
+		Fact:       m.Fact,
+		Scope:      m.Scope,
+	}
+	if !m.ExpireTime.IsZero() {
+		out.Expiration = &aiplatformpb.Memory_ExpireTime{ExpireTime: timestamppb.New(m.ExpireTime)}
+	}
+	x := map[string]any{}
+	if len(m.Topics) > 0 {
+		var topics []any
+		for _, t := range m.Topics {
+			if _, managed := memorybank.ManagedTopics[t]; managed {
+				topics = append(topics, map[string]any{"managedMemoryTopic": t})
+			} else {
+				topics = append(topics, map[string]any{"customMemoryTopicLabel": t})
+			}
+		}
+		x["topics"] = topics
+	}
+	if len(m.Metadata) > 0 {
+		md := map[string]any{}
+		for k, v := range m.Metadata {
+			md[k] = map[string]any{"stringValue": v}
+		}
+		x["metadata"] = md
+	}
+	if err := setExtras(out, x); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding memory %s", m.ID)
+	}
+	return out, nil
+}
+
+// memoryFields are a request memory's fields that Google's Go types lack
+// (the Vertex AI SDK's JSON members topics and metadata); nil when not
+// given.
+type memoryFields struct {
+	topics   *[]string
+	metadata *map[string]string
+}
+
+// memoryFromVertex reads a request memory's topics and metadata, and
+// refuses what kioku does not keep: display_name and description (when
+// set, or named in the update mask paths). The SDK's revision settings
+// (revisionLabels, revisionTtl, revisionExpireTime, disableMemoryRevisions)
+// are ignored: kioku records every revision and keeps them by its own
+// rules.
+func memoryFromVertex(m *aiplatformpb.Memory, paths []string) (memoryFields, error) {
+	var out memoryFields
+	if m.GetDisplayName() != "" {
+		return out, notKept("memory.display_name", "display_name")
+	}
+	if m.GetDescription() != "" {
+		return out, notKept("memory.description", "description")
+	}
+	x, err := extras(m)
+	if err != nil {
+		return out, fault.InvalidField("memory", "%v", err)
+	}
+	if t, ok := x["topics"]; ok && t != nil {
+		topics, err := topicsFromJSON("memory.topics", t)
+		if err != nil {
+			return out, err
+		}
+		out.topics = &topics
+	}
+	if md, ok := x["metadata"]; ok && md != nil {
+		meta, err := metadataFromJSON("memory.metadata", md)
+		if err != nil {
+			return out, err
+		}
+		out.metadata = &meta
+	}
+	return out, nil
+}
+
+// notKept is the error of a Vertex AI field kioku does not keep.
+func notKept(field, name string) error {
+	return fault.InvalidField(field, "%s is not kept by kioku's memory bank: leave %s out", field, name)
+}
+
+// generateFromVertex reads what a GenerateMemories request holds beyond
+// Google's Go types: allowedTopics (the topics extraction may use); it
+// refuses metadata and metadataMergeStrategy, which kioku's memory bank
+// cannot apply to generated memories yet, and ignores the revision
+// settings, as memoryFromVertex does.
+func generateFromVertex(r *aiplatformpb.GenerateMemoriesRequest) ([]string, error) {
+	x, err := extras(r)
+	if err != nil {
+		return nil, fault.InvalidField("generate_memories_request", "%v", err)
+	}
+	for _, f := range []struct{ json, field string }{{"metadata", "metadata"}, {"metadataMergeStrategy", "metadata_merge_strategy"}} {
+		if present(x[f.json]) {
+			return nil, fault.InvalidField(f.field, "%s is not supported by kioku's memory bank yet: generated memories take no metadata (set it with UpdateMemory)", f.field)
+		}
+	}
+	if t, ok := x["allowedTopics"]; ok && t != nil {
+		return topicsFromJSON("allowed_topics", t)
+	}
+	return nil, nil
+}
+
+// retrieveFromVertex refuses what a RetrieveMemories request holds beyond
+// Google's Go types and kioku cannot do: filter and filterGroups (on
+// metadata), and memoryTypes other than NATURAL_LANGUAGE_COLLECTION (the
+// only kind of memory kioku keeps).
+func retrieveFromVertex(r *aiplatformpb.RetrieveMemoriesRequest) error {
+	x, err := extras(r)
+	if err != nil {
+		return fault.InvalidField("retrieve_memories_request", "%v", err)
+	}
+	for _, f := range []struct{ json, field string }{{"filter", "filter"}, {"filterGroups", "filter_groups"}} {
+		if present(x[f.json]) {
+			return fault.InvalidField(f.field, "%s is not supported by kioku's RetrieveMemories yet: retrieve by scope and similarity, then filter the memories yourself", f.field)
+		}
+	}
+	if types, ok := x["memoryTypes"].([]any); ok {
+		for _, t := range types {
+			if t != "NATURAL_LANGUAGE_COLLECTION" {
+				return fault.InvalidField("memory_types", "memory_types %v: kioku keeps only NATURAL_LANGUAGE_COLLECTION memories", t)
+			}
+		}
+	}
+	return nil
+}
+
+// present reports whether a JSON value says something: not null, "", {}
+// or [].
+func present(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case string:
+		return x != "" && x != "METADATA_MERGE_STRATEGY_UNSPECIFIED"
+	case map[string]any:
+		return len(x) > 0
+	case []any:
+		return len(x) > 0
+	}
+	return true
+}
+
+// topicsFromJSON reads Vertex AI's memory topics, [{"managedMemoryTopic":
+// "USER_PREFERENCES"} | {"customMemoryTopicLabel": "label"}], as kioku's
+// topic labels.
+func topicsFromJSON(field string, v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fault.InvalidField(field, "%s must be a list of {\"managedMemoryTopic\"} or {\"customMemoryTopicLabel\"}", field)
+	}
+	out := []string{}
+	for i, x := range list {
+		m, _ := x.(map[string]any)
+		label := ""
+		for _, k := range []string{"managedMemoryTopic", "managed_memory_topic", "customMemoryTopicLabel", "custom_memory_topic_label"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				label = s
+				break
+			}
+		}
+		if label == "" {
+			return nil, fault.InvalidField(field, "%s[%d] must be {\"managedMemoryTopic\": NAME} or {\"customMemoryTopicLabel\": LABEL}", field, i)
+		}
+		out = append(out, label)
+	}
+	return out, nil
+}
+
+// metadataFromJSON reads Vertex AI's memory metadata, {"key":
+// {"stringValue" | "doubleValue" | "boolValue" | "timestampValue": v}}, as
+// kioku's metadata, which holds strings (the value's JSON text).
+func metadataFromJSON(field string, v any) (map[string]string, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fault.InvalidField(field, "%s must be an object of {\"stringValue\" | \"doubleValue\" | \"boolValue\" | \"timestampValue\": value}", field)
+	}
+	out := map[string]string{}
+	for k, x := range m {
+		val, _ := x.(map[string]any)
+		found := false
+		for _, f := range []string{"stringValue", "doubleValue", "boolValue", "timestampValue", "string_value", "double_value", "bool_value", "timestamp_value"} {
+			if y, ok := val[f]; ok {
+				out[k], found = fmt.Sprint(y), true
+				break
+			}
+		}
+		if !found {
+			return nil, fault.InvalidField(field, "%s[%q] must be {\"stringValue\" | \"doubleValue\" | \"boolValue\" | \"timestampValue\": value}", field, k)
+		}
+	}
+	return out, nil
+}
+
+// maskPaths returns an update mask's paths in snake_case, however the
+// client wrote them (gRPC clients send them as written).
+func maskPaths(m *fieldmaskpb.FieldMask) []string {
+	var out []string
+	for _, p := range m.GetPaths() {
+		var b strings.Builder
+		for _, r := range strings.TrimSpace(p) {
+			if r >= 'A' && r <= 'Z' {
+				b.WriteByte('_')
+				r += 'a' - 'A'
+			}
+			b.WriteRune(r)
+		}
+		out = append(out, b.String())
 	}
 	return out
 }

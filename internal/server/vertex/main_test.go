@@ -54,7 +54,7 @@ func startKiokuWith(t *testing.T, configure func(*node.Config)) *kioku {
 	return &kioku{node: n, url: srv.URL}
 }
 
-// grpcOptions point Google's gRPC clients at k, as the README says: the
+// grpcOptions point Google's gRPC clients at k, as docs/vertex.md says: the
 // address, no credentials, plaintext.
 func (k *kioku) grpcOptions() []option.ClientOption {
 	return []option.ClientOption{

@@ -20,30 +20,37 @@ type engine struct {
 	app               string // the kioku app it stands for
 }
 
+// build returns the name of a resource of kind k under the engine, in the
+// engine's form, with ids in k's places after the engine's.
+func (e engine) build(k kind, ids ...string) string {
+	if e.project == "" {
+		return k.short.Build(append([]string{e.id}, ids...)...)
+	}
+	return k.full.Build(append([]string{e.project, e.location, e.id}, ids...)...)
+}
+
 // name returns the engine's resource name in the caller's form.
-func (e engine) name() string {
+func (e engine) name() string { return e.build(engineKind) }
+
+func (e engine) sessionName(id string) string { return e.build(sessionKind, id) }
+
+func (e engine) eventName(session, id string) string { return e.build(eventKind, session, id) }
+
+func (e engine) memoryName(id string) string { return e.build(memoryKind, id) }
+
+// operationName returns the name of an operation of the engine's memory
+// bank.
+func (e engine) operationName(id string) string { return e.build(engineOpKind, id) }
+
+// deleteOperationName returns the name of a DeleteSession operation:
+// Vertex AI names it after the location; the short form has none, so
+// there it is the engine's.
+func (e engine) deleteOperationName(id string) string {
 	if e.project == "" {
-		return "reasoningEngines/" + e.id
+		return e.operationName(id)
 	}
-	return "projects/" + e.project + "/locations/" + e.location + "/reasoningEngines/" + e.id
+	return aip.VertexLocationOperation.Build(e.project, e.location, id)
 }
-
-// location returns the parent of location-level resources (the operations
-// of DeleteSession): projects/{p}/locations/{l}, or "" in the short form.
-func (e engine) locationName() string {
-	if e.project == "" {
-		return ""
-	}
-	return "projects/" + e.project + "/locations/" + e.location
-}
-
-func (e engine) sessionName(id string) string { return e.name() + "/sessions/" + id }
-
-func (e engine) eventName(session, id string) string {
-	return e.sessionName(session) + "/events/" + id
-}
-
-func (e engine) memoryName(id string) string { return e.name() + "/memories/" + id }
 
 // Names are checked against a Policy: which projects and locations are
 // accepted, and which kioku app each engine id stands for.
@@ -99,49 +106,46 @@ func (p *Policy) app(id string) string {
 	return id
 }
 
-// parse parses the name of a reasoning engine, or of a resource under one
-// when rest gives what follows the engine (literal segments, and "*" for
-// an id); it returns the engine and the ids in rest's "*" places. Both the
-// full form and the short form (reasoningEngines/{id}) are accepted.
-func (p *Policy) parse(field, name string, rest ...string) (engine, []string, error) {
-	form := "projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}"
-	for _, r := range rest {
-		if r == "*" {
-			form += "/{id}"
-		} else {
-			form += "/" + r
-		}
+// kind is a kind of Vertex AI resource: a reasoning engine or a resource
+// under one, with its name's pattern in full and in express mode's short
+// form (package internal/aip declares both).
+type kind struct{ full, short aip.Pattern }
+
+// under returns the kind of the resources under an engine that template
+// (such as "sessions/{session}") names; "" is the engine itself.
+func under(template string) kind {
+	if template == "" {
+		return kind{aip.VertexEngine, aip.VertexShortEngine}
 	}
+	return kind{aip.VertexEngine.Child(template), aip.VertexShortEngine.Child(template)}
+}
+
+// The kinds of Vertex AI names this surface serves.
+var (
+	engineKind    = under("")
+	sessionKind   = under("sessions/{session}")
+	memoryKind    = under("memories/{memory}")
+	revisionKind  = under("memories/{memory}/revisions/{revision}")
+	eventKind     = under("sessions/{session}/events/{event}")
+	sessionOpKind = under("sessions/{session}/operations/{operation}")
+	memoryOpKind  = under("memories/{memory}/operations/{operation}")
+	engineOpKind  = under("operations/{operation}")
+)
+
+// parse parses a name of kind k, in either form, and checks it against
+// the policy; it returns the engine and the ids that follow it.
+func (p *Policy) parse(field, name string, k kind) (engine, []string, error) {
 	if name == "" {
-		return engine{}, nil, fault.InvalidField(field, "%s is required (%s)", field, form)
+		return engine{}, nil, fault.InvalidField(field, "%s is required (%s)", field, k.full)
 	}
-	bad := fault.InvalidField(field, "%s %q is not of the form %s", field, aip.Truncate(name, 200), form)
-	segs := strings.Split(name, "/")
 	var e engine
-	switch {
-	case len(segs) >= 6 && segs[0] == "projects" && segs[2] == "locations" && segs[4] == "reasoningEngines":
-		e = engine{project: segs[1], location: segs[3], id: segs[5]}
-		if e.project == "" || e.location == "" {
-			return engine{}, nil, bad
-		}
-		segs = segs[6:]
-	case len(segs) >= 2 && segs[0] == "reasoningEngines":
-		e = engine{id: segs[1]}
-		segs = segs[2:]
-	default:
-		return engine{}, nil, bad
-	}
-	if e.id == "" || len(segs) != len(rest) {
-		return engine{}, nil, bad
-	}
 	var ids []string
-	for i, r := range rest {
-		switch {
-		case r == "*" && segs[i] != "":
-			ids = append(ids, segs[i])
-		case r != segs[i]:
-			return engine{}, nil, bad
-		}
+	if vars, ok := k.full.Match(name); ok {
+		e, ids = engine{project: vars[0], location: vars[1], id: vars[2]}, vars[3:]
+	} else if vars, ok := k.short.Match(name); ok {
+		e, ids = engine{id: vars[0]}, vars[1:]
+	} else {
+		return engine{}, nil, fault.InvalidField(field, "%s %q is not of the form %s", field, aip.Truncate(name, 200), k.full)
 	}
 	if len(p.Projects) > 0 && e.project != "" && !slices.Contains(p.Projects, e.project) {
 		return engine{}, nil, fault.New(fault.PermissionDenied, "project %q is not served here (this kioku serves projects %s; see --vertex-projects)", e.project, strings.Join(p.Projects, ", "))

@@ -17,8 +17,10 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -147,35 +149,33 @@ const (
 // parseOperation parses an operation name.
 func (s *Surface) parseOperation(name string) (opRef, error) {
 	ref := opRef{name: name, version: v1beta1}
-	last := name[strings.LastIndexByte(name, '/')+1:]
-	if strings.HasPrefix(last, v1Prefix) {
-		ref.version = v1
-	}
-	segs := strings.Split(name, "/")
-	if len(segs) == 6 && segs[0] == "projects" && segs[2] == "locations" && segs[4] == "operations" && segs[5] != "" {
+	if vars, ok := aip.VertexLocationOperation.Match(name); ok {
+		if strings.HasPrefix(vars[2], v1Prefix) {
+			ref.version = v1
+		}
 		ref.kind = opLocation
 		return ref, nil
 	}
 	for _, try := range []struct {
 		kind opKind
-		rest []string
-	}{
-		{opSession, []string{"sessions", "*", "operations", "*"}},
-		{opMemory, []string{"memories", "*", "operations", "*"}},
-		{opBank, []string{"operations", "*"}},
-	} {
-		if len(segs) < len(try.rest) || segs[len(segs)-len(try.rest)] != try.rest[0] {
-			continue
+		k    kind
+	}{{opSession, sessionOpKind}, {opMemory, memoryOpKind}, {opBank, engineOpKind}} {
+		if _, ok := try.k.full.Match(name); !ok {
+			if _, ok := try.k.short.Match(name); !ok {
+				continue
+			}
 		}
-		e, ids, err := s.policy.parse("name", name, try.rest...)
+		e, ids, err := s.policy.parse("name", name, try.k)
 		if err != nil {
 			return opRef{}, err
 		}
+		op := ids[len(ids)-1]
+		if strings.HasPrefix(op, v1Prefix) {
+			ref.version = v1
+		}
 		ref.kind, ref.engine, ref.target = try.kind, e, ids[0]
-		if try.kind == opBank {
-			if strings.HasPrefix(ids[0], deletePrefix) || strings.HasPrefix(ids[0], v1Prefix+deletePrefix) {
-				ref.kind = opLocation
-			}
+		if try.kind == opBank && (strings.HasPrefix(op, deletePrefix) || strings.HasPrefix(op, v1Prefix+deletePrefix)) {
+			ref.kind = opLocation
 		}
 		return ref, nil
 	}
@@ -214,8 +214,8 @@ func (s *Surface) getOperation(ctx context.Context, r *longrunningpb.GetOperatio
 	case opMemory:
 		return s.memoryOperation(ctx, ref)
 	default:
-		return s.bankOperation(ctx, ref, func(app, id string) (*memorybank.Operation, error) {
-			return s.mem.GetOperation(ctx, app, id)
+		return s.bankOperation(ctx, ref, func(appID, id string) (*app.Operation, error) {
+			return s.app.GetOperation(ctx, appID, id)
 		})
 	}
 }
@@ -249,8 +249,8 @@ func (s *Surface) waitOperation(ctx context.Context, r *longrunningpb.WaitOperat
 		// Answer a little before the call's deadline rather than fail it.
 		timeout = min(timeout, time.Until(deadline)-50*time.Millisecond)
 	}
-	return s.bankOperation(ctx, ref, func(app, id string) (*memorybank.Operation, error) {
-		return s.mem.WaitOperation(ctx, app, id, max(timeout, 0))
+	return s.bankOperation(ctx, ref, func(appID, id string) (*app.Operation, error) {
+		return s.app.WaitOperation(ctx, appID, id, max(timeout, 0))
 	})
 }
 
@@ -262,8 +262,8 @@ func (s *Surface) cancelOperation(ctx context.Context, r *longrunningpb.CancelOp
 	if ref.kind != opBank {
 		return &emptypb.Empty{}, nil // done already: nothing to cancel
 	}
-	if _, err := s.bankOperation(ctx, ref, func(app, id string) (*memorybank.Operation, error) {
-		return s.mem.CancelOperation(ctx, app, id)
+	if _, err := s.bankOperation(ctx, ref, func(appID, id string) (*app.Operation, error) {
+		return s.app.CancelOperation(ctx, appID, id)
 	}); err != nil {
 		return nil, err
 	}
@@ -279,16 +279,16 @@ func (s *Surface) listOperations(context.Context, *longrunningpb.ListOperationsR
 }
 
 // bankOperation reads a memory bank operation with read and converts it.
-func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(app, id string) (*memorybank.Operation, error)) (*longrunningpb.Operation, error) {
-	if s.mem == nil {
+func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(appID, id string) (*app.Operation, error)) (*longrunningpb.Operation, error) {
+	if s.app == nil {
 		return nil, errNoMemoryBank
 	}
 	if auth.LoadCheckNeeded(ctx) {
-		op, err := s.mem.GetOperation(ctx, ref.engine.app, ref.target)
+		op, err := s.app.Jobs().Get(ctx, ref.engine.app, ref.target)
 		if err != nil {
 			return nil, s.opNotFound(err, ref)
 		}
-		if err := owned(ctx, memorybank.ParseScopeKey(op.ScopeKey)["user_id"], fault.NotFoundf("Operation %s not found.", ref.name)); err != nil {
+		if err := owned(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("Operation %s not found.", ref.name)); err != nil {
 			return nil, err
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(app, i
 	if err != nil {
 		return nil, s.opNotFound(err, ref)
 	}
-	return bankOperationToVertex(ctx, ref.engine, ref.name, op)
+	return bankOperationToVertex(ref.engine, ref.name, op)
 }
 
 var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no memory bank")
@@ -305,9 +305,9 @@ var errNoMemoryBank = fault.New(fault.FailedPrecondition, "this server runs no m
 // it has ended, with its result or its error. A generation's metadata and
 // response are GenerateMemoriesOperationMetadata and
 // GenerateMemoriesResponse; a purge's (which the Vertex AI SDK starts over
-// REST, and which Google's Go types do not have) are
-// GenericOperationMetadata and a Struct {"purgeCount": n}.
-func bankOperationToVertex(ctx context.Context, e engine, name string, op *memorybank.Operation) (*longrunningpb.Operation, error) {
+// REST) PurgeMemoriesOperationMetadata and PurgeMemoriesResponse, types
+// Google's Go types lack, held in messages of their shape (codec.go).
+func bankOperationToVertex(e engine, name string, op *app.Operation) (*longrunningpb.Operation, error) {
 	updated := op.CreateTime
 	for _, t := range []time.Time{op.StartTime, op.EndTime} {
 		if t.After(updated) {
@@ -316,8 +316,8 @@ func bankOperationToVertex(ctx context.Context, e engine, name string, op *memor
 	}
 	var md *anypb.Any
 	var err error
-	if op.Method == memorybank.MethodPurge {
-		md, err = anyOf(v1beta1, "GenericOperationMetadata", &aiplatformpb.GenericOperationMetadata{CreateTime: timestamppb.New(op.CreateTime), UpdateTime: timestamppb.New(updated)})
+	if op.Kind == memorybank.KindPurge {
+		md, err = metadata(v1beta1, "PurgeMemoriesOperationMetadata", op.CreateTime, updated)
 	} else {
 		md, err = metadata(v1beta1, "GenerateMemoriesOperationMetadata", op.CreateTime, updated)
 	}
@@ -326,17 +326,17 @@ func bankOperationToVertex(ctx context.Context, e engine, name string, op *memor
 	}
 	out := &longrunningpb.Operation{Name: name, Metadata: md}
 	switch op.State {
-	case memorybank.OpSucceeded:
+	case jobs.Succeeded:
 		out.Done = true
-		resp, err := bankResponse(ctx, e, op)
+		resp, err := bankResponse(e, op)
 		if err != nil {
 			return nil, err
 		}
 		out.Result = &longrunningpb.Operation_Response{Response: resp}
-	case memorybank.OpFailed, memorybank.OpCancelled:
+	case jobs.Failed, jobs.Cancelled:
 		out.Done = true
 		code := int32(server.CodeOf(&fault.Error{Kind: op.ErrorKind}))
-		if op.State == memorybank.OpCancelled {
+		if op.State == jobs.Cancelled {
 			code = int32(connect.CodeCanceled)
 		}
 		out.Result = &longrunningpb.Operation_Error{Error: &status.Status{Code: code, Message: op.ErrorMessage}}

@@ -9,141 +9,61 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
-	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/fault"
+	vertexv1beta1 "github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1"
+	"github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1/vertexv1beta1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// The Vertex AI SDK (Python) calls memory bank methods over REST that
-// Google's Go types do not have: memories:ingestEvents, memories:purge,
+// The Vertex AI SDK (Python, and its TypeScript port in
+// @google-cloud/vertexai) calls memory bank methods over REST that Google's
+// published protos lack: memories:ingestEvents, memories:purge,
 // memories:retrieveProfiles, {memory}:rollback, {memory}/revisions and
-// {memory}/revisions/{revision}. kioku serves them as procedures of an
-// internal service, SdkService, whose request is the resource name and the
-// call's JSON body as a google.protobuf.Struct, and whose response is a
-// Struct: so they pass the same interceptors as every other call (keys,
-// logs, metrics, errors), and the REST routes (rest.go) reach them as they
-// reach the others. The service's descriptor is built here, at start; it is
-// kioku's own, not Google's, and kioku's REST routes are its only intended
-// caller.
-
-// SdkService is the internal service of the Vertex AI SDK's REST-only
-// methods.
-const SdkService = "kioku.internal.vertexsdk.v1beta1.SdkService"
-
-// The methods of SdkService.
-const (
-	sdkIngestEvents        = "IngestEvents"
-	sdkPurgeMemories       = "PurgeMemories"
-	sdkRetrieveProfiles    = "RetrieveProfiles"
-	sdkRollbackMemory      = "RollbackMemory"
-	sdkListMemoryRevisions = "ListMemoryRevisions"
-	sdkGetMemoryRevision   = "GetMemoryRevision"
-)
-
-var sdkMethods = []string{sdkIngestEvents, sdkPurgeMemories, sdkRetrieveProfiles, sdkRollbackMemory, sdkListMemoryRevisions, sdkGetMemoryRevision}
-
-func sdkProcedure(method string) string { return "/" + SdkService + "/" + method }
-
-// sdkRequest is the descriptor of SdkService's request, {string name = 1;
-// google.protobuf.Struct body = 2;}.
-var sdkRequest protoreflect.MessageDescriptor
-
-func init() {
-	str, msg, opt := descriptorpb.FieldDescriptorProto_TYPE_STRING, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL
-	svc := &descriptorpb.ServiceDescriptorProto{Name: proto.String("SdkService")}
-	for _, m := range sdkMethods {
-		svc.Method = append(svc.Method, &descriptorpb.MethodDescriptorProto{
-			Name: proto.String(m), InputType: proto.String(".kioku.internal.vertexsdk.v1beta1.Request"), OutputType: proto.String(".google.protobuf.Struct"),
-		})
-	}
-	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name:       proto.String("kioku/internal/vertexsdk/v1beta1/sdk.proto"),
-		Package:    proto.String("kioku.internal.vertexsdk.v1beta1"),
-		Syntax:     proto.String("proto3"),
-		Dependency: []string{"google/protobuf/struct.proto"},
-		MessageType: []*descriptorpb.DescriptorProto{{
-			Name: proto.String("Request"),
-			Field: []*descriptorpb.FieldDescriptorProto{
-				{Name: proto.String("name"), JsonName: proto.String("name"), Number: proto.Int32(1), Type: &str, Label: &opt},
-				{Name: proto.String("body"), JsonName: proto.String("body"), Number: proto.Int32(2), Type: &msg, Label: &opt, TypeName: proto.String(".google.protobuf.Struct")},
-			},
-		}},
-		Service: []*descriptorpb.ServiceDescriptorProto{svc},
-	}, protoregistry.GlobalFiles)
-	if err != nil {
-		panic("vertex: the SDK service's descriptor: " + err.Error())
-	}
-	if err := protoregistry.GlobalFiles.RegisterFile(fd); err != nil {
-		panic("vertex: registering the SDK service: " + err.Error())
-	}
-	sdkRequest = fd.Messages().ByName("Request")
-}
+// {memory}/revisions/{revision}. kioku describes them as a service of its
+// own, kioku.vertex.v1beta1.SdkService (proto/kioku/vertex), whose requests
+// are the resource name and the JSON body as a google.protobuf.Struct (or
+// the query's fields), and whose responses are the JSON the SDK reads: so
+// they are served and transcoded like every other method, through the same
+// interceptors (keys, logs, metrics, errors).
 
 func (s *Surface) mountSDK(mux *http.ServeMux, opts []connect.HandlerOption) {
-	desc, _ := protoregistry.GlobalFiles.FindDescriptorByName(SdkService)
-	svc := desc.(protoreflect.ServiceDescriptor)
-	handlers := map[string]func(ctx context.Context, name string, body map[string]any) (map[string]any, error){
-		sdkIngestEvents:        s.ingestEvents,
-		sdkPurgeMemories:       s.purgeMemories,
-		sdkRetrieveProfiles:    s.retrieveProfiles,
-		sdkRollbackMemory:      s.rollbackMemory,
-		sdkListMemoryRevisions: s.listMemoryRevisions,
-		sdkGetMemoryRevision:   s.getMemoryRevision,
-	}
-	for _, m := range sdkMethods {
-		fn := handlers[m]
-		proc := sdkProcedure(m)
-		o := append(opts[:len(opts):len(opts)],
-			connect.WithSchema(svc.Methods().ByName(protoreflect.Name(m))),
-			connect.WithRequestInitializer(func(_ connect.Spec, msg any) error {
-				*msg.(*dynamicpb.Message) = *dynamicpb.NewMessage(sdkRequest)
-				return nil
-			}))
-		mux.Handle(proc, connect.NewUnaryHandler(proc, func(ctx context.Context, r *connect.Request[dynamicpb.Message]) (*connect.Response[structpb.Struct], error) {
-			name := r.Msg.Get(sdkRequest.Fields().ByName("name")).String()
-			var body map[string]any
-			if r.Msg.Has(sdkRequest.Fields().ByName("body")) {
-				b, err := proto.Marshal(r.Msg.Get(sdkRequest.Fields().ByName("body")).Message().Interface())
-				if err != nil {
-					return nil, err
-				}
-				var st structpb.Struct
-				if err := proto.Unmarshal(b, &st); err != nil {
-					return nil, err
-				}
-				body = st.AsMap()
-			}
-			out, err := fn(ctx, name, body)
-			if err != nil {
-				return nil, err
-			}
-			st, err := structpb.NewStruct(out)
-			if err != nil {
-				return nil, fault.Wrap(fault.Internal, err, "encoding the response")
-			}
-			return connect.NewResponse(st), nil
-		}, o...))
-	}
+	unary(mux, vertexv1beta1connect.SdkServiceIngestEventsProcedure, s.ingestEvents, opts)
+	unary(mux, vertexv1beta1connect.SdkServicePurgeMemoriesProcedure, s.purgeMemories, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceRetrieveProfilesProcedure, s.retrieveProfiles, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceRollbackMemoryProcedure, s.rollbackMemory, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceListMemoryRevisionsProcedure, s.listMemoryRevisions, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceGetMemoryRevisionProcedure, s.getMemoryRevision, opts)
 }
 
-// jsonOf returns m's JSON form as a map, for responses built from Google's
-// messages.
-func jsonOf(m proto.Message) (map[string]any, error) {
-	out, err := jsonMap(m)
+// jsonStruct returns m's JSON form as a Struct, for the SDK methods'
+// responses built from Google's messages (with this API's Any types).
+func jsonStruct(m proto.Message) (*structpb.Struct, error) {
+	b, err := protojson.MarshalOptions{Resolver: types{}}.Marshal(m)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "encoding %s", m.ProtoReflect().Descriptor().FullName())
 	}
-	return out, nil
+	st := &structpb.Struct{}
+	if err := protojson.Unmarshal(b, st); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding %s", m.ProtoReflect().Descriptor().FullName())
+	}
+	return st, nil
+}
+
+// newStruct returns a response built as a map.
+func newStruct(m map[string]any) (*structpb.Struct, error) {
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "encoding the response")
+	}
+	return st, nil
 }
 
 // ingestEvents serves memories:ingestEvents ({streamId,
@@ -151,8 +71,9 @@ func jsonOf(m proto.Message) (map[string]any, error) {
 // generationTriggerConfig, forceFlush}): kioku generates memories from the
 // events at once, as if forceFlush were set, and answers the memory
 // bank's operation. Streams and trigger configurations are not kept.
-func (s *Surface) ingestEvents(ctx context.Context, name string, body map[string]any) (map[string]any, error) {
-	e, err := s.memoryEngine("name", name)
+func (s *Surface) ingestEvents(ctx context.Context, r *vertexv1beta1.IngestEventsRequest) (*structpb.Struct, error) {
+	body := r.GetBody().AsMap()
+	e, err := s.memoryEngine("name", r.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -190,15 +111,16 @@ func (s *Surface) ingestEvents(ctx context.Context, name string, body map[string
 		}
 		req.Events = append(req.Events, se)
 	}
-	return bankOperationJSON(ctx, e)(s.mem.GenerateMemories(ctx, req))
+	return bankOperationJSON(e)(s.app.GenerateMemories(ctx, req))
 }
 
 // purgeMemories serves memories:purge ({filter, filterGroups, force}): the
 // filter selects a scope (scope="{json}" or scope.KEY="v", as ListMemories
 // takes), force deletes (without it the operation only counts), and the
 // operation's response is {"purgeCount": n}.
-func (s *Surface) purgeMemories(ctx context.Context, name string, body map[string]any) (map[string]any, error) {
-	e, err := s.memoryEngine("name", name)
+func (s *Surface) purgeMemories(ctx context.Context, r *vertexv1beta1.PurgeMemoriesRequest) (*structpb.Struct, error) {
+	body := r.GetBody().AsMap()
+	e, err := s.memoryEngine("name", r.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -214,26 +136,26 @@ func (s *Surface) purgeMemories(ctx context.Context, name string, body map[strin
 		return nil, err
 	}
 	force, _ := body["force"].(bool)
-	return bankOperationJSON(ctx, e)(s.mem.PurgeMemories(ctx, &memorybank.PurgeRequest{App: e.app, Scope: scope, Force: force}))
+	return bankOperationJSON(e)(s.app.PurgeMemories(ctx, &memorybank.PurgeRequest{App: e.app, Scope: scope, Force: force}))
 }
 
 // bankOperationJSON returns the function that answers a memory bank
 // operation just started (or its error) in JSON.
-func bankOperationJSON(ctx context.Context, e engine) func(*memorybank.Operation, error) (map[string]any, error) {
-	return func(op *memorybank.Operation, err error) (map[string]any, error) {
+func bankOperationJSON(e engine) func(*app.Operation, error) (*structpb.Struct, error) {
+	return func(op *app.Operation, err error) (*structpb.Struct, error) {
 		if err != nil {
 			return nil, err
 		}
-		vop, err := bankOperationToVertex(ctx, e, e.name()+"/operations/"+op.ID, op)
+		vop, err := bankOperationToVertex(e, e.operationName(op.ID), op)
 		if err != nil {
 			return nil, err
 		}
-		return jsonOf(vop)
+		return jsonStruct(vop)
 	}
 }
 
-func (s *Surface) retrieveProfiles(ctx context.Context, name string, _ map[string]any) (map[string]any, error) {
-	if _, err := s.memoryEngine("name", name); err != nil {
+func (s *Surface) retrieveProfiles(ctx context.Context, r *vertexv1beta1.RetrieveProfilesRequest) (*structpb.Struct, error) {
+	if _, err := s.memoryEngine("name", r.GetName()); err != nil {
 		return nil, err
 	}
 	return nil, fault.New(fault.Unimplemented, "memories:retrieveProfiles is not supported by kioku: it keeps no memory profiles (structured memories); use memories:retrieve")
@@ -241,12 +163,12 @@ func (s *Surface) retrieveProfiles(ctx context.Context, name string, _ map[strin
 
 // rollbackMemory serves {memory}:rollback ({targetRevisionId}): done at
 // once, answering the memory as restored.
-func (s *Surface) rollbackMemory(ctx context.Context, name string, body map[string]any) (map[string]any, error) {
-	e, id, err := s.memoryName(ctx, "name", name)
+func (s *Surface) rollbackMemory(ctx context.Context, r *vertexv1beta1.RollbackMemoryRequest) (*structpb.Struct, error) {
+	e, id, err := s.memoryName(ctx, "name", r.GetName())
 	if err != nil {
 		return nil, err
 	}
-	rev, _ := body["targetRevisionId"].(string)
+	rev, _ := r.GetBody().AsMap()["targetRevisionId"].(string)
 	if rev == "" {
 		return nil, fault.InvalidField("target_revision_id", "Required field is not set.")
 	}
@@ -261,11 +183,15 @@ func (s *Surface) rollbackMemory(ctx context.Context, name string, body map[stri
 	if err != nil {
 		return nil, err
 	}
-	op, err := s.doneOperation(e.memoryName(id)+"/operations/"+aip.NewID(), v1beta1, "UpdateMemoryOperationMetadata", memoryOut(ctx, e, m))
+	vm, err := memoryToVertex(e, m)
 	if err != nil {
 		return nil, err
 	}
-	return jsonOf(op)
+	op, err := s.doneOperation(e.build(memoryOpKind, id, aip.NewID()), v1beta1, "UpdateMemoryOperationMetadata", vm)
+	if err != nil {
+		return nil, err
+	}
+	return jsonStruct(op)
 }
 
 // revisionJSON is a memory revision as the Vertex AI SDK reads it.
@@ -290,19 +216,19 @@ func revisionJSON(e engine, r *memorybank.Revision) map[string]any {
 
 // listMemoryRevisions serves {memory}/revisions?pageSize&pageToken:
 // {memoryRevisions, nextPageToken}, newest first.
-func (s *Surface) listMemoryRevisions(ctx context.Context, name string, body map[string]any) (map[string]any, error) {
-	e, id, err := s.memoryName(ctx, "name", name)
+func (s *Surface) listMemoryRevisions(ctx context.Context, r *vertexv1beta1.ListMemoryRevisionsRequest) (*structpb.Struct, error) {
+	e, id, err := s.memoryName(ctx, "name", r.GetName())
 	if err != nil {
 		return nil, err
 	}
-	size := 0
-	if v, ok := body["pageSize"].(string); ok {
-		if size, err = strconv.Atoi(v); err != nil {
-			return nil, fault.InvalidField("page_size", "page_size %q is not a number", v)
-		}
+	if r.GetFilter() != "" {
+		return nil, fault.InvalidField("filter", "filter is not supported on memory revisions by kioku: list them all (newest first)")
 	}
-	token, _ := body["pageToken"].(string)
-	revs, next, err := s.mem.ListRevisions(ctx, e.app, id, int32(size), token)
+	size, err := aip.PageSize("page_size", r.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	revs, next, err := s.mem.ListRevisions(ctx, e.app, id, int32(size), r.GetPageToken())
 	if err != nil {
 		return nil, err
 	}
@@ -314,32 +240,34 @@ func (s *Surface) listMemoryRevisions(ctx context.Context, name string, body map
 	if next != "" {
 		out["nextPageToken"] = next
 	}
-	return out, nil
+	return newStruct(out)
 }
 
 // getMemoryRevision serves {memory}/revisions/{revision}.
-func (s *Surface) getMemoryRevision(ctx context.Context, name string, _ map[string]any) (map[string]any, error) {
-	i := strings.LastIndex(name, "/revisions/")
-	if i < 0 {
-		return nil, fault.InvalidField("name", "name %q is not a memory revision's", aip.Truncate(name, 200))
+func (s *Surface) getMemoryRevision(ctx context.Context, r *vertexv1beta1.GetMemoryRevisionRequest) (*structpb.Struct, error) {
+	name := r.GetName()
+	_, ids, err := s.policy.parse("name", name, revisionKind)
+	if err != nil {
+		return nil, err
 	}
+	i := strings.LastIndex(name, "/revisions/")
 	e, id, err := s.memoryName(ctx, "name", name[:i])
 	if err != nil {
 		return nil, err
 	}
 	absent := fault.NotFoundf("Memory revision %s not found.", name)
-	n, err := strconv.ParseInt(name[i+len("/revisions/"):], 10, 64)
+	n, err := strconv.ParseInt(ids[1], 10, 64)
 	if err != nil || n < 1 {
 		return nil, absent
 	}
-	r, err := s.mem.GetRevision(ctx, e.app, id, n)
+	rev, err := s.mem.GetRevision(ctx, e.app, id, n)
 	if fault.Is(err, fault.NotFound) {
 		return nil, absent
 	}
 	if err != nil {
 		return nil, err
 	}
-	return revisionJSON(e, r), nil
+	return newStruct(revisionJSON(e, rev))
 }
 
 // stringMap reads a JSON object of strings.

@@ -32,7 +32,7 @@ func (s *Surface) mountSessions(mux *http.ServeMux, opts []connect.HandlerOption
 
 // session finds the session a Vertex AI session name names.
 func (s *Surface) session(ctx context.Context, field, name string) (engine, sessions.Key, error) {
-	e, ids, err := s.policy.parse(field, name, "sessions", "*")
+	e, ids, err := s.policy.parse(field, name, sessionKind)
 	if err != nil {
 		return engine{}, sessions.Key{}, err
 	}
@@ -55,7 +55,7 @@ func (s *Surface) createSessionV1beta1(ctx context.Context, r *aiplatformpb.Crea
 }
 
 func (s *Surface) createSession(ctx context.Context, r *aiplatformpb.CreateSessionRequest, v version) (*longrunningpb.Operation, error) {
-	e, _, err := s.policy.parse("parent", r.GetParent())
+	e, _, err := s.policy.parse("parent", r.GetParent(), engineKind)
 	if err != nil {
 		return nil, err
 	}
@@ -121,24 +121,49 @@ func (s *Surface) notFound(err error, name string) error {
 	return err
 }
 
+// Vertex AI's page sizes of ListSessions: 100 by default and at most
+// (larger sizes are coerced).
+const (
+	defaultSessionPage = 100
+	maxSessionPage     = 100
+)
+
 func (s *Surface) listSessions(ctx context.Context, r *aiplatformpb.ListSessionsRequest) (*aiplatformpb.ListSessionsResponse, error) {
-	e, _, err := s.policy.parse("parent", r.GetParent())
+	e, _, err := s.policy.parse("parent", r.GetParent(), engineKind)
 	if err != nil {
 		return nil, err
 	}
-	user, filter, err := sessionFilter(r.GetFilter())
+	// The filter (user_id, display_name, labels.KEY, in AIP-160) is the
+	// domain's; the users it confines the listing to are the key check's.
+	users, pinned, err := sessions.FilterUsers(r.GetFilter())
 	if err != nil {
 		return nil, err
 	}
-	if err := owned(ctx, user, onlyUser(ctx, "filter user_id", user)); err != nil {
+	user := ""
+	if pinned && len(users) == 1 {
+		user = users[0]
+	}
+	if !pinned || len(users) <= 1 {
+		err = owned(ctx, user, onlyUser(ctx, "filter user_id", user))
+	} else {
+		for _, u := range users {
+			if err = owned(ctx, u, onlyUser(ctx, "filter user_id", u)); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	size, err := aip.PageSizeWithin("page_size", r.GetPageSize(), defaultSessionPage, maxSessionPage)
+	if err != nil {
 		return nil, err
 	}
 	list, next, err := s.sess.ListSessions(ctx, sessions.ListSessionsRequest{
 		App:          e.app,
-		User:         user,
-		PageSize:     r.GetPageSize(),
+		PageSize:     int32(size),
 		PageToken:    r.GetPageToken(),
-		Filter:       filter,
+		Filter:       r.GetFilter(),
 		IncludeState: true,
 		OrderBy:      r.GetOrderBy(),
 	})
@@ -173,37 +198,6 @@ func (s *Surface) listSessions(ctx context.Context, r *aiplatformpb.ListSessions
 	return out, nil
 }
 
-// sessionFilter turns a ListSessions filter of Vertex AI's (user_id="u",
-// display_name="d", labels.k="v", joined by AND; camelCase names too) into
-// the user it selects and a filter of kioku's.
-func sessionFilter(filter string) (user, kioku string, err error) {
-	conds, err := sessions.ParseFilter(filter)
-	if err != nil {
-		return "", "", fault.InvalidField("filter", "%v", err)
-	}
-	var out []string
-	for _, c := range conds {
-		switch {
-		case c.Field == "user_id" || c.Field == "userId":
-			if user != "" && user != c.Value {
-				return "", "", fault.InvalidField("filter", "filter names two users, %q and %q", user, c.Value)
-			}
-			user = c.Value
-		case c.Field == "display_name" || c.Field == "displayName":
-			out = append(out, "display_name = "+quote(c.Value))
-		case strings.HasPrefix(c.Field, "labels."):
-			out = append(out, c.Field+" = "+quote(c.Value))
-		default:
-			return "", "", fault.InvalidField("filter", "filter field %q is not supported: use user_id, display_name and labels.KEY", c.Field)
-		}
-	}
-	return user, strings.Join(out, " AND "), nil
-}
-
-func quote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
 func (s *Surface) updateSession(ctx context.Context, r *aiplatformpb.UpdateSessionRequest) (*aiplatformpb.Session, error) {
 	in := r.GetSession()
 	if in == nil {
@@ -213,7 +207,7 @@ func (s *Surface) updateSession(ctx context.Context, r *aiplatformpb.UpdateSessi
 	if err != nil {
 		return nil, err
 	}
-	paths := r.GetUpdateMask().GetPaths()
+	paths := maskPaths(r.GetUpdateMask())
 	if len(paths) == 0 {
 		// No mask: every field the request sets.
 		paths = []string{"display_name", "labels"}
@@ -239,14 +233,8 @@ func (s *Surface) updateSession(ctx context.Context, r *aiplatformpb.UpdateSessi
 			}
 			u.Labels = &labels
 		case "expire_time", "ttl", "expiration":
-			at, ttl, err := expiration("session", in.GetExpireTime(), in.GetTtl(), in.GetTtl() != nil)
-			if err != nil {
+			if u.ExpireTime, u.TTL, err = expirationUpdate("session", in.GetExpireTime(), in.GetTtl()); err != nil {
 				return nil, err
-			}
-			if ttl != 0 {
-				u.TTL = &ttl
-			} else {
-				u.ExpireTime = &at
 			}
 		case "user_id":
 			if in.GetUserId() != key.User {
@@ -277,21 +265,11 @@ func (s *Surface) deleteSession(ctx context.Context, r *aiplatformpb.DeleteSessi
 	if err := s.sess.DeleteSession(ctx, key); err != nil {
 		return nil, s.notFound(err, e.sessionName(key.ID))
 	}
-	// Vertex AI names this operation after the location; the short form
-	// has none, so there it is the engine's.
-	parent := e.locationName()
-	if parent == "" {
-		parent = e.name()
-	}
-	return s.doneOperation(parent+"/operations/"+deletePrefix+v.opID(), v, "DeleteOperationMetadata", nil)
+	return s.doneOperation(e.deleteOperationName(deletePrefix+v.opID()), v, "DeleteOperationMetadata", nil)
 }
 
 func (s *Surface) listEvents(ctx context.Context, r *aiplatformpb.ListEventsRequest) (*aiplatformpb.ListEventsResponse, error) {
 	e, key, err := s.session(ctx, "parent", r.GetParent())
-	if err != nil {
-		return nil, err
-	}
-	from, to, err := eventFilter(r.GetFilter())
 	if err != nil {
 		return nil, err
 	}
@@ -303,8 +281,13 @@ func (s *Surface) listEvents(ctx context.Context, r *aiplatformpb.ListEventsRequ
 	default:
 		return nil, fault.InvalidField("order_by", "order_by %q is not supported; use \"timestamp\" or \"timestamp desc\"", r.GetOrderBy())
 	}
+	size, err := aip.PageSize("page_size", r.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	// The filter (timestamp ranges, in AIP-160) is the domain's.
 	events, next, err := s.sess.ListEvents(ctx, key, sessions.ListEventsRequest{
-		PageSize: r.GetPageSize(), PageToken: r.GetPageToken(), From: from, To: to, Descending: desc,
+		PageSize: int32(size), PageToken: r.GetPageToken(), Filter: r.GetFilter(), Descending: desc,
 	})
 	if err != nil {
 		return nil, s.notFound(err, e.sessionName(key.ID))
@@ -318,81 +301,6 @@ func (s *Surface) listEvents(ctx context.Context, r *aiplatformpb.ListEventsRequ
 		out.SessionEvents = append(out.SessionEvents, ve)
 	}
 	return out, nil
-}
-
-// eventFilter parses a ListEvents filter: conditions on the event
-// timestamp (timestamp>="2025-01-01T00:00:00Z"; >, >=, <, <=; RFC 3339
-// times with any fraction and offset, quoted or not) joined by AND. It
-// returns the range [from, to) they select.
-func eventFilter(filter string) (from, to time.Time, err error) {
-	rest := strings.TrimSpace(filter)
-	for rest != "" {
-		var cond string
-		if i := indexAnd(rest); i >= 0 {
-			cond, rest = rest[:i], strings.TrimSpace(rest[i+3:])
-		} else {
-			cond, rest = rest, ""
-		}
-		cond = strings.TrimSpace(cond)
-		field, op, value := splitCondition(cond)
-		if field != "timestamp" {
-			return time.Time{}, time.Time{}, fault.InvalidField("filter", "filter %q is not supported: ListEvents filters on timestamp, as in timestamp>=\"2025-01-01T00:00:00Z\"", cond)
-		}
-		t, err := time.Parse(time.RFC3339Nano, strings.Trim(value, `"`))
-		if err != nil {
-			return time.Time{}, time.Time{}, fault.InvalidField("filter", "filter %q: the time is not RFC 3339 (like 2025-01-01T00:00:00Z)", cond)
-		}
-		switch op {
-		case ">=":
-			from = later(from, t)
-		case ">":
-			from = later(from, t.Add(time.Nanosecond))
-		case "<":
-			to = earlier(to, t)
-		case "<=":
-			to = earlier(to, t.Add(time.Nanosecond))
-		default:
-			return time.Time{}, time.Time{}, fault.InvalidField("filter", "filter %q: use >=, >, < or <= on timestamp", cond)
-		}
-	}
-	return from, to, nil
-}
-
-// indexAnd returns the index of the first " AND " (any case) in s, or -1.
-func indexAnd(s string) int {
-	u := strings.ToUpper(s)
-	if i := strings.Index(u, " AND "); i >= 0 {
-		return i + 1
-	}
-	return -1
-}
-
-// splitCondition splits "field OP value" with OP one of >=, <=, >, <, =.
-func splitCondition(cond string) (field, op, value string) {
-	i := strings.IndexAny(cond, "<>=")
-	if i < 0 {
-		return strings.TrimSpace(cond), "", ""
-	}
-	field = strings.TrimSpace(cond[:i])
-	op = cond[i : i+1]
-	if i+1 < len(cond) && cond[i+1] == '=' {
-		op = cond[i : i+2]
-	}
-	return field, op, strings.TrimSpace(cond[i+len(op):])
-}
-
-func later(a, b time.Time) time.Time {
-	if a.IsZero() || b.After(a) {
-		return b
-	}
-	return a
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
-		return b
-	}
-	return a
 }
 
 func (s *Surface) appendEvent(ctx context.Context, r *aiplatformpb.AppendEventRequest) (*aiplatformpb.AppendEventResponse, error) {

@@ -4,18 +4,26 @@
 // SDK) runs against kioku by changing an endpoint.
 //
 // It serves, on kioku's port and beside kioku.v1, over gRPC, Connect and
-// REST (rest.go):
+// REST:
 //
 //   - google.cloud.aiplatform.v1beta1.SessionService and MemoryBankService;
 //   - google.cloud.aiplatform.v1.SessionService, the same methods with v1's
 //     messages (they are v1beta1's, field for field);
-//   - google.longrunning.Operations for their operations.
+//   - google.longrunning.Operations for their operations;
+//   - kioku.vertex.v1beta1.SdkService, the memory bank methods the Vertex
+//     AI SDK calls over REST that Google's published protos lack (sdk.go).
+//
+// REST is transcoded by the server's vanguard transcoder, as kioku.v1's is,
+// with a codec, rules and a thin wrapper of this package for what Google's
+// clients send beyond the bindings (rest.go, codec.go).
 //
 // The handlers convert Vertex AI's messages (the official Go types,
 // cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb) to the domain's
-// and call the same services as the kioku.v1 handlers (sessions.Service,
-// memorybank.Service), so both surfaces see the same data. They return the
-// domain's errors; the server's error interceptor maps them to codes.
+// with one converter (convert.go) and call the same services as the
+// kioku.v1 handlers (sessions.Service, memorybank.Service, and the
+// application layer internal/app for generation, purges and operations),
+// so both surfaces see the same data. They return the domain's errors; the
+// server's error interceptor maps them to codes.
 //
 // # Names
 //
@@ -28,7 +36,17 @@
 // answers with the project number; kioku knows only what it was told).
 // Sessions are engine/sessions/{id}: session ids are unique within an app
 // in kioku too, so a session is found by its id and its user is read from
-// it (sessions.Service.FindSession).
+// it (sessions.Service.FindSession). The names' patterns are declared
+// once, beside kioku.v1's, in package internal/aip (VertexEngine,
+// VertexShortEngine and the resources under them); names.go parses and
+// builds them.
+//
+// # Filters and pages
+//
+// ListSessions and ListEvents take the AIP-160 filters of package sessions
+// (one parser, internal/aip/filter, for both surfaces); ListSessions pages
+// as Vertex AI documents, 100 sessions by default and at most, larger page
+// sizes coerced.
 package vertex
 
 import (
@@ -41,6 +59,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1/vertexv1beta1connect"
+	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -55,10 +75,11 @@ const (
 
 // Config configures a Surface.
 type Config struct {
-	// Sessions and Memories are the domain services; with Memories nil,
+	// Sessions is the session service, and App the application layer
+	// (the memory bank and the operations); with App nil,
 	// MemoryBankService answers FAILED_PRECONDITION.
 	Sessions *sessions.Service
-	Memories *memorybank.Service
+	App      *app.App
 	// Policy decides which names are accepted and which app an engine is.
 	Policy Policy
 
@@ -71,6 +92,7 @@ type Config struct {
 // Surface is the Vertex AI API, a server.Surface.
 type Surface struct {
 	sess   *sessions.Service
+	app    *app.App
 	mem    *memorybank.Service
 	policy Policy
 	log    *slog.Logger
@@ -85,23 +107,26 @@ func New(cfg Config) *Surface {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Surface{sess: cfg.Sessions, mem: cfg.Memories, policy: cfg.Policy, log: cfg.Logger, now: cfg.Now}
+	s := &Surface{sess: cfg.Sessions, app: cfg.App, policy: cfg.Policy, log: cfg.Logger, now: cfg.Now}
+	if cfg.App != nil {
+		s.mem = cfg.App.Memories()
+	}
+	return s
 }
 
 // ServiceNames implements server.Surface.
 func (s *Surface) ServiceNames() []string {
-	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService, SdkService}
+	return []string{SessionServiceV1beta1, MemoryBankService, SessionServiceV1, OperationsService, vertexv1beta1connect.SdkServiceName}
 }
 
-// Mount implements server.Surface: the gRPC and Connect handlers, and the
-// REST paths behind rest.
-func (s *Surface) Mount(mux *http.ServeMux, rest func(http.Handler) http.Handler, opts ...connect.HandlerOption) {
+// Mount implements server.Surface: the Connect, gRPC and gRPC-Web
+// handlers (REST describes the REST API the server transcodes to them).
+func (s *Surface) Mount(mux *http.ServeMux, opts ...connect.HandlerOption) {
 	s.mountSessions(mux, opts)
 	s.mountSessionsV1(mux, opts)
 	s.mountMemories(mux, opts)
 	s.mountOperations(mux, opts)
 	s.mountSDK(mux, opts)
-	s.mountREST(mux, rest)
 }
 
 // unary registers a unary procedure served by fn.

@@ -11,13 +11,14 @@
             ...
 
 The generated modules are in kioku.v1 (session_pb2, session_service_pb2,
-memory_pb2, memory_bank_service_pb2, operation_pb2, operation_service_pb2
-and the *_pb2_grpc service stubs). Client holds one channel with the three
-service stubs (sessions, memories, operations) and adds what a program
-needs around them: iterators over every List method, watch_session as a
-generator, wait_operation, the API key on every call, and retries of the
-calls safe to repeat (RetryPolicy). Errors are grpc.RpcError with the
-server's status code.
+memory_pb2, memory_bank_service_pb2, operation_pb2, operation_service_pb2,
+memory_file_service_pb2 and the *_pb2_grpc service stubs). Client holds one
+channel with the service stubs (sessions, memories, operations, files) and
+adds what a program needs around them: iterators over every List method,
+watch_session as a generator, wait_operation, run_memory_tool (a Claude
+memory tool_use input in, the tool_result's content and is_error out), the
+API key on every call, and retries of the calls safe to repeat
+(RetryPolicy). Errors are grpc.RpcError with the server's status code.
 """
 
 from kioku._client import (
@@ -27,6 +28,7 @@ from kioku._client import (
     RetryPolicy,
     app_name,
     generate_result,
+    memory_file_name,
     memory_name,
     new_event_id,
     purge_result,
@@ -38,6 +40,7 @@ from kioku._client import (
 )
 from kioku.v1 import (
     memory_bank_service_pb2,
+    memory_file_service_pb2,
     memory_pb2,
     operation_pb2,
     operation_service_pb2,
@@ -55,6 +58,8 @@ __all__ = [
     "app_name",
     "generate_result",
     "memory_bank_service_pb2",
+    "memory_file_name",
+    "memory_file_service_pb2",
     "memory_name",
     "memory_pb2",
     "new_event_id",

@@ -11,6 +11,8 @@ from google.protobuf import descriptor_pb2, json_format, struct_pb2
 from kioku.v1 import (
     memory_bank_service_pb2,
     memory_bank_service_pb2_grpc,
+    memory_file_service_pb2,
+    memory_file_service_pb2_grpc,
     memory_pb2,
     operation_service_pb2,
     operation_service_pb2_grpc,
@@ -38,6 +40,11 @@ def session_name(app, user, session):
 def memory_name(app, memory):
     """apps/{app}/memories/{memory}."""
     return f"apps/{app}/memories/{memory}"
+
+
+def memory_file_name(app, user, file):
+    """apps/{app}/users/{user}/memoryFiles/{file}."""
+    return f"apps/{app}/users/{user}/memoryFiles/{file}"
 
 
 def struct(values):
@@ -159,7 +166,7 @@ def new_event_id():
 def _safe_methods():
     """The full names (/service/method) of the methods without side effects."""
     out = set()
-    for module in (session_service_pb2, memory_bank_service_pb2, operation_service_pb2):
+    for module in (session_service_pb2, memory_bank_service_pb2, operation_service_pb2, memory_file_service_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             for m in service.methods:
                 if m.GetOptions().idempotency_level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS:
@@ -211,9 +218,9 @@ class Client:
     --tls-cert (the system's roots; pass credentials= for a private CA).
     api_key, when set, goes with every call. Calls safe to repeat are
     retried as retry (a RetryPolicy) says; retry=None turns retries off.
-    The stubs (sessions, memories, operations) have every method of the
-    API; the methods below add iteration, streaming and waiting around
-    them.
+    The stubs (sessions, memories, operations, files) have every method of
+    the API; the methods below add iteration, streaming, waiting and the
+    memory tool around them.
     """
 
     def __init__(self, target, api_key=None, *, credentials=None, options=None, retry=RetryPolicy()):
@@ -234,6 +241,7 @@ class Client:
         self.sessions = session_service_pb2_grpc.SessionServiceStub(channel)
         self.memories = memory_bank_service_pb2_grpc.MemoryBankServiceStub(channel)
         self.operations = operation_service_pb2_grpc.OperationServiceStub(channel)
+        self.files = memory_file_service_pb2_grpc.MemoryFileServiceStub(channel)
 
     def close(self):
         """Closes the channel."""
@@ -273,6 +281,25 @@ class Client:
     def list_operations(self, request, timeout=None):
         """Every operation of a ListOperationsRequest, newest first."""
         return self._pages(self.operations.ListOperations, _copy(request), "operations", timeout)
+
+    def list_memory_files(self, request, timeout=None):
+        """Every memory file of a ListMemoryFilesRequest, in path order."""
+        return self._pages(self.files.ListMemoryFiles, _copy(request), "memory_files", timeout)
+
+    def list_memory_file_revisions(self, request, timeout=None):
+        """Every revision of a ListMemoryFileRevisionsRequest, newest first."""
+        return self._pages(self.files.ListMemoryFileRevisions, _copy(request), "memory_file_revisions", timeout)
+
+    def run_memory_tool(self, user, tool_input, timeout=None):
+        """Runs one command of Anthropic's memory tool (the input dict of a
+        model's `memory` tool_use block) in the user's memory directory
+        (user: apps/{app}/users/{user}) and returns the tool_result's
+        fields: {"content": the answer, "is_error": whether it reports an
+        error}, to send back to the model as they are."""
+        response = self.files.Execute(
+            memory_file_service_pb2.ExecuteRequest(parent=user, input=struct(tool_input)), timeout=timeout
+        )
+        return {"content": response.output, "is_error": response.is_error}
 
     def watch_session(self, name, after_sequence=None):
         """Yields the events appended to a session after the call (or after

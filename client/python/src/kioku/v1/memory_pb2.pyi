@@ -122,7 +122,7 @@ class Memory(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
-    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "retrieval", "revision_ttl", "update_time"]
+    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "pii_redaction", "retrieval", "revision_ttl", "update_time"]
     COMPACTION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +130,7 @@ class MemoryBankConfig(_message.Message):
     MANAGED_TOPICS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TTL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PII_REDACTION_FIELD_NUMBER: _ClassVar[int]
     RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -140,10 +141,11 @@ class MemoryBankConfig(_message.Message):
     managed_topics: _containers.RepeatedScalarFieldContainer[str]
     memory_ttl: _duration_pb2.Duration
     name: str
+    pii_redaction: PiiRedaction
     retrieval: RetrievalConfig
     revision_ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., pii_redaction: _Optional[_Union[PiiRedaction, _Mapping]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
     __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "stated_time", "topics"]
@@ -198,6 +200,24 @@ class MemorySource(_message.Message):
     event_ids: _containers.RepeatedScalarFieldContainer[str]
     session: str
     def __init__(self, session: _Optional[str] = ..., event_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PiiPattern(_message.Message):
+    __slots__ = ["name", "regex"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REGEX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    regex: str
+    def __init__(self, name: _Optional[str] = ..., regex: _Optional[str] = ...) -> None: ...
+
+class PiiRedaction(_message.Message):
+    __slots__ = ["categories", "custom_patterns", "enabled"]
+    CATEGORIES_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    categories: _containers.RepeatedScalarFieldContainer[str]
+    custom_patterns: _containers.RepeatedCompositeFieldContainer[PiiPattern]
+    enabled: bool
+    def __init__(self, enabled: bool = ..., categories: _Optional[_Iterable[str]] = ..., custom_patterns: _Optional[_Iterable[_Union[PiiPattern, _Mapping]]] = ...) -> None: ...
 
 class PurgeMemoriesResponse(_message.Message):
     __slots__ = ["purge_count"]

@@ -76,16 +76,18 @@ class DeleteUserRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class DeleteUserResponse(_message.Message):
-    __slots__ = ["deleted_memories", "deleted_operations", "deleted_sessions", "deleted_watermarks"]
+    __slots__ = ["deleted_memories", "deleted_memory_files", "deleted_operations", "deleted_sessions", "deleted_watermarks"]
     DELETED_MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    DELETED_MEMORY_FILES_FIELD_NUMBER: _ClassVar[int]
     DELETED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     DELETED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     DELETED_WATERMARKS_FIELD_NUMBER: _ClassVar[int]
     deleted_memories: int
+    deleted_memory_files: int
     deleted_operations: int
     deleted_sessions: int
     deleted_watermarks: int
-    def __init__(self, deleted_sessions: _Optional[int] = ..., deleted_memories: _Optional[int] = ..., deleted_watermarks: _Optional[int] = ..., deleted_operations: _Optional[int] = ...) -> None: ...
+    def __init__(self, deleted_sessions: _Optional[int] = ..., deleted_memories: _Optional[int] = ..., deleted_watermarks: _Optional[int] = ..., deleted_operations: _Optional[int] = ..., deleted_memory_files: _Optional[int] = ...) -> None: ...
 
 class ForkSessionRequest(_message.Message):
     __slots__ = ["display_name", "event_id", "name", "session_id"]
@@ -120,20 +122,22 @@ class GetStateRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
-    __slots__ = ["end_time", "order_by", "page_size", "page_token", "parent", "start_time"]
+    __slots__ = ["end_time", "filter", "order_by", "page_size", "page_token", "parent", "start_time"]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     end_time: _timestamp_pb2.Timestamp
+    filter: str
     order_by: str
     page_size: int
     page_token: str
     parent: str
     start_time: _timestamp_pb2.Timestamp
-    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., order_by: _Optional[str] = ...) -> None: ...
+    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., order_by: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class ListEventsResponse(_message.Message):
     __slots__ = ["events", "next_page_token"]

@@ -92,7 +92,8 @@ export type ListMemoriesRequest = Message<"kioku.v1.ListMemoriesRequest"> & {
   parent: string;
 
   /**
-   * The maximum number of memories to return, 1 to 1000; 0 means 100.
+   * The maximum number of memories to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -534,7 +535,8 @@ export const TimeRangeSchema: GenMessage<TimeRange> = /*@__PURE__*/
  */
 export type SimpleRetrieval = Message<"kioku.v1.SimpleRetrieval"> & {
   /**
-   * The maximum number of memories to return, 1 to 1000; 0 means 100.
+   * The maximum number of memories to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 1;
    */
@@ -630,7 +632,8 @@ export type ListMemoryRevisionsRequest = Message<"kioku.v1.ListMemoryRevisionsRe
   parent: string;
 
   /**
-   * The maximum number of revisions to return, 1 to 1000; 0 means 100.
+   * The maximum number of revisions to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -788,8 +791,8 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
   /**
    * The fields to change: `managed_topics`, `custom_topics`,
    * `generation_examples`, `memory_ttl`, `revision_ttl`,
-   * `generation_trigger`, `retrieval`, `compaction_trigger`. Empty replaces
-   * them all.
+   * `generation_trigger`, `retrieval`, `compaction_trigger`,
+   * `pii_redaction`. Empty replaces them all.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIt0ECgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJEi4KCmV2ZW50X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCmV4cGlyYXRpb24iMgoMTWVtb3J5U291cmNlEg8KB3Nlc3Npb24YASABKAkSEQoJZXZlbnRfaWRzGAIgAygJItkECg5NZW1vcnlSZXZpc2lvbhIMCgRuYW1lGAEgASgJEiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbhIMCgRmYWN0GAMgASgJEjIKBXNjb3BlGAQgAygLMiMua2lva3UudjEuTWVtb3J5UmV2aXNpb24uU2NvcGVFbnRyeRIOCgZ0b3BpY3MYBSADKAkSOAoIbWV0YWRhdGEYBiADKAsyJi5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5NZXRhZGF0YUVudHJ5EhcKD2V4dHJhY3RlZF9mYWN0cxgHIAMoCRInCgdzb3VyY2VzGAggAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhEKCW9wZXJhdGlvbhgJIAEoCRIOCgZyZWFzb24YCiABKAkSLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2V4cGlyZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpldmVudF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzdGF0ZWRfdGltZRgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uItcDChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyIlkKEUNvbXBhY3Rpb25UcmlnZ2VyEhMKC2V2ZW50X2NvdW50GAEgASgFEhMKC2V2ZW50X2J5dGVzGAIgASgDEhoKEmtlZXBfcmVjZW50X2V2ZW50cxgDIAEoBSI5Cg9SZXRyaWV2YWxDb25maWcSJgoGZnVzaW9uGAEgASgLMhYua2lva3UudjEuRnVzaW9uQ29uZmlnInMKDEZ1c2lvbkNvbmZpZxImCgZtZXRob2QYASABKA4yFi5raW9rdS52MS5GdXNpb25NZXRob2QSFAoMZGVuc2Vfd2VpZ2h0GAIgASgBEhYKDmxleGljYWxfd2VpZ2h0GAMgASgBEg0KBXJyZl9rGAQgASgFKpsBCgxNZW1vcnlBY3Rpb24SHQoZTUVNT1JZX0FDVElPTl9VTlNQRUNJRklFRBAAEhkKFU1FTU9SWV9BQ1RJT05fQ1JFQVRFRBABEhkKFU1FTU9SWV9BQ1RJT05fVVBEQVRFRBACEhkKFU1FTU9SWV9BQ1RJT05fREVMRVRFRBADEhsKF01FTU9SWV9BQ1RJT05fVU5DSEFOR0VEEAQqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVDSUZJRUQQABIVChFGVVNJT05fTUVUSE9EX1JSRhABEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQAkKMAQoMY29tLmtpb2t1LnYxQgtNZW1vcnlQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIt0ECgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJEi4KCmV2ZW50X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCmV4cGlyYXRpb24iMgoMTWVtb3J5U291cmNlEg8KB3Nlc3Npb24YASABKAkSEQoJZXZlbnRfaWRzGAIgAygJItkECg5NZW1vcnlSZXZpc2lvbhIMCgRuYW1lGAEgASgJEiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbhIMCgRmYWN0GAMgASgJEjIKBXNjb3BlGAQgAygLMiMua2lva3UudjEuTWVtb3J5UmV2aXNpb24uU2NvcGVFbnRyeRIOCgZ0b3BpY3MYBSADKAkSOAoIbWV0YWRhdGEYBiADKAsyJi5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5NZXRhZGF0YUVudHJ5EhcKD2V4dHJhY3RlZF9mYWN0cxgHIAMoCRInCgdzb3VyY2VzGAggAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhEKCW9wZXJhdGlvbhgJIAEoCRIOCgZyZWFzb24YCiABKAkSLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2V4cGlyZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpldmVudF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzdGF0ZWRfdGltZRgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoYEChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyEi0KDXBpaV9yZWRhY3Rpb24YCyABKAsyFi5raW9rdS52MS5QaWlSZWRhY3Rpb24iYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSqbAQoMTWVtb3J5QWN0aW9uEh0KGU1FTU9SWV9BQ1RJT05fVU5TUEVDSUZJRUQQABIZChVNRU1PUllfQUNUSU9OX0NSRUFURUQQARIZChVNRU1PUllfQUNUSU9OX1VQREFURUQQAhIZChVNRU1PUllfQUNUSU9OX0RFTEVURUQQAxIbChdNRU1PUllfQUNUSU9OX1VOQ0hBTkdFRBAEKmAKDEZ1c2lvbk1ldGhvZBIdChlGVVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASFQoRRlVTSU9OX01FVEhPRF9SUkYQARIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAJCjAEKDGNvbS5raW9rdS52MUILTWVtb3J5UHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -535,6 +535,14 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
    * @generated from field: kioku.v1.CompactionTrigger compaction_trigger = 10;
    */
   compactionTrigger?: CompactionTrigger | undefined;
+
+  /**
+   * Redaction of personal data from what kioku sends to models and from
+   * the memories it stores. Unset: off.
+   *
+   * @generated from field: kioku.v1.PiiRedaction pii_redaction = 11;
+   */
+  piiRedaction?: PiiRedaction | undefined;
 };
 
 /**
@@ -543,6 +551,97 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 9);
+
+/**
+ * PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
+ * `[PHONE]`, ...) in every text kioku sends to a model for memory
+ * extraction, consolidation and session compaction (and in the summary a
+ * compaction stores), in every memory fact before it is stored (facts
+ * given directly, facts a model returns, CreateMemory, UpdateMemory,
+ * RollbackMemory), and in similarity search queries and re-embedded facts
+ * (after a change of embedder) before they are embedded. Session events
+ * and state are stored as given, and memories stored before redaction was
+ * turned on keep their text until they change.
+ * The detection is deterministic rules, not a model: it catches the
+ * formats of the categories below and misses personal data without a
+ * recognisable shape (names, free-form addresses, numbers without a check
+ * digit or fixed form, anything in images or files).
+ *
+ * @generated from message kioku.v1.PiiRedaction
+ */
+export type PiiRedaction = Message<"kioku.v1.PiiRedaction"> & {
+  /**
+   * Whether redaction is on.
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * The built-in categories to redact: any of `EMAIL` (e-mail addresses),
+   * `PHONE` (international numbers with + or 00, national numbers with a
+   * trunk 0 such as Japan's and the UK's, North American numbers),
+   * `CARD` (payment card numbers of 13 to 19 digits that pass the Luhn
+   * check), `GOVERNMENT_ID` (US social security numbers; Japanese My
+   * Numbers, Indian Aadhaar numbers and Chinese resident ids by their
+   * check digits; UK national insurance numbers; Spanish DNI and NIE by
+   * their check letters), `ADDRESS` (a house number with a street type in
+   * English, French or German, a Japanese address with its block numbers,
+   * a PO box, a UK postcode, a Japanese postal code after 〒, a US ZIP
+   * code after a city and state), `IP_ADDRESS` (IPv4 and IPv6). Full-width
+   * digits and separators count as ASCII ones. Empty means all of them.
+   *
+   * @generated from field: repeated string categories = 2;
+   */
+  categories: string[];
+
+  /**
+   * Patterns of the app's own, redacted besides the categories. At most 16.
+   *
+   * @generated from field: repeated kioku.v1.PiiPattern custom_patterns = 3;
+   */
+  customPatterns: PiiPattern[];
+};
+
+/**
+ * Describes the message kioku.v1.PiiRedaction.
+ * Use `create(PiiRedactionSchema)` to create a new message.
+ */
+export const PiiRedactionSchema: GenMessage<PiiRedaction> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 10);
+
+/**
+ * PiiPattern is a custom redaction rule: spans that match the regular
+ * expression become `[NAME]`.
+ *
+ * @generated from message kioku.v1.PiiPattern
+ */
+export type PiiPattern = Message<"kioku.v1.PiiPattern"> & {
+  /**
+   * The placeholder's name: 1 to 32 upper-case letters, digits or `_`,
+   * starting with a letter, and not a built-in category.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The regular expression, in RE2 syntax (github.com/google/re2/wiki/Syntax),
+   * at most 512 bytes, that must not match the empty text. It is matched
+   * against the text as written and against it with full-width characters
+   * made ASCII.
+   *
+   * @generated from field: string regex = 2;
+   */
+  regex: string;
+};
+
+/**
+ * Describes the message kioku.v1.PiiPattern.
+ * Use `create(PiiPatternSchema)` to create a new message.
+ */
+export const PiiPatternSchema: GenMessage<PiiPattern> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 11);
 
 /**
  * When sessions are compacted without the caller asking: a compaction
@@ -583,7 +682,7 @@ export type CompactionTrigger = Message<"kioku.v1.CompactionTrigger"> & {
  * Use `create(CompactionTriggerSchema)` to create a new message.
  */
 export const CompactionTriggerSchema: GenMessage<CompactionTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 10);
+  messageDesc(file_kioku_v1_memory, 12);
 
 /**
  * RetrievalConfig tunes an app's similarity search.
@@ -610,7 +709,7 @@ export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
  * Use `create(RetrievalConfigSchema)` to create a new message.
  */
 export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 11);
+  messageDesc(file_kioku_v1_memory, 13);
 
 /**
  * FusionConfig configures hybrid retrieval.
@@ -654,7 +753,7 @@ export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
  * Use `create(FusionConfigSchema)` to create a new message.
  */
 export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 12);
+  messageDesc(file_kioku_v1_memory, 14);
 
 /**
  * The action a change applied to a memory.

@@ -52,7 +52,8 @@ export type ListOperationsRequest = Message<"kioku.v1.ListOperationsRequest"> & 
   parent: string;
 
   /**
-   * The maximum number of operations to return, 1 to 1000; 0 means 100.
+   * The maximum number of operations to return, 0 means 100 and
+   * larger values mean 1000 (AIP-158).
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -66,8 +67,9 @@ export type ListOperationsRequest = Message<"kioku.v1.ListOperationsRequest"> & 
   pageToken: string;
 
   /**
-   * A filter on the state: `state = PENDING` (or RUNNING, SUCCEEDED,
-   * FAILED, CANCELLED), `done = true` or `done = false`. Empty: all.
+   * An AIP-160 filter on the state: `state = PENDING` (or RUNNING,
+   * SUCCEEDED, FAILED, CANCELLED), `done = true` or `done = false`, with
+   * AND, OR, NOT and parentheses. Empty: all.
    *
    * @generated from field: string filter = 4;
    */

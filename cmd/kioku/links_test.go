@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// upstreamTestImporters are the packages of other modules that import the
+// testing packages in their non-test files, so that every binary linking
+// them lists testing and net/http/httptest in go list -deps: genai's
+// replay client (replay_api_client.go) and snowball's helpers for its
+// romance-language tests (romance/testing_helpers.go, imported by the
+// English stemmer). Their code is not reachable from kioku, so the linker
+// leaves it out; what remains of the two packages in the binary is their
+// init (httptest registers its -httptest.serve flag on flag.CommandLine,
+// which kioku does not parse).
+var upstreamTestImporters = []string{
+	"google.golang.org/genai",
+	"github.com/kljensen/snowball/romance",
+}
+
+// TestBinariesLinkNoTestCode checks the shipped commands, kioku and the
+// companion: no package of this module that they link imports testing or
+// net/http/httptest (the benchmarks' fake model is a scripted.Gemini on a
+// real listener, not modeltest's httptest server), and no package of
+// another module does besides upstreamTestImporters.
+func TestBinariesLinkNoTestCode(t *testing.T) {
+	for _, cmd := range []string{"github.com/kioku-ai/kioku/cmd/kioku", "github.com/kioku-ai/kioku/cmd/companion"} {
+		out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Module", cmd).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", cmd, err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(out)))
+		linked := 0
+		for {
+			var p struct {
+				ImportPath string
+				Imports    []string
+				Module     *struct{ Path string }
+			}
+			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			linked++
+			for _, testPkg := range []string{"testing", "net/http/httptest"} {
+				if !slices.Contains(p.Imports, testPkg) {
+					continue
+				}
+				switch {
+				case p.Module != nil && p.Module.Path == "github.com/kioku-ai/kioku":
+					t.Errorf("%s links %s, which imports %s: test code in the shipped binary", cmd, p.ImportPath, testPkg)
+				case !slices.Contains(upstreamTestImporters, p.ImportPath):
+					t.Errorf("%s links %s, which imports %s (not one of the known upstream importers %v)", cmd, p.ImportPath, testPkg, upstreamTestImporters)
+				}
+			}
+		}
+		if linked < 100 {
+			t.Fatalf("go list -deps %s listed %d packages; is the command's path right?", cmd, linked)
+		}
+	}
+}

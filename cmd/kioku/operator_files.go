@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/cli"
+)
+
+// A memory file is named on the command line by its user and its path,
+// apps/APP/users/USER/memories/notes.md, or by its resource name,
+// apps/APP/users/USER/memoryFiles/ID.
+var fileCommands = []subcommand{
+	{name: "list", args: "apps/APP/users/USER[/memories/DIR]", about: "list a user's memory files (or a directory's) in path order, with their sizes", setup: filesList},
+	{name: "cat", args: "FILE", about: "print a memory file's content (FILE: apps/APP/users/USER/memories/PATH, or the file's name)", setup: filesCat},
+	{name: "view", args: "apps/APP/users/USER/memories[/PATH]", about: "show what the memory tool's view shows the model: a file with line numbers, or a directory listing", setup: filesView},
+	{name: "revisions", args: "FILE", about: "list a memory file's revisions, newest first", setup: filesRevisions},
+	{name: "rm", args: "apps/APP/users/USER/memories/PATH", about: "delete a memory file, or a directory with what it holds (the memory tool's delete; revisions stay)", setup: filesRm},
+}
+
+// toolPath splits apps/APP/users/USER/memories/PATH into the user's name
+// and the tool's path (/memories/PATH); path is "" when arg names only
+// the user.
+func toolPath(arg string) (user, path string, err error) {
+	parts := strings.SplitN(arg, "/", 5)
+	if len(parts) < 4 {
+		return "", "", fmt.Errorf("%q is not of the form apps/APP/users/USER[/memories/PATH]", arg)
+	}
+	user = strings.Join(parts[:4], "/")
+	if _, _, err := aip.ParseUser("argument", user); err != nil {
+		return "", "", err
+	}
+	if len(parts) == 5 {
+		path = "/" + parts[4]
+	}
+	return user, path, nil
+}
+
+// fileName finds the resource name of the file an argument names: its
+// name, or its user and path (the file there now).
+func fileName(ctx context.Context, e *opEnv, arg string) (string, error) {
+	if _, ok := aip.MemoryFile.Match(arg); ok {
+		return arg, nil
+	}
+	user, path, err := toolPath(arg)
+	if err != nil {
+		return "", err
+	}
+	if path == "" {
+		return "", fmt.Errorf("%q names a user, not a file: add the file's path (apps/APP/users/USER/memories/notes.md)", arg)
+	}
+	res, err := e.c.ListMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user, Path: path, PageSize: 2})
+	if err != nil {
+		return "", err
+	}
+	for _, f := range res.GetMemoryFiles() {
+		if f.GetPath() == strings.TrimSuffix(path, "/") {
+			return f.GetName(), nil
+		}
+	}
+	if len(res.GetMemoryFiles()) > 0 {
+		return "", fmt.Errorf("%s is a directory: kioku files list %s shows what it holds", path, arg)
+	}
+	return "", fmt.Errorf("%s has no memory file at %s", user, path)
+}
+
+// execute runs one command of the memory tool and returns its answer; an
+// answer that reports an error is returned as the error.
+func execute(ctx context.Context, e *opEnv, user string, input map[string]any) (*kiokuv1.ExecuteResponse, error) {
+	in, err := structpb.NewStruct(input)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: user, Input: in})
+	if err != nil {
+		return nil, err
+	}
+	if res.GetIsError() {
+		return res, errors.New(res.GetOutput())
+	}
+	return res, nil
+}
+
+func filesList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	deleted := fs.Bool("deleted", false, "list the deleted files too (kept with their revisions)")
+	limit := limitFlag(fs, 100)
+	return func(ctx context.Context, e *opEnv) error {
+		user, path, err := toolPath(e.arg)
+		if err != nil {
+			return err
+		}
+		list, err := collect(e, *limit, e.c.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user, Path: path, ShowDeleted: *deleted, PageSize: 100}))
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return printJSONList(e, list)
+		}
+		rows := make([][]string, len(list))
+		for i, f := range list {
+			p := f.GetPath()
+			if f.GetDeleted() {
+				p += " (deleted)"
+			}
+			rows[i] = []string{p, strconv.FormatInt(f.GetSizeBytes(), 10), strconv.FormatInt(f.GetRevision(), 10), ts(f.GetUpdateTime()), f.GetName()}
+		}
+		return e.table([]string{"PATH", "BYTES", "REV", "UPDATED", "FILE"}, rows)
+	}
+}
+
+func filesCat(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	return func(ctx context.Context, e *opEnv) error {
+		name, err := fileName(ctx, e, e.arg)
+		if err != nil {
+			return err
+		}
+		f, err := e.c.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: name})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(f)
+		}
+		_, err = fmt.Fprint(e.out, f.GetContent())
+		return err
+	}
+}
+
+func filesView(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	return func(ctx context.Context, e *opEnv) error {
+		user, path, err := toolPath(e.arg)
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			path = "/memories"
+		}
+		res, err := execute(ctx, e, user, map[string]any{"command": "view", "path": path})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(res)
+		}
+		return e.done("%s", res.GetOutput())
+	}
+}
+
+func filesRevisions(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	limit := limitFlag(fs, 50)
+	return func(ctx context.Context, e *opEnv) error {
+		name, err := fileName(ctx, e, e.arg)
+		if err != nil {
+			return err
+		}
+		list, err := collect(e, *limit, e.c.AllMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: name, PageSize: 100}))
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return printJSONList(e, list)
+		}
+		rows := make([][]string, len(list))
+		for i, r := range list {
+			action := strings.TrimPrefix(r.GetAction().String(), "MEMORY_FILE_ACTION_")
+			rows[i] = []string{lastSegment(r.GetName()), action, ts(r.GetCreateTime()), r.GetPath(), strconv.FormatInt(r.GetSizeBytes(), 10), shorten(r.GetContent(), 50)}
+		}
+		return e.table([]string{"REV", "ACTION", "TIME", "PATH", "BYTES", "CONTENT"}, rows)
+	}
+}
+
+func filesRm(fs *cli.FlagSet) func(context.Context, *opEnv) error {
+	return func(ctx context.Context, e *opEnv) error {
+		user, path, err := toolPath(e.arg)
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			return fmt.Errorf("%q names a user: add the path to delete (apps/APP/users/USER/memories/notes.md); kioku users delete erases a user", e.arg)
+		}
+		res, err := execute(ctx, e, user, map[string]any{"command": "delete", "path": path})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(res)
+		}
+		return e.done("%s", res.GetOutput())
+	}
+}

@@ -1,0 +1,215 @@
+// Package facts is the rule set of kioku's offline extractor (package
+// model's OfflineExtractor): it finds what people say about themselves in
+// English and Japanese and writes it as facts in the third person, and it
+// compares facts to tell which say the same thing, which update another and
+// which are new. No model and no network: regular expressions and small
+// word lists, so it is deterministic and fast, and it misses most of what a
+// language model would understand.
+//
+// What it catches, in a sentence whose subject is the speaker ("I", "my",
+// 私, or no subject in Japanese):
+//
+//   - identity and names: "my name is Ann", "I'm Ann", "call me Annie", "I
+//     am 34", 名前はアンです;
+//   - where they live and come from: "I live in Osaka", "I moved to Kyoto
+//     last month", "I'm from Sapporo", 大阪に住んでいます, 京都に引っ越しました;
+//   - work and study: "I work as a nurse in Osaka", "I'm a teacher", "I
+//     work at Acme", "I study French", 看護師として働いています;
+//   - family and pets: "I have a dog called Pochi", "my sister lives in
+//     Kobe", "I'm married", ポチという犬を飼っています, 妹がいます;
+//   - likes and dislikes: "I love green tea", "I don't like coffee", "my
+//     favourite food is curry", 猫が好きです, コーヒーが苦手です;
+//   - plans and events with their dates: "I'm going to Hokkaido next
+//     Saturday", "I adopted a puppy yesterday", 来週京都に行く予定です,
+//     with relative dates resolved against when they were said;
+//   - explicit requests: "remember that my mother's birthday is June 3",
+//     覚えておいて.
+//
+// What it misses: anything said another way than these patterns, facts
+// spread over two sentences or implied ("we walked Pochi" does not say
+// there is a dog), what someone says about others unless it starts with
+// "my", sarcasm, hypotheticals and most negations, pronouns that point
+// back ("she", "it"), and every language but English and Japanese. A
+// language model (--model-provider gemini, vertex or openai) does far
+// better; the offline extractor is what works with nothing configured.
+package facts
+
+import (
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	unorm "golang.org/x/text/unicode/norm"
+)
+
+// Speaker says whose words a text is: the user's (Name "") or those of a
+// person named Name (a conversation between people stored with the
+// speakers as authors). Facts name the user "The user" (ユーザー) and a
+// person by name.
+type Speaker struct{ Name string }
+
+// english returns the speaker as the subject of an English fact.
+func (s Speaker) english() string {
+	if s.Name == "" {
+		return "The user"
+	}
+	return s.Name
+}
+
+// japanese returns the speaker as the subject of a Japanese fact.
+func (s Speaker) japanese() string {
+	if s.Name == "" {
+		return "ユーザー"
+	}
+	return s.Name
+}
+
+// key returns the speaker as the subject of claims.
+func (s Speaker) key() string {
+	if s.Name == "" {
+		return "user"
+	}
+	return strings.ToLower(s.Name)
+}
+
+// Kind is what a fact is about, which decides its memory topic.
+type Kind int
+
+// The kinds of facts.
+const (
+	// Personal is who someone is: names, home, work, family, pets, events
+	// (the topic USER_PERSONAL_INFO).
+	Personal Kind = iota
+	// Preference is a like or dislike (USER_PREFERENCES).
+	Preference
+	// Plan is something planned (KEY_CONVERSATION_DETAILS).
+	Plan
+	// Instruction is what someone asked to be remembered
+	// (EXPLICIT_INSTRUCTIONS).
+	Instruction
+)
+
+// Fact is a statement found in a text, in the third person.
+type Fact struct {
+	// Text is the fact, one sentence ("The user has a dog called Pochi.").
+	Text string
+	Kind Kind
+	// Date is when what it tells happens or happened, resolved against the
+	// time the text was said: YYYY-MM-DD, YYYY-MM or YYYY; "" when it says
+	// none or the time is unknown.
+	Date string
+}
+
+// maxClause bounds the clauses read: a longer one is not a simple
+// statement about oneself.
+const maxClause = 240
+
+// Extract returns the facts the speaker states about themselves in text,
+// said at now (zero: unknown, and relative dates stay as they are).
+// Questions are skipped. The same text always gives the same facts.
+func Extract(text string, sp Speaker, now time.Time) []Fact {
+	text = unorm.NFKC.String(text)
+	var out []Fact
+	seen := map[string]bool{}
+	for _, s := range sentences(text) {
+		if s.question || len(s.text) > 4*maxClause {
+			continue
+		}
+		var facts []Fact
+		if isJapanese(s.text) {
+			facts = extractJapanese(s.text, sp, now)
+		} else {
+			for _, c := range clauses(s.text) {
+				if len(c) <= maxClause {
+					if f, ok := extractEnglish(c, sp, now); ok {
+						facts = append(facts, f)
+					}
+				}
+			}
+		}
+		for _, f := range facts {
+			if !seen[f.Text] {
+				seen[f.Text] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+type sentence struct {
+	text     string
+	question bool
+}
+
+// abbreviations end in a period that does not end a sentence.
+var abbreviations = wordSet(`mr mrs ms dr st jr sr prof vs etc e.g i.e`)
+
+// sentences cuts a text into sentences at . ! ? ; and line ends (and their
+// Japanese forms), marking questions.
+func sentences(text string) []sentence {
+	var out []sentence
+	var b strings.Builder
+	flush := func(q bool) {
+		if t := strings.TrimSpace(b.String()); t != "" {
+			out = append(out, sentence{text: t, question: q})
+		}
+		b.Reset()
+	}
+	rs := []rune(text)
+	for i, r := range rs {
+		switch r {
+		case '?', '？':
+			flush(true)
+		case '!', ';', '\n', '。', '！':
+			flush(false)
+		case '.':
+			next := rune(' ')
+			if i+1 < len(rs) {
+				next = rs[i+1]
+			}
+			cur := b.String()
+			word := strings.ToLower(cur[strings.LastIndexFunc(cur, func(r rune) bool { return !unicode.IsLetter(r) && r != '.' })+1:])
+			if unicode.IsSpace(next) && !abbreviations[word] || i+1 == len(rs) {
+				flush(false)
+				continue
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	flush(false)
+	return out
+}
+
+// clauseBreak is where a sentence goes on with another statement about
+// the speaker ("..., and I ...", "... but my ...").
+var clauseBreak = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:and|but|so|because|since|plus|while)\s+(?:(?:also|then|now|still)\s+)?(?:I\b|I'm|I’m|I've|my\b|it\b|that\b|this\b|they\b|she\b|he\b|we\b)|,\s+(?:I\b|I'm|my\b)|\s+[-–—]\s+`)
+
+// clauses cuts an English sentence at its clause breaks.
+func clauses(s string) []string {
+	var out []string
+	for {
+		loc := clauseBreak.FindStringIndex(s)
+		if loc == nil || loc[0] == 0 {
+			break
+		}
+		// The break's conjunction stays with the next clause, which loses
+		// it as a discourse word.
+		out = append(out, strings.TrimSpace(s[:loc[0]]))
+		s = strings.TrimLeft(s[loc[0]:], ", ")
+	}
+	return append(out, strings.TrimSpace(s))
+}
+
+// isJapanese reports whether a sentence has kana or Han characters.
+func isJapanese(s string) bool {
+	for _, r := range s {
+		if unicode.In(r, unicode.Hiragana, unicode.Katakana, unicode.Han) {
+			return true
+		}
+	}
+	return false
+}

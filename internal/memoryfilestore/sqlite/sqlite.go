@@ -1,0 +1,422 @@
+// Package sqlite is the embedded memory files store: tables in kioku's
+// SQLite file (see internal/sqlitedb), beside the sessions and the memory
+// bank, migrated as their own component ("memoryfiles").
+//
+// Layout:
+//
+//	memory_file_usages     (app, user_id) → files, deleted, bytes, version:
+//	                       the user's Usage, whose version orders the
+//	                       user's writes (memoryfiles.Store.Write).
+//	memory_files           (app, user_id, id) → path, content, size,
+//	                       revision, create_ns, update_ns, deleted; unique
+//	                       on (app, user_id, path) among the files not
+//	                       deleted, indexed by (app, user_id, path, id) for
+//	                       listings and by deletion time for the deleted
+//	                       ones.
+//	memory_file_revisions  (app, user_id, file_id, number) → action, path,
+//	                       content, size, create_ns.
+//
+// A Write is one transaction of the shared write connection: it reads the
+// user's usage version, refuses with Aborted when it moved on, and writes.
+// Paths compare as SQLite's BINARY collation compares text, byte by byte,
+// which for UTF-8 is the order of code points, as in Go and Firestore.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/memoryfiles"
+)
+
+// migrations are the schema's steps: the tables (v1).
+var migrations = []string{`
+CREATE TABLE memory_file_usages (
+	app     TEXT    NOT NULL,
+	user_id TEXT    NOT NULL,
+	files   INTEGER NOT NULL,
+	deleted INTEGER NOT NULL,
+	bytes   INTEGER NOT NULL,
+	version INTEGER NOT NULL,
+	PRIMARY KEY (app, user_id)
+) WITHOUT ROWID;
+CREATE TABLE memory_files (
+	app       TEXT    NOT NULL,
+	user_id   TEXT    NOT NULL,
+	id        TEXT    NOT NULL,
+	path      TEXT    NOT NULL,
+	content   TEXT    NOT NULL,
+	size      INTEGER NOT NULL,
+	revision  INTEGER NOT NULL,
+	create_ns INTEGER NOT NULL,
+	update_ns INTEGER NOT NULL,
+	deleted   INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX memory_files_by_id ON memory_files (app, user_id, id);
+CREATE UNIQUE INDEX memory_files_live ON memory_files (app, user_id, path) WHERE deleted = 0;
+CREATE INDEX memory_files_by_path ON memory_files (app, user_id, path, id);
+CREATE INDEX memory_files_deleted ON memory_files (app, user_id, update_ns, id) WHERE deleted = 1;
+CREATE TABLE memory_file_revisions (
+	app       TEXT    NOT NULL,
+	user_id   TEXT    NOT NULL,
+	file_id   TEXT    NOT NULL,
+	number    INTEGER NOT NULL,
+	action    TEXT    NOT NULL,
+	path      TEXT    NOT NULL,
+	content   TEXT    NOT NULL,
+	size      INTEGER NOT NULL,
+	create_ns INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX memory_file_revisions_by_number ON memory_file_revisions (app, user_id, file_id, number);
+`}
+
+// Store is the SQLite memory files store.
+type Store struct {
+	db *sqlitedb.DB
+}
+
+var _ memoryfiles.Store = (*Store)(nil)
+
+// New returns a Store on db, creating its tables if needed.
+func New(db *sqlitedb.DB) (*Store, error) {
+	if err := db.Migrate("memoryfiles", migrations); err != nil {
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// fileColumns are the columns scanFile reads, content last (left out of
+// listings without content).
+const fileColumns = `id, path, size, revision, create_ns, update_ns, deleted`
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanFile reads a row of fileColumns, and the content when withContent.
+func scanFile(row scanner, app, user string, withContent bool) (*memoryfiles.File, error) {
+	f := &memoryfiles.File{App: app, User: user}
+	var create, update int64
+	dest := []any{&f.ID, &f.Path, &f.Size, &f.Revision, &create, &update, &f.Deleted}
+	if withContent {
+		dest = append(dest, &f.Content)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	f.CreateTime, f.UpdateTime = unixnano.Time(create), unixnano.Time(update)
+	return f, nil
+}
+
+// Usage implements memoryfiles.Store.
+func (s *Store) Usage(ctx context.Context, app, user string) (memoryfiles.Usage, error) {
+	return usage(ctx, s.db.Read(), app, user)
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func usage(ctx context.Context, q querier, app, user string) (memoryfiles.Usage, error) {
+	var u memoryfiles.Usage
+	err := q.QueryRowContext(ctx, `SELECT files, deleted, bytes, version FROM memory_file_usages WHERE app = ? AND user_id = ?`, app, user).
+		Scan(&u.Files, &u.Deleted, &u.Bytes, &u.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return u, err
+}
+
+// FindFile implements memoryfiles.Store.
+func (s *Store) FindFile(ctx context.Context, app, user, path string) (*memoryfiles.File, error) {
+	row := s.db.Read().QueryRowContext(ctx, `SELECT `+fileColumns+`, content FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0`, app, user, path)
+	f, err := scanFile(row, app, user, true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.NotFoundf("no memory file at %s", path)
+	}
+	return f, err
+}
+
+// GetFile implements memoryfiles.Store.
+func (s *Store) GetFile(ctx context.Context, app, user, id string) (*memoryfiles.File, error) {
+	return getFile(ctx, s.db.Read(), app, user, id)
+}
+
+func getFile(ctx context.Context, q querier, app, user, id string) (*memoryfiles.File, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+fileColumns+`, content FROM memory_files WHERE app = ? AND user_id = ? AND id = ?`, app, user, id)
+	f, err := scanFile(row, app, user, true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.NotFoundf("memory file %s not found", id)
+	}
+	return f, err
+}
+
+// ListFiles implements memoryfiles.Store.
+func (s *Store) ListFiles(ctx context.Context, q memoryfiles.ListQuery) ([]*memoryfiles.File, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + fileColumns)
+	if q.Content {
+		sb.WriteString(`, content`)
+	}
+	// The file at Dir, or those below it: paths from Dir+"/" up to
+	// Dir+"0", the character after '/'.
+	sb.WriteString(` FROM memory_files WHERE app = ? AND user_id = ? AND (path = ? OR path > ? AND path < ?)`)
+	args := []any{q.App, q.User, q.Dir, q.Dir + "/", q.Dir + "0"}
+	if !q.ShowDeleted {
+		sb.WriteString(` AND deleted = 0`)
+	}
+	if q.AfterPath != "" {
+		sb.WriteString(` AND (path > ? OR path = ? AND id > ?)`)
+		args = append(args, q.AfterPath, q.AfterPath, q.AfterID)
+	}
+	sb.WriteString(` ORDER BY path, id LIMIT ?`)
+	args = append(args, q.Limit)
+	return s.files(ctx, q.App, q.User, q.Content, sb.String(), args...)
+}
+
+// OldestDeleted implements memoryfiles.Store.
+func (s *Store) OldestDeleted(ctx context.Context, app, user string, limit int) ([]*memoryfiles.File, error) {
+	return s.files(ctx, app, user, false, `SELECT `+fileColumns+` FROM memory_files WHERE app = ? AND user_id = ? AND deleted = 1 ORDER BY update_ns, id LIMIT ?`, app, user, limit)
+}
+
+// files runs a query of files.
+func (s *Store) files(ctx context.Context, app, user string, withContent bool, query string, args ...any) ([]*memoryfiles.File, error) {
+	rows, err := s.db.Read().QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*memoryfiles.File
+	for rows.Next() {
+		f, err := scanFile(rows, app, user, withContent)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// ListRevisions implements memoryfiles.Store.
+func (s *Store) ListRevisions(ctx context.Context, app, user, id string, before int64, limit int) ([]*memoryfiles.Revision, error) {
+	query := `SELECT number, action, path, content, size, create_ns FROM memory_file_revisions WHERE app = ? AND user_id = ? AND file_id = ?`
+	args := []any{app, user, id}
+	if before > 0 {
+		query += ` AND number < ?`
+		args = append(args, before)
+	}
+	rows, err := s.db.Read().QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*memoryfiles.Revision
+	for rows.Next() {
+		r := &memoryfiles.Revision{App: app, User: user, FileID: id}
+		var action string
+		var create int64
+		if err := rows.Scan(&r.Number, &action, &r.Path, &r.Content, &r.Size, &create); err != nil {
+			return nil, err
+		}
+		if r.Action, err = memoryfiles.ParseAction(action); err != nil {
+			return nil, err
+		}
+		r.CreateTime = unixnano.Time(create)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Write implements memoryfiles.Store.
+func (s *Store) Write(ctx context.Context, w *memoryfiles.Write) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		cur, err := usage(ctx, tx, w.App, w.User)
+		if err != nil {
+			return err
+		}
+		if cur.Version != w.Version {
+			return fault.New(fault.Aborted, "the memory files of user %s of app %s changed meanwhile (version %d, expected %d)", w.User, w.App, cur.Version, w.Version)
+		}
+		if err := putUsage(tx, w.App, w.User, w.Usage, w.Version+1); err != nil {
+			return err
+		}
+		for _, c := range w.Files {
+			if err := putFile(tx, c); err != nil {
+				return err
+			}
+		}
+		for _, r := range w.Revisions {
+			if _, err := insertRevision(tx, r); err != nil {
+				return err
+			}
+			if old := r.Number - memoryfiles.MaxRevisions; old > 0 {
+				if _, err := tx.Exec(`DELETE FROM memory_file_revisions WHERE app = ? AND user_id = ? AND file_id = ? AND number = ?`, r.App, r.User, r.FileID, old); err != nil {
+					return err
+				}
+			}
+		}
+		for _, f := range w.Purge {
+			if err := purge(tx, f.App, f.User, f.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func putUsage(tx *sql.Tx, app, user string, u memoryfiles.Usage, version int64) error {
+	_, err := tx.Exec(`INSERT INTO memory_file_usages (app, user_id, files, deleted, bytes, version) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app, user_id) DO UPDATE SET files = excluded.files, deleted = excluded.deleted, bytes = excluded.bytes, version = excluded.version`,
+		app, user, u.Files, u.Deleted, u.Bytes, version)
+	return err
+}
+
+// putFile writes a file: all of it, or only what changes without its
+// content.
+func putFile(tx *sql.Tx, c memoryfiles.FileChange) error {
+	f := c.File
+	if !c.Content {
+		res, err := tx.Exec(`UPDATE memory_files SET path = ?, size = ?, revision = ?, update_ns = ?, deleted = ? WHERE app = ? AND user_id = ? AND id = ?`,
+			f.Path, f.Size, f.Revision, unixnano.From(f.UpdateTime), f.Deleted, f.App, f.User, f.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return errors.Join(err, fmt.Errorf("memory file %s: no such file to update", f.Name()))
+		}
+		return nil
+	}
+	_, err := tx.Exec(`INSERT INTO memory_files (app, user_id, id, path, content, size, revision, create_ns, update_ns, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app, user_id, id) DO UPDATE SET path = excluded.path, content = excluded.content, size = excluded.size,
+		revision = excluded.revision, create_ns = excluded.create_ns, update_ns = excluded.update_ns, deleted = excluded.deleted`,
+		f.App, f.User, f.ID, f.Path, f.Content, f.Size, f.Revision, unixnano.From(f.CreateTime), unixnano.From(f.UpdateTime), f.Deleted)
+	return err
+}
+
+// insertRevision stores a revision; one already stored is left as it is.
+// It reports whether it wrote it.
+func insertRevision(tx *sql.Tx, r *memoryfiles.Revision) (bool, error) {
+	res, err := tx.Exec(`INSERT INTO memory_file_revisions (app, user_id, file_id, number, action, path, content, size, create_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app, user_id, file_id, number) DO NOTHING`,
+		r.App, r.User, r.FileID, r.Number, r.Action.String(), r.Path, r.Content, r.Size, unixnano.From(r.CreateTime))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// purge removes a file with its revisions.
+func purge(tx *sql.Tx, app, user, id string) error {
+	if _, err := tx.Exec(`DELETE FROM memory_files WHERE app = ? AND user_id = ? AND id = ?`, app, user, id); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`DELETE FROM memory_file_revisions WHERE app = ? AND user_id = ? AND file_id = ?`, app, user, id)
+	return err
+}
+
+// Apps implements memoryfiles.Store.
+func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
+	return s.db.Apps(ctx, []string{"memory_file_usages"}, after, limit)
+}
+
+// Users implements memoryfiles.Store.
+func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
+	rows, err := s.db.Read().QueryContext(ctx, `SELECT user_id FROM memory_file_usages WHERE app = ? AND user_id > ? ORDER BY user_id LIMIT ?`, app, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// ImportFile implements memoryfiles.Store.
+func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*memoryfiles.Revision) (wrote bool, n int, err error) {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		wrote, n = false, 0
+		u, err := usage(ctx, tx, f.App, f.User)
+		if err != nil {
+			return err
+		}
+		cur, err := getFile(ctx, tx, f.App, f.User, f.ID)
+		switch {
+		case fault.Is(err, fault.NotFound):
+			cur = nil
+		case err != nil:
+			return err
+		case !cur.CreateTime.Equal(f.CreateTime):
+			return fault.New(fault.AlreadyExists, "another memory file %s (created %v) is in this store", f.Name(), cur.CreateTime)
+		case cur.Revision > f.Revision:
+			return fault.New(fault.FailedPrecondition, "memory file %s moved on in this store (revision %d) past the archive's (revision %d)", f.Name(), cur.Revision, f.Revision)
+		}
+		if !f.Deleted {
+			var other string
+			err := tx.QueryRow(`SELECT id FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0 AND id != ?`, f.App, f.User, f.Path, f.ID).Scan(&other)
+			if err == nil {
+				return fault.New(fault.AlreadyExists, "memory file %s is at %s in this store; the archive has %s there", aip.MemoryFileName(f.App, f.User, other), f.Path, f.Name())
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if cur == nil || cur.Revision < f.Revision {
+			u = memoryfiles.Account(u, cur, f)
+			if err := putFile(tx, memoryfiles.FileChange{File: f, Content: true}); err != nil {
+				return err
+			}
+			wrote = true
+		}
+		for _, r := range revs {
+			if r.Number <= f.Revision-memoryfiles.MaxRevisions {
+				continue
+			}
+			ok, err := insertRevision(tx, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				n++
+			}
+		}
+		if !wrote && n == 0 {
+			return nil
+		}
+		return putUsage(tx, f.App, f.User, u, u.Version+1)
+	})
+	return wrote, n, err
+}
+
+// DeleteUser implements memoryfiles.Store.
+func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
+	var n int
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM memory_files WHERE app = ? AND user_id = ?`, app, user)
+		if err != nil {
+			return err
+		}
+		deleted, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		n = int(deleted)
+		if _, err := tx.Exec(`DELETE FROM memory_file_revisions WHERE app = ? AND user_id = ?`, app, user); err != nil {
+			return err
+		}
+		_, err = tx.Exec(`DELETE FROM memory_file_usages WHERE app = ? AND user_id = ?`, app, user)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,324 @@
+package firestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/jobs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The operations of the jobs engine, under kioku_operations of each app:
+// the record (jobs.MarshalOperation) in body, with the state, the kind
+// (field method), the key (field scope_key), the claim time and the lease
+// beside it for the queries that find work.
+
+var _ jobs.Store = (*Store)(nil)
+
+// DeleteFinishedOperations implements jobs.Store.
+func (s *Store) DeleteFinishedOperations(ctx context.Context, before time.Time, limit int) (int, error) {
+	return firestoredb.DeleteQuery(ctx, s.c, s.c.CollectionGroup("kioku_operations").Where("claim_ns", "==", 0).Where("create_ns", "<", before.UnixNano()).Limit(limit))
+}
+
+// opDoc is an operation document: the operation's stored form (body)
+// with what queries need beside it.
+type opDoc struct {
+	State         string `firestore:"state"`
+	Method        string `firestore:"method"`
+	ScopeKey      string `firestore:"scope_key"`
+	CreateNS      int64  `firestore:"create_ns"`
+	ClaimNS       int64  `firestore:"claim_ns"`
+	LeaseExpiryNS int64  `firestore:"lease_expiry_ns"`
+	Attempt       int    `firestore:"attempt"`
+	Body          string `firestore:"body"`
+}
+
+func toOpDoc(op *jobs.Operation) (*opDoc, error) {
+	body, err := jobs.MarshalOperation(op)
+	if err != nil {
+		return nil, err
+	}
+	d := &opDoc{
+		State: op.State.String(), Method: op.Kind, ScopeKey: op.Key, CreateNS: unixnano.From(op.CreateTime),
+		LeaseExpiryNS: unixnano.From(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
+	}
+	if !op.State.Done() {
+		d.ClaimNS = op.ClaimTime().UnixNano()
+	}
+	return d, nil
+}
+
+func opFromSnap(snap *firestore.DocumentSnapshot) (*jobs.Operation, error) {
+	body, err := snap.DataAt("body")
+	if err != nil {
+		return nil, err
+	}
+	text, _ := body.(string)
+	return record.DecodeOperation(appOf(snap), snap.Ref.ID, []byte(text))
+}
+
+func opsFromSnaps(snaps []*firestore.DocumentSnapshot) ([]*jobs.Operation, error) {
+	var out []*jobs.Operation
+	for _, snap := range snaps {
+		op, err := opFromSnap(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// CreateOperation implements jobs.Store.
+func (s *Store) CreateOperation(ctx context.Context, op *jobs.Operation) error {
+	d, err := toOpDoc(op)
+	if err != nil {
+		return err
+	}
+	_, err = s.opRef(op.App, op.ID).Create(ctx, d)
+	if status.Code(err) == codes.AlreadyExists {
+		return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
+	}
+	return firestoredb.Wrap(err)
+}
+
+// GetOperation implements jobs.Store.
+func (s *Store) GetOperation(ctx context.Context, app, id string) (*jobs.Operation, error) {
+	snap, err := s.opRef(app, id).Get(ctx)
+	if firestoredb.IsNotFound(err) {
+		return nil, fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
+	}
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	return opFromSnap(snap)
+}
+
+// ListOperations implements jobs.Store.
+func (s *Store) ListOperations(ctx context.Context, q jobs.Query) ([]*jobs.Operation, error) {
+	base := s.app(q.App).Collection("kioku_operations").Query
+	if len(q.States) > 0 {
+		var states []any
+		for _, st := range q.States {
+			states = append(states, st.String())
+		}
+		base = base.Where("state", "in", states)
+	}
+	base = base.OrderBy("create_ns", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
+	if q.AfterID != "" {
+		base = base.StartAfter(q.AfterCreate.UnixNano(), q.AfterID)
+	}
+	snaps, err := base.Limit(q.Limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	return opsFromSnaps(snaps)
+}
+
+// QueuedOperations implements jobs.Store: one collection group query
+// on claim_ns (0 once an operation is finished). Documents of other roots
+// sharing the database are skipped.
+func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*jobs.Operation, error) {
+	snaps, err := s.c.CollectionGroup("kioku_operations").Where("claim_ns", ">", 0).OrderBy("claim_ns", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	return opsFromSnaps(slices.DeleteFunc(snaps, func(snap *firestore.DocumentSnapshot) bool { return !s.ours(snap.Ref) }))
+}
+
+// ours reports whether an operation document is under this store's root.
+func (s *Store) ours(ref *firestore.DocumentRef) bool {
+	app := ref.Parent.Parent
+	return app != nil && app.Parent.ID == s.root && app.Parent.Parent == nil
+}
+
+// CountPending implements jobs.Store, with a count aggregation
+// (one read per thousand operations counted).
+func (s *Store) CountPending(ctx context.Context, app, key string, limit int) (int, error) {
+	q := s.app(app).Collection("kioku_operations").Where("state", "==", jobs.Pending.String())
+	if key != "" {
+		q = q.Where("scope_key", "==", key)
+	}
+	limited := q.Limit(limit)
+	res, err := limited.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	v, ok := res["n"].(*firestorepb.Value)
+	if !ok {
+		return 0, fmt.Errorf("counting pending operations of %s: no count in %v", app, res)
+	}
+	return int(v.GetIntegerValue()), nil
+}
+
+// PendingOperations implements jobs.Store.
+func (s *Store) PendingOperations(ctx context.Context, app, key, kind string, now time.Time, limit int) ([]*jobs.Operation, error) {
+	snaps, err := s.app(app).Collection("kioku_operations").Where("scope_key", "==", key).Where("state", "==", jobs.Pending.String()).
+		Where("method", "==", kind).Where("claim_ns", "<=", now.UnixNano()).OrderBy("claim_ns", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	return opsFromSnaps(snaps)
+}
+
+// schemaVersion is the version of the documents' formats: 1 stored
+// operations as Go's default JSON with numeric states and a due_ns field;
+// 2 stores them in the memory bank's tagged record with states by name and
+// claim_ns; 3 in the jobs engine's record (jobs.Format), with the same
+// fields beside it.
+const schemaVersion = 3
+
+// Migrate rewrites the operation documents of earlier formats under the
+// store's root and records that it ran (in {root}_schema/memorybank), so
+// that later calls read one document and nothing else. It returns how many
+// documents it rewrote. Revisions of the first format (actions by number)
+// and configurations are read as they are, and so is an operation that a
+// server of an earlier version writes meanwhile (record.DecodeOperation).
+// kioku serve calls it before it serves; upgrade every server of one
+// database together.
+func (s *Store) Migrate(ctx context.Context) (int, error) {
+	marker := s.c.Collection(s.root + "_schema").Doc("memorybank")
+	snap, err := marker.Get(ctx)
+	switch {
+	case err == nil:
+		if v, _ := snap.DataAt("version"); v != nil && v.(int64) >= schemaVersion {
+			return 0, nil
+		}
+	case !firestoredb.IsNotFound(err):
+		return 0, firestoredb.Wrap(err)
+	}
+	snaps, err := s.c.CollectionGroup("kioku_operations").Documents(ctx).GetAll()
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	n := 0
+	for _, snap := range snaps {
+		if !s.ours(snap.Ref) || current(snap) {
+			continue
+		}
+		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			cur, err := tx.Get(snap.Ref)
+			if err != nil {
+				return err
+			}
+			if current(cur) {
+				return nil // rewritten meanwhile
+			}
+			op, err := opFromSnap(cur)
+			if err != nil {
+				return err
+			}
+			d, err := toOpDoc(op)
+			if err != nil {
+				return err
+			}
+			return tx.Set(snap.Ref, d)
+		}, s.txn...)
+		if err != nil {
+			return n, fmt.Errorf("migrating operation %s: %w", snap.Ref.Path, firestoredb.Wrap(err))
+		}
+		n++
+	}
+	_, err = marker.Set(ctx, map[string]any{"version": schemaVersion})
+	return n, firestoredb.Wrap(err)
+}
+
+// UpdateOperations implements jobs.Store: one transaction.
+func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []jobs.Update) error {
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := s.checkUpdates(tx, now, updates); err != nil {
+			return err
+		}
+		return s.applyUpdates(tx, updates)
+	}, s.txn...)
+	return firestoredb.Wrap(err)
+}
+
+// checkUpdates reads, in a transaction at now, the operations of updates
+// and checks their expectations: each in its expected state at its
+// expected attempt, and for a claim, no other operation of its key (other
+// than those of the same write) running under a live lease.
+func (s *Store) checkUpdates(tx *firestore.Transaction, now time.Time, updates []jobs.Update) error {
+	for _, u := range updates {
+		snap, err := tx.Get(s.opRef(u.Op.App, u.Op.ID))
+		if firestoredb.IsNotFound(err) {
+			return fault.NotFoundf("operation %s not found", u.Op.Name())
+		}
+		if err != nil {
+			return err
+		}
+		var d opDoc
+		if err := snap.DataTo(&d); err != nil {
+			return err
+		}
+		if d.State != u.ExpectState.String() || d.Attempt != u.ExpectAttempt {
+			return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), d.State, d.Attempt, u.ExpectState, u.ExpectAttempt)
+		}
+		if !u.ClaimKey || u.Op.Key == "" {
+			continue
+		}
+		busy, err := tx.Documents(s.app(u.Op.App).Collection("kioku_operations").Where("scope_key", "==", u.Op.Key).
+			Where("state", "==", jobs.Running.String()).Where("lease_expiry_ns", ">", now.UnixNano())).GetAll()
+		if err != nil {
+			return err
+		}
+		for _, b := range busy {
+			if !slices.ContainsFunc(updates, func(o jobs.Update) bool { return o.Op.App == u.Op.App && o.Op.ID == b.Ref.ID }) {
+				return fault.New(fault.Aborted, "key %q of app %s has a running operation (%s)", u.Op.Key, u.Op.App, b.Ref.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// applyUpdates writes the operations of checked updates in a transaction.
+func (s *Store) applyUpdates(tx *firestore.Transaction, updates []jobs.Update) error {
+	for _, u := range updates {
+		d, err := toOpDoc(u.Op)
+		if err != nil {
+			return err
+		}
+		if err := tx.Set(s.opRef(u.Op.App, u.Op.ID), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteOperations implements jobs.Store.
+func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = s.opRef(app, id)
+	}
+	return firestoredb.DeleteDocs(ctx, s.c, refs)
+}
+
+// current reports whether an operation document is in the current format
+// (or is no operation document at all): its state by name, its body of
+// jobs.Format.
+func current(snap *firestore.DocumentSnapshot) bool {
+	state, _ := snap.DataAt("state")
+	if state == nil {
+		return true
+	}
+	if _, isName := state.(string); !isName {
+		return false
+	}
+	body, _ := snap.DataAt("body")
+	text, _ := body.(string)
+	var probe struct {
+		Format int `json:"format"`
+	}
+	return json.Unmarshal([]byte(text), &probe) == nil && probe.Format == jobs.Format
+}

@@ -1,0 +1,34 @@
+package record_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+// TestSameMemory: times compare as instants and empty collections as
+// absent ones; any other difference, in any field, tells memories apart.
+func TestSameMemory(t *testing.T) {
+	at := time.Date(2026, 5, 1, 9, 0, 0, 5, time.UTC)
+	tokyo := time.FixedZone("JST", 9*3600)
+	a := &memorybank.Memory{App: "a", ID: "m", Fact: "f", Scope: memorybank.Scope{"user_id": "u"}, CreateTime: at, UpdateTime: at, EventTime: at, Revision: 1, Topics: []string{}}
+	b := &memorybank.Memory{App: "a", ID: "m", Fact: "f", Scope: memorybank.Scope{"user_id": "u"}, CreateTime: at.In(tokyo), UpdateTime: at.In(tokyo), EventTime: at.In(tokyo), Revision: 1}
+	if !record.SameMemory(a, b) {
+		t.Fatal("the same memory with times in another zone and no topics told apart")
+	}
+	for name, change := range map[string]func(m *memorybank.Memory){
+		"event time":  func(m *memorybank.Memory) { m.EventTime = m.EventTime.Add(time.Nanosecond) },
+		"stated time": func(m *memorybank.Memory) { m.StatedTime = at },
+		"vector":      func(m *memorybank.Memory) { m.Embedding = []float32{1} },
+		"deleted":     func(m *memorybank.Memory) { m.Deleted = true },
+		"sources":     func(m *memorybank.Memory) { m.Sources = []memorybank.Source{{Session: "s"}} },
+	} {
+		c := *b
+		change(&c)
+		if record.SameMemory(a, &c) {
+			t.Errorf("memories of another %s are the same", name)
+		}
+	}
+}

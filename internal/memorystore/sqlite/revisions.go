@@ -1,0 +1,95 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+// DeleteExpiredRevisions implements memorybank.RevisionStore.
+func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int64
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM memory_revisions WHERE (app, memory_id, number) IN (SELECT app, memory_id, number FROM memory_revisions WHERE expire_ns > 0 AND expire_ns <= ? LIMIT ?)`, now.UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// ListRevisions implements memorybank.RevisionStore.
+func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorybank.Revision, error) {
+	q := `SELECT number, body FROM memory_revisions WHERE app = ? AND memory_id = ? AND (expire_ns = 0 OR expire_ns > ?)`
+	args := []any{app, memoryID, now.UnixNano()}
+	if before > 0 {
+		q += ` AND number < ?`
+		args = append(args, before)
+	}
+	q += ` ORDER BY number DESC LIMIT ?`
+	args = append(args, limit)
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.Revision, error) {
+		var n int64
+		var body string
+		if err := scan(&n, &body); err != nil {
+			return nil, err
+		}
+		return record.UnmarshalRevision(app, memoryID, n, []byte(body))
+	}, q, args...)
+}
+
+// GetRevision implements memorybank.RevisionStore.
+func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
+	var body string
+	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM memory_revisions WHERE app = ? AND memory_id = ? AND number = ?`, app, memoryID, number).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return record.UnmarshalRevision(app, memoryID, number, []byte(body))
+}
+
+// GetConfig implements memorybank.ConfigStore.
+func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+	var body string
+	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &memorybank.BankConfig{App: app}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return record.UnmarshalConfig(app, []byte(body))
+}
+
+// PutConfig implements memorybank.ConfigStore.
+func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
+	body, err := record.MarshalConfig(c)
+	if err != nil {
+		return err
+	}
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, string(body))
+		return err
+	})
+}
+
+// ListConfigs implements memorybank.ConfigStore.
+func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.BankConfig, error) {
+		var app, body string
+		if err := scan(&app, &body); err != nil {
+			return nil, err
+		}
+		return record.UnmarshalConfig(app, []byte(body))
+	}, `SELECT app, body FROM bank_configs`)
+}

@@ -1,0 +1,44 @@
+// Package sqlitetest opens kioku's embedded stores for tests: a SQLite file
+// of the test's own, closed when the test ends, with the sessions' and the
+// memory bank's stores on it, as kioku serve opens them.
+package sqlitetest
+
+import (
+	"path/filepath"
+	"testing"
+
+	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
+	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
+)
+
+// Open opens a new database file in the test's temporary directory.
+func Open(t testing.TB) *sqlitedb.DB {
+	t.Helper()
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Sessions returns the sessions' store on db.
+func Sessions(t testing.TB, db *sqlitedb.DB) *sessionsqlite.Store {
+	t.Helper()
+	s, err := sessionsqlite.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Memories returns the memory bank's store (with its operations) on db.
+func Memories(t testing.TB, db *sqlitedb.DB) *memorysqlite.Store {
+	t.Helper()
+	s, err := memorysqlite.New(db, memorysqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

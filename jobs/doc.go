@@ -1,0 +1,103 @@
+// Package jobs is kioku's durable operations engine: slow work that a
+// request starts and a caller may wait for (a memory generation, a purge,
+// the compaction of a session, and whatever comes next) is stored as an
+// Operation, claimed with a lease by a worker of any process sharing the
+// store, run exactly once by the handler of its kind, and queried and
+// cancelled through the Engine. The engine knows nothing of what an
+// operation does: domains register their kinds (Kind) and keep their
+// requests and results in encodings of their own.
+//
+// # The record
+//
+// An Operation has an app and an id (its resource name is
+// apps/{app}/operations/{id}), a kind, a state, a key, the kind's request
+// and result as JSON objects, an error, its times, its attempt and its
+// lease. Its stored form is the tagged record of record.go (format 3):
+// enums by name, times as Unix nanoseconds.
+//
+// # The state machine
+//
+// Every transition is computed here, once; stores only find queued work
+// and apply conditional writes (Store, Update):
+//
+//	PENDING --claim (Attempt+1, lease)--> RUNNING --result written--> SUCCEEDED
+//	RUNNING --transient error, attempts left--> PENDING (after a backoff)
+//	         (Unavailable, Aborted, DeadlineExceeded: a model's failure,
+//	         or its reply that is not what was asked, is Unavailable)
+//	RUNNING --other error, or attempts used up--> FAILED
+//	RUNNING --this worker stops (Run's ctx ends)--> PENDING (Attempt-1: the
+//	         interrupted attempt does not count; lease released, due at once)
+//	RUNNING --lease expired (its worker died)--> claimed again by any worker,
+//	         or FAILED once MaxAttempts claims ended that way
+//	PENDING, RUNNING --Cancel--> CANCELLED
+//
+// Every transition is one write expecting the state and attempt it read:
+// a worker whose lease was taken over (or whose operation was cancelled)
+// can change nothing. A handler's effects are committed with the
+// operations' completion in one transaction (Outcome.Commit, with the
+// updates the engine computed), so that they apply exactly once even if a
+// worker dies and another takes its operations over. A heartbeat renews
+// the leases of the batches a process runs, every Lease/3; a batch whose
+// renewal is refused has its handler's context cancelled.
+//
+// # Keys, claiming and coalescing
+//
+// Operations of one app and key run one at a time: a claim of the first
+// of them requires that none other of its key runs under a live lease
+// (Update.ClaimKey), and the scheduler passes over the operations of a
+// busy key. A claim takes, with the operation it claims, up to its kind's
+// Coalesce-1 more pending operations of the same key and kind in the same
+// write; they run in groups (Kind.Group) as Batches that share one run of
+// the handler and its result.
+//
+// The scheduler claims the earliest claimable operation (Store.
+// QueuedOperations, by ClaimTime). Wake-ups replace polling: an Enqueue of
+// this process, and the end of a run, wake it at once; with nothing to
+// claim it sleeps until the earliest due time among the queued operations.
+// Only on a store other processes also queue in does it poll, with a
+// backoff (Config.LocalQueue, PollInterval, MaxPollInterval). How many
+// operations may wait is bounded per key and per app (MaxQueuedPerKey,
+// MaxQueuedPerApp): Enqueue refuses one more with RESOURCE_EXHAUSTED.
+//
+// # Workers, apps and time
+//
+// A process runs up to Config.Workers batches at once. One app may hold at
+// most MaxWorkersPerApp of them (default Workers-1) while an operation of
+// another app waits to be claimed: the scheduler passes over the
+// operations of an app at its share and claims the other app's, so that
+// an app whose model hangs (until its calls time out) or crawls does not
+// stop the others. With nothing else to claim, an app may use every
+// worker: the share is not a reservation, so another app's operation that
+// arrives while one app holds them all waits for the first of them to end
+// (an attempt ends at the latest at its kind's Timeout, and a memory
+// generation's model calls at the model's call limits, see package model).
+// The count is per process; on a shared store each process keeps its own.
+//
+// A kind's Timeout bounds each attempt: the handler's context ends, and the
+// attempt fails with DeadlineExceeded and is retried. Retries wait a
+// random time between zero and 2^attempt seconds (full jitter, so that the
+// operations a model's outage failed together do not come back together),
+// or at least what the failure asked for (fault.RetryDelayOf: the
+// Retry-After of a rate-limited model that was too long for the model
+// client to wait), and at most MaxRetryDelay.
+//
+// # Where the next scheduling rules go
+//
+// Fair queueing between the users of an app and between users and the
+// app's own backend (so that no user's operations, however many keys they
+// spread over, starve another's) belongs to claim (scheduler.go): today it
+// takes the earliest claimable operation of the scan (of an app under its
+// share of the workers, first); a fair claim would group the scanned
+// operations by the user their key names and take them round-robin, with
+// the per-user bound next to MaxQueuedPerKey in checkQueue.
+//
+// # Stores
+//
+// Store is the engine's contract with its storage; package jobstest is its
+// conformance suite, run by the stores of internal/memorystore (whose
+// tables hold the operations beside the memory bank's data, so that a
+// memory generation commits in one transaction) and by this package's own
+// tests. The package is public with the domains' contracts: the memory
+// bank's Store includes Store, its Service queues on an Engine, and a
+// backend of another database implements both and runs both suites.
+package jobs

@@ -1,0 +1,447 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Now and NewID are the clock and the id source (defaults: time.Now and
+	// aip.NewID).
+	Now   func() time.Time
+	NewID func() string
+	// Logger receives the workers' errors. Default slog.Default().
+	Logger *slog.Logger
+
+	// WorkerID names this process in leases. Default: a random id.
+	WorkerID string
+	// Workers is how many runs this process has going at once (Run).
+	// Default 2.
+	Workers int
+	// MaxWorkersPerApp is how many of them the operations of one app may
+	// hold while operations of another app wait to be claimed (so that one
+	// app whose model is slow, or hangs until its calls time out, does not
+	// stop the others); with nothing else waiting, an app may use them
+	// all. Default Workers-1, at least 1.
+	MaxWorkersPerApp int
+	// Lease is how long a claimed operation stays claimed without renewal.
+	// Default 60s.
+	Lease time.Duration
+	// PollInterval is how long idle workers first wait before they look
+	// again for operations queued by other processes; the wait doubles
+	// while nothing comes, up to MaxPollInterval. Defaults 500ms and 30s.
+	PollInterval, MaxPollInterval time.Duration
+	// LocalQueue says that no other process queues operations in the store
+	// (the embedded SQLite store): idle workers then never poll. They wait
+	// for this process's Enqueue, the end of a run, and the due times of
+	// queued operations.
+	LocalQueue bool
+	// MaxAttempts is how often an operation is started before it fails
+	// for good. Default 5.
+	MaxAttempts int
+	// MaxRetryDelay caps the wait before an operation's retry: a random
+	// time between zero and 2^attempt seconds (full jitter), or longer when
+	// the failure asked for it (fault.RetryDelayOf: a model's Retry-After).
+	// Default 5m.
+	MaxRetryDelay time.Duration
+	// Jitter returns a random duration between 0 and d, both included
+	// (default: uniform); tests make it deterministic.
+	Jitter func(d time.Duration) time.Duration
+	// Retention is how long finished operations are kept, and
+	// SweepInterval how often Run deletes older ones. Defaults 7 days and
+	// 1m.
+	Retention, SweepInterval time.Duration
+	// MaxQueuedPerKey and MaxQueuedPerApp bound the operations waiting to
+	// run for one key and for one app: one more is RESOURCE_EXHAUSTED, so
+	// that no caller queues more work than the workers take (concurrent
+	// requests may pass the bound by their number). Defaults 20 and 1,000.
+	MaxQueuedPerKey, MaxQueuedPerApp int
+}
+
+// Kind is a kind of operation and its handler.
+type Kind struct {
+	// Name is stored with each operation of the kind (Operation.Kind).
+	Name string
+	// Run runs a claimed batch of the kind's operations (one, or several
+	// coalesced ones of one key) and returns its outcome. An error of kind
+	// Unavailable, Aborted or DeadlineExceeded is retried with backoff;
+	// any other fails the operations.
+	Run func(ctx context.Context, b *Batch) (*Outcome, error)
+	// Coalesce is the most pending operations of one key a claim takes
+	// together (0 or 1: one at a time).
+	Coalesce int
+	// Group returns the group of a claimed operation: the operations of a
+	// claim in one group run as one batch, the groups one after the
+	// other. Nil: each operation runs alone.
+	Group func(op *Operation) string
+	// Timeout, when set, bounds each attempt of a run: past it, the
+	// handler's context ends and the attempt fails with DeadlineExceeded
+	// (retried, like any transient failure, with backoff).
+	Timeout time.Duration
+	// Ended, when set, is called on this process for each operation of the
+	// kind that ended here (its result written, failed for good, or
+	// cancelled through this engine).
+	Ended func(op *Operation)
+	// Describe renders a key in errors (for example `scope
+	// {"user_id":"u1"}`), and Noun names the kind's operations there
+	// (default "operations").
+	Describe func(key string) string
+	Noun     string
+}
+
+// Outcome is what a batch did.
+type Outcome struct {
+	// Result is the result of each operation of the batch (Operation.Result).
+	Result []byte
+	// Commit, when set, writes the batch's effects together with done,
+	// the updates that complete its operations, in one transaction whose
+	// store checks done's expectations (so that a worker whose lease was
+	// taken over writes nothing). Nil: the engine writes done alone.
+	Commit func(ctx context.Context, done []Update) error
+}
+
+// Engine runs operations: it queues them, claims them with a lease, runs
+// them through the handlers of their kinds, and answers their queries. It
+// is safe for concurrent use; every process sharing a store runs one.
+type Engine struct {
+	store Store
+	cfg   Config
+	now   func() time.Time
+	log   *slog.Logger
+
+	kindsMu sync.RWMutex
+	kinds   map[string]*Kind
+
+	wake    chan struct{} // an operation was queued here, or a run ended
+	heldMu  sync.Mutex
+	held    map[*Batch]struct{} // batches whose leases the heartbeat renews
+	waitMu  sync.Mutex
+	waiters map[string][]chan struct{} // operation name → Wait calls
+	ended   map[Count]uint64           // operations ended here (N zero)
+}
+
+// New returns an Engine over store, with no kinds yet (Register).
+func New(store Store, cfg Config) *Engine {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = aip.NewID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "worker-" + aip.NewID()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 60 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 500 * time.Millisecond
+	}
+	if cfg.MaxPollInterval < cfg.PollInterval {
+		cfg.MaxPollInterval = max(cfg.PollInterval, 30*time.Second)
+	}
+	if cfg.MaxWorkersPerApp <= 0 {
+		cfg.MaxWorkersPerApp = max(1, cfg.Workers-1)
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.MaxRetryDelay <= 0 {
+		cfg.MaxRetryDelay = 5 * time.Minute
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func(d time.Duration) time.Duration { return rand.N(d + 1) }
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	if cfg.MaxQueuedPerKey <= 0 {
+		cfg.MaxQueuedPerKey = 20
+	}
+	if cfg.MaxQueuedPerApp <= 0 {
+		cfg.MaxQueuedPerApp = 1000
+	}
+	return &Engine{
+		store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger,
+		kinds: map[string]*Kind{}, wake: make(chan struct{}, 1), held: map[*Batch]struct{}{},
+		waiters: map[string][]chan struct{}{}, ended: map[Count]uint64{},
+	}
+}
+
+// Register adds a kind; its operations run through k.Run. Registering a
+// name twice panics: it is a wiring mistake.
+func (e *Engine) Register(k Kind) {
+	if k.Name == "" || k.Run == nil {
+		panic("jobs: a kind needs a name and a Run")
+	}
+	e.kindsMu.Lock()
+	defer e.kindsMu.Unlock()
+	if _, dup := e.kinds[k.Name]; dup {
+		panic("jobs: kind " + k.Name + " registered twice")
+	}
+	e.kinds[k.Name] = &k
+}
+
+func (e *Engine) kind(name string) *Kind {
+	e.kindsMu.RLock()
+	defer e.kindsMu.RUnlock()
+	return e.kinds[name]
+}
+
+// Enqueue stores a new pending operation of a registered kind for app and
+// key, with the kind's request, and wakes the workers. It refuses one when
+// the key, or the app, has as many operations waiting as Config allows.
+func (e *Engine) Enqueue(ctx context.Context, app, kind, key string, request []byte) (*Operation, error) {
+	k := e.kind(kind)
+	if k == nil {
+		return nil, fault.New(fault.Internal, "operation kind %q is not registered", kind)
+	}
+	op := &Operation{App: app, ID: e.cfg.NewID(), Kind: kind, State: Pending, Key: key, Request: request, CreateTime: e.now(), Progress: "queued"}
+	if err := e.checkQueue(ctx, k, op); err != nil {
+		return nil, err
+	}
+	if err := e.store.CreateOperation(ctx, op); err != nil {
+		return nil, err
+	}
+	e.signal()
+	return op, nil
+}
+
+// checkQueue refuses an operation when its key, or its app, has as many
+// operations waiting as Config allows.
+func (e *Engine) checkQueue(ctx context.Context, k *Kind, op *Operation) error {
+	noun := cmp.Or(k.Noun, "operations")
+	if op.Key != "" {
+		n, err := e.store.CountPending(ctx, op.App, op.Key, e.cfg.MaxQueuedPerKey)
+		if err != nil {
+			return err
+		}
+		if n >= e.cfg.MaxQueuedPerKey {
+			what := fmt.Sprintf("key %q", op.Key)
+			if k.Describe != nil {
+				what = k.Describe(op.Key)
+			}
+			return fault.New(fault.ResourceExhausted, "%s of app %s has %d %s waiting, as many as it may have; wait for them (WaitOperation) and try again", what, op.App, n, noun)
+		}
+	}
+	n, err := e.store.CountPending(ctx, op.App, "", e.cfg.MaxQueuedPerApp)
+	if err != nil {
+		return err
+	}
+	if n >= e.cfg.MaxQueuedPerApp {
+		return fault.New(fault.ResourceExhausted, "app %s has %d %s waiting, the most one app may have; wait for them (WaitOperation) and try again", op.App, n, noun)
+	}
+	return nil
+}
+
+// validate checks an operation's app and id as a caller gave them.
+func validate(app, id string) error {
+	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+		return err
+	}
+	return aip.ValidateID("operation id", id, aip.MemoryIDChars)
+}
+
+// Get returns an operation.
+func (e *Engine) Get(ctx context.Context, app, id string) (*Operation, error) {
+	if err := validate(app, id); err != nil {
+		return nil, err
+	}
+	return e.store.GetOperation(ctx, app, id)
+}
+
+// List returns a page of an app's operations, newest first, optionally
+// only those in the given states.
+func (e *Engine) List(ctx context.Context, app string, states []State, pageSize int32, token string) ([]*Operation, string, error) {
+	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+		return nil, "", err
+	}
+	size, err := aip.PageSize("page_size", pageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	var names []string
+	for _, st := range states {
+		names = append(names, st.String())
+	}
+	digest := aip.QueryDigest("operations", app, strings.Join(names, ","))
+	tok, err := aip.DecodePageToken(token, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	q := Query{App: app, States: states, AfterID: tok.ID, Limit: size + 1}
+	if tok.ID != "" {
+		q.AfterCreate = time.Unix(0, tok.Time)
+	}
+	ops, err := e.store.ListOperations(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	ops, next := aip.Page(ops, size, digest, func(last *Operation) aip.PageToken {
+		return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
+	})
+	return ops, next, nil
+}
+
+// Wait returns an operation once it is done, or as it is when timeout
+// passes or ctx ends first. An operation that ends on this process wakes
+// its waiters at once; otherwise Wait reads it again with a backoff.
+func (e *Engine) Wait(ctx context.Context, app, id string, timeout time.Duration) (*Operation, error) {
+	op, err := e.Get(ctx, app, id)
+	if err != nil || op.State.Done() {
+		return op, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := e.subscribe(op.Name())
+	defer e.unsubscribe(op.Name(), done)
+	delay := 20 * time.Millisecond
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			// Report the operation as it is; the wait itself did not fail.
+			cur, err := e.store.GetOperation(context.WithoutCancel(ctx), app, id)
+			if err != nil {
+				return op, nil
+			}
+			return cur, nil
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		cur, err := e.store.GetOperation(ctx, app, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return op, nil // the wait timed out during the read
+			}
+			return nil, err
+		}
+		if op = cur; op.State.Done() {
+			return op, nil
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+func (e *Engine) subscribe(name string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	e.waitMu.Lock()
+	e.waiters[name] = append(e.waiters[name], ch)
+	e.waitMu.Unlock()
+	return ch
+}
+
+func (e *Engine) unsubscribe(name string, ch chan struct{}) {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	e.waiters[name] = slices.DeleteFunc(e.waiters[name], func(c chan struct{}) bool { return c == ch })
+	if len(e.waiters[name]) == 0 {
+		delete(e.waiters, name)
+	}
+}
+
+// Cancel cancels an operation that has not finished: a pending one never
+// runs; a running one's result is discarded (its write is refused).
+func (e *Engine) Cancel(ctx context.Context, app, id string) (*Operation, error) {
+	for attempt := 0; ; attempt++ {
+		op, err := e.Get(ctx, app, id)
+		if err != nil {
+			return nil, err
+		}
+		if op.State.Done() {
+			return nil, fault.New(fault.FailedPrecondition, "operation %s has already finished (%s)", op.Name(), op.State)
+		}
+		prev, attemptN := op.State, op.Attempt
+		op.State, op.EndTime, op.Progress = Cancelled, e.now(), "cancelled"
+		op.ErrorKind, op.ErrorMessage = fault.Canceled, "cancelled by request"
+		err = e.store.UpdateOperations(ctx, e.now(), []Update{{Op: op, ExpectState: prev, ExpectAttempt: attemptN}})
+		if fault.Is(err, fault.Aborted) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		e.finished(op)
+		return op, nil
+	}
+}
+
+// finished wakes the waiters of operations that ended in this process,
+// counts them, and tells their kinds.
+func (e *Engine) finished(ops ...*Operation) {
+	for _, op := range ops {
+		if k := e.kind(op.Kind); k != nil && k.Ended != nil {
+			k.Ended(op)
+		}
+	}
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	for _, op := range ops {
+		e.ended[Count{Kind: op.Kind, State: op.State}]++
+		for _, ch := range e.waiters[op.Name()] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Count is how many operations of a kind ended in a state.
+type Count struct {
+	Kind  string
+	State State
+	N     uint64
+}
+
+// Ended counts the operations that ended in this process (run by its
+// workers or cancelled through it) since it started, by kind and final
+// state.
+func (e *Engine) Ended() []Count {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	out := make([]Count, 0, len(e.ended))
+	for k, n := range e.ended {
+		k.N = n
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b Count) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(a.State, b.State))
+	})
+	return out
+}
+
+// SweepFinished deletes the finished operations older than the retention
+// and returns how many. Run calls it every SweepInterval.
+func (e *Engine) SweepFinished(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := e.store.DeleteFinishedOperations(ctx, e.now().Add(-e.cfg.Retention), 500)
+		total += n
+		if err != nil || n < 500 {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,388 @@
+package jobstest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/jobs"
+)
+
+// The engine's rules, through an Engine on the store.
+
+// testRunsOnce: a queued operation runs once, its result is stored with
+// its completion, its kind is told, and a second claim finds nothing.
+func testRunsOnce(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	op := h.enqueue(e, "app1", "k", request{})
+	if op.State != jobs.Pending || op.Progress != "queued" {
+		t.Fatalf("enqueued: %s %q", op.State, op.Progress)
+	}
+	if n := h.drain(e); n != 1 {
+		t.Fatalf("ran %d operations", n)
+	}
+	got := h.get(op)
+	if got.State != jobs.Succeeded || got.Attempt != 1 || got.LeaseOwner != "" || got.EndTime.IsZero() || got.Progress != "done" {
+		t.Fatalf("after the run: %s attempt %d lease %q end %v %q", got.State, got.Attempt, got.LeaseOwner, got.EndTime, got.Progress)
+	}
+	if r := decode[result](t, got.Result); !slices.Equal(r.Ran, []string{op.ID}) {
+		t.Fatalf("result %s", got.Result)
+	}
+	h.mu.Lock()
+	ended := slices.Clone(h.ended)
+	h.mu.Unlock()
+	if n := h.drain(e); n != 0 || len(h.ran()) != 1 || !slices.Equal(ended, []string{op.ID}) {
+		t.Fatalf("after the end: %d more ran, %d runs, ended %v", n, len(h.ran()), ended)
+	}
+	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Kind: kind, State: jobs.Succeeded, N: 1}) {
+		t.Fatalf("Ended = %+v", c)
+	}
+}
+
+// testRetries: a transient failure is retried after a backoff, a
+// permanent one fails at once, and transient ones fail for good after
+// MaxAttempts.
+func testRetries(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{MaxAttempts: 2})
+	flaky := h.enqueue(e, "app1", "k1", request{Fail: "unavailable"})
+	bad := h.enqueue(e, "app1", "k2", request{Fail: "invalid"})
+	h.drain(e)
+	if got := h.get(bad); got.State != jobs.Failed || got.ErrorKind != fault.Invalid || !strings.Contains(got.ErrorMessage, "the test kind fails") {
+		t.Fatalf("a permanent failure: %s %v %q", got.State, got.ErrorKind, got.ErrorMessage)
+	}
+	got := h.get(flaky)
+	if got.State != jobs.Pending || got.Attempt != 1 || got.NotBefore.Before(got.StartTime.Add(2*time.Second)) {
+		t.Fatalf("a transient failure: %s attempt %d, due %v (claimed %v)", got.State, got.Attempt, got.NotBefore, got.StartTime)
+	}
+	if n := h.drain(e); n != 0 {
+		t.Fatalf("retried during its backoff: %d", n)
+	}
+	h.clock.Advance(time.Minute)
+	h.drain(e)
+	if got := h.get(flaky); got.State != jobs.Failed || got.Attempt != 2 || got.ErrorKind != fault.Unavailable || !strings.Contains(got.ErrorMessage, "gave up after 2 attempts") {
+		t.Fatalf("after its attempts: %s attempt %d %v %q", got.State, got.Attempt, got.ErrorKind, got.ErrorMessage)
+	}
+}
+
+// testKeysOneAtATime: an operation of a key that runs elsewhere under a
+// live lease waits; one of another key runs.
+func testKeysOneAtATime(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	running := h.enqueue(e, "app1", "busy", request{})
+	if _, err := h.claimAs(running, "elsewhere", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waiting := h.enqueue(e, "app1", "busy", request{})
+	free := h.enqueue(e, "app1", "free", request{})
+	if n := h.drain(e); n != 1 || h.get(free).State != jobs.Succeeded || h.get(waiting).State != jobs.Pending {
+		t.Fatalf("ran %d; free %s, waiting %s", n, h.get(free).State, h.get(waiting).State)
+	}
+	// Once the other worker's lease is over, the waiting one runs, and the
+	// expired one is claimed again, at its second attempt.
+	h.clock.Advance(2 * time.Minute)
+	h.drain(e)
+	if got, w := h.get(running), h.get(waiting); got.State != jobs.Succeeded || got.Attempt != 2 || w.State != jobs.Succeeded {
+		t.Fatalf("after the lease: %s attempt %d; waiting %s", got.State, got.Attempt, w.State)
+	}
+}
+
+// testCoalescingAndGroups: pending operations of one key are claimed
+// together and run by group, each group's operations sharing one run and
+// naming each other.
+func testCoalescingAndGroups(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	var a []*jobs.Operation
+	for _, g := range []string{"x", "y", "x", "x"} {
+		a = append(a, h.enqueue(e, "app1", "k", request{Group: g}))
+	}
+	other := h.enqueue(e, "app1", "other", request{Group: "x"})
+	if n, err := e.RunOnce(h.ctx); n != 4 || err != nil {
+		t.Fatalf("one claim took %d operations (%v), want the key's 4", n, err)
+	}
+	runs := h.ran()
+	if len(runs) != 2 || !slices.Equal(runs[0], []string{a[0].ID, a[2].ID, a[3].ID}) || !slices.Equal(runs[1], []string{a[1].ID}) {
+		t.Fatalf("runs = %v; want group x together, then y", runs)
+	}
+	if got := h.get(a[2]); len(got.CoalescedWith) != 2 || !slices.Contains(got.CoalescedWith, a[0].Name()) || slices.Contains(got.CoalescedWith, a[2].Name()) {
+		t.Fatalf("coalesced with %v", got.CoalescedWith)
+	}
+	if got := h.get(a[1]); got.State != jobs.Succeeded || len(got.CoalescedWith) != 0 {
+		t.Fatalf("the lone group: %s, coalesced with %v", got.State, got.CoalescedWith)
+	}
+	if h.get(other).State != jobs.Pending {
+		t.Fatal("an operation of another key was claimed with them")
+	}
+}
+
+// block makes the handler wait until release is called (at the latest
+// when the test ends) or its context ends; started receives one value per
+// run.
+func (h *harness) blockRuns() (started <-chan struct{}, release func()) {
+	calls := make(chan struct{}, 8)
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	h.t.Cleanup(release)
+	h.mu.Lock()
+	h.block = func(ctx context.Context) error {
+		calls <- struct{}{}
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h.mu.Unlock()
+	return calls, release
+}
+
+// testHandBack stops a worker in the middle of a run: its operation goes
+// back to pending with its attempt unchanged and no lease, and another
+// worker completes it at attempt 1.
+func testHandBack(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	op := h.enqueue(e, "app1", "k", request{})
+	started, _ := h.blockRuns()
+	ctx, stop := context.WithCancel(h.ctx)
+	ran := make(chan int)
+	go func() {
+		n, _ := e.RunOnce(ctx)
+		ran <- n
+	}()
+	<-started
+	if got := h.get(op); got.State != jobs.Running || got.Attempt != 1 || got.LeaseOwner != "w1" {
+		t.Fatalf("while running: %s attempt %d lease %q", got.State, got.Attempt, got.LeaseOwner)
+	}
+	stop()
+	if n := <-ran; n != 1 {
+		t.Fatalf("RunOnce ran %d", n)
+	}
+	got := h.get(op)
+	if got.State != jobs.Pending || got.Attempt != 0 || got.LeaseOwner != "" || !got.LeaseExpiry.IsZero() || !strings.Contains(got.Progress, "interrupted") {
+		t.Fatalf("handed back: %s attempt %d lease %q %v %q", got.State, got.Attempt, got.LeaseOwner, got.LeaseExpiry, got.Progress)
+	}
+	h.mu.Lock()
+	h.block = nil
+	h.mu.Unlock()
+	next := h.engine("w2", jobs.Config{})
+	if n := h.drain(next); n != 1 || h.get(op).State != jobs.Succeeded || h.get(op).Attempt != 1 {
+		t.Fatalf("the next worker: %d ran, %s attempt %d", n, h.get(op).State, h.get(op).Attempt)
+	}
+}
+
+// testLeaseTakeover: a worker that stalls past its lease loses its
+// operation to another, its completion is refused, and the operation ends
+// exactly once; one whose workers all died fails after MaxAttempts.
+func testLeaseTakeover(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	op := h.enqueue(e, "app1", "k", request{})
+	stalled, err := h.claimAs(op, "stalled", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.RunOnce(h.ctx); n != 0 {
+		t.Fatalf("claimed %d under a live lease", n)
+	}
+	h.clock.Advance(2 * time.Second)
+	if taken, err := h.claimAs(op, "b", time.Minute); err != nil || taken.Attempt != 2 {
+		t.Fatalf("takeover = %v, %v", taken, err)
+	}
+	late := stalled.Clone()
+	late.State, late.Result = jobs.Succeeded, encode(result{Ran: []string{"stale"}})
+	wantKind(t, "the stale worker's completion", h.store.UpdateOperations(h.ctx, h.clock.Now(), []jobs.Update{{Op: late, ExpectState: jobs.Running, ExpectAttempt: 1}}), fault.Aborted)
+	h.clock.Advance(2 * time.Minute)
+	h.drain(e)
+	if got := h.get(op); got.State != jobs.Succeeded || got.Attempt != 3 || !slices.Equal(decode[result](t, got.Result).Ran, []string{op.ID}) {
+		t.Fatalf("after the takeovers: %s attempt %d %s", got.State, got.Attempt, got.Result)
+	}
+	dying := h.enqueue(e, "app1", "k2", request{})
+	for range 3 {
+		if _, err := h.claimAs(dying, "dies", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(2 * time.Second)
+	}
+	h.drain(e)
+	if got := h.get(dying); got.State != jobs.Failed || got.Attempt != 3 || !strings.Contains(got.ErrorMessage, "lease expired") {
+		t.Fatalf("abandoned three times: %s attempt %d %q", got.State, got.Attempt, got.ErrorMessage)
+	}
+}
+
+// testHeartbeat runs Run with a short lease: while a run waits, the
+// heartbeat renews its lease; when its operation is cancelled the renewal
+// is refused and the handler's context ends; when Run's context ends the
+// operation held goes back to pending and Run returns.
+func testHeartbeat(t *testing.T, h *harness) {
+	const lease = 300 * time.Millisecond
+	e := h.engine("beating", jobs.Config{Lease: lease, Workers: 1, LocalQueue: true})
+	started, _ := h.blockRuns()
+	first := h.enqueue(e, "app1", "k1", request{})
+	ctx, stop := context.WithCancel(h.ctx)
+	ended := make(chan struct{})
+	go func() {
+		e.Run(ctx)
+		close(ended)
+	}()
+	<-started
+	claimed := h.get(first)
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.get(first).LeaseExpiry.After(claimed.LeaseExpiry) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was never renewed")
+		}
+		time.Sleep(lease / 3)
+	}
+	// Cancelled meanwhile: the next renewal is refused and the handler
+	// stops; the operation stays cancelled.
+	if _, err := e.Cancel(h.ctx, "app1", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second := h.enqueue(e, "app1", "k2", request{})
+	<-started // the second runs once the first's handler stopped
+	if got := h.get(first); got.State != jobs.Cancelled {
+		t.Fatalf("the cancelled operation: %s", got.State)
+	}
+	stop()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if got := h.get(second); got.State != jobs.Pending || got.Attempt != 0 || got.LeaseOwner != "" {
+		t.Fatalf("after Run returned: %s attempt %d lease %q", got.State, got.Attempt, got.LeaseOwner)
+	}
+}
+
+func testCancelAndWait(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	a := h.enqueue(e, "app1", "k1", request{})
+	b := h.enqueue(e, "app1", "k2", request{})
+	if c, err := e.Cancel(h.ctx, "app1", b.ID); err != nil || c.State != jobs.Cancelled || c.ErrorKind != fault.Canceled {
+		t.Fatalf("Cancel = %+v, %v", c, err)
+	}
+	if w, err := e.Wait(h.ctx, "app1", a.ID, 50*time.Millisecond); err != nil || w.State != jobs.Pending {
+		t.Fatalf("Wait before the run = %v, %v", w, err)
+	}
+	waited := make(chan *jobs.Operation)
+	go func() {
+		w, _ := e.Wait(h.ctx, "app1", a.ID, 10*time.Second)
+		waited <- w
+	}()
+	h.drain(e)
+	if w := <-waited; w == nil || w.State != jobs.Succeeded {
+		t.Fatalf("Wait during the run = %+v", w)
+	}
+	if ran := h.ran(); len(ran) != 1 || ran[0][0] != a.ID {
+		t.Fatalf("runs = %v; the cancelled operation ran", ran)
+	}
+	_, err := e.Cancel(h.ctx, "app1", a.ID)
+	wantKind(t, "cancelling a finished operation", err, fault.FailedPrecondition)
+	_, err = e.Get(h.ctx, "app2", a.ID)
+	wantKind(t, "an operation of another app", err, fault.NotFound)
+	_, err = e.Get(h.ctx, "app1", "a/b")
+	wantKind(t, "a malformed id", err, fault.Invalid)
+	list, next, err := e.List(h.ctx, "app1", []jobs.State{jobs.Cancelled}, 0, "")
+	if err != nil || next != "" || len(list) != 1 || list[0].ID != b.ID {
+		t.Fatalf("List(CANCELLED) = %v, %q, %v", ids(list), next, err)
+	}
+	page, next, err := e.List(h.ctx, "app1", nil, 1, "")
+	if err != nil || len(page) != 1 || page[0].ID != b.ID || next == "" {
+		t.Fatalf("List page 1 = %v, %q, %v", ids(page), next, err)
+	}
+	if page, next, err = e.List(h.ctx, "app1", nil, 1, next); err != nil || len(page) != 1 || page[0].ID != a.ID || next != "" {
+		t.Fatalf("List page 2 = %v, %q, %v", ids(page), next, err)
+	}
+}
+
+// testBounds: a key, or an app, with as many operations waiting as the
+// engine allows refuses one more, until the queue drains.
+func testBounds(t *testing.T, h *harness) {
+	e := h.engine("bounded", jobs.Config{MaxQueuedPerKey: 2, MaxQueuedPerApp: 3})
+	for range 2 {
+		h.enqueue(e, "app1", "k1", request{})
+	}
+	_, err := e.Enqueue(h.ctx, "app1", kind, "k1", encode(request{}))
+	wantKind(t, "a third operation of one key", err, fault.ResourceExhausted)
+	if !strings.Contains(err.Error(), "test key k1 of app app1 has 2 test operations waiting") {
+		t.Errorf("the key's bound: %v", err)
+	}
+	h.enqueue(e, "app1", "k2", request{})
+	_, err = e.Enqueue(h.ctx, "app1", kind, "k3", encode(request{}))
+	wantKind(t, "a fourth operation of one app", err, fault.ResourceExhausted)
+	if !strings.Contains(err.Error(), "app app1 has 3 test operations waiting") {
+		t.Errorf("the app's bound: %v", err)
+	}
+	h.enqueue(e, "app2", "k1", request{})
+	h.drain(e)
+	h.enqueue(e, "app1", "k1", request{})
+}
+
+// testRetention: finished operations are kept for the retention, then
+// swept; those not finished stay.
+func testRetention(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{Retention: time.Hour})
+	done := h.enqueue(e, "app1", "k1", request{})
+	h.drain(e)
+	waiting := h.enqueue(e, "app1", "k2", request{Fail: "unavailable"})
+	h.clock.Advance(30 * time.Minute)
+	if n, err := e.SweepFinished(h.ctx); n != 0 || err != nil {
+		t.Fatalf("SweepFinished within the retention = %d, %v", n, err)
+	}
+	h.clock.Advance(time.Hour)
+	if n, err := e.SweepFinished(h.ctx); n != 1 || err != nil {
+		t.Fatalf("SweepFinished past the retention = %d, %v", n, err)
+	}
+	_, err := h.store.GetOperation(h.ctx, "app1", done.ID)
+	wantKind(t, "an operation past its retention", err, fault.NotFound)
+	if h.get(waiting).State != jobs.Pending {
+		t.Fatal("a pending operation was swept")
+	}
+}
+
+// testUnknownKind: an operation of a kind no engine registered fails with
+// a clear error rather than staying queued.
+func testUnknownKind(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	if _, err := e.Enqueue(h.ctx, "app1", "Nope", "k", nil); err == nil || fault.KindOf(err) != fault.Internal {
+		t.Fatalf("Enqueue of an unregistered kind: %v", err)
+	}
+	op := h.newOp("app1", "stray", "k")
+	op.Kind = "Nope"
+	h.create(op)
+	h.drain(e)
+	if got := h.get(op); got.State != jobs.Failed || got.ErrorKind != fault.Invalid || !strings.Contains(got.ErrorMessage, `unknown operation kind "Nope"`) {
+		t.Fatalf("an operation of an unknown kind: %s %v %q", got.State, got.ErrorKind, got.ErrorMessage)
+	}
+}
+
+// testWakeUps: with a local queue, Run sleeps without polling and an
+// Enqueue wakes it at once.
+func testWakeUps(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{LocalQueue: true, PollInterval: time.Hour})
+	defer h.start(e)()
+	time.Sleep(50 * time.Millisecond) // Run is asleep with nothing to do
+	op := h.enqueue(e, "app1", "k", request{})
+	if w, err := e.Wait(h.ctx, "app1", op.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded {
+		t.Fatalf("an operation queued while Run slept: %+v, %v", w, err)
+	}
+}
+
+// start runs e's workers (Run) until the function it returns is called,
+// which returns once Run did.
+func (h *harness) start(e *jobs.Engine) (stop func()) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	ended := make(chan struct{})
+	go func() {
+		e.Run(ctx)
+		close(ended)
+	}()
+	return func() {
+		cancel()
+		<-ended
+	}
+}

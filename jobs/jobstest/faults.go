@@ -1,0 +1,80 @@
+package jobstest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/jobs"
+)
+
+// The engine's answers to work that hangs or asks to be retried later.
+
+// testShareOfWorkers: with two workers, an app whose runs hang holds one
+// of them while another app's operation waits, so that the other app's
+// operation runs although it was queued last; with nothing else to claim,
+// the app's next operation takes the second worker.
+func testShareOfWorkers(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{Workers: 2, LocalQueue: true})
+	h.enqueue(e, "slow", "u1", request{Hang: true})
+	h.enqueue(e, "slow", "u2", request{Hang: true})
+	fast := h.enqueue(e, "fast", "u3", request{})
+	defer h.start(e)()
+	if got := <-h.hanging; got != "slow/u1" {
+		t.Fatalf("first run: %s", got)
+	}
+	w, err := e.Wait(h.ctx, "fast", fast.ID, 10*time.Second)
+	if err != nil || w.State != jobs.Succeeded {
+		t.Fatalf("the other app's operation while one app's run hangs: %+v, %v", w, err)
+	}
+	select {
+	case got := <-h.hanging:
+		if got != "slow/u2" {
+			t.Fatalf("second hanging run: %s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("with nothing else to claim, the app did not get the second worker")
+	}
+}
+
+// testAttemptTimeout: a run past its kind's Timeout ends its attempt with
+// DeadlineExceeded, retried, and fails for good after MaxAttempts, saying
+// why.
+func testAttemptTimeout(t *testing.T, h *harness) {
+	h.timeout = 50 * time.Millisecond
+	e := h.engine("w1", jobs.Config{MaxAttempts: 2})
+	op := h.enqueue(e, "app1", "k", request{Hang: true})
+	h.drain(e)
+	<-h.hanging
+	if got := h.get(op); got.State != jobs.Pending || got.Attempt != 1 || !strings.Contains(got.Progress, "ran longer than 50ms") {
+		t.Fatalf("after an attempt past the timeout: %s attempt %d %q", got.State, got.Attempt, got.Progress)
+	}
+	h.clock.Advance(time.Minute)
+	h.drain(e)
+	<-h.hanging
+	got := h.get(op)
+	if got.State != jobs.Failed || got.ErrorKind != fault.DeadlineExceeded || !strings.Contains(got.ErrorMessage, "gave up after 2 attempts") || !strings.Contains(got.ErrorMessage, "ran longer than 50ms") {
+		t.Fatalf("after its attempts: %s %v %q", got.State, got.ErrorKind, got.ErrorMessage)
+	}
+}
+
+// testRetryDelay: a failure that asks for a wait before its retry (a
+// model's Retry-After) is retried no earlier, up to MaxRetryDelay; one
+// that asks for nothing waits the jittered backoff (here its longest).
+func testRetryDelay(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{MaxRetryDelay: 10 * time.Minute})
+	asked := h.enqueue(e, "app1", "k1", request{Fail: "unavailable", RetryAfter: 90 * time.Second})
+	capped := h.enqueue(e, "app1", "k2", request{Fail: "unavailable", RetryAfter: 24 * time.Hour})
+	plain := h.enqueue(e, "app1", "k3", request{Fail: "unavailable"})
+	h.drain(e)
+	for _, c := range []struct {
+		op   *jobs.Operation
+		wait time.Duration
+	}{{asked, 90 * time.Second}, {capped, 10 * time.Minute}, {plain, 2 * time.Second}} {
+		got := h.get(c.op)
+		if wait := got.NotBefore.Sub(got.StartTime); got.State != jobs.Pending || wait < c.wait || wait > c.wait+time.Second {
+			t.Errorf("%s: %s, retried %v after its start; want %v", c.op.Key, got.State, wait, c.wait)
+		}
+	}
+}

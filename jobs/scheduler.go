@@ -1,0 +1,357 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+)
+
+// queueScan is how many queued operations one claim looks at.
+const queueScan = 32
+
+// handBackTimeout bounds the writes that record a run's end when the
+// worker is stopping.
+const handBackTimeout = 10 * time.Second
+
+// Run runs this process's share of the queued work until ctx is done: the
+// scheduler and up to Workers batches at once, the lease heartbeat, and
+// the sweeper of finished operations past the retention. When ctx ends,
+// the operations running here go back to pending with their attempt
+// unchanged, so that the next process (or this one restarted) takes them
+// at once; Run returns after that, with the heartbeat stopped.
+func (e *Engine) Run(ctx context.Context) {
+	hbCtx, stopHeartbeat := context.WithCancel(context.WithoutCancel(ctx))
+	heartbeat := make(chan struct{})
+	go func() {
+		defer close(heartbeat)
+		e.heartbeat(hbCtx)
+	}()
+	var runs, sweeper sync.WaitGroup
+	sweeper.Go(func() { e.sweep(ctx) })
+	e.schedule(ctx, &runs)
+	runs.Wait()
+	stopHeartbeat()
+	<-heartbeat
+	sweeper.Wait()
+}
+
+// sweep deletes finished operations past the retention every
+// SweepInterval until ctx ends.
+func (e *Engine) sweep(ctx context.Context) {
+	t := time.NewTicker(e.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		if _, err := e.SweepFinished(ctx); err != nil && ctx.Err() == nil {
+			e.log.WarnContext(ctx, "deleting finished operations", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// signal wakes the scheduler (without blocking).
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// schedule claims and starts batches until ctx ends. Wake-ups replace
+// polling: an Enqueue of this process, and the end of a run, wake it at
+// once; with nothing to claim it sleeps until the earliest due time among
+// the queued operations (a retry's backoff, a dead worker's lease). On a
+// store other processes also queue operations in, it looks again after
+// PollInterval, doubling while idle up to MaxPollInterval; with
+// LocalQueue it never polls.
+func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
+	slots := make(chan struct{}, e.cfg.Workers)
+	poll := e.cfg.PollInterval
+	var (
+		mu      sync.Mutex
+		running = map[string]int{} // app → runs going here
+	)
+	full := func(app string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return running[app] >= e.cfg.MaxWorkersPerApp
+	}
+	for {
+		select {
+		case slots <- struct{}{}: // a free worker
+		case <-ctx.Done():
+			return
+		}
+		claimed, next, err := e.claim(ctx, full)
+		if err != nil && ctx.Err() == nil {
+			e.log.WarnContext(ctx, "claiming operations", "error", err)
+		}
+		if len(claimed) > 0 {
+			poll = e.cfg.PollInterval
+			app := claimed[0].App
+			mu.Lock()
+			running[app]++
+			mu.Unlock()
+			runs.Go(func() {
+				defer func() {
+					mu.Lock()
+					if running[app]--; running[app] == 0 {
+						delete(running, app)
+					}
+					mu.Unlock()
+					<-slots
+					e.signal() // its key is free, its slot too
+				}()
+				e.runClaimed(ctx, claimed)
+			})
+			continue
+		}
+		<-slots
+		wait := time.Duration(-1)
+		if !next.IsZero() {
+			wait = max(0, next.Sub(e.now()))
+		}
+		if !e.cfg.LocalQueue || err != nil {
+			if wait < 0 || poll < wait {
+				wait = poll
+			}
+			poll = min(2*poll, e.cfg.MaxPollInterval)
+		}
+		var (
+			timer   *time.Timer
+			timeout <-chan time.Time
+		)
+		if wait >= 0 {
+			timer = time.NewTimer(wait)
+			timeout = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-e.wake:
+			poll = e.cfg.PollInterval
+		case <-timeout:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// claim claims the earliest claimable operation with the pending
+// operations of its key it can coalesce, passing over those of the apps
+// that full says hold their share of the workers (MaxWorkersPerApp) while
+// an operation of another app can be claimed; full may be nil. With
+// nothing to claim it returns when the earliest queued operation becomes
+// claimable (zero when none is queued).
+func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed []*Operation, next time.Time, err error) {
+	now := e.now()
+	queued, err := e.store.QueuedOperations(ctx, queueScan)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	busy := map[[2]string]bool{} // keys with a running operation under a live lease
+	for _, op := range queued {
+		if op.State == Running && op.LeaseExpiry.After(now) && op.Key != "" {
+			busy[[2]string{op.App, op.Key}] = true
+		}
+	}
+	var claimable, later []*Operation // later: of apps at their share
+	for _, op := range queued {
+		if at := op.ClaimTime(); at.After(now) {
+			if !e.holds(op) && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+			continue
+		}
+		switch {
+		case e.holds(op):
+			continue // running here; its heartbeat is late
+		case op.State == Running && op.Attempt >= e.cfg.MaxAttempts:
+			e.giveUp(ctx, op, now)
+			continue
+		case op.State == Pending && op.Key != "" && busy[[2]string{op.App, op.Key}]:
+			continue // waits for its key; the end of that run wakes us
+		case full != nil && full(op.App):
+			later = append(later, op)
+			continue
+		}
+		claimable = append(claimable, op)
+	}
+	// With no other app's operation to claim, an app may use every worker.
+	for _, op := range append(claimable, later...) {
+		claimed, err := e.claimOp(ctx, op, now)
+		if err == nil {
+			return claimed, time.Time{}, nil
+		}
+		if !fault.Is(err, fault.Aborted) && !fault.Is(err, fault.NotFound) {
+			return nil, time.Time{}, err
+		}
+		// Taken by another worker meanwhile, or its key is busy: next.
+	}
+	if len(queued) == queueScan && next.IsZero() {
+		next = now.Add(e.cfg.PollInterval) // more beyond the scan
+	}
+	return nil, next, nil
+}
+
+// claimOp claims op and up to its kind's Coalesce-1 pending operations of
+// its key in one write.
+func (e *Engine) claimOp(ctx context.Context, op *Operation, now time.Time) ([]*Operation, error) {
+	group := []*Operation{op}
+	if k := e.kind(op.Kind); k != nil && k.Coalesce > 1 && op.Key != "" {
+		more, err := e.store.PendingOperations(ctx, op.App, op.Key, op.Kind, now, k.Coalesce)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range more {
+			if m.ID != op.ID && len(group) < k.Coalesce {
+				group = append(group, m)
+			}
+		}
+	}
+	updates := make([]Update, len(group))
+	claimed := make([]*Operation, len(group))
+	for i, g := range group {
+		c := g.Clone()
+		c.State, c.Attempt = Running, g.Attempt+1
+		c.LeaseOwner, c.LeaseExpiry = e.cfg.WorkerID, now.Add(e.cfg.Lease)
+		c.StartTime, c.Progress = now, "claimed by "+e.cfg.WorkerID
+		claimed[i] = c
+		updates[i] = Update{Op: c, ExpectState: g.State, ExpectAttempt: g.Attempt, ClaimKey: i == 0}
+	}
+	if err := e.store.UpdateOperations(ctx, now, updates); err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// giveUp fails an operation whose workers kept dying.
+func (e *Engine) giveUp(ctx context.Context, op *Operation, now time.Time) {
+	c := op.Clone()
+	c.State, c.EndTime = Failed, now
+	c.ErrorKind = fault.Unavailable
+	c.ErrorMessage = fmt.Sprintf("gave up after %d attempts: the worker running it stopped each time (lease expired)", op.Attempt)
+	c.LeaseOwner, c.LeaseExpiry, c.Progress = "", time.Time{}, "failed"
+	err := e.store.UpdateOperations(ctx, now, []Update{{Op: c, ExpectState: op.State, ExpectAttempt: op.Attempt}})
+	switch {
+	case err == nil:
+		e.finished(c)
+	case !fault.Is(err, fault.Aborted) && ctx.Err() == nil:
+		e.log.WarnContext(ctx, "failing an abandoned operation", "operation", op.Name(), "error", err)
+	}
+}
+
+// RunOnce claims operations and runs them, without renewing leases (Run's
+// heartbeat does that). It returns how many operations it claimed.
+func (e *Engine) RunOnce(ctx context.Context) (int, error) {
+	claimed, _, err := e.claim(ctx, nil)
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	e.runClaimed(ctx, claimed)
+	return len(claimed), nil
+}
+
+// runClaimed runs the groups of a claim as batches, one after the other.
+// All of them are held (their leases renewed) from the claim on; when ctx
+// ends, those not done go back to pending.
+func (e *Engine) runClaimed(ctx context.Context, claimed []*Operation) {
+	groups := e.groups(claimed)
+	batches := make([]*Batch, len(groups))
+	for i, g := range groups {
+		batches[i] = &Batch{e: e, kind: e.kind(g[0].Kind), ops: g}
+		e.hold(batches[i])
+	}
+	for _, b := range batches {
+		if ctx.Err() != nil {
+			b.handBack(ctx)
+		} else if err := b.execute(ctx); err != nil {
+			e.log.WarnContext(ctx, "operation", "operation", b.ops[0].Name(), "kind", b.ops[0].Kind, "error", err)
+		}
+		e.release(b)
+	}
+}
+
+// groups splits claimed operations into the groups of their kind
+// (Kind.Group); an operation of a kind without groups runs alone.
+func (e *Engine) groups(ops []*Operation) [][]*Operation {
+	key := func(op *Operation) string {
+		k := e.kind(op.Kind)
+		if k == nil || k.Group == nil {
+			return "\x00" + op.ID
+		}
+		return op.Kind + "\x00" + k.Group(op)
+	}
+	var groups [][]*Operation
+	index := map[string]int{}
+	for _, op := range ops {
+		k := key(op)
+		if i, ok := index[k]; ok {
+			groups[i] = append(groups[i], op)
+			continue
+		}
+		index[k] = len(groups)
+		groups = append(groups, []*Operation{op})
+	}
+	return groups
+}
+
+// hold registers a batch for the heartbeat.
+func (e *Engine) hold(b *Batch) {
+	e.heldMu.Lock()
+	e.held[b] = struct{}{}
+	e.heldMu.Unlock()
+}
+
+func (e *Engine) release(b *Batch) {
+	e.heldMu.Lock()
+	delete(e.held, b)
+	e.heldMu.Unlock()
+}
+
+// holds reports whether op is held by a batch of this process.
+func (e *Engine) holds(op *Operation) bool {
+	e.heldMu.Lock()
+	defer e.heldMu.Unlock()
+	for b := range e.held {
+		for _, o := range b.ops {
+			if o.App == op.App && o.ID == op.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// heartbeat renews the leases of every batch held here, every Lease/3,
+// until ctx ends. A batch whose renewal is refused has lost its
+// operations: its handler is stopped.
+func (e *Engine) heartbeat(ctx context.Context) {
+	t := time.NewTicker(e.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.heldMu.Lock()
+		batches := make([]*Batch, 0, len(e.held))
+		for b := range e.held {
+			batches = append(batches, b)
+		}
+		e.heldMu.Unlock()
+		for _, b := range batches {
+			b.renew(ctx)
+		}
+	}
+}

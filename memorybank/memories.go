@@ -1,0 +1,327 @@
+package memorybank
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/model"
+)
+
+// MemoryInput is the input of CreateMemory.
+type MemoryInput struct {
+	// ID is the memory id; empty lets the service choose.
+	ID         string
+	Fact       string
+	Scope      Scope
+	Topics     []string
+	Metadata   map[string]string
+	ExpireTime time.Time
+	TTL        time.Duration
+	// EventTime and StatedTime, when set, say when the fact happened and
+	// when it was stated (see Memory).
+	EventTime, StatedTime time.Time
+}
+
+// CreateMemory stores a memory directly: no model, no consolidation.
+func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) (*Memory, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if in.ID == "" {
+		in.ID = s.newID()
+	}
+	if err := validateID("memory_id", in.ID); err != nil {
+		return nil, err
+	}
+	if err := s.validateMemory("memory", in.Fact, in.Scope, in.Topics, in.Metadata); err != nil {
+		return nil, err
+	}
+	if err := validateTimes("memory", in.EventTime, in.StatedTime); err != nil {
+		return nil, err
+	}
+	cfg, err := s.config(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	exp, err := expiry(now, in.ExpireTime, in.TTL, cfg.MemoryTTL)
+	if err != nil {
+		return nil, err
+	}
+	red, err := s.Redactor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in.Fact = redactFact(red, in.Fact)
+	vecs, err := s.emb.Embed(ctx, []string{in.Fact}, model.TaskDocument)
+	if err != nil {
+		return nil, err
+	}
+	// A fact given directly is stated when it is given, unless the caller
+	// says when it was.
+	stated := in.StatedTime
+	if stated.IsZero() {
+		stated = now
+	}
+	m := &Memory{
+		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, Topics: in.Topics, Metadata: in.Metadata,
+		CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
+		EventTime: in.EventTime, StatedTime: stated,
+		Embedding: vecs[0], EmbeddingModel: s.emb.Name(),
+	}
+	rev := s.revision(cfg, m, Created, now, "created directly", nil, "")
+	if err := s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev}}}); err != nil {
+		if fault.Is(err, fault.AlreadyExists) {
+			return nil, fault.New(fault.AlreadyExists, "memory %s already exists", m.Name())
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, metadata map[string]string) error {
+	if err := validateFact(field+".fact", fact); err != nil {
+		return err
+	}
+	if err := validateScope(field+".scope", scope); err != nil {
+		return err
+	}
+	if err := validateTopics(field+".topics", topics); err != nil {
+		return err
+	}
+	return validateMetadata(field+".metadata", metadata)
+}
+
+// MemoryScope returns the scope of a memory, deleted or expired ones
+// included (their revisions remain readable), for access checks.
+func (s *Service) MemoryScope(ctx context.Context, app, id string) (Scope, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := validateID("memory id", id); err != nil {
+		return nil, err
+	}
+	m, err := s.store.GetMemory(ctx, app, id)
+	if err != nil {
+		return nil, err
+	}
+	return m.Scope, nil
+}
+
+// GetMemory returns a visible memory.
+func (s *Service) GetMemory(ctx context.Context, app, id string) (*Memory, error) {
+	if err := validateApp(app); err != nil {
+		return nil, err
+	}
+	if err := validateID("memory id", id); err != nil {
+		return nil, err
+	}
+	m, err := s.store.GetMemory(ctx, app, id)
+	if err == nil && !m.Visible(s.now()) {
+		err = fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ListMemoriesRequest is the input of ListMemories.
+type ListMemoriesRequest struct {
+	App       string
+	Scope     Scope // empty: every scope
+	Filter    string
+	PageSize  int32
+	PageToken string
+}
+
+// ListMemories returns a page of memories, most recently updated first.
+func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*Memory, string, error) {
+	if err := validateApp(r.App); err != nil {
+		return nil, "", err
+	}
+	if len(r.Scope) > 0 {
+		if err := validateScope("scope", r.Scope); err != nil {
+			return nil, "", err
+		}
+	}
+	f, err := ParseFilter(r.Filter)
+	if err != nil {
+		return nil, "", err
+	}
+	size, err := aip.PageSize("page_size", r.PageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.listPage(ctx, "memories", r.App, r.Scope, f, r.Filter, size, r.PageToken)
+}
+
+func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f Filter, filter string, size int, token string) ([]*Memory, string, error) {
+	scopeKey := ""
+	if len(scope) > 0 {
+		scopeKey = scope.Key()
+	}
+	digest := aip.QueryDigest(kind, app, scopeKey, filter)
+	tok, err := aip.DecodePageToken(token, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	q := ListQuery{App: app, ScopeKey: scopeKey, Filter: f, Now: s.now(), AfterID: tok.ID, Limit: size + 1}
+	if tok.ID != "" {
+		q.AfterUpdate = time.Unix(0, tok.Time)
+	}
+	list, err := s.store.ListMemories(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	size = aip.PageLen(list, size, s.cfg.MaxReadBytes, (*Memory).responseBytes)
+	list, next := aip.Page(list, size, digest, func(last *Memory) aip.PageToken {
+		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
+	})
+	return list, next, nil
+}
+
+// MemoryUpdate lists the fields UpdateMemory changes; nil fields stay.
+type MemoryUpdate struct {
+	Fact       *string
+	Topics     *[]string
+	Metadata   *map[string]string
+	ExpireTime *time.Time // pointer to zero: never expires
+	TTL        *time.Duration
+	// EventTime and StatedTime: pointers to zero clear them.
+	EventTime, StatedTime *time.Time
+}
+
+// UpdateMemory changes a memory and records a revision.
+func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpdate) (*Memory, error) {
+	if u.Fact != nil {
+		if err := validateFact("memory.fact", *u.Fact); err != nil {
+			return nil, err
+		}
+	}
+	if u.Topics != nil {
+		if err := validateTopics("memory.topics", *u.Topics); err != nil {
+			return nil, err
+		}
+	}
+	if u.Metadata != nil {
+		if err := validateMetadata("memory.metadata", *u.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	var event, stated time.Time
+	if u.EventTime != nil {
+		event = *u.EventTime
+	}
+	if u.StatedTime != nil {
+		stated = *u.StatedTime
+	}
+	if err := validateTimes("memory", event, stated); err != nil {
+		return nil, err
+	}
+	return s.modify(ctx, app, id, func(m *Memory, now time.Time) (Action, string, error) {
+		if u.EventTime != nil {
+			m.EventTime = event
+		}
+		if u.StatedTime != nil {
+			m.StatedTime = stated
+		}
+		if u.Fact != nil {
+			m.Fact = *u.Fact
+		}
+		if u.Topics != nil {
+			m.Topics = slices.Clone(*u.Topics)
+		}
+		if u.Metadata != nil {
+			m.Metadata = maps.Clone(*u.Metadata)
+		}
+		if u.ExpireTime != nil || u.TTL != nil {
+			var at time.Time
+			var ttl time.Duration
+			if u.ExpireTime != nil {
+				at = *u.ExpireTime
+			}
+			if u.TTL != nil {
+				if ttl = *u.TTL; ttl <= 0 {
+					return 0, "", fault.Invalidf("ttl must be positive")
+				}
+			}
+			if at.IsZero() && ttl == 0 {
+				m.ExpireTime = time.Time{}
+			} else {
+				exp, err := expiry(now, at, ttl, 0)
+				if err != nil {
+					return 0, "", err
+				}
+				m.ExpireTime = exp
+			}
+		}
+		return Updated, "updated directly", nil
+	})
+}
+
+// DeleteMemory deletes a memory; its revisions remain.
+func (s *Service) DeleteMemory(ctx context.Context, app, id string) error {
+	_, err := s.modify(ctx, app, id, func(m *Memory, _ time.Time) (Action, string, error) {
+		m.Deleted = true
+		return Deleted, "deleted directly", nil
+	})
+	return err
+}
+
+// modify applies change to a visible memory with a new revision, retrying
+// when a concurrent change won.
+func (s *Service) modify(ctx context.Context, app, id string, change func(m *Memory, now time.Time) (Action, string, error)) (*Memory, error) {
+	for attempt := 0; ; attempt++ {
+		m, err := s.GetMemory(ctx, app, id)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := s.config(ctx, app)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now()
+		old := m.Revision
+		oldFact := m.Fact
+		action, reason, err := change(m, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.writeRevision(ctx, cfg, m, old, m.Fact != oldFact, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+}
+
+// writeRevision stores m as revision old+1 with its revision record, if the
+// memory is still at revision old; otherwise the error is Aborted and the
+// caller reads the memory again. With the app's redaction on it redacts
+// the fact first. It embeds the fact when it changed, or when m has no
+// vector of the current embedder.
+func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
+	red, err := s.Redactor(cfg)
+	if err != nil {
+		return err
+	}
+	if f := redactFact(red, m.Fact); f != m.Fact {
+		m.Fact, factChanged = f, true
+	}
+	if factChanged || len(m.Embedding) == 0 || m.EmbeddingModel != s.emb.Name() {
+		vecs, err := s.emb.Embed(ctx, []string{m.Fact}, model.TaskDocument)
+		if err != nil {
+			return err
+		}
+		m.Embedding, m.EmbeddingModel = vecs[0], s.emb.Name()
+	}
+	m.Revision, m.UpdateTime = old+1, now
+	rev := s.revision(cfg, m, action, now, reason, nil, "")
+	return s.store.Write(ctx, &Write{App: m.App, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
+}

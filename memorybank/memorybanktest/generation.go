@@ -1,0 +1,357 @@
+package memorybanktest
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/sessions"
+)
+
+// Generation: direct facts, events and sessions, extraction,
+// consolidation and the model's failures.
+
+func testDirectFactsWithoutModel(t *testing.T, h *harness) {
+	gen := func(facts ...string) *Operation {
+		t.Helper()
+		var df []memorybank.DirectFact
+		for _, f := range facts {
+			df = append(df, memorybank.DirectFact{Fact: f})
+		}
+		op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: df})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.State.Done() {
+			t.Fatalf("GenerateMemories returned a finished operation")
+		}
+		h.drain(h.noGen)
+		return h.op(op)
+	}
+	op := gen("The user prefers window seats.", "The user is vegetarian.")
+	if op.State != jobs.Succeeded || len(op.Generated) != 2 {
+		t.Fatalf("first generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
+	}
+	// Direct facts are stated when the request was made.
+	for _, g := range op.Generated {
+		m, err := h.svc.GetMemory(h.ctx, "app1", g.Memory.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.StatedTime.Equal(op.CreateTime) {
+			t.Fatalf("memory %s from a direct fact: stated %v, want at the request (%v)", m.ID, m.StatedTime, op.CreateTime)
+		}
+	}
+	// The same facts again change nothing; the result names the memories
+	// that hold them already.
+	again := gen("The user prefers window seats.", "the user is vegetarian")
+	if again.State != jobs.Succeeded || len(again.Generated) != 2 {
+		t.Fatalf("repeated facts: %s %v %s, want the 2 memories unchanged", again.State, again.Generated, again.ErrorMessage)
+	}
+	for i, g := range again.Generated {
+		if g.Action != memorybank.Unchanged || g.Memory.ID != op.Generated[i].Memory.ID || g.Memory.Revision != 1 {
+			t.Fatalf("repeated fact %d: %s memory %s revision %d, want memory %s unchanged at revision 1", i, g.Action, g.Memory.ID, g.Memory.Revision, op.Generated[i].Memory.ID)
+		}
+	}
+	if got := h.facts(user1); len(got) != 2 {
+		t.Fatalf("memories after the same facts twice = %v", got)
+	}
+	if len(h.gemini.Calls()) != 0 {
+		t.Fatalf("a model was called without one configured")
+	}
+}
+
+func testDirectFactsSource(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "chat-1"}
+	op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user's cat is called Miso."}},
+		FactsSession: &key, FactsEventIDs: []string{"e-7"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.noGen)
+	op = h.op(op)
+	if op.State != jobs.Succeeded || len(op.Generated) != 1 {
+		t.Fatalf("generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
+	}
+	m := op.Generated[0].Memory
+	want := []memorybank.Source{{Session: key.Name(), EventIDs: []string{"e-7"}}}
+	if !reflect.DeepEqual(m.Sources, want) {
+		t.Fatalf("sources = %+v, want %+v", m.Sources, want)
+	}
+
+	other := sessions.Key{App: "app2", User: "u1", ID: "chat-1"}
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "x"}}, FactsSession: &other,
+	})
+	wantKind(t, "a source session of another app", err, fault.Invalid)
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "x"}}, FactsEventIDs: []string{"e1"},
+	})
+	wantKind(t, "event ids without a session", err, fault.Invalid)
+}
+
+func testEventsNeedAModel(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	_, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	wantKind(t, "session source without a model", err, fault.FailedPrecondition)
+	if !strings.Contains(err.Error(), "--model-provider") {
+		t.Fatalf("error %q does not name the settings", err)
+	}
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: []*sessions.Event{{Author: "user"}}})
+	wantKind(t, "inline events without a model", err, fault.FailedPrecondition)
+}
+
+// extraction is an extraction reply whose i-th fact cites event i.
+func extraction(facts ...string) map[string]any { return extractionOf(0, facts...) }
+
+// extractionOf is an extraction reply whose facts cite event n (0: the
+// i-th fact cites event i).
+func extractionOf(n int, facts ...string) map[string]any {
+	var fs []any
+	for i, f := range facts {
+		ev := n
+		if ev == 0 {
+			ev = i + 1
+		}
+		fs = append(fs, map[string]any{"fact": f, "topic": "USER_PREFERENCES", "events": []int{ev}})
+	}
+	if fs == nil {
+		fs = []any{}
+	}
+	return map[string]any{"facts": fs}
+}
+
+func testGenerateFromSession(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "I love hiking in the Alps.", "Also, call me Kim.")
+	h.gemini.ReplyJSON(extraction("The user loves hiking in the Alps.", "The user wants to be called Kim."))
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Generate.Scope["user_id"] != "u1" {
+		t.Fatalf("default scope = %v", op.Generate.Scope)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != jobs.Succeeded || len(op.Generated) != 2 || op.ModelCalls != 1 || op.EventsProcessed != 2 || op.FactsExtracted != 2 {
+		t.Fatalf("operation = %s, %d generated, %d model calls, %d events, %d facts, %s", op.State, len(op.Generated), op.ModelCalls, op.EventsProcessed, op.FactsExtracted, op.ErrorMessage)
+	}
+	call := h.gemini.Calls()[0]
+	if !strings.Contains(call.Text(), "[1] user: I love hiking in the Alps.") || !strings.Contains(call.System, "USER_PREFERENCES") || call.Schema == nil {
+		t.Fatalf("extraction call = %q / schema %v", call.Text(), call.Schema)
+	}
+	m := op.Generated[0].Memory
+	if op.Generated[0].Action != memorybank.Created || len(m.Sources) != 1 || m.Sources[0].Session != key.Name() || m.Sources[0].EventIDs[0] != "e1" {
+		t.Fatalf("generated memory = %+v", m)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, "")
+	// The revision records the fact it came from, not every fact of the run.
+	if len(revs) != 1 || !slices.Equal(revs[0].ExtractedFacts, []string{"The user loves hiking in the Alps."}) || revs[0].Operation != op.Name() || len(revs[0].Sources) != 1 {
+		t.Fatalf("revision = %+v", revs[0])
+	}
+	// Nothing new: no model call, nothing changes.
+	again, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	if again = h.op(again); again.State != jobs.Succeeded || len(again.Generated) != 0 || again.ModelCalls != 0 {
+		t.Fatalf("re-ingesting = %s %v with %d model calls", again.State, again.Generated, again.ModelCalls)
+	}
+	// Only the new event is sent; consolidation sees the similar memory.
+	h.sess.Append(key, "I went hiking in the Alps again last week.")
+	h.gemini.ReplyJSON(extraction("The user went hiking in the Alps last week."))
+	h.gemini.ReplyJSON(map[string]any{"actions": []any{map[string]any{"candidate": 1, "action": "UPDATE", "memory": 1, "fact": "The user loves hiking in the Alps and went again last week."}}})
+	third, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	third = h.op(third)
+	calls := h.gemini.Calls()
+	if len(calls) != 3 || strings.Contains(calls[1].Text(), "Call me Kim") || !strings.Contains(calls[1].Text(), "[1] user: I went hiking") {
+		t.Fatalf("second extraction sent %q", calls[1].Text())
+	}
+	if !strings.Contains(calls[2].Text(), "[1] The user loves hiking in the Alps.") {
+		t.Fatalf("consolidation did not show the similar memory as [1]: %q", calls[2].Text())
+	}
+	if third.State != jobs.Succeeded || len(third.Generated) != 1 || third.Generated[0].Action != memorybank.Updated || third.ModelCalls != 2 {
+		t.Fatalf("third generation = %s %+v %d calls %s", third.State, third.Generated, third.ModelCalls, third.ErrorMessage)
+	}
+	upd := third.Generated[0].Memory
+	if upd.ID != m.ID || len(upd.Sources[0].EventIDs) != 2 {
+		t.Fatalf("updated memory = %+v", upd)
+	}
+}
+
+// testTimesFromSession: a memory generated from events records when it was
+// stated (the latest timestamp of the events it came from) and the date
+// the model gave (event_time); the prompt shows the timestamps and asks
+// for relative dates resolved against them; a later statement that updates
+// the memory restates it.
+func testTimesFromSession(t *testing.T, h *harness) {
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	events := h.sess.Append(key, "I adopted a puppy.", "That was last Tuesday, her name is Luna.", "Unrelated chat.")
+	h.gemini.ReplyJSON(map[string]any{"facts": []any{
+		map[string]any{"fact": "The user adopted a puppy named Luna on 2025-12-30.", "topic": "USER_PERSONAL_INFO", "events": []int{1, 2}, "date": "2025-12-30"},
+		map[string]any{"fact": "The user likes chatting.", "topic": "USER_PREFERENCES", "events": []int{3}, "date": "sometime"},
+	}})
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != jobs.Succeeded || len(op.Generated) != 2 {
+		t.Fatalf("operation = %s %+v %s", op.State, op.Generated, op.ErrorMessage)
+	}
+	call := h.gemini.Calls()[0]
+	if !strings.Contains(call.Text(), "I adopted a puppy. ("+events[0].Timestamp.Format("2006-01-02 15:04")+")") || !strings.Contains(call.System, "last Tuesday") {
+		t.Fatalf("the extraction prompt shows no timestamps or asks for no resolved dates: %q / %q", call.Text(), call.System)
+	}
+	luna, chat := op.Generated[0].Memory, op.Generated[1].Memory
+	if !luna.StatedTime.Equal(events[1].Timestamp) || !luna.EventTime.Equal(time.Date(2025, 12, 30, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("puppy memory: stated %v, event %v; want %v (the later event) and 2025-12-30", luna.StatedTime, luna.EventTime, events[1].Timestamp)
+	}
+	if !chat.StatedTime.Equal(events[2].Timestamp) || !chat.EventTime.IsZero() {
+		t.Errorf("chat memory: stated %v, event %v; want %v and no event time (the date was not one)", chat.StatedTime, chat.EventTime, events[2].Timestamp)
+	}
+	stored, err := h.svc.GetMemory(h.ctx, "app1", luna.ID)
+	if err != nil || !stored.StatedTime.Equal(luna.StatedTime) || !stored.EventTime.Equal(luna.EventTime) {
+		t.Fatalf("stored = %+v, %v", stored, err)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", luna.ID, 0, "")
+	if len(revs) != 1 || !revs[0].EventTime.Equal(luna.EventTime) || !revs[0].StatedTime.Equal(luna.StatedTime) {
+		t.Fatalf("revision times = %+v", revs)
+	}
+	// Said again later: the memory is restated.
+	later := h.sess.Append(key, "Luna is doing great.")
+	h.gemini.ReplyJSON(extraction("The user has a puppy named Luna."))
+	h.gemini.ReplyJSON(map[string]any{"actions": []any{map[string]any{"candidate": 1, "action": "UPDATE", "memory": 1, "fact": "The user adopted a puppy named Luna on 2025-12-30; she is doing great."}}})
+	again, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	h.drain(h.svc)
+	if again = h.op(again); again.State != jobs.Succeeded || len(again.Generated) != 1 {
+		t.Fatalf("second generation = %s %+v %s", again.State, again.Generated, again.ErrorMessage)
+	}
+	upd := again.Generated[0].Memory
+	if upd.ID != luna.ID || !upd.StatedTime.Equal(later[0].Timestamp) || !upd.EventTime.Equal(luna.EventTime) {
+		t.Errorf("updated memory: %s stated %v event %v; want %s restated at %v, event time kept", upd.ID, upd.StatedTime, upd.EventTime, luna.ID, later[0].Timestamp)
+	}
+}
+
+func testConsolidationActions(t *testing.T, h *harness) {
+	tea := h.create("The user drinks coffee every morning.", user1)
+	dog := h.create("The user has a dog named Rex.", user1)
+	events := []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I switched from coffee to tea. Rex says hi. I have a dog named Rex."}}}}}
+	h.gemini.ReplyJSON(extractionOf(1, "The user now drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."))
+	// The consolidation reply names memories by the numbers the prompt shows.
+	h.gemini.SetResponder(func(c modeltest.Call) modeltest.Reply {
+		coffee := shownNumber(c.Text(), "coffee every morning")
+		return modeltest.Reply{Text: fmt.Sprintf(`{"actions":[
+			{"candidate":1,"action":"DELETE","memory":%d,"fact":""},
+			{"candidate":1,"action":"CREATE","memory":0,"fact":"The user drinks tea instead of coffee."},
+			{"candidate":2,"action":"SKIP","memory":0,"fact":""}]}`, coffee)}
+	})
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != jobs.Succeeded {
+		t.Fatalf("operation %s: %s", op.State, op.ErrorMessage)
+	}
+	var actions []string
+	for _, g := range op.Generated {
+		actions = append(actions, g.Action.String()+" "+g.Memory.Fact)
+	}
+	slices.Sort(actions)
+	want := []string{
+		"CREATED The user drinks tea instead of coffee.",
+		"CREATED The user lives near a park.", // not addressed by the model: kept
+		"DELETED The user drinks coffee every morning.",
+	}
+	if diff := cmp.Diff(want, actions); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	got := h.facts(user1)
+	wantFacts := []string{"The user drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."}
+	if diff := cmp.Diff(wantFacts, got); diff != "" {
+		t.Fatalf("memories (-want +got):\n%s", diff)
+	}
+	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", tea.ID, 0, "")
+	if revs[0].Action != memorybank.Deleted || !strings.Contains(revs[0].Reason, "tea instead of coffee") {
+		t.Fatalf("deletion revision = %+v", revs[0])
+	}
+	if d, _ := h.svc.GetMemory(h.ctx, "app1", dog.ID); d.Revision != 1 {
+		t.Fatalf("skipped memory changed: %+v", d)
+	}
+}
+
+// shownNumber returns the number under which a consolidation prompt shows
+// the memory whose fact contains substr (0 when it is not shown).
+func shownNumber(prompt, substr string) int {
+	for _, line := range strings.Split(prompt, "\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "[%d]", &n); err == nil && strings.Contains(line, substr) {
+			return n
+		}
+	}
+	return 0
+}
+
+func testDisableConsolidationAndAllowedTopics(t *testing.T, h *harness) {
+	h.create("The user likes jazz.", user1)
+	h.gemini.ReplyJSON(map[string]any{"facts": []any{
+		map[string]any{"fact": "The user likes jazz.", "topic": "USER_PREFERENCES", "events": []int{1}},
+		map[string]any{"fact": "The user is 30 years old.", "topic": "USER_PERSONAL_INFO", "events": []int{1}},
+	}})
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
+		App: "app1", Scope: user1, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"},
+		Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I'm 30 and love jazz"}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	op = h.op(op)
+	if op.State != jobs.Succeeded || op.ModelCalls != 1 || len(op.Generated) != 1 || op.Generated[0].Memory.Fact != "The user likes jazz." {
+		t.Fatalf("operation %s, %d calls, %+v", op.State, op.ModelCalls, op.Generated)
+	}
+	enum := fmt.Sprint(h.gemini.Calls()[0].Schema)
+	if strings.Contains(enum, "USER_PERSONAL_INFO") {
+		t.Fatalf("extraction schema offers a topic outside allowed_topics: %s", enum)
+	}
+	if got := h.facts(user1); len(got) != 2 {
+		t.Fatalf("without consolidation the duplicate should be stored: %v", got)
+	}
+}
+
+func testTransientFailureRetried(t *testing.T, h *harness) {
+	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I play the violin."}}}}}
+	// Every HTTP attempt of the first operation attempt fails; the second
+	// operation attempt succeeds.
+	for range modeltest.FastRetry.Attempts {
+		h.gemini.Reply(modeltest.Reply{Status: 503})
+	}
+	h.gemini.ReplyJSON(extraction("The user plays the violin."))
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	if got := h.op(op); got.State != jobs.Pending || got.Attempt != 1 {
+		t.Fatalf("after a failed attempt: %s attempt %d (%s)", got.State, got.Attempt, got.Progress)
+	}
+	h.clock.Advance(time.Minute) // past the backoff
+	h.drain(h.svc)
+	got := h.op(op)
+	if got.State != jobs.Succeeded || got.Attempt != 2 || len(got.Generated) != 1 {
+		t.Fatalf("after the retry: %s attempt %d %s", got.State, got.Attempt, got.ErrorMessage)
+	}
+}

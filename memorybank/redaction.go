@@ -1,0 +1,71 @@
+package memorybank
+
+import (
+	"encoding/json"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/redact"
+)
+
+// PIIRedaction is an app's redaction of personal data (package redact).
+// With Enabled, every text sent to a model for extraction, consolidation
+// or a session's compaction is redacted (redact.Generator), and so is
+// every memory fact before it is stored, however it came (a direct fact,
+// a model's reply, CreateMemory, UpdateMemory, a rollback), and every
+// similarity search query before it is embedded, and every fact embedded
+// again after a change of embedder (Reembed). Session events and state
+// are stored as given.
+type PIIRedaction struct {
+	Enabled bool
+	// Rules say what is redacted (no categories: all of them).
+	redact.Rules
+}
+
+// maxRedactors bounds the redactors a Service keeps.
+const maxRedactors = 64
+
+// Redactor returns the redactor of an app's configuration: nil (no
+// redaction) when its PIIRedaction is off. The redactors are kept by
+// their rules, so that the paths that redact at every call (CreateMemory,
+// RetrieveMemories) do not compile an app's patterns again each time
+// (about 0.5 ms for 16 patterns).
+func (s *Service) Redactor(cfg *BankConfig) (*redact.Redactor, error) {
+	p := cfg.PIIRedaction
+	if !p.Enabled {
+		return nil, nil
+	}
+	key, err := json.Marshal(p.Rules)
+	if err != nil {
+		return nil, err
+	}
+	s.redactorMu.Lock()
+	r, ok := s.redactors[string(key)]
+	s.redactorMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	if r, err = redact.New(p.Rules); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "the pii_redaction stored for app %s is not valid", cfg.App)
+	}
+	s.redactorMu.Lock()
+	if len(s.redactors) >= maxRedactors {
+		clear(s.redactors)
+	}
+	s.redactors[string(key)] = r
+	s.redactorMu.Unlock()
+	return r, nil
+}
+
+// redactFact returns a fact redacted by r (nil: unchanged), cut to
+// MaxFactBytes where its placeholders made it longer than the limit.
+func redactFact(r *redact.Redactor, fact string) string {
+	if r == nil {
+		return fact
+	}
+	out := r.Redact(fact)
+	if len(out) > MaxFactBytes {
+		out = aip.Truncate(out, MaxFactBytes-len("..."))
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+package model_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/model"
+)
+
+// The memory bank's calls as it sends them (memorybank/prompts.go): the
+// response schemas of its replies, and the conversation and the memories
+// in its prompt format. The end-to-end tests (internal/node) run the real
+// pipeline.
+type extractionReply struct {
+	Facts []struct {
+		Fact   string `json:"fact"`
+		Topic  string `json:"topic" jsonschema:"enum=USER_PERSONAL_INFO,enum=USER_PREFERENCES"`
+		Events []int  `json:"events"`
+		Date   string `json:"date,omitempty"`
+	} `json:"facts"`
+}
+
+type consolidationReply struct {
+	Actions []struct {
+		Candidate int    `json:"candidate"`
+		Action    string `json:"action"`
+		Memory    int    `json:"memory"`
+		Fact      string `json:"fact"`
+	} `json:"actions"`
+}
+
+func TestOfflineExtractorExtracts(t *testing.T) {
+	req := &model.GenerateRequest{
+		System: "You maintain the long-term memory of an assistant about its user. ...",
+		Messages: []model.Message{{Role: "user", Text: `The conversation:
+[1] user: Hello! (2026-05-08 09:00)
+[2] hana: Hi! Tell me about yourself. I love flowers. (2026-05-08 09:00)
+[3] user: I have a dog called Pochi.
+I moved to Kyoto last month. I love green tea. (2026-05-08 09:01)
+[4] user: I'm going to Hokkaido next Saturday. (calls weather {"city":"Sapporo"}) (2026-05-08 09:02)
+[5] Caroline: I live in Boston. (2026-05-08 09:03)
+[6] Assistant: I live in the cloud.
+`}},
+		Schema: model.SchemaFor(&extractionReply{}),
+	}
+	resp, err := model.OfflineExtractor{}.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got extractionReply
+	if err := json.Unmarshal([]byte(resp.Text), &got); err != nil {
+		t.Fatalf("reply %q: %v", resp.Text, err)
+	}
+	type fact struct {
+		fact, topic string
+		event       int
+		date        string
+	}
+	want := []fact{
+		{"The user has a dog called Pochi.", "USER_PERSONAL_INFO", 3, ""},
+		{"The user moved to Kyoto in April 2026 and lives there.", "USER_PERSONAL_INFO", 3, "2026-04"},
+		{"The user loves green tea.", "USER_PREFERENCES", 3, ""},
+		// KEY_CONVERSATION_DETAILS is not among the topics asked for.
+		{"The user is going to Hokkaido on 9 May 2026.", "", 4, "2026-05-09"},
+		{"Caroline lives in Boston.", "USER_PERSONAL_INFO", 5, ""},
+	}
+	if len(got.Facts) != len(want) {
+		t.Fatalf("facts %+v, want %+v", got.Facts, want)
+	}
+	for i, w := range want {
+		g := got.Facts[i]
+		if g.Fact != w.fact || g.Topic != w.topic || len(g.Events) != 1 || g.Events[0] != w.event || g.Date != w.date {
+			t.Errorf("fact %d: %+v, want %+v", i+1, g, w)
+		}
+	}
+}
+
+func TestOfflineExtractorConsolidates(t *testing.T) {
+	req := &model.GenerateRequest{
+		Messages: []model.Message{{Role: "user", Text: `Existing memories:
+[1] The user lives in Osaka.
+[2] The user has a dog called Pochi.
+
+New facts:
+(1) The user moved to Kyoto in April 2026 and lives there.
+(2) The user owns a dog named Pochi.
+(3) The user plays the cello.
+`}},
+		Schema: model.SchemaFor(&consolidationReply{}),
+	}
+	resp, err := model.OfflineExtractor{}.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got consolidationReply
+	if err := json.Unmarshal([]byte(resp.Text), &got); err != nil {
+		t.Fatalf("reply %q: %v", resp.Text, err)
+	}
+	b, _ := json.Marshal(got.Actions)
+	want := `[{"candidate":1,"action":"UPDATE","memory":1,"fact":"The user moved from Osaka to Kyoto in April 2026 and lives there."},` +
+		`{"candidate":2,"action":"SKIP","memory":2,"fact":""},{"candidate":3,"action":"CREATE","memory":0,"fact":"The user plays the cello."}]`
+	if string(b) != want {
+		t.Errorf("actions %s\nwant    %s", b, want)
+	}
+}
+
+func TestOfflineExtractorRefusesOtherCalls(t *testing.T) {
+	m := model.NewMeter()
+	gen := m.Generator(model.OfflineExtractor{})
+	if !model.IsOfflineExtractor(gen) || model.IsOfflineExtractor(m.Generator(&model.Gemini{})) {
+		t.Fatal("IsOfflineExtractor does not see through the meter")
+	}
+	for _, req := range []*model.GenerateRequest{
+		{System: "Summarise the conversation.", Messages: []model.Message{{Role: "user", Text: "[1] user: hi"}}},
+		{Messages: []model.Message{{Role: "user", Text: "hi"}}, Schema: model.SchemaFor(&struct{ Mood string }{})},
+	} {
+		_, err := gen.Generate(t.Context(), req)
+		if fault.KindOf(err) != fault.FailedPrecondition || !strings.Contains(err.Error(), "needs a language model") || !strings.Contains(err.Error(), "--model-provider gemini") {
+			t.Errorf("%v: want FailedPrecondition saying a language model is needed", err)
+		}
+	}
+	if got := gen.Name(); got != "offline:kioku-extractor-v1" {
+		t.Errorf("name %q", got)
+	}
+}
