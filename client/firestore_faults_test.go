@@ -18,8 +18,8 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/faultproxy"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 	"github.com/kioku-ai/kioku/internal/node"
 )
 

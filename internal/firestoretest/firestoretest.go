@@ -37,8 +37,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/kioku-ai/kioku/internal/faultproxy"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 )
 
 const install = `the Firestore emulator is needed: install the Google Cloud CLI with its

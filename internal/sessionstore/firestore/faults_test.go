@@ -10,9 +10,9 @@ import (
 	gfs "cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/faultproxy"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 	"github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	"github.com/kioku-ai/kioku/sessions"
 )

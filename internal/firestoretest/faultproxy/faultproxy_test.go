@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/faultproxy"
+	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 )
 
 // echo serves a TCP echo server on a loopback port.
