@@ -101,5 +101,13 @@
 // the target's otherwise. A memory file keeps its id, path and revisions,
 // and its user's usage counts it (the memory tool's per-user limits are
 // not applied to an import: a user over one can delete, not add); a path
-// the memory tool would refuse is refused.
+// the memory tool would refuse is refused. An archive whose header names
+// one app, or one user, holds nothing else: a record of another app or
+// user (or, in a user's archive, of the whole app: app state, the bank's
+// configuration, memories of no user) stops the import at that record,
+// before anything of it is written. So does a session or event the API
+// would refuse (sessions.ValidateImported: an event id that is no id, an
+// event over the event size limit, state nested too deep, a user:, app:
+// or temp: key in a session's own state); the records before it stay
+// written.
 package archive

@@ -23,9 +23,11 @@ import (
 )
 
 // Version is the version of the format this package writes. It reads
-// every version from 1 (version 2 added the memory files; a version-1
-// archive holds none).
-const Version = 2
+// every version from 1 (version 2 added the memory files, which a
+// version-1 archive does not hold; version 3 memories' display names,
+// descriptions and typed metadata values, in memorybank.Metadata's stored
+// form, which reads the string values of before as they were).
+const Version = 3
 
 // formatName is the header's "format": what tells a kioku archive.
 const formatName = "kioku-archive"
@@ -160,22 +162,24 @@ type (
 		Config json.RawMessage `json:"config"`
 	}
 	memoryRecord struct {
-		Kind           Kind              `json:"kind"`
-		Name           string            `json:"name"`
-		Fact           string            `json:"fact"`
-		Scope          map[string]string `json:"scope"`
-		Topics         []string          `json:"topics,omitempty"`
-		Metadata       map[string]string `json:"metadata,omitempty"`
-		Sources        json.RawMessage   `json:"sources,omitempty"`
-		CreateTime     time.Time         `json:"create_time,omitzero"`
-		UpdateTime     time.Time         `json:"update_time,omitzero"`
-		ExpireTime     time.Time         `json:"expire_time,omitzero"`
-		EventTime      time.Time         `json:"event_time,omitzero"`
-		StatedTime     time.Time         `json:"stated_time,omitzero"`
-		Revision       int64             `json:"revision"`
-		Deleted        bool              `json:"deleted,omitempty"`
-		EmbeddingModel string            `json:"embedding_model,omitempty"`
-		Embedding      string            `json:"embedding,omitempty"`
+		Kind           Kind                `json:"kind"`
+		Name           string              `json:"name"`
+		Fact           string              `json:"fact"`
+		DisplayName    string              `json:"display_name,omitempty"`
+		Description    string              `json:"description,omitempty"`
+		Scope          map[string]string   `json:"scope"`
+		Topics         []string            `json:"topics,omitempty"`
+		Metadata       memorybank.Metadata `json:"metadata,omitempty"`
+		Sources        json.RawMessage     `json:"sources,omitempty"`
+		CreateTime     time.Time           `json:"create_time,omitzero"`
+		UpdateTime     time.Time           `json:"update_time,omitzero"`
+		ExpireTime     time.Time           `json:"expire_time,omitzero"`
+		EventTime      time.Time           `json:"event_time,omitzero"`
+		StatedTime     time.Time           `json:"stated_time,omitzero"`
+		Revision       int64               `json:"revision"`
+		Deleted        bool                `json:"deleted,omitempty"`
+		EmbeddingModel string              `json:"embedding_model,omitempty"`
+		Embedding      string              `json:"embedding,omitempty"`
 	}
 	revisionRecord struct {
 		Kind     Kind            `json:"kind"`
@@ -299,7 +303,8 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 		return err
 	}
 	return w.write(KindMemory, memoryRecord{
-		Kind: KindMemory, Name: m.Name(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
+		Kind: KindMemory, Name: m.Name(), Fact: m.Fact, DisplayName: m.DisplayName, Description: m.Description,
+		Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
 		Sources:    sources,
 		CreateTime: m.CreateTime.UTC(), UpdateTime: m.UpdateTime.UTC(), ExpireTime: m.ExpireTime.UTC(),
 		EventTime: m.EventTime.UTC(), StatedTime: m.StatedTime.UTC(),
@@ -613,7 +618,8 @@ func decode(kind Kind, line []byte) (*Record, error) {
 			return nil, err
 		}
 		mem := &memorybank.Memory{
-			App: app, ID: id, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
+			App: app, ID: id, Fact: m.Fact, DisplayName: m.DisplayName, Description: m.Description,
+			Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
 			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime,
 			EventTime: m.EventTime, StatedTime: m.StatedTime,
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,

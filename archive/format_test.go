@@ -121,6 +121,9 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	event.Partial = false // never stored
 	config := filled[memorybank.BankConfig](f)
 	mem := filled[memorybank.Memory](f)
+	// Metadata of every type (the filler leaves values empty strings).
+	mem.Metadata = memorybank.Metadata{"s": memorybank.StringValue("x"), "d": memorybank.DoubleValue(-2.5e-3),
+		"b": memorybank.BoolValue(true), "t": memorybank.TimestampValue(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))}
 	rev := filled[memorybank.Revision](f)
 	rev.Action = memorybank.Updated
 	wm := filled[memorybank.Watermark](f)
@@ -190,6 +193,25 @@ const (
 	header2 = `{"kind":"header","format":"kioku-archive","version":2,"created":"2026-01-01T00:00:00Z"}`
 )
 
+// TestReadsMemoriesOfVersion2: a memory record of format version 2, with
+// metadata of strings and no display name, reads as it was written.
+func TestReadsMemoriesOfVersion2(t *testing.T) {
+	r, err := NewReader(gz(header2,
+		`{"kind":"memory","name":"apps/a/memories/m","fact":"The user likes tea.","scope":{"user_id":"u"},"metadata":{"source":"chat","n":"2"},"create_time":"2026-01-01T00:00:00Z","update_time":"2026-01-01T00:00:00Z","revision":1}`,
+		`{"kind":"end","records":{"memory":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "n": memorybank.StringValue("2")}
+	if m := rec.Memory; m == nil || m.Fact != "The user likes tea." || m.DisplayName != "" || !m.Metadata.Equal(want) {
+		t.Fatalf("version-2 memory read as %+v", rec.Memory)
+	}
+}
+
 // TestReaderRefuses checks that what is not a whole archive of a version
 // this package reads is refused with a message saying what is wrong.
 func TestReaderRefuses(t *testing.T) {
@@ -202,7 +224,7 @@ func TestReaderRefuses(t *testing.T) {
 		{"not gzip", bytes.NewBufferString("hello"), true, "not a kioku archive"},
 		{"empty", gz(), true, "it is empty"},
 		{"other json", gz(`{"a":1}`), true, "not a kioku-archive header"},
-		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":3}`), true, "format version 3; this kioku reads versions 1 to 2"},
+		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":4}`), true, "format version 4; this kioku reads versions 1 to 3"},
 		{"unknown header field", gz(`{"kind":"header","format":"kioku-archive","version":1,"shard":3}`), true, `unknown field "shard"`},
 		{"truncated", gz(header, `{"kind":"app_state","name":"apps/a/state","state":{}}`), false, "without its end record: it is truncated"},
 		{"unknown kind", gz(header, `{"kind":"vector_index","name":"x"}`), false, `unknown record kind "vector_index"`},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
@@ -72,6 +73,9 @@ func Import(ctx context.Context, st Stores, r *Reader, opts ImportOptions) (*Rep
 			return im.rep, err
 		}
 		im.rep.Read[rec.Kind]++
+		if err := within(r.Header(), rec); err != nil {
+			return im.rep, fmt.Errorf("record %d of the archive (%s) %w; nothing of it was written", r.line, rec.Kind, err)
+		}
 		if err := im.record(ctx, rec); err != nil {
 			return im.rep, fmt.Errorf("importing record %d of the archive (%s): %w", r.line, rec.Kind, err)
 		}
@@ -152,6 +156,9 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		return im.wrote(rec.Kind, wrote, err)
 	case KindSession:
 		s := rec.Session
+		if err := sessions.ValidateImported(s, nil); err != nil {
+			return err
+		}
 		im.session, im.skipping, im.lastSeq = s, false, 0
 		if s.Expired(im.opts.Now) {
 			im.skipping = true
@@ -222,6 +229,9 @@ func (im *importer) event(ctx context.Context, rec *Record) error {
 	im.lastSeq = rec.Event.Sequence
 	if im.skipping {
 		return nil
+	}
+	if err := sessions.ValidateImported(nil, []*sessions.Event{rec.Event}); err != nil {
+		return err
 	}
 	im.events = append(im.events, rec.Event)
 	im.eventBytes += rec.Size
@@ -359,5 +369,55 @@ func (im *importer) flushMarks(ctx context.Context) error {
 	}
 	im.rep.Written.add(KindWatermark, len(im.marks))
 	im.marks = nil
+	return nil
+}
+
+// within refuses a record outside the archive's selection (its header's
+// app and user): an archive of one app, or of one user, writes nothing
+// of another, however its records were edited.
+func within(h Header, rec *Record) error {
+	if h.App == "" {
+		return nil
+	}
+	app, user, userless := "", "", false // userless: a record of the whole app
+	switch rec.Kind {
+	case KindAppState, KindUserState:
+		app, user, userless = rec.State.Ref.App, rec.State.Ref.User, rec.State.Ref.User == ""
+	case KindSession:
+		app, user = rec.Session.App, rec.Session.User
+	case KindEvent, KindSessionDeleted:
+		app, user = rec.Of.App, rec.Of.User
+	case KindConfig:
+		app, userless = rec.Config.App, true
+	case KindMemory:
+		app, user = rec.Memory.App, rec.Memory.Scope.User()
+		userless = user == ""
+	case KindRevision:
+		app, user = rec.Revision.App, h.User // follows its memory, checked with it
+	case KindWatermark:
+		var err error
+		if app, user, _, err = aip.ParseSession("session", rec.Watermark.Session); err != nil {
+			return fmt.Errorf("names no session: %w", err)
+		}
+	case KindOperation:
+		app, user = rec.Operation.App, h.User
+		if h.User != "" && !memorybank.Concerns(rec.Operation, h.User) {
+			user = "another user"
+		}
+	case KindMemoryFile:
+		app, user = rec.File.App, rec.File.User
+	case KindFileRevision:
+		app, user = rec.FileRevision.App, rec.FileRevision.User
+	default:
+		return nil
+	}
+	switch {
+	case app != h.App:
+		return fmt.Errorf("is of app %q, but the archive's header says it holds app %q only", app, h.App)
+	case h.User != "" && userless:
+		return fmt.Errorf("is of the whole app %q, but the archive's header says it holds user %q only", app, h.User)
+	case h.User != "" && user != h.User:
+		return fmt.Errorf("is of user %q, but the archive's header says it holds user %q only", user, h.User)
+	}
 	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,24 +135,13 @@ func TestRoundTrip(t *testing.T) {
 // it.
 func TestImportResumes(t *testing.T) {
 	_, a, now := source(t)
-	zr, err := gzip.NewReader(bytes.NewReader(a))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(string(plain), "\n")
-	var cut bytes.Buffer
-	zw := gzip.NewWriter(&cut)
-	io.WriteString(zw, strings.Join(lines[:len(lines)/2], ""))
-	zw.Close()
+	lines := archiveLines(t, a)
+	cut := gzipped(lines[:len(lines)/2])
 
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			dst := b.open(t)
-			rep, err := load(t, dst, cut.Bytes(), archive.ImportOptions{Now: now})
+			rep, err := load(t, dst, cut, archive.ImportOptions{Now: now})
 			if err == nil || !strings.Contains(err.Error(), "truncated") {
 				t.Fatalf("import of a truncated archive: %v", err)
 			}
@@ -234,10 +226,138 @@ func TestImportRefusesConflicts(t *testing.T) {
 func TestImportRefusesOtherVersions(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":3,"created":"2030-01-01T00:00:00Z"}`+"\n")
+	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":4,"created":"2030-01-01T00:00:00Z"}`+"\n")
 	zw.Close()
 	_, err := archive.NewReader(&buf)
-	if err == nil || !strings.Contains(err.Error(), "format version 3; this kioku reads versions 1 to 2") {
-		t.Fatalf("reading a version 3 archive: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "format version 4; this kioku reads versions 1 to 3") {
+		t.Fatalf("reading a version 4 archive: %v", err)
+	}
+}
+
+// archiveLines returns the lines of an archive, each with its newline.
+func archiveLines(t *testing.T, data []byte) []string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.SplitAfter(string(plain), "\n")
+}
+
+// gzipped returns lines as an archive.
+func gzipped(lines []string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, strings.Join(lines, ""))
+	zw.Close()
+	return buf.Bytes()
+}
+
+// relabel rewrites an archive's header to claim the selection of app and
+// user, leaving its records as they are (an archive edited by hand).
+func relabel(t *testing.T, data []byte, app, user string) []byte {
+	claim := fmt.Sprintf(`"app":%q,"user":%q,`, app, user)
+	return edit(t, data, `"kind":"header"`, func(l string) string {
+		return strings.Replace(l, `"kind":"header",`, `"kind":"header",`+claim, 1)
+	})
+}
+
+// TestImportRefusesRecordsOutsideTheHeader: an archive whose header says
+// it holds one user (or one app) but whose records are of others (app
+// state, another user's state and sessions) is refused at the first such
+// record, naming it, and writes nothing of it: the target's user: and
+// app: state stay as they were.
+func TestImportRefusesRecordsOutsideTheHeader(t *testing.T) {
+	src, a, now := source(t)
+	for _, c := range []struct{ app, user, want string }{
+		{"a1", "u1", `is of the whole app "a1", but the archive's header says it holds user "u1" only`},
+		{"a9", "", `is of app "a1", but the archive's header says it holds app "a9" only`},
+	} {
+		dst := backends[0].open(t)
+		_, err := load(t, dst, relabel(t, a, c.app, c.user), archive.ImportOptions{Now: now})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("an archive of %s/%s holding others' records: %v; want %q", c.app, c.user, err, c.want)
+		}
+		for _, ref := range []sessions.StateRef{{App: "a1"}, {App: "a2"}, {App: "a1", User: "u1"}, {App: "a1", User: "u2"}} {
+			if st, _, err := dst.Sessions.GetState(t.Context(), ref); err != nil || len(st) != 0 {
+				t.Errorf("state of %v after the refused import: %v, %v", ref, st, err)
+			}
+		}
+	}
+	// The archive as exported still imports, and so does one of a user,
+	// whose header names the user.
+	if _, err := load(t, backends[0].open(t), a, archive.ImportOptions{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Header{Created: now, Store: "test", App: "a1", User: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := archive.Export(t.Context(), src, w, archive.Selection{App: "a1", User: "u1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := load(t, backends[0].open(t), buf.Bytes(), archive.ImportOptions{Now: now})
+	if err != nil {
+		t.Fatalf("an archive of user a1/u1: %v", err)
+	}
+	t.Logf("an archive of user a1/u1 imports: %v", rep.Written)
+}
+
+// edit rewrites the first line of an archive that contains match with
+// edit applied to it.
+func edit(t *testing.T, data []byte, match string, edit func(line string) string) []byte {
+	t.Helper()
+	lines := archiveLines(t, data)
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, match) })
+	if i < 0 {
+		t.Fatalf("no line of the archive has %s", match)
+	}
+	lines[i] = edit(lines[i])
+	return gzipped(lines)
+}
+
+// TestImportValidatesSessionsAndEvents: a session or event record the
+// API would refuse is refused by import, naming the field, before it is
+// written: an event id that is a path, an event over the event size
+// limit, an event whose state nests 5,000 deep, an app: key in a
+// session's own state.
+func TestImportValidatesSessionsAndEvents(t *testing.T) {
+	_, a, now := source(t)
+	replaceID := func(l string) string {
+		return regexp.MustCompile(`("event":\{.*?"id":)"[^"]*"`).ReplaceAllString(l, `$1"../../x"`)
+	}
+	big := func(l string) string {
+		return strings.Replace(l, `"event":{`, `"event":{"custom_metadata":{"blob":"`+strings.Repeat("x", 600<<10)+`"},`, 1)
+	}
+	deep := func(l string) string {
+		return strings.Replace(l, `"event":{`, `"event":{"custom_metadata":{"deep":`+strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`},`, 1)
+	}
+	appKey := func(l string) string { return strings.Replace(l, `"state":{`, `"state":{"app:motd":"pwned",`, 1) }
+	for _, c := range []struct {
+		what, match string
+		edit        func(string) string
+		want        string
+	}{
+		{"an event id that is a path", `"kind":"event"`, replaceID, `event.id`},
+		{"an event over the size limit", `"kind":"event"`, big, "the limit is 524288 bytes"},
+		{"an event nested 5,000 deep", `"kind":"event"`, deep, "nests deeper than 32 levels"},
+		{"an app: key in a session's state", `"kind":"session"`, appKey, `session.state key "app:motd" is of another scope`},
+	} {
+		dst := backends[0].open(t)
+		_, err := load(t, dst, edit(t, a, c.match, c.edit), archive.ImportOptions{Now: now})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error with %q", c.what, err, c.want)
+		}
+		if st, _, err := dst.Sessions.GetState(t.Context(), sessions.StateRef{App: "a1"}); err != nil || st["app:motd"] == "pwned" {
+			t.Errorf("%s: the app's state is %v, %v", c.what, st, err)
+		}
 	}
 }

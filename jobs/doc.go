@@ -51,13 +51,14 @@
 // the handler and its result.
 //
 // The scheduler claims the earliest claimable operation (Store.
-// QueuedOperations, by ClaimTime). Wake-ups replace polling: an Enqueue of
+// QueuedOperations, by ClaimTime; owners in turn, below). Wake-ups replace polling: an Enqueue of
 // this process, and the end of a run, wake it at once; with nothing to
 // claim it sleeps until the earliest due time among the queued operations.
 // Only on a store other processes also queue in does it poll, with a
 // backoff (Config.LocalQueue, PollInterval, MaxPollInterval). How many
-// operations may wait is bounded per key and per app (MaxQueuedPerKey,
-// MaxQueuedPerApp): Enqueue refuses one more with RESOURCE_EXHAUSTED.
+// operations may wait is bounded per key, per owner and per app
+// (MaxQueuedPerKey, MaxQueuedPerOwner, MaxQueuedPerApp): Enqueue refuses
+// one more with RESOURCE_EXHAUSTED.
 //
 // # Workers, apps and time
 //
@@ -81,15 +82,23 @@
 // Retry-After of a rate-limited model that was too long for the model
 // client to wait), and at most MaxRetryDelay.
 //
-// # Where the next scheduling rules go
+// # Users
 //
-// Fair queueing between the users of an app and between users and the
-// app's own backend (so that no user's operations, however many keys they
-// spread over, starve another's) belongs to claim (scheduler.go): today it
-// takes the earliest claimable operation of the scan (of an app under its
-// share of the workers, first); a fair claim would group the scanned
-// operations by the user their key names and take them round-robin, with
-// the per-user bound next to MaxQueuedPerKey in checkQueue.
+// A kind may name the owner of a key (Kind.Owner: for kioku's kinds, the
+// user_id of the scope), stored with each operation (Operation.Owner).
+// An owner's pending operations are bounded together, whatever keys they
+// spread over (MaxQueuedPerOwner, default 30): a user who adds a scope
+// key per request ({"user_id":"bob","n":"1"}, "n":"2", ...) reaches
+// their own bound, not the app's, and their next request is
+// RESOURCE_EXHAUSTED naming them ("user bob of app a has 30 memory
+// operations waiting, across all their keys"), while other users and the
+// app's own operations (no owner) still queue. And owners take turns: of
+// the claimable operations of a scan, claim takes first those of the
+// owner (per app) this process served least recently, the earliest within
+// an owner, so that one user's queued operations run interleaved with
+// every other user's and the app's, not all before them. The turns are
+// seen through the scan (the 32 operations due first) and counted per
+// process; the bound keeps one owner from filling the scan alone.
 //
 // # Stores
 //

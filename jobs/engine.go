@@ -62,11 +62,15 @@ type Config struct {
 	// SweepInterval how often Run deletes older ones. Defaults 7 days and
 	// 1m.
 	Retention, SweepInterval time.Duration
-	// MaxQueuedPerKey and MaxQueuedPerApp bound the operations waiting to
-	// run for one key and for one app: one more is RESOURCE_EXHAUSTED, so
-	// that no caller queues more work than the workers take (concurrent
-	// requests may pass the bound by their number). Defaults 20 and 1,000.
-	MaxQueuedPerKey, MaxQueuedPerApp int
+	// MaxQueuedPerKey, MaxQueuedPerOwner and MaxQueuedPerApp bound the
+	// operations waiting to run for one key, for one owner (the user the
+	// keys name: Kind.Owner, so that a user cannot multiply their share by
+	// spreading their operations over keys) and for one app: one more is
+	// RESOURCE_EXHAUSTED, so that no caller queues more work than the
+	// workers take (concurrent requests may pass the bound by their
+	// number). Defaults 20, 30 and 1,000: one owner never holds more than
+	// a few percent of an app's queue, nor all of a scheduler's scan.
+	MaxQueuedPerKey, MaxQueuedPerOwner, MaxQueuedPerApp int
 }
 
 // Kind is a kind of operation and its handler.
@@ -98,6 +102,10 @@ type Kind struct {
 	// (default "operations").
 	Describe func(key string) string
 	Noun     string
+	// Owner, when set, returns the owner of a key: the user it names (""
+	// for none), whose operations share Config.MaxQueuedPerOwner and take
+	// their turn in the scheduler.
+	Owner func(key string) string
 }
 
 // Outcome is what a batch did.
@@ -129,6 +137,10 @@ type Engine struct {
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{} // operation name → Wait calls
 	ended   map[Count]uint64           // operations ended here (N zero)
+
+	servedMu sync.Mutex
+	served   map[[2]string]uint64 // app and owner → the claim that last served them
+	claims   uint64
 }
 
 // New returns an Engine over store, with no kinds yet (Register).
@@ -178,13 +190,16 @@ func New(store Store, cfg Config) *Engine {
 	if cfg.MaxQueuedPerKey <= 0 {
 		cfg.MaxQueuedPerKey = 20
 	}
+	if cfg.MaxQueuedPerOwner <= 0 {
+		cfg.MaxQueuedPerOwner = 30
+	}
 	if cfg.MaxQueuedPerApp <= 0 {
 		cfg.MaxQueuedPerApp = 1000
 	}
 	return &Engine{
 		store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger,
 		kinds: map[string]*Kind{}, wake: make(chan struct{}, 1), held: map[*Batch]struct{}{},
-		waiters: map[string][]chan struct{}{}, ended: map[Count]uint64{},
+		waiters: map[string][]chan struct{}{}, ended: map[Count]uint64{}, served: map[[2]string]uint64{},
 	}
 }
 
@@ -217,6 +232,9 @@ func (e *Engine) Enqueue(ctx context.Context, app, kind, key string, request []b
 		return nil, fault.New(fault.Internal, "operation kind %q is not registered", kind)
 	}
 	op := &Operation{App: app, ID: e.cfg.NewID(), Kind: kind, State: Pending, Key: key, Request: request, CreateTime: e.now(), Progress: "queued"}
+	if k.Owner != nil && key != "" {
+		op.Owner = k.Owner(key)
+	}
 	if err := e.checkQueue(ctx, k, op); err != nil {
 		return nil, err
 	}
@@ -227,8 +245,8 @@ func (e *Engine) Enqueue(ctx context.Context, app, kind, key string, request []b
 	return op, nil
 }
 
-// checkQueue refuses an operation when its key, or its app, has as many
-// operations waiting as Config allows.
+// checkQueue refuses an operation when its key, its owner or its app has
+// as many operations waiting as Config allows.
 func (e *Engine) checkQueue(ctx context.Context, k *Kind, op *Operation) error {
 	noun := cmp.Or(k.Noun, "operations")
 	if op.Key != "" {
@@ -242,6 +260,15 @@ func (e *Engine) checkQueue(ctx context.Context, k *Kind, op *Operation) error {
 				what = k.Describe(op.Key)
 			}
 			return fault.New(fault.ResourceExhausted, "%s of app %s has %d %s waiting, as many as it may have; wait for them (WaitOperation) and try again", what, op.App, n, noun)
+		}
+	}
+	if op.Owner != "" {
+		n, err := e.store.CountPendingOfOwner(ctx, op.App, op.Owner, e.cfg.MaxQueuedPerOwner)
+		if err != nil {
+			return err
+		}
+		if n >= e.cfg.MaxQueuedPerOwner {
+			return fault.New(fault.ResourceExhausted, "user %s of app %s has %d %s waiting, across all their keys, as many as one user may have; wait for them (WaitOperation) and try again", op.Owner, op.App, n, noun)
 		}
 	}
 	n, err := e.store.CountPending(ctx, op.App, "", e.cfg.MaxQueuedPerApp)

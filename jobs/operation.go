@@ -68,6 +68,11 @@ type Operation struct {
 	// user_id names the user the operation is about: authorisation and a
 	// user's erasure read it there.
 	Key string
+	// Owner is whom the operation is for: the user its key names
+	// (Kind.Owner), empty for none. The operations of one owner share
+	// Config.MaxQueuedPerOwner, however many keys they spread over, and
+	// the scheduler takes owners in turn. Enqueue sets it.
+	Owner string
 	// Request and Result are the kind's: its input, and what its handler
 	// recorded (figures while it runs, the result once it succeeded), each
 	// a JSON object in the kind's encoding (nil: none).

@@ -28,6 +28,7 @@ type record struct {
 	Kind          string          `json:"kind"`
 	State         string          `json:"state"`
 	Key           string          `json:"key,omitempty"`
+	Owner         string          `json:"owner,omitempty"`
 	Request       json.RawMessage `json:"request,omitempty"`
 	Result        json.RawMessage `json:"result,omitempty"`
 	ErrorKind     string          `json:"error_kind,omitempty"`
@@ -80,7 +81,7 @@ func MarshalOperation(op *Operation) ([]byte, error) {
 		}
 	}
 	r := record{
-		Format: Format, Kind: op.Kind, State: state, Key: op.Key, Request: op.Request, Result: op.Result,
+		Format: Format, Kind: op.Kind, State: state, Key: op.Key, Owner: op.Owner, Request: op.Request, Result: op.Result,
 		ErrorMessage: op.ErrorMessage,
 		CreateNS:     unixnano.From(op.CreateTime), StartNS: unixnano.From(op.StartTime), EndNS: unixnano.From(op.EndTime),
 		NotBeforeNS: unixnano.From(op.NotBefore), Attempt: op.Attempt,
@@ -110,7 +111,7 @@ func UnmarshalOperation(app, id string, body []byte) (*Operation, error) {
 		return nil, fmt.Errorf("decoding operation %s: %w", id, err)
 	}
 	op := &Operation{
-		App: app, ID: id, Kind: r.Kind, State: state, Key: r.Key, Request: raw(r.Request), Result: raw(r.Result),
+		App: app, ID: id, Kind: r.Kind, State: state, Key: r.Key, Owner: r.Owner, Request: raw(r.Request), Result: raw(r.Result),
 		ErrorMessage: r.ErrorMessage,
 		CreateTime:   unixnano.Time(r.CreateNS), StartTime: unixnano.Time(r.StartNS), EndTime: unixnano.Time(r.EndNS),
 		NotBefore: unixnano.Time(r.NotBeforeNS), Attempt: r.Attempt, LeaseOwner: r.LeaseOwner, LeaseExpiry: unixnano.Time(r.LeaseExpiryNS),

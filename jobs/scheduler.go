@@ -1,8 +1,10 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -187,9 +189,10 @@ func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed
 		claimable = append(claimable, op)
 	}
 	// With no other app's operation to claim, an app may use every worker.
-	for _, op := range append(claimable, later...) {
+	for _, op := range append(e.inTurn(claimable), e.inTurn(later)...) {
 		claimed, err := e.claimOp(ctx, op, now)
 		if err == nil {
+			e.serve(op)
 			return claimed, time.Time{}, nil
 		}
 		if !fault.Is(err, fault.Aborted) && !fault.Is(err, fault.NotFound) {
@@ -201,6 +204,42 @@ func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed
 		next = now.Add(e.cfg.PollInterval) // more beyond the scan
 	}
 	return nil, next, nil
+}
+
+// maxServed bounds the owners whose turns the engine remembers; past it
+// it forgets them all (and every owner starts a new round).
+const maxServed = 10000
+
+// inTurn orders claimable operations by their owners' turns: those of
+// the owners (users, per app; Operation.Owner) this engine served least
+// recently first, and within an owner, or among owners never served, in
+// the scan's order (earliest first). So that when the queue is long, one
+// user's operations, however many keys they spread over, take their turn
+// with every other user's and with the app's own (no owner), instead of
+// all running before theirs; the turns are those of this process.
+func (e *Engine) inTurn(ops []*Operation) []*Operation {
+	if len(ops) < 2 {
+		return ops
+	}
+	e.servedMu.Lock()
+	turn := make(map[*Operation]uint64, len(ops))
+	for _, op := range ops {
+		turn[op] = e.served[[2]string{op.App, op.Owner}]
+	}
+	e.servedMu.Unlock()
+	slices.SortStableFunc(ops, func(a, b *Operation) int { return cmp.Compare(turn[a], turn[b]) })
+	return ops
+}
+
+// serve records that op's owner was served.
+func (e *Engine) serve(op *Operation) {
+	e.servedMu.Lock()
+	defer e.servedMu.Unlock()
+	if len(e.served) >= maxServed {
+		clear(e.served)
+	}
+	e.claims++
+	e.served[[2]string{op.App, op.Owner}] = e.claims
 }
 
 // claimOp claims op and up to its kind's Coalesce-1 pending operations of

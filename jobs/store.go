@@ -40,6 +40,10 @@ type Store interface {
 	// key is not empty, up to limit (it stops counting there).
 	CountPending(ctx context.Context, app, key string, limit int) (int, error)
 
+	// CountPendingOfOwner counts the pending operations of an app's owner
+	// (Operation.Owner, not empty), whatever their keys, up to limit.
+	CountPendingOfOwner(ctx context.Context, app, owner string, limit int) (int, error)
+
 	// UpdateOperations applies updates atomically at now, after checking
 	// every expectation: if one fails nothing is written.
 	UpdateOperations(ctx context.Context, now time.Time, updates []Update) error

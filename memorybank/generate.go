@@ -94,6 +94,12 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*jo
 	if err := validateTopics("allowed_topics", r.AllowedTopics); err != nil {
 		return nil, err
 	}
+	if err := validateMetadata("metadata", r.Metadata); err != nil {
+		return nil, err
+	}
+	if r.MergeStrategy < MergeUnspecified || r.MergeStrategy > RequireExactMatch {
+		return nil, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy %d is not a strategy", r.MergeStrategy)
+	}
 	return s.enqueue(ctx, r.App, KindGenerate, r.Scope.Key(), encodeGenerate(r))
 }
 
@@ -145,6 +151,10 @@ type GenerateRequest struct {
 	FactsEventIDs        []string
 	DisableConsolidation bool
 	AllowedTopics        []string
+	// Metadata is given to the memories the generation creates, and
+	// applied to those it updates as MergeStrategy says.
+	Metadata      Metadata
+	MergeStrategy MergeStrategy
 }
 
 // DirectFact is one fact given directly.

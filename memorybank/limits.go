@@ -1,16 +1,13 @@
 package memorybank
 
 import (
-	"errors"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/sessions"
 )
 
 // Limits of the memory bank's inputs, part of the API contract.
@@ -23,6 +20,8 @@ const (
 	MaxMetadataEntries    = 32
 	MaxMetadataKeyBytes   = 63
 	MaxMetadataValueBytes = 1 << 10
+	MaxDisplayNameBytes   = 512
+	MaxDescriptionBytes   = 4 << 10
 	MaxDirectFacts        = 100
 	MaxSourceEventIDs     = 100
 	MaxInlineEvents       = 1000
@@ -88,17 +87,14 @@ func validateTopics(field string, topics []string) error {
 	return nil
 }
 
-func validateMetadata(field string, m map[string]string) error {
-	if len(m) > MaxMetadataEntries {
-		return fault.Invalidf("%s has %d entries; the limit is %d", field, len(m), MaxMetadataEntries)
+// validateText checks a display name or description: UTF-8 within max
+// bytes.
+func validateText(field, s string, max int) error {
+	if len(s) > max {
+		return fault.InvalidField(field, "%s is %d bytes; the limit is %d", field, len(s), max)
 	}
-	for k, v := range m {
-		if !plainKey.MatchString(k) {
-			return fault.Invalidf("%s key %q must be 1 to %d letters, digits, '_', '.' or '-'", field, k, MaxMetadataKeyBytes)
-		}
-		if len(v) > MaxMetadataValueBytes || !utf8.ValidString(v) {
-			return fault.Invalidf("%s value of %q must be at most %d bytes of UTF-8", field, k, MaxMetadataValueBytes)
-		}
+	if !utf8.ValidString(s) {
+		return fault.InvalidField(field, "%s is not valid UTF-8", field)
 	}
 	return nil
 }
@@ -107,67 +103,6 @@ func validateMetadata(field string, m map[string]string) error {
 // digits, '-' and '_', starting with a letter or digit.
 func validateID(field, id string) error {
 	return aip.ValidateID(field, id, aip.MemoryIDChars)
-}
-
-// ParseFilter parses a memory filter: conditions joined with AND, each
-// `topics = "NAME"` or `metadata.KEY = "value"`.
-func ParseFilter(filter string) (Filter, error) {
-	conds, err := sessions.ParseComparisons(filter)
-	if err != nil {
-		return Filter{}, err
-	}
-	var f Filter
-	for _, c := range conds {
-		switch {
-		case c.Field == "event_time" || c.Field == "stated_time":
-			at, err := parseFilterTime(c.Value)
-			if err != nil {
-				return Filter{}, fault.Invalidf("filter: %s %s %q: %v", c.Field, c.Op, c.Value, err)
-			}
-			r := &f.EventTime
-			if c.Field == "stated_time" {
-				r = &f.StatedTime
-			}
-			r.Bound(c.Op, at)
-			if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
-				f.None = true
-			}
-		case c.Op != "=":
-			return Filter{}, fault.Invalidf("filter: %s %s: only event_time and stated_time are compared with %s; other fields with =", c.Field, c.Op, c.Op)
-		case c.Field == "topics" || c.Field == "topic":
-			if !slices.Contains(f.Topics, c.Value) {
-				f.Topics = append(f.Topics, c.Value)
-			}
-		case strings.HasPrefix(c.Field, "metadata."):
-			k := strings.TrimPrefix(c.Field, "metadata.")
-			if !plainKey.MatchString(k) {
-				return Filter{}, fault.Invalidf("filter: metadata key %q must be letters, digits, '_', '.' or '-'", k)
-			}
-			if f.Metadata == nil {
-				f.Metadata = map[string]string{}
-			}
-			if old, ok := f.Metadata[k]; ok && old != c.Value {
-				f.None = true
-			}
-			f.Metadata[k] = c.Value
-		default:
-			return Filter{}, fault.Invalidf("filter: unknown field %q; memories filter on topics, metadata.KEY, event_time and stated_time", c.Field)
-		}
-	}
-	return f, nil
-}
-
-// parseFilterTime parses a time of a filter: RFC 3339, or a date
-// (YYYY-MM-DD, midnight UTC).
-func parseFilterTime(v string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	t, err := time.Parse("2006-01-02", v)
-	if err != nil {
-		return time.Time{}, errors.New("want an RFC 3339 time or a date (2023-05-08)")
-	}
-	return t, nil
 }
 
 // validateConfig checks a configuration.

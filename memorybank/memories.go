@@ -2,7 +2,6 @@ package memorybank
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"time"
 
@@ -14,13 +13,15 @@ import (
 // MemoryInput is the input of CreateMemory.
 type MemoryInput struct {
 	// ID is the memory id; empty lets the service choose.
-	ID         string
-	Fact       string
-	Scope      Scope
-	Topics     []string
-	Metadata   map[string]string
-	ExpireTime time.Time
-	TTL        time.Duration
+	ID          string
+	Fact        string
+	Scope       Scope
+	DisplayName string
+	Description string
+	Topics      []string
+	Metadata    Metadata
+	ExpireTime  time.Time
+	TTL         time.Duration
 	// EventTime and StatedTime, when set, say when the fact happened and
 	// when it was stated (see Memory).
 	EventTime, StatedTime time.Time
@@ -38,6 +39,12 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 		return nil, err
 	}
 	if err := s.validateMemory("memory", in.Fact, in.Scope, in.Topics, in.Metadata); err != nil {
+		return nil, err
+	}
+	if err := validateText("memory.display_name", in.DisplayName, MaxDisplayNameBytes); err != nil {
+		return nil, err
+	}
+	if err := validateText("memory.description", in.Description, MaxDescriptionBytes); err != nil {
 		return nil, err
 	}
 	if err := validateTimes("memory", in.EventTime, in.StatedTime); err != nil {
@@ -68,8 +75,8 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 		stated = now
 	}
 	m := &Memory{
-		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, Topics: in.Topics, Metadata: in.Metadata,
-		CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
+		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, DisplayName: in.DisplayName, Description: in.Description,
+		Topics: in.Topics, Metadata: in.Metadata, CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
 		EventTime: in.EventTime, StatedTime: stated,
 		Embedding: vecs[0], EmbeddingModel: s.emb.Name(),
 	}
@@ -83,7 +90,7 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	return m, nil
 }
 
-func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, metadata map[string]string) error {
+func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, metadata Metadata) error {
 	if err := validateFact(field+".fact", fact); err != nil {
 		return err
 	}
@@ -170,28 +177,72 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if err != nil {
 		return nil, "", err
 	}
-	q := ListQuery{App: app, ScopeKey: scopeKey, Filter: f, Now: s.now(), AfterID: tok.ID, Limit: size + 1}
+	q := ListQuery{App: app, ScopeKey: scopeKey, Filter: f, Now: s.now(), AfterID: tok.ID}
 	if tok.ID != "" {
 		q.AfterUpdate = time.Unix(0, tok.Time)
 	}
-	list, err := s.store.ListMemories(ctx, q)
+	list, last, err := s.listMatching(ctx, q, size+1)
 	if err != nil {
 		return nil, "", err
 	}
-	size = aip.PageLen(list, size, s.cfg.MaxReadBytes, (*Memory).responseBytes)
-	list, next := aip.Page(list, size, digest, func(last *Memory) aip.PageToken {
-		return aip.PageToken{Time: last.UpdateTime.UnixNano(), ID: last.ID}
-	})
-	return list, next, nil
+	cursor := func(m *Memory) aip.PageToken { return aip.PageToken{Time: m.UpdateTime.UnixNano(), ID: m.ID} }
+	if n := aip.PageLen(list, size, s.cfg.MaxReadBytes, (*Memory).responseBytes); n < len(list) {
+		return list[:n], aip.NextPageToken(list[n-1], digest, cursor), nil
+	}
+	if last != nil {
+		// The scan bound: continue after the last memory read.
+		return list, aip.NextPageToken(last, digest, cursor), nil
+	}
+	return list, "", nil
+}
+
+// listMatching reads up to want memories of q's listing that pass q's
+// filter, Rest included, in chunks. It returns early when it has read
+// Config.MaxScan memories, so that a selective filter never makes one
+// call read a whole app, with the last memory read (to continue after);
+// last is nil when the list holds want memories or is all there is.
+func (s *Service) listMatching(ctx context.Context, q ListQuery, want int) (list []*Memory, last *Memory, err error) {
+	if !q.Filter.Residual() {
+		q.Limit = want
+		list, err := s.store.ListMemories(ctx, q)
+		return list, nil, err
+	}
+	chunk := min(max(want, aip.DefaultPageSize), s.cfg.MaxScan)
+	scanned := 0
+	for {
+		q.Limit = chunk
+		batch, err := s.store.ListMemories(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range batch {
+			scanned++
+			q.AfterUpdate, q.AfterID = m.UpdateTime, m.ID
+			if q.Filter.MatchesRest(m) {
+				if list = append(list, m); len(list) == want {
+					return list, nil, nil
+				}
+				continue
+			}
+			if scanned >= s.cfg.MaxScan {
+				return list, m, nil
+			}
+		}
+		if len(batch) < chunk {
+			return list, nil, nil
+		}
+	}
 }
 
 // MemoryUpdate lists the fields UpdateMemory changes; nil fields stay.
 type MemoryUpdate struct {
-	Fact       *string
-	Topics     *[]string
-	Metadata   *map[string]string
-	ExpireTime *time.Time // pointer to zero: never expires
-	TTL        *time.Duration
+	Fact        *string
+	DisplayName *string
+	Description *string
+	Topics      *[]string
+	Metadata    *Metadata
+	ExpireTime  *time.Time // pointer to zero: never expires
+	TTL         *time.Duration
 	// EventTime and StatedTime: pointers to zero clear them.
 	EventTime, StatedTime *time.Time
 }
@@ -210,6 +261,16 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 	}
 	if u.Metadata != nil {
 		if err := validateMetadata("memory.metadata", *u.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	if u.DisplayName != nil {
+		if err := validateText("memory.display_name", *u.DisplayName, MaxDisplayNameBytes); err != nil {
+			return nil, err
+		}
+	}
+	if u.Description != nil {
+		if err := validateText("memory.description", *u.Description, MaxDescriptionBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -237,7 +298,16 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 			m.Topics = slices.Clone(*u.Topics)
 		}
 		if u.Metadata != nil {
-			m.Metadata = maps.Clone(*u.Metadata)
+			m.Metadata = u.Metadata.Clone()
+			if len(m.Metadata) == 0 {
+				m.Metadata = nil
+			}
+		}
+		if u.DisplayName != nil {
+			m.DisplayName = *u.DisplayName
+		}
+		if u.Description != nil {
+			m.Description = *u.Description
 		}
 		if u.ExpireTime != nil || u.TTL != nil {
 			var at time.Time

@@ -49,6 +49,10 @@ func (s Scope) String() string {
 	return string(b)
 }
 
+// ScopeKeyUser returns the user a scope's key names (its ScopeUser
+// entry), or "": the owner of the operations keyed by it (jobs.Kind.Owner).
+func ScopeKeyUser(key string) string { return ParseScopeKey(key).User() }
+
 // ParseScopeKey is the inverse of Scope.Key.
 func ParseScopeKey(key string) Scope {
 	s := Scope{}
@@ -93,14 +97,17 @@ func mergeSources(a, b []Source) []Source {
 
 // Memory is one long-term fact.
 type Memory struct {
-	App        string
-	ID         string
-	Fact       string
-	Scope      Scope
-	Topics     []string
-	Metadata   map[string]string
-	CreateTime time.Time
-	UpdateTime time.Time
+	App   string
+	ID    string
+	Fact  string
+	Scope Scope
+	// DisplayName and Description are the caller's, kept as given.
+	DisplayName string
+	Description string
+	Topics      []string
+	Metadata    Metadata
+	CreateTime  time.Time
+	UpdateTime  time.Time
 	// ExpireTime is when the memory expires; zero means never.
 	ExpireTime time.Time
 	// EventTime is when the fact happened or holds from, when known (the
@@ -127,13 +134,13 @@ func (m *Memory) Name() string { return aip.MemoryName(m.App, m.ID) }
 // strings plus a little per field for names, times and framing (the
 // vector is never sent).
 func (m *Memory) responseBytes() int {
-	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + mapBytes(m.Scope) + listBytes(m.Topics) + mapBytes(m.Metadata) + sourcesBytes(m.Sources)
+	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + len(m.DisplayName) + len(m.Description) + mapBytes(m.Scope) + listBytes(m.Topics) + m.Metadata.bytes() + sourcesBytes(m.Sources)
 }
 
 // responseBytes estimates the size of the revision in a response, as
 // Memory.responseBytes does.
 func (r *Revision) responseBytes() int {
-	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + mapBytes(r.Metadata) +
+	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + r.Metadata.bytes() +
 		listBytes(r.ExtractedFacts) + sourcesBytes(r.Sources) + len(r.Operation) + len(r.Reason)
 }
 
@@ -185,7 +192,7 @@ func (m *Memory) clone() *Memory {
 	c := *m
 	c.Scope = Scope(cloneMap(m.Scope))
 	c.Topics = slices.Clone(m.Topics)
-	c.Metadata = cloneMap(m.Metadata)
+	c.Metadata = m.Metadata.Clone()
 	c.Sources = mergeSources(nil, m.Sources)
 	return &c
 }
@@ -241,7 +248,7 @@ type Revision struct {
 	Fact     string
 	Scope    Scope
 	Topics   []string
-	Metadata map[string]string
+	Metadata Metadata
 	// ExtractedFacts are the candidate facts that led to the change.
 	ExtractedFacts []string
 	Sources        []Source

@@ -27,20 +27,23 @@ const coalesceMax = 8
 func (s *Service) register(e *jobs.Engine) {
 	describe := func(key string) string { return "scope " + ParseScopeKey(key).String() }
 	e.Register(jobs.Kind{
-		Name: KindGenerate, Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations",
+		Name: KindGenerate, Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations", Owner: ScopeKeyUser,
 		Timeout: s.cfg.AttemptTimeout,
 		// Generations of one scope share a run when they have the same
-		// options and the same kind of input (facts or events).
+		// options (metadata included) and the same kind of input (facts
+		// or events).
 		Group: func(op *jobs.Operation) string {
 			g, err := decodeGenerate(op)
 			if err != nil {
 				return op.ID // runs alone, and fails to decode there
 			}
-			return fmt.Sprintf("%v|%v|%v", g.DisableConsolidation, g.AllowedTopics, len(g.Facts) > 0)
+			// The metadata is part of the options: a run applies one.
+			md, _ := json.Marshal(g.Metadata)
+			return fmt.Sprintf("%v|%v|%v|%s|%v", g.DisableConsolidation, g.AllowedTopics, len(g.Facts) > 0, md, g.MergeStrategy)
 		},
 		Ended: s.generationEnded,
 	})
-	e.Register(jobs.Kind{Name: KindPurge, Run: s.purge, Describe: describe, Noun: "memory operations"})
+	e.Register(jobs.Kind{Name: KindPurge, Run: s.purge, Describe: describe, Noun: "memory operations", Owner: ScopeKeyUser})
 }
 
 // Job is a memory bank operation's request and what it did, decoded from
@@ -137,6 +140,9 @@ type generateRecord struct {
 	FactsEventIDs        []string          `json:"facts_event_ids,omitempty"`
 	DisableConsolidation bool              `json:"disable_consolidation,omitempty"`
 	AllowedTopics        []string          `json:"allowed_topics,omitempty"`
+	Metadata             Metadata          `json:"metadata,omitempty"`
+	// MergeStrategy is the strategy's name (MergeStrategy.String).
+	MergeStrategy string `json:"metadata_merge_strategy,omitempty"`
 }
 
 type factRecord struct {
@@ -171,20 +177,22 @@ type generatedRecord struct {
 
 // memoryRecord is a memory in a generation's result (without its vector).
 type memoryRecord struct {
-	ID             string            `json:"id"`
-	Fact           string            `json:"fact"`
-	Scope          Scope             `json:"scope"`
-	Topics         []string          `json:"topics,omitempty"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
-	Sources        []Source          `json:"sources,omitempty"`
-	CreateNS       int64             `json:"create_ns"`
-	UpdateNS       int64             `json:"update_ns"`
-	ExpireNS       int64             `json:"expire_ns,omitempty"`
-	Revision       int64             `json:"revision"`
-	Deleted        bool              `json:"deleted,omitempty"`
-	EmbeddingModel string            `json:"embedding_model,omitempty"`
-	EventNS        int64             `json:"event_ns,omitempty"`
-	StatedNS       int64             `json:"stated_ns,omitempty"`
+	ID             string   `json:"id"`
+	Fact           string   `json:"fact"`
+	Scope          Scope    `json:"scope"`
+	DisplayName    string   `json:"display_name,omitempty"`
+	Description    string   `json:"description,omitempty"`
+	Topics         []string `json:"topics,omitempty"`
+	Metadata       Metadata `json:"metadata,omitempty"`
+	Sources        []Source `json:"sources,omitempty"`
+	CreateNS       int64    `json:"create_ns"`
+	UpdateNS       int64    `json:"update_ns"`
+	ExpireNS       int64    `json:"expire_ns,omitempty"`
+	Revision       int64    `json:"revision"`
+	Deleted        bool     `json:"deleted,omitempty"`
+	EmbeddingModel string   `json:"embedding_model,omitempty"`
+	EventNS        int64    `json:"event_ns,omitempty"`
+	StatedNS       int64    `json:"stated_ns,omitempty"`
 }
 
 func sessionName(k *sessions.Key) string {
@@ -233,6 +241,7 @@ func encodeGenerate(g *GenerateRequest) []byte {
 		Scope: g.Scope, Session: sessionName(g.Session), FromNS: unixnano.From(g.From), ToNS: unixnano.From(g.To),
 		Events: g.Events, FactsSession: sessionName(g.FactsSession), FactsEventIDs: g.FactsEventIDs,
 		DisableConsolidation: g.DisableConsolidation, AllowedTopics: g.AllowedTopics,
+		Metadata: g.Metadata, MergeStrategy: g.MergeStrategy.String(),
 	}
 	for _, f := range g.Facts {
 		r.Facts = append(r.Facts, factRecord(f))
@@ -248,8 +257,12 @@ func decodeGenerate(op *jobs.Operation) (*GenerateRequest, error) {
 	g := &GenerateRequest{
 		App: op.App, Scope: r.Scope, From: unixnano.Time(r.FromNS), To: unixnano.Time(r.ToNS), Events: r.Events,
 		FactsEventIDs: r.FactsEventIDs, DisableConsolidation: r.DisableConsolidation, AllowedTopics: r.AllowedTopics,
+		Metadata: r.Metadata,
 	}
 	var err error
+	if g.MergeStrategy, err = ParseMergeStrategy("generate.metadata_merge_strategy", r.MergeStrategy); err != nil {
+		return nil, err
+	}
 	if g.Session, err = parseSessionName("generate.session", r.Session); err != nil {
 		return nil, err
 	}
@@ -266,8 +279,8 @@ func decodeGenerate(op *jobs.Operation) (*GenerateRequest, error) {
 func generatedRecordOf(gm GeneratedMemory) generatedRecord {
 	m := gm.Memory
 	return generatedRecord{Action: gm.Action.String(), Memory: memoryRecord{
-		ID: m.ID, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources,
-		CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
+		ID: m.ID, Fact: m.Fact, Scope: m.Scope, DisplayName: m.DisplayName, Description: m.Description,
+		Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources, CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
 	}}
@@ -286,8 +299,8 @@ func (g generatedRecord) generated(app string) (GeneratedMemory, error) {
 	}
 	m := g.Memory
 	return GeneratedMemory{Action: action, Memory: &Memory{
-		App: app, ID: m.ID, Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources,
-		CreateTime: unixnano.Time(m.CreateNS), UpdateTime: unixnano.Time(m.UpdateNS), ExpireTime: unixnano.Time(m.ExpireNS),
+		App: app, ID: m.ID, Fact: m.Fact, Scope: m.Scope, DisplayName: m.DisplayName, Description: m.Description,
+		Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources, CreateTime: unixnano.Time(m.CreateNS), UpdateTime: unixnano.Time(m.UpdateNS), ExpireTime: unixnano.Time(m.ExpireNS),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		EventTime: unixnano.Time(m.EventNS), StatedTime: unixnano.Time(m.StatedNS),
 	}}, nil

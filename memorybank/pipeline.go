@@ -135,7 +135,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	now := s.now()
 	w := &Write{App: app, Now: now, Watermarks: watermarks}
 	var generated []GeneratedMemory
-	if err := s.applyPlan(ctx, cfg, app, scope, plan, first.Name(), now, w, &generated); err != nil {
+	if err := s.applyPlan(ctx, cfg, app, scope, req.metadataChange(), plan, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
 	res := r.result
@@ -246,7 +246,7 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 	var shown []*Memory
 	best := map[string]float64{}
 	for _, v := range vecs {
-		hits, err := s.store.SearchMemories(ctx, SearchQuery{App: app, ScopeKey: scopeKey, Vector: v, Model: s.emb.Name(), K: similarPerCandidate, Now: s.now()})
+		hits, err := s.store.SearchMemories(ctx, SearchQuery{App: app, ScopeKey: scopeKey, Vector: v, Model: s.emb.Name(), K: similarPerCandidate, Filter: r.reqs[0].metadataChange().consolidation(), Now: s.now()})
 		if err != nil {
 			return nil, err
 		}
@@ -355,8 +355,9 @@ func cosine(a, b []float32) float64 {
 // that the write's precondition is their current revision. Each revision
 // records what changed: the memory after it, and the candidate fact that
 // led to it (not every fact of the run, which made the revisions of one
-// generation grow with the square of its facts).
-func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+// generation grow with the square of its facts). meta is the generation's
+// metadata and how it applies to the memories it updates.
+func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, meta metadataChange, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	// Embed every new text in one call.
 	var texts []string
 	for _, p := range plan {
@@ -381,7 +382,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 		switch p.action {
 		case Created:
 			m := &Memory{
-				App: app, ID: s.newID(), Fact: p.fact, Scope: scope, Topics: slices.Clone(p.cand.topics),
+				App: app, ID: s.newID(), Fact: p.fact, Scope: scope, Topics: slices.Clone(p.cand.topics), Metadata: meta.created(),
 				CreateTime: now, UpdateTime: now, Sources: mergeSources(nil, sources), Revision: 1,
 				EventTime: p.cand.event, StatedTime: p.cand.stated,
 				Embedding: vecs[next], EmbeddingModel: s.emb.Name(),
@@ -419,17 +420,19 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 					}
 				}
 				m.Sources = merged
+				m.Metadata = meta.updated(m.Metadata)
 			case Deleted:
 				m.Deleted = true
 				reason = "contradicted by: " + p.cand.fact
 			default:
-				if len(merged) == len(m.Sources) && sourcesEqual(merged, m.Sources) {
+				md := meta.updated(m.Metadata)
+				if len(merged) == len(m.Sources) && sourcesEqual(merged, m.Sources) && md.Equal(m.Metadata) {
 					// Nothing new to record; the result says which memory
 					// holds the fact.
 					*result = append(*result, GeneratedMemory{Memory: withoutVector(p.existing), Action: Unchanged})
 					continue
 				}
-				m.Sources = merged
+				m.Sources, m.Metadata = merged, md
 				m.restate(p.cand)
 				action, reason = Updated, "confirmed by a new source"
 			}

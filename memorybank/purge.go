@@ -3,6 +3,7 @@ package memorybank
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
@@ -32,35 +33,41 @@ func (s *Service) purge(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, erro
 	for {
 		now := s.now()
 		q := ListQuery{App: op.App, ScopeKey: op.Key, Filter: f, Now: now, Limit: 500, AfterUpdate: after.AfterUpdate, AfterID: after.AfterID}
-		page, err := s.store.ListMemories(ctx, q)
+		read, err := s.store.ListMemories(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		if !req.Force {
-			count += int64(len(page))
-			if len(page) < q.Limit {
-				break
-			}
-			last := page[len(page)-1]
-			after = ListQuery{AfterUpdate: last.UpdateTime, AfterID: last.ID}
-			continue
-		}
-		if len(page) == 0 {
+		if len(read) == 0 {
 			break
 		}
-		w := &Write{App: op.App, Now: now}
-		for _, m := range page {
-			old := m.Revision
-			m.Deleted, m.Revision, m.UpdateTime = true, old+1, now
-			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Deleted, now, "purged", nil, op.Name()), ExpectRevision: old})
+		// The filter's Rest is checked here, memory by memory, and the
+		// next page starts after the last memory read. A forced purge
+		// without one lists from the start again: what it deleted no
+		// longer lists, and a memory updated meanwhile is not skipped.
+		if last := read[len(read)-1]; !req.Force || f.Residual() {
+			after = ListQuery{AfterUpdate: last.UpdateTime, AfterID: last.ID}
 		}
-		count += int64(len(page))
-		result, progress := encode(purgeResult{PurgeCount: count}), fmt.Sprintf("deleted %d", count)
-		w.Operations = b.Updates(func(o *jobs.Operation) { o.Result, o.Progress = result, progress })
-		if err := s.store.Write(ctx, w); err != nil {
-			return nil, err
+		page := slices.DeleteFunc(read, func(m *Memory) bool { return !f.MatchesRest(m) })
+		if !req.Force {
+			count += int64(len(page))
+		} else if len(page) > 0 {
+			w := &Write{App: op.App, Now: now}
+			for _, m := range page {
+				old := m.Revision
+				m.Deleted, m.Revision, m.UpdateTime = true, old+1, now
+				w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Deleted, now, "purged", nil, op.Name()), ExpectRevision: old})
+			}
+			count += int64(len(page))
+			result, progress := encode(purgeResult{PurgeCount: count}), fmt.Sprintf("deleted %d", count)
+			w.Operations = b.Updates(func(o *jobs.Operation) { o.Result, o.Progress = result, progress })
+			if err := s.store.Write(ctx, w); err != nil {
+				return nil, err
+			}
+			b.SetResult(result)
 		}
-		b.SetResult(result)
+		if len(read) < q.Limit {
+			break
+		}
 	}
 	return &jobs.Outcome{Result: encode(purgeResult{PurgeCount: count})}, nil
 }

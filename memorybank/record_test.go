@@ -60,7 +60,7 @@ func sampleOperations() map[string]sample {
 				},
 				Generated: []memorybank.GeneratedMemory{
 					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
-						Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"k": "v"}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
+						Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
 						EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
 						Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
 					{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
@@ -88,6 +88,22 @@ func sampleOperations() map[string]sample {
 			job: &memorybank.Job{
 				Purge:      &memorybank.PurgeRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Filter: `topics = "X"`, Force: true},
 				PurgeCount: 12,
+			},
+		},
+		"metadata": {
+			op: &jobs.Operation{
+				App: "golden", ID: "op6", Kind: memorybank.KindGenerate, State: jobs.Succeeded, Key: "user_id=ann",
+				CreateTime: t0, StartTime: t0, EndTime: t0.Add(time.Second), Attempt: 1, Progress: "done",
+			},
+			job: &memorybank.Job{
+				Generate: &memorybank.GenerateRequest{
+					App: "golden", Scope: memorybank.Scope{"user_id": "ann"}, Facts: []memorybank.DirectFact{{Fact: "The user rides a bike."}},
+					Metadata: typedMetadata(), MergeStrategy: memorybank.RequireExactMatch,
+				},
+				Generated: []memorybank.GeneratedMemory{
+					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m3", Fact: "The user rides a bike.", Scope: memorybank.Scope{"user_id": "ann"},
+						DisplayName: "bike", Description: "How the user gets around.", Metadata: typedMetadata(), CreateTime: t0, UpdateTime: t0, Revision: 1}},
+				},
 			},
 		},
 		"cancelled": {
@@ -276,10 +292,18 @@ func TestOperationFormatV1(t *testing.T) {
 	}
 }
 
+// typedMetadata is metadata of every type, for the golden files.
+func typedMetadata() memorybank.Metadata {
+	return memorybank.Metadata{
+		"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(-2.5e-3), "pinned": memorybank.BoolValue(false),
+		"seen": memorybank.TimestampValue(t0.Add(123456789)),
+	}
+}
+
 func TestRevisionGolden(t *testing.T) {
 	rev := &memorybank.Revision{
 		App: "golden", MemoryID: "m1", Number: 3, Action: memorybank.Updated, Fact: "The user likes green tea.",
-		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"k": "v"},
+		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")},
 		ExtractedFacts: []string{"The user likes green tea."}, Sources: []memorybank.Source{{Session: "apps/golden/users/ann/sessions/s1", EventIDs: []string{"e1"}}},
 		Operation: "apps/golden/operations/op1", Reason: "consolidated", CreateTime: t0, ExpireTime: t0.Add(24 * time.Hour),
 		EventTime: t0.AddDate(0, 0, -3), StatedTime: t0.Add(-time.Hour),
@@ -295,6 +319,23 @@ func TestRevisionGolden(t *testing.T) {
 	}
 	if diff := cmp.Diff(rev, got); diff != "" {
 		t.Errorf("decoded (-sample +golden):\n%s", diff)
+	}
+	// Typed metadata: string values as before, the others objects of one
+	// member (the stored form of memorybank.Metadata).
+	rev.Metadata = typedMetadata()
+	if body, err = record.MarshalRevision(rev); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = record.UnmarshalRevision("golden", "m1", 3, check(t, "v2/revision-metadata.json", body)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rev, got); diff != "" {
+		t.Errorf("decoded with typed metadata (-sample +golden):\n%s", diff)
+	}
+	for _, bad := range []string{`{"k":{"double":1,"bool":true}}`, `{"k":{"int":1}}`, `{"k":3}`} {
+		if _, err := record.UnmarshalRevision("golden", "m1", 3, []byte(`{"action":"CREATED","metadata":`+bad+`}`)); err == nil {
+			t.Errorf("metadata %s was accepted", bad)
+		}
 	}
 	// The first format's actions were numbers.
 	for file, action := range map[string]memorybank.Action{"revision-gone-2.json": memorybank.Deleted, "revision-tea-3.json": memorybank.Updated} {

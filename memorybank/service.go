@@ -67,7 +67,16 @@ type Config struct {
 	// early with the item that passes it, with a next page token. Default
 	// 8 MiB, so that a response stays well under the 16 MiB message limit.
 	MaxReadBytes int
+	// MaxScan bounds the memories one ListMemories or simple
+	// RetrieveMemories call reads when its filter leaves conditions to
+	// check memory by memory (Filter.Residual): past it the page ends
+	// with the matches found so far and a token that continues after the
+	// last memory read. Default DefaultMaxScan.
+	MaxScan int
 }
+
+// DefaultMaxScan is Config.MaxScan's default.
+const DefaultMaxScan = 10 * aip.MaxPageSize
 
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
@@ -114,6 +123,9 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.MaxReadBytes <= 0 {
 		cfg.MaxReadBytes = 8 << 20
+	}
+	if cfg.MaxScan <= 0 {
+		cfg.MaxScan = DefaultMaxScan
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 15 * time.Minute
@@ -177,7 +189,7 @@ func expiry(now, at time.Time, ttl, def time.Duration) (time.Time, error) {
 func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
 	r := &Revision{
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
-		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: cloneMap(m.Metadata),
+		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: m.Metadata.Clone(),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,
 		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime,
 	}

@@ -2,7 +2,6 @@ package memorybank
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/kioku-ai/kioku/jobs"
@@ -36,17 +35,20 @@ type MemoryStore interface {
 	// caller decides what is visible). NotFound when it never existed.
 	GetMemory(ctx context.Context, app, id string) (*Memory, error)
 
-	// ListMemories returns up to q.Limit visible memories, most recently
-	// updated first, after the cursor.
+	// ListMemories returns up to q.Limit visible memories that meet
+	// q.Filter's conditions (Filter.MatchesTopics and MatchesTimes), most
+	// recently updated first, after the cursor. It leaves the filter's
+	// Rest and ExactMetadata to its caller, which checks them on what it
+	// lists with bounded reads (Service.ListMemories).
 	ListMemories(ctx context.Context, q ListQuery) ([]*Memory, error)
 
 	// SearchMemories ranks the visible memories of a scope that pass the
-	// filter with retrieval.Rank: the q.K whose vectors (of q.Model) score
-	// highest against q.Vector, weighted by retrieval.WeightedQuery over
-	// the scope's vectors of q.Model, and the q.K lexically most similar
-	// to q.Terms, with the scope's term statistics. A store may rank
-	// candidates it fetched by other means instead of every memory of the
-	// scope.
+	// whole filter (Filter.Matches) with retrieval.Rank: the q.K whose
+	// vectors (of q.Model) score highest against q.Vector, weighted by
+	// retrieval.WeightedQuery over the scope's vectors of q.Model, and the
+	// q.K lexically most similar to q.Terms, with the scope's term
+	// statistics. A store may rank candidates it fetched by other means
+	// instead of every memory of the scope.
 	SearchMemories(ctx context.Context, q SearchQuery) ([]Scored, error)
 
 	// MemoriesBySource returns the visible memories that have the session
@@ -174,50 +176,6 @@ type ListQuery struct {
 	AfterUpdate time.Time
 	AfterID     string
 	Limit       int
-}
-
-// Filter restricts memories by topics, metadata and times; all conditions
-// must hold.
-type Filter struct {
-	// Topics the memory must all have.
-	Topics []string
-	// Metadata entries the memory must have.
-	Metadata map[string]string
-	// EventTime and StatedTime bound the memory's times; a memory without
-	// the time fails a bound on it.
-	EventTime, StatedTime retrieval.TimeRange
-	// None is set when the conditions contradict each other: nothing
-	// matches.
-	None bool
-}
-
-// Empty reports whether the filter has no condition.
-func (f Filter) Empty() bool {
-	return len(f.Topics) == 0 && len(f.Metadata) == 0 && f.EventTime.Empty() && f.StatedTime.Empty() && !f.None
-}
-
-// MatchesTimes reports whether a memory's times pass a filter's bounds.
-func (f Filter) MatchesTimes(event, stated time.Time) bool {
-	return f.EventTime.Contains(event) && f.StatedTime.Contains(stated)
-}
-
-// Matches reports whether a memory passes a filter's topics and metadata
-// (see MatchesTimes for its times).
-func (f Filter) Matches(topics []string, metadata map[string]string) bool {
-	if f.None {
-		return false
-	}
-	for _, t := range f.Topics {
-		if !slices.Contains(topics, t) {
-			return false
-		}
-	}
-	for k, v := range f.Metadata {
-		if got, ok := metadata[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // SearchQuery is a similarity search. It has two sides, each optional: a

@@ -361,3 +361,61 @@ func CheckScopeSizes(max int, session, user, app map[string]any) error {
 
 // validTime reports whether t can be stored (as Unix nanoseconds).
 func validTime(t time.Time) bool { return unixnano.Storable(t) }
+
+// ValidateImported checks a session (nil: none) and events as an archive
+// holds them, as the API checks what a caller gives it, with the default
+// limits: the session's name, display name and labels; its own state,
+// which holds no "user:", "app:" or "temp:" keys (those are the user's
+// and app's states); each event's fields and state delta, its id, and
+// its encoded size. It returns the first problem, naming the field.
+func ValidateImported(s *Session, events []*Event) error {
+	l := DefaultLimits
+	if s != nil {
+		if err := l.validateImportedSession(s); err != nil {
+			return err
+		}
+	}
+	for _, e := range events {
+		if e.ID == "" {
+			return fault.Invalidf("an event of sequence %d has no event.id", e.Sequence)
+		}
+		if err := l.validateEvent(e); err != nil {
+			return fmt.Errorf("event %q: %w", e.ID, err)
+		}
+		body, err := e.Marshal()
+		if err != nil {
+			return fault.Invalidf("event %q is not encodable: %v", e.ID, err)
+		}
+		if len(body) > l.MaxEventBytes {
+			return fault.Invalidf("event %q is %d bytes encoded; the limit is %d bytes (MaxEventBytes)", e.ID, len(body), l.MaxEventBytes)
+		}
+	}
+	return nil
+}
+
+// validateImportedSession checks an imported session (ValidateImported).
+func (l Limits) validateImportedSession(s *Session) error {
+	if err := ValidateKey(s.Key); err != nil {
+		return err
+	}
+	if err := validateDisplayName(s.DisplayName); err != nil {
+		return err
+	}
+	if err := l.validateLabels(s.Labels); err != nil {
+		return err
+	}
+	for _, st := range []struct {
+		field string
+		state map[string]any
+	}{{"session.state", s.State}, {"session.initial_state", s.InitialState}} {
+		if err := l.validateDelta(st.field, st.state); err != nil {
+			return err
+		}
+		for k := range st.state {
+			if ScopeOf(k) != ScopeSession {
+				return fault.Invalidf("%s key %q is of another scope than the session's; a session's own state holds no %q, %q or %q keys", st.field, k, PrefixUser, PrefixApp, PrefixTemp)
+			}
+		}
+	}
+	return nil
+}

@@ -8,6 +8,8 @@
 //	kioku backup --out FILE    copy the embedded store, even while it serves
 //	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku import --in FILE     load an archive into a store
+//	kioku metadata-server      a stand-in GCE metadata server on loopback
+//	                           (Google's auth libraries find a token there)
 //	kioku version              print the build's version
 //	kioku sessions|users|state|memories|ops|config|files SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
@@ -89,6 +91,8 @@ Usage:
   kioku export --out FILE  write everything, an app (--app) or a user (--user)
                            to a portable archive, from either store
   kioku import --in FILE   load an archive into either store
+  kioku metadata-server    a stand-in GCE metadata server on loopback, for
+                           Vertex AI clients that insist on Google credentials
   kioku version            print the build's version
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
@@ -124,6 +128,8 @@ func run(ctx context.Context, args []string) error {
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
 	case "sessions", "users", "state", "memories", "ops", "config", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
+	case "metadata-server":
+		return metadataServer(ctx, args[1:], os.Stdout)
 	case "version", "--version":
 		return printVersion(os.Stdout)
 	case "help", "-h", "--help":

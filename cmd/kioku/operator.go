@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -134,7 +135,19 @@ func operator(ctx context.Context, group string, args []string, stdout, stderr i
 	if *key != "" {
 		opts = append(opts, client.WithAuthToken(*key))
 	}
-	return run(ctx, &opEnv{c: client.New(*server, opts...), out: stdout, err: stderr, json: *asJSON, arg: pos[0]})
+	return explainAuth(run(ctx, &opEnv{c: client.New(*server, opts...), out: stdout, err: stderr, json: *asJSON, arg: pos[0]}), *key != "")
+}
+
+// explainAuth adds to a refused key what to do on this command line: the
+// server's message speaks of HTTP headers, which kioku sends itself.
+func explainAuth(err error, keyGiven bool) error {
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		return err
+	}
+	if !keyGiven {
+		return fmt.Errorf("%w\nthis server needs an API key: give it with --key KEY or the environment variable KIOKU_KEY", err)
+	}
+	return fmt.Errorf("%w\nthe API key given (--key or KIOKU_KEY) was refused; check it, or ask for a new one (kioku key)", err)
 }
 
 // parseInterspersed parses flags that come before or after the positional

@@ -205,8 +205,13 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("sessions get of a missing session: %v", err)
 	}
 	var out2, err2 bytes.Buffer
-	if err := operator(ctx, "sessions", []string{"list", "apps/demo", "--server", s.url}, &out2, &err2); connect.CodeOf(err) != connect.CodeUnauthenticated {
-		t.Fatalf("without --key: %v", err)
+	if err := operator(ctx, "sessions", []string{"list", "apps/demo", "--server", s.url}, &out2, &err2); connect.CodeOf(err) != connect.CodeUnauthenticated ||
+		!strings.Contains(err.Error(), "--key KEY or the environment variable KIOKU_KEY") {
+		t.Fatalf("without --key: %v; want UNAUTHENTICATED naming --key and KIOKU_KEY", err)
+	}
+	if err := operator(ctx, "sessions", []string{"list", "apps/demo", "--server", s.url, "--key", "kioku_wrong"}, &out2, &err2); connect.CodeOf(err) != connect.CodeUnauthenticated ||
+		!strings.Contains(err.Error(), "(--key or KIOKU_KEY) was refused") {
+		t.Fatalf("with a wrong --key: %v; want UNAUTHENTICATED naming --key and KIOKU_KEY", err)
 	}
 	if _, _, err := s.kioku(true, "sessions", "get"); err == nil || !strings.Contains(err.Error(), "takes one argument") {
 		t.Fatalf("sessions get without a name: %v", err)

@@ -36,8 +36,9 @@ type serveFlags struct {
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	vectorCache, rateLimit, rateBurst                     *string
-	bodyTimeout, writeTimeout, maxStream, indexDelay      *string
-	corsOrigins, otelEndpoint                             *string
+	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
+	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
+	watchesPerKey, watchesPerUser                         *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
 
@@ -57,14 +58,18 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),
 		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
 		corsOrigins:  fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
+		allowedHosts: fs.Env("allowed-hosts", "", "comma-separated host names (no port), beyond localhost and loopback addresses, that kioku answers while it listens on loopback without TLS, such as a name a local proxy forwards; * for any. Other Host headers are refused (a guard against DNS rebinding); on other addresses, and over TLS, any Host is answered"),
 		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
-		rateLimit:    fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
-		bodyTimeout:  fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
-		writeTimeout: fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
-		maxStream:    fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
-		rateBurst:    fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
-		indexDelay:   fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
+		rateLimit:      fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
+		bodyTimeout:    fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
+		writeTimeout:   fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
+		idleTimeout:    fs.Env("idle-timeout", "30s", "time a connection with no call in flight stays open; a new connection must begin a request within the shorter of this and 10s (one that sends nothing, or only HTTP/2's preface, is closed)"),
+		maxStream:      fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
+		watchesPerKey:  fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
+		watchesPerUser: fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
+		rateBurst:      fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+		indexDelay:     fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
 
 		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
 		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
@@ -117,8 +122,8 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil || burst < 1 && rate > 0 {
 		return node.Config{}, fmt.Errorf("--rate-burst %q: want a whole number of calls, at least 1", *f.rateBurst)
 	}
-	var durations [3]time.Duration
-	for i, d := range []struct{ flag, value string }{{"--body-timeout", *f.bodyTimeout}, {"--write-timeout", *f.writeTimeout}, {"--max-stream-duration", *f.maxStream}} {
+	var durations [4]time.Duration
+	for i, d := range []struct{ flag, value string }{{"--body-timeout", *f.bodyTimeout}, {"--write-timeout", *f.writeTimeout}, {"--max-stream-duration", *f.maxStream}, {"--idle-timeout", *f.idleTimeout}} {
 		if durations[i], err = time.ParseDuration(d.value); err != nil || durations[i] < 100*time.Millisecond {
 			return node.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 30s", d.flag, d.value)
 		}
@@ -140,13 +145,27 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--cors-origins: %w", err)
 	}
+	var watches [2]int
+	for i, w := range []struct{ flag, value string }{{"--max-watches-per-key", *f.watchesPerKey}, {"--max-watches-per-user", *f.watchesPerUser}} {
+		if watches[i], err = strconv.Atoi(w.value); err != nil || watches[i] < 1 {
+			return node.Config{}, fmt.Errorf("%s %q: want a whole number of streams, at least 1", w.flag, w.value)
+		}
+	}
+	hosts, err := server.ParseAllowedHosts(*f.allowedHosts)
+	if err != nil {
+		return node.Config{}, fmt.Errorf("--allowed-hosts: %w", err)
+	}
 	return node.Config{
 		Keys:              keys,
 		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
 		BodyTimeout:       durations[0],
 		WriteTimeout:      durations[1],
 		MaxStreamDuration: durations[2],
+		IdleTimeout:       durations[3],
+		MaxWatchesPerKey:  watches[0],
+		MaxWatchesPerUser: watches[1],
 		CORSOrigins:       cors,
+		AllowedHosts:      hosts,
 		TLS:               cert,
 		Store:             *f.store,
 		DataDir:           *f.dataDir,

@@ -228,7 +228,12 @@ conflicts with the store (a session of the same id created there, one
 that moved on since) stops the import with an error naming it. Memories
 whose vectors come from another embedder than the store's (the --embedder
 flags) are embedded again. An archive of another format version is
-refused.
+refused, and so is a record outside the archive's header (in an archive
+of one app or one user, a record of another, or of the whole app in a
+user's), or a session or event the API would refuse (an event id that is
+no id, an event over 512 KiB, state nested too deep, an app: key in a
+session's own state): the import stops there, before writing it; what
+it wrote before stays.
 
 Flags:
 `

@@ -1,6 +1,7 @@
 package aip_test
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -34,6 +35,36 @@ func TestPageTokensAreBoundToTheirQuery(t *testing.T) {
 	}
 	if first, err := aip.DecodePageToken("", q); err != nil || first != (aip.PageToken{}) {
 		t.Errorf("the empty token = %+v, %v; want the first page", first, err)
+	}
+}
+
+// TestForgedPageTokensAreInvalid: a token is JSON a caller can read and
+// edit; whatever is changed in it (a negative offset, sequence or time, a
+// field kioku does not write, data after it, an oversized cursor) is
+// INVALID_ARGUMENT naming page_token, never a cursor a store or a slice
+// expression could trip on.
+func TestForgedPageTokensAreInvalid(t *testing.T) {
+	q := aip.QueryDigest("search", "a", "u")
+	forge := func(body string) string { return base64.RawURLEncoding.EncodeToString([]byte(body)) }
+	if got, err := aip.DecodePageToken(forge(`{"q":"`+q+`","o":10}`), q); err != nil || got.Offset != 10 {
+		t.Fatalf("a genuine offset: %+v, %v", got, err)
+	}
+	for what, token := range map[string]string{
+		"offset -1":     forge(`{"q":"` + q + `","o":-1}`),
+		"sequence -1":   forge(`{"q":"` + q + `","s":-1}`),
+		"time -1":       forge(`{"q":"` + q + `","t":-1,"i":"x"}`),
+		"offset 1e99":   forge(`{"q":"` + q + `","o":1e99}`),
+		"a string":      forge(`{"q":"` + q + `","o":"1"}`),
+		"unknown field": forge(`{"q":"` + q + `","x":1}`),
+		"trailing data": forge(`{"q":"` + q + `"}{}`),
+		"not an object": forge(`[1]`),
+		"a long id":     forge(`{"q":"` + q + `","i":"` + strings.Repeat("x", 3000) + `"}`),
+		"too long":      strings.Repeat("A", 5000),
+	} {
+		_, err := aip.DecodePageToken(token, q)
+		if !fault.Is(err, fault.Invalid) || fault.FieldOf(err) != "page_token" || !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("%s: %v; want INVALID_ARGUMENT, page_token malformed", what, err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package aip
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -65,19 +66,44 @@ func EncodePageToken(t PageToken) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// Bounds of a decoded page token: no cursor kioku makes comes near them.
+const (
+	maxPageTokenBytes = 4096
+	maxCursorIDBytes  = 2048
+)
+
 // DecodePageToken decodes a token and checks it belongs to the query (a
-// QueryDigest); the empty token is the first page.
+// QueryDigest); the empty token is the first page. A token is validated,
+// not authenticated: it is plain JSON a caller can read and forge, so
+// every field is checked (no unknown field, no negative offset, sequence
+// or time, an id of bounded length) and anything odd is INVALID_ARGUMENT.
+// A forged cursor within those bounds can only move within the results of
+// the query it is bound to, whose parameters the caller's key was checked
+// against; signing tokens (an HMAC) would need a key shared by every
+// server of one database, for no access it would withhold.
 func DecodePageToken(token, query string) (PageToken, error) {
 	var t PageToken
 	if token == "" {
 		return t, nil
 	}
+	malformed := fault.InvalidField("page_token", "page_token is malformed; pass the next_page_token of the previous call unchanged")
+	if len(token) > maxPageTokenBytes {
+		return PageToken{}, malformed
+	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || json.Unmarshal(b, &t) != nil {
-		return t, fault.Invalidf("page_token is malformed; pass the next_page_token of the previous call unchanged")
+	if err != nil {
+		return PageToken{}, malformed
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&t) != nil || dec.More() {
+		return PageToken{}, malformed
+	}
+	if t.Time < 0 || t.Seq < 0 || t.Offset < 0 || len(t.ID) > maxCursorIDBytes {
+		return PageToken{}, malformed
 	}
 	if t.Query != query {
-		return t, fault.Invalidf("page_token belongs to a call with other parameters; keep every parameter but page_token the same while paging")
+		return PageToken{}, fault.InvalidField("page_token", "page_token belongs to a call with other parameters; keep every parameter but page_token the same while paging")
 	}
 	return t, nil
 }

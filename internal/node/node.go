@@ -80,14 +80,21 @@ type Config struct {
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit
-	// BodyTimeout, WriteTimeout and MaxStreamDuration bound requests and
-	// responses (see server.Config); zero takes the server's defaults.
-	BodyTimeout, WriteTimeout, MaxStreamDuration time.Duration
+	// BodyTimeout, WriteTimeout, IdleTimeout and MaxStreamDuration bound
+	// requests, responses and connections (see server.Config); zero takes
+	// the server's defaults.
+	BodyTimeout, WriteTimeout, IdleTimeout, MaxStreamDuration time.Duration
+	// MaxWatchesPerKey and MaxWatchesPerUser bound WatchSession streams
+	// (see server.Config); zero takes the server's defaults.
+	MaxWatchesPerKey, MaxWatchesPerUser int
 	// TLS, when set, makes the server serve HTTPS only.
 	TLS *server.Certificate
 	// CORSOrigins are the origins whose browser pages may call the server
 	// (see server.Config.CORSOrigins).
 	CORSOrigins []string
+	// AllowedHosts are the host names, beyond loopback's, that the server
+	// answers while it listens on loopback (see server.Config.AllowedHosts).
+	AllowedHosts []string
 
 	// Vertex chooses the names the Vertex AI API accepts and the app each
 	// reasoning engine stands for.
@@ -205,9 +212,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		RateLimit:         cfg.RateLimit,
 		BodyTimeout:       cfg.BodyTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxWatchesPerKey:  cfg.MaxWatchesPerKey,
+		MaxWatchesPerUser: cfg.MaxWatchesPerUser,
 		MaxStreamDuration: cfg.MaxStreamDuration,
 		TLS:               cfg.TLS,
 		CORSOrigins:       cfg.CORSOrigins,
+		AllowedHosts:      cfg.AllowedHosts,
 		Sessions:          server.NewSessionHandler(n.Sessions, n.App),
 		Memories:          memories,
 		Operations:        memories,

@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -75,21 +72,13 @@ func TestAttackMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewUnstartedServer(n.Handler())
-	ts.Config = n.HTTPServer()
-	ts.Start()
-	t.Cleanup(ts.Close)
+	_, url := serveNode(t, func(c *node.Config) { c.Keys = keys })
 	with := func(key string, opts ...client.Option) *client.Client {
 		opts = append(opts, client.WithHTTPClient(h2cClient()))
 		if key != "" {
 			opts = append(opts, client.WithAuthToken(key))
 		}
-		return client.New(ts.URL, opts...)
+		return client.New(url, opts...)
 	}
 	ann, bob, app, op := with(annKey), with(bobKey), with(appKey), with(opKey)
 	ctx := t.Context()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/server/httperr"
 )
 
 // Request bounds. Every request body is read within Config.BodyTimeout of
@@ -41,11 +44,14 @@ type bounds struct {
 	maxBody                   int64
 	bodyTimeout, writeTimeout time.Duration
 	metrics                   *rpcMetrics
-	logs                      *sampledLog
+	logs                      *sampledLog     // refusals, at info level
+	panics                    *sampledLog     // at error level
 	procedures                map[string]bool // served, for metrics labels
 }
 
 func (b *bounds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer b.recoverPanic(w, r)
+	requestBegan(r.Context())
 	if !strings.HasPrefix(r.URL.Path, "/grpc.") { // health and reflection are shallow
 		growStack()
 	}
@@ -53,22 +59,42 @@ func (b *bounds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A connection's previous request may have left a deadline (HTTP/1.1).
 	rc.SetWriteDeadline(time.Time{})
 	dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: b.writeTimeout}
+	// A copy of the request carries the bounded body: net/http looks at
+	// the original's to tell a body cut off (the connection must then
+	// close, or the rest would be read as the next request).
+	ctx, progress := httperr.Track(r.Context())
+	r = r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
-		body := &boundedBody{b: b, r: r, rc: rc, body: http.MaxBytesReader(w, r.Body, b.maxBody), frames: framesOf(r)}
+		body := &boundedBody{b: b, r: r, rc: rc, body: http.MaxBytesReader(w, r.Body, b.maxBody), frames: framesOf(r), progress: progress}
 		if !strings.HasPrefix(r.URL.Path, "/grpc.reflection.") {
 			rc.SetReadDeadline(time.Now().Add(b.bodyTimeout))
 			body.deadline = true
 		}
-		// A copy of the request carries the bounded body: net/http looks at
-		// the original's to tell a body cut off (the connection must then
-		// close, or the rest would be read as the next request).
-		r = r.WithContext(r.Context())
 		r.Body = body
 	}
 	b.next.ServeHTTP(dw, r)
 	// What the server still writes after the handler (the end of a
 	// buffered response) is bounded too.
 	rc.SetWriteDeadline(time.Now().Add(b.writeTimeout))
+}
+
+// recoverPanic turns a panic outside the Connect handlers (which recover
+// their own: WithRecover in New) into INTERNAL, logged with its stack at
+// most about ten times a second, instead of net/http's dropped
+// connection. A handler's deliberate abort (http.ErrAbortHandler) goes on.
+func (b *bounds) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	b.panics.writeContext(r.Context(), "panic serving a request", "path", aip.Truncate(r.URL.Path, 200), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	b.metrics.refused(b.procedureLabel(r.URL.Path), "panic", connect.CodeInternal)
+	// Headers already sent cannot be taken back; net/http then ends the
+	// response as it is.
+	httperr.WriteStatus(w, connect.NewError(connect.CodeInternal, errors.New("internal error (the server's log has the details)")))
 }
 
 // boundedBody is a request body read under the bounds: it turns a timeout
@@ -82,6 +108,7 @@ type boundedBody struct {
 	deadline bool
 	frames   *frames // nil for an unframed body (Connect unary, REST)
 	failed   error   // a framing error, returned by every later Read
+	progress *httperr.Progress
 }
 
 func (bb *boundedBody) Read(p []byte) (int, error) {
@@ -118,6 +145,7 @@ func (bb *boundedBody) Close() error { return bb.body.Close() }
 
 func (bb *boundedBody) refuse(reason string, err *connect.Error) error {
 	proc := bb.b.procedureLabel(bb.r.URL.Path)
+	bb.progress.Counted()
 	bb.b.metrics.refused(proc, reason, err.Code())
 	bb.b.logs.write("request refused", "procedure", proc, "path", aip.Truncate(bb.r.URL.Path, 200), "reason", reason, "remote", bb.r.RemoteAddr, "error", err.Message())
 	return err
@@ -270,19 +298,27 @@ func (g *boundedGzip) Close() error { return g.r.Close() }
 
 func newGzipCompressor() connect.Compressor { return gzip.NewWriter(io.Discard) }
 
-// sampledLog writes at most about ten lines a second; the next line says
-// how many were left out. The metrics count every event.
+// sampledLog writes at most about ten lines a second at its level; the
+// next line says how many were left out. The metrics count every event.
+// A server has one at info level for refused requests, and one at error
+// level for internal errors and panics, so that a caller repeating a
+// request that fails cannot flood the log.
 type sampledLog struct {
 	log     *slog.Logger
+	level   slog.Level
 	lim     *rate.Limiter
 	skipped atomic.Int64
 }
 
-func newSampledLog(log *slog.Logger) *sampledLog {
-	return &sampledLog{log: log, lim: rate.NewLimiter(10, 20)}
+func newSampledLog(log *slog.Logger, level slog.Level) *sampledLog {
+	return &sampledLog{log: log, level: level, lim: rate.NewLimiter(10, 20)}
 }
 
 func (l *sampledLog) write(msg string, args ...any) {
+	l.writeContext(context.Background(), msg, args...)
+}
+
+func (l *sampledLog) writeContext(ctx context.Context, msg string, args ...any) {
 	if !l.lim.Allow() {
 		l.skipped.Add(1)
 		return
@@ -290,5 +326,5 @@ func (l *sampledLog) write(msg string, args ...any) {
 	if n := l.skipped.Swap(0); n > 0 {
 		args = append(args, "not_logged_before", n)
 	}
-	l.log.Info(msg, args...)
+	l.log.Log(ctx, l.level, msg, args...)
 }

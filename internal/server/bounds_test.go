@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -143,7 +142,7 @@ func TestTricklingBodyIsCutOff(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -221,7 +220,7 @@ func TestUnreadResponseIsDropped(t *testing.T) {
 	}
 	defer conn.Close()
 	req, _ := proto.Marshal(&kiokuv1.GetSessionRequest{Name: "apps/a/users/u/sessions/s"})
-	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/proto\r\nContent-Length: "+strconv.Itoa(len(req))+"\r\n\r\n")
+	io.WriteString(conn, "POST "+kiokuv1connect.SessionServiceGetSessionProcedure+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/proto\r\nContent-Length: "+strconv.Itoa(len(req))+"\r\n\r\n")
 	conn.Write(req)
 	start := time.Now()
 	select {
@@ -318,17 +317,9 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 // every event (the ADK adapter pages the same way: client/adk's
 // TestGetPagesALargeSession).
 func TestLargeSessionIsPaged(t *testing.T) {
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewUnstartedServer(n.Handler())
-	ts.Config = n.HTTPServer()
-	ts.Start()
-	t.Cleanup(ts.Close)
+	_, url := serveNode(t, func(c *node.Config) { c.Logger = quietLog() })
 	meter := &responseMeter{}
-	c := client.New(ts.URL, client.WithHTTPClient(meter))
+	c := client.New(url, client.WithHTTPClient(meter))
 	ctx := t.Context()
 	name := client.SessionName("a", "u", "long")
 	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "long"}); err != nil {
@@ -353,7 +344,7 @@ func TestLargeSessionIsPaged(t *testing.T) {
 	start = time.Now()
 	meter.largest.Store(0)
 
-	_, err = c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: name})
+	_, err := c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: name})
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "ListEvents") {
 		t.Fatalf("GetSession of a 20 MB session: %v; want FAILED_PRECONDITION pointing to ListEvents", err)
 	}

@@ -24,16 +24,19 @@ import (
 
 func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
 	out := &kiokuv1.Memory{
-		Name:       m.Name(),
-		Fact:       m.Fact,
-		Scope:      m.Scope,
-		Topics:     m.Topics,
-		Metadata:   m.Metadata,
-		CreateTime: timestampOrNil(m.CreateTime),
-		UpdateTime: timestampOrNil(m.UpdateTime),
-		RevisionId: strconv.FormatInt(m.Revision, 10),
-		EventTime:  timestampOrNil(m.EventTime),
-		StatedTime: timestampOrNil(m.StatedTime),
+		Name:          m.Name(),
+		Fact:          m.Fact,
+		DisplayName:   m.DisplayName,
+		Description:   m.Description,
+		Scope:         m.Scope,
+		Topics:        m.Topics,
+		Metadata:      m.Metadata.Strings(),
+		TypedMetadata: metadataToProto(m.Metadata),
+		CreateTime:    timestampOrNil(m.CreateTime),
+		UpdateTime:    timestampOrNil(m.UpdateTime),
+		RevisionId:    strconv.FormatInt(m.Revision, 10),
+		EventTime:     timestampOrNil(m.EventTime),
+		StatedTime:    timestampOrNil(m.StatedTime),
 	}
 	if !m.ExpireTime.IsZero() {
 		out.Expiration = &kiokuv1.Memory_ExpireTime{ExpireTime: timestamppb.New(m.ExpireTime)}
@@ -71,7 +74,8 @@ func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
 		Fact:           r.Fact,
 		Scope:          r.Scope,
 		Topics:         r.Topics,
-		Metadata:       r.Metadata,
+		Metadata:       r.Metadata.Strings(),
+		TypedMetadata:  metadataToProto(r.Metadata),
 		ExtractedFacts: r.ExtractedFacts,
 		Sources:        sourcesToProto(r.Sources),
 		Operation:      r.Operation,
@@ -81,6 +85,78 @@ func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
 		EventTime:      timestampOrNil(r.EventTime),
 		StatedTime:     timestampOrNil(r.StatedTime),
 	}
+}
+
+// metadataToProto returns metadata's typed values (nil for none).
+func metadataToProto(md memorybank.Metadata) map[string]*kiokuv1.MetadataValue {
+	if len(md) == 0 {
+		return nil
+	}
+	out := make(map[string]*kiokuv1.MetadataValue, len(md))
+	for k, v := range md {
+		pv := &kiokuv1.MetadataValue{}
+		switch v.Kind() {
+		case memorybank.MetadataDouble:
+			pv.Value = &kiokuv1.MetadataValue_DoubleValue{DoubleValue: v.Double()}
+		case memorybank.MetadataBool:
+			pv.Value = &kiokuv1.MetadataValue_BoolValue{BoolValue: v.Bool()}
+		case memorybank.MetadataTimestamp:
+			pv.Value = &kiokuv1.MetadataValue_TimestampValue{TimestampValue: timestamppb.New(v.Time())}
+		default:
+			pv.Value = &kiokuv1.MetadataValue_StringValue{StringValue: v.Text()}
+		}
+		out[k] = pv
+	}
+	return out
+}
+
+// metadataFromProto reads a request's metadata: string values (the
+// metadata map, field) and typed ones (typed, field typedField); a key in
+// both is refused unless both give the same string.
+func metadataFromProto(field string, strs map[string]string, typedField string, typed map[string]*kiokuv1.MetadataValue) (memorybank.Metadata, error) {
+	if len(strs) == 0 && len(typed) == 0 {
+		return nil, nil
+	}
+	out := memorybank.StringMetadata(strs)
+	if out == nil {
+		out = memorybank.Metadata{}
+	}
+	for k, pv := range typed {
+		var v memorybank.MetadataValue
+		switch x := pv.GetValue().(type) {
+		case *kiokuv1.MetadataValue_DoubleValue:
+			v = memorybank.DoubleValue(x.DoubleValue)
+		case *kiokuv1.MetadataValue_BoolValue:
+			v = memorybank.BoolValue(x.BoolValue)
+		case *kiokuv1.MetadataValue_TimestampValue:
+			if err := x.TimestampValue.CheckValid(); err != nil {
+				return nil, fault.InvalidField(typedField, "%s[%q]: %v", typedField, k, err)
+			}
+			v = memorybank.TimestampValue(x.TimestampValue.AsTime())
+		default:
+			v = memorybank.StringValue(pv.GetStringValue())
+		}
+		if old, ok := out[k]; ok && old != v {
+			return nil, fault.InvalidField(typedField, "%s and %s both set %q, to different values: give each key once", field, typedField, k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// mergeStrategyFromProto converts a merge strategy.
+func mergeStrategyFromProto(s kiokuv1.MetadataMergeStrategy) (memorybank.MergeStrategy, error) {
+	switch s {
+	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_UNSPECIFIED:
+		return memorybank.MergeUnspecified, nil
+	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_OVERWRITE:
+		return memorybank.Overwrite, nil
+	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_MERGE:
+		return memorybank.Merge, nil
+	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH:
+		return memorybank.RequireExactMatch, nil
+	}
+	return 0, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy %d is not a strategy", s)
 }
 
 // timeRangeFromProto converts a time range, checking its times.

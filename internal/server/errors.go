@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -55,13 +54,14 @@ func wireCode(err error) connect.Code {
 // toConnect turns a domain error into a Connect error with the right code;
 // a Connect error is returned as it is. An error about one request field
 // (fault.InvalidField) carries a google.rpc.BadRequest detail naming it.
-// Internal errors are logged with their detail and returned with it too:
+// Internal errors are logged with their detail (sampled: at most about ten
+// lines a second) and returned with it too:
 // kioku is self-hosted, and the operator reading the client's error is the
 // one who can act on it.
 //
 // Handlers need not call it: every service a Server serves returns its
 // errors through the error interceptor, which calls it.
-func toConnect(ctx context.Context, log *slog.Logger, err error) error {
+func toConnect(ctx context.Context, log *sampledLog, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -71,7 +71,7 @@ func toConnect(ctx context.Context, log *slog.Logger, err error) error {
 	}
 	code := CodeOf(err)
 	if code == connect.CodeInternal {
-		log.ErrorContext(ctx, "internal error", "error", err)
+		log.writeContext(ctx, "internal error", "error", err)
 	}
 	out := connect.NewError(code, err)
 	if field := fault.FieldOf(err); field != "" {
@@ -94,7 +94,7 @@ func toConnect(ctx context.Context, log *slog.Logger, err error) error {
 // It runs innermost, so that logging, metrics and clients all see the
 // mapped code.
 type errorInterceptor struct {
-	log *slog.Logger
+	log *sampledLog // internal errors, at error level
 }
 
 func (e *errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {

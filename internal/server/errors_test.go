@@ -14,7 +14,7 @@ import (
 
 func TestErrorInterceptorMapsKindsAndFields(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	e := &errorInterceptor{log: log}
+	e := &errorInterceptor{log: newSampledLog(log, slog.LevelError)}
 	call := func(err error) error {
 		_, got := e.WrapUnary(func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
 			return nil, err

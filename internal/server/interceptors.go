@@ -10,6 +10,8 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kioku-ai/kioku/internal/server/httperr"
 )
 
 // newTracingInterceptor traces each call of the kioku services with
@@ -29,21 +31,24 @@ func newTracingInterceptor() *otelconnect.Interceptor {
 
 // observingInterceptor writes one structured log line per call (the
 // procedure, the protocol, the outcome code and the duration) and counts
-// the call in the server's metrics. Successful and cancelled calls log at
+// the call in the server's metrics; it marks the request's Progress
+// reached (a REST request's errors before then are counted apart). Successful and cancelled calls log at
 // debug level, failed calls at info (a caller's bad request or missing
 // resource is not the server's fault), and internal, unknown and data-loss
-// errors at error level.
+// errors at error level, at most about ten such lines a second.
 type observingInterceptor struct {
 	log     *slog.Logger
 	metrics *rpcMetrics
+	errs    *sampledLog // the error-level lines, sampled
 }
 
-func newObservingInterceptor(log *slog.Logger, metrics *rpcMetrics) *observingInterceptor {
-	return &observingInterceptor{log: log, metrics: metrics}
+func newObservingInterceptor(log *slog.Logger, metrics *rpcMetrics, errs *sampledLog) *observingInterceptor {
+	return &observingInterceptor{log: log, metrics: metrics, errs: errs}
 }
 
 func (l *observingInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		httperr.ProgressOf(ctx).Reached()
 		start := time.Now()
 		resp, err := next(ctx, req)
 		l.record(ctx, req.Spec().Procedure, req.Peer().Protocol, start, err, true)
@@ -57,6 +62,7 @@ func (l *observingInterceptor) WrapStreamingClient(next connect.StreamingClientF
 
 func (l *observingInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		httperr.ProgressOf(ctx).Reached()
 		start := time.Now()
 		err := next(ctx, conn)
 		l.record(ctx, conn.Spec().Procedure, conn.Peer().Protocol, start, err, false)
@@ -99,6 +105,14 @@ func (l *observingInterceptor) record(ctx context.Context, procedure, protocol s
 		} else {
 			attrs = append(attrs, slog.String("error", err.Error()))
 		}
+	}
+	if level == slog.LevelError {
+		args := make([]any, len(attrs))
+		for i, a := range attrs {
+			args[i] = a
+		}
+		l.errs.writeContext(ctx, "rpc", args...)
+		return
 	}
 	l.log.LogAttrs(ctx, level, "rpc", attrs...)
 }

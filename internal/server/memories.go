@@ -53,7 +53,11 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[k
 		return nil, fault.Invalidf("memory is required")
 	}
 	in := memorybank.MemoryInput{
-		ID: req.Msg.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope(), Topics: m.GetTopics(), Metadata: m.GetMetadata(),
+		ID: req.Msg.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope(), Topics: m.GetTopics(),
+		DisplayName: m.GetDisplayName(), Description: m.GetDescription(),
+	}
+	if in.Metadata, err = metadataFromProto("memory.metadata", m.GetMetadata(), "memory.typed_metadata", m.GetTypedMetadata()); err != nil {
+		return nil, err
 	}
 	if in.ExpireTime, in.TTL, err = expirationFromProto("memory", m.GetExpireTime(), m.GetTtl()); err != nil {
 		return nil, err
@@ -106,6 +110,9 @@ func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[k
 	return connect.NewResponse(out), nil
 }
 
+// memoryPaths are the update_mask paths of UpdateMemory.
+const memoryPaths = "fact, display_name, description, topics, metadata, typed_metadata, expire_time, ttl, event_time or stated_time"
+
 // UpdateMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	m := req.Msg.GetMemory()
@@ -118,7 +125,7 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 	}
 	paths := req.Msg.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
-		return nil, fault.Invalidf("update_mask is required: name the fields to change (fact, topics, metadata, expire_time, ttl, event_time, stated_time)")
+		return nil, fault.Invalidf("update_mask is required: name the fields to change (%s)", memoryPaths)
 	}
 	var u memorybank.MemoryUpdate
 	for _, p := range paths {
@@ -127,8 +134,16 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 			u.Fact = new(m.GetFact())
 		case "topics":
 			u.Topics = new(m.GetTopics())
-		case "metadata":
-			u.Metadata = new(m.GetMetadata())
+		case "metadata", "typed_metadata":
+			md, err := metadataFromProto("memory.metadata", m.GetMetadata(), "memory.typed_metadata", m.GetTypedMetadata())
+			if err != nil {
+				return nil, err
+			}
+			u.Metadata = &md
+		case "display_name":
+			u.DisplayName = new(m.GetDisplayName())
+		case "description":
+			u.Description = new(m.GetDescription())
 		case "expire_time":
 			t, err := timeOrZero(m.GetExpireTime())
 			if err != nil {
@@ -154,7 +169,7 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 			}
 			u.StatedTime = &t
 		default:
-			return nil, fault.Invalidf("update_mask path %q cannot be updated; use fact, topics, metadata, expire_time, ttl, event_time or stated_time", p)
+			return nil, fault.Invalidf("update_mask path %q cannot be updated; use %s", p, memoryPaths)
 		}
 	}
 	updated, err := h.svc.UpdateMemory(ctx, app, id, u)
@@ -185,6 +200,12 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 	}
 	r := &memorybank.GenerateRequest{
 		App: app, Scope: m.GetScope(), DisableConsolidation: m.GetDisableConsolidation(), AllowedTopics: m.GetAllowedTopics(),
+	}
+	if r.Metadata, err = metadataFromProto("metadata", nil, "metadata", m.GetMetadata()); err != nil {
+		return nil, err
+	}
+	if r.MergeStrategy, err = mergeStrategyFromProto(m.GetMetadataMergeStrategy()); err != nil {
+		return nil, err
 	}
 	switch src := m.GetSource().(type) {
 	case *kiokuv1.GenerateMemoriesRequest_SessionSource:

@@ -46,21 +46,13 @@ func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*cl
 	for _, o := range options {
 		o(&cfg)
 	}
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewUnstartedServer(n.Handler())
-	ts.Config = n.HTTPServer()
-	ts.Start()
-	t.Cleanup(ts.Close)
+	_, url := serveNode(t, func(c *node.Config) { *c = cfg })
 	hc := h2cClient()
 	return &clients{
-		sessions: kiokuv1connect.NewSessionServiceClient(hc, ts.URL, connect.WithProtoJSON()),
-		memories: kiokuv1connect.NewMemoryBankServiceClient(hc, ts.URL, connect.WithProtoJSON()),
-		ops:      kiokuv1connect.NewOperationServiceClient(hc, ts.URL, connect.WithProtoJSON()),
-		url:      ts.URL,
+		sessions: kiokuv1connect.NewSessionServiceClient(hc, url, connect.WithProtoJSON()),
+		memories: kiokuv1connect.NewMemoryBankServiceClient(hc, url, connect.WithProtoJSON()),
+		ops:      kiokuv1connect.NewOperationServiceClient(hc, url, connect.WithProtoJSON()),
+		url:      url,
 	}, fake
 }
 

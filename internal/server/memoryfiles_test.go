@@ -3,7 +3,6 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -27,16 +26,8 @@ func memoryFileServer(t *testing.T) (url, ann, bob, app string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewUnstartedServer(n.Handler())
-	ts.Config = n.HTTPServer()
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts.URL, annKey, bobKey, appKey
+	_, url = serveNode(t, func(c *node.Config) { c.Keys, c.Logger = keys, quietLog() })
+	return url, annKey, bobKey, appKey
 }
 
 // TestMemoryFilesOverConnect runs the memory tool's commands through

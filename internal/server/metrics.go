@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kioku-ai/kioku/internal/server/httperr"
 )
 
 // Metric is one figure a component reports on /metrics through
@@ -58,7 +60,7 @@ func newRPCMetrics(log *slog.Logger, extra func() []Metric) *rpcMetrics {
 		}, []string{"procedure", "code"}),
 		refusal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kioku_rpc_refused_total",
-			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large, malformed_frame).",
+			Help: "Calls refused before their request was read or decoded, by procedure and reason (no_key, unknown_key, expired_key, rate_limited, body_timeout, body_too_large, inflates_too_large, malformed_frame, too_complex, undecodable, invalid_request, origin_not_allowed, cross_site_content_type, host_not_allowed, too_many_streams, panic).",
 		}, []string{"procedure", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kioku_rpc_duration_seconds",
@@ -131,6 +133,12 @@ func (m *rpcMetrics) refused(procedure, reason string, code connect.Code) {
 	m.refusal.WithLabelValues(procedure, reason).Inc()
 }
 
+// refusedCall counts by reason a call refused by an interceptor, which
+// the observing interceptor counts as a call.
+func (m *rpcMetrics) refusedCall(procedure, reason string) {
+	m.refusal.WithLabelValues(procedure, reason).Inc()
+}
+
 func (m *rpcMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.handler.ServeHTTP(w, r)
 }
@@ -160,3 +168,43 @@ func (f componentCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- m
 	}
 }
+
+// countUnread counts the REST requests that a transcoder answered with an
+// error before any handler ran (a query parameter that is no field, a
+// body that does not decode or is over package reqlimit's bounds), which
+// no interceptor sees: as calls of procedure "REST" refused for reason
+// invalid_request, with the code of their HTTP status.
+func countUnread(next http.Handler, m *rpcMetrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status >= 400 && httperr.ProgressOf(r.Context()).Unread() {
+			m.refused("REST", "invalid_request", httperr.CodeOfHTTP(sw.status))
+		}
+	})
+}
+
+// statusWriter notes the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

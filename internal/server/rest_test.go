@@ -102,15 +102,18 @@ func TestRESTRoundTrip(t *testing.T) {
 	if status, out := restCall(t, "POST", v1+"/users/ann/sessions/s1:appendEvent", `{"event": {"author": "user"}, "expectedSequence": "0"}`, ""); status != http.StatusBadRequest || out["code"] != float64(9) {
 		t.Errorf("append at a stale sequence: %d %v, want 400 with code 9 (FAILED_PRECONDITION)", status, out)
 	}
-	// curl -d labels its body a form unless told otherwise: read as JSON.
+	// curl -d labels its body a form unless told otherwise, as a web page
+	// may send one to any site: refused, saying what to send.
 	res, err := http.Post(v1+"/users/bob/sessions?sessionId=s2", "application/x-www-form-urlencoded", strings.NewReader(`{"displayName": "curl"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Errorf("a JSON body labelled as a form (curl -d): %s, want 200", res.Status)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "-H 'Content-Type: application/json'") {
+		t.Errorf("a JSON body labelled as a form (curl -d): %s %s, want 400 naming the content type to send", res.Status, out)
 	}
+	rest(t, "POST", v1+"/users/bob/sessions?sessionId=s2", `{"displayName": "curl"}`)
 	got := rest(t, "GET", v1+"/users/ann/sessions/s1?numRecentEvents=5", "")
 	if jsonPath(got, "state", "mood") != "curious" || jsonPath(got, "state", "user:drink") != "tea" || jsonPath(got, "events", 0, "id") != "e1" {
 		t.Errorf("got %v", got)

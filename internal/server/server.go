@@ -25,12 +25,21 @@
 // httperr). GET /openapi.yaml serves kioku.v1's OpenAPI document (package
 // openapi).
 //
-// JSON requests decode with jsonCodec (codec.go): protojson with unknown
-// fields discarded, as connect-go's own JSON codec does, registered for
-// both of connect's JSON content types. connect-go does not export its
-// codec, and a codec is the only hook that sees a body that fails to
-// decode (that happens before any interceptor), so kioku's says what
-// protojson does not: that a string escapes a lone UTF-16 surrogate.
+// Requests decode with the codecs of codec.go, which check a body against
+// package reqlimit's bounds (values, depth) before decoding it, so that a
+// body that would decode into millions of values is refused at once:
+// jsonCodec (protojson; for kioku.v1 a field its messages lack is an
+// error naming it, for the Surfaces it is discarded, as connect-go's own
+// JSON codec does), protoCodec (binary) and, for kioku.v1's REST,
+// restCodec. A codec is the only hook that sees a body that fails to
+// decode (that happens before any interceptor), so kioku's say what
+// protojson does not (the field meant, a lone UTF-16 surrogate) and count
+// the refusals on /metrics.
+//
+// Before anything reads a request, bounds.go bounds its body and time,
+// and crosssite.go refuses what a web page could send a keyless server
+// (other origins, form and text bodies, a rebinding Host); help.go
+// answers GET /, unknown paths and calls in a content type not served.
 //
 // With Keys set, the kioku.v1 services need an API key confined to an app
 // or to one user of an app, checked by an auth.Guard (package internal/server/auth)
@@ -64,10 +73,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -78,6 +88,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/httperr"
 	"github.com/kioku-ai/kioku/internal/server/openapi"
@@ -109,6 +120,19 @@ type Config struct {
 	// held). Zero: 30 seconds.
 	WriteTimeout time.Duration
 
+	// IdleTimeout is how long a connection with no call in flight stays
+	// open (HTTP/1.1 keep-alive, HTTP/2); a new connection must begin its
+	// first request within the shorter of it and 10 seconds, so that
+	// connections that send nothing, or only HTTP/2's preface, do not
+	// hold the server. Zero: 30 seconds.
+	IdleTimeout time.Duration
+
+	// MaxWatchesPerKey and MaxWatchesPerUser bound the WatchSession
+	// streams open with one API key (all callers of a server without
+	// keys count as one) and on the sessions of one user (streams.go).
+	// Zero: DefaultMaxWatchesPerKey and DefaultMaxWatchesPerUser.
+	MaxWatchesPerKey, MaxWatchesPerUser int
+
 	// MaxStreamDuration bounds the life of a stream (WatchSession), which
 	// then ends DEADLINE_EXCEEDED; the client resumes with a new one. Zero:
 	// one hour.
@@ -137,6 +161,13 @@ type Config struct {
 	// so a page of another origin than the server's is refused by the
 	// browser.
 	CORSOrigins []string
+
+	// AllowedHosts are the host names, beyond loopback names, that the
+	// server answers while it listens on loopback without TLS (see
+	// ParseAllowedHosts; "*": any). Requests addressed to another name
+	// are refused, as a page using DNS rebinding sends its own
+	// (crosssite.go). Nil: loopback names only.
+	AllowedHosts []string
 
 	// Metrics, when set, adds other components' figures (the store's, the
 	// memory workers') to GET /metrics; it is called at each scrape.
@@ -205,6 +236,9 @@ type Server struct {
 	handler http.Handler
 	health  *health
 	names   []string // the API services served, for health
+	// beyondLoopback is set when Serve listens beyond loopback: the Host
+	// rule of crosssite.go then no longer applies.
+	beyondLoopback *atomic.Bool
 }
 
 // serviceNames are the fully-qualified names of the kioku.v1 services.
@@ -238,6 +272,15 @@ func New(cfg Config) *Server {
 	if cfg.MaxStreamDuration == 0 {
 		cfg.MaxStreamDuration = time.Hour
 	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.MaxWatchesPerKey == 0 {
+		cfg.MaxWatchesPerKey = DefaultMaxWatchesPerKey
+	}
+	if cfg.MaxWatchesPerUser == 0 {
+		cfg.MaxWatchesPerUser = DefaultMaxWatchesPerUser
+	}
 	if cfg.Sessions == nil {
 		cfg.Sessions = unimplementedSessions{}
 	}
@@ -251,30 +294,44 @@ func New(cfg Config) *Server {
 		cfg.MemoryFiles = unimplementedMemoryFiles{}
 	}
 
-	metrics := newRPCMetrics(cfg.Logger, cfg.Metrics)
-	logs := newSampledLog(cfg.Logger)
+	var caps *streamCaps
+	metrics := newRPCMetrics(cfg.Logger, func() []Metric {
+		out := caps.Metrics()
+		if cfg.Metrics != nil {
+			out = append(out, cfg.Metrics()...)
+		}
+		return out
+	})
+	caps = newStreamCaps(cfg.MaxWatchesPerKey, cfg.MaxWatchesPerUser, metrics)
+	logs := newSampledLog(cfg.Logger, slog.LevelInfo)
+	errs := newSampledLog(cfg.Logger, slog.LevelError)
 	inflate := newBoundedGzip(int64(cfg.MaxRequestBytes), func() {
 		metrics.refused("*", "inflates_too_large", connect.CodeResourceExhausted)
 		logs.write("request refused", "reason", "inflates_too_large", "limit", cfg.MaxRequestBytes)
 	})
-	observing := newObservingInterceptor(cfg.Logger, metrics)
+	observing := newObservingInterceptor(cfg.Logger, metrics, errs)
 	deadline := newDeadlineInterceptor(cfg.DefaultTimeout, cfg.MaxTimeout, cfg.MaxStreamDuration)
+	// A body the codecs refuse never reaches an interceptor: they count it.
+	codecRefused := func(reason string) { metrics.refused("*", reason, connect.CodeInvalidArgument) }
 	common := []connect.HandlerOption{
+		// A panic is a bug: the call gets INTERNAL, the log the panic and
+		// its stack (sampled: a caller repeating the call cannot flood it).
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-			cfg.Logger.ErrorContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p))
-			return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+			errs.writeContext(ctx, "panic in handler", "procedure", spec.Procedure, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			return connect.NewError(connect.CodeInternal, errors.New("internal error (the server's log has the details)"))
 		}),
 		connect.WithReadMaxBytes(cfg.MaxRequestBytes),
 		// No response is sent over the message limit either (the domain
 		// keeps its reads under it; this is the last guard).
 		connect.WithSendMaxBytes(cfg.MaxRequestBytes),
 		connect.WithCompression("gzip", inflate, newGzipCompressor),
-		connect.WithCodec(jsonCodec{"json"}),
-		connect.WithCodec(jsonCodec{"json; charset=utf-8"}),
+		connect.WithCodec(protoCodec{refused: codecRefused}),
+		connect.WithCodec(jsonCodec{name: "json", refused: codecRefused}),
+		connect.WithCodec(jsonCodec{name: "json; charset=utf-8", refused: codecRefused}),
 		// Compressing small messages costs more CPU than it saves bytes.
 		connect.WithCompressMinBytes(4 << 10),
 	}
-	opts := append(slices.Clip(common), connect.WithInterceptors(observing, deadline))
+	opts := append(slices.Clip(common), connect.WithInterceptors(observing, deadline, caps))
 
 	// The API services check keys: the guard's middleware authenticates
 	// before the body is read, its interceptor (after the observing one, so
@@ -312,13 +369,19 @@ func New(cfg Config) *Server {
 		}, policies...)
 		api = append(api, guard.Interceptor())
 	}
-	api = append(api, &errorInterceptor{log: cfg.Logger})
+	api = append(api, caps, &errorInterceptor{log: errs})
 	apiOpts := append(slices.Clip(common), connect.WithInterceptors(api...))
+	// kioku.v1's JSON is strict: a field its messages do not have is an
+	// error naming it. The Surfaces' is not (the Vertex AI API accepts
+	// what Google's front end does).
+	kiokuOpts := append(slices.Clip(apiOpts),
+		connect.WithCodec(jsonCodec{name: "json", strict: true, refused: codecRefused}),
+		connect.WithCodec(jsonCodec{name: "json; charset=utf-8", strict: true, refused: codecRefused}))
 	mux := http.NewServeMux()
-	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, apiOpts...))
-	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, apiOpts...))
-	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, apiOpts...))
-	mux.Handle(kiokuv1connect.NewMemoryFileServiceHandler(cfg.MemoryFiles, apiOpts...))
+	mux.Handle(kiokuv1connect.NewSessionServiceHandler(cfg.Sessions, kiokuOpts...))
+	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, kiokuOpts...))
+	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, kiokuOpts...))
+	mux.Handle(kiokuv1connect.NewMemoryFileServiceHandler(cfg.MemoryFiles, kiokuOpts...))
 	names := slices.Clone(serviceNames)
 	for _, s := range cfg.Surfaces {
 		s.Mount(mux, apiOpts...)
@@ -346,17 +409,22 @@ func New(cfg Config) *Server {
 			// is a programming error that every test would show.
 			panic(fmt.Sprintf("server: REST bindings of %v: %v", services, err))
 		}
-		h := restGuard(formAsJSON(transcoder))
+		h := restGuard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			httperr.ProgressOf(r.Context()).Transcoding()
+			transcoder.ServeHTTP(w, r)
+		}))
 		if rest.Wrap == nil {
 			h = httperr.Rewrite(h, false)
 		} else {
 			h = rest.Wrap(h)
 		}
+		h = countUnread(h, metrics)
 		for _, path := range rest.Paths {
 			mux.Handle(path, h)
 		}
 	}
-	serveREST(serviceNames, REST{Paths: []string{"/v1/"}, NotFound: http.HandlerFunc(restNotFound)})
+	serveREST(serviceNames, REST{Paths: []string{"/v1/"}, NotFound: http.HandlerFunc(restNotFound),
+		Options: []vanguard.TranscoderOption{vanguard.WithCodec(newRESTCodec)}})
 	for _, s := range cfg.Surfaces {
 		serveREST(s.ServiceNames(), s.REST())
 	}
@@ -376,6 +444,8 @@ func New(cfg Config) *Server {
 		w.Header().Set("Content-Type", "application/yaml")
 		w.Write(openapi.Document)
 	})
+	mux.HandleFunc("GET /{$}", index)
+	mux.HandleFunc("/", notFound)
 
 	var handler http.Handler = mux
 	if guard != nil {
@@ -394,12 +464,29 @@ func New(cfg Config) *Server {
 	for _, proc := range openProcedures {
 		procedures[proc] = true
 	}
-	handler = &bounds{
-		next: handler, maxBody: int64(cfg.MaxRequestBytes) + bodySlack,
+	handler = explainContentType(handler, procedures)
+	b := &bounds{
+		maxBody:     int64(cfg.MaxRequestBytes) + bodySlack,
 		bodyTimeout: cfg.BodyTimeout, writeTimeout: cfg.WriteTimeout, procedures: procedures,
-		metrics: metrics, logs: logs,
+		metrics: metrics, logs: logs, panics: errs,
 	}
-	return &Server{cfg: cfg, handler: handler, health: health, names: names}
+	var google []string
+	for _, s := range cfg.Surfaces {
+		if rest := s.REST(); rest.Wrap != nil {
+			google = append(google, rest.Paths...)
+		}
+	}
+	beyondLoopback := new(atomic.Bool)
+	b.next = &crossSite{
+		next: handler, origins: cfg.CORSOrigins, hosts: cfg.AllowedHosts, beyondLoopback: beyondLoopback,
+		google: google, procedures: procedures, errw: connect.NewErrorWriter(),
+		refused: func(r *http.Request, reason string, err *connect.Error) {
+			proc := b.procedureLabel(r.URL.Path)
+			metrics.refused(proc, reason, err.Code())
+			logs.write("request refused", "procedure", proc, "path", aip.Truncate(r.URL.Path, 200), "reason", reason, "remote", r.RemoteAddr, "error", err.Message())
+		},
+	}
+	return &Server{cfg: cfg, handler: b, health: health, names: names, beyondLoopback: beyondLoopback}
 }
 
 // services returns the descriptors of the named services.
@@ -421,19 +508,6 @@ func restNotFound(w http.ResponseWriter, r *http.Request) {
 	httperr.WriteStatus(w, connect.NewError(connect.CodeNotFound, fmt.Errorf("no REST method binds %s %s (see /openapi.yaml)", r.Method, r.URL.Path)))
 }
 
-// formAsJSON reads a REST request body labelled as a form, the type curl
-// -d sends unless told otherwise, as the JSON it is: REST bodies are JSON
-// only (a body with no Content-Type is read so too, as the Vertex AI
-// surface reads every body).
-func formAsJSON(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
-			r.Header.Set("Content-Type", "application/json")
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
 // Handler returns the HTTP handler serving every protocol. It speaks HTTP/1.1
 // and, when the http.Server allows unencrypted HTTP/2, h2c (needed by gRPC).
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -444,8 +518,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // of its own, so that streams (WatchSession) and long waits (WaitOperation)
 // can run: the handler bounds each request's body and each write instead
 // (Config.BodyTimeout, Config.WriteTimeout), and the deadline interceptor
-// unary calls and streams.
+// unary calls and streams. A connection idle for Config.IdleTimeout is
+// closed, and one that begins no request within the shorter of it and
+// 10 seconds of being accepted (one that sends nothing, or only HTTP/2's
+// preface) too.
 func (s *Server) HTTPServer() *http.Server {
+	first := min(10*time.Second, s.cfg.IdleTimeout)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	var tlsConfig *tls.Config
@@ -459,10 +537,43 @@ func (s *Server) HTTPServer() *http.Server {
 		Handler:           s.handler,
 		Protocols:         protocols,
 		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: first,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+		ConnContext:       firstRequestWithin(first),
+	}
+}
+
+// connStart is a connection's record of whether it has begun a request.
+type connStart struct {
+	began atomic.Bool
+	timer *time.Timer
+}
+
+type connStartKey struct{}
+
+// firstRequestWithin returns the http.Server.ConnContext that closes a
+// connection which begins no request within d: net/http's own timeouts
+// leave an HTTP/2 connection that sent only its preface open until it is
+// idle for IdleTimeout.
+func firstRequestWithin(d time.Duration) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		cs := &connStart{}
+		cs.timer = time.AfterFunc(d, func() {
+			if !cs.began.Load() {
+				c.Close()
+			}
+		})
+		return context.WithValue(ctx, connStartKey{}, cs)
+	}
+}
+
+// requestBegan notes that a request began on its connection.
+func requestBegan(ctx context.Context) {
+	if cs, ok := ctx.Value(connStartKey{}).(*connStart); ok && !cs.began.Load() {
+		cs.began.Store(true)
+		cs.timer.Stop()
 	}
 }
 
@@ -470,6 +581,9 @@ func (s *Server) HTTPServer() *http.Server {
 // turns NOT_SERVING, new connections are refused, and calls in flight get up
 // to grace to finish before their connections are closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		s.beyondLoopback.Store(true)
+	}
 	srv := s.HTTPServer()
 	errc := make(chan error, 1)
 	go func() {

@@ -2,6 +2,7 @@ package jobstest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -320,6 +321,55 @@ func testBounds(t *testing.T, h *harness) {
 	h.enqueue(e, "app2", "k1", request{})
 	h.drain(e)
 	h.enqueue(e, "app1", "k1", request{})
+
+	// One owner's keys share its bound: a fourth key does not add to it.
+	e = h.engine("bounded", jobs.Config{MaxQueuedPerOwner: 3})
+	for _, k := range []string{"u1/a", "u1/b", "u1/c"} {
+		if op := h.enqueue(e, "app3", k, request{}); op.Owner != "u1" {
+			t.Fatalf("Enqueue(%s) gave owner %q", k, op.Owner)
+		}
+	}
+	_, err = e.Enqueue(h.ctx, "app3", kind, "u1/d", encode(request{}))
+	wantKind(t, "a fourth operation of one owner, under a fourth key", err, fault.ResourceExhausted)
+	if !strings.Contains(err.Error(), "user u1 of app app3 has 3 test operations waiting, across all their keys") {
+		t.Errorf("the owner's bound: %v", err)
+	}
+	h.enqueue(e, "app3", "u2/a", request{})
+	h.enqueue(e, "app3", "backend", request{})
+	h.enqueue(e, "app4", "u1/a", request{})
+}
+
+// testOwnersTakeTurns: when one owner has many operations queued, over
+// many keys, another owner's operation and one without an owner run in
+// turn with them, not after all of them.
+func testOwnersTakeTurns(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{})
+	var order []string
+	ids := map[string]string{}
+	for i := range 6 {
+		k := fmt.Sprintf("u1/%d", i)
+		ids[h.enqueue(e, "app1", k, request{}).ID] = k
+	}
+	ids[h.enqueue(e, "app1", "u2/0", request{}).ID] = "u2/0"
+	ids[h.enqueue(e, "app1", "backend", request{}).ID] = "backend"
+	for {
+		n, err := e.RunOnce(h.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	for _, run := range h.ran() {
+		for _, id := range run {
+			order = append(order, ids[id])
+		}
+	}
+	want := []string{"u1/0", "u2/0", "backend", "u1/1", "u1/2", "u1/3", "u1/4", "u1/5"}
+	if !slices.Equal(order, want) {
+		t.Errorf("ran %v; want %v (each owner in turn)", order, want)
+	}
 }
 
 // testRetention: finished operations are kept for the retention, then

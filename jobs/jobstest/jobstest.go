@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RunsOnce", testRunsOnce},
 		{"Retries", testRetries},
 		{"KeysOneAtATime", testKeysOneAtATime},
+		{"OwnersTakeTurns", testOwnersTakeTurns},
 		{"CoalescingAndGroups", testCoalescingAndGroups},
 		{"HandBack", testHandBack},
 		{"LeaseTakeover", testLeaseTakeover},
@@ -171,6 +173,7 @@ func (h *harness) engine(worker string, cfg jobs.Config) *jobs.Engine {
 		},
 		Describe: func(key string) string { return "test key " + key },
 		Noun:     "test operations",
+		Owner:    keyOwner,
 	})
 	return e
 }
@@ -312,6 +315,16 @@ func (h *harness) create(ops ...*jobs.Operation) {
 			h.t.Fatalf("CreateOperation(%s): %v", op.Name(), err)
 		}
 	}
+}
+
+// keyOwner is the owner of a key of the suite's kind: what precedes its
+// '/' (u1 for u1/a); a key without one has no owner.
+func keyOwner(key string) string {
+	owner, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	return owner
 }
 
 // describe renders a list of ids.

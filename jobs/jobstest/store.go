@@ -1,6 +1,7 @@
 package jobstest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -156,6 +157,31 @@ func testCountPending(t *testing.T, h *harness) {
 	}{{"app1", "", 100, 4}, {"app1", "", 3, 3}, {"app1", "k1", 100, 2}, {"app1", "k2", 100, 1}, {"app2", "", 100, 1}, {"app3", "", 100, 0}} {
 		if n, err := h.store.CountPending(h.ctx, c.app, c.key, c.limit); err != nil || n != c.n {
 			t.Errorf("CountPending(%s, %q, %d) = %d, %v; want %d", c.app, c.key, c.limit, n, err, c.n)
+		}
+	}
+
+	// An owner's operations are counted whatever their keys.
+	for i, k := range []string{"u1/a", "u1/b", "u1/c", "u2/a"} {
+		op := h.newOp("app1", fmt.Sprintf("o%d", i), k)
+		op.Owner = keyOwner(k)
+		h.create(op)
+	}
+	u1 := h.newOp("app2", "u1", "u1/a")
+	u1.Owner = "u1"
+	h.create(u1)
+	running := h.newOp("app1", "o0", "u1/a")
+	if _, err := h.claimAs(running, "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(running); got.Owner != "u1" {
+		t.Errorf("an operation's owner reads back as %q", got.Owner)
+	}
+	for _, c := range []struct {
+		app, owner string
+		limit, n   int
+	}{{"app1", "u1", 100, 2}, {"app1", "u1", 1, 1}, {"app1", "u2", 100, 1}, {"app2", "u1", 100, 1}, {"app1", "u3", 100, 0}} {
+		if n, err := h.store.CountPendingOfOwner(h.ctx, c.app, c.owner, c.limit); err != nil || n != c.n {
+			t.Errorf("CountPendingOfOwner(%s, %q, %d) = %d, %v; want %d", c.app, c.owner, c.limit, n, err, c.n)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -162,6 +163,32 @@ func testQueueBounds(t *testing.T, h *harness) {
 	}
 	if err := gen("app1", "u1"); err != nil {
 		t.Errorf("after the queue ran: %v", err)
+	}
+
+	// A user's scopes share the user's bound: a scope key more per
+	// request ({"user_id":"bob","n":"1"}, "n":"2", ...) does not add to
+	// it, and other users and scopes without a user still queue.
+	svc = NewWorker(h.store, cfg, jobs.Config{WorkerID: "per-user", MaxQueuedPerOwner: 3, MaxQueuedPerApp: 100})
+	genScope := func(scope memorybank.Scope) error {
+		_, err := svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app4", Scope: scope, Facts: []memorybank.DirectFact{{Fact: "A fact."}}})
+		return err
+	}
+	for i := range 3 {
+		if err := genScope(memorybank.Scope{"user_id": "bob", "n": strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = genScope(memorybank.Scope{"user_id": "bob", "n": "3"})
+	wantKind(t, "a fourth generation of one user, in a fourth scope", err, fault.ResourceExhausted)
+	if err == nil || !strings.Contains(err.Error(), "user bob of app app4 has 3 memory operations waiting, across all their keys") {
+		t.Errorf("the user's bound: %v", err)
+	}
+	_, err = svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app4", Scope: memorybank.Scope{"user_id": "bob", "n": "4"}})
+	wantKind(t, "a purge of the user over their bound", err, fault.ResourceExhausted)
+	for _, scope := range []memorybank.Scope{{"user_id": "alice"}, {"user_id": "alice", "n": "1"}, {"agent": "a1"}} {
+		if err := genScope(scope); err != nil {
+			t.Errorf("scope %v while bob is at his bound: %v", scope, err)
+		}
 	}
 }
 

@@ -176,7 +176,7 @@ func copyMemories(t *testing.T, h *harness, from, to memorybank.Store, chunk int
 
 func testImport(t *testing.T, h *harness) {
 	h.create("The user likes green tea.", user1)
-	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{memorybank.TopicUserPersonalInfo}, Metadata: map[string]string{"k": "v"}})
+	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{memorybank.TopicUserPersonalInfo}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,6 +175,7 @@ class Memories(unittest.TestCase):
                 direct_memories_source=mb.DirectMemoriesSource(
                     memories=[mb.DirectMemory(fact="Ann lives in Sapporo."), mb.DirectMemory(fact="Ann prefers green tea.")]
                 ),
+                metadata={"source": memory_pb2.MetadataValue(string_value="form"), "score": memory_pb2.MetadataValue(double_value=2)},
             )
         )
         done = c.wait_operation(op.name, timeout=20)
@@ -184,6 +185,11 @@ class Memories(unittest.TestCase):
             [(g.memory.fact, g.action) for g in result.generated_memories],
             [("Ann lives in Sapporo.", memory_pb2.MEMORY_ACTION_CREATED), ("Ann prefers green tea.", memory_pb2.MEMORY_ACTION_CREATED)],
         )
+        # The generation's metadata, with its types (and as text).
+        first = result.generated_memories[0].memory
+        self.assertEqual(first.typed_metadata["score"].WhichOneof("value"), "double_value")
+        self.assertEqual(first.typed_metadata["score"].double_value, 2)
+        self.assertEqual(dict(first.metadata), {"source": "form", "score": "2"})
         self.assertEqual(kioku.to_dict(done)["response"]["@type"], "type.googleapis.com/kioku.v1.GenerateMemoriesResponse")
 
         found = c.memories.RetrieveMemories(

@@ -189,9 +189,19 @@ describe("memories", () => {
     assert.equal(found.retrievedMemories.length, 1);
     assert.equal(found.retrievedMemories[0].memory.fact, "Ann lives in Sapporo.");
 
-    // A memory created directly, read by name; a dry-run purge counts the scope.
-    const m = await client.memories.createMemory({ parent: "apps/demo", memoryId: "tea", memory: { fact: "Ann drinks tea at noon.", scope } });
+    // A memory created directly, with a display name and typed metadata
+    // (also shown as text in metadata), read by name; a dry-run purge
+    // counts the scope.
+    const m = await client.memories.createMemory({
+      parent: "apps/demo",
+      memoryId: "tea",
+      memory: { fact: "Ann drinks tea at noon.", scope, displayName: "tea", typedMetadata: { cups: { value: { case: "doubleValue", value: 2 } } } },
+    });
     assert.equal(m.name, memoryName("demo", "tea"));
+    const read = await client.memories.getMemory({ name: m.name });
+    assert.equal(read.displayName, "tea");
+    assert.deepEqual(read.typedMetadata.cups.value, { case: "doubleValue", value: 2 });
+    assert.equal(read.metadata.cups, "2");
     const purge = await client.memories.purgeMemories({ parent: "apps/demo", scope });
     assert.equal(purgeResult(await waitOperation(client, purge.name)).purgeCount, 3n);
   });

@@ -23,6 +23,67 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// How a generation applies its metadata to the memories it updates; the
+// memories it creates get its metadata whatever the strategy.
+type MetadataMergeStrategy int32
+
+const (
+	// OVERWRITE when the generation has metadata; without any, updated
+	// memories keep theirs.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_UNSPECIFIED MetadataMergeStrategy = 0
+	// An updated memory's metadata becomes the generation's.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_OVERWRITE MetadataMergeStrategy = 1
+	// The generation's metadata is added to an updated memory's; for a key
+	// both have, the generation's value wins.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_MERGE MetadataMergeStrategy = 2
+	// Consolidation sees only the memories whose metadata is exactly the
+	// generation's; the others are never updated or deleted by it.
+	MetadataMergeStrategy_METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH MetadataMergeStrategy = 3
+)
+
+// Enum value maps for MetadataMergeStrategy.
+var (
+	MetadataMergeStrategy_name = map[int32]string{
+		0: "METADATA_MERGE_STRATEGY_UNSPECIFIED",
+		1: "METADATA_MERGE_STRATEGY_OVERWRITE",
+		2: "METADATA_MERGE_STRATEGY_MERGE",
+		3: "METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH",
+	}
+	MetadataMergeStrategy_value = map[string]int32{
+		"METADATA_MERGE_STRATEGY_UNSPECIFIED":         0,
+		"METADATA_MERGE_STRATEGY_OVERWRITE":           1,
+		"METADATA_MERGE_STRATEGY_MERGE":               2,
+		"METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH": 3,
+	}
+)
+
+func (x MetadataMergeStrategy) Enum() *MetadataMergeStrategy {
+	p := new(MetadataMergeStrategy)
+	*p = x
+	return p
+}
+
+func (x MetadataMergeStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MetadataMergeStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_memory_proto_enumTypes[0].Descriptor()
+}
+
+func (MetadataMergeStrategy) Type() protoreflect.EnumType {
+	return &file_kioku_v1_memory_proto_enumTypes[0]
+}
+
+func (x MetadataMergeStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MetadataMergeStrategy.Descriptor instead.
+func (MetadataMergeStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
+}
+
 // The action a change applied to a memory.
 type MemoryAction int32
 
@@ -70,11 +131,11 @@ func (x MemoryAction) String() string {
 }
 
 func (MemoryAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[0].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
 }
 
 func (MemoryAction) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[0]
+	return &file_kioku_v1_memory_proto_enumTypes[1]
 }
 
 func (x MemoryAction) Number() protoreflect.EnumNumber {
@@ -83,7 +144,7 @@ func (x MemoryAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryAction.Descriptor instead.
 func (MemoryAction) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
 }
 
 // How hybrid retrieval fuses its sides.
@@ -126,11 +187,11 @@ func (x FusionMethod) String() string {
 }
 
 func (FusionMethod) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[2].Descriptor()
 }
 
 func (FusionMethod) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[1]
+	return &file_kioku_v1_memory_proto_enumTypes[2]
 }
 
 func (x FusionMethod) Number() protoreflect.EnumNumber {
@@ -139,7 +200,7 @@ func (x FusionMethod) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FusionMethod.Descriptor instead.
 func (FusionMethod) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 // A Memory is one long-term fact about a scope (usually a user), such as
@@ -161,9 +222,20 @@ type Memory struct {
 	// `USER_PREFERENCES`, `KEY_CONVERSATION_DETAILS`, `EXPLICIT_INSTRUCTIONS`)
 	// or the labels of the app's custom topics. At most 16.
 	Topics []string `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
-	// Caller metadata, usable as a retrieval filter. At most 32 entries; keys
-	// at most 63 bytes, values at most 1 KiB.
+	// Caller metadata, usable in filters, as text. At most 32 entries; keys
+	// 1 to 63 letters, digits, `_`, `.` or `-`; string values at most 1 KiB.
+	// On output every value is here as text (a double in its shortest form,
+	// `true` or `false`, a timestamp in RFC 3339), and typed_metadata holds
+	// the same values with their types. On input give metadata (string
+	// values) or typed_metadata, or both with different keys.
 	Metadata map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Caller metadata with typed values: strings, doubles, booleans or
+	// timestamps (see metadata). Filters compare each value as its type.
+	TypedMetadata map[string]*MetadataValue `protobuf:"bytes,14,rep,name=typed_metadata,json=typedMetadata,proto3" json:"typed_metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// A display name, kept as given: at most 512 bytes.
+	DisplayName string `protobuf:"bytes,15,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// A description, kept as given: at most 4 KiB.
+	Description string `protobuf:"bytes,16,opt,name=description,proto3" json:"description,omitempty"`
 	// Output only. When the memory was created.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only. When the memory last changed.
@@ -264,6 +336,27 @@ func (x *Memory) GetMetadata() map[string]string {
 	return nil
 }
 
+func (x *Memory) GetTypedMetadata() map[string]*MetadataValue {
+	if x != nil {
+		return x.TypedMetadata
+	}
+	return nil
+}
+
+func (x *Memory) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *Memory) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 func (x *Memory) GetCreateTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreateTime
@@ -349,6 +442,127 @@ func (*Memory_ExpireTime) isMemory_Expiration() {}
 
 func (*Memory_Ttl) isMemory_Expiration() {}
 
+// MetadataValue is one typed value of a memory's metadata.
+type MetadataValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The value. Unset reads as the empty string.
+	//
+	// Types that are valid to be assigned to Value:
+	//
+	//	*MetadataValue_StringValue
+	//	*MetadataValue_DoubleValue
+	//	*MetadataValue_BoolValue
+	//	*MetadataValue_TimestampValue
+	Value         isMetadataValue_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataValue) Reset() {
+	*x = MetadataValue{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataValue) ProtoMessage() {}
+
+func (x *MetadataValue) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataValue.ProtoReflect.Descriptor instead.
+func (*MetadataValue) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MetadataValue) GetValue() isMetadataValue_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *MetadataValue) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+func (x *MetadataValue) GetDoubleValue() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_DoubleValue); ok {
+			return x.DoubleValue
+		}
+	}
+	return 0
+}
+
+func (x *MetadataValue) GetBoolValue() bool {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_BoolValue); ok {
+			return x.BoolValue
+		}
+	}
+	return false
+}
+
+func (x *MetadataValue) GetTimestampValue() *timestamppb.Timestamp {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataValue_TimestampValue); ok {
+			return x.TimestampValue
+		}
+	}
+	return nil
+}
+
+type isMetadataValue_Value interface {
+	isMetadataValue_Value()
+}
+
+type MetadataValue_StringValue struct {
+	// A string, at most 1 KiB of UTF-8.
+	StringValue string `protobuf:"bytes,1,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+type MetadataValue_DoubleValue struct {
+	// A double (finite).
+	DoubleValue float64 `protobuf:"fixed64,2,opt,name=double_value,json=doubleValue,proto3,oneof"`
+}
+
+type MetadataValue_BoolValue struct {
+	// A boolean.
+	BoolValue bool `protobuf:"varint,3,opt,name=bool_value,json=boolValue,proto3,oneof"`
+}
+
+type MetadataValue_TimestampValue struct {
+	// A timestamp (years 1678 to 2261).
+	TimestampValue *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=timestamp_value,json=timestampValue,proto3,oneof"`
+}
+
+func (*MetadataValue_StringValue) isMetadataValue_Value() {}
+
+func (*MetadataValue_DoubleValue) isMetadataValue_Value() {}
+
+func (*MetadataValue_BoolValue) isMetadataValue_Value() {}
+
+func (*MetadataValue_TimestampValue) isMetadataValue_Value() {}
+
 // MemorySource is one session a memory was derived from.
 type MemorySource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -362,7 +576,7 @@ type MemorySource struct {
 
 func (x *MemorySource) Reset() {
 	*x = MemorySource{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +588,7 @@ func (x *MemorySource) String() string {
 func (*MemorySource) ProtoMessage() {}
 
 func (x *MemorySource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +601,7 @@ func (x *MemorySource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySource.ProtoReflect.Descriptor instead.
 func (*MemorySource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MemorySource) GetSession() string {
@@ -439,14 +653,17 @@ type MemoryRevision struct {
 	// The memory's event_time after the change.
 	EventTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	// The memory's stated_time after the change.
-	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	StatedTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	// The metadata after the change, with its types (metadata holds it as
+	// text).
+	TypedMetadata map[string]*MetadataValue `protobuf:"bytes,15,rep,name=typed_metadata,json=typedMetadata,proto3" json:"typed_metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +675,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +688,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MemoryRevision) GetName() string {
@@ -572,6 +789,13 @@ func (x *MemoryRevision) GetStatedTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *MemoryRevision) GetTypedMetadata() map[string]*MetadataValue {
+	if x != nil {
+		return x.TypedMetadata
+	}
+	return nil
+}
+
 // A memory and the action applied to it, in a GenerateMemories result.
 type GeneratedMemory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -585,7 +809,7 @@ type GeneratedMemory struct {
 
 func (x *GeneratedMemory) Reset() {
 	*x = GeneratedMemory{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +821,7 @@ func (x *GeneratedMemory) String() string {
 func (*GeneratedMemory) ProtoMessage() {}
 
 func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +834,7 @@ func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeneratedMemory.ProtoReflect.Descriptor instead.
 func (*GeneratedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GeneratedMemory) GetMemory() *Memory {
@@ -638,7 +862,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +874,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +887,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GenerateMemoriesResponse) GetGeneratedMemories() []*GeneratedMemory {
@@ -684,7 +908,7 @@ type PurgeMemoriesResponse struct {
 
 func (x *PurgeMemoriesResponse) Reset() {
 	*x = PurgeMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +920,7 @@ func (x *PurgeMemoriesResponse) String() string {
 func (*PurgeMemoriesResponse) ProtoMessage() {}
 
 func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +933,7 @@ func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PurgeMemoriesResponse) GetPurgeCount() int64 {
@@ -732,7 +956,7 @@ type CustomMemoryTopic struct {
 
 func (x *CustomMemoryTopic) Reset() {
 	*x = CustomMemoryTopic{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +968,7 @@ func (x *CustomMemoryTopic) String() string {
 func (*CustomMemoryTopic) ProtoMessage() {}
 
 func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +981,7 @@ func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CustomMemoryTopic.ProtoReflect.Descriptor instead.
 func (*CustomMemoryTopic) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CustomMemoryTopic) GetLabel() string {
@@ -789,7 +1013,7 @@ type GenerationExample struct {
 
 func (x *GenerationExample) Reset() {
 	*x = GenerationExample{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +1025,7 @@ func (x *GenerationExample) String() string {
 func (*GenerationExample) ProtoMessage() {}
 
 func (x *GenerationExample) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +1038,7 @@ func (x *GenerationExample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationExample.ProtoReflect.Descriptor instead.
 func (*GenerationExample) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GenerationExample) GetEvents() []*Event {
@@ -846,7 +1070,7 @@ type GenerationTrigger struct {
 
 func (x *GenerationTrigger) Reset() {
 	*x = GenerationTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1082,7 @@ func (x *GenerationTrigger) String() string {
 func (*GenerationTrigger) ProtoMessage() {}
 
 func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1095,7 @@ func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationTrigger.ProtoReflect.Descriptor instead.
 func (*GenerationTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GenerationTrigger) GetEventCount() int32 {
@@ -926,7 +1150,7 @@ type MemoryBankConfig struct {
 
 func (x *MemoryBankConfig) Reset() {
 	*x = MemoryBankConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1162,7 @@ func (x *MemoryBankConfig) String() string {
 func (*MemoryBankConfig) ProtoMessage() {}
 
 func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1175,7 @@ func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryBankConfig.ProtoReflect.Descriptor instead.
 func (*MemoryBankConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MemoryBankConfig) GetName() string {
@@ -1069,7 +1293,7 @@ type PiiRedaction struct {
 
 func (x *PiiRedaction) Reset() {
 	*x = PiiRedaction{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1305,7 @@ func (x *PiiRedaction) String() string {
 func (*PiiRedaction) ProtoMessage() {}
 
 func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1318,7 @@ func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiRedaction.ProtoReflect.Descriptor instead.
 func (*PiiRedaction) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PiiRedaction) GetEnabled() bool {
@@ -1136,7 +1360,7 @@ type PiiPattern struct {
 
 func (x *PiiPattern) Reset() {
 	*x = PiiPattern{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1372,7 @@ func (x *PiiPattern) String() string {
 func (*PiiPattern) ProtoMessage() {}
 
 func (x *PiiPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1385,7 @@ func (x *PiiPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiPattern.ProtoReflect.Descriptor instead.
 func (*PiiPattern) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PiiPattern) GetName() string {
@@ -1199,7 +1423,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1435,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1448,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1265,7 +1489,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1501,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1514,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1319,7 +1543,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1555,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1568,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1379,13 +1603,16 @@ var File_kioku_v1_memory_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xef\x05\n" +
+	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xdb\a\n" +
 	"\x06Memory\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04fact\x18\x02 \x01(\tR\x04fact\x121\n" +
 	"\x05scope\x18\x03 \x03(\v2\x1b.kioku.v1.Memory.ScopeEntryR\x05scope\x12\x16\n" +
 	"\x06topics\x18\x04 \x03(\tR\x06topics\x12:\n" +
-	"\bmetadata\x18\x05 \x03(\v2\x1e.kioku.v1.Memory.MetadataEntryR\bmetadata\x12;\n" +
+	"\bmetadata\x18\x05 \x03(\v2\x1e.kioku.v1.Memory.MetadataEntryR\bmetadata\x12J\n" +
+	"\x0etyped_metadata\x18\x0e \x03(\v2#.kioku.v1.Memory.TypedMetadataEntryR\rtypedMetadata\x12!\n" +
+	"\fdisplay_name\x18\x0f \x01(\tR\vdisplayName\x12 \n" +
+	"\vdescription\x18\x10 \x01(\tR\vdescription\x12;\n" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -1407,12 +1634,22 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aY\n" +
+	"\x12TypedMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"expiration\"E\n" +
+	"expiration\"\xca\x01\n" +
+	"\rMetadataValue\x12#\n" +
+	"\fstring_value\x18\x01 \x01(\tH\x00R\vstringValue\x12#\n" +
+	"\fdouble_value\x18\x02 \x01(\x01H\x00R\vdoubleValue\x12\x1f\n" +
+	"\n" +
+	"bool_value\x18\x03 \x01(\bH\x00R\tboolValue\x12E\n" +
+	"\x0ftimestamp_value\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\x0etimestampValueB\a\n" +
+	"\x05value\"E\n" +
 	"\fMemorySource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x1b\n" +
-	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xf9\x05\n" +
+	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xa8\a\n" +
 	"\x0eMemoryRevision\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\x12\x12\n" +
@@ -1432,14 +1669,18 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"event_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
 	"\vstated_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"statedTime\x1a8\n" +
+	"statedTime\x12R\n" +
+	"\x0etyped_metadata\x18\x0f \x03(\v2+.kioku.v1.MemoryRevision.TypedMetadataEntryR\rtypedMetadata\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aY\n" +
+	"\x12TypedMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01\"k\n" +
 	"\x0fGeneratedMemory\x12(\n" +
 	"\x06memory\x18\x01 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\"d\n" +
@@ -1495,7 +1736,12 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x06method\x18\x01 \x01(\x0e2\x16.kioku.v1.FusionMethodR\x06method\x12!\n" +
 	"\fdense_weight\x18\x02 \x01(\x01R\vdenseWeight\x12%\n" +
 	"\x0elexical_weight\x18\x03 \x01(\x01R\rlexicalWeight\x12\x13\n" +
-	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*\x9b\x01\n" +
+	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*\xbb\x01\n" +
+	"\x15MetadataMergeStrategy\x12'\n" +
+	"#METADATA_MERGE_STRATEGY_UNSPECIFIED\x10\x00\x12%\n" +
+	"!METADATA_MERGE_STRATEGY_OVERWRITE\x10\x01\x12!\n" +
+	"\x1dMETADATA_MERGE_STRATEGY_MERGE\x10\x02\x12/\n" +
+	"+METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH\x10\x03*\x9b\x01\n" +
 	"\fMemoryAction\x12\x1d\n" +
 	"\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n" +
@@ -1520,74 +1766,83 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_proto_rawDescData
 }
 
-var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kioku_v1_memory_proto_goTypes = []any{
-	(MemoryAction)(0),                // 0: kioku.v1.MemoryAction
-	(FusionMethod)(0),                // 1: kioku.v1.FusionMethod
-	(*Memory)(nil),                   // 2: kioku.v1.Memory
-	(*MemorySource)(nil),             // 3: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),           // 4: kioku.v1.MemoryRevision
-	(*GeneratedMemory)(nil),          // 5: kioku.v1.GeneratedMemory
-	(*GenerateMemoriesResponse)(nil), // 6: kioku.v1.GenerateMemoriesResponse
-	(*PurgeMemoriesResponse)(nil),    // 7: kioku.v1.PurgeMemoriesResponse
-	(*CustomMemoryTopic)(nil),        // 8: kioku.v1.CustomMemoryTopic
-	(*GenerationExample)(nil),        // 9: kioku.v1.GenerationExample
-	(*GenerationTrigger)(nil),        // 10: kioku.v1.GenerationTrigger
-	(*MemoryBankConfig)(nil),         // 11: kioku.v1.MemoryBankConfig
-	(*PiiRedaction)(nil),             // 12: kioku.v1.PiiRedaction
-	(*PiiPattern)(nil),               // 13: kioku.v1.PiiPattern
-	(*CompactionTrigger)(nil),        // 14: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 15: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 16: kioku.v1.FusionConfig
-	nil,                              // 17: kioku.v1.Memory.ScopeEntry
-	nil,                              // 18: kioku.v1.Memory.MetadataEntry
-	nil,                              // 19: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 20: kioku.v1.MemoryRevision.MetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 21: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 22: google.protobuf.Duration
-	(*Event)(nil),                    // 23: kioku.v1.Event
+	(MetadataMergeStrategy)(0),       // 0: kioku.v1.MetadataMergeStrategy
+	(MemoryAction)(0),                // 1: kioku.v1.MemoryAction
+	(FusionMethod)(0),                // 2: kioku.v1.FusionMethod
+	(*Memory)(nil),                   // 3: kioku.v1.Memory
+	(*MetadataValue)(nil),            // 4: kioku.v1.MetadataValue
+	(*MemorySource)(nil),             // 5: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),           // 6: kioku.v1.MemoryRevision
+	(*GeneratedMemory)(nil),          // 7: kioku.v1.GeneratedMemory
+	(*GenerateMemoriesResponse)(nil), // 8: kioku.v1.GenerateMemoriesResponse
+	(*PurgeMemoriesResponse)(nil),    // 9: kioku.v1.PurgeMemoriesResponse
+	(*CustomMemoryTopic)(nil),        // 10: kioku.v1.CustomMemoryTopic
+	(*GenerationExample)(nil),        // 11: kioku.v1.GenerationExample
+	(*GenerationTrigger)(nil),        // 12: kioku.v1.GenerationTrigger
+	(*MemoryBankConfig)(nil),         // 13: kioku.v1.MemoryBankConfig
+	(*PiiRedaction)(nil),             // 14: kioku.v1.PiiRedaction
+	(*PiiPattern)(nil),               // 15: kioku.v1.PiiPattern
+	(*CompactionTrigger)(nil),        // 16: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 17: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 18: kioku.v1.FusionConfig
+	nil,                              // 19: kioku.v1.Memory.ScopeEntry
+	nil,                              // 20: kioku.v1.Memory.MetadataEntry
+	nil,                              // 21: kioku.v1.Memory.TypedMetadataEntry
+	nil,                              // 22: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 23: kioku.v1.MemoryRevision.MetadataEntry
+	nil,                              // 24: kioku.v1.MemoryRevision.TypedMetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 26: google.protobuf.Duration
+	(*Event)(nil),                    // 27: kioku.v1.Event
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	17, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	18, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	21, // 2: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	21, // 3: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	21, // 4: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	22, // 5: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
-	3,  // 6: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	21, // 7: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	21, // 8: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
-	0,  // 9: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	19, // 10: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	20, // 11: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
-	3,  // 12: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	21, // 13: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	21, // 14: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	21, // 15: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	21, // 16: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
-	2,  // 17: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
-	0,  // 18: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
-	5,  // 19: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	23, // 20: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	22, // 21: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
-	8,  // 22: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
-	9,  // 23: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	22, // 24: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	22, // 25: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
-	10, // 26: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	21, // 27: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	15, // 28: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	14, // 29: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	12, // 30: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
-	13, // 31: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
-	16, // 32: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	1,  // 33: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	19, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	20, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	21, // 2: kioku.v1.Memory.typed_metadata:type_name -> kioku.v1.Memory.TypedMetadataEntry
+	25, // 3: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	25, // 4: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	25, // 5: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	26, // 6: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	5,  // 7: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
+	25, // 8: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	25, // 9: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	25, // 10: kioku.v1.MetadataValue.timestamp_value:type_name -> google.protobuf.Timestamp
+	1,  // 11: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
+	22, // 12: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	23, // 13: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	5,  // 14: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
+	25, // 15: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	25, // 16: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	25, // 17: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	25, // 18: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	24, // 19: kioku.v1.MemoryRevision.typed_metadata:type_name -> kioku.v1.MemoryRevision.TypedMetadataEntry
+	3,  // 20: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
+	1,  // 21: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
+	7,  // 22: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
+	27, // 23: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	26, // 24: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	10, // 25: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
+	11, // 26: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
+	26, // 27: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	26, // 28: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	12, // 29: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
+	25, // 30: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	17, // 31: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	16, // 32: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	14, // 33: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
+	15, // 34: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
+	18, // 35: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	2,  // 36: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	4,  // 37: kioku.v1.Memory.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	4,  // 38: kioku.v1.MemoryRevision.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1600,13 +1855,19 @@ func file_kioku_v1_memory_proto_init() {
 		(*Memory_ExpireTime)(nil),
 		(*Memory_Ttl)(nil),
 	}
+	file_kioku_v1_memory_proto_msgTypes[1].OneofWrappers = []any{
+		(*MetadataValue_StringValue)(nil),
+		(*MetadataValue_DoubleValue)(nil),
+		(*MetadataValue_BoolValue)(nil),
+		(*MetadataValue_TimestampValue)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   19,
+			NumEnums:      3,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -279,8 +279,10 @@ type UpdateMemoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The memory with its name and the fields to change. Required.
 	Memory *Memory `protobuf:"bytes,1,opt,name=memory,proto3" json:"memory,omitempty"`
-	// The fields to change: `fact`, `topics`, `metadata`, `expire_time`,
-	// `ttl`. Required. The scope cannot change.
+	// The fields to change: `fact`, `display_name`, `description`, `topics`,
+	// `metadata` or `typed_metadata` (either replaces the metadata; set in
+	// the memory as for create), `expire_time`, `ttl`, `event_time`,
+	// `stated_time`. Required. The scope cannot change.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -397,8 +399,14 @@ type GenerateMemoriesRequest struct {
 	// When not empty, only facts of these topics are kept (managed names or
 	// custom labels of the app).
 	AllowedTopics []string `protobuf:"bytes,7,rep,name=allowed_topics,json=allowedTopics,proto3" json:"allowed_topics,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Metadata of the memories the generation creates, applied to those it
+	// updates as metadata_merge_strategy says (see Memory.typed_metadata for
+	// its limits).
+	Metadata map[string]*MetadataValue `protobuf:"bytes,8,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How metadata applies to the memories the generation updates.
+	MetadataMergeStrategy MetadataMergeStrategy `protobuf:"varint,9,opt,name=metadata_merge_strategy,json=metadataMergeStrategy,proto3,enum=kioku.v1.MetadataMergeStrategy" json:"metadata_merge_strategy,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *GenerateMemoriesRequest) Reset() {
@@ -491,6 +499,20 @@ func (x *GenerateMemoriesRequest) GetAllowedTopics() []string {
 		return x.AllowedTopics
 	}
 	return nil
+}
+
+func (x *GenerateMemoriesRequest) GetMetadata() map[string]*MetadataValue {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *GenerateMemoriesRequest) GetMetadataMergeStrategy() MetadataMergeStrategy {
+	if x != nil {
+		return x.MetadataMergeStrategy
+	}
+	return MetadataMergeStrategy_METADATA_MERGE_STRATEGY_UNSPECIFIED
 }
 
 type isGenerateMemoriesRequest_Source interface {
@@ -756,11 +778,16 @@ type RetrieveMemoriesRequest struct {
 	//	*RetrieveMemoriesRequest_SimilaritySearch
 	//	*RetrieveMemoriesRequest_SimpleRetrieval
 	Method isRetrieveMemoriesRequest_Method `protobuf_oneof:"method"`
-	// A filter: conditions joined with AND, each `topics = "NAME"` (the
-	// memory has the topic), `metadata.KEY = "value"`, or a comparison (=, <,
-	// <=, >, >=) of `event_time` or `stated_time` with an RFC 3339 time or a
-	// date (`event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
-	// memory without that time does not match a comparison of it.
+	// A filter (AIP-160: comparisons joined with AND, OR and NOT, and
+	// parentheses) on `fact`, `display_name`, `topics` (`topics = "NAME"`:
+	// the memory has the topic; also `topics.managed_memory_topic` and
+	// `topics.custom_memory_topic_label`), `metadata.KEY` (=, !=, <, <=, >,
+	// >=, compared as the type of the memory's value; `metadata:KEY` for
+	// "has the key"), and `create_time`, `update_time`, `event_time` and
+	// `stated_time` (=, !=, <, <=, >, >= with an RFC 3339 time or a date, as
+	// in `event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
+	// memory without an event or stated time does not match a comparison of
+	// it. Example: `metadata.source = "chat" OR metadata.score >= 0.5`.
 	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1540,7 +1567,7 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
 	"updateMask\")\n" +
 	"\x13DeleteMemoryRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xee\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xea\x05\n" +
 	"\x17GenerateMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12B\n" +
 	"\x05scope\x18\x02 \x03(\v2,.kioku.v1.GenerateMemoriesRequest.ScopeEntryR\x05scope\x12@\n" +
@@ -1548,11 +1575,16 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\revents_source\x18\x04 \x01(\v2\x16.kioku.v1.EventsSourceH\x00R\feventsSource\x12V\n" +
 	"\x16direct_memories_source\x18\x05 \x01(\v2\x1e.kioku.v1.DirectMemoriesSourceH\x00R\x14directMemoriesSource\x123\n" +
 	"\x15disable_consolidation\x18\x06 \x01(\bR\x14disableConsolidation\x12%\n" +
-	"\x0eallowed_topics\x18\a \x03(\tR\rallowedTopics\x1a8\n" +
+	"\x0eallowed_topics\x18\a \x03(\tR\rallowedTopics\x12K\n" +
+	"\bmetadata\x18\b \x03(\v2/.kioku.v1.GenerateMemoriesRequest.MetadataEntryR\bmetadata\x12W\n" +
+	"\x17metadata_merge_strategy\x18\t \x01(\x0e2\x1f.kioku.v1.MetadataMergeStrategyR\x15metadataMergeStrategy\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aT\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01B\b\n" +
 	"\x06source\"\x9b\x01\n" +
 	"\rSessionSource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x129\n" +
@@ -1650,7 +1682,7 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*CreateMemoryRequest)(nil),           // 0: kioku.v1.CreateMemoryRequest
 	(*GetMemoryRequest)(nil),              // 1: kioku.v1.GetMemoryRequest
@@ -1677,74 +1709,80 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*UpdateMemoryBankConfigRequest)(nil), // 22: kioku.v1.UpdateMemoryBankConfigRequest
 	nil,                                   // 23: kioku.v1.ListMemoriesRequest.ScopeEntry
 	nil,                                   // 24: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 25: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 26: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(*Memory)(nil),                        // 27: kioku.v1.Memory
-	(*fieldmaskpb.FieldMask)(nil),         // 28: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
-	(*Event)(nil),                         // 30: kioku.v1.Event
-	(*MemorySource)(nil),                  // 31: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),                // 32: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 33: kioku.v1.MemoryBankConfig
-	(*emptypb.Empty)(nil),                 // 34: google.protobuf.Empty
-	(*Operation)(nil),                     // 35: kioku.v1.Operation
+	nil,                                   // 25: kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	nil,                                   // 26: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 27: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(*Memory)(nil),                        // 28: kioku.v1.Memory
+	(*fieldmaskpb.FieldMask)(nil),         // 29: google.protobuf.FieldMask
+	(MetadataMergeStrategy)(0),            // 30: kioku.v1.MetadataMergeStrategy
+	(*timestamppb.Timestamp)(nil),         // 31: google.protobuf.Timestamp
+	(*Event)(nil),                         // 32: kioku.v1.Event
+	(*MemorySource)(nil),                  // 33: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),                // 34: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 35: kioku.v1.MemoryBankConfig
+	(*MetadataValue)(nil),                 // 36: kioku.v1.MetadataValue
+	(*emptypb.Empty)(nil),                 // 37: google.protobuf.Empty
+	(*Operation)(nil),                     // 38: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	27, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	28, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
 	23, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	27, // 2: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	27, // 3: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	28, // 4: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	28, // 2: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	28, // 3: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	29, // 4: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
 	24, // 5: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
 	7,  // 6: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
 	8,  // 7: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
 	9,  // 8: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	29, // 9: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	29, // 10: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	30, // 11: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
-	10, // 12: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	31, // 13: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	25, // 14: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	12, // 15: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	14, // 16: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	13, // 17: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	29, // 18: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	29, // 19: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
-	16, // 20: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	27, // 21: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	32, // 22: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	26, // 23: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	33, // 24: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	28, // 25: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 26: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 27: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 28: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 29: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 30: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 31: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 32: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	17, // 33: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	19, // 34: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	20, // 35: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	21, // 36: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	22, // 37: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	27, // 38: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	27, // 39: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 40: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	27, // 41: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	34, // 42: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	35, // 43: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	15, // 44: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	18, // 45: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	27, // 46: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	35, // 47: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	33, // 48: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	33, // 49: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	38, // [38:50] is the sub-list for method output_type
-	26, // [26:38] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	25, // 9: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	30, // 10: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
+	31, // 11: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	31, // 12: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	32, // 13: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	10, // 14: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
+	33, // 15: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	26, // 16: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	12, // 17: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	14, // 18: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	13, // 19: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	31, // 20: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	31, // 21: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	16, // 22: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	28, // 23: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	34, // 24: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	27, // 25: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	35, // 26: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	29, // 27: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	36, // 28: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	0,  // 29: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	1,  // 30: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	2,  // 31: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	4,  // 32: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	5,  // 33: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	6,  // 34: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	11, // 35: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	17, // 36: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	19, // 37: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	20, // 38: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	21, // 39: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	22, // 40: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	28, // 41: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	28, // 42: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	3,  // 43: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	28, // 44: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	37, // 45: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	38, // 46: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	15, // 47: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	18, // 48: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	28, // 49: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	38, // 50: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	35, // 51: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	35, // 52: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	41, // [41:53] is the sub-list for method output_type
+	29, // [29:41] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -1770,7 +1808,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,7 +16,8 @@ type Kind int
 // The kinds of field.
 const (
 	String Kind = iota
-	// Timestamp values are RFC 3339 times with any fraction and offset.
+	// Timestamp values are RFC 3339 times with any fraction and offset,
+	// or dates (2025-01-01: midnight UTC); see ParseTime.
 	Timestamp
 	Number
 	Bool
@@ -25,7 +26,7 @@ const (
 func (k Kind) String() string {
 	switch k {
 	case Timestamp:
-		return "an RFC 3339 time (like 2025-01-01T00:00:00Z)"
+		return "an RFC 3339 time (like 2025-01-01T00:00:00Z) or a date (2025-01-01)"
 	case Number:
 		return "a number"
 	case Bool:
@@ -152,7 +153,7 @@ func (s *Schema) cond(f *Field, key string, r *Restriction) (*Cond, error) {
 	}
 	switch f.Kind {
 	case Timestamp:
-		t, err := time.Parse(time.RFC3339Nano, r.Value)
+		t, err := ParseTime(r.Value)
 		if err != nil {
 			return nil, bad()
 		}
@@ -171,6 +172,15 @@ func (s *Schema) cond(f *Field, key string, r *Restriction) (*Cond, error) {
 		c.Value.Bool = b
 	}
 	return c, nil
+}
+
+// ParseTime reads a time of a filter: an RFC 3339 time, with any fraction
+// and offset, or a date (YYYY-MM-DD), midnight UTC.
+func ParseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.DateOnly, s)
 }
 
 // Walk calls fn for every restriction of e, in order, until fn returns
@@ -225,9 +235,10 @@ func Eval(e Expr, match func(*Cond) bool) bool {
 	return false
 }
 
-// decide reports whether op holds for cmp, the comparison (-1, 0 or 1)
-// of a resource's value with the restriction's.
-func decide(op Op, cmp int) bool {
+// Decide reports whether op holds for cmp, the comparison (-1, 0 or 1)
+// of a resource's value with the restriction's (for values whose type
+// only the resource knows, such as a map of typed values).
+func Decide(op Op, cmp int) bool {
 	switch op {
 	case Eq, Has:
 		return cmp == 0
@@ -246,10 +257,10 @@ func decide(op Op, cmp int) bool {
 }
 
 // MatchString decides the condition for a string value.
-func (c *Cond) MatchString(v string) bool { return decide(c.Op, strings.Compare(v, c.Value.Text)) }
+func (c *Cond) MatchString(v string) bool { return Decide(c.Op, strings.Compare(v, c.Value.Text)) }
 
 // MatchTime decides the condition for a time.
-func (c *Cond) MatchTime(t time.Time) bool { return decide(c.Op, t.Compare(c.Value.Time)) }
+func (c *Cond) MatchTime(t time.Time) bool { return Decide(c.Op, t.Compare(c.Value.Time)) }
 
 // MatchNumber decides the condition for a number.
 func (c *Cond) MatchNumber(n float64) bool {
@@ -259,15 +270,15 @@ func (c *Cond) MatchNumber(n float64) bool {
 	} else if n > c.Value.Number {
 		cmp = 1
 	}
-	return decide(c.Op, cmp)
+	return Decide(c.Op, cmp)
 }
 
 // MatchBool decides the condition for a boolean (= and != only).
 func (c *Cond) MatchBool(b bool) bool {
 	if b == c.Value.Bool {
-		return decide(c.Op, 0)
+		return Decide(c.Op, 0)
 	}
-	return decide(c.Op, 1)
+	return Decide(c.Op, 1)
 }
 
 // MatchMap decides the condition on a map field of string values: NAME:KEY

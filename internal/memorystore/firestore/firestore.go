@@ -7,8 +7,9 @@
 // Under the root collection (kioku_apps by default):
 //
 //	kioku_apps/{app}/kioku_memories/{memory}
-//	    scope_key, fact, scope (map), topics (array), metadata (map),
-//	    sources (JSON text), source_sessions (array, for forgetting),
+//	    scope_key, fact, display_name, description, scope (map), topics
+//	    (array), metadata (map: strings, doubles, booleans, timestamps as
+//	    {timestamp_ns}), sources (JSON text), source_sessions (array, for forgetting),
 //	    create_ns, update_ns, expire_ns, revision, deleted, embedding
 //	    (vector), embedding_model, terms (array: the IDs of the fact's
 //	    model.OfflineTerms), terms_version (the offline embedder's name),
@@ -50,8 +51,8 @@
 // SearchMemories reads the scope's statistics and gathers candidates with a
 // vector search (FindNearest, dot product) and a bounded lexical pass
 // (array-contains-any on the terms), both pre-filtered on the scope and
-// deleted = false; topic and metadata filters and expiry are applied in
-// the server, and retrieval.Rank ranks what is left (see SearchMemories).
+// deleted = false; the filter and expiry are applied in the server, and
+// retrieval.Rank ranks what is left (see SearchMemories).
 // A retrieval costs the statistics document plus the candidates read, a
 // number bounded by K (see SearchMemories): top_k 10 reads at most 46
 // documents with the offline embedder, 76 with a model embedder or when
@@ -146,9 +147,11 @@ func (s *Store) statsRef(app, scopeKey string) *firestore.DocumentRef {
 type memoryDoc struct {
 	ScopeKey       string             `firestore:"scope_key"`
 	Fact           string             `firestore:"fact"`
+	DisplayName    string             `firestore:"display_name"`
+	Description    string             `firestore:"description"`
 	Scope          map[string]string  `firestore:"scope"`
 	Topics         []string           `firestore:"topics"`
-	Metadata       map[string]string  `firestore:"metadata"`
+	Metadata       map[string]any     `firestore:"metadata"`
 	Sources        string             `firestore:"sources"`
 	SourceSessions []string           `firestore:"source_sessions"`
 	CreateNS       int64              `firestore:"create_ns"`
@@ -187,17 +190,15 @@ func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
 		return nil, err
 	}
 	d := &memoryDoc{
-		ScopeKey: m.Scope.Key(), Fact: m.Fact, Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
-		Sources: string(sources), CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
+		ScopeKey: m.Scope.Key(), Fact: m.Fact, DisplayName: m.DisplayName, Description: m.Description, Scope: m.Scope, Topics: m.Topics,
+		Metadata: metadataDoc(m.Metadata),
+		Sources:  string(sources), CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		Terms: termIDs(m.Fact), TermsVersion: termsVersion,
 		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
 	}
 	if d.Topics == nil {
 		d.Topics = []string{}
-	}
-	if d.Metadata == nil {
-		d.Metadata = map[string]string{}
 	}
 	d.SourceSessions = []string{}
 	for _, src := range m.Sources {
@@ -214,8 +215,12 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 	if err := snap.DataTo(&d); err != nil {
 		return nil, err
 	}
+	md, err := metadataOf(d.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("decoding memory %s: %w", snap.Ref.ID, err)
+	}
 	m := &memorybank.Memory{
-		App: app, ID: snap.Ref.ID, Fact: d.Fact, Scope: d.Scope, Topics: d.Topics, Metadata: d.Metadata,
+		App: app, ID: snap.Ref.ID, Fact: d.Fact, DisplayName: d.DisplayName, Description: d.Description, Scope: d.Scope, Topics: d.Topics, Metadata: md,
 		CreateTime: unixnano.Time(d.CreateNS), UpdateTime: unixnano.Time(d.UpdateNS), ExpireTime: unixnano.Time(d.ExpireNS),
 		Revision: d.Revision, Deleted: d.Deleted, EmbeddingModel: d.EmbeddingModel,
 		EventTime: unixnano.Time(d.EventNS), StatedTime: unixnano.Time(d.StatedNS),
@@ -226,14 +231,61 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 	if len(m.Topics) == 0 {
 		m.Topics = nil
 	}
-	if len(m.Metadata) == 0 {
-		m.Metadata = nil
-	}
-	var err error
 	if m.Sources, err = record.UnmarshalSources([]byte(d.Sources)); err != nil {
 		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
 	return m, nil
+}
+
+// metadataDoc returns metadata as a document stores it: a map of
+// Firestore's own values, strings, doubles and booleans, with a timestamp
+// as {"timestamp_ns": Unix nanoseconds} (Firestore's timestamps keep
+// microseconds only).
+func metadataDoc(md memorybank.Metadata) map[string]any {
+	out := make(map[string]any, len(md))
+	for k, v := range md {
+		switch v.Kind() {
+		case memorybank.MetadataDouble:
+			out[k] = v.Double()
+		case memorybank.MetadataBool:
+			out[k] = v.Bool()
+		case memorybank.MetadataTimestamp:
+			out[k] = map[string]any{"timestamp_ns": v.Time().UnixNano()}
+		default:
+			out[k] = v.Text()
+		}
+	}
+	return out
+}
+
+// metadataOf reads a document's metadata (metadataDoc's form; documents
+// written before values had types hold strings).
+func metadataOf(d map[string]any) (memorybank.Metadata, error) {
+	if len(d) == 0 {
+		return nil, nil
+	}
+	out := make(memorybank.Metadata, len(d))
+	for k, v := range d {
+		switch x := v.(type) {
+		case string:
+			out[k] = memorybank.StringValue(x)
+		case float64:
+			out[k] = memorybank.DoubleValue(x)
+		case int64:
+			out[k] = memorybank.DoubleValue(float64(x))
+		case bool:
+			out[k] = memorybank.BoolValue(x)
+		case map[string]any:
+			ns, ok := x["timestamp_ns"].(int64)
+			if !ok || len(x) != 1 {
+				return nil, fmt.Errorf("metadata %q: %v is not {timestamp_ns}", k, x)
+			}
+			out[k] = memorybank.TimestampValue(time.Unix(0, ns))
+		default:
+			return nil, fmt.Errorf("metadata %q: a value of type %T", k, v)
+		}
+	}
+	return out, nil
 }
 
 func appOf(snap *firestore.DocumentSnapshot) string { return snap.Ref.Parent.Parent.ID }
@@ -282,9 +334,11 @@ func collect(ctx context.Context, base firestore.Query, limit int, after []any, 
 	return out, nil
 }
 
-// ListMemories implements memorybank.MemoryStore. The first topic and the
-// metadata conditions are query filters; further topics and expiry are
-// checked in the server, reading further pages as needed.
+// ListMemories implements memorybank.MemoryStore. The scope and the first
+// topic are query filters (firestore.indexes.json has their indexes);
+// further topics, the times and expiry are checked in the server, reading
+// further pages as needed. Metadata is never a query filter: the ordered
+// listing would need a composite index per metadata key.
 func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*memorybank.Memory, error) {
 	if q.Filter.None {
 		return nil, nil
@@ -296,9 +350,6 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	if len(q.Filter.Topics) > 0 {
 		base = base.Where("topics", "array-contains", q.Filter.Topics[0])
 	}
-	for k, v := range q.Filter.Metadata {
-		base = base.WherePath(firestore.FieldPath{"metadata", k}, "==", v)
-	}
 	base = base.OrderBy("update_ns", firestore.Desc).OrderBy(firestore.DocumentID, firestore.Desc)
 	var after []any
 	if q.AfterID != "" {
@@ -306,7 +357,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	}
 	return collect(ctx, base, q.Limit, after,
 		func(m *memorybank.Memory) bool {
-			return m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
+			return m.Visible(q.Now) && q.Filter.MatchesTopics(m.Topics) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
 		},
 		func(*firestore.DocumentSnapshot) string { return q.App },
 		func(m *memorybank.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })

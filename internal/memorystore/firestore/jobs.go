@@ -20,8 +20,8 @@ import (
 
 // The operations of the jobs engine, under kioku_operations of each app:
 // the record (jobs.MarshalOperation) in body, with the state, the kind
-// (field method), the key (field scope_key), the claim time and the lease
-// beside it for the queries that find work.
+// (field method), the key (field scope_key), the owner, the claim time and
+// the lease beside it for the queries that find work.
 
 var _ jobs.Store = (*Store)(nil)
 
@@ -36,6 +36,7 @@ type opDoc struct {
 	State         string `firestore:"state"`
 	Method        string `firestore:"method"`
 	ScopeKey      string `firestore:"scope_key"`
+	Owner         string `firestore:"owner"`
 	CreateNS      int64  `firestore:"create_ns"`
 	ClaimNS       int64  `firestore:"claim_ns"`
 	LeaseExpiryNS int64  `firestore:"lease_expiry_ns"`
@@ -49,7 +50,7 @@ func toOpDoc(op *jobs.Operation) (*opDoc, error) {
 		return nil, err
 	}
 	d := &opDoc{
-		State: op.State.String(), Method: op.Kind, ScopeKey: op.Key, CreateNS: unixnano.From(op.CreateTime),
+		State: op.State.String(), Method: op.Kind, ScopeKey: op.Key, Owner: op.Owner, CreateNS: unixnano.From(op.CreateTime),
 		LeaseExpiryNS: unixnano.From(op.LeaseExpiry), Attempt: op.Attempt, Body: string(body),
 	}
 	if !op.State.Done() {
@@ -157,6 +158,20 @@ func (s *Store) CountPending(ctx context.Context, app, key string, limit int) (i
 	v, ok := res["n"].(*firestorepb.Value)
 	if !ok {
 		return 0, fmt.Errorf("counting pending operations of %s: no count in %v", app, res)
+	}
+	return int(v.GetIntegerValue()), nil
+}
+
+// CountPendingOfOwner implements jobs.Store, with a count aggregation.
+func (s *Store) CountPendingOfOwner(ctx context.Context, app, owner string, limit int) (int, error) {
+	q := s.app(app).Collection("kioku_operations").Where("state", "==", jobs.Pending.String()).Where("owner", "==", owner).Limit(limit)
+	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return 0, firestoredb.Wrap(err)
+	}
+	v, ok := res["n"].(*firestorepb.Value)
+	if !ok {
+		return 0, fmt.Errorf("counting pending operations of %s in %s: no count in %v", owner, app, res)
 	}
 	return int(v.GetIntegerValue()), nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -170,5 +171,46 @@ func TestMigrateFormat2(t *testing.T) {
 	}
 	if n, err := st.Migrate(ctx); n != 0 || err != nil {
 		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)
+	}
+}
+
+// TestMemoryDocumentsOfBefore reads a memory document as the versions
+// before typed metadata wrote it (metadata of strings, no display name
+// or description): it reads as it was, and written again (an update) it
+// keeps its strings and gains typed values beside them.
+func TestMemoryDocumentsOfBefore(t *testing.T) {
+	c, _ := firestoretest.NewClient(t)
+	ctx := t.Context()
+	st := firestore.New(c, firestore.Options{})
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_memories").Doc("tea").Set(ctx, map[string]any{
+		"scope_key": "user_id=ann", "fact": "The user likes tea.", "scope": map[string]any{"user_id": "ann"}, "topics": []any{},
+		"metadata": map[string]any{"source": "chat", "n": "2"}, "sources": "[]", "source_sessions": []any{},
+		"create_ns": now.UnixNano(), "update_ns": now.UnixNano(), "expire_ns": 0, "revision": 1, "deleted": false,
+		"embedding_model": "", "terms": []any{}, "terms_version": "", "event_ns": 0, "stated_ns": 0,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetMemory(ctx, "golden", "tea")
+	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "n": memorybank.StringValue("2")}
+	if err != nil || !m.Metadata.Equal(want) || m.DisplayName != "" || m.Fact != "The user likes tea." {
+		t.Fatalf("the document of before reads as %+v, %v", m, err)
+	}
+	svc := memorybank.NewService(st, memorybank.Config{Now: func() time.Time { return now.Add(time.Hour) }})
+	md := memorybank.Metadata{"source": memorybank.StringValue("chat"), "n": memorybank.DoubleValue(2), "at": memorybank.TimestampValue(now.Add(time.Nanosecond))}
+	name := "tea"
+	if _, err := svc.UpdateMemory(ctx, "golden", "tea", memorybank.MemoryUpdate{Metadata: &md, DisplayName: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = st.GetMemory(ctx, "golden", "tea"); err != nil || !m.Metadata.Equal(md) || m.DisplayName != "tea" {
+		t.Fatalf("updated: %+v, %v; want metadata %v", m, err, md)
+	}
+	snap, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_memories").Doc("tea").Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := snap.DataAt("metadata")
+	if diff := cmp.Diff(map[string]any{"source": "chat", "n": 2.0, "at": map[string]any{"timestamp_ns": now.UnixNano() + 1}}, stored); diff != "" {
+		t.Errorf("stored metadata (-want +got):\n%s", diff)
 	}
 }

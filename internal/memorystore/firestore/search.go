@@ -110,7 +110,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 			if err != nil {
 				return 0, err
 			}
-			ok := m.Visible(q.Now) && q.Filter.Matches(m.Topics, m.Metadata) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
+			ok := m.Visible(q.Now) && q.Filter.Matches(m)
 			seen[snap.Ref.ID] = ok
 			if !ok {
 				continue

@@ -112,7 +112,7 @@ type revisionRecord struct {
 	Fact           string              `json:"fact"`
 	Scope          memorybank.Scope    `json:"scope"`
 	Topics         []string            `json:"topics,omitempty"`
-	Metadata       map[string]string   `json:"metadata,omitempty"`
+	Metadata       memorybank.Metadata `json:"metadata,omitempty"`
 	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
 	Sources        []memorybank.Source `json:"sources,omitempty"`
 	Operation      string              `json:"operation,omitempty"`

@@ -17,7 +17,7 @@ import (
 
 // The operations of the jobs engine, in the operations table: the record
 // (jobs.MarshalOperation) in body, with the state, the kind (column
-// method), the key (column scope_key), the claim time and the lease beside
+// method), the key (column scope_key), the owner, the claim time and the lease beside
 // it for the queries that find work.
 
 var _ jobs.Store = (*Store)(nil)
@@ -29,8 +29,8 @@ func (s *Store) CreateOperation(ctx context.Context, op *jobs.Operation) error {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, create_ns, claim_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			op.App, op.ID, op.State.String(), op.Kind, op.Key, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
+		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, owner, create_ns, claim_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			op.App, op.ID, op.State.String(), op.Kind, op.Key, op.Owner, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
 		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 			return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 		}
@@ -123,6 +123,13 @@ func (s *Store) CountPending(ctx context.Context, app, key string, limit int) (i
 	}
 	var n int
 	err := s.db.Read().QueryRowContext(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
+// CountPendingOfOwner implements jobs.Store.
+func (s *Store) CountPendingOfOwner(ctx context.Context, app, owner string, limit int) (int, error) {
+	var n int
+	err := s.db.Read().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM operations INDEXED BY operations_by_owner WHERE app = ? AND owner = ? AND state = 'PENDING' LIMIT ?)`, app, owner, limit).Scan(&n)
 	return n, err
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
-const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns`
+const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns, display_name, description`
 
 func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	var (
@@ -28,7 +28,7 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 		deleted                      int
 		embedding                    []byte
 	)
-	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS); err != nil {
+	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS, &m.DisplayName, &m.Description); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -79,10 +79,6 @@ func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
 	for _, t := range f.Topics {
 		sb.WriteString(` AND EXISTS (SELECT 1 FROM json_each(topics) WHERE value = ?)`)
 		args = append(args, t)
-	}
-	for k, v := range f.Metadata {
-		sb.WriteString(` AND json_extract(metadata, ?) = ?`)
-		args = append(args, `$."`+k+`"`, v)
 	}
 	for _, r := range []struct {
 		col string
@@ -257,7 +253,7 @@ func encodeMemory(m *memorybank.Memory) (*memoryRow, error) {
 	if r.topics, err = jsonText(nonNil(m.Topics)); err != nil {
 		return nil, err
 	}
-	if r.meta, err = jsonText(nonNilMap(m.Metadata)); err != nil {
+	if r.meta, err = jsonText(nonNilMetadata(m.Metadata)); err != nil {
 		return nil, err
 	}
 	src, err := record.MarshalSources(m.Sources)
@@ -275,13 +271,14 @@ func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) err
 	if m.Deleted {
 		deleted = 1
 	}
-	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
+		display_name = excluded.display_name, description = excluded.description,
 		sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
 		deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
 		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
 		m.App, m.ID, m.Fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
-		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.Scope.Key()); err != nil {
+		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.DisplayName, m.Description, m.Scope.Key()); err != nil {
 		return err
 	}
 	if !sources {
@@ -308,9 +305,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func nonNilMap(m map[string]string) map[string]string {
+func nonNilMetadata(m memorybank.Metadata) memorybank.Metadata {
 	if m == nil {
-		return map[string]string{}
+		return memorybank.Metadata{}
 	}
 	return m
 }

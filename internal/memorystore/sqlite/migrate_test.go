@@ -22,18 +22,21 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v5.db, the database this version
+// goldenDB rewrites testdata/kioku-v7.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
 // number), testdata/kioku-v3.db by the version of schema 3 (memories
 // without event and stated times), testdata/kioku-v4.db by the version of
 // schema 4 (operations in the memory bank's second format, before the jobs
-// engine); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v5.db from this version")
+// engine), testdata/kioku-v5.db by the version of schema 5 (memories
+// without display names and descriptions, metadata of strings only, and
+// operations without owners), testdata/kioku-v6.db by the version of
+// schema 6 (operations without owners); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v7.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 5
+const schema = 7
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -106,16 +109,58 @@ func TestMigrationFromV4(t *testing.T) {
 	checkGolden(t, st, teaStated)
 }
 
+// TestMigrationFromV5 opens a database of schema 5, whose memories have no
+// display names or descriptions and metadata of strings only: they read
+// with none, and their strings as they were (checkGolden); its operations
+// have no owner: those left queued count for no user.
+func TestMigrationFromV5(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v5.db")
+	checkGolden(t, st, teaRestated)
+	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "" || len(tea.Metadata) != 1 {
+		t.Errorf("tea of schema 5 = %+v, %v; want no display name, its one metadata string", tea, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
+	}
+}
+
+// TestMigrationFromV6 opens a database of schema 6, whose operations have
+// no owner: those left queued count for no user, and its memories keep
+// their display names.
+func TestMigrationFromV6(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v6.db")
+	checkGolden(t, st, teaRestated)
+	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "Tea" {
+		t.Errorf("tea of schema 6 = %+v, %v; want its display name", tea, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 0 {
+		t.Fatalf("pending operations of ann after the migration: %d, %v; want 0 (owners came with schema 7)", n, err)
+	}
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
+		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
+	}
+}
+
 // TestGoldenDatabase reads the database this version writes.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v5.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v7.db"))
 	}
-	_, st := openCurrent(t, "kioku-v5.db")
+	_, st := openCurrent(t, "kioku-v7.db")
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
+		t.Fatalf("pending operations of ann: %d, %v; want 1", n, err)
+	}
 	// The direct facts' generation confirmed tea: stated again then (the
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).
 	checkGolden(t, st, teaRestated)
+	// Schema 6: a display name, a description, typed metadata.
+	tea, err := st.GetMemory(t.Context(), "golden", "tea")
+	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
+		"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)}
+	if err != nil || tea.DisplayName != "Tea" || tea.Description != "What the user drinks." || !tea.Metadata.Equal(want) {
+		t.Errorf("tea = %+v, %v; want its display name, description and metadata %v", tea, err, want)
+	}
 }
 
 // openCurrent opens a golden database (see open) and checks that it is of
@@ -159,7 +204,7 @@ func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 		t.Errorf("config = %+v, %v", cfg, err)
 	}
 	tea, err := st.GetMemory(ctx, "golden", "tea")
-	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != "chat" ||
+	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != memorybank.StringValue("chat") ||
 		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
 		t.Errorf("memory tea = %+v, %v", tea, err)
 	}
@@ -302,7 +347,10 @@ func writeGolden(t *testing.T, path string) {
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
-	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"}, Metadata: map[string]string{"source": "chat"},
+	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"},
+		DisplayName: "Tea", Description: "What the user drinks.",
+		Metadata: memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
+			"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)},
 		EventTime: teaEvent, StatedTime: teaStated})
 	must(err)
 	fact := "The user likes green tea."

@@ -3,8 +3,10 @@
 //
 // Layout:
 //
-//	memories         (app, id) → scope key, fact, scope/topics/metadata/
-//	                 sources (JSON), times (Unix ns), revision, deleted,
+//	memories         (app, id) → scope key, fact, display name,
+//	                 description, scope/topics/metadata/sources (JSON;
+//	                 metadata in memorybank.Metadata's stored form), times
+//	                 (Unix ns), revision, deleted,
 //	                 embedding (record.EncodeVector) and its model;
 //	                 indexed by (app, scope, update time) and (app, update
 //	                 time) for listings, by expiry for the sweeper.
@@ -145,14 +147,26 @@ WHERE json_type(body, '$.action') = 'integer';
 // re-embedding (v2); the operations' bodies of the first format rewritten
 // in the current one (v3); memories' event and stated times (v4, 0 for
 // unknown); the operations' bodies of the memory bank's second format
-// rewritten in the jobs engine's (v5).
+// rewritten in the jobs engine's (v5); memories' display names and
+// descriptions (v6; their metadata may hold typed values since, in
+// memorybank.Metadata's stored form, which reads the strings of before
+// unchanged); operations' owners, counted per user (v7, empty for those
+// queued before).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
 ALTER TABLE memories ADD COLUMN event_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE memories ADD COLUMN stated_ns INTEGER NOT NULL DEFAULT 0;
 `},
-	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)})
+	sqlitedb.Step{Func: rewriteOperations(`json_extract(body, '$.format') = 2`)},
+	sqlitedb.Step{SQL: `
+ALTER TABLE memories ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE memories ADD COLUMN description TEXT NOT NULL DEFAULT '';
+`},
+	sqlitedb.Step{SQL: `
+ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX operations_by_owner ON operations (app, owner, state);
+`})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
 	out := make([]sqlitedb.Step, len(sqls))

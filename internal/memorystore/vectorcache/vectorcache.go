@@ -279,8 +279,9 @@ type modelStats struct {
 type indexEntry struct {
 	id                           string
 	fact                         string
+	names                        *entryNames // nil when both are empty
 	topics                       []string
-	metadata                     map[string]string
+	metadata                     memorybank.Metadata
 	sources                      []memorybank.Source
 	createNS, updateNS, expireNS int64
 	eventNS, statedNS            int64
@@ -289,6 +290,10 @@ type indexEntry struct {
 	vec                          retrieval.Vector
 	terms                        []model.Term
 }
+
+// entryNames are a memory's display name and description, which most
+// memories lack (a pointer costs an entry less than two strings).
+type entryNames struct{ displayName, description string }
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
 // plus what a map slot and a string or slice header around them take.
@@ -329,11 +334,14 @@ func (s *scopeIndex) put(m *memorybank.Memory) {
 		}
 	}
 	e := indexEntry{
-		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: maps.Clone(m.Metadata),
+		id: m.ID, fact: m.Fact, topics: slices.Clone(m.Topics), metadata: m.Metadata.Clone(),
 		sources:  cloneSources(m.Sources),
 		createNS: unixnano.From(m.CreateTime), updateNS: unixnano.From(m.UpdateTime), expireNS: unixnano.From(m.ExpireTime),
 		eventNS: unixnano.From(m.EventTime), statedNS: unixnano.From(m.StatedTime),
 		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
+	}
+	if m.DisplayName != "" || m.Description != "" {
+		e.names = &entryNames{m.DisplayName, m.Description}
 	}
 	if idx >= 0 {
 		e.vec = retrieval.NewVector(m.Embedding)
@@ -391,13 +399,16 @@ func (s *scopeIndex) remove(id string) {
 // size estimates the heap an entry holds.
 func (e *indexEntry) size() int64 {
 	n := entrySize + int64(len(e.id)+len(e.fact)) + e.vec.Bytes() + termSize*int64(len(e.terms))
+	if e.names != nil {
+		n += int64(unsafe.Sizeof(entryNames{})) + int64(len(e.names.displayName)+len(e.names.description))
+	}
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
 	}
 	if e.metadata != nil {
 		n += 48
 		for k, v := range e.metadata {
-			n += 48 + int64(len(k)+len(v))
+			n += 48 + int64(len(k)+len(v.Text()))
 		}
 	}
 	for _, src := range e.sources {
@@ -411,13 +422,25 @@ func (e *indexEntry) size() int64 {
 
 // memory returns the entry as a Memory (without its vector).
 func (s *scopeIndex) memory(e *indexEntry) *memorybank.Memory {
-	return &memorybank.Memory{
-		App: s.app, ID: e.id, Fact: e.fact, Scope: maps.Clone(s.scope),
-		Topics: slices.Clone(e.topics), Metadata: maps.Clone(e.metadata), Sources: cloneSources(e.sources),
+	m := s.view(e)
+	m.Scope, m.Topics, m.Metadata, m.Sources = maps.Clone(s.scope), slices.Clone(e.topics), e.metadata.Clone(), cloneSources(e.sources)
+	return m
+}
+
+// view returns the entry as a Memory that shares the entry's scope,
+// topics, metadata and sources, for a filter to read.
+func (s *scopeIndex) view(e *indexEntry) *memorybank.Memory {
+	m := &memorybank.Memory{
+		App: s.app, ID: e.id, Fact: e.fact, Scope: s.scope,
+		Topics: e.topics, Metadata: e.metadata, Sources: e.sources,
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
 		EventTime: unixnano.Time(e.eventNS), StatedTime: unixnano.Time(e.statedNS),
 		Revision: e.revision, EmbeddingModel: s.modelName(e.model),
 	}
+	if e.names != nil {
+		m.DisplayName, m.Description = e.names.displayName, e.names.description
+	}
+	return m
 }
 
 func (s *scopeIndex) modelName(i int32) string {
@@ -444,8 +467,8 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 	return retrieval.Rank(q.Ranking(), func(yield func(retrieval.Candidate[*indexEntry]) bool) {
 		for i := range s.entries {
 			e := &s.entries[i]
-			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.Matches(e.topics, e.metadata) ||
-				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) {
+			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.MatchesTopics(e.topics) ||
+				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) || q.Filter.Residual() && !q.Filter.MatchesRest(s.view(e)) {
 				continue
 			}
 			c := retrieval.Candidate[*indexEntry]{Item: e, ID: e.id, Terms: e.terms, HasEventTime: e.eventNS != 0}

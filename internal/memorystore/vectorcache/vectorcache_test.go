@@ -73,7 +73,7 @@ func referenceSearch(q memorybank.SearchQuery, memories []*memorybank.Memory) []
 	}
 	var hits []hit
 	for _, m := range memories {
-		if m.EmbeddingModel != q.Model || !m.Visible(q.Now) || len(m.Embedding) == 0 || !q.Filter.Matches(m.Topics, m.Metadata) {
+		if m.EmbeddingModel != q.Model || !m.Visible(q.Now) || len(m.Embedding) == 0 || !q.Filter.Matches(m) {
 			continue
 		}
 		var s float64

@@ -200,6 +200,11 @@ type Caller struct {
 	digest [sha256.Size]byte
 }
 
+// KeyID returns an identifier of the caller's key, the same for every
+// call made with it and different for every other key (a digest of it,
+// never the key), for bounds kept per key.
+func (c Caller) KeyID() string { return hex.EncodeToString(c.digest[:16]) }
+
 type callerKey struct{}
 
 // WithCaller returns a context carrying the caller (the Guard sets it).

@@ -16,9 +16,11 @@ package httperr
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -143,6 +145,61 @@ func write(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
+// Progress records how far a REST request got, so that an error answered
+// before any handler ran (vanguard's, reading the request) can be told
+// from a handler's. The server puts one in every request's context
+// (Track); the REST transcoder marks it as it starts (Transcoding), and
+// the server's interceptors as the call reaches them, its request read
+// (Reached).
+type Progress struct {
+	transcoding, reached, counted atomic.Bool
+}
+
+type progressKey struct{}
+
+// Track returns ctx with a new Progress, and the Progress.
+func Track(ctx context.Context) (context.Context, *Progress) {
+	p := &Progress{}
+	return context.WithValue(ctx, progressKey{}, p), p
+}
+
+// ProgressOf returns the Progress of a request's context, nil when it has
+// none.
+func ProgressOf(ctx context.Context) *Progress {
+	p, _ := ctx.Value(progressKey{}).(*Progress)
+	return p
+}
+
+// Transcoding marks that a transcoder began reading the request.
+func (p *Progress) Transcoding() {
+	if p != nil {
+		p.transcoding.Store(true)
+	}
+}
+
+// Reached marks that the request was read and reached the handler's
+// interceptors.
+func (p *Progress) Reached() {
+	if p != nil {
+		p.reached.Store(true)
+	}
+}
+
+// Counted marks that the request's refusal was counted in the metrics
+// where it happened (and must not be counted again).
+func (p *Progress) Counted() {
+	if p != nil {
+		p.counted.Store(true)
+	}
+}
+
+// Unread reports whether the transcoder answered the request without
+// calling a handler, and no refusal was counted: its error is about
+// reading the request.
+func (p *Progress) Unread() bool {
+	return p != nil && p.transcoding.Load() && !p.reached.Load() && !p.counted.Load()
+}
+
 // Rewrite returns next with its error responses (a status of 400 or more)
 // held until complete and written in one shape, Google's envelope when
 // google is set, else google.rpc.Status:
@@ -154,14 +211,18 @@ func write(w http.ResponseWriter, status int, body []byte) {
 //     vanguard reports so the errors of reading a REST request (a query
 //     parameter that is no field, a body where the binding takes none, a
 //     body that does not decode), and kioku's handlers never return
-//     UNKNOWN (the error interceptor gives every error its code).
+//     UNKNOWN (the error interceptor gives every error its code);
+//   - so is an error of code INTERNAL that the transcoder answered before
+//     any handler ran (the request's Progress says so): vanguard reports
+//     a query parameter that is no field so when the method is called
+//     over Connect GET.
 //
 // Other responses pass as they are.
 func Rewrite(next http.Handler, google bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hw := &holdingWriter{ResponseWriter: w}
 		next.ServeHTTP(hw, r)
-		hw.finish(google)
+		hw.finish(google, ProgressOf(r.Context()).Unread())
 	})
 }
 
@@ -202,7 +263,7 @@ func (h *holdingWriter) Flush() {
 	}
 }
 
-func (h *holdingWriter) finish(google bool) {
+func (h *holdingWriter) finish(google, unread bool) {
 	if h.buf == nil {
 		return
 	}
@@ -210,8 +271,9 @@ func (h *holdingWriter) finish(google bool) {
 	httpStatus := h.status
 	switch {
 	case st == nil:
-		st = &status.Status{Code: int32(codeOfHTTP(h.status)), Message: strings.TrimSpace(h.buf.String())}
-	case connect.Code(st.GetCode()) == connect.CodeUnknown:
+		st = &status.Status{Code: int32(CodeOfHTTP(h.status)), Message: strings.TrimSpace(h.buf.String())}
+	case connect.Code(st.GetCode()) == connect.CodeUnknown,
+		connect.Code(st.GetCode()) == connect.CodeInternal && unread:
 		st.Code, httpStatus = int32(connect.CodeInvalidArgument), http.StatusBadRequest
 	case isGoogle == google:
 		h.ResponseWriter.WriteHeader(h.status)
@@ -259,9 +321,9 @@ func parse(body []byte) (st *status.Status, google bool) {
 	return st, false
 }
 
-// codeOfHTTP is the code of an HTTP error status, as Google's front end
+// CodeOfHTTP is the code of an HTTP error status, as Google's front end
 // reports them.
-func codeOfHTTP(status int) connect.Code {
+func CodeOfHTTP(status int) connect.Code {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
 		return connect.CodeInvalidArgument

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/internal/server/httperr"
+	"github.com/kioku-ai/kioku/internal/server/reqlimit"
 )
 
 // The JSON of Vertex AI's REST API: the codec the REST transcoder (rest.go)
@@ -139,6 +140,9 @@ func newCodec(res vanguard.TypeResolver) vanguard.Codec {
 
 var _ vanguard.RESTCodec = (*codec)(nil)
 
+// restCodec is the REST codec, for JSON made outside the transcoder.
+var restCodec = newCodec(types{})
+
 func (c *codec) Name() string { return vanguard.CodecJSON }
 
 // MarshalAppend writes a response, or an error in Google's envelope.
@@ -233,8 +237,12 @@ func wellKnown(name protoreflect.FullName) bool {
 }
 
 // Unmarshal reads a request (or a message a binding's body is): see the
-// top of this file. What does not decode is the caller's error.
+// top of this file. A body over package reqlimit's bounds is refused
+// before anything decodes it. What does not decode is the caller's error.
 func (c *codec) Unmarshal(data []byte, msg proto.Message) error {
+	if err := reqlimit.JSON(data); err != nil {
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	if err := c.read(data, msg); err != nil {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the request body does not decode as %s: %w", msg.ProtoReflect().Descriptor().FullName(), err))
 	}
@@ -278,6 +286,9 @@ func (c *codec) MarshalAppendField(base []byte, msg proto.Message, field protore
 // UnmarshalField implements vanguard.RESTCodec: a binding's body that is
 // a message field is read as a message of its own.
 func (c *codec) UnmarshalField(data []byte, msg proto.Message, field protoreflect.FieldDescriptor) error {
+	if err := reqlimit.JSON(data); err != nil {
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	var err error
 	if field.Message() != nil && !field.IsList() && !field.IsMap() {
 		err = c.read(data, msg.ProtoReflect().Mutable(field).Message().Interface())

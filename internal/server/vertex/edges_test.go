@@ -60,8 +60,9 @@ func TestSessionPagesAsVertexDoes(t *testing.T) {
 
 // TestRESTAsGoogleFrontEndReadsIt: what Google's JS and Node clients send
 // beyond the bindings: update masks in snake_case and lowerCamelCase,
-// DELETE with a {} body, system parameters; an unknown parameter or a field
-// kioku cannot keep is refused naming it.
+// DELETE with a {} body, system parameters, memories' display names and
+// descriptions; an unknown parameter or a value kioku cannot take is
+// refused naming it.
 func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	k := startKioku(t, nil)
 	v := k.url + "/v1beta1/" + engine
@@ -103,20 +104,28 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(get(out, "error", "message")), `not on "owner"`) || get(out, "error", "details", 0, "fieldViolations", 0, "field") != "filter" {
 		t.Errorf("a filter on an unknown field: %v", out)
 	}
-	// Memories: expire_time in snake_case; fields kioku cannot keep.
-	ok(t, "POST", v+"/memories?memoryId=m1", `{"fact": "Ann likes tea.", "scope": {"user_id": "ann"}}`)
+	// Memories: expire_time in snake_case; display names and descriptions
+	// kept; values kioku cannot take.
+	ok(t, "POST", v+"/memories?memoryId=m1", `{"fact": "Ann likes tea.", "scope": {"user_id": "ann"}, "displayName": "tea"}`)
 	up := ok(t, "PATCH", v+"/memories/m1?updateMask=expire_time", `{"expireTime": "2099-01-01T00:00:00Z"}`)
-	if get(up, "response", "expireTime") != "2099-01-01T00:00:00Z" {
+	if get(up, "response", "expireTime") != "2099-01-01T00:00:00Z" || get(up, "response", "displayName") != "tea" {
 		t.Errorf("UpdateMemory with updateMask=expire_time: %v", up)
 	}
+	up = ok(t, "PATCH", v+"/memories/m1?updateMask=description,display_name", `{"description": "What Ann drinks.", "displayName": "drinks"}`)
+	if got := ok(t, "GET", v+"/memories/m1", ""); got["description"] != "What Ann drinks." || got["displayName"] != "drinks" || got["fact"] != "Ann likes tea." {
+		t.Errorf("the memory after updateMask=description,display_name: %v (%v)", got, up)
+	}
 	for _, c := range []struct{ method, path, body, field string }{
-		{"POST", "/memories", `{"fact": "x", "scope": {"user_id": "ann"}, "displayName": "named"}`, "memory.display_name"},
-		{"PATCH", "/memories/m1?updateMask=description", `{"description": "d"}`, "memory.description"},
-		{"POST", "/memories:generate", `{"directMemoriesSource": {"directMemories": [{"fact": "x"}]}, "scope": {"user_id": "ann"}, "metadata": {"k": {"stringValue": "v"}}}`, "metadata"},
-		{"POST", "/memories:generate", `{"directMemoriesSource": {"directMemories": [{"fact": "x"}]}, "scope": {"user_id": "ann"}, "metadataMergeStrategy": "MERGE"}`, "metadata_merge_strategy"},
-		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "filterGroups": [{"filters": [{"key": "k"}]}]}`, "filter_groups"},
+		{"POST", "/memories:generate", `{"directMemoriesSource": {"directMemories": [{"fact": "x"}]}, "scope": {"user_id": "ann"}, "metadata": {"k": {"doubleValue": "NaN"}}}`, "metadata[\"k\"]"},
+		{"POST", "/memories:generate", `{"directMemoriesSource": {"directMemories": [{"fact": "x"}]}, "scope": {"user_id": "ann"}, "metadataMergeStrategy": "APPEND"}`, "metadata_merge_strategy"},
+		{"POST", "/memories", `{"fact": "x", "scope": {"user_id": "ann"}, "metadata": {"k": {"stringValue": "v", "boolValue": true}}}`, "memory.metadata[\"k\"]"},
+		{"POST", "/memories", `{"fact": "x", "scope": {"user_id": "ann"}, "displayName": "` + strings.Repeat("x", 513) + `"}`, "memory.display_name"},
+		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "filterGroups": [{"filters": [{"key": "k"}]}]}`, "filter_groups[0].filters[0].value"},
+		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "filterGroups": [{"filters": [{"key": "k", "op": "LIKE", "value": {"stringValue": "v"}}]}]}`, "filter_groups[0].filters[0].op"},
+		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "filter": "owner = \"x\""}`, "filter"},
 		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "memoryTypes": ["STRUCTURED_PROFILE"]}`, "memory_types"},
 		{"POST", "/memories", `{"fact": "x", "scope": {"user_id": "ann"}, "topics": "not a list"}`, "memory.topics"},
+		{"GET", "/memories?filter=" + url.QueryEscape(`scope.user_id="ann" OR fact="x"`), "", "filter"},
 		{"GET", "/memories/m1/revisions?filter=x", "", "filter"},
 	} {
 		status, out := call(t, c.method, v+c.path, c.body)

@@ -52,9 +52,13 @@ func (s *Surface) generateRequest(ctx context.Context, r *aiplatformpb.GenerateM
 	if err != nil {
 		return engine{}, nil, err
 	}
-	req := &memorybank.GenerateRequest{App: e.app, Scope: r.GetScope(), DisableConsolidation: r.GetDisableConsolidation()}
-	if req.AllowedTopics, err = generateFromVertex(r); err != nil {
+	g, err := generateFromVertex(r)
+	if err != nil {
 		return engine{}, nil, err
+	}
+	req := &memorybank.GenerateRequest{
+		App: e.app, Scope: r.GetScope(), DisableConsolidation: r.GetDisableConsolidation(),
+		AllowedTopics: g.allowedTopics, Metadata: g.metadata, MergeStrategy: g.strategy,
 	}
 	switch src := r.GetSource().(type) {
 	case *aiplatformpb.GenerateMemoriesRequest_VertexSessionSource_:
@@ -156,10 +160,11 @@ func (s *Surface) retrieveMemories(ctx context.Context, r *aiplatformpb.Retrieve
 	if len(r.GetScope()) == 0 {
 		return nil, fault.InvalidField("scope", "Required field is not set.")
 	}
-	if err := retrieveFromVertex(r); err != nil {
+	f, err := retrieveFromVertex(r)
+	if err != nil {
 		return nil, err
 	}
-	req := memorybank.RetrieveRequest{App: e.app, Scope: r.GetScope()}
+	req := memorybank.RetrieveRequest{App: e.app, Scope: r.GetScope(), Filter: f}
 	switch p := r.GetRetrievalParams().(type) {
 	case *aiplatformpb.RetrieveMemoriesRequest_SimilaritySearchParams_:
 		req.Query, req.TopK = p.SimilaritySearchParams.GetSearchQuery(), p.SimilaritySearchParams.GetTopK()

@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
@@ -11,16 +10,15 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
 // Memories. A Vertex AI memory is a kioku memory of the engine's app, with
-// the same id, fact, scope and expiry. kioku keeps no display_name or
-// description (a request that sets them is refused, naming the field); the
-// Vertex AI SDK's JSON-only topics and metadata are kioku's (convert.go).
-// Every change records a revision, as through kioku.v1.
+// the same id, display name, description, fact, scope and expiry; the
+// Vertex AI SDK's JSON-only topics and typed metadata are kioku's
+// (convert_memories.go). Every change records a revision, as through
+// kioku.v1.
 
 func (s *Surface) mountMemories(mux *http.ServeMux, opts []connect.HandlerOption) {
 	unary(mux, aiplatformpb.MemoryBankService_CreateMemory_FullMethodName, s.createMemory, opts)
@@ -87,11 +85,11 @@ func (s *Surface) createMemory(ctx context.Context, r *aiplatformpb.CreateMemory
 	if id := r.GetMemoryId(); id != "" && !validVertexID(id) {
 		return nil, fault.InvalidField("memory_id", "memory_id %q is not valid: use up to 63 characters of [a-z0-9-], starting and ending with a letter or a digit", aip.Truncate(id, 200))
 	}
-	x, err := memoryFromVertex(m, nil)
+	x, err := memoryFromVertex(m)
 	if err != nil {
 		return nil, err
 	}
-	in := memorybank.MemoryInput{ID: r.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope()}
+	in := memorybank.MemoryInput{ID: r.GetMemoryId(), Fact: m.GetFact(), Scope: m.GetScope(), DisplayName: m.GetDisplayName(), Description: m.GetDescription()}
 	if x.topics != nil {
 		in.Topics = *x.topics
 	}
@@ -138,7 +136,7 @@ func (s *Surface) listMemories(ctx context.Context, r *aiplatformpb.ListMemories
 	if err != nil {
 		return nil, err
 	}
-	scope, err := memoryFilter(r.GetFilter())
+	scope, f, err := scopedFilter(r.GetFilter(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +148,7 @@ func (s *Surface) listMemories(ctx context.Context, r *aiplatformpb.ListMemories
 		return nil, err
 	}
 	list, next, err := s.mem.ListMemories(ctx, memorybank.ListMemoriesRequest{
-		App: e.app, Scope: scope, PageSize: int32(size), PageToken: r.GetPageToken(),
+		App: e.app, Scope: scope, Filter: f, PageSize: int32(size), PageToken: r.GetPageToken(),
 	})
 	if err != nil {
 		return nil, err
@@ -166,58 +164,8 @@ func (s *Surface) listMemories(ctx context.Context, r *aiplatformpb.ListMemories
 	return out, nil
 }
 
-// memoryScopeFilter is what a ListMemories or purge filter may name: the
-// scope as a JSON object, scope="{\"user_id\": \"123\"}", or its keys,
-// scope.user_id="123".
-var memoryScopeFilter = &filter.Schema{Method: "ListMemories", Fields: []filter.Field{
-	{Name: "scope", Ops: []filter.Op{filter.Eq}},
-	{Name: "scope", Map: true, Ops: []filter.Op{filter.Eq}},
-}}
-
-// memoryFilter parses a ListMemories filter: equalities on the scope
-// joined by AND, which together give the exact scope listed.
-func memoryFilter(s string) (memorybank.Scope, error) {
-	e, err := memoryScopeFilter.Parse(s)
-	if err != nil {
-		return nil, err
-	}
-	var scope memorybank.Scope
-	set := func(k, v string) error {
-		if scope == nil {
-			scope = memorybank.Scope{}
-		}
-		if old, ok := scope[k]; ok && old != v {
-			return fault.InvalidField("filter", "filter gives scope key %q two values", k)
-		}
-		scope[k] = v
-		return nil
-	}
-	for _, t := range filter.Conjuncts(e) {
-		r, ok := t.(*filter.Restriction)
-		if !ok {
-			return nil, fault.InvalidField("filter", "filter %q: memories are filtered on their exact scope: equalities joined by AND", s)
-		}
-		if r.Cond.Key != "" {
-			if err := set(r.Cond.Key, r.Cond.Value.Text); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		var m map[string]string
-		if err := json.Unmarshal([]byte(r.Cond.Value.Text), &m); err != nil {
-			return nil, fault.InvalidField("filter", "filter: scope must equal a JSON object of strings, as in scope=\"{\\\"user_id\\\": \\\"123\\\"}\"")
-		}
-		for k, v := range m {
-			if err := set(k, v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return scope, nil
-}
-
-// updatable are the update_mask paths of UpdateMemory.
-const memoryPaths = "fact, expire_time, ttl, topics or metadata"
+// memoryPaths are the update_mask paths of UpdateMemory.
+const memoryPaths = "fact, display_name, description, expire_time, ttl, topics or metadata"
 
 func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemoryRequest) (*longrunningpb.Operation, error) {
 	m := r.GetMemory()
@@ -229,7 +177,7 @@ func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemory
 		return nil, err
 	}
 	paths := maskPaths(r.GetUpdateMask())
-	x, err := memoryFromVertex(m, paths)
+	x, err := memoryFromVertex(m)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +185,12 @@ func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemory
 		// No mask: every field the request sets.
 		if m.GetFact() != "" {
 			paths = append(paths, "fact")
+		}
+		if m.GetDisplayName() != "" {
+			paths = append(paths, "display_name")
+		}
+		if m.GetDescription() != "" {
+			paths = append(paths, "description")
 		}
 		if m.GetExpiration() != nil {
 			paths = append(paths, "expiration")
@@ -266,14 +220,16 @@ func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemory
 				u.Topics = x.topics
 			}
 		case "metadata":
-			u.Metadata = new(map[string]string{})
+			u.Metadata = new(memorybank.Metadata{})
 			if x.metadata != nil {
 				u.Metadata = x.metadata
 			}
+		case "display_name":
+			u.DisplayName = new(m.GetDisplayName())
+		case "description":
+			u.Description = new(m.GetDescription())
 		case "scope":
 			return nil, fault.InvalidField("memory.scope", "scope is immutable")
-		case "display_name", "description":
-			return nil, notKept("memory."+p, p)
 		default:
 			return nil, fault.InvalidField("update_mask", "update_mask path %q cannot be updated; use %s", p, memoryPaths)
 		}

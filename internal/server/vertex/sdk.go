@@ -44,9 +44,12 @@ func (s *Surface) mountSDK(mux *http.ServeMux, opts []connect.HandlerOption) {
 }
 
 // jsonStruct returns m's JSON form as a Struct, for the SDK methods'
-// responses built from Google's messages (with this API's Any types).
+// responses built from Google's messages (with this API's Any types). It
+// is the REST codec's, so the members Google's Go types lack (a memory's
+// topics and metadata, carried as extras) are written too, also inside an
+// operation's response.
 func jsonStruct(m proto.Message) (*structpb.Struct, error) {
-	b, err := protojson.MarshalOptions{Resolver: types{}}.Marshal(m)
+	b, err := restCodec.MarshalAppend(nil, m)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "encoding %s", m.ProtoReflect().Descriptor().FullName())
 	}
@@ -92,7 +95,11 @@ func (s *Surface) ingestEvents(ctx context.Context, r *vertexv1beta1.IngestEvent
 	if len(events) == 0 {
 		return nil, fault.InvalidField("direct_contents_source.events", "direct_contents_source.events is empty")
 	}
-	req := &memorybank.GenerateRequest{App: e.app, Scope: scope}
+	g, err := generationFromJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	req := &memorybank.GenerateRequest{App: e.app, Scope: scope, Metadata: g.metadata, MergeStrategy: g.strategy}
 	for i, raw := range events {
 		ev, _ := raw.(map[string]any)
 		field := fmt.Sprintf("direct_contents_source.events[%d]", i)
@@ -116,19 +123,18 @@ func (s *Surface) ingestEvents(ctx context.Context, r *vertexv1beta1.IngestEvent
 
 // purgeMemories serves memories:purge ({filter, filterGroups, force}): the
 // filter selects a scope (scope="{json}" or scope.KEY="v", as ListMemories
-// takes), force deletes (without it the operation only counts), and the
-// operation's response is {"purgeCount": n}.
+// takes) and the memories of it (the rest of the filter and filterGroups,
+// as RetrieveMemories takes them), force deletes (without it the
+// operation only counts), and the operation's response is {"purgeCount":
+// n}.
 func (s *Surface) purgeMemories(ctx context.Context, r *vertexv1beta1.PurgeMemoriesRequest) (*structpb.Struct, error) {
 	body := r.GetBody().AsMap()
 	e, err := s.memoryEngine("name", r.GetName())
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := body["filterGroups"]; ok {
-		return nil, fault.InvalidField("filter_groups", "filter_groups is not supported by kioku: give filter")
-	}
 	filter, _ := body["filter"].(string)
-	scope, err := memoryFilter(filter)
+	scope, f, err := scopedFilter(filter, body["filterGroups"])
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +142,7 @@ func (s *Surface) purgeMemories(ctx context.Context, r *vertexv1beta1.PurgeMemor
 		return nil, err
 	}
 	force, _ := body["force"].(bool)
-	return bankOperationJSON(e)(s.app.PurgeMemories(ctx, &memorybank.PurgeRequest{App: e.app, Scope: scope, Force: force}))
+	return bankOperationJSON(e)(s.app.PurgeMemories(ctx, &memorybank.PurgeRequest{App: e.app, Scope: scope, Filter: f, Force: force}))
 }
 
 // bankOperationJSON returns the function that answers a memory bank

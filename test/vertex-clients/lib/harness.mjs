@@ -109,8 +109,9 @@ function texts(content) {
 /**
  * A fake Gemini API for kioku's memory generation: the extraction call
  * turns each user line of the conversation into the fact "The user said:
- * ...", and the consolidation call creates every new fact. Calls are
- * counted in calls.
+ * ...", and the consolidation call updates the existing memory that says
+ * exactly the new fact (so that a generation's metadata meets a memory's)
+ * and creates every other new fact. Calls are counted in calls.
  */
 export async function startGemini() {
   const calls = { extract: 0, consolidate: 0 };
@@ -122,7 +123,14 @@ export async function startGemini() {
     if (/New\s+facts\s+have\s+been\s+learned/.test(system)) {
       calls.consolidate++;
       const facts = [...user.matchAll(/^\((\d+)\) (.*)$/gm)];
-      reply = { actions: facts.map((m) => ({ candidate: Number(m[1]), action: "CREATE", memory: 0, fact: m[2] })) };
+      const shown = new Map([...user.matchAll(/^\[(\d+)\] (.*)$/gm)].map((m) => [m[2], Number(m[1])]));
+      reply = {
+        actions: facts.map((m) =>
+          shown.has(m[2])
+            ? { candidate: Number(m[1]), action: "UPDATE", memory: shown.get(m[2]), fact: m[2] }
+            : { candidate: Number(m[1]), action: "CREATE", memory: 0, fact: m[2] },
+        ),
+      };
     } else {
       calls.extract++;
       const topic = system.match(/^- ([A-Z_a-z0-9-]+):/m)?.[1] ?? "USER_PERSONAL_INFO";
@@ -175,6 +183,43 @@ export async function startMetadata({ project = "my-project", token = "kioku-loc
   });
   process.env.GCE_METADATA_HOST = `127.0.0.1:${s.port}`;
   return { ...s, state, close: () => s.srv.close() };
+}
+
+/**
+ * Starts kioku's own stand-in metadata server (kioku metadata-server) on
+ * loopback, handing out token, and points Google's auth libraries at it
+ * (GCE_METADATA_HOST), as the docs tell users to. Returns its address and
+ * stop().
+ */
+export async function startKiokuMetadata({ project = "my-project", token }) {
+  const proc = spawn(kiokuBinary(), ["metadata-server", "--addr", "127.0.0.1:0", "--project", project], {
+    env: { ...process.env, KIOKU_TOKEN: token },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const host = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`kioku metadata-server did not start:\n${out}`)), 30000);
+    const read = (d) => {
+      out += d;
+      const m = out.match(/listening on http:\/\/(127\.0\.0\.1:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    proc.stdout.on("data", read);
+    proc.stderr.on("data", read);
+    proc.on("exit", (code) => reject(new Error(`kioku metadata-server exited with ${code}:\n${out}`)));
+  });
+  process.env.GCE_METADATA_HOST = host;
+  return {
+    host,
+    stop: () =>
+      new Promise((resolve) => {
+        proc.once("exit", resolve);
+        proc.kill("SIGTERM");
+      }),
+  };
 }
 
 // --- kioku.

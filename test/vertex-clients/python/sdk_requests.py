@@ -135,11 +135,16 @@ class MemoriesAsTheSDK(unittest.TestCase):
         # then the operation polled.
         op = c.ok("POST", f"{ENGINE}/memories:ingestEvents", {
             "streamId": "s-1", "scope": scope, "forceFlush": True,
+            "metadata": {"source": {"stringValue": "chat"}, "turns": {"doubleValue": 3}}, "metadataMergeStrategy": "MERGE",
             "directContentsSource": {"events": [{"eventId": "e1", "eventTime": rfc3339(time.time()),
                                                   "content": {"role": "user", "parts": [{"text": "I sail on weekends."}]}}]},
         })
         op = c.wait(op)
         self.assertEqual(op["response"]["generatedMemories"][0]["memory"]["fact"], "The user said: I sail on weekends.")
+        # The metadata keeps its types; a retrieval filter selects on it.
+        self.assertEqual(op["response"]["generatedMemories"][0]["memory"]["metadata"], {"source": {"stringValue": "chat"}, "turns": {"doubleValue": 3}})
+        got = c.ok("POST", f"{ENGINE}/memories:retrieve", {"scope": scope, "simpleRetrievalParams": {"pageSize": 100}, "filter": 'metadata.turns >= 3 OR fact = "Ben fact 0."'})
+        self.assertEqual(sorted(r["memory"]["fact"] for r in got["retrievedMemories"]), ["Ben fact 0.", "The user said: I sail on weekends."])
 
         got = c.ok("POST", f"{ENGINE}/memories:retrieve", {"scope": scope, "similaritySearchParams": {"searchQuery": "sailing weekends", "topK": 1}})
         self.assertEqual(got["retrievedMemories"][0]["memory"]["fact"], "The user said: I sail on weekends.")

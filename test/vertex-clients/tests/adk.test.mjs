@@ -3,21 +3,22 @@
 // agent engines module (@google-cloud/vertexai) pointed at kioku
 // (apiEndpoint), whose Application Default Credentials come from a fake
 // metadata server on loopback.
-import { escapes, startGemini, startKioku, startMetadata, engineId, location, project } from "../lib/harness.mjs";
+import { escapes, eventually, startGemini, startKioku, startMetadata, engine, engineId, location, project } from "../lib/harness.mjs";
 
 import assert from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import { after, before, describe, test } from "node:test";
 
 import { Client } from "@google-cloud/vertexai";
 import { VertexAiMemoryBankService, VertexAiSessionService, createEvent, createEventActions } from "@google/adk";
 
 describe("ADK for TypeScript", () => {
-  let gemini, metadata, kioku, sessions, memory;
+  let gemini, metadata, kioku, client, sessions, memory;
   before(async () => {
     gemini = await startGemini();
     metadata = await startMetadata();
     kioku = await startKioku({ gemini });
-    const client = new Client({ project, location, apiEndpoint: kioku.url });
+    client = new Client({ project, location, apiEndpoint: kioku.url });
     sessions = new VertexAiSessionService({ projectId: project, location, agentEngineId: engineId, sessions: client.agentEnginesInternal.sessions });
     memory = new VertexAiMemoryBankService({ projectId: project, location, agentEngineId: engineId, client });
   });
@@ -89,18 +90,62 @@ describe("ADK for TypeScript", () => {
     assert.ok(facts.includes("The user said: I cycle to work."), `facts: ${facts}`);
   });
 
-  // Typed memory metadata comes with the memory bank's next version: until
-  // then addEventsToMemory with custom metadata is refused, naming the
-  // field, rather than dropping it. This case flips to a success then.
-  test("addEventsToMemory with custom metadata is refused naming metadata (until memories keep typed metadata)", async () => {
-    await assert.rejects(
+  // ADK sends customMetadata as the generation's (or creation's) config:
+  // typed metadata, with metadataMergeStrategy and displayName taken out
+  // of it. Read back through the agent engines module.
+  test("addEventsToMemory and addMemory with custom metadata: typed values, merge strategy, display name", async () => {
+    const m = client.agentEnginesInternal.memories;
+    const scope = { app_name: engineId, user_id: "dee" };
+    const memoriesOf = async () => (await m.retrieveInternal({ name: engine, scope, simpleRetrievalParams: { pageSize: 100 } })).retrievedMemories ?? [];
+    const jazz = "The user said: I like jazz.";
+    const add = (customMetadata) =>
       memory.addEventsToMemory({
         appName: engineId,
-        userId: "cy",
-        customMetadata: { source: "chat", score: 2 },
+        userId: "dee",
+        customMetadata,
         events: [createEvent({ author: "user", content: { role: "user", parts: [{ text: "I like jazz." }] } })],
-      }),
-      /metadata is not supported/,
-    );
+      });
+    // ADK does not wait for the generation: read until it shows.
+    const jazzMetadata = (want) =>
+      eventually(async () => {
+        const got = (await memoriesOf()).filter((r) => r.memory.fact === jazz);
+        return got.length === 1 && isDeepStrictEqual(got[0].memory.metadata, want) ? got[0].memory : null;
+      }, `the jazz memory with metadata ${JSON.stringify(want)}`);
+
+    await add({ source: "chat", score: 2, vip: true });
+    // The number stays a double, the boolean a boolean.
+    const first = await jazzMetadata({ score: { doubleValue: 2 }, source: { stringValue: "chat" }, vip: { boolValue: true } });
+    await add({ score: 3, lang: "en", metadataMergeStrategy: "MERGE" });
+    const merged = await jazzMetadata({ lang: { stringValue: "en" }, score: { doubleValue: 3 }, source: { stringValue: "chat" }, vip: { boolValue: true } });
+    assert.equal(merged.name, first.name);
+    await add({ score: 4, metadataMergeStrategy: "OVERWRITE" });
+    assert.equal((await jazzMetadata({ score: { doubleValue: 4 } })).name, first.name);
+
+    // addMemory creates the memory with the display name and the rest as
+    // typed metadata; with enable_consolidation it generates.
+    await memory.addMemory({
+      appName: engineId,
+      userId: "dee",
+      memories: [{ content: { parts: [{ text: "Dee's cat is called Miso." }] } }],
+      customMetadata: { displayName: "cat", weight: 0.5, since: new Date("2026-01-02T03:04:05Z") },
+    });
+    await memory.addMemory({
+      appName: engineId,
+      userId: "dee",
+      memories: [{ content: { parts: [{ text: "Dee bakes bread." }] } }],
+      customMetadata: { enable_consolidation: true, metadata: { origin: "import" } },
+    });
+    const cat = await eventually(async () => (await memoriesOf()).find((r) => r.memory.fact === "Dee's cat is called Miso.")?.memory, "the cat memory");
+    assert.equal(cat.displayName, "cat");
+    assert.deepEqual(cat.metadata.weight, { doubleValue: 0.5 });
+    assert.equal(Date.parse(cat.metadata.since.timestampValue), Date.parse("2026-01-02T03:04:05Z"));
+    const bread = await eventually(async () => (await memoriesOf()).find((r) => r.memory.fact === "Dee bakes bread.")?.memory, "the bread memory");
+    assert.deepEqual(bread.metadata, { origin: { stringValue: "import" } });
+
+    // searchMemory finds them; a filter on their metadata selects.
+    const found = await memory.searchMemory({ appName: engineId, userId: "dee", query: "jazz" });
+    assert.ok(found.memories.some((e) => e.content.parts[0].text === jazz));
+    const filtered = await m.retrieveInternal({ name: engine, scope, simpleRetrievalParams: { pageSize: 100 }, config: { filter: 'metadata.score = 4 OR metadata.origin = "import"' } });
+    assert.deepEqual(filtered.retrievedMemories.map((r) => r.memory.fact).sort(), ["Dee bakes bread.", jazz]);
   });
 });

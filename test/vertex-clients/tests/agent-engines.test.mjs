@@ -4,7 +4,7 @@
 // Credentials: they come from a fake metadata server on loopback, whose
 // token is any string for a kioku without keys, and a kioku API key for a
 // kioku with --auth-keys.
-import { escapes, eventually, newKey, startGemini, startKioku, startMetadata, engine, engineId, location, project } from "../lib/harness.mjs";
+import { escapes, eventually, newKey, startGemini, startKioku, startKiokuMetadata, startMetadata, engine, engineId, location, project } from "../lib/harness.mjs";
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -141,6 +141,135 @@ describe("@google-cloud/vertexai agent engines", () => {
   });
 });
 
+// A memory's names, sorted, for comparing selections.
+const names = (list) => (list ?? []).map((x) => (x.memory ?? x).name.split("/").pop()).sort();
+
+describe("@google-cloud/vertexai agent engines: memory metadata and filters", () => {
+  let gemini, metadata, kioku, m;
+  before(async () => {
+    gemini = await startGemini();
+    metadata = await startMetadata();
+    kioku = await startKioku({ gemini });
+    m = new Client({ project, location, apiEndpoint: kioku.url })._agentEnginesInternal.memories;
+  });
+  after(async () => {
+    await kioku?.stop();
+    gemini?.close();
+    metadata?.close();
+    assert.deepEqual(escapes, [], "connections beyond loopback");
+  });
+  const scope = { user_id: "eve" };
+  const seen = "2026-01-02T03:04:05Z";
+  const generate = async (fact, config) => {
+    const op = await m.generateInternal({ name: engine, scope, directMemoriesSource: { directMemories: [{ fact }] }, config });
+    const { response } = await done(op, (p) => m.getGenerateMemoriesOperationInternal(p));
+    assert.equal(response.generatedMemories.length, 1, JSON.stringify(response));
+    return response.generatedMemories[0];
+  };
+
+  test("a display name, a description and typed metadata are kept; a rollback answers them", async () => {
+    const op = await m.createInternal({
+      name: engine,
+      fact: "Eve plays chess.",
+      scope,
+      config: {
+        memoryId: "chess",
+        displayName: "chess",
+        description: "a hobby",
+        topics: [{ customMemoryTopicLabel: "HOBBIES" }],
+        metadata: { source: { stringValue: "form" }, score: { doubleValue: 2 }, vip: { boolValue: true }, seen: { timestampValue: seen } },
+      },
+    });
+    const created = (await done(op, (p) => m.getMemoryOperationInternal(p))).response;
+    const name = `${engine}/memories/chess`;
+    for (const got of [created, await m.get({ name })]) {
+      assert.equal(got.displayName, "chess");
+      assert.equal(got.description, "a hobby");
+      // Each value keeps its type: the double is a number, not "2".
+      const { seen: at, ...rest } = got.metadata;
+      assert.deepEqual(rest, { source: { stringValue: "form" }, score: { doubleValue: 2 }, vip: { boolValue: true } });
+      assert.equal(Date.parse(at.timestampValue), Date.parse(seen));
+    }
+
+    // The metadata changed, then rolled back: the rollback's answer has
+    // the topics and the typed metadata of revision 1.
+    await done(await m.updateInternal({ name, config: { updateMask: "metadata", metadata: { score: { doubleValue: 9 } } } }), (p) => m.getMemoryOperationInternal(p));
+    assert.deepEqual((await m.get({ name })).metadata, { score: { doubleValue: 9 } });
+    const back = await m.rollbackInternal({ name, targetRevisionId: "1" });
+    assert.ok(back.done);
+    assert.deepEqual(back.response.topics, [{ customMemoryTopicLabel: "HOBBIES" }]);
+    assert.deepEqual(back.response.metadata.score, { doubleValue: 2 });
+    assert.equal((await m.get({ name })).displayName, "chess");
+  });
+
+  test("generation metadata: created memories take it; OVERWRITE, MERGE and REQUIRE_EXACT_MATCH on update", async () => {
+    const first = await generate("Eve lives in Oslo.", { metadata: { source: { stringValue: "import" }, score: { doubleValue: 1 } } });
+    assert.equal(first.action, "CREATED");
+    assert.deepEqual(first.memory.metadata, { source: { stringValue: "import" }, score: { doubleValue: 1 } });
+    const oslo = first.memory.name;
+
+    // The same fact again: the fake model updates that memory.
+    const merged = await generate("Eve lives in Oslo.", { metadata: { score: { doubleValue: 3 }, lang: { stringValue: "no" } }, metadataMergeStrategy: "MERGE" });
+    assert.equal(merged.action, "UPDATED");
+    assert.equal(merged.memory.name, oslo);
+    assert.deepEqual(merged.memory.metadata, { source: { stringValue: "import" }, score: { doubleValue: 3 }, lang: { stringValue: "no" } });
+
+    const overwritten = await generate("Eve lives in Oslo.", { metadata: { score: { doubleValue: 4 } }, metadataMergeStrategy: "OVERWRITE" });
+    assert.equal(overwritten.memory.name, oslo);
+    assert.deepEqual(overwritten.memory.metadata, { score: { doubleValue: 4 } });
+    // Without a strategy, as Vertex AI documents: OVERWRITE.
+    const unspecified = await generate("Eve lives in Oslo.", { metadata: { score: { doubleValue: 4 } } });
+    assert.equal(unspecified.memory.name, oslo);
+    assert.deepEqual((await m.get({ name: oslo })).metadata, { score: { doubleValue: 4 } });
+
+    // REQUIRE_EXACT_MATCH: the memory with other metadata is not
+    // consolidated with (a new memory), the one with the same is.
+    const apart = await generate("Eve lives in Oslo.", { metadata: { score: { doubleValue: 5 } }, metadataMergeStrategy: "REQUIRE_EXACT_MATCH" });
+    assert.equal(apart.action, "CREATED");
+    assert.notEqual(apart.memory.name, oslo);
+    const same = await generate("Eve lives in Oslo.", { metadata: { score: { doubleValue: 4 } }, metadataMergeStrategy: "REQUIRE_EXACT_MATCH" });
+    assert.equal(same.action, "UPDATED");
+    assert.equal(same.memory.name, oslo);
+
+    await assert.rejects(generate("Eve skis.", { metadataMergeStrategy: "APPEND" }), /metadata_merge_strategy/);
+  });
+
+  test("RetrieveMemories filter (AIP-160 with OR, on metadata, topics and facts) and filterGroups; ListMemories filters on metadata", async () => {
+    // Memories of eve now: chess {source, score 2, vip, seen; HOBBIES},
+    // Oslo with score 4 and Oslo with score 5.
+    const all = await m.retrieveInternal({ name: engine, scope, simpleRetrievalParams: { pageSize: 100 } });
+    assert.equal(all.retrievedMemories.length, 3);
+    const oslo4 = all.retrievedMemories.find((r) => r.memory.metadata?.score?.doubleValue === 4).memory.name.split("/").pop();
+    const oslo5 = all.retrievedMemories.find((r) => r.memory.metadata?.score?.doubleValue === 5).memory.name.split("/").pop();
+    const retrieve = (config, params = { simpleRetrievalParams: { pageSize: 100 } }) => m.retrieveInternal({ name: engine, scope, ...params, config });
+
+    let got = await retrieve({ filter: 'topics.custom_memory_topic_label="HOBBIES" OR metadata.score >= 5' });
+    assert.deepEqual(names(got.retrievedMemories), ["chess", oslo5].sort());
+    got = await retrieve({ filter: 'fact="Eve plays chess." OR (metadata.score > 3.5 AND NOT metadata.score = 5)' });
+    assert.deepEqual(names(got.retrievedMemories), ["chess", oslo4].sort());
+    // Metadata compares as its type: a double numerically, a timestamp
+    // as a time.
+    got = await retrieve({ filter: `metadata.score < 10 AND metadata.seen > "2026-01-01T00:00:00Z"` });
+    assert.deepEqual(names(got.retrievedMemories), ["chess"]);
+    // filterGroups: an OR of ANDs of metadata comparisons.
+    got = await retrieve({
+      filterGroups: [
+        { filters: [{ key: "score", op: "GREATER_THAN", value: { doubleValue: 3 } }, { key: "score", op: "LESS_THAN", value: { doubleValue: 4.5 } }] },
+        { filters: [{ key: "vip", value: { boolValue: true } }] },
+      ],
+    });
+    assert.deepEqual(names(got.retrievedMemories), ["chess", oslo4].sort());
+    // With a similarity search too.
+    got = await retrieve({ filter: "metadata.score = 5" }, { similaritySearchParams: { searchQuery: "Where does Eve live?", topK: 5 } });
+    assert.deepEqual(names(got.retrievedMemories), [oslo5]);
+    // A filter that does not parse is refused, naming the field.
+    await assert.rejects(retrieve({ filter: "metadata.score >> 1" }), /400|INVALID_ARGUMENT/);
+
+    const listed = await m.listInternal({ name: engine, config: { filter: 'scope.user_id="eve" AND (metadata.vip = true OR metadata.score = 4)' } });
+    assert.deepEqual(names(listed.memories), ["chess", oslo4].sort());
+  });
+});
+
 describe("@google-cloud/vertexai agent engines, kioku with API keys", () => {
   let metadata, kioku, ae;
   before(async () => {
@@ -163,5 +292,32 @@ describe("@google-cloud/vertexai agent engines, kioku with API keys", () => {
     metadata.state.token = "not-a-kioku-key";
     const other = new Client({ project, location, apiEndpoint: kioku.url })._agentEnginesInternal;
     await assert.rejects(other.sessions.get({ name: `${engine}/sessions/keyed` }), /401|UNAUTHENTICATED/);
+  });
+});
+
+// kioku's own helper for clients that insist on ADC: kioku metadata-server,
+// handing out a kioku API key, is all the Client needs (no Google project,
+// no credentials, no fake of the test's own).
+describe("@google-cloud/vertexai agent engines with kioku metadata-server", () => {
+  let helper, kioku, key;
+  before(async () => {
+    let entry;
+    [key, entry] = newKey("helper", engineId);
+    helper = await startKiokuMetadata({ token: key });
+    kioku = await startKioku({ keys: [entry] });
+  });
+  after(async () => {
+    await kioku?.stop();
+    await helper?.stop();
+    assert.deepEqual(escapes, [], "connections beyond loopback");
+  });
+
+  // kioku requires a key here: the Client's calls get through only with
+  // the helper's token.
+  test("the Client takes the helper's token (a kioku key) and reaches kioku", async () => {
+    const ae = new Client({ project, location, apiEndpoint: kioku.url })._agentEnginesInternal;
+    const op = await ae.sessions.createInternal({ name: engine, userId: "ann", config: { sessionId: "via-helper" } });
+    assert.ok(op.name, "the create operation");
+    assert.equal((await ae.sessions.get({ name: `${engine}/sessions/via-helper` })).userId, "ann");
   });
 });

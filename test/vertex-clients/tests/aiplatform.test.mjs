@@ -116,12 +116,14 @@ for (const [transport, options] of Object.entries(transports)) {
       await assert.rejects(sessions.getSession({ name: `${engine}/sessions/s4` }), (err) => err.code === 5);
     });
 
-    test("memories: create, generate from a session (operation polled), retrieve by similarity and by scope, list, get, update, delete", async () => {
+    test("memories: create with a display name, generate from a session (operation polled), retrieve by similarity and by scope, list, get, update of the display name, delete", async () => {
       const scope = { user_id: "dan" };
-      const [cop] = await memories.createMemory({ parent: engine, memoryId: "tea", memory: { fact: "Dan prefers green tea.", scope } });
+      const [cop] = await memories.createMemory({ parent: engine, memoryId: "tea", memory: { fact: "Dan prefers green tea.", scope, displayName: "tea", description: "a drink" } });
       const [tea] = await cop.promise();
       assert.equal(tea.name, `${engine}/memories/tea`);
       assert.equal(tea.fact, "Dan prefers green tea.");
+      assert.equal(tea.displayName, "tea");
+      assert.equal(tea.description, "a drink");
 
       const [sop] = await sessions.createSession({ parent: engine, sessionId: "chat", session: { userId: "dan" } });
       const [chat] = await sop.promise();
@@ -145,11 +147,17 @@ for (const [transport, options] of Object.entries(transports)) {
       assert.deepEqual(listed.map((m) => m.fact).sort(), ["Dan prefers green tea.", "The user said: I have a dog called Rex."]);
       const [got] = await memories.getMemory({ name: tea.name });
       assert.equal(got.fact, "Dan prefers green tea.");
+      assert.equal(got.displayName, "tea");
 
       const expireTime = { seconds: Math.floor(Date.parse("2099-01-01T00:00:00Z") / 1000), nanos: 0 };
-      const [uop] = await memories.updateMemory({ memory: { name: tea.name, fact: "Dan prefers jasmine tea.", expireTime }, updateMask: { paths: ["fact", "expire_time"] } });
+      const [uop] = await memories.updateMemory({
+        memory: { name: tea.name, fact: "Dan prefers jasmine tea.", expireTime, displayName: "jasmine" },
+        updateMask: { paths: ["fact", "expire_time", "display_name"] },
+      });
       const [updated] = await uop.promise();
       assert.equal(updated.fact, "Dan prefers jasmine tea.");
+      assert.equal(updated.displayName, "jasmine");
+      assert.equal(updated.description, "a drink");
       assert.equal(Number(updated.expireTime.seconds), expireTime.seconds);
 
       const [dop] = await memories.deleteMemory({ name: tea.name });

@@ -50,7 +50,14 @@ class EventsSource(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ...) -> None: ...
 
 class GenerateMemoriesRequest(_message.Message):
-    __slots__ = ["allowed_topics", "direct_memories_source", "disable_consolidation", "events_source", "parent", "scope", "session_source"]
+    __slots__ = ["allowed_topics", "direct_memories_source", "disable_consolidation", "events_source", "metadata", "metadata_merge_strategy", "parent", "scope", "session_source"]
+    class MetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _memory_pb2.MetadataValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_memory_pb2.MetadataValue, _Mapping]] = ...) -> None: ...
     class ScopeEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -62,6 +69,8 @@ class GenerateMemoriesRequest(_message.Message):
     DIRECT_MEMORIES_SOURCE_FIELD_NUMBER: _ClassVar[int]
     DISABLE_CONSOLIDATION_FIELD_NUMBER: _ClassVar[int]
     EVENTS_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    METADATA_MERGE_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SESSION_SOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -69,10 +78,12 @@ class GenerateMemoriesRequest(_message.Message):
     direct_memories_source: DirectMemoriesSource
     disable_consolidation: bool
     events_source: EventsSource
+    metadata: _containers.MessageMap[str, _memory_pb2.MetadataValue]
+    metadata_merge_strategy: _memory_pb2.MetadataMergeStrategy
     parent: str
     scope: _containers.ScalarMap[str, str]
     session_source: SessionSource
-    def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., session_source: _Optional[_Union[SessionSource, _Mapping]] = ..., events_source: _Optional[_Union[EventsSource, _Mapping]] = ..., direct_memories_source: _Optional[_Union[DirectMemoriesSource, _Mapping]] = ..., disable_consolidation: bool = ..., allowed_topics: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., session_source: _Optional[_Union[SessionSource, _Mapping]] = ..., events_source: _Optional[_Union[EventsSource, _Mapping]] = ..., direct_memories_source: _Optional[_Union[DirectMemoriesSource, _Mapping]] = ..., disable_consolidation: bool = ..., allowed_topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, _memory_pb2.MetadataValue]] = ..., metadata_merge_strategy: _Optional[_Union[_memory_pb2.MetadataMergeStrategy, str]] = ...) -> None: ...
 
 class GetMemoryBankConfigRequest(_message.Message):
     __slots__ = ["name"]

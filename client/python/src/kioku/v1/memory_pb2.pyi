@@ -16,6 +16,10 @@ MEMORY_ACTION_DELETED: MemoryAction
 MEMORY_ACTION_UNCHANGED: MemoryAction
 MEMORY_ACTION_UNSPECIFIED: MemoryAction
 MEMORY_ACTION_UPDATED: MemoryAction
+METADATA_MERGE_STRATEGY_MERGE: MetadataMergeStrategy
+METADATA_MERGE_STRATEGY_OVERWRITE: MetadataMergeStrategy
+METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH: MetadataMergeStrategy
+METADATA_MERGE_STRATEGY_UNSPECIFIED: MetadataMergeStrategy
 
 class CompactionTrigger(_message.Message):
     __slots__ = ["event_bytes", "event_count", "keep_recent_events"]
@@ -78,7 +82,7 @@ class GenerationTrigger(_message.Message):
     def __init__(self, event_count: _Optional[int] = ..., idle_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ["create_time", "event_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "update_time"]
+    __slots__ = ["create_time", "description", "display_name", "event_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "typed_metadata", "update_time"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -93,7 +97,16 @@ class Memory(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class TypedMetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MetadataValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MetadataValue, _Mapping]] = ...) -> None: ...
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     FACT_FIELD_NUMBER: _ClassVar[int]
@@ -105,8 +118,11 @@ class Memory(_message.Message):
     STATED_TIME_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
+    TYPED_METADATA_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     create_time: _timestamp_pb2.Timestamp
+    description: str
+    display_name: str
     event_time: _timestamp_pb2.Timestamp
     expire_time: _timestamp_pb2.Timestamp
     fact: str
@@ -118,8 +134,9 @@ class Memory(_message.Message):
     stated_time: _timestamp_pb2.Timestamp
     topics: _containers.RepeatedScalarFieldContainer[str]
     ttl: _duration_pb2.Duration
+    typed_metadata: _containers.MessageMap[str, MetadataValue]
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
     __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "pii_redaction", "retrieval", "revision_ttl", "update_time"]
@@ -148,7 +165,7 @@ class MemoryBankConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., pii_redaction: _Optional[_Union[PiiRedaction, _Mapping]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
-    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "stated_time", "topics"]
+    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "stated_time", "topics", "typed_metadata"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +180,13 @@ class MemoryRevision(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class TypedMetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MetadataValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MetadataValue, _Mapping]] = ...) -> None: ...
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +201,7 @@ class MemoryRevision(_message.Message):
     SOURCES_FIELD_NUMBER: _ClassVar[int]
     STATED_TIME_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TYPED_METADATA_FIELD_NUMBER: _ClassVar[int]
     action: MemoryAction
     create_time: _timestamp_pb2.Timestamp
     event_time: _timestamp_pb2.Timestamp
@@ -191,7 +216,8 @@ class MemoryRevision(_message.Message):
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
     stated_time: _timestamp_pb2.Timestamp
     topics: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    typed_metadata: _containers.MessageMap[str, MetadataValue]
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ...) -> None: ...
 
 class MemorySource(_message.Message):
     __slots__ = ["event_ids", "session"]
@@ -200,6 +226,18 @@ class MemorySource(_message.Message):
     event_ids: _containers.RepeatedScalarFieldContainer[str]
     session: str
     def __init__(self, session: _Optional[str] = ..., event_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MetadataValue(_message.Message):
+    __slots__ = ["bool_value", "double_value", "string_value", "timestamp_value"]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_VALUE_FIELD_NUMBER: _ClassVar[int]
+    bool_value: bool
+    double_value: float
+    string_value: str
+    timestamp_value: _timestamp_pb2.Timestamp
+    def __init__(self, string_value: _Optional[str] = ..., double_value: _Optional[float] = ..., bool_value: bool = ..., timestamp_value: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class PiiPattern(_message.Message):
     __slots__ = ["name", "regex"]
@@ -230,6 +268,9 @@ class RetrievalConfig(_message.Message):
     FUSION_FIELD_NUMBER: _ClassVar[int]
     fusion: FusionConfig
     def __init__(self, fusion: _Optional[_Union[FusionConfig, _Mapping]] = ...) -> None: ...
+
+class MetadataMergeStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class MemoryAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

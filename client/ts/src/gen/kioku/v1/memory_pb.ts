@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIt0ECgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCgtleHBpcmVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIoCgN0dGwYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25IABInCgdzb3VyY2VzGAogAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhMKC3JldmlzaW9uX2lkGAsgASgJEi4KCmV2ZW50X3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCmV4cGlyYXRpb24iMgoMTWVtb3J5U291cmNlEg8KB3Nlc3Npb24YASABKAkSEQoJZXZlbnRfaWRzGAIgAygJItkECg5NZW1vcnlSZXZpc2lvbhIMCgRuYW1lGAEgASgJEiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbhIMCgRmYWN0GAMgASgJEjIKBXNjb3BlGAQgAygLMiMua2lva3UudjEuTWVtb3J5UmV2aXNpb24uU2NvcGVFbnRyeRIOCgZ0b3BpY3MYBSADKAkSOAoIbWV0YWRhdGEYBiADKAsyJi5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5NZXRhZGF0YUVudHJ5EhcKD2V4dHJhY3RlZF9mYWN0cxgHIAMoCRInCgdzb3VyY2VzGAggAygLMhYua2lva3UudjEuTWVtb3J5U291cmNlEhEKCW9wZXJhdGlvbhgJIAEoCRIOCgZyZWFzb24YCiABKAkSLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2V4cGlyZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpldmVudF90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzdGF0ZWRfdGltZRgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoYEChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyEi0KDXBpaV9yZWRhY3Rpb24YCyABKAsyFi5raW9rdS52MS5QaWlSZWRhY3Rpb24iYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSqbAQoMTWVtb3J5QWN0aW9uEh0KGU1FTU9SWV9BQ1RJT05fVU5TUEVDSUZJRUQQABIZChVNRU1PUllfQUNUSU9OX0NSRUFURUQQARIZChVNRU1PUllfQUNUSU9OX1VQREFURUQQAhIZChVNRU1PUllfQUNUSU9OX0RFTEVURUQQAxIbChdNRU1PUllfQUNUSU9OX1VOQ0hBTkdFRBAEKmAKDEZ1c2lvbk1ldGhvZBIdChlGVVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASFQoRRlVTSU9OX01FVEhPRF9SUkYQARIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAJCjAEKDGNvbS5raW9rdS52MUILTWVtb3J5UHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIpQGCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSOwoOdHlwZWRfbWV0YWRhdGEYDiADKAsyIy5raW9rdS52MS5NZW1vcnkuVHlwZWRNZXRhZGF0YUVudHJ5EhQKDGRpc3BsYXlfbmFtZRgPIAEoCRITCgtkZXNjcmlwdGlvbhgQIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEicKB3NvdXJjZXMYCiADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEwoLcmV2aXNpb25faWQYCyABKAkSLgoKZXZlbnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaTQoSVHlwZWRNZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQgwKCmV4cGlyYXRpb24ilQEKDU1ldGFkYXRhVmFsdWUSFgoMc3RyaW5nX3ZhbHVlGAEgASgJSAASFgoMZG91YmxlX3ZhbHVlGAIgASgBSAASFAoKYm9vbF92YWx1ZRgDIAEoCEgAEjUKD3RpbWVzdGFtcF92YWx1ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIHCgV2YWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAki7QUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJDCg50eXBlZF9tZXRhZGF0YRgPIAMoCzIrLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLlR5cGVkTWV0YWRhdGFFbnRyeRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGk0KElR5cGVkTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZXRhZGF0YVZhbHVlOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoYEChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyEi0KDXBpaV9yZWRhY3Rpb24YCyABKAsyFi5raW9rdS52MS5QaWlSZWRhY3Rpb24iYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSq7AQoVTWV0YWRhdGFNZXJnZVN0cmF0ZWd5EicKI01FVEFEQVRBX01FUkdFX1NUUkFURUdZX1VOU1BFQ0lGSUVEEAASJQohTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfT1ZFUldSSVRFEAESIQodTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfTUVSR0UQAhIvCitNRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9SRVFVSVJFX0VYQUNUX01BVENIEAMqmwEKDE1lbW9yeUFjdGlvbhIdChlNRU1PUllfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGQoVTUVNT1JZX0FDVElPTl9DUkVBVEVEEAESGQoVTUVNT1JZX0FDVElPTl9VUERBVEVEEAISGQoVTUVNT1JZX0FDVElPTl9ERUxFVEVEEAMSGwoXTUVNT1JZX0FDVElPTl9VTkNIQU5HRUQQBCpgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAESGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBACQowBCgxjb20ua2lva3UudjFCC01lbW9yeVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -59,12 +59,38 @@ export type Memory = Message<"kioku.v1.Memory"> & {
   topics: string[];
 
   /**
-   * Caller metadata, usable as a retrieval filter. At most 32 entries; keys
-   * at most 63 bytes, values at most 1 KiB.
+   * Caller metadata, usable in filters, as text. At most 32 entries; keys
+   * 1 to 63 letters, digits, `_`, `.` or `-`; string values at most 1 KiB.
+   * On output every value is here as text (a double in its shortest form,
+   * `true` or `false`, a timestamp in RFC 3339), and typed_metadata holds
+   * the same values with their types. On input give metadata (string
+   * values) or typed_metadata, or both with different keys.
    *
    * @generated from field: map<string, string> metadata = 5;
    */
   metadata: { [key: string]: string };
+
+  /**
+   * Caller metadata with typed values: strings, doubles, booleans or
+   * timestamps (see metadata). Filters compare each value as its type.
+   *
+   * @generated from field: map<string, kioku.v1.MetadataValue> typed_metadata = 14;
+   */
+  typedMetadata: { [key: string]: MetadataValue };
+
+  /**
+   * A display name, kept as given: at most 512 bytes.
+   *
+   * @generated from field: string display_name = 15;
+   */
+  displayName: string;
+
+  /**
+   * A description, kept as given: at most 4 KiB.
+   *
+   * @generated from field: string description = 16;
+   */
+  description: string;
 
   /**
    * Output only. When the memory was created.
@@ -152,6 +178,59 @@ export const MemorySchema: GenMessage<Memory> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 0);
 
 /**
+ * MetadataValue is one typed value of a memory's metadata.
+ *
+ * @generated from message kioku.v1.MetadataValue
+ */
+export type MetadataValue = Message<"kioku.v1.MetadataValue"> & {
+  /**
+   * The value. Unset reads as the empty string.
+   *
+   * @generated from oneof kioku.v1.MetadataValue.value
+   */
+  value: {
+    /**
+     * A string, at most 1 KiB of UTF-8.
+     *
+     * @generated from field: string string_value = 1;
+     */
+    value: string;
+    case: "stringValue";
+  } | {
+    /**
+     * A double (finite).
+     *
+     * @generated from field: double double_value = 2;
+     */
+    value: number;
+    case: "doubleValue";
+  } | {
+    /**
+     * A boolean.
+     *
+     * @generated from field: bool bool_value = 3;
+     */
+    value: boolean;
+    case: "boolValue";
+  } | {
+    /**
+     * A timestamp (years 1678 to 2261).
+     *
+     * @generated from field: google.protobuf.Timestamp timestamp_value = 4;
+     */
+    value: Timestamp;
+    case: "timestampValue";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message kioku.v1.MetadataValue.
+ * Use `create(MetadataValueSchema)` to create a new message.
+ */
+export const MetadataValueSchema: GenMessage<MetadataValue> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 1);
+
+/**
  * MemorySource is one session a memory was derived from.
  *
  * @generated from message kioku.v1.MemorySource
@@ -177,7 +256,7 @@ export type MemorySource = Message<"kioku.v1.MemorySource"> & {
  * Use `create(MemorySourceSchema)` to create a new message.
  */
 export const MemorySourceSchema: GenMessage<MemorySource> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 1);
+  messageDesc(file_kioku_v1_memory, 2);
 
 /**
  * A MemoryRevision records one change of a memory. Revisions are never
@@ -287,6 +366,14 @@ export type MemoryRevision = Message<"kioku.v1.MemoryRevision"> & {
    * @generated from field: google.protobuf.Timestamp stated_time = 14;
    */
   statedTime?: Timestamp | undefined;
+
+  /**
+   * The metadata after the change, with its types (metadata holds it as
+   * text).
+   *
+   * @generated from field: map<string, kioku.v1.MetadataValue> typed_metadata = 15;
+   */
+  typedMetadata: { [key: string]: MetadataValue };
 };
 
 /**
@@ -294,7 +381,7 @@ export type MemoryRevision = Message<"kioku.v1.MemoryRevision"> & {
  * Use `create(MemoryRevisionSchema)` to create a new message.
  */
 export const MemoryRevisionSchema: GenMessage<MemoryRevision> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 2);
+  messageDesc(file_kioku_v1_memory, 3);
 
 /**
  * A memory and the action applied to it, in a GenerateMemories result.
@@ -322,7 +409,7 @@ export type GeneratedMemory = Message<"kioku.v1.GeneratedMemory"> & {
  * Use `create(GeneratedMemorySchema)` to create a new message.
  */
 export const GeneratedMemorySchema: GenMessage<GeneratedMemory> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 3);
+  messageDesc(file_kioku_v1_memory, 4);
 
 /**
  * The result of a GenerateMemories operation (Operation.response).
@@ -343,7 +430,7 @@ export type GenerateMemoriesResponse = Message<"kioku.v1.GenerateMemoriesRespons
  * Use `create(GenerateMemoriesResponseSchema)` to create a new message.
  */
 export const GenerateMemoriesResponseSchema: GenMessage<GenerateMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 4);
+  messageDesc(file_kioku_v1_memory, 5);
 
 /**
  * The result of a PurgeMemories operation (Operation.response).
@@ -364,7 +451,7 @@ export type PurgeMemoriesResponse = Message<"kioku.v1.PurgeMemoriesResponse"> & 
  * Use `create(PurgeMemoriesResponseSchema)` to create a new message.
  */
 export const PurgeMemoriesResponseSchema: GenMessage<PurgeMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 5);
+  messageDesc(file_kioku_v1_memory, 6);
 
 /**
  * A custom memory topic of an app.
@@ -392,7 +479,7 @@ export type CustomMemoryTopic = Message<"kioku.v1.CustomMemoryTopic"> & {
  * Use `create(CustomMemoryTopicSchema)` to create a new message.
  */
 export const CustomMemoryTopicSchema: GenMessage<CustomMemoryTopic> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 6);
+  messageDesc(file_kioku_v1_memory, 7);
 
 /**
  * A few-shot example for memory extraction: a conversation and the facts
@@ -422,7 +509,7 @@ export type GenerationExample = Message<"kioku.v1.GenerationExample"> & {
  * Use `create(GenerationExampleSchema)` to create a new message.
  */
 export const GenerationExampleSchema: GenMessage<GenerationExample> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 7);
+  messageDesc(file_kioku_v1_memory, 8);
 
 /**
  * When memories are generated without the caller asking.
@@ -452,7 +539,7 @@ export type GenerationTrigger = Message<"kioku.v1.GenerationTrigger"> & {
  * Use `create(GenerationTriggerSchema)` to create a new message.
  */
 export const GenerationTriggerSchema: GenMessage<GenerationTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 8);
+  messageDesc(file_kioku_v1_memory, 9);
 
 /**
  * MemoryBankConfig is an app's memory bank settings.
@@ -550,7 +637,7 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  * Use `create(MemoryBankConfigSchema)` to create a new message.
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 9);
+  messageDesc(file_kioku_v1_memory, 10);
 
 /**
  * PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
@@ -608,7 +695,7 @@ export type PiiRedaction = Message<"kioku.v1.PiiRedaction"> & {
  * Use `create(PiiRedactionSchema)` to create a new message.
  */
 export const PiiRedactionSchema: GenMessage<PiiRedaction> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 10);
+  messageDesc(file_kioku_v1_memory, 11);
 
 /**
  * PiiPattern is a custom redaction rule: spans that match the regular
@@ -641,7 +728,7 @@ export type PiiPattern = Message<"kioku.v1.PiiPattern"> & {
  * Use `create(PiiPatternSchema)` to create a new message.
  */
 export const PiiPatternSchema: GenMessage<PiiPattern> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 11);
+  messageDesc(file_kioku_v1_memory, 12);
 
 /**
  * When sessions are compacted without the caller asking: a compaction
@@ -682,7 +769,7 @@ export type CompactionTrigger = Message<"kioku.v1.CompactionTrigger"> & {
  * Use `create(CompactionTriggerSchema)` to create a new message.
  */
 export const CompactionTriggerSchema: GenMessage<CompactionTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 12);
+  messageDesc(file_kioku_v1_memory, 13);
 
 /**
  * RetrievalConfig tunes an app's similarity search.
@@ -709,7 +796,7 @@ export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
  * Use `create(RetrievalConfigSchema)` to create a new message.
  */
 export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 13);
+  messageDesc(file_kioku_v1_memory, 14);
 
 /**
  * FusionConfig configures hybrid retrieval.
@@ -753,7 +840,52 @@ export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
  * Use `create(FusionConfigSchema)` to create a new message.
  */
 export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 14);
+  messageDesc(file_kioku_v1_memory, 15);
+
+/**
+ * How a generation applies its metadata to the memories it updates; the
+ * memories it creates get its metadata whatever the strategy.
+ *
+ * @generated from enum kioku.v1.MetadataMergeStrategy
+ */
+export enum MetadataMergeStrategy {
+  /**
+   * OVERWRITE when the generation has metadata; without any, updated
+   * memories keep theirs.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An updated memory's metadata becomes the generation's.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_OVERWRITE = 1;
+   */
+  OVERWRITE = 1,
+
+  /**
+   * The generation's metadata is added to an updated memory's; for a key
+   * both have, the generation's value wins.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_MERGE = 2;
+   */
+  MERGE = 2,
+
+  /**
+   * Consolidation sees only the memories whose metadata is exactly the
+   * generation's; the others are never updated or deleted by it.
+   *
+   * @generated from enum value: METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH = 3;
+   */
+  REQUIRE_EXACT_MATCH = 3,
+}
+
+/**
+ * Describes the enum kioku.v1.MetadataMergeStrategy.
+ */
+export const MetadataMergeStrategySchema: GenEnum<MetadataMergeStrategy> = /*@__PURE__*/
+  enumDesc(file_kioku_v1_memory, 0);
 
 /**
  * The action a change applied to a memory.
@@ -803,7 +935,7 @@ export enum MemoryAction {
  * Describes the enum kioku.v1.MemoryAction.
  */
 export const MemoryActionSchema: GenEnum<MemoryAction> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 0);
+  enumDesc(file_kioku_v1_memory, 1);
 
 /**
  * How hybrid retrieval fuses its sides.
@@ -840,5 +972,5 @@ export enum FusionMethod {
  * Describes the enum kioku.v1.FusionMethod.
  */
 export const FusionMethodSchema: GenEnum<FusionMethod> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 1);
+  enumDesc(file_kioku_v1_memory, 2);
 

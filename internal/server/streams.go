@@ -1,0 +1,219 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/server/auth"
+)
+
+// Stream caps. A stream holds a goroutine and its buffers for as long as
+// it lives (up to Config.MaxStreamDuration), so the streams one caller may
+// hold are bounded:
+//
+//   - health Watch, served without a key: at most MaxHealthWatchesPerConn
+//     on one connection and MaxHealthWatches on the server; the streams of
+//     gRPC reflection (ServerReflectionInfo, v1 and v1alpha), also served
+//     without a key, as many again, counted apart;
+//   - WatchSession: at most Config.MaxWatchesPerKey per API key (on a
+//     server without keys, all callers count as one key) and
+//     Config.MaxWatchesPerUser on the sessions of one user of an app.
+//
+// One stream more is RESOURCE_EXHAUSTED naming the cap; /metrics reports
+// the streams open (kioku_streams_open), the caps (kioku_streams_limit)
+// and the refusals (kioku_rpc_refused_total, reason too_many_streams).
+
+// The caps of health Watch streams.
+const (
+	MaxHealthWatchesPerConn = 16
+	MaxHealthWatches        = 1000
+)
+
+// Default caps of WatchSession streams (Config).
+const (
+	DefaultMaxWatchesPerKey  = 1000
+	DefaultMaxWatchesPerUser = 100
+)
+
+// Stream kinds, the kind label of the stream metrics.
+const (
+	healthWatch  = "health_watch"
+	reflection   = "reflection"
+	sessionWatch = "watch_session"
+)
+
+// streamCounts counts open streams under keys, each against a cap.
+type streamCounts struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// acquire takes a slot under every key whose cap allows one more stream
+// and returns the first key at its cap ("" when every slot was taken).
+func (s *streamCounts) acquire(keys []string, caps []int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range keys {
+		if s.open[k] >= caps[i] {
+			return k
+		}
+	}
+	for _, k := range keys {
+		s.open[k]++
+	}
+	return ""
+}
+
+func (s *streamCounts) release(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		if s.open[k]--; s.open[k] <= 0 {
+			delete(s.open, k)
+		}
+	}
+}
+
+// total returns the streams open under a key.
+func (s *streamCounts) total(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[key]
+}
+
+// streamCaps is the interceptor that applies the caps.
+type streamCaps struct {
+	counts          streamCounts
+	perKey, perUser int
+	metrics         *rpcMetrics
+	keyless         map[string]string // procedure → kind, of the streams served without a key
+	watchP          string
+}
+
+func newStreamCaps(perKey, perUser int, metrics *rpcMetrics) *streamCaps {
+	return &streamCaps{
+		counts: streamCounts{open: map[string]int{}}, perKey: perKey, perUser: perUser, metrics: metrics,
+		keyless: map[string]string{
+			"/" + grpchealth.HealthV1ServiceName + "/Watch":                       healthWatch,
+			"/" + grpcreflect.ReflectV1ServiceName + "/ServerReflectionInfo":      reflection,
+			"/" + grpcreflect.ReflectV1AlphaServiceName + "/ServerReflectionInfo": reflection,
+		},
+		watchP: kiokuv1connect.SessionServiceWatchSessionProcedure,
+	}
+}
+
+// Metrics reports the streams open and the caps.
+func (c *streamCaps) Metrics() []Metric {
+	const open, limit = "kioku_streams_open", "kioku_streams_limit"
+	openHelp := "Streams open, by kind (health_watch, reflection, watch_session)."
+	limitHelp := "The most streams of a kind one holder may have open, by kind and holder (server, connection, key, user)."
+	out := []Metric{
+		{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}}, Value: float64(c.counts.total(sessionWatch))},
+		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}, {"per", "key"}}, Value: float64(c.perKey)},
+		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}, {"per", "user"}}, Value: float64(c.perUser)},
+	}
+	for _, kind := range []string{healthWatch, reflection} {
+		out = append(out,
+			Metric{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", kind}}, Value: float64(c.counts.total(kind))},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "server"}}, Value: MaxHealthWatches},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "connection"}}, Value: MaxHealthWatchesPerConn})
+	}
+	return out
+}
+
+func (c *streamCaps) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (c *streamCaps) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (c *streamCaps) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if kind, ok := c.keyless[conn.Spec().Procedure]; ok {
+			what := map[string]string{healthWatch: "health Watch", reflection: "reflection"}[kind]
+			connKey := kind + " conn " + conn.Peer().Addr
+			keys, err := c.take(conn.Spec().Procedure, []string{kind, connKey}, []int{MaxHealthWatches, MaxHealthWatchesPerConn}, map[string]string{
+				kind:    fmt.Sprintf("the server has %d %s streams open, the most it serves; close one, or retry later", MaxHealthWatches, what),
+				connKey: fmt.Sprintf("this connection has %d %s streams open, the most one may have; close one first", MaxHealthWatchesPerConn, what),
+			})
+			if err != nil {
+				return err
+			}
+			defer c.counts.release(keys)
+			return next(ctx, conn)
+		}
+		if conn.Spec().Procedure == c.watchP {
+			key := "key" // a server without keys: every caller
+			if caller, ok := auth.CallerFrom(ctx); ok {
+				key = "key " + caller.KeyID()
+			}
+			keys, err := c.take(c.watchP, []string{sessionWatch, key}, []int{math.MaxInt, c.perKey}, map[string]string{
+				key: fmt.Sprintf("this API key has %d WatchSession streams open, the most one key may have; close one first", c.perKey),
+			})
+			if err != nil {
+				return err
+			}
+			defer c.counts.release(keys)
+			wc := &watchConn{StreamingHandlerConn: conn, c: c}
+			defer wc.release()
+			return next(ctx, wc)
+		}
+		return next(ctx, conn)
+	}
+}
+
+// take acquires the slots of keys, or counts and returns the refusal.
+func (c *streamCaps) take(procedure string, keys []string, caps []int, msgs map[string]string) ([]string, error) {
+	if full := c.counts.acquire(keys, caps); full != "" {
+		c.metrics.refusedCall(procedure, "too_many_streams")
+		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New(msgs[full]))
+	}
+	return keys, nil
+}
+
+// watchConn takes the slot of the watched session's user when the request
+// arrives.
+type watchConn struct {
+	connect.StreamingHandlerConn
+	c    *streamCaps
+	held []string
+}
+
+func (w *watchConn) Receive(msg any) error {
+	if err := w.StreamingHandlerConn.Receive(msg); err != nil {
+		return err
+	}
+	req, ok := msg.(*kiokuv1.WatchSessionRequest)
+	if !ok || w.held != nil {
+		return nil
+	}
+	app, user, _, err := aip.ParseSession("name", req.GetName())
+	if err != nil {
+		return nil // the handler refuses the name
+	}
+	key := "user " + app + "/" + user
+	keys, err := w.c.take(w.c.watchP, []string{key}, []int{w.c.perUser}, map[string]string{
+		key: fmt.Sprintf("user %s of app %s has %d WatchSession streams open, the most one user may have; close one first", user, app, w.c.perUser),
+	})
+	if err != nil {
+		return err
+	}
+	w.held = keys
+	return nil
+}
+
+func (w *watchConn) release() {
+	if w.held != nil {
+		w.c.counts.release(w.held)
+	}
+}
