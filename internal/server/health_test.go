@@ -16,8 +16,8 @@ import (
 
 // TestHealthFollowsTheStore: gRPC health and GET /healthz report
 // NOT_SERVING (503) while Config.Ready fails, for the server and each
-// service, and SERVING (200) again once it succeeds; unknown services
-// stay NOT_FOUND.
+// service, and SERVING (200) again once it succeeds; a Watch stream sends
+// each change; unknown services stay NOT_FOUND.
 func TestHealthFollowsTheStore(t *testing.T) {
 	var down atomic.Bool
 	ts := startServer(t, server.Config{Ready: func(context.Context) error {
@@ -46,10 +46,24 @@ func TestHealthFollowsTheStore(t *testing.T) {
 		}
 	}
 	check(http.StatusOK, healthpb.HealthCheckResponse_SERVING, "SERVING\n")
+	watch, err := hc.Watch(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(want healthpb.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		got, err := watch.Recv()
+		if err != nil || got.Status != want {
+			t.Fatalf("Watch sent %v, %v; want %v", got, err, want)
+		}
+	}
+	next(healthpb.HealthCheckResponse_SERVING)
 	down.Store(true)
 	check(http.StatusServiceUnavailable, healthpb.HealthCheckResponse_NOT_SERVING, "NOT_SERVING\n")
+	next(healthpb.HealthCheckResponse_NOT_SERVING)
 	down.Store(false)
 	check(http.StatusOK, healthpb.HealthCheckResponse_SERVING, "SERVING\n")
+	next(healthpb.HealthCheckResponse_SERVING)
 	if _, err := hc.Check(t.Context(), &healthpb.HealthCheckRequest{Service: "no.such.Service"}); err == nil {
 		t.Error("gRPC health of an unknown service answered")
 	}
