@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 )
 
@@ -26,6 +27,12 @@ kioku.db-wal or kioku.db-shm files: stop kioku and use a new directory):
   mkdir restored && cp FILE restored/kioku.db
   kioku serve --data-dir restored
 
+An encrypted store's copy is encrypted as the store is, under the master
+key the store had when the copy was made: keep that key with the copy (a
+later kioku encryption rotate of the store does not change the copy; after
+restoring it, rotate it the same way). With --encryption-key-file, backup
+checks that the copy opens with that key.
+
 (The Firestore store is backed up with Firestore's own exports.)
 
 Flags:
@@ -36,6 +43,7 @@ func backup(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlagSet("backup", "KIOKU_", backupUsage)
 	dataDir := fs.Env("data-dir", "./kioku-data", "directory of the sqlite store")
 	out := fs.String("out", "", "the new file to write the copy to (required)")
+	keyFile := encryptionKeyFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,10 +54,20 @@ func backup(ctx context.Context, args []string, stdout io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("--out is required")
 	}
+	key, err := loadEncryptionKey(*keyFile)
+	if err != nil {
+		return err
+	}
 	src := filepath.Join(*dataDir, "kioku.db")
 	start := time.Now()
 	if err := sqlitedb.Backup(ctx, src, *out); err != nil {
 		return err
+	}
+	if key != nil {
+		if err := sqlitedb.VerifyKey(ctx, *out, key); err != nil {
+			os.Remove(*out)
+			return node.EncryptionError(key, err)
+		}
 	}
 	fi, err := os.Stat(*out)
 	if err != nil {

@@ -84,6 +84,7 @@ func benchMemories(ctx context.Context, args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the generation phase to this file")
 	sizesFlag := fs.String("sizes", "", "scope sizes to measure retrieval in (default 1000,10000; 100,1000 on Firestore)")
 	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
+	encrypted := fs.Bool("encrypted", false, "encrypt the sqlite store under a new master key, as serve --encryption-key-file does")
 	project := fs.String("firestore-project", "", "Firestore project (--store firestore; with FIRESTORE_EMULATOR_HOST set, a fresh one by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -109,7 +110,7 @@ func benchMemories(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopFake()
-	env, err := startBenchNode(ctx, *store, *project, func(c *node.Config) {
+	env, err := startBenchNode(ctx, *store, *project, benchEncryption(*encrypted), func(c *node.Config) {
 		c.Models = model.Config{Provider: "gemini", GeminiAPIKey: "bench", GeminiBaseURL: fakeURL}
 		c.Workers = *workers
 	})
@@ -119,7 +120,7 @@ func benchMemories(ctx context.Context, args []string) error {
 	defer env.close()
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench memories: store %s, embedder %s, %d workers", *store, env.node.Memories.EmbedderName(), *workers)
+	say("kioku bench memories: store %s (encrypted %v), embedder %s, %d workers", *store, *encrypted, env.node.Memories.EmbedderName(), *workers)
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -86,6 +86,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	longEvents := fs.Int("events", 10_000, "events of the long session (get_recent_<N>_ms)")
 	listSessions := fs.Int("sessions", 10_000, "sessions of the listed user (list_page_ms)")
 	idle := fs.Duration("idle", time.Minute, "how long the idle phase watches Firestore usage (--store firestore)")
+	encrypted := fs.Bool("encrypted", false, "encrypt the sqlite store under a new master key, as serve --encryption-key-file does")
 	rateList := fs.String("rate", "", "open-loop phases: appends a second, comma-separated (2000,5000); each runs for --duration")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,7 +107,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	if err := benchProject(*store, project); err != nil {
 		return err
 	}
-	env, err := startBenchNode(ctx, *store, *project)
+	env, err := startBenchNode(ctx, *store, *project, benchEncryption(*encrypted))
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	const clients = 64
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench sessions: store %s, %d clients, %v per throughput phase", *store, clients, *duration)
+	say("kioku bench sessions: store %s (encrypted %v), %d clients, %v per throughput phase", *store, *encrypted, clients, *duration)
 
 	// No-op RPCs through the same stack.
 	health := grpchealth.NewClient(env.httpClient, env.url)
@@ -167,7 +168,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	// The same appends on a SQLite file whose commits are not synced: what
 	// durability itself costs.
 	if *store == "sqlite" {
-		unsynced, err := startBenchNode(ctx, *store, "", func(c *node.Config) { c.BenchUnsynced = true })
+		unsynced, err := startBenchNode(ctx, *store, "", benchEncryption(*encrypted), func(c *node.Config) { c.BenchUnsynced = true })
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@
 //	kioku backup --out FILE    copy the embedded store, even while it serves
 //	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku import --in FILE     load an archive into a store
+//	kioku encryption new-key|rotate
+//	                           make a master key; re-wrap the store's data keys
 //	kioku metadata-server      a stand-in GCE metadata server on loopback
 //	                           (Google's auth libraries find a token there)
 //	kioku version              print the build's version
@@ -91,6 +93,9 @@ Usage:
   kioku export --out FILE  write everything, an app (--app) or a user (--user)
                            to a portable archive, from either store
   kioku import --in FILE   load an archive into either store
+  kioku encryption new-key FILE | rotate --new-key-file NEW
+                           make a master key for --encryption-key-file;
+                           re-wrap the encrypted store's data keys under a new one
   kioku metadata-server    a stand-in GCE metadata server on loopback, for
                            Vertex AI clients that insist on Google credentials
   kioku version            print the build's version
@@ -126,6 +131,8 @@ func run(ctx context.Context, args []string) error {
 		return export(ctx, args[1:], os.Stdout)
 	case "import":
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
+	case "encryption":
+		return encryption(ctx, args[1:], os.Stdout)
 	case "sessions", "users", "state", "memories", "ops", "config", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "metadata-server":

@@ -38,7 +38,7 @@ type serveFlags struct {
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
 	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
-	watchesPerKey, watchesPerUser                         *string
+	watchesPerKey, watchesPerUser, encryptionKey          *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
 
@@ -74,6 +74,8 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
 		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
 		vertexEngines:   fs.Env("vertex-engines", "", "Vertex AI API: reasoning engines that stand for an app of another id, as ENGINE_ID=APP,...; an engine not listed is the app of its own id"),
+
+		encryptionKey: encryptionKeyFlag(fs),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -145,6 +147,10 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--cors-origins: %w", err)
 	}
+	encKey, err := loadEncryptionKey(*f.encryptionKey)
+	if err != nil {
+		return node.Config{}, err
+	}
 	var watches [2]int
 	for i, w := range []struct{ flag, value string }{{"--max-watches-per-key", *f.watchesPerKey}, {"--max-watches-per-user", *f.watchesPerUser}} {
 		if watches[i], err = strconv.Atoi(w.value); err != nil || watches[i] < 1 {
@@ -171,6 +177,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		DataDir:           *f.dataDir,
 		FirestoreProject:  *f.fsProject,
 		FirestoreDatabase: *f.fsDatabase,
+		EncryptionKey:     encKey,
 		Logger:            log,
 		Workers:           workers,
 		Lease:             lease,
@@ -235,6 +242,9 @@ func serve(ctx context.Context, args []string) error {
 	}
 	shown := reachableAddr(ln.Addr(), certNames)
 	where := "store sqlite, data in " + *flags.dataDir
+	if cfg.EncryptionKey != nil {
+		where += ", encrypted"
+	}
 	if cfg.Store == "firestore" {
 		where = "store firestore, project " + cfg.FirestoreProject + ", database " + cfg.FirestoreDatabase
 	}

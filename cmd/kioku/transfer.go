@@ -22,16 +22,18 @@ import (
 // the installation runs.
 type storeFlags struct {
 	store, dataDir, fsProject, fsDatabase *string
+	encryptionKey                         *string
 	models                                *cli.ModelFlags
 }
 
 func registerStoreFlags(fs *cli.FlagSet) *storeFlags {
 	return &storeFlags{
-		store:      fs.Env("store", "sqlite", "store: sqlite (one file under --data-dir) or firestore"),
-		dataDir:    fs.Env("data-dir", "./kioku-data", "directory of the sqlite store"),
-		fsProject:  fs.Env("firestore-project", "", "Firestore project id (--store firestore; FIRESTORE_EMULATOR_HOST for the emulator)"),
-		fsDatabase: fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
-		models:     cli.RegisterModelFlags(fs),
+		store:         fs.Env("store", "sqlite", "store: sqlite (one file under --data-dir) or firestore"),
+		dataDir:       fs.Env("data-dir", "./kioku-data", "directory of the sqlite store"),
+		fsProject:     fs.Env("firestore-project", "", "Firestore project id (--store firestore; FIRESTORE_EMULATOR_HOST for the emulator)"),
+		fsDatabase:    fs.Env("firestore-database", "(default)", "Firestore database id (--store firestore)"),
+		encryptionKey: encryptionKeyFlag(fs),
+		models:        cli.RegisterModelFlags(fs),
 	}
 }
 
@@ -52,7 +54,11 @@ func (f *storeFlags) open(ctx context.Context) (*node.Stores, model.Embedder, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("the embedder (the --embedder flags, as kioku serve has them): %w", err)
 	}
-	st, err := node.OpenStores(ctx, node.Config{Store: *f.store, DataDir: *f.dataDir, FirestoreProject: *f.fsProject, FirestoreDatabase: *f.fsDatabase})
+	key, err := loadEncryptionKey(*f.encryptionKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := node.OpenStores(ctx, node.Config{Store: *f.store, DataDir: *f.dataDir, FirestoreProject: *f.fsProject, FirestoreDatabase: *f.fsDatabase, EncryptionKey: key})
 	if err != nil {
 		return nil, nil, err
 	}

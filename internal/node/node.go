@@ -28,6 +28,7 @@ import (
 	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
@@ -54,6 +55,14 @@ type Config struct {
 	// FirestoreProject and FirestoreDatabase select the Firestore database.
 	FirestoreProject  string
 	FirestoreDatabase string
+	// EncryptionKey wraps the data keys that encrypt the SQLite store's
+	// values at rest (package seal; a *seal.LocalKey read from the key
+	// file of --encryption-key-file); nil: the store is not encrypted. A
+	// database encrypted under another key, an encrypted one without a
+	// key, and an unencrypted one holding data with a key are refused.
+	// The Firestore store takes none: Firestore encrypts at rest itself
+	// (Google-managed keys, or CMEK).
+	EncryptionKey seal.KeyWrapper
 
 	// Models chooses the generation model and the embedder.
 	Models model.Config
@@ -279,6 +288,10 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 		}
 		st.sqlite = db
 		st.closers = append(st.closers, db.Close)
+		if err := db.UseEncryption(ctx, cfg.EncryptionKey); err != nil {
+			st.Close()
+			return nil, EncryptionError(cfg.EncryptionKey, err)
+		}
 		if st.Sessions, err = sessionsqlite.New(db); err != nil {
 			st.Close()
 			return nil, err
@@ -294,6 +307,9 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			return nil, err
 		}
 	case "firestore":
+		if cfg.EncryptionKey != nil {
+			return nil, errors.New("--encryption-key-file encrypts the sqlite store; Firestore encrypts its data at rest itself (Google-managed keys, or customer-managed keys with Cloud KMS: CMEK)")
+		}
 		if cfg.FirestoreProject == "" {
 			return nil, errors.New("the firestore store needs a project (--firestore-project); with the emulator, any id works")
 		}
@@ -426,6 +442,18 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []server.Met
 		})
 	}
 	return out
+}
+
+// EncryptionError is err, an error of checking the store's encryption
+// against key (nil for none), naming the key's file.
+func EncryptionError(key seal.KeyWrapper, err error) error {
+	if k, ok := key.(*seal.LocalKey); ok && k.Path() != "" {
+		return fmt.Errorf("encryption key file %s: %w", k.Path(), err)
+	}
+	if key != nil {
+		return fmt.Errorf("encryption key %s: %w", key.ID(), err)
+	}
+	return err
 }
 
 // openSQLite opens kioku.db in dir, creating dir if needed.

@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/seal"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -70,6 +71,8 @@ type DB struct {
 	ckptDone chan struct{}
 
 	savepoint, release, rollbackTo, changes *sql.Stmt
+
+	keyring *seal.Keyring // nil unless encrypted (sealing.go)
 }
 
 type writeReq struct {
@@ -344,10 +347,21 @@ func (db *DB) runBatch(batch []*writeReq, savepoints bool) (done, committed bool
 		tx.Rollback()
 		return true, false
 	}
+	var keys []seal.WrappedKey
+	if db.keyring != nil {
+		if keys, err = db.storeKeys(tx); err != nil {
+			tx.Rollback()
+			failAll(batch, err)
+			return true, false
+		}
+	}
 	start := time.Now()
 	if err := tx.Commit(); err != nil {
 		failAll(batch, fmt.Errorf("sqlitedb: commit: %w", err))
 		return true, false
+	}
+	if len(keys) > 0 {
+		db.keyring.Stored(keys)
 	}
 	db.stats.commitNanos.Add(uint64(time.Since(start)))
 	db.stats.commits.Add(1)

@@ -1,13 +1,15 @@
 // Package sqlitetest opens kioku's embedded stores for tests: a SQLite file
 // of the test's own, closed when the test ends, with the sessions' and the
-// memory bank's stores on it, as kioku serve opens them.
+// memory bank's stores on it, as kioku serve opens them, encrypted or not.
 package sqlitetest
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
+	"github.com/kioku-ai/kioku/internal/seal"
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 )
@@ -41,4 +43,23 @@ func Memories(t testing.TB, db *sqlitedb.DB) *memorysqlite.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// OpenEncrypted opens a new database file like Open, encrypted (package
+// seal) under a new master key of the test's own.
+func OpenEncrypted(t testing.TB) *sqlitedb.DB {
+	t.Helper()
+	db := Open(t)
+	path := filepath.Join(t.TempDir(), "kioku.key")
+	if err := seal.GenerateKeyFile(path); err != nil {
+		t.Fatal(err)
+	}
+	key, err := seal.LoadKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.UseEncryption(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

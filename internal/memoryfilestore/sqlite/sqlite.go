@@ -20,6 +20,10 @@
 // user's usage version, refuses with Aborted when it moved on, and writes.
 // Paths compare as SQLite's BINARY collation compares text, byte by byte,
 // which for UTF-8 is the order of code points, as in Go and Firestore.
+//
+// In an encrypted database (sqlitedb's UseEncryption) the contents of files
+// and of revisions are sealed, bound to their rows (package seal); paths
+// and sizes stay as they are, since listings range over paths in SQL.
 package sqlite
 
 import (
@@ -27,10 +31,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memoryfiles"
@@ -98,16 +104,24 @@ const fileColumns = `id, path, size, revision, create_ns, update_ns, deleted`
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanFile reads a row of fileColumns, and the content when withContent.
-func scanFile(row scanner, app, user string, withContent bool) (*memoryfiles.File, error) {
+// scanFile reads a row of fileColumns, and the content when withContent,
+// opened with k.
+func scanFile(k *seal.Keyring, row scanner, app, user string, withContent bool) (*memoryfiles.File, error) {
 	f := &memoryfiles.File{App: app, User: user}
 	var create, update int64
+	var content []byte
 	dest := []any{&f.ID, &f.Path, &f.Size, &f.Revision, &create, &update, &f.Deleted}
 	if withContent {
-		dest = append(dest, &f.Content)
+		dest = append(dest, &content)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
+	}
+	if withContent {
+		var err error
+		if f.Content, err = k.OpenString(app, fileAt(app, user, f.ID), content); err != nil {
+			return nil, err
+		}
 	}
 	f.CreateTime, f.UpdateTime = unixnano.Time(create), unixnano.Time(update)
 	return f, nil
@@ -135,7 +149,7 @@ func usage(ctx context.Context, q querier, app, user string) (memoryfiles.Usage,
 // FindFile implements memoryfiles.Store.
 func (s *Store) FindFile(ctx context.Context, app, user, path string) (*memoryfiles.File, error) {
 	row := s.db.Read().QueryRowContext(ctx, `SELECT `+fileColumns+`, content FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0`, app, user, path)
-	f, err := scanFile(row, app, user, true)
+	f, err := scanFile(s.db.Keyring(), row, app, user, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("no memory file at %s", path)
 	}
@@ -144,12 +158,12 @@ func (s *Store) FindFile(ctx context.Context, app, user, path string) (*memoryfi
 
 // GetFile implements memoryfiles.Store.
 func (s *Store) GetFile(ctx context.Context, app, user, id string) (*memoryfiles.File, error) {
-	return getFile(ctx, s.db.Read(), app, user, id)
+	return getFile(ctx, s.db.Keyring(), s.db.Read(), app, user, id)
 }
 
-func getFile(ctx context.Context, q querier, app, user, id string) (*memoryfiles.File, error) {
+func getFile(ctx context.Context, k *seal.Keyring, q querier, app, user, id string) (*memoryfiles.File, error) {
 	row := q.QueryRowContext(ctx, `SELECT `+fileColumns+`, content FROM memory_files WHERE app = ? AND user_id = ? AND id = ?`, app, user, id)
-	f, err := scanFile(row, app, user, true)
+	f, err := scanFile(k, row, app, user, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("memory file %s not found", id)
 	}
@@ -193,7 +207,7 @@ func (s *Store) files(ctx context.Context, app, user string, withContent bool, q
 	defer rows.Close()
 	var out []*memoryfiles.File
 	for rows.Next() {
-		f, err := scanFile(rows, app, user, withContent)
+		f, err := scanFile(s.db.Keyring(), rows, app, user, withContent)
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +234,11 @@ func (s *Store) ListRevisions(ctx context.Context, app, user, id string, before 
 		r := &memoryfiles.Revision{App: app, User: user, FileID: id}
 		var action string
 		var create int64
-		if err := rows.Scan(&r.Number, &action, &r.Path, &r.Content, &r.Size, &create); err != nil {
+		var content []byte
+		if err := rows.Scan(&r.Number, &action, &r.Path, &content, &r.Size, &create); err != nil {
+			return nil, err
+		}
+		if r.Content, err = s.db.Keyring().OpenString(app, fileRevisionAt(app, user, id, r.Number), content); err != nil {
 			return nil, err
 		}
 		if r.Action, err = memoryfiles.ParseAction(action); err != nil {
@@ -246,12 +264,12 @@ func (s *Store) Write(ctx context.Context, w *memoryfiles.Write) error {
 			return err
 		}
 		for _, c := range w.Files {
-			if err := putFile(tx, c); err != nil {
+			if err := putFile(s.db.Keyring(), tx, c); err != nil {
 				return err
 			}
 		}
 		for _, r := range w.Revisions {
-			if _, err := insertRevision(tx, r); err != nil {
+			if _, err := insertRevision(s.db.Keyring(), tx, r); err != nil {
 				return err
 			}
 			if old := r.Number - memoryfiles.MaxRevisions; old > 0 {
@@ -276,9 +294,9 @@ func putUsage(tx *sql.Tx, app, user string, u memoryfiles.Usage, version int64) 
 	return err
 }
 
-// putFile writes a file: all of it, or only what changes without its
-// content.
-func putFile(tx *sql.Tx, c memoryfiles.FileChange) error {
+// putFile writes a file: all of it (its content sealed with k), or only
+// what changes without its content.
+func putFile(k *seal.Keyring, tx *sql.Tx, c memoryfiles.FileChange) error {
 	f := c.File
 	if !c.Content {
 		res, err := tx.Exec(`UPDATE memory_files SET path = ?, size = ?, revision = ?, update_ns = ?, deleted = ? WHERE app = ? AND user_id = ? AND id = ?`,
@@ -291,19 +309,27 @@ func putFile(tx *sql.Tx, c memoryfiles.FileChange) error {
 		}
 		return nil
 	}
-	_, err := tx.Exec(`INSERT INTO memory_files (app, user_id, id, path, content, size, revision, create_ns, update_ns, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	content, err := sealText(k, f.App, fileAt(f.App, f.User, f.ID), f.Content)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(`INSERT INTO memory_files (app, user_id, id, path, content, size, revision, create_ns, update_ns, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, user_id, id) DO UPDATE SET path = excluded.path, content = excluded.content, size = excluded.size,
 		revision = excluded.revision, create_ns = excluded.create_ns, update_ns = excluded.update_ns, deleted = excluded.deleted`,
-		f.App, f.User, f.ID, f.Path, f.Content, f.Size, f.Revision, unixnano.From(f.CreateTime), unixnano.From(f.UpdateTime), f.Deleted)
+		f.App, f.User, f.ID, f.Path, content, f.Size, f.Revision, unixnano.From(f.CreateTime), unixnano.From(f.UpdateTime), f.Deleted)
 	return err
 }
 
-// insertRevision stores a revision; one already stored is left as it is.
-// It reports whether it wrote it.
-func insertRevision(tx *sql.Tx, r *memoryfiles.Revision) (bool, error) {
+// insertRevision stores a revision, its content sealed with k; one already
+// stored is left as it is. It reports whether it wrote it.
+func insertRevision(k *seal.Keyring, tx *sql.Tx, r *memoryfiles.Revision) (bool, error) {
+	content, err := sealText(k, r.App, fileRevisionAt(r.App, r.User, r.FileID, r.Number), r.Content)
+	if err != nil {
+		return false, err
+	}
 	res, err := tx.Exec(`INSERT INTO memory_file_revisions (app, user_id, file_id, number, action, path, content, size, create_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, user_id, file_id, number) DO NOTHING`,
-		r.App, r.User, r.FileID, r.Number, r.Action.String(), r.Path, r.Content, r.Size, unixnano.From(r.CreateTime))
+		r.App, r.User, r.FileID, r.Number, r.Action.String(), r.Path, content, r.Size, unixnano.From(r.CreateTime))
 	if err != nil {
 		return false, err
 	}
@@ -351,7 +377,7 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 		if err != nil {
 			return err
 		}
-		cur, err := getFile(ctx, tx, f.App, f.User, f.ID)
+		cur, err := getFile(ctx, s.db.Keyring(), tx, f.App, f.User, f.ID)
 		switch {
 		case fault.Is(err, fault.NotFound):
 			cur = nil
@@ -374,7 +400,7 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 		}
 		if cur == nil || cur.Revision < f.Revision {
 			u = memoryfiles.Account(u, cur, f)
-			if err := putFile(tx, memoryfiles.FileChange{File: f, Content: true}); err != nil {
+			if err := putFile(s.db.Keyring(), tx, memoryfiles.FileChange{File: f, Content: true}); err != nil {
 				return err
 			}
 			wrote = true
@@ -383,7 +409,7 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 			if r.Number <= f.Revision-memoryfiles.MaxRevisions {
 				continue
 			}
-			ok, err := insertRevision(tx, r)
+			ok, err := insertRevision(s.db.Keyring(), tx, r)
 			if err != nil {
 				return err
 			}
@@ -419,4 +445,22 @@ func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
 		return err
 	})
 	return n, err
+}
+
+// The places of the sealed contents.
+func fileAt(app, user, id string) seal.Where {
+	return seal.At("memory_files.content", app, user, id)
+}
+
+func fileRevisionAt(app, user, id string, number int64) seal.Where {
+	return seal.At("memory_file_revisions.content", app, user, id, strconv.FormatInt(number, 10))
+}
+
+// sealText returns the value to store for a content: sealed bytes in an
+// encrypted database, else the text (stored as TEXT, as before encryption).
+func sealText(k *seal.Keyring, app string, at seal.Where, text string) (any, error) {
+	if k == nil {
+		return text, nil
+	}
+	return k.SealString(app, at, text)
 }

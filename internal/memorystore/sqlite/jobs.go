@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
@@ -24,13 +25,17 @@ var _ jobs.Store = (*Store)(nil)
 
 // CreateOperation implements jobs.Store.
 func (s *Store) CreateOperation(ctx context.Context, op *jobs.Operation) error {
-	body, err := jobs.MarshalOperation(op)
+	b, err := jobs.MarshalOperation(op)
+	if err != nil {
+		return err
+	}
+	body, err := sealText(s.db.Keyring(), op.App, operationAt(op.App, op.ID), b)
 	if err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO operations (app, id, state, method, scope_key, owner, create_ns, claim_ns, lease_expiry_ns, attempt, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			op.App, op.ID, op.State.String(), op.Kind, op.Key, op.Owner, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, string(body))
+			op.App, op.ID, op.State.String(), op.Kind, op.Key, op.Owner, unixnano.From(op.CreateTime), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, body)
 		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 			return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 		}
@@ -49,7 +54,7 @@ func claimNS(op *jobs.Operation) any {
 
 // GetOperation implements jobs.Store.
 func (s *Store) GetOperation(ctx context.Context, app, id string) (*jobs.Operation, error) {
-	var body string
+	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM operations WHERE app = ? AND id = ?`, app, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("operation apps/%s/operations/%s not found", app, id)
@@ -57,17 +62,25 @@ func (s *Store) GetOperation(ctx context.Context, app, id string) (*jobs.Operati
 	if err != nil {
 		return nil, err
 	}
-	return record.DecodeOperation(app, id, []byte(body))
+	if body, err = s.db.Keyring().Open(app, operationAt(app, id), body); err != nil {
+		return nil, err
+	}
+	return record.DecodeOperation(app, id, body)
 }
 
 // queryOperations runs a query of (app, id, body) rows.
-func queryOperations(ctx context.Context, q querier, query string, args ...any) ([]*jobs.Operation, error) {
+func queryOperations(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*jobs.Operation, error) {
 	return queryAll(ctx, q, func(scan func(...any) error) (*jobs.Operation, error) {
-		var app, id, body string
+		var app, id string
+		var body []byte
 		if err := scan(&app, &id, &body); err != nil {
 			return nil, err
 		}
-		return record.DecodeOperation(app, id, []byte(body))
+		body, err := k.Open(app, operationAt(app, id), body)
+		if err != nil {
+			return nil, err
+		}
+		return record.DecodeOperation(app, id, body)
 	}, query, args...)
 }
 
@@ -88,7 +101,7 @@ func (s *Store) ListOperations(ctx context.Context, q jobs.Query) ([]*jobs.Opera
 		sb.WriteString(`)`)
 	}
 	args = sqlitedb.NewestFirst(&sb, args, "create_ns", q.AfterCreate, q.AfterID, q.Limit)
-	return queryOperations(ctx, s.db.Read(), sb.String(), args...)
+	return queryOperations(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
 // The queries of the hot paths, each pinned to its index (the planner,
@@ -106,12 +119,12 @@ const (
 
 // QueuedOperations implements jobs.Store.
 func (s *Store) QueuedOperations(ctx context.Context, limit int) ([]*jobs.Operation, error) {
-	return queryOperations(ctx, s.db.Read(), queuedQuery, limit)
+	return queryOperations(ctx, s.db.Keyring(), s.db.Read(), queuedQuery, limit)
 }
 
 // PendingOperations implements jobs.Store.
 func (s *Store) PendingOperations(ctx context.Context, app, key, kind string, now time.Time, limit int) ([]*jobs.Operation, error) {
-	return queryOperations(ctx, s.db.Read(), pendingQuery, app, key, kind, now.UnixNano(), limit)
+	return queryOperations(ctx, s.db.Keyring(), s.db.Read(), pendingQuery, app, key, kind, now.UnixNano(), limit)
 }
 
 // CountPending implements jobs.Store.
@@ -135,7 +148,7 @@ func (s *Store) CountPendingOfOwner(ctx context.Context, app, owner string, limi
 
 // UpdateOperations implements jobs.Store: one transaction.
 func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []jobs.Update) error {
-	bodies, err := encodeUpdates(updates)
+	bodies, err := encodeUpdates(s.db.Keyring(), updates)
 	if err != nil {
 		return err
 	}
@@ -147,15 +160,18 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 	})
 }
 
-// encodeUpdates returns the bodies of the operations of updates.
-func encodeUpdates(updates []jobs.Update) ([]string, error) {
-	bodies := make([]string, len(updates))
+// encodeUpdates returns the bodies of the operations of updates, sealed
+// with k.
+func encodeUpdates(k *seal.Keyring, updates []jobs.Update) ([]any, error) {
+	bodies := make([]any, len(updates))
 	for i, u := range updates {
 		b, err := jobs.MarshalOperation(u.Op)
 		if err != nil {
 			return nil, err
 		}
-		bodies[i] = string(b)
+		if bodies[i], err = sealText(k, u.Op.App, operationAt(u.Op.App, u.Op.ID), b); err != nil {
+			return nil, err
+		}
 	}
 	return bodies, nil
 }
@@ -208,7 +224,7 @@ func keyFree(tx *sql.Tx, now time.Time, updates []jobs.Update, op *jobs.Operatio
 }
 
 // applyUpdates writes the operations of checked updates with their bodies.
-func applyUpdates(tx *sql.Tx, updates []jobs.Update, bodies []string) error {
+func applyUpdates(tx *sql.Tx, updates []jobs.Update, bodies []any) error {
 	for i, u := range updates {
 		if err := updateOperation(tx, u.Op, bodies[i]); err != nil {
 			return err
@@ -226,7 +242,7 @@ func putOperation(tx *sql.Tx, op *jobs.Operation) error {
 	return updateOperation(tx, op, string(body))
 }
 
-func updateOperation(tx *sql.Tx, op *jobs.Operation, body string) error {
+func updateOperation(tx *sql.Tx, op *jobs.Operation, body any) error {
 	_, err := tx.Exec(`UPDATE operations SET state = ?, claim_ns = ?, lease_expiry_ns = ?, attempt = ?, body = ? WHERE app = ? AND id = ?`,
 		op.State.String(), claimNS(op), unixnano.From(op.LeaseExpiry), op.Attempt, body, op.App, op.ID)
 	return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -19,18 +20,33 @@ import (
 
 const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns, display_name, description`
 
-func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
+func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, error) {
 	var (
 		m                            memorybank.Memory
 		scope, topics, meta, sources string
 		createNS, updateNS, expireNS int64
 		eventNS, statedNS            int64
 		deleted                      int
-		embedding                    []byte
+		fact, embedding              []byte
+		name, description            []byte
 	)
-	if err := scan(&m.App, &m.ID, &m.Fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS, &m.DisplayName, &m.Description); err != nil {
+	if err := scan(&m.App, &m.ID, &fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS, &name, &description); err != nil {
 		return nil, err
 	}
+	var err error
+	if m.Fact, err = k.OpenString(m.App, factAt(m.App, m.ID), fact); err != nil {
+		return nil, err
+	}
+	if embedding, err = openBlob(k, m.App, embeddingAt(m.App, m.ID), embedding); err != nil {
+		return nil, err
+	}
+	if name, err = openBlob(k, m.App, displayNameAt(m.App, m.ID), name); err != nil {
+		return nil, err
+	}
+	if description, err = openBlob(k, m.App, descriptionAt(m.App, m.ID), description); err != nil {
+		return nil, err
+	}
+	m.DisplayName, m.Description = string(name), string(description)
 	for _, f := range []struct {
 		raw string
 		dst any
@@ -39,7 +55,6 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 			return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 		}
 	}
-	var err error
 	if m.Sources, err = record.UnmarshalSources([]byte(sources)); err != nil {
 		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
@@ -61,13 +76,13 @@ func scanMemory(scan func(...any) error) (*memorybank.Memory, error) {
 	return &m, nil
 }
 
-func queryMemories(ctx context.Context, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
-	return queryAll(ctx, q, scanMemory, query, args...)
+func queryMemories(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
+	return queryAll(ctx, q, func(scan func(...any) error) (*memorybank.Memory, error) { return scanMemory(k, scan) }, query, args...)
 }
 
 // GetMemory implements memorybank.MemoryStore.
 func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
-	m, err := scanMemory(s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
+	m, err := scanMemory(s.db.Keyring(), s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
 	}
@@ -116,7 +131,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	args = append(args, q.Now.UnixNano())
 	args = filterSQL(&sb, args, q.Filter)
 	args = sqlitedb.NewestFirst(&sb, args, "update_ns", q.AfterUpdate, q.AfterID, q.Limit)
-	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
 // SearchMemories implements memorybank.MemoryStore: it searches the scope in the
@@ -126,13 +141,13 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		return nil, nil
 	}
 	return s.cache.Search(ctx, q, func(ctx context.Context) ([]*memorybank.Memory, error) {
-		return queryMemories(ctx, s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
+		return queryMemories(ctx, s.db.Keyring(), s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
 	})
 }
 
 // MemoriesBySource implements memorybank.MemoryStore.
 func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
 		WHERE src.app = ? AND src.session = ? AND m.deleted = 0 AND (m.expire_ns = 0 OR m.expire_ns > ?) ORDER BY m.id`, app, session, now.UnixNano())
 }
 
@@ -146,12 +161,12 @@ func prefixed(p, cols string) string {
 
 // StaleEmbeddings implements memorybank.MemoryStore.
 func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
 }
 
 // ExpiredMemories implements memorybank.MemoryStore.
 func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorybank.Memory, error) {
-	return queryMemories(ctx, s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
 }
 
 // Write implements memorybank.MemoryStore.
@@ -159,11 +174,11 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	type prepared struct {
 		c    memorybank.Change
 		row  *memoryRow
-		body string
+		body any
 	}
 	var ps []prepared
 	for _, c := range w.Changes {
-		row, err := encodeMemory(c.Memory)
+		row, err := encodeMemory(s.db.Keyring(), c.Memory)
 		if err != nil {
 			return err
 		}
@@ -173,11 +188,14 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if err != nil {
 				return err
 			}
-			p.body = string(body)
+			r := c.Revision
+			if p.body, err = sealText(s.db.Keyring(), r.App, revisionAt(r.App, r.MemoryID, r.Number), body); err != nil {
+				return err
+			}
 		}
 		ps = append(ps, p)
 	}
-	opBodies, err := encodeUpdates(w.Operations)
+	opBodies, err := encodeUpdates(s.db.Keyring(), w.Operations)
 	if err != nil {
 		return err
 	}
@@ -241,12 +259,25 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 // memoryRow is a memory's encoded columns.
 type memoryRow struct {
 	scope, topics, meta, sources string
+	fact, name, description      any // sealed or not (sealText)
 	embedding                    []byte
 }
 
-func encodeMemory(m *memorybank.Memory) (*memoryRow, error) {
+func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
 	r := &memoryRow{embedding: record.EncodeVector(m.Embedding)}
 	var err error
+	if r.fact, err = sealText(k, m.App, factAt(m.App, m.ID), []byte(m.Fact)); err != nil {
+		return nil, err
+	}
+	if r.embedding, err = sealBlob(k, m.App, embeddingAt(m.App, m.ID), r.embedding); err != nil {
+		return nil, err
+	}
+	if r.name, err = sealOptional(k, m.App, displayNameAt(m.App, m.ID), m.DisplayName); err != nil {
+		return nil, err
+	}
+	if r.description, err = sealOptional(k, m.App, descriptionAt(m.App, m.ID), m.Description); err != nil {
+		return nil, err
+	}
 	if r.scope, err = jsonText(m.Scope); err != nil {
 		return nil, err
 	}
@@ -277,8 +308,8 @@ func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) err
 		sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
 		deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
 		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
-		m.App, m.ID, m.Fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
-		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), m.DisplayName, m.Description, m.Scope.Key()); err != nil {
+		m.App, m.ID, r.fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
+		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), r.name, r.description, m.Scope.Key()); err != nil {
 		return err
 	}
 	if !sources {

@@ -37,17 +37,21 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	args = append(args, limit)
 	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.Revision, error) {
 		var n int64
-		var body string
+		var body []byte
 		if err := scan(&n, &body); err != nil {
 			return nil, err
 		}
-		return record.UnmarshalRevision(app, memoryID, n, []byte(body))
+		body, err := s.db.Keyring().Open(app, revisionAt(app, memoryID, n), body)
+		if err != nil {
+			return nil, err
+		}
+		return record.UnmarshalRevision(app, memoryID, n, body)
 	}, q, args...)
 }
 
 // GetRevision implements memorybank.RevisionStore.
 func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
-	var body string
+	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM memory_revisions WHERE app = ? AND memory_id = ? AND number = ?`, app, memoryID, number).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
@@ -55,12 +59,15 @@ func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number in
 	if err != nil {
 		return nil, err
 	}
-	return record.UnmarshalRevision(app, memoryID, number, []byte(body))
+	if body, err = s.db.Keyring().Open(app, revisionAt(app, memoryID, number), body); err != nil {
+		return nil, err
+	}
+	return record.UnmarshalRevision(app, memoryID, number, body)
 }
 
 // GetConfig implements memorybank.ConfigStore.
 func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
-	var body string
+	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return &memorybank.BankConfig{App: app}, nil
@@ -68,17 +75,24 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 	if err != nil {
 		return nil, err
 	}
-	return record.UnmarshalConfig(app, []byte(body))
+	if body, err = s.db.Keyring().Open(app, configAt(app), body); err != nil {
+		return nil, err
+	}
+	return record.UnmarshalConfig(app, body)
 }
 
 // PutConfig implements memorybank.ConfigStore.
 func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
-	body, err := record.MarshalConfig(c)
+	b, err := record.MarshalConfig(c)
+	if err != nil {
+		return err
+	}
+	body, err := sealText(s.db.Keyring(), c.App, configAt(c.App), b)
 	if err != nil {
 		return err
 	}
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, string(body))
+		_, err := tx.Exec(`INSERT INTO bank_configs (app, body) VALUES (?, ?) ON CONFLICT (app) DO UPDATE SET body = excluded.body`, c.App, body)
 		return err
 	})
 }
@@ -86,10 +100,15 @@ func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
 // ListConfigs implements memorybank.ConfigStore.
 func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
 	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.BankConfig, error) {
-		var app, body string
+		var app string
+		var body []byte
 		if err := scan(&app, &body); err != nil {
 			return nil, err
 		}
-		return record.UnmarshalConfig(app, []byte(body))
+		body, err := s.db.Keyring().Open(app, configAt(app), body)
+		if err != nil {
+			return nil, err
+		}
+		return record.UnmarshalConfig(app, body)
 	}, `SELECT app, body FROM bank_configs`)
 }

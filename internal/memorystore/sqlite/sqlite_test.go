@@ -15,6 +15,13 @@ func TestConformance(t *testing.T) {
 	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return newStore(t) })
 }
 
+// TestConformanceEncrypted runs the suite on an encrypted database.
+func TestConformanceEncrypted(t *testing.T) {
+	memorybanktest.Run(t, func(t *testing.T) memorybank.Store {
+		return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t))
+	})
+}
+
 // newStore returns a store on a file of the test's own.
 func newStore(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) }
 

@@ -33,7 +33,7 @@ func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*me
 	}
 	sb.WriteString(` ORDER BY id LIMIT ?`)
 	args = append(args, q.Limit)
-	return queryMemories(ctx, s.db.Read(), sb.String(), args...)
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
 // ScanWatermarks implements memorybank.TransferStore.
@@ -62,11 +62,11 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 // memory's row, its source index entries and the revisions not stored
 // yet; the vector cache is told as for any write.
 func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*memorybank.Revision) (bool, int, error) {
-	row, err := encodeMemory(m)
+	row, err := encodeMemory(s.db.Keyring(), m)
 	if err != nil {
 		return false, 0, err
 	}
-	bodies := make([]string, len(revs))
+	bodies := make([]any, len(revs))
 	for i, r := range revs {
 		if r.App != m.App || r.MemoryID != m.ID {
 			return false, 0, fault.Invalidf("revision %s is not one of memory %s", r.Name(), m.Name())
@@ -75,7 +75,9 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 		if err != nil {
 			return false, 0, err
 		}
-		bodies[i] = string(b)
+		if bodies[i], err = sealText(s.db.Keyring(), r.App, revisionAt(r.App, r.MemoryID, r.Number), b); err != nil {
+			return false, 0, err
+		}
 	}
 	var (
 		wrote bool
@@ -84,7 +86,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	s.cache.Touch(m.App, m.Scope.Key())
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		wrote, n = false, 0
-		old, err := scanMemory(tx.QueryRow(`SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, m.App, m.ID).Scan)
+		old, err := scanMemory(s.db.Keyring(), tx.QueryRow(`SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, m.App, m.ID).Scan)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			wrote = true
@@ -133,7 +135,7 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		gone = nil
 		for _, id := range ids {
-			m, err := scanMemory(tx.QueryRow(`SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
+			m, err := scanMemory(s.db.Keyring(), tx.QueryRow(`SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}

@@ -19,6 +19,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 	key := r.Key
 	body := r.Body // the event's JSON; its Sequence is zero
 	var res *sessions.AppendResult
+	k := s.db.Keyring()
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var user string
 		var expireNS, last, compactedThrough, searchFrom int64
@@ -36,7 +37,11 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			return err
 		}
 		seq := last + 1
-		ins, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, seq, r.Event.ID, unixnano.From(r.Event.Timestamp), body)
+		sealed, err := k.Seal(key.App, eventAt(key.App, key.ID, seq), body)
+		if err != nil {
+			return err
+		}
+		ins, err := tx.Stmt(s.insEvent).Exec(key.App, key.ID, seq, r.Event.ID, unixnano.From(r.Event.Timestamp), sealed)
 		if err != nil {
 			return err
 		}
@@ -49,7 +54,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err := tx.Stmt(s.selEventByID).QueryRow(key.App, key.ID, r.Event.ID).Scan(&storedSeq, &stored); err != nil {
 				return err
 			}
-			e, err := decodeEvent(storedSeq, stored)
+			e, err := decodeEvent(k, key.App, key.ID, storedSeq, stored)
 			if err != nil {
 				return err
 			}
@@ -73,12 +78,16 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		args = append(args, seq, unixnano.From(r.Now))
 		withState, mark := 0, 0
 		if len(r.Deltas.Session) > 0 {
-			old, err := sessions.DecodeState(state)
+			at := sessionStateAt(key.App, key.ID)
+			old, err := decodeState(k, key.App, at, state)
 			if err != nil {
 				return err
 			}
 			_, enc, err := sessions.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
 			if err != nil {
+				return err
+			}
+			if enc, err = k.Seal(key.App, at, enc); err != nil {
 				return err
 			}
 			args, withState = append(args, enc), 1

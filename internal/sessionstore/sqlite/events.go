@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -20,18 +21,8 @@ func encodeEvent(e *sessions.Event) ([]byte, error) {
 	return c.Marshal()
 }
 
-// decodeEvent decodes a stored body and sets its sequence.
-func decodeEvent(seq int64, body []byte) (*sessions.Event, error) {
-	e, err := sessions.UnmarshalEvent(body)
-	if err != nil {
-		return nil, err
-	}
-	e.Sequence = seq
-	return e, nil
-}
-
 // queryEvents reads events of a session the caller has found visible.
-func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+func queryEvents(ctx context.Context, k *seal.Keyring, tx querier, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
 	var sb strings.Builder
 	args := []any{key.App, key.ID}
 	sb.WriteString(`SELECT seq, body FROM events WHERE app = ? AND session = ?`)
@@ -73,7 +64,7 @@ func queryEvents(ctx context.Context, tx querier, key sessions.Key, q sessions.E
 		if err := rows.Scan(&seq, &body); err != nil {
 			return nil, err
 		}
-		e, err := decodeEvent(seq, body)
+		e, err := decodeEvent(k, key.App, key.ID, seq, body)
 		if err != nil {
 			return nil, fmt.Errorf("decoding an event of %s: %w", key.Name(), err)
 		}
@@ -93,7 +84,7 @@ func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.Eve
 			return err
 		}
 		var err error
-		events, err = queryEvents(ctx, tx, key, q)
+		events, err = queryEvents(ctx, s.db.Keyring(), tx, key, q)
 		return err
 	})
 	return events, err
@@ -127,7 +118,7 @@ func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now 
 		if err != nil {
 			return err
 		}
-		e, err = decodeEvent(seq, body)
+		e, err = decodeEvent(s.db.Keyring(), key.App, key.ID, seq, body)
 		return err
 	})
 	return e, err

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
@@ -49,17 +50,24 @@ type indexDoc struct {
 	text               string
 }
 
-// newIndexDoc returns the index entry of an event of a session, or false
-// when the event has no terms to index.
-func newIndexDoc(app, user, session string, e *sessions.Event) (indexDoc, bool) {
+// newIndexDoc returns the index entry of an event of a session, its terms
+// and tags passed through hash (seal.go), or false when the event has no
+// terms to index.
+func newIndexDoc(hash func(string) string, app, user, session string, e *sessions.Event) (indexDoc, bool) {
 	t := sessions.IndexTerms(e)
 	if len(t.Distinct) == 0 {
 		return indexDoc{}, false
 	}
+	var sb strings.Builder
+	for _, term := range t.Distinct {
+		sb.WriteString(hash(term))
+		sb.WriteByte(' ')
+	}
+	sb.WriteString(hash(tag('s', session)) + " " + hash(tag('a', e.Author)))
 	return indexDoc{
 		app: app, user: user, session: session,
 		seq: e.Sequence, tsNS: unixnano.From(e.Timestamp), length: t.Length,
-		text: strings.Join(t.Distinct, " ") + " " + tag('s', session) + " " + tag('a', e.Author),
+		text: sb.String(),
 	}, true
 }
 
@@ -80,9 +88,13 @@ type searchable struct {
 	} `json:"actions"`
 }
 
-// decodeSearchable decodes a stored event's body into an Event holding
-// what IndexTerms reads, and its sequence and timestamp.
-func decodeSearchable(seq, tsNS int64, body []byte) (*sessions.Event, error) {
+// decodeSearchable opens and decodes a stored event's body into an Event
+// holding what IndexTerms reads, and its sequence and timestamp.
+func decodeSearchable(k *seal.Keyring, app, session string, seq, tsNS int64, body []byte) (*sessions.Event, error) {
+	body, err := k.Open(app, eventAt(app, session, seq), body)
+	if err != nil {
+		return nil, err
+	}
 	var d searchable
 	if err := json.Unmarshal(body, &d); err != nil {
 		return nil, err
@@ -330,6 +342,7 @@ func (s *Store) readPending(ctx context.Context, app, user string, limit int) ([
 		pending []*pendingSession
 		p       *pendingSession
 		n, seen int
+		hashers = newTermHashers(s.db.Keyring())
 	)
 	for rows.Next() {
 		var r pendingSession
@@ -346,7 +359,7 @@ func (s *Store) readPending(ctx context.Context, app, user string, limit int) ([
 		if !seq.Valid {
 			continue // none of its events waits: the pass only moves it on
 		}
-		e, err := decodeSearchable(seq.Int64, tsNS.Int64, body)
+		e, err := decodeSearchable(s.db.Keyring(), p.app, p.id, seq.Int64, tsNS.Int64, body)
 		if err != nil {
 			return nil, 0, fmt.Errorf("decoding an event of session %s of app %s: %w", p.id, p.app, err)
 		}
@@ -355,7 +368,11 @@ func (s *Store) readPending(ctx context.Context, app, user string, limit int) ([
 		if seen == limit {
 			p.through = seq.Int64 // the pass filled up within the session
 		}
-		if d, ok := newIndexDoc(p.app, p.user, p.id, e); ok {
+		hash, err := hashers.of(p.app)
+		if err != nil {
+			return nil, 0, err
+		}
+		if d, ok := newIndexDoc(hash, p.app, p.user, p.id, e); ok {
 			p.docs = append(p.docs, d)
 		}
 	}
@@ -411,13 +428,17 @@ func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
 				if err := unindexSession(tx, app, id); err != nil {
 					return err
 				}
-				events, err := queryEvents(ctx, tx, sessions.Key{App: app, User: user, ID: id}, sessions.EventQuery{})
+				events, err := queryEvents(ctx, s.db.Keyring(), tx, sessions.Key{App: app, User: user, ID: id}, sessions.EventQuery{})
+				if err != nil {
+					return err
+				}
+				hash, err := s.db.Keyring().TermHasher(app)
 				if err != nil {
 					return err
 				}
 				var docs []indexDoc
 				for _, e := range events {
-					if d, ok := newIndexDoc(app, user, id, e); ok {
+					if d, ok := newIndexDoc(hash, app, user, id, e); ok {
 						docs = append(docs, d)
 					}
 				}

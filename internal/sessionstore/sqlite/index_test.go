@@ -259,12 +259,13 @@ func TestSearchableDecodesWhatIndexTermsReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		slim, err := decodeSearchable(e.Sequence, ts.UnixNano(), body)
+		slim, err := decodeSearchable(nil, "a", "s", e.Sequence, ts.UnixNano(), body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, wantOK := newIndexDoc("a", "u", "s", e)
-		got, gotOK := newIndexDoc("a", "u", "s", slim)
+		same := func(t string) string { return t }
+		want, wantOK := newIndexDoc(same, "a", "u", "s", e)
+		got, gotOK := newIndexDoc(same, "a", "u", "s", slim)
 		if got != want || gotOK != wantOK {
 			t.Errorf("event %s: entry from the stored body %+v (%v), from the event %+v (%v)", e.ID, got, gotOK, want, wantOK)
 		}

@@ -119,12 +119,16 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 			return nil
 		}
 		out.Docs, out.AvgLength = float64(docs), float64(length)/float64(docs)
+		hash, err := s.db.Keyring().TermHasher(q.App)
+		if err != nil {
+			return err
+		}
 		var filter string
 		if q.Session != "" {
-			filter += ` AND "` + tag('s', q.Session) + `"`
+			filter += ` AND "` + hash(tag('s', q.Session)) + `"`
 		}
 		if q.Author != "" {
-			filter += ` AND "` + tag('a', q.Author) + `"`
+			filter += ` AND "` + hash(tag('a', q.Author)) + `"`
 		}
 		lo, hi := uid<<32, uid<<32|maxUserDocs
 		postings := map[string][]int64{}
@@ -132,7 +136,7 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 			// One row holding every posting: far cheaper than a row each.
 			var joined sql.NullString
 			err := tx.QueryRowContext(ctx, `SELECT group_concat(rowid) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?)`,
-				`"`+t.Term+`"`+filter, lo, hi, perTermPostings).Scan(&joined)
+				`"`+hash(t.Term)+`"`+filter, lo, hi, perTermPostings).Scan(&joined)
 			if err != nil {
 				return err
 			}
@@ -219,7 +223,7 @@ func (s *Store) loadCandidates(ctx context.Context, tx querier, q *sessions.Sear
 			if !ok || !visibleSession[r.session] {
 				continue
 			}
-			e, err := decodeEvent(r.seq, r.body)
+			e, err := decodeEvent(s.db.Keyring(), q.App, r.session, r.seq, r.body)
 			if err != nil {
 				return nil, err
 			}

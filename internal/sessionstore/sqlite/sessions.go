@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
@@ -33,9 +34,19 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	if err != nil {
 		return err
 	}
+	k := s.db.Keyring()
+	if state, err = k.Seal(sess.App, sessionStateAt(sess.App, sess.ID), state); err != nil {
+		return err
+	}
+	if initial, err = k.Seal(sess.App, initialStateAt(sess.App, sess.ID), initial); err != nil {
+		return err
+	}
 	bodies := make([][]byte, len(r.Events))
 	for i, e := range r.Events {
 		if bodies[i], err = encodeEvent(e); err != nil {
+			return err
+		}
+		if bodies[i], err = k.Seal(sess.App, eventAt(sess.App, sess.ID, e.Sequence), bodies[i]); err != nil {
 			return err
 		}
 	}
@@ -97,7 +108,7 @@ func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessio
 }
 
 // loadSession reads a visible session row (with its own and initial state).
-func loadSession(ctx context.Context, q querier, key sessions.Key, now time.Time) (*sessions.Session, error) {
+func loadSession(ctx context.Context, k *seal.Keyring, q querier, key sessions.Key, now time.Time) (*sessions.Session, error) {
 	var state, initial []byte
 	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+`, state, initial_state, compaction_seq, compaction_end FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID)
 	var compactionSeq, compactionEnd int64
@@ -111,10 +122,10 @@ func loadSession(ctx context.Context, q querier, key sessions.Key, now time.Time
 	if sess.User != key.User || sess.Expired(now) {
 		return nil, notFound(key)
 	}
-	if sess.State, err = sessions.DecodeState(state); err != nil {
+	if sess.State, err = decodeState(k, key.App, sessionStateAt(key.App, key.ID), state); err != nil {
 		return nil, err
 	}
-	if sess.InitialState, err = sessions.DecodeState(initial); err != nil {
+	if sess.InitialState, err = decodeState(k, key.App, initialStateAt(key.App, key.ID), initial); err != nil {
 		return nil, err
 	}
 	sess.CompactionSequence, sess.CompactedThrough = compactionSeq, compactionEnd
@@ -143,14 +154,15 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 	)
 	err := s.readTx(ctx, func(tx querier) error {
 		var err error
-		if sess, err = loadSession(ctx, tx, key, q.Now); err != nil {
+		k := s.db.Keyring()
+		if sess, err = loadSession(ctx, k, tx, key, q.Now); err != nil {
 			return err
 		}
-		user, _, err := scopeState(ctx, tx, `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`, key.App, key.User)
+		user, _, err := scopeState(ctx, k, tx, key.App, key.User)
 		if err != nil {
 			return err
 		}
-		app, _, err := scopeState(ctx, tx, `SELECT state, update_ns FROM app_state WHERE app = ?`, key.App)
+		app, _, err := scopeState(ctx, k, tx, key.App, "")
 		if err != nil {
 			return err
 		}
@@ -160,7 +172,7 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 		}
 		// The most recent Limit events, read newest first and reversed.
 		q.Descending = q.Limit > 0
-		if events, err = queryEvents(ctx, tx, key, q); err != nil {
+		if events, err = queryEvents(ctx, s.db.Keyring(), tx, key, q); err != nil {
 			return err
 		}
 		if q.Descending {
@@ -223,7 +235,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 		}
 		sess.ID = id
 		if q.IncludeState {
-			if sess.State, err = sessions.DecodeState(state); err != nil {
+			if sess.State, err = decodeState(s.db.Keyring(), q.App, sessionStateAt(q.App, id), state); err != nil {
 				return nil, err
 			}
 		}
@@ -236,7 +248,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions.SessionUpdate) (*sessions.Session, error) {
 	var out *sessions.Session
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		sess, err := loadSession(ctx, tx, key, u.Now)
+		sess, err := loadSession(ctx, s.db.Keyring(), tx, key, u.Now)
 		if err != nil {
 			return err
 		}

@@ -3,40 +3,46 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessionstest"
 )
 
-func newStore(t *testing.T) sessions.Store { return openStore(t) }
+func newStore(t *testing.T) sessions.Store { return openStore(t, false) }
 
-func openStore(t testing.TB) *sqlite.Store {
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
+// openStore opens a store in a new database, encrypted or not.
+func openStore(t testing.TB, encrypted bool) *sqlite.Store {
+	if encrypted {
+		return sqlitetest.Sessions(t, sqlitetest.OpenEncrypted(t))
 	}
-	t.Cleanup(func() { db.Close() })
-	s, err := sqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sqlitetest.Sessions(t, sqlitetest.Open(t))
 }
 
 func TestConformance(t *testing.T) {
 	sessionstest.Run(t, newStore)
 }
 
+// TestConformanceEncrypted runs the suite on an encrypted database: every
+// read and search works on sealed values and hashed terms.
+func TestConformanceEncrypted(t *testing.T) {
+	sessionstest.Run(t, func(t *testing.T) sessions.Store { return openStore(t, true) })
+}
+
 // BenchmarkAppendParallel measures durable appends through the Service
 // without RPC: concurrent goroutines, a session each, with the search
 // indexer running as a server runs it (its last batch included).
 func BenchmarkAppendParallel(b *testing.B) {
-	svc := sessions.NewService(openStore(b), sessions.Config{})
+	for _, encrypted := range []bool{false, true} {
+		b.Run(fmt.Sprintf("encrypted=%v", encrypted), func(b *testing.B) { benchAppend(b, encrypted) })
+	}
+}
+
+func benchAppend(b *testing.B, encrypted bool) {
+	svc := sessions.NewService(openStore(b, encrypted), sessions.Config{})
 	ctx, cancel := context.WithCancel(b.Context())
 	indexed := make(chan struct{})
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -14,31 +15,36 @@ import (
 // applyShared applies deltas to a user's and an app's state rows.
 func (s *Store) applyShared(tx *sql.Tx, app, user string, userDelta, appDelta map[string]any, now time.Time, max int) error {
 	if len(userDelta) > 0 {
-		if _, err := s.updateScope(tx, s.selUserState, s.putUserState, []any{app, user}, "user", userDelta, now, max); err != nil {
+		if _, err := s.updateScope(tx, s.selUserState, s.putUserState, userStateAt(app, user), []any{app, user}, "user", userDelta, now, max); err != nil {
 			return err
 		}
 	}
 	if len(appDelta) > 0 {
-		if _, err := s.updateScope(tx, s.selAppState, s.putAppState, []any{app}, "app", appDelta, now, max); err != nil {
+		if _, err := s.updateScope(tx, s.selAppState, s.putAppState, appStateAt(app), []any{app}, "app", appDelta, now, max); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// updateScope reads a shared scope's state row, applies delta, checks the
-// size and writes it back.
-func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, key []any, scope string, delta map[string]any, now time.Time, max int) (map[string]any, error) {
+// updateScope reads a shared scope's state row (key: app first, at its
+// place), applies delta, checks the size and writes it back.
+func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, at seal.Where, key []any, scope string, delta map[string]any, now time.Time, max int) (map[string]any, error) {
 	var raw []byte
 	if err := tx.Stmt(sel).QueryRow(key...).Scan(&raw); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	old, err := sessions.DecodeState(raw)
+	app := key[0].(string)
+	k := s.db.Keyring()
+	old, err := decodeState(k, app, at, raw)
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s state: %w", scope, err)
 	}
 	st, enc, err := sessions.UpdatedState(old, delta, scope, max)
 	if err != nil {
+		return nil, err
+	}
+	if enc, err = k.Seal(app, at, enc); err != nil {
 		return nil, err
 	}
 	if _, err := tx.Stmt(put).Exec(append(key, enc, unixnano.From(now))...); err != nil {
@@ -47,29 +53,26 @@ func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, key []any, scope str
 	return st, nil
 }
 
-func scopeState(ctx context.Context, q querier, query string, args ...any) (map[string]any, int64, error) {
+// scopeState reads a shared scope's state and update time: the user's
+// with user set, else the app's.
+func scopeState(ctx context.Context, k *seal.Keyring, q querier, app, user string) (map[string]any, int64, error) {
+	query, args, at := `SELECT state, update_ns FROM app_state WHERE app = ?`, []any{app}, appStateAt(app)
+	if user != "" {
+		query, args, at = `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`, []any{app, user}, userStateAt(app, user)
+	}
 	var raw []byte
 	var updateNS int64
 	err := q.QueryRowContext(ctx, query, args...).Scan(&raw, &updateNS)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, err
 	}
-	st, err := sessions.DecodeState(raw)
+	st, err := decodeState(k, app, at, raw)
 	return st, updateNS, err
 }
 
 // GetState implements sessions.Store.
 func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string]any, time.Time, error) {
-	var (
-		st  map[string]any
-		uns int64
-		err error
-	)
-	if ref.User == "" {
-		st, uns, err = scopeState(ctx, s.db.Read(), `SELECT state, update_ns FROM app_state WHERE app = ?`, ref.App)
-	} else {
-		st, uns, err = scopeState(ctx, s.db.Read(), `SELECT state, update_ns FROM user_state WHERE app = ? AND user = ?`, ref.App, ref.User)
-	}
+	st, uns, err := scopeState(ctx, s.db.Keyring(), s.db.Read(), ref.App, ref.User)
 	return st, unixnano.Time(uns), err
 }
 
@@ -79,9 +82,9 @@ func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[s
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var err error
 		if r.Ref.User == "" {
-			st, err = s.updateScope(tx, s.selAppState, s.putAppState, []any{r.Ref.App}, "app", r.Delta, r.Now, r.MaxStateBytes)
+			st, err = s.updateScope(tx, s.selAppState, s.putAppState, appStateAt(r.Ref.App), []any{r.Ref.App}, "app", r.Delta, r.Now, r.MaxStateBytes)
 		} else {
-			st, err = s.updateScope(tx, s.selUserState, s.putUserState, []any{r.Ref.App, r.Ref.User}, "user", r.Delta, r.Now, r.MaxStateBytes)
+			st, err = s.updateScope(tx, s.selUserState, s.putUserState, userStateAt(r.Ref.App, r.Ref.User), []any{r.Ref.App, r.Ref.User}, "user", r.Delta, r.Now, r.MaxStateBytes)
 		}
 		return err
 	})

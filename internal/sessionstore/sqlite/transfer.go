@@ -49,10 +49,11 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 		}
 		sess.ID = id
 		sess.CompactionSequence, sess.CompactedThrough = compactionSeq, compactionEnd
-		if sess.State, err = sessions.DecodeState(state); err != nil {
+		k := s.db.Keyring()
+		if sess.State, err = decodeState(k, q.App, sessionStateAt(q.App, id), state); err != nil {
 			return nil, err
 		}
-		if sess.InitialState, err = sessions.DecodeState(initial); err != nil {
+		if sess.InitialState, err = decodeState(k, q.App, initialStateAt(q.App, id), initial); err != nil {
 			return nil, err
 		}
 		out = append(out, sess)
@@ -77,7 +78,7 @@ func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int
 		if err := rows.Scan(&user, &raw, &updateNS); err != nil {
 			return nil, err
 		}
-		st, err := sessions.DecodeState(raw)
+		st, err := decodeState(s.db.Keyring(), app, userStateAt(app, user), raw)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +101,17 @@ func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now t
 	if err != nil {
 		return false, err
 	}
-	row := []any{sess.User, sess.DisplayName, labels, state, initial,
+	k := s.db.Keyring()
+	stateAt, initialAt := sessionStateAt(sess.App, sess.ID), initialStateAt(sess.App, sess.ID)
+	sealedState, err := k.Seal(sess.App, stateAt, state)
+	if err != nil {
+		return false, err
+	}
+	sealedInitial, err := k.Seal(sess.App, initialAt, initial)
+	if err != nil {
+		return false, err
+	}
+	row := []any{sess.User, sess.DisplayName, labels, sealedState, sealedInitial,
 		unixnano.From(sess.CreateTime), unixnano.From(sess.UpdateTime), unixnano.From(sess.ExpireTime),
 		sess.LastSequence, sess.CompactionSequence, sess.CompactedThrough, sess.App, sess.ID}
 	var wrote bool
@@ -129,6 +140,12 @@ func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now t
 		case last > sess.LastSequence || updateNS > unixnano.From(sess.UpdateTime):
 			return fault.New(fault.FailedPrecondition, "session %s moved on in this store (sequence %d, updated %v) past the archive's (sequence %d, updated %v)", sess.Name(), last, unixnano.Time(updateNS), sess.LastSequence, sess.UpdateTime)
 		default:
+			if oldState, err = k.Open(sess.App, stateAt, oldState); err != nil {
+				return err
+			}
+			if oldInitial, err = k.Open(sess.App, initialAt, oldInitial); err != nil {
+				return err
+			}
 			same := updateNS == unixnano.From(sess.UpdateTime) && expireNS == unixnano.From(sess.ExpireTime) && last == sess.LastSequence &&
 				oldDisplay == sess.DisplayName && string(oldLabels) == string(labels) && string(oldState) == string(state) &&
 				string(oldInitial) == string(initial) && oldCompactionSeq == sess.CompactionSequence && oldCompactionEnd == sess.CompactedThrough
@@ -156,15 +173,23 @@ func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*se
 	bodies := make([][]byte, len(events))
 	docs := make([]indexDoc, len(events))
 	hasTerms := make([]bool, len(events))
+	k := s.db.Keyring()
+	hash, err := k.TermHasher(key.App)
+	if err != nil {
+		return 0, err
+	}
 	for i, e := range events {
 		var err error
 		if bodies[i], err = encodeEvent(e); err != nil {
 			return 0, err
 		}
-		docs[i], hasTerms[i] = newIndexDoc(key.App, key.User, key.ID, e)
+		if bodies[i], err = k.Seal(key.App, eventAt(key.App, key.ID, e.Sequence), bodies[i]); err != nil {
+			return 0, err
+		}
+		docs[i], hasTerms[i] = newIndexDoc(hash, key.App, key.User, key.ID, e)
 	}
 	n := 0
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		n = 0
 		var user string
 		var expireNS, last, searchFrom int64
@@ -194,9 +219,9 @@ func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*se
 			if err != nil {
 				return err
 			}
-			if k, err := res.RowsAffected(); err != nil {
+			if affected, err := res.RowsAffected(); err != nil {
 				return err
-			} else if k == 0 {
+			} else if affected == 0 {
 				return fault.New(fault.AlreadyExists, "session %s holds event %q at another sequence than the archive's %d", key.Name(), e.ID, e.Sequence)
 			}
 			if hasTerms[i] && (searchFrom == 0 || e.Sequence < searchFrom) {
@@ -215,9 +240,14 @@ func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool
 	if err != nil {
 		return false, err
 	}
-	sel, put, key := s.selAppStateRow, s.putAppState, []any{st.Ref.App}
+	sel, put, key, at := s.selAppStateRow, s.putAppState, []any{st.Ref.App}, appStateAt(st.Ref.App)
 	if st.Ref.User != "" {
-		sel, put, key = s.selUserStateRow, s.putUserState, []any{st.Ref.App, st.Ref.User}
+		sel, put, key, at = s.selUserStateRow, s.putUserState, []any{st.Ref.App, st.Ref.User}, userStateAt(st.Ref.App, st.Ref.User)
+	}
+	k := s.db.Keyring()
+	sealed, err := k.Seal(st.Ref.App, at, enc)
+	if err != nil {
+		return false, err
 	}
 	var wrote bool
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
@@ -231,11 +261,16 @@ func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool
 			return err
 		case updateNS > unixnano.From(st.UpdateTime):
 			return fault.New(fault.FailedPrecondition, "the state %s moved on in this store (updated %v) past the archive's (updated %v)", st.Ref.Name(), unixnano.Time(updateNS), st.UpdateTime)
-		case updateNS == unixnano.From(st.UpdateTime) && string(old) == string(enc):
-			return nil
+		case updateNS == unixnano.From(st.UpdateTime):
+			if old, err = k.Open(st.Ref.App, at, old); err != nil {
+				return err
+			}
+			if string(old) == string(enc) {
+				return nil
+			}
 		}
 		wrote = true
-		_, err = tx.Stmt(put).Exec(append(key, enc, unixnano.From(st.UpdateTime))...)
+		_, err = tx.Stmt(put).Exec(append(key, sealed, unixnano.From(st.UpdateTime))...)
 		return err
 	})
 	return wrote, err

@@ -1,0 +1,242 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+)
+
+// The canary: one lower-case word, so that the search index's term for
+// it is the word itself in an unencrypted store.
+const canary = "zqxcanaryword"
+
+// newKeyFile makes a master key with kioku encryption new-key.
+func newKeyFile(t *testing.T, path string) string {
+	t.Helper()
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "encryption", "new-key", path).CombinedOutput(); err != nil {
+		t.Fatalf("kioku encryption new-key: %v\n%s", err, out)
+	}
+	return path
+}
+
+// grepDir returns the files under dir that hold s (ignoring case).
+func grepDir(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var found []string
+	needle := []byte(strings.ToLower(s))
+	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(bytes.ToLower(b), needle) {
+			found = append(found, filepath.Base(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// failToServe runs kioku serve with args, which must exit with an error
+// within 30s; it returns what it printed.
+func failToServe(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...).CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("kioku serve %q did not exit with an error (%v):\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestEncryptionAtRest is issue 28's test: with --encryption-key-file, a
+// session with an event, a user: state value, a memory and a memory file
+// holding a canary leave no trace of it anywhere in the data directory (database,
+// log, shared memory), while the server runs and after it stopped;
+// SearchEvents and RetrieveMemories still find them; a restart with the
+// key reads them; a start with a wrong key, or none, is refused with an
+// error naming the key file.
+func TestEncryptionAtRest(t *testing.T) {
+	dataDir, keyDir := t.TempDir(), t.TempDir()
+	key := newKeyFile(t, filepath.Join(keyDir, "kioku.key"))
+	args := []string{"--data-dir", dataDir, "--encryption-key-file", key}
+	proc := startKioku(t, args...)
+	ctx := t.Context()
+	sc := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
+	mc := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, proc.url)
+	parent := "apps/vault/users/ann"
+	session := parent + "/sessions/s1"
+	if _, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent, SessionId: "s1"})); err != nil {
+		t.Fatal(err)
+	}
+	delta, _ := structpb.NewStruct(map[string]any{"user:secret": "the word is " + canary})
+	if _, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: session, Event: &kiokuv1.Event{
+		Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "My password hint is " + canary + ", remember it."}}},
+		Actions: &kiokuv1.EventActions{StateDelta: delta},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+	fc := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, proc.url)
+	create, _ := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "hint: " + canary + "\n"})
+	if res, err := fc.Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: create})); err != nil || res.Msg.GetIsError() {
+		t.Fatalf("creating a memory file: %v %v", err, res)
+	}
+	if _, err := mc.CreateMemory(ctx, connect.NewRequest(&kiokuv1.CreateMemoryRequest{Parent: "apps/vault", Memory: &kiokuv1.Memory{
+		Fact: "Ann's password hint is " + canary + ".", Scope: map[string]string{"user_id": "ann"},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+
+	find := func(url string) {
+		t.Helper()
+		sc := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url)
+		mc := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, url)
+		found, err := sc.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: parent, Query: canary}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found.Msg.GetResults()) != 1 || !strings.Contains(found.Msg.GetResults()[0].GetEvent().GetContent().GetParts()[0].GetText(), canary) {
+			t.Fatalf("SearchEvents(%s) = %v, want the event", canary, found.Msg.GetResults())
+		}
+		mem, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{Parent: "apps/vault", Scope: map[string]string{"user_id": "ann"},
+			Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: "password hint " + canary}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mem.Msg.GetRetrievedMemories(); len(got) != 1 || !strings.Contains(got[0].GetMemory().GetFact(), canary) {
+			t.Fatalf("RetrieveMemories = %v, want the memory", got)
+		}
+		view, _ := structpb.NewStruct(map[string]any{"command": "view", "path": "/memories/notes.md"})
+		res, err := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, url).Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: view}))
+		if err != nil || !strings.Contains(res.Msg.GetOutput(), canary) {
+			t.Fatalf("viewing the memory file: %v %v", err, res)
+		}
+		sess, err := sc.GetSession(ctx, connect.NewRequest(&kiokuv1.GetSessionRequest{Name: session}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sess.Msg.GetState().AsMap()["user:secret"]; got != "the word is "+canary || len(sess.Msg.GetEvents()) != 1 {
+			t.Fatalf("session: user:secret %v, %d events", got, len(sess.Msg.GetEvents()))
+		}
+	}
+	find(proc.url)
+	// While it runs (the log not checkpointed, perhaps) and after it
+	// stopped, no file holds the canary.
+	if files := grepDir(t, dataDir, canary); len(files) > 0 {
+		t.Fatalf("while serving, %v hold the canary", files)
+	}
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	if err := proc.cmd.Wait(); err != nil {
+		t.Fatalf("kioku serve after SIGTERM: %v", err)
+	}
+	if files := grepDir(t, dataDir, canary); len(files) > 0 {
+		t.Fatalf("after serving, %v hold the canary", files)
+	}
+
+	// A restart with the key reads everything and still finds it.
+	proc = startKioku(t, args...)
+	find(proc.url)
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	proc.cmd.Wait()
+
+	// A wrong key and no key are refused, naming the key file.
+	wrong := newKeyFile(t, filepath.Join(keyDir, "wrong.key"))
+	if out := failToServe(t, "--data-dir", dataDir, "--encryption-key-file", wrong); !strings.Contains(out, "encryption key file "+wrong) || !strings.Contains(out, "not the key") {
+		t.Fatalf("a wrong key: %s", out)
+	}
+	if out := failToServe(t, "--data-dir", dataDir); !strings.Contains(out, "is encrypted") || !strings.Contains(out, "--encryption-key-file") {
+		t.Fatalf("no key: %s", out)
+	}
+	// backup copies the store encrypted, and checks the copy opens with
+	// the key; export reads it with the key.
+	kioku := func(args ...string) (string, error) {
+		bin, err := buildKioku()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		return string(out), err
+	}
+	copyDir := t.TempDir()
+	copyFile := filepath.Join(copyDir, "kioku.db")
+	if out, err := kioku("backup", "--data-dir", dataDir, "--out", copyFile, "--encryption-key-file", key); err != nil {
+		t.Fatalf("kioku backup: %v\n%s", err, out)
+	}
+	if files := grepDir(t, copyDir, canary); len(files) > 0 {
+		t.Fatalf("the backup holds the canary")
+	}
+	if out, err := kioku("backup", "--data-dir", dataDir, "--out", filepath.Join(copyDir, "other.db"), "--encryption-key-file", wrong); err == nil || !strings.Contains(out, wrong) {
+		t.Fatalf("kioku backup with a wrong key: %v\n%s", err, out)
+	}
+	archive := filepath.Join(t.TempDir(), "all.jsonl.gz")
+	if out, err := kioku("export", "--data-dir", dataDir, "--out", archive, "--encryption-key-file", key); err != nil || !strings.Contains(out, "1 event, ") || !strings.Contains(out, "1 memory, ") {
+		t.Fatalf("kioku export: %v\n%s", err, out)
+	}
+
+	// The way to encrypt a store: import its archive into a new data
+	// directory with a key.
+	imported := t.TempDir()
+	if out, err := kioku("import", "--in", archive, "--data-dir", imported, "--encryption-key-file", key); err != nil {
+		t.Fatalf("kioku import: %v\n%s", err, out)
+	}
+	if files := grepDir(t, imported, canary); len(files) > 0 {
+		t.Fatalf("after an import, %v hold the canary", files)
+	}
+	proc = startKioku(t, "--data-dir", imported, "--encryption-key-file", key)
+	find(proc.url)
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	proc.cmd.Wait()
+
+	// Rotation: the new key opens the store, the old one no longer does.
+	next := newKeyFile(t, filepath.Join(keyDir, "next.key"))
+	if out, err := kioku("encryption", "rotate", "--data-dir", dataDir, "--encryption-key-file", key, "--new-key-file", next); err != nil || !strings.Contains(out, "re-wrapped 1 data keys") {
+		t.Fatalf("kioku encryption rotate: %v\n%s", err, out)
+	}
+	if out := failToServe(t, "--data-dir", dataDir, "--encryption-key-file", key); !strings.Contains(out, "not the key") {
+		t.Fatalf("the old key after rotation: %s", out)
+	}
+	proc = startKioku(t, "--data-dir", dataDir, "--encryption-key-file", next)
+	find(proc.url)
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	proc.cmd.Wait()
+
+	// A plain store is not opened with a key.
+	plain := t.TempDir()
+	proc = startKioku(t, "--data-dir", plain)
+	if _, err := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url).CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: parent})); err != nil {
+		t.Fatal(err)
+	}
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	proc.cmd.Wait()
+	if out := failToServe(t, "--data-dir", plain, "--encryption-key-file", key); !strings.Contains(out, "unencrypted data") || !strings.Contains(out, key) {
+		t.Fatalf("a plain store with a key: %s", out)
+	}
+}
