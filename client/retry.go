@@ -21,8 +21,8 @@ import (
 // confirm a write), a concurrent change or a store transaction closed
 // under it won (ABORTED), or the connection broke (reset, or closed before
 // the whole response came). Only calls that are safe to repeat are retried:
-// those the API marks as having no side effects (every Get, List, Retrieve
-// and Wait method) and AppendEvent, which is idempotent by event id (the
+// those the API marks as having no side effects (every Get, List, Search,
+// Retrieve and Wait method) or as idempotent (DeleteUser), and AppendEvent, which is idempotent by event id (the
 // client gives every event without an id a fresh one before sending, so a
 // retry that reaches a server which already stored the event gets the
 // stored event back, and nothing is appended twice). Other calls, whose
