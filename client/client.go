@@ -13,11 +13,11 @@
 //
 // The client speaks Connect (binary protobuf) by default; WithGRPC switches
 // to gRPC, WithJSON to Connect's JSON. It retries calls that are safe to
-// repeat when the server is unavailable or the connection breaks, with
-// backoff (RetryPolicy), and gives every appended event without an id a
-// fresh one first, so that a retry never appends an event twice. Errors are
-// *connect.Error values: connect.CodeOf(err) gives the status code
-// (connect.CodeNotFound, ...).
+// repeat when the server is unavailable, the call aborted or the
+// connection breaks, with jittered backoff (RetryPolicy), and gives every
+// appended event without an id a fresh one first, so that a retry never
+// appends an event twice. Errors are *connect.Error values:
+// connect.CodeOf(err) gives the status code (connect.CodeNotFound, ...).
 package client
 
 import (

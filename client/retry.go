@@ -17,10 +17,12 @@ import (
 
 // RetryPolicy says how the client retries a call that failed for a
 // transient reason: the server was unavailable (UNAVAILABLE, as while it
-// restarts or sheds load) or the connection broke (reset, or closed before
+// restarts or sheds load, or its store cannot be reached or did not
+// confirm a write), a concurrent change or a store transaction closed
+// under it won (ABORTED), or the connection broke (reset, or closed before
 // the whole response came). Only calls that are safe to repeat are retried:
-// those the API marks as having no side effects (every Get, List, Retrieve
-// and Wait method) and AppendEvent, which is idempotent by event id (the
+// those the API marks as having no side effects (every Get, List, Search,
+// Retrieve and Wait method) or as idempotent (DeleteUser), and AppendEvent, which is idempotent by event id (the
 // client gives every event without an id a fresh one before sending, so a
 // retry that reaches a server which already stored the event gets the
 // stored event back, and nothing is appended twice). Other calls, whose
@@ -107,9 +109,10 @@ func (retryInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) 
 }
 
 // transient reports whether a failed call may succeed when made again: the
-// server said it is unavailable, or the connection broke.
+// server said it is unavailable or the call aborted, or the connection
+// broke.
 func transient(err error) bool {
-	return connect.CodeOf(err) == connect.CodeUnavailable ||
+	return connect.CodeOf(err) == connect.CodeUnavailable || connect.CodeOf(err) == connect.CodeAborted ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 

@@ -191,3 +191,50 @@ func TestRetryRefused(t *testing.T) {
 		t.Fatalf("CreateSession while the server starts: %v, %v", s, err)
 	}
 }
+
+// TestRetryStoredAppend: the server stores an append and answers a code of
+// unknown outcome (as kioku does when its store did not confirm a write);
+// the client sends it again with the same event id for UNAVAILABLE and
+// ABORTED, and the session holds the event once. INTERNAL is not retried.
+func TestRetryStoredAppend(t *testing.T) {
+	for _, c := range []struct {
+		code     connect.Code
+		attempts int32
+	}{{connect.CodeUnavailable, 2}, {connect.CodeAborted, 2}, {connect.CodeInternal, 1}} {
+		t.Run(c.code.String(), func(t *testing.T) {
+			var attempts atomic.Int32
+			url := serve(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !isProcedure(r, kiokuv1connect.SessionServiceAppendEventProcedure) || attempts.Add(1) > 1 {
+						h.ServeHTTP(w, r)
+						return
+					}
+					h.ServeHTTP(httptest.NewRecorder(), r) // stored
+					connect.NewErrorWriter().Write(w, r, connect.NewError(c.code, errors.New("the write was not confirmed")))
+				})
+			})
+			cl := client.New(url, client.WithRetry(client.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}))
+			ctx := t.Context()
+			name := client.SessionName("a", "u", "s")
+			if _, err := cl.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "s"}); err != nil {
+				t.Fatal(err)
+			}
+			ev := &kiokuv1.Event{Author: "user", Content: client.Text("user", "I prefer tea.")}
+			res, err := cl.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: name, Event: ev})
+			if attempts.Load() != c.attempts {
+				t.Fatalf("%d attempts, want %d", attempts.Load(), c.attempts)
+			}
+			if c.attempts == 1 {
+				if connect.CodeOf(err) != c.code {
+					t.Fatalf("AppendEvent: %v, want %v unretried", err, c.code)
+				}
+			} else if err != nil || res.GetEvent().GetId() != ev.GetId() || res.GetEvent().GetSequence() != 1 {
+				t.Fatalf("AppendEvent: %v, %v; want the stored event %s at 1", res, err, ev.GetId())
+			}
+			list, err := cl.ListEvents(ctx, &kiokuv1.ListEventsRequest{Parent: name})
+			if err != nil || len(list.GetEvents()) != 1 || list.GetEvents()[0].GetId() != ev.GetId() {
+				t.Fatalf("stored events %v, %v; want just %s", list.GetEvents(), err, ev.GetId())
+			}
+		})
+	}
+}

@@ -133,16 +133,22 @@ func TestKeys(t *testing.T) {
 }
 
 // TestCORSOrigins: a page of a listed origin may call kioku from a
-// browser; another origin gets no CORS headers.
+// browser; another origin is refused 403 with no CORS headers.
 func TestCORSOrigins(t *testing.T) {
 	s, _ := start(t, server.Options{DataDir: t.TempDir(), CORSOrigins: []string{"https://App.example.com/"}})
-	for origin, want := range map[string]string{"https://app.example.com": "https://app.example.com", "https://other.example.com": ""} {
+	for origin, want := range map[string]struct {
+		code  int
+		allow string
+	}{
+		"https://app.example.com":   {http.StatusOK, "https://app.example.com"},
+		"https://other.example.com": {http.StatusForbidden, ""},
+	} {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/v1/apps/demo/users/ann/sessions", nil)
 		r.Header.Set("Origin", origin)
 		s.ServeHTTP(rec, r)
-		if got := rec.Header().Get("Access-Control-Allow-Origin"); rec.Code != http.StatusOK || got != want {
-			t.Errorf("GET from %s: %d, Access-Control-Allow-Origin %q, want 200 and %q", origin, rec.Code, got, want)
+		if got := rec.Header().Get("Access-Control-Allow-Origin"); rec.Code != want.code || got != want.allow {
+			t.Errorf("GET from %s: %d, Access-Control-Allow-Origin %q, want %d and %q", origin, rec.Code, got, want.code, want.allow)
 		}
 	}
 }

@@ -1,13 +1,16 @@
-// Package firestoredb holds what kioku's Firestore stores share: the
-// mapping of Firestore's errors to the domain's kinds, bulk deletion, the
-// listing of apps for export, and a Meter that counts the documents they
-// read, write and delete (Firestore's billing units).
+// Package firestoredb holds what kioku's Firestore stores share: how their
+// client is connected (Dial), the fault policy of that connection and the
+// health of Firestore (Guard), the mapping of Firestore's errors to the
+// domain's kinds (Wrap), bulk deletion, the listing of apps for export, and
+// a Meter that counts the documents they read, write and delete
+// (Firestore's billing units).
 package firestoredb
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -19,29 +22,66 @@ import (
 // IsNotFound reports whether err is Firestore's NOT_FOUND.
 func IsNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
-// Wrap turns Firestore's errors into the domain's: contention that
-// outlasted the retries is Aborted, an unreachable or overloaded service
-// Unavailable, a missed deadline DeadlineExceeded. Domain errors pass as
-// they are.
+// Wrap turns Firestore's errors into the domain's, each of the kind that
+// tells the caller what to do:
+//
+//   - Unavailable, to retry (kioku's clients retry it for calls safe to
+//     repeat, appends with the same event id): Firestore could not be
+//     reached (ErrUnreachable) or was unavailable or overloaded; a write
+//     whose outcome is unknown (ErrOutcomeUnknown); and Firestore's own
+//     failures (INTERNAL, UNKNOWN, DATA_LOSS), which Firestore's
+//     documentation asks callers to retry.
+//   - Aborted, to retry as well: contention that outlasted the
+//     transaction's attempts, and a transaction Firestore closed before it
+//     finished ("Transaction is invalid or closed", "Transaction lock
+//     timeout"), whose writes then may or may not have been applied.
+//   - DeadlineExceeded and Canceled: the caller's deadline passed, or it
+//     gave up.
+//
+// Domain errors pass as they are; any other error stays a kioku fault
+// (Internal).
 func Wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	var fe *fault.Error
-	if errors.As(err, &fe) {
+	switch {
+	case errors.As(err, &fe):
 		return err
+	case errors.Is(err, ErrUnreachable):
+		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable; retry later")
+	case errors.Is(err, ErrOutcomeUnknown):
+		return fault.Wrap(fault.Unavailable, err, "Firestore did not confirm the write; retry it with the same ids (an append with the same event id is stored once)")
 	}
 	switch status.Code(err) {
 	case codes.Aborted:
 		return fault.Wrap(fault.Aborted, err, "too much contention; retry")
 	case codes.Unavailable, codes.ResourceExhausted:
-		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable")
+		return fault.Wrap(fault.Unavailable, err, "Firestore is unavailable; retry later")
+	case codes.Internal, codes.Unknown, codes.DataLoss:
+		if _, ok := status.FromError(err); ok {
+			return fault.Wrap(fault.Unavailable, err, "Firestore failed; retry with the same ids")
+		}
+	case codes.InvalidArgument, codes.FailedPrecondition:
+		if closedTransaction(err) {
+			return fault.Wrap(fault.Aborted, err, "Firestore closed the transaction before it finished; retry with the same ids")
+		}
 	case codes.DeadlineExceeded:
 		return fault.Wrap(fault.DeadlineExceeded, err, "Firestore did not answer in time")
 	case codes.Canceled:
 		return fault.Wrap(fault.Canceled, err, "canceled")
 	}
 	return err
+}
+
+// closedTransaction reports whether err is Firestore's refusal of a
+// transaction it no longer holds open (expired, rolled back, or already
+// committed by an earlier sending): the only such refusals it makes, of
+// codes it also uses for malformed requests, name the transaction.
+func closedTransaction(err error) bool {
+	msg := strings.ToLower(status.Convert(err).Message())
+	return strings.Contains(msg, "transaction") && (strings.Contains(msg, "invalid") || strings.Contains(msg, "closed") || strings.Contains(msg, "expired")) ||
+		strings.Contains(msg, "from closed") // the emulator's "Can't swap from CLOSED to ACTIVE"
 }
 
 // DeleteDocs deletes documents with a bulk writer and waits for every

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
-	"os"
-	"strings"
 	"sync/atomic"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Meter counts the documents a Firestore client reads, writes and deletes,
@@ -45,41 +41,10 @@ func (m *Meter) Usage() Usage {
 }
 
 // ClientOptions returns the options that make a Firestore client report to
-// m. With FIRESTORE_EMULATOR_HOST set, the client library dials the
-// emulator itself and ignores dial options, so the options carry a
-// connection to the emulator, dialed as the library does, with m's
-// interceptors.
+// m (see Dial).
 func (m *Meter) ClientOptions() ([]option.ClientOption, error) {
-	interceptors := []grpc.DialOption{grpc.WithChainUnaryInterceptor(m.unary), grpc.WithChainStreamInterceptor(m.stream)}
-	addr := os.Getenv("FIRESTORE_EMULATOR_HOST")
-	if addr == "" {
-		out := make([]option.ClientOption, len(interceptors))
-		for i, o := range interceptors {
-			out[i] = option.WithGRPCDialOption(o)
-		}
-		return out, nil
-	}
-	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
-	conn, err := grpc.NewClient(addr, append(interceptors,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(emulatorOwner{}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
-	)...)
-	if err != nil {
-		return nil, err
-	}
-	return []option.ClientOption{option.WithGRPCConn(conn)}, nil
+	return Dial{Meter: m}.ClientOptions()
 }
-
-// emulatorOwner authenticates to the emulator as its administrator, as the
-// client library does.
-type emulatorOwner struct{}
-
-func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer owner"}, nil
-}
-
-func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
 // countWrites counts the writes of a commit or batch write.
 func (m *Meter) countWrites(writes []*firestorepb.Write) {

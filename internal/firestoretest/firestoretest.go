@@ -9,6 +9,9 @@
 // of its own, so tests never see each other's data, and the project's data
 // is deleted when the test ends.
 //
+// NewProxiedClient puts a fault proxy (package faultproxy) between the
+// client and the emulator, for tests of outages, resets and refusals.
+//
 // Where no emulator can be found or started, the test fails with a message
 // saying how to get one. It never skips.
 package firestoretest
@@ -20,6 +23,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +36,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/kioku-ai/kioku/internal/firestoredb"
+	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 )
 
 const install = `the Firestore emulator is needed: install the Google Cloud CLI with its
@@ -97,6 +104,32 @@ func NewClient(t testing.TB) (*firestore.Client, string) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, project
+}
+
+// NewProxiedClient returns a client for a fresh project (see Project) that
+// reaches the emulator through a fault proxy, connected as kioku's server
+// connects to Firestore (firestoredb.Dial with a Guard, whose health probe
+// reads through the client); the client and the guard close when the test
+// ends.
+func NewProxiedClient(t testing.TB) (*firestore.Client, *faultproxy.Proxy, *firestoredb.Guard) {
+	t.Helper()
+	project := Project(t)
+	p := faultproxy.Start(t, Host(t))
+	g := firestoredb.NewGuard(firestoredb.GuardOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts, err := firestoredb.Dial{Guard: g, EmulatorHost: p.Addr()}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := firestore.NewClientWithDatabase(context.Background(), project, firestore.DefaultDatabaseID, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetProbe(firestoredb.ProbeClient(c))
+	t.Cleanup(func() {
+		g.Close()
+		c.Close()
+	})
+	return c, p, g
 }
 
 // Reset deletes every document of a project's default database on the

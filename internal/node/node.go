@@ -144,7 +144,8 @@ type Node struct {
 	Firestore *firestoredb.Meter
 	// SQLite is the embedded store's file; nil on Firestore.
 	SQLite *sqlitedb.DB
-	meter  *model.Meter // the model calls of the memory bank
+	guard  *firestoredb.Guard // the Firestore connection's; nil on SQLite
+	meter  *model.Meter       // the model calls of the memory bank
 
 	closers []func() error
 	cancel  context.CancelFunc
@@ -188,7 +189,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.closers = append(n.closers, stores.Close)
-	n.Vectors, n.Firestore, n.SQLite = stores.vectors, stores.firestore, stores.sqlite
+	n.Vectors, n.Firestore, n.SQLite, n.guard = stores.vectors, stores.firestore, stores.sqlite, stores.guard
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
 	n.Jobs = jobs.New(stores.Memories, jobs.Config{
 		Logger:   cfg.Logger,
@@ -233,6 +234,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		MemoryFiles:       server.NewMemoryFileHandler(n.Files),
 		Surfaces:          surfaces,
 		Metrics:           func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
+		Ready:             stores.Ready,
 	})
 	switch {
 	case gen == nil:
@@ -257,11 +259,15 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
-	Files    memoryfiles.Store
+	// Ready reports whether the stores can serve (see server.Config's);
+	// nil for the embedded store, which is always there.
+	Ready func(context.Context) error
+	Files memoryfiles.Store
 
 	sqlite    *sqlitedb.DB       // nil on Firestore
 	vectors   *vectorcache.Cache // nil on Firestore
 	firestore *firestoredb.Meter // nil on SQLite
+	guard     *firestoredb.Guard // nil on SQLite
 	closers   []func() error
 }
 
@@ -312,15 +318,21 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			db = firestore.DefaultDatabaseID
 		}
 		st.firestore = &firestoredb.Meter{}
-		opts, err := st.firestore.ClientOptions()
+		guard := firestoredb.NewGuard(firestoredb.GuardOptions{Logger: cfg.Logger})
+		opts, err := firestoredb.Dial{Meter: st.firestore, Guard: guard}.ClientOptions()
 		if err != nil {
+			guard.Close()
 			return nil, err
 		}
 		client, err := firestore.NewClientWithDatabase(ctx, cfg.FirestoreProject, db, opts...)
 		if err != nil {
+			guard.Close()
 			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
 		}
-		st.closers = append(st.closers, client.Close)
+		guard.SetProbe(firestoredb.ProbeClient(client))
+		st.Ready, st.guard = guard.Ready, guard
+		// The guard's rollbacks stop before the client closes.
+		st.closers = append(st.closers, client.Close, func() error { guard.Close(); return nil })
 		st.Sessions = sessionfirestore.New(client, sessionfirestore.Options{})
 		ms := memoryfirestore.New(client, memoryfirestore.Options{})
 		migrated, err := ms.Migrate(ctx)
@@ -406,6 +418,7 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []server.Met
 		}{{"read", u.Reads}, {"write", u.Writes}, {"delete", u.Deletes}} {
 			out = append(out, server.Metric{Name: "kioku_firestore_documents_total", Help: help, Labels: [][2]string{{"op", c.op}}, Value: float64(c.n)})
 		}
+		out = append(out, server.Metric{Name: "kioku_firestore_rollbacks_pending", Help: "Rollbacks of failed or abandoned Firestore transactions not yet acknowledged, sent again until they are (while Firestore is unreachable, say).", Gauge: true, Value: float64(n.guard.PendingRollbacks())})
 	}
 	for _, o := range n.Sessions.Observers() {
 		l := [2]string{"observer", o.Name}

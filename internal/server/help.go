@@ -27,6 +27,7 @@ Connect:        POST /kioku.v1.SessionService/CreateSession and the like, Conten
 gRPC:           the kioku.v1 services; server reflection is on (grpcurl -plaintext HOST list)
 Vertex AI API:  /v1beta1/projects/... and /v1/projects/... (REST), google.cloud.aiplatform.* (gRPC)
 Health:         curl -H 'Content-Type: application/json' -d '{}' %s/grpc.health.v1.Health/Check
+                GET /healthz (200 SERVING, or 503 NOT_SERVING) for HTTP load balancers
 Metrics:        GET /metrics (Prometheus)
 `, docsURL, "http://"+r.Host)
 }

@@ -11,9 +11,10 @@
 // and for every Surface: a further API served on the same port through the
 // same interceptors (the Vertex AI API of package internal/server/vertex). Beside
 // the kioku.v1 services the same handler serves
-// gRPC health (grpc.health.v1) and server reflection (v1 and v1alpha), so
-// curl, grpcurl, buf curl and browsers all work against one address, and
-// GET /metrics (metrics.go); over TLS when given a Certificate (tls.go).
+// gRPC health (grpc.health.v1, and GET /healthz: health.go) and server
+// reflection (v1 and v1alpha), so curl, grpcurl, buf curl and browsers all
+// work against one address, and GET /metrics (metrics.go); over TLS when
+// given a Certificate (tls.go).
 //
 // REST is the services' google.api.http bindings, transcoded by
 // connectrpc.com/vanguard into Connect calls of the same handlers: /v1/...
@@ -172,6 +173,11 @@ type Config struct {
 	// memory workers') to GET /metrics; it is called at each scrape.
 	Metrics func() []Metric
 
+	// Ready, when set, reports whether the store can serve: health (gRPC
+	// health and GET /healthz) is NOT_SERVING while it returns an error.
+	// It is called by each health check, so it must be cheap (cached).
+	Ready func(context.Context) error
+
 	// Handlers of the services. A nil one answers UNIMPLEMENTED.
 	Sessions    kiokuv1connect.SessionServiceHandler
 	Memories    kiokuv1connect.MemoryBankServiceHandler
@@ -228,7 +234,7 @@ type REST struct {
 type Server struct {
 	cfg     Config
 	handler http.Handler
-	health  *grpchealth.StaticChecker
+	health  *health
 	names   []string // the API services served, for health
 	// beyondLoopback is set when Serve listens beyond loopback: the Host
 	// rule of crosssite.go then no longer applies.
@@ -423,8 +429,9 @@ func New(cfg Config) *Server {
 		serveREST(s.ServiceNames(), s.REST())
 	}
 
-	health := grpchealth.NewStaticChecker(names...)
+	health := &health{static: grpchealth.NewStaticChecker(names...), ready: cfg.Ready}
 	mux.Handle(grpchealth.NewHandler(health, opts...))
+	mux.Handle("GET /healthz", health)
 	reflector := grpcreflect.NewStaticReflector(append([]string{
 		grpchealth.HealthV1ServiceName,
 		grpcreflect.ReflectV1ServiceName,
@@ -592,9 +599,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	case <-ctx.Done():
 	}
 	for _, name := range s.names {
-		s.health.SetStatus(name, grpchealth.StatusNotServing)
+		s.health.static.SetStatus(name, grpchealth.StatusNotServing)
 	}
-	s.health.SetStatus("", grpchealth.StatusNotServing)
+	s.health.static.SetStatus("", grpchealth.StatusNotServing)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)

@@ -20,7 +20,7 @@
  */
 
 import { createRegistry, toJson as toJsonWithOptions, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { anyUnpack, MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 
@@ -30,7 +30,7 @@ import { file_kioku_v1_memory_file_service, MemoryFileService, type ExecuteRespo
 import { file_kioku_v1_operation, type Operation } from "./gen/kioku/v1/operation_pb.js";
 import { file_kioku_v1_operation_service, OperationService } from "./gen/kioku/v1/operation_service_pb.js";
 import { file_kioku_v1_session } from "./gen/kioku/v1/session_pb.js";
-import { file_kioku_v1_session_service, SessionService } from "./gen/kioku/v1/session_service_pb.js";
+import { file_kioku_v1_session_service, SessionService, type AppendEventRequest } from "./gen/kioku/v1/session_service_pb.js";
 
 export * from "./gen/kioku/v1/memory_pb.js";
 export * from "./gen/kioku/v1/memory_bank_service_pb.js";
@@ -71,6 +71,98 @@ export interface KiokuClientOptions {
   fetch?: typeof globalThis.fetch;
   /** Interceptors run on every call, after the one that adds the API key. */
   interceptors?: Interceptor[];
+  /**
+   * How calls that failed for a transient reason are retried (see
+   * {@link RetryOptions}); `false` turns retries off. Default: up to 5
+   * attempts.
+   */
+  retry?: RetryOptions | false;
+}
+
+/**
+ * How the client retries a call that failed for a transient reason: the
+ * server was unavailable (`Code.Unavailable`, as while it restarts, or its
+ * store cannot be reached or did not confirm a write), a concurrent change
+ * or a store transaction closed under it won (`Code.Aborted`), or the
+ * request never got an answer (a network error). Only calls safe to repeat
+ * are retried: those the API marks as having no side effects (every Get,
+ * List, Retrieve and Wait method) and `appendEvent`, which is idempotent by
+ * event id: the client gives every event without an id a fresh one before
+ * sending, so a retry that reaches a server which already stored the event
+ * gets the stored event back, and nothing is appended twice. Other calls,
+ * and streams, fail with the first error. A call's signal or timeout ends
+ * the retries.
+ */
+export interface RetryOptions {
+  /** How many times a call is made in all; 1 turns retries off. Default 5. */
+  maxAttempts?: number;
+  /**
+   * The wait before the first retry, in milliseconds (default 100); each
+   * further wait doubles, up to `maxBackoffMs` (default 2000). Each wait is
+   * jittered to between half and all of its length.
+   */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+/** Returns a fresh event id (a random UUID), as the client gives to every appended event that has none. */
+export function newEventId(): string {
+  // crypto.randomUUID needs a secure context in browsers; getRandomValues does not.
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** Whether a failed attempt may succeed when made again. */
+function transient(e: unknown): boolean {
+  if (e instanceof ConnectError) {
+    return e.code === Code.Unavailable || e.code === Code.Aborted;
+  }
+  // fetch rejects with a TypeError when the request got no answer.
+  return e instanceof TypeError;
+}
+
+/** The interceptor that gives events ids and retries safe unary calls. */
+function retryInterceptor(options: RetryOptions): Interceptor {
+  const maxAttempts = options.maxAttempts && options.maxAttempts > 0 ? options.maxAttempts : 5;
+  const initial = options.initialBackoffMs && options.initialBackoffMs > 0 ? options.initialBackoffMs : 100;
+  const max = options.maxBackoffMs && options.maxBackoffMs > 0 ? options.maxBackoffMs : 2000;
+  return (next) => async (req) => {
+    if (req.stream) {
+      return next(req);
+    }
+    let safe = req.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+    if (req.method === SessionService.method.appendEvent) {
+      const event = (req.message as AppendEventRequest).event;
+      if (event && event.id === "") {
+        event.id = newEventId();
+      }
+      safe = event !== undefined && event.id !== "";
+    }
+    let backoff = initial;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await next(req);
+      } catch (e) {
+        if (!safe || !transient(e) || attempt >= maxAttempts || req.signal.aborted) {
+          throw e;
+        }
+      }
+      const wait = backoff / 2 + Math.random() * (backoff / 2);
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          req.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, wait);
+        req.signal.addEventListener("abort", done);
+      });
+      backoff = Math.min(2 * backoff, max);
+    }
+  };
 }
 
 /** The services of kioku.v1, as Connect clients on one transport. */
@@ -89,6 +181,8 @@ export interface KiokuClient {
  * as a plain object (`{ parent: userName("demo", "ann") }`) and returns the
  * response message; errors are `ConnectError`s with the server's code.
  * Server-streaming `sessions.watchSession` returns an async iterable.
+ * Calls safe to repeat are retried when they fail for a transient reason
+ * (see {@link RetryOptions}).
  */
 export function createKiokuClient(options: KiokuClientOptions): KiokuClient {
   const interceptors: Interceptor[] = [];
@@ -100,6 +194,10 @@ export function createKiokuClient(options: KiokuClientOptions): KiokuClient {
     });
   }
   interceptors.push(...(options.interceptors ?? []));
+  // Innermost, so that every attempt passes the interceptors above.
+  if (options.retry !== false) {
+    interceptors.push(retryInterceptor(options.retry ?? {}));
+  }
   // The registry lets JSON carry google.protobuf.Any (operations).
   const common = { baseUrl: options.baseUrl, interceptors, fetch: options.fetch, jsonOptions: { registry } };
   const transport =

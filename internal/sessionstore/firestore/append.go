@@ -14,12 +14,16 @@ import (
 func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
 	key := r.Key
 	ref := s.sessionRef(key.App, key.ID)
-	defer s.lockAppend(r)()
+	unlock, err := s.lockAppend(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	// The event's search terms are found once, outside the transaction,
 	// which may run more than once.
 	indexed := sessions.IndexTerms(r.Event)
 	var res *sessions.AppendResult
-	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		res = nil
 		d, err := readSession(tx.Get, ref, key, r.Now)
 		if err != nil {

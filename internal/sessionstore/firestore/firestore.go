@@ -41,6 +41,34 @@
 // session conflict on the session document and are retried by Firestore's
 // transaction protocol; every acknowledged one is committed.
 //
+// # Faults and deadlines
+//
+// An append keeps its caller's deadline throughout: appends to one session
+// (or one shared state document) from this server queue on a lock whose
+// wait ends with the caller's context, and the transaction's attempts
+// (Options.MaxAttempts, with backoff) stop when it ends. Kioku keeps
+// Firestore's pessimistic transactions, whose reads lock documents, rather
+// than a design without such locks (optimistic writes guarded by update
+// times), and makes sure no transaction stays abandoned holding its locks:
+// the client is connected through a firestoredb.Guard, which sends a
+// failed or abandoned transaction's rollback from a background queue, at
+// once and again (each try bounded to 2 s, at most a second apart) until
+// Firestore acknowledges it, instead of the client library's single
+// rollback of 5 s after the caller's deadline, which an outage loses. So
+// the caller is answered at its deadline, and a session written when
+// Firestore went away takes appends again within about a second of its
+// return rather than when Firestore expires the transaction (a minute).
+// The guard also fails a call at once with UNAVAILABLE when no connection
+// to Firestore can be made (it refuses them), instead of the library's
+// retries until its 60-second timeout.
+//
+// Every error an append returns says what to do (firestoredb.Wrap): a
+// commit whose connection broke after it was sent, Firestore's own
+// failures and a transaction Firestore closed ("Transaction is invalid or
+// closed") may have stored the event, and are UNAVAILABLE or ABORTED,
+// which kioku's clients retry with the same event id; the retry finds the
+// event by its id and returns it, so nothing is stored twice.
+//
 // # Reads
 //
 // GetSession reads the session, user and app documents in one batch and the
@@ -56,6 +84,7 @@
 package firestore
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -90,48 +119,71 @@ type Store struct {
 	locks   map[string]*sessionLock
 }
 
+// sessionLock is a lock that a waiter can give up on: its channel holds a
+// token while the lock is free.
 type sessionLock struct {
-	mu   sync.Mutex
+	free chan struct{}
 	refs int
 }
 
 // lockAppend takes the locks of an append: its session's, then its user's
 // and its app's state when it writes them (always in this order, so two
-// appends cannot deadlock).
-func (s *Store) lockAppend(r *sessions.AppendRequest) func() {
-	unlock := []func(){s.lock("s/" + r.Key.App + "/" + r.Key.ID)}
+// appends cannot deadlock). A wait that outlasts ctx ends with ctx's error
+// (as a domain error) and holds nothing.
+func (s *Store) lockAppend(ctx context.Context, r *sessions.AppendRequest) (func(), error) {
+	keys := []string{"s/" + r.Key.App + "/" + r.Key.ID}
 	if len(r.Deltas.User) > 0 {
-		unlock = append(unlock, s.lock("u/"+r.Key.App+"/"+r.Key.User))
+		keys = append(keys, "u/"+r.Key.App+"/"+r.Key.User)
 	}
 	if len(r.Deltas.App) > 0 {
-		unlock = append(unlock, s.lock("a/"+r.Key.App))
+		keys = append(keys, "a/"+r.Key.App)
 	}
-	return func() {
+	var unlock []func()
+	release := func() {
 		for i := len(unlock) - 1; i >= 0; i-- {
 			unlock[i]()
 		}
 	}
+	for _, k := range keys {
+		u, err := s.lock(ctx, k)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		unlock = append(unlock, u)
+	}
+	return release, nil
 }
 
-// lock serialises this process's writes to one document.
-func (s *Store) lock(k string) func() {
+// lock serialises this process's writes to one document, waiting at most
+// until ctx is done.
+func (s *Store) lock(ctx context.Context, k string) (func(), error) {
 	s.locksMu.Lock()
 	l := s.locks[k]
 	if l == nil {
-		l = &sessionLock{}
+		l = &sessionLock{free: make(chan struct{}, 1)}
+		l.free <- struct{}{}
 		s.locks[k] = l
 	}
 	l.refs++
 	s.locksMu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
+	drop := func() {
 		s.locksMu.Lock()
 		if l.refs--; l.refs == 0 {
 			delete(s.locks, k)
 		}
 		s.locksMu.Unlock()
 	}
+	select {
+	case <-l.free:
+	case <-ctx.Done():
+		drop()
+		return nil, fault.Wrap(fault.KindOf(ctx.Err()), ctx.Err(), "waiting for this server's earlier appends to the same session or state")
+	}
+	return func() {
+		l.free <- struct{}{}
+		drop()
+	}, nil
 }
 
 var _ sessions.Store = (*Store)(nil)

@@ -16,19 +16,21 @@ memory_file_service_pb2 and the *_pb2_grpc service stubs). Client holds one
 channel with the service stubs (sessions, memories, operations, files) and
 adds what a program needs around them: iterators over every List method,
 watch_session as a generator, wait_operation, run_memory_tool (a Claude
-memory tool_use input in, the tool_result's content and is_error out), and
-the API key on every call. Errors are grpc.RpcError with the server's
-status code.
+memory tool_use input in, the tool_result's content and is_error out), the
+API key on every call, and retries of the calls safe to repeat
+(RetryPolicy). Errors are grpc.RpcError with the server's status code.
 """
 
 from kioku._client import (
     Client,
     OperationError,
     OperationTimeout,
+    RetryPolicy,
     app_name,
     generate_result,
     memory_file_name,
     memory_name,
+    new_event_id,
     purge_result,
     session_name,
     struct,
@@ -52,6 +54,7 @@ __all__ = [
     "Client",
     "OperationError",
     "OperationTimeout",
+    "RetryPolicy",
     "app_name",
     "generate_result",
     "memory_bank_service_pb2",
@@ -59,6 +62,7 @@ __all__ = [
     "memory_file_service_pb2",
     "memory_name",
     "memory_pb2",
+    "new_event_id",
     "operation_pb2",
     "operation_service_pb2",
     "purge_result",

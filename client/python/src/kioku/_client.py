@@ -1,12 +1,15 @@
 """The Client and the helpers exported by the kioku package."""
 
+import random
 import time
+import uuid
 from urllib.parse import urlparse
 
 import grpc
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import descriptor_pb2, json_format, struct_pb2
 
 from kioku.v1 import (
+    memory_bank_service_pb2,
     memory_bank_service_pb2_grpc,
     memory_file_service_pb2,
     memory_file_service_pb2_grpc,
@@ -125,19 +128,102 @@ class _Key(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
         return continuation(self._with_key(details), request)
 
 
+class RetryPolicy:
+    """How a Client retries a call that failed for a transient reason: the
+    server was unavailable (UNAVAILABLE, as while it restarts, or its store
+    cannot be reached or did not confirm a write, or no connection could be
+    made) or a concurrent change or a store transaction closed under it won
+    (ABORTED).
+
+    Only calls safe to repeat are retried: those the API marks as having no
+    side effects (every Get, List, Retrieve and Wait method) and
+    AppendEvent, which is idempotent by event id: the client gives every
+    event without an id a fresh one (new_event_id) before sending, so a
+    retry that reaches a server which already stored the event gets the
+    stored event back, and nothing is appended twice. Other calls, and
+    streams, fail with the first error.
+
+    A call is made max_attempts times at most; the first wait is
+    initial_backoff seconds, each further one doubles up to max_backoff,
+    and each is jittered to between half and all of its length. A call's
+    timeout covers its attempts and waits. (gRPC's own retry policy cannot
+    do this: kioku answers errors with headers, then trailers, which commit
+    a gRPC call before its status is known.)
+    """
+
+    def __init__(self, max_attempts=5, initial_backoff=0.1, max_backoff=2.0):
+        self.max_attempts = max(1, max_attempts)
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+
+
+def new_event_id():
+    """A fresh event id (a random UUID), as the client gives to every
+    appended event that has none."""
+    return str(uuid.uuid4())
+
+
+def _safe_methods():
+    """The full names (/service/method) of the methods without side effects."""
+    out = set()
+    for module in (session_service_pb2, memory_bank_service_pb2, operation_service_pb2, memory_file_service_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for m in service.methods:
+                if m.GetOptions().idempotency_level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS:
+                    out.add(f"/{service.full_name}/{m.name}")
+    return frozenset(out)
+
+
+_SAFE = _safe_methods()
+_APPEND = "/kioku.v1.SessionService/AppendEvent"
+_TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED)
+
+
+class _Retry(grpc.UnaryUnaryClientInterceptor):
+    """Gives appended events ids and retries safe unary calls (RetryPolicy)."""
+
+    def __init__(self, policy):
+        self._policy = policy
+
+    def intercept_unary_unary(self, continuation, details, request):
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        safe = method in _SAFE
+        if method == _APPEND and request.HasField("event"):
+            if not request.event.id:
+                request.event.id = new_event_id()
+            safe = True
+        deadline = None if details.timeout is None else time.monotonic() + details.timeout
+        backoff = self._policy.initial_backoff
+        attempt = 1
+        while True:
+            outcome = continuation(details, request)
+            if not safe or outcome.code() not in _TRANSIENT or attempt >= self._policy.max_attempts:
+                return outcome
+            wait = backoff / 2 + random.uniform(0, backoff / 2)
+            if deadline is not None:
+                if deadline - time.monotonic() <= wait:
+                    return outcome
+            time.sleep(wait)
+            if deadline is not None:
+                details = details._replace(timeout=deadline - time.monotonic())
+            backoff = min(2 * backoff, self._policy.max_backoff)
+            attempt += 1
+
+
 class Client:
     """A gRPC channel to kioku with the kioku.v1 service stubs.
 
     target is host:port (plaintext HTTP/2, as `kioku serve` speaks by
     default), http://host:port, or https://host[:port] for a server with
     --tls-cert (the system's roots; pass credentials= for a private CA).
-    api_key, when set, goes with every call. The stubs (sessions,
-    memories, operations, files) have every method of the API; the methods
-    below add iteration, streaming, waiting and the memory tool around
-    them.
+    api_key, when set, goes with every call. Calls safe to repeat are
+    retried as retry (a RetryPolicy) says; retry=None turns retries off.
+    The stubs (sessions, memories, operations, files) have every method of
+    the API; the methods below add iteration, streaming, waiting and the
+    memory tool around them.
     """
 
-    def __init__(self, target, api_key=None, *, credentials=None, options=None):
+    def __init__(self, target, api_key=None, *, credentials=None, options=None, retry=RetryPolicy()):
         parsed = urlparse(target if "://" in target else "//" + target)
         address = parsed.netloc or target
         if parsed.scheme == "https" or credentials is not None:
@@ -146,9 +232,12 @@ class Client:
             self.channel = grpc.secure_channel(address, credentials or grpc.ssl_channel_credentials(), options=options)
         else:
             self.channel = grpc.insecure_channel(address, options=options)
-        channel = self.channel
+        interceptors = []
         if api_key:
-            channel = grpc.intercept_channel(channel, _Key(api_key))
+            interceptors.append(_Key(api_key))
+        if retry is not None:
+            interceptors.append(_Retry(retry))
+        channel = grpc.intercept_channel(self.channel, *interceptors) if interceptors else self.channel
         self.sessions = session_service_pb2_grpc.SessionServiceStub(channel)
         self.memories = memory_bank_service_pb2_grpc.MemoryBankServiceStub(channel)
         self.operations = operation_service_pb2_grpc.OperationServiceStub(channel)
