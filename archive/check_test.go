@@ -1,6 +1,7 @@
 package archive_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/archive"
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions"
 )
 
 // recount rewrites the end record of an archive's lines to count the
@@ -116,5 +119,37 @@ func TestImportRefusesBrokenArchivesWritingNothing(t *testing.T) {
 	// selection (the whole installation: no target).
 	if _, err := load(t, backends[0].open(t), recount(t, archiveLines(t, a)), archive.ImportOptions{Now: now}); err != nil {
 		t.Fatalf("the archive, recounted: %v", err)
+	}
+}
+
+// TestImportTakesSessionsDeletedMeanwhile: a session deleted while it was
+// exported is followed by a session_deleted record instead of all its
+// events; the check takes it, and the import leaves it deleted.
+func TestImportTakesSessionsDeletedMeanwhile(t *testing.T) {
+	st := backends[0].open(t)
+	f := populate(t, st)
+	victim := sessions.Key{App: "a1", User: "u1", ID: "s1"}
+	st.Sessions = &deletingStore{Store: st.Sessions, victim: victim}
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Header{Created: f.now, Store: "test", App: "a1", User: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := archive.Export(t.Context(), st, w, archive.Selection{App: "a1", User: "u1"}, f.now); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := backends[0].open(t)
+	rep, err := load(t, dst, buf.Bytes(), archive.ImportOptions{Now: f.now, Target: archive.Selection{App: "a1", User: "u1"}})
+	if err != nil {
+		t.Fatalf("an archive with a session deleted meanwhile: %v", err)
+	}
+	if rep.Read[archive.KindSessionDeleted] != 1 {
+		t.Fatalf("read %v, want a session_deleted record", rep.Read)
+	}
+	if _, _, err := dst.Sessions.GetSession(t.Context(), victim, sessions.EventQuery{Now: f.now}); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("the session deleted meanwhile, after the import: %v", err)
 	}
 }
