@@ -94,20 +94,42 @@
 // revision numbers and sources included) and is idempotent: a record
 // already in the target is left alone, so importing an archive twice
 // changes nothing, and an import that stopped half-way resumes when run
-// again. A record that conflicts with the target (a session of the same id
-// created there independently, one that moved on past the archive) stops
-// the import with an error naming it. Memories keep their vectors when the
-// target's embedder is the one that made them and are embedded again with
-// the target's otherwise. A memory file keeps its id, path and revisions,
-// and its user's usage counts it (the memory tool's per-user limits are
-// not applied to an import: a user over one can delete, not add); a path
-// the memory tool would refuse is refused. An archive whose header names
-// one app, or one user, holds nothing else: a record of another app or
-// user (or, in a user's archive, of the whole app: app state, the bank's
-// configuration, memories of no user) stops the import at that record,
-// before anything of it is written. So does a session or event the API
-// would refuse (sessions.ValidateImported: an event id that is no id, an
-// event over the event size limit, state nested too deep, a user:, app:
-// or temp: key in a session's own state); the records before it stay
-// written.
+// again. Memories keep their vectors when the target's embedder is the
+// one that made them and are embedded again with the target's otherwise.
+// A memory file keeps its id, path and revisions, and its user's usage
+// counts it (the memory tool's per-user limits are not applied to an
+// import: a user over one can delete, not add); a path the memory tool
+// would refuse is refused.
+//
+// Import reads an archive twice, and writes only in the second reading.
+// The first checks every record without asking the stores, so that an
+// archive with a record any import would refuse leaves the target as it
+// was, not with part of a session or half an archive in it (the stores
+// have no transaction that spans an archive, or a session with thousands
+// of events, and holding a session's events in memory until they are
+// all read would bound what an import can load by its memory instead).
+// Refused there: a truncated archive or one whose end record's counts
+// differ; a record outside the header's selection (an archive whose
+// header names one app, or one user, holds nothing else: a record of
+// another app or user or, in a user's archive, of the whole app: app
+// state, the bank's configuration, memories of no user); a session or
+// event the API would refuse (sessions.ValidateImported: an event id that
+// is no id, an event over the event size limit, state nested too deep, a
+// user:, app: or temp: key in a session's own state); a session whose
+// events do not have every sequence from 1 to its last_sequence once, in
+// order (unless a session_deleted record follows it); a session (by app
+// and id), memory or memory file that appears twice; a revision that
+// does not follow its memory or memory file. With
+// ImportOptions.Target, an archive whose header selects anything else
+// is refused too. The error names the record (its line) and the session,
+// sequence or selection.
+//
+// What the second reading can still meet is the target itself: a record
+// that conflicts with it (a session of the same id created there
+// independently, one that moved on past the archive) or a store that
+// fails stops the import with an error naming it, and what was written
+// before stays; running the import again (once the conflict is resolved)
+// completes it. A session is written before its events, so such a stop
+// can leave a session with part of its events; the next import writes
+// the rest.
 package archive

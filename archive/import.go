@@ -26,10 +26,18 @@ type ImportOptions struct {
 	Embedder model.Embedder
 	// Now decides expiry. Default: time.Now().
 	Now time.Time
+	// Target, when it names an app (and maybe a user), is what the
+	// caller means to import: an archive whose header selects anything
+	// else (another app or user, the whole installation, the whole app
+	// for a user) is refused before anything is read past the header.
+	// The zero Target takes the archive's own selection.
+	Target Selection
 }
 
 // Report is what an import did.
 type Report struct {
+	// Header is the archive's header.
+	Header Header
 	// Read counts the records read, by kind; Written those the target did
 	// not hold yet (or held in another state), which the import wrote.
 	// The others were there already.
@@ -50,35 +58,34 @@ const (
 	watermarkBatch  = 100
 )
 
-// Import writes the records of an archive to the stores as they are (see
-// the package documentation), reading and writing batch by batch, and
-// returns what it did. It stops at the first record the target refuses
-// (a conflict, or bad data), naming it; what it wrote before stays, and
-// running it again resumes. Memories whose vectors come from another
-// embedder than opts.Embedder are then embedded again.
-func Import(ctx context.Context, st Stores, r *Reader, opts ImportOptions) (*Report, error) {
+// Import writes the records of the archive src to the stores as they are
+// (see the package documentation) and returns what it did. It reads src
+// twice: first it checks every record as the API would take it, without
+// writing (a refused record, a sequence gap or a duplicate stops it there
+// and the stores are as they were); then it seeks back to the start and
+// writes, batch by batch. It stops at the first record the target refuses
+// (a conflict), naming it; what it wrote before stays, and running it
+// again resumes. Memories whose vectors come from another embedder than
+// opts.Embedder are then embedded again.
+func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOptions) (*Report, error) {
 	if opts.Embedder == nil {
 		opts.Embedder = model.Offline{}
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	im := &importer{st: st, opts: opts, rep: &Report{Read: Counts{}, Written: Counts{}}}
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return im.rep, err
-		}
-		im.rep.Read[rec.Kind]++
-		if err := within(r.Header(), rec); err != nil {
-			return im.rep, fmt.Errorf("record %d of the archive (%s) %w; nothing of it was written", r.line, rec.Kind, err)
-		}
-		if err := im.record(ctx, rec); err != nil {
-			return im.rep, fmt.Errorf("importing record %d of the archive (%s): %w", r.line, rec.Kind, err)
-		}
+	rep := &Report{Read: Counts{}, Written: Counts{}}
+	if err := scan(src, opts.Target, rep, "nothing was written", func(*Record) error { return nil }); err != nil {
+		return rep, err
+	}
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return rep, fmt.Errorf("reading the archive again to write it: %w", err)
+	}
+	rep.Read = Counts{}
+	im := &importer{st: st, opts: opts, rep: rep}
+	changed := "the archive changed while it was imported; what was written before it stays"
+	if err := scan(src, opts.Target, rep, changed, func(rec *Record) error { return im.record(ctx, rec) }); err != nil {
+		return rep, err
 	}
 	if err := im.flush(ctx); err != nil {
 		return im.rep, err
@@ -97,6 +104,54 @@ func Import(ctx context.Context, st Stores, r *Reader, opts ImportOptions) (*Rep
 	return im.rep, nil
 }
 
+// scan reads an archive from src, checks its header against target and
+// each of its records (checker), counting them in rep.Read, and hands each
+// to write, naming the record in write's errors.
+func scan(src io.Reader, target Selection, rep *Report, refused string, write func(*Record) error) error {
+	r, err := NewReader(src)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := r.Header()
+	rep.Header = h
+	if target.App != "" && (h.App != target.App || h.User != target.User) {
+		return fmt.Errorf("the archive holds %s (its header says so), not %s: nothing was written (import it without naming a target to take the archive's own selection)", describeSelection(Selection{App: h.App, User: h.User}), describeSelection(target))
+	}
+	c := newChecker(h)
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		rep.Read[rec.Kind]++
+		if err := c.check(rec); err != nil {
+			return fmt.Errorf("record %d of the archive (%s) is refused: %w; %s", r.line, rec.Kind, err, refused)
+		}
+		if err := write(rec); err != nil {
+			return fmt.Errorf("importing record %d of the archive (%s): %w", r.line, rec.Kind, err)
+		}
+	}
+	if err := c.endSession(nil); err != nil {
+		return fmt.Errorf("the archive's last records are refused: %w; %s", err, refused)
+	}
+	return nil
+}
+
+// describeSelection names a selection for messages.
+func describeSelection(s Selection) string {
+	switch {
+	case s.User != "":
+		return fmt.Sprintf("user %s of app %s", s.User, s.App)
+	case s.App != "":
+		return "app " + s.App
+	}
+	return "the whole installation"
+}
+
 // importer is an import under way: the batches not written yet.
 type importer struct {
 	st   Stores
@@ -108,7 +163,6 @@ type importer struct {
 	skipping   bool // the session expired: its events are skipped
 	events     []*sessions.Event
 	eventBytes int
-	lastSeq    int64 // the sequence of the last event read, for the order check
 
 	// The memory whose revisions follow, whether it was written, and its
 	// revisions not written yet.
@@ -139,11 +193,7 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 	case KindWatermark:
 		return im.watermark(ctx, rec.Watermark)
 	case KindFileRevision:
-		r := rec.FileRevision
-		if im.file == nil || im.file.App != r.App || im.file.User != r.User || im.file.ID != r.FileID {
-			return fmt.Errorf("revision %s does not follow its memory file's record", r.Name())
-		}
-		im.fileRevs = append(im.fileRevs, r)
+		im.fileRevs = append(im.fileRevs, rec.FileRevision)
 		return nil
 	}
 	if err := im.flush(ctx); err != nil {
@@ -156,10 +206,7 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		return im.wrote(rec.Kind, wrote, err)
 	case KindSession:
 		s := rec.Session
-		if err := sessions.ValidateImported(s, nil); err != nil {
-			return err
-		}
-		im.session, im.skipping, im.lastSeq = s, false, 0
+		im.session, im.skipping = s, false
 		if s.Expired(im.opts.Now) {
 			im.skipping = true
 			im.rep.Expired++
@@ -220,18 +267,8 @@ func (im *importer) wrote(kind Kind, wrote bool, err error) error {
 
 // event queues an event of the current session.
 func (im *importer) event(ctx context.Context, rec *Record) error {
-	if im.session == nil || im.session.Key != rec.Of {
-		return fmt.Errorf("an event of %s that does not follow its session's record", rec.Of.Name())
-	}
-	if rec.Event.Sequence <= im.lastSeq {
-		return fmt.Errorf("event %q of %s has sequence %d, not after %d", rec.Event.ID, rec.Of.Name(), rec.Event.Sequence, im.lastSeq)
-	}
-	im.lastSeq = rec.Event.Sequence
 	if im.skipping {
 		return nil
-	}
-	if err := sessions.ValidateImported(nil, []*sessions.Event{rec.Event}); err != nil {
-		return err
 	}
 	im.events = append(im.events, rec.Event)
 	im.eventBytes += rec.Size
@@ -243,9 +280,6 @@ func (im *importer) event(ctx context.Context, rec *Record) error {
 
 // revision queues a revision of the current memory.
 func (im *importer) revision(ctx context.Context, r *memorybank.Revision) error {
-	if im.memory == nil || im.memory.App != r.App || im.memory.ID != r.MemoryID {
-		return fmt.Errorf("revision %s does not follow its memory's record", r.Name())
-	}
 	im.revisions = append(im.revisions, r)
 	if len(im.revisions) >= revisionBatch {
 		return im.flushMemory(ctx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -41,11 +42,7 @@ func write(t *testing.T, st archive.Stores, now time.Time) []byte {
 
 func load(t *testing.T, st archive.Stores, data []byte, opts archive.ImportOptions) (*archive.Report, error) {
 	t.Helper()
-	r, err := archive.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return archive.Import(t.Context(), st, r, opts)
+	return archive.Import(t.Context(), st, bytes.NewReader(data), opts)
 }
 
 // sameRecords compares two archives' records: the domain values read
@@ -130,9 +127,23 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestImportResumes: an import of a truncated archive stops with an error
-// after writing what it read; importing the whole archive then completes
-// it.
+// failingStore fails to store the events of one session, as a store
+// that goes away in the middle of an import would.
+type failingStore struct {
+	sessions.Store
+	victim sessions.Key
+}
+
+func (f *failingStore) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
+	if key == f.victim {
+		return 0, errors.New("the store went away")
+	}
+	return f.Store.ImportEvents(ctx, key, events, now)
+}
+
+// TestImportResumes: an import of a truncated archive is refused before
+// it writes anything; one that a store failure stops after writing part
+// of the archive is completed by importing the archive again.
 func TestImportResumes(t *testing.T) {
 	_, a, now := source(t)
 	lines := archiveLines(t, a)
@@ -145,9 +156,18 @@ func TestImportResumes(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "truncated") {
 				t.Fatalf("import of a truncated archive: %v", err)
 			}
+			if len(rep.Written) != 0 {
+				t.Fatalf("the truncated import wrote %v, want nothing", rep.Written)
+			}
+			stopped := dst
+			stopped.Sessions = &failingStore{Store: dst.Sessions, victim: sessions.Key{App: "a1", User: "u2", ID: "t1"}}
+			rep, err = load(t, stopped, a, archive.ImportOptions{Now: now})
+			if err == nil || !strings.Contains(err.Error(), "events of apps/a1/users/u2/sessions/t1: the store went away") {
+				t.Fatalf("import into a failing store: %v", err)
+			}
 			first := rep.Written[archive.KindEvent]
 			if first == 0 {
-				t.Fatalf("the truncated import wrote %v, want its first half", rep.Written)
+				t.Fatalf("the stopped import wrote %v, want the events before t1's", rep.Written)
 			}
 			rep, err = load(t, dst, a, archive.ImportOptions{Now: now})
 			if err != nil {

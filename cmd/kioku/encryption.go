@@ -15,7 +15,7 @@ import (
 // encryptionKeyFlag registers --encryption-key-file (KIOKU_ENCRYPTION_KEY_FILE),
 // the same for serve, export, import, backup and encryption rotate.
 func encryptionKeyFlag(fs *cli.FlagSet) *string {
-	return fs.Env("encryption-key-file", "", "file holding the base64 32-byte master key (make one with `openssl rand -base64 32` or kioku encryption new-key) that encrypts the sqlite store at rest; empty: not encrypted. A wrong or missing key for an encrypted store is refused")
+	return fs.Env("encryption-key-file", "", "file holding the base64 32-byte master key (make one with openssl rand -base64 32 or kioku encryption new-key) that encrypts the sqlite store at rest; empty: not encrypted. A wrong or missing key for an encrypted store is refused")
 }
 
 // benchEncryption is an option of startBenchNode: with on, the store is
@@ -79,6 +79,9 @@ func encryption(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	case "rotate":
 		return rotateKey(ctx, args[1:], stdout)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, encryptionUsage)
+		return nil
 	default:
 		return fmt.Errorf("kioku encryption %s: unknown subcommand; use new-key or rotate", args[0])
 	}

@@ -105,21 +105,7 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 		fs.Usage()
 		return errors.New("--out is required")
 	}
-	var sel archive.Selection
-	var err error
-	switch {
-	case *app != "" && *user != "":
-		return errors.New("--app and --user go alone: --user names its app (apps/APP/users/USER)")
-	case strings.Contains(*app, "/"):
-		return fmt.Errorf("--app %q: want an app id, such as demo", *app)
-	case *app != "":
-		sel, err = archive.ParseSelection("apps/" + *app)
-	case *user != "":
-		if !strings.Contains(*user, "/users/") {
-			return fmt.Errorf("--user %q: want apps/APP/users/USER", *user)
-		}
-		sel, err = archive.ParseSelection(*user)
-	}
+	sel, err := parseSelectionFlags(*app, *user)
 	if err != nil {
 		return err
 	}
@@ -161,6 +147,25 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "exported %s from %s to %s in %v: %s\n", what, sf.describe(), describeFile(*out, size), time.Since(start).Round(time.Millisecond), describeCounts(counts))
 	return nil
+}
+
+// parseSelectionFlags parses the --app and --user flags of export and
+// import (neither: the whole installation).
+func parseSelectionFlags(app, user string) (archive.Selection, error) {
+	switch {
+	case app != "" && user != "":
+		return archive.Selection{}, errors.New("--app and --user go alone: --user names its app (apps/APP/users/USER)")
+	case strings.Contains(app, "/"):
+		return archive.Selection{}, fmt.Errorf("--app %q: want an app id, such as demo", app)
+	case app != "":
+		return archive.ParseSelection("apps/" + app)
+	case user != "":
+		if !strings.Contains(user, "/users/") {
+			return archive.Selection{}, fmt.Errorf("--user %q: want apps/APP/users/USER", user)
+		}
+		return archive.ParseSelection(user)
+	}
+	return archive.Selection{}, nil
 }
 
 // writeNewFile writes a new file through write: into a temporary file
@@ -221,25 +226,30 @@ func describeCounts(c archive.Counts) string {
 	return strings.Join(parts, ", ")
 }
 
-const importUsage = `Usage: kioku import --in FILE [flags]
+const importUsage = `Usage: kioku import --in FILE [--app APP | --user apps/APP/users/USER] [flags]
 
 Loads an archive written by kioku export into the store, which the same
 flags and KIOKU_ variables as kioku serve choose: SQLite (stop kioku serve
 on the data directory first: a serving process would not see the imported
-memories in its vector cache) or Firestore. Every record is written as it
-is: names, ids, sequences, timestamps, revision numbers and sources. What
-the store holds already is left alone, so importing twice changes nothing
-and an import that stopped is resumed by running it again; a record that
-conflicts with the store (a session of the same id created there, one
-that moved on since) stops the import with an error naming it. Memories
-whose vectors come from another embedder than the store's (the --embedder
-flags) are embedded again. An archive of another format version is
-refused, and so is a record outside the archive's header (in an archive
-of one app or one user, a record of another, or of the whole app in a
-user's), or a session or event the API would refuse (an event id that is
-no id, an event over 512 KiB, state nested too deep, an app: key in a
-session's own state): the import stops there, before writing it; what
-it wrote before stays.
+memories in its vector cache) or Firestore. The archive is read twice.
+First every record is checked, and nothing is written if one is refused:
+an archive of another format version, a record outside the archive's
+header (in an archive of one app or one user, a record of another, or of
+the whole app in a user's), a session or event the API would refuse (an
+event id that is no id, an event over 512 KiB, state nested too deep, an
+app: key in a session's own state), a session whose events miss a
+sequence or repeat one, a session, memory or memory file that appears
+twice. With --app or --user, an archive whose header holds anything else
+(another app or user, the whole installation) is refused too. Then every
+record is written as it is: names, ids, sequences, timestamps, revision
+numbers and sources. What the store holds already is left alone, so
+importing twice changes nothing and an import that stopped is resumed by
+running it again; a record that conflicts with the store (a session of
+the same id created there, one that moved on since) stops the import
+with an error naming it, and what it wrote before stays. Memories whose
+vectors come from another embedder than the store's (the --embedder
+flags) are embedded again. Standard input (--in -) is copied to a
+temporary file first.
 
 Flags:
 `
@@ -249,6 +259,8 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	fs := cli.NewFlagSet("import", "KIOKU_", importUsage)
 	sf := registerStoreFlags(fs)
 	in := fs.String("in", "", "the archive to read (required; - for standard input)")
+	app := fs.String("app", "", "refuse an archive that does not hold exactly this app (an app id)")
+	user := fs.String("user", "", "refuse an archive that does not hold exactly this user of an app: apps/APP/users/USER")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -259,30 +271,34 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 		fs.Usage()
 		return errors.New("--in is required")
 	}
-	src := stdin
-	if *in != "-" {
-		f, err := os.Open(*in)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		src = f
+	target, err := parseSelectionFlags(*app, *user)
+	if err != nil {
+		return err
 	}
+	src, err := openArchive(*in, stdin)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
 	r, err := archive.NewReader(src)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *in, err)
 	}
-	defer r.Close()
+	r.Close()
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	stores, emb, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer stores.Close()
 	start := time.Now()
-	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, r, archive.ImportOptions{Embedder: emb, Now: start})
-	h := r.Header()
-	report := fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", *in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
+	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, src, archive.ImportOptions{Embedder: emb, Now: start, Target: target})
+	report := fmt.Sprintf("import of %s into %s", *in, sf.describe())
 	if rep != nil {
+		h := rep.Header
+		report = fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", *in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
 		read := int64(0)
 		for _, n := range rep.Read {
 			read += n
@@ -301,4 +317,27 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	}
 	fmt.Fprintf(stdout, "%s, in %v\n", report, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// openArchive opens the archive to import, which is read twice (checked,
+// then written): a file as it is, standard input ("-") copied to a
+// temporary file first, removed when it is closed.
+func openArchive(in string, stdin io.Reader) (io.ReadSeekCloser, error) {
+	if in != "-" {
+		return os.Open(in)
+	}
+	tmp, err := os.CreateTemp("", "kioku-import-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(tmp.Name()) // the open file stays readable
+	if _, err := io.Copy(tmp, stdin); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("copying standard input to a temporary file: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	return tmp, nil
 }
