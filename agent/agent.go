@@ -137,8 +137,9 @@ type Agent struct {
 	// a short placeholder (in the request only, never in the session).
 	// Default 3; negative keeps all.
 	KeepToolResults int
-	// PreloadTopK is how many memories are preloaded; negative disables
-	// preloading. Default 5.
+	// PreloadTopK is how many memories are preloaded, after the session
+	// user's structured profiles (RetrieveProfiles); negative disables
+	// preloading, profiles included. Default 5.
 	PreloadTopK int
 	Memory      MemoryPolicy
 	// MemoryFiles offers the memory file tool ("memory", the commands of

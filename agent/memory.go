@@ -4,15 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 )
 
-// preload returns the instruction text of the memories relevant to the
-// message, each with its date (memoryDate), or "".
+// preload returns the instruction text of the session user's structured
+// profiles (profileLines) and of the memories relevant to the message,
+// each with its date (memoryDate), or "".
 func (t *turn) preload(ctx context.Context, message string) (string, error) {
 	k := t.a.PreloadTopK
 	if k < 0 {
@@ -21,16 +28,66 @@ func (t *turn) preload(ctx context.Context, message string) (string, error) {
 	if k == 0 {
 		k = 5
 	}
+	profiles, err := t.a.Kioku.RetrieveProfiles(ctx, &kiokuv1.RetrieveProfilesRequest{
+		Parent: client.AppName(t.app),
+		Scope:  map[string]string{"user_id": t.user},
+	})
+	if err != nil {
+		return "", fmt.Errorf("agent: retrieving profiles: %w", err)
+	}
 	mems, err := t.retrieve(ctx, message, k)
-	if err != nil || len(mems) == 0 {
+	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	b.WriteString("What you remember about the user from earlier conversations, each with its date (use it when it helps; do not recite it):\n")
-	for _, m := range mems {
-		fmt.Fprintf(&b, "- %s %s\n", memoryDate(m), m.GetFact())
+	if lines := profileLines(profiles.GetProfiles()); lines != "" {
+		b.WriteString("The user's profile (use it when it helps; do not recite it):\n")
+		b.WriteString(lines)
+	}
+	if len(mems) > 0 {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("What you remember about the user from earlier conversations, each with its date (use it when it helps; do not recite it):\n")
+		for _, m := range mems {
+			fmt.Fprintf(&b, "- %s %s\n", memoryDate(m), m.GetFact())
+		}
 	}
 	return b.String(), nil
+}
+
+// profileLines renders profiles as short, stable lines: one per profile,
+// in the order of the schema ids, its fields in the schema's order,
+// "- user-profile: preferred_language = Python; tone = succinct".
+func profileLines(profiles map[string]*kiokuv1.MemoryProfile) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(profiles)) {
+		fmt.Fprintf(&b, "- %s: ", id)
+		for i, m := range profiles[id].GetMemories() {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			f := m.GetProfile()
+			fmt.Fprintf(&b, "%s = %s", f.GetField(), valueText(f.GetValue()))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// valueText renders a profile field's value: a string as it is, a number
+// in its shortest form, a bool as true or false.
+func valueText(v *structpb.Value) string {
+	switch x := v.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		return x.StringValue
+	case *structpb.Value_NumberValue:
+		return strconv.FormatFloat(x.NumberValue, 'f', -1, 64)
+	case *structpb.Value_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	}
+	b, _ := protojson.Marshal(v)
+	return string(b)
 }
 
 // memoryDate says when a memory is from: "[2023-05-02]" for the date the

@@ -162,24 +162,25 @@ type (
 		Config json.RawMessage `json:"config"`
 	}
 	memoryRecord struct {
-		Kind           Kind                `json:"kind"`
-		Name           string              `json:"name"`
-		Fact           string              `json:"fact"`
-		DisplayName    string              `json:"display_name,omitempty"`
-		Description    string              `json:"description,omitempty"`
-		Scope          map[string]string   `json:"scope"`
-		Topics         []string            `json:"topics,omitempty"`
-		Metadata       memorybank.Metadata `json:"metadata,omitempty"`
-		Sources        json.RawMessage     `json:"sources,omitempty"`
-		CreateTime     time.Time           `json:"create_time,omitzero"`
-		UpdateTime     time.Time           `json:"update_time,omitzero"`
-		ExpireTime     time.Time           `json:"expire_time,omitzero"`
-		EventTime      time.Time           `json:"event_time,omitzero"`
-		StatedTime     time.Time           `json:"stated_time,omitzero"`
-		Revision       int64               `json:"revision"`
-		Deleted        bool                `json:"deleted,omitempty"`
-		EmbeddingModel string              `json:"embedding_model,omitempty"`
-		Embedding      string              `json:"embedding,omitempty"`
+		Kind           Kind                     `json:"kind"`
+		Name           string                   `json:"name"`
+		Fact           string                   `json:"fact"`
+		DisplayName    string                   `json:"display_name,omitempty"`
+		Description    string                   `json:"description,omitempty"`
+		Scope          map[string]string        `json:"scope"`
+		Topics         []string                 `json:"topics,omitempty"`
+		Metadata       memorybank.Metadata      `json:"metadata,omitempty"`
+		Sources        json.RawMessage          `json:"sources,omitempty"`
+		CreateTime     time.Time                `json:"create_time,omitzero"`
+		UpdateTime     time.Time                `json:"update_time,omitzero"`
+		ExpireTime     time.Time                `json:"expire_time,omitzero"`
+		EventTime      time.Time                `json:"event_time,omitzero"`
+		StatedTime     time.Time                `json:"stated_time,omitzero"`
+		Revision       int64                    `json:"revision"`
+		Deleted        bool                     `json:"deleted,omitempty"`
+		EmbeddingModel string                   `json:"embedding_model,omitempty"`
+		Embedding      string                   `json:"embedding,omitempty"`
+		Profile        *memorybank.ProfileField `json:"profile,omitempty"` // absent: natural language
 	}
 	revisionRecord struct {
 		Kind     Kind            `json:"kind"`
@@ -304,10 +305,8 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 	}
 	return w.write(KindMemory, memoryRecord{
 		Kind: KindMemory, Name: m.Name(), Fact: m.Fact, DisplayName: m.DisplayName, Description: m.Description,
-		Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
-		Sources:    sources,
-		CreateTime: m.CreateTime.UTC(), UpdateTime: m.UpdateTime.UTC(), ExpireTime: m.ExpireTime.UTC(),
-		EventTime: m.EventTime.UTC(), StatedTime: m.StatedTime.UTC(),
+		Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Sources: sources, Profile: m.Profile,
+		CreateTime: m.CreateTime.UTC(), UpdateTime: m.UpdateTime.UTC(), ExpireTime: m.ExpireTime.UTC(), EventTime: m.EventTime.UTC(), StatedTime: m.StatedTime.UTC(),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel, Embedding: encodeVector(m.Embedding),
 	})
 }
@@ -619,9 +618,8 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		}
 		mem := &memorybank.Memory{
 			App: app, ID: id, Fact: m.Fact, DisplayName: m.DisplayName, Description: m.Description,
-			Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata,
-			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime,
-			EventTime: m.EventTime, StatedTime: m.StatedTime,
+			Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Profile: m.Profile,
+			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime, EventTime: m.EventTime, StatedTime: m.StatedTime,
 			Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		}
 		if mem.Sources, err = record.UnmarshalSources(m.Sources); err != nil {

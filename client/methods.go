@@ -134,6 +134,12 @@ func (c *Client) RetrieveMemories(ctx context.Context, req *kiokuv1.RetrieveMemo
 	return unary(ctx, c.memories.RetrieveMemories, req)
 }
 
+// RetrieveProfiles returns a scope's structured profiles, one per profile
+// schema of the app that applies to the scope and has a field filled.
+func (c *Client) RetrieveProfiles(ctx context.Context, req *kiokuv1.RetrieveProfilesRequest) (*kiokuv1.RetrieveProfilesResponse, error) {
+	return unary(ctx, c.memories.RetrieveProfiles, req)
+}
+
 // ListMemoryRevisions lists a memory's revisions, newest first. Works for
 // deleted memories.
 func (c *Client) ListMemoryRevisions(ctx context.Context, req *kiokuv1.ListMemoryRevisionsRequest) (*kiokuv1.ListMemoryRevisionsResponse, error) {

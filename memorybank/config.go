@@ -16,7 +16,7 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*BankConfig, error
 }
 
 // The fields of BankConfig an update mask may name.
-var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger", "pii_redaction"}
+var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger", "pii_redaction", "profile_schemas"}
 
 // UpdateConfig changes the fields of an app's configuration named in mask
 // (all of them when mask is empty) to those of c.
@@ -52,6 +52,8 @@ func (s *Service) UpdateConfig(ctx context.Context, c *BankConfig, mask []string
 			next.Retrieval = c.Retrieval
 		case "pii_redaction":
 			next.PIIRedaction = c.PIIRedaction
+		case "profile_schemas":
+			next.Profiles = c.Profiles
 		default:
 			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", f, configFields)
 		}

@@ -104,6 +104,19 @@
 // pages through the scope. Filters bound topics, metadata and the
 // memories' times (ParseFilter).
 //
+// # Structured profiles
+//
+// An app's configuration may declare profile schemas (Vertex AI Memory
+// Bank's memory profiles): JSON Schema objects of named scalar fields
+// under a schema id (ProfileSchema, ProfileSchemaFor makes one from a Go
+// type). Generation fills them within its extraction call, one profile
+// per schema and scope, and consolidates them per field without a model
+// call (profile_generation.go); each field is a memory of type
+// StructuredProfile (Memory.Profile) with revisions. RetrieveProfiles
+// returns a scope's profiles with one indexed read (ProfileStore) and no
+// model call; listings and searches return natural-language memories
+// unless their types ask for profile fields (profiles.go).
+//
 // # Time
 //
 // A memory records when its fact was stated (StatedTime: for a generated
@@ -117,8 +130,9 @@
 //
 // Store persists the memory bank; it is made of focused interfaces:
 // MemoryStore (memories, watermarks and the atomic Write), RevisionStore,
-// ConfigStore, TransferStore (export, import and erasure), and jobs.Store
-// (the operations, which a Write completes). Package memorybanktest is its
+// ConfigStore, TransferStore (export, import and erasure), ProfileStore
+// (a scope's profile fields), and jobs.Store (the operations, which a
+// Write completes). Package memorybanktest is its
 // conformance suite, run here on the SQLite store and by
 // internal/memorystore/sqlite and internal/memorystore/firestore; the
 // stored forms of its records are internal/memorystore/record's.

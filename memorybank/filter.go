@@ -74,6 +74,11 @@ type Filter struct {
 	// ExactMetadata, when set, keeps only the memories whose metadata is
 	// exactly it (a generation's RequireExactMatch).
 	ExactMetadata *Metadata
+	// Types are the types of memories that match (Memory.Type); empty
+	// means NaturalLanguage only, so that listings and searches return
+	// natural-language memories unless asked for profile fields
+	// (Filter.Empty does not count it).
+	Types []MemoryType
 }
 
 // Empty reports whether the filter has no condition.
@@ -99,6 +104,15 @@ func (f Filter) MatchesTopics(topics []string) bool {
 	return true
 }
 
+// MatchesType reports whether a memory of type t passes the filter's
+// types.
+func (f Filter) MatchesType(t MemoryType) bool {
+	if len(f.Types) == 0 {
+		return t == NaturalLanguage
+	}
+	return slices.Contains(f.Types, t)
+}
+
 // MatchesTimes reports whether a memory's times pass the filter's bounds.
 func (f Filter) MatchesTimes(event, stated time.Time) bool {
 	return f.EventTime.Contains(event) && f.StatedTime.Contains(stated)
@@ -115,7 +129,7 @@ func (f Filter) MatchesRest(m *Memory) bool {
 
 // Matches reports whether a memory passes the whole filter.
 func (f Filter) Matches(m *Memory) bool {
-	return f.MatchesTopics(m.Topics) && f.MatchesTimes(m.EventTime, m.StatedTime) && f.MatchesRest(m)
+	return f.MatchesType(m.Type()) && f.MatchesTopics(m.Topics) && f.MatchesTimes(m.EventTime, m.StatedTime) && f.MatchesRest(m)
 }
 
 // ParseFilter parses a memory filter (see the fields above). The

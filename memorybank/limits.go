@@ -164,7 +164,7 @@ func validateConfig(c *BankConfig) error {
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
 	}
-	return nil
+	return validateProfileSchemas(c.Profiles)
 }
 
 // validateTimes checks a memory's event and stated times: zero, or within

@@ -2,6 +2,7 @@ package memorybank
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -144,6 +145,9 @@ type ListMemoriesRequest struct {
 	Filter    string
 	PageSize  int32
 	PageToken string
+	// Types are the types of memories listed; empty: NaturalLanguage only
+	// (see Filter.Types).
+	Types []MemoryType
 }
 
 // ListMemories returns a page of memories, most recently updated first.
@@ -164,6 +168,7 @@ func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*M
 	if err != nil {
 		return nil, "", err
 	}
+	f.Types = r.Types
 	return s.listPage(ctx, "memories", r.App, r.Scope, f, r.Filter, size, r.PageToken)
 }
 
@@ -172,7 +177,11 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if len(scope) > 0 {
 		scopeKey = scope.Key()
 	}
-	digest := aip.QueryDigest(kind, app, scopeKey, filter)
+	parts := []string{kind, app, scopeKey, filter}
+	if len(f.Types) > 0 {
+		parts = append(parts, fmt.Sprint(f.Types))
+	}
+	digest := aip.QueryDigest(parts...)
 	tok, err := aip.DecodePageToken(token, digest)
 	if err != nil {
 		return nil, "", err
@@ -290,6 +299,9 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 		}
 		if u.StatedTime != nil {
 			m.StatedTime = stated
+		}
+		if u.Fact != nil && *u.Fact != m.Fact && m.Profile != nil {
+			return 0, "", fault.InvalidField("memory.fact", "memory.fact: memory %s is the field %s of profile %s: its fact follows the field's value, which generation sets; delete the memory to clear the field", m.Name(), m.Profile.Field, m.Profile.SchemaID)
 		}
 		if u.Fact != nil {
 			m.Fact = *u.Fact

@@ -125,6 +125,19 @@ type Memory struct {
 	// Embedding is the fact's vector by EmbeddingModel (an Embedder's Name).
 	Embedding      []float32
 	EmbeddingModel string
+	// Profile, when set, makes the memory a field of a structured profile
+	// (its Type is StructuredProfile): the field's value, which Fact
+	// renders (see profiles.go). Nil: a natural-language memory.
+	Profile *ProfileField
+}
+
+// Type returns the memory's type: StructuredProfile when it holds a
+// profile field, NaturalLanguage otherwise.
+func (m *Memory) Type() MemoryType {
+	if m.Profile != nil {
+		return StructuredProfile
+	}
+	return NaturalLanguage
 }
 
 // Name returns the memory's resource name.
@@ -194,6 +207,7 @@ func (m *Memory) clone() *Memory {
 	c.Topics = slices.Clone(m.Topics)
 	c.Metadata = m.Metadata.Clone()
 	c.Sources = mergeSources(nil, m.Sources)
+	c.Profile = m.Profile.clone()
 	return &c
 }
 
@@ -259,6 +273,9 @@ type Revision struct {
 	ExpireTime time.Time
 	// EventTime and StatedTime are the memory's after the change.
 	EventTime, StatedTime time.Time
+	// Profile is the memory's profile field after the change (nil for a
+	// natural-language memory).
+	Profile *ProfileField
 }
 
 // Name returns the revision's resource name.
@@ -333,7 +350,10 @@ type BankConfig struct {
 	// PIIRedaction redacts personal data from what the app's memory bank
 	// and compactions send to models and from the memories stored.
 	PIIRedaction PIIRedaction
-	UpdateTime   time.Time
+	// Profiles are the app's structured profile schemas (see
+	// profiles.go): generation fills one profile per schema and scope.
+	Profiles   []ProfileSchema
+	UpdateTime time.Time
 }
 
 // Topics returns the topics extraction may use: label → description.

@@ -177,22 +177,23 @@ type generatedRecord struct {
 
 // memoryRecord is a memory in a generation's result (without its vector).
 type memoryRecord struct {
-	ID             string   `json:"id"`
-	Fact           string   `json:"fact"`
-	Scope          Scope    `json:"scope"`
-	DisplayName    string   `json:"display_name,omitempty"`
-	Description    string   `json:"description,omitempty"`
-	Topics         []string `json:"topics,omitempty"`
-	Metadata       Metadata `json:"metadata,omitempty"`
-	Sources        []Source `json:"sources,omitempty"`
-	CreateNS       int64    `json:"create_ns"`
-	UpdateNS       int64    `json:"update_ns"`
-	ExpireNS       int64    `json:"expire_ns,omitempty"`
-	Revision       int64    `json:"revision"`
-	Deleted        bool     `json:"deleted,omitempty"`
-	EmbeddingModel string   `json:"embedding_model,omitempty"`
-	EventNS        int64    `json:"event_ns,omitempty"`
-	StatedNS       int64    `json:"stated_ns,omitempty"`
+	ID             string        `json:"id"`
+	Fact           string        `json:"fact"`
+	Scope          Scope         `json:"scope"`
+	DisplayName    string        `json:"display_name,omitempty"`
+	Description    string        `json:"description,omitempty"`
+	Topics         []string      `json:"topics,omitempty"`
+	Metadata       Metadata      `json:"metadata,omitempty"`
+	Sources        []Source      `json:"sources,omitempty"`
+	CreateNS       int64         `json:"create_ns"`
+	UpdateNS       int64         `json:"update_ns"`
+	ExpireNS       int64         `json:"expire_ns,omitempty"`
+	Revision       int64         `json:"revision"`
+	Deleted        bool          `json:"deleted,omitempty"`
+	EmbeddingModel string        `json:"embedding_model,omitempty"`
+	EventNS        int64         `json:"event_ns,omitempty"`
+	StatedNS       int64         `json:"stated_ns,omitempty"`
+	Profile        *ProfileField `json:"profile,omitempty"`
 }
 
 func sessionName(k *sessions.Key) string {
@@ -282,7 +283,7 @@ func generatedRecordOf(gm GeneratedMemory) generatedRecord {
 		ID: m.ID, Fact: m.Fact, Scope: m.Scope, DisplayName: m.DisplayName, Description: m.Description,
 		Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources, CreateNS: unixnano.From(m.CreateTime), UpdateNS: unixnano.From(m.UpdateTime), ExpireNS: unixnano.From(m.ExpireTime),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
-		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
+		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime), Profile: m.Profile,
 	}}
 }
 
@@ -302,7 +303,7 @@ func (g generatedRecord) generated(app string) (GeneratedMemory, error) {
 		App: app, ID: m.ID, Fact: m.Fact, Scope: m.Scope, DisplayName: m.DisplayName, Description: m.Description,
 		Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources, CreateTime: unixnano.Time(m.CreateNS), UpdateTime: unixnano.Time(m.UpdateNS), ExpireTime: unixnano.Time(m.ExpireNS),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
-		EventTime: unixnano.Time(m.EventNS), StatedTime: unixnano.Time(m.StatedNS),
+		EventTime: unixnano.Time(m.EventNS), StatedTime: unixnano.Time(m.StatedNS), Profile: m.Profile,
 	}}, nil
 }
 

@@ -95,18 +95,25 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	}
 	r.figures(func(res *generateResult) { res.EventsProcessed = len(conv.events) })
 
-	// 2. Extract.
+	// 2. Extract (with the profiles that apply, profile_generation.go).
 	allowed := req.AllowedTopics
+	prof, err := s.profiles(ctx, cfg, app, scope, len(conv.events) > 0)
+	if err != nil {
+		return nil, err
+	}
+	var fields []profileCandidate
 	if len(conv.events) > 0 {
 		start := time.Now()
 		b.Progress("extracting facts")
-		facts, err := r.extract(ctx, cfg, allowed, conv)
+		var facts []candidate
+		facts, fields, err = r.extract(ctx, cfg, allowed, conv, prof)
 		if err != nil {
 			return nil, err
 		}
 		for i := range facts {
 			facts[i].fact = redactFact(r.red, facts[i].fact)
 		}
+		redactFields(r.red, fields)
 		r.figures(func(res *generateResult) {
 			res.ModelCalls++
 			res.FactsExtracted = len(facts)
@@ -138,6 +145,9 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	if err := s.applyPlan(ctx, cfg, app, scope, req.metadataChange(), plan, first.Name(), now, w, &generated); err != nil {
 		return nil, err
 	}
+	if err := s.applyProfile(ctx, cfg, app, scope, prof, fields, first.Name(), now, w, &generated); err != nil {
+		return nil, err
+	}
 	res := r.result
 	res.Generated = nil
 	for _, gm := range generated {
@@ -149,33 +159,39 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	}}, nil
 }
 
-// extract makes the extraction call and returns the candidates.
-func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation) ([]candidate, error) {
+// extract makes the extraction call and returns the candidates: the
+// facts, and the fields of the profiles p asks for (nil: none).
+func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation, p *profileRun) ([]candidate, []profileCandidate, error) {
 	s := r.s
 	if s.gen == nil {
-		return nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
+		return nil, nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
 	}
 	topics, desc := cfg.Topics()
 	if len(allowed) > 0 {
 		topics = slices.DeleteFunc(topics, func(t string) bool { return !slices.Contains(allowed, t) })
 		if len(topics) == 0 {
-			return nil, fault.Invalidf("allowed_topics %v names none of the app's topics", allowed)
+			return nil, nil, fault.Invalidf("allowed_topics %v names none of the app's topics", allowed)
 		}
 	}
 	system, user := extractionPrompt(cfg, topics, desc, conv)
+	schema := extractionSchema(topics)
+	if p != nil {
+		system, user = p.prompt(system, user)
+		schema = p.replySchema(schema)
+	}
 	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
-		Schema:   extractionSchema(topics),
+		Schema:   schema,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	facts, err := parseExtraction(resp.Text, topics, allowed, conv)
+	facts, fields, err := parseExtraction(resp.Text, topics, allowed, conv, p)
 	if err != nil {
-		return nil, model.BadReply(s.gen, "extraction", err)
+		return nil, nil, model.BadReply(s.gen, "extraction", err)
 	}
-	return facts, nil
+	return facts, fields, nil
 }
 
 // dedupeCandidates merges candidates whose facts are the same text (after
@@ -350,6 +366,15 @@ func cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
+// embedAll embeds the new texts of a generation in one call (none: no
+// call).
+func (s *Service) embedAll(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	return s.emb.Embed(ctx, texts, model.TaskDocument)
+}
+
 // applyPlan turns planned changes into the write's changes and the
 // operation's result. The memories shown to the model are read again so
 // that the write's precondition is their current revision. Each revision
@@ -365,12 +390,9 @@ func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, sc
 			texts = append(texts, p.fact)
 		}
 	}
-	var vecs [][]float32
-	if len(texts) > 0 {
-		var err error
-		if vecs, err = s.emb.Embed(ctx, texts, model.TaskDocument); err != nil {
-			return err
-		}
+	vecs, err := s.embedAll(ctx, texts)
+	if err != nil {
+		return err
 	}
 	next := 0
 	candFacts := func(p planned) []string { return []string{p.cand.fact} }

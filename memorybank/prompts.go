@@ -22,6 +22,10 @@ import (
 // extractionReply is the reply of the extraction call.
 type extractionReply struct {
 	Facts []extractedFact `json:"facts" jsonschema_description:"The facts worth remembering long term. An empty list when there is nothing worth remembering."`
+	// Profile holds the profile fields, by schema id and field name; its
+	// schema joins the reply's only when profiles apply
+	// (profileRun.replySchema).
+	Profile map[string]map[string]profileReply `json:"profile,omitempty" jsonschema:"-"`
 }
 
 type extractedFact struct {
@@ -200,6 +204,8 @@ type candidate struct {
 	// event and stated are its times (see Memory): the date the model
 	// gave, and the latest timestamp of the events it cited.
 	event, stated time.Time
+	// events are the numbers of the events an extracted fact cites.
+	events []int
 }
 
 // parseFactDate parses an extracted fact's date: YYYY-MM-DD, YYYY-MM or

@@ -10,9 +10,9 @@ import (
 )
 
 // purge is the handler of KindPurge: it counts, and with Force deletes,
-// the memories of the scope that match the filter. Deletions are written
-// page by page with the count so far; a purge resumed after a crash
-// continues from there.
+// the memories of the scope that match the filter, profile fields
+// included. Deletions are written page by page with the count so far; a
+// purge resumed after a crash continues from there.
 func (s *Service) purge(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error) {
 	op := b.Operations()[0]
 	job, err := JobOf(op)
@@ -24,6 +24,8 @@ func (s *Service) purge(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, erro
 	if err != nil {
 		return nil, err
 	}
+	// A purge deletes memories of every type: profile fields too.
+	f.Types = []MemoryType{NaturalLanguage, StructuredProfile}
 	cfg, err := s.store.GetConfig(ctx, op.App)
 	if err != nil {
 		return nil, err

@@ -337,6 +337,16 @@ func TestRevisionGolden(t *testing.T) {
 			t.Errorf("metadata %s was accepted", bad)
 		}
 	}
+	// A profile field's revision holds the field.
+	rev.Fact, rev.Topics, rev.Metadata = "preferred_language: Python", nil, nil
+	rev.Profile = &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	body, err = record.MarshalRevision(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := record.UnmarshalRevision("golden", "m1", 3, check(t, "v2/revision-profile.json", body)); err != nil || !cmp.Equal(rev, got) {
+		t.Errorf("profile revision decoded: %v (-sample +golden):\n%s", err, cmp.Diff(rev, got))
+	}
 	// The first format's actions were numbers.
 	for file, action := range map[string]memorybank.Action{"revision-gone-2.json": memorybank.Deleted, "revision-tea-3.json": memorybank.Updated} {
 		body, err := os.ReadFile(filepath.Join("testdata", "v1", file))
@@ -360,8 +370,13 @@ func TestConfigGolden(t *testing.T) {
 		Examples: []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
 			ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger:    memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
-		Retrieval:  memorybank.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
+		Trigger:   memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
+		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Description: "Who the user is.", ScopeKeys: []string{"user_id"}, Fields: []memorybank.ProfileFieldSchema{
+			{Name: "preferred_language", Type: "string", Description: "The language the user prefers."},
+			{Name: "tone", Type: "string", Enum: []string{"succinct", "detailed"}},
+			{Name: "age", Type: "integer"},
+		}}},
 		UpdateTime: t0.Add(time.Second),
 	}
 	body, err := record.MarshalConfig(cfg)
@@ -377,8 +392,9 @@ func TestConfigGolden(t *testing.T) {
 		t.Errorf("decoded (-sample +golden):\n%s", diff)
 	}
 	// The first version stored the same configuration the same way (it
-	// had no retrieval settings: their absence is the defaults).
-	cfg.Retrieval = memorybank.Retrieval{}
+	// had no retrieval settings or profiles: their absence is the
+	// defaults).
+	cfg.Retrieval, cfg.Profiles = memorybank.Retrieval{}, nil
 	v1, err := os.ReadFile(filepath.Join("testdata", "v1", "config.json"))
 	if err != nil {
 		t.Fatal(err)

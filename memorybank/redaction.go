@@ -69,3 +69,21 @@ func redactFact(r *redact.Redactor, fact string) string {
 	}
 	return out
 }
+
+// redactFields redacts the string values of the profile fields a reply
+// gave, as the free facts are (an enum's values are the schema's own and
+// stay as they are).
+func redactFields(r *redact.Redactor, fields []profileCandidate) {
+	if r == nil {
+		return
+	}
+	for i := range fields {
+		if v, ok := fields[i].value.(string); ok && len(fields[i].field.Enum) == 0 {
+			out := r.Redact(v)
+			if len(out) > MaxProfileValueBytes {
+				out = aip.Truncate(out, MaxProfileValueBytes-len("..."))
+			}
+			fields[i].value = out
+		}
+	}
+}

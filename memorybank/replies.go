@@ -53,30 +53,36 @@ func decodeReply(text string, v any) error {
 // events of it, so that every memory generated from a session has its
 // source events (and DeleteSession with forget_memories finds it). A fact
 // whose topic is not one of those asked for is kept without a topic, or
-// left out when allowed restricts the topics.
-func parseExtraction(text string, topics, allowed []string, conv *conversation) ([]candidate, error) {
+// left out when allowed restricts the topics. The reply's profile fields
+// are checked by profileRun.parse (p: the profiles asked for, nil for
+// none).
+func parseExtraction(text string, topics, allowed []string, conv *conversation, p *profileRun) ([]candidate, []profileCandidate, error) {
 	var reply extractionReply
 	if err := decodeReply(text, &reply); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if reply.Facts == nil {
-		return nil, fmt.Errorf(`it has no "facts" list (reply: %s)`, aip.Truncate(text, 200))
+		return nil, nil, fmt.Errorf(`it has no "facts" list (reply: %s)`, aip.Truncate(text, 200))
 	}
 	if len(reply.Facts) > MaxFactsPerExtraction {
-		return nil, fmt.Errorf("it lists %d facts; the limit is %d", len(reply.Facts), MaxFactsPerExtraction)
+		return nil, nil, fmt.Errorf("it lists %d facts; the limit is %d", len(reply.Facts), MaxFactsPerExtraction)
+	}
+	fields, err := p.parse(reply.Profile, conv)
+	if err != nil {
+		return nil, nil, err
 	}
 	out := make([]candidate, 0, len(reply.Facts))
 	for i, f := range reply.Facts {
 		fact := strings.TrimSpace(f.Fact)
 		if err := validateFact("the fact", fact); err != nil {
-			return nil, fmt.Errorf("fact %d: %v", i+1, err)
+			return nil, nil, fmt.Errorf("fact %d: %v", i+1, err)
 		}
 		if len(f.Events) == 0 {
-			return nil, fmt.Errorf("fact %d (%q) cites no events", i+1, aip.Truncate(fact, 100))
+			return nil, nil, fmt.Errorf("fact %d (%q) cites no events", i+1, aip.Truncate(fact, 100))
 		}
 		for _, n := range f.Events {
 			if n < 1 || n > len(conv.events) {
-				return nil, fmt.Errorf("fact %d (%q) cites event %d; the events are numbered 1 to %d", i+1, aip.Truncate(fact, 100), n, len(conv.events))
+				return nil, nil, fmt.Errorf("fact %d (%q) cites event %d; the events are numbered 1 to %d", i+1, aip.Truncate(fact, 100), n, len(conv.events))
 			}
 		}
 		var tt []string
@@ -85,9 +91,9 @@ func parseExtraction(text string, topics, allowed []string, conv *conversation) 
 		} else if len(allowed) > 0 {
 			continue // outside the allowed topics
 		}
-		out = append(out, candidate{fact: fact, topics: tt, sources: sourcesOf(conv, f.Events), event: parseFactDate(f.Date), stated: statedAt(conv, f.Events)})
+		out = append(out, candidate{fact: fact, topics: tt, sources: sourcesOf(conv, f.Events), event: parseFactDate(f.Date), stated: statedAt(conv, f.Events), events: f.Events})
 	}
-	return out, nil
+	return withoutProfileFacts(out, fields), fields, nil
 }
 
 // parseConsolidation checks a consolidation reply and turns its decisions

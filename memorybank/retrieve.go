@@ -30,6 +30,9 @@ type RetrieveRequest struct {
 	PageSize   int32
 	PageToken  string
 	Filter     string
+	// Types are the types of memories retrieved; empty: NaturalLanguage
+	// only (see Filter.Types).
+	Types []MemoryType
 }
 
 // RetrieveMemories returns the memories of a scope most similar to a query,
@@ -45,6 +48,7 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 	if err != nil {
 		return nil, "", err
 	}
+	f.Types = r.Types
 	if r.Query == "" {
 		size, err := aip.PageSize("simple_retrieval.page_size", r.PageSize)
 		if err != nil {

@@ -25,6 +25,7 @@ type Store interface {
 	RevisionStore
 	ConfigStore
 	TransferStore
+	ProfileStore
 	jobs.Store
 }
 
@@ -143,6 +144,15 @@ type TransferStore interface {
 	// DeleteWatermarks removes the watermarks of sessions of an app (by
 	// their names).
 	DeleteWatermarks(ctx context.Context, app string, sessions []string) error
+}
+
+// ProfileStore reads structured profiles (see profiles.go).
+type ProfileStore interface {
+	// ProfileMemories returns up to limit visible memories of type
+	// StructuredProfile (Memory.Profile set) of one scope (Scope.Key),
+	// with their vectors, in any order: one indexed read, whatever the
+	// scope's other memories.
+	ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*Memory, error)
 }
 
 // ScanQuery selects memories for ScanMemories.

@@ -30,6 +30,11 @@ import (
 //     third person, with the memory bank's topics, the event cited and
 //     relative dates resolved against the event's time. Other authors are
 //     taken for the agent, whose words are not facts about the user;
+//     When the response schema asks for profile fields ("profile", see
+//     package memorybank's structured profiles), it fills those it
+//     recognises from what the user says (facts.FillProfile: "my
+//     preferred language is Python", "I prefer succinct answers" for a
+//     field whose enum has succinct, "I'm 34", "call me Kim", ...);
 //   - consolidation (a response schema with "actions"): it compares each
 //     new fact with the existing memories shown, and answers SKIP for one
 //     that says the same, UPDATE for one of the same subject and relation
@@ -173,6 +178,8 @@ func extractionReply(r *GenerateRequest) map[string]any {
 		}
 	}
 	out := []extractedFact{}
+	fields := profileFields(r)
+	profile := map[string]map[string]any{}
 	for _, e := range events {
 		text := strings.TrimRight(e.text, "\n")
 		var at time.Time
@@ -188,15 +195,80 @@ func extractionReply(r *GenerateRequest) map[string]any {
 		if !ok {
 			continue
 		}
-		for _, f := range facts.Extract(toolParts.ReplaceAllString(said, ""), speaker, at) {
+		said = toolParts.ReplaceAllString(said, "")
+		for _, f := range facts.Extract(said, speaker, at) {
 			topic := topicOf[f.Kind]
 			if !allowed[topic] {
 				topic = ""
 			}
 			out = append(out, extractedFact{Fact: f.Text, Topic: topic, Events: []int{e.n}, Date: f.Date})
 		}
+		if speaker.Name != "" {
+			continue // a profile is the user's
+		}
+		for _, v := range facts.FillProfile(said, fields) {
+			schema, field, _ := strings.Cut(v.Key, "\x00")
+			if profile[schema] == nil {
+				profile[schema] = map[string]any{}
+			}
+			profile[schema][field] = map[string]any{"value": profileValue(fields, v), "events": []int{e.n}}
+		}
 	}
-	return map[string]any{"facts": out}
+	reply := map[string]any{"facts": out}
+	if len(profile) > 0 {
+		reply["profile"] = profile
+	}
+	return reply
+}
+
+// profileFields returns the profile fields an extraction call asks for:
+// the response schema's "profile" object holds, for each schema id, an
+// object of fields, each {value, events} with the value's type and enum
+// (see package memorybank). Their keys are "schema\x00field".
+func profileFields(r *GenerateRequest) []facts.ProfileField {
+	profile := schemaProperty(r.Schema, "profile")
+	if profile == nil || profile.Properties == nil {
+		return nil
+	}
+	var out []facts.ProfileField
+	for s := profile.Properties.Oldest(); s != nil; s = s.Next() {
+		if s.Value.Properties == nil {
+			continue
+		}
+		for f := s.Value.Properties.Oldest(); f != nil; f = f.Next() {
+			value := schemaProperty(f.Value, "value")
+			if value == nil {
+				continue
+			}
+			pf := facts.ProfileField{Key: s.Key + "\x00" + f.Key, Name: f.Key, Type: value.Type}
+			for _, e := range value.Enum {
+				if v, ok := e.(string); ok {
+					pf.Enum = append(pf.Enum, v)
+				}
+			}
+			out = append(out, pf)
+		}
+	}
+	return out
+}
+
+// profileValue returns a value FillProfile found as its field's JSON
+// type: a number for number and integer fields, a bool for booleans.
+func profileValue(fields []facts.ProfileField, v facts.ProfileValue) any {
+	for _, f := range fields {
+		if f.Key != v.Key {
+			continue
+		}
+		switch f.Type {
+		case "number", "integer":
+			if x, err := strconv.ParseFloat(v.Value, 64); err == nil {
+				return x
+			}
+		case "boolean":
+			return v.Value == "true"
+		}
+	}
+	return v.Value
 }
 
 type consolidationAction struct {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
@@ -78,10 +80,11 @@ func failToServe(t *testing.T, args ...string) string {
 }
 
 // TestEncryptionAtRest is issue 28's test: with --encryption-key-file, a
-// session with an event, a user: state value, a memory and a memory file
-// holding a canary leave no trace of it anywhere in the data directory (database,
-// log, shared memory), while the server runs and after it stopped;
-// SearchEvents and RetrieveMemories still find them; a restart with the
+// session with an event, a user: state value, a memory, a structured
+// profile field and a memory file holding a canary leave no trace of it
+// anywhere in the data directory (database, log, shared memory), while the
+// server runs and after it stopped; SearchEvents, RetrieveMemories and
+// RetrieveProfiles still find them; a restart with the
 // key reads them; a start with a wrong key, or none, is refused with an
 // error naming the key file.
 func TestEncryptionAtRest(t *testing.T) {
@@ -114,6 +117,30 @@ func TestEncryptionAtRest(t *testing.T) {
 	}})); err != nil {
 		t.Fatal(err)
 	}
+	// A structured profile field holding the canary: bo states it, the
+	// offline extractor fills the field (generation from inline events,
+	// so that ann's session and memories stay as they are).
+	jsonSchema, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{
+		"password_hint": map[string]any{"type": "string", "description": "The user's password hint."}}})
+	if _, err := mc.UpdateMemoryBankConfig(ctx, connect.NewRequest(&kiokuv1.UpdateMemoryBankConfigRequest{
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/vault/memoryBankConfig", ProfileSchemas: []*kiokuv1.ProfileSchemaConfig{{SchemaId: "user-profile", JsonSchema: jsonSchema}}},
+		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"profile_schemas"}},
+	})); err != nil {
+		t.Fatal(err)
+	}
+	op, err := mc.GenerateMemories(ctx, connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/vault", Scope: map[string]string{"user_id": "bo"},
+		Source: &kiokuv1.GenerateMemoriesRequest_EventsSource{EventsSource: &kiokuv1.EventsSource{Events: []*kiokuv1.Event{{
+			Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "My password hint is " + canary + "."}}},
+		}}}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := kiokuv1connect.NewOperationServiceClient(http.DefaultClient, proc.url).WaitOperation(ctx,
+		connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: op.Msg.GetName(), Timeout: durationpb.New(30 * time.Second)}))
+	if err != nil || !done.Msg.GetDone() || done.Msg.GetError() != nil {
+		t.Fatalf("generating bo's profile: %v, %v", done, err)
+	}
 
 	find := func(url string) {
 		t.Helper()
@@ -138,6 +165,13 @@ func TestEncryptionAtRest(t *testing.T) {
 		res, err := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, url).Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: view}))
 		if err != nil || !strings.Contains(res.Msg.GetOutput(), canary) {
 			t.Fatalf("viewing the memory file: %v %v", err, res)
+		}
+		profiles, err := mc.RetrieveProfiles(ctx, connect.NewRequest(&kiokuv1.RetrieveProfilesRequest{Parent: "apps/vault", Scope: map[string]string{"user_id": "bo"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := profiles.Msg.GetProfiles()["user-profile"].GetProfile().AsMap()["password_hint"]; got != canary {
+			t.Fatalf("RetrieveProfiles = %v, want password_hint %s", profiles.Msg.GetProfiles(), canary)
 		}
 		sess, err := sc.GetSession(ctx, connect.NewRequest(&kiokuv1.GetSessionRequest{Name: session}))
 		if err != nil {
@@ -197,7 +231,7 @@ func TestEncryptionAtRest(t *testing.T) {
 		t.Fatalf("kioku backup with a wrong key: %v\n%s", err, out)
 	}
 	archive := filepath.Join(t.TempDir(), "all.jsonl.gz")
-	if out, err := kioku("export", "--data-dir", dataDir, "--out", archive, "--encryption-key-file", key); err != nil || !strings.Contains(out, "1 event, ") || !strings.Contains(out, "1 memory, ") {
+	if out, err := kioku("export", "--data-dir", dataDir, "--out", archive, "--encryption-key-file", key); err != nil || !strings.Contains(out, "1 event, ") || !strings.Contains(out, ", 2 memory, ") {
 		t.Fatalf("kioku export: %v\n%s", err, out)
 	}
 

@@ -2,7 +2,8 @@
 // model's OfflineExtractor): it finds what people say about themselves in
 // English and Japanese and writes it as facts in the third person, and it
 // compares facts to tell which say the same thing, which update another and
-// which are new. No model and no network: regular expressions and small
+// which are new. FillProfile finds the values of structured profile fields
+// in the same way (profile.go lists what it catches). No model and no network: regular expressions and small
 // word lists, so it is deterministic and fast, and it misses most of what a
 // language model would understand.
 //

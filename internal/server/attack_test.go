@@ -194,6 +194,13 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: "apps/a", Scope: map[string]string{"agent": "concierge"}})
 			return err
 		}, appLevelCode: denied},
+		kiokuv1connect.MemoryBankServiceRetrieveProfilesProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.RetrieveProfiles(ctx, &kiokuv1.RetrieveProfilesRequest{Parent: "apps/a", Scope: annScope})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.RetrieveProfiles(ctx, &kiokuv1.RetrieveProfilesRequest{Parent: "apps/a", Scope: map[string]string{"agent": "concierge"}})
+			return err
+		}, appLevelCode: denied},
 		kiokuv1connect.MemoryBankServiceListMemoryRevisionsProcedure: {byID: true, victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.ListMemoryRevisions(ctx, &kiokuv1.ListMemoryRevisionsRequest{Parent: "apps/a/memories/m-ann"})
 			return err

@@ -136,6 +136,7 @@ var kiokuPolicy = auth.Policy{
 		optionalName("direct_memories_source.source.session", sessionKind),
 	}},
 	kiokuv1connect.MemoryBankServiceRetrieveMemoriesProcedure:       {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceRetrieveProfilesProcedure:       {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
 	kiokuv1connect.MemoryBankServiceListMemoryRevisionsProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoryKind)}},
 	kiokuv1connect.MemoryBankServiceRollbackMemoryProcedure:         {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
 	kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure:          {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},

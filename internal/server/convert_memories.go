@@ -37,6 +37,8 @@ func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
 		RevisionId:    strconv.FormatInt(m.Revision, 10),
 		EventTime:     timestampOrNil(m.EventTime),
 		StatedTime:    timestampOrNil(m.StatedTime),
+		MemoryType:    memoryTypes[m.Type()],
+		Profile:       profileFieldToProto(m.Profile),
 	}
 	if !m.ExpireTime.IsZero() {
 		out.Expiration = &kiokuv1.Memory_ExpireTime{ExpireTime: timestamppb.New(m.ExpireTime)}
@@ -84,6 +86,7 @@ func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
 		ExpireTime:     timestampOrNil(r.ExpireTime),
 		EventTime:      timestampOrNil(r.EventTime),
 		StatedTime:     timestampOrNil(r.StatedTime),
+		Profile:        profileFieldToProto(r.Profile),
 	}
 }
 
@@ -224,7 +227,9 @@ func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, err
 			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
 		}}
 	}
-	return out, nil
+	var err error
+	out.ProfileSchemas, err = profileSchemasToProto(c.Profiles)
+	return out, err
 }
 
 var fusionMethods = map[retrieval.FusionMethod]kiokuv1.FusionMethod{
@@ -298,7 +303,8 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 		}
 		c.Examples = append(c.Examples, e)
 	}
-	return c, nil
+	c.Profiles, err = profileSchemasFromProto(p.GetProfileSchemas())
+	return c, err
 }
 
 var opStates = map[jobs.State]kiokuv1.OperationState{

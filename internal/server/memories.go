@@ -97,8 +97,12 @@ func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[k
 	if err != nil {
 		return nil, err
 	}
+	types, err := memoryTypesFromProto("memory_types", req.Msg.GetMemoryTypes())
+	if err != nil {
+		return nil, err
+	}
 	list, next, err := h.svc.ListMemories(ctx, memorybank.ListMemoriesRequest{
-		App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), PageSize: req.Msg.GetPageSize(), PageToken: req.Msg.GetPageToken(),
+		App: app, Scope: req.Msg.GetScope(), Filter: req.Msg.GetFilter(), PageSize: req.Msg.GetPageSize(), PageToken: req.Msg.GetPageToken(), Types: types,
 	})
 	if err != nil {
 		return nil, err
@@ -269,6 +273,9 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 		return nil, err
 	}
 	r := memorybank.RetrieveRequest{App: app, Scope: m.GetScope(), Filter: m.GetFilter()}
+	if r.Types, err = memoryTypesFromProto("memory_types", m.GetMemoryTypes()); err != nil {
+		return nil, err
+	}
 	switch method := m.GetMethod().(type) {
 	case *kiokuv1.RetrieveMemoriesRequest_SimilaritySearch:
 		r.Query, r.TopK = method.SimilaritySearch.GetQuery(), method.SimilaritySearch.GetTopK()
@@ -290,6 +297,20 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 		out.RetrievedMemories = append(out.RetrievedMemories, &kiokuv1.RetrievedMemory{Memory: memoryToProto(f.Memory), Distance: f.Distance})
 	}
 	return connect.NewResponse(out), nil
+}
+
+// RetrieveProfiles implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) RetrieveProfiles(ctx context.Context, req *connect.Request[kiokuv1.RetrieveProfilesRequest]) (*connect.Response[kiokuv1.RetrieveProfilesResponse], error) {
+	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := h.svc.RetrieveProfiles(ctx, app, req.Msg.GetScope())
+	if err != nil {
+		return nil, err
+	}
+	out, err := profilesToProto(profiles)
+	return respond(ctx, h, out, err)
 }
 
 // ListMemoryRevisions implements kiokuv1connect.MemoryBankServiceHandler.

@@ -10,8 +10,9 @@
 // and exactly-once completion, the queue the scheduler claims from, work
 // handed back when a worker stops, lease renewal, coalescing,
 // cancellation, forgetting, purging, expiry, triggers, the redaction of
-// personal data, the primitives of export and import, and the erasure of
-// a user. The engine's own contract
+// personal data, the primitives of export and import, the erasure of a
+// user, and structured profiles (schemas, per-field generation and
+// consolidation, RetrieveProfiles). The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -92,6 +93,12 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Scan", testScan},
 		{"Import", testImport},
 		{"EraseUser", testEraseUser},
+		{"ProfileSchemaConfig", testProfileSchemaConfig},
+		{"ProfileGeneration", testProfileGeneration},
+		{"ProfileContradiction", testProfileContradiction},
+		{"ProfileRepliesChecked", testProfileRepliesChecked},
+		{"ProfileLifecycle", testProfileLifecycle},
+		{"ProfileRedacted", testProfileRedacted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

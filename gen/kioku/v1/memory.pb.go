@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -22,6 +23,60 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// The type of a memory (Vertex AI's NATURAL_LANGUAGE_COLLECTION and
+// STRUCTURED_PROFILE).
+type MemoryType int32
+
+const (
+	// Unspecified: in a request, MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only.
+	MemoryType_MEMORY_TYPE_UNSPECIFIED MemoryType = 0
+	// A fact in natural language: every memory but profile fields.
+	MemoryType_MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION MemoryType = 1
+	// A field of a structured profile.
+	MemoryType_MEMORY_TYPE_STRUCTURED_PROFILE MemoryType = 2
+)
+
+// Enum value maps for MemoryType.
+var (
+	MemoryType_name = map[int32]string{
+		0: "MEMORY_TYPE_UNSPECIFIED",
+		1: "MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION",
+		2: "MEMORY_TYPE_STRUCTURED_PROFILE",
+	}
+	MemoryType_value = map[string]int32{
+		"MEMORY_TYPE_UNSPECIFIED":                 0,
+		"MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION": 1,
+		"MEMORY_TYPE_STRUCTURED_PROFILE":          2,
+	}
+)
+
+func (x MemoryType) Enum() *MemoryType {
+	p := new(MemoryType)
+	*p = x
+	return p
+}
+
+func (x MemoryType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MemoryType) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_memory_proto_enumTypes[0].Descriptor()
+}
+
+func (MemoryType) Type() protoreflect.EnumType {
+	return &file_kioku_v1_memory_proto_enumTypes[0]
+}
+
+func (x MemoryType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MemoryType.Descriptor instead.
+func (MemoryType) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
+}
 
 // How a generation applies its metadata to the memories it updates; the
 // memories it creates get its metadata whatever the strategy.
@@ -68,11 +123,11 @@ func (x MetadataMergeStrategy) String() string {
 }
 
 func (MetadataMergeStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[0].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
 }
 
 func (MetadataMergeStrategy) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[0]
+	return &file_kioku_v1_memory_proto_enumTypes[1]
 }
 
 func (x MetadataMergeStrategy) Number() protoreflect.EnumNumber {
@@ -81,7 +136,7 @@ func (x MetadataMergeStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MetadataMergeStrategy.Descriptor instead.
 func (MetadataMergeStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{0}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
 }
 
 // The action a change applied to a memory.
@@ -131,11 +186,11 @@ func (x MemoryAction) String() string {
 }
 
 func (MemoryAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[1].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[2].Descriptor()
 }
 
 func (MemoryAction) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[1]
+	return &file_kioku_v1_memory_proto_enumTypes[2]
 }
 
 func (x MemoryAction) Number() protoreflect.EnumNumber {
@@ -144,7 +199,7 @@ func (x MemoryAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryAction.Descriptor instead.
 func (MemoryAction) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 // How hybrid retrieval fuses its sides.
@@ -187,11 +242,11 @@ func (x FusionMethod) String() string {
 }
 
 func (FusionMethod) Descriptor() protoreflect.EnumDescriptor {
-	return file_kioku_v1_memory_proto_enumTypes[2].Descriptor()
+	return file_kioku_v1_memory_proto_enumTypes[3].Descriptor()
 }
 
 func (FusionMethod) Type() protoreflect.EnumType {
-	return &file_kioku_v1_memory_proto_enumTypes[2]
+	return &file_kioku_v1_memory_proto_enumTypes[3]
 }
 
 func (x FusionMethod) Number() protoreflect.EnumNumber {
@@ -200,7 +255,7 @@ func (x FusionMethod) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FusionMethod.Descriptor instead.
 func (FusionMethod) EnumDescriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 // A Memory is one long-term fact about a scope (usually a user), such as
@@ -266,7 +321,15 @@ type Memory struct {
 	// caller may set it, and a memory created directly (CreateMemory, a
 	// direct fact of GenerateMemories) without it is stated at the time of
 	// the request. Unset: unknown.
-	StatedTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	StatedTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stated_time,json=statedTime,proto3" json:"stated_time,omitempty"`
+	// Output only. The memory's type: a fact in words, or a field of a
+	// structured profile (see MemoryBankConfig.profile_schemas).
+	MemoryType MemoryType `protobuf:"varint,17,opt,name=memory_type,json=memoryType,proto3,enum=kioku.v1.MemoryType" json:"memory_type,omitempty"`
+	// Output only. For a memory of type MEMORY_TYPE_STRUCTURED_PROFILE, the
+	// profile field
+	// it holds; its fact reads `field: value`. Generation sets it: a profile
+	// field's fact cannot be updated (delete the memory to clear the field).
+	Profile       *ProfileField `protobuf:"bytes,18,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -424,6 +487,20 @@ func (x *Memory) GetStatedTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Memory) GetMemoryType() MemoryType {
+	if x != nil {
+		return x.MemoryType
+	}
+	return MemoryType_MEMORY_TYPE_UNSPECIFIED
+}
+
+func (x *Memory) GetProfile() *ProfileField {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 type isMemory_Expiration interface {
 	isMemory_Expiration()
 }
@@ -441,6 +518,71 @@ type Memory_Ttl struct {
 func (*Memory_ExpireTime) isMemory_Expiration() {}
 
 func (*Memory_Ttl) isMemory_Expiration() {}
+
+// ProfileField is the value of one field of one structured profile.
+type ProfileField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The profile schema's id (ProfileSchemaConfig.schema_id).
+	SchemaId string `protobuf:"bytes,1,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The field's name in the schema.
+	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	// The field's value: a string, a number or a bool, as the schema types
+	// the field.
+	Value         *structpb.Value `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileField) Reset() {
+	*x = ProfileField{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileField) ProtoMessage() {}
+
+func (x *ProfileField) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileField.ProtoReflect.Descriptor instead.
+func (*ProfileField) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ProfileField) GetSchemaId() string {
+	if x != nil {
+		return x.SchemaId
+	}
+	return ""
+}
+
+func (x *ProfileField) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ProfileField) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
 
 // MetadataValue is one typed value of a memory's metadata.
 type MetadataValue struct {
@@ -460,7 +602,7 @@ type MetadataValue struct {
 
 func (x *MetadataValue) Reset() {
 	*x = MetadataValue{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +614,7 @@ func (x *MetadataValue) String() string {
 func (*MetadataValue) ProtoMessage() {}
 
 func (x *MetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +627,7 @@ func (x *MetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataValue.ProtoReflect.Descriptor instead.
 func (*MetadataValue) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MetadataValue) GetValue() isMetadataValue_Value {
@@ -576,7 +718,7 @@ type MemorySource struct {
 
 func (x *MemorySource) Reset() {
 	*x = MemorySource{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +730,7 @@ func (x *MemorySource) String() string {
 func (*MemorySource) ProtoMessage() {}
 
 func (x *MemorySource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +743,7 @@ func (x *MemorySource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemorySource.ProtoReflect.Descriptor instead.
 func (*MemorySource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MemorySource) GetSession() string {
@@ -657,13 +799,16 @@ type MemoryRevision struct {
 	// The metadata after the change, with its types (metadata holds it as
 	// text).
 	TypedMetadata map[string]*MetadataValue `protobuf:"bytes,15,rep,name=typed_metadata,json=typedMetadata,proto3" json:"typed_metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The memory's profile field after the change (unset for a memory in
+	// natural language).
+	Profile       *ProfileField `protobuf:"bytes,16,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +820,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +833,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MemoryRevision) GetName() string {
@@ -796,6 +941,13 @@ func (x *MemoryRevision) GetTypedMetadata() map[string]*MetadataValue {
 	return nil
 }
 
+func (x *MemoryRevision) GetProfile() *ProfileField {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 // A memory and the action applied to it, in a GenerateMemories result.
 type GeneratedMemory struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -809,7 +961,7 @@ type GeneratedMemory struct {
 
 func (x *GeneratedMemory) Reset() {
 	*x = GeneratedMemory{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +973,7 @@ func (x *GeneratedMemory) String() string {
 func (*GeneratedMemory) ProtoMessage() {}
 
 func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +986,7 @@ func (x *GeneratedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeneratedMemory.ProtoReflect.Descriptor instead.
 func (*GeneratedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GeneratedMemory) GetMemory() *Memory {
@@ -862,7 +1014,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1026,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1039,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GenerateMemoriesResponse) GetGeneratedMemories() []*GeneratedMemory {
@@ -908,7 +1060,7 @@ type PurgeMemoriesResponse struct {
 
 func (x *PurgeMemoriesResponse) Reset() {
 	*x = PurgeMemoriesResponse{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1072,7 @@ func (x *PurgeMemoriesResponse) String() string {
 func (*PurgeMemoriesResponse) ProtoMessage() {}
 
 func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1085,7 @@ func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PurgeMemoriesResponse) GetPurgeCount() int64 {
@@ -956,7 +1108,7 @@ type CustomMemoryTopic struct {
 
 func (x *CustomMemoryTopic) Reset() {
 	*x = CustomMemoryTopic{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1120,7 @@ func (x *CustomMemoryTopic) String() string {
 func (*CustomMemoryTopic) ProtoMessage() {}
 
 func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1133,7 @@ func (x *CustomMemoryTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CustomMemoryTopic.ProtoReflect.Descriptor instead.
 func (*CustomMemoryTopic) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CustomMemoryTopic) GetLabel() string {
@@ -1013,7 +1165,7 @@ type GenerationExample struct {
 
 func (x *GenerationExample) Reset() {
 	*x = GenerationExample{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1177,7 @@ func (x *GenerationExample) String() string {
 func (*GenerationExample) ProtoMessage() {}
 
 func (x *GenerationExample) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1190,7 @@ func (x *GenerationExample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationExample.ProtoReflect.Descriptor instead.
 func (*GenerationExample) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GenerationExample) GetEvents() []*Event {
@@ -1070,7 +1222,7 @@ type GenerationTrigger struct {
 
 func (x *GenerationTrigger) Reset() {
 	*x = GenerationTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1234,7 @@ func (x *GenerationTrigger) String() string {
 func (*GenerationTrigger) ProtoMessage() {}
 
 func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1247,7 @@ func (x *GenerationTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationTrigger.ProtoReflect.Descriptor instead.
 func (*GenerationTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GenerationTrigger) GetEventCount() int32 {
@@ -1143,14 +1295,19 @@ type MemoryBankConfig struct {
 	CompactionTrigger *CompactionTrigger `protobuf:"bytes,10,opt,name=compaction_trigger,json=compactionTrigger,proto3" json:"compaction_trigger,omitempty"`
 	// Redaction of personal data from what kioku sends to models and from
 	// the memories it stores. Unset: off.
-	PiiRedaction  *PiiRedaction `protobuf:"bytes,11,opt,name=pii_redaction,json=piiRedaction,proto3" json:"pii_redaction,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PiiRedaction *PiiRedaction `protobuf:"bytes,11,opt,name=pii_redaction,json=piiRedaction,proto3" json:"pii_redaction,omitempty"`
+	// Structured profiles (Vertex AI Memory Bank's memory profiles): for
+	// each schema, generation fills one profile per scope, each field a
+	// memory of type MEMORY_TYPE_STRUCTURED_PROFILE with revisions, and
+	// MemoryBankService.RetrieveProfiles returns them. At most 8.
+	ProfileSchemas []*ProfileSchemaConfig `protobuf:"bytes,12,rep,name=profile_schemas,json=profileSchemas,proto3" json:"profile_schemas,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MemoryBankConfig) Reset() {
 	*x = MemoryBankConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1319,7 @@ func (x *MemoryBankConfig) String() string {
 func (*MemoryBankConfig) ProtoMessage() {}
 
 func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1332,7 @@ func (x *MemoryBankConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryBankConfig.ProtoReflect.Descriptor instead.
 func (*MemoryBankConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MemoryBankConfig) GetName() string {
@@ -1255,6 +1412,13 @@ func (x *MemoryBankConfig) GetPiiRedaction() *PiiRedaction {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetProfileSchemas() []*ProfileSchemaConfig {
+	if x != nil {
+		return x.ProfileSchemas
+	}
+	return nil
+}
+
 // PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
 // `[PHONE]`, ...) in every text kioku sends to a model for memory
 // extraction, consolidation and session compaction (and in the summary a
@@ -1293,7 +1457,7 @@ type PiiRedaction struct {
 
 func (x *PiiRedaction) Reset() {
 	*x = PiiRedaction{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1469,7 @@ func (x *PiiRedaction) String() string {
 func (*PiiRedaction) ProtoMessage() {}
 
 func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1482,7 @@ func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiRedaction.ProtoReflect.Descriptor instead.
 func (*PiiRedaction) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PiiRedaction) GetEnabled() bool {
@@ -1360,7 +1524,7 @@ type PiiPattern struct {
 
 func (x *PiiPattern) Reset() {
 	*x = PiiPattern{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1536,7 @@ func (x *PiiPattern) String() string {
 func (*PiiPattern) ProtoMessage() {}
 
 func (x *PiiPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1549,7 @@ func (x *PiiPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiPattern.ProtoReflect.Descriptor instead.
 func (*PiiPattern) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PiiPattern) GetName() string {
@@ -1400,6 +1564,78 @@ func (x *PiiPattern) GetRegex() string {
 		return x.Regex
 	}
 	return ""
+}
+
+// ProfileSchemaConfig declares one structured profile.
+type ProfileSchemaConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schema's id: 1 to 63 lower-case letters, digits or `-`, starting
+	// with a letter (for example `user-profile`). Required.
+	SchemaId string `protobuf:"bytes,1,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The profile's JSON Schema: `{"type": "object", "description": ...,
+	// "properties": {NAME: {"type": "string" | "number" | "integer" |
+	// "boolean", "description": ..., "enum": [...]}}}`, 1 to 32 fields, each
+	// a scalar (types may be upper-case, as in Vertex AI's OpenAPI schemas;
+	// other keywords are accepted and not kept). Field names are a letter or
+	// `_`, then letters, digits or `_`, at most 63 bytes; enums are for
+	// string fields. Required.
+	JsonSchema *structpb.Struct `protobuf:"bytes,2,opt,name=json_schema,json=jsonSchema,proto3" json:"json_schema,omitempty"`
+	// When set, the schema applies only to scopes that hold all these keys
+	// (for example `user_id`); empty: every scope.
+	ScopeKeys     []string `protobuf:"bytes,3,rep,name=scope_keys,json=scopeKeys,proto3" json:"scope_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileSchemaConfig) Reset() {
+	*x = ProfileSchemaConfig{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileSchemaConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileSchemaConfig) ProtoMessage() {}
+
+func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileSchemaConfig.ProtoReflect.Descriptor instead.
+func (*ProfileSchemaConfig) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ProfileSchemaConfig) GetSchemaId() string {
+	if x != nil {
+		return x.SchemaId
+	}
+	return ""
+}
+
+func (x *ProfileSchemaConfig) GetJsonSchema() *structpb.Struct {
+	if x != nil {
+		return x.JsonSchema
+	}
+	return nil
+}
+
+func (x *ProfileSchemaConfig) GetScopeKeys() []string {
+	if x != nil {
+		return x.ScopeKeys
+	}
+	return nil
 }
 
 // When sessions are compacted without the caller asking: a compaction
@@ -1423,7 +1659,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1671,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1684,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1489,7 +1725,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1737,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1750,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1543,7 +1779,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1791,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1804,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1603,7 +1839,7 @@ var File_kioku_v1_memory_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xdb\a\n" +
+	"\x15kioku/v1/memory.proto\x12\bkioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xc4\b\n" +
 	"\x06Memory\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04fact\x18\x02 \x01(\tR\x04fact\x121\n" +
@@ -1627,7 +1863,10 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"event_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
 	"\vstated_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"statedTime\x1a8\n" +
+	"statedTime\x125\n" +
+	"\vmemory_type\x18\x11 \x01(\x0e2\x14.kioku.v1.MemoryTypeR\n" +
+	"memoryType\x120\n" +
+	"\aprofile\x18\x12 \x01(\v2\x16.kioku.v1.ProfileFieldR\aprofile\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1639,7 +1878,11 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
 	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MetadataValueR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"expiration\"\xca\x01\n" +
+	"expiration\"o\n" +
+	"\fProfileField\x12\x1b\n" +
+	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12,\n" +
+	"\x05value\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05value\"\xca\x01\n" +
 	"\rMetadataValue\x12#\n" +
 	"\fstring_value\x18\x01 \x01(\tH\x00R\vstringValue\x12#\n" +
 	"\fdouble_value\x18\x02 \x01(\x01H\x00R\vdoubleValue\x12\x1f\n" +
@@ -1649,7 +1892,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x05value\"E\n" +
 	"\fMemorySource\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x1b\n" +
-	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xa8\a\n" +
+	"\tevent_ids\x18\x02 \x03(\tR\beventIds\"\xda\a\n" +
 	"\x0eMemoryRevision\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\x12\x12\n" +
@@ -1670,7 +1913,8 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"event_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12;\n" +
 	"\vstated_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"statedTime\x12R\n" +
-	"\x0etyped_metadata\x18\x0f \x03(\v2+.kioku.v1.MemoryRevision.TypedMetadataEntryR\rtypedMetadata\x1a8\n" +
+	"\x0etyped_metadata\x18\x0f \x03(\v2+.kioku.v1.MemoryRevision.TypedMetadataEntryR\rtypedMetadata\x120\n" +
+	"\aprofile\x18\x10 \x01(\v2\x16.kioku.v1.ProfileFieldR\aprofile\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1698,7 +1942,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xa0\x05\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xe8\x05\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -1713,7 +1957,8 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\tretrieval\x18\t \x01(\v2\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n" +
 	"\x12compaction_trigger\x18\n" +
 	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\x12;\n" +
-	"\rpii_redaction\x18\v \x01(\v2\x16.kioku.v1.PiiRedactionR\fpiiRedaction\"\x87\x01\n" +
+	"\rpii_redaction\x18\v \x01(\v2\x16.kioku.v1.PiiRedactionR\fpiiRedaction\x12F\n" +
+	"\x0fprofile_schemas\x18\f \x03(\v2\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\"\x87\x01\n" +
 	"\fPiiRedaction\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x1e\n" +
 	"\n" +
@@ -1723,7 +1968,13 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"PiiPattern\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05regex\x18\x02 \x01(\tR\x05regex\"\x83\x01\n" +
+	"\x05regex\x18\x02 \x01(\tR\x05regex\"\x8b\x01\n" +
+	"\x13ProfileSchemaConfig\x12\x1b\n" +
+	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x128\n" +
+	"\vjson_schema\x18\x02 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"jsonSchema\x12\x1d\n" +
+	"\n" +
+	"scope_keys\x18\x03 \x03(\tR\tscopeKeys\"\x83\x01\n" +
 	"\x11CompactionTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12\x1f\n" +
@@ -1736,7 +1987,12 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x06method\x18\x01 \x01(\x0e2\x16.kioku.v1.FusionMethodR\x06method\x12!\n" +
 	"\fdense_weight\x18\x02 \x01(\x01R\vdenseWeight\x12%\n" +
 	"\x0elexical_weight\x18\x03 \x01(\x01R\rlexicalWeight\x12\x13\n" +
-	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*\xbb\x01\n" +
+	"\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*z\n" +
+	"\n" +
+	"MemoryType\x12\x1b\n" +
+	"\x17MEMORY_TYPE_UNSPECIFIED\x10\x00\x12+\n" +
+	"'MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION\x10\x01\x12\"\n" +
+	"\x1eMEMORY_TYPE_STRUCTURED_PROFILE\x10\x02*\xbb\x01\n" +
 	"\x15MetadataMergeStrategy\x12'\n" +
 	"#METADATA_MERGE_STRATEGY_UNSPECIFIED\x10\x00\x12%\n" +
 	"!METADATA_MERGE_STRATEGY_OVERWRITE\x10\x01\x12!\n" +
@@ -1766,83 +2022,94 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_proto_rawDescData
 }
 
-var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_kioku_v1_memory_proto_goTypes = []any{
-	(MetadataMergeStrategy)(0),       // 0: kioku.v1.MetadataMergeStrategy
-	(MemoryAction)(0),                // 1: kioku.v1.MemoryAction
-	(FusionMethod)(0),                // 2: kioku.v1.FusionMethod
-	(*Memory)(nil),                   // 3: kioku.v1.Memory
-	(*MetadataValue)(nil),            // 4: kioku.v1.MetadataValue
-	(*MemorySource)(nil),             // 5: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),           // 6: kioku.v1.MemoryRevision
-	(*GeneratedMemory)(nil),          // 7: kioku.v1.GeneratedMemory
-	(*GenerateMemoriesResponse)(nil), // 8: kioku.v1.GenerateMemoriesResponse
-	(*PurgeMemoriesResponse)(nil),    // 9: kioku.v1.PurgeMemoriesResponse
-	(*CustomMemoryTopic)(nil),        // 10: kioku.v1.CustomMemoryTopic
-	(*GenerationExample)(nil),        // 11: kioku.v1.GenerationExample
-	(*GenerationTrigger)(nil),        // 12: kioku.v1.GenerationTrigger
-	(*MemoryBankConfig)(nil),         // 13: kioku.v1.MemoryBankConfig
-	(*PiiRedaction)(nil),             // 14: kioku.v1.PiiRedaction
-	(*PiiPattern)(nil),               // 15: kioku.v1.PiiPattern
-	(*CompactionTrigger)(nil),        // 16: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 17: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 18: kioku.v1.FusionConfig
-	nil,                              // 19: kioku.v1.Memory.ScopeEntry
-	nil,                              // 20: kioku.v1.Memory.MetadataEntry
-	nil,                              // 21: kioku.v1.Memory.TypedMetadataEntry
-	nil,                              // 22: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 23: kioku.v1.MemoryRevision.MetadataEntry
-	nil,                              // 24: kioku.v1.MemoryRevision.TypedMetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 26: google.protobuf.Duration
-	(*Event)(nil),                    // 27: kioku.v1.Event
+	(MemoryType)(0),                  // 0: kioku.v1.MemoryType
+	(MetadataMergeStrategy)(0),       // 1: kioku.v1.MetadataMergeStrategy
+	(MemoryAction)(0),                // 2: kioku.v1.MemoryAction
+	(FusionMethod)(0),                // 3: kioku.v1.FusionMethod
+	(*Memory)(nil),                   // 4: kioku.v1.Memory
+	(*ProfileField)(nil),             // 5: kioku.v1.ProfileField
+	(*MetadataValue)(nil),            // 6: kioku.v1.MetadataValue
+	(*MemorySource)(nil),             // 7: kioku.v1.MemorySource
+	(*MemoryRevision)(nil),           // 8: kioku.v1.MemoryRevision
+	(*GeneratedMemory)(nil),          // 9: kioku.v1.GeneratedMemory
+	(*GenerateMemoriesResponse)(nil), // 10: kioku.v1.GenerateMemoriesResponse
+	(*PurgeMemoriesResponse)(nil),    // 11: kioku.v1.PurgeMemoriesResponse
+	(*CustomMemoryTopic)(nil),        // 12: kioku.v1.CustomMemoryTopic
+	(*GenerationExample)(nil),        // 13: kioku.v1.GenerationExample
+	(*GenerationTrigger)(nil),        // 14: kioku.v1.GenerationTrigger
+	(*MemoryBankConfig)(nil),         // 15: kioku.v1.MemoryBankConfig
+	(*PiiRedaction)(nil),             // 16: kioku.v1.PiiRedaction
+	(*PiiPattern)(nil),               // 17: kioku.v1.PiiPattern
+	(*ProfileSchemaConfig)(nil),      // 18: kioku.v1.ProfileSchemaConfig
+	(*CompactionTrigger)(nil),        // 19: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 20: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 21: kioku.v1.FusionConfig
+	nil,                              // 22: kioku.v1.Memory.ScopeEntry
+	nil,                              // 23: kioku.v1.Memory.MetadataEntry
+	nil,                              // 24: kioku.v1.Memory.TypedMetadataEntry
+	nil,                              // 25: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 26: kioku.v1.MemoryRevision.MetadataEntry
+	nil,                              // 27: kioku.v1.MemoryRevision.TypedMetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
+	(*structpb.Value)(nil),           // 30: google.protobuf.Value
+	(*Event)(nil),                    // 31: kioku.v1.Event
+	(*structpb.Struct)(nil),          // 32: google.protobuf.Struct
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	19, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	20, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	21, // 2: kioku.v1.Memory.typed_metadata:type_name -> kioku.v1.Memory.TypedMetadataEntry
-	25, // 3: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	25, // 4: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	25, // 5: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	26, // 6: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
-	5,  // 7: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	25, // 8: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	25, // 9: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
-	25, // 10: kioku.v1.MetadataValue.timestamp_value:type_name -> google.protobuf.Timestamp
-	1,  // 11: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	22, // 12: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	23, // 13: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
-	5,  // 14: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	25, // 15: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	25, // 16: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	25, // 17: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	25, // 18: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
-	24, // 19: kioku.v1.MemoryRevision.typed_metadata:type_name -> kioku.v1.MemoryRevision.TypedMetadataEntry
-	3,  // 20: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
-	1,  // 21: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
-	7,  // 22: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	27, // 23: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	26, // 24: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
-	10, // 25: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
-	11, // 26: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	26, // 27: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	26, // 28: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
-	12, // 29: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	25, // 30: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	17, // 31: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	16, // 32: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	14, // 33: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
-	15, // 34: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
-	18, // 35: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	2,  // 36: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	4,  // 37: kioku.v1.Memory.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	4,  // 38: kioku.v1.MemoryRevision.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	22, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	23, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	24, // 2: kioku.v1.Memory.typed_metadata:type_name -> kioku.v1.Memory.TypedMetadataEntry
+	28, // 3: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	28, // 4: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	28, // 5: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	29, // 6: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	7,  // 7: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
+	28, // 8: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	28, // 9: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	0,  // 10: kioku.v1.Memory.memory_type:type_name -> kioku.v1.MemoryType
+	5,  // 11: kioku.v1.Memory.profile:type_name -> kioku.v1.ProfileField
+	30, // 12: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
+	28, // 13: kioku.v1.MetadataValue.timestamp_value:type_name -> google.protobuf.Timestamp
+	2,  // 14: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
+	25, // 15: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	26, // 16: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	7,  // 17: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
+	28, // 18: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	28, // 19: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	28, // 20: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	28, // 21: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	27, // 22: kioku.v1.MemoryRevision.typed_metadata:type_name -> kioku.v1.MemoryRevision.TypedMetadataEntry
+	5,  // 23: kioku.v1.MemoryRevision.profile:type_name -> kioku.v1.ProfileField
+	4,  // 24: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
+	2,  // 25: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
+	9,  // 26: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
+	31, // 27: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	29, // 28: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	12, // 29: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
+	13, // 30: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
+	29, // 31: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	29, // 32: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	14, // 33: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
+	28, // 34: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	20, // 35: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	19, // 36: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	16, // 37: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
+	18, // 38: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
+	17, // 39: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
+	32, // 40: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
+	21, // 41: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	3,  // 42: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	6,  // 43: kioku.v1.Memory.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	6,  // 44: kioku.v1.MemoryRevision.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -1855,7 +2122,7 @@ func file_kioku_v1_memory_proto_init() {
 		(*Memory_ExpireTime)(nil),
 		(*Memory_Ttl)(nil),
 	}
-	file_kioku_v1_memory_proto_msgTypes[1].OneofWrappers = []any{
+	file_kioku_v1_memory_proto_msgTypes[2].OneofWrappers = []any{
 		(*MetadataValue_StringValue)(nil),
 		(*MetadataValue_DoubleValue)(nil),
 		(*MetadataValue_BoolValue)(nil),
@@ -1866,8 +2133,8 @@ func file_kioku_v1_memory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   22,
+			NumEnums:      4,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

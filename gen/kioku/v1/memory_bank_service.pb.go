@@ -12,6 +12,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -149,7 +150,10 @@ type ListMemoriesRequest struct {
 	// When not empty, only memories whose scope is exactly this one.
 	Scope map[string]string `protobuf:"bytes,4,rep,name=scope,proto3" json:"scope,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A filter, see RetrieveMemoriesRequest.filter.
-	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The types of memories to list; empty:
+	// MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only.
+	MemoryTypes   []MemoryType `protobuf:"varint,6,rep,packed,name=memory_types,json=memoryTypes,proto3,enum=kioku.v1.MemoryType" json:"memory_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -217,6 +221,13 @@ func (x *ListMemoriesRequest) GetFilter() string {
 		return x.Filter
 	}
 	return ""
+}
+
+func (x *ListMemoriesRequest) GetMemoryTypes() []MemoryType {
+	if x != nil {
+		return x.MemoryTypes
+	}
+	return nil
 }
 
 // The response of ListMemories.
@@ -788,7 +799,11 @@ type RetrieveMemoriesRequest struct {
 	// in `event_time >= "2023-05-01" AND event_time < "2023-06-01"`); a
 	// memory without an event or stated time does not match a comparison of
 	// it. Example: `metadata.source = "chat" OR metadata.score >= 0.5`.
-	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The types of memories to retrieve; empty:
+	// MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only (profile fields are also
+	// read with RetrieveProfiles).
+	MemoryTypes   []MemoryType `protobuf:"varint,6,rep,packed,name=memory_types,json=memoryTypes,proto3,enum=kioku.v1.MemoryType" json:"memory_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -869,6 +884,13 @@ func (x *RetrieveMemoriesRequest) GetFilter() string {
 	return ""
 }
 
+func (x *RetrieveMemoriesRequest) GetMemoryTypes() []MemoryType {
+	if x != nil {
+		return x.MemoryTypes
+	}
+	return nil
+}
+
 type isRetrieveMemoriesRequest_Method interface {
 	isRetrieveMemoriesRequest_Method()
 }
@@ -886,6 +908,173 @@ type RetrieveMemoriesRequest_SimpleRetrieval struct {
 func (*RetrieveMemoriesRequest_SimilaritySearch) isRetrieveMemoriesRequest_Method() {}
 
 func (*RetrieveMemoriesRequest_SimpleRetrieval) isRetrieveMemoriesRequest_Method() {}
+
+// The request of RetrieveProfiles.
+type RetrieveProfilesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The app: `apps/{app}`. Required.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The scope, matched exactly. Required.
+	Scope         map[string]string `protobuf:"bytes,2,rep,name=scope,proto3" json:"scope,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetrieveProfilesRequest) Reset() {
+	*x = RetrieveProfilesRequest{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetrieveProfilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetrieveProfilesRequest) ProtoMessage() {}
+
+func (x *RetrieveProfilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetrieveProfilesRequest.ProtoReflect.Descriptor instead.
+func (*RetrieveProfilesRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RetrieveProfilesRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *RetrieveProfilesRequest) GetScope() map[string]string {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+// The response of RetrieveProfiles.
+type RetrieveProfilesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The scope's profiles by schema id. A schema none of whose fields is
+	// filled yet has none.
+	Profiles      map[string]*MemoryProfile `protobuf:"bytes,1,rep,name=profiles,proto3" json:"profiles,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetrieveProfilesResponse) Reset() {
+	*x = RetrieveProfilesResponse{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetrieveProfilesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetrieveProfilesResponse) ProtoMessage() {}
+
+func (x *RetrieveProfilesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetrieveProfilesResponse.ProtoReflect.Descriptor instead.
+func (*RetrieveProfilesResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RetrieveProfilesResponse) GetProfiles() map[string]*MemoryProfile {
+	if x != nil {
+		return x.Profiles
+	}
+	return nil
+}
+
+// MemoryProfile is one structured profile of a scope.
+type MemoryProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schema's id (ProfileSchemaConfig.schema_id).
+	SchemaId string `protobuf:"bytes,1,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The profile: the fields filled, by name, with their values.
+	Profile *structpb.Struct `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	// The memories that hold the fields, in the schema's order of fields
+	// (for their revisions, sources and times).
+	Memories      []*Memory `protobuf:"bytes,3,rep,name=memories,proto3" json:"memories,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemoryProfile) Reset() {
+	*x = MemoryProfile{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryProfile) ProtoMessage() {}
+
+func (x *MemoryProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryProfile.ProtoReflect.Descriptor instead.
+func (*MemoryProfile) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MemoryProfile) GetSchemaId() string {
+	if x != nil {
+		return x.SchemaId
+	}
+	return ""
+}
+
+func (x *MemoryProfile) GetProfile() *structpb.Struct {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
+func (x *MemoryProfile) GetMemories() []*Memory {
+	if x != nil {
+		return x.Memories
+	}
+	return nil
+}
 
 // SimilaritySearch finds the memories closest to a query.
 type SimilaritySearch struct {
@@ -907,7 +1096,7 @@ type SimilaritySearch struct {
 
 func (x *SimilaritySearch) Reset() {
 	*x = SimilaritySearch{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1108,7 @@ func (x *SimilaritySearch) String() string {
 func (*SimilaritySearch) ProtoMessage() {}
 
 func (x *SimilaritySearch) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1121,7 @@ func (x *SimilaritySearch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilaritySearch.ProtoReflect.Descriptor instead.
 func (*SimilaritySearch) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SimilaritySearch) GetQuery() string {
@@ -970,7 +1159,7 @@ type TimeRange struct {
 
 func (x *TimeRange) Reset() {
 	*x = TimeRange{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1171,7 @@ func (x *TimeRange) String() string {
 func (*TimeRange) ProtoMessage() {}
 
 func (x *TimeRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1184,7 @@ func (x *TimeRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeRange.ProtoReflect.Descriptor instead.
 func (*TimeRange) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TimeRange) GetStartTime() *timestamppb.Timestamp {
@@ -1026,7 +1215,7 @@ type SimpleRetrieval struct {
 
 func (x *SimpleRetrieval) Reset() {
 	*x = SimpleRetrieval{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1227,7 @@ func (x *SimpleRetrieval) String() string {
 func (*SimpleRetrieval) ProtoMessage() {}
 
 func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1240,7 @@ func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimpleRetrieval.ProtoReflect.Descriptor instead.
 func (*SimpleRetrieval) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SimpleRetrieval) GetPageSize() int32 {
@@ -1081,7 +1270,7 @@ type RetrieveMemoriesResponse struct {
 
 func (x *RetrieveMemoriesResponse) Reset() {
 	*x = RetrieveMemoriesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1282,7 @@ func (x *RetrieveMemoriesResponse) String() string {
 func (*RetrieveMemoriesResponse) ProtoMessage() {}
 
 func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1295,7 @@ func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RetrieveMemoriesResponse) GetRetrievedMemories() []*RetrievedMemory {
@@ -1141,7 +1330,7 @@ type RetrievedMemory struct {
 
 func (x *RetrievedMemory) Reset() {
 	*x = RetrievedMemory{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1342,7 @@ func (x *RetrievedMemory) String() string {
 func (*RetrievedMemory) ProtoMessage() {}
 
 func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1355,7 @@ func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievedMemory.ProtoReflect.Descriptor instead.
 func (*RetrievedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RetrievedMemory) GetMemory() *Memory {
@@ -1199,7 +1388,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1400,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1413,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListMemoryRevisionsRequest) GetParent() string {
@@ -1261,7 +1450,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1462,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1475,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListMemoryRevisionsResponse) GetMemoryRevisions() []*MemoryRevision {
@@ -1316,7 +1505,7 @@ type RollbackMemoryRequest struct {
 
 func (x *RollbackMemoryRequest) Reset() {
 	*x = RollbackMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1517,7 @@ func (x *RollbackMemoryRequest) String() string {
 func (*RollbackMemoryRequest) ProtoMessage() {}
 
 func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1530,7 @@ func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackMemoryRequest.ProtoReflect.Descriptor instead.
 func (*RollbackMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RollbackMemoryRequest) GetName() string {
@@ -1377,7 +1566,7 @@ type PurgeMemoriesRequest struct {
 
 func (x *PurgeMemoriesRequest) Reset() {
 	*x = PurgeMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1578,7 @@ func (x *PurgeMemoriesRequest) String() string {
 func (*PurgeMemoriesRequest) ProtoMessage() {}
 
 func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1591,7 @@ func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PurgeMemoriesRequest) GetParent() string {
@@ -1444,7 +1633,7 @@ type GetMemoryBankConfigRequest struct {
 
 func (x *GetMemoryBankConfigRequest) Reset() {
 	*x = GetMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1645,7 @@ func (x *GetMemoryBankConfigRequest) String() string {
 func (*GetMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1658,7 @@ func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetMemoryBankConfigRequest) GetName() string {
@@ -1487,7 +1676,7 @@ type UpdateMemoryBankConfigRequest struct {
 	// The fields to change: `managed_topics`, `custom_topics`,
 	// `generation_examples`, `memory_ttl`, `revision_ttl`,
 	// `generation_trigger`, `retrieval`, `compaction_trigger`,
-	// `pii_redaction`. Empty replaces them all.
+	// `pii_redaction`, `profile_schemas`. Empty replaces them all.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1495,7 +1684,7 @@ type UpdateMemoryBankConfigRequest struct {
 
 func (x *UpdateMemoryBankConfigRequest) Reset() {
 	*x = UpdateMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1696,7 @@ func (x *UpdateMemoryBankConfigRequest) String() string {
 func (*UpdateMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1709,7 @@ func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateMemoryBankConfigRequest) GetMemoryBankConfig() *MemoryBankConfig {
@@ -1541,20 +1730,21 @@ var File_kioku_v1_memory_bank_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\n" +
-	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
+	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
 	"\x13CreateMemoryRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n" +
 	"\x06memory\x18\x02 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n" +
 	"\tmemory_id\x18\x03 \x01(\tR\bmemoryId\"&\n" +
 	"\x10GetMemoryRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfb\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xb4\x02\n" +
 	"\x13ListMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12>\n" +
 	"\x05scope\x18\x04 \x03(\v2(.kioku.v1.ListMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n" +
-	"\x06filter\x18\x05 \x01(\tR\x06filter\x1a8\n" +
+	"\x06filter\x18\x05 \x01(\tR\x06filter\x127\n" +
+	"\fmemory_types\x18\x06 \x03(\x0e2\x14.kioku.v1.MemoryTypeR\vmemoryTypes\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1598,18 +1788,35 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x06source\x18\x02 \x01(\v2\x16.kioku.v1.MemorySourceR\x06source\":\n" +
 	"\fDirectMemory\x12\x12\n" +
 	"\x04fact\x18\x01 \x01(\tR\x04fact\x12\x16\n" +
-	"\x06topics\x18\x02 \x03(\tR\x06topics\"\xe4\x02\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\"\x9d\x03\n" +
 	"\x17RetrieveMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12B\n" +
 	"\x05scope\x18\x02 \x03(\v2,.kioku.v1.RetrieveMemoriesRequest.ScopeEntryR\x05scope\x12I\n" +
 	"\x11similarity_search\x18\x03 \x01(\v2\x1a.kioku.v1.SimilaritySearchH\x00R\x10similaritySearch\x12F\n" +
 	"\x10simple_retrieval\x18\x04 \x01(\v2\x19.kioku.v1.SimpleRetrievalH\x00R\x0fsimpleRetrieval\x12\x16\n" +
-	"\x06filter\x18\x05 \x01(\tR\x06filter\x1a8\n" +
+	"\x06filter\x18\x05 \x01(\tR\x06filter\x127\n" +
+	"\fmemory_types\x18\x06 \x03(\x0e2\x14.kioku.v1.MemoryTypeR\vmemoryTypes\x1a8\n" +
 	"\n" +
 	"ScopeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
-	"\x06method\"s\n" +
+	"\x06method\"\xaf\x01\n" +
+	"\x17RetrieveProfilesRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12B\n" +
+	"\x05scope\x18\x02 \x03(\v2,.kioku.v1.RetrieveProfilesRequest.ScopeEntryR\x05scope\x1a8\n" +
+	"\n" +
+	"ScopeEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\x18RetrieveProfilesResponse\x12L\n" +
+	"\bprofiles\x18\x01 \x03(\v20.kioku.v1.RetrieveProfilesResponse.ProfilesEntryR\bprofiles\x1aT\n" +
+	"\rProfilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.kioku.v1.MemoryProfileR\x05value:\x028\x01\"\x8d\x01\n" +
+	"\rMemoryProfile\x12\x1b\n" +
+	"\tschema_id\x18\x01 \x01(\tR\bschemaId\x121\n" +
+	"\aprofile\x18\x02 \x01(\v2\x17.google.protobuf.StructR\aprofile\x12,\n" +
+	"\bmemories\x18\x03 \x03(\v2\x10.kioku.v1.MemoryR\bmemories\"s\n" +
 	"\x10SimilaritySearch\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x124\n" +
@@ -1654,7 +1861,7 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x1dUpdateMemoryBankConfigRequest\x12H\n" +
 	"\x12memory_bank_config\x18\x01 \x01(\v2\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask2\x92\f\n" +
+	"updateMask2\xab\r\n" +
 	"\x11MemoryBankService\x12m\n" +
 	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\",\x82\xd3\xe4\x93\x02&:\x06memory\"\x1c/v1/{parent=apps/*}/memories\x12b\n" +
 	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/memories/*}\x90\x02\x01\x12v\n" +
@@ -1662,7 +1869,8 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\fUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\"3\x82\xd3\xe4\x93\x02-:\x06memory2#/v1/{memory.name=apps/*/memories/*}\x12k\n" +
 	"\fDeleteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\"$\x82\xd3\xe4\x93\x02\x1e*\x1c/v1/{name=apps/*/memories/*}\x12|\n" +
 	"\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:generate\x12\x8e\x01\n" +
-	"\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"3\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:retrieve\x90\x02\x01\x12\x97\x01\n" +
+	"\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"3\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{parent=apps/*}/memories:retrieve\x90\x02\x01\x12\x96\x01\n" +
+	"\x10RetrieveProfiles\x12!.kioku.v1.RetrieveProfilesRequest\x1a\".kioku.v1.RetrieveProfilesResponse\";\x82\xd3\xe4\x93\x022:\x01*\"-/v1/{parent=apps/*}/memories:retrieveProfiles\x90\x02\x01\x12\x97\x01\n" +
 	"\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"3\x82\xd3\xe4\x93\x02*\x12(/v1/{parent=apps/*/memories/*}/revisions\x90\x02\x01\x12u\n" +
 	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/memories/*}:rollback\x12s\n" +
 	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{parent=apps/*}/memories:purge\x12\x86\x01\n" +
@@ -1682,7 +1890,7 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*CreateMemoryRequest)(nil),           // 0: kioku.v1.CreateMemoryRequest
 	(*GetMemoryRequest)(nil),              // 1: kioku.v1.GetMemoryRequest
@@ -1696,93 +1904,109 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*DirectMemoriesSource)(nil),          // 9: kioku.v1.DirectMemoriesSource
 	(*DirectMemory)(nil),                  // 10: kioku.v1.DirectMemory
 	(*RetrieveMemoriesRequest)(nil),       // 11: kioku.v1.RetrieveMemoriesRequest
-	(*SimilaritySearch)(nil),              // 12: kioku.v1.SimilaritySearch
-	(*TimeRange)(nil),                     // 13: kioku.v1.TimeRange
-	(*SimpleRetrieval)(nil),               // 14: kioku.v1.SimpleRetrieval
-	(*RetrieveMemoriesResponse)(nil),      // 15: kioku.v1.RetrieveMemoriesResponse
-	(*RetrievedMemory)(nil),               // 16: kioku.v1.RetrievedMemory
-	(*ListMemoryRevisionsRequest)(nil),    // 17: kioku.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil),   // 18: kioku.v1.ListMemoryRevisionsResponse
-	(*RollbackMemoryRequest)(nil),         // 19: kioku.v1.RollbackMemoryRequest
-	(*PurgeMemoriesRequest)(nil),          // 20: kioku.v1.PurgeMemoriesRequest
-	(*GetMemoryBankConfigRequest)(nil),    // 21: kioku.v1.GetMemoryBankConfigRequest
-	(*UpdateMemoryBankConfigRequest)(nil), // 22: kioku.v1.UpdateMemoryBankConfigRequest
-	nil,                                   // 23: kioku.v1.ListMemoriesRequest.ScopeEntry
-	nil,                                   // 24: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 25: kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	nil,                                   // 26: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 27: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(*Memory)(nil),                        // 28: kioku.v1.Memory
-	(*fieldmaskpb.FieldMask)(nil),         // 29: google.protobuf.FieldMask
-	(MetadataMergeStrategy)(0),            // 30: kioku.v1.MetadataMergeStrategy
-	(*timestamppb.Timestamp)(nil),         // 31: google.protobuf.Timestamp
-	(*Event)(nil),                         // 32: kioku.v1.Event
-	(*MemorySource)(nil),                  // 33: kioku.v1.MemorySource
-	(*MemoryRevision)(nil),                // 34: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 35: kioku.v1.MemoryBankConfig
-	(*MetadataValue)(nil),                 // 36: kioku.v1.MetadataValue
-	(*emptypb.Empty)(nil),                 // 37: google.protobuf.Empty
-	(*Operation)(nil),                     // 38: kioku.v1.Operation
+	(*RetrieveProfilesRequest)(nil),       // 12: kioku.v1.RetrieveProfilesRequest
+	(*RetrieveProfilesResponse)(nil),      // 13: kioku.v1.RetrieveProfilesResponse
+	(*MemoryProfile)(nil),                 // 14: kioku.v1.MemoryProfile
+	(*SimilaritySearch)(nil),              // 15: kioku.v1.SimilaritySearch
+	(*TimeRange)(nil),                     // 16: kioku.v1.TimeRange
+	(*SimpleRetrieval)(nil),               // 17: kioku.v1.SimpleRetrieval
+	(*RetrieveMemoriesResponse)(nil),      // 18: kioku.v1.RetrieveMemoriesResponse
+	(*RetrievedMemory)(nil),               // 19: kioku.v1.RetrievedMemory
+	(*ListMemoryRevisionsRequest)(nil),    // 20: kioku.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil),   // 21: kioku.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),         // 22: kioku.v1.RollbackMemoryRequest
+	(*PurgeMemoriesRequest)(nil),          // 23: kioku.v1.PurgeMemoriesRequest
+	(*GetMemoryBankConfigRequest)(nil),    // 24: kioku.v1.GetMemoryBankConfigRequest
+	(*UpdateMemoryBankConfigRequest)(nil), // 25: kioku.v1.UpdateMemoryBankConfigRequest
+	nil,                                   // 26: kioku.v1.ListMemoriesRequest.ScopeEntry
+	nil,                                   // 27: kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	nil,                                   // 28: kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	nil,                                   // 29: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 30: kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	nil,                                   // 31: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	nil,                                   // 32: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(*Memory)(nil),                        // 33: kioku.v1.Memory
+	(MemoryType)(0),                       // 34: kioku.v1.MemoryType
+	(*fieldmaskpb.FieldMask)(nil),         // 35: google.protobuf.FieldMask
+	(MetadataMergeStrategy)(0),            // 36: kioku.v1.MetadataMergeStrategy
+	(*timestamppb.Timestamp)(nil),         // 37: google.protobuf.Timestamp
+	(*Event)(nil),                         // 38: kioku.v1.Event
+	(*MemorySource)(nil),                  // 39: kioku.v1.MemorySource
+	(*structpb.Struct)(nil),               // 40: google.protobuf.Struct
+	(*MemoryRevision)(nil),                // 41: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 42: kioku.v1.MemoryBankConfig
+	(*MetadataValue)(nil),                 // 43: kioku.v1.MetadataValue
+	(*emptypb.Empty)(nil),                 // 44: google.protobuf.Empty
+	(*Operation)(nil),                     // 45: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	28, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	23, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	28, // 2: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	28, // 3: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	29, // 4: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 5: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	7,  // 6: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
-	8,  // 7: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
-	9,  // 8: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	25, // 9: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	30, // 10: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
-	31, // 11: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	31, // 12: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	32, // 13: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
-	10, // 14: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	33, // 15: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	26, // 16: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	12, // 17: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	14, // 18: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	13, // 19: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	31, // 20: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	31, // 21: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
-	16, // 22: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	28, // 23: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	34, // 24: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	27, // 25: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	35, // 26: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	29, // 27: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	36, // 28: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	0,  // 29: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 30: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 31: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 32: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 33: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 34: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 35: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	17, // 36: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	19, // 37: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	20, // 38: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	21, // 39: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	22, // 40: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	28, // 41: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	28, // 42: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 43: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	28, // 44: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	37, // 45: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	38, // 46: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	15, // 47: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	18, // 48: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	28, // 49: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	38, // 50: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	35, // 51: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	35, // 52: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	41, // [41:53] is the sub-list for method output_type
-	29, // [29:41] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	33, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	26, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
+	34, // 2: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	33, // 3: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	33, // 4: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	35, // 5: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	27, // 6: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	7,  // 7: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
+	8,  // 8: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
+	9,  // 9: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
+	28, // 10: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	36, // 11: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
+	37, // 12: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	37, // 13: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	38, // 14: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	10, // 15: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
+	39, // 16: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	29, // 17: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	15, // 18: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	17, // 19: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	34, // 20: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	30, // 21: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	31, // 22: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	40, // 23: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
+	33, // 24: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
+	16, // 25: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	37, // 26: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	37, // 27: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	19, // 28: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	33, // 29: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	41, // 30: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	32, // 31: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	42, // 32: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	35, // 33: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	43, // 34: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	14, // 35: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
+	0,  // 36: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	1,  // 37: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	2,  // 38: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	4,  // 39: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	5,  // 40: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	6,  // 41: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	11, // 42: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	12, // 43: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
+	20, // 44: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	22, // 45: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	23, // 46: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	24, // 47: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	25, // 48: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	33, // 49: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	33, // 50: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	3,  // 51: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	33, // 52: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	44, // 53: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	45, // 54: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	18, // 55: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	13, // 56: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
+	21, // 57: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	33, // 58: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	45, // 59: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	42, // 60: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	42, // 61: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	49, // [49:62] is the sub-list for method output_type
+	36, // [36:49] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -1808,7 +2032,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

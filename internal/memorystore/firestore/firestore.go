@@ -13,7 +13,9 @@
 //	    create_ns, update_ns, expire_ns, revision, deleted, embedding
 //	    (vector), embedding_model, terms (array: the IDs of the fact's
 //	    model.OfflineTerms), terms_version (the offline embedder's name),
-//	    event_ns, stated_ns (0: unknown)
+//	    event_ns, stated_ns (0: unknown), memory_type ("STRUCTURED_PROFILE"
+//	    for a profile field; absent or "" for a natural-language memory),
+//	    profile (the profile field, record.MarshalProfile)
 //	kioku_apps/{app}/kioku_memories/{memory}/kioku_revisions/{number, 20 digits}
 //	    number, expire_ns, body (the revision as JSON)
 //	kioku_apps/{app}/kioku_config/memory_bank      body (JSON)
@@ -167,6 +169,11 @@ type memoryDoc struct {
 	TermsVersion string  `firestore:"terms_version"`
 	EventNS      int64   `firestore:"event_ns"`
 	StatedNS     int64   `firestore:"stated_ns"`
+	// MemoryType and Profile are record.MemoryType and
+	// record.MarshalProfile's (absent from the documents of memories
+	// written before profiles, which are natural-language ones).
+	MemoryType string `firestore:"memory_type"`
+	Profile    string `firestore:"profile"`
 }
 
 // termsVersion names the version of model.OfflineTerms that the terms of
@@ -196,6 +203,10 @@ func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,
 		Terms: termIDs(m.Fact), TermsVersion: termsVersion,
 		EventNS: unixnano.From(m.EventTime), StatedNS: unixnano.From(m.StatedTime),
+		MemoryType: record.MemoryType(m),
+	}
+	if d.Profile, err = record.MarshalProfile(m.Profile); err != nil {
+		return nil, err
 	}
 	if d.Topics == nil {
 		d.Topics = []string{}
@@ -232,6 +243,9 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 		m.Topics = nil
 	}
 	if m.Sources, err = record.UnmarshalSources([]byte(d.Sources)); err != nil {
+		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
+	}
+	if m.Profile, err = record.UnmarshalProfile(d.Profile); err != nil {
 		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
 	return m, nil
@@ -357,15 +371,31 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	}
 	return collect(ctx, base, q.Limit, after,
 		func(m *memorybank.Memory) bool {
-			return m.Visible(q.Now) && q.Filter.MatchesTopics(m.Topics) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
+			return m.Visible(q.Now) && q.Filter.MatchesType(m.Type()) && q.Filter.MatchesTopics(m.Topics) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
 		},
 		func(*firestore.DocumentSnapshot) string { return q.App },
 		func(m *memorybank.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })
 }
 
+// ProfileMemories implements memorybank.ProfileStore: one query,
+// equalities on scope_key, memory_type and deleted (served by merging
+// single-field indexes).
+func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorybank.Memory, error) {
+	q := s.memories(app).Where("scope_key", "==", scopeKey).Where("memory_type", "==", record.ProfileType).Where("deleted", "==", false).Limit(limit)
+	return visible(ctx, app, q, now)
+}
+
 // MemoriesBySource implements memorybank.MemoryStore.
 func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
-	snaps, err := s.memories(app).Where("source_sessions", "array-contains", session).Where("deleted", "==", false).Documents(ctx).GetAll()
+	out, err := visible(ctx, app, s.memories(app).Where("source_sessions", "array-contains", session).Where("deleted", "==", false), now)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+// visible runs a query of an app's memories and returns those visible at
+// now.
+func visible(ctx context.Context, app string, q firestore.Query, now time.Time) ([]*memorybank.Memory, error) {
+	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
@@ -379,7 +409,6 @@ func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now t
 			out = append(out, m)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 

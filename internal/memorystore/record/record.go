@@ -1,8 +1,9 @@
 // Package record holds the stored forms of the memory bank's records, the
 // same in every store (internal/memorystore/sqlite and firestore) and in
 // archives (package archive): revisions (MarshalRevision), configurations
-// (MarshalConfig), memories' sources (MarshalSources) and vectors
-// (EncodeVector), and the decoding of operations in every format kioku
+// (MarshalConfig), memories' sources (MarshalSources), vectors
+// (EncodeVector), types and profile fields (MemoryType, MarshalProfile),
+// and the decoding of operations in every format kioku
 // has written (DecodeOperation). Each is a tagged record type of its own,
 // never a domain type, so that renaming a Go field or reordering a Go
 // constant cannot change what stored rows mean: enums are stored by name,
@@ -70,6 +71,41 @@ func UnmarshalSources(b []byte) ([]memorybank.Source, error) {
 	return src, nil
 }
 
+// ProfileType is the stored memory type of a profile field's memory
+// (memorybank.StructuredProfile); a natural-language memory's is "" (the
+// stores' default for memories written before profiles).
+var ProfileType = memorybank.StructuredProfile.String()
+
+// MemoryType returns the stored memory type of m: ProfileType or "".
+func MemoryType(m *memorybank.Memory) string {
+	if m.Profile != nil {
+		return ProfileType
+	}
+	return ""
+}
+
+// MarshalProfile returns the stored form of a memory's profile field (its
+// JSON, see memorybank.ProfileField), "" for none.
+func MarshalProfile(p *memorybank.ProfileField) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// UnmarshalProfile decodes MarshalProfile's output ("": none).
+func UnmarshalProfile(s string) (*memorybank.ProfileField, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var p memorybank.ProfileField
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return nil, fmt.Errorf("decoding a profile field: %w", err)
+	}
+	return &p, nil
+}
+
 // SameMemory reports whether two memories hold the same values: times as
 // instants, empty collections as absent ones. A store's import uses it to
 // leave a memory it already holds alone; values it cannot tell the same
@@ -121,6 +157,9 @@ type revisionRecord struct {
 	ExpireNS       int64               `json:"expire_ns,omitempty"`
 	EventNS        int64               `json:"event_ns,omitempty"`
 	StatedNS       int64               `json:"stated_ns,omitempty"`
+	// Profile is the memory's profile field after the change (the first
+	// formats had none: natural-language memories).
+	Profile *memorybank.ProfileField `json:"profile,omitempty"`
 }
 
 // MarshalRevision returns a revision's stored form (see UnmarshalRevision).
@@ -134,7 +173,7 @@ func MarshalRevision(r *memorybank.Revision) ([]byte, error) {
 		Action: action, Fact: r.Fact, Scope: r.Scope, Topics: r.Topics, Metadata: r.Metadata,
 		ExtractedFacts: r.ExtractedFacts, Sources: r.Sources, Operation: r.Operation, Reason: r.Reason,
 		CreateNS: unixnano.From(r.CreateTime), ExpireNS: unixnano.From(r.ExpireTime),
-		EventNS: unixnano.From(r.EventTime), StatedNS: unixnano.From(r.StatedTime),
+		EventNS: unixnano.From(r.EventTime), StatedNS: unixnano.From(r.StatedTime), Profile: r.Profile,
 	})
 }
 
@@ -165,7 +204,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memory
 		App: app, MemoryID: memoryID, Number: number, Action: action, Fact: b.Fact, Scope: b.Scope,
 		Topics: b.Topics, Metadata: b.Metadata, ExtractedFacts: b.ExtractedFacts, Sources: b.Sources,
 		Operation: b.Operation, Reason: b.Reason, CreateTime: unixnano.Time(b.CreateNS), ExpireTime: unixnano.Time(b.ExpireNS),
-		EventTime: unixnano.Time(b.EventNS), StatedTime: unixnano.Time(b.StatedNS),
+		EventTime: unixnano.Time(b.EventNS), StatedTime: unixnano.Time(b.StatedNS), Profile: b.Profile,
 	}, nil
 }
 
@@ -183,6 +222,7 @@ type configRecord struct {
 	Retrieval     retrievalRecord  `json:"retrieval,omitzero"`
 	Compaction    compactionRecord `json:"compaction,omitzero"`
 	PII           piiRecord        `json:"pii_redaction,omitzero"`
+	Profiles      []profileRecord  `json:"profiles,omitempty"`
 	UpdateTime    time.Time        `json:"update_time,omitzero"`
 }
 
@@ -197,6 +237,22 @@ type piiRecord struct {
 type patternRecord struct {
 	Name  string `json:"name"`
 	Regex string `json:"regex"`
+}
+
+// profileRecord is the stored form of a memorybank.ProfileSchema: its
+// fields as a list, in their order.
+type profileRecord struct {
+	ID          string               `json:"id"`
+	Description string               `json:"description,omitempty"`
+	Fields      []profileFieldRecord `json:"fields"`
+	ScopeKeys   []string             `json:"scope_keys,omitempty"`
+}
+
+type profileFieldRecord struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Description string   `json:"description,omitempty"`
+	Enum        []string `json:"enum,omitempty"`
 }
 
 type compactionRecord struct {
@@ -257,6 +313,13 @@ func MarshalConfig(c *memorybank.BankConfig) ([]byte, error) {
 	for _, p := range c.PIIRedaction.Patterns {
 		r.PII.Patterns = append(r.PII.Patterns, patternRecord(p))
 	}
+	for _, p := range c.Profiles {
+		pr := profileRecord{ID: p.ID, Description: p.Description, ScopeKeys: p.ScopeKeys, Fields: []profileFieldRecord{}}
+		for _, f := range p.Fields {
+			pr.Fields = append(pr.Fields, profileFieldRecord(f))
+		}
+		r.Profiles = append(r.Profiles, pr)
+	}
 	return json.Marshal(r)
 }
 
@@ -288,6 +351,13 @@ func UnmarshalConfig(app string, body []byte) (*memorybank.BankConfig, error) {
 	}
 	for _, p := range r.PII.Patterns {
 		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern(p))
+	}
+	for _, pr := range r.Profiles {
+		p := memorybank.ProfileSchema{ID: pr.ID, Description: pr.Description, ScopeKeys: pr.ScopeKeys}
+		for _, f := range pr.Fields {
+			p.Fields = append(p.Fields, memorybank.ProfileFieldSchema(f))
+		}
+		c.Profiles = append(c.Profiles, p)
 	}
 	return c, nil
 }

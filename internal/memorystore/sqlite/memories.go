@@ -18,7 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
-const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns, display_name, description`
+const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns, display_name, description, memory_type, profile`
 
 func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, error) {
 	var (
@@ -28,9 +28,10 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 		eventNS, statedNS            int64
 		deleted                      int
 		fact, embedding              []byte
-		name, description            []byte
+		name, description, profile   []byte
+		memoryType                   string
 	)
-	if err := scan(&m.App, &m.ID, &fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS, &name, &description); err != nil {
+	if err := scan(&m.App, &m.ID, &fact, &scope, &topics, &meta, &sources, &createNS, &updateNS, &expireNS, &m.Revision, &deleted, &embedding, &m.EmbeddingModel, &eventNS, &statedNS, &name, &description, &memoryType, &profile); err != nil {
 		return nil, err
 	}
 	var err error
@@ -46,6 +47,9 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 	if description, err = openBlob(k, m.App, descriptionAt(m.App, m.ID), description); err != nil {
 		return nil, err
 	}
+	if profile, err = openBlob(k, m.App, profileAt(m.App, m.ID), profile); err != nil {
+		return nil, err
+	}
 	m.DisplayName, m.Description = string(name), string(description)
 	for _, f := range []struct {
 		raw string
@@ -56,6 +60,9 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 		}
 	}
 	if m.Sources, err = record.UnmarshalSources([]byte(sources)); err != nil {
+		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
+	}
+	if m.Profile, err = record.UnmarshalProfile(string(profile)); err != nil {
 		return nil, fmt.Errorf("decoding memory %s: %w", m.ID, err)
 	}
 	if len(m.Topics) == 0 {
@@ -91,6 +98,23 @@ func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memo
 
 // filterSQL appends the conditions of a filter.
 func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
+	sb.WriteString(` AND memory_type IN (`)
+	types := f.Types
+	if len(types) == 0 {
+		types = []memorybank.MemoryType{memorybank.NaturalLanguage}
+	}
+	for i, t := range types {
+		if i > 0 {
+			sb.WriteString(`, `)
+		}
+		sb.WriteString(`?`)
+		name := ""
+		if t == memorybank.StructuredProfile {
+			name = record.ProfileType
+		}
+		args = append(args, name)
+	}
+	sb.WriteString(`)`)
 	for _, t := range f.Topics {
 		sb.WriteString(` AND EXISTS (SELECT 1 FROM json_each(topics) WHERE value = ?)`)
 		args = append(args, t)
@@ -143,6 +167,14 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 	return s.cache.Search(ctx, q, func(ctx context.Context) ([]*memorybank.Memory, error) {
 		return queryMemories(ctx, s.db.Keyring(), s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
 	})
+}
+
+// ProfileMemories implements memorybank.ProfileStore, on the partial
+// index of profile fields.
+func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorybank.Memory, error) {
+	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories INDEXED BY memories_profiles
+		WHERE app = ? AND scope_key = ? AND memory_type = 'STRUCTURED_PROFILE' AND deleted = 0 AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`,
+		app, scopeKey, now.UnixNano(), limit)
 }
 
 // MemoriesBySource implements memorybank.MemoryStore.
@@ -260,6 +292,7 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 type memoryRow struct {
 	scope, topics, meta, sources string
 	fact, name, description      any // sealed or not (sealText)
+	profile                      any // sealed or not (sealOptional)
 	embedding                    []byte
 }
 
@@ -292,6 +325,13 @@ func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
 		return nil, err
 	}
 	r.sources = string(src)
+	profile, err := record.MarshalProfile(m.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if r.profile, err = sealOptional(k, m.App, profileAt(m.App, m.ID), profile); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -302,14 +342,15 @@ func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) err
 	if m.Deleted {
 		deleted = 1
 	}
-	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if _, err := tx.Exec(`INSERT INTO memories (`+memoryColumns+`, scope_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, id) DO UPDATE SET fact = excluded.fact, topics = excluded.topics, metadata = excluded.metadata,
 		display_name = excluded.display_name, description = excluded.description,
 		sources = excluded.sources, update_ns = excluded.update_ns, expire_ns = excluded.expire_ns, revision = excluded.revision,
 		deleted = excluded.deleted, embedding = excluded.embedding, embedding_model = excluded.embedding_model,
-		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns`,
+		event_ns = excluded.event_ns, stated_ns = excluded.stated_ns, memory_type = excluded.memory_type, profile = excluded.profile`,
 		m.App, m.ID, r.fact, r.scope, r.topics, r.meta, r.sources, unixnano.From(m.CreateTime), unixnano.From(m.UpdateTime), unixnano.From(m.ExpireTime),
-		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), r.name, r.description, m.Scope.Key()); err != nil {
+		m.Revision, deleted, r.embedding, m.EmbeddingModel, unixnano.From(m.EventTime), unixnano.From(m.StatedTime), r.name, r.description,
+		record.MemoryType(m), r.profile, m.Scope.Key()); err != nil {
 		return err
 	}
 	if !sources {

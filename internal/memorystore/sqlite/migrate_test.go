@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v7.db, the database this version
+// goldenDB rewrites testdata/kioku-v8.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -30,13 +31,16 @@ import (
 // without event and stated times), testdata/kioku-v4.db by the version of
 // schema 4 (operations in the memory bank's second format, before the jobs
 // engine), testdata/kioku-v5.db by the version of schema 5 (memories
-// without display names and descriptions, metadata of strings only, and
-// operations without owners), testdata/kioku-v6.db by the version of
-// schema 6 (operations without owners); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v7.db from this version")
+// without display names and descriptions, metadata of strings only,
+// operations without owners, and memories without a type or profile
+// field), testdata/kioku-v6.db by the version of schema 6 (operations
+// without owners, memories without a type or profile field),
+// testdata/kioku-v7.db by the version of schema 7 (memories without a
+// type or profile field); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v8.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 7
+const schema = 8
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -122,31 +126,57 @@ func TestMigrationFromV5(t *testing.T) {
 	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
 		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
 	}
+	noProfiles(t, st)
 }
 
 // TestMigrationFromV6 opens a database of schema 6, whose operations have
-// no owner: those left queued count for no user, and its memories keep
-// their display names.
+// no owner: those left queued count for no user; its memories keep their
+// display names, descriptions and typed metadata, and have no type or
+// profile field.
 func TestMigrationFromV6(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v6.db")
 	checkGolden(t, st, teaRestated)
-	if tea, err := st.GetMemory(t.Context(), "golden", "tea"); err != nil || tea.DisplayName != "Tea" {
-		t.Errorf("tea of schema 6 = %+v, %v; want its display name", tea, err)
-	}
+	checkNamesAndMetadata(t, st)
 	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 0 {
 		t.Fatalf("pending operations of ann after the migration: %d, %v; want 0 (owners came with schema 7)", n, err)
 	}
 	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "", 100); err != nil || n == 0 {
 		t.Fatalf("pending operations of no owner after the migration: %d, %v; want those queued before", n, err)
 	}
+	noProfiles(t, st)
 }
 
-// TestGoldenDatabase reads the database this version writes.
+// noProfiles checks that a database of a schema before profiles has no
+// profile fields: its memories read as natural-language ones, which
+// listings return and RetrieveProfiles' read does not.
+func noProfiles(t *testing.T, st *sqlite.Store) {
+	t.Helper()
+	if fields, err := st.ProfileMemories(t.Context(), "golden", "user_id=ann", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC), 10); err != nil || len(fields) != 0 {
+		t.Errorf("profile fields of a database before profiles: %v, %v", fields, err)
+	}
+}
+
+// TestMigrationFromV7 opens a database of schema 7, whose memories have
+// no type or profile field: they read as natural-language ones, and its
+// operations keep their owners.
+func TestMigrationFromV7(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v7.db")
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	noProfiles(t, st)
+	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
+		t.Fatalf("pending operations of ann after the migration: %d, %v; want the 1 queued before", n, err)
+	}
+}
+
+// TestGoldenDatabase reads the database this version writes: besides the
+// others' records, a profile schema and the field the offline extractor
+// filled.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v7.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v8.db"))
 	}
-	_, st := openCurrent(t, "kioku-v7.db")
+	_, st := openCurrent(t, "kioku-v8.db")
 	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
 		t.Fatalf("pending operations of ann: %d, %v; want 1", n, err)
 	}
@@ -154,6 +184,32 @@ func TestGoldenDatabase(t *testing.T) {
 	// version of schema 4 did not restate a memory a direct fact
 	// confirmed).
 	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	ctx := t.Context()
+	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
+	cfg, err := st.GetConfig(ctx, "golden")
+	if err != nil || len(cfg.Profiles) != 1 || cfg.Profiles[0].ID != "user-profile" || cfg.Profiles[0].Fields[0].Name != "preferred_language" {
+		t.Errorf("profile schemas = %+v, %v", cfg.Profiles, err)
+	}
+	fields, err := st.ProfileMemories(ctx, "golden", "user_id=ann", now, 10)
+	want := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	if err != nil || len(fields) != 1 || !reflect.DeepEqual(fields[0].Profile, want) || fields[0].Fact != "preferred_language: Python" || len(fields[0].Embedding) == 0 {
+		t.Fatalf("profile fields = %+v, %v", fields, err)
+	}
+	revs, err := st.ListRevisions(ctx, "golden", fields[0].ID, 0, 10, now)
+	if err != nil || len(revs) != 1 || !reflect.DeepEqual(revs[0].Profile, want) {
+		t.Errorf("the field's revisions = %+v, %v", revs, err)
+	}
+	list, err := st.ListMemories(ctx, memorybank.ListQuery{App: "golden", ScopeKey: "user_id=ann", Now: now, Limit: 100})
+	if err != nil || slices.ContainsFunc(list, func(m *memorybank.Memory) bool { return m.Profile != nil }) {
+		t.Errorf("natural-language listing = %+v, %v", list, err)
+	}
+}
+
+// checkNamesAndMetadata checks the records schema 6 added: a display
+// name, a description, typed metadata.
+func checkNamesAndMetadata(t *testing.T, st *sqlite.Store) {
+	t.Helper()
 	// Schema 6: a display name, a description, typed metadata.
 	tea, err := st.GetMemory(t.Context(), "golden", "tea")
 	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
@@ -343,7 +399,8 @@ func writeGolden(t *testing.T, path string) {
 		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
 		Examples:      []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger: memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Trigger:  memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Fields: []memorybank.ProfileFieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
@@ -391,6 +448,18 @@ func writeGolden(t *testing.T, path string) {
 	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessions.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
 	must(err)
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
+	// A profile field, as generation writes one (the queued operations
+	// above stay as they are).
+	field := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	vec, err := model.Offline{}.Embed(ctx, []string{"preferred_language: Python"}, model.TaskDocument)
+	must(err)
+	at := clock()
+	pm := &memorybank.Memory{App: "golden", ID: "lang", Fact: "preferred_language: Python", Scope: ann, Profile: field, CreateTime: at, UpdateTime: at, Revision: 1,
+		Sources: []memorybank.Source{{Session: s1.Name(), EventIDs: []string{"e3"}}}, StatedTime: at, Embedding: vec[0], EmbeddingModel: model.Offline{}.Name()}
+	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: at, Changes: []memorybank.Change{{Memory: pm, Revision: &memorybank.Revision{
+		App: "golden", MemoryID: "lang", Number: 1, Action: memorybank.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
+		Sources: pm.Sources, Operation: "apps/golden/operations/id099", Reason: "profile field extracted", CreateTime: at, StatedTime: at, Profile: field,
+	}}}}))
 	must(db.Close())
 	// One file: fold the log into it.
 	db, err = sqlitedb.Open(path)

@@ -9,8 +9,9 @@ import (
 // Encryption at rest. In a database encrypted with a key (sqlitedb's
 // UseEncryption) the store seals, each bound to its row:
 //
-//	memories.fact          (app, id), and display_name and description
-//	                       when not empty
+//	memories.fact          (app, id), and display_name, description and
+//	                       profile (a profile field, with its value) when
+//	                       not empty
 //	memories.embedding     (app, id): the offline embedder's vectors are
 //	                       hashed bags of terms, a dense model's can be
 //	                       inverted, so neither is left readable
@@ -18,10 +19,12 @@ import (
 //	bank_configs.body      (app): prompts and examples
 //	operations.body        (app, id): requests and results
 //
-// Scopes, topics, metadata and sources stay as they are: scopes and
-// sources are ids that key and join rows, and filters match topics and
-// metadata in SQL. A schema step that reads a sealed column in SQL must
-// open it in Go instead (sqlitedb.Step.Func).
+// Scopes, topics, metadata, sources and memory types stay as they are:
+// scopes and sources are ids that key and join rows, filters match topics
+// and metadata in SQL, and a memory type is one of two constant names,
+// which the index of profile fields is partial on. A schema step that
+// reads a sealed column in SQL must open it in Go instead
+// (sqlitedb.Step.Func).
 
 // The places of the sealed columns.
 func factAt(app, id string) seal.Where { return seal.At("memories.fact", app, id) }
@@ -31,6 +34,7 @@ func displayNameAt(app, id string) seal.Where {
 func descriptionAt(app, id string) seal.Where {
 	return seal.At("memories.description", app, id)
 }
+func profileAt(app, id string) seal.Where   { return seal.At("memories.profile", app, id) }
 func embeddingAt(app, id string) seal.Where { return seal.At("memories.embedding", app, id) }
 func configAt(app string) seal.Where        { return seal.At("bank_configs.body", app) }
 func operationAt(app, id string) seal.Where { return seal.At("operations.body", app, id) }

@@ -7,9 +7,12 @@
 //	                 description, scope/topics/metadata/sources (JSON;
 //	                 metadata in memorybank.Metadata's stored form), times
 //	                 (Unix ns), revision, deleted,
-//	                 embedding (record.EncodeVector) and its model;
-//	                 indexed by (app, scope, update time) and (app, update
-//	                 time) for listings, by expiry for the sweeper.
+//	                 embedding (record.EncodeVector) and its model, memory
+//	                 type and profile field (record.MarshalProfile; both
+//	                 empty for natural-language memories); indexed by (app,
+//	                 scope, update time) and (app, update time) for
+//	                 listings, by expiry for the sweeper, and the profile
+//	                 fields by (app, scope) for RetrieveProfiles.
 //	memory_sources   (app, session, memory) for forgetting a session.
 //	memory_revisions (app, memory, number) → the revision (JSON), expiry.
 //	bank_configs     (app) → the configuration (JSON).
@@ -151,7 +154,9 @@ WHERE json_type(body, '$.action') = 'integer';
 // descriptions (v6; their metadata may hold typed values since, in
 // memorybank.Metadata's stored form, which reads the strings of before
 // unchanged); operations' owners, counted per user (v7, empty for those
-// queued before).
+// queued before); memories' type and profile field (empty for
+// natural-language memories, which all earlier ones are), with the index
+// RetrieveProfiles reads a scope's profile fields by (v8).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -166,6 +171,11 @@ ALTER TABLE memories ADD COLUMN description TEXT NOT NULL DEFAULT '';
 	sqlitedb.Step{SQL: `
 ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX operations_by_owner ON operations (app, owner, state);
+`},
+	sqlitedb.Step{SQL: `
+ALTER TABLE memories ADD COLUMN memory_type TEXT NOT NULL DEFAULT '';
+ALTER TABLE memories ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+CREATE INDEX memories_profiles ON memories (app, scope_key) WHERE memory_type = 'STRUCTURED_PROFILE' AND deleted = 0;
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {

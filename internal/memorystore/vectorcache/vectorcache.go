@@ -279,7 +279,7 @@ type modelStats struct {
 type indexEntry struct {
 	id                           string
 	fact                         string
-	names                        *entryNames // nil when both are empty
+	names                        *entryNames // nil when all are empty
 	topics                       []string
 	metadata                     memorybank.Metadata
 	sources                      []memorybank.Source
@@ -291,9 +291,13 @@ type indexEntry struct {
 	terms                        []model.Term
 }
 
-// entryNames are a memory's display name and description, which most
-// memories lack (a pointer costs an entry less than two strings).
-type entryNames struct{ displayName, description string }
+// entryNames are a memory's display name and description, and its
+// profile field (nil: a natural-language memory), which most memories
+// lack (a pointer costs an entry less than two strings and a pointer).
+type entryNames struct {
+	displayName, description string
+	profile                  *memorybank.ProfileField
+}
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
 // plus what a map slot and a string or slice header around them take.
@@ -340,8 +344,12 @@ func (s *scopeIndex) put(m *memorybank.Memory) {
 		eventNS: unixnano.From(m.EventTime), statedNS: unixnano.From(m.StatedTime),
 		revision: m.Revision, model: idx, terms: model.OfflineTerms(m.Fact),
 	}
-	if m.DisplayName != "" || m.Description != "" {
-		e.names = &entryNames{m.DisplayName, m.Description}
+	if m.DisplayName != "" || m.Description != "" || m.Profile != nil {
+		e.names = &entryNames{displayName: m.DisplayName, description: m.Description}
+		if m.Profile != nil {
+			p := *m.Profile
+			e.names.profile = &p
+		}
 	}
 	if idx >= 0 {
 		e.vec = retrieval.NewVector(m.Embedding)
@@ -402,6 +410,9 @@ func (e *indexEntry) size() int64 {
 	if e.names != nil {
 		n += int64(unsafe.Sizeof(entryNames{})) + int64(len(e.names.displayName)+len(e.names.description))
 	}
+	if p := e.profile(); p != nil {
+		n += 64 + int64(len(p.SchemaID)+len(p.Field)+len(memorybank.ValueText(p.Value)))
+	}
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
 	}
@@ -418,6 +429,22 @@ func (e *indexEntry) size() int64 {
 		}
 	}
 	return n
+}
+
+// profile returns the entry's profile field (nil: none).
+func (e *indexEntry) profile() *memorybank.ProfileField {
+	if e.names == nil {
+		return nil
+	}
+	return e.names.profile
+}
+
+// memoryType returns the type of the entry's memory.
+func (e *indexEntry) memoryType() memorybank.MemoryType {
+	if e.profile() != nil {
+		return memorybank.StructuredProfile
+	}
+	return memorybank.NaturalLanguage
 }
 
 // memory returns the entry as a Memory (without its vector).
@@ -439,6 +466,10 @@ func (s *scopeIndex) view(e *indexEntry) *memorybank.Memory {
 	}
 	if e.names != nil {
 		m.DisplayName, m.Description = e.names.displayName, e.names.description
+	}
+	if p := e.profile(); p != nil {
+		c := *p
+		m.Profile = &c
 	}
 	return m
 }
@@ -467,7 +498,7 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 	return retrieval.Rank(q.Ranking(), func(yield func(retrieval.Candidate[*indexEntry]) bool) {
 		for i := range s.entries {
 			e := &s.entries[i]
-			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.MatchesTopics(e.topics) ||
+			if e.expireNS != 0 && now >= e.expireNS || !q.Filter.MatchesType(e.memoryType()) || !q.Filter.MatchesTopics(e.topics) ||
 				!q.Filter.MatchesTimes(unixnano.Time(e.eventNS), unixnano.Time(e.statedNS)) || q.Filter.Residual() && !q.Filter.MatchesRest(s.view(e)) {
 				continue
 			}

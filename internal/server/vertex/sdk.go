@@ -160,11 +160,34 @@ func bankOperationJSON(e engine) func(*app.Operation, error) (*structpb.Struct, 
 	}
 }
 
+// retrieveProfiles serves memories:retrieveProfiles ({scope}): {profiles:
+// {schemaId: {schemaId, profile}}}, one profile per schema of the memory
+// bank's configuration that applies to the scope and has a field filled
+// ({} when none has).
 func (s *Surface) retrieveProfiles(ctx context.Context, r *vertexv1beta1.RetrieveProfilesRequest) (*structpb.Struct, error) {
-	if _, err := s.memoryEngine("name", r.GetName()); err != nil {
+	e, err := s.memoryEngine("name", r.GetName())
+	if err != nil {
 		return nil, err
 	}
-	return nil, fault.New(fault.Unimplemented, "memories:retrieveProfiles is not supported by kioku: it keeps no memory profiles (structured memories); use memories:retrieve")
+	scope, err := stringMap("scope", r.GetBody().AsMap()["scope"])
+	if err != nil {
+		return nil, err
+	}
+	if len(scope) == 0 {
+		return nil, fault.InvalidField("scope", "Required field is not set.")
+	}
+	if err := owned(ctx, scope["user_id"], onlyUser(ctx, "scope user_id", scope["user_id"])); err != nil {
+		return nil, err
+	}
+	profiles, err := s.mem.RetrieveProfiles(ctx, e.app, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, p := range profiles {
+		out[p.SchemaID] = map[string]any{"schemaId": p.SchemaID, "profile": p.Values}
+	}
+	return newStruct(map[string]any{"profiles": out})
 }
 
 // rollbackMemory serves {memory}:rollback ({targetRevisionId}): done at

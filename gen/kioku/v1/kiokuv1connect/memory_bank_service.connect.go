@@ -55,6 +55,9 @@ const (
 	// MemoryBankServiceRetrieveMemoriesProcedure is the fully-qualified name of the MemoryBankService's
 	// RetrieveMemories RPC.
 	MemoryBankServiceRetrieveMemoriesProcedure = "/kioku.v1.MemoryBankService/RetrieveMemories"
+	// MemoryBankServiceRetrieveProfilesProcedure is the fully-qualified name of the MemoryBankService's
+	// RetrieveProfiles RPC.
+	MemoryBankServiceRetrieveProfilesProcedure = "/kioku.v1.MemoryBankService/RetrieveProfiles"
 	// MemoryBankServiceListMemoryRevisionsProcedure is the fully-qualified name of the
 	// MemoryBankService's ListMemoryRevisions RPC.
 	MemoryBankServiceListMemoryRevisionsProcedure = "/kioku.v1.MemoryBankService/ListMemoryRevisions"
@@ -93,6 +96,10 @@ type MemoryBankServiceClient interface {
 	// Returns the memories of a scope most similar to a query, or pages
 	// through the scope without a query.
 	RetrieveMemories(context.Context, *connect.Request[v1.RetrieveMemoriesRequest]) (*connect.Response[v1.RetrieveMemoriesResponse], error)
+	// Returns a scope's structured profiles, one per profile schema of the
+	// app that applies to the scope and has a field filled: one indexed read
+	// and no model call, fast enough to preload at the start of every turn.
+	RetrieveProfiles(context.Context, *connect.Request[v1.RetrieveProfilesRequest]) (*connect.Response[v1.RetrieveProfilesResponse], error)
 	// Lists a memory's revisions, newest first. Works for deleted memories.
 	ListMemoryRevisions(context.Context, *connect.Request[v1.ListMemoryRevisionsRequest]) (*connect.Response[v1.ListMemoryRevisionsResponse], error)
 	// Restores a memory (deleted or not) to the state of one of its
@@ -164,6 +171,13 @@ func NewMemoryBankServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		retrieveProfiles: connect.NewClient[v1.RetrieveProfilesRequest, v1.RetrieveProfilesResponse](
+			httpClient,
+			baseURL+MemoryBankServiceRetrieveProfilesProcedure,
+			connect.WithSchema(memoryBankServiceMethods.ByName("RetrieveProfiles")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		listMemoryRevisions: connect.NewClient[v1.ListMemoryRevisionsRequest, v1.ListMemoryRevisionsResponse](
 			httpClient,
 			baseURL+MemoryBankServiceListMemoryRevisionsProcedure,
@@ -208,6 +222,7 @@ type memoryBankServiceClient struct {
 	deleteMemory           *connect.Client[v1.DeleteMemoryRequest, emptypb.Empty]
 	generateMemories       *connect.Client[v1.GenerateMemoriesRequest, v1.Operation]
 	retrieveMemories       *connect.Client[v1.RetrieveMemoriesRequest, v1.RetrieveMemoriesResponse]
+	retrieveProfiles       *connect.Client[v1.RetrieveProfilesRequest, v1.RetrieveProfilesResponse]
 	listMemoryRevisions    *connect.Client[v1.ListMemoryRevisionsRequest, v1.ListMemoryRevisionsResponse]
 	rollbackMemory         *connect.Client[v1.RollbackMemoryRequest, v1.Memory]
 	purgeMemories          *connect.Client[v1.PurgeMemoriesRequest, v1.Operation]
@@ -248,6 +263,11 @@ func (c *memoryBankServiceClient) GenerateMemories(ctx context.Context, req *con
 // RetrieveMemories calls kioku.v1.MemoryBankService.RetrieveMemories.
 func (c *memoryBankServiceClient) RetrieveMemories(ctx context.Context, req *connect.Request[v1.RetrieveMemoriesRequest]) (*connect.Response[v1.RetrieveMemoriesResponse], error) {
 	return c.retrieveMemories.CallUnary(ctx, req)
+}
+
+// RetrieveProfiles calls kioku.v1.MemoryBankService.RetrieveProfiles.
+func (c *memoryBankServiceClient) RetrieveProfiles(ctx context.Context, req *connect.Request[v1.RetrieveProfilesRequest]) (*connect.Response[v1.RetrieveProfilesResponse], error) {
+	return c.retrieveProfiles.CallUnary(ctx, req)
 }
 
 // ListMemoryRevisions calls kioku.v1.MemoryBankService.ListMemoryRevisions.
@@ -296,6 +316,10 @@ type MemoryBankServiceHandler interface {
 	// Returns the memories of a scope most similar to a query, or pages
 	// through the scope without a query.
 	RetrieveMemories(context.Context, *connect.Request[v1.RetrieveMemoriesRequest]) (*connect.Response[v1.RetrieveMemoriesResponse], error)
+	// Returns a scope's structured profiles, one per profile schema of the
+	// app that applies to the scope and has a field filled: one indexed read
+	// and no model call, fast enough to preload at the start of every turn.
+	RetrieveProfiles(context.Context, *connect.Request[v1.RetrieveProfilesRequest]) (*connect.Response[v1.RetrieveProfilesResponse], error)
 	// Lists a memory's revisions, newest first. Works for deleted memories.
 	ListMemoryRevisions(context.Context, *connect.Request[v1.ListMemoryRevisionsRequest]) (*connect.Response[v1.ListMemoryRevisionsResponse], error)
 	// Restores a memory (deleted or not) to the state of one of its
@@ -363,6 +387,13 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	memoryBankServiceRetrieveProfilesHandler := connect.NewUnaryHandler(
+		MemoryBankServiceRetrieveProfilesProcedure,
+		svc.RetrieveProfiles,
+		connect.WithSchema(memoryBankServiceMethods.ByName("RetrieveProfiles")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	memoryBankServiceListMemoryRevisionsHandler := connect.NewUnaryHandler(
 		MemoryBankServiceListMemoryRevisionsProcedure,
 		svc.ListMemoryRevisions,
@@ -411,6 +442,8 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 			memoryBankServiceGenerateMemoriesHandler.ServeHTTP(w, r)
 		case MemoryBankServiceRetrieveMemoriesProcedure:
 			memoryBankServiceRetrieveMemoriesHandler.ServeHTTP(w, r)
+		case MemoryBankServiceRetrieveProfilesProcedure:
+			memoryBankServiceRetrieveProfilesHandler.ServeHTTP(w, r)
 		case MemoryBankServiceListMemoryRevisionsProcedure:
 			memoryBankServiceListMemoryRevisionsHandler.ServeHTTP(w, r)
 		case MemoryBankServiceRollbackMemoryProcedure:
@@ -456,6 +489,10 @@ func (UnimplementedMemoryBankServiceHandler) GenerateMemories(context.Context, *
 
 func (UnimplementedMemoryBankServiceHandler) RetrieveMemories(context.Context, *connect.Request[v1.RetrieveMemoriesRequest]) (*connect.Response[v1.RetrieveMemoriesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.RetrieveMemories is not implemented"))
+}
+
+func (UnimplementedMemoryBankServiceHandler) RetrieveProfiles(context.Context, *connect.Request[v1.RetrieveProfilesRequest]) (*connect.Response[v1.RetrieveProfilesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.RetrieveProfiles is not implemented"))
 }
 
 func (UnimplementedMemoryBankServiceHandler) ListMemoryRevisions(context.Context, *connect.Request[v1.ListMemoryRevisionsRequest]) (*connect.Response[v1.ListMemoryRevisionsResponse], error) {

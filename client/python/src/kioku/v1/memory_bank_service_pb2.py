@@ -13,13 +13,14 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from kioku.v1 import memory_pb2 as kioku_dot_v1_dot_memory__pb2
 from kioku.v1 import operation_pb2 as kioku_dot_v1_dot_operation__pb2
 from kioku.v1 import session_pb2 as kioku_dot_v1_dot_session__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"kioku/v1/memory_bank_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n\x13\x43reateMemoryRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n\x06memory\x18\x02 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n\tmemory_id\x18\x03 \x01(\tR\x08memoryId\"&\n\x10GetMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xfb\x01\n\x13ListMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12>\n\x05scope\x18\x04 \x03(\x0b\x32(.kioku.v1.ListMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x14ListMemoriesResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n\x13UpdateMemoryRequest\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\")\n\x13\x44\x65leteMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xea\x05\n\x17GenerateMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.GenerateMemoriesRequest.ScopeEntryR\x05scope\x12@\n\x0esession_source\x18\x03 \x01(\x0b\x32\x17.kioku.v1.SessionSourceH\x00R\rsessionSource\x12=\n\revents_source\x18\x04 \x01(\x0b\x32\x16.kioku.v1.EventsSourceH\x00R\x0c\x65ventsSource\x12V\n\x16\x64irect_memories_source\x18\x05 \x01(\x0b\x32\x1e.kioku.v1.DirectMemoriesSourceH\x00R\x14\x64irectMemoriesSource\x12\x33\n\x15\x64isable_consolidation\x18\x06 \x01(\x08R\x14\x64isableConsolidation\x12%\n\x0e\x61llowed_topics\x18\x07 \x03(\tR\rallowedTopics\x12K\n\x08metadata\x18\x08 \x03(\x0b\x32/.kioku.v1.GenerateMemoriesRequest.MetadataEntryR\x08metadata\x12W\n\x17metadata_merge_strategy\x18\t \x01(\x0e\x32\x1f.kioku.v1.MetadataMergeStrategyR\x15metadataMergeStrategy\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aT\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\x42\x08\n\x06source\"\x9b\x01\n\rSessionSource\x12\x18\n\x07session\x18\x01 \x01(\tR\x07session\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"7\n\x0c\x45ventsSource\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\"z\n\x14\x44irectMemoriesSource\x12\x32\n\x08memories\x18\x01 \x03(\x0b\x32\x16.kioku.v1.DirectMemoryR\x08memories\x12.\n\x06source\x18\x02 \x01(\x0b\x32\x16.kioku.v1.MemorySourceR\x06source\":\n\x0c\x44irectMemory\x12\x12\n\x04\x66\x61\x63t\x18\x01 \x01(\tR\x04\x66\x61\x63t\x12\x16\n\x06topics\x18\x02 \x03(\tR\x06topics\"\xe4\x02\n\x17RetrieveMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveMemoriesRequest.ScopeEntryR\x05scope\x12I\n\x11similarity_search\x18\x03 \x01(\x0b\x32\x1a.kioku.v1.SimilaritySearchH\x00R\x10similaritySearch\x12\x46\n\x10simple_retrieval\x18\x04 \x01(\x0b\x32\x19.kioku.v1.SimpleRetrievalH\x00R\x0fsimpleRetrieval\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\x08\n\x06method\"s\n\x10SimilaritySearch\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x34\n\x0bprefer_time\x18\x03 \x01(\x0b\x32\x13.kioku.v1.TimeRangeR\npreferTime\"}\n\tTimeRange\x12\x39\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"M\n\x0fSimpleRetrieval\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"\x8c\x01\n\x18RetrieveMemoriesResponse\x12H\n\x12retrieved_memories\x18\x01 \x03(\x0b\x32\x19.kioku.v1.RetrievedMemoryR\x11retrievedMemories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"W\n\x0fRetrievedMemory\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n\x08\x64istance\x18\x02 \x01(\x01R\x08\x64istance\"p\n\x1aListMemoryRevisionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x8a\x01\n\x1bListMemoryRevisionsResponse\x12\x43\n\x10memory_revisions\x18\x01 \x03(\x0b\x32\x18.kioku.v1.MemoryRevisionR\x0fmemoryRevisions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n\x15RollbackMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12,\n\x12target_revision_id\x18\x02 \x01(\tR\x10targetRevisionId\"\xd7\x01\n\x14PurgeMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n\x05scope\x18\x02 \x03(\x0b\x32).kioku.v1.PurgeMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x14\n\x05\x66orce\x18\x04 \x01(\x08R\x05\x66orce\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"0\n\x1aGetMemoryBankConfigRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n\x1dUpdateMemoryBankConfigRequest\x12H\n\x12memory_bank_config\x18\x01 \x01(\x0b\x32\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask2\xcd\x07\n\x11MemoryBankService\x12?\n\x0c\x43reateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\x12>\n\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"\x03\x90\x02\x01\x12R\n\x0cListMemories\x12\x1d.kioku.v1.ListMemoriesRequest\x1a\x1e.kioku.v1.ListMemoriesResponse\"\x03\x90\x02\x01\x12?\n\x0cUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x45\n\x0c\x44\x65leteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\x12J\n\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\x12^\n\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"\x03\x90\x02\x01\x12g\n\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"\x03\x90\x02\x01\x12\x43\n\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x44\n\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\x12\\\n\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"\x03\x90\x02\x01\x12]\n\x16UpdateMemoryBankConfig\x12\'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfigb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"kioku/v1/memory_bank_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n\x13\x43reateMemoryRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n\x06memory\x18\x02 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n\tmemory_id\x18\x03 \x01(\tR\x08memoryId\"&\n\x10GetMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xb4\x02\n\x13ListMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12>\n\x05scope\x18\x04 \x03(\x0b\x32(.kioku.v1.ListMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x12\x37\n\x0cmemory_types\x18\x06 \x03(\x0e\x32\x14.kioku.v1.MemoryTypeR\x0bmemoryTypes\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x14ListMemoriesResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n\x13UpdateMemoryRequest\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\")\n\x13\x44\x65leteMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xea\x05\n\x17GenerateMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.GenerateMemoriesRequest.ScopeEntryR\x05scope\x12@\n\x0esession_source\x18\x03 \x01(\x0b\x32\x17.kioku.v1.SessionSourceH\x00R\rsessionSource\x12=\n\revents_source\x18\x04 \x01(\x0b\x32\x16.kioku.v1.EventsSourceH\x00R\x0c\x65ventsSource\x12V\n\x16\x64irect_memories_source\x18\x05 \x01(\x0b\x32\x1e.kioku.v1.DirectMemoriesSourceH\x00R\x14\x64irectMemoriesSource\x12\x33\n\x15\x64isable_consolidation\x18\x06 \x01(\x08R\x14\x64isableConsolidation\x12%\n\x0e\x61llowed_topics\x18\x07 \x03(\tR\rallowedTopics\x12K\n\x08metadata\x18\x08 \x03(\x0b\x32/.kioku.v1.GenerateMemoriesRequest.MetadataEntryR\x08metadata\x12W\n\x17metadata_merge_strategy\x18\t \x01(\x0e\x32\x1f.kioku.v1.MetadataMergeStrategyR\x15metadataMergeStrategy\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aT\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\x42\x08\n\x06source\"\x9b\x01\n\rSessionSource\x12\x18\n\x07session\x18\x01 \x01(\tR\x07session\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"7\n\x0c\x45ventsSource\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\"z\n\x14\x44irectMemoriesSource\x12\x32\n\x08memories\x18\x01 \x03(\x0b\x32\x16.kioku.v1.DirectMemoryR\x08memories\x12.\n\x06source\x18\x02 \x01(\x0b\x32\x16.kioku.v1.MemorySourceR\x06source\":\n\x0c\x44irectMemory\x12\x12\n\x04\x66\x61\x63t\x18\x01 \x01(\tR\x04\x66\x61\x63t\x12\x16\n\x06topics\x18\x02 \x03(\tR\x06topics\"\x9d\x03\n\x17RetrieveMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveMemoriesRequest.ScopeEntryR\x05scope\x12I\n\x11similarity_search\x18\x03 \x01(\x0b\x32\x1a.kioku.v1.SimilaritySearchH\x00R\x10similaritySearch\x12\x46\n\x10simple_retrieval\x18\x04 \x01(\x0b\x32\x19.kioku.v1.SimpleRetrievalH\x00R\x0fsimpleRetrieval\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x12\x37\n\x0cmemory_types\x18\x06 \x03(\x0e\x32\x14.kioku.v1.MemoryTypeR\x0bmemoryTypes\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\x08\n\x06method\"\xaf\x01\n\x17RetrieveProfilesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveProfilesRequest.ScopeEntryR\x05scope\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xbe\x01\n\x18RetrieveProfilesResponse\x12L\n\x08profiles\x18\x01 \x03(\x0b\x32\x30.kioku.v1.RetrieveProfilesResponse.ProfilesEntryR\x08profiles\x1aT\n\rProfilesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MemoryProfileR\x05value:\x02\x38\x01\"\x8d\x01\n\rMemoryProfile\x12\x1b\n\tschema_id\x18\x01 \x01(\tR\x08schemaId\x12\x31\n\x07profile\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x07profile\x12,\n\x08memories\x18\x03 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\"s\n\x10SimilaritySearch\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x34\n\x0bprefer_time\x18\x03 \x01(\x0b\x32\x13.kioku.v1.TimeRangeR\npreferTime\"}\n\tTimeRange\x12\x39\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"M\n\x0fSimpleRetrieval\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"\x8c\x01\n\x18RetrieveMemoriesResponse\x12H\n\x12retrieved_memories\x18\x01 \x03(\x0b\x32\x19.kioku.v1.RetrievedMemoryR\x11retrievedMemories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"W\n\x0fRetrievedMemory\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n\x08\x64istance\x18\x02 \x01(\x01R\x08\x64istance\"p\n\x1aListMemoryRevisionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x8a\x01\n\x1bListMemoryRevisionsResponse\x12\x43\n\x10memory_revisions\x18\x01 \x03(\x0b\x32\x18.kioku.v1.MemoryRevisionR\x0fmemoryRevisions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n\x15RollbackMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12,\n\x12target_revision_id\x18\x02 \x01(\tR\x10targetRevisionId\"\xd7\x01\n\x14PurgeMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n\x05scope\x18\x02 \x03(\x0b\x32).kioku.v1.PurgeMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x14\n\x05\x66orce\x18\x04 \x01(\x08R\x05\x66orce\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"0\n\x1aGetMemoryBankConfigRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n\x1dUpdateMemoryBankConfigRequest\x12H\n\x12memory_bank_config\x18\x01 \x01(\x0b\x32\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask2\xad\x08\n\x11MemoryBankService\x12?\n\x0c\x43reateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\x12>\n\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"\x03\x90\x02\x01\x12R\n\x0cListMemories\x12\x1d.kioku.v1.ListMemoriesRequest\x1a\x1e.kioku.v1.ListMemoriesResponse\"\x03\x90\x02\x01\x12?\n\x0cUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x45\n\x0c\x44\x65leteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\x12J\n\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\x12^\n\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"\x03\x90\x02\x01\x12^\n\x10RetrieveProfiles\x12!.kioku.v1.RetrieveProfilesRequest\x1a\".kioku.v1.RetrieveProfilesResponse\"\x03\x90\x02\x01\x12g\n\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"\x03\x90\x02\x01\x12\x43\n\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x44\n\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\x12\\\n\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"\x03\x90\x02\x01\x12]\n\x16UpdateMemoryBankConfig\x12\'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfigb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kioku.v1.memory_bank_service_pb2', globals())
@@ -34,6 +35,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_options = b'8\001'
   _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._options = None
   _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_options = b'8\001'
+  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._options = None
+  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_options = b'8\001'
+  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._options = None
+  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_options = b'8\001'
   _PURGEMEMORIESREQUEST_SCOPEENTRY._options = None
   _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_options = b'8\001'
   _MEMORYBANKSERVICE.methods_by_name['GetMemory']._options = None
@@ -42,66 +47,78 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _MEMORYBANKSERVICE.methods_by_name['ListMemories']._serialized_options = b'\220\002\001'
   _MEMORYBANKSERVICE.methods_by_name['RetrieveMemories']._options = None
   _MEMORYBANKSERVICE.methods_by_name['RetrieveMemories']._serialized_options = b'\220\002\001'
+  _MEMORYBANKSERVICE.methods_by_name['RetrieveProfiles']._options = None
+  _MEMORYBANKSERVICE.methods_by_name['RetrieveProfiles']._serialized_options = b'\220\002\001'
   _MEMORYBANKSERVICE.methods_by_name['ListMemoryRevisions']._options = None
   _MEMORYBANKSERVICE.methods_by_name['ListMemoryRevisions']._serialized_options = b'\220\002\001'
   _MEMORYBANKSERVICE.methods_by_name['GetMemoryBankConfig']._options = None
   _MEMORYBANKSERVICE.methods_by_name['GetMemoryBankConfig']._serialized_options = b'\220\002\001'
-  _CREATEMEMORYREQUEST._serialized_start=217
-  _CREATEMEMORYREQUEST._serialized_end=333
-  _GETMEMORYREQUEST._serialized_start=335
-  _GETMEMORYREQUEST._serialized_end=373
-  _LISTMEMORIESREQUEST._serialized_start=376
-  _LISTMEMORIESREQUEST._serialized_end=627
-  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_start=571
-  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_end=627
-  _LISTMEMORIESRESPONSE._serialized_start=629
-  _LISTMEMORIESRESPONSE._serialized_end=737
-  _UPDATEMEMORYREQUEST._serialized_start=739
-  _UPDATEMEMORYREQUEST._serialized_end=863
-  _DELETEMEMORYREQUEST._serialized_start=865
-  _DELETEMEMORYREQUEST._serialized_end=906
-  _GENERATEMEMORIESREQUEST._serialized_start=909
-  _GENERATEMEMORIESREQUEST._serialized_end=1655
-  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_start=571
-  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_end=627
-  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_start=1561
-  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_end=1645
-  _SESSIONSOURCE._serialized_start=1658
-  _SESSIONSOURCE._serialized_end=1813
-  _EVENTSSOURCE._serialized_start=1815
-  _EVENTSSOURCE._serialized_end=1870
-  _DIRECTMEMORIESSOURCE._serialized_start=1872
-  _DIRECTMEMORIESSOURCE._serialized_end=1994
-  _DIRECTMEMORY._serialized_start=1996
-  _DIRECTMEMORY._serialized_end=2054
-  _RETRIEVEMEMORIESREQUEST._serialized_start=2057
-  _RETRIEVEMEMORIESREQUEST._serialized_end=2413
-  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_start=571
-  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_end=627
-  _SIMILARITYSEARCH._serialized_start=2415
-  _SIMILARITYSEARCH._serialized_end=2530
-  _TIMERANGE._serialized_start=2532
-  _TIMERANGE._serialized_end=2657
-  _SIMPLERETRIEVAL._serialized_start=2659
-  _SIMPLERETRIEVAL._serialized_end=2736
-  _RETRIEVEMEMORIESRESPONSE._serialized_start=2739
-  _RETRIEVEMEMORIESRESPONSE._serialized_end=2879
-  _RETRIEVEDMEMORY._serialized_start=2881
-  _RETRIEVEDMEMORY._serialized_end=2968
-  _LISTMEMORYREVISIONSREQUEST._serialized_start=2970
-  _LISTMEMORYREVISIONSREQUEST._serialized_end=3082
-  _LISTMEMORYREVISIONSRESPONSE._serialized_start=3085
-  _LISTMEMORYREVISIONSRESPONSE._serialized_end=3223
-  _ROLLBACKMEMORYREQUEST._serialized_start=3225
-  _ROLLBACKMEMORYREQUEST._serialized_end=3314
-  _PURGEMEMORIESREQUEST._serialized_start=3317
-  _PURGEMEMORIESREQUEST._serialized_end=3532
-  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_start=571
-  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_end=627
-  _GETMEMORYBANKCONFIGREQUEST._serialized_start=3534
-  _GETMEMORYBANKCONFIGREQUEST._serialized_end=3582
-  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_start=3585
-  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_end=3751
-  _MEMORYBANKSERVICE._serialized_start=3754
-  _MEMORYBANKSERVICE._serialized_end=4727
+  _CREATEMEMORYREQUEST._serialized_start=247
+  _CREATEMEMORYREQUEST._serialized_end=363
+  _GETMEMORYREQUEST._serialized_start=365
+  _GETMEMORYREQUEST._serialized_end=403
+  _LISTMEMORIESREQUEST._serialized_start=406
+  _LISTMEMORIESREQUEST._serialized_end=714
+  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_start=658
+  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_end=714
+  _LISTMEMORIESRESPONSE._serialized_start=716
+  _LISTMEMORIESRESPONSE._serialized_end=824
+  _UPDATEMEMORYREQUEST._serialized_start=826
+  _UPDATEMEMORYREQUEST._serialized_end=950
+  _DELETEMEMORYREQUEST._serialized_start=952
+  _DELETEMEMORYREQUEST._serialized_end=993
+  _GENERATEMEMORIESREQUEST._serialized_start=996
+  _GENERATEMEMORIESREQUEST._serialized_end=1742
+  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_start=658
+  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_end=714
+  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_start=1648
+  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_end=1732
+  _SESSIONSOURCE._serialized_start=1745
+  _SESSIONSOURCE._serialized_end=1900
+  _EVENTSSOURCE._serialized_start=1902
+  _EVENTSSOURCE._serialized_end=1957
+  _DIRECTMEMORIESSOURCE._serialized_start=1959
+  _DIRECTMEMORIESSOURCE._serialized_end=2081
+  _DIRECTMEMORY._serialized_start=2083
+  _DIRECTMEMORY._serialized_end=2141
+  _RETRIEVEMEMORIESREQUEST._serialized_start=2144
+  _RETRIEVEMEMORIESREQUEST._serialized_end=2557
+  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_start=658
+  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_end=714
+  _RETRIEVEPROFILESREQUEST._serialized_start=2560
+  _RETRIEVEPROFILESREQUEST._serialized_end=2735
+  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_start=658
+  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_end=714
+  _RETRIEVEPROFILESRESPONSE._serialized_start=2738
+  _RETRIEVEPROFILESRESPONSE._serialized_end=2928
+  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_start=2844
+  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_end=2928
+  _MEMORYPROFILE._serialized_start=2931
+  _MEMORYPROFILE._serialized_end=3072
+  _SIMILARITYSEARCH._serialized_start=3074
+  _SIMILARITYSEARCH._serialized_end=3189
+  _TIMERANGE._serialized_start=3191
+  _TIMERANGE._serialized_end=3316
+  _SIMPLERETRIEVAL._serialized_start=3318
+  _SIMPLERETRIEVAL._serialized_end=3395
+  _RETRIEVEMEMORIESRESPONSE._serialized_start=3398
+  _RETRIEVEMEMORIESRESPONSE._serialized_end=3538
+  _RETRIEVEDMEMORY._serialized_start=3540
+  _RETRIEVEDMEMORY._serialized_end=3627
+  _LISTMEMORYREVISIONSREQUEST._serialized_start=3629
+  _LISTMEMORYREVISIONSREQUEST._serialized_end=3741
+  _LISTMEMORYREVISIONSRESPONSE._serialized_start=3744
+  _LISTMEMORYREVISIONSRESPONSE._serialized_end=3882
+  _ROLLBACKMEMORYREQUEST._serialized_start=3884
+  _ROLLBACKMEMORYREQUEST._serialized_end=3973
+  _PURGEMEMORIESREQUEST._serialized_start=3976
+  _PURGEMEMORIESREQUEST._serialized_end=4191
+  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_start=658
+  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_end=714
+  _GETMEMORYBANKCONFIGREQUEST._serialized_start=4193
+  _GETMEMORYBANKCONFIGREQUEST._serialized_end=4241
+  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_start=4244
+  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_end=4410
+  _MEMORYBANKSERVICE._serialized_start=4413
+  _MEMORYBANKSERVICE._serialized_end=5482
 # @@protoc_insertion_point(module_scope)

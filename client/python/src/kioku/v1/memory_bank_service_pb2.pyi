@@ -1,5 +1,6 @@
 from google.protobuf import empty_pb2 as _empty_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from kioku.v1 import memory_pb2 as _memory_pb2
 from kioku.v1 import operation_pb2 as _operation_pb2
@@ -98,7 +99,7 @@ class GetMemoryRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListMemoriesRequest(_message.Message):
-    __slots__ = ["filter", "page_size", "page_token", "parent", "scope"]
+    __slots__ = ["filter", "memory_types", "page_size", "page_token", "parent", "scope"]
     class ScopeEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -107,16 +108,18 @@ class ListMemoriesRequest(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     filter: str
+    memory_types: _containers.RepeatedScalarFieldContainer[_memory_pb2.MemoryType]
     page_size: int
     page_token: str
     parent: str
     scope: _containers.ScalarMap[str, str]
-    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., filter: _Optional[str] = ...) -> None: ...
+    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., filter: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_memory_pb2.MemoryType, str]]] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
     __slots__ = ["memories", "next_page_token"]
@@ -144,6 +147,16 @@ class ListMemoryRevisionsResponse(_message.Message):
     next_page_token: str
     def __init__(self, memory_revisions: _Optional[_Iterable[_Union[_memory_pb2.MemoryRevision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class MemoryProfile(_message.Message):
+    __slots__ = ["memories", "profile", "schema_id"]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]
+    profile: _struct_pb2.Struct
+    schema_id: str
+    def __init__(self, schema_id: _Optional[str] = ..., profile: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., memories: _Optional[_Iterable[_Union[_memory_pb2.Memory, _Mapping]]] = ...) -> None: ...
+
 class PurgeMemoriesRequest(_message.Message):
     __slots__ = ["filter", "force", "parent", "scope"]
     class ScopeEntry(_message.Message):
@@ -164,7 +177,7 @@ class PurgeMemoriesRequest(_message.Message):
     def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., filter: _Optional[str] = ..., force: bool = ...) -> None: ...
 
 class RetrieveMemoriesRequest(_message.Message):
-    __slots__ = ["filter", "parent", "scope", "similarity_search", "simple_retrieval"]
+    __slots__ = ["filter", "memory_types", "parent", "scope", "similarity_search", "simple_retrieval"]
     class ScopeEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -173,16 +186,18 @@ class RetrieveMemoriesRequest(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_SEARCH_FIELD_NUMBER: _ClassVar[int]
     SIMPLE_RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     filter: str
+    memory_types: _containers.RepeatedScalarFieldContainer[_memory_pb2.MemoryType]
     parent: str
     scope: _containers.ScalarMap[str, str]
     similarity_search: SimilaritySearch
     simple_retrieval: SimpleRetrieval
-    def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., similarity_search: _Optional[_Union[SimilaritySearch, _Mapping]] = ..., simple_retrieval: _Optional[_Union[SimpleRetrieval, _Mapping]] = ..., filter: _Optional[str] = ...) -> None: ...
+    def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., similarity_search: _Optional[_Union[SimilaritySearch, _Mapping]] = ..., simple_retrieval: _Optional[_Union[SimpleRetrieval, _Mapping]] = ..., filter: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_memory_pb2.MemoryType, str]]] = ...) -> None: ...
 
 class RetrieveMemoriesResponse(_message.Message):
     __slots__ = ["next_page_token", "retrieved_memories"]
@@ -191,6 +206,34 @@ class RetrieveMemoriesResponse(_message.Message):
     next_page_token: str
     retrieved_memories: _containers.RepeatedCompositeFieldContainer[RetrievedMemory]
     def __init__(self, retrieved_memories: _Optional[_Iterable[_Union[RetrievedMemory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RetrieveProfilesRequest(_message.Message):
+    __slots__ = ["parent", "scope"]
+    class ScopeEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    scope: _containers.ScalarMap[str, str]
+    def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RetrieveProfilesResponse(_message.Message):
+    __slots__ = ["profiles"]
+    class ProfilesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MemoryProfile
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MemoryProfile, _Mapping]] = ...) -> None: ...
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    profiles: _containers.MessageMap[str, MemoryProfile]
+    def __init__(self, profiles: _Optional[_Mapping[str, MemoryProfile]] = ...) -> None: ...
 
 class RetrievedMemory(_message.Message):
     __slots__ = ["distance", "memory"]

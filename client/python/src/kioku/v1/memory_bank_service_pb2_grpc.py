@@ -54,6 +54,11 @@ class MemoryBankServiceStub(object):
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveMemoriesRequest.SerializeToString,
                 response_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveMemoriesResponse.FromString,
                 )
+        self.RetrieveProfiles = channel.unary_unary(
+                '/kioku.v1.MemoryBankService/RetrieveProfiles',
+                request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveProfilesRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveProfilesResponse.FromString,
+                )
         self.ListMemoryRevisions = channel.unary_unary(
                 '/kioku.v1.MemoryBankService/ListMemoryRevisions',
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.ListMemoryRevisionsRequest.SerializeToString,
@@ -140,6 +145,15 @@ class MemoryBankServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RetrieveProfiles(self, request, context):
+        """Returns a scope's structured profiles, one per profile schema of the
+        app that applies to the scope and has a field filled: one indexed read
+        and no model call, fast enough to preload at the start of every turn.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListMemoryRevisions(self, request, context):
         """Lists a memory's revisions, newest first. Works for deleted memories.
         """
@@ -215,6 +229,11 @@ def add_MemoryBankServiceServicer_to_server(servicer, server):
                     servicer.RetrieveMemories,
                     request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveMemoriesRequest.FromString,
                     response_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveMemoriesResponse.SerializeToString,
+            ),
+            'RetrieveProfiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetrieveProfiles,
+                    request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveProfilesRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveProfilesResponse.SerializeToString,
             ),
             'ListMemoryRevisions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListMemoryRevisions,
@@ -369,6 +388,23 @@ class MemoryBankService(object):
         return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/RetrieveMemories',
             kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveMemoriesRequest.SerializeToString,
             kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveMemoriesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RetrieveProfiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/RetrieveProfiles',
+            kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveProfilesRequest.SerializeToString,
+            kioku_dot_v1_dot_memory__bank__service__pb2.RetrieveProfilesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

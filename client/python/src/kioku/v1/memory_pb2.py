@@ -12,11 +12,12 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from kioku.v1 import session_pb2 as kioku_dot_v1_dot_session__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kioku/v1/memory.proto\x12\x08kioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xdb\x07\n\x06Memory\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x66\x61\x63t\x18\x02 \x01(\tR\x04\x66\x61\x63t\x12\x31\n\x05scope\x18\x03 \x03(\x0b\x32\x1b.kioku.v1.Memory.ScopeEntryR\x05scope\x12\x16\n\x06topics\x18\x04 \x03(\tR\x06topics\x12:\n\x08metadata\x18\x05 \x03(\x0b\x32\x1e.kioku.v1.Memory.MetadataEntryR\x08metadata\x12J\n\x0etyped_metadata\x18\x0e \x03(\x0b\x32#.kioku.v1.Memory.TypedMetadataEntryR\rtypedMetadata\x12!\n\x0c\x64isplay_name\x18\x0f \x01(\tR\x0b\x64isplayName\x12 \n\x0b\x64\x65scription\x18\x10 \x01(\tR\x0b\x64\x65scription\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12=\n\x0b\x65xpire_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\nexpireTime\x12-\n\x03ttl\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationH\x00R\x03ttl\x12\x30\n\x07sources\x18\n \x03(\x0b\x32\x16.kioku.v1.MemorySourceR\x07sources\x12\x1f\n\x0brevision_id\x18\x0b \x01(\tR\nrevisionId\x12\x39\n\nevent_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\teventTime\x12;\n\x0bstated_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nstatedTime\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aY\n\x12TypedMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\x42\x0c\n\nexpiration\"\xca\x01\n\rMetadataValue\x12#\n\x0cstring_value\x18\x01 \x01(\tH\x00R\x0bstringValue\x12#\n\x0c\x64ouble_value\x18\x02 \x01(\x01H\x00R\x0b\x64oubleValue\x12\x1f\n\nbool_value\x18\x03 \x01(\x08H\x00R\tboolValue\x12\x45\n\x0ftimestamp_value\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\x0etimestampValueB\x07\n\x05value\"E\n\x0cMemorySource\x12\x18\n\x07session\x18\x01 \x01(\tR\x07session\x12\x1b\n\tevent_ids\x18\x02 \x03(\tR\x08\x65ventIds\"\xa8\x07\n\x0eMemoryRevision\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12.\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x16.kioku.v1.MemoryActionR\x06\x61\x63tion\x12\x12\n\x04\x66\x61\x63t\x18\x03 \x01(\tR\x04\x66\x61\x63t\x12\x39\n\x05scope\x18\x04 \x03(\x0b\x32#.kioku.v1.MemoryRevision.ScopeEntryR\x05scope\x12\x16\n\x06topics\x18\x05 \x03(\tR\x06topics\x12\x42\n\x08metadata\x18\x06 \x03(\x0b\x32&.kioku.v1.MemoryRevision.MetadataEntryR\x08metadata\x12\'\n\x0f\x65xtracted_facts\x18\x07 \x03(\tR\x0e\x65xtractedFacts\x12\x30\n\x07sources\x18\x08 \x03(\x0b\x32\x16.kioku.v1.MemorySourceR\x07sources\x12\x1c\n\toperation\x18\t \x01(\tR\toperation\x12\x16\n\x06reason\x18\n \x01(\tR\x06reason\x12;\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0b\x65xpire_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nexpireTime\x12\x39\n\nevent_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\teventTime\x12;\n\x0bstated_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nstatedTime\x12R\n\x0etyped_metadata\x18\x0f \x03(\x0b\x32+.kioku.v1.MemoryRevision.TypedMetadataEntryR\rtypedMetadata\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aY\n\x12TypedMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\"k\n\x0fGeneratedMemory\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12.\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x16.kioku.v1.MemoryActionR\x06\x61\x63tion\"d\n\x18GenerateMemoriesResponse\x12H\n\x12generated_memories\x18\x01 \x03(\x0b\x32\x19.kioku.v1.GeneratedMemoryR\x11generatedMemories\"8\n\x15PurgeMemoriesResponse\x12\x1f\n\x0bpurge_count\x18\x01 \x01(\x03R\npurgeCount\"K\n\x11\x43ustomMemoryTopic\x12\x14\n\x05label\x18\x01 \x01(\tR\x05label\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\"c\n\x11GenerationExample\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\x12%\n\x0e\x65xpected_facts\x18\x02 \x03(\tR\rexpectedFacts\"t\n\x11GenerationTrigger\x12\x1f\n\x0b\x65vent_count\x18\x01 \x01(\x05R\neventCount\x12>\n\ridle_duration\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0cidleDuration\"\xa0\x05\n\x10MemoryBankConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n\rcustom_topics\x18\x03 \x03(\x0b\x32\x1b.kioku.v1.CustomMemoryTopicR\x0c\x63ustomTopics\x12L\n\x13generation_examples\x18\x04 \x03(\x0b\x32\x1b.kioku.v1.GenerationExampleR\x12generationExamples\x12\x38\n\nmemory_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\tmemoryTtl\x12<\n\x0crevision_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0brevisionTtl\x12J\n\x12generation_trigger\x18\x07 \x01(\x0b\x32\x1b.kioku.v1.GenerationTriggerR\x11generationTrigger\x12;\n\x0bupdate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x37\n\tretrieval\x18\t \x01(\x0b\x32\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n\x12\x63ompaction_trigger\x18\n \x01(\x0b\x32\x1b.kioku.v1.CompactionTriggerR\x11\x63ompactionTrigger\x12;\n\rpii_redaction\x18\x0b \x01(\x0b\x32\x16.kioku.v1.PiiRedactionR\x0cpiiRedaction\"\x87\x01\n\x0cPiiRedaction\x12\x18\n\x07\x65nabled\x18\x01 \x01(\x08R\x07\x65nabled\x12\x1e\n\ncategories\x18\x02 \x03(\tR\ncategories\x12=\n\x0f\x63ustom_patterns\x18\x03 \x03(\x0b\x32\x14.kioku.v1.PiiPatternR\x0e\x63ustomPatterns\"6\n\nPiiPattern\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05regex\x18\x02 \x01(\tR\x05regex\"\x83\x01\n\x11\x43ompactionTrigger\x12\x1f\n\x0b\x65vent_count\x18\x01 \x01(\x05R\neventCount\x12\x1f\n\x0b\x65vent_bytes\x18\x02 \x01(\x03R\neventBytes\x12,\n\x12keep_recent_events\x18\x03 \x01(\x05R\x10keepRecentEvents\"A\n\x0fRetrievalConfig\x12.\n\x06\x66usion\x18\x01 \x01(\x0b\x32\x16.kioku.v1.FusionConfigR\x06\x66usion\"\x9d\x01\n\x0c\x46usionConfig\x12.\n\x06method\x18\x01 \x01(\x0e\x32\x16.kioku.v1.FusionMethodR\x06method\x12!\n\x0c\x64\x65nse_weight\x18\x02 \x01(\x01R\x0b\x64\x65nseWeight\x12%\n\x0elexical_weight\x18\x03 \x01(\x01R\rlexicalWeight\x12\x13\n\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*\xbb\x01\n\x15MetadataMergeStrategy\x12\'\n#METADATA_MERGE_STRATEGY_UNSPECIFIED\x10\x00\x12%\n!METADATA_MERGE_STRATEGY_OVERWRITE\x10\x01\x12!\n\x1dMETADATA_MERGE_STRATEGY_MERGE\x10\x02\x12/\n+METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH\x10\x03*\x9b\x01\n\x0cMemoryAction\x12\x1d\n\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n\x15MEMORY_ACTION_UPDATED\x10\x02\x12\x19\n\x15MEMORY_ACTION_DELETED\x10\x03\x12\x1b\n\x17MEMORY_ACTION_UNCHANGED\x10\x04*`\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x01\x12\x1a\n\x16\x46USION_METHOD_WEIGHTED\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kioku/v1/memory.proto\x12\x08kioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16kioku/v1/session.proto\"\xc4\x08\n\x06Memory\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x66\x61\x63t\x18\x02 \x01(\tR\x04\x66\x61\x63t\x12\x31\n\x05scope\x18\x03 \x03(\x0b\x32\x1b.kioku.v1.Memory.ScopeEntryR\x05scope\x12\x16\n\x06topics\x18\x04 \x03(\tR\x06topics\x12:\n\x08metadata\x18\x05 \x03(\x0b\x32\x1e.kioku.v1.Memory.MetadataEntryR\x08metadata\x12J\n\x0etyped_metadata\x18\x0e \x03(\x0b\x32#.kioku.v1.Memory.TypedMetadataEntryR\rtypedMetadata\x12!\n\x0c\x64isplay_name\x18\x0f \x01(\tR\x0b\x64isplayName\x12 \n\x0b\x64\x65scription\x18\x10 \x01(\tR\x0b\x64\x65scription\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12=\n\x0b\x65xpire_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\nexpireTime\x12-\n\x03ttl\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationH\x00R\x03ttl\x12\x30\n\x07sources\x18\n \x03(\x0b\x32\x16.kioku.v1.MemorySourceR\x07sources\x12\x1f\n\x0brevision_id\x18\x0b \x01(\tR\nrevisionId\x12\x39\n\nevent_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\teventTime\x12;\n\x0bstated_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nstatedTime\x12\x35\n\x0bmemory_type\x18\x11 \x01(\x0e\x32\x14.kioku.v1.MemoryTypeR\nmemoryType\x12\x30\n\x07profile\x18\x12 \x01(\x0b\x32\x16.kioku.v1.ProfileFieldR\x07profile\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aY\n\x12TypedMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\x42\x0c\n\nexpiration\"o\n\x0cProfileField\x12\x1b\n\tschema_id\x18\x01 \x01(\tR\x08schemaId\x12\x14\n\x05\x66ield\x18\x02 \x01(\tR\x05\x66ield\x12,\n\x05value\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05value\"\xca\x01\n\rMetadataValue\x12#\n\x0cstring_value\x18\x01 \x01(\tH\x00R\x0bstringValue\x12#\n\x0c\x64ouble_value\x18\x02 \x01(\x01H\x00R\x0b\x64oubleValue\x12\x1f\n\nbool_value\x18\x03 \x01(\x08H\x00R\tboolValue\x12\x45\n\x0ftimestamp_value\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\x0etimestampValueB\x07\n\x05value\"E\n\x0cMemorySource\x12\x18\n\x07session\x18\x01 \x01(\tR\x07session\x12\x1b\n\tevent_ids\x18\x02 \x03(\tR\x08\x65ventIds\"\xda\x07\n\x0eMemoryRevision\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12.\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x16.kioku.v1.MemoryActionR\x06\x61\x63tion\x12\x12\n\x04\x66\x61\x63t\x18\x03 \x01(\tR\x04\x66\x61\x63t\x12\x39\n\x05scope\x18\x04 \x03(\x0b\x32#.kioku.v1.MemoryRevision.ScopeEntryR\x05scope\x12\x16\n\x06topics\x18\x05 \x03(\tR\x06topics\x12\x42\n\x08metadata\x18\x06 \x03(\x0b\x32&.kioku.v1.MemoryRevision.MetadataEntryR\x08metadata\x12\'\n\x0f\x65xtracted_facts\x18\x07 \x03(\tR\x0e\x65xtractedFacts\x12\x30\n\x07sources\x18\x08 \x03(\x0b\x32\x16.kioku.v1.MemorySourceR\x07sources\x12\x1c\n\toperation\x18\t \x01(\tR\toperation\x12\x16\n\x06reason\x18\n \x01(\tR\x06reason\x12;\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0b\x65xpire_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nexpireTime\x12\x39\n\nevent_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\teventTime\x12;\n\x0bstated_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nstatedTime\x12R\n\x0etyped_metadata\x18\x0f \x03(\x0b\x32+.kioku.v1.MemoryRevision.TypedMetadataEntryR\rtypedMetadata\x12\x30\n\x07profile\x18\x10 \x01(\x0b\x32\x16.kioku.v1.ProfileFieldR\x07profile\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aY\n\x12TypedMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\"k\n\x0fGeneratedMemory\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12.\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x16.kioku.v1.MemoryActionR\x06\x61\x63tion\"d\n\x18GenerateMemoriesResponse\x12H\n\x12generated_memories\x18\x01 \x03(\x0b\x32\x19.kioku.v1.GeneratedMemoryR\x11generatedMemories\"8\n\x15PurgeMemoriesResponse\x12\x1f\n\x0bpurge_count\x18\x01 \x01(\x03R\npurgeCount\"K\n\x11\x43ustomMemoryTopic\x12\x14\n\x05label\x18\x01 \x01(\tR\x05label\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\"c\n\x11GenerationExample\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\x12%\n\x0e\x65xpected_facts\x18\x02 \x03(\tR\rexpectedFacts\"t\n\x11GenerationTrigger\x12\x1f\n\x0b\x65vent_count\x18\x01 \x01(\x05R\neventCount\x12>\n\ridle_duration\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0cidleDuration\"\xe8\x05\n\x10MemoryBankConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n\rcustom_topics\x18\x03 \x03(\x0b\x32\x1b.kioku.v1.CustomMemoryTopicR\x0c\x63ustomTopics\x12L\n\x13generation_examples\x18\x04 \x03(\x0b\x32\x1b.kioku.v1.GenerationExampleR\x12generationExamples\x12\x38\n\nmemory_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\tmemoryTtl\x12<\n\x0crevision_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0brevisionTtl\x12J\n\x12generation_trigger\x18\x07 \x01(\x0b\x32\x1b.kioku.v1.GenerationTriggerR\x11generationTrigger\x12;\n\x0bupdate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x37\n\tretrieval\x18\t \x01(\x0b\x32\x19.kioku.v1.RetrievalConfigR\tretrieval\x12J\n\x12\x63ompaction_trigger\x18\n \x01(\x0b\x32\x1b.kioku.v1.CompactionTriggerR\x11\x63ompactionTrigger\x12;\n\rpii_redaction\x18\x0b \x01(\x0b\x32\x16.kioku.v1.PiiRedactionR\x0cpiiRedaction\x12\x46\n\x0fprofile_schemas\x18\x0c \x03(\x0b\x32\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\"\x87\x01\n\x0cPiiRedaction\x12\x18\n\x07\x65nabled\x18\x01 \x01(\x08R\x07\x65nabled\x12\x1e\n\ncategories\x18\x02 \x03(\tR\ncategories\x12=\n\x0f\x63ustom_patterns\x18\x03 \x03(\x0b\x32\x14.kioku.v1.PiiPatternR\x0e\x63ustomPatterns\"6\n\nPiiPattern\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05regex\x18\x02 \x01(\tR\x05regex\"\x8b\x01\n\x13ProfileSchemaConfig\x12\x1b\n\tschema_id\x18\x01 \x01(\tR\x08schemaId\x12\x38\n\x0bjson_schema\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\njsonSchema\x12\x1d\n\nscope_keys\x18\x03 \x03(\tR\tscopeKeys\"\x83\x01\n\x11\x43ompactionTrigger\x12\x1f\n\x0b\x65vent_count\x18\x01 \x01(\x05R\neventCount\x12\x1f\n\x0b\x65vent_bytes\x18\x02 \x01(\x03R\neventBytes\x12,\n\x12keep_recent_events\x18\x03 \x01(\x05R\x10keepRecentEvents\"A\n\x0fRetrievalConfig\x12.\n\x06\x66usion\x18\x01 \x01(\x0b\x32\x16.kioku.v1.FusionConfigR\x06\x66usion\"\x9d\x01\n\x0c\x46usionConfig\x12.\n\x06method\x18\x01 \x01(\x0e\x32\x16.kioku.v1.FusionMethodR\x06method\x12!\n\x0c\x64\x65nse_weight\x18\x02 \x01(\x01R\x0b\x64\x65nseWeight\x12%\n\x0elexical_weight\x18\x03 \x01(\x01R\rlexicalWeight\x12\x13\n\x05rrf_k\x18\x04 \x01(\x05R\x04rrfK*z\n\nMemoryType\x12\x1b\n\x17MEMORY_TYPE_UNSPECIFIED\x10\x00\x12+\n\'MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION\x10\x01\x12\"\n\x1eMEMORY_TYPE_STRUCTURED_PROFILE\x10\x02*\xbb\x01\n\x15MetadataMergeStrategy\x12\'\n#METADATA_MERGE_STRATEGY_UNSPECIFIED\x10\x00\x12%\n!METADATA_MERGE_STRATEGY_OVERWRITE\x10\x01\x12!\n\x1dMETADATA_MERGE_STRATEGY_MERGE\x10\x02\x12/\n+METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH\x10\x03*\x9b\x01\n\x0cMemoryAction\x12\x1d\n\x19MEMORY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n\x15MEMORY_ACTION_CREATED\x10\x01\x12\x19\n\x15MEMORY_ACTION_UPDATED\x10\x02\x12\x19\n\x15MEMORY_ACTION_DELETED\x10\x03\x12\x1b\n\x17MEMORY_ACTION_UNCHANGED\x10\x04*`\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x01\x12\x1a\n\x16\x46USION_METHOD_WEIGHTED\x10\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kioku.v1.memory_pb2', globals())
@@ -35,54 +36,60 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _MEMORYREVISION_METADATAENTRY._serialized_options = b'8\001'
   _MEMORYREVISION_TYPEDMETADATAENTRY._options = None
   _MEMORYREVISION_TYPEDMETADATAENTRY._serialized_options = b'8\001'
-  _METADATAMERGESTRATEGY._serialized_start=4125
-  _METADATAMERGESTRATEGY._serialized_end=4312
-  _MEMORYACTION._serialized_start=4315
-  _MEMORYACTION._serialized_end=4470
-  _FUSIONMETHOD._serialized_start=4472
-  _FUSIONMETHOD._serialized_end=4568
-  _MEMORY._serialized_start=125
-  _MEMORY._serialized_end=1112
-  _MEMORY_SCOPEENTRY._serialized_start=890
-  _MEMORY_SCOPEENTRY._serialized_end=946
-  _MEMORY_METADATAENTRY._serialized_start=948
-  _MEMORY_METADATAENTRY._serialized_end=1007
-  _MEMORY_TYPEDMETADATAENTRY._serialized_start=1009
-  _MEMORY_TYPEDMETADATAENTRY._serialized_end=1098
-  _METADATAVALUE._serialized_start=1115
-  _METADATAVALUE._serialized_end=1317
-  _MEMORYSOURCE._serialized_start=1319
-  _MEMORYSOURCE._serialized_end=1388
-  _MEMORYREVISION._serialized_start=1391
-  _MEMORYREVISION._serialized_end=2327
-  _MEMORYREVISION_SCOPEENTRY._serialized_start=890
-  _MEMORYREVISION_SCOPEENTRY._serialized_end=946
-  _MEMORYREVISION_METADATAENTRY._serialized_start=948
-  _MEMORYREVISION_METADATAENTRY._serialized_end=1007
-  _MEMORYREVISION_TYPEDMETADATAENTRY._serialized_start=1009
-  _MEMORYREVISION_TYPEDMETADATAENTRY._serialized_end=1098
-  _GENERATEDMEMORY._serialized_start=2329
-  _GENERATEDMEMORY._serialized_end=2436
-  _GENERATEMEMORIESRESPONSE._serialized_start=2438
-  _GENERATEMEMORIESRESPONSE._serialized_end=2538
-  _PURGEMEMORIESRESPONSE._serialized_start=2540
-  _PURGEMEMORIESRESPONSE._serialized_end=2596
-  _CUSTOMMEMORYTOPIC._serialized_start=2598
-  _CUSTOMMEMORYTOPIC._serialized_end=2673
-  _GENERATIONEXAMPLE._serialized_start=2675
-  _GENERATIONEXAMPLE._serialized_end=2774
-  _GENERATIONTRIGGER._serialized_start=2776
-  _GENERATIONTRIGGER._serialized_end=2892
-  _MEMORYBANKCONFIG._serialized_start=2895
-  _MEMORYBANKCONFIG._serialized_end=3567
-  _PIIREDACTION._serialized_start=3570
-  _PIIREDACTION._serialized_end=3705
-  _PIIPATTERN._serialized_start=3707
-  _PIIPATTERN._serialized_end=3761
-  _COMPACTIONTRIGGER._serialized_start=3764
-  _COMPACTIONTRIGGER._serialized_end=3895
-  _RETRIEVALCONFIG._serialized_start=3897
-  _RETRIEVALCONFIG._serialized_end=3962
-  _FUSIONCONFIG._serialized_start=3965
-  _FUSIONCONFIG._serialized_end=4122
+  _MEMORYTYPE._serialized_start=4636
+  _MEMORYTYPE._serialized_end=4758
+  _METADATAMERGESTRATEGY._serialized_start=4761
+  _METADATAMERGESTRATEGY._serialized_end=4948
+  _MEMORYACTION._serialized_start=4951
+  _MEMORYACTION._serialized_end=5106
+  _FUSIONMETHOD._serialized_start=5108
+  _FUSIONMETHOD._serialized_end=5204
+  _MEMORY._serialized_start=155
+  _MEMORY._serialized_end=1247
+  _MEMORY_SCOPEENTRY._serialized_start=1025
+  _MEMORY_SCOPEENTRY._serialized_end=1081
+  _MEMORY_METADATAENTRY._serialized_start=1083
+  _MEMORY_METADATAENTRY._serialized_end=1142
+  _MEMORY_TYPEDMETADATAENTRY._serialized_start=1144
+  _MEMORY_TYPEDMETADATAENTRY._serialized_end=1233
+  _PROFILEFIELD._serialized_start=1249
+  _PROFILEFIELD._serialized_end=1360
+  _METADATAVALUE._serialized_start=1363
+  _METADATAVALUE._serialized_end=1565
+  _MEMORYSOURCE._serialized_start=1567
+  _MEMORYSOURCE._serialized_end=1636
+  _MEMORYREVISION._serialized_start=1639
+  _MEMORYREVISION._serialized_end=2625
+  _MEMORYREVISION_SCOPEENTRY._serialized_start=1025
+  _MEMORYREVISION_SCOPEENTRY._serialized_end=1081
+  _MEMORYREVISION_METADATAENTRY._serialized_start=1083
+  _MEMORYREVISION_METADATAENTRY._serialized_end=1142
+  _MEMORYREVISION_TYPEDMETADATAENTRY._serialized_start=1144
+  _MEMORYREVISION_TYPEDMETADATAENTRY._serialized_end=1233
+  _GENERATEDMEMORY._serialized_start=2627
+  _GENERATEDMEMORY._serialized_end=2734
+  _GENERATEMEMORIESRESPONSE._serialized_start=2736
+  _GENERATEMEMORIESRESPONSE._serialized_end=2836
+  _PURGEMEMORIESRESPONSE._serialized_start=2838
+  _PURGEMEMORIESRESPONSE._serialized_end=2894
+  _CUSTOMMEMORYTOPIC._serialized_start=2896
+  _CUSTOMMEMORYTOPIC._serialized_end=2971
+  _GENERATIONEXAMPLE._serialized_start=2973
+  _GENERATIONEXAMPLE._serialized_end=3072
+  _GENERATIONTRIGGER._serialized_start=3074
+  _GENERATIONTRIGGER._serialized_end=3190
+  _MEMORYBANKCONFIG._serialized_start=3193
+  _MEMORYBANKCONFIG._serialized_end=3937
+  _PIIREDACTION._serialized_start=3940
+  _PIIREDACTION._serialized_end=4075
+  _PIIPATTERN._serialized_start=4077
+  _PIIPATTERN._serialized_end=4131
+  _PROFILESCHEMACONFIG._serialized_start=4134
+  _PROFILESCHEMACONFIG._serialized_end=4273
+  _COMPACTIONTRIGGER._serialized_start=4276
+  _COMPACTIONTRIGGER._serialized_end=4407
+  _RETRIEVALCONFIG._serialized_start=4409
+  _RETRIEVALCONFIG._serialized_end=4474
+  _FUSIONCONFIG._serialized_start=4477
+  _FUSIONCONFIG._serialized_end=4634
 # @@protoc_insertion_point(module_scope)

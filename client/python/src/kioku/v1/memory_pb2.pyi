@@ -1,4 +1,5 @@
 from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from kioku.v1 import session_pb2 as _session_pb2
 from google.protobuf.internal import containers as _containers
@@ -16,6 +17,9 @@ MEMORY_ACTION_DELETED: MemoryAction
 MEMORY_ACTION_UNCHANGED: MemoryAction
 MEMORY_ACTION_UNSPECIFIED: MemoryAction
 MEMORY_ACTION_UPDATED: MemoryAction
+MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION: MemoryType
+MEMORY_TYPE_STRUCTURED_PROFILE: MemoryType
+MEMORY_TYPE_UNSPECIFIED: MemoryType
 METADATA_MERGE_STRATEGY_MERGE: MetadataMergeStrategy
 METADATA_MERGE_STRATEGY_OVERWRITE: MetadataMergeStrategy
 METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH: MetadataMergeStrategy
@@ -82,7 +86,7 @@ class GenerationTrigger(_message.Message):
     def __init__(self, event_count: _Optional[int] = ..., idle_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ["create_time", "description", "display_name", "event_time", "expire_time", "fact", "metadata", "name", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "typed_metadata", "update_time"]
+    __slots__ = ["create_time", "description", "display_name", "event_time", "expire_time", "fact", "memory_type", "metadata", "name", "profile", "revision_id", "scope", "sources", "stated_time", "topics", "ttl", "typed_metadata", "update_time"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -110,8 +114,10 @@ class Memory(_message.Message):
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     FACT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     REVISION_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -126,8 +132,10 @@ class Memory(_message.Message):
     event_time: _timestamp_pb2.Timestamp
     expire_time: _timestamp_pb2.Timestamp
     fact: str
+    memory_type: MemoryType
     metadata: _containers.ScalarMap[str, str]
     name: str
+    profile: ProfileField
     revision_id: str
     scope: _containers.ScalarMap[str, str]
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
@@ -136,10 +144,10 @@ class Memory(_message.Message):
     ttl: _duration_pb2.Duration
     typed_metadata: _containers.MessageMap[str, MetadataValue]
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., profile: _Optional[_Union[ProfileField, _Mapping]] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
-    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "pii_redaction", "retrieval", "revision_ttl", "update_time"]
+    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "pii_redaction", "profile_schemas", "retrieval", "revision_ttl", "update_time"]
     COMPACTION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +156,7 @@ class MemoryBankConfig(_message.Message):
     MEMORY_TTL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PII_REDACTION_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_SCHEMAS_FIELD_NUMBER: _ClassVar[int]
     RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -159,13 +168,14 @@ class MemoryBankConfig(_message.Message):
     memory_ttl: _duration_pb2.Duration
     name: str
     pii_redaction: PiiRedaction
+    profile_schemas: _containers.RepeatedCompositeFieldContainer[ProfileSchemaConfig]
     retrieval: RetrievalConfig
     revision_ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., pii_redaction: _Optional[_Union[PiiRedaction, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., pii_redaction: _Optional[_Union[PiiRedaction, _Mapping]] = ..., profile_schemas: _Optional[_Iterable[_Union[ProfileSchemaConfig, _Mapping]]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
-    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "reason", "scope", "sources", "stated_time", "topics", "typed_metadata"]
+    __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "profile", "reason", "scope", "sources", "stated_time", "topics", "typed_metadata"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -196,6 +206,7 @@ class MemoryRevision(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -211,13 +222,14 @@ class MemoryRevision(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     name: str
     operation: str
+    profile: ProfileField
     reason: str
     scope: _containers.ScalarMap[str, str]
     sources: _containers.RepeatedCompositeFieldContainer[MemorySource]
     stated_time: _timestamp_pb2.Timestamp
     topics: _containers.RepeatedScalarFieldContainer[str]
     typed_metadata: _containers.MessageMap[str, MetadataValue]
-    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[MemoryAction, str]] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., extracted_facts: _Optional[_Iterable[str]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., operation: _Optional[str] = ..., reason: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ..., profile: _Optional[_Union[ProfileField, _Mapping]] = ...) -> None: ...
 
 class MemorySource(_message.Message):
     __slots__ = ["event_ids", "session"]
@@ -257,6 +269,26 @@ class PiiRedaction(_message.Message):
     enabled: bool
     def __init__(self, enabled: bool = ..., categories: _Optional[_Iterable[str]] = ..., custom_patterns: _Optional[_Iterable[_Union[PiiPattern, _Mapping]]] = ...) -> None: ...
 
+class ProfileField(_message.Message):
+    __slots__ = ["field", "schema_id", "value"]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    schema_id: str
+    value: _struct_pb2.Value
+    def __init__(self, schema_id: _Optional[str] = ..., field: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class ProfileSchemaConfig(_message.Message):
+    __slots__ = ["json_schema", "schema_id", "scope_keys"]
+    JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    json_schema: _struct_pb2.Struct
+    schema_id: str
+    scope_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, schema_id: _Optional[str] = ..., json_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., scope_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class PurgeMemoriesResponse(_message.Message):
     __slots__ = ["purge_count"]
     PURGE_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -268,6 +300,9 @@ class RetrievalConfig(_message.Message):
     FUSION_FIELD_NUMBER: _ClassVar[int]
     fusion: FusionConfig
     def __init__(self, fusion: _Optional[_Union[FusionConfig, _Mapping]] = ...) -> None: ...
+
+class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class MetadataMergeStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -6,20 +6,20 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Memory, MemoryBankConfig, MemoryBankConfigSchema, MemoryRevision, MemorySchema, MemorySource, MetadataMergeStrategy, MetadataValue } from "./memory_pb.js";
+import { file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Memory, MemoryBankConfig, MemoryBankConfigSchema, MemoryRevision, MemorySchema, MemorySource, MemoryType, MetadataMergeStrategy, MetadataValue } from "./memory_pb.js";
 import { file_kioku_v1_memory } from "./memory_pb.js";
 import type { OperationSchema } from "./operation_pb.js";
 import { file_kioku_v1_operation } from "./operation_pb.js";
 import type { Event } from "./session_pb.js";
 import { file_kioku_v1_session } from "./session_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file kioku/v1/memory_bank_service.proto.
  */
 export const file_kioku_v1_memory_bank_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJraW9rdS92MS9tZW1vcnlfYmFua19zZXJ2aWNlLnByb3RvEghraW9rdS52MSJaChNDcmVhdGVNZW1vcnlSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIgCgZtZW1vcnkYAiABKAsyEC5raW9rdS52MS5NZW1vcnkSEQoJbWVtb3J5X2lkGAMgASgJIiAKEEdldE1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLDAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSNwoFc2NvcGUYBCADKAsyKC5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAUgASgJGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJTChRMaXN0TWVtb3JpZXNSZXNwb25zZRIiCghtZW1vcmllcxgBIAMoCzIQLmtpb2t1LnYxLk1lbW9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiaAoTVXBkYXRlTWVtb3J5UmVxdWVzdBIgCgZtZW1vcnkYASABKAsyEC5raW9rdS52MS5NZW1vcnkSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIiMKE0RlbGV0ZU1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLKBAoXR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjsKBXNjb3BlGAIgAygLMiwua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIxCg5zZXNzaW9uX3NvdXJjZRgDIAEoCzIXLmtpb2t1LnYxLlNlc3Npb25Tb3VyY2VIABIvCg1ldmVudHNfc291cmNlGAQgASgLMhYua2lva3UudjEuRXZlbnRzU291cmNlSAASQAoWZGlyZWN0X21lbW9yaWVzX3NvdXJjZRgFIAEoCzIeLmtpb2t1LnYxLkRpcmVjdE1lbW9yaWVzU291cmNlSAASHQoVZGlzYWJsZV9jb25zb2xpZGF0aW9uGAYgASgIEhYKDmFsbG93ZWRfdG9waWNzGAcgAygJEkEKCG1ldGFkYXRhGAggAygLMi8ua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QuTWV0YWRhdGFFbnRyeRJAChdtZXRhZGF0YV9tZXJnZV9zdHJhdGVneRgJIAEoDjIfLmtpb2t1LnYxLk1ldGFkYXRhTWVyZ2VTdHJhdGVneRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaSAoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZXRhZGF0YVZhbHVlOgI4AUIICgZzb3VyY2UifgoNU2Vzc2lvblNvdXJjZRIPCgdzZXNzaW9uGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIvCgxFdmVudHNTb3VyY2USHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQiaAoURGlyZWN0TWVtb3JpZXNTb3VyY2USKAoIbWVtb3JpZXMYASADKAsyFi5raW9rdS52MS5EaXJlY3RNZW1vcnkSJgoGc291cmNlGAIgASgLMhYua2lva3UudjEuTWVtb3J5U291cmNlIiwKDERpcmVjdE1lbW9yeRIMCgRmYWN0GAEgASgJEg4KBnRvcGljcxgCIAMoCSKeAgoXUmV0cmlldmVNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjsKBXNjb3BlGAIgAygLMiwua2lva3UudjEuUmV0cmlldmVNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRI3ChFzaW1pbGFyaXR5X3NlYXJjaBgDIAEoCzIaLmtpb2t1LnYxLlNpbWlsYXJpdHlTZWFyY2hIABI1ChBzaW1wbGVfcmV0cmlldmFsGAQgASgLMhkua2lva3UudjEuU2ltcGxlUmV0cmlldmFsSAASDgoGZmlsdGVyGAUgASgJGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIICgZtZXRob2QiWgoQU2ltaWxhcml0eVNlYXJjaBINCgVxdWVyeRgBIAEoCRINCgV0b3BfaxgCIAEoBRIoCgtwcmVmZXJfdGltZRgDIAEoCzITLmtpb2t1LnYxLlRpbWVSYW5nZSJpCglUaW1lUmFuZ2USLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjgKD1NpbXBsZVJldHJpZXZhbBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJqChhSZXRyaWV2ZU1lbW9yaWVzUmVzcG9uc2USNQoScmV0cmlldmVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuUmV0cmlldmVkTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJFCg9SZXRyaWV2ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EhAKCGRpc3RhbmNlGAIgASgBIlMKGkxpc3RNZW1vcnlSZXZpc2lvbnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJqChtMaXN0TWVtb3J5UmV2aXNpb25zUmVzcG9uc2USMgoQbWVtb3J5X3JldmlzaW9ucxgBIAMoCzIYLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJBChVSb2xsYmFja01lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIaChJ0YXJnZXRfcmV2aXNpb25faWQYAiABKAkirQEKFFB1cmdlTWVtb3JpZXNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRI4CgVzY29wZRgCIAMoCzIpLmtpb2t1LnYxLlB1cmdlTWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAMgASgJEg0KBWZvcmNlGAQgASgIGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIqChpHZXRNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBIMCgRuYW1lGAEgASgJIogBCh1VcGRhdGVNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBI2ChJtZW1vcnlfYmFua19jb25maWcYASABKAsyGi5raW9rdS52MS5NZW1vcnlCYW5rQ29uZmlnEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzazKSDAoRTWVtb3J5QmFua1NlcnZpY2USbQoMQ3JlYXRlTWVtb3J5Eh0ua2lva3UudjEuQ3JlYXRlTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIsgtPkkwImOgZtZW1vcnkiHC92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXMSYgoJR2V0TWVtb3J5Ehoua2lva3UudjEuR2V0TWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSInkAIBgtPkkwIeEhwvdjEve25hbWU9YXBwcy8qL21lbW9yaWVzLyp9EnYKDExpc3RNZW1vcmllcxIdLmtpb2t1LnYxLkxpc3RNZW1vcmllc1JlcXVlc3QaHi5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXNwb25zZSInkAIBgtPkkwIeEhwvdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzEnQKDFVwZGF0ZU1lbW9yeRIdLmtpb2t1LnYxLlVwZGF0ZU1lbW9yeVJlcXVlc3QaEC5raW9rdS52MS5NZW1vcnkiM4LT5JMCLToGbWVtb3J5MiMvdjEve21lbW9yeS5uYW1lPWFwcHMvKi9tZW1vcmllcy8qfRJrCgxEZWxldGVNZW1vcnkSHS5raW9rdS52MS5EZWxldGVNZW1vcnlSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiSC0+STAh4qHC92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn0SfAoQR2VuZXJhdGVNZW1vcmllcxIhLmtpb2t1LnYxLkdlbmVyYXRlTWVtb3JpZXNSZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIjCC0+STAio6ASoiJS92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6Z2VuZXJhdGUSjgEKEFJldHJpZXZlTWVtb3JpZXMSIS5raW9rdS52MS5SZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdBoiLmtpb2t1LnYxLlJldHJpZXZlTWVtb3JpZXNSZXNwb25zZSIzkAIBgtPkkwIqOgEqIiUvdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnJldHJpZXZlEpcBChNMaXN0TWVtb3J5UmV2aXNpb25zEiQua2lva3UudjEuTGlzdE1lbW9yeVJldmlzaW9uc1JlcXVlc3QaJS5raW9rdS52MS5MaXN0TWVtb3J5UmV2aXNpb25zUmVzcG9uc2UiM5ACAYLT5JMCKhIoL3YxL3twYXJlbnQ9YXBwcy8qL21lbW9yaWVzLyp9L3JldmlzaW9ucxJ1Cg5Sb2xsYmFja01lbW9yeRIfLmtpb2t1LnYxLlJvbGxiYWNrTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIwgtPkkwIqOgEqIiUvdjEve25hbWU9YXBwcy8qL21lbW9yaWVzLyp9OnJvbGxiYWNrEnMKDVB1cmdlTWVtb3JpZXMSHi5raW9rdS52MS5QdXJnZU1lbW9yaWVzUmVxdWVzdBoTLmtpb2t1LnYxLk9wZXJhdGlvbiItgtPkkwInOgEqIiIvdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnB1cmdlEoYBChNHZXRNZW1vcnlCYW5rQ29uZmlnEiQua2lva3UudjEuR2V0TWVtb3J5QmFua0NvbmZpZ1JlcXVlc3QaGi5raW9rdS52MS5NZW1vcnlCYW5rQ29uZmlnIi2QAgGC0+STAiQSIi92MS97bmFtZT1hcHBzLyovbWVtb3J5QmFua0NvbmZpZ30SsAEKFlVwZGF0ZU1lbW9yeUJhbmtDb25maWcSJy5raW9rdS52MS5VcGRhdGVNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBoaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWciUYLT5JMCSzoSbWVtb3J5X2JhbmtfY29uZmlnMjUvdjEve21lbW9yeV9iYW5rX2NvbmZpZy5uYW1lPWFwcHMvKi9tZW1vcnlCYW5rQ29uZmlnfUKXAQoMY29tLmtpb2t1LnYxQhZNZW1vcnlCYW5rU2VydmljZVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_kioku_v1_memory, file_kioku_v1_operation, file_kioku_v1_session]);
+  fileDesc("CiJraW9rdS92MS9tZW1vcnlfYmFua19zZXJ2aWNlLnByb3RvEghraW9rdS52MSJaChNDcmVhdGVNZW1vcnlSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIgCgZtZW1vcnkYAiABKAsyEC5raW9rdS52MS5NZW1vcnkSEQoJbWVtb3J5X2lkGAMgASgJIiAKEEdldE1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLvAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSNwoFc2NvcGUYBCADKAsyKC5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAUgASgJEioKDG1lbW9yeV90eXBlcxgGIAMoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlMKFExpc3RNZW1vcmllc1Jlc3BvbnNlEiIKCG1lbW9yaWVzGAEgAygLMhAua2lva3UudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJoChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIwoTRGVsZXRlTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJIsoEChdHZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjEKDnNlc3Npb25fc291cmNlGAMgASgLMhcua2lva3UudjEuU2Vzc2lvblNvdXJjZUgAEi8KDWV2ZW50c19zb3VyY2UYBCABKAsyFi5raW9rdS52MS5FdmVudHNTb3VyY2VIABJAChZkaXJlY3RfbWVtb3JpZXNfc291cmNlGAUgASgLMh4ua2lva3UudjEuRGlyZWN0TWVtb3JpZXNTb3VyY2VIABIdChVkaXNhYmxlX2NvbnNvbGlkYXRpb24YBiABKAgSFgoOYWxsb3dlZF90b3BpY3MYByADKAkSQQoIbWV0YWRhdGEYCCADKAsyLy5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5NZXRhZGF0YUVudHJ5EkAKF21ldGFkYXRhX21lcmdlX3N0cmF0ZWd5GAkgASgOMh8ua2lva3UudjEuTWV0YWRhdGFNZXJnZVN0cmF0ZWd5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQggKBnNvdXJjZSJ+Cg1TZXNzaW9uU291cmNlEg8KB3Nlc3Npb24YASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDEV2ZW50c1NvdXJjZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudCJoChREaXJlY3RNZW1vcmllc1NvdXJjZRIoCghtZW1vcmllcxgBIAMoCzIWLmtpb2t1LnYxLkRpcmVjdE1lbW9yeRImCgZzb3VyY2UYAiABKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2UiLAoMRGlyZWN0TWVtb3J5EgwKBGZhY3QYASABKAkSDgoGdG9waWNzGAIgAygJIsoCChdSZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjcKEXNpbWlsYXJpdHlfc2VhcmNoGAMgASgLMhoua2lva3UudjEuU2ltaWxhcml0eVNlYXJjaEgAEjUKEHNpbXBsZV9yZXRyaWV2YWwYBCABKAsyGS5raW9rdS52MS5TaW1wbGVSZXRyaWV2YWxIABIOCgZmaWx0ZXIYBSABKAkSKgoMbWVtb3J5X3R5cGVzGAYgAygOMhQua2lva3UudjEuTWVtb3J5VHlwZRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGbWV0aG9kIpQBChdSZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdC5TY29wZUVudHJ5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKoAQoYUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlEkIKCHByb2ZpbGVzGAEgAygLMjAua2lva3UudjEuUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlLlByb2ZpbGVzRW50cnkaSAoNUHJvZmlsZXNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZW1vcnlQcm9maWxlOgI4ASJwCg1NZW1vcnlQcm9maWxlEhEKCXNjaGVtYV9pZBgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCghtZW1vcmllcxgDIAMoCzIQLmtpb2t1LnYxLk1lbW9yeSJaChBTaW1pbGFyaXR5U2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvcF9rGAIgASgFEigKC3ByZWZlcl90aW1lGAMgASgLMhMua2lva3UudjEuVGltZVJhbmdlImkKCVRpbWVSYW5nZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOAoPU2ltcGxlUmV0cmlldmFsEhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJImoKGFJldHJpZXZlTWVtb3JpZXNSZXNwb25zZRI1ChJyZXRyaWV2ZWRfbWVtb3JpZXMYASADKAsyGS5raW9rdS52MS5SZXRyaWV2ZWRNZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKD1JldHJpZXZlZE1lbW9yeRIgCgZtZW1vcnkYASABKAsyEC5raW9rdS52MS5NZW1vcnkSEAoIZGlzdGFuY2UYAiABKAEiUwoaTGlzdE1lbW9yeVJldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImoKG0xpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZRIyChBtZW1vcnlfcmV2aXNpb25zGAEgAygLMhgua2lva3UudjEuTWVtb3J5UmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkEKFVJvbGxiYWNrTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhoKEnRhcmdldF9yZXZpc2lvbl9pZBgCIAEoCSKtAQoUUHVyZ2VNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuUHVyZ2VNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIOCgZmaWx0ZXIYAyABKAkSDQoFZm9yY2UYBCABKAgaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIioKGkdldE1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EgwKBG5hbWUYASABKAkiiAEKHVVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EjYKEm1lbW9yeV9iYW5rX2NvbmZpZxgBIAEoCzIaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWcSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrMqsNChFNZW1vcnlCYW5rU2VydmljZRJtCgxDcmVhdGVNZW1vcnkSHS5raW9rdS52MS5DcmVhdGVNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IiyC0+STAiY6Bm1lbW9yeSIcL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllcxJiCglHZXRNZW1vcnkSGi5raW9rdS52MS5HZXRNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IieQAgGC0+STAh4SHC92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn0SdgoMTGlzdE1lbW9yaWVzEh0ua2lva3UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBoeLmtpb2t1LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlIieQAgGC0+STAh4SHC92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXMSdAoMVXBkYXRlTWVtb3J5Eh0ua2lva3UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIzgtPkkwItOgZtZW1vcnkyIy92MS97bWVtb3J5Lm5hbWU9YXBwcy8qL21lbW9yaWVzLyp9EmsKDERlbGV0ZU1lbW9yeRIdLmtpb2t1LnYxLkRlbGV0ZU1lbW9yeVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJILT5JMCHiocL3YxL3tuYW1lPWFwcHMvKi9tZW1vcmllcy8qfRJ8ChBHZW5lcmF0ZU1lbW9yaWVzEiEua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QaEy5raW9rdS52MS5PcGVyYXRpb24iMILT5JMCKjoBKiIlL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllczpnZW5lcmF0ZRKOAQoQUmV0cmlldmVNZW1vcmllcxIhLmtpb2t1LnYxLlJldHJpZXZlTWVtb3JpZXNSZXF1ZXN0GiIua2lva3UudjEuUmV0cmlldmVNZW1vcmllc1Jlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cmV0cmlldmUSlgEKEFJldHJpZXZlUHJvZmlsZXMSIS5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBoiLmtpb2t1LnYxLlJldHJpZXZlUHJvZmlsZXNSZXNwb25zZSI7kAIBgtPkkwIyOgEqIi0vdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnJldHJpZXZlUHJvZmlsZXMSlwEKE0xpc3RNZW1vcnlSZXZpc2lvbnMSJC5raW9rdS52MS5MaXN0TWVtb3J5UmV2aXNpb25zUmVxdWVzdBolLmtpb2t1LnYxLkxpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEve3BhcmVudD1hcHBzLyovbWVtb3JpZXMvKn0vcmV2aXNpb25zEnUKDlJvbGxiYWNrTWVtb3J5Eh8ua2lva3UudjEuUm9sbGJhY2tNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IjCC0+STAio6ASoiJS92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn06cm9sbGJhY2sScwoNUHVyZ2VNZW1vcmllcxIeLmtpb2t1LnYxLlB1cmdlTWVtb3JpZXNSZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIi2C0+STAic6ASoiIi92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cHVyZ2UShgEKE0dldE1lbW9yeUJhbmtDb25maWcSJC5raW9rdS52MS5HZXRNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBoaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWciLZACAYLT5JMCJBIiL3YxL3tuYW1lPWFwcHMvKi9tZW1vcnlCYW5rQ29uZmlnfRKwAQoWVXBkYXRlTWVtb3J5QmFua0NvbmZpZxInLmtpb2t1LnYxLlVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0Ghoua2lva3UudjEuTWVtb3J5QmFua0NvbmZpZyJRgtPkkwJLOhJtZW1vcnlfYmFua19jb25maWcyNS92MS97bWVtb3J5X2JhbmtfY29uZmlnLm5hbWU9YXBwcy8qL21lbW9yeUJhbmtDb25maWd9QpcBCgxjb20ua2lva3UudjFCFk1lbW9yeUJhbmtTZXJ2aWNlUHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_memory, file_kioku_v1_operation, file_kioku_v1_session]);
 
 /**
  * The request of CreateMemory.
@@ -119,6 +119,14 @@ export type ListMemoriesRequest = Message<"kioku.v1.ListMemoriesRequest"> & {
    * @generated from field: string filter = 5;
    */
   filter: string;
+
+  /**
+   * The types of memories to list; empty:
+   * MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only.
+   *
+   * @generated from field: repeated kioku.v1.MemoryType memory_types = 6;
+   */
+  memoryTypes: MemoryType[];
 };
 
 /**
@@ -473,6 +481,15 @@ export type RetrieveMemoriesRequest = Message<"kioku.v1.RetrieveMemoriesRequest"
    * @generated from field: string filter = 5;
    */
   filter: string;
+
+  /**
+   * The types of memories to retrieve; empty:
+   * MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only (profile fields are also
+   * read with RetrieveProfiles).
+   *
+   * @generated from field: repeated kioku.v1.MemoryType memory_types = 6;
+   */
+  memoryTypes: MemoryType[];
 };
 
 /**
@@ -481,6 +498,92 @@ export type RetrieveMemoriesRequest = Message<"kioku.v1.RetrieveMemoriesRequest"
  */
 export const RetrieveMemoriesRequestSchema: GenMessage<RetrieveMemoriesRequest> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory_bank_service, 11);
+
+/**
+ * The request of RetrieveProfiles.
+ *
+ * @generated from message kioku.v1.RetrieveProfilesRequest
+ */
+export type RetrieveProfilesRequest = Message<"kioku.v1.RetrieveProfilesRequest"> & {
+  /**
+   * The app: `apps/{app}`. Required.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The scope, matched exactly. Required.
+   *
+   * @generated from field: map<string, string> scope = 2;
+   */
+  scope: { [key: string]: string };
+};
+
+/**
+ * Describes the message kioku.v1.RetrieveProfilesRequest.
+ * Use `create(RetrieveProfilesRequestSchema)` to create a new message.
+ */
+export const RetrieveProfilesRequestSchema: GenMessage<RetrieveProfilesRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 12);
+
+/**
+ * The response of RetrieveProfiles.
+ *
+ * @generated from message kioku.v1.RetrieveProfilesResponse
+ */
+export type RetrieveProfilesResponse = Message<"kioku.v1.RetrieveProfilesResponse"> & {
+  /**
+   * The scope's profiles by schema id. A schema none of whose fields is
+   * filled yet has none.
+   *
+   * @generated from field: map<string, kioku.v1.MemoryProfile> profiles = 1;
+   */
+  profiles: { [key: string]: MemoryProfile };
+};
+
+/**
+ * Describes the message kioku.v1.RetrieveProfilesResponse.
+ * Use `create(RetrieveProfilesResponseSchema)` to create a new message.
+ */
+export const RetrieveProfilesResponseSchema: GenMessage<RetrieveProfilesResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 13);
+
+/**
+ * MemoryProfile is one structured profile of a scope.
+ *
+ * @generated from message kioku.v1.MemoryProfile
+ */
+export type MemoryProfile = Message<"kioku.v1.MemoryProfile"> & {
+  /**
+   * The schema's id (ProfileSchemaConfig.schema_id).
+   *
+   * @generated from field: string schema_id = 1;
+   */
+  schemaId: string;
+
+  /**
+   * The profile: the fields filled, by name, with their values.
+   *
+   * @generated from field: google.protobuf.Struct profile = 2;
+   */
+  profile?: JsonObject | undefined;
+
+  /**
+   * The memories that hold the fields, in the schema's order of fields
+   * (for their revisions, sources and times).
+   *
+   * @generated from field: repeated kioku.v1.Memory memories = 3;
+   */
+  memories: Memory[];
+};
+
+/**
+ * Describes the message kioku.v1.MemoryProfile.
+ * Use `create(MemoryProfileSchema)` to create a new message.
+ */
+export const MemoryProfileSchema: GenMessage<MemoryProfile> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 14);
 
 /**
  * SimilaritySearch finds the memories closest to a query.
@@ -520,7 +623,7 @@ export type SimilaritySearch = Message<"kioku.v1.SimilaritySearch"> & {
  * Use `create(SimilaritySearchSchema)` to create a new message.
  */
 export const SimilaritySearchSchema: GenMessage<SimilaritySearch> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 12);
+  messageDesc(file_kioku_v1_memory_bank_service, 15);
 
 /**
  * TimeRange is a range of times: start_time <= t < end_time; an unset end
@@ -549,7 +652,7 @@ export type TimeRange = Message<"kioku.v1.TimeRange"> & {
  * Use `create(TimeRangeSchema)` to create a new message.
  */
 export const TimeRangeSchema: GenMessage<TimeRange> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 13);
+  messageDesc(file_kioku_v1_memory_bank_service, 16);
 
 /**
  * SimpleRetrieval pages through a scope.
@@ -578,7 +681,7 @@ export type SimpleRetrieval = Message<"kioku.v1.SimpleRetrieval"> & {
  * Use `create(SimpleRetrievalSchema)` to create a new message.
  */
 export const SimpleRetrievalSchema: GenMessage<SimpleRetrieval> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 14);
+  messageDesc(file_kioku_v1_memory_bank_service, 17);
 
 /**
  * The response of RetrieveMemories.
@@ -606,7 +709,7 @@ export type RetrieveMemoriesResponse = Message<"kioku.v1.RetrieveMemoriesRespons
  * Use `create(RetrieveMemoriesResponseSchema)` to create a new message.
  */
 export const RetrieveMemoriesResponseSchema: GenMessage<RetrieveMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 15);
+  messageDesc(file_kioku_v1_memory_bank_service, 18);
 
 /**
  * RetrievedMemory is a memory with its distance to the query.
@@ -639,7 +742,7 @@ export type RetrievedMemory = Message<"kioku.v1.RetrievedMemory"> & {
  * Use `create(RetrievedMemorySchema)` to create a new message.
  */
 export const RetrievedMemorySchema: GenMessage<RetrievedMemory> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 16);
+  messageDesc(file_kioku_v1_memory_bank_service, 19);
 
 /**
  * The request of ListMemoryRevisions.
@@ -675,7 +778,7 @@ export type ListMemoryRevisionsRequest = Message<"kioku.v1.ListMemoryRevisionsRe
  * Use `create(ListMemoryRevisionsRequestSchema)` to create a new message.
  */
 export const ListMemoryRevisionsRequestSchema: GenMessage<ListMemoryRevisionsRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 17);
+  messageDesc(file_kioku_v1_memory_bank_service, 20);
 
 /**
  * The response of ListMemoryRevisions.
@@ -703,7 +806,7 @@ export type ListMemoryRevisionsResponse = Message<"kioku.v1.ListMemoryRevisionsR
  * Use `create(ListMemoryRevisionsResponseSchema)` to create a new message.
  */
 export const ListMemoryRevisionsResponseSchema: GenMessage<ListMemoryRevisionsResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 18);
+  messageDesc(file_kioku_v1_memory_bank_service, 21);
 
 /**
  * The request of RollbackMemory.
@@ -731,7 +834,7 @@ export type RollbackMemoryRequest = Message<"kioku.v1.RollbackMemoryRequest"> & 
  * Use `create(RollbackMemoryRequestSchema)` to create a new message.
  */
 export const RollbackMemoryRequestSchema: GenMessage<RollbackMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 19);
+  messageDesc(file_kioku_v1_memory_bank_service, 22);
 
 /**
  * The request of PurgeMemories.
@@ -775,7 +878,7 @@ export type PurgeMemoriesRequest = Message<"kioku.v1.PurgeMemoriesRequest"> & {
  * Use `create(PurgeMemoriesRequestSchema)` to create a new message.
  */
 export const PurgeMemoriesRequestSchema: GenMessage<PurgeMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 20);
+  messageDesc(file_kioku_v1_memory_bank_service, 23);
 
 /**
  * The request of GetMemoryBankConfig.
@@ -796,7 +899,7 @@ export type GetMemoryBankConfigRequest = Message<"kioku.v1.GetMemoryBankConfigRe
  * Use `create(GetMemoryBankConfigRequestSchema)` to create a new message.
  */
 export const GetMemoryBankConfigRequestSchema: GenMessage<GetMemoryBankConfigRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 21);
+  messageDesc(file_kioku_v1_memory_bank_service, 24);
 
 /**
  * The request of UpdateMemoryBankConfig.
@@ -815,7 +918,7 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
    * The fields to change: `managed_topics`, `custom_topics`,
    * `generation_examples`, `memory_ttl`, `revision_ttl`,
    * `generation_trigger`, `retrieval`, `compaction_trigger`,
-   * `pii_redaction`. Empty replaces them all.
+   * `pii_redaction`, `profile_schemas`. Empty replaces them all.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */
@@ -827,7 +930,7 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
  * Use `create(UpdateMemoryBankConfigRequestSchema)` to create a new message.
  */
 export const UpdateMemoryBankConfigRequestSchema: GenMessage<UpdateMemoryBankConfigRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 22);
+  messageDesc(file_kioku_v1_memory_bank_service, 25);
 
 /**
  * MemoryBankService stores long-term memories, generates them from
@@ -910,6 +1013,18 @@ export const MemoryBankService: GenService<{
     methodKind: "unary";
     input: typeof RetrieveMemoriesRequestSchema;
     output: typeof RetrieveMemoriesResponseSchema;
+  },
+  /**
+   * Returns a scope's structured profiles, one per profile schema of the
+   * app that applies to the scope and has a field filled: one indexed read
+   * and no model call, fast enough to preload at the start of every turn.
+   *
+   * @generated from rpc kioku.v1.MemoryBankService.RetrieveProfiles
+   */
+  retrieveProfiles: {
+    methodKind: "unary";
+    input: typeof RetrieveProfilesRequestSchema;
+    output: typeof RetrieveProfilesResponseSchema;
   },
   /**
    * Lists a memory's revisions, newest first. Works for deleted memories.

@@ -4,17 +4,17 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Event } from "./session_pb.js";
 import { file_kioku_v1_session } from "./session_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file kioku/v1/memory.proto.
  */
 export const file_kioku_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIpQGCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSOwoOdHlwZWRfbWV0YWRhdGEYDiADKAsyIy5raW9rdS52MS5NZW1vcnkuVHlwZWRNZXRhZGF0YUVudHJ5EhQKDGRpc3BsYXlfbmFtZRgPIAEoCRITCgtkZXNjcmlwdGlvbhgQIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEicKB3NvdXJjZXMYCiADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEwoLcmV2aXNpb25faWQYCyABKAkSLgoKZXZlbnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaTQoSVHlwZWRNZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQgwKCmV4cGlyYXRpb24ilQEKDU1ldGFkYXRhVmFsdWUSFgoMc3RyaW5nX3ZhbHVlGAEgASgJSAASFgoMZG91YmxlX3ZhbHVlGAIgASgBSAASFAoKYm9vbF92YWx1ZRgDIAEoCEgAEjUKD3RpbWVzdGFtcF92YWx1ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAEIHCgV2YWx1ZSIyCgxNZW1vcnlTb3VyY2USDwoHc2Vzc2lvbhgBIAEoCRIRCglldmVudF9pZHMYAiADKAki7QUKDk1lbW9yeVJldmlzaW9uEgwKBG5hbWUYASABKAkSJgoGYWN0aW9uGAIgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEgwKBGZhY3QYAyABKAkSMgoFc2NvcGUYBCADKAsyIy5raW9rdS52MS5NZW1vcnlSZXZpc2lvbi5TY29wZUVudHJ5Eg4KBnRvcGljcxgFIAMoCRI4CghtZXRhZGF0YRgGIAMoCzImLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLk1ldGFkYXRhRW50cnkSFwoPZXh0cmFjdGVkX2ZhY3RzGAcgAygJEicKB3NvdXJjZXMYCCADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEQoJb3BlcmF0aW9uGAkgASgJEg4KBnJlYXNvbhgKIAEoCRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZXhwaXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV2ZW50X3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3N0YXRlZF90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJDCg50eXBlZF9tZXRhZGF0YRgPIAMoCzIrLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLlR5cGVkTWV0YWRhdGFFbnRyeRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGk0KElR5cGVkTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZXRhZGF0YVZhbHVlOgI4ASJbCg9HZW5lcmF0ZWRNZW1vcnkSIAoGbWVtb3J5GAEgASgLMhAua2lva3UudjEuTWVtb3J5EiYKBmFjdGlvbhgCIAEoDjIWLmtpb2t1LnYxLk1lbW9yeUFjdGlvbiJRChhHZW5lcmF0ZU1lbW9yaWVzUmVzcG9uc2USNQoSZ2VuZXJhdGVkX21lbW9yaWVzGAEgAygLMhkua2lva3UudjEuR2VuZXJhdGVkTWVtb3J5IiwKFVB1cmdlTWVtb3JpZXNSZXNwb25zZRITCgtwdXJnZV9jb3VudBgBIAEoAyI3ChFDdXN0b21NZW1vcnlUb3BpYxINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJMChFHZW5lcmF0aW9uRXhhbXBsZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudBIWCg5leHBlY3RlZF9mYWN0cxgCIAMoCSJaChFHZW5lcmF0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRIwCg1pZGxlX2R1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoYEChBNZW1vcnlCYW5rQ29uZmlnEgwKBG5hbWUYASABKAkSFgoObWFuYWdlZF90b3BpY3MYAiADKAkSMgoNY3VzdG9tX3RvcGljcxgDIAMoCzIbLmtpb2t1LnYxLkN1c3RvbU1lbW9yeVRvcGljEjgKE2dlbmVyYXRpb25fZXhhbXBsZXMYBCADKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uRXhhbXBsZRItCgptZW1vcnlfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHJldmlzaW9uX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3ChJnZW5lcmF0aW9uX3RyaWdnZXIYByABKAsyGy5raW9rdS52MS5HZW5lcmF0aW9uVHJpZ2dlchIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoJcmV0cmlldmFsGAkgASgLMhkua2lva3UudjEuUmV0cmlldmFsQ29uZmlnEjcKEmNvbXBhY3Rpb25fdHJpZ2dlchgKIAEoCzIbLmtpb2t1LnYxLkNvbXBhY3Rpb25UcmlnZ2VyEi0KDXBpaV9yZWRhY3Rpb24YCyABKAsyFi5raW9rdS52MS5QaWlSZWRhY3Rpb24iYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSq7AQoVTWV0YWRhdGFNZXJnZVN0cmF0ZWd5EicKI01FVEFEQVRBX01FUkdFX1NUUkFURUdZX1VOU1BFQ0lGSUVEEAASJQohTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfT1ZFUldSSVRFEAESIQodTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfTUVSR0UQAhIvCitNRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9SRVFVSVJFX0VYQUNUX01BVENIEAMqmwEKDE1lbW9yeUFjdGlvbhIdChlNRU1PUllfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGQoVTUVNT1JZX0FDVElPTl9DUkVBVEVEEAESGQoVTUVNT1JZX0FDVElPTl9VUERBVEVEEAISGQoVTUVNT1JZX0FDVElPTl9ERUxFVEVEEAMSGwoXTUVNT1JZX0FDVElPTl9VTkNIQU5HRUQQBCpgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAESGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBACQowBCgxjb20ua2lva3UudjFCC01lbW9yeVByb3RvUAFaLmdpdGh1Yi5jb20va2lva3UtYWkva2lva3UvZ2VuL2tpb2t1L3YxO2tpb2t1djGiAgNLWFiqAghLaW9rdS5WMcoCCEtpb2t1XFYx4gIUS2lva3VcVjFcR1BCTWV0YWRhdGHqAglLaW9rdTo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_kioku_v1_session]);
+  fileDesc("ChVraW9rdS92MS9tZW1vcnkucHJvdG8SCGtpb2t1LnYxIugGCgZNZW1vcnkSDAoEbmFtZRgBIAEoCRIMCgRmYWN0GAIgASgJEioKBXNjb3BlGAMgAygLMhsua2lva3UudjEuTWVtb3J5LlNjb3BlRW50cnkSDgoGdG9waWNzGAQgAygJEjAKCG1ldGFkYXRhGAUgAygLMh4ua2lva3UudjEuTWVtb3J5Lk1ldGFkYXRhRW50cnkSOwoOdHlwZWRfbWV0YWRhdGEYDiADKAsyIy5raW9rdS52MS5NZW1vcnkuVHlwZWRNZXRhZGF0YUVudHJ5EhQKDGRpc3BsYXlfbmFtZRgPIAEoCRITCgtkZXNjcmlwdGlvbhgQIAEoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKC2V4cGlyZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEigKA3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEicKB3NvdXJjZXMYCiADKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2USEwoLcmV2aXNpb25faWQYCyABKAkSLgoKZXZlbnRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKC21lbW9yeV90eXBlGBEgASgOMhQua2lva3UudjEuTWVtb3J5VHlwZRInCgdwcm9maWxlGBIgASgLMhYua2lva3UudjEuUHJvZmlsZUZpZWxkGiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaTQoSVHlwZWRNZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQgwKCmV4cGlyYXRpb24iVwoMUHJvZmlsZUZpZWxkEhEKCXNjaGVtYV9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSKVAQoNTWV0YWRhdGFWYWx1ZRIWCgxzdHJpbmdfdmFsdWUYASABKAlIABIWCgxkb3VibGVfdmFsdWUYAiABKAFIABIUCgpib29sX3ZhbHVlGAMgASgISAASNQoPdGltZXN0YW1wX3ZhbHVlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAQgcKBXZhbHVlIjIKDE1lbW9yeVNvdXJjZRIPCgdzZXNzaW9uGAEgASgJEhEKCWV2ZW50X2lkcxgCIAMoCSKWBgoOTWVtb3J5UmV2aXNpb24SDAoEbmFtZRgBIAEoCRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24SDAoEZmFjdBgDIAEoCRIyCgVzY29wZRgEIAMoCzIjLmtpb2t1LnYxLk1lbW9yeVJldmlzaW9uLlNjb3BlRW50cnkSDgoGdG9waWNzGAUgAygJEjgKCG1ldGFkYXRhGAYgAygLMiYua2lva3UudjEuTWVtb3J5UmV2aXNpb24uTWV0YWRhdGFFbnRyeRIXCg9leHRyYWN0ZWRfZmFjdHMYByADKAkSJwoHc291cmNlcxgIIAMoCzIWLmtpb2t1LnYxLk1lbW9yeVNvdXJjZRIRCglvcGVyYXRpb24YCSABKAkSDgoGcmVhc29uGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleHBpcmVfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXZlbnRfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLc3RhdGVkX3RpbWUYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEkMKDnR5cGVkX21ldGFkYXRhGA8gAygLMisua2lva3UudjEuTWVtb3J5UmV2aXNpb24uVHlwZWRNZXRhZGF0YUVudHJ5EicKB3Byb2ZpbGUYECABKAsyFi5raW9rdS52MS5Qcm9maWxlRmllbGQaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpNChJUeXBlZE1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcua2lva3UudjEuTWV0YWRhdGFWYWx1ZToCOAEiWwoPR2VuZXJhdGVkTWVtb3J5EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRImCgZhY3Rpb24YAiABKA4yFi5raW9rdS52MS5NZW1vcnlBY3Rpb24iUQoYR2VuZXJhdGVNZW1vcmllc1Jlc3BvbnNlEjUKEmdlbmVyYXRlZF9tZW1vcmllcxgBIAMoCzIZLmtpb2t1LnYxLkdlbmVyYXRlZE1lbW9yeSIsChVQdXJnZU1lbW9yaWVzUmVzcG9uc2USEwoLcHVyZ2VfY291bnQYASABKAMiNwoRQ3VzdG9tTWVtb3J5VG9waWMSDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiTAoRR2VuZXJhdGlvbkV4YW1wbGUSHwoGZXZlbnRzGAEgAygLMg8ua2lva3UudjEuRXZlbnQSFgoOZXhwZWN0ZWRfZmFjdHMYAiADKAkiWgoRR2VuZXJhdGlvblRyaWdnZXISEwoLZXZlbnRfY291bnQYASABKAUSMAoNaWRsZV9kdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiK+BAoQTWVtb3J5QmFua0NvbmZpZxIMCgRuYW1lGAEgASgJEhYKDm1hbmFnZWRfdG9waWNzGAIgAygJEjIKDWN1c3RvbV90b3BpY3MYAyADKAsyGy5raW9rdS52MS5DdXN0b21NZW1vcnlUb3BpYxI4ChNnZW5lcmF0aW9uX2V4YW1wbGVzGAQgAygLMhsua2lva3UudjEuR2VuZXJhdGlvbkV4YW1wbGUSLQoKbWVtb3J5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxyZXZpc2lvbl90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoSZ2VuZXJhdGlvbl90cmlnZ2VyGAcgASgLMhsua2lva3UudjEuR2VuZXJhdGlvblRyaWdnZXISLwoLdXBkYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCXJldHJpZXZhbBgJIAEoCzIZLmtpb2t1LnYxLlJldHJpZXZhbENvbmZpZxI3ChJjb21wYWN0aW9uX3RyaWdnZXIYCiABKAsyGy5raW9rdS52MS5Db21wYWN0aW9uVHJpZ2dlchItCg1waWlfcmVkYWN0aW9uGAsgASgLMhYua2lva3UudjEuUGlpUmVkYWN0aW9uEjYKD3Byb2ZpbGVfc2NoZW1hcxgMIAMoCzIdLmtpb2t1LnYxLlByb2ZpbGVTY2hlbWFDb25maWciYgoMUGlpUmVkYWN0aW9uEg8KB2VuYWJsZWQYASABKAgSEgoKY2F0ZWdvcmllcxgCIAMoCRItCg9jdXN0b21fcGF0dGVybnMYAyADKAsyFC5raW9rdS52MS5QaWlQYXR0ZXJuIikKClBpaVBhdHRlcm4SDAoEbmFtZRgBIAEoCRINCgVyZWdleBgCIAEoCSJqChNQcm9maWxlU2NoZW1hQ29uZmlnEhEKCXNjaGVtYV9pZBgBIAEoCRIsCgtqc29uX3NjaGVtYRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKc2NvcGVfa2V5cxgDIAMoCSJZChFDb21wYWN0aW9uVHJpZ2dlchITCgtldmVudF9jb3VudBgBIAEoBRITCgtldmVudF9ieXRlcxgCIAEoAxIaChJrZWVwX3JlY2VudF9ldmVudHMYAyABKAUiOQoPUmV0cmlldmFsQ29uZmlnEiYKBmZ1c2lvbhgBIAEoCzIWLmtpb2t1LnYxLkZ1c2lvbkNvbmZpZyJzCgxGdXNpb25Db25maWcSJgoGbWV0aG9kGAEgASgOMhYua2lva3UudjEuRnVzaW9uTWV0aG9kEhQKDGRlbnNlX3dlaWdodBgCIAEoARIWCg5sZXhpY2FsX3dlaWdodBgDIAEoARINCgVycmZfaxgEIAEoBSp6CgpNZW1vcnlUeXBlEhsKF01FTU9SWV9UWVBFX1VOU1BFQ0lGSUVEEAASKwonTUVNT1JZX1RZUEVfTkFUVVJBTF9MQU5HVUFHRV9DT0xMRUNUSU9OEAESIgoeTUVNT1JZX1RZUEVfU1RSVUNUVVJFRF9QUk9GSUxFEAIquwEKFU1ldGFkYXRhTWVyZ2VTdHJhdGVneRInCiNNRVRBREFUQV9NRVJHRV9TVFJBVEVHWV9VTlNQRUNJRklFRBAAEiUKIU1FVEFEQVRBX01FUkdFX1NUUkFURUdZX09WRVJXUklURRABEiEKHU1FVEFEQVRBX01FUkdFX1NUUkFURUdZX01FUkdFEAISLworTUVUQURBVEFfTUVSR0VfU1RSQVRFR1lfUkVRVUlSRV9FWEFDVF9NQVRDSBADKpsBCgxNZW1vcnlBY3Rpb24SHQoZTUVNT1JZX0FDVElPTl9VTlNQRUNJRklFRBAAEhkKFU1FTU9SWV9BQ1RJT05fQ1JFQVRFRBABEhkKFU1FTU9SWV9BQ1RJT05fVVBEQVRFRBACEhkKFU1FTU9SWV9BQ1RJT05fREVMRVRFRBADEhsKF01FTU9SWV9BQ1RJT05fVU5DSEFOR0VEEAQqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVDSUZJRUQQABIVChFGVVNJT05fTUVUSE9EX1JSRhABEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQAkKMAQoMY29tLmtpb2t1LnYxQgtNZW1vcnlQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_session]);
 
 /**
  * A Memory is one long-term fact about a scope (usually a user), such as
@@ -168,6 +168,24 @@ export type Memory = Message<"kioku.v1.Memory"> & {
    * @generated from field: google.protobuf.Timestamp stated_time = 13;
    */
   statedTime?: Timestamp | undefined;
+
+  /**
+   * Output only. The memory's type: a fact in words, or a field of a
+   * structured profile (see MemoryBankConfig.profile_schemas).
+   *
+   * @generated from field: kioku.v1.MemoryType memory_type = 17;
+   */
+  memoryType: MemoryType;
+
+  /**
+   * Output only. For a memory of type MEMORY_TYPE_STRUCTURED_PROFILE, the
+   * profile field
+   * it holds; its fact reads `field: value`. Generation sets it: a profile
+   * field's fact cannot be updated (delete the memory to clear the field).
+   *
+   * @generated from field: kioku.v1.ProfileField profile = 18;
+   */
+  profile?: ProfileField | undefined;
 };
 
 /**
@@ -176,6 +194,42 @@ export type Memory = Message<"kioku.v1.Memory"> & {
  */
 export const MemorySchema: GenMessage<Memory> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory, 0);
+
+/**
+ * ProfileField is the value of one field of one structured profile.
+ *
+ * @generated from message kioku.v1.ProfileField
+ */
+export type ProfileField = Message<"kioku.v1.ProfileField"> & {
+  /**
+   * The profile schema's id (ProfileSchemaConfig.schema_id).
+   *
+   * @generated from field: string schema_id = 1;
+   */
+  schemaId: string;
+
+  /**
+   * The field's name in the schema.
+   *
+   * @generated from field: string field = 2;
+   */
+  field: string;
+
+  /**
+   * The field's value: a string, a number or a bool, as the schema types
+   * the field.
+   *
+   * @generated from field: google.protobuf.Value value = 3;
+   */
+  value?: Value | undefined;
+};
+
+/**
+ * Describes the message kioku.v1.ProfileField.
+ * Use `create(ProfileFieldSchema)` to create a new message.
+ */
+export const ProfileFieldSchema: GenMessage<ProfileField> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 1);
 
 /**
  * MetadataValue is one typed value of a memory's metadata.
@@ -228,7 +282,7 @@ export type MetadataValue = Message<"kioku.v1.MetadataValue"> & {
  * Use `create(MetadataValueSchema)` to create a new message.
  */
 export const MetadataValueSchema: GenMessage<MetadataValue> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 1);
+  messageDesc(file_kioku_v1_memory, 2);
 
 /**
  * MemorySource is one session a memory was derived from.
@@ -256,7 +310,7 @@ export type MemorySource = Message<"kioku.v1.MemorySource"> & {
  * Use `create(MemorySourceSchema)` to create a new message.
  */
 export const MemorySourceSchema: GenMessage<MemorySource> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 2);
+  messageDesc(file_kioku_v1_memory, 3);
 
 /**
  * A MemoryRevision records one change of a memory. Revisions are never
@@ -374,6 +428,14 @@ export type MemoryRevision = Message<"kioku.v1.MemoryRevision"> & {
    * @generated from field: map<string, kioku.v1.MetadataValue> typed_metadata = 15;
    */
   typedMetadata: { [key: string]: MetadataValue };
+
+  /**
+   * The memory's profile field after the change (unset for a memory in
+   * natural language).
+   *
+   * @generated from field: kioku.v1.ProfileField profile = 16;
+   */
+  profile?: ProfileField | undefined;
 };
 
 /**
@@ -381,7 +443,7 @@ export type MemoryRevision = Message<"kioku.v1.MemoryRevision"> & {
  * Use `create(MemoryRevisionSchema)` to create a new message.
  */
 export const MemoryRevisionSchema: GenMessage<MemoryRevision> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 3);
+  messageDesc(file_kioku_v1_memory, 4);
 
 /**
  * A memory and the action applied to it, in a GenerateMemories result.
@@ -409,7 +471,7 @@ export type GeneratedMemory = Message<"kioku.v1.GeneratedMemory"> & {
  * Use `create(GeneratedMemorySchema)` to create a new message.
  */
 export const GeneratedMemorySchema: GenMessage<GeneratedMemory> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 4);
+  messageDesc(file_kioku_v1_memory, 5);
 
 /**
  * The result of a GenerateMemories operation (Operation.response).
@@ -430,7 +492,7 @@ export type GenerateMemoriesResponse = Message<"kioku.v1.GenerateMemoriesRespons
  * Use `create(GenerateMemoriesResponseSchema)` to create a new message.
  */
 export const GenerateMemoriesResponseSchema: GenMessage<GenerateMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 5);
+  messageDesc(file_kioku_v1_memory, 6);
 
 /**
  * The result of a PurgeMemories operation (Operation.response).
@@ -451,7 +513,7 @@ export type PurgeMemoriesResponse = Message<"kioku.v1.PurgeMemoriesResponse"> & 
  * Use `create(PurgeMemoriesResponseSchema)` to create a new message.
  */
 export const PurgeMemoriesResponseSchema: GenMessage<PurgeMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 6);
+  messageDesc(file_kioku_v1_memory, 7);
 
 /**
  * A custom memory topic of an app.
@@ -479,7 +541,7 @@ export type CustomMemoryTopic = Message<"kioku.v1.CustomMemoryTopic"> & {
  * Use `create(CustomMemoryTopicSchema)` to create a new message.
  */
 export const CustomMemoryTopicSchema: GenMessage<CustomMemoryTopic> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 7);
+  messageDesc(file_kioku_v1_memory, 8);
 
 /**
  * A few-shot example for memory extraction: a conversation and the facts
@@ -509,7 +571,7 @@ export type GenerationExample = Message<"kioku.v1.GenerationExample"> & {
  * Use `create(GenerationExampleSchema)` to create a new message.
  */
 export const GenerationExampleSchema: GenMessage<GenerationExample> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 8);
+  messageDesc(file_kioku_v1_memory, 9);
 
 /**
  * When memories are generated without the caller asking.
@@ -539,7 +601,7 @@ export type GenerationTrigger = Message<"kioku.v1.GenerationTrigger"> & {
  * Use `create(GenerationTriggerSchema)` to create a new message.
  */
 export const GenerationTriggerSchema: GenMessage<GenerationTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 9);
+  messageDesc(file_kioku_v1_memory, 10);
 
 /**
  * MemoryBankConfig is an app's memory bank settings.
@@ -630,6 +692,16 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
    * @generated from field: kioku.v1.PiiRedaction pii_redaction = 11;
    */
   piiRedaction?: PiiRedaction | undefined;
+
+  /**
+   * Structured profiles (Vertex AI Memory Bank's memory profiles): for
+   * each schema, generation fills one profile per scope, each field a
+   * memory of type MEMORY_TYPE_STRUCTURED_PROFILE with revisions, and
+   * MemoryBankService.RetrieveProfiles returns them. At most 8.
+   *
+   * @generated from field: repeated kioku.v1.ProfileSchemaConfig profile_schemas = 12;
+   */
+  profileSchemas: ProfileSchemaConfig[];
 };
 
 /**
@@ -637,7 +709,7 @@ export type MemoryBankConfig = Message<"kioku.v1.MemoryBankConfig"> & {
  * Use `create(MemoryBankConfigSchema)` to create a new message.
  */
 export const MemoryBankConfigSchema: GenMessage<MemoryBankConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 10);
+  messageDesc(file_kioku_v1_memory, 11);
 
 /**
  * PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
@@ -695,7 +767,7 @@ export type PiiRedaction = Message<"kioku.v1.PiiRedaction"> & {
  * Use `create(PiiRedactionSchema)` to create a new message.
  */
 export const PiiRedactionSchema: GenMessage<PiiRedaction> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 11);
+  messageDesc(file_kioku_v1_memory, 12);
 
 /**
  * PiiPattern is a custom redaction rule: spans that match the regular
@@ -728,7 +800,50 @@ export type PiiPattern = Message<"kioku.v1.PiiPattern"> & {
  * Use `create(PiiPatternSchema)` to create a new message.
  */
 export const PiiPatternSchema: GenMessage<PiiPattern> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 12);
+  messageDesc(file_kioku_v1_memory, 13);
+
+/**
+ * ProfileSchemaConfig declares one structured profile.
+ *
+ * @generated from message kioku.v1.ProfileSchemaConfig
+ */
+export type ProfileSchemaConfig = Message<"kioku.v1.ProfileSchemaConfig"> & {
+  /**
+   * The schema's id: 1 to 63 lower-case letters, digits or `-`, starting
+   * with a letter (for example `user-profile`). Required.
+   *
+   * @generated from field: string schema_id = 1;
+   */
+  schemaId: string;
+
+  /**
+   * The profile's JSON Schema: `{"type": "object", "description": ...,
+   * "properties": {NAME: {"type": "string" | "number" | "integer" |
+   * "boolean", "description": ..., "enum": [...]}}}`, 1 to 32 fields, each
+   * a scalar (types may be upper-case, as in Vertex AI's OpenAPI schemas;
+   * other keywords are accepted and not kept). Field names are a letter or
+   * `_`, then letters, digits or `_`, at most 63 bytes; enums are for
+   * string fields. Required.
+   *
+   * @generated from field: google.protobuf.Struct json_schema = 2;
+   */
+  jsonSchema?: JsonObject | undefined;
+
+  /**
+   * When set, the schema applies only to scopes that hold all these keys
+   * (for example `user_id`); empty: every scope.
+   *
+   * @generated from field: repeated string scope_keys = 3;
+   */
+  scopeKeys: string[];
+};
+
+/**
+ * Describes the message kioku.v1.ProfileSchemaConfig.
+ * Use `create(ProfileSchemaConfigSchema)` to create a new message.
+ */
+export const ProfileSchemaConfigSchema: GenMessage<ProfileSchemaConfig> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory, 14);
 
 /**
  * When sessions are compacted without the caller asking: a compaction
@@ -769,7 +884,7 @@ export type CompactionTrigger = Message<"kioku.v1.CompactionTrigger"> & {
  * Use `create(CompactionTriggerSchema)` to create a new message.
  */
 export const CompactionTriggerSchema: GenMessage<CompactionTrigger> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 13);
+  messageDesc(file_kioku_v1_memory, 15);
 
 /**
  * RetrievalConfig tunes an app's similarity search.
@@ -796,7 +911,7 @@ export type RetrievalConfig = Message<"kioku.v1.RetrievalConfig"> & {
  * Use `create(RetrievalConfigSchema)` to create a new message.
  */
 export const RetrievalConfigSchema: GenMessage<RetrievalConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 14);
+  messageDesc(file_kioku_v1_memory, 16);
 
 /**
  * FusionConfig configures hybrid retrieval.
@@ -840,7 +955,42 @@ export type FusionConfig = Message<"kioku.v1.FusionConfig"> & {
  * Use `create(FusionConfigSchema)` to create a new message.
  */
 export const FusionConfigSchema: GenMessage<FusionConfig> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory, 15);
+  messageDesc(file_kioku_v1_memory, 17);
+
+/**
+ * The type of a memory (Vertex AI's NATURAL_LANGUAGE_COLLECTION and
+ * STRUCTURED_PROFILE).
+ *
+ * @generated from enum kioku.v1.MemoryType
+ */
+export enum MemoryType {
+  /**
+   * Unspecified: in a request, MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION only.
+   *
+   * @generated from enum value: MEMORY_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A fact in natural language: every memory but profile fields.
+   *
+   * @generated from enum value: MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION = 1;
+   */
+  NATURAL_LANGUAGE_COLLECTION = 1,
+
+  /**
+   * A field of a structured profile.
+   *
+   * @generated from enum value: MEMORY_TYPE_STRUCTURED_PROFILE = 2;
+   */
+  STRUCTURED_PROFILE = 2,
+}
+
+/**
+ * Describes the enum kioku.v1.MemoryType.
+ */
+export const MemoryTypeSchema: GenEnum<MemoryType> = /*@__PURE__*/
+  enumDesc(file_kioku_v1_memory, 0);
 
 /**
  * How a generation applies its metadata to the memories it updates; the
@@ -885,7 +1035,7 @@ export enum MetadataMergeStrategy {
  * Describes the enum kioku.v1.MetadataMergeStrategy.
  */
 export const MetadataMergeStrategySchema: GenEnum<MetadataMergeStrategy> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 0);
+  enumDesc(file_kioku_v1_memory, 1);
 
 /**
  * The action a change applied to a memory.
@@ -935,7 +1085,7 @@ export enum MemoryAction {
  * Describes the enum kioku.v1.MemoryAction.
  */
 export const MemoryActionSchema: GenEnum<MemoryAction> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 1);
+  enumDesc(file_kioku_v1_memory, 2);
 
 /**
  * How hybrid retrieval fuses its sides.
@@ -972,5 +1122,5 @@ export enum FusionMethod {
  * Describes the enum kioku.v1.FusionMethod.
  */
 export const FusionMethodSchema: GenEnum<FusionMethod> = /*@__PURE__*/
-  enumDesc(file_kioku_v1_memory, 2);
+  enumDesc(file_kioku_v1_memory, 3);
 
