@@ -83,7 +83,15 @@ type Restriction struct {
 
 func (a And) String() string { return join(a, " AND ") }
 func (o Or) String() string  { return join(o, " OR ") }
-func (n Not) String() string { return "NOT " + paren(n.X) }
+
+// String of a Not puts anything but a restriction in parentheses: the
+// grammar has no NOT NOT, so a negated negation prints as NOT (NOT x).
+func (n Not) String() string {
+	if r, ok := n.X.(*Restriction); ok {
+		return "NOT " + r.String()
+	}
+	return "NOT (" + n.X.String() + ")"
+}
 func (r *Restriction) String() string {
 	v := r.Value
 	if r.Quoted || v == "" || strings.ContainsAny(v, " \t()\"'\\") {
