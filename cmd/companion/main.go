@@ -93,11 +93,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	// Hana needs a language model (or the scripted demo): kioku's offline
 	// extractor and none are not among the companion's providers.
 	models := cli.RegisterModelFlags(fs, append([]model.Provider{{Name: demoProvider, Needs: "offline: a scripted Hana, no key, no network"}}, model.ChatProviders()...)...)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.ParseNoArgs(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("companion takes no arguments, got %q", fs.Args())
 	}
 	log, err := cli.NewLogger(*logLevel)
 	if err != nil {

@@ -44,15 +44,11 @@ func backup(ctx context.Context, args []string, stdout io.Writer) error {
 	dataDir := fs.Env("data-dir", "./kioku-data", "directory of the sqlite store")
 	out := fs.String("out", "", "the new file to write the copy to (required)")
 	keyFile := encryptionKeyFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.ParseNoArgs(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("backup takes no arguments, got %q", fs.Args())
-	}
-	if *out == "" {
-		fs.Usage()
-		return fmt.Errorf("--out is required")
+	if err := fs.Require("out", *out); err != nil {
+		return err
 	}
 	key, err := loadEncryptionKey(*keyFile)
 	if err != nil {

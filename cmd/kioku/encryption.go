@@ -93,11 +93,8 @@ func rotateKey(ctx context.Context, args []string, stdout io.Writer) error {
 	dataDir := fs.Env("data-dir", "./kioku-data", "directory of the sqlite store")
 	current := encryptionKeyFlag(fs)
 	next := fs.String("new-key-file", "", "file holding the new master key (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.ParseNoArgs(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("encryption rotate takes no arguments, got %q", fs.Args())
 	}
 	if *current == "" || *next == "" {
 		fs.Usage()

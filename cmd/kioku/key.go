@@ -42,9 +42,8 @@ func key(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *app == "" {
-		fs.Usage()
-		return fmt.Errorf("--app is required")
+	if err := fs.Require("app", *app); err != nil {
+		return err
 	}
 	if *app != auth.AllApps {
 		if err := aip.ValidateID("--app", *app, aip.AppIDChars); err != nil {

@@ -191,11 +191,8 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 func serve(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("serve", "KIOKU_", serveUsage)
 	flags := registerServeFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.ParseNoArgs(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
 	log, err := cli.NewLogger(*flags.logLevel)
 	if err != nil {

@@ -95,15 +95,11 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "the archive to write, a new file (required; - for standard output)")
 	app := fs.String("app", "", "export this app only (an app id)")
 	user := fs.String("user", "", "export this user of an app only: apps/APP/users/USER")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.ParseNoArgs(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("export takes no arguments, got %q", fs.Args())
-	}
-	if *out == "" {
-		fs.Usage()
-		return errors.New("--out is required")
+	if err := fs.Require("out", *out); err != nil {
+		return err
 	}
 	sel, err := parseSelectionFlags(*app, *user)
 	if err != nil {
@@ -261,15 +257,11 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	in := fs.String("in", "", "the archive to read (required; - for standard input)")
 	app := fs.String("app", "", "refuse an archive that does not hold exactly this app (an app id)")
 	user := fs.String("user", "", "refuse an archive that does not hold exactly this user of an app: apps/APP/users/USER")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.ParseNoArgs(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("import takes no arguments, got %q", fs.Args())
-	}
-	if *in == "" {
-		fs.Usage()
-		return errors.New("--in is required")
+	if err := fs.Require("in", *in); err != nil {
+		return err
 	}
 	target, err := parseSelectionFlags(*app, *user)
 	if err != nil {

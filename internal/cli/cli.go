@@ -52,6 +52,28 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 	return f.String(name, def, usage+" (env "+env+")")
 }
 
+// ParseNoArgs parses args, flags only: a positional argument is an error
+// naming the command ("backup takes no arguments, got [x]").
+func (f *FlagSet) ParseNoArgs(args []string) error {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	if f.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q", f.Name(), f.Args())
+	}
+	return nil
+}
+
+// Require prints the usage and returns an error naming the flag when its
+// value is empty ("--out is required"), and nil otherwise.
+func (f *FlagSet) Require(name, value string) error {
+	if value != "" {
+		return nil
+	}
+	f.Usage()
+	return fmt.Errorf("--%s is required", name)
+}
+
 // ModelFlags choose the generation model and the embedder, and bound
 // their calls.
 type ModelFlags struct {

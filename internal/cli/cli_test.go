@@ -95,3 +95,26 @@ func TestModelLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNoArgs: flags parse, a positional argument is an error naming
+// the command, and Require names the missing flag after printing usage.
+func TestParseNoArgs(t *testing.T) {
+	fs := NewFlagSet("backup", "X_", "usage: backup\n")
+	var usage strings.Builder
+	fs.SetOutput(&usage)
+	out := fs.String("out", "", "")
+	if err := fs.ParseNoArgs([]string{"--out", "f"}); err != nil || *out != "f" {
+		t.Fatalf("ParseNoArgs = %v, out %q; want nil, f", err, *out)
+	}
+	if err := fs.Require("out", *out); err != nil {
+		t.Errorf("Require(out, f) = %v", err)
+	}
+	fs = NewFlagSet("backup", "X_", "usage: backup\n")
+	fs.SetOutput(&usage)
+	if err := fs.ParseNoArgs([]string{"extra"}); err == nil || err.Error() != `backup takes no arguments, got ["extra"]` {
+		t.Errorf("ParseNoArgs(extra) = %v", err)
+	}
+	if err := fs.Require("in", ""); err == nil || err.Error() != "--in is required" || !strings.Contains(usage.String(), "usage: backup") {
+		t.Errorf("Require(in, \"\") = %v, usage %q", err, usage.String())
+	}
+}
