@@ -1,5 +1,5 @@
-// Package firestoredb holds what kioku's Firestore stores share: how their
-// client is connected (Dial), the fault policy of that connection and the
+// Package firestoredb holds what kioku's Firestore stores share: their
+// options (StoreOptions), how their client is connected (Dial), the fault policy of that connection and the
 // health of Firestore (Guard), the mapping of Firestore's errors to the
 // domain's kinds (Wrap), bulk deletion, the listing of apps for export, and
 // a Meter that counts the documents they read, write and delete
@@ -18,6 +18,28 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 )
+
+// StoreOptions configures one of kioku's Firestore stores.
+type StoreOptions struct {
+	// Root is the root collection. Default "kioku_apps".
+	Root string
+	// MaxAttempts bounds the tries of one transaction under contention.
+	// Default 30.
+	MaxAttempts int
+}
+
+// Resolve returns the root collection and the options of the store's
+// transactions, with the defaults where o leaves a field unset.
+func (o StoreOptions) Resolve() (root string, txn []firestore.TransactionOption) {
+	root, attempts := o.Root, o.MaxAttempts
+	if root == "" {
+		root = "kioku_apps"
+	}
+	if attempts <= 0 {
+		attempts = 30
+	}
+	return root, []firestore.TransactionOption{firestore.MaxAttempts(attempts)}
+}
 
 // IsNotFound reports whether err is Firestore's NOT_FOUND.
 func IsNotFound(err error) bool { return status.Code(err) == codes.NotFound }
@@ -121,6 +143,18 @@ func DeleteQuery(ctx context.Context, c *firestore.Client, q firestore.Query) (i
 		refs[i] = snap.Ref
 	}
 	return len(refs), DeleteDocs(ctx, c, refs)
+}
+
+// PageByID reads the documents of q in document id order: at most limit,
+// after the id after ("" from the first). The stores' export listings
+// use it.
+func PageByID(ctx context.Context, q firestore.Query, after string, limit int) ([]*firestore.DocumentSnapshot, error) {
+	q = q.OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	return snaps, Wrap(err)
 }
 
 // Apps lists the app documents under the root collection (which exist only

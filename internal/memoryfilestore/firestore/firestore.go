@@ -46,13 +46,9 @@ import (
 	"github.com/kioku-ai/kioku/memoryfiles"
 )
 
-// Options configures a Store.
-type Options struct {
-	// Root is the root collection. Default "kioku_apps".
-	Root string
-	// MaxAttempts bounds the tries of one transaction. Default 30.
-	MaxAttempts int
-}
+// Options configures a Store: its root collection and its transactions'
+// tries.
+type Options = firestoredb.StoreOptions
 
 // Store is the Firestore memory files store.
 type Store struct {
@@ -65,13 +61,8 @@ var _ memoryfiles.Store = (*Store)(nil)
 
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
-	if o.Root == "" {
-		o.Root = "kioku_apps"
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 30
-	}
-	return &Store{c: c, root: o.Root, txn: []firestore.TransactionOption{firestore.MaxAttempts(o.MaxAttempts)}}
+	root, txn := o.Resolve()
+	return &Store{c: c, root: root, txn: txn}
 }
 
 func (s *Store) users(app string) *firestore.CollectionRef {
@@ -351,13 +342,9 @@ func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, er
 
 // Users implements memoryfiles.Store.
 func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
-	q := s.users(app).OrderBy(firestore.DocumentID, firestore.Asc).Select().Limit(limit)
-	if after != "" {
-		q = q.StartAfter(after)
-	}
-	snaps, err := q.Documents(ctx).GetAll()
+	snaps, err := firestoredb.PageByID(ctx, s.users(app).Select(), after, limit)
 	if err != nil {
-		return nil, firestoredb.Wrap(err)
+		return nil, err
 	}
 	out := make([]string, len(snaps))
 	for i, snap := range snaps {

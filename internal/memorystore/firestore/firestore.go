@@ -90,13 +90,9 @@ import (
 	"github.com/kioku-ai/kioku/model"
 )
 
-// Options configures a Store.
-type Options struct {
-	// Root is the root collection. Default "kioku_apps".
-	Root string
-	// MaxAttempts bounds the tries of one transaction. Default 30.
-	MaxAttempts int
-}
+// Options configures a Store: its root collection and its transactions'
+// tries.
+type Options = firestoredb.StoreOptions
 
 // Store is the Firestore memory bank store.
 type Store struct {
@@ -109,13 +105,8 @@ var _ memorybank.Store = (*Store)(nil)
 
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
-	if o.Root == "" {
-		o.Root = "kioku_apps"
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 30
-	}
-	return &Store{c: c, root: o.Root, txn: []firestore.TransactionOption{firestore.MaxAttempts(o.MaxAttempts)}}
+	root, txn := o.Resolve()
+	return &Store{c: c, root: root, txn: txn}
 }
 
 func (s *Store) app(app string) *firestore.DocumentRef { return s.c.Collection(s.root).Doc(app) }

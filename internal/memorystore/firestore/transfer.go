@@ -29,13 +29,9 @@ func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*me
 	if q.User != "" {
 		base = base.WherePath(firestore.FieldPath{"scope", memorybank.ScopeUser}, "==", q.User)
 	}
-	base = base.OrderBy(firestore.DocumentID, firestore.Asc).Limit(q.Limit)
-	if q.AfterID != "" {
-		base = base.StartAfter(q.AfterID)
-	}
-	snaps, err := base.Documents(ctx).GetAll()
+	snaps, err := firestoredb.PageByID(ctx, base, q.AfterID, q.Limit)
 	if err != nil {
-		return nil, firestoredb.Wrap(err)
+		return nil, err
 	}
 	out := make([]*memorybank.Memory, 0, len(snaps))
 	for _, snap := range snaps {

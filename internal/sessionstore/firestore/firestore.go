@@ -89,6 +89,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 
 	"cloud.google.com/go/firestore"
@@ -97,14 +98,9 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// Options configures a Store.
-type Options struct {
-	// Root is the root collection. Default "kioku_apps".
-	Root string
-	// MaxAttempts bounds the tries of one transaction under contention.
-	// Default 30.
-	MaxAttempts int
-}
+// Options configures a Store: its root collection and its transactions'
+// tries.
+type Options = firestoredb.StoreOptions
 
 // Store is the Firestore session store.
 type Store struct {
@@ -190,13 +186,8 @@ var _ sessions.Store = (*Store)(nil)
 
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
-	if o.Root == "" {
-		o.Root = "kioku_apps"
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 30
-	}
-	return &Store{c: c, root: o.Root, txn: []firestore.TransactionOption{firestore.MaxAttempts(o.MaxAttempts)}, locks: map[string]*sessionLock{}}
+	root, txn := o.Resolve()
+	return &Store{c: c, root: root, txn: txn, locks: map[string]*sessionLock{}}
 }
 
 func (s *Store) app(app string) *firestore.DocumentRef { return s.c.Collection(s.root).Doc(app) }

@@ -31,18 +31,13 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 	if q.User != "" {
 		base = base.Where("user", "==", q.User)
 	}
-	base = base.OrderBy(firestore.DocumentID, firestore.Asc)
 	after := q.AfterID
 	var out []*sessions.Session
 	for len(out) < q.Limit {
 		want := q.Limit - len(out)
-		query := base.Limit(want)
-		if after != "" {
-			query = query.StartAfter(after)
-		}
-		snaps, err := query.Documents(ctx).GetAll()
+		snaps, err := firestoredb.PageByID(ctx, base, after, want)
 		if err != nil {
-			return nil, firestoredb.Wrap(err)
+			return nil, err
 		}
 		for _, snap := range snaps {
 			after = snap.Ref.ID
@@ -68,13 +63,9 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 
 // ScanUserStates implements sessions.Store.
 func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int) ([]*sessions.SharedState, error) {
-	q := s.app(app).Collection("kioku_users").OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
-	if after != "" {
-		q = q.StartAfter(after)
-	}
-	snaps, err := q.Documents(ctx).GetAll()
+	snaps, err := firestoredb.PageByID(ctx, s.app(app).Collection("kioku_users").Query, after, limit)
 	if err != nil {
-		return nil, firestoredb.Wrap(err)
+		return nil, err
 	}
 	out := make([]*sessions.SharedState, 0, len(snaps))
 	for _, snap := range snaps {
