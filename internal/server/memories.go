@@ -35,7 +35,9 @@ func NewMemoryHandler(a *app.App) *MemoryHandler {
 	return &MemoryHandler{app: a, svc: a.Memories()}
 }
 
-func respond[T any](ctx context.Context, h *MemoryHandler, v *T, err error) (*connect.Response[T], error) {
+// respond answers a call with v, or with err when making v failed, so that
+// a handler can return respond(fooToProto(x)).
+func respond[T any](v *T, err error) (*connect.Response[T], error) {
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +194,7 @@ func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[k
 	if err := h.checkMemory(ctx, app, id); err != nil {
 		return nil, err
 	}
-	return respond(ctx, h, &emptypb.Empty{}, h.svc.DeleteMemory(ctx, app, id))
+	return respond(&emptypb.Empty{}, h.svc.DeleteMemory(ctx, app, id))
 }
 
 // GenerateMemories implements kiokuv1connect.MemoryBankServiceHandler.
@@ -258,11 +260,7 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 }
 
 func (h *MemoryHandler) operation(ctx context.Context, op *app.Operation) (*connect.Response[kiokuv1.Operation], error) {
-	out, err := operationToProto(op)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(operationToProto(op))
 }
 
 // RetrieveMemories implements kiokuv1connect.MemoryBankServiceHandler.
@@ -309,8 +307,7 @@ func (h *MemoryHandler) RetrieveProfiles(ctx context.Context, req *connect.Reque
 	if err != nil {
 		return nil, err
 	}
-	out, err := profilesToProto(profiles)
-	return respond(ctx, h, out, err)
+	return respond(profilesToProto(profiles))
 }
 
 // ListMemoryRevisions implements kiokuv1connect.MemoryBankServiceHandler.
@@ -380,8 +377,7 @@ func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	out, err := bankConfigToProto(c)
-	return respond(ctx, h, out, err)
+	return respond(bankConfigToProto(c))
 }
 
 // UpdateMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
@@ -399,8 +395,7 @@ func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect
 	if err != nil {
 		return nil, err
 	}
-	out, err := bankConfigToProto(updated)
-	return respond(ctx, h, out, err)
+	return respond(bankConfigToProto(updated))
 }
 
 // GetOperation implements kiokuv1connect.OperationServiceHandler.

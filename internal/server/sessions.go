@@ -60,11 +60,7 @@ func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	out, err := sessionToProto(created, nil)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(sessionToProto(created, nil))
 }
 
 // expirationFromProto reads an expire_time or ttl (a oneof: at most one
@@ -115,11 +111,7 @@ func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[ki
 	if err != nil {
 		return nil, err
 	}
-	out, err := sessionToProto(s, events)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(sessionToProto(s, events))
 }
 
 // ListSessions implements kiokuv1connect.SessionServiceHandler.
@@ -196,11 +188,7 @@ func (h *SessionHandler) UpdateSession(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	out, err := sessionToProto(updated, nil)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(sessionToProto(updated, nil))
 }
 
 // DeleteSession implements kiokuv1connect.SessionServiceHandler.
@@ -353,11 +341,7 @@ func (h *SessionHandler) GetState(ctx context.Context, req *connect.Request[kiok
 	if err != nil {
 		return nil, err
 	}
-	out, err := stateToProto(st)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(stateToProto(st))
 }
 
 // UpdateState implements kiokuv1connect.SessionServiceHandler.
@@ -370,11 +354,7 @@ func (h *SessionHandler) UpdateState(ctx context.Context, req *connect.Request[k
 	if err != nil {
 		return nil, err
 	}
-	out, err := stateToProto(st)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(stateToProto(st))
 }
 
 // ForkSession implements kiokuv1connect.SessionServiceHandler.
@@ -391,11 +371,7 @@ func (h *SessionHandler) ForkSession(ctx context.Context, req *connect.Request[k
 	if err != nil {
 		return nil, err
 	}
-	out, err := sessionToProto(fork, nil)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(sessionToProto(fork, nil))
 }
 
 // WatchSession implements kiokuv1connect.SessionServiceHandler.
@@ -471,9 +447,5 @@ func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
-	out, err := operationToProto(op)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return respond(operationToProto(op))
 }
