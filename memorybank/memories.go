@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -56,7 +57,7 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 		return nil, err
 	}
 	now := s.now()
-	exp, err := expiry(now, in.ExpireTime, in.TTL, cfg.MemoryTTL)
+	exp, err := unixnano.Expiry(now, in.ExpireTime, in.TTL, cfg.MemoryTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +336,7 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 			if at.IsZero() && ttl == 0 {
 				m.ExpireTime = time.Time{}
 			} else {
-				exp, err := expiry(now, at, ttl, 0)
+				exp, err := unixnano.Expiry(now, at, ttl, 0)
 				if err != nil {
 					return 0, "", err
 				}

@@ -7,9 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
@@ -157,33 +155,6 @@ func NewService(store Store, cfg Config) *Service {
 func (s *Service) EmbedderName() string { return s.emb.Name() }
 
 func validateApp(app string) error { return aip.ValidateID("app id", app, aip.AppIDChars) }
-
-// expiry resolves an expire time or TTL (not both) against now, falling
-// back to def (a TTL, 0 for none).
-func expiry(now, at time.Time, ttl, def time.Duration) (time.Time, error) {
-	switch {
-	case !at.IsZero() && ttl != 0:
-		return time.Time{}, fault.Invalidf("set expire_time or ttl, not both")
-	case ttl < 0:
-		return time.Time{}, fault.Invalidf("ttl must be positive")
-	case ttl > 0:
-		if at = now.Add(ttl); !unixnano.Storable(at) {
-			return time.Time{}, fault.Invalidf("ttl %v puts the expiry in %d, past the times kioku stores (%s)", ttl, at.Year(), unixnano.Range)
-		}
-		return at, nil
-	case !at.IsZero():
-		if !unixnano.Storable(at) {
-			return time.Time{}, fault.Invalidf("expire_time %v is out of range (%s)", at.UTC(), unixnano.Range)
-		}
-		if !at.After(now) {
-			return time.Time{}, fault.Invalidf("expire_time %v is not in the future", at.UTC())
-		}
-		return at, nil
-	case def > 0:
-		return now.Add(def), nil
-	}
-	return time.Time{}, nil
-}
 
 // revision builds the revision recording m's new state.
 func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {

@@ -44,7 +44,7 @@ func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*S
 	if err := s.limits.validateDelta("session.state", r.State); err != nil {
 		return nil, err
 	}
-	expire, err := expiry(now, r.ExpireTime, r.TTL)
+	expire, err := unixnano.Expiry(now, r.ExpireTime, r.TTL, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -74,27 +74,6 @@ func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*S
 	}
 	got, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
 	return got, err
-}
-
-// expiry turns an expire time or a TTL into an expire time (zero: never).
-func expiry(now, at time.Time, ttl time.Duration) (time.Time, error) {
-	switch {
-	case !at.IsZero() && ttl != 0:
-		return time.Time{}, fault.Invalidf("set expire_time or ttl, not both")
-	case ttl < 0:
-		return time.Time{}, fault.Invalidf("ttl must be positive")
-	case ttl > 0:
-		if at = now.Add(ttl); !validTime(at) {
-			return time.Time{}, fault.Invalidf("ttl %v puts the expiry in %d, past the times kioku stores (%s)", ttl, at.Year(), unixnano.Range)
-		}
-	}
-	if !validTime(at) {
-		return time.Time{}, fault.Invalidf("expire_time %v is out of range (%s)", at.UTC(), unixnano.Range)
-	}
-	if !at.IsZero() && !at.After(now) {
-		return time.Time{}, fault.Invalidf("expire_time %v is not in the future", at.UTC())
-	}
-	return at, nil
 }
 
 // ForkSessionRequest is the input of ForkSession.

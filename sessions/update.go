@@ -6,6 +6,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/unixnano"
 )
 
 // UpdateSessionRequest lists the fields to change; nil fields stay.
@@ -48,7 +49,7 @@ func (s *Service) UpdateSession(ctx context.Context, key Key, r UpdateSessionReq
 				return nil, fault.Invalidf("ttl must be positive; to remove the expiry set expire_time to nothing")
 			}
 		}
-		e, err := expiry(now, at, ttl)
+		e, err := unixnano.Expiry(now, at, ttl, 0)
 		if err != nil {
 			return nil, err
 		}
