@@ -2,11 +2,9 @@ package vertex
 
 import (
 	"context"
-	"net/http"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
-	"connectrpc.com/connect"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
@@ -19,16 +17,6 @@ import (
 // Vertex AI SDK's JSON-only topics and typed metadata are kioku's
 // (convert_memories.go). Every change records a revision, as through
 // kioku.v1.
-
-func (s *Surface) mountMemories(mux *http.ServeMux, opts []connect.HandlerOption) {
-	unary(mux, aiplatformpb.MemoryBankService_CreateMemory_FullMethodName, s.createMemory, opts)
-	unary(mux, aiplatformpb.MemoryBankService_GetMemory_FullMethodName, s.getMemory, opts)
-	unary(mux, aiplatformpb.MemoryBankService_UpdateMemory_FullMethodName, s.updateMemory, opts)
-	unary(mux, aiplatformpb.MemoryBankService_ListMemories_FullMethodName, s.listMemories, opts)
-	unary(mux, aiplatformpb.MemoryBankService_DeleteMemory_FullMethodName, s.deleteMemory, opts)
-	unary(mux, aiplatformpb.MemoryBankService_GenerateMemories_FullMethodName, s.generateMemories, opts)
-	unary(mux, aiplatformpb.MemoryBankService_RetrieveMemories_FullMethodName, s.retrieveMemories, opts)
-}
 
 // memoryName parses a memory's name and checks that the caller may reach
 // it: a memory of another user than the key's is NOT_FOUND, as one that is

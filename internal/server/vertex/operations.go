@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"time"
 
@@ -118,14 +117,6 @@ func (s *Surface) doneOperation(name string, v version, metadataType string, res
 		return nil, err
 	}
 	return &longrunningpb.Operation{Name: name, Metadata: md, Done: true, Result: &longrunningpb.Operation_Response{Response: resp}}, nil
-}
-
-func (s *Surface) mountOperations(mux *http.ServeMux, opts []connect.HandlerOption) {
-	unary(mux, longrunningpb.Operations_GetOperation_FullMethodName, s.getOperation, opts)
-	unary(mux, longrunningpb.Operations_WaitOperation_FullMethodName, s.waitOperation, opts)
-	unary(mux, longrunningpb.Operations_CancelOperation_FullMethodName, s.cancelOperation, opts)
-	unary(mux, longrunningpb.Operations_DeleteOperation_FullMethodName, s.deleteOperation, opts)
-	unary(mux, longrunningpb.Operations_ListOperations_FullMethodName, s.listOperations, opts)
 }
 
 // opRef is what an operation name refers to.

@@ -3,19 +3,16 @@ package vertex
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/fault"
 	vertexv1beta1 "github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1"
-	"github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1/vertexv1beta1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/internal/content"
@@ -33,15 +30,6 @@ import (
 // the query's fields), and whose responses are the JSON the SDK reads: so
 // they are served and transcoded like every other method, through the same
 // interceptors (keys, logs, metrics, errors).
-
-func (s *Surface) mountSDK(mux *http.ServeMux, opts []connect.HandlerOption) {
-	unary(mux, vertexv1beta1connect.SdkServiceIngestEventsProcedure, s.ingestEvents, opts)
-	unary(mux, vertexv1beta1connect.SdkServicePurgeMemoriesProcedure, s.purgeMemories, opts)
-	unary(mux, vertexv1beta1connect.SdkServiceRetrieveProfilesProcedure, s.retrieveProfiles, opts)
-	unary(mux, vertexv1beta1connect.SdkServiceRollbackMemoryProcedure, s.rollbackMemory, opts)
-	unary(mux, vertexv1beta1connect.SdkServiceListMemoryRevisionsProcedure, s.listMemoryRevisions, opts)
-	unary(mux, vertexv1beta1connect.SdkServiceGetMemoryRevisionProcedure, s.getMemoryRevision, opts)
-}
 
 // jsonStruct returns m's JSON form as a Struct, for the SDK methods'
 // responses built from Google's messages (with this API's Any types). It
@@ -80,14 +68,8 @@ func (s *Surface) ingestEvents(ctx context.Context, r *vertexv1beta1.IngestEvent
 	if err != nil {
 		return nil, err
 	}
-	scope, err := stringMap("scope", body["scope"])
+	scope, err := requiredScope(ctx, body["scope"])
 	if err != nil {
-		return nil, err
-	}
-	if len(scope) == 0 {
-		return nil, fault.InvalidField("scope", "Required field is not set.")
-	}
-	if err := owned(ctx, scope["user_id"], onlyUser(ctx, "scope user_id", scope["user_id"])); err != nil {
 		return nil, err
 	}
 	src, _ := body["directContentsSource"].(map[string]any)
@@ -169,14 +151,8 @@ func (s *Surface) retrieveProfiles(ctx context.Context, r *vertexv1beta1.Retriev
 	if err != nil {
 		return nil, err
 	}
-	scope, err := stringMap("scope", r.GetBody().AsMap()["scope"])
+	scope, err := requiredScope(ctx, r.GetBody().AsMap()["scope"])
 	if err != nil {
-		return nil, err
-	}
-	if len(scope) == 0 {
-		return nil, fault.InvalidField("scope", "Required field is not set.")
-	}
-	if err := owned(ctx, scope["user_id"], onlyUser(ctx, "scope user_id", scope["user_id"])); err != nil {
 		return nil, err
 	}
 	profiles, err := s.mem.RetrieveProfiles(ctx, e.app, scope)
@@ -297,6 +273,22 @@ func (s *Surface) getMemoryRevision(ctx context.Context, r *vertexv1beta1.GetMem
 		return nil, err
 	}
 	return newStruct(revisionJSON(e, rev))
+}
+
+// requiredScope reads a request body's scope, which must be there and may
+// name only the user of a user's key.
+func requiredScope(ctx context.Context, v any) (map[string]string, error) {
+	scope, err := stringMap("scope", v)
+	if err != nil {
+		return nil, err
+	}
+	if len(scope) == 0 {
+		return nil, fault.InvalidField("scope", "Required field is not set.")
+	}
+	if err := owned(ctx, scope["user_id"], onlyUser(ctx, "scope user_id", scope["user_id"])); err != nil {
+		return nil, err
+	}
+	return scope, nil
 }
 
 // stringMap reads a JSON object of strings.

@@ -2,13 +2,11 @@ package vertex
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
-	"connectrpc.com/connect"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
@@ -19,16 +17,6 @@ import (
 // defaultSessionTTL is the expiry Vertex AI gives a session created without
 // one: a year after its creation.
 const defaultSessionTTL = 365 * 24 * time.Hour
-
-func (s *Surface) mountSessions(mux *http.ServeMux, opts []connect.HandlerOption) {
-	unary(mux, aiplatformpb.SessionService_CreateSession_FullMethodName, s.createSessionV1beta1, opts)
-	unary(mux, aiplatformpb.SessionService_GetSession_FullMethodName, s.getSession, opts)
-	unary(mux, aiplatformpb.SessionService_ListSessions_FullMethodName, s.listSessions, opts)
-	unary(mux, aiplatformpb.SessionService_UpdateSession_FullMethodName, s.updateSession, opts)
-	unary(mux, aiplatformpb.SessionService_DeleteSession_FullMethodName, s.deleteSessionV1beta1, opts)
-	unary(mux, aiplatformpb.SessionService_ListEvents_FullMethodName, s.listEvents, opts)
-	unary(mux, aiplatformpb.SessionService_AppendEvent_FullMethodName, s.appendEvent, opts)
-}
 
 // session finds the session a Vertex AI session name names.
 func (s *Surface) session(ctx context.Context, field, name string) (engine, sessions.Key, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	aiplatformv1 "cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	"connectrpc.com/connect"
@@ -20,20 +19,12 @@ import (
 // one version has and the other lacks (v1's Part.media_resolution, v1beta1's
 // FunctionCall.id) pass as unknown fields and are not kept.
 
-func (s *Surface) mountSessionsV1(mux *http.ServeMux, opts []connect.HandlerOption) {
-	bridge[aiplatformv1.CreateSessionRequest, longrunningpb.Operation](mux, aiplatformv1.SessionService_CreateSession_FullMethodName,
-		func(ctx context.Context, r *aiplatformpb.CreateSessionRequest) (*longrunningpb.Operation, error) {
-			return s.createSession(ctx, r, v1)
-		}, opts)
-	bridge[aiplatformv1.GetSessionRequest, aiplatformv1.Session](mux, aiplatformv1.SessionService_GetSession_FullMethodName, s.getSession, opts)
-	bridge[aiplatformv1.ListSessionsRequest, aiplatformv1.ListSessionsResponse](mux, aiplatformv1.SessionService_ListSessions_FullMethodName, s.listSessions, opts)
-	bridge[aiplatformv1.UpdateSessionRequest, aiplatformv1.Session](mux, aiplatformv1.SessionService_UpdateSession_FullMethodName, s.updateSession, opts)
-	bridge[aiplatformv1.DeleteSessionRequest, longrunningpb.Operation](mux, aiplatformv1.SessionService_DeleteSession_FullMethodName,
-		func(ctx context.Context, r *aiplatformpb.DeleteSessionRequest) (*longrunningpb.Operation, error) {
-			return s.deleteSession(ctx, r, v1)
-		}, opts)
-	bridge[aiplatformv1.ListEventsRequest, aiplatformv1.ListEventsResponse](mux, aiplatformv1.SessionService_ListEvents_FullMethodName, s.listEvents, opts)
-	bridge[aiplatformv1.AppendEventRequest, aiplatformv1.AppendEventResponse](mux, aiplatformv1.SessionService_AppendEvent_FullMethodName, s.appendEvent, opts)
+func (s *Surface) createSessionV1(ctx context.Context, r *aiplatformpb.CreateSessionRequest) (*longrunningpb.Operation, error) {
+	return s.createSession(ctx, r, v1)
+}
+
+func (s *Surface) deleteSessionV1(ctx context.Context, r *aiplatformpb.DeleteSessionRequest) (*longrunningpb.Operation, error) {
+	return s.deleteSession(ctx, r, v1)
 }
 
 // bridge registers a v1 procedure served by fn, a handler of v1beta1's

@@ -55,6 +55,9 @@ import (
 	"net/http"
 	"time"
 
+	aiplatformv1 "cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
+	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -120,13 +123,47 @@ func (s *Surface) ServiceNames() []string {
 }
 
 // Mount implements server.Surface: the Connect, gRPC and gRPC-Web
-// handlers (REST describes the REST API the server transcodes to them).
+// handlers of every method the surface serves (REST describes the REST API
+// the server transcodes to them).
 func (s *Surface) Mount(mux *http.ServeMux, opts ...connect.HandlerOption) {
-	s.mountSessions(mux, opts)
-	s.mountSessionsV1(mux, opts)
-	s.mountMemories(mux, opts)
-	s.mountOperations(mux, opts)
-	s.mountSDK(mux, opts)
+	// google.cloud.aiplatform.v1beta1.SessionService (sessions.go).
+	unary(mux, aiplatformpb.SessionService_CreateSession_FullMethodName, s.createSessionV1beta1, opts)
+	unary(mux, aiplatformpb.SessionService_GetSession_FullMethodName, s.getSession, opts)
+	unary(mux, aiplatformpb.SessionService_ListSessions_FullMethodName, s.listSessions, opts)
+	unary(mux, aiplatformpb.SessionService_UpdateSession_FullMethodName, s.updateSession, opts)
+	unary(mux, aiplatformpb.SessionService_DeleteSession_FullMethodName, s.deleteSessionV1beta1, opts)
+	unary(mux, aiplatformpb.SessionService_ListEvents_FullMethodName, s.listEvents, opts)
+	unary(mux, aiplatformpb.SessionService_AppendEvent_FullMethodName, s.appendEvent, opts)
+	// google.cloud.aiplatform.v1.SessionService, v1beta1's handlers behind
+	// a bridge (v1.go).
+	bridge[aiplatformv1.CreateSessionRequest, longrunningpb.Operation](mux, aiplatformv1.SessionService_CreateSession_FullMethodName, s.createSessionV1, opts)
+	bridge[aiplatformv1.GetSessionRequest, aiplatformv1.Session](mux, aiplatformv1.SessionService_GetSession_FullMethodName, s.getSession, opts)
+	bridge[aiplatformv1.ListSessionsRequest, aiplatformv1.ListSessionsResponse](mux, aiplatformv1.SessionService_ListSessions_FullMethodName, s.listSessions, opts)
+	bridge[aiplatformv1.UpdateSessionRequest, aiplatformv1.Session](mux, aiplatformv1.SessionService_UpdateSession_FullMethodName, s.updateSession, opts)
+	bridge[aiplatformv1.DeleteSessionRequest, longrunningpb.Operation](mux, aiplatformv1.SessionService_DeleteSession_FullMethodName, s.deleteSessionV1, opts)
+	bridge[aiplatformv1.ListEventsRequest, aiplatformv1.ListEventsResponse](mux, aiplatformv1.SessionService_ListEvents_FullMethodName, s.listEvents, opts)
+	bridge[aiplatformv1.AppendEventRequest, aiplatformv1.AppendEventResponse](mux, aiplatformv1.SessionService_AppendEvent_FullMethodName, s.appendEvent, opts)
+	// google.cloud.aiplatform.v1beta1.MemoryBankService (memories.go).
+	unary(mux, aiplatformpb.MemoryBankService_CreateMemory_FullMethodName, s.createMemory, opts)
+	unary(mux, aiplatformpb.MemoryBankService_GetMemory_FullMethodName, s.getMemory, opts)
+	unary(mux, aiplatformpb.MemoryBankService_UpdateMemory_FullMethodName, s.updateMemory, opts)
+	unary(mux, aiplatformpb.MemoryBankService_ListMemories_FullMethodName, s.listMemories, opts)
+	unary(mux, aiplatformpb.MemoryBankService_DeleteMemory_FullMethodName, s.deleteMemory, opts)
+	unary(mux, aiplatformpb.MemoryBankService_GenerateMemories_FullMethodName, s.generateMemories, opts)
+	unary(mux, aiplatformpb.MemoryBankService_RetrieveMemories_FullMethodName, s.retrieveMemories, opts)
+	// google.longrunning.Operations (operations.go).
+	unary(mux, longrunningpb.Operations_GetOperation_FullMethodName, s.getOperation, opts)
+	unary(mux, longrunningpb.Operations_WaitOperation_FullMethodName, s.waitOperation, opts)
+	unary(mux, longrunningpb.Operations_CancelOperation_FullMethodName, s.cancelOperation, opts)
+	unary(mux, longrunningpb.Operations_DeleteOperation_FullMethodName, s.deleteOperation, opts)
+	unary(mux, longrunningpb.Operations_ListOperations_FullMethodName, s.listOperations, opts)
+	// kioku.vertex.v1beta1.SdkService, the SDK's REST-only methods (sdk.go).
+	unary(mux, vertexv1beta1connect.SdkServiceIngestEventsProcedure, s.ingestEvents, opts)
+	unary(mux, vertexv1beta1connect.SdkServicePurgeMemoriesProcedure, s.purgeMemories, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceRetrieveProfilesProcedure, s.retrieveProfiles, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceRollbackMemoryProcedure, s.rollbackMemory, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceListMemoryRevisionsProcedure, s.listMemoryRevisions, opts)
+	unary(mux, vertexv1beta1connect.SdkServiceGetMemoryRevisionProcedure, s.getMemoryRevision, opts)
 }
 
 // unary registers a unary procedure served by fn.
