@@ -145,12 +145,7 @@ type Engine struct {
 
 // New returns an Engine over store, with no kinds yet (Register).
 func New(store Store, cfg Config) *Engine {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.NewID == nil {
-		cfg.NewID = aip.NewID
-	}
+	cfg.Now, cfg.NewID = aip.Clock(cfg.Now, cfg.NewID)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -107,12 +107,7 @@ type cachedConfig struct {
 // NewService returns a Service over store, and registers the memory
 // bank's kinds of operations on cfg.Jobs.
 func NewService(store Store, cfg Config) *Service {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.NewID == nil {
-		cfg.NewID = aip.NewID
-	}
+	cfg.Now, cfg.NewID = aip.Clock(cfg.Now, cfg.NewID)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -35,12 +35,7 @@ type Service struct {
 
 // NewService returns a Service on a store.
 func NewService(store Store, cfg Config) *Service {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.NewID == nil {
-		cfg.NewID = aip.NewID
-	}
+	cfg.Now, cfg.NewID = aip.Clock(cfg.Now, cfg.NewID)
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 10
 	}

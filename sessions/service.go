@@ -76,12 +76,7 @@ func NewService(store Store, cfg Config) *Service {
 	if s.indexDelay <= 0 {
 		s.indexDelay = DefaultSearchIndexDelay
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.newID == nil {
-		s.newID = aip.NewID
-	}
+	s.now, s.newID = aip.Clock(s.now, s.newID)
 	if s.poll <= 0 {
 		s.poll = time.Second
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -259,5 +260,22 @@ func TestPatterns(t *testing.T) {
 			}()
 			aip.NewPattern(bad)
 		}()
+	}
+}
+
+// TestClock: a configured clock and id source are kept; nil ones become
+// time.Now and NewID.
+func TestClock(t *testing.T) {
+	fixed := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	now, newID := aip.Clock(func() time.Time { return fixed }, func() string { return "x" })
+	if !now().Equal(fixed) || newID() != "x" {
+		t.Errorf("Clock kept %v, %q; want %v, x", now(), newID(), fixed)
+	}
+	now, newID = aip.Clock(nil, nil)
+	if d := time.Since(now()); d < 0 || d > time.Minute {
+		t.Errorf("aip.Clock(nil) now = %v, not the time", now())
+	}
+	if id := newID(); len(id) != 20 || aip.ValidateID("id", id, aip.AppIDChars) != nil {
+		t.Errorf("aip.Clock(nil) newID = %q, not an id of NewID's", id)
 	}
 }

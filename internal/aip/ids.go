@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -60,6 +61,18 @@ func describe(id string, i int, c rune) string {
 		return fmt.Sprintf("the character %U (a space or control character)", c)
 	}
 	return fmt.Sprintf("the character %q (%U, not ASCII)", c, c)
+}
+
+// Clock returns a service's clock and id source as its configuration gives
+// them, time.Now and NewID in place of nil.
+func Clock(now func() time.Time, newID func() string) (func() time.Time, func() string) {
+	if now == nil {
+		now = time.Now
+	}
+	if newID == nil {
+		newID = NewID
+	}
+	return now, newID
 }
 
 // NewID returns a random URL-safe id of 20 lower-case letters and digits
