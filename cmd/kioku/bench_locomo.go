@@ -80,11 +80,11 @@ func (q locomoQA) evidence() []string {
 }
 
 // recallAt is the share of evidence among the ids the first k results
-// hold; ids(j) are the ids of result j, n the number of results.
-func recallAt(k int, evidence []string, n int, ids func(j int) []string) float64 {
+// hold; results[j] are the ids of result j.
+func recallAt(k int, evidence []string, results [][]string) float64 {
 	found := map[string]bool{}
-	for j := range min(k, n) {
-		for _, id := range ids(j) {
+	for _, ids := range results[:min(k, len(results))] {
+		for _, id := range ids {
 			found[id] = true
 		}
 	}
@@ -95,6 +95,32 @@ func recallAt(k int, evidence []string, n int, ids func(j int) []string) float64
 		}
 	}
 	return float64(hit) / float64(len(evidence))
+}
+
+// askLocomo asks, 8 at a time, the questions of c that recall is measured
+// on (categories 1 to 4, with evidence): find searches for the question
+// and returns the ids each result stands for, best first; score then gets
+// the question, its evidence and those ids, one question at a time.
+func askLocomo(ctx context.Context, c *locomoConversation, find func(context.Context, locomoQA) ([][]string, error), score func(q locomoQA, evidence []string, results [][]string)) error {
+	var mu sync.Mutex
+	if err := parallel(ctx, 8, len(c.QA), func(ctx context.Context, i int) error {
+		q := c.QA[i]
+		evidence := q.evidence()
+		if q.Category < 1 || q.Category > 4 || len(evidence) == 0 {
+			return nil
+		}
+		results, err := find(ctx, q)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		score(q, evidence, results)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("asking the questions of %s: %w", c.SampleID, err)
+	}
+	return nil
 }
 
 type locomoTurn struct {
@@ -287,40 +313,34 @@ func benchLocomo(ctx context.Context, args []string) error {
 		}); err != nil {
 			return fmt.Errorf("creating the memories of %s: %w", c.SampleID, err)
 		}
-		var mu sync.Mutex
-		if err := parallel(ctx, 8, len(c.QA), func(ctx context.Context, i int) error {
-			q := c.QA[i]
-			if q.Category < 1 || q.Category > 4 {
-				return nil
-			}
-			evidence := q.evidence()
-			if len(evidence) == 0 {
-				return nil
-			}
+		find := func(ctx context.Context, q locomoQA) ([][]string, error) {
 			res, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{
 				Parent: "apps/locomo", Scope: scope,
 				Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: q.Question, TopK: 20}},
 			}))
 			if err != nil {
-				return err
+				return nil, err
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			var results [][]string
+			for _, m := range res.Msg.GetRetrievedMemories() {
+				results = append(results, ids(m.GetMemory()))
+			}
+			return results, nil
+		}
+		if err := askLocomo(ctx, &c, find, func(q locomoQA, evidence []string, results [][]string) {
 			questions++
 			if q.Category == 2 {
 				temporal++
 			}
-			got := res.Msg.GetRetrievedMemories()
 			for _, k := range ks {
-				r := recallAt(k, evidence, len(got), func(j int) []string { return ids(got[j].GetMemory()) })
+				r := recallAt(k, evidence, results)
 				sums[k] += r
 				if q.Category == 2 {
 					temporalSums[k] += r
 				}
 			}
-			return nil
 		}); err != nil {
-			return fmt.Errorf("asking the questions of %s: %w", c.SampleID, err)
+			return err
 		}
 	}
 	if questions == 0 {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -142,34 +141,28 @@ func benchRecall(ctx context.Context, args []string) error {
 		}); err != nil {
 			return fmt.Errorf("loading the sessions of %s: %w", c.SampleID, err)
 		}
-		var mu sync.Mutex
-		if err := parallel(ctx, 8, len(c.QA), func(ctx context.Context, i int) error {
-			q := c.QA[i]
-			if q.Category < 1 || q.Category > 4 {
-				return nil
+		find := func(ctx context.Context, q locomoQA) ([][]string, error) {
+			res, err := sc.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: user, Query: q.Question, PageSize: 20}))
+			if err != nil {
+				return nil, fmt.Errorf("searching %q: %w", q.Question, err)
 			}
-			evidence := q.evidence()
+			var results [][]string
+			for _, r := range res.Msg.GetResults() {
+				results = append(results, []string{r.GetEvent().GetId()})
+			}
+			return results, nil
+		}
+		if err := askLocomo(ctx, &c, find, func(q locomoQA, evidence []string, results [][]string) {
 			for i, s := range evidence {
 				evidence[i] = eventID(s)
 			}
-			if len(evidence) == 0 {
-				return nil
-			}
-			res, err := sc.SearchEvents(ctx, connect.NewRequest(&kiokuv1.SearchEventsRequest{Parent: user, Query: q.Question, PageSize: 20}))
-			if err != nil {
-				return fmt.Errorf("searching %q: %w", q.Question, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
 			questions++
 			questionTexts = append(questionTexts, q.Question)
-			got := res.Msg.GetResults()
 			for _, k := range ks {
-				sums[k] += recallAt(k, evidence, len(got), func(j int) []string { return []string{got[j].GetEvent().GetId()} })
+				sums[k] += recallAt(k, evidence, results)
 			}
-			return nil
 		}); err != nil {
-			return fmt.Errorf("asking the questions of %s: %w", c.SampleID, err)
+			return err
 		}
 	}
 	if questions == 0 {
