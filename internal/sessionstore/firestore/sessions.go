@@ -71,21 +71,11 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 			return firestoredb.Wrap(err)
 		}
 	}
-	state, err := sessions.EncodeState(sess.State)
+	doc, err := newSessionDoc(sess, r.InitialState)
 	if err != nil {
 		return err
 	}
-	initial, err := sessions.EncodeState(r.InitialState)
-	if err != nil {
-		return err
-	}
-	doc := sessionDoc{
-		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
-		State: string(state), InitialState: string(initial),
-		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
-		LastSeq: sess.LastSequence, Incarnation: inc, SearchV: terms.Version,
-		CompactionSeq: sess.CompactionSequence, CompactionEnd: sess.CompactedThrough,
-	}
+	doc.Incarnation = inc
 	ref := s.sessionRef(sess.App, sess.ID)
 	var replaced string
 	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -128,6 +118,26 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		s.purge(context.WithoutCancel(ctx), sess.App, replaced)
 	}
 	return nil
+}
+
+// newSessionDoc is the document of sess with initial as its initial state,
+// at the current search version; the incarnation is the caller's to set.
+func newSessionDoc(sess *sessions.Session, initial map[string]any) (sessionDoc, error) {
+	state, err := sessions.EncodeState(sess.State)
+	if err != nil {
+		return sessionDoc{}, err
+	}
+	initialState, err := sessions.EncodeState(initial)
+	if err != nil {
+		return sessionDoc{}, err
+	}
+	return sessionDoc{
+		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
+		State: string(state), InitialState: string(initialState),
+		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
+		LastSeq: sess.LastSequence, SearchV: terms.Version,
+		CompactionSeq: sess.CompactionSequence, CompactionEnd: sess.CompactedThrough,
+	}, nil
 }
 
 func nonNilLabels(l map[string]string) map[string]string {

@@ -82,20 +82,9 @@ func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int
 // document. A new session gets a new incarnation; one brought up to date
 // keeps its own (and its events).
 func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now time.Time) (bool, error) {
-	state, err := sessions.EncodeState(sess.State)
+	doc, err := newSessionDoc(sess, sess.InitialState)
 	if err != nil {
 		return false, err
-	}
-	initial, err := sessions.EncodeState(sess.InitialState)
-	if err != nil {
-		return false, err
-	}
-	doc := sessionDoc{
-		User: sess.User, DisplayName: sess.DisplayName, Labels: nonNilLabels(sess.Labels),
-		State: string(state), InitialState: string(initial),
-		CreateNS: unixnano.From(sess.CreateTime), UpdateNS: unixnano.From(sess.UpdateTime), ExpireNS: unixnano.From(sess.ExpireTime),
-		LastSeq: sess.LastSequence, SearchV: terms.Version,
-		CompactionSeq: sess.CompactionSequence, CompactionEnd: sess.CompactedThrough,
 	}
 	ref := s.sessionRef(sess.App, sess.ID)
 	var (
