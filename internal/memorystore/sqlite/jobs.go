@@ -264,12 +264,5 @@ func (s *Store) DeleteFinishedOperations(ctx context.Context, before time.Time, 
 
 // DeleteOperations implements jobs.Store.
 func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.Exec(`DELETE FROM operations WHERE app = ? AND id = ?`, app, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.deleteEach(ctx, `DELETE FROM operations WHERE app = ? AND id = ?`, app, ids)
 }

@@ -242,6 +242,19 @@ func New(db *sqlitedb.DB, o Options) (*Store, error) {
 // VectorCache returns the store's cache, for its figures.
 func (s *Store) VectorCache() *vectorcache.Cache { return s.cache }
 
+// deleteEach runs query, a DELETE of the row of an app and a key, for
+// each of keys, in one transaction.
+func (s *Store) deleteEach(ctx context.Context, query, app string, keys []string) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if _, err := tx.Exec(query, app, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func jsonText(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err

@@ -168,12 +168,5 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 
 // DeleteWatermarks implements memorybank.TransferStore.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
-		for _, name := range sessions {
-			if _, err := tx.Exec(`DELETE FROM watermarks WHERE app = ? AND session = ?`, app, name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.deleteEach(ctx, `DELETE FROM watermarks WHERE app = ? AND session = ?`, app, sessions)
 }
