@@ -164,13 +164,9 @@ func mergeStrategyFromProto(s kiokuv1.MetadataMergeStrategy) (memorybank.MergeSt
 
 // timeRangeFromProto converts a time range, checking its times.
 func timeRangeFromProto(field string, r *kiokuv1.TimeRange) (retrieval.TimeRange, error) {
-	from, err := timeOrZero(r.GetStartTime())
+	from, to, err := timeRange(field+".", r.GetStartTime(), r.GetEndTime())
 	if err != nil {
-		return retrieval.TimeRange{}, fault.Invalidf("%s.start_time: %v", field, err)
-	}
-	to, err := timeOrZero(r.GetEndTime())
-	if err != nil {
-		return retrieval.TimeRange{}, fault.Invalidf("%s.end_time: %v", field, err)
+		return retrieval.TimeRange{}, err
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
 		return retrieval.TimeRange{}, fault.Invalidf("%s: start_time %s is not before end_time %s", field, from.Format(time.RFC3339), to.Format(time.RFC3339))

@@ -33,6 +33,18 @@ func timeOrZero(t *timestamppb.Timestamp) (time.Time, error) {
 	return t.AsTime(), nil
 }
 
+// timeRange reads a range's start_time and end_time (unset: the zero
+// time); an error names the field, after prefix ("session_source.").
+func timeRange(prefix string, start, end *timestamppb.Timestamp) (from, to time.Time, err error) {
+	if from, err = timeOrZero(start); err != nil {
+		return from, to, fault.Invalidf("%sstart_time: %v", prefix, err)
+	}
+	if to, err = timeOrZero(end); err != nil {
+		return from, to, fault.Invalidf("%send_time: %v", prefix, err)
+	}
+	return from, to, nil
+}
+
 func timestampOrNil(t time.Time) *timestamppb.Timestamp {
 	if t.IsZero() {
 		return nil
@@ -165,13 +177,9 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 			out.Actions.ArtifactDelta = nil
 		}
 		if c := a.GetCompaction(); c != nil {
-			start, err := timeOrZero(c.GetStartTime())
+			start, end, err := timeRange("event.actions.compaction.", c.GetStartTime(), c.GetEndTime())
 			if err != nil {
-				return nil, fault.Invalidf("event.actions.compaction.start_time: %v", err)
-			}
-			end, err := timeOrZero(c.GetEndTime())
-			if err != nil {
-				return nil, fault.Invalidf("event.actions.compaction.end_time: %v", err)
+				return nil, err
 			}
 			out.Actions.Compaction = &sessions.Compaction{
 				StartSequence: c.GetStartSequence(), EndSequence: c.GetEndSequence(), StartTime: start, EndTime: end,

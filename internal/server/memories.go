@@ -220,11 +220,8 @@ func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Reque
 			return nil, err
 		}
 		r.Session = &key
-		if r.From, err = timeOrZero(src.SessionSource.GetStartTime()); err != nil {
-			return nil, fault.Invalidf("session_source.start_time: %v", err)
-		}
-		if r.To, err = timeOrZero(src.SessionSource.GetEndTime()); err != nil {
-			return nil, fault.Invalidf("session_source.end_time: %v", err)
+		if r.From, r.To, err = timeRange("session_source.", src.SessionSource.GetStartTime(), src.SessionSource.GetEndTime()); err != nil {
+			return nil, err
 		}
 	case *kiokuv1.GenerateMemoriesRequest_EventsSource:
 		for i, pe := range src.EventsSource.GetEvents() {

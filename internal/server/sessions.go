@@ -285,13 +285,9 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 	if err != nil {
 		return nil, err
 	}
-	from, err := timeOrZero(m.GetStartTime())
+	from, to, err := timeRange("", m.GetStartTime(), m.GetEndTime())
 	if err != nil {
-		return nil, fault.Invalidf("start_time: %v", err)
-	}
-	to, err := timeOrZero(m.GetEndTime())
-	if err != nil {
-		return nil, fault.Invalidf("end_time: %v", err)
+		return nil, err
 	}
 	var desc bool
 	switch m.GetOrderBy() {
@@ -409,11 +405,8 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	if r.From, err = timeOrZero(m.GetStartTime()); err != nil {
-		return nil, fault.Invalidf("start_time: %v", err)
-	}
-	if r.To, err = timeOrZero(m.GetEndTime()); err != nil {
-		return nil, fault.Invalidf("end_time: %v", err)
+	if r.From, r.To, err = timeRange("", m.GetStartTime(), m.GetEndTime()); err != nil {
+		return nil, err
 	}
 	hits, next, err := h.svc.SearchEvents(ctx, r)
 	if err != nil {

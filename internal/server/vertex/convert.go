@@ -229,11 +229,7 @@ func jsonMap(m proto.Message) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return content.JSONObject(json.RawMessage(b))
 }
 
 // expiration reads a Vertex AI resource's expire_time or ttl.
