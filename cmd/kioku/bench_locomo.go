@@ -59,6 +59,19 @@ type locomoConversation struct {
 	QA           []locomoQA                                `json:"qa"`
 }
 
+// readLocomo reads the LoCoMo conversations of a JSON file.
+func readLocomo(path string) ([]locomoConversation, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the LoCoMo data: %w (pass --data)", err)
+	}
+	var convs []locomoConversation
+	if err := json.Unmarshal(raw, &convs); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return convs, nil
+}
+
 // locomoQA is one question with the dialogue ids of its evidence.
 type locomoQA struct {
 	Question string            `json:"question"`
@@ -240,13 +253,9 @@ func benchLocomo(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(*data)
+	convs, err := readLocomo(*data)
 	if err != nil {
-		return fmt.Errorf("reading the LoCoMo data: %w (pass --data)", err)
-	}
-	var convs []locomoConversation
-	if err := json.Unmarshal(raw, &convs); err != nil {
-		return fmt.Errorf("decoding %s: %w", *data, err)
+		return err
 	}
 	models, err := flags.Config()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -111,13 +110,9 @@ func benchRecall(ctx context.Context, args []string) error {
 	if *queries <= 0 {
 		return fmt.Errorf("--queries must be positive")
 	}
-	raw, err := os.ReadFile(*data)
+	convs, err := readLocomo(*data)
 	if err != nil {
-		return fmt.Errorf("reading the LoCoMo data: %w (pass --data)", err)
-	}
-	var convs []locomoConversation
-	if err := json.Unmarshal(raw, &convs); err != nil {
-		return fmt.Errorf("decoding %s: %w", *data, err)
+		return err
 	}
 	env, err := startBenchNode(ctx, "sqlite", "", func(c *node.Config) { c.BenchUnsynced = true })
 	if err != nil {

@@ -69,12 +69,8 @@ func sessionToProto(s *sessions.Session, events []*sessions.Event) (*kiokuv1.Ses
 	if !s.ExpireTime.IsZero() {
 		out.Expiration = &kiokuv1.Session_ExpireTime{ExpireTime: timestamppb.New(s.ExpireTime)}
 	}
-	for _, e := range events {
-		pe, err := eventToProto(s.Key, e)
-		if err != nil {
-			return nil, err
-		}
-		out.Events = append(out.Events, pe)
+	if out.Events, err = convertAllOrErr(events, func(e *sessions.Event) (*kiokuv1.Event, error) { return eventToProto(s.Key, e) }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

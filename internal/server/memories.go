@@ -44,6 +44,29 @@ func respond[T any](v *T, err error) (*connect.Response[T], error) {
 	return connect.NewResponse(v), nil
 }
 
+// convertAll converts each element of in with conv (nil for none).
+func convertAll[T, P any](in []T, conv func(T) P) []P {
+	var out []P
+	for _, v := range in {
+		out = append(out, conv(v))
+	}
+	return out
+}
+
+// convertAllOrErr converts each element of in with conv, which may fail:
+// the first error ends it.
+func convertAllOrErr[T, P any](in []T, conv func(T) (P, error)) ([]P, error) {
+	var out []P
+	for _, v := range in {
+		p, err := conv(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // CreateMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[kiokuv1.CreateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	app, err := aip.ParseApp("parent", req.Msg.GetParent())
@@ -109,11 +132,7 @@ func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[k
 	if err != nil {
 		return nil, err
 	}
-	out := &kiokuv1.ListMemoriesResponse{NextPageToken: next}
-	for _, m := range list {
-		out.Memories = append(out.Memories, memoryToProto(m))
-	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&kiokuv1.ListMemoriesResponse{Memories: convertAll(list, memoryToProto), NextPageToken: next}), nil
 }
 
 // memoryPaths are the update_mask paths of UpdateMemory.
@@ -320,11 +339,7 @@ func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	out := &kiokuv1.ListMemoryRevisionsResponse{NextPageToken: next}
-	for _, r := range revs {
-		out.MemoryRevisions = append(out.MemoryRevisions, revisionToProto(r))
-	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&kiokuv1.ListMemoryRevisionsResponse{MemoryRevisions: convertAll(revs, revisionToProto), NextPageToken: next}), nil
 }
 
 // RollbackMemory implements kiokuv1connect.MemoryBankServiceHandler.
@@ -425,15 +440,8 @@ func (h *MemoryHandler) ListOperations(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	out := &kiokuv1.ListOperationsResponse{NextPageToken: next}
-	for _, op := range ops {
-		po, err := operationToProto(op)
-		if err != nil {
-			return nil, err
-		}
-		out.Operations = append(out.Operations, po)
-	}
-	return connect.NewResponse(out), nil
+	out, err := convertAllOrErr(ops, operationToProto)
+	return respond(&kiokuv1.ListOperationsResponse{Operations: out, NextPageToken: next}, err)
 }
 
 // maxWait bounds WaitOperation's timeout.

@@ -54,11 +54,7 @@ func (h *MemoryFileHandler) ListMemoryFiles(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	out := &kiokuv1.ListMemoryFilesResponse{NextPageToken: next}
-	for _, f := range files {
-		out.MemoryFiles = append(out.MemoryFiles, memoryFileToProto(f))
-	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&kiokuv1.ListMemoryFilesResponse{MemoryFiles: convertAll(files, memoryFileToProto), NextPageToken: next}), nil
 }
 
 // GetMemoryFile implements kiokuv1connect.MemoryFileServiceHandler.

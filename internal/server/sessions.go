@@ -132,15 +132,8 @@ func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	out := &kiokuv1.ListSessionsResponse{NextPageToken: next}
-	for _, s := range list {
-		ps, err := sessionToProto(s, nil)
-		if err != nil {
-			return nil, err
-		}
-		out.Sessions = append(out.Sessions, ps)
-	}
-	return connect.NewResponse(out), nil
+	out, err := convertAllOrErr(list, func(s *sessions.Session) (*kiokuv1.Session, error) { return sessionToProto(s, nil) })
+	return respond(&kiokuv1.ListSessionsResponse{Sessions: out, NextPageToken: next}, err)
 }
 
 // UpdateSession implements kiokuv1connect.SessionServiceHandler.
@@ -308,15 +301,8 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 	if err != nil {
 		return nil, err
 	}
-	out := &kiokuv1.ListEventsResponse{NextPageToken: next}
-	for _, e := range events {
-		pe, err := eventToProto(key, e)
-		if err != nil {
-			return nil, err
-		}
-		out.Events = append(out.Events, pe)
-	}
-	return connect.NewResponse(out), nil
+	out, err := convertAllOrErr(events, func(e *sessions.Event) (*kiokuv1.Event, error) { return eventToProto(key, e) })
+	return respond(&kiokuv1.ListEventsResponse{Events: out, NextPageToken: next}, err)
 }
 
 func stateToProto(st *sessions.SharedState) (*kiokuv1.State, error) {
