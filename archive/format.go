@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -25,7 +26,7 @@ import (
 // Version is the version of the format this package writes. It reads
 // every version from 1 (version 2 added the memory files, which a
 // version-1 archive does not hold; version 3 memories' display names,
-// descriptions and typed metadata values, in memorybank.Metadata's stored
+// descriptions and typed metadata values, in metadata.Map's stored
 // form, which reads the string values of before as they were).
 const Version = 3
 
@@ -169,7 +170,7 @@ type (
 		Description    string                   `json:"description,omitempty"`
 		Scope          map[string]string        `json:"scope"`
 		Topics         []string                 `json:"topics,omitempty"`
-		Metadata       memorybank.Metadata      `json:"metadata,omitempty"`
+		Metadata       metadata.Map             `json:"metadata,omitempty"`
 		Sources        json.RawMessage          `json:"sources,omitempty"`
 		CreateTime     time.Time                `json:"create_time,omitzero"`
 		UpdateTime     time.Time                `json:"update_time,omitzero"`

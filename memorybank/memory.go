@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -105,7 +106,7 @@ type Memory struct {
 	DisplayName string
 	Description string
 	Topics      []string
-	Metadata    Metadata
+	Metadata    metadata.Map
 	CreateTime  time.Time
 	UpdateTime  time.Time
 	// ExpireTime is when the memory expires; zero means never.
@@ -147,13 +148,13 @@ func (m *Memory) Name() string { return aip.MemoryName(m.App, m.ID) }
 // strings plus a little per field for names, times and framing (the
 // vector is never sent).
 func (m *Memory) responseBytes() int {
-	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + len(m.DisplayName) + len(m.Description) + mapBytes(m.Scope) + listBytes(m.Topics) + m.Metadata.bytes() + sourcesBytes(m.Sources)
+	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + len(m.DisplayName) + len(m.Description) + mapBytes(m.Scope) + listBytes(m.Topics) + metadataBytes(m.Metadata) + sourcesBytes(m.Sources)
 }
 
 // responseBytes estimates the size of the revision in a response, as
 // Memory.responseBytes does.
 func (r *Revision) responseBytes() int {
-	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + r.Metadata.bytes() +
+	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + metadataBytes(r.Metadata) +
 		listBytes(r.ExtractedFacts) + sourcesBytes(r.Sources) + len(r.Operation) + len(r.Reason)
 }
 
@@ -262,7 +263,7 @@ type Revision struct {
 	Fact     string
 	Scope    Scope
 	Topics   []string
-	Metadata Metadata
+	Metadata metadata.Map
 	// ExtractedFacts are the candidate facts that led to the change.
 	ExtractedFacts []string
 	Sources        []Source

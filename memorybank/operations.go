@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -140,7 +141,7 @@ type generateRecord struct {
 	FactsEventIDs        []string          `json:"facts_event_ids,omitempty"`
 	DisableConsolidation bool              `json:"disable_consolidation,omitempty"`
 	AllowedTopics        []string          `json:"allowed_topics,omitempty"`
-	Metadata             Metadata          `json:"metadata,omitempty"`
+	Metadata             metadata.Map      `json:"metadata,omitempty"`
 	// MergeStrategy is the strategy's name (MergeStrategy.String).
 	MergeStrategy string `json:"metadata_merge_strategy,omitempty"`
 }
@@ -183,7 +184,7 @@ type memoryRecord struct {
 	DisplayName    string        `json:"display_name,omitempty"`
 	Description    string        `json:"description,omitempty"`
 	Topics         []string      `json:"topics,omitempty"`
-	Metadata       Metadata      `json:"metadata,omitempty"`
+	Metadata       metadata.Map  `json:"metadata,omitempty"`
 	Sources        []Source      `json:"sources,omitempty"`
 	CreateNS       int64         `json:"create_ns"`
 	UpdateNS       int64         `json:"update_ns"`
@@ -261,7 +262,7 @@ func decodeGenerate(op *jobs.Operation) (*GenerateRequest, error) {
 		Metadata: r.Metadata,
 	}
 	var err error
-	if g.MergeStrategy, err = ParseMergeStrategy("generate.metadata_merge_strategy", r.MergeStrategy); err != nil {
+	if g.MergeStrategy, err = metadata.ParseMergeStrategy("generate.metadata_merge_strategy", r.MergeStrategy); err != nil {
 		return nil, err
 	}
 	if g.Session, err = parseSessionName("generate.session", r.Session); err != nil {

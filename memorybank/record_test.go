@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -60,7 +61,7 @@ func sampleOperations() map[string]sample {
 				},
 				Generated: []memorybank.GeneratedMemory{
 					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
-						Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
+						Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
 						EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
 						Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
 					{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
@@ -98,7 +99,7 @@ func sampleOperations() map[string]sample {
 			job: &memorybank.Job{
 				Generate: &memorybank.GenerateRequest{
 					App: "golden", Scope: memorybank.Scope{"user_id": "ann"}, Facts: []memorybank.DirectFact{{Fact: "The user rides a bike."}},
-					Metadata: typedMetadata(), MergeStrategy: memorybank.RequireExactMatch,
+					Metadata: typedMetadata(), MergeStrategy: metadata.RequireExactMatch,
 				},
 				Generated: []memorybank.GeneratedMemory{
 					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m3", Fact: "The user rides a bike.", Scope: memorybank.Scope{"user_id": "ann"},
@@ -293,17 +294,17 @@ func TestOperationFormatV1(t *testing.T) {
 }
 
 // typedMetadata is metadata of every type, for the golden files.
-func typedMetadata() memorybank.Metadata {
-	return memorybank.Metadata{
-		"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(-2.5e-3), "pinned": memorybank.BoolValue(false),
-		"seen": memorybank.TimestampValue(t0.Add(123456789)),
+func typedMetadata() metadata.Map {
+	return metadata.Map{
+		"source": metadata.String("chat"), "score": metadata.Double(-2.5e-3), "pinned": metadata.Bool(false),
+		"seen": metadata.Timestamp(t0.Add(123456789)),
 	}
 }
 
 func TestRevisionGolden(t *testing.T) {
 	rev := &memorybank.Revision{
 		App: "golden", MemoryID: "m1", Number: 3, Action: memorybank.Updated, Fact: "The user likes green tea.",
-		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")},
+		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")},
 		ExtractedFacts: []string{"The user likes green tea."}, Sources: []memorybank.Source{{Session: "apps/golden/users/ann/sessions/s1", EventIDs: []string{"e1"}}},
 		Operation: "apps/golden/operations/op1", Reason: "consolidated", CreateTime: t0, ExpireTime: t0.Add(24 * time.Hour),
 		EventTime: t0.AddDate(0, 0, -3), StatedTime: t0.Add(-time.Hour),
@@ -321,7 +322,7 @@ func TestRevisionGolden(t *testing.T) {
 		t.Errorf("decoded (-sample +golden):\n%s", diff)
 	}
 	// Typed metadata: string values as before, the others objects of one
-	// member (the stored form of memorybank.Metadata).
+	// member (the stored form of metadata.Map).
 	rev.Metadata = typedMetadata()
 	if body, err = record.MarshalRevision(rev); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -176,7 +177,7 @@ func copyMemories(t *testing.T, h *harness, from, to memorybank.Store, chunk int
 
 func testImport(t *testing.T, h *harness) {
 	h.create("The user likes green tea.", user1)
-	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{memorybank.TopicUserPersonalInfo}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}})
+	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{memorybank.TopicUserPersonalInfo}, Metadata: metadata.Map{"k": metadata.String("v")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -148,7 +149,7 @@ type revisionRecord struct {
 	Fact           string              `json:"fact"`
 	Scope          memorybank.Scope    `json:"scope"`
 	Topics         []string            `json:"topics,omitempty"`
-	Metadata       memorybank.Metadata `json:"metadata,omitempty"`
+	Metadata       metadata.Map        `json:"metadata,omitempty"`
 	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
 	Sources        []memorybank.Source `json:"sources,omitempty"`
 	Operation      string              `json:"operation,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
@@ -377,9 +378,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func nonNilMetadata(m memorybank.Metadata) memorybank.Metadata {
+func nonNilMetadata(m metadata.Map) metadata.Map {
 	if m == nil {
-		return memorybank.Metadata{}
+		return metadata.Map{}
 	}
 	return m
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -212,8 +213,8 @@ func checkNamesAndMetadata(t *testing.T, st *sqlite.Store) {
 	t.Helper()
 	// Schema 6: a display name, a description, typed metadata.
 	tea, err := st.GetMemory(t.Context(), "golden", "tea")
-	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
-		"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)}
+	want := metadata.Map{"source": metadata.String("chat"), "score": metadata.Double(0.5),
+		"pinned": metadata.Bool(true), "seen": metadata.Timestamp(teaStated)}
 	if err != nil || tea.DisplayName != "Tea" || tea.Description != "What the user drinks." || !tea.Metadata.Equal(want) {
 		t.Errorf("tea = %+v, %v; want its display name, description and metadata %v", tea, err, want)
 	}
@@ -260,7 +261,7 @@ func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 		t.Errorf("config = %+v, %v", cfg, err)
 	}
 	tea, err := st.GetMemory(ctx, "golden", "tea")
-	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != memorybank.StringValue("chat") ||
+	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != metadata.String("chat") ||
 		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
 		t.Errorf("memory tea = %+v, %v", tea, err)
 	}
@@ -406,8 +407,8 @@ func writeGolden(t *testing.T, path string) {
 	ann := memorybank.Scope{"user_id": "ann"}
 	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"},
 		DisplayName: "Tea", Description: "What the user drinks.",
-		Metadata: memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
-			"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)},
+		Metadata: metadata.Map{"source": metadata.String("chat"), "score": metadata.Double(0.5),
+			"pinned": metadata.Bool(true), "seen": metadata.Timestamp(teaStated)},
 		EventTime: teaEvent, StatedTime: teaStated})
 	must(err)
 	fact := "The user likes green tea."

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -281,7 +282,7 @@ type indexEntry struct {
 	fact                         string
 	names                        *entryNames // nil when all are empty
 	topics                       []string
-	metadata                     memorybank.Metadata
+	metadata                     metadata.Map
 	sources                      []memorybank.Source
 	createNS, updateNS, expireNS int64
 	eventNS, statedNS            int64
