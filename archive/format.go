@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -163,25 +164,25 @@ type (
 		Config json.RawMessage `json:"config"`
 	}
 	memoryRecord struct {
-		Kind           Kind                     `json:"kind"`
-		Name           string                   `json:"name"`
-		Fact           string                   `json:"fact"`
-		DisplayName    string                   `json:"display_name,omitempty"`
-		Description    string                   `json:"description,omitempty"`
-		Scope          map[string]string        `json:"scope"`
-		Topics         []string                 `json:"topics,omitempty"`
-		Metadata       metadata.Map             `json:"metadata,omitempty"`
-		Sources        json.RawMessage          `json:"sources,omitempty"`
-		CreateTime     time.Time                `json:"create_time,omitzero"`
-		UpdateTime     time.Time                `json:"update_time,omitzero"`
-		ExpireTime     time.Time                `json:"expire_time,omitzero"`
-		EventTime      time.Time                `json:"event_time,omitzero"`
-		StatedTime     time.Time                `json:"stated_time,omitzero"`
-		Revision       int64                    `json:"revision"`
-		Deleted        bool                     `json:"deleted,omitempty"`
-		EmbeddingModel string                   `json:"embedding_model,omitempty"`
-		Embedding      string                   `json:"embedding,omitempty"`
-		Profile        *memorybank.ProfileField `json:"profile,omitempty"` // absent: natural language
+		Kind           Kind              `json:"kind"`
+		Name           string            `json:"name"`
+		Fact           string            `json:"fact"`
+		DisplayName    string            `json:"display_name,omitempty"`
+		Description    string            `json:"description,omitempty"`
+		Scope          map[string]string `json:"scope"`
+		Topics         []string          `json:"topics,omitempty"`
+		Metadata       metadata.Map      `json:"metadata,omitempty"`
+		Sources        json.RawMessage   `json:"sources,omitempty"`
+		CreateTime     time.Time         `json:"create_time,omitzero"`
+		UpdateTime     time.Time         `json:"update_time,omitzero"`
+		ExpireTime     time.Time         `json:"expire_time,omitzero"`
+		EventTime      time.Time         `json:"event_time,omitzero"`
+		StatedTime     time.Time         `json:"stated_time,omitzero"`
+		Revision       int64             `json:"revision"`
+		Deleted        bool              `json:"deleted,omitempty"`
+		EmbeddingModel string            `json:"embedding_model,omitempty"`
+		Embedding      string            `json:"embedding,omitempty"`
+		Profile        *profile.Field    `json:"profile,omitempty"` // absent: natural language
 	}
 	revisionRecord struct {
 		Kind     Kind            `json:"kind"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
 // Limits of the memory bank's inputs, part of the API contract.
@@ -164,7 +165,7 @@ func validateConfig(c *BankConfig) error {
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
 	}
-	return validateProfileSchemas(c.Profiles)
+	return profile.ValidateSchemas(c.Profiles)
 }
 
 // validateTimes checks a memory's event and stated times: zero, or within

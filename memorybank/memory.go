@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -129,7 +130,7 @@ type Memory struct {
 	// Profile, when set, makes the memory a field of a structured profile
 	// (its Type is StructuredProfile): the field's value, which Fact
 	// renders (see profiles.go). Nil: a natural-language memory.
-	Profile *ProfileField
+	Profile *profile.Field
 }
 
 // Type returns the memory's type: StructuredProfile when it holds a
@@ -208,7 +209,7 @@ func (m *Memory) clone() *Memory {
 	c.Topics = slices.Clone(m.Topics)
 	c.Metadata = m.Metadata.Clone()
 	c.Sources = mergeSources(nil, m.Sources)
-	c.Profile = m.Profile.clone()
+	c.Profile = m.Profile.Clone()
 	return &c
 }
 
@@ -276,7 +277,7 @@ type Revision struct {
 	EventTime, StatedTime time.Time
 	// Profile is the memory's profile field after the change (nil for a
 	// natural-language memory).
-	Profile *ProfileField
+	Profile *profile.Field
 }
 
 // Name returns the revision's resource name.
@@ -353,7 +354,7 @@ type BankConfig struct {
 	PIIRedaction PIIRedaction
 	// Profiles are the app's structured profile schemas (see
 	// profiles.go): generation fills one profile per schema and scope.
-	Profiles   []ProfileSchema
+	Profiles   []profile.Schema
 	UpdateTime time.Time
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -178,23 +179,23 @@ type generatedRecord struct {
 
 // memoryRecord is a memory in a generation's result (without its vector).
 type memoryRecord struct {
-	ID             string        `json:"id"`
-	Fact           string        `json:"fact"`
-	Scope          Scope         `json:"scope"`
-	DisplayName    string        `json:"display_name,omitempty"`
-	Description    string        `json:"description,omitempty"`
-	Topics         []string      `json:"topics,omitempty"`
-	Metadata       metadata.Map  `json:"metadata,omitempty"`
-	Sources        []Source      `json:"sources,omitempty"`
-	CreateNS       int64         `json:"create_ns"`
-	UpdateNS       int64         `json:"update_ns"`
-	ExpireNS       int64         `json:"expire_ns,omitempty"`
-	Revision       int64         `json:"revision"`
-	Deleted        bool          `json:"deleted,omitempty"`
-	EmbeddingModel string        `json:"embedding_model,omitempty"`
-	EventNS        int64         `json:"event_ns,omitempty"`
-	StatedNS       int64         `json:"stated_ns,omitempty"`
-	Profile        *ProfileField `json:"profile,omitempty"`
+	ID             string         `json:"id"`
+	Fact           string         `json:"fact"`
+	Scope          Scope          `json:"scope"`
+	DisplayName    string         `json:"display_name,omitempty"`
+	Description    string         `json:"description,omitempty"`
+	Topics         []string       `json:"topics,omitempty"`
+	Metadata       metadata.Map   `json:"metadata,omitempty"`
+	Sources        []Source       `json:"sources,omitempty"`
+	CreateNS       int64          `json:"create_ns"`
+	UpdateNS       int64          `json:"update_ns"`
+	ExpireNS       int64          `json:"expire_ns,omitempty"`
+	Revision       int64          `json:"revision"`
+	Deleted        bool           `json:"deleted,omitempty"`
+	EmbeddingModel string         `json:"embedding_model,omitempty"`
+	EventNS        int64          `json:"event_ns,omitempty"`
+	StatedNS       int64          `json:"stated_ns,omitempty"`
+	Profile        *profile.Field `json:"profile,omitempty"`
 }
 
 func sessionName(k *sessions.Key) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -340,7 +341,7 @@ func TestRevisionGolden(t *testing.T) {
 	}
 	// A profile field's revision holds the field.
 	rev.Fact, rev.Topics, rev.Metadata = "preferred_language: Python", nil, nil
-	rev.Profile = &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	rev.Profile = &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	body, err = record.MarshalRevision(rev)
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +374,7 @@ func TestConfigGolden(t *testing.T) {
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:   memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
 		Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
-		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Description: "Who the user is.", ScopeKeys: []string{"user_id"}, Fields: []memorybank.ProfileFieldSchema{
+		Profiles: []profile.Schema{{ID: "user-profile", Description: "Who the user is.", ScopeKeys: []string{"user_id"}, Fields: []profile.FieldSchema{
 			{Name: "preferred_language", Type: "string", Description: "The language the user prefers."},
 			{Name: "tone", Type: "string", Enum: []string{"succinct", "detailed"}},
 			{Name: "age", Type: "integer"},

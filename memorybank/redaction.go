@@ -5,6 +5,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/redact"
 )
 
@@ -80,8 +81,8 @@ func redactFields(r *redact.Redactor, fields []profileCandidate) {
 	for i := range fields {
 		if v, ok := fields[i].value.(string); ok && len(fields[i].field.Enum) == 0 {
 			out := r.Redact(v)
-			if len(out) > MaxProfileValueBytes {
-				out = aip.Truncate(out, MaxProfileValueBytes-len("..."))
+			if len(out) > profile.MaxValueBytes {
+				out = aip.Truncate(out, profile.MaxValueBytes-len("..."))
 			}
 			fields[i].value = out
 		}

@@ -191,7 +191,7 @@ func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.T
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
 		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: m.Metadata.Clone(),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,
-		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime, Profile: m.Profile.clone(),
+		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime, Profile: m.Profile.Clone(),
 	}
 	if cfg.RevisionTTL > 0 {
 		r.ExpireTime = now.Add(cfg.RevisionTTL)

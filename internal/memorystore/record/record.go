@@ -22,6 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -86,8 +87,8 @@ func MemoryType(m *memorybank.Memory) string {
 }
 
 // MarshalProfile returns the stored form of a memory's profile field (its
-// JSON, see memorybank.ProfileField), "" for none.
-func MarshalProfile(p *memorybank.ProfileField) (string, error) {
+// JSON, see profile.Field), "" for none.
+func MarshalProfile(p *profile.Field) (string, error) {
 	if p == nil {
 		return "", nil
 	}
@@ -96,11 +97,11 @@ func MarshalProfile(p *memorybank.ProfileField) (string, error) {
 }
 
 // UnmarshalProfile decodes MarshalProfile's output ("": none).
-func UnmarshalProfile(s string) (*memorybank.ProfileField, error) {
+func UnmarshalProfile(s string) (*profile.Field, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var p memorybank.ProfileField
+	var p profile.Field
 	if err := json.Unmarshal([]byte(s), &p); err != nil {
 		return nil, fmt.Errorf("decoding a profile field: %w", err)
 	}
@@ -160,7 +161,7 @@ type revisionRecord struct {
 	StatedNS       int64               `json:"stated_ns,omitempty"`
 	// Profile is the memory's profile field after the change (the first
 	// formats had none: natural-language memories).
-	Profile *memorybank.ProfileField `json:"profile,omitempty"`
+	Profile *profile.Field `json:"profile,omitempty"`
 }
 
 // MarshalRevision returns a revision's stored form (see UnmarshalRevision).
@@ -240,7 +241,7 @@ type patternRecord struct {
 	Regex string `json:"regex"`
 }
 
-// profileRecord is the stored form of a memorybank.ProfileSchema: its
+// profileRecord is the stored form of a profile.Schema: its
 // fields as a list, in their order.
 type profileRecord struct {
 	ID          string               `json:"id"`
@@ -354,9 +355,9 @@ func UnmarshalConfig(app string, body []byte) (*memorybank.BankConfig, error) {
 		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern(p))
 	}
 	for _, pr := range r.Profiles {
-		p := memorybank.ProfileSchema{ID: pr.ID, Description: pr.Description, ScopeKeys: pr.ScopeKeys}
+		p := profile.Schema{ID: pr.ID, Description: pr.Description, ScopeKeys: pr.ScopeKeys}
 		for _, f := range pr.Fields {
-			p.Fields = append(p.Fields, memorybank.ProfileFieldSchema(f))
+			p.Fields = append(p.Fields, profile.FieldSchema(f))
 		}
 		c.Profiles = append(c.Profiles, p)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -193,7 +194,7 @@ func TestGoldenDatabase(t *testing.T) {
 		t.Errorf("profile schemas = %+v, %v", cfg.Profiles, err)
 	}
 	fields, err := st.ProfileMemories(ctx, "golden", "user_id=ann", now, 10)
-	want := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	want := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	if err != nil || len(fields) != 1 || !reflect.DeepEqual(fields[0].Profile, want) || fields[0].Fact != "preferred_language: Python" || len(fields[0].Embedding) == 0 {
 		t.Fatalf("profile fields = %+v, %v", fields, err)
 	}
@@ -401,7 +402,7 @@ func writeGolden(t *testing.T, path string) {
 		Examples:      []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:  memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
-		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Fields: []memorybank.ProfileFieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
+		Profiles: []profile.Schema{{ID: "user-profile", Fields: []profile.FieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
@@ -451,7 +452,7 @@ func writeGolden(t *testing.T, path string) {
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
 	// A profile field, as generation writes one (the queued operations
 	// above stay as they are).
-	field := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	field := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	vec, err := model.Offline{}.Embed(ctx, []string{"preferred_language: Python"}, model.TaskDocument)
 	must(err)
 	at := clock()

@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -297,7 +298,7 @@ type indexEntry struct {
 // lack (a pointer costs an entry less than two strings and a pointer).
 type entryNames struct {
 	displayName, description string
-	profile                  *memorybank.ProfileField
+	profile                  *profile.Field
 }
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
@@ -412,7 +413,7 @@ func (e *indexEntry) size() int64 {
 		n += int64(unsafe.Sizeof(entryNames{})) + int64(len(e.names.displayName)+len(e.names.description))
 	}
 	if p := e.profile(); p != nil {
-		n += 64 + int64(len(p.SchemaID)+len(p.Field)+len(memorybank.ValueText(p.Value)))
+		n += 64 + int64(len(p.SchemaID)+len(p.Field)+len(profile.ValueText(p.Value)))
 	}
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
@@ -433,7 +434,7 @@ func (e *indexEntry) size() int64 {
 }
 
 // profile returns the entry's profile field (nil: none).
-func (e *indexEntry) profile() *memorybank.ProfileField {
+func (e *indexEntry) profile() *profile.Field {
 	if e.names == nil {
 		return nil
 	}
