@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memoryfiles"
@@ -94,7 +95,7 @@ type Record struct {
 	// session_deleted record.
 	Of sessions.Key
 	// Config is a memory_bank_config record.
-	Config *memorybank.BankConfig
+	Config *appconfig.Config
 	// Memory is a memory record, with its vector.
 	Memory *memorybank.Memory
 	// Revision is a revision record.
@@ -291,7 +292,7 @@ func (w *Writer) SessionDeleted(key sessions.Key) error {
 }
 
 // Config writes a memory_bank_config record.
-func (w *Writer) Config(c *memorybank.BankConfig) error {
+func (w *Writer) Config(c *appconfig.Config) error {
 	body, err := record.MarshalConfig(c)
 	if err != nil {
 		return err

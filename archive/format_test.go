@@ -15,6 +15,7 @@ import (
 
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -120,7 +121,7 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	sess := filled[sessions.Session](f)
 	event := filled[sessions.Event](f)
 	event.Partial = false // never stored
-	config := filled[memorybank.BankConfig](f)
+	config := filled[appconfig.Config](f)
 	mem := filled[memorybank.Memory](f)
 	// Metadata of every type (the filler leaves values empty strings).
 	mem.Metadata = metadata.Map{"s": metadata.String("x"), "d": metadata.Double(-2.5e-3),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -25,7 +26,7 @@ func TestRoundTripKeepsProfiles(t *testing.T) {
 	}
 	schema := profile.Schema{ID: "user-profile", ScopeKeys: []string{"user_id"}, Fields: []profile.FieldSchema{
 		{Name: "preferred_language", Type: profile.FieldString}, {Name: "age", Type: profile.FieldInteger}}}
-	if _, err := svc(src).UpdateConfig(ctx, &memorybank.BankConfig{App: "a1", Profiles: []profile.Schema{schema}}, nil); err != nil {
+	if _, err := svc(src).UpdateConfig(ctx, &appconfig.Config{App: "a1", Profiles: []profile.Schema{schema}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The fields as generation writes them: preferred_language changed

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
@@ -203,7 +204,7 @@ func matchMemory(m *Memory, c *filter.Cond) bool {
 		return c.MatchString(m.DisplayName)
 	case "topics", "topics.managed_memory_topic", "topics.custom_memory_topic_label":
 		has := slices.Contains(m.Topics, c.Value.Text)
-		if _, managed := ManagedTopics[c.Value.Text]; c.Field.Name == "topics.managed_memory_topic" && !managed ||
+		if _, managed := appconfig.ManagedTopics[c.Value.Text]; c.Field.Name == "topics.managed_memory_topic" && !managed ||
 			c.Field.Name == "topics.custom_memory_topic_label" && managed {
 			has = false
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -389,7 +390,7 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 // caller reads the memory again. With the app's redaction on it redacts
 // the fact first. It embeds the fact when it changed, or when m has no
 // vector of the current embedder.
-func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
+func (s *Service) writeRevision(ctx context.Context, cfg *appconfig.Config, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
 	red, err := s.Redactor(cfg)
 	if err != nil {
 		return err

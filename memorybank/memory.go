@@ -11,8 +11,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
-	"github.com/kioku-ai/kioku/memorybank/retrieval"
-	"github.com/kioku-ai/kioku/sessions"
 )
 
 // Scope says whom a memory is about, for example {"user_id": "u1"}.
@@ -51,9 +49,9 @@ func (s Scope) String() string {
 	return string(b)
 }
 
-// ScopeKeyUser returns the user a scope's key names (its ScopeUser
+// scopeKeyUser returns the user a scope's key names (its ScopeUser
 // entry), or "": the owner of the operations keyed by it (jobs.Kind.Owner).
-func ScopeKeyUser(key string) string { return ParseScopeKey(key).User() }
+func scopeKeyUser(key string) string { return ParseScopeKey(key).User() }
 
 // ParseScopeKey is the inverse of Scope.Key.
 func ParseScopeKey(key string) Scope {
@@ -283,97 +281,4 @@ type Revision struct {
 // Name returns the revision's resource name.
 func (r *Revision) Name() string {
 	return aip.RevisionName(r.App, r.MemoryID, strconv.FormatInt(r.Number, 10))
-}
-
-// The managed memory topics.
-const (
-	TopicUserPersonalInfo       = "USER_PERSONAL_INFO"
-	TopicUserPreferences        = "USER_PREFERENCES"
-	TopicKeyConversationDetails = "KEY_CONVERSATION_DETAILS"
-	TopicExplicitInstructions   = "EXPLICIT_INSTRUCTIONS"
-)
-
-// ManagedTopics describes the managed topics, for the extraction prompt.
-var ManagedTopics = map[string]string{
-	TopicUserPersonalInfo:       "Significant personal information about the user: names, relationships, hobbies, important dates, work, where they live.",
-	TopicUserPreferences:        "The user's stated or implied likes, dislikes, preferred styles and patterns.",
-	TopicKeyConversationDetails: "Important milestones or conclusions within the dialogue: decisions, outcomes, plans.",
-	TopicExplicitInstructions:   "Information the user explicitly asked to be remembered or forgotten.",
-}
-
-// managedOrder is the order of the managed topics in prompts.
-var managedOrder = []string{TopicUserPersonalInfo, TopicUserPreferences, TopicKeyConversationDetails, TopicExplicitInstructions}
-
-// CustomTopic is an app's own topic.
-type CustomTopic struct {
-	Label       string
-	Description string
-}
-
-// Example is a few-shot example for extraction.
-type Example struct {
-	Events        []*sessions.Event
-	ExpectedFacts []string
-}
-
-// Trigger makes memories appear without the caller asking.
-type Trigger struct {
-	// EventCount generates from a session every time this many new events
-	// have been appended to it since its last generation; 0 is off.
-	EventCount int
-	// IdleDuration generates from a session once it has been idle this
-	// long; 0 is off.
-	IdleDuration time.Duration
-}
-
-// Retrieval tunes an app's similarity search.
-type Retrieval struct {
-	// Fusion combines the two sides of hybrid retrieval.
-	Fusion retrieval.Fusion
-}
-
-// BankConfig is an app's memory bank configuration.
-type BankConfig struct {
-	App string
-	// ManagedTopics to extract; empty (with no custom topics) means all.
-	ManagedTopics []string
-	CustomTopics  []CustomTopic
-	Examples      []Example
-	// MemoryTTL and RevisionTTL make new memories and revisions expire.
-	MemoryTTL   time.Duration
-	RevisionTTL time.Duration
-	Trigger     Trigger
-	Retrieval   Retrieval
-	// Compaction compacts the app's sessions without the caller asking:
-	// package sessions' setting, kept in the memory bank's configuration,
-	// where kioku.v1's MemoryBankConfig has it (see the package
-	// documentation).
-	Compaction sessions.CompactionTrigger
-	// PIIRedaction redacts personal data from what the app's memory bank
-	// and compactions send to models and from the memories stored.
-	PIIRedaction PIIRedaction
-	// Profiles are the app's structured profile schemas (see
-	// profiles.go): generation fills one profile per schema and scope.
-	Profiles   []profile.Schema
-	UpdateTime time.Time
-}
-
-// Topics returns the topics extraction may use: label → description.
-func (c *BankConfig) Topics() (labels []string, descriptions map[string]string) {
-	descriptions = map[string]string{}
-	managed := c.ManagedTopics
-	if len(managed) == 0 && len(c.CustomTopics) == 0 {
-		managed = managedOrder
-	}
-	for _, t := range managedOrder {
-		if slices.Contains(managed, t) {
-			labels = append(labels, t)
-			descriptions[t] = ManagedTopics[t]
-		}
-	}
-	for _, t := range c.CustomTopics {
-		labels = append(labels, t.Label)
-		descriptions[t.Label] = t.Description
-	}
-	return labels, descriptions
 }

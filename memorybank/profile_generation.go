@@ -10,6 +10,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
@@ -36,7 +37,7 @@ type profileRun struct {
 
 // profiles returns the profiles a generation of scope fills from events:
 // nil when no schema applies or there are no events to read.
-func (s *Service) profiles(ctx context.Context, cfg *BankConfig, app string, scope Scope, events bool) (*profileRun, error) {
+func (s *Service) profiles(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, events bool) (*profileRun, error) {
 	if !events {
 		return nil, nil
 	}
@@ -286,7 +287,7 @@ func isWordByte(b byte) bool {
 // and to the operation's result: per field, a creation, a confirmation
 // (new sources) or an update with a revision; a field that already holds
 // the value with these sources is reported unchanged.
-func (s *Service) applyProfile(ctx context.Context, cfg *BankConfig, app string, scope Scope, p *profileRun, cands []profileCandidate, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, p *profileRun, cands []profileCandidate, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	if len(cands) == 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -23,7 +24,7 @@ func BenchmarkRetrieveProfiles(b *testing.B) {
 			svc := memorybank.NewService(st, memorybank.Config{Now: func() time.Time { return now }, Embedder: model.Offline{}})
 			schema := profile.Schema{ID: "user-profile", Fields: []profile.FieldSchema{
 				{Name: "preferred_language", Type: profile.FieldString}, {Name: "tone", Type: profile.FieldString}, {Name: "age", Type: profile.FieldInteger}}}
-			if _, err := svc.UpdateConfig(ctx, &memorybank.BankConfig{App: "a", Profiles: []profile.Schema{schema}}, nil); err != nil {
+			if _, err := svc.UpdateConfig(ctx, &appconfig.Config{App: "a", Profiles: []profile.Schema{schema}}, nil); err != nil {
 				b.Fatal(err)
 			}
 			scope := memorybank.Scope{"user_id": "ann"}

@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
@@ -366,14 +367,14 @@ func TestRevisionGolden(t *testing.T) {
 }
 
 func TestConfigGolden(t *testing.T) {
-	cfg := &memorybank.BankConfig{
+	cfg := &appconfig.Config{
 		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
-		CustomTopics: []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples: []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
+		CustomTopics: []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples: []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
 			ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger:   memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
-		Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
+		Trigger:   appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
 		Profiles: []profile.Schema{{ID: "user-profile", Description: "Who the user is.", ScopeKeys: []string{"user_id"}, Fields: []profile.FieldSchema{
 			{Name: "preferred_language", Type: "string", Description: "The language the user prefers."},
 			{Name: "tone", Type: "string", Enum: []string{"succinct", "detailed"}},
@@ -396,7 +397,7 @@ func TestConfigGolden(t *testing.T) {
 	// The first version stored the same configuration the same way (it
 	// had no retrieval settings or profiles: their absence is the
 	// defaults).
-	cfg.Retrieval, cfg.Profiles = memorybank.Retrieval{}, nil
+	cfg.Retrieval, cfg.Profiles = appconfig.Retrieval{}, nil
 	v1, err := os.ReadFile(filepath.Join("testdata", "v1", "config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -414,10 +415,10 @@ func TestConfigGolden(t *testing.T) {
 // trigger) is stored in v3/config.json; one without redaction is stored
 // as before (TestConfigGolden's v2/config.json, which it still writes).
 func TestConfigGoldenPII(t *testing.T) {
-	cfg := &memorybank.BankConfig{
+	cfg := &appconfig.Config{
 		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
 		Compaction: sessions.CompactionTrigger{EventCount: 50, EventBytes: 64 << 10, KeepRecent: 8},
-		PIIRedaction: memorybank.PIIRedaction{Enabled: true, Rules: redact.Rules{
+		PIIRedaction: appconfig.Redaction{Enabled: true, Rules: redact.Rules{
 			Categories: []redact.Category{redact.Email, redact.Phone, redact.Card},
 			Patterns:   []redact.Pattern{{Name: "EMPLOYEE_ID", Regex: `EMP-[0-9]{6}`}},
 		}},

@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
@@ -186,7 +187,7 @@ func durationOrNil(d time.Duration) *durationpb.Duration {
 	return durationpb.New(d)
 }
 
-func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, error) {
+func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 	out := &kiokuv1.MemoryBankConfig{
 		Name:          aip.MemoryBankConfigName(c.App),
 		ManagedTopics: c.ManagedTopics,
@@ -253,11 +254,11 @@ func fusionFromProto(p *kiokuv1.FusionConfig) (retrieval.Fusion, error) {
 	return f, nil
 }
 
-func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.BankConfig, error) {
-	c := &memorybank.BankConfig{
+func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*appconfig.Config, error) {
+	c := &appconfig.Config{
 		App:           app,
 		ManagedTopics: p.GetManagedTopics(),
-		Trigger:       memorybank.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
+		Trigger:       appconfig.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
 		Compaction: sessions.CompactionTrigger{
 			EventCount: int(p.GetCompactionTrigger().GetEventCount()),
 			EventBytes: p.GetCompactionTrigger().GetEventBytes(),
@@ -284,7 +285,7 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 	}
 	c.Retrieval.Fusion = fusion
 	for _, t := range p.GetCustomTopics() {
-		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
+		c.CustomTopics = append(c.CustomTopics, appconfig.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
 	}
 	c.PIIRedaction.Enabled = p.GetPiiRedaction().GetEnabled()
 	for _, cat := range p.GetPiiRedaction().GetCategories() {
@@ -294,7 +295,7 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern{Name: pat.GetName(), Regex: pat.GetRegex()})
 	}
 	for i, ex := range p.GetGenerationExamples() {
-		e := memorybank.Example{ExpectedFacts: ex.GetExpectedFacts()}
+		e := appconfig.Example{ExpectedFacts: ex.GetExpectedFacts()}
 		for _, pe := range ex.GetEvents() {
 			ev, err := eventFromProto(pe)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
@@ -247,7 +248,7 @@ func testHybridRetrieval(t *testing.T, h *harness) {
 		{retrieval.Fusion{LexicalWeight: 1}, []string{"name"}},
 		{retrieval.Fusion{DenseWeight: 1}, []string{"meaning", "sedan"}},
 	} {
-		if _, err := svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: tc.fusion}}, []string{"retrieval"}); err != nil {
+		if _, err := svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Retrieval: appconfig.Retrieval{Fusion: tc.fusion}}, []string{"retrieval"}); err != nil {
 			t.Fatal(err)
 		}
 		res, _, err := svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "Did Thaddeus say anything about his vehicle?", TopK: 2})
@@ -266,9 +267,9 @@ func testHybridRetrieval(t *testing.T, h *harness) {
 			t.Errorf("fusion %v: top 2 = %v, want %v", tc.fusion, got, tc.want)
 		}
 	}
-	_, err := svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{Method: "sum"}}}, []string{"retrieval"})
+	_, err := svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{Method: "sum"}}}, []string{"retrieval"})
 	wantKind(t, "unknown fusion method", err, fault.Invalid)
-	_, err = svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{DenseWeight: -1}}}, []string{"retrieval"})
+	_, err = svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{DenseWeight: -1}}}, []string{"retrieval"})
 	wantKind(t, "negative fusion weight", err, fault.Invalid)
 }
 

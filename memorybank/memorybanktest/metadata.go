@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -91,7 +92,7 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ids(hits, func(s memorybank.Scored) *memorybank.Memory { return s.Item }); !slices.Equal(got, c.want) {
+		if got := ids(hits, func(s retrieval.Ranked[*memorybank.Memory]) *memorybank.Memory { return s.Item }); !slices.Equal(got, c.want) {
 			t.Errorf("search with ExactMetadata %v found %v, want %v", c.md, got, c.want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
@@ -37,7 +38,7 @@ func (h *harness) withProfile(scopeKeys ...string) *profile.Schema {
 		h.t.Fatal(err)
 	}
 	ps.ScopeKeys = scopeKeys
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: []profile.Schema{*ps}}, []string{"profile_schemas"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: []profile.Schema{*ps}}, []string{"profile_schemas"}); err != nil {
 		h.t.Fatal(err)
 	}
 	return ps
@@ -147,7 +148,7 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 			return out
 		}, "profile_schemas has 9 schemas; the limit is 8"},
 	} {
-		_, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: tc.schemas()}, []string{"profile_schemas"})
+		_, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: tc.schemas()}, []string{"profile_schemas"})
 		wantKind(t, tc.name, err, fault.Invalid)
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: error %q does not say %q", tc.name, err, tc.want)
@@ -449,7 +450,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	target := h.fresh()
 	copyMemories(t, h, h.store, target, 10)
 	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now})
-	if _, err := tsvc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: mustConfig(t, h).Profiles}, []string{"profile_schemas"}); err != nil {
+	if _, err := tsvc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: mustConfig(t, h).Profiles}, []string{"profile_schemas"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := tsvc.RetrieveProfiles(h.ctx, "app1", user1); err != nil || len(got) != 1 || got[0].Values["preferred_language"] != "Python" {
@@ -474,7 +475,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	}
 }
 
-func mustConfig(t *testing.T, h *harness) *memorybank.BankConfig {
+func mustConfig(t *testing.T, h *harness) *appconfig.Config {
 	t.Helper()
 	c, err := h.svc.GetConfig(h.ctx, "app1")
 	if err != nil {
@@ -487,7 +488,7 @@ func mustConfig(t *testing.T, h *harness) *memorybank.BankConfig {
 // string value is redacted as a free fact is, before it is stored.
 func testProfileRedacted(t *testing.T, h *harness) {
 	ps := h.withProfile()
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: []profile.Schema{*ps}, PIIRedaction: memorybank.PIIRedaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: []profile.Schema{*ps}, PIIRedaction: appconfig.Redaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
 		t.Fatal(err)
 	}
 	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
@@ -210,7 +211,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memory
 	}, nil
 }
 
-// configRecord is the stored form of a memorybank.BankConfig, without its
+// configRecord is the stored form of a appconfig.Config, without its
 // app.
 // Durations are nanoseconds; the update time is RFC 3339 (as the first
 // format had it, which this one reads unchanged).
@@ -291,7 +292,7 @@ type triggerRecord struct {
 }
 
 // MarshalConfig returns a configuration's stored form.
-func MarshalConfig(c *memorybank.BankConfig) ([]byte, error) {
+func MarshalConfig(c *appconfig.Config) ([]byte, error) {
 	r := configRecord{
 		ManagedTopics: c.ManagedTopics, MemoryTTL: int64(c.MemoryTTL), RevisionTTL: int64(c.RevisionTTL),
 		Trigger:    triggerRecord{EventCount: c.Trigger.EventCount, IdleDuration: int64(c.Trigger.IdleDuration)},
@@ -326,26 +327,26 @@ func MarshalConfig(c *memorybank.BankConfig) ([]byte, error) {
 }
 
 // UnmarshalConfig decodes the stored configuration of app.
-func UnmarshalConfig(app string, body []byte) (*memorybank.BankConfig, error) {
+func UnmarshalConfig(app string, body []byte) (*appconfig.Config, error) {
 	var r configRecord
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
 	}
-	c := &memorybank.BankConfig{
+	c := &appconfig.Config{
 		App: app, ManagedTopics: r.ManagedTopics, MemoryTTL: time.Duration(r.MemoryTTL), RevisionTTL: time.Duration(r.RevisionTTL),
-		Trigger:    memorybank.Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
+		Trigger:    appconfig.Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
 		Compaction: sessions.CompactionTrigger(r.Compaction),
-		Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{
+		Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{
 			Method: retrieval.FusionMethod(r.Retrieval.Fusion.Method), DenseWeight: r.Retrieval.Fusion.DenseWeight,
 			LexicalWeight: r.Retrieval.Fusion.LexicalWeight, RRFK: r.Retrieval.Fusion.RRFK,
 		}},
 		UpdateTime: r.UpdateTime,
 	}
 	for _, t := range r.CustomTopics {
-		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic(t))
+		c.CustomTopics = append(c.CustomTopics, appconfig.CustomTopic(t))
 	}
 	for _, e := range r.Examples {
-		c.Examples = append(c.Examples, memorybank.Example{Events: e.Events, ExpectedFacts: e.ExpectedFacts})
+		c.Examples = append(c.Examples, appconfig.Example{Events: e.Events, ExpectedFacts: e.ExpectedFacts})
 	}
 	c.PIIRedaction.Enabled = r.PII.Enabled
 	for _, cat := range r.PII.Categories {

@@ -161,7 +161,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 
 // SearchMemories implements memorybank.MemoryStore: it searches the scope in the
 // cache, loading it first when the cache does not hold it.
-func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
+func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
 	if q.Filter.None {
 		return nil, nil
 	}

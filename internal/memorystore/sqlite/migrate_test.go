@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
@@ -257,7 +258,7 @@ var (
 func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 	ctx := t.Context()
 	cfg, err := st.GetConfig(ctx, "golden")
-	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
+	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
 		cfg.MemoryTTL != 90*24*time.Hour || len(cfg.Examples) != 1 || cfg.Examples[0].Events[0].Content.Parts[0].Text != "I fly to Oslo." {
 		t.Errorf("config = %+v, %v", cfg, err)
 	}
@@ -396,12 +397,12 @@ func writeGolden(t *testing.T, path string) {
 	jcfg := jobs.Config{Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5}
 	svc := memorybanktest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	withGen := memorybanktest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
-	_, err = svc.UpdateConfig(ctx, &memorybank.BankConfig{App: "golden",
+	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden",
 		ManagedTopics: []string{"USER_PREFERENCES"},
-		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples:      []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
+		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples:      []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger:  memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Trigger:  appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
 		Profiles: []profile.Schema{{ID: "user-profile", Fields: []profile.FieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
 	}, nil)
 	must(err)

@@ -139,7 +139,7 @@ const installAttempts = 3
 // Search ranks the scope's visible memories that pass the query's filter
 // with retrieval.Rank: the q.K best of each side. A scope not held is
 // loaded with load (its visible memories) and kept.
-func (c *Cache) Search(ctx context.Context, q memorybank.SearchQuery, load func(ctx context.Context) ([]*memorybank.Memory, error)) ([]memorybank.Scored, error) {
+func (c *Cache) Search(ctx context.Context, q memorybank.SearchQuery, load func(ctx context.Context) ([]*memorybank.Memory, error)) ([]retrieval.Ranked[*memorybank.Memory], error) {
 	key := indexKey(q.App, q.ScopeKey)
 	c.mu.Lock()
 	s := c.scopes[key]
@@ -486,7 +486,7 @@ func (s *scopeIndex) modelName(i int32) string {
 // search ranks the scope's visible memories that pass the filter with
 // Rank: dense scores of the memories of q.Model against the weighted query
 // vector, lexical similarity of all of them to q.Terms.
-func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
+func (s *scopeIndex) search(q memorybank.SearchQuery) []retrieval.Ranked[*memorybank.Memory] {
 	if q.K <= 0 {
 		return nil
 	}
@@ -517,7 +517,7 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 
 // Score ranks memories by the same rule as Cache.Search: those of a scope
 // loaded afresh, or candidates a store fetched by other means.
-func Score(q memorybank.SearchQuery, memories []*memorybank.Memory) []memorybank.Scored {
+func Score(q memorybank.SearchQuery, memories []*memorybank.Memory) []retrieval.Ranked[*memorybank.Memory] {
 	return newScopeIndex(q.App, q.ScopeKey, memories).search(q)
 }
 

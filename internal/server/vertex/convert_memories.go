@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 )
 
@@ -40,7 +41,7 @@ func memoryToVertex(e engine, m *memorybank.Memory) (*aiplatformpb.Memory, error
 	if len(m.Topics) > 0 {
 		var topics []any
 		for _, t := range m.Topics {
-			if _, managed := memorybank.ManagedTopics[t]; managed {
+			if _, managed := appconfig.ManagedTopics[t]; managed {
 				topics = append(topics, map[string]any{"managedMemoryTopic": t})
 			} else {
 				topics = append(topics, map[string]any{"customMemoryTopicLabel": t})
