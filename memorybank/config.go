@@ -16,7 +16,7 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*appconfig.Config,
 	return s.store.GetConfig(ctx, app)
 }
 
-// The fields of BankConfig an update mask may name.
+// The fields of appconfig.Config an update mask may name.
 var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger", "pii_redaction", "profile_schemas"}
 
 // UpdateConfig changes the fields of an app's configuration named in mask

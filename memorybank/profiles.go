@@ -9,7 +9,7 @@ import (
 )
 
 // Structured profiles are Vertex AI Memory Bank's "memory profiles": an
-// app declares profile schemas in its configuration (BankConfig.Profiles,
+// app declares profile schemas in its configuration (appconfig.Config.Profiles,
 // each a JSON Schema object of named scalar fields under a schema id);
 // generation fills them from conversations (profile_generation.go), one
 // profile per schema and scope; RetrieveProfiles returns a scope's
@@ -75,7 +75,7 @@ func sameValue(a, b any) bool {
 // schema that generation has filled.
 type Profile struct {
 	SchemaID string
-	// Values maps field names to values (see ProfileField.Value).
+	// Values maps field names to values (see profile.Field.Value).
 	Values map[string]any
 	// Memories are the profile's fields as memories, in the schema's
 	// order of fields.

@@ -91,7 +91,7 @@ type RevisionStore interface {
 
 // ConfigStore keeps the apps' configurations.
 type ConfigStore interface {
-	// GetConfig returns an app's configuration; a zero BankConfig (with App
+	// GetConfig returns an app's configuration; a zero appconfig.Config (with App
 	// set) when none was stored.
 	GetConfig(ctx context.Context, app string) (*appconfig.Config, error)
 

@@ -75,7 +75,7 @@ func (h *harness) profileOf(scope memorybank.Scope) map[string]any {
 }
 
 // testProfileSchemaConfig: profile schemas are stored in the
-// configuration as given (ProfileSchemaFor keeps the struct's order and
+// configuration as given (profile.SchemaFor keeps the struct's order and
 // descriptions), and bad schemas are refused with an error naming the
 // field or limit.
 func testProfileSchemaConfig(t *testing.T, h *harness) {

@@ -229,7 +229,7 @@ type configRecord struct {
 	UpdateTime    time.Time        `json:"update_time,omitzero"`
 }
 
-// piiRecord is the stored form of PIIRedaction (absent: off, no rules),
+// piiRecord is the stored form of appconfig.Redaction (absent: off, no rules),
 // categories by name.
 type piiRecord struct {
 	Enabled    bool            `json:"enabled,omitempty"`
