@@ -2,6 +2,7 @@ package memorybank
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -16,8 +17,32 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*appconfig.Config,
 	return s.store.GetConfig(ctx, app)
 }
 
-// The fields of appconfig.Config an update mask may name.
-var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger", "pii_redaction", "profile_schemas"}
+// configFields are the fields of appconfig.Config an update mask may
+// name, each with what copies it from an update to the configuration.
+var configFields = []struct {
+	path string
+	set  func(next, c *appconfig.Config)
+}{
+	{"managed_topics", func(next, c *appconfig.Config) { next.ManagedTopics = c.ManagedTopics }},
+	{"custom_topics", func(next, c *appconfig.Config) { next.CustomTopics = c.CustomTopics }},
+	{"generation_examples", func(next, c *appconfig.Config) { next.Examples = c.Examples }},
+	{"memory_ttl", func(next, c *appconfig.Config) { next.MemoryTTL = c.MemoryTTL }},
+	{"revision_ttl", func(next, c *appconfig.Config) { next.RevisionTTL = c.RevisionTTL }},
+	{"generation_trigger", func(next, c *appconfig.Config) { next.Trigger = c.Trigger }},
+	{"retrieval", func(next, c *appconfig.Config) { next.Retrieval = c.Retrieval }},
+	{"compaction_trigger", func(next, c *appconfig.Config) { next.Compaction = c.Compaction }},
+	{"pii_redaction", func(next, c *appconfig.Config) { next.PIIRedaction = c.PIIRedaction }},
+	{"profile_schemas", func(next, c *appconfig.Config) { next.Profiles = c.Profiles }},
+}
+
+// configPaths are the paths of configFields, in their order.
+var configPaths = func() []string {
+	out := make([]string, len(configFields))
+	for i, f := range configFields {
+		out[i] = f.path
+	}
+	return out
+}()
 
 // UpdateConfig changes the fields of an app's configuration named in mask
 // (all of them when mask is empty) to those of c.
@@ -26,38 +51,19 @@ func (s *Service) UpdateConfig(ctx context.Context, c *appconfig.Config, mask []
 		return nil, err
 	}
 	if len(mask) == 0 {
-		mask = configFields
+		mask = configPaths
 	}
 	cur, err := s.store.GetConfig(ctx, c.App)
 	if err != nil {
 		return nil, err
 	}
 	next := *cur
-	for _, f := range mask {
-		switch f {
-		case "managed_topics":
-			next.ManagedTopics = c.ManagedTopics
-		case "custom_topics":
-			next.CustomTopics = c.CustomTopics
-		case "generation_examples":
-			next.Examples = c.Examples
-		case "memory_ttl":
-			next.MemoryTTL = c.MemoryTTL
-		case "revision_ttl":
-			next.RevisionTTL = c.RevisionTTL
-		case "generation_trigger":
-			next.Trigger = c.Trigger
-		case "compaction_trigger":
-			next.Compaction = c.Compaction
-		case "retrieval":
-			next.Retrieval = c.Retrieval
-		case "pii_redaction":
-			next.PIIRedaction = c.PIIRedaction
-		case "profile_schemas":
-			next.Profiles = c.Profiles
-		default:
-			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", f, configFields)
+	for _, path := range mask {
+		i := slices.Index(configPaths, path)
+		if i < 0 {
+			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", path, configPaths)
 		}
+		configFields[i].set(&next, c)
 	}
 	if err := validateConfig(&next); err != nil {
 		return nil, err
