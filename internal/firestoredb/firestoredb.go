@@ -1,9 +1,10 @@
 // Package firestoredb holds what kioku's Firestore stores share: their
-// options (StoreOptions), how their client is connected (Dial), the fault policy of that connection and the
-// health of Firestore (Guard), the mapping of Firestore's errors to the
-// domain's kinds (Wrap), bulk deletion, the listing of apps for export, and
-// a Meter that counts the documents they read, write and delete
-// (Firestore's billing units).
+// options (StoreOptions), how their client is connected (Dial), the fault
+// policy of that connection and the health of Firestore (Guard), the
+// mapping of Firestore's errors to the domain's kinds (Wrap), reading
+// documents page by page or one by one (PageByID, EachDoc), bulk deletion,
+// the listing of apps for export, and a Meter that counts the documents
+// they read, write and delete (Firestore's billing units).
 package firestoredb
 
 import (
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -155,6 +157,25 @@ func PageByID(ctx context.Context, q firestore.Query, after string, limit int) (
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	return snaps, Wrap(err)
+}
+
+// EachDoc calls f with each document of it in order, until the documents
+// end or f returns an error, and stops the iterator. An error of the query
+// is wrapped (Wrap); f's passes as it is.
+func EachDoc(it *firestore.DocumentIterator, f func(*firestore.DocumentSnapshot) error) error {
+	defer it.Stop()
+	for {
+		snap, err := it.Next()
+		if err == iterator.Done {
+			return nil
+		}
+		if err != nil {
+			return Wrap(err)
+		}
+		if err := f(snap); err != nil {
+			return err
+		}
+	}
 }
 
 // Apps lists the app documents under the root collection (which exist only

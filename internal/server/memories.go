@@ -53,16 +53,18 @@ func convertAll[T, P any](in []T, conv func(T) P) []P {
 	return out
 }
 
-// convertAllOrErr converts each element of in with conv, which may fail:
-// the first error ends it.
+// convertAllOrErr converts each element of in with conv (nil for none),
+// which may fail: the first error ends it.
 func convertAllOrErr[T, P any](in []T, conv func(T) (P, error)) ([]P, error) {
-	var out []P
-	for _, v := range in {
-		p, err := conv(v)
-		if err != nil {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]P, len(in))
+	for i, v := range in {
+		var err error
+		if out[i], err = conv(v); err != nil {
 			return nil, err
 		}
-		out = append(out, p)
 	}
 	return out, nil
 }

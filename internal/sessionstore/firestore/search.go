@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/terms"
@@ -139,23 +138,13 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 	postings := map[string][]string{}
 	for _, t := range q.Terms {
 		tq := base.Where("terms", "array-contains", t.Term)
-		it := tq.OrderBy("ts_ns", firestore.Desc).Limit(perTerm).Documents(ctx)
 		var list []string
-		for {
-			snap, err := it.Next()
-			if err == iterator.Done {
-				break
-			}
-			if err != nil {
-				it.Stop()
-				return nil, firestoredb.Wrap(err)
-			}
+		err := firestoredb.EachDoc(tq.OrderBy("ts_ns", firestore.Desc).Limit(perTerm).Documents(ctx), func(snap *firestore.DocumentSnapshot) error {
 			path := snap.Ref.Path
 			if found[path] == nil {
 				c := &candidate{path: path, inc: snap.Ref.Parent.Parent.ID}
 				if err := snap.DataTo(&c.doc); err != nil {
-					it.Stop()
-					return nil, err
+					return err
 				}
 				if v, err := snap.DataAt("session"); err == nil {
 					c.session, _ = v.(string)
@@ -163,8 +152,11 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 				found[path] = c
 			}
 			list = append(list, path)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		it.Stop()
 		postings[t.Term] = list
 		df := float64(len(list))
 		if len(list) == perTerm {
@@ -255,15 +247,8 @@ func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
 		// Events appended meanwhile got current fields; a session deleted or
 		// replaced meanwhile is left as it is.
 		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			cur, err := tx.Get(snap.Ref)
-			if firestoredb.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			var now sessionDoc
-			if err := cur.DataTo(&now); err != nil || now.Incarnation != d.Incarnation {
+			now, err := txSessionDoc(tx, snap.Ref)
+			if err != nil || now == nil || now.Incarnation != d.Incarnation {
 				return err
 			}
 			return tx.Update(snap.Ref, []firestore.Update{{Path: "search_v", Value: terms.Version}})

@@ -12,7 +12,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -80,15 +79,11 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 	var replaced string
 	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		replaced = ""
-		snap, err := tx.Get(ref)
-		if err != nil && !firestoredb.IsNotFound(err) {
+		old, err := txSessionDoc(tx, ref)
+		if err != nil {
 			return err
 		}
-		if err == nil {
-			var old sessionDoc
-			if err := snap.DataTo(&old); err != nil {
-				return err
-			}
+		if old != nil {
 			if !old.expired(sess.CreateTime) {
 				return fault.New(fault.AlreadyExists, "session id %q already exists in app %q", sess.ID, sess.App)
 			}
@@ -118,6 +113,23 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 		s.purge(context.WithoutCancel(ctx), sess.App, replaced)
 	}
 	return nil
+}
+
+// txSessionDoc reads a session document in a transaction: nil when there
+// is none.
+func txSessionDoc(tx *firestore.Transaction, ref *firestore.DocumentRef) (*sessionDoc, error) {
+	snap, err := tx.Get(ref)
+	if firestoredb.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d sessionDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // newSessionDoc is the document of sess with initial as its initial state,
@@ -254,42 +266,34 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 		if cursorID != "" {
 			query = query.StartAfter(cursorNS, cursorID)
 		}
-		it := query.Documents(ctx)
 		n := 0
-		for {
-			snap, err := it.Next()
-			if err == iterator.Done {
-				break
-			}
-			if err != nil {
-				it.Stop()
-				return nil, firestoredb.Wrap(err)
-			}
+		err := firestoredb.EachDoc(query.Documents(ctx), func(snap *firestore.DocumentSnapshot) error {
 			n++
 			var d sessionDoc
 			if err := snap.DataTo(&d); err != nil {
-				it.Stop()
-				return nil, err
+				return err
 			}
 			cursorNS, cursorID = d.UpdateNS, snap.Ref.ID
 			if q.Order.ByCreateTime {
 				cursorNS = d.CreateNS
 			}
 			if d.expired(q.Now) {
-				continue
+				return nil
 			}
 			sess, err := d.session(q.App, snap.Ref.ID)
 			if err != nil {
-				it.Stop()
-				return nil, err
+				return err
 			}
 			sess.InitialState = nil
 			if !q.IncludeState {
 				sess.State = nil
 			}
 			out = append(out, sess)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		it.Stop()
 		if n < want {
 			break // no more documents
 		}
@@ -385,19 +389,9 @@ func (s *Store) removeSession(ctx context.Context, ref *firestore.DocumentRef, a
 	var inc string
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		inc = ""
-		cur, err := tx.Get(ref)
-		if firestoredb.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
+		d, err := txSessionDoc(tx, ref)
+		if err != nil || d == nil || !gone(d) {
 			return err
-		}
-		var d sessionDoc
-		if err := cur.DataTo(&d); err != nil {
-			return err
-		}
-		if !gone(&d) {
-			return nil
 		}
 		inc = d.Incarnation
 		if err := tx.Set(s.tombstoneRef(app, inc), map[string]any{"create_ns": unixnano.From(now)}); err != nil {

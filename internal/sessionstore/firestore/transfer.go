@@ -94,15 +94,11 @@ func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now t
 	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		replaced, wrote = "", false
 		doc.Incarnation, doc.SearchV = newIncarnation(), terms.Version
-		snap, err := tx.Get(ref)
-		if err != nil && !firestoredb.IsNotFound(err) {
+		old, err := txSessionDoc(tx, ref)
+		if err != nil {
 			return err
 		}
-		if err == nil {
-			var old sessionDoc
-			if err := snap.DataTo(&old); err != nil {
-				return err
-			}
+		if old != nil {
 			switch {
 			case old.expired(now):
 				replaced = old.Incarnation
@@ -113,7 +109,7 @@ func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now t
 			default:
 				doc.Incarnation, doc.SearchV = old.Incarnation, old.SearchV
 				old.Labels = nonNilLabels(old.Labels)
-				if sameSession(&old, &doc) {
+				if sameSession(old, &doc) {
 					return nil
 				}
 			}
