@@ -2,6 +2,7 @@ package memorybank
 
 import (
 	"encoding/json"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -203,23 +204,12 @@ func (m *Memory) Visible(now time.Time) bool { return !m.Deleted && !m.Expired(n
 // modified in place).
 func (m *Memory) clone() *Memory {
 	c := *m
-	c.Scope = Scope(cloneMap(m.Scope))
+	c.Scope = maps.Clone(m.Scope)
 	c.Topics = slices.Clone(m.Topics)
 	c.Metadata = m.Metadata.Clone()
 	c.Sources = mergeSources(nil, m.Sources)
 	c.Profile = m.Profile.Clone()
 	return &c
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // Action is what a change did to a memory.

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -147,16 +148,7 @@ func (m Map) Equal(o Map) bool {
 }
 
 // Clone returns a copy of the metadata (nil for nil).
-func (m Map) Clone() Map {
-	if m == nil {
-		return nil
-	}
-	out := make(Map, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
+func (m Map) Clone() Map { return maps.Clone(m) }
 
 // MergeStrategy says how a generation applies its metadata to the
 // memories it updates (Vertex AI's MetadataMergeStrategy). The memories
