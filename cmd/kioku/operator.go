@@ -242,6 +242,28 @@ func collect[T any](e *opEnv, limit int, all func(yield func(T, error) bool)) ([
 	return out, nil
 }
 
+// printListing prints up to limit items (0: all) of a List iterator: as
+// JSON with --json, else as a table of header and a row per item.
+func printListing[M proto.Message](e *opEnv, limit int, all func(yield func(M, error) bool), header []string, row func(M) []string) error {
+	list, err := collect(e, limit, all)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSONList(e, list)
+	}
+	return tableOf(e, header, list, row)
+}
+
+// tableOf prints items as a table of header and a row per item.
+func tableOf[T any](e *opEnv, header []string, items []T, row func(T) []string) error {
+	rows := make([][]string, len(items))
+	for i, it := range items {
+		rows[i] = row(it)
+	}
+	return e.table(header, rows)
+}
+
 // limitFlag defines --limit.
 func limitFlag(fs *cli.FlagSet, def int) *int {
 	return fs.Int("limit", def, "how many to show at most (0: all)")

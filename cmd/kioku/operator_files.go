@@ -96,22 +96,14 @@ func filesList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		if err != nil {
 			return err
 		}
-		list, err := collect(e, *limit, e.c.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user, Path: path, ShowDeleted: *deleted, PageSize: 100}))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		rows := make([][]string, len(list))
-		for i, f := range list {
+		all := e.c.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: user, Path: path, ShowDeleted: *deleted, PageSize: 100})
+		return printListing(e, *limit, all, []string{"PATH", "BYTES", "REV", "UPDATED", "FILE"}, func(f *kiokuv1.MemoryFile) []string {
 			p := f.GetPath()
 			if f.GetDeleted() {
 				p += " (deleted)"
 			}
-			rows[i] = []string{p, strconv.FormatInt(f.GetSizeBytes(), 10), strconv.FormatInt(f.GetRevision(), 10), ts(f.GetUpdateTime()), f.GetName()}
-		}
-		return e.table([]string{"PATH", "BYTES", "REV", "UPDATED", "FILE"}, rows)
+			return []string{p, strconv.FormatInt(f.GetSizeBytes(), 10), strconv.FormatInt(f.GetRevision(), 10), ts(f.GetUpdateTime()), f.GetName()}
+		})
 	}
 }
 
@@ -160,19 +152,11 @@ func filesRevisions(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		if err != nil {
 			return err
 		}
-		list, err := collect(e, *limit, e.c.AllMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: name, PageSize: 100}))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		rows := make([][]string, len(list))
-		for i, r := range list {
+		all := e.c.AllMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: name, PageSize: 100})
+		return printListing(e, *limit, all, []string{"REV", "ACTION", "TIME", "PATH", "BYTES", "CONTENT"}, func(r *kiokuv1.MemoryFileRevision) []string {
 			action := strings.TrimPrefix(r.GetAction().String(), "MEMORY_FILE_ACTION_")
-			rows[i] = []string{lastSegment(r.GetName()), action, ts(r.GetCreateTime()), r.GetPath(), strconv.FormatInt(r.GetSizeBytes(), 10), shorten(r.GetContent(), 50)}
-		}
-		return e.table([]string{"REV", "ACTION", "TIME", "PATH", "BYTES", "CONTENT"}, rows)
+			return []string{lastSegment(r.GetName()), action, ts(r.GetCreateTime()), r.GetPath(), strconv.FormatInt(r.GetSizeBytes(), 10), shorten(r.GetContent(), 50)}
+		})
 	}
 }
 

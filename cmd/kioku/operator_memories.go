@@ -37,12 +37,8 @@ var configCommands = []subcommand{
 	{name: "set", args: "apps/APP", about: "change an app's memory bank configuration: the fields of --file's JSON (MemoryBankConfig), and only those", setup: configSet},
 }
 
-func memoryRows(ms []*kiokuv1.Memory) [][]string {
-	rows := make([][]string, len(ms))
-	for i, m := range ms {
-		rows[i] = []string{m.GetName(), shorten(m.GetFact(), 60), mapString(m.GetScope()), strings.Join(m.GetTopics(), ","), ts(m.GetUpdateTime()), strconv.Itoa(revisionNumber(m.GetRevisionId()))}
-	}
-	return rows
+func memoryRow(m *kiokuv1.Memory) []string {
+	return []string{m.GetName(), shorten(m.GetFact(), 60), mapString(m.GetScope()), strings.Join(m.GetTopics(), ","), ts(m.GetUpdateTime()), strconv.Itoa(revisionNumber(m.GetRevisionId()))}
 }
 
 var memoryHeader = []string{"MEMORY", "FACT", "SCOPE", "TOPICS", "UPDATED", "REV"}
@@ -63,14 +59,7 @@ func memoriesList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		if len(scope) > 0 {
 			req.Scope = scope
 		}
-		list, err := collect(e, *limit, e.c.AllMemories(ctx, req))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		return e.table(memoryHeader, memoryRows(list))
+		return printListing(e, *limit, e.c.AllMemories(ctx, req), memoryHeader, memoryRow)
 	}
 }
 
@@ -109,19 +98,11 @@ func memoriesGet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 func memoriesRevisions(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	limit := limitFlag(fs, 50)
 	return func(ctx context.Context, e *opEnv) error {
-		list, err := collect(e, *limit, e.c.AllMemoryRevisions(ctx, &kiokuv1.ListMemoryRevisionsRequest{Parent: e.arg, PageSize: 100}))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		rows := make([][]string, len(list))
-		for i, r := range list {
+		all := e.c.AllMemoryRevisions(ctx, &kiokuv1.ListMemoryRevisionsRequest{Parent: e.arg, PageSize: 100})
+		return printListing(e, *limit, all, []string{"REV", "ACTION", "TIME", "FACT", "REASON"}, func(r *kiokuv1.MemoryRevision) []string {
 			action := strings.TrimPrefix(r.GetAction().String(), "MEMORY_ACTION_")
-			rows[i] = []string{lastSegment(r.GetName()), action, ts(r.GetCreateTime()), shorten(r.GetFact(), 60), shorten(r.GetReason(), 40)}
-		}
-		return e.table([]string{"REV", "ACTION", "TIME", "FACT", "REASON"}, rows)
+			return []string{lastSegment(r.GetName()), action, ts(r.GetCreateTime()), shorten(r.GetFact(), 60), shorten(r.GetReason(), 40)}
+		})
 	}
 }
 
@@ -173,19 +154,11 @@ func opsList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	filter := fs.String("filter", "", "filter: 'done = false', 'state = RUNNING', ...")
 	limit := limitFlag(fs, 50)
 	return func(ctx context.Context, e *opEnv) error {
-		list, err := collect(e, *limit, e.c.AllOperations(ctx, &kiokuv1.ListOperationsRequest{Parent: e.arg, Filter: *filter, PageSize: 100}))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		rows := make([][]string, len(list))
-		for i, op := range list {
+		all := e.c.AllOperations(ctx, &kiokuv1.ListOperationsRequest{Parent: e.arg, Filter: *filter, PageSize: 100})
+		return printListing(e, *limit, all, []string{"OPERATION", "METHOD", "STATE", "PROGRESS", "CREATED", "ENDED", "ERROR"}, func(op *kiokuv1.Operation) []string {
 			md, _ := client.Metadata(op)
-			rows[i] = []string{op.GetName(), md.GetMethod(), opState(md), shorten(md.GetProgressMessage(), 30), ts(md.GetCreateTime()), ts(md.GetEndTime()), shorten(op.GetError().GetMessage(), 50)}
-		}
-		return e.table([]string{"OPERATION", "METHOD", "STATE", "PROGRESS", "CREATED", "ENDED", "ERROR"}, rows)
+			return []string{op.GetName(), md.GetMethod(), opState(md), shorten(md.GetProgressMessage(), 30), ts(md.GetCreateTime()), ts(md.GetEndTime()), shorten(op.GetError().GetMessage(), 50)}
+		})
 	}
 }
 

@@ -34,18 +34,10 @@ func sessionsList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	filter := fs.String("filter", "", `filter, such as 'display_name = "x" AND labels.team = "core"'`)
 	limit := limitFlag(fs, 50)
 	return func(ctx context.Context, e *opEnv) error {
-		list, err := collect(e, *limit, e.c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: e.arg, Filter: *filter, PageSize: 100}))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		rows := make([][]string, len(list))
-		for i, s := range list {
-			rows[i] = []string{s.GetName(), s.GetDisplayName(), strconv.FormatInt(s.GetLastSequence(), 10), ts(s.GetUpdateTime()), ts(s.GetExpireTime()), mapString(s.GetLabels())}
-		}
-		return e.table([]string{"SESSION", "DISPLAY NAME", "EVENTS", "UPDATED", "EXPIRES", "LABELS"}, rows)
+		all := e.c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: e.arg, Filter: *filter, PageSize: 100})
+		return printListing(e, *limit, all, []string{"SESSION", "DISPLAY NAME", "EVENTS", "UPDATED", "EXPIRES", "LABELS"}, func(s *kiokuv1.Session) []string {
+			return []string{s.GetName(), s.GetDisplayName(), strconv.FormatInt(s.GetLastSequence(), 10), ts(s.GetUpdateTime()), ts(s.GetExpireTime()), mapString(s.GetLabels())}
+		})
 	}
 }
 
@@ -76,7 +68,7 @@ func sessionsGet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		}
 		if len(s.GetEvents()) > 0 {
 			fmt.Fprintf(e.out, "\nthe last %d events:\n", len(s.GetEvents()))
-			return eventTable(e, s.GetEvents())
+			return tableOf(e, eventHeader, s.GetEvents(), eventRow)
 		}
 		return nil
 	}
@@ -90,14 +82,7 @@ func sessionsEvents(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		if *newest {
 			req.OrderBy = "sequence desc"
 		}
-		list, err := collect(e, *limit, e.c.AllEvents(ctx, req))
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return printJSONList(e, list)
-		}
-		return eventTable(e, list)
+		return printListing(e, *limit, e.c.AllEvents(ctx, req), eventHeader, eventRow)
 	}
 }
 
@@ -128,19 +113,17 @@ func usersDelete(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	}
 }
 
-// eventTable prints events: sequence, id, author, time, what they carry and
-// the state keys they changed.
-func eventTable(e *opEnv, events []*kiokuv1.Event) error {
-	rows := make([][]string, len(events))
-	for i, ev := range events {
-		var keys []string
-		for k := range ev.GetActions().GetStateDelta().GetFields() {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		rows[i] = []string{strconv.FormatInt(ev.GetSequence(), 10), ev.GetId(), ev.GetAuthor(), ts(ev.GetTimestamp()), shorten(eventSummary(ev), 70), strings.Join(keys, ",")}
+// eventHeader and eventRow make the table of events: sequence, id,
+// author, time, what they carry and the state keys they changed.
+var eventHeader = []string{"SEQ", "ID", "AUTHOR", "TIME", "CONTENT", "STATE DELTA"}
+
+func eventRow(ev *kiokuv1.Event) []string {
+	var keys []string
+	for k := range ev.GetActions().GetStateDelta().GetFields() {
+		keys = append(keys, k)
 	}
-	return e.table([]string{"SEQ", "ID", "AUTHOR", "TIME", "CONTENT", "STATE DELTA"}, rows)
+	sort.Strings(keys)
+	return []string{strconv.FormatInt(ev.GetSequence(), 10), ev.GetId(), ev.GetAuthor(), ts(ev.GetTimestamp()), shorten(eventSummary(ev), 70), strings.Join(keys, ",")}
 }
 
 // eventSummary is what an event carries, in one line: its text, the
