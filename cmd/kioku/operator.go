@@ -49,13 +49,46 @@ type opEnv struct {
 
 // operatorGroups are the operator commands by group, in usage order.
 var operatorGroups = map[string][]subcommand{
-	"sessions": sessionCommands,
-	"users":    userCommands,
-	"state":    stateCommands,
-	"memories": memoryCommands,
-	"ops":      opCommands,
-	"config":   configCommands,
-	"files":    fileCommands,
+	"sessions": {
+		{name: "list", args: "apps/APP[/users/USER]", about: "list the sessions of a user, or of an app, most recently updated first", setup: sessionsList},
+		{name: "get", args: "SESSION", about: "show a session, its state and its recent events", setup: sessionsGet},
+		{name: "events", args: "SESSION", about: "list a session's events", setup: sessionsEvents},
+		{name: "delete", args: "SESSION", about: "delete a session and its events", setup: sessionsDelete},
+	},
+	"users": {
+		{name: "delete", args: "apps/APP/users/USER", about: "erase everything kioku holds about a user: sessions with their events, user: state, the memories of the user's scope with their revisions, watermarks, operations and memory files (an app key)", setup: usersDelete},
+	},
+	"state": {
+		{name: "get", args: "apps/APP[/users/USER][/state]", about: "show the app: state of an app, or the user: state of a user", setup: stateGet},
+		{name: "set", args: "apps/APP[/users/USER][/state]", about: "change keys of that state: --set KEY=VALUE (VALUE is JSON, or else a string; null deletes)", setup: stateSet},
+	},
+	"memories": {
+		{name: "list", args: "apps/APP", about: "list an app's memories, newest first (--scope user_id=ann for one scope)", setup: memoriesList},
+		{name: "get", args: "MEMORY", about: "show a memory and where it came from", setup: memoriesGet},
+		{name: "revisions", args: "MEMORY", about: "list a memory's revisions, newest first", setup: memoriesRevisions},
+		{name: "retrieve", args: "apps/APP", about: "retrieve the memories of a scope, most similar to --query first", setup: memoriesRetrieve},
+		{name: "delete", args: "MEMORY", about: "delete a memory (its revisions stay; RollbackMemory restores it)", setup: memoriesDelete},
+	},
+	"ops": {
+		{name: "list", args: "apps/APP", about: "list an app's memory operations, newest first", setup: opsList},
+		{name: "get", args: "OPERATION", about: "show an operation, its progress and result", setup: opsGet},
+		{name: "wait", args: "OPERATION", about: "wait until an operation is done, then show it", setup: opsWait},
+		{name: "cancel", args: "OPERATION", about: "cancel an operation that has not finished", setup: opsCancel},
+	},
+	"config": {
+		{name: "get", args: "apps/APP", about: "show an app's memory bank configuration", setup: configGet},
+		{name: "set", args: "apps/APP", about: "change an app's memory bank configuration: the fields of --file's JSON (MemoryBankConfig), and only those", setup: configSet},
+	},
+	// A memory file is named on the command line by its user and its path,
+	// apps/APP/users/USER/memories/notes.md, or by its resource name,
+	// apps/APP/users/USER/memoryFiles/ID.
+	"files": {
+		{name: "list", args: "apps/APP/users/USER[/memories/DIR]", about: "list a user's memory files (or a directory's) in path order, with their sizes", setup: filesList},
+		{name: "cat", args: "FILE", about: "print a memory file's content (FILE: apps/APP/users/USER/memories/PATH, or the file's name)", setup: filesCat},
+		{name: "view", args: "apps/APP/users/USER/memories[/PATH]", about: "show what the memory tool's view shows the model: a file with line numbers, or a directory listing", setup: filesView},
+		{name: "revisions", args: "FILE", about: "list a memory file's revisions, newest first", setup: filesRevisions},
+		{name: "rm", args: "apps/APP/users/USER/memories/PATH", about: "delete a memory file, or a directory with what it holds (the memory tool's delete; revisions stay)", setup: filesRm},
+	},
 }
 
 // operatorGroupAbout says what each group is about.

@@ -14,17 +14,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 )
 
-// A memory file is named on the command line by its user and its path,
-// apps/APP/users/USER/memories/notes.md, or by its resource name,
-// apps/APP/users/USER/memoryFiles/ID.
-var fileCommands = []subcommand{
-	{name: "list", args: "apps/APP/users/USER[/memories/DIR]", about: "list a user's memory files (or a directory's) in path order, with their sizes", setup: filesList},
-	{name: "cat", args: "FILE", about: "print a memory file's content (FILE: apps/APP/users/USER/memories/PATH, or the file's name)", setup: filesCat},
-	{name: "view", args: "apps/APP/users/USER/memories[/PATH]", about: "show what the memory tool's view shows the model: a file with line numbers, or a directory listing", setup: filesView},
-	{name: "revisions", args: "FILE", about: "list a memory file's revisions, newest first", setup: filesRevisions},
-	{name: "rm", args: "apps/APP/users/USER/memories/PATH", about: "delete a memory file, or a directory with what it holds (the memory tool's delete; revisions stay)", setup: filesRm},
-}
-
 // toolPath splits apps/APP/users/USER/memories/PATH into the user's name
 // and the tool's path (/memories/PATH); path is "" when arg names only
 // the user.

@@ -17,26 +17,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 )
 
-var memoryCommands = []subcommand{
-	{name: "list", args: "apps/APP", about: "list an app's memories, newest first (--scope user_id=ann for one scope)", setup: memoriesList},
-	{name: "get", args: "MEMORY", about: "show a memory and where it came from", setup: memoriesGet},
-	{name: "revisions", args: "MEMORY", about: "list a memory's revisions, newest first", setup: memoriesRevisions},
-	{name: "retrieve", args: "apps/APP", about: "retrieve the memories of a scope, most similar to --query first", setup: memoriesRetrieve},
-	{name: "delete", args: "MEMORY", about: "delete a memory (its revisions stay; RollbackMemory restores it)", setup: memoriesDelete},
-}
-
-var opCommands = []subcommand{
-	{name: "list", args: "apps/APP", about: "list an app's memory operations, newest first", setup: opsList},
-	{name: "get", args: "OPERATION", about: "show an operation, its progress and result", setup: opsGet},
-	{name: "wait", args: "OPERATION", about: "wait until an operation is done, then show it", setup: opsWait},
-	{name: "cancel", args: "OPERATION", about: "cancel an operation that has not finished", setup: opsCancel},
-}
-
-var configCommands = []subcommand{
-	{name: "get", args: "apps/APP", about: "show an app's memory bank configuration", setup: configGet},
-	{name: "set", args: "apps/APP", about: "change an app's memory bank configuration: the fields of --file's JSON (MemoryBankConfig), and only those", setup: configSet},
-}
-
 func memoryRow(m *kiokuv1.Memory) []string {
 	return []string{m.GetName(), shorten(m.GetFact(), 60), mapString(m.GetScope()), strings.Join(m.GetTopics(), ","), ts(m.GetUpdateTime()), strconv.Itoa(revisionNumber(m.GetRevisionId()))}
 }

@@ -14,22 +14,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/cli"
 )
 
-var sessionCommands = []subcommand{
-	{name: "list", args: "apps/APP[/users/USER]", about: "list the sessions of a user, or of an app, most recently updated first", setup: sessionsList},
-	{name: "get", args: "SESSION", about: "show a session, its state and its recent events", setup: sessionsGet},
-	{name: "events", args: "SESSION", about: "list a session's events", setup: sessionsEvents},
-	{name: "delete", args: "SESSION", about: "delete a session and its events", setup: sessionsDelete},
-}
-
-var userCommands = []subcommand{
-	{name: "delete", args: "apps/APP/users/USER", about: "erase everything kioku holds about a user: sessions with their events, user: state, the memories of the user's scope with their revisions, watermarks, operations and memory files (an app key)", setup: usersDelete},
-}
-
-var stateCommands = []subcommand{
-	{name: "get", args: "apps/APP[/users/USER][/state]", about: "show the app: state of an app, or the user: state of a user", setup: stateGet},
-	{name: "set", args: "apps/APP[/users/USER][/state]", about: "change keys of that state: --set KEY=VALUE (VALUE is JSON, or else a string; null deletes)", setup: stateSet},
-}
-
 func sessionsList(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	filter := fs.String("filter", "", `filter, such as 'display_name = "x" AND labels.team = "core"'`)
 	limit := limitFlag(fs, 50)
