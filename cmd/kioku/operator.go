@@ -297,6 +297,14 @@ func tableOf[T any](e *opEnv, header []string, items []T, row func(T) []string) 
 	return e.table(header, rows)
 }
 
+// completeName adds suffix (such as "/state") to a name given without it.
+func completeName(arg, suffix string) string {
+	if strings.HasSuffix(arg, suffix) {
+		return arg
+	}
+	return strings.TrimSuffix(arg, "/") + suffix
+}
+
 // limitFlag defines --limit.
 func limitFlag(fs *cli.FlagSet, def int) *int {
 	return fs.Int("limit", def, "how many to show at most (0: all)")

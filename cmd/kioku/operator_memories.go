@@ -236,12 +236,7 @@ func printOperation(e *opEnv, op *kiokuv1.Operation) error {
 }
 
 // configName completes apps/APP with /memoryBankConfig.
-func configName(arg string) string {
-	if strings.HasSuffix(arg, "/memoryBankConfig") {
-		return arg
-	}
-	return strings.TrimSuffix(arg, "/") + "/memoryBankConfig"
-}
+func configName(arg string) string { return completeName(arg, "/memoryBankConfig") }
 
 func configGet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	return func(ctx context.Context, e *opEnv) error {

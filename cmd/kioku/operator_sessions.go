@@ -148,12 +148,7 @@ func stateTable(e *opEnv, st *structpb.Struct) error {
 }
 
 // stateName completes apps/APP or apps/APP/users/USER with /state.
-func stateName(arg string) string {
-	if strings.HasSuffix(arg, "/state") {
-		return arg
-	}
-	return strings.TrimSuffix(arg, "/") + "/state"
-}
+func stateName(arg string) string { return completeName(arg, "/state") }
 
 func stateGet(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 	return func(ctx context.Context, e *opEnv) error {
