@@ -90,18 +90,11 @@ Flags:
 
 // export writes an archive.
 func export(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := cli.NewFlagSet("export", "KIOKU_", exportUsage)
-	sf := registerStoreFlags(fs)
-	out := fs.String("out", "", "the archive to write, a new file (required; - for standard output)")
-	app := fs.String("app", "", "export this app only (an app id)")
-	user := fs.String("user", "", "export this user of an app only: apps/APP/users/USER")
-	if err := fs.ParseNoArgs(args); err != nil {
-		return err
-	}
-	if err := fs.Require("out", *out); err != nil {
-		return err
-	}
-	sel, err := parseSelectionFlags(*app, *user)
+	sf, out, sel, err := parseTransferFlags(args, "export", exportUsage, "out", [3]string{
+		"the archive to write, a new file (required; - for standard output)",
+		"export this app only (an app id)",
+		"export this user of an app only: apps/APP/users/USER",
+	})
 	if err != nil {
 		return err
 	}
@@ -125,11 +118,11 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var counts archive.Counts
 	size := int64(-1)
-	if *out == "-" {
+	if out == "-" {
 		counts, err = write(stdout)
 		stdout = os.Stderr // the report goes to standard error
 	} else {
-		counts, size, err = writeNewFile(*out, write)
+		counts, size, err = writeNewFile(out, write)
 	}
 	if err != nil {
 		return err
@@ -141,12 +134,31 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 	case sel.App != "":
 		what = "apps/" + sel.App
 	}
-	fmt.Fprintf(stdout, "exported %s from %s to %s in %v: %s\n", what, sf.describe(), describeFile(*out, size), time.Since(start).Round(time.Millisecond), describeCounts(counts))
+	fmt.Fprintf(stdout, "exported %s from %s to %s in %v: %s\n", what, sf.describe(), describeFile(out, size), time.Since(start).Round(time.Millisecond), describeCounts(counts))
 	return nil
 }
 
 // parseSelectionFlags parses the --app and --user flags of export and
 // import (neither: the whole installation).
+// parseTransferFlags parses the flags of export or import: the store's,
+// the archive's file (the flag fileFlag, required), and --app or --user,
+// the app or the user of the archive; help holds those three flags' help.
+func parseTransferFlags(args []string, name, usage, fileFlag string, help [3]string) (*storeFlags, string, archive.Selection, error) {
+	fs := cli.NewFlagSet(name, "KIOKU_", usage)
+	sf := registerStoreFlags(fs)
+	file := fs.String(fileFlag, "", help[0])
+	app := fs.String("app", "", help[1])
+	user := fs.String("user", "", help[2])
+	if err := fs.ParseNoArgs(args); err != nil {
+		return nil, "", archive.Selection{}, err
+	}
+	if err := fs.Require(fileFlag, *file); err != nil {
+		return nil, "", archive.Selection{}, err
+	}
+	sel, err := parseSelectionFlags(*app, *user)
+	return sf, *file, sel, err
+}
+
 func parseSelectionFlags(app, user string) (archive.Selection, error) {
 	switch {
 	case app != "" && user != "":
@@ -252,29 +264,22 @@ Flags:
 
 // importArchive loads an archive.
 func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := cli.NewFlagSet("import", "KIOKU_", importUsage)
-	sf := registerStoreFlags(fs)
-	in := fs.String("in", "", "the archive to read (required; - for standard input)")
-	app := fs.String("app", "", "refuse an archive that does not hold exactly this app (an app id)")
-	user := fs.String("user", "", "refuse an archive that does not hold exactly this user of an app: apps/APP/users/USER")
-	if err := fs.ParseNoArgs(args); err != nil {
-		return err
-	}
-	if err := fs.Require("in", *in); err != nil {
-		return err
-	}
-	target, err := parseSelectionFlags(*app, *user)
+	sf, in, target, err := parseTransferFlags(args, "import", importUsage, "in", [3]string{
+		"the archive to read (required; - for standard input)",
+		"refuse an archive that does not hold exactly this app (an app id)",
+		"refuse an archive that does not hold exactly this user of an app: apps/APP/users/USER",
+	})
 	if err != nil {
 		return err
 	}
-	src, err := openArchive(*in, stdin)
+	src, err := openArchive(in, stdin)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 	r, err := archive.NewReader(src)
 	if err != nil {
-		return fmt.Errorf("%s: %w", *in, err)
+		return fmt.Errorf("%s: %w", in, err)
 	}
 	r.Close()
 	if _, err := src.Seek(0, io.SeekStart); err != nil {
@@ -287,10 +292,10 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	defer stores.Close()
 	start := time.Now()
 	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files}, src, archive.ImportOptions{Embedder: emb, Now: start, Target: target})
-	report := fmt.Sprintf("import of %s into %s", *in, sf.describe())
+	report := fmt.Sprintf("import of %s into %s", in, sf.describe())
 	if rep != nil {
 		h := rep.Header
-		report = fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", *in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
+		report = fmt.Sprintf("import of %s (written by %s from %s at %s) into %s", in, h.Kioku, h.Store, h.Created.Format(time.RFC3339), sf.describe())
 		read := int64(0)
 		for _, n := range rep.Read {
 			read += n
