@@ -15,6 +15,17 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 )
 
+// TestMain lets the test binary stand in for kioku when a command under
+// test runs kioku as a child process (bench sessions' open-loop sender):
+// runBench sets KIOKU_TEST_AS_KIOKU, which the child inherits.
+func TestMain(m *testing.M) {
+	if os.Getenv("KIOKU_TEST_AS_KIOKU") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // runBench runs a bench command and returns the JSON object of its last
 // line.
 func runBench(t *testing.T, args ...string) map[string]any {
@@ -22,6 +33,7 @@ func runBench(t *testing.T, args ...string) map[string]any {
 	// As if the operator had set GOMEMLIMIT: the benchmarks leave the test
 	// process's memory limit alone.
 	t.Setenv("GOMEMLIMIT", "off")
+	t.Setenv("KIOKU_TEST_AS_KIOKU", "1")
 	var out bytes.Buffer
 	old := stdout
 	stdout = &out
@@ -116,6 +128,14 @@ func TestBenchSessionsRuns(t *testing.T) {
 	if err := bench(t.Context(), []string{"sessions", "--rate", "200,fast"}); err == nil || !strings.Contains(err.Error(), "--rate") {
 		t.Errorf("bench sessions --rate 200,fast: %v, want a refusal naming --rate", err)
 	}
+	if err := bench(t.Context(), []string{"sessions", "--sender", "thread"}); err == nil || !strings.Contains(err.Error(), "--sender") {
+		t.Errorf("bench sessions --sender thread: %v, want a refusal naming --sender", err)
+	}
+	if err := bench(t.Context(), []string{"sessions", "--target", "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "--rate") {
+		t.Errorf("bench sessions --target without --rate: %v, want a refusal naming --rate", err)
+	}
+	// The open loop's sender is a child process (this test binary, as
+	// kioku: TestMain); its figures come back in the report.
 	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--rate", "200", "--json")
 	for _, k := range []string{"noop_rps", "noop_cpu_us", "append_rps", "append_p50_ms", "append_p99_ms", "append_cpu_us", "append_writes_per_commit", "append_unsynced_rps",
 		"open_200_p50_ms", "open_200_p99_ms", "open_200_max_ms", "open_200_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {

@@ -59,19 +59,25 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 	}
 	srv := n.HTTPServer()
 	go srv.Serve(ln)
-	protocols := new(http.Protocols)
-	protocols.SetUnencryptedHTTP2(true)
 	return &benchEnv{
 		node:       n,
 		dir:        dir,
 		url:        "http://" + ln.Addr().String(),
-		httpClient: &http.Client{Transport: &http.Transport{Protocols: protocols}},
+		httpClient: &http.Client{Transport: benchTransport()},
 		close: func() {
 			srv.Close()
 			n.Close()
 			os.RemoveAll(dir)
 		},
 	}, nil
+}
+
+// benchTransport is the benchmarks' client transport: HTTP/2 over
+// cleartext (h2c), as kioku serves on loopback.
+func benchTransport() *http.Transport {
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Transport{Protocols: protocols}
 }
 
 // firstError keeps the first error of a phase's concurrent calls and
