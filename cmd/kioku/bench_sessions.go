@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -269,8 +270,17 @@ func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, session
 	if err != nil {
 		return nil, err
 	}
-	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, i int) error {
-		return benchAppend(ctx, sc, names[i%sessions], i)
+	// The senders share openConns connections of their own, so that no
+	// connection carries more streams than a server allows on one.
+	const openConns = openSenders / 128
+	var clients [openConns]kiokuv1connect.SessionServiceClient
+	for c := range clients {
+		hc := &http.Client{Transport: benchTransport()}
+		defer hc.CloseIdleConnections()
+		clients[c] = kiokuv1connect.NewSessionServiceClient(hc, e.url)
+	}
+	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, sender, i int) error {
+		return benchAppend(ctx, clients[sender%openConns], names[i%sessions], i)
 	})
 }
 

@@ -161,7 +161,7 @@ func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 	gate := make(chan struct{})
 	time.AfterFunc(hold, func() { close(gate) })
 	var inFlight, most atomic.Int64
-	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, i int) error {
+	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, _, i int) error {
 		n := inFlight.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
