@@ -5,7 +5,7 @@
 // session each, appending the same event: a short text with a
 // session-scoped state delta.
 //
-//	cd bench/adk && go run . [--duration 1s] [--rounds 12] [--writers 64] [--json]
+//	cd bench/adk && go run . [--duration 1s] [--rounds 30] [--writers 64] [--json]
 //
 // ADK's service runs in this process, as an agent embeds it, on one
 // database/sql connection (SQLite has one writer at a time; with more
@@ -72,7 +72,7 @@ const text = "I would like a cup of green tea, please."
 
 func main() {
 	duration := flag.Duration("duration", time.Second, "how long each service runs in a round")
-	rounds := flag.Int("rounds", 12, "rounds, each a slice of ADK then one of kioku")
+	rounds := flag.Int("rounds", 30, "rounds, each a slice of ADK then one of kioku")
 	writers := flag.Int("writers", 64, "concurrent writers, a session each")
 	kioku := flag.String("kioku", "", "kioku binary to serve with; empty: go build ../../cmd/kioku")
 	asJSON := flag.Bool("json", false, "print the results as one JSON object on the last line")
