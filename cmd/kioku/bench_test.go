@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,45 @@ func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 	for i, l := range lats {
 		if scheduled := time.Duration(i) * time.Millisecond; l < hold-scheduled-time.Millisecond {
 			t.Errorf("call %d (scheduled at %v) took %v from its schedule; the hold ended %v after the start", i, scheduled, l, hold)
+		}
+	}
+}
+
+// TestOpenLoopBoundsItsSenders: past openSenders calls in flight, the
+// open loop sends no more at once (each would otherwise hold a goroutine
+// and wait for a stream), and a call that waited for a free sender is
+// still timed from its scheduled time.
+func TestOpenLoopBoundsItsSenders(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	gate := make(chan struct{})
+	time.AfterFunc(hold, func() { close(gate) })
+	var inFlight, most atomic.Int64
+	o, err := measureOpenLoop(t.Context(), 20_000, 50*time.Millisecond, func(ctx context.Context, sender, i int) error {
+		if sender < 0 || sender >= openSenders {
+			return fmt.Errorf("sender %d, want one of 0 to %d", sender, openSenders-1)
+		}
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-gate
+		inFlight.Add(-1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Failed != 0 {
+		t.Fatalf("%d calls failed, the first: %v", o.Failed, o.FirstError)
+	}
+	if len(o.Latencies) != 1000 || most.Load() != openSenders {
+		t.Fatalf("%d calls, at most %d in flight at once; want 1000, at most %d (all senders busy)", len(o.Latencies), most.Load(), openSenders)
+	}
+	// The calls past the first openSenders waited for the hold to end and
+	// for a sender: from their schedule (at most 50 ms in), at least the
+	// rest of the hold.
+	for i, l := range o.Latencies[openSenders:] {
+		if l < hold-50*time.Millisecond {
+			t.Errorf("call %d took %v from its schedule; it could not start before the hold (%v) ended", openSenders+i, l, hold)
 		}
 	}
 }
