@@ -152,6 +152,28 @@ func TestBenchSessionsRuns(t *testing.T) {
 	}
 }
 
+// heldCalls stands for a server that holds every call until a gate opens
+// (hold after it is made), counting the most calls in flight at once.
+type heldCalls struct {
+	gate           chan struct{}
+	inFlight, most atomic.Int64
+}
+
+func newHeldCalls(hold time.Duration) *heldCalls {
+	h := &heldCalls{gate: make(chan struct{})}
+	time.AfterFunc(hold, func() { close(h.gate) })
+	return h
+}
+
+// call waits for the gate, counted in flight meanwhile.
+func (h *heldCalls) call() {
+	n := h.inFlight.Add(1)
+	for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+	}
+	<-h.gate
+	h.inFlight.Add(-1)
+}
+
 // TestOpenLoopCountsFromTheSchedule: an open loop keeps sending while the
 // server holds every call (here until a gate opens), so all calls are in
 // flight at once, and each call's latency runs from its scheduled time:
@@ -159,15 +181,9 @@ func TestBenchSessionsRuns(t *testing.T) {
 // calls are counted, and timed too.
 func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 	const hold = 300 * time.Millisecond
-	gate := make(chan struct{})
-	time.AfterFunc(hold, func() { close(gate) })
-	var inFlight, most atomic.Int64
+	held := newHeldCalls(hold)
 	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, _, i int) error {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		<-gate
-		inFlight.Add(-1)
+		held.call()
 		if i%10 == 9 {
 			return errors.New("deadline exceeded")
 		}
@@ -180,8 +196,8 @@ func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 		t.Errorf("%d calls failed (first error %v); want the 5 that did, counted", o.Failed, o.FirstError)
 	}
 	lats := o.Latencies
-	if len(lats) != 50 || most.Load() != 50 {
-		t.Fatalf("%d calls, at most %d in flight at once; want 50, all in flight while the server held them", len(lats), most.Load())
+	if len(lats) != 50 || held.most.Load() != 50 {
+		t.Fatalf("%d calls, at most %d in flight at once; want 50, all in flight while the server held them", len(lats), held.most.Load())
 	}
 	for i, l := range lats {
 		if scheduled := time.Duration(i) * time.Millisecond; l < hold-scheduled-time.Millisecond {
@@ -196,18 +212,12 @@ func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 // still timed from its scheduled time.
 func TestOpenLoopBoundsItsSenders(t *testing.T) {
 	const hold = 300 * time.Millisecond
-	gate := make(chan struct{})
-	time.AfterFunc(hold, func() { close(gate) })
-	var inFlight, most atomic.Int64
+	held := newHeldCalls(hold)
 	o, err := measureOpenLoop(t.Context(), 20_000, 50*time.Millisecond, func(ctx context.Context, sender, i int) error {
 		if sender < 0 || sender >= openSenders {
 			return fmt.Errorf("sender %d, want one of 0 to %d", sender, openSenders-1)
 		}
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		<-gate
-		inFlight.Add(-1)
+		held.call()
 		return nil
 	})
 	if err != nil {
@@ -216,8 +226,8 @@ func TestOpenLoopBoundsItsSenders(t *testing.T) {
 	if o.Failed != 0 {
 		t.Fatalf("%d calls failed, the first: %v", o.Failed, o.FirstError)
 	}
-	if len(o.Latencies) != 1000 || most.Load() != openSenders {
-		t.Fatalf("%d calls, at most %d in flight at once; want 1000, at most %d (all senders busy)", len(o.Latencies), most.Load(), openSenders)
+	if len(o.Latencies) != 1000 || held.most.Load() != openSenders {
+		t.Fatalf("%d calls, at most %d in flight at once; want 1000, at most %d (all senders busy)", len(o.Latencies), held.most.Load(), openSenders)
 	}
 	// The calls past the first openSenders waited for the hold to end and
 	// for a sender: from their schedule (at most 50 ms in), at least the
