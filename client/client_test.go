@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,17 +16,14 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 // serve runs a real kioku whose handler is wrapped by wrap, which can reach
 // the request's TCP connection through connOf.
 func serve(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := nodetest.Open(t, node.Config{})
 	srv := httptest.NewUnstartedServer(wrap(n.Handler()))
 	srv.Config.Protocols = n.HTTPServer().Protocols
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }

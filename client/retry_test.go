@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +17,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 type connKey struct{}
@@ -166,11 +165,7 @@ func TestRetryRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := nodetest.Open(t, node.Config{})
 	started := make(chan error, 1)
 	go func() {
 		time.Sleep(150 * time.Millisecond)

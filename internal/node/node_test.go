@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 // syncBuffer is a log sink the server and the test share.
@@ -42,23 +42,8 @@ func serve(t *testing.T, cfg node.Config) (*client.Client, *syncBuffer) {
 	logs := &syncBuffer{}
 	cfg.DataDir = t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		n.Close()
-	})
-	return client.New("http://" + ln.Addr().String()), logs
+	_, url := nodetest.Listen(t, cfg, "127.0.0.1:0")
+	return client.New(url), logs
 }
 
 // say appends the user's message to a new session and generates memories

@@ -26,6 +26,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
@@ -62,10 +63,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // RESOURCE_EXHAUSTED, over Connect, gRPC and REST alike.
 func TestGzipBombs(t *testing.T) {
 	key, entry := auth.NewKey("k", "a", "")
-	keys, err := auth.LoadKeys(keyFile(t, entry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, entry)
 	ts := startServer(t, server.Config{Keys: keys, Logger: quietLog()})
 	bomb := gzipBomb(t, 1024)
 	t.Logf("bomb: %d bytes inflating to %d GiB", len(bomb), 1024*16/1024)

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -22,10 +23,7 @@ func memoryFileServer(t *testing.T) (url, ann, bob, app string) {
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
 	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
 	appKey, appEntry := auth.NewKey("backend", "a", "")
-	keys, err := auth.LoadKeys(keyFile(t, annEntry, bobEntry, appEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry)
 	_, url = serveNode(t, func(c *node.Config) { c.Keys, c.Logger = keys, quietLog() })
 	return url, annKey, bobKey, appKey
 }

@@ -3,9 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -240,22 +239,12 @@ func TestRESTRoundTrip(t *testing.T) {
 // TestRESTNeedsKeys: REST calls go through the same key checks.
 func TestRESTNeedsKeys(t *testing.T) {
 	key, entry := auth.NewKey("k", "demo", "")
-	keys, err := auth.LoadKeys(keyFile(t, entry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewServer(n.Handler())
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/v1/apps/demo/users/ann/sessions"
+	_, base := nodetest.Serve(t, node.Config{Keys: nodetest.Keys(t, entry)})
+	url := base + "/v1/apps/demo/users/ann/sessions"
 	if status, out := restCall(t, "POST", url, `{}`, ""); status != http.StatusUnauthorized || out["code"] != float64(16) {
 		t.Errorf("no key: %d %v, want 401 with code 16", status, out)
 	}
-	if status, out := restCall(t, "POST", ts.URL+"/v1/apps/other/users/ann/sessions", `{}`, key); status != http.StatusForbidden {
+	if status, out := restCall(t, "POST", base+"/v1/apps/other/users/ann/sessions", `{}`, key); status != http.StatusForbidden {
 		t.Errorf("another app: %d %v, want 403", status, out)
 	}
 	if status, out := restCall(t, "POST", url, `{}`, key); status != http.StatusOK {

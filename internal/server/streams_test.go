@@ -19,6 +19,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
@@ -170,10 +171,7 @@ func TestHealthWatchStreamsAreCapped(t *testing.T) {
 func TestWatchSessionStreamsAreCapped(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", "a", "")
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
-	keys, err := auth.LoadKeys(keyFile(t, appEntry, annEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, appEntry, annEntry)
 	_, url := serveNode(t, func(cfg *node.Config) { cfg.Keys = keys })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -34,7 +35,7 @@ func TestAPIKeysOnVertex(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	otherKey, otherEntry := auth.NewKey("other app", "other", "")
 	annKey, annEntry := auth.NewKey("ann's agent", engineID, "ann")
-	keys := loadKeys(t, appEntry, otherEntry, annEntry)
+	keys := nodetest.Keys(t, appEntry, otherEntry, annEntry)
 	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = keys })
 	ctx := t.Context()
 	sessionClient := func(opts ...option.ClientOption) *aiplatform.SessionClient {

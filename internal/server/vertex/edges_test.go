@@ -14,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -161,7 +162,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 func TestListSessionsFilterKeys(t *testing.T) {
 	_, appEntry := auth.NewKey("backend", engineID, "")
 	annKey, annEntry := auth.NewKey("ann", engineID, "ann")
-	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = loadKeys(t, appEntry, annEntry) })
+	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = nodetest.Keys(t, appEntry, annEntry) })
 	v := k.url + "/v1beta1/" + engine + "/sessions?"
 	for filter, want := range map[string]int{
 		`user_id="ann"`: http.StatusOK,

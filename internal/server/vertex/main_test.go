@@ -1,12 +1,6 @@
 package vertex_test
 
 import (
-	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,8 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/internal/server/auth"
-	kmodel "github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
@@ -32,7 +25,7 @@ func startKioku(t *testing.T, fake *modeltest.Gemini) *kioku {
 	t.Helper()
 	return startKiokuWith(t, func(cfg *node.Config) {
 		if fake != nil {
-			cfg.Models = kmodel.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+			cfg.Models = nodetest.Gemini(fake)
 		}
 	})
 }
@@ -40,18 +33,10 @@ func startKioku(t *testing.T, fake *modeltest.Gemini) *kioku {
 // startKiokuWith is startKioku with a configuration set by configure.
 func startKiokuWith(t *testing.T, configure func(*node.Config)) *kioku {
 	t.Helper()
-	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var cfg node.Config
 	configure(&cfg)
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := httptest.NewUnstartedServer(n.Handler())
-	srv.Config = n.HTTPServer()
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &kioku{node: n, url: srv.URL}
+	n, url := nodetest.ServeH2C(t, cfg)
+	return &kioku{node: n, url: url}
 }
 
 // grpcOptions point Google's gRPC clients at k, as docs/vertex.md says: the
@@ -67,19 +52,4 @@ func (k *kioku) grpcOptions() []option.ClientOption {
 // restOptions point Google's REST clients at k.
 func (k *kioku) restOptions() []option.ClientOption {
 	return []option.ClientOption{option.WithEndpoint(k.url), option.WithoutAuthentication()}
-}
-
-// loadKeys writes a key file of entries and loads it.
-func loadKeys(t *testing.T, entries ...auth.Key) *auth.Keys {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"keys": entries})
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := auth.LoadKeys(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
 }

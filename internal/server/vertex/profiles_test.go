@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRetrieveProfilesAsTheSDK(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	annKey, annEntry := auth.NewKey("ann", engineID, "ann")
-	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = loadKeys(t, appEntry, annEntry) })
+	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = nodetest.Keys(t, appEntry, annEntry) })
 	v := k.url + "/v1beta1/"
 	as := func(key string) func(method, url, body string) (int, map[string]any) {
 		return func(method, url, body string) (int, map[string]any) {

@@ -16,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
@@ -260,7 +261,7 @@ func poll(t *testing.T, url string) map[string]any {
 func TestRESTKeys(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	annKey, annEntry := auth.NewKey("ann", engineID, "ann")
-	keys := loadKeys(t, appEntry, annEntry)
+	keys := nodetest.Keys(t, appEntry, annEntry)
 	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = keys })
 	v := k.url + "/v1beta1/" + engine
 	status, out := call(t, "POST", v+"/sessions", `{"userId": "ann"}`)
