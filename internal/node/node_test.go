@@ -1,11 +1,9 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +14,12 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
-// syncBuffer is a log sink the server and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serve starts a node as kioku serve does with no model flags (a fresh
 // data directory, the zero model configuration) and returns a client over
 // HTTP and the server's log.
-func serve(t *testing.T, cfg node.Config) (*client.Client, *syncBuffer) {
+func serve(t *testing.T, cfg node.Config) (*client.Client, *nodetest.LogBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &nodetest.LogBuffer{}
 	cfg.DataDir = t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	_, url := nodetest.Listen(t, cfg, "127.0.0.1:0")

@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -17,28 +15,10 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCallLogLevels: every call logs one "rpc" line; a successful call at
 // debug level, a caller's error at info (as the interceptor's doc says).
 func TestCallLogLevels(t *testing.T) {
-	var logs lockedBuffer
+	var logs nodetest.LogBuffer
 	_, url := nodetest.Serve(t, node.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url)
 	if _, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", SessionId: "s"})); err != nil {

@@ -160,16 +160,16 @@ func TestMemoryFilesOverREST(t *testing.T) {
 	}
 	status, out = restCall(t, http.MethodGet, base, "", annKey)
 	files, _ := out["memoryFiles"].([]any)
-	if status != http.StatusOK || len(files) != 1 || jsonPath(out, "memoryFiles", 0, "path") != "/memories/rest.md" || jsonPath(out, "memoryFiles", 0, "sizeBytes") != "9" {
+	if status != http.StatusOK || len(files) != 1 || nodetest.Path(out, "memoryFiles", 0, "path") != "/memories/rest.md" || nodetest.Path(out, "memoryFiles", 0, "sizeBytes") != "9" {
 		t.Fatalf("list over REST: %d %v", status, out)
 	}
-	name := jsonPath(out, "memoryFiles", 0, "name").(string)
+	name := nodetest.Path(out, "memoryFiles", 0, "name").(string)
 	status, out = restCall(t, http.MethodGet, url+"/v1/"+name, "", annKey)
 	if status != http.StatusOK || out["content"] != "line one\n" {
 		t.Errorf("get over REST: %d %v", status, out)
 	}
 	status, out = restCall(t, http.MethodGet, url+"/v1/"+name+"/revisions", "", annKey)
-	if status != http.StatusOK || jsonPath(out, "memoryFileRevisions", 0, "action") != "MEMORY_FILE_ACTION_CREATED" {
+	if status != http.StatusOK || nodetest.Path(out, "memoryFileRevisions", 0, "action") != "MEMORY_FILE_ACTION_CREATED" {
 		t.Errorf("revisions over REST: %d %v", status, out)
 	}
 	status, out = restCall(t, http.MethodGet, base+"?path=/memories/rest.md", "", annKey)

@@ -89,7 +89,7 @@ func spanAttr(s tracetest.SpanStub, key string) attribute.Value {
 func TestTracing(t *testing.T) {
 	spans, metrics := installInMemoryTelemetry(t)
 	fake := modeltest.NewGemini(t)
-	var logs lockedBuffer
+	var logs nodetest.LogBuffer
 	open := func(cfg node.Config) (kiokuv1connect.SessionServiceClient, *clients) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		cfg.Models = nodetest.Gemini(fake)

@@ -6,13 +6,18 @@
 package nodetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/node"
@@ -82,6 +87,56 @@ func Listen(t testing.TB, cfg node.Config, addr string) (*node.Node, string) {
 	return n, "http://" + ln.Addr().String()
 }
 
+// REST makes one REST call over HTTP/1.1 with a JSON body (none when body
+// is empty) and the given header fields (name, value, ...), and returns the
+// status and the decoded JSON answer. An answer that is not JSON fails the
+// test.
+func REST(t testing.TB, method, url, body string, header ...string) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %s, not JSON: %q", method, url, res.Status, raw)
+	}
+	return res.StatusCode, out
+}
+
+// Path reads a value out of decoded JSON by keys and list indexes; nil
+// where there is none.
+func Path(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			l, _ := v.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
 // KeyFile writes a key file holding entries in a directory of the test's
 // own and returns its path.
 func KeyFile(t testing.TB, entries ...auth.Key) string {
@@ -111,4 +166,25 @@ func Keys(t testing.TB, entries ...auth.Key) *auth.Keys {
 // its embeddings) to the fake Gemini server, with quick retries.
 func Gemini(fake *modeltest.Gemini) model.Config {
 	return model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+}
+
+// LogBuffer is a log destination that the server and the test share, safe
+// for concurrent writes.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p to the log.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what has been written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -75,7 +75,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	for i, mask := range []string{"display_name,labels", "displayName,labels", "display_name,labels&$fields=name"} {
 		name := fmt.Sprint("renamed ", i)
 		u := ok(t, "PATCH", v+"/sessions/a?updateMask="+mask, `{"displayName": "`+name+`", "labels": {"k": "v"}}`)
-		if u["displayName"] != name || get(u, "labels", "k") != "v" {
+		if u["displayName"] != name || nodetest.Path(u, "labels", "k") != "v" {
 			t.Errorf("PATCH with updateMask=%s: %v", mask, u)
 		}
 	}
@@ -102,14 +102,14 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	}
 	status, out := call(t, "GET", v+"/sessions?"+url.Values{"filter": {`owner="x"`}}.Encode(), "")
 	googleError(t, "a filter on an unknown field", status, out, 400, "INVALID_ARGUMENT")
-	if !strings.Contains(fmt.Sprint(get(out, "error", "message")), `not on "owner"`) || get(out, "error", "details", 0, "fieldViolations", 0, "field") != "filter" {
+	if !strings.Contains(fmt.Sprint(nodetest.Path(out, "error", "message")), `not on "owner"`) || nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field") != "filter" {
 		t.Errorf("a filter on an unknown field: %v", out)
 	}
 	// Memories: expire_time in snake_case; display names and descriptions
 	// kept; values kioku cannot take.
 	ok(t, "POST", v+"/memories?memoryId=m1", `{"fact": "Ann likes tea.", "scope": {"user_id": "ann"}, "displayName": "tea"}`)
 	up := ok(t, "PATCH", v+"/memories/m1?updateMask=expire_time", `{"expireTime": "2099-01-01T00:00:00Z"}`)
-	if get(up, "response", "expireTime") != "2099-01-01T00:00:00Z" || get(up, "response", "displayName") != "tea" {
+	if nodetest.Path(up, "response", "expireTime") != "2099-01-01T00:00:00Z" || nodetest.Path(up, "response", "displayName") != "tea" {
 		t.Errorf("UpdateMemory with updateMask=expire_time: %v", up)
 	}
 	up = ok(t, "PATCH", v+"/memories/m1?updateMask=description,display_name", `{"description": "What Ann drinks.", "displayName": "drinks"}`)
@@ -131,7 +131,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	} {
 		status, out := call(t, c.method, v+c.path, c.body)
 		googleError(t, c.method+" "+c.path, status, out, 400, "INVALID_ARGUMENT")
-		if f := get(out, "error", "details", 0, "fieldViolations", 0, "field"); f != c.field {
+		if f := nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field"); f != c.field {
 			t.Errorf("%s %s %s: the violation names %v, want %s (%v)", c.method, c.path, c.body, f, c.field, out)
 		}
 	}
@@ -142,7 +142,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	// An unknown query parameter is refused, naming it.
 	status, out = call(t, "GET", v+"/sessions?pagesize=5", "")
 	googleError(t, "an unknown query parameter", status, out, 400, "INVALID_ARGUMENT")
-	if !strings.Contains(fmt.Sprint(get(out, "error", "message")), "pagesize") {
+	if !strings.Contains(fmt.Sprint(nodetest.Path(out, "error", "message")), "pagesize") {
 		t.Errorf("an unknown query parameter: %v", out)
 	}
 	// DELETE with the {} body the JS clients send; other bodies are refused.
