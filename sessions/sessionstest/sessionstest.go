@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -55,72 +56,67 @@ type NewStore func(t *testing.T) sessions.Store
 
 // Run runs the conformance suite.
 func Run(t *testing.T, newStore NewStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"CreateWithCallerID", testCreateWithCallerID},
-		{"CreateDuplicateIDInApp", testCreateDuplicateIDInApp},
-		{"CreateServerIDs", testCreateServerIDs},
-		{"CreateInitialStateScopes", testCreateInitialStateScopes},
-		{"InvalidNames", testInvalidNames},
-		{"Isolation", testIsolation},
-		{"EventTimestamps", testEventTimestamps},
-		{"KeepZeroTimestamp", testKeepZeroTimestamp},
-		{"FindSession", testFindSession},
-		{"AppendAssignsIDsAndSequences", testAppendAssignsIDsAndSequences},
-		{"AppendIdempotent", testAppendIdempotent},
-		{"AppendSameIDOtherContent", testAppendSameIDOtherContent},
-		{"ExpectedSequence", testExpectedSequence},
-		{"ConcurrentAppends", testConcurrentAppends},
-		{"PartialNotPersisted", testPartialNotPersisted},
-		{"StateScopes", testStateScopes},
-		{"StateReplaceAndDelete", testStateReplaceAndDelete},
-		{"TempStateNeverStored", testTempStateNeverStored},
-		{"AppendAtomicOnLimit", testAppendAtomicOnLimit},
-		{"EventRoundTrip", testEventRoundTrip},
-		{"GetRecentAndAfter", testGetRecentAndAfter},
-		{"ListEventsPaging", testListEventsPaging},
-		{"ReadBudget", testReadBudget},
-		{"ListSessionsPagingAndOrder", testListSessionsPagingAndOrder},
-		{"ListSessionsFilter", testListSessionsFilter},
-		{"ListSessionsOrderBy", testListSessionsOrderBy},
-		{"UpdateSession", testUpdateSession},
-		{"DeleteSession", testDeleteSession},
-		{"Expiry", testExpiry},
-		{"SharedState", testSharedState},
-		{"Fork", testFork},
-		{"Watch", testWatch},
-		{"Limits", testLimits},
-		{"SearchRanking", testSearchRanking},
-		{"SearchFilters", testSearchFilters},
-		{"SearchPaging", testSearchPaging},
-		{"SearchDeletionAndExpiry", testSearchDeletionAndExpiry},
-		{"SearchIsolation", testSearchIsolation},
-		{"CompactionView", testCompactionView},
-		{"CompactionIdempotent", testCompactionIdempotent},
-		{"CompactionRecursive", testCompactionRecursive},
-		{"CompactionBounds", testCompactionBounds},
-		{"Scan", testScan},
-		{"Import", testImport},
-		{"DeleteUser", testDeleteUser},
+	tests := []suitetest.Case[*harness]{
+		{Name: "CreateWithCallerID", Run: testCreateWithCallerID},
+		{Name: "CreateDuplicateIDInApp", Run: testCreateDuplicateIDInApp},
+		{Name: "CreateServerIDs", Run: testCreateServerIDs},
+		{Name: "CreateInitialStateScopes", Run: testCreateInitialStateScopes},
+		{Name: "InvalidNames", Run: testInvalidNames},
+		{Name: "Isolation", Run: testIsolation},
+		{Name: "EventTimestamps", Run: testEventTimestamps},
+		{Name: "KeepZeroTimestamp", Run: testKeepZeroTimestamp},
+		{Name: "FindSession", Run: testFindSession},
+		{Name: "AppendAssignsIDsAndSequences", Run: testAppendAssignsIDsAndSequences},
+		{Name: "AppendIdempotent", Run: testAppendIdempotent},
+		{Name: "AppendSameIDOtherContent", Run: testAppendSameIDOtherContent},
+		{Name: "ExpectedSequence", Run: testExpectedSequence},
+		{Name: "ConcurrentAppends", Run: testConcurrentAppends},
+		{Name: "PartialNotPersisted", Run: testPartialNotPersisted},
+		{Name: "StateScopes", Run: testStateScopes},
+		{Name: "StateReplaceAndDelete", Run: testStateReplaceAndDelete},
+		{Name: "TempStateNeverStored", Run: testTempStateNeverStored},
+		{Name: "AppendAtomicOnLimit", Run: testAppendAtomicOnLimit},
+		{Name: "EventRoundTrip", Run: testEventRoundTrip},
+		{Name: "GetRecentAndAfter", Run: testGetRecentAndAfter},
+		{Name: "ListEventsPaging", Run: testListEventsPaging},
+		{Name: "ReadBudget", Run: testReadBudget},
+		{Name: "ListSessionsPagingAndOrder", Run: testListSessionsPagingAndOrder},
+		{Name: "ListSessionsFilter", Run: testListSessionsFilter},
+		{Name: "ListSessionsOrderBy", Run: testListSessionsOrderBy},
+		{Name: "UpdateSession", Run: testUpdateSession},
+		{Name: "DeleteSession", Run: testDeleteSession},
+		{Name: "Expiry", Run: testExpiry},
+		{Name: "SharedState", Run: testSharedState},
+		{Name: "Fork", Run: testFork},
+		{Name: "Watch", Run: testWatch},
+		{Name: "Limits", Run: testLimits},
+		{Name: "SearchRanking", Run: testSearchRanking},
+		{Name: "SearchFilters", Run: testSearchFilters},
+		{Name: "SearchPaging", Run: testSearchPaging},
+		{Name: "SearchDeletionAndExpiry", Run: testSearchDeletionAndExpiry},
+		{Name: "SearchIsolation", Run: testSearchIsolation},
+		{Name: "CompactionView", Run: testCompactionView},
+		{Name: "CompactionIdempotent", Run: testCompactionIdempotent},
+		{Name: "CompactionRecursive", Run: testCompactionRecursive},
+		{Name: "CompactionBounds", Run: testCompactionBounds},
+		{Name: "Scan", Run: testScan},
+		{Name: "Import", Run: testImport},
+		{Name: "DeleteUser", Run: testDeleteUser},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-			store := newStore(t)
-			svc := sessions.NewService(store, sessions.Config{
-				Now:               clock.Tick,
-				WatchPollInterval: 50 * time.Millisecond,
-				Limits: sessions.Limits{
-					MaxEventBytes: 64 << 10,
-					MaxStateBytes: 16 << 10,
-					MaxReadBytes:  256 << 10,
-				},
-			})
-			tc.fn(t, &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessions.Store { return newStore(t) }})
+	suitetest.Run(t, tests, func(t *testing.T) *harness {
+		clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+		store := newStore(t)
+		svc := sessions.NewService(store, sessions.Config{
+			Now:               clock.Tick,
+			WatchPollInterval: 50 * time.Millisecond,
+			Limits: sessions.Limits{
+				MaxEventBytes: 64 << 10,
+				MaxStateBytes: 16 << 10,
+				MaxReadBytes:  256 << 10,
+			},
 		})
-	}
+		return &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessions.Store { return newStore(t) }}
+	})
 }
 
 type harness struct {
