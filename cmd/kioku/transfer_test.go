@@ -20,12 +20,12 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/archive"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -119,16 +119,6 @@ func TestExportCommand(t *testing.T) {
 	}
 }
 
-// mustStruct converts a map to a protobuf Struct.
-func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // clients are the kioku.v1 clients of one server.
 type clients struct {
 	s kiokuv1connect.SessionServiceClient
@@ -174,17 +164,17 @@ func populateAPI(t *testing.T, c clients) {
 	}
 	call(t, c.s.CreateSession, &kiokuv1.CreateSessionRequest{Parent: "apps/shop/users/ann", SessionId: "s1", Session: &kiokuv1.Session{
 		DisplayName: "first chat", Labels: map[string]string{"topic": "tea"}, Expiration: &kiokuv1.Session_Ttl{Ttl: durationpb.New(240 * time.Hour)},
-		State: mustStruct(t, map[string]any{"mood": "curious", "user:lang": "ja", "app:motd": "hi", "temp:x": 1}),
+		State: prototest.Struct(t, map[string]any{"mood": "curious", "user:lang": "ja", "app:motd": "hi", "temp:x": 1}),
 	}})
 	const s1 = "apps/shop/users/ann/sessions/s1"
 	events := []*kiokuv1.Event{
 		{Id: "e1", InvocationId: "i1", Author: "user", Content: text("user", "I prefer green tea."),
-			Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"user:drink": "tea", "k": 1, "temp:draft": "x"})}},
+			Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:drink": "tea", "k": 1, "temp:draft": "x"})}},
 		{Id: "e2", InvocationId: "i1", Author: "hana", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
-			{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "get_weather", Args: mustStruct(t, map[string]any{"city": "Sapporo"})}}}}},
+			{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "get_weather", Args: prototest.Struct(t, map[string]any{"city": "Sapporo"})}}}}},
 		{Id: "e3", InvocationId: "i1", Author: "hana", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{
-			{FunctionResponse: &kiokuv1.FunctionResponse{Id: "c1", Name: "get_weather", Response: mustStruct(t, map[string]any{"sky": "snow", "c": -3.5})}}}}},
-		{Id: "e4", InvocationId: "i2", Author: "hana", TurnComplete: true, CustomMetadata: mustStruct(t, map[string]any{"score": 0.5, "tags": []any{"a", "b"}}),
+			{FunctionResponse: &kiokuv1.FunctionResponse{Id: "c1", Name: "get_weather", Response: prototest.Struct(t, map[string]any{"sky": "snow", "c": -3.5})}}}}},
+		{Id: "e4", InvocationId: "i2", Author: "hana", TurnComplete: true, CustomMetadata: prototest.Struct(t, map[string]any{"score": 0.5, "tags": []any{"a", "b"}}),
 			Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
 				{Text: "thinking", Thought: true, ThoughtSignature: []byte{1, 2, 3}},
 				{InlineData: &kiokuv1.Blob{MimeType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0}}},
@@ -201,8 +191,8 @@ func populateAPI(t *testing.T, c clients) {
 	call(t, c.s.UpdateSession, &kiokuv1.UpdateSessionRequest{Session: &kiokuv1.Session{Name: s1, DisplayName: "tea chat"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"display_name"}}})
 	call(t, c.s.CreateSession, &kiokuv1.CreateSessionRequest{Parent: "apps/shop/users/bo", SessionId: "t1"})
 	call(t, c.s.AppendEvent, &kiokuv1.AppendEventRequest{Name: "apps/shop/users/bo/sessions/t1", Event: &kiokuv1.Event{Id: "f1", Author: "user", Content: text("user", "hello")}})
-	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/shop/users/bo/state", StateDelta: mustStruct(t, map[string]any{"user:level": 3})})
-	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/other/state", StateDelta: mustStruct(t, map[string]any{"app:only": true})})
+	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/shop/users/bo/state", StateDelta: prototest.Struct(t, map[string]any{"user:level": 3})})
+	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/other/state", StateDelta: prototest.Struct(t, map[string]any{"app:only": true})})
 
 	call(t, c.m.UpdateMemoryBankConfig, &kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: &kiokuv1.MemoryBankConfig{
 		Name: "apps/shop/memoryBankConfig", CustomTopics: []*kiokuv1.CustomMemoryTopic{{Label: "DRINKS", Description: "What the user drinks."}},
@@ -226,7 +216,7 @@ func populateAPI(t *testing.T, c clients) {
 		{"command": "create", "path": "/memories/old.md", "file_text": "x"},
 		{"command": "delete", "path": "/memories/old.md"},
 	} {
-		if res := call(t, c.f.Execute, &kiokuv1.ExecuteRequest{Parent: "apps/shop/users/ann", Input: mustStruct(t, in)}); res.GetIsError() {
+		if res := call(t, c.f.Execute, &kiokuv1.ExecuteRequest{Parent: "apps/shop/users/ann", Input: prototest.Struct(t, in)}); res.GetIsError() {
 			t.Fatalf("memory file %v: %s", in, res.GetOutput())
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -91,7 +92,7 @@ func TestAPIKeysOnVertex(t *testing.T) {
 	_, err = ann.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: engine + "/sessions/bob1", Event: &aiplatformpb.SessionEvent{Author: "user", InvocationId: "i", Timestamp: timestamppb.Now()}})
 	expect("ann's key, an event for bob", err, codes.NotFound)
 	_, err = ann.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: engine + "/sessions/ann1", Event: &aiplatformpb.SessionEvent{
-		Author: "user", InvocationId: "i", Timestamp: timestamppb.Now(), Actions: &aiplatformpb.EventActions{StateDelta: mustStruct(t, map[string]any{"app:x": 1.0})},
+		Author: "user", InvocationId: "i", Timestamp: timestamppb.Now(), Actions: &aiplatformpb.EventActions{StateDelta: prototest.Struct(t, map[string]any{"app:x": 1.0})},
 	}})
 	expect("ann's key, writing app: state", err, codes.PermissionDenied)
 	it := ann.ListSessions(ctx, &aiplatformpb.ListSessionsRequest{Parent: engine})

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
@@ -15,6 +14,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -26,7 +26,7 @@ func TestSessionPagesAsVertexDoes(t *testing.T) {
 	kc := client.New(k.url)
 	for i := range 150 {
 		if _, err := kc.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: "apps/" + engineID + "/users/ann", SessionId: fmt.Sprint("s", i),
-			Session: &kiokuv1.Session{State: mustStruct(t, map[string]any{"n": float64(i)})}}); err != nil {
+			Session: &kiokuv1.Session{State: prototest.Struct(t, map[string]any{"n": float64(i)})}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,11 +47,7 @@ func TestSessionPagesAsVertexDoes(t *testing.T) {
 			t.Fatalf("pageSize %q: a second page of %d sessions, next %v; want the last 50", size, n, second["nextPageToken"])
 		}
 	}
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := k.sessionClient(t)
 	// Google's gRPC client pages through all of them, the page size
 	// coerced rather than refused.
 	if all := allSessions(t, c, &aiplatformpb.ListSessionsRequest{Parent: engine, PageSize: 5000}); len(all) != 150 {
@@ -80,11 +76,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 		}
 	}
 	// The Go gRPC client with lowerCamelCase paths.
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := k.sessionClient(t)
 	if s, err := c.UpdateSession(t.Context(), &aiplatformpb.UpdateSessionRequest{
 		Session:    &aiplatformpb.Session{Name: engine + "/sessions/a", DisplayName: "camel over gRPC"},
 		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"displayName"}},

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
+
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -52,4 +56,63 @@ func (k *kioku) grpcOptions() []option.ClientOption {
 // restOptions point Google's REST clients at k.
 func (k *kioku) restOptions() []option.ClientOption {
 	return []option.ClientOption{option.WithEndpoint(k.url), option.WithoutAuthentication()}
+}
+
+// sessionClient is a gRPC client of Google's Sessions API on k, closed when
+// the test ends.
+func (k *kioku) sessionClient(t *testing.T) *aiplatform.SessionClient {
+	t.Helper()
+	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
+	closeAtEnd(t, c, err)
+	return c
+}
+
+// memoryClient is a gRPC client of Google's Memory Bank API on k, closed
+// when the test ends.
+func (k *kioku) memoryClient(t *testing.T) *aiplatform.MemoryBankClient {
+	t.Helper()
+	c, err := aiplatform.NewMemoryBankClient(t.Context(), k.grpcOptions()...)
+	closeAtEnd(t, c, err)
+	return c
+}
+
+// sessionRESTClient is sessionClient over REST.
+func (k *kioku) sessionRESTClient(t *testing.T) *aiplatform.SessionClient {
+	t.Helper()
+	c, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
+	closeAtEnd(t, c, err)
+	return c
+}
+
+// memoryRESTClient is memoryClient over REST.
+func (k *kioku) memoryRESTClient(t *testing.T) *aiplatform.MemoryBankClient {
+	t.Helper()
+	c, err := aiplatform.NewMemoryBankRESTClient(t.Context(), k.restOptions()...)
+	closeAtEnd(t, c, err)
+	return c
+}
+
+// createSession creates session id of user in the test's engine through
+// c, waits for its operation and returns the session.
+func createSession(t *testing.T, c *aiplatform.SessionClient, id, user string) *aiplatformpb.Session {
+	t.Helper()
+	op, err := c.CreateSession(t.Context(), &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: id, Session: &aiplatformpb.Session{UserId: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := op.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// closeAtEnd fails the test if a client's constructor failed, and closes
+// the client when the test ends.
+func closeAtEnd(t *testing.T, c interface{ Close() error }, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
 }

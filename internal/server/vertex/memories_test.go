@@ -135,14 +135,7 @@ func memoryScenario(t *testing.T, c *aiplatform.MemoryBankClient, sc *aiplatform
 
 	// Generate from a session, with a model (the fake Gemini) extracting
 	// and consolidating.
-	sop, err := sc.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "chat", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := sop.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := createSession(t, sc, "chat", "ann")
 	if _, err := sc.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: sess.GetName(), Event: &aiplatformpb.SessionEvent{
 		Author: "user", InvocationId: "i1", Timestamp: timestamppb.New(time.Now()),
 		Content: &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "I started learning the piano."}}}},
@@ -203,31 +196,15 @@ func memoryScenario(t *testing.T, c *aiplatform.MemoryBankClient, sc *aiplatform
 func TestMemoryBankClientGRPC(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
-	c, err := aiplatform.NewMemoryBankClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	c := k.memoryClient(t)
+	sc := k.sessionClient(t)
 	memoryScenario(t, c, sc, fake)
 }
 
 func TestMemoryBankClientREST(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
-	c, err := aiplatform.NewMemoryBankRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	c := k.memoryRESTClient(t)
+	sc := k.sessionRESTClient(t)
 	memoryScenario(t, c, sc, fake)
 }

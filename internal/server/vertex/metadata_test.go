@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -72,11 +71,7 @@ func TestMemoryMetadataRoundTrips(t *testing.T) {
 	}
 
 	// Google's Go client over gRPC: display name and description.
-	c, err := aiplatform.NewMemoryBankClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := k.memoryClient(t)
 	cop, err := c.CreateMemory(t.Context(), &aiplatformpb.CreateMemoryRequest{Parent: engine, MemoryId: "bike",
 		Memory: &aiplatformpb.Memory{Fact: "Ann rides a bike.", Scope: map[string]string{"user_id": "ann"}, DisplayName: "bike", Description: "How Ann gets around."}})
 	if err != nil {

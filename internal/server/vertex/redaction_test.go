@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -42,25 +41,10 @@ func TestPIIRedactionThroughVertex(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	c, err := aiplatform.NewMemoryBankClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	c := k.memoryClient(t)
+	sc := k.sessionClient(t)
 
-	sop, err := sc.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "pii", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := sop.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := createSession(t, sc, "pii", "ann")
 	text := func(s string) *aiplatformpb.Content {
 		return &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: s}}}}
 	}
