@@ -28,12 +28,10 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 )
 
-// NewStore returns an empty store for one test; register cleanup with
-// t.Cleanup.
-type NewStore func(t *testing.T) jobs.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S jobs.Store](t *testing.T, newStore func(t *testing.T) S) {
 	tests := []suitetest.Case[*harness]{
 		{Name: "CreateGetList", Run: testCreateGetList},
 		{Name: "RecordRoundTrip", Run: testRecordRoundTrip},

@@ -36,12 +36,10 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// NewStore returns an empty store for one test; register cleanup with
-// t.Cleanup.
-type NewStore func(t *testing.T) memorybank.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 	tests := []suitetest.Case[*harness]{
 		{Name: "CreateGetList", Run: testCreateGetList},
 		{Name: "InvalidInput", Run: testInvalidInput},

@@ -50,12 +50,10 @@ func (c *Clock) Tick() time.Time {
 	return c.now
 }
 
-// NewStore returns an empty store for one test. The suite closes nothing:
-// the function should register its own cleanup with t.Cleanup.
-type NewStore func(t *testing.T) sessions.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S sessions.Store](t *testing.T, newStore func(t *testing.T) S) {
 	tests := []suitetest.Case[*harness]{
 		{Name: "CreateWithCallerID", Run: testCreateWithCallerID},
 		{Name: "CreateDuplicateIDInApp", Run: testCreateDuplicateIDInApp},
