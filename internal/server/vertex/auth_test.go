@@ -40,20 +40,10 @@ func TestAPIKeysOnVertex(t *testing.T) {
 	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = keys })
 	ctx := t.Context()
 	sessionClient := func(opts ...option.ClientOption) *aiplatform.SessionClient {
-		c, err := aiplatform.NewSessionClient(ctx, append(k.grpcOptions(), opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return googleClient(t, aiplatform.NewSessionClient, append(k.grpcOptions(), opts...))
 	}
 	memoryClient := func(opts ...option.ClientOption) *aiplatform.MemoryBankClient {
-		c, err := aiplatform.NewMemoryBankClient(ctx, append(k.grpcOptions(), opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return googleClient(t, aiplatform.NewMemoryBankClient, append(k.grpcOptions(), opts...))
 	}
 	create := func(c *aiplatform.SessionClient, id, user string) error {
 		op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: id, Session: &aiplatformpb.Session{UserId: user}})

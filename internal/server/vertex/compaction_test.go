@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +27,7 @@ func TestCompactionInCustomMetadata(t *testing.T) {
 	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: "Ann said four things."} })
 	k := startKioku(t, fake)
 	ctx := t.Context()
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	createSession(t, c, "long", "ann")
 	at := time.Date(2026, 7, 8, 9, 0, 0, 0, time.UTC)
 	python := prototest.Struct(t, map[string]any{"_compaction": map[string]any{
@@ -87,7 +89,7 @@ func TestOperationOfAnotherKind(t *testing.T) {
 	if done, err := k.node.App.WaitOperation(ctx, key.App, op.ID, 10*time.Second); err != nil || done.State != jobs.Succeeded {
 		t.Fatalf("the compaction: %+v, %v", done, err)
 	}
-	c := k.memoryClient(t)
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
 	got, err := c.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: engine + "/operations/" + op.ID})
 	if err != nil || !got.GetDone() || got.GetError() != nil {
 		t.Fatalf("GetOperation = %v, %v; want it done without error", got, err)

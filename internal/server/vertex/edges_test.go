@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
@@ -47,7 +49,7 @@ func TestSessionPagesAsVertexDoes(t *testing.T) {
 			t.Fatalf("pageSize %q: a second page of %d sessions, next %v; want the last 50", size, n, second["nextPageToken"])
 		}
 	}
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	// Google's gRPC client pages through all of them, the page size
 	// coerced rather than refused.
 	if all := allSessions(t, c, &aiplatformpb.ListSessionsRequest{Parent: engine, PageSize: 5000}); len(all) != 150 {
@@ -76,7 +78,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 		}
 	}
 	// The Go gRPC client with lowerCamelCase paths.
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	if s, err := c.UpdateSession(t.Context(), &aiplatformpb.UpdateSessionRequest{
 		Session:    &aiplatformpb.Session{Name: engine + "/sessions/a", DisplayName: "camel over gRPC"},
 		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"displayName"}},

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	aiplatformv1pb "cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"github.com/google/go-cmp/cmp"
@@ -21,7 +23,7 @@ import (
 func TestEventRoundTripsEveryField(t *testing.T) {
 	k := startKioku(t, nil)
 	ctx := t.Context()
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	createSession(t, c, "rich", "ann")
 	token := ""
 	ev := &aiplatformpb.SessionEvent{
@@ -158,7 +160,7 @@ func TestV1MessagesAreV1beta1s(t *testing.T) {
 func TestAppendWithAnEventNameIsIdempotent(t *testing.T) {
 	k := startKioku(t, nil)
 	ctx := t.Context()
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	s := createSession(t, c, "retry", "ann")
 	ev := func(text string) *aiplatformpb.SessionEvent {
 		return &aiplatformpb.SessionEvent{Name: s.GetName() + "/events/e-1", Author: "user", InvocationId: "i", Timestamp: timestamppb.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),

@@ -1,6 +1,7 @@
 package vertex_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -58,37 +59,17 @@ func (k *kioku) restOptions() []option.ClientOption {
 	return []option.ClientOption{option.WithEndpoint(k.url), option.WithoutAuthentication()}
 }
 
-// sessionClient is a gRPC client of Google's Sessions API on k, closed when
-// the test ends.
-func (k *kioku) sessionClient(t *testing.T) *aiplatform.SessionClient {
+// googleClient makes one of Google's clients with its constructor and
+// the options that point it at kioku (k.grpcOptions() or
+// k.restOptions(), and any more), fails the test if it cannot, and closes
+// the client when the test ends.
+func googleClient[C interface{ Close() error }](t *testing.T, newClient func(context.Context, ...option.ClientOption) (C, error), opts []option.ClientOption) C {
 	t.Helper()
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	closeAtEnd(t, c, err)
-	return c
-}
-
-// memoryClient is a gRPC client of Google's Memory Bank API on k, closed
-// when the test ends.
-func (k *kioku) memoryClient(t *testing.T) *aiplatform.MemoryBankClient {
-	t.Helper()
-	c, err := aiplatform.NewMemoryBankClient(t.Context(), k.grpcOptions()...)
-	closeAtEnd(t, c, err)
-	return c
-}
-
-// sessionRESTClient is sessionClient over REST.
-func (k *kioku) sessionRESTClient(t *testing.T) *aiplatform.SessionClient {
-	t.Helper()
-	c, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
-	closeAtEnd(t, c, err)
-	return c
-}
-
-// memoryRESTClient is memoryClient over REST.
-func (k *kioku) memoryRESTClient(t *testing.T) *aiplatform.MemoryBankClient {
-	t.Helper()
-	c, err := aiplatform.NewMemoryBankRESTClient(t.Context(), k.restOptions()...)
-	closeAtEnd(t, c, err)
+	c, err := newClient(t.Context(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -105,14 +86,4 @@ func createSession(t *testing.T, c *aiplatform.SessionClient, id, user string) *
 		t.Fatal(err)
 	}
 	return s
-}
-
-// closeAtEnd fails the test if a client's constructor failed, and closes
-// the client when the test ends.
-func closeAtEnd(t *testing.T, c interface{ Close() error }, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 }

@@ -1,6 +1,7 @@
 package vertex_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,7 +9,6 @@ import (
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -27,18 +27,7 @@ func facts(list []*aiplatformpb.Memory) []string {
 
 func allMemories(t *testing.T, c *aiplatform.MemoryBankClient, req *aiplatformpb.ListMemoriesRequest) []*aiplatformpb.Memory {
 	t.Helper()
-	var out []*aiplatformpb.Memory
-	it := c.ListMemories(t.Context(), req)
-	for {
-		m, err := it.Next()
-		if err == iterator.Done {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ListMemories(%v): %v", req, err)
-		}
-		out = append(out, m)
-	}
+	return drain(t, fmt.Sprintf("ListMemories(%v)", req), c.ListMemories(t.Context(), req).Next)
 }
 
 // memoryScenario runs the memory scenario with Google's Go memory
@@ -196,15 +185,15 @@ func memoryScenario(t *testing.T, c *aiplatform.MemoryBankClient, sc *aiplatform
 func TestMemoryBankClientGRPC(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
-	c := k.memoryClient(t)
-	sc := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
+	sc := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	memoryScenario(t, c, sc, fake)
 }
 
 func TestMemoryBankClientREST(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
-	c := k.memoryRESTClient(t)
-	sc := k.sessionRESTClient(t)
+	c := googleClient(t, aiplatform.NewMemoryBankRESTClient, k.restOptions())
+	sc := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	memoryScenario(t, c, sc, fake)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -71,7 +73,7 @@ func TestMemoryMetadataRoundTrips(t *testing.T) {
 	}
 
 	// Google's Go client over gRPC: display name and description.
-	c := k.memoryClient(t)
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
 	cop, err := c.CreateMemory(t.Context(), &aiplatformpb.CreateMemoryRequest{Parent: engine, MemoryId: "bike",
 		Memory: &aiplatformpb.Memory{Fact: "Ann rides a bike.", Scope: map[string]string{"user_id": "ann"}, DisplayName: "bike", Description: "How Ann gets around."}})
 	if err != nil {

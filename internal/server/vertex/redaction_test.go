@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -41,8 +43,8 @@ func TestPIIRedactionThroughVertex(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	c := k.memoryClient(t)
-	sc := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
+	sc := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 
 	sess := createSession(t, sc, "pii", "ann")
 	text := func(s string) *aiplatformpb.Content {

@@ -37,36 +37,31 @@ func codeOf(err error) codes.Code {
 	return codes.Unknown
 }
 
-func allSessions(t *testing.T, c *aiplatform.SessionClient, req *aiplatformpb.ListSessionsRequest) []*aiplatformpb.Session {
+// drain reads one of Google's list iterators to its end through its Next,
+// failing the test on an error of the listing what.
+func drain[T any](t *testing.T, what string, next func() (T, error)) []T {
 	t.Helper()
-	var out []*aiplatformpb.Session
-	it := c.ListSessions(t.Context(), req)
+	var out []T
 	for {
-		s, err := it.Next()
+		v, err := next()
 		if err == iterator.Done {
 			return out
 		}
 		if err != nil {
-			t.Fatalf("ListSessions(%v): %v", req, err)
+			t.Fatalf("%s: %v", what, err)
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
+}
+
+func allSessions(t *testing.T, c *aiplatform.SessionClient, req *aiplatformpb.ListSessionsRequest) []*aiplatformpb.Session {
+	t.Helper()
+	return drain(t, fmt.Sprintf("ListSessions(%v)", req), c.ListSessions(t.Context(), req).Next)
 }
 
 func allEvents(t *testing.T, c *aiplatform.SessionClient, req *aiplatformpb.ListEventsRequest) []*aiplatformpb.SessionEvent {
 	t.Helper()
-	var out []*aiplatformpb.SessionEvent
-	it := c.ListEvents(t.Context(), req)
-	for {
-		e, err := it.Next()
-		if err == iterator.Done {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ListEvents(%v): %v", req, err)
-		}
-		out = append(out, e)
-	}
+	return drain(t, fmt.Sprintf("ListEvents(%v)", req), c.ListEvents(t.Context(), req).Next)
 }
 
 func ids(t *testing.T, list []*aiplatformpb.Session) []string {
@@ -263,7 +258,7 @@ func sessionScenario(t *testing.T, c *aiplatform.SessionClient) {
 
 func TestSessionClientGRPC(t *testing.T) {
 	k := startKioku(t, nil)
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	sessionScenario(t, c)
 }
 
@@ -403,18 +398,18 @@ func badInput(t *testing.T, c *aiplatform.SessionClient, rest bool) {
 
 func TestBadInputGRPC(t *testing.T) {
 	k := startKioku(t, nil)
-	c := k.sessionClient(t)
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	badInput(t, c, false)
 }
 
 func TestSessionClientREST(t *testing.T) {
 	k := startKioku(t, nil)
-	c := k.sessionRESTClient(t)
+	c := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	sessionScenario(t, c)
 }
 
 func TestBadInputREST(t *testing.T) {
 	k := startKioku(t, nil)
-	c := k.sessionRESTClient(t)
+	c := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	badInput(t, c, true)
 }

@@ -107,7 +107,7 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 
 func TestBothSurfacesGRPC(t *testing.T) {
 	k := startKioku(t, nil)
-	v := k.sessionClient(t)
+	v := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	bothSurfaces(t, v, client.New(k.url))
 }
 
@@ -115,6 +115,6 @@ func TestBothSurfacesGRPC(t *testing.T) {
 // kioku.v1's, and the reverse.
 func TestBothSurfacesREST(t *testing.T) {
 	k := startKioku(t, nil)
-	v := k.sessionRESTClient(t)
+	v := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	bothSurfaces(t, v, client.New(k.url))
 }
