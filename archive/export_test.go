@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
@@ -92,7 +93,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	_, err := f.sessions.UpdateState(ctx, sessions.StateRef{App: "a2"}, map[string]any{"app:only": true})
 	must(err)
 
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorybank.Scope{"user_id": "u1"}, Topics: []string{memorybank.TopicUserPreferences}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorybank.Scope{"user_id": "u1"}, Topics: []string{appconfig.TopicUserPreferences}})
 	must(err)
 	_, err = f.memories.UpdateMemory(ctx, "a1", "m1", memorybank.MemoryUpdate{Fact: ptr("Ann likes green tea.")})
 	must(err)
@@ -101,7 +102,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m3", Fact: "Ann had a cold.", Scope: memorybank.Scope{"user_id": "u1"}})
 	must(err)
 	must(f.memories.DeleteMemory(ctx, "a1", "m3"))
-	_, err = f.memories.UpdateConfig(ctx, &memorybank.BankConfig{App: "a1", MemoryTTL: 48 * time.Hour, Trigger: memorybank.Trigger{EventCount: 10}}, nil)
+	_, err = f.memories.UpdateConfig(ctx, &appconfig.Config{App: "a1", MemoryTTL: 48 * time.Hour, Trigger: appconfig.Trigger{EventCount: 10}}, nil)
 	must(err)
 	f.op, err = f.memories.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Facts: []memorybank.DirectFact{{Fact: "Ann is learning Go."}}})
 	must(err)

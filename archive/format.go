@@ -18,6 +18,9 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -25,7 +28,7 @@ import (
 // Version is the version of the format this package writes. It reads
 // every version from 1 (version 2 added the memory files, which a
 // version-1 archive does not hold; version 3 memories' display names,
-// descriptions and typed metadata values, in memorybank.Metadata's stored
+// descriptions and typed metadata values, in metadata.Map's stored
 // form, which reads the string values of before as they were).
 const Version = 3
 
@@ -92,7 +95,7 @@ type Record struct {
 	// session_deleted record.
 	Of sessions.Key
 	// Config is a memory_bank_config record.
-	Config *memorybank.BankConfig
+	Config *appconfig.Config
 	// Memory is a memory record, with its vector.
 	Memory *memorybank.Memory
 	// Revision is a revision record.
@@ -162,25 +165,25 @@ type (
 		Config json.RawMessage `json:"config"`
 	}
 	memoryRecord struct {
-		Kind           Kind                     `json:"kind"`
-		Name           string                   `json:"name"`
-		Fact           string                   `json:"fact"`
-		DisplayName    string                   `json:"display_name,omitempty"`
-		Description    string                   `json:"description,omitempty"`
-		Scope          map[string]string        `json:"scope"`
-		Topics         []string                 `json:"topics,omitempty"`
-		Metadata       memorybank.Metadata      `json:"metadata,omitempty"`
-		Sources        json.RawMessage          `json:"sources,omitempty"`
-		CreateTime     time.Time                `json:"create_time,omitzero"`
-		UpdateTime     time.Time                `json:"update_time,omitzero"`
-		ExpireTime     time.Time                `json:"expire_time,omitzero"`
-		EventTime      time.Time                `json:"event_time,omitzero"`
-		StatedTime     time.Time                `json:"stated_time,omitzero"`
-		Revision       int64                    `json:"revision"`
-		Deleted        bool                     `json:"deleted,omitempty"`
-		EmbeddingModel string                   `json:"embedding_model,omitempty"`
-		Embedding      string                   `json:"embedding,omitempty"`
-		Profile        *memorybank.ProfileField `json:"profile,omitempty"` // absent: natural language
+		Kind           Kind              `json:"kind"`
+		Name           string            `json:"name"`
+		Fact           string            `json:"fact"`
+		DisplayName    string            `json:"display_name,omitempty"`
+		Description    string            `json:"description,omitempty"`
+		Scope          map[string]string `json:"scope"`
+		Topics         []string          `json:"topics,omitempty"`
+		Metadata       metadata.Map      `json:"metadata,omitempty"`
+		Sources        json.RawMessage   `json:"sources,omitempty"`
+		CreateTime     time.Time         `json:"create_time,omitzero"`
+		UpdateTime     time.Time         `json:"update_time,omitzero"`
+		ExpireTime     time.Time         `json:"expire_time,omitzero"`
+		EventTime      time.Time         `json:"event_time,omitzero"`
+		StatedTime     time.Time         `json:"stated_time,omitzero"`
+		Revision       int64             `json:"revision"`
+		Deleted        bool              `json:"deleted,omitempty"`
+		EmbeddingModel string            `json:"embedding_model,omitempty"`
+		Embedding      string            `json:"embedding,omitempty"`
+		Profile        *profile.Field    `json:"profile,omitempty"` // absent: natural language
 	}
 	revisionRecord struct {
 		Kind     Kind            `json:"kind"`
@@ -289,7 +292,7 @@ func (w *Writer) SessionDeleted(key sessions.Key) error {
 }
 
 // Config writes a memory_bank_config record.
-func (w *Writer) Config(c *memorybank.BankConfig) error {
+func (w *Writer) Config(c *appconfig.Config) error {
 	body, err := record.MarshalConfig(c)
 	if err != nil {
 		return err

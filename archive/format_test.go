@@ -15,6 +15,8 @@ import (
 
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -119,11 +121,11 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	sess := filled[sessions.Session](f)
 	event := filled[sessions.Event](f)
 	event.Partial = false // never stored
-	config := filled[memorybank.BankConfig](f)
+	config := filled[appconfig.Config](f)
 	mem := filled[memorybank.Memory](f)
 	// Metadata of every type (the filler leaves values empty strings).
-	mem.Metadata = memorybank.Metadata{"s": memorybank.StringValue("x"), "d": memorybank.DoubleValue(-2.5e-3),
-		"b": memorybank.BoolValue(true), "t": memorybank.TimestampValue(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))}
+	mem.Metadata = metadata.Map{"s": metadata.String("x"), "d": metadata.Double(-2.5e-3),
+		"b": metadata.Bool(true), "t": metadata.Timestamp(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))}
 	rev := filled[memorybank.Revision](f)
 	rev.Action = memorybank.Updated
 	wm := filled[memorybank.Watermark](f)
@@ -206,7 +208,7 @@ func TestReadsMemoriesOfVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "n": memorybank.StringValue("2")}
+	want := metadata.Map{"source": metadata.String("chat"), "n": metadata.String("2")}
 	if m := rec.Memory; m == nil || m.Fact != "The user likes tea." || m.DisplayName != "" || !m.Metadata.Equal(want) {
 		t.Fatalf("version-2 memory read as %+v", rec.Memory)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
@@ -317,7 +318,7 @@ func (im *importer) watermark(ctx context.Context, w *memorybank.Watermark) erro
 
 // config writes an app's configuration unless the target's is the same,
 // and refuses to replace one changed after the archive's.
-func (im *importer) config(ctx context.Context, c *memorybank.BankConfig) error {
+func (im *importer) config(ctx context.Context, c *appconfig.Config) error {
 	cur, err := im.st.Memories.GetConfig(ctx, c.App)
 	if err != nil {
 		return err

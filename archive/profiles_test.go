@@ -8,6 +8,8 @@ import (
 
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -22,9 +24,9 @@ func TestRoundTripKeepsProfiles(t *testing.T) {
 	svc := func(st archive.Stores) *memorybank.Service {
 		return memorybank.NewService(st.Memories, memorybank.Config{Now: func() time.Time { return now }, Embedder: model.Offline{}})
 	}
-	schema := memorybank.ProfileSchema{ID: "user-profile", ScopeKeys: []string{"user_id"}, Fields: []memorybank.ProfileFieldSchema{
-		{Name: "preferred_language", Type: memorybank.FieldString}, {Name: "age", Type: memorybank.FieldInteger}}}
-	if _, err := svc(src).UpdateConfig(ctx, &memorybank.BankConfig{App: "a1", Profiles: []memorybank.ProfileSchema{schema}}, nil); err != nil {
+	schema := profile.Schema{ID: "user-profile", ScopeKeys: []string{"user_id"}, Fields: []profile.FieldSchema{
+		{Name: "preferred_language", Type: profile.FieldString}, {Name: "age", Type: profile.FieldInteger}}}
+	if _, err := svc(src).UpdateConfig(ctx, &appconfig.Config{App: "a1", Profiles: []profile.Schema{schema}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The fields as generation writes them: preferred_language changed
@@ -32,8 +34,8 @@ func TestRoundTripKeepsProfiles(t *testing.T) {
 	scope := memorybank.Scope{"user_id": "u1"}
 	put := func(id string, rev int64, field string, value any) {
 		t.Helper()
-		p := &memorybank.ProfileField{SchemaID: "user-profile", Field: field, Value: value}
-		m := &memorybank.Memory{App: "a1", ID: id, Scope: scope, Profile: p, Fact: field + ": " + memorybank.ValueText(value),
+		p := &profile.Field{SchemaID: "user-profile", Field: field, Value: value}
+		m := &memorybank.Memory{App: "a1", ID: id, Scope: scope, Profile: p, Fact: field + ": " + profile.ValueText(value),
 			CreateTime: now.Add(-time.Hour), UpdateTime: now.Add(time.Duration(rev) * time.Second), Revision: rev}
 		vec, err := model.Offline{}.Embed(ctx, []string{m.Fact}, model.TaskDocument)
 		if err != nil {

@@ -5,22 +5,23 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 )
 
 // GetConfig returns an app's configuration.
-func (s *Service) GetConfig(ctx context.Context, app string) (*BankConfig, error) {
+func (s *Service) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
 	return s.store.GetConfig(ctx, app)
 }
 
-// The fields of BankConfig an update mask may name.
+// The fields of appconfig.Config an update mask may name.
 var configFields = []string{"managed_topics", "custom_topics", "generation_examples", "memory_ttl", "revision_ttl", "generation_trigger", "retrieval", "compaction_trigger", "pii_redaction", "profile_schemas"}
 
 // UpdateConfig changes the fields of an app's configuration named in mask
 // (all of them when mask is empty) to those of c.
-func (s *Service) UpdateConfig(ctx context.Context, c *BankConfig, mask []string) (*BankConfig, error) {
+func (s *Service) UpdateConfig(ctx context.Context, c *appconfig.Config, mask []string) (*appconfig.Config, error) {
 	if err := validateApp(c.App); err != nil {
 		return nil, err
 	}
@@ -79,12 +80,12 @@ const configTTL = 5 * time.Second
 // AppConfig returns an app's configuration as the hot paths read it (the
 // appends that may trigger a generation or a compaction): cached for a few
 // seconds, and read afresh after an UpdateConfig through this Service.
-func (s *Service) AppConfig(ctx context.Context, app string) (*BankConfig, error) {
+func (s *Service) AppConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	return s.config(ctx, app)
 }
 
 // config returns an app's configuration, cached briefly.
-func (s *Service) config(ctx context.Context, app string) (*BankConfig, error) {
+func (s *Service) config(ctx context.Context, app string) (*appconfig.Config, error) {
 	now := s.now()
 	s.configMu.Lock()
 	c, ok := s.configCache[app]

@@ -9,15 +9,17 @@
 // # Memories, scopes and revisions
 //
 // A Memory is a short fact with a Scope (a map such as {"user_id": "u1"};
-// retrieval matches it exactly), topics, metadata and provenance (the
-// sessions and events it came from). Memories belong to an app and never
+// retrieval matches it exactly), topics, typed metadata (package
+// memorybank/metadata) and provenance (the sessions and events it came
+// from). Memories belong to an app and never
 // cross apps. Every change records a Revision (the new fact, the candidate
 // facts that led to it, the sources, the operation); revisions are never
 // rewritten, a deleted memory keeps them, and RollbackMemory restores any of
-// them (memories.go, revisions.go). An app's BankConfig (config.go) says
+// them (memories.go, revisions.go). An app's configuration (package
+// memorybank/appconfig; config.go here validates and caches it) says
 // which topics to extract, the TTLs, the generation trigger,
-// retrieval's fusion and the redaction of personal data (PIIRedaction,
-// redaction.go: with it on, every text sent to a model goes through
+// retrieval's fusion and the redaction of personal data
+// (appconfig.Redaction, redaction.go: with it on, every text sent to a model goes through
 // redact.Generator, every fact is redacted before it is stored, and
 // queries and re-embedded facts before they are embedded, while the
 // sessions' events stay as they were appended). It also keeps the app's
@@ -108,8 +110,8 @@
 //
 // An app's configuration may declare profile schemas (Vertex AI Memory
 // Bank's memory profiles): JSON Schema objects of named scalar fields
-// under a schema id (ProfileSchema, ProfileSchemaFor makes one from a Go
-// type). Generation fills them within its extraction call, one profile
+// under a schema id (package memorybank/profile: profile.Schema;
+// profile.SchemaFor makes one from a Go type). Generation fills them within its extraction call, one profile
 // per schema and scope, and consolidates them per field without a model
 // call (profile_generation.go); each field is a memory of type
 // StructuredProfile (Memory.Profile) with revisions. RetrieveProfiles

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
@@ -73,7 +75,7 @@ type Filter struct {
 	Rest filter.Expr
 	// ExactMetadata, when set, keeps only the memories whose metadata is
 	// exactly it (a generation's RequireExactMatch).
-	ExactMetadata *Metadata
+	ExactMetadata *metadata.Map
 	// Types are the types of memories that match (Memory.Type); empty
 	// means NaturalLanguage only, so that listings and searches return
 	// natural-language memories unless asked for profile fields
@@ -202,7 +204,7 @@ func matchMemory(m *Memory, c *filter.Cond) bool {
 		return c.MatchString(m.DisplayName)
 	case "topics", "topics.managed_memory_topic", "topics.custom_memory_topic_label":
 		has := slices.Contains(m.Topics, c.Value.Text)
-		if _, managed := ManagedTopics[c.Value.Text]; c.Field.Name == "topics.managed_memory_topic" && !managed ||
+		if _, managed := appconfig.ManagedTopics[c.Value.Text]; c.Field.Name == "topics.managed_memory_topic" && !managed ||
 			c.Field.Name == "topics.custom_memory_topic_label" && managed {
 			has = false
 		}
@@ -227,22 +229,22 @@ func matchMemory(m *Memory, c *filter.Cond) bool {
 
 // matchMetadata compares a metadata value with a condition's value, read
 // as the value's type (see the fields above).
-func matchMetadata(v MetadataValue, c *filter.Cond) bool {
+func matchMetadata(v metadata.Value, c *filter.Cond) bool {
 	text := c.Value.Text
 	switch v.Kind() {
-	case MetadataDouble:
+	case metadata.KindDouble:
 		n, err := strconv.ParseFloat(text, 64)
 		if err != nil || math.IsNaN(n) {
 			return c.Op == filter.Ne
 		}
 		return filter.Decide(c.Op, compare(v.Double(), n))
-	case MetadataBool:
+	case metadata.KindBool:
 		if text != "true" && text != "false" {
 			return c.Op == filter.Ne
 		}
 		b := text == "true"
 		return filter.Decide(c.Op, compare(boolInt(v.Bool()), boolInt(b)))
-	case MetadataTimestamp:
+	case metadata.KindTimestamp:
 		t, err := filter.ParseTime(text)
 		if err != nil {
 			return c.Op == filter.Ne

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
@@ -78,10 +79,10 @@ func TestFilterMatches(t *testing.T) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	m := &memorybank.Memory{
 		Fact: "The user likes tea.", DisplayName: "tea", Topics: []string{"USER_PREFERENCES", "DRINKS"},
-		Metadata: memorybank.Metadata{
-			"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(2.5),
-			"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(at.Add(300 * time.Millisecond)),
-			"two": memorybank.StringValue("2"),
+		Metadata: metadata.Map{
+			"source": metadata.String("chat"), "score": metadata.Double(2.5),
+			"pinned": metadata.Bool(true), "seen": metadata.Timestamp(at.Add(300 * time.Millisecond)),
+			"two": metadata.String("2"),
 		},
 		CreateTime: at, UpdateTime: at.Add(time.Hour), EventTime: at.AddDate(0, -1, 0),
 	}
@@ -134,7 +135,7 @@ func TestFilterMatches(t *testing.T) {
 	if f := (memorybank.Filter{ExactMetadata: &same}); f.Matches(m) {
 		t.Error("ExactMetadata with a key less matches")
 	}
-	none := memorybank.Metadata{}
+	none := metadata.Map{}
 	if f := (memorybank.Filter{ExactMetadata: &none}); !f.Matches(&memorybank.Memory{}) || f.Matches(m) {
 		t.Error("empty ExactMetadata: matches a memory without metadata, only")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -97,7 +98,7 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*jo
 	if err := validateMetadata("metadata", r.Metadata); err != nil {
 		return nil, err
 	}
-	if r.MergeStrategy < MergeUnspecified || r.MergeStrategy > RequireExactMatch {
+	if r.MergeStrategy < metadata.MergeUnspecified || r.MergeStrategy > metadata.RequireExactMatch {
 		return nil, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy %d is not a strategy", r.MergeStrategy)
 	}
 	return s.enqueue(ctx, r.App, KindGenerate, r.Scope.Key(), encodeGenerate(r))
@@ -153,8 +154,8 @@ type GenerateRequest struct {
 	AllowedTopics        []string
 	// Metadata is given to the memories the generation creates, and
 	// applied to those it updates as MergeStrategy says.
-	Metadata      Metadata
-	MergeStrategy MergeStrategy
+	Metadata      metadata.Map
+	MergeStrategy metadata.MergeStrategy
 }
 
 // DirectFact is one fact given directly.

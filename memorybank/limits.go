@@ -8,6 +8,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
 // Limits of the memory bank's inputs, part of the API contract.
@@ -37,6 +39,11 @@ const (
 	// MaxEventsPerOperation bounds the events one generation reads from a
 	// session; a longer backlog is taken by the next generations.
 	MaxEventsPerOperation = 400
+	// MaxFactsPerExtraction bounds the facts of one extraction reply (a
+	// generation reads at most MaxEventsPerOperation events from a session): a
+	// reply with more is refused, not cut, since a model that lists them is
+	// not following its instructions.
+	MaxFactsPerExtraction = 500
 )
 
 var (
@@ -106,9 +113,9 @@ func validateID(field, id string) error {
 }
 
 // validateConfig checks a configuration.
-func validateConfig(c *BankConfig) error {
+func validateConfig(c *appconfig.Config) error {
 	for _, t := range c.ManagedTopics {
-		if _, ok := ManagedTopics[t]; !ok {
+		if _, ok := appconfig.ManagedTopics[t]; !ok {
 			return fault.Invalidf("managed_topics: %q is not a managed topic (USER_PERSONAL_INFO, USER_PREFERENCES, KEY_CONVERSATION_DETAILS, EXPLICIT_INSTRUCTIONS)", t)
 		}
 	}
@@ -120,7 +127,7 @@ func validateConfig(c *BankConfig) error {
 		if !topicLabel.MatchString(t.Label) {
 			return fault.Invalidf("custom_topics: label %q must be 1 to 63 upper-case letters, digits or '_'", t.Label)
 		}
-		if _, ok := ManagedTopics[t.Label]; ok || seen[t.Label] {
+		if _, ok := appconfig.ManagedTopics[t.Label]; ok || seen[t.Label] {
 			return fault.Invalidf("custom_topics: label %q is used twice or is a managed topic", t.Label)
 		}
 		seen[t.Label] = true
@@ -164,7 +171,7 @@ func validateConfig(c *BankConfig) error {
 	if c.Trigger.IdleDuration != 0 && c.Trigger.IdleDuration < time.Second {
 		return fault.Invalidf("generation_trigger.idle_duration must be at least 1s")
 	}
-	return validateProfileSchemas(c.Profiles)
+	return profile.ValidateSchemas(c.Profiles)
 }
 
 // validateTimes checks a memory's event and stated times: zero, or within

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -20,7 +22,7 @@ type MemoryInput struct {
 	DisplayName string
 	Description string
 	Topics      []string
-	Metadata    Metadata
+	Metadata    metadata.Map
 	ExpireTime  time.Time
 	TTL         time.Duration
 	// EventTime and StatedTime, when set, say when the fact happened and
@@ -91,7 +93,7 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	return m, nil
 }
 
-func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, metadata Metadata) error {
+func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, md metadata.Map) error {
 	if err := validateFact(field+".fact", fact); err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func (s *Service) validateMemory(field, fact string, scope Scope, topics []strin
 	if err := validateTopics(field+".topics", topics); err != nil {
 		return err
 	}
-	return validateMetadata(field+".metadata", metadata)
+	return validateMetadata(field+".metadata", md)
 }
 
 // MemoryScope returns the scope of a memory, deleted or expired ones
@@ -249,7 +251,7 @@ type MemoryUpdate struct {
 	DisplayName *string
 	Description *string
 	Topics      *[]string
-	Metadata    *Metadata
+	Metadata    *metadata.Map
 	ExpireTime  *time.Time // pointer to zero: never expires
 	TTL         *time.Duration
 	// EventTime and StatedTime: pointers to zero clear them.
@@ -388,7 +390,7 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 // caller reads the memory again. With the app's redaction on it redacts
 // the fact first. It embeds the fact when it changed, or when m has no
 // vector of the current embedder.
-func (s *Service) writeRevision(ctx context.Context, cfg *BankConfig, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
+func (s *Service) writeRevision(ctx context.Context, cfg *appconfig.Config, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
 	red, err := s.Redactor(cfg)
 	if err != nil {
 		return err

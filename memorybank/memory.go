@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/memorybank/retrieval"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
 // Scope says whom a memory is about, for example {"user_id": "u1"}.
@@ -49,9 +49,9 @@ func (s Scope) String() string {
 	return string(b)
 }
 
-// ScopeKeyUser returns the user a scope's key names (its ScopeUser
+// scopeKeyUser returns the user a scope's key names (its ScopeUser
 // entry), or "": the owner of the operations keyed by it (jobs.Kind.Owner).
-func ScopeKeyUser(key string) string { return ParseScopeKey(key).User() }
+func scopeKeyUser(key string) string { return ParseScopeKey(key).User() }
 
 // ParseScopeKey is the inverse of Scope.Key.
 func ParseScopeKey(key string) Scope {
@@ -105,7 +105,7 @@ type Memory struct {
 	DisplayName string
 	Description string
 	Topics      []string
-	Metadata    Metadata
+	Metadata    metadata.Map
 	CreateTime  time.Time
 	UpdateTime  time.Time
 	// ExpireTime is when the memory expires; zero means never.
@@ -128,7 +128,7 @@ type Memory struct {
 	// Profile, when set, makes the memory a field of a structured profile
 	// (its Type is StructuredProfile): the field's value, which Fact
 	// renders (see profiles.go). Nil: a natural-language memory.
-	Profile *ProfileField
+	Profile *profile.Field
 }
 
 // Type returns the memory's type: StructuredProfile when it holds a
@@ -147,13 +147,13 @@ func (m *Memory) Name() string { return aip.MemoryName(m.App, m.ID) }
 // strings plus a little per field for names, times and framing (the
 // vector is never sent).
 func (m *Memory) responseBytes() int {
-	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + len(m.DisplayName) + len(m.Description) + mapBytes(m.Scope) + listBytes(m.Topics) + m.Metadata.bytes() + sourcesBytes(m.Sources)
+	return 128 + len(m.App) + len(m.ID) + len(m.Fact) + len(m.DisplayName) + len(m.Description) + mapBytes(m.Scope) + listBytes(m.Topics) + metadataBytes(m.Metadata) + sourcesBytes(m.Sources)
 }
 
 // responseBytes estimates the size of the revision in a response, as
 // Memory.responseBytes does.
 func (r *Revision) responseBytes() int {
-	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + r.Metadata.bytes() +
+	return 128 + len(r.App) + len(r.MemoryID) + len(r.Fact) + mapBytes(r.Scope) + listBytes(r.Topics) + metadataBytes(r.Metadata) +
 		listBytes(r.ExtractedFacts) + sourcesBytes(r.Sources) + len(r.Operation) + len(r.Reason)
 }
 
@@ -207,7 +207,7 @@ func (m *Memory) clone() *Memory {
 	c.Topics = slices.Clone(m.Topics)
 	c.Metadata = m.Metadata.Clone()
 	c.Sources = mergeSources(nil, m.Sources)
-	c.Profile = m.Profile.clone()
+	c.Profile = m.Profile.Clone()
 	return &c
 }
 
@@ -262,7 +262,7 @@ type Revision struct {
 	Fact     string
 	Scope    Scope
 	Topics   []string
-	Metadata Metadata
+	Metadata metadata.Map
 	// ExtractedFacts are the candidate facts that led to the change.
 	ExtractedFacts []string
 	Sources        []Source
@@ -275,103 +275,10 @@ type Revision struct {
 	EventTime, StatedTime time.Time
 	// Profile is the memory's profile field after the change (nil for a
 	// natural-language memory).
-	Profile *ProfileField
+	Profile *profile.Field
 }
 
 // Name returns the revision's resource name.
 func (r *Revision) Name() string {
 	return aip.RevisionName(r.App, r.MemoryID, strconv.FormatInt(r.Number, 10))
-}
-
-// The managed memory topics.
-const (
-	TopicUserPersonalInfo       = "USER_PERSONAL_INFO"
-	TopicUserPreferences        = "USER_PREFERENCES"
-	TopicKeyConversationDetails = "KEY_CONVERSATION_DETAILS"
-	TopicExplicitInstructions   = "EXPLICIT_INSTRUCTIONS"
-)
-
-// ManagedTopics describes the managed topics, for the extraction prompt.
-var ManagedTopics = map[string]string{
-	TopicUserPersonalInfo:       "Significant personal information about the user: names, relationships, hobbies, important dates, work, where they live.",
-	TopicUserPreferences:        "The user's stated or implied likes, dislikes, preferred styles and patterns.",
-	TopicKeyConversationDetails: "Important milestones or conclusions within the dialogue: decisions, outcomes, plans.",
-	TopicExplicitInstructions:   "Information the user explicitly asked to be remembered or forgotten.",
-}
-
-// managedOrder is the order of the managed topics in prompts.
-var managedOrder = []string{TopicUserPersonalInfo, TopicUserPreferences, TopicKeyConversationDetails, TopicExplicitInstructions}
-
-// CustomTopic is an app's own topic.
-type CustomTopic struct {
-	Label       string
-	Description string
-}
-
-// Example is a few-shot example for extraction.
-type Example struct {
-	Events        []*sessions.Event
-	ExpectedFacts []string
-}
-
-// Trigger makes memories appear without the caller asking.
-type Trigger struct {
-	// EventCount generates from a session every time this many new events
-	// have been appended to it since its last generation; 0 is off.
-	EventCount int
-	// IdleDuration generates from a session once it has been idle this
-	// long; 0 is off.
-	IdleDuration time.Duration
-}
-
-// Retrieval tunes an app's similarity search.
-type Retrieval struct {
-	// Fusion combines the two sides of hybrid retrieval.
-	Fusion retrieval.Fusion
-}
-
-// BankConfig is an app's memory bank configuration.
-type BankConfig struct {
-	App string
-	// ManagedTopics to extract; empty (with no custom topics) means all.
-	ManagedTopics []string
-	CustomTopics  []CustomTopic
-	Examples      []Example
-	// MemoryTTL and RevisionTTL make new memories and revisions expire.
-	MemoryTTL   time.Duration
-	RevisionTTL time.Duration
-	Trigger     Trigger
-	Retrieval   Retrieval
-	// Compaction compacts the app's sessions without the caller asking:
-	// package sessions' setting, kept in the memory bank's configuration,
-	// where kioku.v1's MemoryBankConfig has it (see the package
-	// documentation).
-	Compaction sessions.CompactionTrigger
-	// PIIRedaction redacts personal data from what the app's memory bank
-	// and compactions send to models and from the memories stored.
-	PIIRedaction PIIRedaction
-	// Profiles are the app's structured profile schemas (see
-	// profiles.go): generation fills one profile per schema and scope.
-	Profiles   []ProfileSchema
-	UpdateTime time.Time
-}
-
-// Topics returns the topics extraction may use: label → description.
-func (c *BankConfig) Topics() (labels []string, descriptions map[string]string) {
-	descriptions = map[string]string{}
-	managed := c.ManagedTopics
-	if len(managed) == 0 && len(c.CustomTopics) == 0 {
-		managed = managedOrder
-	}
-	for _, t := range managedOrder {
-		if slices.Contains(managed, t) {
-			labels = append(labels, t)
-			descriptions[t] = ManagedTopics[t]
-		}
-	}
-	for _, t := range c.CustomTopics {
-		labels = append(labels, t.Label)
-		descriptions[t.Label] = t.Description
-	}
-	return labels, descriptions
 }

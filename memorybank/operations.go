@@ -11,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -27,7 +29,7 @@ const coalesceMax = 8
 func (s *Service) register(e *jobs.Engine) {
 	describe := func(key string) string { return "scope " + ParseScopeKey(key).String() }
 	e.Register(jobs.Kind{
-		Name: KindGenerate, Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations", Owner: ScopeKeyUser,
+		Name: KindGenerate, Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser,
 		Timeout: s.cfg.AttemptTimeout,
 		// Generations of one scope share a run when they have the same
 		// options (metadata included) and the same kind of input (facts
@@ -43,7 +45,7 @@ func (s *Service) register(e *jobs.Engine) {
 		},
 		Ended: s.generationEnded,
 	})
-	e.Register(jobs.Kind{Name: KindPurge, Run: s.purge, Describe: describe, Noun: "memory operations", Owner: ScopeKeyUser})
+	e.Register(jobs.Kind{Name: KindPurge, Run: s.purge, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser})
 }
 
 // Job is a memory bank operation's request and what it did, decoded from
@@ -140,7 +142,7 @@ type generateRecord struct {
 	FactsEventIDs        []string          `json:"facts_event_ids,omitempty"`
 	DisableConsolidation bool              `json:"disable_consolidation,omitempty"`
 	AllowedTopics        []string          `json:"allowed_topics,omitempty"`
-	Metadata             Metadata          `json:"metadata,omitempty"`
+	Metadata             metadata.Map      `json:"metadata,omitempty"`
 	// MergeStrategy is the strategy's name (MergeStrategy.String).
 	MergeStrategy string `json:"metadata_merge_strategy,omitempty"`
 }
@@ -177,23 +179,23 @@ type generatedRecord struct {
 
 // memoryRecord is a memory in a generation's result (without its vector).
 type memoryRecord struct {
-	ID             string        `json:"id"`
-	Fact           string        `json:"fact"`
-	Scope          Scope         `json:"scope"`
-	DisplayName    string        `json:"display_name,omitempty"`
-	Description    string        `json:"description,omitempty"`
-	Topics         []string      `json:"topics,omitempty"`
-	Metadata       Metadata      `json:"metadata,omitempty"`
-	Sources        []Source      `json:"sources,omitempty"`
-	CreateNS       int64         `json:"create_ns"`
-	UpdateNS       int64         `json:"update_ns"`
-	ExpireNS       int64         `json:"expire_ns,omitempty"`
-	Revision       int64         `json:"revision"`
-	Deleted        bool          `json:"deleted,omitempty"`
-	EmbeddingModel string        `json:"embedding_model,omitempty"`
-	EventNS        int64         `json:"event_ns,omitempty"`
-	StatedNS       int64         `json:"stated_ns,omitempty"`
-	Profile        *ProfileField `json:"profile,omitempty"`
+	ID             string         `json:"id"`
+	Fact           string         `json:"fact"`
+	Scope          Scope          `json:"scope"`
+	DisplayName    string         `json:"display_name,omitempty"`
+	Description    string         `json:"description,omitempty"`
+	Topics         []string       `json:"topics,omitempty"`
+	Metadata       metadata.Map   `json:"metadata,omitempty"`
+	Sources        []Source       `json:"sources,omitempty"`
+	CreateNS       int64          `json:"create_ns"`
+	UpdateNS       int64          `json:"update_ns"`
+	ExpireNS       int64          `json:"expire_ns,omitempty"`
+	Revision       int64          `json:"revision"`
+	Deleted        bool           `json:"deleted,omitempty"`
+	EmbeddingModel string         `json:"embedding_model,omitempty"`
+	EventNS        int64          `json:"event_ns,omitempty"`
+	StatedNS       int64          `json:"stated_ns,omitempty"`
+	Profile        *profile.Field `json:"profile,omitempty"`
 }
 
 func sessionName(k *sessions.Key) string {
@@ -261,7 +263,7 @@ func decodeGenerate(op *jobs.Operation) (*GenerateRequest, error) {
 		Metadata: r.Metadata,
 	}
 	var err error
-	if g.MergeStrategy, err = ParseMergeStrategy("generate.metadata_merge_strategy", r.MergeStrategy); err != nil {
+	if g.MergeStrategy, err = metadata.ParseMergeStrategy("generate.metadata_merge_strategy", r.MergeStrategy); err != nil {
 		return nil, err
 	}
 	if g.Session, err = parseSessionName("generate.session", r.Session); err != nil {

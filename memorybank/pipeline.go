@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 )
@@ -161,7 +162,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 
 // extract makes the extraction call and returns the candidates: the
 // facts, and the fields of the profiles p asks for (nil: none).
-func (r *genRun) extract(ctx context.Context, cfg *BankConfig, allowed []string, conv *conversation, p *profileRun) ([]candidate, []profileCandidate, error) {
+func (r *genRun) extract(ctx context.Context, cfg *appconfig.Config, allowed []string, conv *conversation, p *profileRun) ([]candidate, []profileCandidate, error) {
 	s := r.s
 	if s.gen == nil {
 		return nil, nil, fault.New(fault.FailedPrecondition, "generating memories from events needs a generation model; configure one with %s", model.Settings)
@@ -382,7 +383,7 @@ func (s *Service) embedAll(ctx context.Context, texts []string) ([][]float32, er
 // led to it (not every fact of the run, which made the revisions of one
 // generation grow with the square of its facts). meta is the generation's
 // metadata and how it applies to the memories it updates.
-func (s *Service) applyPlan(ctx context.Context, cfg *BankConfig, app string, scope Scope, meta metadataChange, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, meta metadataChange, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	// Embed every new text in one call.
 	var texts []string
 	for _, p := range plan {

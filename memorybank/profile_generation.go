@@ -10,6 +10,8 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
 // Generation fills profiles within the extraction call: when profile
@@ -29,13 +31,13 @@ import (
 // profileRun is what a generation knows of the scope's profiles: the
 // schemas that apply and the fields filled so far.
 type profileRun struct {
-	schemas []*ProfileSchema
+	schemas []*profile.Schema
 	current map[profileKey]*Memory
 }
 
 // profiles returns the profiles a generation of scope fills from events:
 // nil when no schema applies or there are no events to read.
-func (s *Service) profiles(ctx context.Context, cfg *BankConfig, app string, scope Scope, events bool) (*profileRun, error) {
+func (s *Service) profiles(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, events bool) (*profileRun, error) {
 	if !events {
 		return nil, nil
 	}
@@ -48,7 +50,7 @@ func (s *Service) profiles(ctx context.Context, cfg *BankConfig, app string, sco
 	if len(p.schemas) == 0 {
 		return nil, nil
 	}
-	mems, err := s.store.ProfileMemories(ctx, app, scope.Key(), s.now(), MaxProfileMemories)
+	mems, err := s.store.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func (p *profileRun) prompt(system, user string) (string, string) {
 		for _, f := range ps.Fields {
 			v := "(not known)"
 			if m := p.current[profileKey{ps.ID, f.Name}]; m != nil {
-				v = ValueText(m.Profile.Value)
+				v = profile.ValueText(m.Profile.Value)
 			}
 			fmt.Fprintf(&u, "- %s: %s\n", f.Name, v)
 		}
@@ -135,7 +137,7 @@ func (p *profileRun) replySchema(s *jsonschema.Schema) *jsonschema.Schema {
 
 // profileReplySchema is the schema of a profile field in the extraction
 // reply: {value, events}.
-func profileReplySchema(f *ProfileFieldSchema) *jsonschema.Schema {
+func profileReplySchema(f *profile.FieldSchema) *jsonschema.Schema {
 	value := &jsonschema.Schema{Type: f.Type, Description: "The field's complete new value."}
 	for _, e := range f.Enum {
 		value.Enum = append(value.Enum, e)
@@ -158,8 +160,8 @@ type profileReply struct {
 
 // profileCandidate is a field's value found by extraction.
 type profileCandidate struct {
-	schema *ProfileSchema
-	field  *ProfileFieldSchema
+	schema *profile.Schema
+	field  *profile.FieldSchema
 	value  any
 	events []int
 	// sources and stated are as a candidate fact's.
@@ -169,7 +171,7 @@ type profileCandidate struct {
 
 // fact returns the candidate as a memory's fact ("name: value").
 func (c *profileCandidate) fact() string {
-	return (&ProfileField{Field: c.field.Name, Value: c.value}).fact()
+	return (&profile.Field{Field: c.field.Name, Value: c.value}).Fact()
 }
 
 // parse checks the reply's profile fields, as parseExtraction checks its
@@ -186,7 +188,7 @@ func (p *profileRun) parse(reply map[string]map[string]profileReply, conv *conve
 		return nil, nil
 	}
 	for id := range reply {
-		if !slices.ContainsFunc(p.schemas, func(ps *ProfileSchema) bool { return ps.ID == id }) {
+		if !slices.ContainsFunc(p.schemas, func(ps *profile.Schema) bool { return ps.ID == id }) {
 			return nil, fmt.Errorf("it fills the profile %q, which was not asked for", aip.Truncate(id, 100))
 		}
 	}
@@ -194,7 +196,7 @@ func (p *profileRun) parse(reply map[string]map[string]profileReply, conv *conve
 	for _, ps := range p.schemas {
 		fields := reply[ps.ID]
 		for name := range fields {
-			if ps.field(name) == nil {
+			if ps.Field(name) == nil {
 				return nil, fmt.Errorf("it fills the field %q, which profile %s does not have", aip.Truncate(name, 100), ps.ID)
 			}
 		}
@@ -204,7 +206,7 @@ func (p *profileRun) parse(reply map[string]map[string]profileReply, conv *conve
 			if !ok {
 				continue
 			}
-			v, ok, err := fieldValue(f, r.Value)
+			v, ok, err := f.Convert(r.Value)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %v", ps.ID, err)
 			}
@@ -240,7 +242,7 @@ func withoutProfileFacts(facts []candidate, fields []profileCandidate) []candida
 			if !subsetInts(c.events, f.events) {
 				continue
 			}
-			if containsWords(c.fact, ValueText(f.value)) {
+			if containsWords(c.fact, profile.ValueText(f.value)) {
 				return true
 			}
 		}
@@ -285,7 +287,7 @@ func isWordByte(b byte) bool {
 // and to the operation's result: per field, a creation, a confirmation
 // (new sources) or an update with a revision; a field that already holds
 // the value with these sources is reported unchanged.
-func (s *Service) applyProfile(ctx context.Context, cfg *BankConfig, app string, scope Scope, p *profileRun, cands []profileCandidate, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, p *profileRun, cands []profileCandidate, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
 	if len(cands) == 0 {
 		return nil
 	}
@@ -301,12 +303,12 @@ func (s *Service) applyProfile(ctx context.Context, cfg *BankConfig, app string,
 	}
 	next := 0
 	for _, c := range cands {
-		field := &ProfileField{SchemaID: c.schema.ID, Field: c.field.Name, Value: c.value}
+		field := &profile.Field{SchemaID: c.schema.ID, Field: c.field.Name, Value: c.value}
 		extracted := []string{c.fact()}
 		cur := p.current[profileKey{c.schema.ID, c.field.Name}]
 		if cur == nil {
 			m := &Memory{
-				App: app, ID: s.newID(), Fact: field.fact(), Scope: scope, Profile: field,
+				App: app, ID: s.newID(), Fact: field.Fact(), Scope: scope, Profile: field,
 				CreateTime: now, UpdateTime: now, Sources: mergeSources(nil, c.sources), Revision: 1, StatedTime: c.stated,
 				Embedding: vecs[next], EmbeddingModel: s.emb.Name(),
 			}
@@ -328,8 +330,8 @@ func (s *Service) applyProfile(ctx context.Context, cfg *BankConfig, app string,
 				continue
 			}
 		} else {
-			reason = "profile field changed from: " + aip.Truncate(ValueText(cur.Profile.Value), 200)
-			m.Profile, m.Fact = field, field.fact()
+			reason = "profile field changed from: " + aip.Truncate(profile.ValueText(cur.Profile.Value), 200)
+			m.Profile, m.Fact = field, field.Fact()
 			m.Embedding, m.EmbeddingModel = vecs[next], s.emb.Name()
 			next++
 		}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -20,9 +22,9 @@ func BenchmarkRetrieveProfiles(b *testing.B) {
 			st := sqlitetest.Memories(b, sqlitetest.Open(b))
 			now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 			svc := memorybank.NewService(st, memorybank.Config{Now: func() time.Time { return now }, Embedder: model.Offline{}})
-			schema := memorybank.ProfileSchema{ID: "user-profile", Fields: []memorybank.ProfileFieldSchema{
-				{Name: "preferred_language", Type: memorybank.FieldString}, {Name: "tone", Type: memorybank.FieldString}, {Name: "age", Type: memorybank.FieldInteger}}}
-			if _, err := svc.UpdateConfig(ctx, &memorybank.BankConfig{App: "a", Profiles: []memorybank.ProfileSchema{schema}}, nil); err != nil {
+			schema := profile.Schema{ID: "user-profile", Fields: []profile.FieldSchema{
+				{Name: "preferred_language", Type: profile.FieldString}, {Name: "tone", Type: profile.FieldString}, {Name: "age", Type: profile.FieldInteger}}}
+			if _, err := svc.UpdateConfig(ctx, &appconfig.Config{App: "a", Profiles: []profile.Schema{schema}}, nil); err != nil {
 				b.Fatal(err)
 			}
 			scope := memorybank.Scope{"user_id": "ann"}
@@ -36,8 +38,8 @@ func BenchmarkRetrieveProfiles(b *testing.B) {
 				field string
 				value any
 			}{{"preferred_language", "Python"}, {"tone", "succinct"}, {"age", 34.0}} {
-				p := &memorybank.ProfileField{SchemaID: "user-profile", Field: f.field, Value: f.value}
-				m := &memorybank.Memory{App: "a", ID: f.field, Scope: scope, Profile: p, Fact: f.field + ": " + memorybank.ValueText(f.value), CreateTime: now, UpdateTime: now, Revision: 1}
+				p := &profile.Field{SchemaID: "user-profile", Field: f.field, Value: f.value}
+				m := &memorybank.Memory{App: "a", ID: f.field, Scope: scope, Profile: p, Fact: f.field + ": " + profile.ValueText(f.value), CreateTime: now, UpdateTime: now, Revision: 1}
 				changes = append(changes, memorybank.Change{Memory: m, Revision: &memorybank.Revision{App: "a", MemoryID: m.ID, Number: 1, Action: memorybank.Created, Fact: m.Fact, Scope: scope, CreateTime: now, Profile: p}})
 			}
 			if err := st.Write(ctx, &memorybank.Write{App: "a", Now: now, Changes: changes}); err != nil {

@@ -1,22 +1,21 @@
 package memorybank_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
 // TestProfileOperationResult: a generation's result keeps its profile
 // fields as such (type and value) through the operation's stored form.
 func TestProfileOperationResult(t *testing.T) {
 	field := &memorybank.Memory{App: "golden", ID: "m9", Fact: "age: 34", Scope: memorybank.Scope{"user_id": "ann"}, CreateTime: t0, UpdateTime: t0, Revision: 2,
-		Profile: &memorybank.ProfileField{SchemaID: "user-profile", Field: "age", Value: 34.0}}
+		Profile: &profile.Field{SchemaID: "user-profile", Field: "age", Value: 34.0}}
 	op := &jobs.Operation{App: "golden", ID: "op9", Kind: memorybank.KindGenerate, State: jobs.Succeeded, Key: "user_id=ann", CreateTime: t0, EndTime: t0}
 	job := &memorybank.Job{Generate: &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "ann"}},
 		Generated: []memorybank.GeneratedMemory{{Action: memorybank.Updated, Memory: field}}, ModelCalls: 1}
@@ -35,34 +34,5 @@ func TestProfileOperationResult(t *testing.T) {
 	}
 	if diff := cmp.Diff(job, back); diff != "" || back.Generated[0].Memory.Type() != memorybank.StructuredProfile {
 		t.Errorf("job read back (-written +read):\n%s", diff)
-	}
-}
-
-// TestProfileSchemaFor: a Go type makes a schema of its fields in their
-// order; a field that is not a scalar is refused, naming it.
-func TestProfileSchemaFor(t *testing.T) {
-	type prefs struct {
-		Language string  `json:"language" jsonschema_description:"The language of answers."`
-		Verbose  bool    `json:"verbose"`
-		Budget   float64 `json:"budget,omitempty"`
-	}
-	p, err := memorybank.ProfileSchemaFor[prefs]("prefs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []memorybank.ProfileFieldSchema{{Name: "language", Type: "string", Description: "The language of answers."}, {Name: "verbose", Type: "boolean"}, {Name: "budget", Type: "number"}}
-	if p.ID != "prefs" || !cmp.Equal(p.Fields, want) {
-		t.Fatalf("schema = %+v", p)
-	}
-	type nested struct {
-		Name  string   `json:"name"`
-		Stack []string `json:"stack"`
-	}
-	_, err = memorybank.ProfileSchemaFor[nested]("nested")
-	if fault.KindOf(err) != fault.Invalid || !strings.Contains(err.Error(), `properties.stack.type "array" is not supported`) {
-		t.Fatalf("a list field: %v", err)
-	}
-	if _, err := memorybank.ProfileSchemaFor[prefs]("Prefs"); fault.KindOf(err) != fault.Invalid || !strings.Contains(err.Error(), "schema_id") {
-		t.Fatalf("a bad id: %v", err)
 	}
 }

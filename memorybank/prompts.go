@@ -11,6 +11,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -140,7 +141,7 @@ with an empty list.`
 
 // extractionPrompt builds the system instruction and the user message of
 // the extraction call.
-func extractionPrompt(cfg *BankConfig, topics []string, descriptions map[string]string, conv *conversation) (system, user string) {
+func extractionPrompt(cfg *appconfig.Config, topics []string, descriptions map[string]string, conv *conversation) (system, user string) {
 	var b strings.Builder
 	b.WriteString(extractionInstructions)
 	b.WriteString("\n\nTopics:\n")

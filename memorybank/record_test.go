@@ -16,6 +16,9 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -56,7 +59,7 @@ func sampleOperations() map[string]sample {
 				},
 				Generated: []memorybank.GeneratedMemory{
 					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
-						Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
+						Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
 						EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
 						Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
 					{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
@@ -94,7 +97,7 @@ func sampleOperations() map[string]sample {
 			job: &memorybank.Job{
 				Generate: &memorybank.GenerateRequest{
 					App: "golden", Scope: memorybank.Scope{"user_id": "ann"}, Facts: []memorybank.DirectFact{{Fact: "The user rides a bike."}},
-					Metadata: typedMetadata(), MergeStrategy: memorybank.RequireExactMatch,
+					Metadata: typedMetadata(), MergeStrategy: metadata.RequireExactMatch,
 				},
 				Generated: []memorybank.GeneratedMemory{
 					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m3", Fact: "The user rides a bike.", Scope: memorybank.Scope{"user_id": "ann"},
@@ -289,17 +292,17 @@ func TestOperationFormatV1(t *testing.T) {
 }
 
 // typedMetadata is metadata of every type, for the golden files.
-func typedMetadata() memorybank.Metadata {
-	return memorybank.Metadata{
-		"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(-2.5e-3), "pinned": memorybank.BoolValue(false),
-		"seen": memorybank.TimestampValue(t0.Add(123456789)),
+func typedMetadata() metadata.Map {
+	return metadata.Map{
+		"source": metadata.String("chat"), "score": metadata.Double(-2.5e-3), "pinned": metadata.Bool(false),
+		"seen": metadata.Timestamp(t0.Add(123456789)),
 	}
 }
 
 func TestRevisionGolden(t *testing.T) {
 	rev := &memorybank.Revision{
 		App: "golden", MemoryID: "m1", Number: 3, Action: memorybank.Updated, Fact: "The user likes green tea.",
-		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")},
+		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")},
 		ExtractedFacts: []string{"The user likes green tea."}, Sources: []memorybank.Source{{Session: "apps/golden/users/ann/sessions/s1", EventIDs: []string{"e1"}}},
 		Operation: "apps/golden/operations/op1", Reason: "consolidated", CreateTime: t0, ExpireTime: t0.Add(24 * time.Hour),
 		EventTime: t0.AddDate(0, 0, -3), StatedTime: t0.Add(-time.Hour),
@@ -317,7 +320,7 @@ func TestRevisionGolden(t *testing.T) {
 		t.Errorf("decoded (-sample +golden):\n%s", diff)
 	}
 	// Typed metadata: string values as before, the others objects of one
-	// member (the stored form of memorybank.Metadata).
+	// member (the stored form of metadata.Map).
 	rev.Metadata = typedMetadata()
 	if body, err = record.MarshalRevision(rev); err != nil {
 		t.Fatal(err)
@@ -335,7 +338,7 @@ func TestRevisionGolden(t *testing.T) {
 	}
 	// A profile field's revision holds the field.
 	rev.Fact, rev.Topics, rev.Metadata = "preferred_language: Python", nil, nil
-	rev.Profile = &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	rev.Profile = &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	body, err = record.MarshalRevision(rev)
 	if err != nil {
 		t.Fatal(err)
@@ -360,15 +363,15 @@ func TestRevisionGolden(t *testing.T) {
 }
 
 func TestConfigGolden(t *testing.T) {
-	cfg := &memorybank.BankConfig{
+	cfg := &appconfig.Config{
 		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
-		CustomTopics: []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples: []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
+		CustomTopics: []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples: []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
 			ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger:   memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
-		Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
-		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Description: "Who the user is.", ScopeKeys: []string{"user_id"}, Fields: []memorybank.ProfileFieldSchema{
+		Trigger:   appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{Method: retrieval.FusionWeighted, DenseWeight: 0.3, LexicalWeight: 0.7, RRFK: 20}},
+		Profiles: []profile.Schema{{ID: "user-profile", Description: "Who the user is.", ScopeKeys: []string{"user_id"}, Fields: []profile.FieldSchema{
 			{Name: "preferred_language", Type: "string", Description: "The language the user prefers."},
 			{Name: "tone", Type: "string", Enum: []string{"succinct", "detailed"}},
 			{Name: "age", Type: "integer"},
@@ -390,7 +393,7 @@ func TestConfigGolden(t *testing.T) {
 	// The first version stored the same configuration the same way (it
 	// had no retrieval settings or profiles: their absence is the
 	// defaults).
-	cfg.Retrieval, cfg.Profiles = memorybank.Retrieval{}, nil
+	cfg.Retrieval, cfg.Profiles = appconfig.Retrieval{}, nil
 	v1, err := os.ReadFile(filepath.Join("testdata", "v1", "config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -408,10 +411,10 @@ func TestConfigGolden(t *testing.T) {
 // trigger) is stored in v3/config.json; one without redaction is stored
 // as before (TestConfigGolden's v2/config.json, which it still writes).
 func TestConfigGoldenPII(t *testing.T) {
-	cfg := &memorybank.BankConfig{
+	cfg := &appconfig.Config{
 		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
 		Compaction: sessions.CompactionTrigger{EventCount: 50, EventBytes: 64 << 10, KeepRecent: 8},
-		PIIRedaction: memorybank.PIIRedaction{Enabled: true, Rules: redact.Rules{
+		PIIRedaction: appconfig.Redaction{Enabled: true, Rules: redact.Rules{
 			Categories: []redact.Category{redact.Email, redact.Phone, redact.Card},
 			Patterns:   []redact.Pattern{{Name: "EMPLOYEE_ID", Regex: `EMP-[0-9]{6}`}},
 		}},

@@ -5,22 +5,10 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/redact"
 )
-
-// PIIRedaction is an app's redaction of personal data (package redact).
-// With Enabled, every text sent to a model for extraction, consolidation
-// or a session's compaction is redacted (redact.Generator), and so is
-// every memory fact before it is stored, however it came (a direct fact,
-// a model's reply, CreateMemory, UpdateMemory, a rollback), and every
-// similarity search query before it is embedded, and every fact embedded
-// again after a change of embedder (Reembed). Session events and state
-// are stored as given.
-type PIIRedaction struct {
-	Enabled bool
-	// Rules say what is redacted (no categories: all of them).
-	redact.Rules
-}
 
 // maxRedactors bounds the redactors a Service keeps.
 const maxRedactors = 64
@@ -30,7 +18,7 @@ const maxRedactors = 64
 // their rules, so that the paths that redact at every call (CreateMemory,
 // RetrieveMemories) do not compile an app's patterns again each time
 // (about 0.5 ms for 16 patterns).
-func (s *Service) Redactor(cfg *BankConfig) (*redact.Redactor, error) {
+func (s *Service) Redactor(cfg *appconfig.Config) (*redact.Redactor, error) {
 	p := cfg.PIIRedaction
 	if !p.Enabled {
 		return nil, nil
@@ -80,8 +68,8 @@ func redactFields(r *redact.Redactor, fields []profileCandidate) {
 	for i := range fields {
 		if v, ok := fields[i].value.(string); ok && len(fields[i].field.Enum) == 0 {
 			out := r.Redact(v)
-			if len(out) > MaxProfileValueBytes {
-				out = aip.Truncate(out, MaxProfileValueBytes-len("..."))
+			if len(out) > profile.MaxValueBytes {
+				out = aip.Truncate(out, profile.MaxValueBytes-len("..."))
 			}
 			fields[i].value = out
 		}

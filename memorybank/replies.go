@@ -19,12 +19,6 @@ import (
 // again with backoff and, once the model answers well, the same events
 // give their memories.
 
-// MaxFactsPerExtraction bounds the facts of one extraction reply (a
-// generation reads at most MaxEventsPerOperation events from a session): a
-// reply with more is refused, not cut, since a model that lists them is
-// not following its instructions.
-const MaxFactsPerExtraction = 500
-
 // decodeReply decodes a model's JSON reply strictly (no unknown fields,
 // nothing after the document), tolerating a Markdown code fence around it
 // (some OpenAI-compatible servers add one).

@@ -102,7 +102,7 @@ func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) 
 		}
 		m.Fact, m.Topics, m.Metadata, m.Sources = target.Fact, target.Topics, target.Metadata, target.Sources
 		m.EventTime, m.StatedTime = target.EventTime, target.StatedTime
-		m.Profile = target.Profile.clone()
+		m.Profile = target.Profile.Clone()
 		if err := s.writeRevision(ctx, cfg, m, old, true, action, now, reason); fault.Is(err, fault.Aborted) && attempt < 3 {
 			continue
 		} else if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -71,12 +72,12 @@ type Config struct {
 	// RetrieveMemories call reads when its filter leaves conditions to
 	// check memory by memory (Filter.Residual): past it the page ends
 	// with the matches found so far and a token that continues after the
-	// last memory read. Default DefaultMaxScan.
+	// last memory read. Default 10 pages of aip.MaxPageSize.
 	MaxScan int
 }
 
-// DefaultMaxScan is Config.MaxScan's default.
-const DefaultMaxScan = 10 * aip.MaxPageSize
+// defaultMaxScan is Config.MaxScan's default.
+const defaultMaxScan = 10 * aip.MaxPageSize
 
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
@@ -102,7 +103,7 @@ type Service struct {
 }
 
 type cachedConfig struct {
-	cfg *BankConfig
+	cfg *appconfig.Config
 	at  time.Time
 }
 
@@ -125,7 +126,7 @@ func NewService(store Store, cfg Config) *Service {
 		cfg.MaxReadBytes = 8 << 20
 	}
 	if cfg.MaxScan <= 0 {
-		cfg.MaxScan = DefaultMaxScan
+		cfg.MaxScan = defaultMaxScan
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 15 * time.Minute
@@ -186,12 +187,12 @@ func expiry(now, at time.Time, ttl, def time.Duration) (time.Time, error) {
 }
 
 // revision builds the revision recording m's new state.
-func (s *Service) revision(cfg *BankConfig, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
+func (s *Service) revision(cfg *appconfig.Config, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
 	r := &Revision{
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
 		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: m.Metadata.Clone(),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,
-		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime, Profile: m.Profile.clone(),
+		CreateTime: now, EventTime: m.EventTime, StatedTime: m.StatedTime, Profile: m.Profile.Clone(),
 	}
 	if cfg.RevisionTTL > 0 {
 		r.ExpireTime = now.Add(cfg.RevisionTTL)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -50,7 +51,7 @@ type MemoryStore interface {
 	// q.K lexically most similar to q.Terms, with the scope's term
 	// statistics. A store may rank candidates it fetched by other means
 	// instead of every memory of the scope.
-	SearchMemories(ctx context.Context, q SearchQuery) ([]Scored, error)
+	SearchMemories(ctx context.Context, q SearchQuery) ([]retrieval.Ranked[*Memory], error)
 
 	// MemoriesBySource returns the visible memories that have the session
 	// among their sources.
@@ -90,16 +91,16 @@ type RevisionStore interface {
 
 // ConfigStore keeps the apps' configurations.
 type ConfigStore interface {
-	// GetConfig returns an app's configuration; a zero BankConfig (with App
+	// GetConfig returns an app's configuration; a zero appconfig.Config (with App
 	// set) when none was stored.
-	GetConfig(ctx context.Context, app string) (*BankConfig, error)
+	GetConfig(ctx context.Context, app string) (*appconfig.Config, error)
 
 	// PutConfig stores an app's configuration.
-	PutConfig(ctx context.Context, c *BankConfig) error
+	PutConfig(ctx context.Context, c *appconfig.Config) error
 
 	// ListConfigs returns every stored configuration (one per app that
 	// has one), in no particular order.
-	ListConfigs(ctx context.Context) ([]*BankConfig, error)
+	ListConfigs(ctx context.Context) ([]*appconfig.Config, error)
 }
 
 // TransferStore holds the primitives of export and import (package
@@ -224,9 +225,6 @@ type SearchQuery struct {
 func (q SearchQuery) Ranking() retrieval.Query {
 	return retrieval.Query{Terms: q.Terms, AsksWhen: q.AsksWhen, K: q.K}
 }
-
-// Scored is a memory a search found, with its scores and ranks.
-type Scored = retrieval.Ranked[*Memory]
 
 // Write is a set of changes applied atomically.
 type Write struct {

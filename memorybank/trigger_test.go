@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -23,7 +24,7 @@ type blockingStore struct {
 	blocked chan struct{}
 }
 
-func (s *blockingStore) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+func (s *blockingStore) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	select {
 	case <-s.blocked:
 	case <-ctx.Done():
@@ -51,7 +52,7 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 		Jobs:      engine,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err := memStore.PutConfig(ctx, &memorybank.BankConfig{App: "app", Trigger: memorybank.Trigger{EventCount: 5}}); err != nil {
+	if err := memStore.PutConfig(ctx, &appconfig.Config{App: "app", Trigger: appconfig.Trigger{EventCount: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	sess.Observe(ctx, "memory_triggers", mem, sessions.ObserveOptions{})

@@ -80,19 +80,29 @@ func encryption(ctx context.Context, args []string, stdout io.Writer) error {
 	case "rotate":
 		return rotateKey(ctx, args[1:], stdout)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, encryptionUsage)
+		// rotate's flag set prints the usage followed by its flags.
+		fs, _, _, _ := rotateFlags()
+		fs.SetOutput(stdout)
+		fs.Usage()
 		return nil
 	default:
 		return fmt.Errorf("kioku encryption %s: unknown subcommand; use new-key or rotate", args[0])
 	}
 }
 
+// rotateFlags declares the flags of kioku encryption rotate: the data
+// directory, the current key file and the new one.
+func rotateFlags() (fs *cli.FlagSet, dataDir, current, next *string) {
+	fs = cli.NewFlagSet("encryption rotate", "KIOKU_", encryptionUsage)
+	dataDir = fs.Env("data-dir", "./kioku-data", "directory of the sqlite store")
+	current = encryptionKeyFlag(fs)
+	next = fs.String("new-key-file", "", "file holding the new master key (required)")
+	return fs, dataDir, current, next
+}
+
 // rotateKey re-wraps the store's data keys under a new master key.
 func rotateKey(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := cli.NewFlagSet("encryption rotate", "KIOKU_", encryptionUsage)
-	dataDir := fs.Env("data-dir", "./kioku-data", "directory of the sqlite store")
-	current := encryptionKeyFlag(fs)
-	next := fs.String("new-key-file", "", "file holding the new master key (required)")
+	fs, dataDir, current, next := rotateFlags()
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -48,6 +48,28 @@ func newKeyFile(t *testing.T, path string) string {
 	return path
 }
 
+// TestEncryptionHelpListsRotateFlags checks that kioku encryption -h ends
+// with rotate's flags, not an empty "Flags of rotate:" heading.
+func TestEncryptionHelpListsRotateFlags(t *testing.T) {
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "encryption", "-h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kioku encryption -h: %v\n%s", err, out)
+	}
+	_, flags, ok := strings.Cut(string(out), "Flags of rotate:")
+	if !ok {
+		t.Fatalf("no rotate flags heading in:\n%s", out)
+	}
+	for _, flag := range []string{"-data-dir", "-encryption-key-file", "-new-key-file"} {
+		if !strings.Contains(flags, flag) {
+			t.Errorf("kioku encryption -h lists no %s under its rotate flags:\n%s", flag, flags)
+		}
+	}
+}
+
 // grepDir returns the files under dir that hold s (ignoring case).
 func grepDir(t *testing.T, dir, s string) []string {
 	t.Helper()

@@ -12,16 +12,14 @@ import (
 
 // upstreamTestImporters are the packages of other modules that import the
 // testing packages in their non-test files, so that every binary linking
-// them lists testing and net/http/httptest in go list -deps: genai's
-// replay client (replay_api_client.go) and snowball's helpers for its
-// romance-language tests (romance/testing_helpers.go, imported by the
-// English stemmer). Their code is not reachable from kioku, so the linker
-// leaves it out; what remains of the two packages in the binary is their
-// init (httptest registers its -httptest.serve flag on flag.CommandLine,
-// which kioku does not parse).
+// them lists testing and net/http/httptest in go list -deps: only genai,
+// for its replay client (replay_api_client.go, in every release up to
+// v1.77.0). Its code is not reachable from kioku, so the linker leaves it
+// out; what remains of the two packages in the binary is their init
+// (httptest registers its -httptest.serve flag on flag.CommandLine, which
+// kioku does not parse).
 var upstreamTestImporters = []string{
 	"google.golang.org/genai",
-	"github.com/kljensen/snowball/romance",
 }
 
 // TestBinariesLinkNoTestCode checks the shipped commands, kioku and the

@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -69,10 +70,10 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	done := make(chan struct{})
 	go func() { engine.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "count", Compaction: sessions.CompactionTrigger{EventCount: 10, KeepRecent: 2}}, []string{"compaction_trigger"}); err != nil {
+	if _, err := mem.UpdateConfig(ctx, &appconfig.Config{App: "count", Compaction: sessions.CompactionTrigger{EventCount: 10, KeepRecent: 2}}, []string{"compaction_trigger"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mem.UpdateConfig(ctx, &memorybank.BankConfig{App: "bytes", Compaction: sessions.CompactionTrigger{EventBytes: 2000, KeepRecent: 1}}, []string{"compaction_trigger"}); err != nil {
+	if _, err := mem.UpdateConfig(ctx, &appconfig.Config{App: "bytes", Compaction: sessions.CompactionTrigger{EventBytes: 2000, KeepRecent: 1}}, []string{"compaction_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 

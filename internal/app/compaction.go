@@ -80,7 +80,7 @@ func (a *App) registerCompaction() {
 	a.jobs.Register(jobs.Kind{
 		Name: KindCompact, Run: a.compact,
 		Describe: func(key string) string { return "scope " + memorybank.ParseScopeKey(key).String() },
-		Owner:    memorybank.ScopeKeyUser,
+		Owner:    func(key string) string { return memorybank.ParseScopeKey(key).User() },
 		Ended: func(op *jobs.Operation) {
 			if c, err := compactionOf(op); err == nil {
 				a.triggers.Ended(c.Session, op.Name())

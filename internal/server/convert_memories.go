@@ -17,6 +17,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/app"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -91,7 +93,7 @@ func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
 }
 
 // metadataToProto returns metadata's typed values (nil for none).
-func metadataToProto(md memorybank.Metadata) map[string]*kiokuv1.MetadataValue {
+func metadataToProto(md metadata.Map) map[string]*kiokuv1.MetadataValue {
 	if len(md) == 0 {
 		return nil
 	}
@@ -99,11 +101,11 @@ func metadataToProto(md memorybank.Metadata) map[string]*kiokuv1.MetadataValue {
 	for k, v := range md {
 		pv := &kiokuv1.MetadataValue{}
 		switch v.Kind() {
-		case memorybank.MetadataDouble:
+		case metadata.KindDouble:
 			pv.Value = &kiokuv1.MetadataValue_DoubleValue{DoubleValue: v.Double()}
-		case memorybank.MetadataBool:
+		case metadata.KindBool:
 			pv.Value = &kiokuv1.MetadataValue_BoolValue{BoolValue: v.Bool()}
-		case memorybank.MetadataTimestamp:
+		case metadata.KindTimestamp:
 			pv.Value = &kiokuv1.MetadataValue_TimestampValue{TimestampValue: timestamppb.New(v.Time())}
 		default:
 			pv.Value = &kiokuv1.MetadataValue_StringValue{StringValue: v.Text()}
@@ -116,28 +118,28 @@ func metadataToProto(md memorybank.Metadata) map[string]*kiokuv1.MetadataValue {
 // metadataFromProto reads a request's metadata: string values (the
 // metadata map, field) and typed ones (typed, field typedField); a key in
 // both is refused unless both give the same string.
-func metadataFromProto(field string, strs map[string]string, typedField string, typed map[string]*kiokuv1.MetadataValue) (memorybank.Metadata, error) {
+func metadataFromProto(field string, strs map[string]string, typedField string, typed map[string]*kiokuv1.MetadataValue) (metadata.Map, error) {
 	if len(strs) == 0 && len(typed) == 0 {
 		return nil, nil
 	}
-	out := memorybank.StringMetadata(strs)
+	out := metadata.FromStrings(strs)
 	if out == nil {
-		out = memorybank.Metadata{}
+		out = metadata.Map{}
 	}
 	for k, pv := range typed {
-		var v memorybank.MetadataValue
+		var v metadata.Value
 		switch x := pv.GetValue().(type) {
 		case *kiokuv1.MetadataValue_DoubleValue:
-			v = memorybank.DoubleValue(x.DoubleValue)
+			v = metadata.Double(x.DoubleValue)
 		case *kiokuv1.MetadataValue_BoolValue:
-			v = memorybank.BoolValue(x.BoolValue)
+			v = metadata.Bool(x.BoolValue)
 		case *kiokuv1.MetadataValue_TimestampValue:
 			if err := x.TimestampValue.CheckValid(); err != nil {
 				return nil, fault.InvalidField(typedField, "%s[%q]: %v", typedField, k, err)
 			}
-			v = memorybank.TimestampValue(x.TimestampValue.AsTime())
+			v = metadata.Timestamp(x.TimestampValue.AsTime())
 		default:
-			v = memorybank.StringValue(pv.GetStringValue())
+			v = metadata.String(pv.GetStringValue())
 		}
 		if old, ok := out[k]; ok && old != v {
 			return nil, fault.InvalidField(typedField, "%s and %s both set %q, to different values: give each key once", field, typedField, k)
@@ -148,16 +150,16 @@ func metadataFromProto(field string, strs map[string]string, typedField string, 
 }
 
 // mergeStrategyFromProto converts a merge strategy.
-func mergeStrategyFromProto(s kiokuv1.MetadataMergeStrategy) (memorybank.MergeStrategy, error) {
+func mergeStrategyFromProto(s kiokuv1.MetadataMergeStrategy) (metadata.MergeStrategy, error) {
 	switch s {
 	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_UNSPECIFIED:
-		return memorybank.MergeUnspecified, nil
+		return metadata.MergeUnspecified, nil
 	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_OVERWRITE:
-		return memorybank.Overwrite, nil
+		return metadata.Overwrite, nil
 	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_MERGE:
-		return memorybank.Merge, nil
+		return metadata.Merge, nil
 	case kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_REQUIRE_EXACT_MATCH:
-		return memorybank.RequireExactMatch, nil
+		return metadata.RequireExactMatch, nil
 	}
 	return 0, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy %d is not a strategy", s)
 }
@@ -185,7 +187,7 @@ func durationOrNil(d time.Duration) *durationpb.Duration {
 	return durationpb.New(d)
 }
 
-func bankConfigToProto(c *memorybank.BankConfig) (*kiokuv1.MemoryBankConfig, error) {
+func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 	out := &kiokuv1.MemoryBankConfig{
 		Name:          aip.MemoryBankConfigName(c.App),
 		ManagedTopics: c.ManagedTopics,
@@ -252,11 +254,11 @@ func fusionFromProto(p *kiokuv1.FusionConfig) (retrieval.Fusion, error) {
 	return f, nil
 }
 
-func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.BankConfig, error) {
-	c := &memorybank.BankConfig{
+func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*appconfig.Config, error) {
+	c := &appconfig.Config{
 		App:           app,
 		ManagedTopics: p.GetManagedTopics(),
-		Trigger:       memorybank.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
+		Trigger:       appconfig.Trigger{EventCount: int(p.GetGenerationTrigger().GetEventCount())},
 		Compaction: sessions.CompactionTrigger{
 			EventCount: int(p.GetCompactionTrigger().GetEventCount()),
 			EventBytes: p.GetCompactionTrigger().GetEventBytes(),
@@ -283,7 +285,7 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 	}
 	c.Retrieval.Fusion = fusion
 	for _, t := range p.GetCustomTopics() {
-		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
+		c.CustomTopics = append(c.CustomTopics, appconfig.CustomTopic{Label: t.GetLabel(), Description: t.GetDescription()})
 	}
 	c.PIIRedaction.Enabled = p.GetPiiRedaction().GetEnabled()
 	for _, cat := range p.GetPiiRedaction().GetCategories() {
@@ -293,7 +295,7 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*memorybank.B
 		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern{Name: pat.GetName(), Regex: pat.GetRegex()})
 	}
 	for i, ex := range p.GetGenerationExamples() {
-		e := memorybank.Example{ExpectedFacts: ex.GetExpectedFacts()}
+		e := appconfig.Example{ExpectedFacts: ex.GetExpectedFacts()}
 		for _, pe := range ex.GetEvents() {
 			ev, err := eventFromProto(pe)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
 // The conversions of structured profiles: memory types, profile fields,
@@ -37,20 +38,20 @@ func memoryTypesFromProto(field string, types []kiokuv1.MemoryType) ([]memoryban
 }
 
 // profileFieldToProto converts a memory's profile field (nil: none).
-func profileFieldToProto(p *memorybank.ProfileField) *kiokuv1.ProfileField {
+func profileFieldToProto(p *profile.Field) *kiokuv1.ProfileField {
 	if p == nil {
 		return nil
 	}
 	v, err := structpb.NewValue(p.Value)
 	if err != nil {
 		// A value of another type than the field types allow: its text.
-		v = structpb.NewStringValue(memorybank.ValueText(p.Value))
+		v = structpb.NewStringValue(profile.ValueText(p.Value))
 	}
 	return &kiokuv1.ProfileField{SchemaId: p.SchemaID, Field: p.Field, Value: v}
 }
 
 // profileSchemasToProto converts the configuration's profile schemas.
-func profileSchemasToProto(schemas []memorybank.ProfileSchema) ([]*kiokuv1.ProfileSchemaConfig, error) {
+func profileSchemasToProto(schemas []profile.Schema) ([]*kiokuv1.ProfileSchemaConfig, error) {
 	var out []*kiokuv1.ProfileSchemaConfig
 	for i := range schemas {
 		s, err := structpb.NewStruct(schemas[i].JSONSchema())
@@ -64,14 +65,14 @@ func profileSchemasToProto(schemas []memorybank.ProfileSchema) ([]*kiokuv1.Profi
 
 // profileSchemasFromProto reads the configuration's profile schemas
 // (memorybank checks them again with the rest of the configuration).
-func profileSchemasFromProto(configs []*kiokuv1.ProfileSchemaConfig) ([]memorybank.ProfileSchema, error) {
-	var out []memorybank.ProfileSchema
+func profileSchemasFromProto(configs []*kiokuv1.ProfileSchemaConfig) ([]profile.Schema, error) {
+	var out []profile.Schema
 	for i, pc := range configs {
 		field := fmt.Sprintf("memory_bank_config.profile_schemas[%d]", i)
 		if pc.GetJsonSchema() == nil {
 			return nil, fault.InvalidField(field+".json_schema", "%s.json_schema is required: a JSON Schema object of the profile's fields", field)
 		}
-		p, err := memorybank.ParseProfileSchema(field+".json_schema", pc.GetSchemaId(), pc.GetJsonSchema().AsMap(), pc.GetScopeKeys())
+		p, err := profile.ParseSchema(field+".json_schema", pc.GetSchemaId(), pc.GetJsonSchema().AsMap(), pc.GetScopeKeys())
 		if err != nil {
 			return nil, err
 		}

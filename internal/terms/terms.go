@@ -25,7 +25,8 @@ import (
 	"sync/atomic"
 	"unicode"
 
-	"github.com/kljensen/snowball/english"
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -155,12 +156,14 @@ func Stem(w string) string {
 	if v, ok := irregular[w]; ok {
 		base = v
 	}
-	stem := english.Stem(base, true)
+	env := snowballstem.NewEnv(base)
+	english.Stem(env)
+	stem := env.Current()
 	slot.Store(&stemEntry{word: w, stem: stem})
 	return stem
 }
 
-// stems caches recent stems: the Snowball stemmer costs about a
+// stems caches recent stems: the Snowball stemmer costs about half a
 // microsecond a word, and conversation repeats its words. A word takes the
 // slot its hash names, replacing what was there, so the cache stays this
 // size whatever the text.

@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -90,7 +91,7 @@ func testPurge(t *testing.T, h *harness) {
 }
 
 func testExpiry(t *testing.T, h *harness) {
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", MemoryTTL: time.Hour, RevisionTTL: 2 * time.Hour}, []string{"memory_ttl", "revision_ttl"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", MemoryTTL: time.Hour, RevisionTTL: 2 * time.Hour}, []string{"memory_ttl", "revision_ttl"}); err != nil {
 		t.Fatal(err)
 	}
 	m := h.create("The user is on holiday this week.", user1)
@@ -130,11 +131,11 @@ func testConfig(t *testing.T, h *harness) {
 	if err != nil || len(c.CustomTopics) != 0 {
 		t.Fatalf("default config = %+v, %v", c, err)
 	}
-	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1",
+	_, err = h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1",
 		ManagedTopics: []string{"USER_PREFERENCES"},
-		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples:      []memorybank.Example{{Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hi"}}}}}, ExpectedFacts: nil}},
-		Trigger:       memorybank.Trigger{EventCount: 4},
+		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples:      []appconfig.Example{{Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hi"}}}}}, ExpectedFacts: nil}},
+		Trigger:       appconfig.Trigger{EventCount: 4},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,22 +145,22 @@ func testConfig(t *testing.T, h *harness) {
 		t.Fatalf("stored config = %+v", c)
 	}
 	// A masked update leaves the other fields.
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", MemoryTTL: time.Hour}, []string{"memory_ttl"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", MemoryTTL: time.Hour}, []string{"memory_ttl"}); err != nil {
 		t.Fatal(err)
 	}
 	c, _ = h.svc.GetConfig(h.ctx, "app1")
 	if len(c.CustomTopics) != 1 || c.MemoryTTL != time.Hour {
 		t.Fatalf("masked update = %+v", c)
 	}
-	for name, bad := range map[string]*memorybank.BankConfig{
+	for name, bad := range map[string]*appconfig.Config{
 		"unknown managed topic": {App: "app1", ManagedTopics: []string{"NOPE"}},
-		"lower-case label":      {App: "app1", CustomTopics: []memorybank.CustomTopic{{Label: "travel", Description: "x"}}},
-		"no description":        {App: "app1", CustomTopics: []memorybank.CustomTopic{{Label: "TRAVEL"}}},
+		"lower-case label":      {App: "app1", CustomTopics: []appconfig.CustomTopic{{Label: "travel", Description: "x"}}},
+		"no description":        {App: "app1", CustomTopics: []appconfig.CustomTopic{{Label: "TRAVEL"}}},
 	} {
 		_, err := h.svc.UpdateConfig(h.ctx, bad, nil)
 		wantKind(t, name, err, fault.Invalid)
 	}
-	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1"}, []string{"nope"})
+	_, err = h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1"}, []string{"nope"})
 	wantKind(t, "bad mask", err, fault.Invalid)
 	// The custom topic and the example reach the extraction prompt.
 	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
@@ -177,7 +178,7 @@ func testConfig(t *testing.T, h *harness) {
 }
 
 func testTriggers(t *testing.T, h *harness) {
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Trigger: memorybank.Trigger{EventCount: 3}}, []string{"generation_trigger"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Trigger: appconfig.Trigger{EventCount: 3}}, []string{"generation_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
@@ -230,7 +231,7 @@ func testIdleTrigger(t *testing.T, h *harness) {
 	before := sessions.Key{App: "app1", User: "u1", ID: "before"}
 	h.sess.Append(before, "old news")
 	h.clock.Advance(time.Hour)
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Trigger: memorybank.Trigger{IdleDuration: time.Minute}}, []string{"generation_trigger"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Trigger: appconfig.Trigger{IdleDuration: time.Minute}}, []string{"generation_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -307,11 +308,11 @@ func (renamed) Name() string { return "renamed-offline" }
 // setting, is kept with the configuration, changed alone under its mask,
 // and validated.
 func testCompactionTriggerConfig(t *testing.T, h *harness) {
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", MemoryTTL: time.Hour}, nil); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", MemoryTTL: time.Hour}, nil); err != nil {
 		t.Fatal(err)
 	}
 	trigger := sessions.CompactionTrigger{EventCount: 20, EventBytes: 4096, KeepRecent: 3}
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Compaction: trigger}, []string{"compaction_trigger"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Compaction: trigger}, []string{"compaction_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := h.store.GetConfig(h.ctx, "app1")
@@ -321,7 +322,7 @@ func testCompactionTriggerConfig(t *testing.T, h *harness) {
 	if got, err := h.svc.AppConfig(h.ctx, "app1"); err != nil || got.Compaction != trigger {
 		t.Fatalf("AppConfig right after the update = %+v, %v", got, err)
 	}
-	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Compaction: sessions.CompactionTrigger{EventBytes: -1}}, []string{"compaction_trigger"})
+	_, err = h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Compaction: sessions.CompactionTrigger{EventBytes: -1}}, []string{"compaction_trigger"})
 	wantKind(t, "a negative compaction trigger", err, fault.Invalid)
 	if err == nil || !strings.Contains(err.Error(), "compaction_trigger") {
 		t.Errorf("the error names no field: %v", err)
@@ -334,22 +335,22 @@ func testCompactionTriggerConfig(t *testing.T, h *harness) {
 // testConfigLimits: a configuration past a limit is refused with an
 // error naming the field, and nothing is stored.
 func testConfigLimits(t *testing.T, h *harness) {
-	topics := make([]memorybank.CustomTopic, memorybank.MaxCustomTopics+1)
+	topics := make([]appconfig.CustomTopic, memorybank.MaxCustomTopics+1)
 	for i := range topics {
-		topics[i] = memorybank.CustomTopic{Label: fmt.Sprint("T", i), Description: "d"}
+		topics[i] = appconfig.CustomTopic{Label: fmt.Sprint("T", i), Description: "d"}
 	}
 	for name, tc := range map[string]struct {
-		cfg   memorybank.BankConfig
+		cfg   appconfig.Config
 		field string
 	}{
-		"memory TTL past 100 years":  {memorybank.BankConfig{MemoryTTL: memorybank.MaxConfigTTL + time.Hour}, "memory_ttl"},
-		"negative revision TTL":      {memorybank.BankConfig{RevisionTTL: -time.Second}, "TTLs"},
-		"idle trigger under 1s":      {memorybank.BankConfig{Trigger: memorybank.Trigger{IdleDuration: time.Millisecond}}, "idle_duration"},
-		"too many custom topics":     {memorybank.BankConfig{CustomTopics: topics}, "custom_topics"},
-		"example without events":     {memorybank.BankConfig{Examples: []memorybank.Example{{ExpectedFacts: []string{"x"}}}}, "generation_examples"},
-		"fusion weight over 100":     {memorybank.BankConfig{Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{LexicalWeight: 101}}}, "lexical_weight"},
-		"reciprocal rank k too big":  {memorybank.BankConfig{Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{RRFK: 1001}}}, "rrf_k"},
-		"managed topic twice custom": {memorybank.BankConfig{CustomTopics: []memorybank.CustomTopic{{Label: memorybank.TopicUserPreferences, Description: "d"}}}, "custom_topics"},
+		"memory TTL past 100 years":  {appconfig.Config{MemoryTTL: memorybank.MaxConfigTTL + time.Hour}, "memory_ttl"},
+		"negative revision TTL":      {appconfig.Config{RevisionTTL: -time.Second}, "TTLs"},
+		"idle trigger under 1s":      {appconfig.Config{Trigger: appconfig.Trigger{IdleDuration: time.Millisecond}}, "idle_duration"},
+		"too many custom topics":     {appconfig.Config{CustomTopics: topics}, "custom_topics"},
+		"example without events":     {appconfig.Config{Examples: []appconfig.Example{{ExpectedFacts: []string{"x"}}}}, "generation_examples"},
+		"fusion weight over 100":     {appconfig.Config{Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{LexicalWeight: 101}}}, "lexical_weight"},
+		"reciprocal rank k too big":  {appconfig.Config{Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{RRFK: 1001}}}, "rrf_k"},
+		"managed topic twice custom": {appconfig.Config{CustomTopics: []appconfig.CustomTopic{{Label: appconfig.TopicUserPreferences, Description: "d"}}}, "custom_topics"},
 	} {
 		tc.cfg.App = "app1"
 		_, err := h.svc.UpdateConfig(h.ctx, &tc.cfg, nil)

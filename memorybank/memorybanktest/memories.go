@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -19,7 +21,7 @@ import (
 func testCreateGetList(t *testing.T, h *harness) {
 	m, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{
 		ID: "m1", Fact: "The user likes green tea.", Scope: user1,
-		Topics: []string{"USER_PREFERENCES"}, Metadata: memorybank.Metadata{"source": memorybank.StringValue("chat")},
+		Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"source": metadata.String("chat")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +30,7 @@ func testCreateGetList(t *testing.T, h *harness) {
 		t.Fatalf("created %+v", m)
 	}
 	got, err := h.svc.GetMemory(h.ctx, "app1", "m1")
-	if err != nil || got.Fact != m.Fact || got.Scope["user_id"] != "u1" || got.Metadata["source"] != memorybank.StringValue("chat") || !slices.Equal(got.Topics, m.Topics) {
+	if err != nil || got.Fact != m.Fact || got.Scope["user_id"] != "u1" || got.Metadata["source"] != metadata.String("chat") || !slices.Equal(got.Topics, m.Topics) {
 		t.Fatalf("GetMemory = %+v, %v", got, err)
 	}
 	// A memory created without a stated time is stated when created; a
@@ -86,7 +88,7 @@ func testInvalidInput(t *testing.T, h *harness) {
 		"no scope":       {Fact: "f"},
 		"bad scope key":  {Fact: "f", Scope: memorybank.Scope{"a b": "c"}},
 		"bad topic":      {Fact: "f", Scope: user1, Topics: []string{"lower"}},
-		"bad metadata":   {Fact: "f", Scope: user1, Metadata: memorybank.Metadata{"": memorybank.StringValue("x")}},
+		"bad metadata":   {Fact: "f", Scope: user1, Metadata: metadata.Map{"": metadata.String("x")}},
 		"bad id":         {ID: "a/b", Fact: "f", Scope: user1},
 		"ttl and expire": {Fact: "f", Scope: user1, TTL: time.Hour, ExpireTime: time.Now().Add(time.Hour)},
 	} {
@@ -246,7 +248,7 @@ func testHybridRetrieval(t *testing.T, h *harness) {
 		{retrieval.Fusion{LexicalWeight: 1}, []string{"name"}},
 		{retrieval.Fusion{DenseWeight: 1}, []string{"meaning", "sedan"}},
 	} {
-		if _, err := svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: tc.fusion}}, []string{"retrieval"}); err != nil {
+		if _, err := svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Retrieval: appconfig.Retrieval{Fusion: tc.fusion}}, []string{"retrieval"}); err != nil {
 			t.Fatal(err)
 		}
 		res, _, err := svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "Did Thaddeus say anything about his vehicle?", TopK: 2})
@@ -265,9 +267,9 @@ func testHybridRetrieval(t *testing.T, h *harness) {
 			t.Errorf("fusion %v: top 2 = %v, want %v", tc.fusion, got, tc.want)
 		}
 	}
-	_, err := svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{Method: "sum"}}}, []string{"retrieval"})
+	_, err := svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{Method: "sum"}}}, []string{"retrieval"})
 	wantKind(t, "unknown fusion method", err, fault.Invalid)
-	_, err = svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{DenseWeight: -1}}}, []string{"retrieval"})
+	_, err = svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{DenseWeight: -1}}}, []string{"retrieval"})
 	wantKind(t, "negative fusion weight", err, fault.Invalid)
 }
 
@@ -279,7 +281,7 @@ func testRetrieveFiltersAndPaging(t *testing.T, h *harness) {
 		}
 		if _, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{
 			Fact: fmt.Sprintf("fact number %d about music", i), Scope: user1, Topics: []string{topic},
-			Metadata: memorybank.Metadata{"parity": memorybank.StringValue(fmt.Sprint(i % 2))},
+			Metadata: metadata.Map{"parity": metadata.String(fmt.Sprint(i % 2))},
 		}); err != nil {
 			t.Fatal(err)
 		}

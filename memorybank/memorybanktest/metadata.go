@@ -11,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -18,10 +20,10 @@ import (
 // filters on them.
 
 // typed is metadata of every type.
-func typed(at time.Time) memorybank.Metadata {
-	return memorybank.Metadata{
-		"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(2.5),
-		"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(at),
+func typed(at time.Time) metadata.Map {
+	return metadata.Map{
+		"source": metadata.String("chat"), "score": metadata.Double(2.5),
+		"pinned": metadata.Bool(true), "seen": metadata.Timestamp(at),
 	}
 }
 
@@ -37,7 +39,7 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 	if err != nil || got.DisplayName != "tea" || got.Description != "What the user drinks." || !got.Metadata.Equal(md) {
 		t.Fatalf("GetMemory = %+v, %v; want the display name, description and metadata %v", got, err, md)
 	}
-	if v := got.Metadata["seen"]; v.Kind() != memorybank.MetadataTimestamp || !v.Time().Equal(at) {
+	if v := got.Metadata["seen"]; v.Kind() != metadata.KindTimestamp || !v.Time().Equal(at) {
 		t.Fatalf("the timestamp read back as %v", v)
 	}
 	list, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Scope: user1})
@@ -51,7 +53,7 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 
 	// Updates change what they name; revisions keep the typed metadata, and
 	// a rollback restores it.
-	name, other := "green tea", memorybank.Metadata{"score": memorybank.DoubleValue(-1)}
+	name, other := "green tea", metadata.Map{"score": metadata.Double(-1)}
 	up, err := h.svc.UpdateMemory(h.ctx, "app1", m.ID, memorybank.MemoryUpdate{DisplayName: &name, Metadata: &other})
 	if err != nil || up.DisplayName != "green tea" || up.Description != "What the user drinks." || !up.Metadata.Equal(other) {
 		t.Fatalf("UpdateMemory = %+v, %v", up, err)
@@ -66,10 +68,10 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 	}
 
 	for what, in := range map[string]memorybank.MemoryInput{
-		"a NaN":                {Fact: "f", Scope: user1, Metadata: memorybank.Metadata{"x": memorybank.DoubleValue(math.NaN())}},
-		"an infinity":          {Fact: "f", Scope: user1, Metadata: memorybank.Metadata{"x": memorybank.DoubleValue(math.Inf(1))}},
-		"a timestamp of 1066":  {Fact: "f", Scope: user1, Metadata: memorybank.Metadata{"x": memorybank.TimestampValue(time.Date(1066, 10, 14, 0, 0, 0, 0, time.UTC))}},
-		"the zero timestamp":   {Fact: "f", Scope: user1, Metadata: memorybank.Metadata{"x": memorybank.TimestampValue(time.Time{})}},
+		"a NaN":                {Fact: "f", Scope: user1, Metadata: metadata.Map{"x": metadata.Double(math.NaN())}},
+		"an infinity":          {Fact: "f", Scope: user1, Metadata: metadata.Map{"x": metadata.Double(math.Inf(1))}},
+		"a timestamp of 1066":  {Fact: "f", Scope: user1, Metadata: metadata.Map{"x": metadata.Timestamp(time.Date(1066, 10, 14, 0, 0, 0, 0, time.UTC))}},
+		"the zero timestamp":   {Fact: "f", Scope: user1, Metadata: metadata.Map{"x": metadata.Timestamp(time.Time{})}},
 		"a long display name":  {Fact: "f", Scope: user1, DisplayName: strings.Repeat("x", memorybank.MaxDisplayNameBytes+1)},
 		"a long description":   {Fact: "f", Scope: user1, Description: strings.Repeat("x", memorybank.MaxDescriptionBytes+1)},
 		"a display name \\xff": {Fact: "f", Scope: user1, DisplayName: "a\xff"},
@@ -82,15 +84,15 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 	// exactly it.
 	coffee := h.create("The user likes coffee.", user1)
 	for _, c := range []struct {
-		md   memorybank.Metadata
+		md   metadata.Map
 		want []string
-	}{{md, []string{"tea"}}, {memorybank.Metadata{}, []string{coffee.ID}}, {memorybank.Metadata{"source": memorybank.StringValue("chat")}, []string{}}} {
+	}{{md, []string{"tea"}}, {metadata.Map{}, []string{coffee.ID}}, {metadata.Map{"source": metadata.String("chat")}, []string{}}} {
 		hits, err := h.store.SearchMemories(h.ctx, memorybank.SearchQuery{App: "app1", ScopeKey: user1.Key(), Model: model.Offline{}.Name(),
 			Terms: model.OfflineTerms("the user likes"), K: 10, Filter: memorybank.Filter{ExactMetadata: &c.md}, Now: h.clock.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ids(hits, func(s memorybank.Scored) *memorybank.Memory { return s.Item }); !slices.Equal(got, c.want) {
+		if got := ids(hits, func(s retrieval.Ranked[*memorybank.Memory]) *memorybank.Memory { return s.Item }); !slices.Equal(got, c.want) {
 			t.Errorf("search with ExactMetadata %v found %v, want %v", c.md, got, c.want)
 		}
 	}
@@ -102,9 +104,9 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 func filterSet(t *testing.T, h *harness, n int) {
 	for i := range n {
 		in := memorybank.MemoryInput{ID: fmt.Sprintf("m%02d", i), Fact: fmt.Sprintf("fact number %d about music", i), Scope: user1,
-			Metadata: memorybank.Metadata{
-				"i": memorybank.DoubleValue(float64(i)), "parity": memorybank.StringValue([]string{"even", "odd"}[i%2]),
-				"flag": memorybank.BoolValue(i%3 == 0),
+			Metadata: metadata.Map{
+				"i": metadata.Double(float64(i)), "parity": metadata.String([]string{"even", "odd"}[i%2]),
+				"flag": metadata.Bool(i%3 == 0),
 			}}
 		if i < 3 {
 			in.StatedTime = time.Date(2024, 5, i+1, 0, 0, 0, 0, time.UTC)
@@ -214,7 +216,7 @@ func testFilters(t *testing.T, h *harness) {
 }
 
 func testGenerationMetadata(t *testing.T, h *harness) {
-	gen := func(md memorybank.Metadata, s memorybank.MergeStrategy, facts ...string) *Operation {
+	gen := func(md metadata.Map, s metadata.MergeStrategy, facts ...string) *Operation {
 		t.Helper()
 		var df []memorybank.DirectFact
 		for _, f := range facts {
@@ -239,14 +241,14 @@ func testGenerationMetadata(t *testing.T, h *harness) {
 		}
 		return out
 	}
-	s := func(v string) memorybank.MetadataValue { return memorybank.StringValue(v) }
-	chat := memorybank.Metadata{"source": s("chat"), "n": memorybank.DoubleValue(1)}
-	first := run(gen(chat, memorybank.MergeUnspecified, "The user owns a red bike."))[0]
+	s := func(v string) metadata.Value { return metadata.String(v) }
+	chat := metadata.Map{"source": s("chat"), "n": metadata.Double(1)}
+	first := run(gen(chat, metadata.MergeUnspecified, "The user owns a red bike."))[0]
 	bike := first.Generated[0].Memory
 	if first.Generated[0].Action != memorybank.Created || !bike.Metadata.Equal(chat) {
 		t.Fatalf("created %v with %v, want its metadata %v", first.Generated[0].Action, bike.Metadata, chat)
 	}
-	metadataOf := func() memorybank.Metadata {
+	metadataOf := func() metadata.Map {
 		m, err := h.svc.GetMemory(h.ctx, "app1", bike.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -254,15 +256,15 @@ func testGenerationMetadata(t *testing.T, h *harness) {
 		return m.Metadata
 	}
 	for _, c := range []struct {
-		md       memorybank.Metadata
-		strategy memorybank.MergeStrategy
-		want     memorybank.Metadata
+		md       metadata.Map
+		strategy metadata.MergeStrategy
+		want     metadata.Map
 	}{
-		{memorybank.Metadata{"n": memorybank.DoubleValue(2), "new": memorybank.BoolValue(true)}, memorybank.Merge,
-			memorybank.Metadata{"source": s("chat"), "n": memorybank.DoubleValue(2), "new": memorybank.BoolValue(true)}},
-		{nil, memorybank.MergeUnspecified, memorybank.Metadata{"source": s("chat"), "n": memorybank.DoubleValue(2), "new": memorybank.BoolValue(true)}},
-		{memorybank.Metadata{"only": s("x")}, memorybank.MergeUnspecified, memorybank.Metadata{"only": s("x")}},
-		{nil, memorybank.Overwrite, nil},
+		{metadata.Map{"n": metadata.Double(2), "new": metadata.Bool(true)}, metadata.Merge,
+			metadata.Map{"source": s("chat"), "n": metadata.Double(2), "new": metadata.Bool(true)}},
+		{nil, metadata.MergeUnspecified, metadata.Map{"source": s("chat"), "n": metadata.Double(2), "new": metadata.Bool(true)}},
+		{metadata.Map{"only": s("x")}, metadata.MergeUnspecified, metadata.Map{"only": s("x")}},
+		{nil, metadata.Overwrite, nil},
 	} {
 		g := run(gen(c.md, c.strategy, "The user owns a red bike."))[0].Generated[0]
 		if g.Memory.ID != bike.ID || !g.Memory.Metadata.Equal(c.want) || !metadataOf().Equal(c.want) {
@@ -271,23 +273,23 @@ func testGenerationMetadata(t *testing.T, h *harness) {
 	}
 	// RequireExactMatch consolidates only with the memories of exactly
 	// its metadata: here none, so the fact is a new memory; then that one.
-	exact := memorybank.Metadata{"source": s("form")}
-	g := run(gen(exact, memorybank.RequireExactMatch, "The user owns a red bike."))[0].Generated[0]
+	exact := metadata.Map{"source": s("form")}
+	g := run(gen(exact, metadata.RequireExactMatch, "The user owns a red bike."))[0].Generated[0]
 	if g.Action != memorybank.Created || g.Memory.ID == bike.ID || !g.Memory.Metadata.Equal(exact) {
 		t.Fatalf("RequireExactMatch with other metadata: %s %s %v, want a new memory", g.Action, g.Memory.ID, g.Memory.Metadata)
 	}
-	again := run(gen(exact, memorybank.RequireExactMatch, "The user owns a red bike."))[0].Generated[0]
+	again := run(gen(exact, metadata.RequireExactMatch, "The user owns a red bike."))[0].Generated[0]
 	if again.Action != memorybank.Unchanged || again.Memory.ID != g.Memory.ID {
 		t.Fatalf("RequireExactMatch with the same metadata: %s %s, want %s unchanged", again.Action, again.Memory.ID, g.Memory.ID)
 	}
 	// Generations with different metadata do not share a run: each gives
 	// its memories its own.
-	a, b := gen(memorybank.Metadata{"k": s("a")}, 0, "The user sails."), gen(memorybank.Metadata{"k": s("b")}, 0, "The user rows.")
+	a, b := gen(metadata.Map{"k": s("a")}, 0, "The user sails."), gen(metadata.Map{"k": s("b")}, 0, "The user rows.")
 	ops := run(a, b)
 	if ma, mb := ops[0].Generated[0].Memory.Metadata, ops[1].Generated[0].Memory.Metadata; ma["k"] != s("a") || mb["k"] != s("b") {
 		t.Fatalf("two generations with their own metadata gave %v and %v", ma, mb)
 	}
 	_, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "f"}},
-		Metadata: memorybank.Metadata{"bad key": s("x")}})
+		Metadata: metadata.Map{"bad key": s("x")}})
 	wantKind(t, "a generation's bad metadata key", err, fault.Invalid)
 }

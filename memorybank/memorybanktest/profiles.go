@@ -12,6 +12,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -29,14 +31,14 @@ type userProfile struct {
 }
 
 // withProfile configures app1 with the user-profile schema.
-func (h *harness) withProfile(scopeKeys ...string) *memorybank.ProfileSchema {
+func (h *harness) withProfile(scopeKeys ...string) *profile.Schema {
 	h.t.Helper()
-	ps, err := memorybank.ProfileSchemaFor[userProfile]("user-profile")
+	ps, err := profile.SchemaFor[userProfile]("user-profile")
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	ps.ScopeKeys = scopeKeys
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: []memorybank.ProfileSchema{*ps}}, []string{"profile_schemas"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: []profile.Schema{*ps}}, []string{"profile_schemas"}); err != nil {
 		h.t.Fatal(err)
 	}
 	return ps
@@ -73,7 +75,7 @@ func (h *harness) profileOf(scope memorybank.Scope) map[string]any {
 }
 
 // testProfileSchemaConfig: profile schemas are stored in the
-// configuration as given (ProfileSchemaFor keeps the struct's order and
+// configuration as given (profile.SchemaFor keeps the struct's order and
 // descriptions), and bad schemas are refused with an error naming the
 // field or limit.
 func testProfileSchemaConfig(t *testing.T, h *harness) {
@@ -82,7 +84,7 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []memorybank.ProfileFieldSchema{
+	want := []profile.FieldSchema{
 		{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."},
 		{Name: "tone", Type: "string", Description: "How the user wants answers written.", Enum: []string{"succinct", "detailed"}},
 		{Name: "age", Type: "integer"},
@@ -91,54 +93,54 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 		t.Fatalf("stored profiles = %+v", c.Profiles)
 	}
 	// The JSON Schema form reads back the same.
-	back, err := memorybank.ParseProfileSchema("schema", "user-profile", ps.JSONSchema(), nil)
+	back, err := profile.ParseSchema("schema", "user-profile", ps.JSONSchema(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cmp.Equal(back.Fields[0], want[2]) || len(back.Fields) != 3 {
 		t.Fatalf("JSON Schema round trip = %+v", back.Fields)
 	}
-	good := func() memorybank.ProfileSchema { return *ps }
+	good := func() profile.Schema { return *ps }
 	many := good()
-	for i := range memorybank.MaxProfileFields {
-		many.Fields = append(many.Fields, memorybank.ProfileFieldSchema{Name: "f" + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Type: "string"})
+	for i := range profile.MaxFields {
+		many.Fields = append(many.Fields, profile.FieldSchema{Name: "f" + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Type: "string"})
 	}
 	for _, tc := range []struct {
 		name    string
-		schemas func() []memorybank.ProfileSchema
+		schemas func() []profile.Schema
 		want    string
 	}{
-		{"bad id", func() []memorybank.ProfileSchema {
+		{"bad id", func() []profile.Schema {
 			s := good()
 			s.ID = "User Profile"
-			return []memorybank.ProfileSchema{s}
+			return []profile.Schema{s}
 		}, "profile_schemas[0].schema_id"},
-		{"twice", func() []memorybank.ProfileSchema { return []memorybank.ProfileSchema{good(), good()} }, "used twice"},
-		{"no fields", func() []memorybank.ProfileSchema { s := good(); s.Fields = nil; return []memorybank.ProfileSchema{s} }, "1 to 32 fields"},
-		{"too many fields", func() []memorybank.ProfileSchema { return []memorybank.ProfileSchema{many} }, "1 to 32 fields; it has 35"},
-		{"nested", func() []memorybank.ProfileSchema {
+		{"twice", func() []profile.Schema { return []profile.Schema{good(), good()} }, "used twice"},
+		{"no fields", func() []profile.Schema { s := good(); s.Fields = nil; return []profile.Schema{s} }, "1 to 32 fields"},
+		{"too many fields", func() []profile.Schema { return []profile.Schema{many} }, "1 to 32 fields; it has 35"},
+		{"nested", func() []profile.Schema {
 			s := good()
-			s.Fields = []memorybank.ProfileFieldSchema{{Name: "demographics", Type: "object"}}
-			return []memorybank.ProfileSchema{s}
+			s.Fields = []profile.FieldSchema{{Name: "demographics", Type: "object"}}
+			return []profile.Schema{s}
 		}, `profile_schemas[0].properties.demographics.type "object" is not supported`},
-		{"enum on a number", func() []memorybank.ProfileSchema {
+		{"enum on a number", func() []profile.Schema {
 			s := good()
-			s.Fields = []memorybank.ProfileFieldSchema{{Name: "age", Type: "integer", Enum: []string{"1"}}}
-			return []memorybank.ProfileSchema{s}
+			s.Fields = []profile.FieldSchema{{Name: "age", Type: "integer", Enum: []string{"1"}}}
+			return []profile.Schema{s}
 		}, "enum is for string fields"},
-		{"bad field name", func() []memorybank.ProfileSchema {
+		{"bad field name", func() []profile.Schema {
 			s := good()
-			s.Fields = []memorybank.ProfileFieldSchema{{Name: "a b", Type: "string"}}
-			return []memorybank.ProfileSchema{s}
+			s.Fields = []profile.FieldSchema{{Name: "a b", Type: "string"}}
+			return []profile.Schema{s}
 		}, `field name "a b"`},
-		{"long description", func() []memorybank.ProfileSchema {
+		{"long description", func() []profile.Schema {
 			s := good()
-			s.Description = strings.Repeat("d", memorybank.MaxProfileDescription+1)
-			return []memorybank.ProfileSchema{s}
+			s.Description = strings.Repeat("d", profile.MaxDescription+1)
+			return []profile.Schema{s}
 		}, "profile_schemas[0].description must be 0 to 1024 bytes"},
-		{"too many schemas", func() []memorybank.ProfileSchema {
-			var out []memorybank.ProfileSchema
-			for i := range memorybank.MaxProfileSchemas + 1 {
+		{"too many schemas", func() []profile.Schema {
+			var out []profile.Schema
+			for i := range profile.MaxSchemas + 1 {
 				s := good()
 				s.ID = "p" + string(rune('a'+i))
 				out = append(out, s)
@@ -146,7 +148,7 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 			return out
 		}, "profile_schemas has 9 schemas; the limit is 8"},
 	} {
-		_, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: tc.schemas()}, []string{"profile_schemas"})
+		_, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: tc.schemas()}, []string{"profile_schemas"})
 		wantKind(t, tc.name, err, fault.Invalid)
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: error %q does not say %q", tc.name, err, tc.want)
@@ -166,7 +168,7 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 		if err := json.Unmarshal([]byte(tc.schema), &m); err != nil {
 			t.Fatal(err)
 		}
-		_, err := memorybank.ParseProfileSchema("schema", "p", m, nil)
+		_, err := profile.ParseSchema("schema", "p", m, nil)
 		wantKind(t, tc.name, err, fault.Invalid)
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: error %q does not say %q", tc.name, err, tc.want)
@@ -175,7 +177,7 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 	// Vertex AI's OpenAPI schemas spell types in upper case.
 	var vertex map[string]any
 	json.Unmarshal([]byte(`{"type": "OBJECT", "properties": {"role": {"type": "STRING", "description": "The user's role."}}}`), &vertex)
-	if p, err := memorybank.ParseProfileSchema("schema", "p", vertex, nil); err != nil || p.Fields[0].Type != "string" {
+	if p, err := profile.ParseSchema("schema", "p", vertex, nil); err != nil || p.Fields[0].Type != "string" {
 		t.Fatalf("upper-case types: %+v, %v", p, err)
 	}
 	c, _ = h.svc.GetConfig(h.ctx, "app1")
@@ -221,7 +223,7 @@ func testProfileGeneration(t *testing.T, h *harness) {
 			t.Fatalf("the free fact repeating the profile field was kept: %q", g.Memory.Fact)
 		}
 	}
-	want := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	want := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	if field == nil || !cmp.Equal(field.Profile, want) || field.Type() != memorybank.StructuredProfile || field.Fact != "preferred_language: Python" ||
 		len(field.Sources) != 1 || field.Sources[0].Session != key.Name() || field.Sources[0].EventIDs[0] != "e1" || field.StatedTime.IsZero() {
 		t.Fatalf("profile field memory = %+v", field)
@@ -381,7 +383,7 @@ func testProfileRepliesChecked(t *testing.T, h *harness) {
 		{"outside the enum", map[string]any{"facts": []any{}, "profile": map[string]any{"user-profile": map[string]any{"tone": field("rude", 1)}}}, "field tone takes one of"},
 		{"no events", map[string]any{"facts": []any{}, "profile": map[string]any{"user-profile": map[string]any{"preferred_language": field("Python")}}}, "cites no events"},
 		{"unknown event", map[string]any{"facts": []any{}, "profile": map[string]any{"user-profile": map[string]any{"preferred_language": field("Python", 3)}}}, "cites event 3"},
-		{"too long", map[string]any{"facts": []any{}, "profile": map[string]any{"user-profile": map[string]any{"preferred_language": field(strings.Repeat("P", memorybank.MaxProfileValueBytes+1), 1)}}}, "at most 1024 bytes"},
+		{"too long", map[string]any{"facts": []any{}, "profile": map[string]any{"user-profile": map[string]any{"preferred_language": field(strings.Repeat("P", profile.MaxValueBytes+1), 1)}}}, "at most 1024 bytes"},
 	} {
 		for range 3 {
 			h.gemini.ReplyJSON(tc.reply)
@@ -448,7 +450,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	target := h.fresh()
 	copyMemories(t, h, h.store, target, 10)
 	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now})
-	if _, err := tsvc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: mustConfig(t, h).Profiles}, []string{"profile_schemas"}); err != nil {
+	if _, err := tsvc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: mustConfig(t, h).Profiles}, []string{"profile_schemas"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := tsvc.RetrieveProfiles(h.ctx, "app1", user1); err != nil || len(got) != 1 || got[0].Values["preferred_language"] != "Python" {
@@ -473,7 +475,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	}
 }
 
-func mustConfig(t *testing.T, h *harness) *memorybank.BankConfig {
+func mustConfig(t *testing.T, h *harness) *appconfig.Config {
 	t.Helper()
 	c, err := h.svc.GetConfig(h.ctx, "app1")
 	if err != nil {
@@ -486,7 +488,7 @@ func mustConfig(t *testing.T, h *harness) *memorybank.BankConfig {
 // string value is redacted as a free fact is, before it is stored.
 func testProfileRedacted(t *testing.T, h *harness) {
 	ps := h.withProfile()
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", Profiles: []memorybank.ProfileSchema{*ps}, PIIRedaction: memorybank.PIIRedaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: []profile.Schema{*ps}, PIIRedaction: appconfig.Redaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
 		t.Fatal(err)
 	}
 	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}

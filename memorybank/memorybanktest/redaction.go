@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -40,15 +41,15 @@ func noSecret(t *testing.T, where, text string) {
 func testPIIRedaction(t *testing.T, h *harness) {
 	// A memory stored while redaction was off keeps its text...
 	old := h.create("The user's email is old@example.com.", user1)
-	pii := memorybank.PIIRedaction{Enabled: true, Rules: redact.Rules{Patterns: []redact.Pattern{{Name: "EMPLOYEE_ID", Regex: `EMP-[0-9]{6}`}}}}
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", PIIRedaction: pii}, []string{"pii_redaction"}); err != nil {
+	pii := appconfig.Redaction{Enabled: true, Rules: redact.Rules{Patterns: []redact.Pattern{{Name: "EMPLOYEE_ID", Regex: `EMP-[0-9]{6}`}}}}
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", PIIRedaction: pii}, []string{"pii_redaction"}); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := h.store.GetConfig(h.ctx, "app1")
 	if err != nil || !cmp.Equal(stored.PIIRedaction, pii) {
 		t.Fatalf("stored pii_redaction %+v, %v; want %+v", stored.PIIRedaction, err, pii)
 	}
-	_, err = h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app1", PIIRedaction: memorybank.PIIRedaction{Enabled: true, Rules: redact.Rules{Patterns: []redact.Pattern{{Name: "LOOK", Regex: `(?=x)`}}}}}, []string{"pii_redaction"})
+	_, err = h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", PIIRedaction: appconfig.Redaction{Enabled: true, Rules: redact.Rules{Patterns: []redact.Pattern{{Name: "LOOK", Regex: `(?=x)`}}}}}, []string{"pii_redaction"})
 	wantKind(t, "a pattern that is not RE2", err, fault.Invalid)
 	if !strings.Contains(err.Error(), "pii_redaction.custom_patterns[0] (LOOK)") {
 		t.Errorf("the error does not name the pattern: %v", err)
@@ -150,7 +151,7 @@ func testPIIRedaction(t *testing.T, h *harness) {
 	if _, err := h.svc.CreateMemory(h.ctx, "app2", memorybank.MemoryInput{Fact: "The user's email is ann@example.com.", Scope: user1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app2", PIIRedaction: memorybank.PIIRedaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app2", PIIRedaction: appconfig.Redaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
 		t.Fatal(err)
 	}
 	emb := &recordingEmbedder{}

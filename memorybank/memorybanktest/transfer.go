@@ -10,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -36,7 +38,7 @@ func testScan(t *testing.T, h *harness) {
 	if _, err := h.svc.CreateMemory(h.ctx, "app2", memorybank.MemoryInput{ID: "x", Fact: "other app", Scope: user1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.svc.UpdateConfig(h.ctx, &memorybank.BankConfig{App: "app3", ManagedTopics: []string{memorybank.TopicUserPreferences}}, nil); err != nil {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app3", ManagedTopics: []string{appconfig.TopicUserPreferences}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	marks := map[string]int64{
@@ -145,7 +147,7 @@ func copyMemories(t *testing.T, h *harness, from, to memorybank.Store, chunk int
 
 func testImport(t *testing.T, h *harness) {
 	h.create("The user likes green tea.", user1)
-	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{memorybank.TopicUserPersonalInfo}, Metadata: memorybank.Metadata{"k": memorybank.StringValue("v")}})
+	m2, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m2", Fact: "The user plays the cello.", Scope: user1, Topics: []string{appconfig.TopicUserPersonalInfo}, Metadata: metadata.Map{"k": metadata.String("v")}})
 	if err != nil {
 		t.Fatal(err)
 	}

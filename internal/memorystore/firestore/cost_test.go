@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -121,7 +122,7 @@ func TestSearchReadsBounded(t *testing.T) {
 // denseAlwaysStore reads the dense side of every search.
 type denseAlwaysStore struct{ *Store }
 
-func (s denseAlwaysStore) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
+func (s denseAlwaysStore) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
 	q.DenseFillsOnly = false
 	return s.Store.SearchMemories(ctx, q)
 }

@@ -82,6 +82,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 
 	"cloud.google.com/go/firestore"
 
@@ -255,15 +256,15 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 // Firestore's own values, strings, doubles and booleans, with a timestamp
 // as {"timestamp_ns": Unix nanoseconds} (Firestore's timestamps keep
 // microseconds only).
-func metadataDoc(md memorybank.Metadata) map[string]any {
+func metadataDoc(md metadata.Map) map[string]any {
 	out := make(map[string]any, len(md))
 	for k, v := range md {
 		switch v.Kind() {
-		case memorybank.MetadataDouble:
+		case metadata.KindDouble:
 			out[k] = v.Double()
-		case memorybank.MetadataBool:
+		case metadata.KindBool:
 			out[k] = v.Bool()
-		case memorybank.MetadataTimestamp:
+		case metadata.KindTimestamp:
 			out[k] = map[string]any{"timestamp_ns": v.Time().UnixNano()}
 		default:
 			out[k] = v.Text()
@@ -274,27 +275,27 @@ func metadataDoc(md memorybank.Metadata) map[string]any {
 
 // metadataOf reads a document's metadata (metadataDoc's form; documents
 // written before values had types hold strings).
-func metadataOf(d map[string]any) (memorybank.Metadata, error) {
+func metadataOf(d map[string]any) (metadata.Map, error) {
 	if len(d) == 0 {
 		return nil, nil
 	}
-	out := make(memorybank.Metadata, len(d))
+	out := make(metadata.Map, len(d))
 	for k, v := range d {
 		switch x := v.(type) {
 		case string:
-			out[k] = memorybank.StringValue(x)
+			out[k] = metadata.String(x)
 		case float64:
-			out[k] = memorybank.DoubleValue(x)
+			out[k] = metadata.Double(x)
 		case int64:
-			out[k] = memorybank.DoubleValue(float64(x))
+			out[k] = metadata.Double(float64(x))
 		case bool:
-			out[k] = memorybank.BoolValue(x)
+			out[k] = metadata.Bool(x)
 		case map[string]any:
 			ns, ok := x["timestamp_ns"].(int64)
 			if !ok || len(x) != 1 {
 				return nil, fmt.Errorf("metadata %q: %v is not {timestamp_ns}", k, x)
 			}
-			out[k] = memorybank.TimestampValue(time.Unix(0, ns))
+			out[k] = metadata.Timestamp(time.Unix(0, ns))
 		default:
 			return nil, fmt.Errorf("metadata %q: a value of type %T", k, v)
 		}

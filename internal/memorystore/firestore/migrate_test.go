@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 )
 
 // TestMigrate writes operation and revision documents as the first version
@@ -192,12 +193,12 @@ func TestMemoryDocumentsOfBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := st.GetMemory(ctx, "golden", "tea")
-	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "n": memorybank.StringValue("2")}
+	want := metadata.Map{"source": metadata.String("chat"), "n": metadata.String("2")}
 	if err != nil || !m.Metadata.Equal(want) || m.DisplayName != "" || m.Fact != "The user likes tea." {
 		t.Fatalf("the document of before reads as %+v, %v", m, err)
 	}
 	svc := memorybank.NewService(st, memorybank.Config{Now: func() time.Time { return now.Add(time.Hour) }})
-	md := memorybank.Metadata{"source": memorybank.StringValue("chat"), "n": memorybank.DoubleValue(2), "at": memorybank.TimestampValue(now.Add(time.Nanosecond))}
+	md := metadata.Map{"source": metadata.String("chat"), "n": metadata.Double(2), "at": metadata.Timestamp(now.Add(time.Nanosecond))}
 	name := "tea"
 	if _, err := svc.UpdateMemory(ctx, "golden", "tea", memorybank.MemoryUpdate{Metadata: &md, DisplayName: &name}); err != nil {
 		t.Fatal(err)

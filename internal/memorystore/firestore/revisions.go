@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 )
 
 // DeleteExpiredRevisions implements memorybank.RevisionStore.
@@ -95,10 +96,10 @@ func (s *Store) configRef(app string) *firestore.DocumentRef {
 }
 
 // GetConfig implements memorybank.ConfigStore.
-func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	snap, err := s.configRef(app).Get(ctx)
 	if firestoredb.IsNotFound(err) {
-		return &memorybank.BankConfig{App: app}, nil
+		return &appconfig.Config{App: app}, nil
 	}
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
@@ -106,7 +107,7 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 	return decodeConfig(app, snap)
 }
 
-func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*memorybank.BankConfig, error) {
+func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*appconfig.Config, error) {
 	body, err := snap.DataAt("body")
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*memorybank.Ban
 // ListConfigs implements memorybank.ConfigStore. It lists the app documents
 // (which may exist only as parents of collections) and reads their
 // configuration documents: no index is needed.
-func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
+func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
 	apps, err := s.c.Collection(s.root).DocumentRefs(ctx).GetAll()
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
@@ -126,7 +127,7 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, erro
 	for i, a := range apps {
 		refs[i] = s.configRef(a.ID)
 	}
-	var out []*memorybank.BankConfig
+	var out []*appconfig.Config
 	for start := 0; start < len(refs); start += 300 {
 		snaps, err := s.c.GetAll(ctx, refs[start:min(start+300, len(refs))])
 		if err != nil {
@@ -147,7 +148,7 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, erro
 }
 
 // PutConfig implements memorybank.ConfigStore.
-func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
+func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	body, err := record.MarshalConfig(c)
 	if err != nil {
 		return err

@@ -83,7 +83,7 @@ func lexicalBudget(q memorybank.SearchQuery) int {
 // FindNearest run and skipped). Otherwise FindNearest runs as without it,
 // and its candidates come first, so that Rank sees the same candidates in
 // the same order.
-func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
+func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
 	if q.Filter.None || q.K <= 0 {
 		return nil, nil
 	}
@@ -146,7 +146,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		lexical, complete = snaps, all && len(snaps) < budget
 		return firestoredb.Wrap(err)
 	}
-	rank := func() []memorybank.Scored {
+	rank := func() []retrieval.Ranked[*memorybank.Memory] {
 		return retrieval.Rank(q.Ranking(), slices.Values(cands), ts, func(m *memorybank.Memory) *memorybank.Memory { return m })
 	}
 	// When the dense side only fills K, the lexical pass goes first; when

@@ -21,6 +21,9 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
@@ -85,8 +88,8 @@ func MemoryType(m *memorybank.Memory) string {
 }
 
 // MarshalProfile returns the stored form of a memory's profile field (its
-// JSON, see memorybank.ProfileField), "" for none.
-func MarshalProfile(p *memorybank.ProfileField) (string, error) {
+// JSON, see profile.Field), "" for none.
+func MarshalProfile(p *profile.Field) (string, error) {
 	if p == nil {
 		return "", nil
 	}
@@ -95,11 +98,11 @@ func MarshalProfile(p *memorybank.ProfileField) (string, error) {
 }
 
 // UnmarshalProfile decodes MarshalProfile's output ("": none).
-func UnmarshalProfile(s string) (*memorybank.ProfileField, error) {
+func UnmarshalProfile(s string) (*profile.Field, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var p memorybank.ProfileField
+	var p profile.Field
 	if err := json.Unmarshal([]byte(s), &p); err != nil {
 		return nil, fmt.Errorf("decoding a profile field: %w", err)
 	}
@@ -148,7 +151,7 @@ type revisionRecord struct {
 	Fact           string              `json:"fact"`
 	Scope          memorybank.Scope    `json:"scope"`
 	Topics         []string            `json:"topics,omitempty"`
-	Metadata       memorybank.Metadata `json:"metadata,omitempty"`
+	Metadata       metadata.Map        `json:"metadata,omitempty"`
 	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
 	Sources        []memorybank.Source `json:"sources,omitempty"`
 	Operation      string              `json:"operation,omitempty"`
@@ -159,7 +162,7 @@ type revisionRecord struct {
 	StatedNS       int64               `json:"stated_ns,omitempty"`
 	// Profile is the memory's profile field after the change (the first
 	// formats had none: natural-language memories).
-	Profile *memorybank.ProfileField `json:"profile,omitempty"`
+	Profile *profile.Field `json:"profile,omitempty"`
 }
 
 // MarshalRevision returns a revision's stored form (see UnmarshalRevision).
@@ -208,7 +211,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memory
 	}, nil
 }
 
-// configRecord is the stored form of a memorybank.BankConfig, without its
+// configRecord is the stored form of a appconfig.Config, without its
 // app.
 // Durations are nanoseconds; the update time is RFC 3339 (as the first
 // format had it, which this one reads unchanged).
@@ -226,7 +229,7 @@ type configRecord struct {
 	UpdateTime    time.Time        `json:"update_time,omitzero"`
 }
 
-// piiRecord is the stored form of PIIRedaction (absent: off, no rules),
+// piiRecord is the stored form of appconfig.Redaction (absent: off, no rules),
 // categories by name.
 type piiRecord struct {
 	Enabled    bool            `json:"enabled,omitempty"`
@@ -239,7 +242,7 @@ type patternRecord struct {
 	Regex string `json:"regex"`
 }
 
-// profileRecord is the stored form of a memorybank.ProfileSchema: its
+// profileRecord is the stored form of a profile.Schema: its
 // fields as a list, in their order.
 type profileRecord struct {
 	ID          string               `json:"id"`
@@ -289,7 +292,7 @@ type triggerRecord struct {
 }
 
 // MarshalConfig returns a configuration's stored form.
-func MarshalConfig(c *memorybank.BankConfig) ([]byte, error) {
+func MarshalConfig(c *appconfig.Config) ([]byte, error) {
 	r := configRecord{
 		ManagedTopics: c.ManagedTopics, MemoryTTL: int64(c.MemoryTTL), RevisionTTL: int64(c.RevisionTTL),
 		Trigger:    triggerRecord{EventCount: c.Trigger.EventCount, IdleDuration: int64(c.Trigger.IdleDuration)},
@@ -324,26 +327,26 @@ func MarshalConfig(c *memorybank.BankConfig) ([]byte, error) {
 }
 
 // UnmarshalConfig decodes the stored configuration of app.
-func UnmarshalConfig(app string, body []byte) (*memorybank.BankConfig, error) {
+func UnmarshalConfig(app string, body []byte) (*appconfig.Config, error) {
 	var r configRecord
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("decoding the memory bank config of %s: %w", app, err)
 	}
-	c := &memorybank.BankConfig{
+	c := &appconfig.Config{
 		App: app, ManagedTopics: r.ManagedTopics, MemoryTTL: time.Duration(r.MemoryTTL), RevisionTTL: time.Duration(r.RevisionTTL),
-		Trigger:    memorybank.Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
+		Trigger:    appconfig.Trigger{EventCount: r.Trigger.EventCount, IdleDuration: time.Duration(r.Trigger.IdleDuration)},
 		Compaction: sessions.CompactionTrigger(r.Compaction),
-		Retrieval: memorybank.Retrieval{Fusion: retrieval.Fusion{
+		Retrieval: appconfig.Retrieval{Fusion: retrieval.Fusion{
 			Method: retrieval.FusionMethod(r.Retrieval.Fusion.Method), DenseWeight: r.Retrieval.Fusion.DenseWeight,
 			LexicalWeight: r.Retrieval.Fusion.LexicalWeight, RRFK: r.Retrieval.Fusion.RRFK,
 		}},
 		UpdateTime: r.UpdateTime,
 	}
 	for _, t := range r.CustomTopics {
-		c.CustomTopics = append(c.CustomTopics, memorybank.CustomTopic(t))
+		c.CustomTopics = append(c.CustomTopics, appconfig.CustomTopic(t))
 	}
 	for _, e := range r.Examples {
-		c.Examples = append(c.Examples, memorybank.Example{Events: e.Events, ExpectedFacts: e.ExpectedFacts})
+		c.Examples = append(c.Examples, appconfig.Example{Events: e.Events, ExpectedFacts: e.ExpectedFacts})
 	}
 	c.PIIRedaction.Enabled = r.PII.Enabled
 	for _, cat := range r.PII.Categories {
@@ -353,9 +356,9 @@ func UnmarshalConfig(app string, body []byte) (*memorybank.BankConfig, error) {
 		c.PIIRedaction.Patterns = append(c.PIIRedaction.Patterns, redact.Pattern(p))
 	}
 	for _, pr := range r.Profiles {
-		p := memorybank.ProfileSchema{ID: pr.ID, Description: pr.Description, ScopeKeys: pr.ScopeKeys}
+		p := profile.Schema{ID: pr.ID, Description: pr.Description, ScopeKeys: pr.ScopeKeys}
 		for _, f := range pr.Fields {
-			p.Fields = append(p.Fields, memorybank.ProfileFieldSchema(f))
+			p.Fields = append(p.Fields, profile.FieldSchema(f))
 		}
 		c.Profiles = append(c.Profiles, p)
 	}

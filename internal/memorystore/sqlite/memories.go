@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
 
@@ -160,7 +161,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 
 // SearchMemories implements memorybank.MemoryStore: it searches the scope in the
 // cache, loading it first when the cache does not hold it.
-func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]memorybank.Scored, error) {
+func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
 	if q.Filter.None {
 		return nil, nil
 	}
@@ -377,9 +378,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func nonNilMetadata(m memorybank.Metadata) memorybank.Metadata {
+func nonNilMetadata(m metadata.Map) metadata.Map {
 	if m == nil {
-		return memorybank.Metadata{}
+		return metadata.Map{}
 	}
 	return m
 }

@@ -18,7 +18,10 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -192,7 +195,7 @@ func TestGoldenDatabase(t *testing.T) {
 		t.Errorf("profile schemas = %+v, %v", cfg.Profiles, err)
 	}
 	fields, err := st.ProfileMemories(ctx, "golden", "user_id=ann", now, 10)
-	want := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	want := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	if err != nil || len(fields) != 1 || !reflect.DeepEqual(fields[0].Profile, want) || fields[0].Fact != "preferred_language: Python" || len(fields[0].Embedding) == 0 {
 		t.Fatalf("profile fields = %+v, %v", fields, err)
 	}
@@ -212,8 +215,8 @@ func checkNamesAndMetadata(t *testing.T, st *sqlite.Store) {
 	t.Helper()
 	// Schema 6: a display name, a description, typed metadata.
 	tea, err := st.GetMemory(t.Context(), "golden", "tea")
-	want := memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
-		"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)}
+	want := metadata.Map{"source": metadata.String("chat"), "score": metadata.Double(0.5),
+		"pinned": metadata.Bool(true), "seen": metadata.Timestamp(teaStated)}
 	if err != nil || tea.DisplayName != "Tea" || tea.Description != "What the user drinks." || !tea.Metadata.Equal(want) {
 		t.Errorf("tea = %+v, %v; want its display name, description and metadata %v", tea, err, want)
 	}
@@ -255,12 +258,12 @@ var (
 func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 	ctx := t.Context()
 	cfg, err := st.GetConfig(ctx, "golden")
-	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
+	if err != nil || len(cfg.CustomTopics) != 1 || cfg.CustomTopics[0].Label != "TRAVEL" || cfg.Trigger != (appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute}) ||
 		cfg.MemoryTTL != 90*24*time.Hour || len(cfg.Examples) != 1 || cfg.Examples[0].Events[0].Content.Parts[0].Text != "I fly to Oslo." {
 		t.Errorf("config = %+v, %v", cfg, err)
 	}
 	tea, err := st.GetMemory(ctx, "golden", "tea")
-	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != memorybank.StringValue("chat") ||
+	if err != nil || tea.Fact != "The user likes green tea." || tea.Revision != 3 || tea.Metadata["source"] != metadata.String("chat") ||
 		len(tea.Sources) != 1 || !slices.Equal(tea.Sources[0].EventIDs, []string{"e1", "e2"}) || len(tea.Embedding) == 0 {
 		t.Errorf("memory tea = %+v, %v", tea, err)
 	}
@@ -394,20 +397,20 @@ func writeGolden(t *testing.T, path string) {
 	jcfg := jobs.Config{Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5}
 	svc := memorybanktest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	withGen := memorybanktest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
-	_, err = svc.UpdateConfig(ctx, &memorybank.BankConfig{App: "golden",
+	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden",
 		ManagedTopics: []string{"USER_PREFERENCES"},
-		CustomTopics:  []memorybank.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples:      []memorybank.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
+		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
+		Examples:      []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
-		Trigger:  memorybank.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
-		Profiles: []memorybank.ProfileSchema{{ID: "user-profile", Fields: []memorybank.ProfileFieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
+		Trigger:  appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
+		Profiles: []profile.Schema{{ID: "user-profile", Fields: []profile.FieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
 	}, nil)
 	must(err)
 	ann := memorybank.Scope{"user_id": "ann"}
 	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"},
 		DisplayName: "Tea", Description: "What the user drinks.",
-		Metadata: memorybank.Metadata{"source": memorybank.StringValue("chat"), "score": memorybank.DoubleValue(0.5),
-			"pinned": memorybank.BoolValue(true), "seen": memorybank.TimestampValue(teaStated)},
+		Metadata: metadata.Map{"source": metadata.String("chat"), "score": metadata.Double(0.5),
+			"pinned": metadata.Bool(true), "seen": metadata.Timestamp(teaStated)},
 		EventTime: teaEvent, StatedTime: teaStated})
 	must(err)
 	fact := "The user likes green tea."
@@ -450,7 +453,7 @@ func writeGolden(t *testing.T, path string) {
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
 	// A profile field, as generation writes one (the queued operations
 	// above stay as they are).
-	field := &memorybank.ProfileField{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
+	field := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	vec, err := model.Offline{}.Embed(ctx, []string{"preferred_language: Python"}, model.TaskDocument)
 	must(err)
 	at := clock()

@@ -9,6 +9,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 )
 
 // DeleteExpiredRevisions implements memorybank.RevisionStore.
@@ -66,11 +67,11 @@ func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number in
 }
 
 // GetConfig implements memorybank.ConfigStore.
-func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConfig, error) {
+func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return &memorybank.BankConfig{App: app}, nil
+		return &appconfig.Config{App: app}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*memorybank.BankConf
 }
 
 // PutConfig implements memorybank.ConfigStore.
-func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
+func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	b, err := record.MarshalConfig(c)
 	if err != nil {
 		return err
@@ -98,8 +99,8 @@ func (s *Store) PutConfig(ctx context.Context, c *memorybank.BankConfig) error {
 }
 
 // ListConfigs implements memorybank.ConfigStore.
-func (s *Store) ListConfigs(ctx context.Context) ([]*memorybank.BankConfig, error) {
-	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.BankConfig, error) {
+func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*appconfig.Config, error) {
 		var app string
 		var body []byte
 		if err := scan(&app, &body); err != nil {

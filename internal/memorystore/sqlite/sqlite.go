@@ -5,7 +5,7 @@
 //
 //	memories         (app, id) → scope key, fact, display name,
 //	                 description, scope/topics/metadata/sources (JSON;
-//	                 metadata in memorybank.Metadata's stored form), times
+//	                 metadata in metadata.Map's stored form), times
 //	                 (Unix ns), revision, deleted,
 //	                 embedding (record.EncodeVector) and its model, memory
 //	                 type and profile field (record.MarshalProfile; both
@@ -152,7 +152,7 @@ WHERE json_type(body, '$.action') = 'integer';
 // unknown); the operations' bodies of the memory bank's second format
 // rewritten in the jobs engine's (v5); memories' display names and
 // descriptions (v6; their metadata may hold typed values since, in
-// memorybank.Metadata's stored form, which reads the strings of before
+// metadata.Map's stored form, which reads the strings of before
 // unchanged); operations' owners, counted per user (v7, empty for those
 // queued before); memories' type and profile field (empty for
 // natural-language memories, which all earlier ones are), with the index

@@ -16,6 +16,8 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -137,7 +139,7 @@ const installAttempts = 3
 // Search ranks the scope's visible memories that pass the query's filter
 // with retrieval.Rank: the q.K best of each side. A scope not held is
 // loaded with load (its visible memories) and kept.
-func (c *Cache) Search(ctx context.Context, q memorybank.SearchQuery, load func(ctx context.Context) ([]*memorybank.Memory, error)) ([]memorybank.Scored, error) {
+func (c *Cache) Search(ctx context.Context, q memorybank.SearchQuery, load func(ctx context.Context) ([]*memorybank.Memory, error)) ([]retrieval.Ranked[*memorybank.Memory], error) {
 	key := indexKey(q.App, q.ScopeKey)
 	c.mu.Lock()
 	s := c.scopes[key]
@@ -281,7 +283,7 @@ type indexEntry struct {
 	fact                         string
 	names                        *entryNames // nil when all are empty
 	topics                       []string
-	metadata                     memorybank.Metadata
+	metadata                     metadata.Map
 	sources                      []memorybank.Source
 	createNS, updateNS, expireNS int64
 	eventNS, statedNS            int64
@@ -296,7 +298,7 @@ type indexEntry struct {
 // lack (a pointer costs an entry less than two strings and a pointer).
 type entryNames struct {
 	displayName, description string
-	profile                  *memorybank.ProfileField
+	profile                  *profile.Field
 }
 
 // The estimated fixed sizes of the structures, in bytes: Go's own sizes
@@ -411,7 +413,7 @@ func (e *indexEntry) size() int64 {
 		n += int64(unsafe.Sizeof(entryNames{})) + int64(len(e.names.displayName)+len(e.names.description))
 	}
 	if p := e.profile(); p != nil {
-		n += 64 + int64(len(p.SchemaID)+len(p.Field)+len(memorybank.ValueText(p.Value)))
+		n += 64 + int64(len(p.SchemaID)+len(p.Field)+len(profile.ValueText(p.Value)))
 	}
 	for _, t := range e.topics {
 		n += 16 + int64(len(t))
@@ -432,7 +434,7 @@ func (e *indexEntry) size() int64 {
 }
 
 // profile returns the entry's profile field (nil: none).
-func (e *indexEntry) profile() *memorybank.ProfileField {
+func (e *indexEntry) profile() *profile.Field {
 	if e.names == nil {
 		return nil
 	}
@@ -484,7 +486,7 @@ func (s *scopeIndex) modelName(i int32) string {
 // search ranks the scope's visible memories that pass the filter with
 // Rank: dense scores of the memories of q.Model against the weighted query
 // vector, lexical similarity of all of them to q.Terms.
-func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
+func (s *scopeIndex) search(q memorybank.SearchQuery) []retrieval.Ranked[*memorybank.Memory] {
 	if q.K <= 0 {
 		return nil
 	}
@@ -515,7 +517,7 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []memorybank.Scored {
 
 // Score ranks memories by the same rule as Cache.Search: those of a scope
 // loaded afresh, or candidates a store fetched by other means.
-func Score(q memorybank.SearchQuery, memories []*memorybank.Memory) []memorybank.Scored {
+func Score(q memorybank.SearchQuery, memories []*memorybank.Memory) []retrieval.Ranked[*memorybank.Memory] {
 	return newScopeIndex(q.App, q.ScopeKey, memories).search(q)
 }
 

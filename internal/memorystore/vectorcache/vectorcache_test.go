@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -98,7 +99,7 @@ func referenceSearch(q memorybank.SearchQuery, memories []*memorybank.Memory) []
 }
 
 // ids returns the ids of the memories the dense side ranked, in order.
-func ids(scored []memorybank.Scored) []string {
+func ids(scored []retrieval.Ranked[*memorybank.Memory]) []string {
 	var out []string
 	for _, s := range scored {
 		if s.DenseRank > 0 {
@@ -109,7 +110,7 @@ func ids(scored []memorybank.Scored) []string {
 }
 
 // ranks describes results with both sides' ranks and scores.
-func ranks(scored []memorybank.Scored) []string {
+func ranks(scored []retrieval.Ranked[*memorybank.Memory]) []string {
 	var out []string
 	for _, s := range scored {
 		out = append(out, fmt.Sprintf("%s:%d:%d:%v:%v", s.Item.ID, s.DenseRank, s.LexicalRank, s.Score, s.Lexical))
@@ -158,7 +159,7 @@ func (m *memStore) write(c *Cache, mem *memorybank.Memory) {
 	c.Put(mem)
 }
 
-func search(t *testing.T, c *Cache, q memorybank.SearchQuery, st *memStore) []memorybank.Scored {
+func search(t *testing.T, c *Cache, q memorybank.SearchQuery, st *memStore) []retrieval.Ranked[*memorybank.Memory] {
 	t.Helper()
 	res, err := c.Search(t.Context(), q, st.load)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 )
 
 // memoryToVertex converts a memory. Its topics and metadata, which
@@ -39,7 +41,7 @@ func memoryToVertex(e engine, m *memorybank.Memory) (*aiplatformpb.Memory, error
 	if len(m.Topics) > 0 {
 		var topics []any
 		for _, t := range m.Topics {
-			if _, managed := memorybank.ManagedTopics[t]; managed {
+			if _, managed := appconfig.ManagedTopics[t]; managed {
 				topics = append(topics, map[string]any{"managedMemoryTopic": t})
 			} else {
 				topics = append(topics, map[string]any{"customMemoryTopicLabel": t})
@@ -62,13 +64,13 @@ func memoryToVertex(e engine, m *memorybank.Memory) (*aiplatformpb.Memory, error
 
 // metadataValueJSON is a metadata value as Vertex AI's
 // MemoryMetadataValue in JSON.
-func metadataValueJSON(v memorybank.MetadataValue) map[string]any {
+func metadataValueJSON(v metadata.Value) map[string]any {
 	switch v.Kind() {
-	case memorybank.MetadataDouble:
+	case metadata.KindDouble:
 		return map[string]any{"doubleValue": v.Double()}
-	case memorybank.MetadataBool:
+	case metadata.KindBool:
 		return map[string]any{"boolValue": v.Bool()}
-	case memorybank.MetadataTimestamp:
+	case metadata.KindTimestamp:
 		return map[string]any{"timestampValue": v.Time().Format(time.RFC3339Nano)}
 	}
 	return map[string]any{"stringValue": v.Text()}
@@ -79,7 +81,7 @@ func metadataValueJSON(v memorybank.MetadataValue) map[string]any {
 // given.
 type memoryFields struct {
 	topics   *[]string
-	metadata *memorybank.Metadata
+	metadata *metadata.Map
 }
 
 // memoryFromVertex reads a request memory's topics and metadata. The
@@ -113,8 +115,8 @@ func memoryFromVertex(m *aiplatformpb.Memory) (memoryFields, error) {
 // holds beyond Google's Go types.
 type generation struct {
 	allowedTopics []string
-	metadata      memorybank.Metadata
-	strategy      memorybank.MergeStrategy
+	metadata      metadata.Map
+	strategy      metadata.MergeStrategy
 }
 
 // generationFromJSON reads allowedTopics (the topics extraction may use),
@@ -138,7 +140,7 @@ func generationFromJSON(x map[string]any) (generation, error) {
 		if !isName {
 			return g, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy must be a name: OVERWRITE, MERGE or REQUIRE_EXACT_MATCH")
 		}
-		if g.strategy, err = memorybank.ParseMergeStrategy("metadata_merge_strategy", name); err != nil {
+		if g.strategy, err = metadata.ParseMergeStrategy("metadata_merge_strategy", name); err != nil {
 			return g, err
 		}
 	}
@@ -222,12 +224,12 @@ func topicsFromJSON(field string, v any) ([]string, error) {
 
 // metadataFromJSON reads Vertex AI's memory metadata, {"key":
 // MemoryMetadataValue}, with its types.
-func metadataFromJSON(field string, v any) (memorybank.Metadata, error) {
+func metadataFromJSON(field string, v any) (metadata.Map, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, fault.InvalidField(field, "%s must be an object of {\"stringValue\" | \"doubleValue\" | \"boolValue\" | \"timestampValue\": value}", field)
 	}
-	out := memorybank.Metadata{}
+	out := metadata.Map{}
 	for k, x := range m {
 		val, err := metadataValueFromJSON(field+"["+strconv.Quote(k)+"]", x)
 		if err != nil {
@@ -241,9 +243,9 @@ func metadataFromJSON(field string, v any) (memorybank.Metadata, error) {
 // metadataValueFromJSON reads one MemoryMetadataValue: exactly one of
 // stringValue, doubleValue (a number, or its proto3 JSON string form),
 // boolValue and timestampValue (RFC 3339), in camelCase or snake_case.
-func metadataValueFromJSON(field string, x any) (memorybank.MetadataValue, error) {
-	bad := func(format string, a ...any) (memorybank.MetadataValue, error) {
-		return memorybank.MetadataValue{}, fault.InvalidField(field, field+": "+format, a...)
+func metadataValueFromJSON(field string, x any) (metadata.Value, error) {
+	bad := func(format string, a ...any) (metadata.Value, error) {
+		return metadata.Value{}, fault.InvalidField(field, field+": "+format, a...)
 	}
 	val, ok := x.(map[string]any)
 	if !ok {
@@ -264,21 +266,21 @@ func metadataValueFromJSON(field string, x any) (memorybank.MetadataValue, error
 	switch kind {
 	case "stringValue":
 		if s, ok := y.(string); ok {
-			return memorybank.StringValue(s), nil
+			return metadata.String(s), nil
 		}
 	case "doubleValue":
 		switch n := y.(type) {
 		case float64:
-			return memorybank.DoubleValue(n), nil
+			return metadata.Double(n), nil
 		case string:
 			if f, err := strconv.ParseFloat(n, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-				return memorybank.DoubleValue(f), nil
+				return metadata.Double(f), nil
 			}
 			return bad("doubleValue %q is not a finite number", n)
 		}
 	case "boolValue":
 		if b, ok := y.(bool); ok {
-			return memorybank.BoolValue(b), nil
+			return metadata.Bool(b), nil
 		}
 	case "timestampValue":
 		if s, ok := y.(string); ok {
@@ -286,7 +288,7 @@ func metadataValueFromJSON(field string, x any) (memorybank.MetadataValue, error
 			if err != nil {
 				return bad("timestampValue %q is not an RFC 3339 time", s)
 			}
-			return memorybank.TimestampValue(t), nil
+			return metadata.Timestamp(t), nil
 		}
 	case "":
 		return bad("must set one of stringValue, doubleValue, boolValue and timestampValue")
@@ -380,9 +382,9 @@ func filterOp(field string, v any) (string, error) {
 }
 
 // literal writes a metadata value as a filter's value.
-func literal(v memorybank.MetadataValue) string {
+func literal(v metadata.Value) string {
 	switch v.Kind() {
-	case memorybank.MetadataDouble, memorybank.MetadataBool:
+	case metadata.KindDouble, metadata.KindBool:
 		return v.String()
 	}
 	return filter.Quote(v.String())

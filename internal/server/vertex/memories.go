@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/metadata"
 )
 
 // Memories. A Vertex AI memory is a kioku memory of the engine's app, with
@@ -220,7 +221,7 @@ func (s *Surface) updateMemory(ctx context.Context, r *aiplatformpb.UpdateMemory
 				u.Topics = x.topics
 			}
 		case "metadata":
-			u.Metadata = new(memorybank.Metadata{})
+			u.Metadata = new(metadata.Map{})
 			if x.metadata != nil {
 				u.Metadata = x.metadata
 			}

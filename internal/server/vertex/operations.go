@@ -89,10 +89,10 @@ func anyOf(v version, name string, m proto.Message) (*anypb.Any, error) {
 	return &anypb.Any{TypeUrl: v.typeURL(name), Value: b}, nil
 }
 
-// metadata returns an operation's metadata: metadataType (such as
+// operationMetadata returns an operation's metadata: metadataType (such as
 // "CreateSessionOperationMetadata") holding generic_metadata with the
 // operation's times.
-func metadata(v version, metadataType string, created, updated time.Time) (*anypb.Any, error) {
+func operationMetadata(v version, metadataType string, created, updated time.Time) (*anypb.Any, error) {
 	// Every *OperationMetadata of these services is {generic_metadata = 1}.
 	m := &aiplatformpb.CreateSessionOperationMetadata{GenericMetadata: &aiplatformpb.GenericOperationMetadata{
 		CreateTime: timestamppb.New(created), UpdateTime: timestamppb.New(updated),
@@ -104,7 +104,7 @@ func metadata(v version, metadataType string, created, updated time.Time) (*anyp
 // when nil).
 func (s *Surface) doneOperation(name string, v version, metadataType string, response proto.Message) (*longrunningpb.Operation, error) {
 	now := s.now()
-	md, err := metadata(v, metadataType, now, now)
+	md, err := operationMetadata(v, metadataType, now, now)
 	if err != nil {
 		return nil, err
 	}
@@ -317,9 +317,9 @@ func bankOperationToVertex(e engine, name string, op *app.Operation) (*longrunni
 	var md *anypb.Any
 	var err error
 	if op.Kind == memorybank.KindPurge {
-		md, err = metadata(v1beta1, "PurgeMemoriesOperationMetadata", op.CreateTime, updated)
+		md, err = operationMetadata(v1beta1, "PurgeMemoriesOperationMetadata", op.CreateTime, updated)
 	} else {
-		md, err = metadata(v1beta1, "GenerateMemoriesOperationMetadata", op.CreateTime, updated)
+		md, err = operationMetadata(v1beta1, "GenerateMemoriesOperationMetadata", op.CreateTime, updated)
 	}
 	if err != nil {
 		return nil, err
