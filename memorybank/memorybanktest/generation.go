@@ -203,12 +203,7 @@ func testTimesFromSession(t *testing.T, h *harness) {
 		map[string]any{"fact": "The user adopted a puppy named Luna on 2025-12-30.", "topic": "USER_PERSONAL_INFO", "events": []int{1, 2}, "date": "2025-12-30"},
 		map[string]any{"fact": "The user likes chatting.", "topic": "USER_PREFERENCES", "events": []int{3}, "date": "sometime"},
 	}})
-	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.svc)
-	op = h.op(op)
+	op := h.generateNow(t, &memorybank.GenerateRequest{App: "app1", Session: &key})
 	if op.State != jobs.Succeeded || len(op.Generated) != 2 {
 		t.Fatalf("operation = %s %+v %s", op.State, op.Generated, op.ErrorMessage)
 	}
@@ -259,12 +254,7 @@ func testConsolidationActions(t *testing.T, h *harness) {
 			{"candidate":1,"action":"CREATE","memory":0,"fact":"The user drinks tea instead of coffee."},
 			{"candidate":2,"action":"SKIP","memory":0,"fact":""}]}`, coffee)}
 	})
-	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: events})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.svc)
-	op = h.op(op)
+	op := h.generateNow(t, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: events})
 	if op.State != jobs.Succeeded {
 		t.Fatalf("operation %s: %s", op.State, op.ErrorMessage)
 	}
@@ -342,13 +332,9 @@ func testTransientFailureRetried(t *testing.T, h *harness) {
 		h.gemini.Reply(modeltest.Reply{Status: 503})
 	}
 	h.gemini.ReplyJSON(extraction("The user plays the violin."))
-	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.svc)
-	if got := h.op(op); got.State != jobs.Pending || got.Attempt != 1 {
-		t.Fatalf("after a failed attempt: %s attempt %d (%s)", got.State, got.Attempt, got.Progress)
+	op := h.generateNow(t, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+	if op.State != jobs.Pending || op.Attempt != 1 {
+		t.Fatalf("after a failed attempt: %s attempt %d (%s)", op.State, op.Attempt, op.Progress)
 	}
 	h.clock.Advance(time.Minute) // past the backoff
 	h.drain(h.svc)
@@ -361,6 +347,18 @@ func testTransientFailureRetried(t *testing.T, h *harness) {
 // The model's replies: checked whole before anything is planned, retried
 // as the model's failures, and once the model answers well the same events
 // give their memories, each with its sources.
+
+// generateNow asks for a generation, runs the attempts due once (drain)
+// and returns the operation as they left it.
+func (h *harness) generateNow(t *testing.T, r *memorybank.GenerateRequest) *Operation {
+	t.Helper()
+	op, err := h.svc.GenerateMemories(h.ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.svc)
+	return h.op(op)
+}
 
 // attempts runs the queued operations' attempts one after the other: each
 // drain runs those due, then the clock passes their retries' backoff.
@@ -430,13 +428,9 @@ func testModelTrouble(t *testing.T, h *harness) {
 		for range 3 { // the harness's MaxAttempts
 			h.gemini.ReplyText(tc.replies...)
 		}
-		op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.drain(h.svc)
-		if got := h.op(op); got.State != jobs.Pending || got.Attempt != 1 || !strings.Contains(got.Progress, tc.want) {
-			t.Fatalf("%s: after the first attempt %s (attempt %d) %q; want PENDING, to be retried, saying %q", tc.name, got.State, got.Attempt, got.Progress, tc.want)
+		op := h.generateNow(t, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+		if op.State != jobs.Pending || op.Attempt != 1 || !strings.Contains(op.Progress, tc.want) {
+			t.Fatalf("%s: after the first attempt %s (attempt %d) %q; want PENDING, to be retried, saying %q", tc.name, op.State, op.Attempt, op.Progress, tc.want)
 		}
 		h.clock.Advance(time.Minute)
 		h.attempts(2)
@@ -609,14 +603,9 @@ func testRateLimited(t *testing.T, h *harness) {
 	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I play the harp."}}}}}
 	h.gemini.Reply(modeltest.Reply{Status: 429, RetryAfter: "90"})
 	h.gemini.ReplyJSON(extraction("The user plays the harp."))
-	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.svc)
-	got := h.op(op)
-	if wait := got.NotBefore.Sub(got.StartTime); got.State != jobs.Pending || wait < 90*time.Second || wait > 95*time.Second || !strings.Contains(got.Progress, "HTTP 429") {
-		t.Fatalf("after a 429 asking for 90s: %s, retried %v after its start, %q", got.State, wait, got.Progress)
+	op := h.generateNow(t, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})
+	if wait := op.NotBefore.Sub(op.StartTime); op.State != jobs.Pending || wait < 90*time.Second || wait > 95*time.Second || !strings.Contains(op.Progress, "HTTP 429") {
+		t.Fatalf("after a 429 asking for 90s: %s, retried %v after its start, %q", op.State, wait, op.Progress)
 	}
 	h.clock.Advance(80 * time.Second)
 	if n := h.drain(h.svc); n != 0 {

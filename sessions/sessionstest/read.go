@@ -68,12 +68,7 @@ func testEventRoundTrip(t *testing.T, h *harness) {
 
 func testGetRecentAndAfter(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
-	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 1; i <= 10; i++ {
-		e := textEvent(fmt.Sprint("e", i), "user", "m")
-		e.Timestamp = base.Add(time.Duration(i) * time.Second)
-		h.append(t, s.Key, e)
-	}
+	base := h.appendSpaced(t, s.Key, 10, time.Second)
 	for _, tc := range []struct {
 		r    sessions.GetSessionRequest
 		want []int64
@@ -225,12 +220,7 @@ func size(events []*sessions.Event) int {
 
 func testListEventsPaging(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
-	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 1; i <= 25; i++ {
-		e := textEvent(fmt.Sprint("e", i), "user", "m")
-		e.Timestamp = base.Add(time.Duration(i) * time.Minute)
-		h.append(t, s.Key, e)
-	}
+	base := h.appendSpaced(t, s.Key, 25, time.Minute)
 	collect := func(r sessions.ListEventsRequest) []int64 {
 		t.Helper()
 		var all []int64

@@ -9,6 +9,7 @@ package sessionstest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -152,6 +153,19 @@ func (h *harness) get(t *testing.T, key sessions.Key, r sessions.GetSessionReque
 		t.Fatalf("GetSession(%s): %v", key.Name(), err)
 	}
 	return s, events
+}
+
+// appendSpaced appends n user events e1, e2, ... to key, event i at base
+// plus i steps, and returns base (1 January 2025).
+func (h *harness) appendSpaced(t *testing.T, key sessions.Key, n int, step time.Duration) time.Time {
+	t.Helper()
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= n; i++ {
+		e := textEvent(fmt.Sprint("e", i), "user", "m")
+		e.Timestamp = base.Add(time.Duration(i) * step)
+		h.append(t, key, e)
+	}
+	return base
 }
 
 func textEvent(id, author, text string) *sessions.Event {
