@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore] [--rate N,...]
+const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore] [--rate N,...] [--sender child|inline]
 
 Starts kioku in-process on loopback with a fresh temporary store and
 measures, in one run:
@@ -52,7 +53,9 @@ measures, in one run:
                         shows in them), the appends returned a second, and
                         how many failed (past the server's capacity, calls
                         run out of their deadline; a failed call counts the
-                        time until it failed)
+                        time until it failed); sent by a child process
+                        (--sender child, the default), so that the sender's
+                        own goroutines do not share the server's runtime
   get_recent_100_ms     GetSession(num_recent_events=20) median latency on a
   get_recent_10000_ms   session of 100 and of 10,000 events
   list_page_ms          ListSessions first page of 100 among 10,000 sessions
@@ -88,6 +91,8 @@ func benchSessions(ctx context.Context, args []string) error {
 	idle := fs.Duration("idle", time.Minute, "how long the idle phase watches Firestore usage (--store firestore)")
 	encrypted := fs.Bool("encrypted", false, "encrypt the sqlite store under a new master key, as serve --encryption-key-file does")
 	rateList := fs.String("rate", "", "open-loop phases: appends a second, comma-separated (2000,5000); each runs for --duration")
+	sender := fs.String("sender", "child", "where --rate's appends are sent from: child (a process of their own) or inline (this one, beside the server)")
+	target := fs.String("target", "", "run only the open-loop phases (--rate), against the kioku serving h2c at this URL (no API keys); the sender process is this")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,6 +102,13 @@ func benchSessions(ctx context.Context, args []string) error {
 	}
 	if *duration <= 0 {
 		return fmt.Errorf("--duration is %v; it must be positive", *duration)
+	}
+	if *sender != "child" && *sender != "inline" {
+		return fmt.Errorf("--sender %q: use child or inline", *sender)
+	}
+	const clients = 64
+	if *target != "" {
+		return benchOpenTarget(ctx, *target, rates, clients, *duration, *asJSON)
 	}
 	if *longEvents <= 100 {
 		return fmt.Errorf("--events is %d; the long session must have more than the short one's 100 events", *longEvents)
@@ -113,7 +125,6 @@ func benchSessions(ctx context.Context, args []string) error {
 	}
 	defer env.close()
 
-	const clients = 64
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("kioku bench sessions: store %s (encrypted %v), %d clients, %v per throughput phase", *store, *encrypted, clients, *duration)
@@ -182,23 +193,8 @@ func benchSessions(ctx context.Context, args []string) error {
 	}
 
 	// Open loops: appends at fixed arrival rates.
-	for _, rate := range rates {
-		o, err := env.measureOpenAppends(ctx, fmt.Sprint("open-", rate), clients, float64(rate), *duration)
-		if err != nil {
-			return fmt.Errorf("open-loop phase at %d appends/s: %w", rate, err)
-		}
-		lat := o.Latencies
-		name := fmt.Sprintf("open_%d_", rate)
-		r.set(name+"p50_ms", ms(percentile(lat, 0.50)))
-		r.set(name+"p99_ms", ms(percentile(lat, 0.99)))
-		r.set(name+"max_ms", ms(percentile(lat, 1)))
-		r.set(name+"rps", o.Completed)
-		r.set(name+"failed", float64(o.Failed))
-		failed := ""
-		if o.Failed > 0 {
-			failed = fmt.Sprintf("; %d failed, the first: %v", o.Failed, o.FirstError)
-		}
-		say("open %5d/s         p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%.0f appends/s returned%s)", rate, ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)), o.Completed, failed)
+	if err := openPhases(ctx, env, r, say, *sender, rates, clients, *duration); err != nil {
+		return err
 	}
 
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
@@ -274,8 +270,17 @@ func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, session
 	if err != nil {
 		return nil, err
 	}
-	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, i int) error {
-		return benchAppend(ctx, sc, names[i%sessions], i)
+	// The senders share openConns connections of their own, so that no
+	// connection carries more streams than a server allows on one.
+	const openConns = openSenders / 128
+	var clients [openConns]kiokuv1connect.SessionServiceClient
+	for c := range clients {
+		hc := &http.Client{Transport: benchTransport()}
+		defer hc.CloseIdleConnections()
+		clients[c] = kiokuv1connect.NewSessionServiceClient(hc, e.url)
+	}
+	return measureOpenLoop(ctx, rate, d, func(ctx context.Context, sender, i int) error {
+		return benchAppend(ctx, clients[sender%openConns], names[i%sessions], i)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,17 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 )
 
+// TestMain lets the test binary stand in for kioku when a command under
+// test runs kioku as a child process (bench sessions' open-loop sender):
+// runBench sets KIOKU_TEST_AS_KIOKU, which the child inherits.
+func TestMain(m *testing.M) {
+	if os.Getenv("KIOKU_TEST_AS_KIOKU") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // runBench runs a bench command and returns the JSON object of its last
 // line.
 func runBench(t *testing.T, args ...string) map[string]any {
@@ -22,6 +34,7 @@ func runBench(t *testing.T, args ...string) map[string]any {
 	// As if the operator had set GOMEMLIMIT: the benchmarks leave the test
 	// process's memory limit alone.
 	t.Setenv("GOMEMLIMIT", "off")
+	t.Setenv("KIOKU_TEST_AS_KIOKU", "1")
 	var out bytes.Buffer
 	old := stdout
 	stdout = &out
@@ -116,6 +129,14 @@ func TestBenchSessionsRuns(t *testing.T) {
 	if err := bench(t.Context(), []string{"sessions", "--rate", "200,fast"}); err == nil || !strings.Contains(err.Error(), "--rate") {
 		t.Errorf("bench sessions --rate 200,fast: %v, want a refusal naming --rate", err)
 	}
+	if err := bench(t.Context(), []string{"sessions", "--sender", "thread"}); err == nil || !strings.Contains(err.Error(), "--sender") {
+		t.Errorf("bench sessions --sender thread: %v, want a refusal naming --sender", err)
+	}
+	if err := bench(t.Context(), []string{"sessions", "--target", "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "--rate") {
+		t.Errorf("bench sessions --target without --rate: %v, want a refusal naming --rate", err)
+	}
+	// The open loop's sender is a child process (this test binary, as
+	// kioku: TestMain); its figures come back in the report.
 	got := runBench(t, "sessions", "--duration", "300ms", "--events", "200", "--sessions", "150", "--rate", "200", "--json")
 	for _, k := range []string{"noop_rps", "noop_cpu_us", "append_rps", "append_p50_ms", "append_p99_ms", "append_cpu_us", "append_writes_per_commit", "append_unsynced_rps",
 		"open_200_p50_ms", "open_200_p99_ms", "open_200_max_ms", "open_200_rps", "get_recent_100_ms", "get_recent_200_ms", "list_page_ms"} {
@@ -131,6 +152,28 @@ func TestBenchSessionsRuns(t *testing.T) {
 	}
 }
 
+// heldCalls stands for a server that holds every call until a gate opens
+// (hold after it is made), counting the most calls in flight at once.
+type heldCalls struct {
+	gate           chan struct{}
+	inFlight, most atomic.Int64
+}
+
+func newHeldCalls(hold time.Duration) *heldCalls {
+	h := &heldCalls{gate: make(chan struct{})}
+	time.AfterFunc(hold, func() { close(h.gate) })
+	return h
+}
+
+// call waits for the gate, counted in flight meanwhile.
+func (h *heldCalls) call() {
+	n := h.inFlight.Add(1)
+	for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+	}
+	<-h.gate
+	h.inFlight.Add(-1)
+}
+
 // TestOpenLoopCountsFromTheSchedule: an open loop keeps sending while the
 // server holds every call (here until a gate opens), so all calls are in
 // flight at once, and each call's latency runs from its scheduled time:
@@ -138,15 +181,9 @@ func TestBenchSessionsRuns(t *testing.T) {
 // calls are counted, and timed too.
 func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 	const hold = 300 * time.Millisecond
-	gate := make(chan struct{})
-	time.AfterFunc(hold, func() { close(gate) })
-	var inFlight, most atomic.Int64
-	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, i int) error {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		<-gate
-		inFlight.Add(-1)
+	held := newHeldCalls(hold)
+	o, err := measureOpenLoop(t.Context(), 1000, 50*time.Millisecond, func(ctx context.Context, _, i int) error {
+		held.call()
 		if i%10 == 9 {
 			return errors.New("deadline exceeded")
 		}
@@ -159,12 +196,45 @@ func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
 		t.Errorf("%d calls failed (first error %v); want the 5 that did, counted", o.Failed, o.FirstError)
 	}
 	lats := o.Latencies
-	if len(lats) != 50 || most.Load() != 50 {
-		t.Fatalf("%d calls, at most %d in flight at once; want 50, all in flight while the server held them", len(lats), most.Load())
+	if len(lats) != 50 || held.most.Load() != 50 {
+		t.Fatalf("%d calls, at most %d in flight at once; want 50, all in flight while the server held them", len(lats), held.most.Load())
 	}
 	for i, l := range lats {
 		if scheduled := time.Duration(i) * time.Millisecond; l < hold-scheduled-time.Millisecond {
 			t.Errorf("call %d (scheduled at %v) took %v from its schedule; the hold ended %v after the start", i, scheduled, l, hold)
+		}
+	}
+}
+
+// TestOpenLoopBoundsItsSenders: past openSenders calls in flight, the
+// open loop sends no more at once (each would otherwise hold a goroutine
+// and wait for a stream), and a call that waited for a free sender is
+// still timed from its scheduled time.
+func TestOpenLoopBoundsItsSenders(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	held := newHeldCalls(hold)
+	o, err := measureOpenLoop(t.Context(), 20_000, 50*time.Millisecond, func(ctx context.Context, sender, i int) error {
+		if sender < 0 || sender >= openSenders {
+			return fmt.Errorf("sender %d, want one of 0 to %d", sender, openSenders-1)
+		}
+		held.call()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Failed != 0 {
+		t.Fatalf("%d calls failed, the first: %v", o.Failed, o.FirstError)
+	}
+	if len(o.Latencies) != 1000 || held.most.Load() != openSenders {
+		t.Fatalf("%d calls, at most %d in flight at once; want 1000, at most %d (all senders busy)", len(o.Latencies), held.most.Load(), openSenders)
+	}
+	// The calls past the first openSenders waited for the hold to end and
+	// for a sender: from their schedule (at most 50 ms in), at least the
+	// rest of the hold.
+	for i, l := range o.Latencies[openSenders:] {
+		if l < hold-50*time.Millisecond {
+			t.Errorf("call %d took %v from its schedule; it could not start before the hold (%v) ended", openSenders+i, l, hold)
 		}
 	}
 }
