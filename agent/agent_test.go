@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
@@ -35,18 +33,8 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	fake := modeltest.NewGemini(t)
-	n, err := node.Open(t.Context(), node.Config{
-		DataDir: t.TempDir(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Models:  model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(srv.Close)
-	c := client.New(srv.URL)
+	_, url := nodetest.Serve(t, node.Config{Models: nodetest.Gemini(fake)})
+	c := client.New(url)
 	return &env{kioku: c, fake: fake, agent: &agent.Agent{Kioku: c, Model: &model.Gemini{Client: fake.Client(t), Model: "gemini-test"}, Instruction: "Be kind."}}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 // TestFirestoreFaults runs a kioku on Firestore (the emulator) through a
@@ -35,11 +35,7 @@ func TestFirestoreFaults(t *testing.T) {
 	project := firestoretest.Project(t)
 	p := faultproxy.Start(t, host)
 	t.Setenv("FIRESTORE_EMULATOR_HOST", p.Addr())
-	n, err := node.Open(t.Context(), node.Config{Store: "firestore", FirestoreProject: project, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := nodetest.Open(t, node.Config{Store: "firestore", FirestoreProject: project})
 	srv := httptest.NewUnstartedServer(n.Handler())
 	srv.Config.Protocols = n.HTTPServer().Protocols
 	srv.Start()
@@ -152,7 +148,7 @@ func TestFirestoreFaults(t *testing.T) {
 	p.Refuse()
 	once := client.New(srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
 	began := time.Now()
-	_, err = once.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Event: &kiokuv1.Event{Id: "refused", Author: "user"}, Name: name(0)})
+	_, err := once.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Event: &kiokuv1.Event{Id: "refused", Author: "user"}, Name: name(0)})
 	if connect.CodeOf(err) != connect.CodeUnavailable || time.Since(began) > 2*time.Second {
 		t.Fatalf("append while refused: %v after %v; want UNAVAILABLE within 2s", err, time.Since(began))
 	}

@@ -1,15 +1,11 @@
 package docs
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 // docsAddr is the address of kioku serve that the pages' programs and
@@ -147,20 +144,8 @@ func TestGoCode(t *testing.T) {
 // serveNode runs a kioku (embedded store) in the test's process and
 // returns its URL.
 func serveNode(t *testing.T) string {
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- n.Serve(ctx, ln) }()
-	t.Cleanup(func() { stop(); <-served })
-	return "http://" + ln.Addr().String()
+	_, url := nodetest.Listen(t, node.Config{}, "127.0.0.1:0")
+	return url
 }
 
 // exampleBodies returns, by its body as the pages show it (normalise),

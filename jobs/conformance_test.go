@@ -3,8 +3,8 @@ package jobs_test
 import (
 	"testing"
 
+	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
-	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
 )
 
@@ -13,5 +13,5 @@ import (
 // the test's temporary directory); the stores run it too, the Firestore
 // one on the emulator.
 func TestConformance(t *testing.T) {
-	jobstest.Run(t, func(t *testing.T) jobs.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) })
+	jobstest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) })
 }

@@ -3,8 +3,8 @@ package memorybank_test
 import (
 	"testing"
 
+	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )
 
@@ -14,5 +14,5 @@ import (
 // without an emulator; the backends run it too, the Firestore one on the
 // emulator.
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) })
+	memorybanktest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) })
 }

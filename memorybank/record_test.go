@@ -3,7 +3,6 @@ package memorybank_test
 import (
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,18 +24,15 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// update rewrites the golden files of the current formats from the
-// samples below: go test ./memorybank -run Golden -update. A diff in them
-// is a change of stored format: the new one is written, and the old one
-// still read (testdata/v1 and v2 are the operations' earlier formats).
-var update = flag.Bool("update", false, "rewrite the golden files of the current stored formats")
-
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// check compares got with testdata/name (or writes it with -update).
+// check compares got with testdata/name (or writes it with -update: go
+// test ./memorybank -run Golden -update). A diff is a change of stored
+// format: the new one is written, and the old one still read
+// (testdata/v1 and v2 are the operations' earlier formats).
 func check(t *testing.T, name string, got []byte) []byte {
 	t.Helper()
-	return golden.Check(t, filepath.Join("testdata", name), got, *update)
+	return golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 // sample is a golden operation: its record's envelope, and its request

@@ -1,7 +1,6 @@
 package sessions_test
 
 import (
-	"flag"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,8 +10,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/golden"
 	"github.com/kioku-ai/kioku/sessions"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/event.json from the sample event")
 
 // TestEventGolden: the stored form of an event with every field set is
 // testdata/event.json, and that file decodes to the event. A diff is a
@@ -38,7 +35,7 @@ func TestEventGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := golden.Check(t, filepath.Join("testdata", "event.json"), got, *update)
+	want := golden.Check(t, filepath.Join("testdata", "event.json"), got)
 	back, err := sessions.UnmarshalEvent(want)
 	if err != nil {
 		t.Fatal(err)

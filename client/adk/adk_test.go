@@ -2,9 +2,6 @@ package adk_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +25,7 @@ import (
 	"github.com/kioku-ai/kioku/client/adk"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
-	kmodel "github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
@@ -36,23 +33,15 @@ import (
 // fake Gemini, memory generation uses it. tune changes the configuration.
 func startKioku(t *testing.T, fake *modeltest.Gemini, tune ...func(*node.Config)) *client.Client {
 	t.Helper()
-	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var cfg node.Config
 	if fake != nil {
-		cfg.Models = kmodel.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+		cfg.Models = nodetest.Gemini(fake)
 	}
 	for _, f := range tune {
 		f(&cfg)
 	}
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := httptest.NewUnstartedServer(n.Handler())
-	srv.Config = n.HTTPServer()
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return client.New(srv.URL)
+	_, url := nodetest.ServeH2C(t, cfg)
+	return client.New(url)
 }
 
 // TestADKSessionServiceSuite runs ADK's own conformance suite against

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
@@ -107,14 +108,8 @@ func newSiteWith(t *testing.T, provider string, respond func(modeltest.Call) mod
 		oc := o.Config()
 		fake, cfg = o, model.Config{Provider: "openai", Model: "llama-test", OpenAIBaseURL: oc.BaseURL, OpenAIAPIKey: oc.APIKey, Retry: modeltest.FastRetry}
 	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Models: demoKiokuModels(cfg), Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ks := httptest.NewServer(n.Handler())
-	t.Cleanup(ks.Close)
-	kioku := client.New(ks.URL)
+	_, url := nodetest.Serve(t, node.Config{Models: demoKiokuModels(cfg), Logger: discard})
+	kioku := client.New(url)
 	chat, err := cfg.Chat(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -291,13 +286,7 @@ func TestNoModelConfigured(t *testing.T) {
 func TestRunWithKiokuURL(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	fake.SetResponder(hana)
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ks := httptest.NewServer(n.Handler())
-	t.Cleanup(ks.Close)
+	_, kiokuURL := nodetest.Serve(t, node.Config{Logger: discard})
 	t.Setenv("GEMINI_API_KEY", "test-key")
 	t.Setenv("COMPANION_MODEL_PROVIDER", "gemini")
 	t.Setenv("COMPANION_GEMINI_BASE_URL", fake.URL)
@@ -306,7 +295,7 @@ func TestRunWithKiokuURL(t *testing.T) {
 	urls, done := make(chan string, 1), make(chan error, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--kioku", ks.URL, "--log-level", "warn"}, &stderr, func(u string) { urls <- u })
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--kioku", kiokuURL, "--log-level", "warn"}, &stderr, func(u string) { urls <- u })
 	}()
 	defer func() {
 		cancel()
@@ -324,7 +313,7 @@ func TestRunWithKiokuURL(t *testing.T) {
 		t.Fatalf("started an embedded kioku despite --kioku: %s", stderr.String())
 	}
 	jar, _ := cookiejar.New(nil)
-	s := &site{t: t, url: url, http: &http.Client{Jar: jar}, kioku: client.New(ks.URL), fake: fake}
+	s := &site{t: t, url: url, http: &http.Client{Jar: jar}, kioku: client.New(kiokuURL), fake: fake}
 	var info struct {
 		Model string
 		Demo  bool

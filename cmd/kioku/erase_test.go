@@ -25,6 +25,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/model/modeltest"
 
@@ -56,13 +57,13 @@ func storeUser(t *testing.T, c *client.Client, user, marker string) {
 		return &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: s}}}
 	}
 	_, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: parent, SessionId: user + "-s1", Session: &kiokuv1.Session{
-		DisplayName: "chat of " + marker, State: mustStruct(t, map[string]any{"note": marker, "user:secret": marker})}})
+		DisplayName: "chat of " + marker, State: prototest.Struct(t, map[string]any{"note": marker, "user:secret": marker})}})
 	must(err)
 	s1 := parent + "/sessions/" + user + "-s1"
 	for i := range 12 {
 		_, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: s1, Event: &kiokuv1.Event{Id: fmt.Sprint("e", i), Author: "user",
 			Content: text(fmt.Sprintf("message %d: my code word is %s", i, marker)),
-			Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"user:last": fmt.Sprint(marker, i)})}}})
+			Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:last": fmt.Sprint(marker, i)})}}})
 		must(err)
 	}
 	op, err := c.CompactSession(ctx, &kiokuv1.CompactSessionRequest{Name: s1, KeepRecentEvents: 2})
@@ -72,7 +73,7 @@ func storeUser(t *testing.T, c *client.Client, user, marker string) {
 	_, err = c.ForkSession(ctx, &kiokuv1.ForkSessionRequest{Name: s1, SessionId: user + "-fork", EventId: "e3"})
 	must(err)
 	_, err = c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: parent, SessionId: user + "-brief", Session: &kiokuv1.Session{
-		Expiration: &kiokuv1.Session_Ttl{Ttl: durationpb.New(time.Hour)}, State: mustStruct(t, map[string]any{"x": marker})}})
+		Expiration: &kiokuv1.Session_Ttl{Ttl: durationpb.New(time.Hour)}, State: prototest.Struct(t, map[string]any{"x": marker})}})
 	must(err)
 	op, err = c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/shop", DisableConsolidation: true,
 		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: s1}}})
@@ -101,7 +102,7 @@ func storeUser(t *testing.T, c *client.Client, user, marker string) {
 		{"command": "create", "path": "/memories/gone.md", "file_text": marker + " had a cold."},
 		{"command": "delete", "path": "/memories/gone.md"},
 	} {
-		res, err := c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: parent, Input: mustStruct(t, in)})
+		res, err := c.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: parent, Input: prototest.Struct(t, in)})
 		must(err)
 		if res.GetIsError() {
 			t.Fatalf("memory file %v: %s", in, res.GetOutput())

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -30,23 +28,8 @@ type operatorServer struct {
 
 func newOperatorServer(t *testing.T) *operatorServer {
 	key, entry := auth.NewKey("operator", auth.AllApps, "")
-	file := filepath.Join(t.TempDir(), "keys.json")
-	b, _ := json.Marshal(map[string]any{"keys": []any{entry}})
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := auth.LoadKeys(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(srv.Close)
-	return &operatorServer{t: t, url: srv.URL, key: key, c: client.New(srv.URL, client.WithAuthToken(key))}
+	_, url := nodetest.Serve(t, node.Config{Keys: nodetest.Keys(t, entry)})
+	return &operatorServer{t: t, url: url, key: key, c: client.New(url, client.WithAuthToken(key))}
 }
 
 // kioku runs "kioku ARGS --server URL --key KEY" and returns its output;

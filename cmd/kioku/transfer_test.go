@@ -20,13 +20,14 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/archive"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/sessions"
 )
 
 // kiokuCmd runs the kioku binary and returns its combined output.
@@ -118,16 +119,6 @@ func TestExportCommand(t *testing.T) {
 	}
 }
 
-// mustStruct converts a map to a protobuf Struct.
-func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // clients are the kioku.v1 clients of one server.
 type clients struct {
 	s kiokuv1connect.SessionServiceClient
@@ -173,17 +164,17 @@ func populateAPI(t *testing.T, c clients) {
 	}
 	call(t, c.s.CreateSession, &kiokuv1.CreateSessionRequest{Parent: "apps/shop/users/ann", SessionId: "s1", Session: &kiokuv1.Session{
 		DisplayName: "first chat", Labels: map[string]string{"topic": "tea"}, Expiration: &kiokuv1.Session_Ttl{Ttl: durationpb.New(240 * time.Hour)},
-		State: mustStruct(t, map[string]any{"mood": "curious", "user:lang": "ja", "app:motd": "hi", "temp:x": 1}),
+		State: prototest.Struct(t, map[string]any{"mood": "curious", "user:lang": "ja", "app:motd": "hi", "temp:x": 1}),
 	}})
 	const s1 = "apps/shop/users/ann/sessions/s1"
 	events := []*kiokuv1.Event{
 		{Id: "e1", InvocationId: "i1", Author: "user", Content: text("user", "I prefer green tea."),
-			Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"user:drink": "tea", "k": 1, "temp:draft": "x"})}},
+			Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:drink": "tea", "k": 1, "temp:draft": "x"})}},
 		{Id: "e2", InvocationId: "i1", Author: "hana", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
-			{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "get_weather", Args: mustStruct(t, map[string]any{"city": "Sapporo"})}}}}},
+			{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "get_weather", Args: prototest.Struct(t, map[string]any{"city": "Sapporo"})}}}}},
 		{Id: "e3", InvocationId: "i1", Author: "hana", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{
-			{FunctionResponse: &kiokuv1.FunctionResponse{Id: "c1", Name: "get_weather", Response: mustStruct(t, map[string]any{"sky": "snow", "c": -3.5})}}}}},
-		{Id: "e4", InvocationId: "i2", Author: "hana", TurnComplete: true, CustomMetadata: mustStruct(t, map[string]any{"score": 0.5, "tags": []any{"a", "b"}}),
+			{FunctionResponse: &kiokuv1.FunctionResponse{Id: "c1", Name: "get_weather", Response: prototest.Struct(t, map[string]any{"sky": "snow", "c": -3.5})}}}}},
+		{Id: "e4", InvocationId: "i2", Author: "hana", TurnComplete: true, CustomMetadata: prototest.Struct(t, map[string]any{"score": 0.5, "tags": []any{"a", "b"}}),
 			Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
 				{Text: "thinking", Thought: true, ThoughtSignature: []byte{1, 2, 3}},
 				{InlineData: &kiokuv1.Blob{MimeType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0}}},
@@ -200,8 +191,8 @@ func populateAPI(t *testing.T, c clients) {
 	call(t, c.s.UpdateSession, &kiokuv1.UpdateSessionRequest{Session: &kiokuv1.Session{Name: s1, DisplayName: "tea chat"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"display_name"}}})
 	call(t, c.s.CreateSession, &kiokuv1.CreateSessionRequest{Parent: "apps/shop/users/bo", SessionId: "t1"})
 	call(t, c.s.AppendEvent, &kiokuv1.AppendEventRequest{Name: "apps/shop/users/bo/sessions/t1", Event: &kiokuv1.Event{Id: "f1", Author: "user", Content: text("user", "hello")}})
-	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/shop/users/bo/state", StateDelta: mustStruct(t, map[string]any{"user:level": 3})})
-	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/other/state", StateDelta: mustStruct(t, map[string]any{"app:only": true})})
+	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/shop/users/bo/state", StateDelta: prototest.Struct(t, map[string]any{"user:level": 3})})
+	call(t, c.s.UpdateState, &kiokuv1.UpdateStateRequest{Name: "apps/other/state", StateDelta: prototest.Struct(t, map[string]any{"app:only": true})})
 
 	call(t, c.m.UpdateMemoryBankConfig, &kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: &kiokuv1.MemoryBankConfig{
 		Name: "apps/shop/memoryBankConfig", CustomTopics: []*kiokuv1.CustomMemoryTopic{{Label: "DRINKS", Description: "What the user drinks."}},
@@ -225,7 +216,7 @@ func populateAPI(t *testing.T, c clients) {
 		{"command": "create", "path": "/memories/old.md", "file_text": "x"},
 		{"command": "delete", "path": "/memories/old.md"},
 	} {
-		if res := call(t, c.f.Execute, &kiokuv1.ExecuteRequest{Parent: "apps/shop/users/ann", Input: mustStruct(t, in)}); res.GetIsError() {
+		if res := call(t, c.f.Execute, &kiokuv1.ExecuteRequest{Parent: "apps/shop/users/ann", Input: prototest.Struct(t, in)}); res.GetIsError() {
 			t.Fatalf("memory file %v: %s", in, res.GetOutput())
 		}
 	}
@@ -365,4 +356,133 @@ func TestBenchExport(t *testing.T) {
 			t.Errorf("%s = %v, want a figure", k, got[k])
 		}
 	}
+}
+
+// writeArchive writes an archive of app a1: its app: state, then the
+// records of add.
+func writeArchive(t *testing.T, add func(w *archive.Writer) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "a1.kioku.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	w, err := archive.NewWriter(f, archive.Header{Created: now, Store: "test", App: "a1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.State(&sessions.SharedState{Ref: sessions.StateRef{App: "a1"}, State: map[string]any{"app:motd": "hi"}, UpdateTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestImportCommandRefuses: kioku import refuses, with a message naming
+// the selection or the session and sequence, an archive whose header is
+// not what --app or --user names and one whose session misses a
+// sequence, and the store stays empty (an export of it holds no
+// record); the archive imports with the --app its header names, also
+// from standard input.
+func TestImportCommandRefuses(t *testing.T) {
+	dataDir := t.TempDir()
+	ok := writeArchive(t, func(*archive.Writer) error { return nil })
+	gap := writeArchive(t, func(w *archive.Writer) error {
+		key := sessions.Key{App: "a1", User: "u1", ID: "s1"}
+		created := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+		if err := w.Session(&sessions.Session{Key: key, CreateTime: created, UpdateTime: created, LastSequence: 2}); err != nil {
+			return err
+		}
+		return w.Event(key, &sessions.Event{ID: "e2", Author: "user", Sequence: 2, Timestamp: created})
+	})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--in", ok, "--app", "a2"}, "the archive holds app a1 (its header says so), not app a2: nothing was written"},
+		{[]string{"--in", ok, "--user", "apps/a1/users/u1"}, "the archive holds app a1 (its header says so), not user u1 of app a1"},
+		{[]string{"--in", gap}, "session apps/a1/users/u1/sessions/s1: sequence 1 is missing"},
+	} {
+		msg := kiokuCmd(t, true, append([]string{"import", "--data-dir", dataDir}, c.args...)...)
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("kioku import %v printed %q, want %q", c.args, msg, c.want)
+		}
+		out := filepath.Join(t.TempDir(), "after.kioku.gz")
+		kiokuCmd(t, false, "export", "--data-dir", dataDir, "--out", out)
+		if recs := records(t, out); len(recs) != 0 {
+			t.Errorf("kioku import %v was refused but the store holds %d records: %v", c.args, len(recs), recs[0])
+		}
+	}
+
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	cmd := exec.Command(bin, "import", "--data-dir", dataDir, "--in", "-", "--app", "a1")
+	cmd.Stdin = in
+	msg, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(msg), "wrote 1 app_state, 0 user_state") {
+		t.Fatalf("kioku import --in - --app a1: %v\n%s", err, msg)
+	}
+}
+
+// TestBackupWhileServing backs up a store with `kioku backup` while a real
+// kioku serve appends to it, serves the copy from a new data directory,
+// and finds every append acknowledged before the backup started, with
+// contiguous sequences and consistent state.
+func TestBackupWhileServing(t *testing.T) {
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	proc := startKioku(t, "--data-dir", dataDir)
+	load := startAppendLoad(t, proc.url)
+	time.Sleep(700 * time.Millisecond)
+	before := load.acknowledged()
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	out, err := exec.Command(bin, "backup", "--data-dir", dataDir, "--out", copyPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kioku backup: %v\n%s", err, out)
+	}
+	time.Sleep(200 * time.Millisecond) // appends go on after the copy
+	after := load.stop()
+	if len(before) < 50 || len(after) <= len(before) {
+		t.Fatalf("%d appends acknowledged before the backup and %d in all: the load did not run across it", len(before), len(after))
+	}
+	if !strings.Contains(string(out), "backed up") {
+		t.Errorf("kioku backup printed %q", out)
+	}
+
+	// A second backup to the same file is refused and leaves the copy alone.
+	fi, _ := os.Stat(copyPath)
+	if out, err := exec.Command(bin, "backup", "--data-dir", dataDir, "--out", copyPath).CombinedOutput(); err == nil || !strings.Contains(string(out), "already exists") {
+		t.Errorf("backup over an existing file: %v, %s", err, out)
+	}
+	if again, _ := os.Stat(copyPath); again.Size() != fi.Size() || !again.ModTime().Equal(fi.ModTime()) {
+		t.Error("a refused backup changed the existing file")
+	}
+
+	restored := t.TempDir()
+	data, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(restored, "kioku.db"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copyProc := startKioku(t, "--data-dir", restored)
+	checkAcknowledged(t, copyProc.url, before)
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"flag"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,14 +13,11 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// update rewrites the golden file of a compaction's record: go test
-// ./internal/app -run Golden -update. It lies with the other operations'
-// in memorybank/testdata, whose tests read the earlier formats into it.
-var update = flag.Bool("update", false, "rewrite the golden file of the current stored format")
-
 // TestCompactionGolden: a compaction's stored form (the jobs engine's
 // record with its request and result) is its golden file, and the golden
-// file decodes to the sample.
+// file decodes to the sample. The file lies with the other operations' in
+// memorybank/testdata, whose tests read the earlier formats into it (go
+// test ./internal/app -run Golden -update rewrites it).
 func TestCompactionGolden(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ann := sessions.Key{App: "golden", User: "ann", ID: "s1"}
@@ -41,7 +37,7 @@ func TestCompactionGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := golden.Check(t, filepath.Join("..", "..", "memorybank", "testdata", "v3", "operation-compacted.json"), body, *update)
+	stored := golden.Check(t, filepath.Join("..", "..", "memorybank", "testdata", "v3", "operation-compacted.json"), body)
 	got, err := record.DecodeOperation(op.App, op.ID, stored)
 	if err != nil {
 		t.Fatal(err)

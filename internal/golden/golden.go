@@ -6,16 +6,20 @@ package golden
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"testing"
 )
 
+// update is the -update flag of the tests that check golden files.
+var update = flag.Bool("update", false, "rewrite the golden files of the current stored formats")
+
 // Check compares got with the file at path (without its final newline)
-// and returns the file's bytes. With update it first writes got to the
+// and returns the file's bytes. With -update it first writes got to the
 // file (go test -update, after a deliberate change of format).
-func Check(t testing.TB, path string, got []byte, update bool) []byte {
+func Check(t testing.TB, path string, got []byte) []byte {
 	t.Helper()
-	if update {
+	if *update {
 		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,9 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,51 +11,19 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
-
-// syncBuffer is a log sink the server and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serve starts a node as kioku serve does with no model flags (a fresh
 // data directory, the zero model configuration) and returns a client over
 // HTTP and the server's log.
-func serve(t *testing.T, cfg node.Config) (*client.Client, *syncBuffer) {
+func serve(t *testing.T, cfg node.Config) (*client.Client, *nodetest.LogBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &nodetest.LogBuffer{}
 	cfg.DataDir = t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		n.Close()
-	})
-	return client.New("http://" + ln.Addr().String()), logs
+	_, url := nodetest.Listen(t, cfg, "127.0.0.1:0")
+	return client.New(url), logs
 }
 
 // say appends the user's message to a new session and generates memories

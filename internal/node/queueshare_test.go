@@ -1,12 +1,7 @@
 package node_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -33,32 +29,12 @@ func TestOneUserCannotFillTheAppsQueue(t *testing.T) {
 	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
 	aliceKey, aliceEntry := auth.NewKey("alice", "a", "alice")
 	appKey, appEntry := auth.NewKey("backend", "a", "")
-	b, _ := json.Marshal(map[string]any{"keys": []auth.Key{bobEntry, aliceEntry, appEntry}})
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := auth.LoadKeys(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Open(t.Context(), node.Config{
-		DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.DiscardHandler),
+	_, url := nodetest.Listen(t, node.Config{
+		Keys:      nodetest.Keys(t, bobEntry, aliceEntry, appEntry),
 		RateLimit: auth.RateLimit{PerSecond: 10000, Burst: 10000},
 		Models:    model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Limits: model.CallLimits{Reply: time.Minute}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, "127.0.0.1:0")
 	ctx := t.Context()
-	done := make(chan error, 1)
-	go func() { done <- n.Serve(ctx, ln) }()
-	t.Cleanup(func() { <-done; n.Close() })
-	url := "http://" + ln.Addr().String()
 	bob, alice, app := client.New(url, client.WithAuthToken(bobKey)), client.New(url, client.WithAuthToken(aliceKey)), client.New(url, client.WithAuthToken(appKey))
 
 	session := func(c *client.Client, user string) string {

@@ -24,6 +24,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
@@ -68,10 +69,7 @@ func TestAttackMatrix(t *testing.T) {
 	expiredKey, expiredEntry := auth.NewKey("ann's old key", "a", "ann")
 	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
 	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
-	keys, err := auth.LoadKeys(keyFile(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry)
 	_, url := serveNode(t, func(c *node.Config) { c.Keys = keys })
 	with := func(key string, opts ...client.Option) *client.Client {
 		opts = append(opts, client.WithHTTPClient(h2cClient()))
@@ -102,7 +100,7 @@ func TestAttackMatrix(t *testing.T) {
 			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}, Actions: &kiokuv1.EventActions{StateDelta: delta(map[string]any{"user:drink": "tea"})}}})
 		must("event", err)
 	}
-	_, err = app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
+	_, err := app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
 	must("app state", err)
 	for _, m := range []struct {
 		id    string
@@ -538,10 +536,7 @@ func snapshot(t *testing.T, app, op *client.Client) storeSnapshot {
 func TestRateLimitOverAServer(t *testing.T) {
 	key, entry := auth.NewKey("slow", "a", "ann")
 	entry.RateLimit = &auth.RateLimit{PerSecond: 2, Burst: 2}
-	keys, err := auth.LoadKeys(keyFile(t, entry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, entry)
 	ts := sessionServerWith(t, server.Config{Keys: keys, Logger: quietLog()})
 	c := client.New(ts.URL, client.WithAuthToken(key), client.WithHTTPClient(h2cClient()), client.WithGRPC())
 	get := func() error {
@@ -553,7 +548,7 @@ func TestRateLimitOverAServer(t *testing.T) {
 			t.Fatalf("call %d within the burst: %v", i, err)
 		}
 	}
-	err = get()
+	err := get()
 	var ce *connect.Error
 	if connect.CodeOf(err) != connect.CodeResourceExhausted || !errors.As(err, &ce) {
 		t.Fatalf("over the limit: %v, want RESOURCE_EXHAUSTED", err)

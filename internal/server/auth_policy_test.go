@@ -7,10 +7,10 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -39,15 +39,6 @@ func TestEveryProcedureIsDeclared(t *testing.T) {
 	}
 }
 
-func delta(t *testing.T, m map[string]any) *structpb.Struct {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestKiokuPolicy decides requests of the three kinds of key without a
 // server (the attack matrix in auth_test.go runs them over one).
 func TestKiokuPolicy(t *testing.T) {
@@ -56,9 +47,9 @@ func TestKiokuPolicy(t *testing.T) {
 	ann := auth.Caller{Name: "ann's agent", App: "a", User: "ann"}
 	const ok connect.Code = 0
 	toolCall := &kiokuv1.Event{Author: "model", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
-		{FunctionCall: &kiokuv1.FunctionCall{Name: "get_weather", Args: delta(t, map[string]any{"name": "apps/b/users/bob"})}},
-		{FunctionResponse: &kiokuv1.FunctionResponse{Name: "get_weather", Response: delta(t, map[string]any{"parent": "apps/b"})}},
-	}}, CustomMetadata: delta(t, map[string]any{"session": "apps/b/users/bob/sessions/s"})}
+		{FunctionCall: &kiokuv1.FunctionCall{Name: "get_weather", Args: prototest.Struct(t, map[string]any{"name": "apps/b/users/bob"})}},
+		{FunctionResponse: &kiokuv1.FunctionResponse{Name: "get_weather", Response: prototest.Struct(t, map[string]any{"parent": "apps/b"})}},
+	}}, CustomMetadata: prototest.Struct(t, map[string]any{"session": "apps/b/users/bob/sessions/s"})}
 	for _, c := range []struct {
 		what      string
 		caller    auth.Caller
@@ -71,16 +62,16 @@ func TestKiokuPolicy(t *testing.T) {
 		{"own session", ann, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann"}, ok, "", false},
 		{"bob's session", ann, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/bob"}, connect.CodePermissionDenied, `parent names user "bob"; this API key may reach user "ann" only`, false},
 		{"another app", app, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/b/users/ann"}, connect.CodePermissionDenied, `parent names app "b"; this API key may reach app "a" only`, false},
-		{"operator", op, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/b/users/ann", Session: &kiokuv1.Session{State: delta(t, map[string]any{"app:x": 1})}}, ok, "", false},
-		{"app state at creation", ann, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", Session: &kiokuv1.Session{State: delta(t, map[string]any{"mood": "ok", "app:motd": "hi"})}}, connect.CodePermissionDenied, `session.state key "app:motd" writes the app scope ("app:")`, false},
-		{"app key, app state at creation", app, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", Session: &kiokuv1.Session{State: delta(t, map[string]any{"app:motd": "hi"})}}, ok, "", false},
-		{"app state in an event", ann, kiokuv1connect.SessionServiceAppendEventProcedure, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s", Event: &kiokuv1.Event{Actions: &kiokuv1.EventActions{StateDelta: delta(t, map[string]any{"app:config": nil})}}}, connect.CodePermissionDenied, `event.actions.state_delta key "app:config" writes the app scope`, false},
-		{"user, temp and session state in an event", ann, kiokuv1connect.SessionServiceAppendEventProcedure, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s", Event: &kiokuv1.Event{Actions: &kiokuv1.EventActions{StateDelta: delta(t, map[string]any{"user:x": 1, "temp:y": 2, "z": nil, "application": 3})}}}, ok, "", false},
+		{"operator", op, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/b/users/ann", Session: &kiokuv1.Session{State: prototest.Struct(t, map[string]any{"app:x": 1})}}, ok, "", false},
+		{"app state at creation", ann, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", Session: &kiokuv1.Session{State: prototest.Struct(t, map[string]any{"mood": "ok", "app:motd": "hi"})}}, connect.CodePermissionDenied, `session.state key "app:motd" writes the app scope ("app:")`, false},
+		{"app key, app state at creation", app, kiokuv1connect.SessionServiceCreateSessionProcedure, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", Session: &kiokuv1.Session{State: prototest.Struct(t, map[string]any{"app:motd": "hi"})}}, ok, "", false},
+		{"app state in an event", ann, kiokuv1connect.SessionServiceAppendEventProcedure, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s", Event: &kiokuv1.Event{Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"app:config": nil})}}}, connect.CodePermissionDenied, `event.actions.state_delta key "app:config" writes the app scope`, false},
+		{"user, temp and session state in an event", ann, kiokuv1connect.SessionServiceAppendEventProcedure, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s", Event: &kiokuv1.Event{Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:x": 1, "temp:y": 2, "z": nil, "application": 3})}}}, ok, "", false},
 		{"tool calls are content", ann, kiokuv1connect.SessionServiceAppendEventProcedure, &kiokuv1.AppendEventRequest{Name: "apps/a/users/ann/sessions/s", Event: toolCall}, ok, "", false},
-		{"app state by UpdateState", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(t, map[string]any{"app:x": 1})}, connect.CodePermissionDenied, `key "app:x" writes the app scope`, false},
+		{"app state by UpdateState", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: prototest.Struct(t, map[string]any{"app:x": 1})}, connect.CodePermissionDenied, `key "app:x" writes the app scope`, false},
 		{"app state name", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/state"}, connect.CodePermissionDenied, `name belongs to the whole app "a": a user key may read it, not change it`, false},
-		{"app key in user state", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/users/ann/state", StateDelta: delta(t, map[string]any{"app:x": 1})}, connect.CodePermissionDenied, `state_delta key "app:x"`, false},
-		{"own user state", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/users/ann/state", StateDelta: delta(t, map[string]any{"user:x": 1})}, ok, "", false},
+		{"app key in user state", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/users/ann/state", StateDelta: prototest.Struct(t, map[string]any{"app:x": 1})}, connect.CodePermissionDenied, `state_delta key "app:x"`, false},
+		{"own user state", ann, kiokuv1connect.SessionServiceUpdateStateProcedure, &kiokuv1.UpdateStateRequest{Name: "apps/a/users/ann/state", StateDelta: prototest.Struct(t, map[string]any{"user:x": 1})}, ok, "", false},
 		{"reading app state", ann, kiokuv1connect.SessionServiceGetStateProcedure, &kiokuv1.GetStateRequest{Name: "apps/a/state"}, ok, "", false},
 		{"reading bob's state", ann, kiokuv1connect.SessionServiceGetStateProcedure, &kiokuv1.GetStateRequest{Name: "apps/a/users/bob/state"}, connect.CodePermissionDenied, `names user "bob"`, false},
 		{"every session", ann, kiokuv1connect.SessionServiceListSessionsProcedure, &kiokuv1.ListSessionsRequest{Parent: "apps/a"}, connect.CodePermissionDenied, `parent reaches every user of app "a"`, false},

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,23 +19,10 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
-	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
-	"github.com/kioku-ai/kioku/sessions"
 )
-
-// keyFile writes a key file of the given entries.
-func keyFile(t *testing.T, keys ...auth.Key) string {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"keys": keys})
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func withKey(key string) connect.ClientOption {
 	return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
@@ -54,13 +38,10 @@ func withKey(key string) connect.ClientOption {
 func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", "a", "")
 	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
-	keys, err := auth.LoadKeys(keyFile(t, appEntry, opEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, appEntry, opEntry)
 	// The handlers are unimplemented: a call the keys let through ends
 	// UNIMPLEMENTED, one they stop ends UNAUTHENTICATED or PERMISSION_DENIED.
-	ts := startServer(t, server.Config{Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := startServer(t, server.Config{Keys: keys, Logger: quietLog()})
 	sessionsWith := func(key string) kiokuv1connect.SessionServiceClient {
 		return kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
 	}
@@ -85,7 +66,7 @@ func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 	want("operator key", create(opKey, "apps/b/users/u"), connect.CodeUnimplemented, "")
 
 	// Names nested in the request count; text that looks like a name does not.
-	_, err = memoriesWith(appKey).GenerateMemories(t.Context(), connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
+	_, err := memoriesWith(appKey).GenerateMemories(t.Context(), connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
 		Parent: "apps/a",
 		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: "apps/b/users/u/sessions/s"}},
 	}))
@@ -132,14 +113,14 @@ func TestAPIKeysConfineCallersToTheirApp(t *testing.T) {
 func TestReloadKeys(t *testing.T) {
 	oldKey, oldEntry := auth.NewKey("old", "a", "")
 	newKey, newEntry := auth.NewKey("new", "a", "")
-	path := keyFile(t, oldEntry)
+	path := nodetest.KeyFile(t, oldEntry)
 	keys, err := auth.LoadKeys(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The handlers are unimplemented: a call the keys let through ends
 	// UNIMPLEMENTED, one they stop ends UNAUTHENTICATED.
-	ts := startServer(t, server.Config{Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := startServer(t, server.Config{Keys: keys, Logger: quietLog()})
 	code := func(key string) connect.Code {
 		c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
 		_, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u"}))
@@ -177,13 +158,10 @@ func TestExpiredKeys(t *testing.T) {
 	oldEntry.ExpireTime = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	liveKey, liveEntry := auth.NewKey("live", "a", "")
 	liveEntry.ExpireTime = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	keys, err := auth.LoadKeys(keyFile(t, oldEntry, liveEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, oldEntry, liveEntry)
 	// The handlers are unimplemented: a call the keys let through ends
 	// UNIMPLEMENTED.
-	ts := startServer(t, server.Config{Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := startServer(t, server.Config{Keys: keys, Logger: quietLog()})
 	call := func(key string) error {
 		c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(key))
 		_, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u"}))
@@ -232,18 +210,9 @@ func TestLoadKeysNamesWhatIsWrong(t *testing.T) {
 func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	annKey, annEntry := auth.NewKey("ann's agent", "a", "ann")
 	appKey, appEntry := auth.NewKey("backend", "a", "")
-	keys, err := auth.LoadKeys(keyFile(t, annEntry, appEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewServer(n.Handler())
-	t.Cleanup(ts.Close)
-	ann, app := client.New(ts.URL, client.WithAuthToken(annKey)), client.New(ts.URL, client.WithAuthToken(appKey))
+	keys := nodetest.Keys(t, annEntry, appEntry)
+	_, url := nodetest.Serve(t, node.Config{Keys: keys})
+	ann, app := client.New(url, client.WithAuthToken(annKey)), client.New(url, client.WithAuthToken(appKey))
 	ctx := t.Context()
 	want := func(what string, err error, code connect.Code) {
 		t.Helper()
@@ -255,7 +224,7 @@ func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	annScope, bobScope := map[string]string{"user_id": "ann"}, map[string]string{"user_id": "bob"}
 
 	// Sessions and state.
-	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"})
+	_, err := ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"})
 	want("own session", err, ok)
 	_, err = ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/bob"})
 	want("bob's session", err, connect.CodePermissionDenied)
@@ -381,26 +350,6 @@ func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	want("reading the configuration", err, ok)
 }
 
-// keyedSessionServer serves a SessionService on a fresh SQLite store
-// behind keys, checking streams' keys every interval.
-func keyedSessionServer(t *testing.T, keys *auth.Keys, interval time.Duration) *httptest.Server {
-	t.Helper()
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store, err := sessionsqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sessions.NewService(store, sessions.Config{})
-	return startServer(t, server.Config{
-		Keys: keys, KeyCheckInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sessions: server.NewSessionHandler(svc, nil),
-	})
-}
-
 // TestStreamsEndWhenTheirKeyDoes: an open WatchSession ends
 // UNAUTHENTICATED when its key is removed from the key file (and the file
 // reloaded) or expires, at the next key check.
@@ -409,12 +358,12 @@ func TestStreamsEndWhenTheirKeyDoes(t *testing.T) {
 	brief, briefEntry := auth.NewKey("brief", "a", "ann")
 	briefEntry.ExpireTime = time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	appKey, appEntry := auth.NewKey("backend", "a", "")
-	path := keyFile(t, annEntry, briefEntry, appEntry)
+	path := nodetest.KeyFile(t, annEntry, briefEntry, appEntry)
 	keys, err := auth.LoadKeys(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := keyedSessionServer(t, keys, 50*time.Millisecond)
+	ts := sessionServerWith(t, server.Config{Keys: keys, KeyCheckInterval: 50 * time.Millisecond, Logger: quietLog()})
 	app := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withKey(appKey))
 	if _, err := app.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s"})); err != nil {
 		t.Fatal(err)
@@ -482,11 +431,8 @@ func (forgetfulMemories) GetMemory(_ context.Context, req *connect.Request[kioku
 func TestForgottenLoadCheckFailsClosed(t *testing.T) {
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
 	appKey, appEntry := auth.NewKey("backend", "a", "")
-	keys, err := auth.LoadKeys(keyFile(t, annEntry, appEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := startServer(t, server.Config{Keys: keys, Memories: forgetfulMemories{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	keys := nodetest.Keys(t, annEntry, appEntry)
+	ts := startServer(t, server.Config{Keys: keys, Memories: forgetfulMemories{}, Logger: quietLog()})
 	get := func(key string) (*connect.Response[kiokuv1.Memory], error) {
 		c := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, ts.URL, withKey(key))
 		return c.GetMemory(t.Context(), connect.NewRequest(&kiokuv1.GetMemoryRequest{Name: "apps/a/memories/m"}))

@@ -1,13 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -26,20 +22,11 @@ import (
 // the settings configure makes (none: the default, without API keys).
 func serveNode(t *testing.T, configure func(*node.Config)) (*node.Node, string) {
 	t.Helper()
-	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
+	var cfg node.Config
 	if configure != nil {
 		configure(&cfg)
 	}
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewUnstartedServer(n.Handler())
-	ts.Config = n.HTTPServer()
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return n, ts.URL
+	return nodetest.ServeH2C(t, cfg)
 }
 
 // send makes one HTTP request and returns its status and body.
@@ -174,21 +161,8 @@ func TestAllowedOriginsAndHosts(t *testing.T) {
 		t.Errorf("an allowed host: %d %s", status, out)
 	}
 	// Beyond loopback (every interface), the Host rule does not apply.
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- n.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	port := ln.Addr().(*net.TCPAddr).Port
-	everywhere := "http://127.0.0.1:" + strconv.Itoa(port)
+	_, anywhere := nodetest.Listen(t, node.Config{}, ":0")
+	everywhere := "http://127.0.0.1:" + anywhere[strings.LastIndex(anywhere, ":")+1:]
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		status, out := send(t, "POST", everywhere+"/kioku.v1.SessionService/CreateSession", "application/json", create, map[string]string{"Host": "kioku.example.com"})

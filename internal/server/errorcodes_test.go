@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 )
 
@@ -19,7 +20,7 @@ import (
 // error), malformed gRPC frames and a JSON lone surrogate are
 // INVALID_ARGUMENT saying what is wrong.
 func TestMalformedRequestsAreTheCallersFault(t *testing.T) {
-	var logs lockedBuffer
+	var logs nodetest.LogBuffer
 	ts := sessionServerWith(t, server.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	call := func(ctype string, headers map[string]string, body []byte) (status, message string) {
 		t.Helper()

@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
+	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -14,38 +12,15 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
-
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCallLogLevels: every call logs one "rpc" line; a successful call at
 // debug level, a caller's error at info (as the interceptor's doc says).
 func TestCallLogLevels(t *testing.T) {
-	var logs lockedBuffer
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewServer(n.Handler())
-	t.Cleanup(ts.Close)
-	c := kiokuv1connect.NewSessionServiceClient(ts.Client(), ts.URL)
+	var logs nodetest.LogBuffer
+	_, url := nodetest.Serve(t, node.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url)
 	if _, err := c.CreateSession(t.Context(), connect.NewRequest(&kiokuv1.CreateSessionRequest{Parent: "apps/a/users/u", SessionId: "s"})); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"io"
-	"log/slog"
-	"net/http/httptest"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
@@ -37,7 +36,7 @@ func startNode(t *testing.T, withModel bool, options ...func(*node.Config)) (*cl
 	fake := modeltest.NewGemini(t)
 	cfg := node.Config{
 		DataDir: t.TempDir(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  quietLog(),
 	}
 	cfg.Models = model.Config{Provider: "none"}
 	if withModel {
@@ -278,22 +277,12 @@ func TestMemoryErrorsOverConnect(t *testing.T) {
 // model and the embeddings.
 func TestGenerateWithOpenAICompatible(t *testing.T) {
 	fake := modeltest.NewOpenAI(t)
-	n, err := node.Open(t.Context(), node.Config{
-		DataDir: t.TempDir(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Models: model.Config{
-			Provider: "openai", Model: "llama3.1", Embedder: "openai", EmbedModel: "nomic-embed-text", EmbedDims: fake.Dims,
-			OpenAIBaseURL: fake.URL, OpenAIAPIKey: "test-key", Retry: modeltest.FastRetry,
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	ts := httptest.NewServer(n.Handler())
-	defer ts.Close()
-	mc := kiokuv1connect.NewMemoryBankServiceClient(ts.Client(), ts.URL)
-	oc := kiokuv1connect.NewOperationServiceClient(ts.Client(), ts.URL)
+	_, url := nodetest.Serve(t, node.Config{Models: model.Config{
+		Provider: "openai", Model: "llama3.1", Embedder: "openai", EmbedModel: "nomic-embed-text", EmbedDims: fake.Dims,
+		OpenAIBaseURL: fake.URL, OpenAIAPIKey: "test-key", Retry: modeltest.FastRetry,
+	}})
+	mc := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, url)
+	oc := kiokuv1connect.NewOperationServiceClient(http.DefaultClient, url)
 	ctx := t.Context()
 	fake.ReplyText(`{"facts":[{"fact":"The user keeps bees.","topic":"USER_PERSONAL_INFO","events":[1]}]}`)
 	op, err := mc.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -22,10 +23,7 @@ func memoryFileServer(t *testing.T) (url, ann, bob, app string) {
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
 	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
 	appKey, appEntry := auth.NewKey("backend", "a", "")
-	keys, err := auth.LoadKeys(keyFile(t, annEntry, bobEntry, appEntry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry)
 	_, url = serveNode(t, func(c *node.Config) { c.Keys, c.Logger = keys, quietLog() })
 	return url, annKey, bobKey, appKey
 }
@@ -162,16 +160,16 @@ func TestMemoryFilesOverREST(t *testing.T) {
 	}
 	status, out = restCall(t, http.MethodGet, base, "", annKey)
 	files, _ := out["memoryFiles"].([]any)
-	if status != http.StatusOK || len(files) != 1 || jsonPath(out, "memoryFiles", 0, "path") != "/memories/rest.md" || jsonPath(out, "memoryFiles", 0, "sizeBytes") != "9" {
+	if status != http.StatusOK || len(files) != 1 || nodetest.Path(out, "memoryFiles", 0, "path") != "/memories/rest.md" || nodetest.Path(out, "memoryFiles", 0, "sizeBytes") != "9" {
 		t.Fatalf("list over REST: %d %v", status, out)
 	}
-	name := jsonPath(out, "memoryFiles", 0, "name").(string)
+	name := nodetest.Path(out, "memoryFiles", 0, "name").(string)
 	status, out = restCall(t, http.MethodGet, url+"/v1/"+name, "", annKey)
 	if status != http.StatusOK || out["content"] != "line one\n" {
 		t.Errorf("get over REST: %d %v", status, out)
 	}
 	status, out = restCall(t, http.MethodGet, url+"/v1/"+name+"/revisions", "", annKey)
-	if status != http.StatusOK || jsonPath(out, "memoryFileRevisions", 0, "action") != "MEMORY_FILE_ACTION_CREATED" {
+	if status != http.StatusOK || nodetest.Path(out, "memoryFileRevisions", 0, "action") != "MEMORY_FILE_ACTION_CREATED" {
 		t.Errorf("revisions over REST: %d %v", status, out)
 	}
 	status, out = restCall(t, http.MethodGet, base+"?path=/memories/rest.md", "", annKey)

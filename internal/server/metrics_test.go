@@ -3,7 +3,6 @@ package server_test
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
@@ -86,13 +86,10 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // endpoint needs no key; calls refused for their key are counted too.
 func TestMetrics(t *testing.T) {
 	key, entry := auth.NewKey("k", "a", "")
-	keys, err := auth.LoadKeys(keyFile(t, entry))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := nodetest.Keys(t, entry)
 	ts := startServer(t, server.Config{
 		Keys:   keys,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: quietLog(),
 		Metrics: func() []server.Metric {
 			return []server.Metric{
 				{Name: "kioku_test_things", Help: "Things.", Gauge: true, Labels: [][2]string{{"kind", `a "b" \ c`}}, Value: 2.5},

@@ -1,14 +1,12 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 )
 
@@ -88,30 +87,12 @@ func (panicking) GetSession(context.Context, *connect.Request[kiokuv1.GetSession
 	return nil, nil
 }
 
-// lockedWriter is a log destination for concurrent writers.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestPanicsAreInternalAndTheirLogIsSampled: a handler that panics answers
 // INTERNAL on every protocol and the server goes on serving; 200 calls
 // that panic log the panic with its stack a few dozen times at most, the
 // line after a pause saying how many were left out.
 func TestPanicsAreInternalAndTheirLogIsSampled(t *testing.T) {
-	var logs lockedWriter
+	var logs nodetest.LogBuffer
 	ts := startServer(t, server.Config{Sessions: panicking{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := client.New(ts.URL, client.WithHTTPClient(h2cClient()))
 	for i := range 200 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 // TestProfilesOverREST drives structured profiles through kioku.v1's REST
@@ -21,13 +22,13 @@ func TestProfilesOverREST(t *testing.T) {
 	status, out := restCall(t, http.MethodPatch, base+"/memoryBankConfig?updateMask=profileSchemas", `{"profileSchemas": [{"schemaId": "user-profile", "scopeKeys": ["user_id"],
 		"jsonSchema": {"type": "OBJECT", "properties": {"preferred_language": {"type": "STRING", "description": "The programming language the user prefers."},
 		"tone": {"type": "string", "enum": ["succinct", "detailed"]}}}}]}`, appKey)
-	if status != http.StatusOK || jsonPath(out, "profileSchemas", 0, "jsonSchema", "properties", "tone", "enum", 1) != "detailed" ||
-		jsonPath(out, "profileSchemas", 0, "jsonSchema", "properties", "preferred_language", "type") != "string" {
+	if status != http.StatusOK || nodetest.Path(out, "profileSchemas", 0, "jsonSchema", "properties", "tone", "enum", 1) != "detailed" ||
+		nodetest.Path(out, "profileSchemas", 0, "jsonSchema", "properties", "preferred_language", "type") != "string" {
 		t.Fatalf("declaring a profile schema: %d %v", status, out)
 	}
 	status, out = restCall(t, http.MethodPatch, base+"/memoryBankConfig?updateMask=profileSchemas", `{"profileSchemas": [{"schemaId": "bad",
 		"jsonSchema": {"type": "object", "properties": {"tags": {"type": "array"}}}}]}`, appKey)
-	if msg, _ := jsonPath(out, "message").(string); status != http.StatusBadRequest || !strings.Contains(msg, "memory_bank_config.profile_schemas[0].json_schema.properties.tags.type") {
+	if msg, _ := nodetest.Path(out, "message").(string); status != http.StatusBadRequest || !strings.Contains(msg, "memory_bank_config.profile_schemas[0].json_schema.properties.tags.type") {
 		t.Fatalf("a list field: %d %v", status, out)
 	}
 	if status, out = restCall(t, http.MethodPatch, base+"/memoryBankConfig?updateMask=profileSchemas", `{"profileSchemas": []}`, annKey); status != http.StatusForbidden {
@@ -55,17 +56,17 @@ func TestProfilesOverREST(t *testing.T) {
 	}
 
 	status, out = restCall(t, http.MethodPost, base+"/memories:retrieveProfiles", `{"scope": {"user_id": "ann"}}`, annKey)
-	if status != http.StatusOK || jsonPath(out, "profiles", "user-profile", "schemaId") != "user-profile" ||
-		jsonPath(out, "profiles", "user-profile", "profile", "preferred_language") != "Go" ||
-		jsonPath(out, "profiles", "user-profile", "memories", 0, "memoryType") != "MEMORY_TYPE_STRUCTURED_PROFILE" ||
-		jsonPath(out, "profiles", "user-profile", "memories", 0, "fact") != "preferred_language: Go" ||
-		jsonPath(out, "profiles", "user-profile", "memories", 0, "revisionId") != "2" {
+	if status != http.StatusOK || nodetest.Path(out, "profiles", "user-profile", "schemaId") != "user-profile" ||
+		nodetest.Path(out, "profiles", "user-profile", "profile", "preferred_language") != "Go" ||
+		nodetest.Path(out, "profiles", "user-profile", "memories", 0, "memoryType") != "MEMORY_TYPE_STRUCTURED_PROFILE" ||
+		nodetest.Path(out, "profiles", "user-profile", "memories", 0, "fact") != "preferred_language: Go" ||
+		nodetest.Path(out, "profiles", "user-profile", "memories", 0, "revisionId") != "2" {
 		t.Fatalf("RetrieveProfiles: %d %v", status, out)
 	}
-	name := jsonPath(out, "profiles", "user-profile", "memories", 0, "name").(string)
+	name := nodetest.Path(out, "profiles", "user-profile", "memories", 0, "name").(string)
 	status, out = restCall(t, http.MethodGet, url+"/v1/"+name+"/revisions", "", annKey)
-	if status != http.StatusOK || jsonPath(out, "memoryRevisions", 0, "profile", "value") != "Go" || jsonPath(out, "memoryRevisions", 1, "profile", "value") != "Python" ||
-		!strings.Contains(jsonPath(out, "memoryRevisions", 0, "reason").(string), "Python") {
+	if status != http.StatusOK || nodetest.Path(out, "memoryRevisions", 0, "profile", "value") != "Go" || nodetest.Path(out, "memoryRevisions", 1, "profile", "value") != "Python" ||
+		!strings.Contains(nodetest.Path(out, "memoryRevisions", 0, "reason").(string), "Python") {
 		t.Fatalf("the field's revisions: %d %v", status, out)
 	}
 	// Listings hold natural-language memories unless asked for profiles.
@@ -74,7 +75,7 @@ func TestProfilesOverREST(t *testing.T) {
 		t.Fatalf("the default listing: %d %v", status, out)
 	}
 	status, out = restCall(t, http.MethodGet, base+"/memories?memoryTypes=MEMORY_TYPE_STRUCTURED_PROFILE", "", appKey)
-	if list, _ := out["memories"].([]any); status != http.StatusOK || len(list) != 1 || jsonPath(out, "memories", 0, "profile", "field") != "preferred_language" {
+	if list, _ := out["memories"].([]any); status != http.StatusOK || len(list) != 1 || nodetest.Path(out, "memories", 0, "profile", "field") != "preferred_language" {
 		t.Fatalf("the listing of profile fields: %d %v", status, out)
 	}
 

@@ -145,14 +145,7 @@ func testRedactionOnTheWire(t *testing.T, c *clients, fake wireFake) {
 	}
 
 	// What kioku kept of the replies.
-	list, err := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/a"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var facts []string
-	for _, m := range list.Msg.GetMemories() {
-		facts = append(facts, m.GetFact())
-	}
+	facts := factsOf(t, c, "apps/a")
 	all := strings.Join(facts, "\n")
 	if want := []string{"Ann's email address is [EMAIL]; call her on [PHONE].", "Ann pays with [CARD] and lives at [ADDRESS]."}; len(facts) != 2 || !containsAll(all, want) {
 		t.Errorf("memories %q, want %q", facts, want)
@@ -202,6 +195,20 @@ func generateFrom(t *testing.T, c *clients, session string, texts ...string) {
 	}
 }
 
+// factsOf lists the facts of the memories of app.
+func factsOf(t *testing.T, c *clients, app string) []string {
+	t.Helper()
+	list, err := c.memories.ListMemories(t.Context(), req(&kiokuv1.ListMemoriesRequest{Parent: app}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var facts []string
+	for _, m := range list.Msg.GetMemories() {
+		facts = append(facts, m.GetFact())
+	}
+	return facts
+}
+
 func containsAll(s string, subs []string) bool {
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {
@@ -228,14 +235,7 @@ func TestPIIRedactionOfflineExtractor(t *testing.T) {
 	generateFrom(t, c, session,
 		"I live at 221B Baker Street, London. My email is ann@example.com.",
 		"私は東京都千代田区千代田1-1に住んでいます。電話は090-1234-5678です。")
-	list, err := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/a"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var facts []string
-	for _, m := range list.Msg.GetMemories() {
-		facts = append(facts, m.GetFact())
-	}
+	facts := factsOf(t, c, "apps/a")
 	all := strings.Join(facts, "\n")
 	if want := []string{"The user lives at [ADDRESS], London.", "ユーザーは[ADDRESS]に住んでいます。"}; !containsAll(all, want) {
 		t.Errorf("memories %q, want %q among them", facts, want)

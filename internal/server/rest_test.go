@@ -1,11 +1,8 @@
 package server_test
 
 import (
-	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -16,6 +13,7 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -23,33 +21,10 @@ import (
 // body is empty) and returns the status and the decoded JSON reply.
 func restCall(t *testing.T, method, url, body, key string) (int, map[string]any) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
+	if key == "" {
+		return nodetest.REST(t, method, url, body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	out := map[string]any{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatalf("%s %s: %s: not JSON: %q", method, url, res.Status, raw)
-		}
-	}
-	return res.StatusCode, out
+	return nodetest.REST(t, method, url, body, "Authorization", "Bearer "+key)
 }
 
 // rest is restCall that fails the test unless the call succeeds.
@@ -60,24 +35,6 @@ func rest(t *testing.T, method, url, body string) map[string]any {
 		t.Fatalf("%s %s: %d %v", method, url, status, out)
 	}
 	return out
-}
-
-// jsonPath reads a value out of decoded JSON by keys and list indexes.
-func jsonPath(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			l, _ := v.([]any)
-			if k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
 }
 
 // TestRESTRoundTrip drives every service over REST paths through a whole
@@ -96,7 +53,7 @@ func TestRESTRoundTrip(t *testing.T) {
 	ev := rest(t, "POST", v1+"/users/ann/sessions/s1:appendEvent", `{"event": {"id": "e1", "author": "user",
 		"content": {"role": "user", "parts": [{"text": "I prefer tea."}]},
 		"actions": {"stateDelta": {"user:drink": "tea", "temp:draft": 1}}}, "expectedSequence": "0"}`)
-	if jsonPath(ev, "event", "sequence") != "1" || jsonPath(ev, "event", "actions", "stateDelta", "temp:draft") != nil {
+	if nodetest.Path(ev, "event", "sequence") != "1" || nodetest.Path(ev, "event", "actions", "stateDelta", "temp:draft") != nil {
 		t.Errorf("appended %v", ev)
 	}
 	if status, out := restCall(t, "POST", v1+"/users/ann/sessions/s1:appendEvent", `{"event": {"author": "user"}, "expectedSequence": "0"}`, ""); status != http.StatusBadRequest || out["code"] != float64(9) {
@@ -115,11 +72,11 @@ func TestRESTRoundTrip(t *testing.T) {
 	}
 	rest(t, "POST", v1+"/users/bob/sessions?sessionId=s2", `{"displayName": "curl"}`)
 	got := rest(t, "GET", v1+"/users/ann/sessions/s1?numRecentEvents=5", "")
-	if jsonPath(got, "state", "mood") != "curious" || jsonPath(got, "state", "user:drink") != "tea" || jsonPath(got, "events", 0, "id") != "e1" {
+	if nodetest.Path(got, "state", "mood") != "curious" || nodetest.Path(got, "state", "user:drink") != "tea" || nodetest.Path(got, "events", 0, "id") != "e1" {
 		t.Errorf("got %v", got)
 	}
 	for _, url := range []string{v1 + "/users/ann/sessions", v1 + "/sessions?filter=" + strings.ReplaceAll(`display_name = "first chat"`, " ", "%20")} {
-		if l := rest(t, "GET", url, ""); jsonPath(l, "sessions", 0, "name") != "apps/demo/users/ann/sessions/s1" {
+		if l := rest(t, "GET", url, ""); nodetest.Path(l, "sessions", 0, "name") != "apps/demo/users/ann/sessions/s1" {
 			t.Errorf("GET %s: %v", url, l)
 		}
 	}
@@ -127,7 +84,7 @@ func TestRESTRoundTrip(t *testing.T) {
 		t.Errorf("updated %v", u)
 	}
 	rest(t, "POST", v1+"/users/ann/sessions/s1:appendEvent", `{"event": {"id": "e2", "author": "agent"}}`)
-	if l := rest(t, "GET", v1+"/users/ann/sessions/s1/events?orderBy=sequence%20desc&pageSize=1", ""); jsonPath(l, "events", 0, "id") != "e2" || l["nextPageToken"] == "" {
+	if l := rest(t, "GET", v1+"/users/ann/sessions/s1/events?orderBy=sequence%20desc&pageSize=1", ""); nodetest.Path(l, "events", 0, "id") != "e2" || l["nextPageToken"] == "" {
 		t.Errorf("events newest first: %v", l)
 	}
 	// AIP-160 filters and AIP-158 page sizes: OR across users, a time
@@ -160,11 +117,11 @@ func TestRESTRoundTrip(t *testing.T) {
 
 	// State without a session.
 	rest(t, "PATCH", v1+"/state", `{"app:greeting": "hello"}`)
-	if st := rest(t, "GET", v1+"/state", ""); jsonPath(st, "state", "app:greeting") != "hello" {
+	if st := rest(t, "GET", v1+"/state", ""); nodetest.Path(st, "state", "app:greeting") != "hello" {
 		t.Errorf("app state %v", st)
 	}
 	rest(t, "PATCH", v1+"/users/ann/state", `{"user:drink": null}`)
-	if st := rest(t, "GET", v1+"/users/ann/state", ""); jsonPath(st, "state", "user:drink") != nil {
+	if st := rest(t, "GET", v1+"/users/ann/state", ""); nodetest.Path(st, "state", "user:drink") != nil {
 		t.Errorf("user state after deleting user:drink: %v", st)
 	}
 
@@ -175,8 +132,8 @@ func TestRESTRoundTrip(t *testing.T) {
 	}
 	rest(t, "PATCH", v1+"/memories/m1?updateMask=fact", `{"fact": "Ann likes black tea."}`)
 	revs := rest(t, "GET", v1+"/memories/m1/revisions", "")
-	first, _ := jsonPath(revs, "memoryRevisions", 1, "name").(string)
-	if first == "" || jsonPath(revs, "memoryRevisions", 0, "fact") != "Ann likes black tea." {
+	first, _ := nodetest.Path(revs, "memoryRevisions", 1, "name").(string)
+	if first == "" || nodetest.Path(revs, "memoryRevisions", 0, "fact") != "Ann likes black tea." {
 		t.Fatalf("revisions %v", revs)
 	}
 	rolled := rest(t, "POST", v1+"/memories/m1:rollback", `{"targetRevisionId": "`+first[strings.LastIndexByte(first, '/')+1:]+`"}`)
@@ -192,34 +149,34 @@ func TestRESTRoundTrip(t *testing.T) {
 		t.Fatalf("generate returned %v", op)
 	}
 	done := rest(t, "POST", c.url+"/v1/"+opName+":wait", `{"timeout": "20s"}`)
-	if done["done"] != true || jsonPath(done, "response", "@type") != "type.googleapis.com/kioku.v1.GenerateMemoriesResponse" {
+	if done["done"] != true || nodetest.Path(done, "response", "@type") != "type.googleapis.com/kioku.v1.GenerateMemoriesResponse" {
 		t.Fatalf("waited for %v", done)
 	}
 	if g := rest(t, "GET", c.url+"/v1/"+opName, ""); g["done"] != true {
 		t.Errorf("operation %v", g)
 	}
-	if l := rest(t, "GET", v1+"/operations?filter=done%20%3D%20true", ""); jsonPath(l, "operations", 0, "name") != opName {
+	if l := rest(t, "GET", v1+"/operations?filter=done%20%3D%20true", ""); nodetest.Path(l, "operations", 0, "name") != opName {
 		t.Errorf("operations %v", l)
 	}
 	if status, out := restCall(t, "POST", c.url+"/v1/"+opName+":cancel", `{}`, ""); status != http.StatusBadRequest || out["code"] != float64(9) {
 		t.Errorf("cancelling a finished operation: %d %v, want 400 with code 9", status, out)
 	}
 	r := rest(t, "POST", v1+"/memories:retrieve", `{"scope": {"user_id": "ann"}, "similaritySearch": {"query": "Where does Ann live?", "topK": 1}}`)
-	if jsonPath(r, "retrievedMemories", 0, "memory", "fact") != "Ann lives in Sapporo." {
+	if nodetest.Path(r, "retrievedMemories", 0, "memory", "fact") != "Ann lives in Sapporo." {
 		t.Errorf("retrieved %v", r)
 	}
-	if l := rest(t, "GET", v1+"/memories?pageSize=10", ""); len(jsonPath(l, "memories").([]any)) != 2 {
+	if l := rest(t, "GET", v1+"/memories?pageSize=10", ""); len(nodetest.Path(l, "memories").([]any)) != 2 {
 		t.Errorf("memories %v", l)
 	}
 	cfg := rest(t, "PATCH", v1+"/memoryBankConfig?updateMask=customTopics", `{"customTopics": [{"label": "TEA", "description": "Tea the user drinks."}]}`)
-	if jsonPath(cfg, "customTopics", 0, "label") != "TEA" {
+	if nodetest.Path(cfg, "customTopics", 0, "label") != "TEA" {
 		t.Errorf("config %v", cfg)
 	}
-	if g := rest(t, "GET", v1+"/memoryBankConfig", ""); jsonPath(g, "customTopics", 0, "label") != "TEA" {
+	if g := rest(t, "GET", v1+"/memoryBankConfig", ""); nodetest.Path(g, "customTopics", 0, "label") != "TEA" {
 		t.Errorf("config %v", g)
 	}
 	purge := rest(t, "POST", v1+"/memories:purge", `{"scope": {"user_id": "ann"}}`)
-	if purged := rest(t, "POST", c.url+"/v1/"+purge["name"].(string)+":wait", `{}`); jsonPath(purged, "response", "purgeCount") != "2" {
+	if purged := rest(t, "POST", c.url+"/v1/"+purge["name"].(string)+":wait", `{}`); nodetest.Path(purged, "response", "purgeCount") != "2" {
 		t.Errorf("purge (dry run) %v", purged)
 	}
 	rest(t, "DELETE", v1+"/memories/m1", "")
@@ -240,22 +197,12 @@ func TestRESTRoundTrip(t *testing.T) {
 // TestRESTNeedsKeys: REST calls go through the same key checks.
 func TestRESTNeedsKeys(t *testing.T) {
 	key, entry := auth.NewKey("k", "demo", "")
-	keys, err := auth.LoadKeys(keyFile(t, entry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	ts := httptest.NewServer(n.Handler())
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/v1/apps/demo/users/ann/sessions"
+	_, base := nodetest.Serve(t, node.Config{Keys: nodetest.Keys(t, entry)})
+	url := base + "/v1/apps/demo/users/ann/sessions"
 	if status, out := restCall(t, "POST", url, `{}`, ""); status != http.StatusUnauthorized || out["code"] != float64(16) {
 		t.Errorf("no key: %d %v, want 401 with code 16", status, out)
 	}
-	if status, out := restCall(t, "POST", ts.URL+"/v1/apps/other/users/ann/sessions", `{}`, key); status != http.StatusForbidden {
+	if status, out := restCall(t, "POST", base+"/v1/apps/other/users/ann/sessions", `{}`, key); status != http.StatusForbidden {
 		t.Errorf("another app: %d %v, want 403", status, out)
 	}
 	if status, out := restCall(t, "POST", url, `{}`, key); status != http.StatusOK {

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,8 +20,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/server"
-	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
-	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -163,16 +161,7 @@ func sessionServer(t *testing.T) *httptest.Server {
 // sessionServerWith is sessionServer with the settings of cfg.
 func sessionServerWith(t *testing.T, cfg server.Config) *httptest.Server {
 	t.Helper()
-	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "kioku.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store, err := sessionsqlite.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sessions.NewService(store, sessions.Config{})
-	cfg.Sessions = server.NewSessionHandler(svc, nil)
+	store := sqlitetest.Sessions(t, sqlitetest.Open(t))
+	cfg.Sessions = server.NewSessionHandler(sessions.NewService(store, sessions.Config{}), nil)
 	return startServer(t, cfg)
 }

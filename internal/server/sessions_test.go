@@ -14,10 +14,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/prototest"
 )
 
 // grpcSessions calls the methods the tests use through grpc-go.
@@ -55,15 +55,6 @@ func (g grpcSessions) UpdateSession(ctx context.Context, r *connect.Request[kiok
 	return invoke[kiokuv1.Session](ctx, g.conn, kiokuv1connect.SessionServiceUpdateSessionProcedure, r.Msg)
 }
 
-func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestSessionServiceProtocols runs one session round trip, with its error
 // cases, through every protocol the port serves.
 func TestSessionServiceProtocols(t *testing.T) {
@@ -83,7 +74,7 @@ func TestSessionServiceProtocols(t *testing.T) {
 			first, err := c.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
 				Parent:    parent,
 				SessionId: "s1",
-				Session:   &kiokuv1.Session{DisplayName: "first", State: mustStruct(t, map[string]any{"mood": "ok", "temp:x": 1})},
+				Session:   &kiokuv1.Session{DisplayName: "first", State: prototest.Struct(t, map[string]any{"mood": "ok", "temp:x": 1})},
 			}))
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +88,7 @@ func TestSessionServiceProtocols(t *testing.T) {
 					Id:      "e1",
 					Author:  "user",
 					Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I like tea"}}},
-					Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"user:drink": "tea", "temp:scratch": true})},
+					Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:drink": "tea", "temp:scratch": true})},
 				},
 				ExpectedSequence: new(int64(0)),
 			}))
@@ -164,7 +155,7 @@ func TestSessionServiceProtocols(t *testing.T) {
 				}, connect.CodeFailedPrecondition, "expected 0"},
 				{"oversized state", func() error {
 					_, err := c.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: first.Msg.GetName(), Event: &kiokuv1.Event{
-						Id: "e3", Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"k": strings.Repeat("x", 300<<10)})}}}))
+						Id: "e3", Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"k": strings.Repeat("x", 300<<10)})}}}))
 					return err
 				}, connect.CodeResourceExhausted, "limit"},
 				{"negative page size", func() error {

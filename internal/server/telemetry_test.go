@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,8 +22,8 @@ import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/telemetry"
-	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
@@ -90,23 +89,17 @@ func spanAttr(s tracetest.SpanStub, key string) attribute.Value {
 func TestTracing(t *testing.T) {
 	spans, metrics := installInMemoryTelemetry(t)
 	fake := modeltest.NewGemini(t)
-	var logs lockedBuffer
+	var logs nodetest.LogBuffer
 	open := func(cfg node.Config) (kiokuv1connect.SessionServiceClient, *clients) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		cfg.Models = model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
-		n, err := node.Open(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		ts := httptest.NewServer(n.Handler())
-		t.Cleanup(ts.Close)
+		cfg.Models = nodetest.Gemini(fake)
+		_, url := nodetest.Serve(t, cfg)
 		c := &clients{
-			memories: kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, ts.URL),
-			ops:      kiokuv1connect.NewOperationServiceClient(http.DefaultClient, ts.URL),
-			url:      ts.URL,
+			memories: kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, url),
+			ops:      kiokuv1connect.NewOperationServiceClient(http.DefaultClient, url),
+			url:      url,
 		}
-		return kiokuv1connect.NewSessionServiceClient(http.DefaultClient, ts.URL, withTraceparent()), c
+		return kiokuv1connect.NewSessionServiceClient(http.DefaultClient, url, withTraceparent()), c
 	}
 	// rpcSpan finds the server span of a procedure in the caller's trace.
 	rpcSpan := func(t *testing.T, procedure string) tracetest.SpanStub {

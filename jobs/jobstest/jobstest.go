@@ -24,48 +24,40 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
 )
 
-// NewStore returns an empty store for one test; register cleanup with
-// t.Cleanup.
-type NewStore func(t *testing.T) jobs.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"CreateGetList", testCreateGetList},
-		{"RecordRoundTrip", testRecordRoundTrip},
-		{"Queue", testQueue},
-		{"CountPending", testCountPending},
-		{"UpdateExpectations", testUpdateExpectations},
-		{"ClaimKey", testClaimKey},
-		{"Deletions", testDeletions},
-		{"RunsOnce", testRunsOnce},
-		{"Retries", testRetries},
-		{"KeysOneAtATime", testKeysOneAtATime},
-		{"OwnersTakeTurns", testOwnersTakeTurns},
-		{"CoalescingAndGroups", testCoalescingAndGroups},
-		{"HandBack", testHandBack},
-		{"LeaseTakeover", testLeaseTakeover},
-		{"Heartbeat", testHeartbeat},
-		{"CancelAndWait", testCancelAndWait},
-		{"Bounds", testBounds},
-		{"Retention", testRetention},
-		{"UnknownKind", testUnknownKind},
-		{"WakeUps", testWakeUps},
-		{"ShareOfWorkers", testShareOfWorkers},
-		{"AttemptTimeout", testAttemptTimeout},
-		{"RetryDelay", testRetryDelay},
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S jobs.Store](t *testing.T, newStore func(t *testing.T) S) {
+	tests := []suitetest.Case[*harness]{
+		{Name: "CreateGetList", Run: testCreateGetList},
+		{Name: "RecordRoundTrip", Run: testRecordRoundTrip},
+		{Name: "Queue", Run: testQueue},
+		{Name: "CountPending", Run: testCountPending},
+		{Name: "UpdateExpectations", Run: testUpdateExpectations},
+		{Name: "ClaimKey", Run: testClaimKey},
+		{Name: "Deletions", Run: testDeletions},
+		{Name: "RunsOnce", Run: testRunsOnce},
+		{Name: "Retries", Run: testRetries},
+		{Name: "KeysOneAtATime", Run: testKeysOneAtATime},
+		{Name: "OwnersTakeTurns", Run: testOwnersTakeTurns},
+		{Name: "CoalescingAndGroups", Run: testCoalescingAndGroups},
+		{Name: "HandBack", Run: testHandBack},
+		{Name: "LeaseTakeover", Run: testLeaseTakeover},
+		{Name: "Heartbeat", Run: testHeartbeat},
+		{Name: "CancelAndWait", Run: testCancelAndWait},
+		{Name: "Bounds", Run: testBounds},
+		{Name: "Retention", Run: testRetention},
+		{Name: "UnknownKind", Run: testUnknownKind},
+		{Name: "WakeUps", Run: testWakeUps},
+		{Name: "ShareOfWorkers", Run: testShareOfWorkers},
+		{Name: "AttemptTimeout", Run: testAttemptTimeout},
+		{Name: "RetryDelay", Run: testRetryDelay},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, newHarness(t, newStore(t)))
-		})
-	}
+	suitetest.Run(t, tests, func(t *testing.T) *harness { return newHarness(t, newStore(t)) })
 }
 
 // Clock is a settable clock, for the suites of kioku's stores.

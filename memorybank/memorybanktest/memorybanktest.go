@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -35,78 +36,71 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// NewStore returns an empty store for one test; register cleanup with
-// t.Cleanup.
-type NewStore func(t *testing.T) memorybank.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"CreateGetList", testCreateGetList},
-		{"InvalidInput", testInvalidInput},
-		{"AppIsolation", testAppIsolation},
-		{"UpdateDeleteRevisionsRollback", testRevisions},
-		{"RetrieveSimilarity", testRetrieveSimilarity},
-		{"RetrieveFiltersAndPaging", testRetrieveFiltersAndPaging},
-		{"MetadataAndNames", testMetadataAndNames},
-		{"Filters", testFilters},
-		{"GenerationMetadata", testGenerationMetadata},
-		{"HybridRetrieval", testHybridRetrieval},
-		{"ReadBudget", testReadBudget},
-		{"DirectFactsWithoutModel", testDirectFactsWithoutModel},
-		{"DirectFactsRecordTheirSource", testDirectFactsSource},
-		{"EventsNeedAModel", testEventsNeedAModel},
-		{"GenerateFromSession", testGenerateFromSession},
-		{"TimesFromSession", testTimesFromSession},
-		{"TemporalRetrieval", testTemporalRetrieval},
-		{"ConsolidationActions", testConsolidationActions},
-		{"DisableConsolidationAndAllowedTopics", testDisableConsolidationAndAllowedTopics},
-		{"ModelTrouble", testModelTrouble},
-		{"ModelRecovers", testModelRecovers},
-		{"RateLimited", testRateLimited},
-		{"RevisionsRecordTheirFact", testRevisionsRecordTheirFact},
-		{"GeneratedMemoriesForgotten", testGeneratedMemoriesForgotten},
-		{"TransientFailureRetried", testTransientFailureRetried},
-		{"LeaseFencing", testLeaseFencing},
-		{"Queue", testQueue},
-		{"QueueBounds", testQueueBounds},
-		{"ShutdownHandsBack", testShutdownHandsBack},
-		{"Heartbeat", testHeartbeat},
-		{"Coalescing", testCoalescing},
-		{"OperationsListCancelWait", testOperations},
-		{"ForgetSession", testForgetSession},
-		{"Purge", testPurge},
-		{"Expiry", testExpiry},
-		{"Config", testConfig},
-		{"Triggers", testTriggers},
-		{"IdleTriggerAndRestart", testIdleTrigger},
-		{"Reembed", testReembed},
-		{"CompactionTriggerConfig", testCompactionTriggerConfig},
-		{"ConfigLimits", testConfigLimits},
-		{"PIIRedaction", testPIIRedaction},
-		{"OperationsOfAUser", testOperationsOfAUser},
-		{"GenerationGroups", testGenerationGroups},
-		{"PurgeResumes", testPurgeResumes},
-		{"Scan", testScan},
-		{"Import", testImport},
-		{"EraseUser", testEraseUser},
-		{"ProfileSchemaConfig", testProfileSchemaConfig},
-		{"ProfileGeneration", testProfileGeneration},
-		{"ProfileContradiction", testProfileContradiction},
-		{"ProfileRepliesChecked", testProfileRepliesChecked},
-		{"ProfileLifecycle", testProfileLifecycle},
-		{"ProfileRedacted", testProfileRedacted},
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
+	tests := []suitetest.Case[*harness]{
+		{Name: "CreateGetList", Run: testCreateGetList},
+		{Name: "InvalidInput", Run: testInvalidInput},
+		{Name: "AppIsolation", Run: testAppIsolation},
+		{Name: "UpdateDeleteRevisionsRollback", Run: testRevisions},
+		{Name: "RetrieveSimilarity", Run: testRetrieveSimilarity},
+		{Name: "RetrieveFiltersAndPaging", Run: testRetrieveFiltersAndPaging},
+		{Name: "MetadataAndNames", Run: testMetadataAndNames},
+		{Name: "Filters", Run: testFilters},
+		{Name: "GenerationMetadata", Run: testGenerationMetadata},
+		{Name: "HybridRetrieval", Run: testHybridRetrieval},
+		{Name: "ReadBudget", Run: testReadBudget},
+		{Name: "DirectFactsWithoutModel", Run: testDirectFactsWithoutModel},
+		{Name: "DirectFactsRecordTheirSource", Run: testDirectFactsSource},
+		{Name: "EventsNeedAModel", Run: testEventsNeedAModel},
+		{Name: "GenerateFromSession", Run: testGenerateFromSession},
+		{Name: "TimesFromSession", Run: testTimesFromSession},
+		{Name: "TemporalRetrieval", Run: testTemporalRetrieval},
+		{Name: "ConsolidationActions", Run: testConsolidationActions},
+		{Name: "DisableConsolidationAndAllowedTopics", Run: testDisableConsolidationAndAllowedTopics},
+		{Name: "ModelTrouble", Run: testModelTrouble},
+		{Name: "ModelRecovers", Run: testModelRecovers},
+		{Name: "RateLimited", Run: testRateLimited},
+		{Name: "RevisionsRecordTheirFact", Run: testRevisionsRecordTheirFact},
+		{Name: "GeneratedMemoriesForgotten", Run: testGeneratedMemoriesForgotten},
+		{Name: "TransientFailureRetried", Run: testTransientFailureRetried},
+		{Name: "LeaseFencing", Run: testLeaseFencing},
+		{Name: "Queue", Run: testQueue},
+		{Name: "QueueBounds", Run: testQueueBounds},
+		{Name: "ShutdownHandsBack", Run: testShutdownHandsBack},
+		{Name: "Heartbeat", Run: testHeartbeat},
+		{Name: "Coalescing", Run: testCoalescing},
+		{Name: "OperationsListCancelWait", Run: testOperations},
+		{Name: "ForgetSession", Run: testForgetSession},
+		{Name: "Purge", Run: testPurge},
+		{Name: "Expiry", Run: testExpiry},
+		{Name: "Config", Run: testConfig},
+		{Name: "Triggers", Run: testTriggers},
+		{Name: "IdleTriggerAndRestart", Run: testIdleTrigger},
+		{Name: "Reembed", Run: testReembed},
+		{Name: "CompactionTriggerConfig", Run: testCompactionTriggerConfig},
+		{Name: "ConfigLimits", Run: testConfigLimits},
+		{Name: "PIIRedaction", Run: testPIIRedaction},
+		{Name: "OperationsOfAUser", Run: testOperationsOfAUser},
+		{Name: "GenerationGroups", Run: testGenerationGroups},
+		{Name: "PurgeResumes", Run: testPurgeResumes},
+		{Name: "Scan", Run: testScan},
+		{Name: "Import", Run: testImport},
+		{Name: "EraseUser", Run: testEraseUser},
+		{Name: "ProfileSchemaConfig", Run: testProfileSchemaConfig},
+		{Name: "ProfileGeneration", Run: testProfileGeneration},
+		{Name: "ProfileContradiction", Run: testProfileContradiction},
+		{Name: "ProfileRepliesChecked", Run: testProfileRepliesChecked},
+		{Name: "ProfileLifecycle", Run: testProfileLifecycle},
+		{Name: "ProfileRedacted", Run: testProfileRedacted},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, newStore(t))
-			h.fresh = func() memorybank.Store { return newStore(t) }
-			tc.fn(t, h)
-		})
-	}
+	suitetest.Run(t, tests, func(t *testing.T) *harness {
+		h := newHarness(t, newStore(t))
+		h.fresh = func() memorybank.Store { return newStore(t) }
+		return h
+	})
 }
 
 // FakeSessions is an in-memory memorybank.SessionReader. Now, when set,

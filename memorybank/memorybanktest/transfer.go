@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
@@ -52,19 +53,7 @@ func testScan(t *testing.T, h *harness) {
 	}
 
 	for _, page := range []int{1, 3, 10} {
-		var apps []string
-		after := ""
-		for {
-			got, err := h.store.Apps(h.ctx, after, page)
-			if err != nil {
-				t.Fatalf("Apps(%q, %d): %v", after, page, err)
-			}
-			apps = append(apps, got...)
-			if len(got) < page {
-				break
-			}
-			after = got[len(got)-1]
-		}
+		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) { return h.store.Apps(h.ctx, after, n) }, suitetest.Same)
 		if diff := cmp.Diff([]string{"app1", "app2", "app3", "app4", "app5"}, apps); diff != "" {
 			t.Fatalf("Apps by pages of %d (-want +got):\n%s", page, diff)
 		}
@@ -72,19 +61,9 @@ func testScan(t *testing.T, h *harness) {
 
 	scan := func(user string, page int) []*memorybank.Memory {
 		t.Helper()
-		var out []*memorybank.Memory
-		q := memorybank.ScanQuery{App: "app1", User: user, Limit: page}
-		for {
-			got, err := h.store.ScanMemories(h.ctx, q)
-			if err != nil {
-				t.Fatalf("ScanMemories(%+v): %v", q, err)
-			}
-			out = append(out, got...)
-			if len(got) < page {
-				return out
-			}
-			q.AfterID = got[len(got)-1].ID
-		}
+		return suitetest.Pages(t, page, func(after string, n int) ([]*memorybank.Memory, error) {
+			return h.store.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", User: user, AfterID: after, Limit: n})
+		}, func(m *memorybank.Memory) string { return m.ID })
 	}
 	ids := func(ms []*memorybank.Memory) []string {
 		var out []string
@@ -120,19 +99,9 @@ func testScan(t *testing.T, h *harness) {
 	// Watermarks by session name, a user's by the prefix of their sessions.
 	wms := func(prefix string, page int) []memorybank.Watermark {
 		t.Helper()
-		var out []memorybank.Watermark
-		after := ""
-		for {
-			got, err := h.store.ScanWatermarks(h.ctx, "app4", prefix, after, page)
-			if err != nil {
-				t.Fatalf("ScanWatermarks(%q, %q): %v", prefix, after, err)
-			}
-			out = append(out, got...)
-			if len(got) < page {
-				return out
-			}
-			after = got[len(got)-1].Session
-		}
+		return suitetest.Pages(t, page, func(after string, n int) ([]memorybank.Watermark, error) {
+			return h.store.ScanWatermarks(h.ctx, "app4", prefix, after, n)
+		}, func(w memorybank.Watermark) string { return w.Session })
 	}
 	want := []memorybank.Watermark{
 		{App: "app4", Session: "apps/app4/users/u0/sessions/s1", Sequence: 5},

@@ -18,46 +18,38 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/memoryfiles"
 )
 
-// NewStore returns an empty store for one test; register cleanup with
-// t.Cleanup.
-type NewStore func(t *testing.T) memoryfiles.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *Harness)
-	}{
-		{"CreateAndView", testCreateAndView},
-		{"DirectoryListing", testDirectoryListing},
-		{"ViewRange", testViewRange},
-		{"StrReplace", testStrReplace},
-		{"Insert", testInsert},
-		{"Delete", testDelete},
-		{"Rename", testRename},
-		{"BadInput", testBadInput},
-		{"PathsRefused", testPathsRefused},
-		{"UsersAndAppsApart", testIsolation},
-		{"Limits", testLimits},
-		{"MaxFiles", testMaxFiles},
-		{"Revisions", testRevisions},
-		{"RevisionsBounded", testRevisionsBounded},
-		{"DeletedFilesBounded", testDeletedBounded},
-		{"ListAndPage", testListAndPage},
-		{"ConcurrentEdits", testConcurrentEdits},
-		{"StaleWriteAborted", testStaleWrite},
-		{"Import", testImport},
-		{"EraseUser", testEraseUser},
-		{"AppsAndUsers", testAppsAndUsers},
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S memoryfiles.Store](t *testing.T, newStore func(t *testing.T) S) {
+	tests := []suitetest.Case[*Harness]{
+		{Name: "CreateAndView", Run: testCreateAndView},
+		{Name: "DirectoryListing", Run: testDirectoryListing},
+		{Name: "ViewRange", Run: testViewRange},
+		{Name: "StrReplace", Run: testStrReplace},
+		{Name: "Insert", Run: testInsert},
+		{Name: "Delete", Run: testDelete},
+		{Name: "Rename", Run: testRename},
+		{Name: "BadInput", Run: testBadInput},
+		{Name: "PathsRefused", Run: testPathsRefused},
+		{Name: "UsersAndAppsApart", Run: testIsolation},
+		{Name: "Limits", Run: testLimits},
+		{Name: "MaxFiles", Run: testMaxFiles},
+		{Name: "Revisions", Run: testRevisions},
+		{Name: "RevisionsBounded", Run: testRevisionsBounded},
+		{Name: "DeletedFilesBounded", Run: testDeletedBounded},
+		{Name: "ListAndPage", Run: testListAndPage},
+		{Name: "ConcurrentEdits", Run: testConcurrentEdits},
+		{Name: "StaleWriteAborted", Run: testStaleWrite},
+		{Name: "Import", Run: testImport},
+		{Name: "EraseUser", Run: testEraseUser},
+		{Name: "AppsAndUsers", Run: testAppsAndUsers},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, NewHarness(t, newStore(t)))
-		})
-	}
+	suitetest.Run(t, tests, func(t *testing.T) *Harness { return NewHarness(t, newStore(t)) })
 }
 
 // Harness is a Service on a store with a clock that moves one millisecond

@@ -9,11 +9,13 @@ package sessionstest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -49,78 +51,71 @@ func (c *Clock) Tick() time.Time {
 	return c.now
 }
 
-// NewStore returns an empty store for one test. The suite closes nothing:
-// the function should register its own cleanup with t.Cleanup.
-type NewStore func(t *testing.T) sessions.Store
-
-// Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"CreateWithCallerID", testCreateWithCallerID},
-		{"CreateDuplicateIDInApp", testCreateDuplicateIDInApp},
-		{"CreateServerIDs", testCreateServerIDs},
-		{"CreateInitialStateScopes", testCreateInitialStateScopes},
-		{"InvalidNames", testInvalidNames},
-		{"Isolation", testIsolation},
-		{"EventTimestamps", testEventTimestamps},
-		{"KeepZeroTimestamp", testKeepZeroTimestamp},
-		{"FindSession", testFindSession},
-		{"AppendAssignsIDsAndSequences", testAppendAssignsIDsAndSequences},
-		{"AppendIdempotent", testAppendIdempotent},
-		{"AppendSameIDOtherContent", testAppendSameIDOtherContent},
-		{"ExpectedSequence", testExpectedSequence},
-		{"ConcurrentAppends", testConcurrentAppends},
-		{"PartialNotPersisted", testPartialNotPersisted},
-		{"StateScopes", testStateScopes},
-		{"StateReplaceAndDelete", testStateReplaceAndDelete},
-		{"TempStateNeverStored", testTempStateNeverStored},
-		{"AppendAtomicOnLimit", testAppendAtomicOnLimit},
-		{"EventRoundTrip", testEventRoundTrip},
-		{"GetRecentAndAfter", testGetRecentAndAfter},
-		{"ListEventsPaging", testListEventsPaging},
-		{"ReadBudget", testReadBudget},
-		{"ListSessionsPagingAndOrder", testListSessionsPagingAndOrder},
-		{"ListSessionsFilter", testListSessionsFilter},
-		{"ListSessionsOrderBy", testListSessionsOrderBy},
-		{"UpdateSession", testUpdateSession},
-		{"DeleteSession", testDeleteSession},
-		{"Expiry", testExpiry},
-		{"SharedState", testSharedState},
-		{"Fork", testFork},
-		{"Watch", testWatch},
-		{"Limits", testLimits},
-		{"SearchRanking", testSearchRanking},
-		{"SearchFilters", testSearchFilters},
-		{"SearchPaging", testSearchPaging},
-		{"SearchDeletionAndExpiry", testSearchDeletionAndExpiry},
-		{"SearchIsolation", testSearchIsolation},
-		{"CompactionView", testCompactionView},
-		{"CompactionIdempotent", testCompactionIdempotent},
-		{"CompactionRecursive", testCompactionRecursive},
-		{"CompactionBounds", testCompactionBounds},
-		{"Scan", testScan},
-		{"Import", testImport},
-		{"DeleteUser", testDeleteUser},
+// Run runs the conformance suite, each case on an empty store of its own
+// from newStore, which registers the store's cleanup with t.Cleanup (the
+// suite closes nothing).
+func Run[S sessions.Store](t *testing.T, newStore func(t *testing.T) S) {
+	tests := []suitetest.Case[*harness]{
+		{Name: "CreateWithCallerID", Run: testCreateWithCallerID},
+		{Name: "CreateDuplicateIDInApp", Run: testCreateDuplicateIDInApp},
+		{Name: "CreateServerIDs", Run: testCreateServerIDs},
+		{Name: "CreateInitialStateScopes", Run: testCreateInitialStateScopes},
+		{Name: "InvalidNames", Run: testInvalidNames},
+		{Name: "Isolation", Run: testIsolation},
+		{Name: "EventTimestamps", Run: testEventTimestamps},
+		{Name: "KeepZeroTimestamp", Run: testKeepZeroTimestamp},
+		{Name: "FindSession", Run: testFindSession},
+		{Name: "AppendAssignsIDsAndSequences", Run: testAppendAssignsIDsAndSequences},
+		{Name: "AppendIdempotent", Run: testAppendIdempotent},
+		{Name: "AppendSameIDOtherContent", Run: testAppendSameIDOtherContent},
+		{Name: "ExpectedSequence", Run: testExpectedSequence},
+		{Name: "ConcurrentAppends", Run: testConcurrentAppends},
+		{Name: "PartialNotPersisted", Run: testPartialNotPersisted},
+		{Name: "StateScopes", Run: testStateScopes},
+		{Name: "StateReplaceAndDelete", Run: testStateReplaceAndDelete},
+		{Name: "TempStateNeverStored", Run: testTempStateNeverStored},
+		{Name: "AppendAtomicOnLimit", Run: testAppendAtomicOnLimit},
+		{Name: "EventRoundTrip", Run: testEventRoundTrip},
+		{Name: "GetRecentAndAfter", Run: testGetRecentAndAfter},
+		{Name: "ListEventsPaging", Run: testListEventsPaging},
+		{Name: "ReadBudget", Run: testReadBudget},
+		{Name: "ListSessionsPagingAndOrder", Run: testListSessionsPagingAndOrder},
+		{Name: "ListSessionsFilter", Run: testListSessionsFilter},
+		{Name: "ListSessionsOrderBy", Run: testListSessionsOrderBy},
+		{Name: "UpdateSession", Run: testUpdateSession},
+		{Name: "DeleteSession", Run: testDeleteSession},
+		{Name: "Expiry", Run: testExpiry},
+		{Name: "SharedState", Run: testSharedState},
+		{Name: "Fork", Run: testFork},
+		{Name: "Watch", Run: testWatch},
+		{Name: "Limits", Run: testLimits},
+		{Name: "SearchRanking", Run: testSearchRanking},
+		{Name: "SearchFilters", Run: testSearchFilters},
+		{Name: "SearchPaging", Run: testSearchPaging},
+		{Name: "SearchDeletionAndExpiry", Run: testSearchDeletionAndExpiry},
+		{Name: "SearchIsolation", Run: testSearchIsolation},
+		{Name: "CompactionView", Run: testCompactionView},
+		{Name: "CompactionIdempotent", Run: testCompactionIdempotent},
+		{Name: "CompactionRecursive", Run: testCompactionRecursive},
+		{Name: "CompactionBounds", Run: testCompactionBounds},
+		{Name: "Scan", Run: testScan},
+		{Name: "Import", Run: testImport},
+		{Name: "DeleteUser", Run: testDeleteUser},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-			store := newStore(t)
-			svc := sessions.NewService(store, sessions.Config{
-				Now:               clock.Tick,
-				WatchPollInterval: 50 * time.Millisecond,
-				Limits: sessions.Limits{
-					MaxEventBytes: 64 << 10,
-					MaxStateBytes: 16 << 10,
-					MaxReadBytes:  256 << 10,
-				},
-			})
-			tc.fn(t, &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessions.Store { return newStore(t) }})
+	suitetest.Run(t, tests, func(t *testing.T) *harness {
+		clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+		store := newStore(t)
+		svc := sessions.NewService(store, sessions.Config{
+			Now:               clock.Tick,
+			WatchPollInterval: 50 * time.Millisecond,
+			Limits: sessions.Limits{
+				MaxEventBytes: 64 << 10,
+				MaxStateBytes: 16 << 10,
+				MaxReadBytes:  256 << 10,
+			},
 		})
-	}
+		return &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessions.Store { return newStore(t) }}
+	})
 }
 
 type harness struct {
@@ -158,6 +153,19 @@ func (h *harness) get(t *testing.T, key sessions.Key, r sessions.GetSessionReque
 		t.Fatalf("GetSession(%s): %v", key.Name(), err)
 	}
 	return s, events
+}
+
+// appendSpaced appends n user events e1, e2, ... to key, event i at base
+// plus i steps, and returns base (1 January 2025).
+func (h *harness) appendSpaced(t *testing.T, key sessions.Key, n int, step time.Duration) time.Time {
+	t.Helper()
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= n; i++ {
+		e := textEvent(fmt.Sprint("e", i), "user", "m")
+		e.Timestamp = base.Add(time.Duration(i) * step)
+		h.append(t, key, e)
+	}
+	return base
 }
 
 func textEvent(id, author, text string) *sessions.Event {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -30,19 +31,7 @@ func testScan(t *testing.T, h *harness) {
 	}
 
 	for _, page := range []int{1, 2, 10} {
-		var apps []string
-		after := ""
-		for {
-			got, err := h.store.Apps(h.ctx, after, page)
-			if err != nil {
-				t.Fatalf("Apps(%q, %d): %v", after, page, err)
-			}
-			apps = append(apps, got...)
-			if len(got) < page {
-				break
-			}
-			after = got[len(got)-1]
-		}
+		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) { return h.store.Apps(h.ctx, after, n) }, suitetest.Same)
 		if diff := cmp.Diff([]string{"app1", "app2", "app3"}, apps); diff != "" {
 			t.Fatalf("Apps by pages of %d (-want +got):\n%s", page, diff)
 		}
@@ -52,19 +41,9 @@ func testScan(t *testing.T, h *harness) {
 	now := h.clock.Now()
 	scan := func(user string, now time.Time, page int) []*sessions.Session {
 		t.Helper()
-		var out []*sessions.Session
-		q := sessions.ScanQuery{App: "app1", User: user, Now: now, Limit: page}
-		for {
-			got, err := h.store.ScanSessions(h.ctx, q)
-			if err != nil {
-				t.Fatalf("ScanSessions(%+v): %v", q, err)
-			}
-			out = append(out, got...)
-			if len(got) < page {
-				return out
-			}
-			q.AfterID = got[len(got)-1].ID
-		}
+		return suitetest.Pages(t, page, func(after string, n int) ([]*sessions.Session, error) {
+			return h.store.ScanSessions(h.ctx, sessions.ScanQuery{App: "app1", User: user, Now: now, AfterID: after, Limit: n})
+		}, func(s *sessions.Session) string { return s.Key.ID })
 	}
 	names := func(ss []*sessions.Session) []string {
 		var out []string
@@ -106,19 +85,9 @@ func testScan(t *testing.T, h *harness) {
 	if _, err := h.svc.UpdateState(h.ctx, sessions.StateRef{App: "app1", User: "u0"}, map[string]any{"user:x": 1}); err != nil {
 		t.Fatal(err)
 	}
-	var states []*sessions.SharedState
-	after := ""
-	for {
-		page, err := h.store.ScanUserStates(h.ctx, "app1", after, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		states = append(states, page...)
-		if len(page) < 1 {
-			break
-		}
-		after = page[len(page)-1].Ref.User
-	}
+	states := suitetest.Pages(t, 1, func(after string, n int) ([]*sessions.SharedState, error) {
+		return h.store.ScanUserStates(h.ctx, "app1", after, n)
+	}, func(s *sessions.SharedState) string { return s.Ref.User })
 	if len(states) != 2 || states[0].Ref != (sessions.StateRef{App: "app1", User: "u0"}) || states[1].Ref != (sessions.StateRef{App: "app1", User: "u1"}) {
 		t.Fatalf("ScanUserStates = %+v", states)
 	}

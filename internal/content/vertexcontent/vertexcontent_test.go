@@ -8,21 +8,12 @@ import (
 	"google.golang.org/genai"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/sessions"
 )
-
-func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func TestVertexRoundTripsEveryPart(t *testing.T) {
 	in := &aiplatformpb.Content{Role: "model", Parts: []*aiplatformpb.Part{
@@ -30,9 +21,9 @@ func TestVertexRoundTripsEveryPart(t *testing.T) {
 		{Data: &aiplatformpb.Part_InlineData{InlineData: &aiplatformpb.Blob{MimeType: "image/png", Data: []byte("png")}}},
 		{Data: &aiplatformpb.Part_FileData{FileData: &aiplatformpb.FileData{MimeType: "video/mp4", FileUri: "gs://b/v.mp4"}},
 			Metadata: &aiplatformpb.Part_VideoMetadata{VideoMetadata: &aiplatformpb.VideoMetadata{StartOffset: durationpb.New(2e9)}}},
-		{Data: &aiplatformpb.Part_FunctionCall{FunctionCall: &aiplatformpb.FunctionCall{Id: "c1", Name: "f", Args: mustStruct(t, map[string]any{"x": 1.0}), WillContinue: true,
+		{Data: &aiplatformpb.Part_FunctionCall{FunctionCall: &aiplatformpb.FunctionCall{Id: "c1", Name: "f", Args: prototest.Struct(t, map[string]any{"x": 1.0}), WillContinue: true,
 			PartialArgs: []*aiplatformpb.PartialArg{{JsonPath: "$.x", Delta: &aiplatformpb.PartialArg_NumberValue{NumberValue: 1}}}}}},
-		{Data: &aiplatformpb.Part_FunctionResponse{FunctionResponse: &aiplatformpb.FunctionResponse{Id: "c1", Name: "f", Response: mustStruct(t, map[string]any{"y": "z"}),
+		{Data: &aiplatformpb.Part_FunctionResponse{FunctionResponse: &aiplatformpb.FunctionResponse{Id: "c1", Name: "f", Response: prototest.Struct(t, map[string]any{"y": "z"}),
 			Parts: []*aiplatformpb.FunctionResponsePart{{Data: &aiplatformpb.FunctionResponsePart_InlineData{InlineData: &aiplatformpb.FunctionResponseBlob{MimeType: "text/plain", Data: []byte("r")}}}}}}},
 		{Data: &aiplatformpb.Part_ExecutableCode{ExecutableCode: &aiplatformpb.ExecutableCode{Language: aiplatformpb.ExecutableCode_PYTHON, Code: "print(1)"}}},
 		{Data: &aiplatformpb.Part_CodeExecutionResult{CodeExecutionResult: &aiplatformpb.CodeExecutionResult{Outcome: aiplatformpb.CodeExecutionResult_OUTCOME_OK, Output: "1"}}},

@@ -2,7 +2,6 @@ package firestore
 
 import (
 	"encoding/json"
-	"flag"
 	"maps"
 	"path/filepath"
 	"testing"
@@ -16,8 +15,6 @@ import (
 	"github.com/kioku-ai/kioku/model"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/scope-stats.json")
-
 // TestScopeStatsGolden: the body of a scope's statistics document.
 func TestScopeStatsGolden(t *testing.T) {
 	st := scopeStats{"kioku-offline-v2": {N: 3, DF: []int32{0, 2, 1, 3}}, "text-embedding-005": {N: 1, DF: []int32{1, 1}}}
@@ -25,7 +22,7 @@ func TestScopeStatsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := golden.Check(t, filepath.Join("testdata", "scope-stats.json"), got, *update)
+	want := golden.Check(t, filepath.Join("testdata", "scope-stats.json"), got)
 	var back scopeStats
 	if err := json.Unmarshal(want, &back); err != nil {
 		t.Fatal(err)

@@ -5,21 +5,17 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
-	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
 )
 
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) memorybank.Store { return newStore(t) })
+	memorybanktest.Run(t, newStore)
 }
 
 // TestConformanceEncrypted runs the suite on an encrypted database.
 func TestConformanceEncrypted(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) memorybank.Store {
-		return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t))
-	})
+	memorybanktest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t)) })
 }
 
 // newStore returns a store on a file of the test's own.
@@ -28,5 +24,5 @@ func newStore(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlite
 // TestJobsConformance runs the jobs engine's suite on the store's
 // operations.
 func TestJobsConformance(t *testing.T) {
-	jobstest.Run(t, func(t *testing.T) jobs.Store { return newStore(t) })
+	jobstest.Run(t, newStore)
 }

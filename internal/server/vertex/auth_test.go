@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -34,24 +36,14 @@ func TestAPIKeysOnVertex(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	otherKey, otherEntry := auth.NewKey("other app", "other", "")
 	annKey, annEntry := auth.NewKey("ann's agent", engineID, "ann")
-	keys := loadKeys(t, appEntry, otherEntry, annEntry)
+	keys := nodetest.Keys(t, appEntry, otherEntry, annEntry)
 	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = keys })
 	ctx := t.Context()
 	sessionClient := func(opts ...option.ClientOption) *aiplatform.SessionClient {
-		c, err := aiplatform.NewSessionClient(ctx, append(k.grpcOptions(), opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return googleClient(t, aiplatform.NewSessionClient, append(k.grpcOptions(), opts...))
 	}
 	memoryClient := func(opts ...option.ClientOption) *aiplatform.MemoryBankClient {
-		c, err := aiplatform.NewMemoryBankClient(ctx, append(k.grpcOptions(), opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return googleClient(t, aiplatform.NewMemoryBankClient, append(k.grpcOptions(), opts...))
 	}
 	create := func(c *aiplatform.SessionClient, id, user string) error {
 		op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: id, Session: &aiplatformpb.Session{UserId: user}})
@@ -90,7 +82,7 @@ func TestAPIKeysOnVertex(t *testing.T) {
 	_, err = ann.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: engine + "/sessions/bob1", Event: &aiplatformpb.SessionEvent{Author: "user", InvocationId: "i", Timestamp: timestamppb.Now()}})
 	expect("ann's key, an event for bob", err, codes.NotFound)
 	_, err = ann.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: engine + "/sessions/ann1", Event: &aiplatformpb.SessionEvent{
-		Author: "user", InvocationId: "i", Timestamp: timestamppb.Now(), Actions: &aiplatformpb.EventActions{StateDelta: mustStruct(t, map[string]any{"app:x": 1.0})},
+		Author: "user", InvocationId: "i", Timestamp: timestamppb.Now(), Actions: &aiplatformpb.EventActions{StateDelta: prototest.Struct(t, map[string]any{"app:x": 1.0})},
 	}})
 	expect("ann's key, writing app: state", err, codes.PermissionDenied)
 	it := ann.ListSessions(ctx, &aiplatformpb.ListSessionsRequest{Parent: engine})

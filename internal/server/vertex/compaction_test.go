@@ -6,10 +6,15 @@ import (
 	"time"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
+	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/kioku-ai/kioku/internal/app"
+	"github.com/kioku-ai/kioku/internal/prototest"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
 )
@@ -22,20 +27,10 @@ func TestCompactionInCustomMetadata(t *testing.T) {
 	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: "Ann said four things."} })
 	k := startKioku(t, fake)
 	ctx := t.Context()
-	c, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "long", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := op.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
+	createSession(t, c, "long", "ann")
 	at := time.Date(2026, 7, 8, 9, 0, 0, 0, time.UTC)
-	python := mustStruct(t, map[string]any{"_compaction": map[string]any{
+	python := prototest.Struct(t, map[string]any{"_compaction": map[string]any{
 		"start_timestamp": 1.7e9, "end_timestamp": 1.7e9 + 60,
 		"compacted_content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": "ADK Python's summary."}}},
 	}})
@@ -67,5 +62,40 @@ func TestCompactionInCustomMetadata(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, summary.GetEventMetadata().GetCustomMetadata().AsMap()["_compaction"]); diff != "" || summary.GetAuthor() != "kioku" {
 		t.Fatalf("kioku's compaction through Vertex AI (author %q; -want +got):\n%s", summary.GetAuthor(), diff)
+	}
+}
+
+// TestOperationOfAnotherKind: an operation of the app that is not the
+// memory bank's (a session's compaction) reads through Vertex AI's
+// Operations API by its name, done, with an empty response.
+func TestOperationOfAnotherKind(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: "A summary."} })
+	k := startKioku(t, fake)
+	ctx := t.Context()
+	key := sessions.Key{App: "1491331942182813696", User: "ann", ID: "s"}
+	if _, err := k.node.Sessions.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := k.node.Sessions.AppendEvent(ctx, key, &sessions.Event{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hi"}}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op, err := k.node.App.CompactSession(ctx, app.CompactRequest{Session: key, UpTo: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := k.node.App.WaitOperation(ctx, key.App, op.ID, 10*time.Second); err != nil || done.State != jobs.Succeeded {
+		t.Fatalf("the compaction: %+v, %v", done, err)
+	}
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
+	got, err := c.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: engine + "/operations/" + op.ID})
+	if err != nil || !got.GetDone() || got.GetError() != nil {
+		t.Fatalf("GetOperation = %v, %v; want it done without error", got, err)
+	}
+	var resp aiplatformpb.GenerateMemoriesResponse
+	if err := got.GetResponse().UnmarshalTo(&resp); err != nil || len(resp.GetGeneratedMemories()) != 0 {
+		t.Fatalf("response = %v, %v; want no memories", &resp, err)
 	}
 }

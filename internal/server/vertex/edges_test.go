@@ -8,12 +8,15 @@ import (
 	"testing"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -25,7 +28,7 @@ func TestSessionPagesAsVertexDoes(t *testing.T) {
 	kc := client.New(k.url)
 	for i := range 150 {
 		if _, err := kc.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: "apps/" + engineID + "/users/ann", SessionId: fmt.Sprint("s", i),
-			Session: &kiokuv1.Session{State: mustStruct(t, map[string]any{"n": float64(i)})}}); err != nil {
+			Session: &kiokuv1.Session{State: prototest.Struct(t, map[string]any{"n": float64(i)})}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,11 +49,7 @@ func TestSessionPagesAsVertexDoes(t *testing.T) {
 			t.Fatalf("pageSize %q: a second page of %d sessions, next %v; want the last 50", size, n, second["nextPageToken"])
 		}
 	}
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	// Google's gRPC client pages through all of them, the page size
 	// coerced rather than refused.
 	if all := allSessions(t, c, &aiplatformpb.ListSessionsRequest{Parent: engine, PageSize: 5000}); len(all) != 150 {
@@ -74,16 +73,12 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	for i, mask := range []string{"display_name,labels", "displayName,labels", "display_name,labels&$fields=name"} {
 		name := fmt.Sprint("renamed ", i)
 		u := ok(t, "PATCH", v+"/sessions/a?updateMask="+mask, `{"displayName": "`+name+`", "labels": {"k": "v"}}`)
-		if u["displayName"] != name || get(u, "labels", "k") != "v" {
+		if u["displayName"] != name || nodetest.Path(u, "labels", "k") != "v" {
 			t.Errorf("PATCH with updateMask=%s: %v", mask, u)
 		}
 	}
 	// The Go gRPC client with lowerCamelCase paths.
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	if s, err := c.UpdateSession(t.Context(), &aiplatformpb.UpdateSessionRequest{
 		Session:    &aiplatformpb.Session{Name: engine + "/sessions/a", DisplayName: "camel over gRPC"},
 		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"displayName"}},
@@ -101,14 +96,14 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	}
 	status, out := call(t, "GET", v+"/sessions?"+url.Values{"filter": {`owner="x"`}}.Encode(), "")
 	googleError(t, "a filter on an unknown field", status, out, 400, "INVALID_ARGUMENT")
-	if !strings.Contains(fmt.Sprint(get(out, "error", "message")), `not on "owner"`) || get(out, "error", "details", 0, "fieldViolations", 0, "field") != "filter" {
+	if !strings.Contains(fmt.Sprint(nodetest.Path(out, "error", "message")), `not on "owner"`) || nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field") != "filter" {
 		t.Errorf("a filter on an unknown field: %v", out)
 	}
 	// Memories: expire_time in snake_case; display names and descriptions
 	// kept; values kioku cannot take.
 	ok(t, "POST", v+"/memories?memoryId=m1", `{"fact": "Ann likes tea.", "scope": {"user_id": "ann"}, "displayName": "tea"}`)
 	up := ok(t, "PATCH", v+"/memories/m1?updateMask=expire_time", `{"expireTime": "2099-01-01T00:00:00Z"}`)
-	if get(up, "response", "expireTime") != "2099-01-01T00:00:00Z" || get(up, "response", "displayName") != "tea" {
+	if nodetest.Path(up, "response", "expireTime") != "2099-01-01T00:00:00Z" || nodetest.Path(up, "response", "displayName") != "tea" {
 		t.Errorf("UpdateMemory with updateMask=expire_time: %v", up)
 	}
 	up = ok(t, "PATCH", v+"/memories/m1?updateMask=description,display_name", `{"description": "What Ann drinks.", "displayName": "drinks"}`)
@@ -130,7 +125,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	} {
 		status, out := call(t, c.method, v+c.path, c.body)
 		googleError(t, c.method+" "+c.path, status, out, 400, "INVALID_ARGUMENT")
-		if f := get(out, "error", "details", 0, "fieldViolations", 0, "field"); f != c.field {
+		if f := nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field"); f != c.field {
 			t.Errorf("%s %s %s: the violation names %v, want %s (%v)", c.method, c.path, c.body, f, c.field, out)
 		}
 	}
@@ -141,7 +136,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 	// An unknown query parameter is refused, naming it.
 	status, out = call(t, "GET", v+"/sessions?pagesize=5", "")
 	googleError(t, "an unknown query parameter", status, out, 400, "INVALID_ARGUMENT")
-	if !strings.Contains(fmt.Sprint(get(out, "error", "message")), "pagesize") {
+	if !strings.Contains(fmt.Sprint(nodetest.Path(out, "error", "message")), "pagesize") {
 		t.Errorf("an unknown query parameter: %v", out)
 	}
 	// DELETE with the {} body the JS clients send; other bodies are refused.
@@ -161,7 +156,7 @@ func TestRESTAsGoogleFrontEndReadsIt(t *testing.T) {
 func TestListSessionsFilterKeys(t *testing.T) {
 	_, appEntry := auth.NewKey("backend", engineID, "")
 	annKey, annEntry := auth.NewKey("ann", engineID, "ann")
-	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = loadKeys(t, appEntry, annEntry) })
+	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = nodetest.Keys(t, appEntry, annEntry) })
 	v := k.url + "/v1beta1/" + engine + "/sessions?"
 	for filter, want := range map[string]int{
 		`user_id="ann"`: http.StatusOK,

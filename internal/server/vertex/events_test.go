@@ -4,14 +4,17 @@ import (
 	"testing"
 	"time"
 
-	aiplatformv1pb "cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
+	aiplatformv1pb "cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/kioku-ai/kioku/internal/prototest"
 )
 
 // TestEventRoundTripsEveryField appends an event with every field of
@@ -20,18 +23,8 @@ import (
 func TestEventRoundTripsEveryField(t *testing.T) {
 	k := startKioku(t, nil)
 	ctx := t.Context()
-	c, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "rich", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := op.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
+	createSession(t, c, "rich", "ann")
 	token := ""
 	ev := &aiplatformpb.SessionEvent{
 		Author:       "helper",
@@ -43,15 +36,15 @@ func TestEventRoundTripsEveryField(t *testing.T) {
 			{Data: &aiplatformpb.Part_Text{Text: "hmm"}, Thought: true, ThoughtSignature: []byte("sig")},
 			{Data: &aiplatformpb.Part_InlineData{InlineData: &aiplatformpb.Blob{MimeType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}},
 			{Data: &aiplatformpb.Part_FileData{FileData: &aiplatformpb.FileData{MimeType: "application/pdf", FileUri: "gs://b/o.pdf"}}},
-			{Data: &aiplatformpb.Part_FunctionResponse{FunctionResponse: &aiplatformpb.FunctionResponse{Id: "c1", Name: "f", Response: mustStruct(t, map[string]any{"ok": true})}}},
+			{Data: &aiplatformpb.Part_FunctionResponse{FunctionResponse: &aiplatformpb.FunctionResponse{Id: "c1", Name: "f", Response: prototest.Struct(t, map[string]any{"ok": true})}}},
 			{Data: &aiplatformpb.Part_ExecutableCode{ExecutableCode: &aiplatformpb.ExecutableCode{Language: aiplatformpb.ExecutableCode_PYTHON, Code: "1+1"}}},
 		}},
 		Actions: &aiplatformpb.EventActions{
 			SkipSummarization:    true,
-			StateDelta:           mustStruct(t, map[string]any{"k": []any{1.0, "two"}, "user:u": map[string]any{"nested": nil}}),
+			StateDelta:           prototest.Struct(t, map[string]any{"k": []any{1.0, "two"}, "user:u": map[string]any{"nested": nil}}),
 			ArtifactDelta:        map[string]int32{"report.pdf": 2},
 			Escalate:             true,
-			RequestedAuthConfigs: mustStruct(t, map[string]any{"call-1": map[string]any{"authScheme": "oauth2"}}),
+			RequestedAuthConfigs: prototest.Struct(t, map[string]any{"call-1": map[string]any{"authScheme": "oauth2"}}),
 			TransferAgent:        "billing",
 		},
 		EventMetadata: &aiplatformpb.EventMetadata{
@@ -64,11 +57,11 @@ func TestEventRoundTripsEveryField(t *testing.T) {
 			Interrupted:         true,
 			LongRunningToolIds:  []string{"t1", "t2"},
 			Branch:              "root.helper",
-			CustomMetadata:      mustStruct(t, map[string]any{"n": 1.5, "list": []any{true, nil}, "deep": map[string]any{"a": "b"}}),
+			CustomMetadata:      prototest.Struct(t, map[string]any{"n": 1.5, "list": []any{true, nil}, "deep": map[string]any{"a": "b"}}),
 			InputTranscription:  &aiplatformpb.Transcription{Text: "hello", Finished: true},
 			OutputTranscription: &aiplatformpb.Transcription{Text: "hi"},
 		},
-		RawEvent: mustStruct(t, map[string]any{"id": "adk-1", "author": "helper", "nodeInfo": map[string]any{"path": "wf/step@1"}}),
+		RawEvent: prototest.Struct(t, map[string]any{"id": "adk-1", "author": "helper", "nodeInfo": map[string]any{"path": "wf/step@1"}}),
 	}
 	if _, err := c.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: engine + "/sessions/rich", Event: ev}); err != nil {
 		t.Fatal(err)
@@ -167,23 +160,12 @@ func TestV1MessagesAreV1beta1s(t *testing.T) {
 func TestAppendWithAnEventNameIsIdempotent(t *testing.T) {
 	k := startKioku(t, nil)
 	ctx := t.Context()
-	c, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "retry", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := op.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
+	s := createSession(t, c, "retry", "ann")
 	ev := func(text string) *aiplatformpb.SessionEvent {
 		return &aiplatformpb.SessionEvent{Name: s.GetName() + "/events/e-1", Author: "user", InvocationId: "i", Timestamp: timestamppb.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 			Content: &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: text}}}},
-			Actions: &aiplatformpb.EventActions{StateDelta: mustStruct(t, map[string]any{"n": 1.0})}}
+			Actions: &aiplatformpb.EventActions{StateDelta: prototest.Struct(t, map[string]any{"n": 1.0})}}
 	}
 	for range 2 {
 		if _, err := c.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: s.GetName(), Event: ev("once")}); err != nil {

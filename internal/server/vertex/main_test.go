@@ -1,22 +1,20 @@
 package vertex_test
 
 import (
-	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"context"
 	"strings"
 	"testing"
+
+	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
+
+	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/internal/server/auth"
-	kmodel "github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
@@ -32,7 +30,7 @@ func startKioku(t *testing.T, fake *modeltest.Gemini) *kioku {
 	t.Helper()
 	return startKiokuWith(t, func(cfg *node.Config) {
 		if fake != nil {
-			cfg.Models = kmodel.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Retry: modeltest.FastRetry}
+			cfg.Models = nodetest.Gemini(fake)
 		}
 	})
 }
@@ -40,18 +38,10 @@ func startKioku(t *testing.T, fake *modeltest.Gemini) *kioku {
 // startKiokuWith is startKioku with a configuration set by configure.
 func startKiokuWith(t *testing.T, configure func(*node.Config)) *kioku {
 	t.Helper()
-	cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var cfg node.Config
 	configure(&cfg)
-	n, err := node.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := httptest.NewUnstartedServer(n.Handler())
-	srv.Config = n.HTTPServer()
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &kioku{node: n, url: srv.URL}
+	n, url := nodetest.ServeH2C(t, cfg)
+	return &kioku{node: n, url: url}
 }
 
 // grpcOptions point Google's gRPC clients at k, as docs/vertex.md says: the
@@ -69,17 +59,31 @@ func (k *kioku) restOptions() []option.ClientOption {
 	return []option.ClientOption{option.WithEndpoint(k.url), option.WithoutAuthentication()}
 }
 
-// loadKeys writes a key file of entries and loads it.
-func loadKeys(t *testing.T, entries ...auth.Key) *auth.Keys {
+// googleClient makes one of Google's clients with its constructor and
+// the options that point it at kioku (k.grpcOptions() or
+// k.restOptions(), and any more), fails the test if it cannot, and closes
+// the client when the test ends.
+func googleClient[C interface{ Close() error }](t *testing.T, newClient func(context.Context, ...option.ClientOption) (C, error), opts []option.ClientOption) C {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"keys": entries})
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := auth.LoadKeys(path)
+	c, err := newClient(t.Context(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return keys
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// createSession creates session id of user in the test's engine through
+// c, waits for its operation and returns the session.
+func createSession(t *testing.T, c *aiplatform.SessionClient, id, user string) *aiplatformpb.Session {
+	t.Helper()
+	op, err := c.CreateSession(t.Context(), &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: id, Session: &aiplatformpb.Session{UserId: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := op.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

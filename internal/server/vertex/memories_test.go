@@ -1,6 +1,7 @@
 package vertex_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,7 +9,6 @@ import (
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -27,18 +27,7 @@ func facts(list []*aiplatformpb.Memory) []string {
 
 func allMemories(t *testing.T, c *aiplatform.MemoryBankClient, req *aiplatformpb.ListMemoriesRequest) []*aiplatformpb.Memory {
 	t.Helper()
-	var out []*aiplatformpb.Memory
-	it := c.ListMemories(t.Context(), req)
-	for {
-		m, err := it.Next()
-		if err == iterator.Done {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ListMemories(%v): %v", req, err)
-		}
-		out = append(out, m)
-	}
+	return drain(t, fmt.Sprintf("ListMemories(%v)", req), c.ListMemories(t.Context(), req).Next)
 }
 
 // memoryScenario runs the memory scenario with Google's Go memory
@@ -135,14 +124,7 @@ func memoryScenario(t *testing.T, c *aiplatform.MemoryBankClient, sc *aiplatform
 
 	// Generate from a session, with a model (the fake Gemini) extracting
 	// and consolidating.
-	sop, err := sc.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "chat", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := sop.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := createSession(t, sc, "chat", "ann")
 	if _, err := sc.AppendEvent(ctx, &aiplatformpb.AppendEventRequest{Name: sess.GetName(), Event: &aiplatformpb.SessionEvent{
 		Author: "user", InvocationId: "i1", Timestamp: timestamppb.New(time.Now()),
 		Content: &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "I started learning the piano."}}}},
@@ -203,31 +185,15 @@ func memoryScenario(t *testing.T, c *aiplatform.MemoryBankClient, sc *aiplatform
 func TestMemoryBankClientGRPC(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
-	c, err := aiplatform.NewMemoryBankClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
+	sc := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	memoryScenario(t, c, sc, fake)
 }
 
 func TestMemoryBankClientREST(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
-	c, err := aiplatform.NewMemoryBankRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	c := googleClient(t, aiplatform.NewMemoryBankRESTClient, k.restOptions())
+	sc := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	memoryScenario(t, c, sc, fake)
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 )
 
 // names returns the last segments of the names of a listing's memories
@@ -46,7 +48,7 @@ func TestMemoryMetadataRoundTrips(t *testing.T) {
 	}
 	op := ok(t, "POST", v+"/memories?memoryId=tea", `{"fact": "Ann prefers green tea.", "scope": {"user_id": "ann"}, "displayName": "tea",
 		"metadata": {"source": {"stringValue": "chat"}, "score": {"doubleValue": 2}, "pinned": {"boolValue": true}, "seen": {"timestampValue": "2026-01-02T03:04:05.123456789Z"}}}`)
-	if diff := cmp.Diff(md, get(op, "response", "metadata")); diff != "" {
+	if diff := cmp.Diff(md, nodetest.Path(op, "response", "metadata")); diff != "" {
 		t.Errorf("CreateMemory's metadata (-sent +answered):\n%s", diff)
 	}
 	got := ok(t, "GET", v+"/memories/tea", "")
@@ -71,11 +73,7 @@ func TestMemoryMetadataRoundTrips(t *testing.T) {
 	}
 
 	// Google's Go client over gRPC: display name and description.
-	c, err := aiplatform.NewMemoryBankClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
 	cop, err := c.CreateMemory(t.Context(), &aiplatformpb.CreateMemoryRequest{Parent: engine, MemoryId: "bike",
 		Memory: &aiplatformpb.Memory{Fact: "Ann rides a bike.", Scope: map[string]string{"user_id": "ann"}, DisplayName: "bike", Description: "How Ann gets around."}})
 	if err != nil {
@@ -145,11 +143,11 @@ func TestMemoryFilters(t *testing.T) {
 	// Purge: counted, then deleted, exactly what the filter and groups
 	// select.
 	purge := `{"filter": "scope.user_id=\"ann\" AND metadata:score", "filterGroups": [{"filters": [{"key": "score", "op": "GREATER_THAN", "value": {"doubleValue": 5}}]}]`
-	op := poll(t, v[:len(v)-len(engine)]+get(ok(t, "POST", v+"/memories:purge", purge+`}`), "name").(string))
-	if get(op, "response", "purgeCount") != "2" {
+	op := poll(t, v[:len(v)-len(engine)]+nodetest.Path(ok(t, "POST", v+"/memories:purge", purge+`}`), "name").(string))
+	if nodetest.Path(op, "response", "purgeCount") != "2" {
 		t.Errorf("purge without force: %v", op)
 	}
-	poll(t, v[:len(v)-len(engine)]+get(ok(t, "POST", v+"/memories:purge", purge+`, "force": true}`), "name").(string))
+	poll(t, v[:len(v)-len(engine)]+nodetest.Path(ok(t, "POST", v+"/memories:purge", purge+`, "force": true}`), "name").(string))
 	left := ok(t, "GET", v+"/memories?"+url.Values{"filter": {`scope.user_id="ann"`}}.Encode(), "")
 	if got := names(t, left, "memories"); !slices.Equal(got, []string{"juice", "milk", "tea"}) {
 		t.Errorf("after the purge: %v", got)
@@ -169,8 +167,8 @@ func TestGenerateAppliesMetadata(t *testing.T) {
 		if strategy != "" {
 			body += `, "metadataMergeStrategy": "` + strategy + `"`
 		}
-		op := poll(t, base+get(ok(t, "POST", v+"/memories:generate", body+`}`), "name").(string))
-		return get(op, "response", "generatedMemories", 0).(map[string]any)
+		op := poll(t, base+nodetest.Path(ok(t, "POST", v+"/memories:generate", body+`}`), "name").(string))
+		return nodetest.Path(op, "response", "generatedMemories", 0).(map[string]any)
 	}
 	md := func(kv ...any) map[string]any {
 		out := map[string]any{}
@@ -183,8 +181,8 @@ func TestGenerateAppliesMetadata(t *testing.T) {
 	num := func(n float64) any { return map[string]any{"doubleValue": n} }
 
 	first := generate(`{"source": {"stringValue": "chat"}, "n": {"doubleValue": 1}}`, "")
-	name := get(first, "memory", "name")
-	if first["action"] != "CREATED" || !cmp.Equal(get(first, "memory", "metadata"), md("source", str("chat"), "n", num(1))) {
+	name := nodetest.Path(first, "memory", "name")
+	if first["action"] != "CREATED" || !cmp.Equal(nodetest.Path(first, "memory", "metadata"), md("source", str("chat"), "n", num(1))) {
 		t.Fatalf("the first generation: %v", first)
 	}
 	for _, c := range []struct {
@@ -196,7 +194,7 @@ func TestGenerateAppliesMetadata(t *testing.T) {
 		{`{"only": {"stringValue": "y"}}`, "OVERWRITE", md("only", str("y"))},
 	} {
 		g := generate(c.metadata, c.strategy)
-		if get(g, "memory", "name") != name || g["action"] != "UPDATED" {
+		if nodetest.Path(g, "memory", "name") != name || g["action"] != "UPDATED" {
 			t.Fatalf("generation with %s %s did not update the memory: %v", c.metadata, c.strategy, g)
 		}
 		if diff := cmp.Diff(c.want, ok(t, "GET", base+name.(string), "")["metadata"]); diff != "" {
@@ -206,13 +204,13 @@ func TestGenerateAppliesMetadata(t *testing.T) {
 	// REQUIRE_EXACT_MATCH: the memory's metadata differs, so it is not
 	// consolidated with: a new memory holds the fact.
 	g := generate(`{"only": {"stringValue": "z"}}`, "REQUIRE_EXACT_MATCH")
-	if get(g, "memory", "name") == name || g["action"] != "CREATED" {
+	if nodetest.Path(g, "memory", "name") == name || g["action"] != "CREATED" {
 		t.Fatalf("REQUIRE_EXACT_MATCH with other metadata: %v", g)
 	}
 	// ... and with the same metadata it is.
 	again := generate(`{"only": {"stringValue": "z"}}`, "REQUIRE_EXACT_MATCH")
-	if get(again, "memory", "name") != get(g, "memory", "name") {
-		t.Fatalf("REQUIRE_EXACT_MATCH with the same metadata: %v, want %v", again, get(g, "memory", "name"))
+	if nodetest.Path(again, "memory", "name") != nodetest.Path(g, "memory", "name") {
+		t.Fatalf("REQUIRE_EXACT_MATCH with the same metadata: %v, want %v", again, nodetest.Path(g, "memory", "name"))
 	}
 	if got := ok(t, "GET", base+name.(string), "")["metadata"]; !cmp.Equal(got, md("only", str("y"))) {
 		t.Errorf("the memory REQUIRE_EXACT_MATCH left alone: %v", got)
@@ -224,7 +222,7 @@ func TestGenerateAppliesMetadata(t *testing.T) {
 	status, out := call(t, "POST", v+"/memories:ingestEvents", `{"scope": {"user_id": "ann"}, "metadataMergeStrategy": "APPEND",
 		"directContentsSource": {"events": [{"content": {"role": "user", "parts": [{"text": "I ride to work."}]}}]}}`)
 	googleError(t, "ingestEvents with a bad strategy", status, out, 400, "INVALID_ARGUMENT")
-	if get(out, "error", "details", 0, "fieldViolations", 0, "field") != "metadata_merge_strategy" {
+	if nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field") != "metadata_merge_strategy" {
 		t.Errorf("ingestEvents with a bad strategy: %v", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"google.golang.org/grpc/codes"
 
@@ -46,11 +47,7 @@ func TestPolicyMapsEnginesAndRefusesOthers(t *testing.T) {
 	if _, err := client.New(k.url).CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/companion/users/ann", SessionId: "day1"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	for _, name := range []string{
 		"projects/my-project/locations/us-central1/reasoningEngines/42/sessions/day1",
 		"projects/123456/locations/us-central1/reasoningEngines/42/sessions/day1",

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRetrieveProfilesAsTheSDK(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	annKey, annEntry := auth.NewKey("ann", engineID, "ann")
-	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = loadKeys(t, appEntry, annEntry) })
+	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = nodetest.Keys(t, appEntry, annEntry) })
 	v := k.url + "/v1beta1/"
 	as := func(key string) func(method, url, body string) (int, map[string]any) {
 		return func(method, url, body string) (int, map[string]any) {
@@ -40,7 +41,7 @@ func TestRetrieveProfilesAsTheSDK(t *testing.T) {
 	generate := func(said string) {
 		t.Helper()
 		op := must(ann("POST", v+engine+"/sessions", `{"userId": "ann"}`))
-		name := get(op, "response", "name").(string)
+		name := nodetest.Path(op, "response", "name").(string)
 		must(ann("POST", v+name+":appendEvent", `{"author": "user", "invocationId": "i1", "timestamp": "2026-01-01T00:00:00Z",
 			"content": {"role": "user", "parts": [{"text": "`+said+`"}]}}`))
 		op = must(ann("POST", v+engine+"/memories:generate", `{"vertexSessionSource": {"session": "`+name+`"}, "scope": {"user_id": "ann"}}`))
@@ -68,15 +69,15 @@ func TestRetrieveProfilesAsTheSDK(t *testing.T) {
 	list := must(app("GET", k.url+"/v1/apps/"+engineID+"/memories?memoryTypes=MEMORY_TYPE_STRUCTURED_PROFILE", ""))
 	var field string
 	for _, m := range list["memories"].([]any) {
-		if get(m, "profile", "field") == "preferred_language" {
-			field = get(m, "name").(string)
+		if nodetest.Path(m, "profile", "field") == "preferred_language" {
+			field = nodetest.Path(m, "name").(string)
 		}
 	}
 	if field == "" {
 		t.Fatalf("no memory holds preferred_language: %v", list)
 	}
 	revs := must(ann("GET", v+engine+"/memories/"+field[len("apps/"+engineID+"/memories/"):]+"/revisions", ""))
-	if get(revs, "memoryRevisions", 0, "fact") != "preferred_language: Go" || get(revs, "memoryRevisions", 1, "fact") != "preferred_language: Python" {
+	if nodetest.Path(revs, "memoryRevisions", 0, "fact") != "preferred_language: Go" || nodetest.Path(revs, "memoryRevisions", 1, "fact") != "preferred_language: Python" {
 		t.Fatalf("the field's revisions: %v", revs)
 	}
 

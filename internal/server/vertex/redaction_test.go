@@ -9,6 +9,7 @@ import (
 	"time"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1beta1"
+
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -42,25 +43,10 @@ func TestPIIRedactionThroughVertex(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	c, err := aiplatform.NewMemoryBankClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := aiplatform.NewSessionClient(ctx, k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	c := googleClient(t, aiplatform.NewMemoryBankClient, k.grpcOptions())
+	sc := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 
-	sop, err := sc.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "pii", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := sop.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := createSession(t, sc, "pii", "ann")
 	text := func(s string) *aiplatformpb.Content {
 		return &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: s}}}}
 	}

@@ -1,9 +1,7 @@
 package vertex_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
@@ -24,29 +23,7 @@ import (
 // returning the status and the decoded JSON answer.
 func call(t *testing.T, method, url, body string, header ...string) (int, map[string]any) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("%s %s: %d, not JSON: %s", method, url, res.StatusCode, b)
-	}
-	return res.StatusCode, out
+	return nodetest.REST(t, method, url, body, header...)
 }
 
 // ok is call that must answer 200.
@@ -59,27 +36,10 @@ func ok(t *testing.T, method, url, body string) map[string]any {
 	return out
 }
 
-func get(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			l, _ := v.([]any)
-			if k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
-}
-
 // googleError checks an error answer's Google JSON shape.
 func googleError(t *testing.T, what string, status int, out map[string]any, wantStatus int, wantCode string) {
 	t.Helper()
-	if status != wantStatus || get(out, "error", "code") != float64(wantStatus) || get(out, "error", "status") != wantCode || get(out, "error", "message") == "" {
+	if status != wantStatus || nodetest.Path(out, "error", "code") != float64(wantStatus) || nodetest.Path(out, "error", "status") != wantCode || nodetest.Path(out, "error", "message") == "" {
 		t.Errorf("%s: %d %v, want %d with {\"error\": {\"code\": %d, \"status\": %q, \"message\"}}", what, status, out, wantStatus, wantStatus, wantCode)
 	}
 }
@@ -99,16 +59,16 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	// response a v1beta1 Session; the SDK polls it anyway, then GETs the
 	// session.
 	op := ok(t, "POST", v+engine+"/sessions?$alt=json;enum-encoding=int", `{"userId": "ann", "sessionState": {"mood": "calm"}, "futureField": 1}`)
-	if op["done"] != true || get(op, "response", "@type") != "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session" ||
-		get(op, "metadata", "@type") != "type.googleapis.com/google.cloud.aiplatform.v1beta1.CreateSessionOperationMetadata" {
+	if op["done"] != true || nodetest.Path(op, "response", "@type") != "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session" ||
+		nodetest.Path(op, "metadata", "@type") != "type.googleapis.com/google.cloud.aiplatform.v1beta1.CreateSessionOperationMetadata" {
 		t.Fatalf("CreateSession answered %v", op)
 	}
-	if polled := ok(t, "GET", v+op["name"].(string), ""); polled["done"] != true || get(polled, "response", "userId") != "ann" {
+	if polled := ok(t, "GET", v+op["name"].(string), ""); polled["done"] != true || nodetest.Path(polled, "response", "userId") != "ann" {
 		t.Fatalf("GET the operation: %v", polled)
 	}
-	name := get(op, "response", "name").(string)
+	name := nodetest.Path(op, "response", "name").(string)
 	sess := ok(t, "GET", v+name, "")
-	if sess["updateTime"] == nil || get(sess, "sessionState", "mood") != "calm" {
+	if sess["updateTime"] == nil || nodetest.Path(sess, "sessionState", "mood") != "calm" {
 		t.Fatalf("GET the session: %v", sess)
 	}
 	id := name[strings.LastIndexByte(name, '/')+1:]
@@ -125,20 +85,20 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 		"timestamp": "2026-01-01T00:00:01.250000+00:00", "content": {"role": "model", "parts": [{"text": "hello"}]},
 		"actions": {"stateDelta": {"turn": 2}, "rewindBeforeInvocationId": "x"}, "eventMetadata": {"customMetadata": {"compaction": {"start": 1}}}}`)
 	events := ok(t, "GET", v+name+"/events?"+url.Values{"filter": {`timestamp>="2026-01-01T00:00:01+00:00"`}, "pageSize": {"10"}}.Encode(), "")
-	if list, _ := events["sessionEvents"].([]any); len(list) != 1 || get(list, 0, "author") != "model" || get(list, 0, "timestamp") != "2026-01-01T00:00:01.250Z" ||
-		get(list, 0, "eventMetadata", "customMetadata", "compaction", "start") != float64(1) {
+	if list, _ := events["sessionEvents"].([]any); len(list) != 1 || nodetest.Path(list, 0, "author") != "model" || nodetest.Path(list, 0, "timestamp") != "2026-01-01T00:00:01.250Z" ||
+		nodetest.Path(list, 0, "eventMetadata", "customMetadata", "compaction", "start") != float64(1) {
 		t.Fatalf("ListEvents with a time filter: %v", events)
 	}
 	all := ok(t, "GET", v+"reasoningEngines/"+engineID+"/sessions/"+id+"/events", "")
-	if list, _ := all["sessionEvents"].([]any); len(list) != 2 || get(list, 0, "timestamp") != "2026-01-01T00:00:00.500Z" {
+	if list, _ := all["sessionEvents"].([]any); len(list) != 2 || nodetest.Path(list, 0, "timestamp") != "2026-01-01T00:00:00.500Z" {
 		t.Fatalf("ListEvents in express mode: %v", all)
 	}
 	upd := ok(t, "PATCH", v+name+"?updateMask=displayName,labels", `{"displayName": "renamed", "labels": {"a": "b"}, "userId": "ann"}`)
-	if upd["displayName"] != "renamed" || get(upd, "sessionState", "turn") != float64(2) {
+	if upd["displayName"] != "renamed" || nodetest.Path(upd, "sessionState", "turn") != float64(2) {
 		t.Fatalf("UpdateSession: %v", upd)
 	}
 	list := ok(t, "GET", v+engine+"/sessions?filter="+url.QueryEscape(`user_id="ann"`), "")
-	if l, _ := list["sessions"].([]any); len(l) != 1 || get(l, 0, "displayName") != "renamed" {
+	if l, _ := list["sessions"].([]any); len(l) != 1 || nodetest.Path(l, 0, "displayName") != "renamed" {
 		t.Fatalf("ListSessions: %v", list)
 	}
 
@@ -147,13 +107,13 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	googleError(t, "a missing session", status, out, 404, "NOT_FOUND")
 	status, out = call(t, "POST", v+name+":appendEvent", `{"invocationId": "i2"}`)
 	googleError(t, "a missing author", status, out, 400, "INVALID_ARGUMENT")
-	if get(out, "error", "details", 0, "@type") != "type.googleapis.com/google.rpc.BadRequest" || get(out, "error", "details", 0, "fieldViolations", 0, "field") != "event.author" {
-		t.Errorf("missing author: details %v", get(out, "error", "details"))
+	if nodetest.Path(out, "error", "details", 0, "@type") != "type.googleapis.com/google.rpc.BadRequest" || nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field") != "event.author" {
+		t.Errorf("missing author: details %v", nodetest.Path(out, "error", "details"))
 	}
 	status, out = call(t, "POST", v+engine+"/sessions", `{"userId": 3}`)
 	googleError(t, "a body that does not decode", status, out, 400, "INVALID_ARGUMENT")
 	status, out = call(t, "DELETE", v+engine+"/sessions/"+id+":appendEvent", "")
-	if status != http.StatusMethodNotAllowed || get(out, "error", "status") != "UNIMPLEMENTED" {
+	if status != http.StatusMethodNotAllowed || nodetest.Path(out, "error", "status") != "UNIMPLEMENTED" {
 		t.Errorf("a wrong method: %d %v", status, out)
 	}
 
@@ -163,7 +123,7 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 		"topics": [{"managedMemoryTopic": "USER_PREFERENCES"}, {"customMemoryTopicLabel": "DRINKS"}],
 		"metadata": {"source": {"stringValue": "chat"}, "confidence": {"doubleValue": 0.9}}}`)
 	wantTopics := []any{map[string]any{"managedMemoryTopic": "USER_PREFERENCES"}, map[string]any{"customMemoryTopicLabel": "DRINKS"}}
-	if diff := cmp.Diff(wantTopics, get(op, "response", "topics")); diff != "" || get(op, "response", "metadata", "source", "stringValue") != "chat" {
+	if diff := cmp.Diff(wantTopics, nodetest.Path(op, "response", "topics")); diff != "" || nodetest.Path(op, "response", "metadata", "source", "stringValue") != "chat" {
 		t.Fatalf("CreateMemory answered %v (topics -want +got:\n%s)", op, diff)
 	}
 	km, err := kc.GetMemory(t.Context(), &kiokuv1.GetMemoryRequest{Name: "apps/" + engineID + "/memories/tea"})
@@ -172,11 +132,11 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	}
 	ok(t, "PATCH", v+engine+"/memories/tea?updateMask=fact,topics", `{"fact": "Ann prefers jasmine tea.", "topics": [{"customMemoryTopicLabel": "TEA"}]}`)
 	got := ok(t, "GET", v+engine+"/memories/tea", "")
-	if got["fact"] != "Ann prefers jasmine tea." || get(got, "topics", 0, "customMemoryTopicLabel") != "TEA" || get(got, "metadata", "source", "stringValue") != "chat" {
+	if got["fact"] != "Ann prefers jasmine tea." || nodetest.Path(got, "topics", 0, "customMemoryTopicLabel") != "TEA" || nodetest.Path(got, "metadata", "source", "stringValue") != "chat" {
 		t.Fatalf("GetMemory after the update: %v", got)
 	}
 	rr := ok(t, "POST", v+engine+"/memories:retrieve", `{"scope": {"user_id": "ann"}, "similaritySearchParams": {"searchQuery": "tea", "topK": 3}}`)
-	if get(rr, "retrievedMemories", 0, "memory", "topics", 0, "customMemoryTopicLabel") != "TEA" {
+	if nodetest.Path(rr, "retrievedMemories", 0, "memory", "topics", 0, "customMemoryTopicLabel") != "TEA" {
 		t.Fatalf("RetrieveMemories: %v", rr)
 	}
 
@@ -187,7 +147,7 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 
 	// Revisions and a rollback.
 	revs := ok(t, "GET", v+engine+"/memories/tea/revisions?pageSize=1", "")
-	if get(revs, "memoryRevisions", 0, "fact") != "Ann prefers jasmine tea." || revs["nextPageToken"] == nil {
+	if nodetest.Path(revs, "memoryRevisions", 0, "fact") != "Ann prefers jasmine tea." || revs["nextPageToken"] == nil {
 		t.Fatalf("revisions: %v", revs)
 	}
 	rev1 := ok(t, "GET", v+engine+"/memories/tea/revisions/1", "")
@@ -197,12 +157,12 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	status, out = call(t, "GET", v+engine+"/memories/tea/revisions/9", "")
 	googleError(t, "a missing revision", status, out, 404, "NOT_FOUND")
 	back := ok(t, "POST", v+engine+"/memories/tea:rollback", `{"targetRevisionId": "1"}`)
-	if back["done"] != true || get(back, "response", "fact") != "Ann prefers green tea." {
+	if back["done"] != true || nodetest.Path(back, "response", "fact") != "Ann prefers green tea." {
 		t.Fatalf("rollback: %v", back)
 	}
 	// The restored memory comes with its JSON-only members: revision 1's
 	// topics, and the metadata with its types.
-	if diff := cmp.Diff(wantTopics, get(back, "response", "topics")); diff != "" || get(back, "response", "metadata", "confidence", "doubleValue") != 0.9 {
+	if diff := cmp.Diff(wantTopics, nodetest.Path(back, "response", "topics")); diff != "" || nodetest.Path(back, "response", "metadata", "confidence", "doubleValue") != 0.9 {
 		t.Fatalf("rollback answered %v (topics -want +got:\n%s)", back, diff)
 	}
 
@@ -214,16 +174,16 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	op = ok(t, "POST", v+engine+"/memories:ingestEvents", `{"streamId": "s", "scope": {"user_id": "ann"}, "forceFlush": true,
 		"directContentsSource": {"events": [{"eventId": "e1", "content": {"role": "user", "parts": [{"text": "My dog barks."}]}}]}}`)
 	done := poll(t, v+op["name"].(string))
-	if get(done, "response", "generatedMemories", 0, "memory", "fact") != "Ann has a dog." || get(done, "response", "generatedMemories", 0, "action") != "CREATED" {
+	if nodetest.Path(done, "response", "generatedMemories", 0, "memory", "fact") != "Ann has a dog." || nodetest.Path(done, "response", "generatedMemories", 0, "action") != "CREATED" {
 		t.Fatalf("ingestEvents: %v", done)
 	}
 	// purge counts without force, then deletes.
 	op = ok(t, "POST", v+engine+"/memories:purge", `{"filter": "scope.user_id=\"ann\""}`)
-	if done := poll(t, v+op["name"].(string)); get(done, "response", "purgeCount") != "2" || get(done, "metadata", "genericMetadata", "createTime") == nil {
+	if done := poll(t, v+op["name"].(string)); nodetest.Path(done, "response", "purgeCount") != "2" || nodetest.Path(done, "metadata", "genericMetadata", "createTime") == nil {
 		t.Fatalf("purge, counting: %v", done)
 	}
 	op = ok(t, "POST", v+engine+"/memories:purge", `{"filter": "scope.user_id=\"ann\"", "force": true}`)
-	if done := poll(t, v+op["name"].(string)); get(done, "response", "purgeCount") != "2" {
+	if done := poll(t, v+op["name"].(string)); nodetest.Path(done, "response", "purgeCount") != "2" {
 		t.Fatalf("purge: %v", done)
 	}
 	if l := ok(t, "GET", v+engine+"/memories", ""); l["memories"] != nil {
@@ -260,7 +220,7 @@ func poll(t *testing.T, url string) map[string]any {
 func TestRESTKeys(t *testing.T) {
 	appKey, appEntry := auth.NewKey("backend", engineID, "")
 	annKey, annEntry := auth.NewKey("ann", engineID, "ann")
-	keys := loadKeys(t, appEntry, annEntry)
+	keys := nodetest.Keys(t, appEntry, annEntry)
 	k := startKiokuWith(t, func(cfg *node.Config) { cfg.Keys = keys })
 	v := k.url + "/v1beta1/" + engine
 	status, out := call(t, "POST", v+"/sessions", `{"userId": "ann"}`)

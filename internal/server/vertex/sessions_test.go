@@ -17,23 +17,15 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/kioku-ai/kioku/internal/prototest"
 )
 
 const (
 	project = "my-project"
 	engine  = "projects/my-project/locations/us-central1/reasoningEngines/1491331942182813696"
 )
-
-func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // codeOf returns the gRPC code of an error of Google's clients, gRPC or
 // REST.
@@ -45,36 +37,31 @@ func codeOf(err error) codes.Code {
 	return codes.Unknown
 }
 
-func allSessions(t *testing.T, c *aiplatform.SessionClient, req *aiplatformpb.ListSessionsRequest) []*aiplatformpb.Session {
+// drain reads one of Google's list iterators to its end through its Next,
+// failing the test on an error of the listing what.
+func drain[T any](t *testing.T, what string, next func() (T, error)) []T {
 	t.Helper()
-	var out []*aiplatformpb.Session
-	it := c.ListSessions(t.Context(), req)
+	var out []T
 	for {
-		s, err := it.Next()
+		v, err := next()
 		if err == iterator.Done {
 			return out
 		}
 		if err != nil {
-			t.Fatalf("ListSessions(%v): %v", req, err)
+			t.Fatalf("%s: %v", what, err)
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
+}
+
+func allSessions(t *testing.T, c *aiplatform.SessionClient, req *aiplatformpb.ListSessionsRequest) []*aiplatformpb.Session {
+	t.Helper()
+	return drain(t, fmt.Sprintf("ListSessions(%v)", req), c.ListSessions(t.Context(), req).Next)
 }
 
 func allEvents(t *testing.T, c *aiplatform.SessionClient, req *aiplatformpb.ListEventsRequest) []*aiplatformpb.SessionEvent {
 	t.Helper()
-	var out []*aiplatformpb.SessionEvent
-	it := c.ListEvents(t.Context(), req)
-	for {
-		e, err := it.Next()
-		if err == iterator.Done {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ListEvents(%v): %v", req, err)
-		}
-		out = append(out, e)
-	}
+	return drain(t, fmt.Sprintf("ListEvents(%v)", req), c.ListEvents(t.Context(), req).Next)
 }
 
 func ids(t *testing.T, list []*aiplatformpb.Session) []string {
@@ -113,7 +100,7 @@ func sessionScenario(t *testing.T, c *aiplatform.SessionClient) {
 	s1 := create("s1", "ann", &aiplatformpb.Session{
 		DisplayName:  "first chat",
 		Labels:       map[string]string{"team": "core"},
-		SessionState: mustStruct(t, map[string]any{"mood": "curious", "user:nick": "Annie", "app:theme": "dark"}),
+		SessionState: prototest.Struct(t, map[string]any{"mood": "curious", "user:nick": "Annie", "app:theme": "dark"}),
 	})
 	if s1.GetName() != engine+"/sessions/s1" || s1.GetUserId() != "ann" || s1.GetDisplayName() != "first chat" {
 		t.Fatalf("created %v", s1)
@@ -195,7 +182,7 @@ func sessionScenario(t *testing.T, c *aiplatform.SessionClient) {
 			InvocationId: fmt.Sprint("inv", i),
 			Timestamp:    timestamppb.New(t0.Add(time.Duration(i) * time.Second)),
 			Content:      &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: fmt.Sprint("message ", i)}}}},
-			Actions:      &aiplatformpb.EventActions{StateDelta: mustStruct(t, delta)},
+			Actions:      &aiplatformpb.EventActions{StateDelta: prototest.Struct(t, delta)},
 		}})
 		if err != nil {
 			t.Fatalf("AppendEvent %d: %v", i, err)
@@ -271,11 +258,7 @@ func sessionScenario(t *testing.T, c *aiplatform.SessionClient) {
 
 func TestSessionClientGRPC(t *testing.T) {
 	k := startKioku(t, nil)
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	sessionScenario(t, c)
 }
 
@@ -290,7 +273,7 @@ func TestSessionClientV1(t *testing.T) {
 	}
 	defer c.Close()
 	op, err := c.CreateSession(ctx, &aiplatformv1pb.CreateSessionRequest{Parent: engine, SessionId: "v1s", Session: &aiplatformv1pb.Session{
-		UserId: "ann", SessionState: mustStruct(t, map[string]any{"user:lang": "ja"}),
+		UserId: "ann", SessionState: prototest.Struct(t, map[string]any{"user:lang": "ja"}),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +293,7 @@ func TestSessionClientV1(t *testing.T) {
 	if _, err := c.AppendEvent(ctx, &aiplatformv1pb.AppendEventRequest{Name: created.GetName(), Event: &aiplatformv1pb.SessionEvent{
 		Author: "user", InvocationId: "i1", Timestamp: timestamppb.Now(),
 		Content: &aiplatformv1pb.Content{Role: "user", Parts: []*aiplatformv1pb.Part{{Data: &aiplatformv1pb.Part_Text{Text: "hello"}}}},
-		Actions: &aiplatformv1pb.EventActions{StateDelta: mustStruct(t, map[string]any{"seen": true})},
+		Actions: &aiplatformv1pb.EventActions{StateDelta: prototest.Struct(t, map[string]any{"seen": true})},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -344,14 +327,7 @@ func TestSessionClientV1(t *testing.T) {
 // NOT_FOUND (HTTP 404), as from Google's own front end.
 func badInput(t *testing.T, c *aiplatform.SessionClient, rest bool) {
 	ctx := t.Context()
-	op, err := c.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "taken", Session: &aiplatformpb.Session{UserId: "ann"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := op.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := createSession(t, c, "taken", "ann")
 	fieldViolation := func(err error) string {
 		var ae *apierror.APIError
 		if !errors.As(err, &ae) || ae.Details().BadRequest == nil {
@@ -380,7 +356,7 @@ func badInput(t *testing.T, c *aiplatform.SessionClient, rest bool) {
 		t.Errorf("refused events were stored: %v", events)
 	}
 	// A missing session.
-	_, err = c.GetSession(ctx, &aiplatformpb.GetSessionRequest{Name: engine + "/sessions/absent"})
+	_, err := c.GetSession(ctx, &aiplatformpb.GetSessionRequest{Name: engine + "/sessions/absent"})
 	if codeOf(err) != codes.NotFound {
 		t.Errorf("GetSession of a missing session: %v, want NOT_FOUND", err)
 	}
@@ -422,30 +398,18 @@ func badInput(t *testing.T, c *aiplatform.SessionClient, rest bool) {
 
 func TestBadInputGRPC(t *testing.T) {
 	k := startKioku(t, nil)
-	c, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	badInput(t, c, false)
 }
 
 func TestSessionClientREST(t *testing.T) {
 	k := startKioku(t, nil)
-	c, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	sessionScenario(t, c)
 }
 
 func TestBadInputREST(t *testing.T) {
 	k := startKioku(t, nil)
-	c, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	badInput(t, c, true)
 }

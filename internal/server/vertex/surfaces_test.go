@@ -12,6 +12,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/prototest"
 )
 
 // engineID is the id of engine, the kioku app its sessions live in.
@@ -26,7 +27,7 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 
 	// Vertex AI -> kioku.v1.
 	op, err := v.CreateSession(ctx, &aiplatformpb.CreateSessionRequest{Parent: engine, SessionId: "from-vertex", Session: &aiplatformpb.Session{
-		UserId: "ann", DisplayName: "via vertex", SessionState: mustStruct(t, map[string]any{"a": 1.0, "user:b": "two"}),
+		UserId: "ann", DisplayName: "via vertex", SessionState: prototest.Struct(t, map[string]any{"a": 1.0, "user:b": "two"}),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +40,10 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 		Author: "model", InvocationId: "inv-1", Timestamp: timestamppb.New(at),
 		Content: &aiplatformpb.Content{Role: "model", Parts: []*aiplatformpb.Part{
 			{Data: &aiplatformpb.Part_Text{Text: "Hello, Ann."}},
-			{Data: &aiplatformpb.Part_FunctionCall{FunctionCall: &aiplatformpb.FunctionCall{Id: "c1", Name: "remember", Args: mustStruct(t, map[string]any{"fact": "likes tea"})}}},
+			{Data: &aiplatformpb.Part_FunctionCall{FunctionCall: &aiplatformpb.FunctionCall{Id: "c1", Name: "remember", Args: prototest.Struct(t, map[string]any{"fact": "likes tea"})}}},
 		}},
-		Actions:       &aiplatformpb.EventActions{StateDelta: mustStruct(t, map[string]any{"app:c": true})},
-		EventMetadata: &aiplatformpb.EventMetadata{TurnComplete: true, CustomMetadata: mustStruct(t, map[string]any{"k": "v"})},
+		Actions:       &aiplatformpb.EventActions{StateDelta: prototest.Struct(t, map[string]any{"app:c": true})},
+		EventMetadata: &aiplatformpb.EventMetadata{TurnComplete: true, CustomMetadata: prototest.Struct(t, map[string]any{"k": "v"})},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 	ke := ks.GetEvents()[0]
 	wantContent := &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
 		{Text: "Hello, Ann."},
-		{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "remember", Args: mustStruct(t, map[string]any{"fact": "likes tea"})}},
+		{FunctionCall: &kiokuv1.FunctionCall{Id: "c1", Name: "remember", Args: prototest.Struct(t, map[string]any{"fact": "likes tea"})}},
 	}}
 	if diff := cmp.Diff(wantContent, ke.GetContent(), protocmp.Transform()); diff != "" {
 		t.Errorf("kioku.v1 event content (-want +got):\n%s", diff)
@@ -71,14 +72,14 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 
 	// kioku.v1 -> Vertex AI.
 	if _, err := k.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/" + engineID + "/users/bob", SessionId: "from-kioku", Session: &kiokuv1.Session{
-		State: mustStruct(t, map[string]any{"x": "y"}), Labels: map[string]string{"src": "kioku"},
+		State: prototest.Struct(t, map[string]any{"x": "y"}), Labels: map[string]string{"src": "kioku"},
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: "apps/" + engineID + "/users/bob/sessions/from-kioku", Event: &kiokuv1.Event{
 		Id: "e1", Author: "user", InvocationId: "inv-2", Timestamp: timestamppb.New(at),
 		Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: "I am Bob."}}},
-		Actions: &kiokuv1.EventActions{StateDelta: mustStruct(t, map[string]any{"user:name": "Bob"})},
+		Actions: &kiokuv1.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:name": "Bob"})},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 	want := &aiplatformpb.SessionEvent{
 		Name: got.GetName() + "/events/e1", Author: "user", InvocationId: "inv-2", Timestamp: timestamppb.New(at),
 		Content:       &aiplatformpb.Content{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "I am Bob."}}}},
-		Actions:       &aiplatformpb.EventActions{StateDelta: mustStruct(t, map[string]any{"user:name": "Bob"})},
+		Actions:       &aiplatformpb.EventActions{StateDelta: prototest.Struct(t, map[string]any{"user:name": "Bob"})},
 		EventMetadata: &aiplatformpb.EventMetadata{},
 	}
 	if len(events) != 1 {
@@ -106,11 +107,7 @@ func bothSurfaces(t *testing.T, v *aiplatform.SessionClient, k *client.Client) {
 
 func TestBothSurfacesGRPC(t *testing.T) {
 	k := startKioku(t, nil)
-	v, err := aiplatform.NewSessionClient(t.Context(), k.grpcOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	v := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
 	bothSurfaces(t, v, client.New(k.url))
 }
 
@@ -118,10 +115,6 @@ func TestBothSurfacesGRPC(t *testing.T) {
 // kioku.v1's, and the reverse.
 func TestBothSurfacesREST(t *testing.T) {
 	k := startKioku(t, nil)
-	v, err := aiplatform.NewSessionRESTClient(t.Context(), k.restOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	v := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
 	bothSurfaces(t, v, client.New(k.url))
 }

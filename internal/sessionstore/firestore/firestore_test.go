@@ -12,7 +12,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	sessionstest.Run(t, func(t *testing.T) sessions.Store {
+	sessionstest.Run(t, func(t *testing.T) *firestore.Store {
 		c, _ := firestoretest.NewClient(t)
 		return firestore.New(c, firestore.Options{})
 	})

@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceEncrypted runs the suite on an encrypted database: every
 // read and search works on sealed values and hashed terms.
 func TestConformanceEncrypted(t *testing.T) {
-	sessionstest.Run(t, func(t *testing.T) sessions.Store { return openStore(t, true) })
+	sessionstest.Run(t, func(t *testing.T) *sqlite.Store { return openStore(t, true) })
 }
 
 // BenchmarkAppendParallel measures durable appends through the Service
