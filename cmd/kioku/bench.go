@@ -25,6 +25,17 @@ Scenarios:
 Run "kioku bench SCENARIO -h" for a scenario's flags.
 `
 
+// benchScenarios runs each scenario with its arguments.
+var benchScenarios = map[string]func(context.Context, []string) error{
+	"sessions":    benchSessions,
+	"memories":    benchMemories,
+	"footprint":   benchFootprint,
+	"locomo":      benchLocomo,
+	"recall":      benchRecall,
+	"paraphrases": benchParaphrases,
+	"export":      benchExport,
+}
+
 func bench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, benchUsage)
@@ -34,20 +45,9 @@ func bench(ctx context.Context, args []string) error {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return flag.ErrHelp
-	case "sessions":
-		return benchSessions(ctx, args[1:])
-	case "memories":
-		return benchMemories(ctx, args[1:])
-	case "footprint":
-		return benchFootprint(ctx, args[1:])
-	case "locomo":
-		return benchLocomo(ctx, args[1:])
-	case "recall":
-		return benchRecall(ctx, args[1:])
-	case "paraphrases":
-		return benchParaphrases(ctx, args[1:])
-	case "export":
-		return benchExport(ctx, args[1:])
+	}
+	if run, ok := benchScenarios[args[0]]; ok {
+		return run(ctx, args[1:])
 	}
 	fmt.Fprint(os.Stderr, benchUsage)
 	return fmt.Errorf("unknown bench scenario %q", args[0])
