@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -51,15 +52,10 @@ func WithRetry(p RetryPolicy) Option {
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = DefaultRetryPolicy.MaxAttempts
-	}
-	if p.InitialBackoff <= 0 {
-		p.InitialBackoff = DefaultRetryPolicy.InitialBackoff
-	}
-	if p.MaxBackoff <= 0 {
-		p.MaxBackoff = DefaultRetryPolicy.MaxBackoff
-	}
+	// max(v, 0) turns a negative setting into zero, which cmp.Or passes over.
+	p.MaxAttempts = cmp.Or(max(p.MaxAttempts, 0), DefaultRetryPolicy.MaxAttempts)
+	p.InitialBackoff = cmp.Or(max(p.InitialBackoff, 0), DefaultRetryPolicy.InitialBackoff)
+	p.MaxBackoff = cmp.Or(max(p.MaxBackoff, 0), DefaultRetryPolicy.MaxBackoff)
 	return p
 }
 

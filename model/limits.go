@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,19 +45,11 @@ var DefaultCallLimits = CallLimits{Connect: 10 * time.Second, FirstByte: 2 * tim
 // withDefaults fills the limits that are not set (zero or less) from
 // DefaultCallLimits.
 func (l CallLimits) withDefaults() CallLimits {
-	d := DefaultCallLimits
-	if l.Connect <= 0 {
-		l.Connect = d.Connect
-	}
-	if l.FirstByte <= 0 {
-		l.FirstByte = d.FirstByte
-	}
-	if l.Reply <= 0 {
-		l.Reply = d.Reply
-	}
-	if l.MaxReplyBytes <= 0 {
-		l.MaxReplyBytes = d.MaxReplyBytes
-	}
+	// max(v, 0) turns a negative setting into zero, which cmp.Or passes over.
+	l.Connect = cmp.Or(max(l.Connect, 0), DefaultCallLimits.Connect)
+	l.FirstByte = cmp.Or(max(l.FirstByte, 0), DefaultCallLimits.FirstByte)
+	l.Reply = cmp.Or(max(l.Reply, 0), DefaultCallLimits.Reply)
+	l.MaxReplyBytes = cmp.Or(max(l.MaxReplyBytes, 0), DefaultCallLimits.MaxReplyBytes)
 	return l
 }
 

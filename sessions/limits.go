@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -46,26 +47,14 @@ var DefaultLimits = Limits{
 }
 
 func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
-	if l.MaxEventBytes > 0 {
-		d.MaxEventBytes = l.MaxEventBytes
-	}
-	if l.MaxStateBytes > 0 {
-		d.MaxStateBytes = l.MaxStateBytes
-	}
-	if l.MaxStateKeyBytes > 0 {
-		d.MaxStateKeyBytes = l.MaxStateKeyBytes
-	}
-	if l.MaxLabels > 0 {
-		d.MaxLabels = l.MaxLabels
-	}
-	if l.MaxForkEvents > 0 {
-		d.MaxForkEvents = l.MaxForkEvents
-	}
-	if l.MaxReadBytes > 0 {
-		d.MaxReadBytes = l.MaxReadBytes
-	}
-	return d
+	// max(v, 0) turns a negative setting into zero, which cmp.Or passes over.
+	l.MaxEventBytes = cmp.Or(max(l.MaxEventBytes, 0), DefaultLimits.MaxEventBytes)
+	l.MaxStateBytes = cmp.Or(max(l.MaxStateBytes, 0), DefaultLimits.MaxStateBytes)
+	l.MaxStateKeyBytes = cmp.Or(max(l.MaxStateKeyBytes, 0), DefaultLimits.MaxStateKeyBytes)
+	l.MaxLabels = cmp.Or(max(l.MaxLabels, 0), DefaultLimits.MaxLabels)
+	l.MaxForkEvents = cmp.Or(max(l.MaxForkEvents, 0), DefaultLimits.MaxForkEvents)
+	l.MaxReadBytes = cmp.Or(max(l.MaxReadBytes, 0), DefaultLimits.MaxReadBytes)
+	return l
 }
 
 // Fixed limits, part of the API contract.

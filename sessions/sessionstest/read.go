@@ -14,58 +14,6 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-func testEventRoundTrip(t *testing.T, h *harness) {
-	s := h.create(t, "app1", "u1", "s1", nil)
-	e := &sessions.Event{
-		ID:           "full",
-		InvocationID: "inv1",
-		Author:       "model",
-		Content: &sessions.Content{Role: "model", Parts: []sessions.Part{
-			{Text: "thinking", Thought: true, ThoughtSignature: []byte{1, 2, 3}},
-			{InlineData: &sessions.Blob{MIMEType: "image/png", Data: []byte("png-bytes"), DisplayName: "pic"}},
-			{FileData: &sessions.FileData{MIMEType: "application/pdf", FileURI: "gs://b/f.pdf"}},
-			{FunctionCall: &sessions.FunctionCall{ID: "c1", Name: "lookup", Args: map[string]any{"q": "tea", "n": 3.0}}},
-			{FunctionResponse: &sessions.FunctionResponse{ID: "c1", Name: "lookup", Response: map[string]any{"ok": true}}},
-			{Extensions: map[string]any{"executableCode": map[string]any{"code": "print(1)"}}},
-		}},
-		Actions: sessions.Actions{
-			StateDelta:        map[string]any{"k": "v"},
-			ArtifactDelta:     map[string]int64{"f.txt": 2},
-			TransferToAgent:   "helper",
-			Escalate:          true,
-			SkipSummarization: true,
-		},
-		Timestamp:          time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
-		TurnComplete:       true,
-		ErrorCode:          "E1",
-		ErrorMessage:       "boom",
-		CustomMetadata:     map[string]any{"x": "y"},
-		Branch:             "root.child",
-		Interrupted:        true,
-		LongRunningToolIDs: []string{"c1"},
-		UsageMetadata:      map[string]any{"totalTokenCount": 12.0},
-		GroundingMetadata:  map[string]any{"webSearchQueries": []any{"q"}},
-		CitationMetadata:   map[string]any{"citations": []any{map[string]any{"uri": "https://x"}}},
-		FinishReason:       "STOP",
-		ModelVersion:       "m-1",
-		Extensions:         map[string]any{"routes": []any{"a"}},
-	}
-	stored := h.append(t, s.Key, e)
-	_, events := h.get(t, s.Key, sessions.GetSessionRequest{})
-	want := *e
-	want.Sequence = 1
-	// Its size is that of the encoding stored before it had a sequence.
-	if want.Size = len(mustMarshal(t, e)); want.Size == 0 || stored.Size != want.Size {
-		t.Errorf("stored size %d, want the size of its encoding, %d", stored.Size, want.Size)
-	}
-	if diff := cmp.Diff(&want, stored); diff != "" {
-		t.Fatalf("returned event (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(&want, events[0]); diff != "" {
-		t.Fatalf("read event (-want +got):\n%s", diff)
-	}
-}
-
 func testGetRecentAndAfter(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
 	base := h.appendSpaced(t, s.Key, 10, time.Second)
@@ -198,24 +146,6 @@ func testReadBudget(t *testing.T, h *harness) {
 	if len(seen) != 40 {
 		t.Errorf("the pages held %d sessions, want 40", len(seen))
 	}
-}
-
-func mustMarshal(t *testing.T, e *sessions.Event) []byte {
-	t.Helper()
-	b, err := e.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// size returns the stored size of events.
-func size(events []*sessions.Event) int {
-	n := 0
-	for _, e := range events {
-		n += e.Size
-	}
-	return n
 }
 
 func testListEventsPaging(t *testing.T, h *harness) {
