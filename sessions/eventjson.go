@@ -135,9 +135,7 @@ func (w *eventWriter) actions(a *Actions) {
 	w.boolean(&first, "escalate", a.Escalate)
 	w.boolean(&first, "skip_summarization", a.SkipSummarization)
 	if c := a.Compaction; c != nil {
-		w.field(&first, "compaction")
-		inner := true
-		w.buf = append(w.buf, '{')
+		inner := w.object(&first, "compaction")
 		w.field(&inner, "start_sequence")
 		w.buf = strconv.AppendInt(w.buf, c.StartSequence, 10)
 		w.field(&inner, "end_sequence")
@@ -173,41 +171,42 @@ func (w *eventWriter) content(c *Content) {
 	w.buf = append(w.buf, '}')
 }
 
+// object writes the field name and opens its JSON object; it returns the
+// first-field flag of the object's own fields. The caller writes them and
+// the closing brace.
+func (w *eventWriter) object(first *bool, name string) bool {
+	w.field(first, name)
+	w.buf = append(w.buf, '{')
+	return true
+}
+
 func (w *eventWriter) part(p *Part) {
 	first := true
 	w.buf = append(w.buf, '{')
 	w.str(&first, "text", p.Text)
 	if b := p.InlineData; b != nil {
-		w.field(&first, "inline_data")
-		inner := true
-		w.buf = append(w.buf, '{')
+		inner := w.object(&first, "inline_data")
 		w.str(&inner, "mime_type", b.MIMEType)
 		w.bytes(&inner, "data", b.Data)
 		w.str(&inner, "display_name", b.DisplayName)
 		w.buf = append(w.buf, '}')
 	}
 	if f := p.FileData; f != nil {
-		w.field(&first, "file_data")
-		inner := true
-		w.buf = append(w.buf, '{')
+		inner := w.object(&first, "file_data")
 		w.str(&inner, "mime_type", f.MIMEType)
 		w.str(&inner, "file_uri", f.FileURI)
 		w.str(&inner, "display_name", f.DisplayName)
 		w.buf = append(w.buf, '}')
 	}
 	if c := p.FunctionCall; c != nil {
-		w.field(&first, "function_call")
-		inner := true
-		w.buf = append(w.buf, '{')
+		inner := w.object(&first, "function_call")
 		w.str(&inner, "id", c.ID)
 		w.str(&inner, "name", c.Name)
 		w.value(&inner, "args", c.Args, len(c.Args) == 0)
 		w.buf = append(w.buf, '}')
 	}
 	if r := p.FunctionResponse; r != nil {
-		w.field(&first, "function_response")
-		inner := true
-		w.buf = append(w.buf, '{')
+		inner := w.object(&first, "function_response")
 		w.str(&inner, "id", r.ID)
 		w.str(&inner, "name", r.Name)
 		w.value(&inner, "response", r.Response, len(r.Response) == 0)
