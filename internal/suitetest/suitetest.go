@@ -1,10 +1,13 @@
 // Package suitetest is the shape the conformance suites of kioku's stores
 // share (sessionstest, memorybanktest, jobstest, memoryfilestest): named
-// cases run as subtests, each on a fresh harness, and listings read back
-// by pages.
+// cases run as subtests, each on a fresh harness, listings read back by
+// pages, and workers run in the background until the test stops them.
 package suitetest
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // Case is one test of a suite, run on a harness H of its own.
 type Case[H any] struct {
@@ -42,3 +45,16 @@ func Pages[T any](t testing.TB, size int, read func(after string, size int) ([]T
 
 // Same is the cursor of a listing of names: the name itself.
 func Same(s string) string { return s }
+
+// Start runs run (a worker's loop, such as an engine's Run) in a goroutine
+// on a context of its own below ctx. stop cancels that context; ended is
+// closed once run has returned.
+func Start(ctx context.Context, run func(context.Context)) (stop func(), ended <-chan struct{}) {
+	ctx, stop = context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	return stop, done
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
 )
 
@@ -223,12 +224,7 @@ func testHeartbeat(t *testing.T, h *harness) {
 	e := h.engine("beating", jobs.Config{Lease: lease, Workers: 1, LocalQueue: true})
 	started, _ := h.blockRuns()
 	first := h.enqueue(e, "app1", "k1", request{})
-	ctx, stop := context.WithCancel(h.ctx)
-	ended := make(chan struct{})
-	go func() {
-		e.Run(ctx)
-		close(ended)
-	}()
+	stop, ended := suitetest.Start(h.ctx, e.Run)
 	<-started
 	claimed := h.get(first)
 	deadline := time.Now().Add(10 * time.Second)
@@ -425,12 +421,7 @@ func testWakeUps(t *testing.T, h *harness) {
 // start runs e's workers (Run) until the function it returns is called,
 // which returns once Run did.
 func (h *harness) start(e *jobs.Engine) (stop func()) {
-	ctx, cancel := context.WithCancel(h.ctx)
-	ended := make(chan struct{})
-	go func() {
-		e.Run(ctx)
-		close(ended)
-	}()
+	cancel, ended := suitetest.Start(h.ctx, e.Run)
 	return func() {
 		cancel()
 		<-ended
