@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -120,27 +119,15 @@ func testCoalescingAndGroups(t *testing.T, h *harness) {
 	}
 }
 
-// block makes the handler wait until release is called (at the latest
+// blockRuns makes the handler wait until release is called (at the latest
 // when the test ends) or its context ends; started receives one value per
 // run.
 func (h *harness) blockRuns() (started <-chan struct{}, release func()) {
-	calls := make(chan struct{}, 8)
-	gate := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(gate) }) }
-	h.t.Cleanup(release)
+	g := suitetest.NewGate(h.t, 8)
 	h.mu.Lock()
-	h.block = func(ctx context.Context) error {
-		calls <- struct{}{}
-		select {
-		case <-gate:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	h.block = g.Pass
 	h.mu.Unlock()
-	return calls, release
+	return g.Started(), g.Open
 }
 
 // testHandBack stops a worker in the middle of a run: its operation goes

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -275,17 +274,12 @@ func (h *harness) blockedGeneration(t *testing.T) (op *Operation, started <-chan
 // blockModel makes model calls wait until release is called (at the
 // latest when the test ends); started receives one value per call.
 func (h *harness) blockModel() (started <-chan struct{}, release func()) {
-	calls := make(chan struct{}, 4)
-	gate := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(gate) }) }
-	h.t.Cleanup(release)
+	g := suitetest.NewGate(h.t, 4)
 	h.gemini.SetResponder(func(modeltest.Call) modeltest.Reply {
-		calls <- struct{}{}
-		<-gate
+		_ = g.Pass(context.Background()) // nil: this context never ends
 		return modeltest.Reply{Status: 500}
 	})
-	return calls, release
+	return g.Started(), g.Open
 }
 
 // testShutdownHandsBack stops a worker in the middle of a model call: its
