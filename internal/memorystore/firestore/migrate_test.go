@@ -29,6 +29,25 @@ func storeAndClient(t *testing.T) (*firestore.Store, *gfs.Client) {
 	return firestore.New(c, firestore.Options{}), c
 }
 
+// operationDocs reads the n operation documents of a version before
+// (memorybank/testdata/version).
+func operationDocs(t *testing.T, version string, n int) [][]byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", version, "operation-*.json"))
+	if err != nil || len(files) != n {
+		t.Fatalf("%s operations: %v, %v", version, files, err)
+	}
+	var docs [][]byte
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, body)
+	}
+	return docs
+}
+
 // migrateAgain checks that a second Migrate finds nothing to do.
 func migrateAgain(t *testing.T, st *firestore.Store) {
 	t.Helper()
@@ -44,16 +63,8 @@ func migrateAgain(t *testing.T, st *firestore.Store) {
 func TestMigrate(t *testing.T) {
 	st, c := storeAndClient(t)
 	ctx := t.Context()
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", "v1", "operation-*.json"))
-	if err != nil || len(files) != 6 {
-		t.Fatalf("v1 operations: %v, %v", files, err)
-	}
 	want := map[string]*jobs.Operation{}
-	for _, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, body := range operationDocs(t, "v1", 6) {
 		var v1 struct {
 			ID, Method, ScopeKey string
 			State, Attempt       int
@@ -131,16 +142,8 @@ func TestMigrate(t *testing.T) {
 func TestMigrateFormat2(t *testing.T) {
 	st, c := storeAndClient(t)
 	ctx := t.Context()
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", "v2", "operation-*.json"))
-	if err != nil || len(files) != 5 {
-		t.Fatalf("v2 operations: %v, %v", files, err)
-	}
 	want := map[string]*jobs.Operation{}
-	for i, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, body := range operationDocs(t, "v2", 5) {
 		id := fmt.Sprint("op", i)
 		op, err := record.DecodeOperation("golden", id, body)
 		if err != nil {
