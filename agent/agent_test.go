@@ -47,6 +47,27 @@ func (e *env) session(t *testing.T, user, id string) string {
 	return s.GetName()
 }
 
+// turn runs one turn of the agent in a session, failing the test on an
+// error.
+func (e *env) turn(t *testing.T, session, message string) *agent.Result {
+	t.Helper()
+	res, err := e.agent.Turn(t.Context(), session, message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// wait waits for the memory operations a turn started.
+func (e *env) wait(t *testing.T, res *agent.Result) {
+	t.Helper()
+	for _, op := range res.MemoryOperations {
+		if _, err := e.kioku.WaitOperation(t.Context(), op); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func call(name string, args map[string]any) modeltest.Reply {
 	return modeltest.Reply{Parts: []map[string]any{{"functionCall": map[string]any{"name": name, "args": args}}}}
 }
@@ -70,10 +91,7 @@ func TestToolChainAndEvents(t *testing.T) {
 	e.fake.Reply(call("weather", map[string]any{"city": "Kyoto"}), call("weather", map[string]any{"city": "Osaka"}))
 	e.fake.ReplyText("Sunny in both.")
 	s := e.session(t, "alice", "s1")
-	res, err := e.agent.Turn(t.Context(), s, "Weather in Kyoto and Osaka?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.turn(t, s, "Weather in Kyoto and Osaka?")
 	if res.Text != "Sunny in both." || res.ModelCalls != 3 {
 		t.Fatalf("result %q after %d calls", res.Text, res.ModelCalls)
 	}
@@ -131,10 +149,7 @@ func TestStructuredOutputWithResponseSchema(t *testing.T) {
 	e.agent.Output = mood{}
 	e.agent.OutputMode = agent.OutputResponseSchema
 	e.fake.ReplyText(`{"mood":"happy","score":7}`)
-	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s"), "how am I?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.turn(t, e.session(t, "alice", "s"), "how am I?")
 	if m := res.Output.(*mood); m.Mood != "happy" || m.Score != 7 {
 		t.Fatalf("output %+v", m)
 	}
@@ -143,7 +158,7 @@ func TestStructuredOutputWithResponseSchema(t *testing.T) {
 	}
 	// One invalid reply is sent back with its error; the second try counts.
 	e.fake.ReplyText(`{"mood":"happy"`, `{"mood":"sad","score":2}`)
-	res, err = e.agent.Turn(t.Context(), e.session(t, "alice", "s2"), "and now?")
+	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s2"), "and now?")
 	if err != nil || res.Output.(*mood).Mood != "sad" || res.ModelCalls != 2 {
 		t.Fatalf("after a retry: %+v, %v", res, err)
 	}
@@ -163,10 +178,7 @@ func TestStructuredOutputWithFinalAnswerTool(t *testing.T) {
 	e := setup(t)
 	e.agent.Output = mood{}
 	e.fake.Reply(call("save_to_memory", map[string]any{"fact": "Alice feels happy today."}), call("final_answer", map[string]any{"mood": "happy", "score": 9}))
-	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s"), "I'm great!")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.turn(t, e.session(t, "alice", "s"), "I'm great!")
 	if m := res.Output.(*mood); m.Mood != "happy" || m.Score != 9 {
 		t.Fatalf("output %+v", m)
 	}
@@ -178,7 +190,7 @@ func TestStructuredOutputWithFinalAnswerTool(t *testing.T) {
 	}
 	// A final answer that does not fit is refused once.
 	e.fake.Reply(call("final_answer", map[string]any{"mood": "angry", "score": 1, "oops": true}), call("final_answer", map[string]any{"mood": "sad", "score": 1}))
-	res, err = e.agent.Turn(t.Context(), e.session(t, "alice", "s2"), "meh")
+	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s2"), "meh")
 	if err != nil || res.Output.(*mood).Mood != "sad" {
 		t.Fatalf("after a refused final answer: %+v, %v", res, err)
 	}
@@ -188,15 +200,8 @@ func TestIdentityComesFromTheSession(t *testing.T) {
 	e := setup(t)
 	e.fake.Reply(call("save_to_memory", map[string]any{"fact": "The user's favourite food is curry.", "user_id": "bob", "app": "other"}))
 	e.fake.ReplyText("Noted.")
-	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s"), "remember I love curry")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range res.MemoryOperations {
-		if _, err := e.kioku.WaitOperation(t.Context(), op); err != nil {
-			t.Fatal(err)
-		}
-	}
+	res := e.turn(t, e.session(t, "alice", "s"), "remember I love curry")
+	e.wait(t, res)
 	count := func(app, user string) int {
 		n := 0
 		for _, err := range e.kioku.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: client.AppName(app), Scope: map[string]string{"user_id": user}}) {
@@ -226,19 +231,12 @@ func TestMemoryCarriesToTheNextSession(t *testing.T) {
 	e := setup(t)
 	e.fake.Reply(call("save_to_memory", map[string]any{"fact": "Alice plays the cello."}))
 	e.fake.ReplyText("Lovely!")
-	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "day1"), "I play the cello.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range res.MemoryOperations {
-		if _, err := e.kioku.WaitOperation(t.Context(), op); err != nil {
-			t.Fatal(err)
-		}
-	}
+	res := e.turn(t, e.session(t, "alice", "day1"), "I play the cello.")
+	e.wait(t, res)
 	// A new session: the memory is preloaded, and load_memory finds it.
 	e.fake.Reply(call("load_memory", map[string]any{"query": "instrument"}))
 	e.fake.ReplyText("You play the cello.")
-	res, err = e.agent.Turn(t.Context(), e.session(t, "alice", "day2"), "Which instrument do I play?")
+	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "day2"), "Which instrument do I play?")
 	if err != nil || res.Text != "You play the cello." {
 		t.Fatalf("day 2: %+v, %v", res, err)
 	}
@@ -293,10 +291,7 @@ func TestMemoryPolicies(t *testing.T) {
 	})
 	var ops []string
 	for range 4 {
-		res, err := e.agent.Turn(t.Context(), s, "hi")
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := e.turn(t, s, "hi")
 		ops = append(ops, res.MemoryOperations...)
 	}
 	if len(ops) != 2 {
@@ -402,10 +397,7 @@ func TestOpenAICompatibleModel(t *testing.T) {
 		},
 	}}
 	oa.Reply(call("weather", map[string]any{"city": "Kyoto"}), call("final_answer", map[string]any{"mood": "sad", "score": 3}))
-	res, err := e.agent.Turn(t.Context(), e.session(t, "alice", "s"), "Weather in Kyoto?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.turn(t, e.session(t, "alice", "s"), "Weather in Kyoto?")
 	if m := res.Output.(*mood); m.Mood != "sad" || m.Score != 3 {
 		t.Fatalf("output %+v", m)
 	}

@@ -50,10 +50,7 @@ func TestLongConversation(t *testing.T) {
 		}
 		compactions += len(res.Compactions)
 	}
-	res, err := e.agent.Turn(t.Context(), s, "What was the name of my first teacher?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.turn(t, s, "What was the name of my first teacher?")
 	if !strings.Contains(res.Text, "Mrs Tanaka") {
 		t.Fatalf("the last reply %q does not have what search_conversation found", res.Text)
 	}

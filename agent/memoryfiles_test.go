@@ -25,10 +25,7 @@ func TestMemoryFileTool(t *testing.T) {
 	)
 	e.fake.ReplyText("Noted: green tea.")
 	s := e.session(t, "ann", "s1")
-	res, err := e.agent.Turn(t.Context(), s, "I drink green tea, remember that.")
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := e.turn(t, s, "I drink green tea, remember that.")
 	if res.Text != "Noted: green tea." || res.ModelCalls != 5 {
 		t.Fatalf("result %q after %d calls", res.Text, res.ModelCalls)
 	}

@@ -156,6 +156,20 @@ func connOf(r *http.Request) net.Conn { return r.Context().Value(connKey{}).(net
 // both POST to its path).
 func isProcedure(r *http.Request, procedure string) bool { return r.URL.Path == procedure }
 
+// appendTea creates the session a/u/s through c and appends to it a
+// user's event, "I prefer tea.", returning the session's name, the event
+// sent and AppendEvent's answer.
+func appendTea(t *testing.T, c *client.Client) (string, *kiokuv1.Event, *kiokuv1.AppendEventResponse, error) {
+	t.Helper()
+	name := client.SessionName("a", "u", "s")
+	if _, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := &kiokuv1.Event{Author: "user", Content: client.Text("user", "I prefer tea.")}
+	res, err := c.AppendEvent(t.Context(), &kiokuv1.AppendEventRequest{Name: name, Event: ev})
+	return name, ev, res, err
+}
+
 // TestAppendRetriedAfterLostResponse: the server stores the first append
 // and the connection breaks before the response; the client retries with
 // the id it gave the event, and the session holds the event once.
@@ -183,12 +197,7 @@ func TestAppendRetriedAfterLostResponse(t *testing.T) {
 			})
 			c := client.New(url, proto.opts...)
 			ctx := t.Context()
-			name := client.SessionName("a", "u", "s")
-			if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "s"}); err != nil {
-				t.Fatal(err)
-			}
-			ev := &kiokuv1.Event{Author: "user", Content: client.Text("user", "I prefer tea.")}
-			res, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: name, Event: ev})
+			name, ev, res, err := appendTea(t, c)
 			if err != nil {
 				t.Fatalf("AppendEvent: %v", err)
 			}
@@ -338,12 +347,7 @@ func TestRetryStoredAppend(t *testing.T) {
 			})
 			cl := client.New(url, client.WithRetry(client.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}))
 			ctx := t.Context()
-			name := client.SessionName("a", "u", "s")
-			if _, err := cl.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "s"}); err != nil {
-				t.Fatal(err)
-			}
-			ev := &kiokuv1.Event{Author: "user", Content: client.Text("user", "I prefer tea.")}
-			res, err := cl.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: name, Event: ev})
+			name, ev, res, err := appendTea(t, cl)
 			if attempts.Load() != c.attempts {
 				t.Fatalf("%d attempts, want %d", attempts.Load(), c.attempts)
 			}

@@ -31,6 +31,18 @@ type consolidationReply struct {
 	} `json:"actions"`
 }
 
+// offlineReply asks the offline extractor and decodes its reply into got.
+func offlineReply(t *testing.T, req *model.GenerateRequest, got any) {
+	t.Helper()
+	resp, err := model.OfflineExtractor{}.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(resp.Text), got); err != nil {
+		t.Fatalf("reply %q: %v", resp.Text, err)
+	}
+}
+
 func TestOfflineExtractorExtracts(t *testing.T) {
 	req := &model.GenerateRequest{
 		System: "You maintain the long-term memory of an assistant about its user. ...",
@@ -45,14 +57,8 @@ I moved to Kyoto last month. I love green tea. (2026-05-08 09:01)
 `}},
 		Schema: model.SchemaFor(&extractionReply{}),
 	}
-	resp, err := model.OfflineExtractor{}.Generate(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got extractionReply
-	if err := json.Unmarshal([]byte(resp.Text), &got); err != nil {
-		t.Fatalf("reply %q: %v", resp.Text, err)
-	}
+	offlineReply(t, req, &got)
 	type fact struct {
 		fact, topic string
 		event       int
@@ -90,14 +96,8 @@ New facts:
 `}},
 		Schema: model.SchemaFor(&consolidationReply{}),
 	}
-	resp, err := model.OfflineExtractor{}.Generate(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got consolidationReply
-	if err := json.Unmarshal([]byte(resp.Text), &got); err != nil {
-		t.Fatalf("reply %q: %v", resp.Text, err)
-	}
+	offlineReply(t, req, &got)
 	b, _ := json.Marshal(got.Actions)
 	want := `[{"candidate":1,"action":"UPDATE","memory":1,"fact":"The user moved from Osaka to Kyoto in April 2026 and lives there."},` +
 		`{"candidate":2,"action":"SKIP","memory":2,"fact":""},{"candidate":3,"action":"CREATE","memory":0,"fact":"The user plays the cello."}]`

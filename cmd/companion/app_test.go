@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
@@ -80,6 +81,34 @@ type site struct {
 	http  *http.Client
 	kioku *client.Client
 	fake  interface{ Calls() []modeltest.Call }
+}
+
+// startApp runs the companion with args until the test ends (when it must
+// stop without an error) and returns its URL once it listens, and its log.
+func startApp(t *testing.T, args ...string) (string, *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	urls, done := make(chan string, 1), make(chan error, 1)
+	stderr := new(bytes.Buffer)
+	go func() {
+		done <- run(ctx, args, stderr, func(u string) { urls <- u })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the app ended with %v", err)
+		}
+	})
+	select {
+	case url := <-urls:
+		return url, stderr
+	case err := <-done:
+		done <- err // for the cleanup, which waits for it
+		t.Fatalf("the app did not start: %v\n%s", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the app did not start in 30s\n%s", stderr.String())
+	}
+	return "", nil
 }
 
 func newSite(t *testing.T) *site { return newSiteOn(t, "gemini") }
@@ -291,24 +320,7 @@ func TestRunWithKiokuURL(t *testing.T) {
 	t.Setenv("COMPANION_MODEL_PROVIDER", "gemini")
 	t.Setenv("COMPANION_GEMINI_BASE_URL", fake.URL)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	urls, done := make(chan string, 1), make(chan error, 1)
-	var stderr bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--kioku", kiokuURL, "--log-level", "warn"}, &stderr, func(u string) { urls <- u })
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	var url string
-	select {
-	case url = <-urls:
-	case err := <-done:
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
+	url, stderr := startApp(t, "--addr", "127.0.0.1:0", "--kioku", kiokuURL, "--log-level", "warn")
 	if strings.Contains(stderr.String(), "embedded kioku") {
 		t.Fatalf("started an embedded kioku despite --kioku: %s", stderr.String())
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -58,29 +57,7 @@ func TestBrowser(t *testing.T) {
 	t.Setenv("COMPANION_MODEL_PROVIDER", "")
 	t.Setenv("GEMINI_API_KEY", "")
 
-	appCtx, stopApp := context.WithCancel(context.Background())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	var stderr bytes.Buffer
-	go func() {
-		done <- run(appCtx, []string{
-			"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn", "--model-provider", "demo",
-		}, &stderr, func(url string) { urls <- url })
-	}()
-	t.Cleanup(func() {
-		stopApp()
-		if err := <-done; err != nil {
-			t.Errorf("the app ended with %v", err)
-		}
-	})
-	var url string
-	select {
-	case url = <-urls:
-	case err := <-done:
-		t.Fatalf("the app did not start: %v\n%s", err, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the app did not start in 30s\n%s", stderr.String())
-	}
+	url, stderr := startApp(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn", "--model-provider", "demo")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser),

@@ -12,10 +12,7 @@ import (
 // TestHelpExitsZero: asking for help prints it and succeeds; a missing
 // command is an error.
 func TestHelpExitsZero(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	for _, args := range [][]string{{"-h"}, {"bench", "-h"}, {"bench", "--help"}, {"serve", "-h"}, {"key", "-h"}} {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(bin, args...)
@@ -38,10 +35,7 @@ func TestHelpExitsZero(t *testing.T) {
 
 // TestKeyTTLInDays: --ttl takes days, alone or with a duration.
 func TestKeyTTLInDays(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	for ttl, want := range map[string]time.Duration{"90d": 90 * 24 * time.Hour, "1d12h": 36 * time.Hour, "36h": 36 * time.Hour} {
 		out, err := exec.Command(bin, "key", "--app", "demo", "--ttl", ttl).Output()
 		if err != nil {
@@ -68,10 +62,7 @@ func TestKeyTTLInDays(t *testing.T) {
 // TestKeyNameDefault: without --name, a key is named after what it
 // reaches, never "", and --name wins.
 func TestKeyNameDefault(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	for _, c := range []struct {
 		args []string
 		want string

@@ -40,6 +40,17 @@ var buildKioku = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// kiokuBinary returns the kioku binary, built once per test binary; a
+// failed build fails the test.
+func kiokuBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := buildKioku()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // kiokuProcess is a running `kioku serve`.
 type kiokuProcess struct {
 	cmd *exec.Cmd
@@ -52,10 +63,7 @@ var listening = regexp.MustCompile(`kioku listening on (https?://\S+)`)
 // listens.
 func startKioku(t *testing.T, args ...string) *kiokuProcess {
 	t.Helper()
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -38,10 +38,7 @@ const canary = "zqxcanaryword"
 // newKeyFile makes a master key with kioku encryption new-key.
 func newKeyFile(t *testing.T, path string) string {
 	t.Helper()
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	if out, err := exec.Command(bin, "encryption", "new-key", path).CombinedOutput(); err != nil {
 		t.Fatalf("kioku encryption new-key: %v\n%s", err, out)
 	}
@@ -51,10 +48,7 @@ func newKeyFile(t *testing.T, path string) string {
 // TestEncryptionHelpListsRotateFlags checks that kioku encryption -h ends
 // with rotate's flags, not an empty "Flags of rotate:" heading.
 func TestEncryptionHelpListsRotateFlags(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "encryption", "-h").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kioku encryption -h: %v\n%s", err, out)
@@ -98,10 +92,7 @@ func grepDir(t *testing.T, dir, s string) []string {
 // within 30s; it returns what it printed.
 func failToServe(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...).CombinedOutput()
@@ -244,10 +235,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	// backup copies the store encrypted, and checks the copy opens with
 	// the key; export reads it with the key.
 	kioku := func(args ...string) (string, error) {
-		bin, err := buildKioku()
-		if err != nil {
-			t.Fatal(err)
-		}
+		bin := kiokuBinary(t)
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		return string(out), err
 	}
@@ -411,10 +399,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSFlagsGoTogether(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--tls-cert", "cert.pem").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--tls-cert and --tls-key go together") {
 		t.Fatalf("serve with --tls-cert alone: %v\n%s", err, out)

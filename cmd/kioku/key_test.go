@@ -19,10 +19,7 @@ import (
 // TestAPIKeys makes a key with `kioku key`, starts `kioku serve
 // --auth-keys` with its entry, and calls the server through the Go client.
 func TestAPIKeys(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "key", "--app", "demo", "--name", "test").Output()
 	if err != nil {
 		t.Fatalf("kioku key: %v", err)

@@ -33,10 +33,7 @@ import (
 // kiokuCmd runs the kioku binary and returns its combined output.
 func kiokuCmd(t *testing.T, wantErr bool, args ...string) string {
 	t.Helper()
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if (err != nil) != wantErr {
 		t.Fatalf("kioku %s: error %v, want error %v\n%s", strings.Join(args, " "), err, wantErr, out)
@@ -421,10 +418,7 @@ func TestImportCommandRefuses(t *testing.T) {
 		}
 	}
 
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	in, err := os.Open(ok)
 	if err != nil {
 		t.Fatal(err)
@@ -443,10 +437,7 @@ func TestImportCommandRefuses(t *testing.T) {
 // and finds every append acknowledged before the backup started, with
 // contiguous sequences and consistent state.
 func TestBackupWhileServing(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	dataDir := t.TempDir()
 	proc := startKioku(t, "--data-dir", dataDir)
 	load := startAppendLoad(t, proc.url)

@@ -7,10 +7,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	bin, err := buildKioku()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil {
 		t.Fatal(err)

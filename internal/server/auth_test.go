@@ -24,6 +24,13 @@ import (
 	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
+// appKey mints a key of app's backend (named k) and the key set that
+// holds it alone.
+func appKey(t *testing.T, app string) (string, *auth.Keys) {
+	key, entry := auth.NewKey("k", app, "")
+	return key, nodetest.Keys(t, entry)
+}
+
 func withKey(key string) connect.ClientOption {
 	return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {

@@ -68,8 +68,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // with a key, the inflation stops at the message limit with
 // RESOURCE_EXHAUSTED, over Connect, gRPC and REST alike.
 func TestGzipBombs(t *testing.T) {
-	key, entry := auth.NewKey("k", "a", "")
-	keys := nodetest.Keys(t, entry)
+	key, keys := appKey(t, "a")
 	ts := startServer(t, server.Config{Keys: keys, Logger: quietLog()})
 	bomb := gzipBomb(t, 1024)
 	t.Logf("bomb: %d bytes inflating to %d GiB", len(bomb), 1024*16/1024)

@@ -19,9 +19,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
-	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // scrape reads /metrics, parses it as Prometheus' text format (which
@@ -85,8 +83,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // histogram; other components' figures appear with escaped labels; the
 // endpoint needs no key; calls refused for their key are counted too.
 func TestMetrics(t *testing.T) {
-	key, entry := auth.NewKey("k", "a", "")
-	keys := nodetest.Keys(t, entry)
+	key, keys := appKey(t, "a")
 	ts := startServer(t, server.Config{
 		Keys:   keys,
 		Logger: quietLog(),

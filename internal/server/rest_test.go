@@ -14,7 +14,6 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
-	"github.com/kioku-ai/kioku/internal/server/auth"
 )
 
 // restCall makes one REST call over HTTP/1.1 with a JSON body (none when
@@ -196,8 +195,8 @@ func TestRESTRoundTrip(t *testing.T) {
 
 // TestRESTNeedsKeys: REST calls go through the same key checks.
 func TestRESTNeedsKeys(t *testing.T) {
-	key, entry := auth.NewKey("k", "demo", "")
-	_, base := nodetest.Serve(t, node.Config{Keys: nodetest.Keys(t, entry)})
+	key, keys := appKey(t, "demo")
+	_, base := nodetest.Serve(t, node.Config{Keys: keys})
 	url := base + "/v1/apps/demo/users/ann/sessions"
 	if status, out := restCall(t, "POST", url, `{}`, ""); status != http.StatusUnauthorized || out["code"] != float64(16) {
 		t.Errorf("no key: %d %v, want 401 with code 16", status, out)

@@ -1,10 +1,15 @@
 // Package suitetest is the shape the conformance suites of kioku's stores
 // share (sessionstest, memorybanktest, jobstest, memoryfilestest): named
-// cases run as subtests, each on a fresh harness, and listings read back
-// by pages.
+// cases run as subtests, each on a fresh harness, listings read back by
+// pages, workers run in the background until the test stops them, and
+// gates that hold calls back until the test lets them through.
 package suitetest
 
-import "testing"
+import (
+	"context"
+	"sync"
+	"testing"
+)
 
 // Case is one test of a suite, run on a harness H of its own.
 type Case[H any] struct {
@@ -42,3 +47,50 @@ func Pages[T any](t testing.TB, size int, read func(after string, size int) ([]T
 
 // Same is the cursor of a listing of names: the name itself.
 func Same(s string) string { return s }
+
+// Start runs run (a worker's loop, such as an engine's Run) in a goroutine
+// on a context of its own below ctx. stop cancels that context; ended is
+// closed once run has returned.
+func Start(ctx context.Context, run func(context.Context)) (stop func(), ended <-chan struct{}) {
+	ctx, stop = context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	return stop, done
+}
+
+// Gate holds back the calls that pass it (a handler, a fake model's
+// replies) until the test opens it.
+type Gate struct {
+	started chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+// NewGate returns a closed gate that opens when t ends at the latest;
+// Started holds up to n calls not yet received.
+func NewGate(t testing.TB, n int) *Gate {
+	g := &Gate{started: make(chan struct{}, n), open: make(chan struct{})}
+	t.Cleanup(g.Open)
+	return g
+}
+
+// Started receives one value per call that reached the gate.
+func (g *Gate) Started() <-chan struct{} { return g.started }
+
+// Open lets every call through, now and later.
+func (g *Gate) Open() { g.once.Do(func() { close(g.open) }) }
+
+// Pass tells Started of a call, then waits until the gate opens (nil) or
+// ctx ends (its error).
+func (g *Gate) Pass(ctx context.Context) error {
+	g.started <- struct{}{}
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
 )
 
@@ -119,27 +119,15 @@ func testCoalescingAndGroups(t *testing.T, h *harness) {
 	}
 }
 
-// block makes the handler wait until release is called (at the latest
+// blockRuns makes the handler wait until release is called (at the latest
 // when the test ends) or its context ends; started receives one value per
 // run.
 func (h *harness) blockRuns() (started <-chan struct{}, release func()) {
-	calls := make(chan struct{}, 8)
-	gate := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(gate) }) }
-	h.t.Cleanup(release)
+	g := suitetest.NewGate(h.t, 8)
 	h.mu.Lock()
-	h.block = func(ctx context.Context) error {
-		calls <- struct{}{}
-		select {
-		case <-gate:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	h.block = g.Pass
 	h.mu.Unlock()
-	return calls, release
+	return g.Started(), g.Open
 }
 
 // testHandBack stops a worker in the middle of a run: its operation goes
@@ -223,12 +211,7 @@ func testHeartbeat(t *testing.T, h *harness) {
 	e := h.engine("beating", jobs.Config{Lease: lease, Workers: 1, LocalQueue: true})
 	started, _ := h.blockRuns()
 	first := h.enqueue(e, "app1", "k1", request{})
-	ctx, stop := context.WithCancel(h.ctx)
-	ended := make(chan struct{})
-	go func() {
-		e.Run(ctx)
-		close(ended)
-	}()
+	stop, ended := suitetest.Start(h.ctx, e.Run)
 	<-started
 	claimed := h.get(first)
 	deadline := time.Now().Add(10 * time.Second)
@@ -425,12 +408,7 @@ func testWakeUps(t *testing.T, h *harness) {
 // start runs e's workers (Run) until the function it returns is called,
 // which returns once Run did.
 func (h *harness) start(e *jobs.Engine) (stop func()) {
-	ctx, cancel := context.WithCancel(h.ctx)
-	ended := make(chan struct{})
-	go func() {
-		e.Run(ctx)
-		close(ended)
-	}()
+	cancel, ended := suitetest.Start(h.ctx, e.Run)
 	return func() {
 		cancel()
 		<-ended

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
@@ -257,33 +257,36 @@ func testQueue(t *testing.T, h *harness) {
 	}
 }
 
+// blockedGeneration queues a generation from the session app1/u1/s1,
+// which says "I keep bees.", with the model blocked (see blockModel).
+func (h *harness) blockedGeneration(t *testing.T) (op *Operation, started <-chan struct{}, release func()) {
+	t.Helper()
+	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	h.sess.Append(key, "I keep bees.")
+	started, release = h.blockModel()
+	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op, started, release
+}
+
 // blockModel makes model calls wait until release is called (at the
 // latest when the test ends); started receives one value per call.
 func (h *harness) blockModel() (started <-chan struct{}, release func()) {
-	calls := make(chan struct{}, 4)
-	gate := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(gate) }) }
-	h.t.Cleanup(release)
+	g := suitetest.NewGate(h.t, 4)
 	h.gemini.SetResponder(func(modeltest.Call) modeltest.Reply {
-		calls <- struct{}{}
-		<-gate
+		_ = g.Pass(context.Background()) // nil: this context never ends
 		return modeltest.Reply{Status: 500}
 	})
-	return calls, release
+	return g.Started(), g.Open
 }
 
 // testShutdownHandsBack stops a worker in the middle of a model call: its
 // operation goes back to pending with its attempt unchanged and no lease,
 // and another worker completes it exactly once, at attempt 1.
 func testShutdownHandsBack(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
-	h.sess.Append(key, "I keep bees.")
-	started, release := h.blockModel()
-	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op, started, release := h.blockedGeneration(t)
 	ctx, stop := context.WithCancel(h.ctx)
 	ran := make(chan int)
 	go func() {
@@ -324,13 +327,7 @@ func testShutdownHandsBack(t *testing.T, h *harness) {
 // both; when Run's context ends, both go back to pending (the one that
 // never started too), and Run returns.
 func testHeartbeat(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
-	h.sess.Append(key, "I keep bees.")
-	started, release := h.blockModel()
-	events, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, started, release := h.blockedGeneration(t)
 	facts, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user likes honey."}}})
 	if err != nil {
 		t.Fatal(err)
@@ -340,12 +337,7 @@ func testHeartbeat(t *testing.T, h *harness) {
 		Generator: &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"}, Embedder: model.Offline{}, Sessions: h.sess,
 		Now: h.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, jobs.Config{WorkerID: "beating", Lease: lease, Workers: 1, LocalQueue: true})
-	ctx, stop := context.WithCancel(h.ctx)
-	ended := make(chan struct{})
-	go func() {
-		svc.Run(ctx)
-		close(ended)
-	}()
+	stop, ended := suitetest.Start(h.ctx, svc.Run)
 	<-started
 	claimed := h.op(facts)
 	if claimed.State != jobs.Running || claimed.LeaseOwner != "beating" {

@@ -47,14 +47,7 @@ func roundTrip(c net.Conn, limit time.Duration) (time.Duration, error) {
 
 func TestFaults(t *testing.T) {
 	p := faultproxy.Start(t, echo(t))
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := roundTrip(c, time.Second); err != nil {
-		t.Fatalf("through the proxy: %v", err)
-	}
+	c := dialWorking(t, p, "through the proxy")
 
 	p.SetLatency(50 * time.Millisecond)
 	if took, err := roundTrip(c, time.Second); err != nil || took < 100*time.Millisecond {
@@ -79,14 +72,7 @@ func TestFaults(t *testing.T) {
 	if _, err := roundTrip(c, time.Second); err == nil {
 		t.Fatal("a reset connection still carries bytes")
 	}
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if _, err := roundTrip(c2, time.Second); err != nil {
-		t.Fatalf("a new connection after a reset: %v", err)
-	}
+	c2 := dialWorking(t, p, "a new connection after a reset")
 
 	// Refuse resets them and refuses new ones until Heal.
 	p.Refuse()
@@ -99,17 +85,26 @@ func TestFaults(t *testing.T) {
 	if err := p.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	c3, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatalf("dial after Heal: %v", err)
-	}
-	defer c3.Close()
-	if _, err := roundTrip(c3, time.Second); err != nil {
-		t.Fatalf("after Heal: %v", err)
-	}
+	dialWorking(t, p, "after Heal")
 	if p.Accepted() != 3 {
 		t.Errorf("%d connections accepted, want 3", p.Accepted())
 	}
+}
+
+// dialWorking opens a connection through the proxy, closed when the test
+// ends, and checks that a round trip passes (what names when, in the
+// failure).
+func dialWorking(t *testing.T, p *faultproxy.Proxy, what string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatalf("dial %s: %v", what, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := roundTrip(c, time.Second); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return c
 }
 
 func isTimeout(err error) bool {

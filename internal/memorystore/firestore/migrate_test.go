@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	gfs "cloud.google.com/go/firestore"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -21,24 +22,49 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 )
 
-// TestMigrate writes operation and revision documents as the first version
-// did (memorybank/testdata/v1: Go's default JSON, numeric states and
-// actions, due_ns) and migrates them: they read as they were meant, the
-// queue finds the unfinished ones, and a second run changes nothing.
-func TestMigrate(t *testing.T) {
+// storeAndClient returns an empty store and the Firestore client under
+// it, which writes documents as the versions before did.
+func storeAndClient(t *testing.T) (*firestore.Store, *gfs.Client) {
 	c, _ := firestoretest.NewClient(t)
-	ctx := t.Context()
-	st := firestore.New(c, firestore.Options{})
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", "v1", "operation-*.json"))
-	if err != nil || len(files) != 6 {
-		t.Fatalf("v1 operations: %v, %v", files, err)
+	return firestore.New(c, firestore.Options{}), c
+}
+
+// operationDocs reads the n operation documents of a version before
+// (memorybank/testdata/version).
+func operationDocs(t *testing.T, version string, n int) [][]byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", version, "operation-*.json"))
+	if err != nil || len(files) != n {
+		t.Fatalf("%s operations: %v, %v", version, files, err)
 	}
-	want := map[string]*jobs.Operation{}
+	var docs [][]byte
 	for _, f := range files {
 		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		docs = append(docs, body)
+	}
+	return docs
+}
+
+// migrateAgain checks that a second Migrate finds nothing to do.
+func migrateAgain(t *testing.T, st *firestore.Store) {
+	t.Helper()
+	if n, err := st.Migrate(t.Context()); n != 0 || err != nil {
+		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)
+	}
+}
+
+// TestMigrate writes operation and revision documents as the first version
+// did (memorybank/testdata/v1: Go's default JSON, numeric states and
+// actions, due_ns) and migrates them: they read as they were meant, the
+// queue finds the unfinished ones, and a second run changes nothing.
+func TestMigrate(t *testing.T) {
+	st, c := storeAndClient(t)
+	ctx := t.Context()
+	want := map[string]*jobs.Operation{}
+	for _, body := range operationDocs(t, "v1", 6) {
 		var v1 struct {
 			ID, Method, ScopeKey string
 			State, Attempt       int
@@ -106,9 +132,7 @@ func TestMigrate(t *testing.T) {
 	if r, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || r.Action != memorybank.Deleted {
 		t.Errorf("a revision of the first format = %+v, %v", r, err)
 	}
-	if n, err := st.Migrate(ctx); n != 0 || err != nil {
-		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)
-	}
+	migrateAgain(t, st)
 }
 
 // TestMigrateFormat2 writes operation documents as the version before the
@@ -116,19 +140,10 @@ func TestMigrate(t *testing.T) {
 // migrates them: their bodies are rewritten in the jobs engine's record,
 // they read as they were meant, and a second run changes nothing.
 func TestMigrateFormat2(t *testing.T) {
-	c, _ := firestoretest.NewClient(t)
+	st, c := storeAndClient(t)
 	ctx := t.Context()
-	st := firestore.New(c, firestore.Options{})
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "memorybank", "testdata", "v2", "operation-*.json"))
-	if err != nil || len(files) != 5 {
-		t.Fatalf("v2 operations: %v, %v", files, err)
-	}
 	want := map[string]*jobs.Operation{}
-	for i, f := range files {
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, body := range operationDocs(t, "v2", 5) {
 		id := fmt.Sprint("op", i)
 		op, err := record.DecodeOperation("golden", id, body)
 		if err != nil {
@@ -170,9 +185,7 @@ func TestMigrateFormat2(t *testing.T) {
 			t.Errorf("%s: stored body not in the current format: %v", id, err)
 		}
 	}
-	if n, err := st.Migrate(ctx); n != 0 || err != nil {
-		t.Errorf("a second Migrate = %d, %v; want nothing to do", n, err)
-	}
+	migrateAgain(t, st)
 }
 
 // TestMemoryDocumentsOfBefore reads a memory document as the versions
@@ -180,9 +193,8 @@ func TestMigrateFormat2(t *testing.T) {
 // or description): it reads as it was, and written again (an update) it
 // keeps its strings and gains typed values beside them.
 func TestMemoryDocumentsOfBefore(t *testing.T) {
-	c, _ := firestoretest.NewClient(t)
+	st, c := storeAndClient(t)
 	ctx := t.Context()
-	st := firestore.New(c, firestore.Options{})
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if _, err := c.Collection("kioku_apps").Doc("golden").Collection("kioku_memories").Doc("tea").Set(ctx, map[string]any{
 		"scope_key": "user_id=ann", "fact": "The user likes tea.", "scope": map[string]any{"user_id": "ann"}, "topics": []any{},

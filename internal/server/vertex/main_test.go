@@ -73,6 +73,17 @@ func googleClient[C interface{ Close() error }](t *testing.T, newClient func(con
 	return c
 }
 
+// sessionClient starts a kioku and returns Google's session client on it,
+// over REST or gRPC.
+func sessionClient(t *testing.T, rest bool) *aiplatform.SessionClient {
+	t.Helper()
+	k := startKioku(t, nil)
+	if rest {
+		return googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
+	}
+	return googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
+}
+
 // createSession creates session id of user in the test's engine through
 // c, waits for its operation and returns the session.
 func createSession(t *testing.T, c *aiplatform.SessionClient, id, user string) *aiplatformpb.Session {

@@ -257,9 +257,7 @@ func sessionScenario(t *testing.T, c *aiplatform.SessionClient) {
 }
 
 func TestSessionClientGRPC(t *testing.T) {
-	k := startKioku(t, nil)
-	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
-	sessionScenario(t, c)
+	sessionScenario(t, sessionClient(t, false))
 }
 
 // TestSessionClientV1 runs the scenario's main steps with the v1 client:
@@ -397,19 +395,13 @@ func badInput(t *testing.T, c *aiplatform.SessionClient, rest bool) {
 }
 
 func TestBadInputGRPC(t *testing.T) {
-	k := startKioku(t, nil)
-	c := googleClient(t, aiplatform.NewSessionClient, k.grpcOptions())
-	badInput(t, c, false)
+	badInput(t, sessionClient(t, false), false)
 }
 
 func TestSessionClientREST(t *testing.T) {
-	k := startKioku(t, nil)
-	c := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
-	sessionScenario(t, c)
+	sessionScenario(t, sessionClient(t, true))
 }
 
 func TestBadInputREST(t *testing.T) {
-	k := startKioku(t, nil)
-	c := googleClient(t, aiplatform.NewSessionRESTClient, k.restOptions())
-	badInput(t, c, true)
+	badInput(t, sessionClient(t, true), true)
 }

@@ -1,13 +1,13 @@
 package sqlite_test
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessionstest"
 )
@@ -43,12 +43,7 @@ func BenchmarkAppendParallel(b *testing.B) {
 
 func benchAppend(b *testing.B, encrypted bool) {
 	svc := sessions.NewService(openStore(b, encrypted), sessions.Config{})
-	ctx, cancel := context.WithCancel(b.Context())
-	indexed := make(chan struct{})
-	go func() {
-		svc.RunIndexer(ctx)
-		close(indexed)
-	}()
+	cancel, indexed := suitetest.Start(b.Context(), svc.RunIndexer)
 	defer func() {
 		cancel()
 		<-indexed
