@@ -128,7 +128,7 @@ type Memory struct {
 	EmbeddingModel string
 	// Profile, when set, makes the memory a field of a structured profile
 	// (its Type is StructuredProfile): the field's value, which Fact
-	// renders (see profiles.go). Nil: a natural-language memory.
+	// renders (profile.Field.Fact). Nil: a natural-language memory.
 	Profile *profile.Field
 }
 

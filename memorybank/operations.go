@@ -143,7 +143,7 @@ type generateRecord struct {
 	DisableConsolidation bool              `json:"disable_consolidation,omitempty"`
 	AllowedTopics        []string          `json:"allowed_topics,omitempty"`
 	Metadata             metadata.Map      `json:"metadata,omitempty"`
-	// MergeStrategy is the strategy's name (MergeStrategy.String).
+	// MergeStrategy is the strategy's name (metadata.MergeStrategy.String).
 	MergeStrategy string `json:"metadata_merge_strategy,omitempty"`
 }
 

@@ -1,6 +1,8 @@
 package memorybank_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,5 +36,25 @@ func TestProfileOperationResult(t *testing.T) {
 	}
 	if diff := cmp.Diff(job, back); diff != "" || back.Generated[0].Memory.Type() != memorybank.StructuredProfile {
 		t.Errorf("job read back (-written +read):\n%s", diff)
+	}
+}
+
+// TestProfileScopeKeysFollowScopeLimits: package profile keeps its own
+// copy of a scope's key limits (it cannot import memorybank); a schema's
+// scope_keys take exactly what MaxScopeEntries and MaxScopeKeyBytes allow.
+func TestProfileScopeKeysFollowScopeLimits(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"age": map[string]any{"type": "number"}}}
+	keys := make([]string, memorybank.MaxScopeEntries)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%d%s", i, strings.Repeat("k", memorybank.MaxScopeKeyBytes-1))
+	}
+	if _, err := profile.ParseSchema("s", "p", schema, keys); err != nil {
+		t.Fatalf("%d keys of %d bytes: %v", len(keys), memorybank.MaxScopeKeyBytes, err)
+	}
+	if _, err := profile.ParseSchema("s", "p", schema, append(keys, "one_more")); err == nil {
+		t.Errorf("%d scope keys were taken; scopes allow %d", len(keys)+1, memorybank.MaxScopeEntries)
+	}
+	if _, err := profile.ParseSchema("s", "p", schema, []string{strings.Repeat("k", memorybank.MaxScopeKeyBytes+1)}); err == nil {
+		t.Errorf("a scope key of %d bytes was taken; scopes allow %d", memorybank.MaxScopeKeyBytes+1, memorybank.MaxScopeKeyBytes)
 	}
 }

@@ -64,7 +64,7 @@ Flags of rotate:
 // encryption runs kioku encryption new-key and rotate.
 func encryption(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, encryptionUsage)
+		printEncryptionUsage(stdout)
 		return fmt.Errorf("kioku encryption needs a subcommand: new-key or rotate")
 	}
 	switch args[0] {
@@ -80,14 +80,19 @@ func encryption(ctx context.Context, args []string, stdout io.Writer) error {
 	case "rotate":
 		return rotateKey(ctx, args[1:], stdout)
 	case "-h", "-help", "--help", "help":
-		// rotate's flag set prints the usage followed by its flags.
-		fs, _, _, _ := rotateFlags()
-		fs.SetOutput(stdout)
-		fs.Usage()
+		printEncryptionUsage(stdout)
 		return nil
 	default:
 		return fmt.Errorf("kioku encryption %s: unknown subcommand; use new-key or rotate", args[0])
 	}
+}
+
+// printEncryptionUsage writes the usage of kioku encryption to w, followed
+// by rotate's flags (rotate's flag set prints both).
+func printEncryptionUsage(w io.Writer) {
+	fs, _, _, _ := rotateFlags()
+	fs.SetOutput(w)
+	fs.Usage()
 }
 
 // rotateFlags declares the flags of kioku encryption rotate: the data

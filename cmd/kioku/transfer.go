@@ -138,8 +138,6 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// parseSelectionFlags parses the --app and --user flags of export and
-// import (neither: the whole installation).
 // parseTransferFlags parses the flags of export or import: the store's,
 // the archive's file (the flag fileFlag, required), and --app or --user,
 // the app or the user of the archive; help holds those three flags' help.
@@ -159,6 +157,8 @@ func parseTransferFlags(args []string, name, usage, fileFlag string, help [3]str
 	return sf, *file, sel, err
 }
 
+// parseSelectionFlags parses the --app and --user flags of export and
+// import (neither: the whole installation).
 func parseSelectionFlags(app, user string) (archive.Selection, error) {
 	switch {
 	case app != "" && user != "":

@@ -83,10 +83,17 @@ func (g *Gate) Started() <-chan struct{} { return g.started }
 // Open lets every call through, now and later.
 func (g *Gate) Open() { g.once.Do(func() { close(g.open) }) }
 
-// Pass tells Started of a call, then waits until the gate opens (nil) or
-// ctx ends (its error).
+// Pass tells Started of a call (unless Started is full and the gate opens
+// or ctx ends first), then waits until the gate opens (nil) or ctx ends
+// (its error).
 func (g *Gate) Pass(ctx context.Context) error {
-	g.started <- struct{}{}
+	select {
+	case g.started <- struct{}{}:
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	select {
 	case <-g.open:
 		return nil

@@ -108,14 +108,16 @@ const (
 	MaxEnumBytes   = 256
 	MaxValueBytes  = 1 << 10
 	MaxDescription = 1 << 10
-	// MaxProfileMemories bounds the profile fields one read of a scope
-	// returns (ProfileStore.ProfileMemories): every field of every schema,
+	// MaxMemories bounds the profile fields one read of a scope returns
+	// (memorybank.ProfileStore.ProfileMemories): every field of every schema,
 	// with room for fields of schemas since removed.
 	MaxMemories = 1000
 )
 
 // The limits of a schema's scope keys: those of a scope's keys in package
-// memorybank (MaxScopeEntries, MaxScopeKeyBytes).
+// memorybank (MaxScopeEntries, MaxScopeKeyBytes), which this package cannot
+// import; memorybank's TestProfileScopeKeysFollowScopeLimits keeps them in
+// step.
 const (
 	maxScopeKeys     = 8
 	maxScopeKeyBytes = 63

@@ -211,7 +211,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memory
 	}, nil
 }
 
-// configRecord is the stored form of a appconfig.Config, without its
+// configRecord is the stored form of an appconfig.Config, without its
 // app.
 // Durations are nanoseconds; the update time is RFC 3339 (as the first
 // format had it, which this one reads unchanged).
