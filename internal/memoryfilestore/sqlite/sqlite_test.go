@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -192,5 +193,38 @@ func TestEncryptedPathsSealedOnUpgrade(t *testing.T) {
 	db.Close()
 	if found := holding(t, dir); len(found) > 0 {
 		t.Fatalf("after the upgrade, %v hold the canary of a path", found)
+	}
+}
+
+// BenchmarkListFiles lists a page of 100 of a user's 1,000 files (the
+// limit), in a plain and an encrypted database: the encrypted one opens
+// every path and orders them in memory.
+func BenchmarkListFiles(b *testing.B) {
+	for _, encrypted := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "encrypted"}[encrypted], func(b *testing.B) {
+			db := sqlitetest.Open(b)
+			if encrypted {
+				sqlitetest.Encrypt(b, db, sqlitetest.NewKey(b))
+			}
+			s, err := sqlite.New(db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			svc := memoryfiles.NewService(s, memoryfiles.Config{})
+			for i := range memoryfiles.MaxFiles {
+				input := map[string]any{"command": "create", "path": fmt.Sprintf("/memories/d%d/f%03d.md", i%10, i), "file_text": "x\n"}
+				if res, err := svc.Execute(b.Context(), "app1", "ann", input); err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+			q := memoryfiles.ListQuery{App: "app1", User: "ann", Dir: "/memories/d3", AfterPath: "/memories/d3/f503.md", Limit: 100}
+			b.ResetTimer()
+			for b.Loop() {
+				files, err := s.ListFiles(b.Context(), q)
+				if err != nil || len(files) != 50 {
+					b.Fatal(len(files), err)
+				}
+			}
+		})
 	}
 }
