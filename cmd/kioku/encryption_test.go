@@ -88,6 +88,21 @@ func grepDir(t *testing.T, dir, s string) []string {
 	return found
 }
 
+// ownerOnly checks that files kioku wrote are readable by their owner
+// only (0600), whatever the umask (issue 36).
+func ownerOnly(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, path := range paths {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s has mode %v, want -rw-------", filepath.Base(path), got)
+		}
+	}
+}
+
 // failToServe runs kioku serve with args, which must exit with an error
 // within 30s; it returns what it printed.
 func failToServe(t *testing.T, args ...string) string {
@@ -104,9 +119,9 @@ func failToServe(t *testing.T, args ...string) string {
 
 // TestEncryptionAtRest is issue 28's test: with --encryption-key-file, a
 // session with an event, a user: state value, a memory, a structured
-// profile field and a memory file holding a canary leave no trace of it
-// anywhere in the data directory (database, log, shared memory), while the
-// server runs and after it stopped; SearchEvents, RetrieveMemories and
+// profile field and a memory file holding a canary (in its path too: issue
+// 36) leave no trace of it anywhere in the data directory (database, log,
+// shared memory), while the server runs and after it stopped; SearchEvents, RetrieveMemories and
 // RetrieveProfiles still find them; a restart with the
 // key reads them; a start with a wrong key, or none, is refused with an
 // error naming the key file.
@@ -131,7 +146,9 @@ func TestEncryptionAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, proc.url)
-	create, _ := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "hint: " + canary + "\n"})
+	// The model chooses paths: one holds the canary too.
+	filePath := "/memories/" + canary + "/notes.md"
+	create, _ := structpb.NewStruct(map[string]any{"command": "create", "path": filePath, "file_text": "hint: " + canary + "\n"})
 	if res, err := fc.Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: create})); err != nil || res.Msg.GetIsError() {
 		t.Fatalf("creating a memory file: %v %v", err, res)
 	}
@@ -184,10 +201,12 @@ func TestEncryptionAtRest(t *testing.T) {
 		if got := mem.Msg.GetRetrievedMemories(); len(got) != 1 || !strings.Contains(got[0].GetMemory().GetFact(), canary) {
 			t.Fatalf("RetrieveMemories = %v, want the memory", got)
 		}
-		view, _ := structpb.NewStruct(map[string]any{"command": "view", "path": "/memories/notes.md"})
-		res, err := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, url).Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: view}))
-		if err != nil || !strings.Contains(res.Msg.GetOutput(), canary) {
-			t.Fatalf("viewing the memory file: %v %v", err, res)
+		for _, path := range []string{filePath, "/memories"} {
+			view, _ := structpb.NewStruct(map[string]any{"command": "view", "path": path})
+			res, err := kiokuv1connect.NewMemoryFileServiceClient(http.DefaultClient, url).Execute(ctx, connect.NewRequest(&kiokuv1.ExecuteRequest{Parent: parent, Input: view}))
+			if err != nil || !strings.Contains(res.Msg.GetOutput(), canary) {
+				t.Fatalf("viewing %s: %v %v", path, err, res)
+			}
 		}
 		profiles, err := mc.RetrieveProfiles(ctx, connect.NewRequest(&kiokuv1.RetrieveProfilesRequest{Parent: "apps/vault", Scope: map[string]string{"user_id": "bo"}}))
 		if err != nil {
@@ -247,6 +266,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	if files := grepDir(t, copyDir, canary); len(files) > 0 {
 		t.Fatalf("the backup holds the canary")
 	}
+	ownerOnly(t, filepath.Join(dataDir, "kioku.db"), copyFile)
 	if out, err := kioku("backup", "--data-dir", dataDir, "--out", filepath.Join(copyDir, "other.db"), "--encryption-key-file", wrong); err == nil || !strings.Contains(out, wrong) {
 		t.Fatalf("kioku backup with a wrong key: %v\n%s", err, out)
 	}
@@ -254,6 +274,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	if out, err := kioku("export", "--data-dir", dataDir, "--out", archive, "--encryption-key-file", key); err != nil || !strings.Contains(out, "1 event, ") || !strings.Contains(out, ", 2 memory, ") {
 		t.Fatalf("kioku export: %v\n%s", err, out)
 	}
+	ownerOnly(t, archive)
 
 	// The way to encrypt a store: import its archive into a new data
 	// directory with a key.

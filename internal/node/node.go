@@ -456,12 +456,13 @@ func EncryptionError(key seal.KeyWrapper, err error) error {
 	return err
 }
 
-// openSQLite opens kioku.db in dir, creating dir if needed.
+// openSQLite opens kioku.db in dir, creating dir if needed, accessible to
+// its owner only (0700), as the database file is (sqlitedb.FileMode).
 func openSQLite(dir string, unsynced bool) (*sqlitedb.DB, error) {
 	if dir == "" {
 		return nil, errors.New("the sqlite store needs a data directory (--data-dir)")
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
 	path := filepath.Join(dir, "kioku.db")

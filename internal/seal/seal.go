@@ -15,7 +15,9 @@
 // Search terms are stored as keyed hashes (Keyring.TermHasher, HMAC-SHA256
 // under a key derived from the app's data key): equal terms of one app
 // hash alike, so an index still matches them, and without the key a hash
-// says nothing of its term.
+// says nothing of its term. Keyring.Hash is the same for a value that is
+// looked up by equality (a memory file's path), bound to its place like a
+// sealed value, under a key of its own.
 //
 // A nil *Keyring seals nothing: its Seal returns the plaintext and its
 // Open refuses sealed values, so the stores call it unconditionally and an
@@ -94,6 +96,7 @@ type Keyring struct {
 type appKey struct {
 	aead    cipher.AEAD
 	termKey []byte
+	hashKey []byte
 }
 
 // NewKeyring returns a Keyring wrapping data keys with w and finding them
@@ -155,7 +158,11 @@ func (k *Keyring) key(app string, create bool) (*appKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	ak = &appKey{aead: aead, termKey: termKey}
+	hashKey, err := hkdf.Key(sha256.New, dk, nil, "kioku seal: keyed hashes", 32)
+	if err != nil {
+		return nil, err
+	}
+	ak = &appKey{aead: aead, termKey: termKey, hashKey: hashKey}
 	k.apps[app] = ak
 	return ak, nil
 }
@@ -259,6 +266,29 @@ func (k *Keyring) TermHasher(app string) (func(string) string, error) {
 		mac.Write([]byte(t))
 		return hex.EncodeToString(mac.Sum(sum[:0])[:12])
 	}, nil
+}
+
+// Hash returns the keyed hash of a value of app stored at w, for a column
+// that is looked up by equality but need not be read (its value is sealed
+// elsewhere): 32 hex digits (128 bits) of HMAC-SHA256 over w and the value,
+// under a key derived from the app's data key. Equal values at one place
+// hash alike, so a unique index or a lookup still matches them; at
+// another place (another user, say) they do not, and without the key a
+// hash says nothing of its value. A nil Keyring returns value as it is.
+func (k *Keyring) Hash(app string, w Where, value string) (string, error) {
+	if k == nil {
+		return value, nil
+	}
+	ak, err := k.key(app, true)
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, ak.hashKey)
+	// The place's length first, so that no place and value join alike.
+	mac.Write([]byte{byte(len(w) >> 24), byte(len(w) >> 16), byte(len(w) >> 8), byte(len(w))})
+	mac.Write(w)
+	mac.Write([]byte(value))
+	return hex.EncodeToString(mac.Sum(nil)[:16]), nil
 }
 
 // checkAAD binds a key check value to its use.

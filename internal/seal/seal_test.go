@@ -110,6 +110,56 @@ func TestNilKeyring(t *testing.T) {
 	if h("word") != "word" {
 		t.Fatal("a nil keyring hashes terms")
 	}
+	if v, err := k.Hash("a", At("c"), "/memories/x"); err != nil || v != "/memories/x" {
+		t.Fatalf("nil Hash = %q, %v", v, err)
+	}
+}
+
+func TestHash(t *testing.T) {
+	store := memStore{}
+	k := NewKeyring(testKey(t), store)
+	at := At("memory_files.path", "app1", "ann")
+	hash := func(k *Keyring, app string, at Where, v string) string {
+		t.Helper()
+		h, err := k.Hash(app, at, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := hash(k, "app1", at, "/memories/canary.md")
+	if len(h) != 32 || strings.Contains(h, "canary") {
+		t.Fatalf("hash %q", h)
+	}
+	if again := hash(k, "app1", at, "/memories/canary.md"); again != h {
+		t.Fatalf("one value at one place hashes to %s and %s", h, again)
+	}
+	// Another value, place, app or key: another hash.
+	for _, o := range []struct {
+		app string
+		at  Where
+		v   string
+	}{
+		{"app1", at, "/memories/canari.md"},
+		{"app1", At("memory_files.path", "app1", "bob"), "/memories/canary.md"},
+		{"app1", At("memory_files.name", "app1", "ann"), "/memories/canary.md"},
+		{"app2", At("memory_files.path", "app2", "ann"), "/memories/canary.md"},
+	} {
+		if got := hash(k, o.app, o.at, o.v); got == h {
+			t.Errorf("%s %q %q hashes as app1 ann's /memories/canary.md", o.app, o.at, o.v)
+		}
+	}
+	// The search terms' hash is not this one.
+	terms, _ := k.TermHasher("app1")
+	if th := terms("/memories/canary.md"); strings.HasPrefix(h, th) {
+		t.Errorf("the path's hash %s extends its term hash %s", h, th)
+	}
+	// The data key persists, and so do the hashes: a keyring on the same
+	// store finds the same one.
+	store.store(k)
+	if again := hash(NewKeyring(k.Wrapper(), store), "app1", at, "/memories/canary.md"); again != h {
+		t.Fatalf("a new keyring hashes %s, the first %s", again, h)
+	}
 }
 
 func TestTermHasher(t *testing.T) {

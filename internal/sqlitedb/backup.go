@@ -14,17 +14,22 @@ import (
 // made before it started (so every acknowledged write up to then) and
 // nothing later. It is SQLite's VACUUM INTO, read in one transaction, so
 // the copy is also compacted; dst is then synced to disk and checked
-// (quick_check) before Backup returns. dst must not exist. On failure no
+// (quick_check) before Backup returns. dst must not exist: it is created
+// readable by its owner only (0600), as the database is. On failure no
 // dst is left behind.
 func Backup(ctx context.Context, src, dst string) (err error) {
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("the database to back up: %w", err)
 	}
-	if _, err := os.Stat(dst); err == nil {
+	// VACUUM INTO writes into an empty file as into a new one, keeping
+	// its mode; a file it creates gets SQLite's 0644.
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
+	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("%s already exists; back up to a new file", dst)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if err != nil {
 		return err
 	}
+	f.Close()
 	defer func() {
 		if err != nil {
 			os.Remove(dst)

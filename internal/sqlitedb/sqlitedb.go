@@ -22,6 +22,10 @@
 // pages that a deletion empties. (An FTS5 index keeps the terms of deleted
 // rows in its own pages until it merges them.)
 //
+// The database file is created readable and writable by its owner only
+// (FileMode, 0600); SQLite gives its log and shared memory files (-wal,
+// -shm) the mode of the database file. A file that exists keeps its mode.
+//
 // Checkpoints (copying the log into the database file) run in the
 // background on their own connection, so commits do not stop for them.
 // Backup copies a database consistently while it is being written.
@@ -51,6 +55,11 @@ import (
 
 // MaxBatch bounds how many writes share one commit.
 const MaxBatch = 256
+
+// FileMode is the mode of the database files kioku creates (the database,
+// its log and shared memory, backups): its owner's only, whatever the
+// umask; SQLite's own default is 0644.
+const FileMode = 0o600
 
 // DB is an open kioku database file.
 type DB struct {
@@ -106,6 +115,9 @@ func open(path, synchronous string) (*DB, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("data directory %s is not a directory", dir)
 	}
+	if err := create(path); err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
 	base := fileURI(path)
 	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(OFF)&_pragma=temp_store(MEMORY)"
 	db := &DB{path: path, quit: make(chan struct{}), ckptDone: make(chan struct{})}
@@ -159,6 +171,20 @@ func open(path, synchronous string) (*DB, error) {
 	}
 	go db.checkpointer()
 	return db, nil
+}
+
+// create makes an empty database file at path with FileMode, unless a
+// file is there: SQLite opens an empty file as a new database, and gives
+// the log and shared memory files it creates the database file's mode.
+func create(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Read returns the pool for queries. It refuses writes.

@@ -50,6 +50,13 @@ func Memories(t testing.TB, db *sqlitedb.DB) *memorysqlite.Store {
 func OpenEncrypted(t testing.TB) *sqlitedb.DB {
 	t.Helper()
 	db := Open(t)
+	Encrypt(t, db, NewKey(t))
+	return db
+}
+
+// NewKey returns a new master key, in a key file of the test's own.
+func NewKey(t testing.TB) *seal.LocalKey {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kioku.key")
 	if err := seal.GenerateKeyFile(path); err != nil {
 		t.Fatal(err)
@@ -58,8 +65,14 @@ func OpenEncrypted(t testing.TB) *sqlitedb.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return key
+}
+
+// Encrypt makes db encrypted under key (a new or empty database), or
+// checks that it is, as kioku serve does before it opens the stores.
+func Encrypt(t testing.TB, db *sqlitedb.DB, key seal.KeyWrapper) {
+	t.Helper()
 	if err := db.UseEncryption(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
-	return db
 }

@@ -7,12 +7,12 @@
 //	memory_file_usages     (app, user_id) → files, deleted, bytes, version:
 //	                       the user's Usage, whose version orders the
 //	                       user's writes (memoryfiles.Store.Write).
-//	memory_files           (app, user_id, id) → path, content, size,
-//	                       revision, create_ns, update_ns, deleted; unique
-//	                       on (app, user_id, path) among the files not
-//	                       deleted, indexed by (app, user_id, path, id) for
-//	                       listings and by deletion time for the deleted
-//	                       ones.
+//	memory_files           (app, user_id, id) → path, path_sealed,
+//	                       content, size, revision, create_ns, update_ns,
+//	                       deleted; unique on (app, user_id, path) among
+//	                       the files not deleted, indexed by (app, user_id,
+//	                       path, id) for listings and by deletion time for
+//	                       the deleted ones.
 //	memory_file_revisions  (app, user_id, file_id, number) → action, path,
 //	                       content, size, create_ns.
 //
@@ -21,9 +21,10 @@
 // Paths compare as SQLite's BINARY collation compares text, byte by byte,
 // which for UTF-8 is the order of code points, as in Go and Firestore.
 //
-// In an encrypted database (sqlitedb's UseEncryption) the contents of files
-// and of revisions are sealed, bound to their rows (package seal); paths
-// and sizes stay as they are, since listings range over paths in SQL.
+// In an encrypted database (sqlitedb's UseEncryption) the contents and
+// paths of files and of revisions are sealed, bound to their rows
+// (package seal), and memory_files.path holds a keyed hash of the path:
+// seal.go says how, and how listings work then.
 package sqlite
 
 import (
@@ -31,7 +32,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
@@ -42,8 +42,8 @@ import (
 	"github.com/kioku-ai/kioku/memoryfiles"
 )
 
-// migrations are the schema's steps: the tables (v1).
-var migrations = []string{`
+// schema is the tables (v1).
+const schema = `
 CREATE TABLE memory_file_usages (
 	app     TEXT    NOT NULL,
 	user_id TEXT    NOT NULL,
@@ -81,7 +81,18 @@ CREATE TABLE memory_file_revisions (
 	create_ns INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX memory_file_revisions_by_number ON memory_file_revisions (app, user_id, file_id, number);
-`}
+`
+
+// migrations are the schema's steps: the tables (v1); the files' sealed
+// paths (v2); in an encrypted database, the paths stored in the clear
+// before v2 sealed (v3, sealPaths).
+func migrations(k *seal.Keyring) []sqlitedb.Step {
+	return []sqlitedb.Step{
+		{SQL: schema},
+		{SQL: `ALTER TABLE memory_files ADD COLUMN path_sealed BLOB;`},
+		{Func: sealPaths(k)},
+	}
+}
 
 // Store is the SQLite memory files store.
 type Store struct {
@@ -92,7 +103,7 @@ var _ memoryfiles.Store = (*Store)(nil)
 
 // New returns a Store on db, creating its tables if needed.
 func New(db *sqlitedb.DB) (*Store, error) {
-	if err := db.Migrate("memoryfiles", migrations); err != nil {
+	if err := db.MigrateSteps("memoryfiles", migrations(db.Keyring())); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -100,7 +111,7 @@ func New(db *sqlitedb.DB) (*Store, error) {
 
 // fileColumns are the columns scanFile reads, content last (left out of
 // listings without content).
-const fileColumns = `id, path, size, revision, create_ns, update_ns, deleted`
+const fileColumns = `id, path, path_sealed, size, revision, create_ns, update_ns, deleted`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -109,16 +120,19 @@ type scanner interface{ Scan(dest ...any) error }
 func scanFile(k *seal.Keyring, row scanner, app, user string, withContent bool) (*memoryfiles.File, error) {
 	f := &memoryfiles.File{App: app, User: user}
 	var create, update int64
-	var content []byte
-	dest := []any{&f.ID, &f.Path, &f.Size, &f.Revision, &create, &update, &f.Deleted}
+	var sealedPath, content []byte
+	dest := []any{&f.ID, &f.Path, &sealedPath, &f.Size, &f.Revision, &create, &update, &f.Deleted}
 	if withContent {
 		dest = append(dest, &content)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
+	var err error
+	if f.Path, err = openPath(k, app, user, f.ID, f.Path, sealedPath); err != nil {
+		return nil, err
+	}
 	if withContent {
-		var err error
 		if f.Content, err = k.OpenString(app, fileAt(app, user, f.ID), content); err != nil {
 			return nil, err
 		}
@@ -148,7 +162,11 @@ func usage(ctx context.Context, q querier, app, user string) (memoryfiles.Usage,
 
 // FindFile implements memoryfiles.Store.
 func (s *Store) FindFile(ctx context.Context, app, user, path string) (*memoryfiles.File, error) {
-	row := s.db.Read().QueryRowContext(ctx, `SELECT `+fileColumns+`, content FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0`, app, user, path)
+	key, err := pathKey(s.db.Keyring(), app, user, path)
+	if err != nil {
+		return nil, err
+	}
+	row := s.db.Read().QueryRowContext(ctx, `SELECT `+fileColumns+`, content FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0`, app, user, key)
 	f, err := scanFile(s.db.Keyring(), row, app, user, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("no memory file at %s", path)
@@ -172,6 +190,9 @@ func getFile(ctx context.Context, k *seal.Keyring, q querier, app, user, id stri
 
 // ListFiles implements memoryfiles.Store.
 func (s *Store) ListFiles(ctx context.Context, q memoryfiles.ListQuery) ([]*memoryfiles.File, error) {
+	if s.db.Keyring() != nil {
+		return s.listSealed(ctx, q)
+	}
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + fileColumns)
 	if q.Content {
@@ -190,24 +211,28 @@ func (s *Store) ListFiles(ctx context.Context, q memoryfiles.ListQuery) ([]*memo
 	}
 	sb.WriteString(` ORDER BY path, id LIMIT ?`)
 	args = append(args, q.Limit)
-	return s.files(ctx, q.App, q.User, q.Content, sb.String(), args...)
+	return scanFiles(ctx, s.db.Keyring(), s.db.Read(), q.App, q.User, q.Content, sb.String(), args...)
 }
 
 // OldestDeleted implements memoryfiles.Store.
 func (s *Store) OldestDeleted(ctx context.Context, app, user string, limit int) ([]*memoryfiles.File, error) {
-	return s.files(ctx, app, user, false, `SELECT `+fileColumns+` FROM memory_files WHERE app = ? AND user_id = ? AND deleted = 1 ORDER BY update_ns, id LIMIT ?`, app, user, limit)
+	return scanFiles(ctx, s.db.Keyring(), s.db.Read(), app, user, false, `SELECT `+fileColumns+` FROM memory_files WHERE app = ? AND user_id = ? AND deleted = 1 ORDER BY update_ns, id LIMIT ?`, app, user, limit)
 }
 
-// files runs a query of files.
-func (s *Store) files(ctx context.Context, app, user string, withContent bool, query string, args ...any) ([]*memoryfiles.File, error) {
-	rows, err := s.db.Read().QueryContext(ctx, query, args...)
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanFiles runs a query of files on q, opening them with k.
+func scanFiles(ctx context.Context, k *seal.Keyring, q rowsQuerier, app, user string, withContent bool, query string, args ...any) ([]*memoryfiles.File, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*memoryfiles.File
 	for rows.Next() {
-		f, err := scanFile(s.db.Keyring(), rows, app, user, withContent)
+		f, err := scanFile(k, rows, app, user, withContent)
 		if err != nil {
 			return nil, err
 		}
@@ -234,8 +259,11 @@ func (s *Store) ListRevisions(ctx context.Context, app, user, id string, before 
 		r := &memoryfiles.Revision{App: app, User: user, FileID: id}
 		var action string
 		var create int64
-		var content []byte
-		if err := rows.Scan(&r.Number, &action, &r.Path, &content, &r.Size, &create); err != nil {
+		var path, content []byte
+		if err := rows.Scan(&r.Number, &action, &path, &content, &r.Size, &create); err != nil {
+			return nil, err
+		}
+		if r.Path, err = s.db.Keyring().OpenString(app, revisionPathAt(app, user, id, r.Number), path); err != nil {
 			return nil, err
 		}
 		if r.Content, err = s.db.Keyring().OpenString(app, fileRevisionAt(app, user, id, r.Number), content); err != nil {
@@ -294,13 +322,17 @@ func putUsage(tx *sql.Tx, app, user string, u memoryfiles.Usage, version int64) 
 	return err
 }
 
-// putFile writes a file: all of it (its content sealed with k), or only
-// what changes without its content.
+// putFile writes a file: all of it (its content and path sealed with k),
+// or only what changes without its content.
 func putFile(k *seal.Keyring, tx *sql.Tx, c memoryfiles.FileChange) error {
 	f := c.File
+	key, sealedPath, err := storedPath(k, f)
+	if err != nil {
+		return err
+	}
 	if !c.Content {
-		res, err := tx.Exec(`UPDATE memory_files SET path = ?, size = ?, revision = ?, update_ns = ?, deleted = ? WHERE app = ? AND user_id = ? AND id = ?`,
-			f.Path, f.Size, f.Revision, unixnano.From(f.UpdateTime), f.Deleted, f.App, f.User, f.ID)
+		res, err := tx.Exec(`UPDATE memory_files SET path = ?, path_sealed = ?, size = ?, revision = ?, update_ns = ?, deleted = ? WHERE app = ? AND user_id = ? AND id = ?`,
+			key, sealedPath, f.Size, f.Revision, unixnano.From(f.UpdateTime), f.Deleted, f.App, f.User, f.ID)
 		if err != nil {
 			return err
 		}
@@ -313,23 +345,27 @@ func putFile(k *seal.Keyring, tx *sql.Tx, c memoryfiles.FileChange) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(`INSERT INTO memory_files (app, user_id, id, path, content, size, revision, create_ns, update_ns, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (app, user_id, id) DO UPDATE SET path = excluded.path, content = excluded.content, size = excluded.size,
+	_, err = tx.Exec(`INSERT INTO memory_files (app, user_id, id, path, path_sealed, content, size, revision, create_ns, update_ns, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app, user_id, id) DO UPDATE SET path = excluded.path, path_sealed = excluded.path_sealed, content = excluded.content, size = excluded.size,
 		revision = excluded.revision, create_ns = excluded.create_ns, update_ns = excluded.update_ns, deleted = excluded.deleted`,
-		f.App, f.User, f.ID, f.Path, content, f.Size, f.Revision, unixnano.From(f.CreateTime), unixnano.From(f.UpdateTime), f.Deleted)
+		f.App, f.User, f.ID, key, sealedPath, content, f.Size, f.Revision, unixnano.From(f.CreateTime), unixnano.From(f.UpdateTime), f.Deleted)
 	return err
 }
 
-// insertRevision stores a revision, its content sealed with k; one already
-// stored is left as it is. It reports whether it wrote it.
+// insertRevision stores a revision, its path and content sealed with k;
+// one already stored is left as it is. It reports whether it wrote it.
 func insertRevision(k *seal.Keyring, tx *sql.Tx, r *memoryfiles.Revision) (bool, error) {
+	path, err := sealText(k, r.App, revisionPathAt(r.App, r.User, r.FileID, r.Number), r.Path)
+	if err != nil {
+		return false, err
+	}
 	content, err := sealText(k, r.App, fileRevisionAt(r.App, r.User, r.FileID, r.Number), r.Content)
 	if err != nil {
 		return false, err
 	}
 	res, err := tx.Exec(`INSERT INTO memory_file_revisions (app, user_id, file_id, number, action, path, content, size, create_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, user_id, file_id, number) DO NOTHING`,
-		r.App, r.User, r.FileID, r.Number, r.Action.String(), r.Path, content, r.Size, unixnano.From(r.CreateTime))
+		r.App, r.User, r.FileID, r.Number, r.Action.String(), path, content, r.Size, unixnano.From(r.CreateTime))
 	if err != nil {
 		return false, err
 	}
@@ -389,8 +425,12 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 			return fault.New(fault.FailedPrecondition, "memory file %s moved on in this store (revision %d) past the archive's (revision %d)", f.Name(), cur.Revision, f.Revision)
 		}
 		if !f.Deleted {
+			key, err := pathKey(s.db.Keyring(), f.App, f.User, f.Path)
+			if err != nil {
+				return err
+			}
 			var other string
-			err := tx.QueryRow(`SELECT id FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0 AND id != ?`, f.App, f.User, f.Path, f.ID).Scan(&other)
+			err = tx.QueryRow(`SELECT id FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0 AND id != ?`, f.App, f.User, key, f.ID).Scan(&other)
 			if err == nil {
 				return fault.New(fault.AlreadyExists, "memory file %s is at %s in this store; the archive has %s there", aip.MemoryFileName(f.App, f.User, other), f.Path, f.Name())
 			}
@@ -445,22 +485,4 @@ func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
 		return err
 	})
 	return n, err
-}
-
-// The places of the sealed contents.
-func fileAt(app, user, id string) seal.Where {
-	return seal.At("memory_files.content", app, user, id)
-}
-
-func fileRevisionAt(app, user, id string, number int64) seal.Where {
-	return seal.At("memory_file_revisions.content", app, user, id, strconv.FormatInt(number, 10))
-}
-
-// sealText returns the value to store for a content: sealed bytes in an
-// encrypted database, else the text (stored as TEXT, as before encryption).
-func sealText(k *seal.Keyring, app string, at seal.Where, text string) (any, error) {
-	if k == nil {
-		return text, nil
-	}
-	return k.SealString(app, at, text)
 }
