@@ -106,19 +106,26 @@ func characterEdits(s string) []edit {
 	wordEnd, latin := -1, false
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if c == '&' {
-				if r, size, ok := entity(s[i:]); ok {
-					m := mapRune(r)
-					edits = append(edits, edit{i, i + size, written(m)})
-					if m != removed {
-						prev = m
-					}
-					i += size
-					continue
-				}
+		if c < utf8.RuneSelf && c != '&' {
+			// A run of ASCII, kept as it is.
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && s[j] != '&' {
+				j++
 			}
-			prev = rune(c)
+			prev, i = rune(s[j-1]), j
+			continue
+		}
+		if c == '&' {
+			if r, size, ok := entity(s[i:]); ok {
+				m := mapRune(r)
+				edits = append(edits, edit{i, i + size, written(m)})
+				if m != removed {
+					prev = m
+				}
+				i += size
+				continue
+			}
+			prev = '&'
 			i++
 			continue
 		}
@@ -129,7 +136,7 @@ func characterEdits(s string) []edit {
 			if next, _ := utf8.DecodeRuneInString(s[i+size:]); isDigit(prev) && isDigit(mapRune(next)) {
 				m = '-'
 			}
-		case m == r:
+		case m == r && r >= 0x370 && r < 0x530: // Greek and Cyrillic
 			if l, ok := confusables[r]; ok {
 				if i >= wordEnd {
 					wordEnd, latin = latinWord(s, i)
@@ -196,8 +203,8 @@ const removed = -1
 // mapRune returns the character the detectors read for r, or removed.
 func mapRune(r rune) rune {
 	switch {
-	case r < utf8.RuneSelf:
-		return r
+	case r < utf8.RuneSelf, r >= 0x3040 && r < 0xA000:
+		return r // ASCII, kana and CJK ideographs (no spaces, format characters or digits)
 	case r >= 0xFF01 && r <= 0xFF5E:
 		return r - 0xFF01 + '!'
 	case r >= 0x2010 && r <= 0x2015, r == 0x2212, r == 0xFE63:

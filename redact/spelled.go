@@ -17,7 +17,12 @@ func bracketEdits(t string) []edit {
 		}
 		return edits[len(edits)-1].end
 	}
-	for i := 0; i < len(t); i++ {
+	for i := 0; ; i++ {
+		k := strings.IndexAny(t[i:], "[({<@")
+		if k < 0 {
+			break
+		}
+		i += k
 		switch t[i] {
 		case '[', '(', '{', '<':
 			end, with := bracketed(t, i)
@@ -53,7 +58,15 @@ func bracketEdits(t string) []edit {
 // bracketed reads a bracketed "at" or "dot" at t[i], its opening bracket:
 // the offset after its closing bracket and what it stands for, or 0.
 func bracketed(t string, i int) (int, string) {
-	closing := map[byte]byte{'[': ']', '(': ')', '{': '}', '<': '>'}[t[i]]
+	closing := byte(']')
+	switch t[i] {
+	case '(':
+		closing = ')'
+	case '{':
+		closing = '}'
+	case '<':
+		closing = '>'
+	}
 	j := i + 1
 	for k := 0; k < 2 && j < len(t) && t[j] == ' '; k++ {
 		j++
@@ -95,9 +108,14 @@ var spelledRE = regexp.MustCompile(`[A-Za-z0-9_%+-]{1,64}(?:(?:\.| (?i:dot) )[A-
 // one.
 func spelledEdits(t string) []edit {
 	var dots []int
-	for i := 0; i+5 <= len(t); i++ {
-		if t[i] == ' ' && t[i+4] == ' ' && hasWordAt(t, i+1, "dot") {
-			dots = append(dots, i)
+	for i := 1; i+4 <= len(t); i++ {
+		k := strings.IndexAny(t[i:], "dD")
+		if k < 0 {
+			break
+		}
+		i += k
+		if t[i-1] == ' ' && i+3 < len(t) && t[i+3] == ' ' && hasWordAt(t, i, "dot") {
+			dots = append(dots, i-1)
 		}
 	}
 	if len(dots) == 0 {
