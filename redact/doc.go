@@ -7,13 +7,21 @@
 //
 // It is deterministic rules, no model: each category is found by its
 // shape and, where it has one, its check digit, in English, Japanese and
-// the international formats, with full-width digits and separators read as
-// ASCII (normalize). The categories' documentation says what each
-// catches. It cannot catch what has no shape: names of people and places,
-// addresses written without a house number and street type (or, in
-// Japanese, without block numbers), identity or account numbers without a
-// check digit or a fixed form, numbers spelled out in words or split
-// across messages, and anything inside images and files. Numbers of the
+// the international formats. The rules read a text normalised (normalize):
+// format characters such as the zero-width space ignored, every Unicode
+// space a space and every decimal digit ASCII, full-width forms, HTML
+// character references and Cyrillic or Greek look-alikes of Latin letters
+// read as what they stand for, and "[at]", "(dot)" and addresses spelled
+// out ("john at example dot com") as '@' and '.'; what they find is
+// replaced in the text as written, invisible characters inside it
+// included, and the rest is kept byte for byte. testdata/variants.jsonl is
+// a corpus of such variants that the tests redact whole. The categories'
+// documentation says what each catches. It cannot catch what has no shape:
+// names of people and places, addresses written without a house number
+// and street type (or, in Japanese, without block numbers), identity or
+// account numbers without a check digit or a fixed form, numbers spelled
+// out in words or split across messages, and anything inside images and
+// files. Numbers of the
 // right shape that are not personal data are redacted too: a 16-digit
 // order number that passes the Luhn check becomes "[CARD]".
 //

@@ -7,8 +7,9 @@ import (
 
 // Numbers written with separators (phone numbers, card numbers, identity
 // numbers) are read as runs: groups of digits joined by one separator
-// (space, '-', '.' or '/'), a group possibly in parentheses, the first
-// possibly after '+'. A run is classified by the shape of its groups and
+// (space, '-', '.' or '/') or a break (a '/' or '|' with spaces around
+// it, or a '|': "4111 1111 / 1111 1111"), a group possibly in
+// parentheses, the first possibly after '+'. A run is classified by the shape of its groups and
 // its digits, and where the whole run is nothing, so are its parts split
 // at spaces ("call 090-1234-5678 4111 1111 1111 1111" holds a phone
 // number and a card number).
@@ -20,7 +21,7 @@ type group struct {
 	start, end int
 	paren      bool
 	// sep is the separator before the group: 0 for the first group or for
-	// none ("(03)1234").
+	// none ("(03)1234"), '|' for a break.
 	sep byte
 }
 
@@ -55,7 +56,7 @@ func findNumbers(t *target, emit func(start, end int, c Category)) {
 		// comes before the glued part's last space.
 		for len(groups) > 0 && !runEnds(text, groups[len(groups)-1].after()) {
 			last := len(groups) - 1
-			for last > 0 && groups[last].sep != ' ' {
+			for last > 0 && groups[last].sep != ' ' && groups[last].sep != '|' {
 				last--
 			}
 			groups = groups[:last]
@@ -173,7 +174,9 @@ func parseRun(text string, i int) (plus int, groups []group, end int) {
 		// The next group: after one separator, or straight after ')', or
 		// a '(' straight after digits ("03(1234)5678").
 		sep = 0
-		if pos < len(text) && isSeparator(text[pos]) {
+		if b := breakAt(text, pos); b > pos {
+			sep, pos = '|', b
+		} else if pos < len(text) && isSeparator(text[pos]) {
 			sep = text[pos]
 			pos++
 		}
@@ -188,15 +191,37 @@ func parseRun(text string, i int) (plus int, groups []group, end int) {
 
 func isSeparator(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '/' }
 
+// breakAt reads a break at pos: a '/' or '|' with up to three spaces on
+// each side, but not a '/' alone (a separator). It returns the break's
+// end, or pos when there is none.
+func breakAt(text string, pos int) int {
+	j := pos
+	for j < len(text) && j < pos+3 && text[j] == ' ' {
+		j++
+	}
+	if j >= len(text) || text[j] != '/' && text[j] != '|' {
+		return pos
+	}
+	k := j + 1
+	for k < len(text) && k < j+4 && text[k] == ' ' {
+		k++
+	}
+	if k-pos == 1 && text[j] == '/' {
+		return pos
+	}
+	return k
+}
+
 // classifyRun emits the numbers of a run: the whole run when it is one,
-// else the longest windows of groups that are, split at spaces.
+// else the longest windows of groups that are, split at spaces and
+// breaks.
 func classifyRun(text string, plus int, groups []group, emit func(start, end int, c Category)) {
 	// A run splits at a space, but not inside a chain of groups of four
 	// digits joined by spaces: "4111 1111 1111 1112" is a mistyped card,
 	// and no part of it is a My Number.
 	splits := func(i int) bool {
 		chain := groups[i-1].len() == 4 && groups[i].len() == 4 && (i == 1 || groups[i-1].sep == ' ')
-		return groups[i].sep == ' ' && !chain
+		return groups[i].sep == '|' || groups[i].sep == ' ' && !chain
 	}
 	for a := 0; a < len(groups); {
 		if a > 0 && !splits(a) {
@@ -318,15 +343,22 @@ func classify(text string, groups []group, plus bool) (Category, bool) {
 
 // cardNumber: 13 to 19 digits, not starting with 0, contiguous or in the
 // groups cards are printed in (4-4-4-4, 4-6-5, 4-6-4, fours and a shorter
-// last group), with one kind of separator (space or '-'), that pass the
-// Luhn check.
+// last group), with one kind of separator (space, '-' or '.') and any
+// breaks ('/' or '|': "4111 1111 / 1111 1111"), that pass the Luhn check.
 func cardNumber(s shape) bool {
 	n := len(s.digits)
 	if n < 13 || n > 19 || s.digits[0] == '0' {
 		return false
 	}
-	if _, ok := s.oneSeparator(" -"); !ok {
-		return false
+	var sep byte
+	for _, c := range s.seps {
+		switch {
+		case c == '/' || c == '|':
+		case c == 0 || !containsByte(" -.", c) || sep != 0 && c != sep:
+			return false
+		default:
+			sep = c
+		}
 	}
 	if len(s.lens) > 1 && !s.lensAre(4, 6, 5) && !s.lensAre(4, 6, 4) {
 		for i, l := range s.lens {
@@ -441,8 +473,8 @@ func aadhaar(d []byte) bool {
 func phoneNumber(s shape, plus bool) bool {
 	d := s.digits
 	n := len(d)
-	if n < 8 {
-		return false // the shortest number below has 8 digits
+	if n < 8 || containsByte(string(s.seps), '|') {
+		return false // the shortest number below has 8 digits; no breaks
 	}
 	if _, ok := s.oneSeparator(" -./"); !ok && !s.anyParen() && len(s.lens) > 1 {
 		// Mixed separators without parentheses: "1.5 2-3" is no number.

@@ -16,13 +16,16 @@ type Category string
 
 // The built-in categories.
 const (
-	// Email is an e-mail address (ASCII, as written or full-width).
+	// Email is an e-mail address (ASCII, as written or full-width), also
+	// with HTML character references, look-alike letters or spelled out
+	// ("john at example dot com", "john [at] example [dot] com").
 	Email Category = "EMAIL"
 	// Phone is a phone number: international (+CC or 00CC), national with
 	// a trunk 0 (Japan, the UK, France, Germany, ...), or North American.
 	Phone Category = "PHONE"
 	// Card is a payment card number of 13 to 19 digits that passes the
-	// Luhn check, contiguous or in groups.
+	// Luhn check, contiguous or in groups (separated by spaces, '-' or '.',
+	// possibly split by a '/' or '|').
 	Card Category = "CARD"
 	// GovernmentID is a national identity number that can be told by its
 	// form and check digit: a US social security number, a Japanese My
@@ -243,22 +246,33 @@ func (r *Redactor) pass(s string) string {
 	n := normalize(s)
 	var spans []span
 	add := func(start, end int, text string, rank int, normalized bool) {
+		if end <= start {
+			return
+		}
 		if normalized {
-			start, end = n.original(start), n.original(end)
+			start, end = n.span(start, end)
 		}
 		if end > start {
 			spans = append(spans, span{start: start, end: end, text: text, rank: rank})
 		}
 	}
-	for at := 0; ; {
-		i := strings.IndexByte(n.text[at:], '[')
-		if i < 0 {
-			break
+	// The placeholders, as written and as normalized: normalizing can hide
+	// one (a custom pattern's "[AT]" reads as '@').
+	for _, normalized := range []bool{false, true} {
+		text := s
+		if normalized {
+			text = n.text
 		}
-		i += at
-		at = i + 1
-		if j := strings.IndexByte(n.text[i+1:min(len(n.text), i+2+maxNameBytes)], ']'); j > 0 && r.placeholders[n.text[i+1:i+1+j]] {
-			add(i, i+2+j, "", rankProtected, true)
+		for at := 0; ; {
+			i := strings.IndexByte(text[at:], '[')
+			if i < 0 {
+				break
+			}
+			i += at
+			at = i + 1
+			if j := strings.IndexByte(text[i+1:min(len(text), i+2+maxNameBytes)], ']'); j > 0 && r.placeholders[text[i+1:i+1+j]] {
+				add(i, i+2+j, "", rankProtected, normalized)
+			}
 		}
 	}
 	for i, re := range r.patterns {

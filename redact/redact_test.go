@@ -174,6 +174,20 @@ func TestPatterns(t *testing.T) {
 	if got, want := greedy.Redact("ann@example.com ABC"), "[EMAIL] [CAPS]"; got != want {
 		t.Errorf("a pattern over placeholders: %q, want %q", got, want)
 	}
+	// A pattern's placeholder that normalizing reads as '@' or '.' stays
+	// a placeholder.
+	at, err := redact.New(redact.Rules{Patterns: []redact.Pattern{{Name: "AT", Regex: `secret-[0-9]+`}, {Name: "DOT", Regex: `code-[0-9]+`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"mail secret-1 example.com": "mail [AT] example.com",
+		"john@example code-1 com":   "john@example [DOT] com",
+	} {
+		if got := at.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 // TestValidate: bad rules are refused with an error naming the field, the
