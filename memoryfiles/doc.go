@@ -83,13 +83,17 @@
 //
 // Every path is confined to Root after the checks of CleanPath: a path
 // outside Root, ".." and "." segments, percent-encoding, backslashes,
-// control characters, forms that Unicode normalisation turns into dot
-// segments or slashes, and names a file system turns into another file
-// (as symbolic links do) are refused with an answer that says why
-// ("Error: The path ... is not allowed: it ..."), and nothing is written.
-// Nothing is ever resolved: what is stored is exactly the path the model
-// wrote, so no consumer that decodes or maps paths onto a file system can
-// be led out of the directory.
+// control characters, invisible format characters (zero-width spaces,
+// bidirectional overrides; a zero-width joiner only inside an emoji
+// sequence), line and paragraph separators, look-alikes of the slash,
+// segments of nothing but spaces, forms that Unicode normalisation turns
+// into dot segments or slashes, and names a file system turns into
+// another file (as symbolic links do) are refused with an answer that
+// says why and names the character (U+XXXX) ("Error: The path ... is not
+// allowed: it ..."), and nothing is written. Nothing is ever resolved:
+// what is stored is the path the model wrote in Unicode normal form C
+// (so "café" typed either way is one file), so no consumer that decodes
+// or maps paths onto a file system can be led out of the directory.
 //
 // # Limits
 //

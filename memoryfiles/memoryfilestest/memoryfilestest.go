@@ -36,6 +36,7 @@ func Run[S memoryfiles.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "Rename", Run: testRename},
 		{Name: "BadInput", Run: testBadInput},
 		{Name: "PathsRefused", Run: testPathsRefused},
+		{Name: "PathsNormalised", Run: testPathsNormalised},
 		{Name: "UsersAndAppsApart", Run: testIsolation},
 		{Name: "Limits", Run: testLimits},
 		{Name: "MaxFiles", Run: testMaxFiles},
