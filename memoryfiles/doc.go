@@ -78,6 +78,11 @@
 //   - A file's content is text: a NUL character is refused.
 //   - The documentation's limit of 999,999 lines per viewed file is never
 //     reached: MaxFileBytes keeps every file far below it.
+//   - view of a file answers at most MaxViewBytes of numbered lines
+//     (whole lines): a whole file of ordinary lines fits, but line
+//     numbers would make a file of empty lines ten times its size, so
+//     such an answer stops at a line and ends with "[The view stops at
+//     line N of M: ... View the rest with view_range, from [N+1, -1].]".
 //
 // # Paths
 //

@@ -13,6 +13,11 @@ const (
 	MaxUserBytes = 4 << 20
 	// MaxFiles bounds the files a user has.
 	MaxFiles = 1000
+	// MaxViewBytes bounds the numbered lines view answers for a file
+	// (128 KiB): enough for a whole file of ordinary lines, while a file
+	// of short lines, which line numbers make up to ten times longer, is
+	// shown up to a line that ends an answer saying how to view the rest.
+	MaxViewBytes = 128 << 10
 	// MaxPathBytes and MaxPathDepth bound a path: its bytes, and its
 	// segments below Root.
 	MaxPathBytes = 1024
