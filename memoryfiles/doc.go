@@ -116,6 +116,16 @@
 // to the tool) with its revisions, up to MaxDeletedFiles per user: a
 // deletion that passes it removes the oldest deleted files for good.
 //
+// That history is bounded in bytes too: the content of the revisions
+// kept and of the deleted files kept (Usage.History) stays within
+// MaxHistoryBytes, beside the MaxUserBytes of the files themselves. A
+// command never fails for history: one that would pass the bound removes
+// the oldest history first, the earliest deleted files (whole), then the
+// older revisions of the files it changes, then those of the user's other
+// files, each file keeping its newest revision. So one user's memory files
+// hold at most MaxUserBytes + MaxHistoryBytes (8 MiB) of content, however
+// many commands wrote them.
+//
 // # Concurrency
 //
 // Each write of a user's files moves the user's Usage to a new version,

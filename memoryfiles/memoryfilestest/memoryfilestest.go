@@ -44,6 +44,7 @@ func Run[S memoryfiles.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "Revisions", Run: testRevisions},
 		{Name: "RevisionsBounded", Run: testRevisionsBounded},
 		{Name: "DeletedFilesBounded", Run: testDeletedBounded},
+		{Name: "HistoryBounded", Run: testHistoryBounded},
 		{Name: "ListAndPage", Run: testListAndPage},
 		{Name: "ConcurrentEdits", Run: testConcurrentEdits},
 		{Name: "StaleWriteAborted", Run: testStaleWrite},
