@@ -105,7 +105,9 @@
 // A file holds at most MaxFileBytes (100 KiB), a user's files MaxUserBytes
 // (4 MiB) in all and MaxFiles (1,000) files; a path at most MaxPathBytes
 // and MaxPathDepth segments. A command that would pass a limit is refused
-// with an answer naming it, and writes nothing.
+// with an answer naming it, and writes nothing. The history a user's
+// files keep is bounded by MaxHistoryBytes, which refuses nothing (see
+// below), and view's answer by MaxViewBytes.
 //
 // # Revisions and deletion
 //
