@@ -49,9 +49,6 @@ func (x *exec) settle(w *Write) error {
 			}
 		}
 	}
-	// A usage written before History was kept counts less than is
-	// stored; what it never counted cannot go below nothing.
-	*h = max(*h, 0)
 	if *h <= MaxHistoryBytes {
 		return nil
 	}

@@ -21,9 +21,9 @@
 // revisions, the deletion of each file's revision that falls out of the
 // kept ones and of the revisions dropped (Write.Drop), and the purged
 // deleted files with their revisions (whose numbers the file's revision
-// gives, so no query is needed). A usage document written before the
-// history field was kept reads as no history: the service then counts
-// from what it writes on (see memoryfiles.Usage). A file is
+// gives, so no query is needed). For a usage document written before the
+// history field was kept, Usage counts the history from the documents
+// (countHistory), and the user's next write stores it. A file is
 // read outside the transaction: the usage version covers it (see
 // memoryfiles.Store).
 //
@@ -129,7 +129,11 @@ func fileOf(app, user string, snap *firestore.DocumentSnapshot) (*memoryfiles.Fi
 // Usage implements memoryfiles.Store.
 func (s *Store) Usage(ctx context.Context, app, user string) (memoryfiles.Usage, error) {
 	snap, err := s.usageRef(app, user).Get(ctx)
-	return usageOf(snap, err)
+	u, err := usageOf(snap, err)
+	if err == nil && !keptHistory(snap) {
+		u.History, err = s.countHistory(ctx, app, user)
+	}
+	return u, err
 }
 
 // usageOf reads a usage document's snapshot (zero when it does not
