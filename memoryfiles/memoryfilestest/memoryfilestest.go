@@ -2,10 +2,12 @@
 // every backend runs Run and must pass all of it. The suite drives a Store
 // through memoryfiles.Service, as the API does, and checks what a caller
 // sees: the memory tool's six commands and their answers word for word,
-// paths refused with nothing written, users and apps kept apart, the
-// limits, revisions and their bound, deleted files and theirs, listings
-// and paging, concurrent edits that never lose an update, and the
-// primitives of export, import and erasure.
+// view's answer bounded, paths refused with nothing written and compared
+// in Unicode normal form C, users and apps kept apart, the limits,
+// revisions and their bound, deleted files and theirs, the history's
+// bound in bytes (the usage counting what the store holds), listings and
+// paging, concurrent edits that never lose an update, and the primitives
+// of export, import and erasure.
 package memoryfilestest
 
 import (
