@@ -56,7 +56,7 @@
 //   - str_replace replaces the one occurrence of old_str (which must not
 //     be empty); occurrences are counted without overlap, and the lines of
 //     "Multiple occurrences" are those where one starts, each once,
-//     separated by ", ". The snippet shows the lines the new text spans
+//     separated by ", " (the first 100, then " and N more"). The snippet shows the lines the new text spans
 //     with two more on either side, after the header "The memory file has
 //     been edited. Here is the snippet showing the change (with line
 //     numbers):", as Anthropic's SDKs write it.

@@ -261,6 +261,7 @@ func testViewRange(t *testing.T, h *Harness) {
 // lines, which line numbers would make ten times longer, is shown up to
 // MaxViewBytes, with a note that says how to view the rest, which
 // view_range then shows; a full file of ordinary lines is shown whole.
+// Nor does str_replace's list of the lines of several occurrences.
 func testViewBounded(t *testing.T, h *Harness) {
 	h.Create("/memories/blank.txt", strings.Repeat("\n", memoryfiles.MaxFileBytes))
 	out := h.OK(view("/memories/blank.txt"))
@@ -285,6 +286,13 @@ func testViewBounded(t *testing.T, h *Harness) {
 	if total != memoryfiles.MaxFileBytes {
 		t.Errorf("the views showed %d lines in all, want %d", total, memoryfiles.MaxFileBytes)
 	}
+	// str_replace's answer to a string on every line lists 100 of them.
+	var lines []string
+	for i := 1; i <= 100; i++ {
+		lines = append(lines, fmt.Sprint(i))
+	}
+	h.Want(map[string]any{"command": "str_replace", "path": "/memories/blank.txt", "old_str": "\n", "new_str": ""},
+		"No replacement was performed. Multiple occurrences of old_str `\n` in lines: "+strings.Join(lines, ", ")+" and 102,300 more. Please ensure it is unique", true)
 	// Ordinary lines: the whole file, no note.
 	line := strings.Repeat("a", 39) + "\n"
 	h.Create("/memories/full.txt", strings.Repeat(line, memoryfiles.MaxFileBytes/len(line)))
