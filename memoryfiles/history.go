@@ -18,39 +18,10 @@ package memoryfiles
 // deletes keep theirs), within MaxUserBytes, which is not more than
 // MaxHistoryBytes.
 func (x *exec) settle(w *Write) error {
+	gone, changed, err := x.account(w)
 	h := &w.Usage.History
-	gone := map[string]bool{} // files purged
-	for _, f := range w.Purge {
-		b, _, err := x.history(f.ID, 0)
-		if err != nil {
-			return err
-		}
-		*h -= b
-		if f.Deleted { // deleted before: its content was history
-			*h -= f.Size
-		}
-		gone[f.ID] = true
-	}
-	changed := map[string]int64{} // files changed: their new revision
-	for _, r := range w.Revisions {
-		changed[r.FileID] = r.Number
-		*h += int64(len(r.Content))
-		if r.Action == Deleted {
-			*h += r.Size
-		}
-		// The store removes the revision that falls out of the kept ones.
-		if old := r.Number - MaxRevisions; old > 0 {
-			revs, err := x.store.ListRevisions(x.ctx, x.app, x.user, r.FileID, old+1, 1)
-			if err != nil {
-				return err
-			}
-			if len(revs) == 1 && revs[0].Number == old {
-				*h -= int64(len(revs[0].Content))
-			}
-		}
-	}
-	if *h <= MaxHistoryBytes {
-		return nil
+	if err != nil || *h <= MaxHistoryBytes {
+		return err
 	}
 	if err := x.purgeDeleted(w, gone); err != nil || *h <= MaxHistoryBytes {
 		return err
@@ -79,6 +50,43 @@ func (x *exec) settle(w *Write) error {
 		}
 		q.AfterPath, q.AfterID = page[len(page)-1].Path, page[len(page)-1].ID
 	}
+}
+
+// account brings w.Usage.History up to date with what w writes and
+// removes, and returns the files w purges and those it changes, with
+// their new revision's number.
+func (x *exec) account(w *Write) (gone map[string]bool, changed map[string]int64, err error) {
+	h := &w.Usage.History
+	gone, changed = map[string]bool{}, map[string]int64{}
+	for _, f := range w.Purge {
+		b, _, err := x.history(f.ID, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		*h -= b
+		if f.Deleted { // deleted before: its content was history
+			*h -= f.Size
+		}
+		gone[f.ID] = true
+	}
+	for _, r := range w.Revisions {
+		changed[r.FileID] = r.Number
+		*h += int64(len(r.Content))
+		if r.Action == Deleted {
+			*h += r.Size
+		}
+		// The store removes the revision that falls out of the kept ones.
+		if old := r.Number - MaxRevisions; old > 0 {
+			revs, err := x.store.ListRevisions(x.ctx, x.app, x.user, r.FileID, old+1, 1)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(revs) == 1 && revs[0].Number == old {
+				*h -= int64(len(revs[0].Content))
+			}
+		}
+	}
+	return gone, changed, nil
 }
 
 // purgeDeleted purges the user's deleted files, the earliest deleted
