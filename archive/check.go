@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kioku-ai/kioku/sessions"
@@ -11,9 +12,10 @@ import (
 // (within), each session and event as the API would take it
 // (sessions.ValidateImported), a session's events following it with
 // every sequence from 1 to its last_sequence once, no session, memory
-// or memory file twice, and revisions following their memory or memory
-// file. Import runs it over the whole archive before writing anything,
-// then again as it writes.
+// or memory file twice, revisions following their memory or memory
+// file, and each user's memory files within the memory tool's limits
+// (fileChecker). Import runs it over the whole archive before writing
+// anything, then again as it writes.
 type checker struct {
 	h Header
 
@@ -28,6 +30,8 @@ type checker struct {
 	sessions map[appID]bool
 	memories map[string]bool
 	files    map[fileName]bool
+
+	limits *fileChecker // the memory files' limits
 }
 
 type appID struct{ app, id string }
@@ -35,7 +39,7 @@ type appID struct{ app, id string }
 type fileName struct{ app, user, id string }
 
 func newChecker(h Header) *checker {
-	return &checker{h: h, sessions: map[appID]bool{}, memories: map[string]bool{}, files: map[fileName]bool{}}
+	return &checker{h: h, sessions: map[appID]bool{}, memories: map[string]bool{}, files: map[fileName]bool{}, limits: newFileChecker()}
 }
 
 // check checks one record, given those before it.
@@ -55,11 +59,17 @@ func (c *checker) check(rec *Record) error {
 		if r := rec.FileRevision; c.file != (fileName{r.App, r.User, r.FileID}) {
 			return fmt.Errorf("revision %s does not follow its memory file's record", r.Name())
 		}
-		return nil
+		return c.limits.revision(rec.FileRevision)
 	}
-	// Any other record ends the session, memory or memory file before.
+	// Any other record ends the session, memory or memory file before,
+	// and any but a memory file the user's memory files.
 	if err := c.endSession(rec); err != nil {
 		return err
+	}
+	if rec.Kind != KindMemoryFile {
+		if err := c.limits.end(); err != nil {
+			return err
+		}
 	}
 	c.memApp, c.memID, c.file = "", "", fileName{}
 	switch rec.Kind {
@@ -89,8 +99,15 @@ func (c *checker) check(rec *Record) error {
 		}
 		c.files[n] = true
 		c.file = n
+		return c.limits.memoryFile(f)
 	}
 	return nil
+}
+
+// finish checks what the end of the archive ends: the last session's
+// events and the last user's memory files.
+func (c *checker) finish() error {
+	return errors.Join(c.endSession(nil), c.limits.end())
 }
 
 // event checks an event of the current session: the sequence after the

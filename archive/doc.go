@@ -97,9 +97,11 @@
 // again. Memories keep their vectors when the target's embedder is the
 // one that made them and are embedded again with the target's otherwise.
 // A memory file keeps its id, path and revisions, and its user's usage
-// counts it (the memory tool's per-user limits are not applied to an
-// import: a user over one can delete, not add); a path the memory tool
-// would refuse is refused.
+// counts it, history included; a path the memory tool would refuse is
+// refused, and so are a user's files past the memory tool's limits (see
+// below). The limits are checked on what the archive brings: importing
+// into a user who has files already adds the archive's to them, and a
+// user over a limit can then delete, not add.
 //
 // Import reads an archive twice, and writes only in the second reading.
 // The first checks every record without asking the stores, so that an
@@ -119,7 +121,14 @@
 // events do not have every sequence from 1 to its last_sequence once, in
 // order (unless a session_deleted record follows it); a session (by app
 // and id), memory or memory file that appears twice; a revision that
-// does not follow its memory or memory file. With
+// does not follow its memory or memory file; a user's memory files past
+// a limit of the memory tool (package memoryfiles: MaxFiles files,
+// MaxUserBytes of content, MaxHistoryBytes of history, that is the
+// content of the revisions and of the deleted files, MaxDeletedFiles
+// deleted files, the MaxRevisions revisions up to a file's, newest first,
+// MaxFileBytes a file, no NUL), two files not deleted at one path, a file
+// at a path another file is below, a user's files apart (an export writes
+// them together). With
 // ImportOptions.Target, an archive whose header selects anything else
 // is refused too. The error names the record (its line) and the session,
 // sequence or selection.

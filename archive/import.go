@@ -136,7 +136,7 @@ func scan(src io.Reader, target Selection, rep *Report, refused string, write fu
 			return fmt.Errorf("importing record %d of the archive (%s): %w", r.line, rec.Kind, err)
 		}
 	}
-	if err := c.endSession(nil); err != nil {
+	if err := c.finish(); err != nil {
 		return fmt.Errorf("the archive's last records are refused: %w; %s", err, refused)
 	}
 	return nil

@@ -115,6 +115,11 @@ func (w *Write) change(f *File, action Action, content bool) {
 	w.Revisions = append(w.Revisions, r)
 }
 
+// maxListedLines bounds the lines str_replace's "Multiple occurrences"
+// answer lists: a file of one character a line would otherwise answer
+// seven times its size.
+const maxListedLines = 100
+
 // checkSize refuses content over the per-file limit, and a user total
 // over the per-user one.
 func (x *exec) checkSize(rawPath string, size int, w *Write) error {
@@ -219,13 +224,26 @@ func (x *exec) strReplace(c *command) (string, *Write, error) {
 	case 1:
 	default:
 		var nums []string // the lines where occurrences start, each once
+		more, last, from := 0, "", 0
+		line := 1
 		for _, a := range at {
-			n := fmt.Sprint(strings.Count(content[:a], "\n") + 1)
-			if len(nums) == 0 || nums[len(nums)-1] != n {
+			line += strings.Count(content[from:a], "\n")
+			from = a
+			n := fmt.Sprint(line)
+			switch {
+			case n == last:
+			case len(nums) == maxListedLines:
+				more++
+			default:
 				nums = append(nums, n)
 			}
+			last = n
 		}
-		return "", nil, failf("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique", c.oldStr, strings.Join(nums, ", "))
+		list := strings.Join(nums, ", ")
+		if more > 0 {
+			list += fmt.Sprintf(" and %s more", group(more))
+		}
+		return "", nil, failf("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique", c.oldStr, list)
 	}
 	edited := content[:at[0]] + c.newStr + content[at[0]+len(c.oldStr):]
 	w, err := x.edit(c.rawPath, t.file, edited)

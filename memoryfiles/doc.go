@@ -56,7 +56,7 @@
 //   - str_replace replaces the one occurrence of old_str (which must not
 //     be empty); occurrences are counted without overlap, and the lines of
 //     "Multiple occurrences" are those where one starts, each once,
-//     separated by ", ". The snippet shows the lines the new text spans
+//     separated by ", " (the first 100, then " and N more"). The snippet shows the lines the new text spans
 //     with two more on either side, after the header "The memory file has
 //     been edited. Here is the snippet showing the change (with line
 //     numbers):", as Anthropic's SDKs write it.
@@ -78,25 +78,36 @@
 //   - A file's content is text: a NUL character is refused.
 //   - The documentation's limit of 999,999 lines per viewed file is never
 //     reached: MaxFileBytes keeps every file far below it.
+//   - view of a file answers at most MaxViewBytes of numbered lines
+//     (whole lines): a whole file of ordinary lines fits, but line
+//     numbers would make a file of empty lines ten times its size, so
+//     such an answer stops at a line and ends with "[The view stops at
+//     line N of M: ... View the rest with view_range, from [N+1, -1].]".
 //
 // # Paths
 //
 // Every path is confined to Root after the checks of CleanPath: a path
 // outside Root, ".." and "." segments, percent-encoding, backslashes,
-// control characters, forms that Unicode normalisation turns into dot
-// segments or slashes, and names a file system turns into another file
-// (as symbolic links do) are refused with an answer that says why
-// ("Error: The path ... is not allowed: it ..."), and nothing is written.
-// Nothing is ever resolved: what is stored is exactly the path the model
-// wrote, so no consumer that decodes or maps paths onto a file system can
-// be led out of the directory.
+// control characters, invisible format characters (zero-width spaces,
+// bidirectional overrides; a zero-width joiner only inside an emoji
+// sequence), line and paragraph separators, look-alikes of the slash,
+// segments of nothing but spaces, forms that Unicode normalisation turns
+// into dot segments or slashes, and names a file system turns into
+// another file (as symbolic links do) are refused with an answer that
+// says why and names the character (U+XXXX) ("Error: The path ... is not
+// allowed: it ..."), and nothing is written. Nothing is ever resolved:
+// what is stored is the path the model wrote in Unicode normal form C
+// (so "café" typed either way is one file), so no consumer that decodes
+// or maps paths onto a file system can be led out of the directory.
 //
 // # Limits
 //
 // A file holds at most MaxFileBytes (100 KiB), a user's files MaxUserBytes
 // (4 MiB) in all and MaxFiles (1,000) files; a path at most MaxPathBytes
 // and MaxPathDepth segments. A command that would pass a limit is refused
-// with an answer naming it, and writes nothing.
+// with an answer naming it, and writes nothing. The history a user's
+// files keep is bounded by MaxHistoryBytes, which refuses nothing (see
+// below), and view's answer by MaxViewBytes.
 //
 // # Revisions and deletion
 //
@@ -106,6 +117,16 @@
 // keeps its latest MaxRevisions revisions. A deleted file stays (invisible
 // to the tool) with its revisions, up to MaxDeletedFiles per user: a
 // deletion that passes it removes the oldest deleted files for good.
+//
+// That history is bounded in bytes too: the content of the revisions
+// kept and of the deleted files kept (Usage.History) stays within
+// MaxHistoryBytes, beside the MaxUserBytes of the files themselves. A
+// command never fails for history: one that would pass the bound removes
+// the oldest history first, the earliest deleted files (whole), then the
+// older revisions of the files it changes, then those of the user's other
+// files, each file keeping its newest revision. So one user's memory files
+// hold at most MaxUserBytes + MaxHistoryBytes (8 MiB) of content, however
+// many commands wrote them.
 //
 // # Concurrency
 //

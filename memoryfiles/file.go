@@ -101,15 +101,20 @@ type Usage struct {
 	// content's bytes; Deleted the deleted files kept.
 	Files, Deleted int
 	Bytes          int64
+	// History is the bytes of content kept besides the files' own: the
+	// content of every revision kept (of the files and of the deleted
+	// ones) and the last content of every deleted file kept. It is kept
+	// within MaxHistoryBytes.
+	History int64
 	// Version counts the user's writes: 0 for a user who never had a
 	// file.
 	Version int64
 }
 
 // Account returns a user's usage with a file's old state (nil: none)
-// replaced by its new one: how an import keeps the usage current. The
-// version is left as it is.
-func Account(u Usage, old, f *File) Usage {
+// replaced by its new one, and the revisions revs added: how an import
+// keeps the usage current. The version is left as it is.
+func Account(u Usage, old, f *File, revs []*Revision) Usage {
 	for _, x := range []struct {
 		f    *File
 		sign int
@@ -118,10 +123,14 @@ func Account(u Usage, old, f *File) Usage {
 		case x.f == nil:
 		case x.f.Deleted:
 			u.Deleted += x.sign
+			u.History += int64(x.sign) * x.f.Size
 		default:
 			u.Files += x.sign
 			u.Bytes += int64(x.sign) * x.f.Size
 		}
+	}
+	for _, r := range revs {
+		u.History += int64(len(r.Content))
 	}
 	return u
 }

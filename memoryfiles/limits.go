@@ -11,8 +11,21 @@ const (
 	MaxFileBytes = 100 << 10
 	// MaxUserBytes bounds the content of all of a user's files together.
 	MaxUserBytes = 4 << 20
+	// MaxHistoryBytes bounds what a user's memory files keep besides
+	// their content (Usage.History: the content of the revisions kept and
+	// of the deleted files kept). It refuses nothing: a write that would
+	// pass it removes the oldest of that history instead (see
+	// Store.Write's Drop and Purge), so a user's files and their history
+	// hold at most MaxUserBytes + MaxHistoryBytes of content, however
+	// many writes made them.
+	MaxHistoryBytes = 4 << 20
 	// MaxFiles bounds the files a user has.
 	MaxFiles = 1000
+	// MaxViewBytes bounds the numbered lines view answers for a file
+	// (128 KiB): enough for a whole file of ordinary lines, while a file
+	// of short lines, which line numbers make up to ten times longer, is
+	// shown up to a line that ends an answer saying how to view the rest.
+	MaxViewBytes = 128 << 10
 	// MaxPathBytes and MaxPathDepth bound a path: its bytes, and its
 	// segments below Root.
 	MaxPathBytes = 1024

@@ -111,7 +111,11 @@ func (s *Service) attempt(ctx context.Context, app, user string, c *command) (st
 		return "", nil, err
 	}
 	x := &exec{ctx: ctx, store: s.store, app: app, user: user, usage: usage, now: s.now(), newID: s.newID}
-	return x.run(c)
+	out, w, err := x.run(c)
+	if err != nil || w == nil {
+		return out, w, err
+	}
+	return out, w, x.settle(w)
 }
 
 // answer turns a command's error into the tool's answer, or returns it

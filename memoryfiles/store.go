@@ -46,8 +46,8 @@ type Store interface {
 	// w.Version+1, every file of w.Files (only the metadata when the
 	// change says its content is unchanged), every revision of
 	// w.Revisions, removing for each the file's revision
-	// Number-MaxRevisions, and removes the files of w.Purge with their
-	// revisions.
+	// Number-MaxRevisions, removes the revisions of w.Drop, and removes
+	// the files of w.Purge with their revisions.
 	Write(ctx context.Context, w *Write) error
 
 	// Apps returns up to limit ids of the apps with memory files (or a
@@ -106,6 +106,10 @@ type Write struct {
 	// Purge are deleted files to remove for good, with their revisions
 	// (their Revision says which are left: the MaxRevisions up to it).
 	Purge []*File
+	// Drop are revisions to remove (App, User, FileID and Number name
+	// each): the oldest history of files that stay, removed to keep the
+	// user within MaxHistoryBytes.
+	Drop []*Revision
 	// Now is the time of the write.
 	Now time.Time
 }

@@ -30,7 +30,7 @@ func numbered(ls []string, first int) string {
 }
 
 // viewFile is view's answer for a file: a header, then the lines (of
-// viewRange when given) with their numbers.
+// viewRange when given) with their numbers, up to MaxViewBytes of them.
 func viewFile(rawPath string, f *File, viewRange []int) (string, error) {
 	ls := lines(f.Content)
 	first := 1
@@ -50,7 +50,24 @@ func viewFile(rawPath string, f *File, viewRange []int) (string, error) {
 		}
 		ls, first = ls[start-1:end], start
 	}
-	return fmt.Sprintf("Here's the content of %s with line numbers:\n%s", rawPath, numbered(ls, first)), nil
+	// Line numbers add seven bytes a line, so a file of newlines would
+	// answer ten times its size: the lines shown stop at MaxViewBytes
+	// (whole lines, at least one), and a note says how to see the rest.
+	shown, size := 0, 0
+	for shown < len(ls) {
+		size += len(ls[shown]) + 8 // six digits, a tab, a newline
+		if shown > 0 && size > MaxViewBytes {
+			break
+		}
+		shown++
+	}
+	out := fmt.Sprintf("Here's the content of %s with line numbers:\n%s", rawPath, numbered(ls[:shown], first))
+	if shown < len(ls) {
+		last := first + shown - 1
+		out += fmt.Sprintf("\n[The view stops at line %d of %d: an answer shows at most %s bytes of lines. View the rest with view_range, from [%d, -1].]",
+			last, first+len(ls)-1, group(MaxViewBytes), last+1)
+	}
+	return out, nil
 }
 
 // entry is one line of a directory listing.

@@ -247,7 +247,10 @@ the whole app in a user's), a session or event the API would refuse (an
 event id that is no id, an event over 512 KiB, state nested too deep, an
 app: key in a session's own state), a session whose events miss a
 sequence or repeat one, a session, memory or memory file that appears
-twice. With --app or --user, an archive whose header holds anything else
+twice, a user's memory files past a limit of the memory tool (1,000
+files, 4 MiB, 4 MiB of history, 100 deleted files, 20 revisions a file,
+100 KiB a file), two of them at one path, or one below another. With
+--app or --user, an archive whose header holds anything else
 (another app or user, the whole installation) is refused too. Then every
 record is written as it is: names, ids, sequences, timestamps, revision
 numbers and sources. What the store holds already is left alone, so

@@ -2,10 +2,12 @@
 // every backend runs Run and must pass all of it. The suite drives a Store
 // through memoryfiles.Service, as the API does, and checks what a caller
 // sees: the memory tool's six commands and their answers word for word,
-// paths refused with nothing written, users and apps kept apart, the
-// limits, revisions and their bound, deleted files and theirs, listings
-// and paging, concurrent edits that never lose an update, and the
-// primitives of export, import and erasure.
+// view's answer bounded, paths refused with nothing written and compared
+// in Unicode normal form C, users and apps kept apart, the limits,
+// revisions and their bound, deleted files and theirs, the history's
+// bound in bytes (the usage counting what the store holds), listings and
+// paging, concurrent edits that never lose an update, and the primitives
+// of export, import and erasure.
 package memoryfilestest
 
 import (
@@ -30,18 +32,21 @@ func Run[S memoryfiles.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "CreateAndView", Run: testCreateAndView},
 		{Name: "DirectoryListing", Run: testDirectoryListing},
 		{Name: "ViewRange", Run: testViewRange},
+		{Name: "ViewBounded", Run: testViewBounded},
 		{Name: "StrReplace", Run: testStrReplace},
 		{Name: "Insert", Run: testInsert},
 		{Name: "Delete", Run: testDelete},
 		{Name: "Rename", Run: testRename},
 		{Name: "BadInput", Run: testBadInput},
 		{Name: "PathsRefused", Run: testPathsRefused},
+		{Name: "PathsNormalised", Run: testPathsNormalised},
 		{Name: "UsersAndAppsApart", Run: testIsolation},
 		{Name: "Limits", Run: testLimits},
 		{Name: "MaxFiles", Run: testMaxFiles},
 		{Name: "Revisions", Run: testRevisions},
 		{Name: "RevisionsBounded", Run: testRevisionsBounded},
 		{Name: "DeletedFilesBounded", Run: testDeletedBounded},
+		{Name: "HistoryBounded", Run: testHistoryBounded},
 		{Name: "ListAndPage", Run: testListAndPage},
 		{Name: "ConcurrentEdits", Run: testConcurrentEdits},
 		{Name: "StaleWriteAborted", Run: testStaleWrite},
@@ -250,6 +255,50 @@ func testViewRange(t *testing.T, h *Harness) {
 	h.Want(vr(1.0), "Error: Invalid `view_range`: [1]. It should be a list of two integers.", true)
 	h.Want(map[string]any{"command": "view", "path": "/memories", "view_range": []any{1.0, 2.0}},
 		"Error: The `view_range` parameter is not allowed when `path` points to a directory.", true)
+}
+
+// testViewBounded checks that view does not amplify: a file of empty
+// lines, which line numbers would make ten times longer, is shown up to
+// MaxViewBytes, with a note that says how to view the rest, which
+// view_range then shows; a full file of ordinary lines is shown whole.
+// Nor does str_replace's list of the lines of several occurrences.
+func testViewBounded(t *testing.T, h *Harness) {
+	h.Create("/memories/blank.txt", strings.Repeat("\n", memoryfiles.MaxFileBytes))
+	out := h.OK(view("/memories/blank.txt"))
+	if len(out) > memoryfiles.MaxViewBytes+300 {
+		t.Errorf("view of %d newlines answers %d bytes; want at most %d and a note", memoryfiles.MaxFileBytes, len(out), memoryfiles.MaxViewBytes+300)
+	}
+	shown := strings.Count(out, "\t")
+	note := fmt.Sprintf("\n[The view stops at line %d of 102400: an answer shows at most 131,072 bytes of lines. View the rest with view_range, from [%d, -1].]", shown, shown+1)
+	if !strings.HasSuffix(out, note) || !strings.Contains(out, fmt.Sprintf("\n%6d\t\n", shown)) {
+		t.Errorf("view of a file of newlines ends %q; want line %d, then %q", out[max(0, len(out)-200):], shown, note)
+	}
+	// The rest, a view_range at a time.
+	total, from := shown, shown+1
+	for from <= memoryfiles.MaxFileBytes {
+		out := h.OK(map[string]any{"command": "view", "path": "/memories/blank.txt", "view_range": []any{float64(from), -1.0}})
+		if len(out) > memoryfiles.MaxViewBytes+300 || !strings.Contains(out, fmt.Sprintf("\n%6d\t", from)) {
+			t.Fatalf("view_range [%d, -1]: %d bytes, starting %.100q", from, len(out), out)
+		}
+		n := strings.Count(out, "\t")
+		total, from = total+n, from+n
+	}
+	if total != memoryfiles.MaxFileBytes {
+		t.Errorf("the views showed %d lines in all, want %d", total, memoryfiles.MaxFileBytes)
+	}
+	// str_replace's answer to a string on every line lists 100 of them.
+	var lines []string
+	for i := 1; i <= 100; i++ {
+		lines = append(lines, fmt.Sprint(i))
+	}
+	h.Want(map[string]any{"command": "str_replace", "path": "/memories/blank.txt", "old_str": "\n", "new_str": ""},
+		"No replacement was performed. Multiple occurrences of old_str `\n` in lines: "+strings.Join(lines, ", ")+" and 102,300 more. Please ensure it is unique", true)
+	// Ordinary lines: the whole file, no note.
+	line := strings.Repeat("a", 39) + "\n"
+	h.Create("/memories/full.txt", strings.Repeat(line, memoryfiles.MaxFileBytes/len(line)))
+	if out := h.OK(view("/memories/full.txt")); strings.Contains(out, "[The view stops") || strings.Count(out, "\t") != memoryfiles.MaxFileBytes/len(line) {
+		t.Errorf("view of a full file of 40-byte lines: %d lines shown, ends %q", strings.Count(out, "\t"), out[max(0, len(out)-100):])
+	}
 }
 
 func testStrReplace(t *testing.T, h *Harness) {

@@ -32,7 +32,18 @@ var BadPaths = map[string]string{
 	"/memories/\u0085x":                           "contains the control character U+0085",
 	"/memories/\xc0\xae\xc0\xae/etc":              "is not valid UTF-8",
 	"/memories/\uff0e\uff0e/etc":                  `has the segment "．．", which reads as ".."`,
-	"/memories/a\uff0fb":                          `has the segment "a／b", which reads as "a/b"`,
+	"/memories/a\uff0fb":                          "contains the character U+FF0F, which looks like a slash or a backslash; separate directories with /",
+	"/memories/a\u2215b":                          "contains the character U+2215, which looks like a slash or a backslash; separate directories with /",
+	"/memories/a\u2044b":                          "contains the character U+2044, which looks like a slash or a backslash; separate directories with /",
+	"/memories/..\u200b/x":                        "contains the invisible format character U+200B; write the name without it",
+	"/memories/gpj.\u202etxt":                     "contains the invisible format character U+202E; write the name without it",
+	"/memories/notes\u200d":                       "contains the invisible format character U+200D; write the name without it",
+	"/memories/a\u200db":                          "contains the invisible format character U+200D; write the name without it",
+	"/memories/\ufeffnotes":                       "contains the invisible format character U+FEFF; write the name without it",
+	"/memories/a\u2028b":                          "contains the line or paragraph separator U+2028; a name is one line",
+	"/memories/a\u2029b":                          "contains the line or paragraph separator U+2029; a name is one line",
+	"/memories/\u00a0/x":                          `has the segment "\u00a0", which is only spaces`,
+	"/memories/\u3000\u00a0":                      `has the segment "\u3000\u00a0", which is only spaces`,
 	"/memories/~":                                 `has the segment "~", a home directory alias`,
 	"/memories/C:":                                `has the segment "C:", whose colon names a drive or stream on some file systems`,
 	"/memories/notes.txt:hidden":                  `has the segment "notes.txt:hidden", whose colon names a drive or stream on some file systems`,
@@ -69,10 +80,33 @@ func testPathsRefused(t *testing.T, h *Harness) {
 	if diff := cmp.Diff([]string{"/memories/notes.txt"}, h.Paths("ann")); diff != "" {
 		t.Errorf("files after the refused paths (-want +got):\n%s", diff)
 	}
-	// Names that merely look odd are files like any other.
-	for _, p := range []string{"/memories/..notes", "/memories/a..b/c", "/memories/100%/x", "/memories/メモ（１）.txt", "/memories/.env", "/memories/~ann"} {
+	// Names that merely look odd are files like any other, emoji joined
+	// into one by zero-width joiners too.
+	for _, p := range []string{"/memories/..notes", "/memories/a..b/c", "/memories/100%/x", "/memories/メモ（１）.txt", "/memories/.env", "/memories/~ann",
+		"/memories/a\u00a0b", "/memories/\U0001F468\u200d\U0001F469\u200d\U0001F467.md", "/memories/\u2764\ufe0f\u200d\U0001F525"} {
 		h.Create(p, "ok")
 		h.Want(view(p), "Here's the content of "+p+" with line numbers:\n     1\tok", false)
+	}
+}
+
+// testPathsNormalised checks that paths are compared in Unicode normal
+// form C: "café" with a precomposed é and with e and a combining acute
+// accent name one file, stored in the composed form.
+func testPathsNormalised(t *testing.T, h *Harness) {
+	const nfc, nfd = "/memories/caf\u00e9/men\u00fa.md", "/memories/cafe\u0301/menu\u0301.md"
+	h.Create(nfc, "soup\n")
+	h.Want(map[string]any{"command": "create", "path": nfd, "file_text": "other"}, "Error: File "+nfd+" already exists", true)
+	h.Want(view(nfd), "Here's the content of "+nfd+" with line numbers:\n     1\tsoup", false)
+	h.OK(map[string]any{"command": "str_replace", "path": nfd, "old_str": "soup", "new_str": "stew"})
+	if got, ok := h.Content("ann", nfc); !ok || got != "stew\n" {
+		t.Errorf("content at the composed path = %q, %v", got, ok)
+	}
+	h.OK(map[string]any{"command": "rename", "old_path": "/memories/cafe\u0301", "new_path": "/memories/bistro\u0301"})
+	if diff := cmp.Diff([]string{"/memories/bistr\u00f3/men\u00fa.md"}, h.Paths("ann")); diff != "" {
+		t.Errorf("files after renaming by a decomposed path (-want +got):\n%s", diff)
+	}
+	if u := h.Usage("ann"); u.Files != 1 {
+		t.Errorf("usage = %+v, want one file", u)
 	}
 }
 

@@ -7,7 +7,7 @@
 // and the memory bank's collections:
 //
 //	kioku_apps/{app}/kioku_memory_file_users/{user}
-//	    files, deleted, bytes, version: the user's memoryfiles.Usage,
+//	    files, deleted, bytes, history, version: the user's memoryfiles.Usage,
 //	    whose version orders the user's writes
 //	kioku_apps/{app}/kioku_memory_file_users/{user}/kioku_memory_files/{file}
 //	    path, content, size, revision, create_ns, update_ns, deleted
@@ -19,8 +19,11 @@
 // with Aborted when its version moved on, and writes the usage, the files
 // (a file whose content did not change is updated field by field), the
 // revisions, the deletion of each file's revision that falls out of the
-// kept ones, and the purged deleted files with their revisions (whose
-// numbers the file's revision gives, so no query is needed). A file is
+// kept ones and of the revisions dropped (Write.Drop), and the purged
+// deleted files with their revisions (whose numbers the file's revision
+// gives, so no query is needed). For a usage document written before the
+// history field was kept, Usage counts the history from the documents
+// (countHistory), and the user's next write stores it. A file is
 // read outside the transaction: the usage version covers it (see
 // memoryfiles.Store).
 //
@@ -84,6 +87,7 @@ type usageDoc struct {
 	Files   int   `firestore:"files"`
 	Deleted int   `firestore:"deleted"`
 	Bytes   int64 `firestore:"bytes"`
+	History int64 `firestore:"history"`
 	Version int64 `firestore:"version"`
 }
 
@@ -125,7 +129,11 @@ func fileOf(app, user string, snap *firestore.DocumentSnapshot) (*memoryfiles.Fi
 // Usage implements memoryfiles.Store.
 func (s *Store) Usage(ctx context.Context, app, user string) (memoryfiles.Usage, error) {
 	snap, err := s.usageRef(app, user).Get(ctx)
-	return usageOf(snap, err)
+	u, err := usageOf(snap, err)
+	if err == nil && !keptHistory(snap) {
+		u.History, err = s.countHistory(ctx, app, user)
+	}
+	return u, err
 }
 
 // usageOf reads a usage document's snapshot (zero when it does not
@@ -141,7 +149,7 @@ func usageOf(snap *firestore.DocumentSnapshot, err error) (memoryfiles.Usage, er
 	if err := snap.DataTo(&d); err != nil {
 		return memoryfiles.Usage{}, err
 	}
-	return memoryfiles.Usage{Files: d.Files, Deleted: d.Deleted, Bytes: d.Bytes, Version: d.Version}, nil
+	return memoryfiles.Usage{Files: d.Files, Deleted: d.Deleted, Bytes: d.Bytes, History: d.History, Version: d.Version}, nil
 }
 
 // FindFile implements memoryfiles.Store.
@@ -256,7 +264,7 @@ func toRevisionDoc(r *memoryfiles.Revision) *revisionDoc {
 }
 
 func toUsageDoc(u memoryfiles.Usage, version int64) *usageDoc {
-	return &usageDoc{Files: u.Files, Deleted: u.Deleted, Bytes: u.Bytes, Version: version}
+	return &usageDoc{Files: u.Files, Deleted: u.Deleted, Bytes: u.Bytes, History: u.History, Version: version}
 }
 
 // Write implements memoryfiles.Store.
@@ -294,6 +302,11 @@ func (s *Store) Write(ctx context.Context, w *memoryfiles.Write) error {
 				if err := tx.Delete(s.revisionRef(w.App, w.User, r.FileID, old)); err != nil {
 					return err
 				}
+			}
+		}
+		for _, r := range w.Drop {
+			if err := tx.Delete(s.revisionRef(w.App, w.User, r.FileID, r.Number)); err != nil {
+				return err
 			}
 		}
 		for _, f := range w.Purge {
@@ -405,8 +418,9 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 				return err
 			}
 		}
+		u = memoryfiles.Account(u, nil, nil, fresh)
 		if cur == nil || cur.Revision < f.Revision {
-			u = memoryfiles.Account(u, cur, f)
+			u = memoryfiles.Account(u, cur, f, nil)
 			if err := tx.Set(ref, toFileDoc(f)); err != nil {
 				return err
 			}

@@ -4,7 +4,7 @@
 //
 // Layout:
 //
-//	memory_file_usages     (app, user_id) → files, deleted, bytes, version:
+//	memory_file_usages     (app, user_id) → files, deleted, bytes, history, version:
 //	                       the user's Usage, whose version orders the
 //	                       user's writes (memoryfiles.Store.Write).
 //	memory_files           (app, user_id, id) → path, path_sealed,
@@ -85,12 +85,22 @@ CREATE UNIQUE INDEX memory_file_revisions_by_number ON memory_file_revisions (ap
 
 // migrations are the schema's steps: the tables (v1); the files' sealed
 // paths (v2); in an encrypted database, the paths stored in the clear
-// before v2 sealed (v3, sealPaths).
+// before v2 sealed (v3, sealPaths); the usages' history bytes (v4),
+// counted from what is stored (a revision's size is its content's for the
+// actions that hold content).
 func migrations(k *seal.Keyring) []sqlitedb.Step {
 	return []sqlitedb.Step{
 		{SQL: schema},
 		{SQL: `ALTER TABLE memory_files ADD COLUMN path_sealed BLOB;`},
 		{Func: sealPaths(k)},
+		{SQL: `
+ALTER TABLE memory_file_usages ADD COLUMN history INTEGER NOT NULL DEFAULT 0;
+UPDATE memory_file_usages SET history =
+	(SELECT COALESCE(SUM(r.size), 0) FROM memory_file_revisions r
+		WHERE r.app = memory_file_usages.app AND r.user_id = memory_file_usages.user_id AND r.action IN ('CREATED', 'EDITED'))
+	+ (SELECT COALESCE(SUM(f.size), 0) FROM memory_files f
+		WHERE f.app = memory_file_usages.app AND f.user_id = memory_file_usages.user_id AND f.deleted = 1);
+`},
 	}
 }
 
@@ -152,8 +162,8 @@ type querier interface {
 
 func usage(ctx context.Context, q querier, app, user string) (memoryfiles.Usage, error) {
 	var u memoryfiles.Usage
-	err := q.QueryRowContext(ctx, `SELECT files, deleted, bytes, version FROM memory_file_usages WHERE app = ? AND user_id = ?`, app, user).
-		Scan(&u.Files, &u.Deleted, &u.Bytes, &u.Version)
+	err := q.QueryRowContext(ctx, `SELECT files, deleted, bytes, history, version FROM memory_file_usages WHERE app = ? AND user_id = ?`, app, user).
+		Scan(&u.Files, &u.Deleted, &u.Bytes, &u.History, &u.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}
@@ -306,6 +316,11 @@ func (s *Store) Write(ctx context.Context, w *memoryfiles.Write) error {
 				}
 			}
 		}
+		for _, r := range w.Drop {
+			if _, err := tx.Exec(`DELETE FROM memory_file_revisions WHERE app = ? AND user_id = ? AND file_id = ? AND number = ?`, r.App, r.User, r.FileID, r.Number); err != nil {
+				return err
+			}
+		}
 		for _, f := range w.Purge {
 			if err := purge(tx, f.App, f.User, f.ID); err != nil {
 				return err
@@ -316,9 +331,10 @@ func (s *Store) Write(ctx context.Context, w *memoryfiles.Write) error {
 }
 
 func putUsage(tx *sql.Tx, app, user string, u memoryfiles.Usage, version int64) error {
-	_, err := tx.Exec(`INSERT INTO memory_file_usages (app, user_id, files, deleted, bytes, version) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (app, user_id) DO UPDATE SET files = excluded.files, deleted = excluded.deleted, bytes = excluded.bytes, version = excluded.version`,
-		app, user, u.Files, u.Deleted, u.Bytes, version)
+	_, err := tx.Exec(`INSERT INTO memory_file_usages (app, user_id, files, deleted, bytes, history, version) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app, user_id) DO UPDATE SET files = excluded.files, deleted = excluded.deleted, bytes = excluded.bytes,
+		history = excluded.history, version = excluded.version`,
+		app, user, u.Files, u.Deleted, u.Bytes, u.History, version)
 	return err
 }
 
@@ -438,13 +454,7 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 				return err
 			}
 		}
-		if cur == nil || cur.Revision < f.Revision {
-			u = memoryfiles.Account(u, cur, f)
-			if err := putFile(s.db.Keyring(), tx, memoryfiles.FileChange{File: f, Content: true}); err != nil {
-				return err
-			}
-			wrote = true
-		}
+		var fresh []*memoryfiles.Revision // the revisions written
 		for _, r := range revs {
 			if r.Number <= f.Revision-memoryfiles.MaxRevisions {
 				continue
@@ -454,8 +464,17 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 				return err
 			}
 			if ok {
-				n++
+				fresh = append(fresh, r)
 			}
+		}
+		n = len(fresh)
+		u = memoryfiles.Account(u, nil, nil, fresh)
+		if cur == nil || cur.Revision < f.Revision {
+			u = memoryfiles.Account(u, cur, f, nil)
+			if err := putFile(s.db.Keyring(), tx, memoryfiles.FileChange{File: f, Content: true}); err != nil {
+				return err
+			}
+			wrote = true
 		}
 		if !wrote && n == 0 {
 			return nil
