@@ -386,8 +386,10 @@ func New(cfg Config) *Server {
 	api = append(api, caps, &errorInterceptor{log: errs})
 	apiOpts := append(slices.Clip(common), connect.WithInterceptors(api...))
 	// kioku.v1's JSON is strict: a field its messages do not have is an
-	// error naming it. The Surfaces' is not (the Vertex AI API accepts
-	// what Google's front end does).
+	// error naming it. The Surfaces' Connect JSON is not (connect-go's
+	// default); the Vertex AI API's REST codec refuses unknown fields
+	// itself, as Google's front end does, beside the JSON-only ones its
+	// clients send (internal/server/vertex/codec.go).
 	kiokuOpts := append(slices.Clip(apiOpts),
 		connect.WithCodec(jsonCodec{name: "json", strict: true, refused: codecRefused}),
 		connect.WithCodec(jsonCodec{name: "json; charset=utf-8", strict: true, refused: codecRefused}))

@@ -60,3 +60,40 @@ func TestRESTRefusesQueryParametersBoundInThePath(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTRefusesUnknownBodyFields: a JSON member that neither Google's
+// types nor the JSON-only fields the SDKs send know is INVALID_ARGUMENT
+// naming it (its path in the body), as Google's front end answers (and
+// kioku.v1 too), at the top of a body or deeper, and nothing changes
+// (issue 36, finding 10). Before, {"evil": 1} was accepted and dropped.
+func TestRESTRefusesUnknownBodyFields(t *testing.T) {
+	k := startKioku(t, nil)
+	v := k.url + "/v1beta1/" + engine
+	ok(t, "POST", v+"/sessions?sessionId=s1", `{"userId": "ann", "displayName": "mine"}`)
+	ok(t, "POST", v+"/memories?memoryId=m1", `{"fact": "Ann likes tea.", "scope": {"user_id": "ann"}}`)
+	for _, c := range []struct{ method, path, body, field string }{
+		{"PATCH", "/sessions/s1?update_mask=display_name", `{"displayName": "renamed", "evil": 1}`, "evil"},
+		{"POST", "/sessions?sessionId=s2", `{"userId": "ann", "futureField": 1}`, "futureField"},
+		{"POST", "/sessions/s1:appendEvent", `{"author": "user", "invocationId": "i1", "timestamp": "2026-01-01T00:00:00Z", "actions": {"stateDelta": {"x": 1}, "evil": true}}`, "actions.evil"},
+		{"POST", "/sessions/s1:appendEvent", `{"author": "user", "invocationId": "i1", "timestamp": "2026-01-01T00:00:00Z", "content": {"role": "user", "parts": [{"text": "hi", "evil": 1}]}}`, "content.parts[0].evil"},
+		{"PATCH", "/memories/m1?updateMask=fact", `{"fact": "Ann likes coffee.", "evil": 1}`, "evil"},
+		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "evil": 1}`, "evil"},
+	} {
+		status, out := call(t, c.method, v+c.path, c.body)
+		googleError(t, c.method+" "+c.path+" "+c.body, status, out, 400, "INVALID_ARGUMENT")
+		if f := nodetest.Path(out, "error", "details", 0, "fieldViolations", 0, "field"); f != c.field || !strings.Contains(fmt.Sprint(nodetest.Path(out, "error", "message")), "Unknown name") {
+			t.Errorf("%s %s %s: %v, want a violation naming %s", c.method, c.path, c.body, out, c.field)
+		}
+	}
+	if s := ok(t, "GET", v+"/sessions/s1", ""); s["displayName"] != "mine" {
+		t.Errorf("the session after the refusals: %v", s)
+	}
+	if events := ok(t, "GET", v+"/sessions/s1/events", ""); events["sessionEvents"] != nil {
+		t.Errorf("events after the refusals: %v", events)
+	}
+	if m := ok(t, "GET", v+"/memories/m1", ""); m["fact"] != "Ann likes tea." {
+		t.Errorf("the memory after the refusals: %v", m)
+	}
+	// The JSON-only fields the SDKs send, in either spelling, still pass.
+	ok(t, "PATCH", v+"/memories/m1?updateMask=fact", `{"fact": "Ann likes green tea.", "revision_labels": {"by": "sdk"}, "disableMemoryRevisions": false}`)
+}
