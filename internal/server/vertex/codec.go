@@ -137,8 +137,25 @@ var jsonOnly = map[protoreflect.FullName][]string{
 	"google.cloud.aiplatform.v1beta1.Memory":                  {"topics", "metadata", "revisionLabels", "revisionTtl", "revisionExpireTime", "disableMemoryRevisions"},
 	"google.cloud.aiplatform.v1beta1.GenerateMemoriesRequest": {"allowedTopics", "metadata", "metadataMergeStrategy", "revisionLabels", "revisionTtl", "revisionExpireTime", "disableMemoryRevisions"},
 	"google.cloud.aiplatform.v1beta1.RetrieveMemoriesRequest": {"filter", "filterGroups", "memoryTypes"},
-	"google.cloud.aiplatform.v1beta1.EventActions":            {"rewindBeforeInvocationId"},
-	"google.cloud.aiplatform.v1.EventActions":                 {"rewindBeforeInvocationId"},
+	"google.cloud.aiplatform.v1beta1.EventActions":            eventActionsJSONOnly,
+	"google.cloud.aiplatform.v1.EventActions":                 eventActionsJSONOnly,
+}
+
+// eventActionsJSONOnly are the members of EventActions beyond Google's Go
+// types that ADK sends (Python: rewindBeforeInvocationId; TypeScript
+// copies its own EventActions whole).
+var eventActionsJSONOnly = []string{"rewindBeforeInvocationId", "requestedToolConfirmations", "agentState", "endOfAgent"}
+
+// geminiShaped are the messages that mirror Gemini's own types (content
+// and its parts, grounding metadata, transcriptions), which ADK copies
+// from a model's response as they come and which grow with every Gemini
+// release: in them, at any depth, a member Google's Go types lack is
+// dropped, as before, rather than refused, so that a client newer than
+// the pinned types keeps working.
+var geminiShaped = map[protoreflect.FullName]bool{
+	"google.cloud.aiplatform.v1beta1.Content": true, "google.cloud.aiplatform.v1.Content": true,
+	"google.cloud.aiplatform.v1beta1.GroundingMetadata": true, "google.cloud.aiplatform.v1.GroundingMetadata": true,
+	"google.cloud.aiplatform.v1beta1.Transcription": true, "google.cloud.aiplatform.v1.Transcription": true,
 }
 
 // knownJSONOnly reports whether name (in lowerCamelCase or snake_case) is
@@ -325,7 +342,7 @@ func (c *codec) read(data []byte, msg proto.Message, at string) error {
 		return c.unmarshal.Unmarshal(data, msg)
 	}
 	x := map[string]any{}
-	if err := normalize(msg.ProtoReflect().Descriptor(), obj, x, at); err != nil {
+	if err := normalize(msg.ProtoReflect().Descriptor(), obj, x, at, false); err != nil {
 		return err
 	}
 	b, err := json.Marshal(obj)
@@ -371,8 +388,10 @@ func (c *codec) UnmarshalField(data []byte, msg proto.Message, field protoreflec
 // at, in place into what protojson reads (timestamps and durations as
 // strings, update masks in lowerCamelCase). A member md does not have is
 // an unknownMember unless jsonOnly lists it: then it moves into x when x
-// is not nil (the top level; deeper down it is dropped).
-func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[string]any, at string) error {
+// is not nil (the top level; deeper down it is dropped). Within a
+// geminiShaped message (lenient), such members are dropped.
+func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[string]any, at string, lenient bool) error {
+	lenient = lenient || geminiShaped[md.FullName()]
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		v := obj[k]
 		fd := md.Fields().ByJSONName(k)
@@ -382,7 +401,7 @@ func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[stri
 		if fd == nil {
 			switch {
 			case strings.HasPrefix(k, "@"):
-			case !knownJSONOnly(md, k):
+			case !lenient && !knownJSONOnly(md, k):
 				return &unknownMember{name: k, at: at}
 			case x != nil:
 				x[camelPaths(k)] = v
@@ -410,7 +429,7 @@ func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[stri
 			if m, ok := v.(map[string]any); ok && fd.MapValue().Message() != nil {
 				for _, key := range slices.Sorted(maps.Keys(m)) {
 					if em, ok := m[key].(map[string]any); ok {
-						if err := normalize(fd.MapValue().Message(), em, nil, fmt.Sprintf("%s[%q]", here, key)); err != nil {
+						if err := normalize(fd.MapValue().Message(), em, nil, fmt.Sprintf("%s[%q]", here, key), lenient); err != nil {
 							return err
 						}
 					}
@@ -420,14 +439,14 @@ func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[stri
 			list, _ := v.([]any)
 			for i, e := range list {
 				if em, ok := e.(map[string]any); ok {
-					if err := normalize(fd.Message(), em, nil, fmt.Sprintf("%s[%d]", here, i)); err != nil {
+					if err := normalize(fd.Message(), em, nil, fmt.Sprintf("%s[%d]", here, i), lenient); err != nil {
 						return err
 					}
 				}
 			}
 		default:
 			if m, ok := v.(map[string]any); ok {
-				if err := normalize(fd.Message(), m, nil, here); err != nil {
+				if err := normalize(fd.Message(), m, nil, here, lenient); err != nil {
 					return err
 				}
 			}

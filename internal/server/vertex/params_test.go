@@ -75,7 +75,7 @@ func TestRESTRefusesUnknownBodyFields(t *testing.T) {
 		{"PATCH", "/sessions/s1?update_mask=display_name", `{"displayName": "renamed", "evil": 1}`, "evil"},
 		{"POST", "/sessions?sessionId=s2", `{"userId": "ann", "futureField": 1}`, "futureField"},
 		{"POST", "/sessions/s1:appendEvent", `{"author": "user", "invocationId": "i1", "timestamp": "2026-01-01T00:00:00Z", "actions": {"stateDelta": {"x": 1}, "evil": true}}`, "actions.evil"},
-		{"POST", "/sessions/s1:appendEvent", `{"author": "user", "invocationId": "i1", "timestamp": "2026-01-01T00:00:00Z", "content": {"role": "user", "parts": [{"text": "hi", "evil": 1}]}}`, "content.parts[0].evil"},
+		{"POST", "/sessions/s1:appendEvent", `{"author": "user", "invocationId": "i1", "timestamp": "2026-01-01T00:00:00Z", "eventMetadata": {"turnComplete": true, "evil": 1}}`, "event_metadata.evil"},
 		{"PATCH", "/memories/m1?updateMask=fact", `{"fact": "Ann likes coffee.", "evil": 1}`, "evil"},
 		{"POST", "/memories:retrieve", `{"scope": {"user_id": "ann"}, "evil": 1}`, "evil"},
 	} {
@@ -94,6 +94,17 @@ func TestRESTRefusesUnknownBodyFields(t *testing.T) {
 	if m := ok(t, "GET", v+"/memories/m1", ""); m["fact"] != "Ann likes tea." {
 		t.Errorf("the memory after the refusals: %v", m)
 	}
-	// The JSON-only fields the SDKs send, in either spelling, still pass.
+	// The JSON-only fields the SDKs send, in either spelling, still pass,
+	// and so does what ADK for TypeScript copies from its own event:
+	// EventActions' further members, and content and grounding metadata
+	// as the model gave them, whose members newer than Google's Go types
+	// are dropped.
 	ok(t, "PATCH", v+"/memories/m1?updateMask=fact", `{"fact": "Ann likes green tea.", "revision_labels": {"by": "sdk"}, "disableMemoryRevisions": false}`)
+	ok(t, "POST", v+"/sessions/s1:appendEvent", `{"author": "model", "invocationId": "i2", "timestamp": "2026-01-01T00:00:01Z",
+		"content": {"role": "model", "parts": [{"text": "hi", "partFromTheFuture": 1}]},
+		"actions": {"stateDelta": {}, "requestedToolConfirmations": {}, "requested_tool_confirmations": {}, "endOfAgent": true, "agentState": {"step": 1}},
+		"eventMetadata": {"groundingMetadata": {"webSearchQueries": ["tea"], "fieldFromTheFuture": {}}}}`)
+	if events := ok(t, "GET", v+"/sessions/s1/events", ""); nodetest.Path(events, "sessionEvents", 0, "content", "parts", 0, "text") != "hi" {
+		t.Errorf("the event ADK for TypeScript appended: %v", events)
+	}
 }
