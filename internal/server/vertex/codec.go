@@ -129,8 +129,8 @@ var extrasTag = protowire.AppendTag(nil, extrasField, protowire.BytesType)
 // jsonOnly are, by message, the members of Vertex AI's REST JSON that
 // Google's Go types (the version go.mod pins) lack, as the clients send
 // them: the Vertex AI SDK (memories' topics, metadata and revision
-// settings, generation's settings, retrieval's filters) and ADK Python
-// (EventActions' rewindBeforeInvocationId, which kioku drops). Any other
+// settings, generation's settings, retrieval's filters) and ADK
+// (eventActionsJSONOnly, which kioku drops). Any other
 // member a message lacks is refused (unknownMember). A field Google adds
 // that a client starts sending goes here until the pinned types have it.
 var jsonOnly = map[protoreflect.FullName][]string{
@@ -166,8 +166,8 @@ func knownJSONOnly(md protoreflect.MessageDescriptor, name string) bool {
 
 // unknownMember is a member of a request's JSON body that its message
 // does not have: at is where in the body, as Google's front end writes it
-// ("actions", "content.parts[0]", "" at the top; a binding's body that is
-// a field, such as UpdateSession's session, is the top).
+// ("actions", "event_metadata", "" at the top; a binding's body that is a
+// field, such as UpdateSession's session, is the top).
 type unknownMember struct{ name, at string }
 
 func (e *unknownMember) Error() string {
@@ -323,14 +323,14 @@ func (c *codec) Unmarshal(data []byte, msg proto.Message) error {
 	if err := reqlimit.JSON(data); err != nil {
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	if err := c.read(data, msg, ""); err != nil {
+	if err := c.read(data, msg); err != nil {
 		return invalidBody(err, msg.ProtoReflect().Descriptor().FullName())
 	}
 	return nil
 }
 
-// read reads a message at the path at of the body (see unknownMember).
-func (c *codec) read(data []byte, msg proto.Message, at string) error {
+// read reads a message that is a request's body.
+func (c *codec) read(data []byte, msg proto.Message) error {
 	if wellKnown(msg.ProtoReflect().Descriptor().FullName()) {
 		return c.unmarshal.Unmarshal(data, msg)
 	}
@@ -342,7 +342,7 @@ func (c *codec) read(data []byte, msg proto.Message, at string) error {
 		return c.unmarshal.Unmarshal(data, msg)
 	}
 	x := map[string]any{}
-	if err := normalize(msg.ProtoReflect().Descriptor(), obj, x, at, false); err != nil {
+	if err := normalize(msg.ProtoReflect().Descriptor(), obj, x, "", false); err != nil {
 		return err
 	}
 	b, err := json.Marshal(obj)
@@ -374,7 +374,7 @@ func (c *codec) UnmarshalField(data []byte, msg proto.Message, field protoreflec
 	}
 	var err error
 	if field.Message() != nil && !field.IsList() && !field.IsMap() {
-		err = c.read(data, msg.ProtoReflect().Mutable(field).Message().Interface(), "")
+		err = c.read(data, msg.ProtoReflect().Mutable(field).Message().Interface())
 	} else {
 		err = c.fields.UnmarshalField(data, msg, field)
 	}
