@@ -30,7 +30,9 @@ The token arrives at kioku as Authorization: Bearer TOKEN: any value does
 for a kioku without --auth-keys; for one with keys give a kioku API key
 (kioku key), preferably as KIOKU_TOKEN, out of the process list. Anything
 on this machine that asks the server gets the token: it listens on a
-loopback address only.
+loopback address only, and answers only a Host of a loopback address,
+localhost, metadata.google.internal or 169.254.169.254 (not a page on a
+domain rebound to 127.0.0.1) and no request with X-Forwarded-For.
 
 Flags:
 `
@@ -82,9 +84,33 @@ func loopbackAddr(addr string) error {
 	return nil
 }
 
+// metadataHost reports whether a request's Host names the metadata server
+// as Google's auth libraries do (metadata.google.internal or
+// 169.254.169.254, with or without a port) or as GCE_METADATA_HOST points
+// them at it (a loopback address or localhost, with any port). Any other
+// name is a page on a domain rebound to 127.0.0.1, which must not read
+// the token.
+func metadataHost(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	} else {
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	}
+	name = strings.ToLower(name)
+	switch name {
+	case "metadata.google.internal", "169.254.169.254", "localhost":
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
 // metadataHandler answers the metadata server's requests that Google's
 // auth libraries make: each needs the header Metadata-Flavor: Google, and
-// each reply carries it.
+// each reply carries it. As Google's metadata server does, it refuses a
+// request that came through a proxy (X-Forwarded-For); and it answers only
+// the Host names a client of a metadata server sends (metadataHost).
 func metadataHandler(project, token string) http.Handler {
 	const account = "kioku@localhost"
 	text := map[string]string{
@@ -104,6 +130,14 @@ func metadataHandler(project, token string) http.Handler {
 		w.Header().Set("Metadata-Flavor", "Google")
 		if r.Header.Get("Metadata-Flavor") != "Google" {
 			http.Error(w, "the header Metadata-Flavor: Google is required", http.StatusForbidden)
+			return
+		}
+		if _, ok := r.Header["X-Forwarded-For"]; ok {
+			http.Error(w, "a request with the header X-Forwarded-For is refused, as Google's metadata server refuses it", http.StatusForbidden)
+			return
+		}
+		if !metadataHost(r.Host) {
+			http.Error(w, fmt.Sprintf("the Host %q is not the metadata server's: use a loopback address, localhost, metadata.google.internal or 169.254.169.254", r.Host), http.StatusForbidden)
 			return
 		}
 		if r.Method != http.MethodGet {

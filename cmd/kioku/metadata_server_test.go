@@ -98,3 +98,40 @@ func TestMetadataServerListensOnLoopbackOnly(t *testing.T) {
 		t.Fatal("the server did not stop")
 	}
 }
+
+// A page on a domain rebound to 127.0.0.1 sends its own Host, and a proxy
+// adds X-Forwarded-For: neither gets the token (issue 36, finding 1).
+func TestMetadataHandlerRefusesOtherHostsAndProxies(t *testing.T) {
+	srv := httptest.NewServer(metadataHandler("my-project", "kioku_key"))
+	defer srv.Close()
+	get := func(host string, header http.Header) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+"/computeMetadata/v1/instance/service-accounts/default/token", nil)
+		req.Host = host
+		req.Header = header
+		req.Header.Set("Metadata-Flavor", "Google")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, host := range []string{"127.0.0.1:18089", "127.0.0.1", "127.8.9.10:1", "[::1]:18089", "[::1]", "localhost:18089", "LOCALHOST", "metadata.google.internal", "Metadata.Google.Internal:80", "169.254.169.254", "169.254.169.254:80"} {
+		if status, body := get(host, http.Header{}); status != http.StatusOK || !strings.Contains(body, "kioku_key") {
+			t.Errorf("Host %s: %d %q, want the token", host, status, body)
+		}
+	}
+	for _, host := range []string{"evil.example:18089", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:18089", "metadata.google.internal.evil.example", "169.254.169.253", "10.0.0.1:18089", "[::2]:18089"} {
+		if status, body := get(host, http.Header{}); status != http.StatusForbidden || strings.Contains(body, "kioku_key") || !strings.Contains(body, "Host") {
+			t.Errorf("Host %s: %d %q, want 403 naming the Host", host, status, body)
+		}
+	}
+	for _, v := range []string{"203.0.113.9", ""} {
+		status, body := get("127.0.0.1:18089", http.Header{"X-Forwarded-For": {v}})
+		if status != http.StatusForbidden || strings.Contains(body, "kioku_key") || !strings.Contains(body, "X-Forwarded-For") {
+			t.Errorf("X-Forwarded-For %q: %d %q, want 403 naming the header", v, status, body)
+		}
+	}
+}

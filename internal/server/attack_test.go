@@ -40,9 +40,6 @@ type attackCase struct {
 	// byID: the victim names its resource by id (a memory, an operation),
 	// so another user's key gets NOT_FOUND, as if it did not exist.
 	byID bool
-	// shared: the victim reads what every user of the app may read (the
-	// memory bank's configuration).
-	shared bool
 	// appLevel is the call, with ann's user key, that only an app key may
 	// make (nil when the method has none: sessions always belong to a
 	// user), and the code it gets.
@@ -206,10 +203,15 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.ListMemoryRevisions(ctx, &kiokuv1.ListMemoryRevisionsRequest{Parent: "apps/a/memories/m-app"})
 			return err
 		}, appLevelCode: notFound},
-		kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure: {shared: true, victim: func(ctx context.Context, c *client.Client) error {
+		// The configuration's prompts and profile schemas are the app's:
+		// ann's own key may not read it either (issue 36, finding 11).
+		kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.GetMemoryBankConfig(ctx, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/a/memoryBankConfig"})
 			return err
-		}},
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.GetMemoryBankConfig(ctx, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/a/memoryBankConfig"})
+			return err
+		}, appLevelCode: denied},
 		kiokuv1connect.OperationServiceGetOperationProcedure: {byID: true, victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.GetOperation(ctx, &kiokuv1.GetOperationRequest{Name: annOp.GetName()})
 			return err
@@ -398,10 +400,7 @@ func TestAttackMatrix(t *testing.T) {
 		{"unknown key (Connect JSON)", with("kioku_"+strings.Repeat("x", 43), client.WithJSON()), func(attackCase) connect.Code { return connect.CodeUnauthenticated }},
 		{"expired key", with(expiredKey), func(attackCase) connect.Code { return connect.CodeUnauthenticated }},
 		{"another user's key", bob, func(c attackCase) connect.Code {
-			switch {
-			case c.shared:
-				return 0
-			case c.byID:
+			if c.byID {
 				return notFound
 			}
 			return denied

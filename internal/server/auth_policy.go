@@ -70,7 +70,9 @@ var (
 		v, ok := aip.MemoryFile.Match(name)
 		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
 	}}
-	bankConfigKind = &auth.Kind{Form: aip.MemoryBankConfig.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+	// bankConfigKind is the memory bank's configuration: the app's own
+	// (its prompts, topics and profile schemas), which no user key reads.
+	bankConfigKind = &auth.Kind{Form: aip.MemoryBankConfig.String(), Parse: func(name string) (auth.Resource, bool) {
 		v, ok := aip.MemoryBankConfig.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
 	}}
@@ -135,12 +137,16 @@ var kiokuPolicy = auth.Policy{
 		optionalName("session_source.session", sessionKind),
 		optionalName("direct_memories_source.source.session", sessionKind),
 	}},
-	kiokuv1connect.MemoryBankServiceRetrieveMemoriesProcedure:       {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
-	kiokuv1connect.MemoryBankServiceRetrieveProfilesProcedure:       {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
-	kiokuv1connect.MemoryBankServiceListMemoryRevisionsProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoryKind)}},
-	kiokuv1connect.MemoryBankServiceRollbackMemoryProcedure:         {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
-	kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure:          {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
-	kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", bankConfigKind)}},
+	kiokuv1connect.MemoryBankServiceRetrieveMemoriesProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceRetrieveProfilesProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceListMemoryRevisionsProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoryKind)}},
+	kiokuv1connect.MemoryBankServiceRollbackMemoryProcedure:      {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
+	kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure:       {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	// The configuration holds the app's prompts (custom topics, examples)
+	// and profile schemas: app keys only, to read as to change. Nothing a
+	// user key runs needs it (RetrieveProfiles answers each profile with
+	// its schema id).
+	kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure:    {Access: auth.AppAdmin, Resources: []auth.Field{nameField("name", bankConfigKind)}},
 	kiokuv1connect.MemoryBankServiceUpdateMemoryBankConfigProcedure: {Access: auth.AppAdmin, Resources: []auth.Field{nameField("memory_bank_config.name", bankConfigKind)}},
 
 	kiokuv1connect.OperationServiceGetOperationProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", operationKind)}},

@@ -354,7 +354,7 @@ func TestUserKeysReachOnlyTheirUser(t *testing.T) {
 	_, err = ann.UpdateMemoryBankConfig(ctx, &kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/a/memoryBankConfig"}})
 	want("changing the configuration", err, connect.CodePermissionDenied)
 	_, err = ann.GetMemoryBankConfig(ctx, &kiokuv1.GetMemoryBankConfigRequest{Name: "apps/a/memoryBankConfig"})
-	want("reading the configuration", err, ok)
+	want("reading the configuration (its prompts and schemas are the app's)", err, connect.CodePermissionDenied)
 }
 
 // TestStreamsEndWhenTheirKeyDoes: an open WatchSession ends

@@ -27,8 +27,9 @@ import (
 // strict set (kioku.v1's services) a field the message does not have is
 // INVALID_ARGUMENT naming it, where connect-go discards it (so a typo,
 // "sessionID" for "session_id", looked like success); without strict
-// (the Vertex AI API's handlers) unknown fields are discarded, as Google's
-// front end accepts them; and a request that does not decode because it
+// (the Vertex AI API's Connect handlers) unknown fields are discarded, as
+// connect-go does (its REST codec, package internal/server/vertex, refuses
+// them as Google's front end does); and a request that does not decode because it
 // escapes a lone UTF-16 surrogate ("\ud800") says so, where protojson says
 // "unexpected EOF". refused, when set, is told of each body refused
 // (too_complex, undecodable), for the metrics: these refusals happen

@@ -21,8 +21,9 @@
 // for kioku.v1, and the paths each Surface's REST describes (the Vertex AI
 // API's /v1beta1/, /v1/projects/, /v1/reasoningEngines/ and /ui/, with a
 // codec and rules of its own: package internal/server/vertex), each behind
-// the same key check. Their errors have one writer per shape (package
-// httperr). GET /openapi.yaml serves kioku.v1's OpenAPI document (package
+// the same key check; a query parameter that would set a field the path
+// binds is refused (restparams.go), so that the URL names what is acted
+// on. Their errors have one writer per shape (package httperr). GET /openapi.yaml serves kioku.v1's OpenAPI document (package
 // openapi).
 //
 // Requests decode with the codecs of codec.go, which check a body against
@@ -84,6 +85,7 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"connectrpc.com/vanguard"
+	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -216,7 +218,11 @@ type Surface interface {
 type REST struct {
 	// Paths are the ServeMux patterns it serves, such as "/v1beta1/".
 	Paths []string
-	// Options add to the transcoder's (rules, codecs).
+	// Rules bind methods of its services at paths beyond their
+	// google.api.http bindings (vanguard.WithRules); a query parameter
+	// naming a field a rule's path binds is refused as for the bindings'.
+	Rules []*annotations.HttpRule
+	// Options add to the transcoder's (codecs).
 	Options []vanguard.TranscoderOption
 	// ServiceOptions apply to each of its services (target codecs, type
 	// resolver).
@@ -351,7 +357,15 @@ func New(cfg Config) *Server {
 	}
 	// The API services are traced (outermost, so that the log line of a
 	// call names its trace); health and reflection are not.
-	api := []connect.Interceptor{newTracingInterceptor(), observing, deadline}
+	// A REST call's query may not set a field its path binds
+	// (restparams.go): refused before the key's policy reads the request.
+	restServices, restRules := services(serviceNames), []*annotations.HttpRule(nil)
+	for _, s := range cfg.Surfaces {
+		restServices = append(restServices, services(s.ServiceNames())...)
+		restRules = append(restRules, s.REST().Rules...)
+	}
+	pathParams := newPathParamsInterceptor(restServices, restRules, errs)
+	api := []connect.Interceptor{newTracingInterceptor(), observing, deadline, pathParams}
 	var guard *auth.Guard
 	if cfg.Keys != nil {
 		guard = auth.NewGuard(auth.Options{
@@ -372,8 +386,10 @@ func New(cfg Config) *Server {
 	api = append(api, caps, &errorInterceptor{log: errs})
 	apiOpts := append(slices.Clip(common), connect.WithInterceptors(api...))
 	// kioku.v1's JSON is strict: a field its messages do not have is an
-	// error naming it. The Surfaces' is not (the Vertex AI API accepts
-	// what Google's front end does).
+	// error naming it. The Surfaces' Connect JSON is not (connect-go's
+	// default); the Vertex AI API's REST codec refuses unknown fields
+	// itself, as Google's front end does, beside the JSON-only ones its
+	// clients send (internal/server/vertex/codec.go).
 	kiokuOpts := append(slices.Clip(apiOpts),
 		connect.WithCodec(jsonCodec{name: "json", strict: true, refused: codecRefused}),
 		connect.WithCodec(jsonCodec{name: "json; charset=utf-8", strict: true, refused: codecRefused}))
@@ -403,6 +419,7 @@ func New(cfg Config) *Server {
 			vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxRequestBytes))),
 			vanguard.WithCompression("gzip", newGzipCompressor, inflate),
 			vanguard.WithUnknownHandler(rest.NotFound),
+			vanguard.WithRules(rest.Rules...),
 		}, rest.Options...)...)
 		if err != nil {
 			// The bindings are compiled into the generated code: a bad one
@@ -411,7 +428,7 @@ func New(cfg Config) *Server {
 		}
 		h := restGuard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httperr.ProgressOf(r.Context()).Transcoding()
-			transcoder.ServeHTTP(w, r)
+			transcoder.ServeHTTP(w, r.WithContext(withRESTQuery(r.Context(), r.URL)))
 		}))
 		if rest.Wrap == nil {
 			h = httperr.Rewrite(h, false)

@@ -82,7 +82,7 @@ func authorize(c Caller, rule Rule, m protoreflect.Message) (afterLoad bool, err
 		return false, nil
 	}
 	if rule.Access == AppAdmin {
-		return false, denied("this call changes settings of the whole app %q; it needs an app key, and this API key may reach user %q only", c.App, c.User)
+		return false, denied("this call reaches settings of the whole app %q or erases a user; it needs an app key, and this API key may reach user %q only", c.App, c.User)
 	}
 	if err := checkStateDeltas(c, rule, m); err != nil {
 		return false, err

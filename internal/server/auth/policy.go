@@ -19,8 +19,9 @@ const (
 	Read Access = iota + 1
 	// Write creates, changes or deletes resources.
 	Write
-	// AppAdmin changes settings of a whole app (the memory bank's
-	// configuration) or erases a user of it (DeleteUser): app keys only.
+	// AppAdmin reads or changes settings of a whole app (the memory
+	// bank's configuration) or erases a user of it (DeleteUser): app keys
+	// only.
 	AppAdmin
 )
 
@@ -73,7 +74,8 @@ type Kind struct {
 	// not of this kind.
 	Parse func(name string) (Resource, bool)
 	// SharedRead marks kinds whose app-wide resources every user of the
-	// app may read: the app's state, the memory bank's configuration.
+	// app may read: the app's state (not the memory bank's configuration,
+	// whose prompts and schemas are the app's: it is AppAdmin).
 	SharedRead bool
 }
 

@@ -3,12 +3,16 @@ package vertex
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -30,12 +34,14 @@ import (
 //     (older ADK Python sent them so) and update masks in snake_case as
 //     well as lowerCamelCase (Google's Node REST transport sends the paths
 //     as written);
-//   - it keeps the JSON fields that the Vertex AI SDK sends beyond
-//     Google's Go types (a memory's topics and metadata,
-//     GenerateMemories' allowedTopics, RetrieveMemories' filter...): the
-//     unknown members of the message it reads are carried in the message
-//     itself (extras), for the handlers to use or refuse, while unknown
-//     members deeper down are dropped, as protojson drops them;
+//   - it refuses, as Google's front end does, a member that neither
+//     Google's Go types nor jsonOnly know (400 naming it: kioku.v1 refuses
+//     unknown fields too), and keeps the JSON-only fields jsonOnly lists,
+//     which the Vertex AI SDK and ADK send beyond Google's Go types (a
+//     memory's topics and metadata, GenerateMemories' allowedTopics,
+//     RetrieveMemories' filter...): those of the message it reads are
+//     carried in the message itself (extras), for the handlers to use or
+//     refuse, while those deeper down are dropped;
 //   - it writes what handlers put in a message's extras back as members of
 //     its JSON, leaves unpopulated fields out, as Google does, and writes
 //     errors (google.rpc.Status) in Google's envelope (package httperr).
@@ -119,6 +125,80 @@ func setExtras(m proto.Message, x map[string]any) error {
 
 // extrasTag is how an extras field begins on the wire.
 var extrasTag = protowire.AppendTag(nil, extrasField, protowire.BytesType)
+
+// jsonOnly are, by message, the members of Vertex AI's REST JSON that
+// Google's Go types (the version go.mod pins) lack, as the clients send
+// them: the Vertex AI SDK (memories' topics, metadata and revision
+// settings, generation's settings, retrieval's filters) and ADK
+// (eventActionsJSONOnly, which kioku drops). Any other
+// member a message lacks is refused (unknownMember). A field Google adds
+// that a client starts sending goes here until the pinned types have it.
+var jsonOnly = map[protoreflect.FullName][]string{
+	"google.cloud.aiplatform.v1beta1.Memory":                  {"topics", "metadata", "revisionLabels", "revisionTtl", "revisionExpireTime", "disableMemoryRevisions"},
+	"google.cloud.aiplatform.v1beta1.GenerateMemoriesRequest": {"allowedTopics", "metadata", "metadataMergeStrategy", "revisionLabels", "revisionTtl", "revisionExpireTime", "disableMemoryRevisions"},
+	"google.cloud.aiplatform.v1beta1.RetrieveMemoriesRequest": {"filter", "filterGroups", "memoryTypes"},
+	"google.cloud.aiplatform.v1beta1.EventActions":            eventActionsJSONOnly,
+	"google.cloud.aiplatform.v1.EventActions":                 eventActionsJSONOnly,
+}
+
+// eventActionsJSONOnly are the members of EventActions beyond Google's Go
+// types that ADK sends (Python: rewindBeforeInvocationId; TypeScript
+// copies its own EventActions whole).
+var eventActionsJSONOnly = []string{"rewindBeforeInvocationId", "requestedToolConfirmations", "agentState", "endOfAgent"}
+
+// geminiShaped are the messages that mirror Gemini's own types (content
+// and its parts, grounding metadata, transcriptions), which ADK copies
+// from a model's response as they come and which grow with every Gemini
+// release: in them, at any depth, a member Google's Go types lack is
+// dropped, as before, rather than refused, so that a client newer than
+// the pinned types keeps working.
+var geminiShaped = map[protoreflect.FullName]bool{
+	"google.cloud.aiplatform.v1beta1.Content": true, "google.cloud.aiplatform.v1.Content": true,
+	"google.cloud.aiplatform.v1beta1.GroundingMetadata": true, "google.cloud.aiplatform.v1.GroundingMetadata": true,
+	"google.cloud.aiplatform.v1beta1.Transcription": true, "google.cloud.aiplatform.v1.Transcription": true,
+}
+
+// knownJSONOnly reports whether name (in lowerCamelCase or snake_case) is
+// a JSON-only member of md (jsonOnly).
+func knownJSONOnly(md protoreflect.MessageDescriptor, name string) bool {
+	return slices.Contains(jsonOnly[md.FullName()], camelPaths(name))
+}
+
+// unknownMember is a member of a request's JSON body that its message
+// does not have: at is where in the body, as Google's front end writes it
+// ("actions", "event_metadata", "" at the top; a binding's body that is a
+// field, such as UpdateSession's session, is the top).
+type unknownMember struct{ name, at string }
+
+func (e *unknownMember) Error() string {
+	if e.at == "" {
+		return fmt.Sprintf("Invalid JSON payload received. Unknown name %q: Cannot find field.", e.name)
+	}
+	return fmt.Sprintf("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", e.name, e.at)
+}
+
+// field is the member's path, for a google.rpc.BadRequest.
+func (e *unknownMember) field() string {
+	if e.at == "" {
+		return e.name
+	}
+	return e.at + "." + e.name
+}
+
+// invalidBody is the INVALID_ARGUMENT for a request body that does not
+// decode as msg: an unknown member named as Google names it, with a
+// field violation.
+func invalidBody(err error, msg protoreflect.FullName) error {
+	var u *unknownMember
+	if !errors.As(err, &u) {
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the request body does not decode as %s: %w", msg, err))
+	}
+	ce := connect.NewError(connect.CodeInvalidArgument, u)
+	if d, derr := connect.NewErrorDetail(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: u.field(), Description: u.Error()}}}); derr == nil {
+		ce.AddDetail(d)
+	}
+	return ce
+}
 
 // codec is the JSON codec of the REST transcoder.
 type codec struct {
@@ -244,11 +324,12 @@ func (c *codec) Unmarshal(data []byte, msg proto.Message) error {
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if err := c.read(data, msg); err != nil {
-		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the request body does not decode as %s: %w", msg.ProtoReflect().Descriptor().FullName(), err))
+		return invalidBody(err, msg.ProtoReflect().Descriptor().FullName())
 	}
 	return nil
 }
 
+// read reads a message that is a request's body.
 func (c *codec) read(data []byte, msg proto.Message) error {
 	if wellKnown(msg.ProtoReflect().Descriptor().FullName()) {
 		return c.unmarshal.Unmarshal(data, msg)
@@ -261,7 +342,9 @@ func (c *codec) read(data []byte, msg proto.Message) error {
 		return c.unmarshal.Unmarshal(data, msg)
 	}
 	x := map[string]any{}
-	normalize(msg.ProtoReflect().Descriptor(), obj, x)
+	if err := normalize(msg.ProtoReflect().Descriptor(), obj, x, "", false); err != nil {
+		return err
+	}
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -296,24 +379,34 @@ func (c *codec) UnmarshalField(data []byte, msg proto.Message, field protoreflec
 		err = c.fields.UnmarshalField(data, msg, field)
 	}
 	if err != nil {
-		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the request body does not decode as %s: %w", field.FullName(), err))
+		return invalidBody(err, field.FullName())
 	}
 	return nil
 }
 
-// normalize rewrites a request's JSON object of message md in place into
-// what protojson reads (timestamps and durations as strings, update masks
-// in lowerCamelCase), moving the members md does not have into x when x
-// is not nil (the top level; deeper down they are dropped).
-func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[string]any) {
-	for k, v := range obj {
+// normalize rewrites a request's JSON object of message md, at the path
+// at, in place into what protojson reads (timestamps and durations as
+// strings, update masks in lowerCamelCase). A member md does not have is
+// an unknownMember unless jsonOnly lists it: then it moves into x when x
+// is not nil (the top level; deeper down it is dropped). Within a
+// geminiShaped message (lenient), such members are dropped.
+func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[string]any, at string, lenient bool) error {
+	lenient = lenient || geminiShaped[md.FullName()]
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[k]
 		fd := md.Fields().ByJSONName(k)
 		if fd == nil {
 			fd = md.Fields().ByName(protoreflect.Name(k))
 		}
 		if fd == nil {
-			if x != nil && !strings.HasPrefix(k, "@") {
-				x[k] = v
+			switch {
+			case strings.HasPrefix(k, "@"):
+			case !lenient && !knownJSONOnly(md, k):
+				return &unknownMember{name: k, at: at}
+			case x != nil:
+				x[camelPaths(k)] = v
+				delete(obj, k)
+			default:
 				delete(obj, k)
 			}
 			continue
@@ -321,6 +414,7 @@ func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[stri
 		if fd.Message() == nil {
 			continue
 		}
+		here := join(at, string(fd.Name()))
 		switch name := fd.Message().FullName(); {
 		case name == "google.protobuf.Timestamp" || name == "google.protobuf.Duration":
 			if m, ok := v.(map[string]any); ok && !fd.IsList() {
@@ -333,25 +427,40 @@ func normalize(md protoreflect.MessageDescriptor, obj map[string]any, x map[stri
 		case wellKnown(name) || name == "google.protobuf.Any":
 		case fd.IsMap():
 			if m, ok := v.(map[string]any); ok && fd.MapValue().Message() != nil {
-				for _, e := range m {
-					if em, ok := e.(map[string]any); ok {
-						normalize(fd.MapValue().Message(), em, nil)
+				for _, key := range slices.Sorted(maps.Keys(m)) {
+					if em, ok := m[key].(map[string]any); ok {
+						if err := normalize(fd.MapValue().Message(), em, nil, fmt.Sprintf("%s[%q]", here, key), lenient); err != nil {
+							return err
+						}
 					}
 				}
 			}
 		case fd.IsList():
 			list, _ := v.([]any)
-			for _, e := range list {
+			for i, e := range list {
 				if em, ok := e.(map[string]any); ok {
-					normalize(fd.Message(), em, nil)
+					if err := normalize(fd.Message(), em, nil, fmt.Sprintf("%s[%d]", here, i), lenient); err != nil {
+						return err
+					}
 				}
 			}
 		default:
 			if m, ok := v.(map[string]any); ok {
-				normalize(fd.Message(), m, nil)
+				if err := normalize(fd.Message(), m, nil, here, lenient); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
+}
+
+// join returns the path of a field within the path at.
+func join(at, field string) string {
+	if at == "" {
+		return field
+	}
+	return at + "." + field
 }
 
 // secondsNanos turns {"seconds", "nanos"} into a Timestamp's or a

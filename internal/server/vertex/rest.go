@@ -56,11 +56,9 @@ var restPaths = []string{"/v1beta1/", "/v1/projects/", "/v1/reasoningEngines/", 
 // REST implements server.Surface.
 func (s *Surface) REST() server.REST {
 	return server.REST{
-		Paths: restPaths,
-		Options: []vanguard.TranscoderOption{
-			vanguard.WithCodec(newCodec),
-			vanguard.WithRules(operationRules()...),
-		},
+		Paths:   restPaths,
+		Rules:   operationRules(),
+		Options: []vanguard.TranscoderOption{vanguard.WithCodec(newCodec)},
 		ServiceOptions: []vanguard.ServiceOption{
 			vanguard.WithTargetCodecs(vanguard.CodecProto),
 			vanguard.WithTypeResolver(types{}),

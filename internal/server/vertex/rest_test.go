@@ -45,10 +45,10 @@ func googleError(t *testing.T, what string, status int, out map[string]any, want
 }
 
 // TestRESTAsTheSDKsSendIt drives the REST API with the JSON the Vertex AI
-// SDK and ADK Python send: camelCase and snake_case fields, unknown ones,
-// timestamps as objects, $alt, express mode's short paths, operation
-// polling at the SDK's path, the JSON-only memory fields and methods, and
-// Google's error shape.
+// SDK and ADK Python send: camelCase and snake_case fields, those Google's
+// Go types lack, timestamps as objects, $alt, express mode's short paths,
+// operation polling at the SDK's path, the JSON-only memory fields and
+// methods, and Google's error shape.
 func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	k := startKioku(t, fake)
@@ -58,7 +58,7 @@ func TestRESTAsTheSDKsSendIt(t *testing.T) {
 	// CreateSession as the SDK sends it; the operation is done, its
 	// response a v1beta1 Session; the SDK polls it anyway, then GETs the
 	// session.
-	op := ok(t, "POST", v+engine+"/sessions?$alt=json;enum-encoding=int", `{"userId": "ann", "sessionState": {"mood": "calm"}, "futureField": 1}`)
+	op := ok(t, "POST", v+engine+"/sessions?$alt=json;enum-encoding=int", `{"userId": "ann", "sessionState": {"mood": "calm"}}`)
 	if op["done"] != true || nodetest.Path(op, "response", "@type") != "type.googleapis.com/google.cloud.aiplatform.v1beta1.Session" ||
 		nodetest.Path(op, "metadata", "@type") != "type.googleapis.com/google.cloud.aiplatform.v1beta1.CreateSessionOperationMetadata" {
 		t.Fatalf("CreateSession answered %v", op)
