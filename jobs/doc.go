@@ -105,8 +105,9 @@
 // every other user's and the app's, not all before them. The turns are
 // seen through the scan (the 32 operations due first) and counted per
 // process; the bound keeps one owner from filling the scan alone, and a
-// full scan that holds only the operations of owners at their share of
-// the workers is followed by a longer one (256, then 1,024 operations).
+// full scan that holds nothing to claim, its operations waiting for their
+// key or for a run of their owner to end, is followed by a longer one
+// (256, then 1,024 operations).
 // Operations without an owner (the app's own) have the app's share of
 // the workers only.
 //

@@ -139,10 +139,10 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 // (nil: none counted), it passes over the operations of the owners at
 // their share of the workers (MaxWorkersPerOwner), and those of the apps
 // at theirs (MaxWorkersPerApp) while an operation of another app can be
-// claimed. A full scan that held nothing to claim but operations of
-// owners at their share is followed by a longer one (up to maxQueueScan
-// operations), so that a few owners' queued work does not hide the
-// others'. With nothing to claim it returns when the earliest queued
+// claimed. A full scan that held nothing to claim but operations that
+// wait for their key or for a run of their owner to end is followed by a
+// longer one (up to maxQueueScan operations), so that a few keys' or
+// owners' queued work does not hide the others'. With nothing to claim it returns when the earliest queued
 // operation becomes claimable (zero when none is queued).
 func (e *Engine) claim(ctx context.Context, l *load) (claimed []*Operation, next time.Time, err error) {
 	for limit := queueScan; ; limit = min(8*limit, maxQueueScan) {
@@ -153,15 +153,15 @@ func (e *Engine) claim(ctx context.Context, l *load) (claimed []*Operation, next
 	}
 }
 
-// maxQueueScan bounds the scan of a claim that passes over the operations
-// of owners at their share: enough for every owner that can be at their
-// share at once (Workers/MaxWorkersPerOwner, 8 by default) with all their
-// pending operations (MaxQueuedPerOwner, 30 by default).
+// maxQueueScan bounds the scan of a claim that passes over operations
+// that wait: enough for every owner that can be at their share at once
+// (Workers/MaxWorkersPerOwner, 8 by default) with all their pending
+// operations (MaxQueuedPerOwner, 30 by default).
 const maxQueueScan = 1024
 
 // claimIn is claim over the first limit queued operations; passed reports
-// that the scan was full and held operations passed over for their
-// owner's share.
+// that the scan was full and held operations due that it passed over,
+// their key busy or their owner at their share.
 func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Operation, next time.Time, passed bool, err error) {
 	now := e.now()
 	queued, err := e.store.QueuedOperations(ctx, limit)
@@ -189,6 +189,7 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 			e.giveUp(ctx, op, now)
 			continue
 		case op.State == Pending && op.Key != "" && busy[[2]string{op.App, op.Key}]:
+			passed = true
 			continue // waits for its key; the end of that run wakes us
 		case l.ownerFull(op):
 			passed = true
@@ -209,7 +210,9 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 		if !fault.Is(err, fault.Aborted) && !fault.Is(err, fault.NotFound) {
 			return nil, time.Time{}, false, err
 		}
-		// Taken by another worker meanwhile, or its key is busy: next.
+		// Taken by another worker meanwhile, or its key is busy (its run
+		// beyond the scan): next.
+		passed = true
 	}
 	full := len(queued) == limit
 	if full && next.IsZero() {

@@ -91,17 +91,33 @@ func testShareOfOwner(t *testing.T, h *harness) {
 // another owner's operation, queued after all of them, still runs while
 // the first owner's run hangs.
 func testOwnerAtShareHidesNothing(t *testing.T, h *harness) {
-	e := h.engine("w1", jobs.Config{Workers: 2, MaxWorkersPerOwner: 1, MaxQueuedPerOwner: 50, LocalQueue: true})
-	for i := range 40 {
-		h.enqueue(e, "a", fmt.Sprintf("u1/%d", i), request{Hang: true})
+	h.behindWaitingWork(func(i int) string { return fmt.Sprintf("u1/%d", i) })
+}
+
+// testBusyKeyHidesNothing: the pending operations of a key that runs
+// (without an owner) fill more than a scheduler's scan of the queue, and
+// another owner's operation, queued after all of them, still runs while
+// the key's run hangs.
+func testBusyKeyHidesNothing(t *testing.T, h *harness) {
+	h.behindWaitingWork(func(int) string { return "x" })
+}
+
+// behindWaitingWork queues 48 operations that hang, of the keys key(i),
+// then one of owner u2, for two workers of which an owner holds at most
+// one, and checks that the last one runs while the first one hangs.
+func (h *harness) behindWaitingWork(key func(i int) string) {
+	t := h.t
+	e := h.engine("w1", jobs.Config{Workers: 2, MaxWorkersPerOwner: 1, MaxQueuedPerOwner: 50, MaxQueuedPerKey: 50, LocalQueue: true})
+	for i := range 48 {
+		h.enqueue(e, "a", key(i), request{Hang: true})
 		h.clock.Advance(time.Millisecond) // queued in this order
 	}
 	last := h.enqueue(e, "a", "u2/x", request{})
 	defer h.start(e)()
 	if w, err := e.Wait(h.ctx, "a", last.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded {
-		t.Fatalf("u2's operation behind 40 of u1's, u1's run hanging: %+v, %v", w, err)
+		t.Fatalf("u2's operation behind 48 others, the first of them hanging: %+v, %v", w, err)
 	}
-	if got := <-h.hanging; got != "a/u1/0" {
+	if got := <-h.hanging; got != "a/"+key(0) {
 		t.Fatalf("hanging run: %s", got)
 	}
 }
