@@ -95,8 +95,9 @@ func TestHungUsersLeaveTheAppMoving(t *testing.T) {
 		mu   sync.Mutex
 		hung = map[string]int{} // user → model calls hanging
 	)
+	hangFor := regexp.MustCompile(`HANG for (u\d)`)
 	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
-		if m := regexp.MustCompile(`HANG for (u\d)`).FindStringSubmatch(c.Text()); m != nil {
+		if m := hangFor.FindStringSubmatch(c.Text()); m != nil {
 			mu.Lock()
 			hung[m[1]]++
 			mu.Unlock()
