@@ -62,8 +62,14 @@
 //
 // # Workers, apps and time
 //
-// A process runs up to Config.Workers batches at once. One app may hold at
-// most MaxWorkersPerApp of them (default Workers-1) while an operation of
+// A process runs up to Config.Workers batches at once (DefaultWorkers,
+// 16: a memory generation's run waits on model calls, not on a CPU, so
+// many run together). One owner (below) may hold at most
+// MaxWorkersPerOwner of them (default Workers/8, at least 1), even with
+// workers free: the scheduler passes over the operations of an owner at
+// their share until one of their runs ends, so that the hung model calls
+// of a few users never hold every worker. One app may hold at most
+// MaxWorkersPerApp of them (default Workers-1) while an operation of
 // another app waits to be claimed: the scheduler passes over the
 // operations of an app at its share and claims the other app's, so that
 // an app whose model hangs (until its calls time out) or crawls does not
@@ -98,7 +104,12 @@
 // an owner, so that one user's queued operations run interleaved with
 // every other user's and the app's, not all before them. The turns are
 // seen through the scan (the 32 operations due first) and counted per
-// process; the bound keeps one owner from filling the scan alone.
+// process; the bound keeps one owner from filling the scan alone, and a
+// full scan that holds nothing to claim, its operations waiting for their
+// key or for a run of their owner to end, is followed by a longer one
+// (256, then 1,024 operations).
+// Operations without an owner (the app's own) have the app's share of
+// the workers only.
 //
 // # Stores
 //

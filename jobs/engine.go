@@ -15,6 +15,13 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 )
 
+// DefaultWorkers is how many runs a process has going at once by default
+// (Config.Workers): a memory generation's run spends its time waiting on
+// model calls (up to minutes when a model hangs), not on a CPU, so a
+// server runs many, and each owner may hold an eighth of them
+// (MaxWorkersPerOwner: 2).
+const DefaultWorkers = 16
+
 // Config configures an Engine.
 type Config struct {
 	// Now and NewID are the clock and the id source (defaults: time.Now and
@@ -27,7 +34,8 @@ type Config struct {
 	// WorkerID names this process in leases. Default: a random id.
 	WorkerID string
 	// Workers is how many runs this process has going at once (Run).
-	// Default 2.
+	// Runs mostly wait on a model's replies, so there are many of them.
+	// Default DefaultWorkers.
 	Workers int
 	// MaxWorkersPerApp is how many of them the operations of one app may
 	// hold while operations of another app wait to be claimed (so that one
@@ -35,6 +43,13 @@ type Config struct {
 	// stop the others); with nothing else waiting, an app may use them
 	// all. Default Workers-1, at least 1.
 	MaxWorkersPerApp int
+	// MaxWorkersPerOwner is how many of them the operations of one owner
+	// (a user of an app: Kind.Owner) may hold, even with nothing else
+	// waiting, so that the hung model calls of a few users never hold
+	// every worker: the operations of an owner at their share wait for the
+	// end of one of their runs. Operations without an owner (the app's
+	// own) have only the app's share. Default Workers/8, at least 1.
+	MaxWorkersPerOwner int
 	// Lease is how long a claimed operation stays claimed without renewal.
 	// Default 60s.
 	Lease time.Duration
@@ -153,7 +168,7 @@ func New(store Store, cfg Config) *Engine {
 		cfg.WorkerID = "worker-" + aip.NewID()
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 2
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 60 * time.Second
@@ -166,6 +181,9 @@ func New(store Store, cfg Config) *Engine {
 	}
 	if cfg.MaxWorkersPerApp <= 0 {
 		cfg.MaxWorkersPerApp = max(1, cfg.Workers-1)
+	}
+	if cfg.MaxWorkersPerOwner <= 0 {
+		cfg.MaxWorkersPerOwner = max(1, cfg.Workers/8)
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 5

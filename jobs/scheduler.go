@@ -75,38 +75,24 @@ func (e *Engine) signal() {
 func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 	slots := make(chan struct{}, e.cfg.Workers)
 	poll := e.cfg.PollInterval
-	var (
-		mu      sync.Mutex
-		running = map[string]int{} // app → runs going here
-	)
-	full := func(app string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return running[app] >= e.cfg.MaxWorkersPerApp
-	}
+	l := newLoad(e.cfg)
 	for {
 		select {
 		case slots <- struct{}{}: // a free worker
 		case <-ctx.Done():
 			return
 		}
-		claimed, next, err := e.claim(ctx, full)
+		claimed, next, err := e.claim(ctx, l)
 		if err != nil && ctx.Err() == nil {
 			e.log.WarnContext(ctx, "claiming operations", "error", err)
 		}
 		if len(claimed) > 0 {
 			poll = e.cfg.PollInterval
-			app := claimed[0].App
-			mu.Lock()
-			running[app]++
-			mu.Unlock()
+			op := claimed[0] // a claim's operations share their key, so their owner
+			l.add(op, 1)
 			runs.Go(func() {
 				defer func() {
-					mu.Lock()
-					if running[app]--; running[app] == 0 {
-						delete(running, app)
-					}
-					mu.Unlock()
+					l.add(op, -1)
 					<-slots
 					e.signal() // its key is free, its slot too
 				}()
@@ -149,16 +135,38 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 }
 
 // claim claims the earliest claimable operation with the pending
-// operations of its key it can coalesce, passing over those of the apps
-// that full says hold their share of the workers (MaxWorkersPerApp) while
-// an operation of another app can be claimed; full may be nil. With
-// nothing to claim it returns when the earliest queued operation becomes
-// claimable (zero when none is queued).
-func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed []*Operation, next time.Time, err error) {
+// operations of its key it can coalesce. With l, the runs going here
+// (nil: none counted), it passes over the operations of the owners at
+// their share of the workers (MaxWorkersPerOwner), and those of the apps
+// at theirs (MaxWorkersPerApp) while an operation of another app can be
+// claimed. A full scan that held nothing to claim but operations that
+// wait for their key or for a run of their owner to end is followed by a
+// longer one (up to maxQueueScan operations), so that a few keys' or
+// owners' queued work does not hide the others'. With nothing to claim it returns when the earliest queued
+// operation becomes claimable (zero when none is queued).
+func (e *Engine) claim(ctx context.Context, l *load) (claimed []*Operation, next time.Time, err error) {
+	for limit := queueScan; ; limit = min(8*limit, maxQueueScan) {
+		claimed, next, passed, err := e.claimIn(ctx, l, limit)
+		if len(claimed) > 0 || err != nil || !passed || limit == maxQueueScan {
+			return claimed, next, err
+		}
+	}
+}
+
+// maxQueueScan bounds the scan of a claim that passes over operations
+// that wait: enough for every owner that can be at their share at once
+// (Workers/MaxWorkersPerOwner, 8 by default) with all their pending
+// operations (MaxQueuedPerOwner, 30 by default).
+const maxQueueScan = 1024
+
+// claimIn is claim over the first limit queued operations; passed reports
+// that the scan was full and held operations due that it passed over,
+// their key busy or their owner at their share.
+func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Operation, next time.Time, passed bool, err error) {
 	now := e.now()
-	queued, err := e.store.QueuedOperations(ctx, queueScan)
+	queued, err := e.store.QueuedOperations(ctx, limit)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, false, err
 	}
 	busy := map[[2]string]bool{} // keys with a running operation under a live lease
 	for _, op := range queued {
@@ -181,8 +189,12 @@ func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed
 			e.giveUp(ctx, op, now)
 			continue
 		case op.State == Pending && op.Key != "" && busy[[2]string{op.App, op.Key}]:
+			passed = true
 			continue // waits for its key; the end of that run wakes us
-		case full != nil && full(op.App):
+		case l.ownerFull(op):
+			passed = true
+			continue // waits for a run of its owner to end, which wakes us
+		case l.appFull(op.App):
 			later = append(later, op)
 			continue
 		}
@@ -193,17 +205,72 @@ func (e *Engine) claim(ctx context.Context, full func(app string) bool) (claimed
 		claimed, err := e.claimOp(ctx, op, now)
 		if err == nil {
 			e.serve(op)
-			return claimed, time.Time{}, nil
+			return claimed, time.Time{}, false, nil
 		}
 		if !fault.Is(err, fault.Aborted) && !fault.Is(err, fault.NotFound) {
-			return nil, time.Time{}, err
+			return nil, time.Time{}, false, err
 		}
-		// Taken by another worker meanwhile, or its key is busy: next.
+		// Taken by another worker meanwhile, or its key is busy (its run
+		// beyond the scan): next.
+		passed = true
 	}
-	if len(queued) == queueScan && next.IsZero() {
+	full := len(queued) == limit
+	if full && next.IsZero() {
 		next = now.Add(e.cfg.PollInterval) // more beyond the scan
 	}
-	return nil, next, nil
+	return nil, next, passed && full, nil
+}
+
+// load counts the runs going in a process's scheduler, per app and per
+// owner of an app, against their shares of its workers.
+type load struct {
+	maxPerApp, maxPerOwner int
+
+	mu     sync.Mutex
+	apps   map[string]int
+	owners map[[2]string]int // app and owner (not empty)
+}
+
+func newLoad(cfg Config) *load {
+	return &load{maxPerApp: cfg.MaxWorkersPerApp, maxPerOwner: cfg.MaxWorkersPerOwner, apps: map[string]int{}, owners: map[[2]string]int{}}
+}
+
+// add counts n more runs (n < 0: fewer) of op's app and owner.
+func (l *load) add(op *Operation, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.apps[op.App] += n; l.apps[op.App] <= 0 {
+		delete(l.apps, op.App)
+	}
+	if op.Owner == "" {
+		return
+	}
+	k := [2]string{op.App, op.Owner}
+	if l.owners[k] += n; l.owners[k] <= 0 {
+		delete(l.owners, k)
+	}
+}
+
+// appFull reports whether app holds its share of the workers; false on a
+// nil load.
+func (l *load) appFull(app string) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.apps[app] >= l.maxPerApp
+}
+
+// ownerFull reports whether op has an owner who holds their share of the
+// workers; false on a nil load.
+func (l *load) ownerFull(op *Operation) bool {
+	if l == nil || op.Owner == "" {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owners[[2]string{op.App, op.Owner}] >= l.maxPerOwner
 }
 
 // maxServed bounds the owners whose turns the engine remembers; past it

@@ -17,6 +17,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/scripted"
@@ -80,7 +81,7 @@ func benchMemories(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("bench memories", "KIOKU_", benchMemoriesUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	ops := fs.Int("ops", 0, "GenerateMemories operations to run (default 1000; 100 on Firestore)")
-	workers := fs.Int("workers", 2, "memory operation workers (kioku serve's default is 2)")
+	workers := fs.Int("workers", 2, fmt.Sprintf("memory operation workers (kioku serve's default is %d)", jobs.DefaultWorkers))
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the generation phase to this file")
 	sizesFlag := fs.String("sizes", "", "scope sizes to measure retrieval in (default 1000,10000; 100,1000 on Firestore)")
 	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")

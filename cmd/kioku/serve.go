@@ -20,6 +20,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/vertex"
 	"github.com/kioku-ai/kioku/internal/telemetry"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -52,7 +53,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
 		models:       cli.RegisterModelFlags(fs),
-		workers:      fs.Env("workers", "2", "memory operations run at once by this server; one app may hold all but one of them while another app's operations wait"),
+		workers:      fs.Env("workers", fmt.Sprint(jobs.DefaultWorkers), "memory operations run at once by this server (they mostly wait on the model); one user of an app may hold an eighth of them, at least one, and one app all but one while another app's operations wait"),
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		tlsCert:      fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),

@@ -50,12 +50,12 @@ func finished(t *testing.T, c *client.Client, name string) *kiokuv1.GenerateMemo
 	return res
 }
 
-// TestHangingModelFreesItsWorker: on a server with the default two
-// workers, two users' generations whose model calls hang hold both
-// workers; each attempt ends at the model timeout with a clear, retryable
-// error that frees its worker, so that another app's user, and another
-// user of the same app, get their memories while the hung operations are
-// still being retried.
+// TestHangingModelFreesItsWorker: on a server with two workers (--workers
+// 2), two users' generations whose model calls hang hold both workers;
+// each attempt ends at the model timeout with a clear, retryable error
+// that frees its worker, so that another app's user, and another user of
+// the same app, get their memories while the hung operations are still
+// being retried.
 func TestHangingModelFreesItsWorker(t *testing.T) {
 	fake := modeltest.NewGemini(t)
 	var (
@@ -86,7 +86,7 @@ func TestHangingModelFreesItsWorker(t *testing.T) {
 		}
 	}
 	const timeout = time.Second
-	c, logs := serve(t, node.Config{Models: model.Config{
+	c, logs := serve(t, node.Config{Workers: 2, Models: model.Config{
 		Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Limits: model.CallLimits{Reply: timeout},
 	}})
 	slow1, _ := startGeneration(t, c, "slow", "u1", "HANG on to this.")

@@ -72,8 +72,9 @@ type Config struct {
 	Generator model.Generator
 	Embedder  model.Embedder
 
-	// Workers is how many memory operations this server runs at once.
-	// Default 2.
+	// Workers is how many memory operations this server runs at once;
+	// one user of an app may hold an eighth of them, at least one (see
+	// jobs.Config). Default jobs.DefaultWorkers.
 	Workers int
 	// WorkerID names this server in operation leases. Default: random.
 	WorkerID string

@@ -1,8 +1,12 @@
 package node_test
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,5 +79,100 @@ func TestOneUserCannotFillTheAppsQueue(t *testing.T) {
 	if _, err := app.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/a", Scope: map[string]string{"agent": "concierge"},
 		Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "The concierge speaks Japanese."}}}}}); err != nil {
 		t.Errorf("the backend's GenerateMemories while bob is at his share: %v", err)
+	}
+}
+
+// TestHungUsersLeaveTheAppMoving: on a server as kioku serve builds it by
+// default (its workers, its model timeouts of minutes), users u1 and u2 of
+// an app each ask for generations in ten scopes whose model calls hang.
+// Each holds only their share of the workers (2 of 16): a third user's
+// generation of the same app completes within 10 s, while the hung ones
+// are still running their first attempt and the rest of u1's and u2's
+// wait for them.
+func TestHungUsersLeaveTheAppMoving(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	var (
+		mu   sync.Mutex
+		hung = map[string]int{} // user → model calls hanging
+	)
+	hangFor := regexp.MustCompile(`HANG for (u\d)`)
+	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
+		if m := hangFor.FindStringSubmatch(c.Text()); m != nil {
+			mu.Lock()
+			hung[m[1]]++
+			mu.Unlock()
+			return modeltest.Reply{Hang: true}
+		}
+		return modeltest.Reply{Text: `{"facts":[{"fact":"The user keeps bees.","topic":"USER_PERSONAL_INFO","events":[1]}]}`}
+	})
+	hanging := func(u1, u2 int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			h1, h2 := hung["u1"], hung["u2"]
+			mu.Unlock()
+			if h1 >= u1 && h2 >= u2 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("model calls hanging: u1 %d, u2 %d; want %d and %d", h1, h2, u1, u2)
+			}
+		}
+	}
+	c, _ := serve(t, node.Config{Models: model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL}})
+	ctx := t.Context()
+	op1, sess1 := startGeneration(t, c, "a", "u1", "HANG for u1.")
+	hanging(1, 0)
+	op2, sess2 := startGeneration(t, c, "a", "u2", "HANG for u2.")
+	hanging(1, 1)
+	slow := []string{op1, op2} // u1's and u2's generations
+	for user, sess := range map[string]string{"u1": sess1, "u2": sess2} {
+		for i := range 9 {
+			op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: "apps/a", Source: client.FromSession(sess),
+				Scope: map[string]string{"user_id": user, "n": fmt.Sprint(i)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow = append(slow, op.GetName())
+		}
+	}
+
+	start := time.Now()
+	third, _ := startGeneration(t, c, "a", "u3", "I keep bees.")
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	op, err := c.WaitOperation(wctx, third)
+	if err != nil {
+		t.Fatalf("u3's generation while u1's and u2's hang: %v", err)
+	}
+	took := time.Since(start)
+	if res, err := client.GenerateResult(op); err != nil || len(res.GetGeneratedMemories()) != 1 {
+		t.Fatalf("u3's generation: %v, %v", res, err)
+	}
+	t.Logf("u3's generation completed %v after it was asked, u1's and u2's hanging", took.Round(time.Millisecond))
+	hanging(2, 2)
+	time.Sleep(100 * time.Millisecond) // time enough for a worker to claim more
+	mu.Lock()
+	if hung["u1"] != 2 || hung["u2"] != 2 {
+		t.Errorf("model calls hanging: %v; want 2 for each of u1 and u2 (their share of the workers)", hung)
+	}
+	mu.Unlock()
+	states := map[string]int{}
+	for _, name := range slow {
+		op, err := c.GetOperation(ctx, &kiokuv1.GetOperationRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := client.Metadata(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.GetAttempt() > 1 {
+			t.Errorf("%s: attempt %d; want its first", name, md.GetAttempt())
+		}
+		states[md.GetState().String()]++
+	}
+	if want := map[string]int{"OPERATION_STATE_RUNNING": 4, "OPERATION_STATE_PENDING": 16}; !maps.Equal(states, want) {
+		t.Errorf("u1's and u2's generations by state: %v; want %v (the hung ones still running, the rest waiting)", states, want)
 	}
 }

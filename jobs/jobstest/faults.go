@@ -1,6 +1,7 @@
 package jobstest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,89 @@ func testShareOfWorkers(t *testing.T, h *harness) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("with nothing else to claim, the app did not get the second worker")
+	}
+}
+
+// testShareOfOwner: an owner whose runs hang holds at most
+// MaxWorkersPerOwner workers, even with workers free: another owner's run
+// hangs beside theirs, a third owner's operations of the same app run one
+// after the other while both hang, and the first owner's next operation
+// waits, pending, for one of their runs to end. Operations without an
+// owner have the app's share only.
+func testShareOfOwner(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{Workers: 4, MaxWorkersPerOwner: 1, LocalQueue: true})
+	h.enqueue(e, "a", "u1/x", request{Hang: true})
+	waiting := h.enqueue(e, "a", "u1/y", request{Hang: true})
+	h.enqueue(e, "a", "u2/x", request{Hang: true})
+	moving := []*jobs.Operation{h.enqueue(e, "a", "u3/x", request{}), h.enqueue(e, "a", "u3/y", request{})}
+	defer h.start(e)()
+	hung := func(want ...string) {
+		t.Helper()
+		got := map[string]bool{}
+		for range want {
+			select {
+			case k := <-h.hanging:
+				got[k] = true
+			case <-time.After(10 * time.Second):
+				t.Fatalf("hanging runs %v; want %v", got, want)
+			}
+		}
+		for _, k := range want {
+			if !got[k] {
+				t.Fatalf("hanging runs %v; want %v", got, want)
+			}
+		}
+	}
+	hung("a/u1/x", "a/u2/x")
+	for _, op := range moving {
+		if w, err := e.Wait(h.ctx, "a", op.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded {
+			t.Fatalf("u3's operation (%s) while u1's and u2's runs hang: %+v, %v", op.Key, w, err)
+		}
+	}
+	if got := h.get(waiting); got.State != jobs.Pending {
+		t.Fatalf("u1's second operation while their first hangs, two workers free: %s; want PENDING", got.State)
+	}
+	h.enqueue(e, "a", "backend1", request{Hang: true})
+	h.enqueue(e, "a", "backend2", request{Hang: true})
+	hung("a/backend1", "a/backend2")
+	if got := h.get(waiting); got.State != jobs.Pending {
+		t.Fatalf("u1's second operation: %s; want PENDING", got.State)
+	}
+}
+
+// testOwnerAtShareHidesNothing: the pending operations of an owner at
+// their share fill more than a scheduler's scan of the queue (32), and
+// another owner's operation, queued after all of them, still runs while
+// the first owner's run hangs.
+func testOwnerAtShareHidesNothing(t *testing.T, h *harness) {
+	h.behindWaitingWork(func(i int) string { return fmt.Sprintf("u1/%d", i) })
+}
+
+// testBusyKeyHidesNothing: the pending operations of a key that runs
+// (without an owner) fill more than a scheduler's scan of the queue, and
+// another owner's operation, queued after all of them, still runs while
+// the key's run hangs.
+func testBusyKeyHidesNothing(t *testing.T, h *harness) {
+	h.behindWaitingWork(func(int) string { return "x" })
+}
+
+// behindWaitingWork queues 48 operations that hang, of the keys key(i),
+// then one of owner u2, for two workers of which an owner holds at most
+// one, and checks that the last one runs while the first one hangs.
+func (h *harness) behindWaitingWork(key func(i int) string) {
+	t := h.t
+	e := h.engine("w1", jobs.Config{Workers: 2, MaxWorkersPerOwner: 1, MaxQueuedPerOwner: 50, MaxQueuedPerKey: 50, LocalQueue: true})
+	for i := range 48 {
+		h.enqueue(e, "a", key(i), request{Hang: true})
+		h.clock.Advance(time.Millisecond) // queued in this order
+	}
+	last := h.enqueue(e, "a", "u2/x", request{})
+	defer h.start(e)()
+	if w, err := e.Wait(h.ctx, "a", last.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded {
+		t.Fatalf("u2's operation behind 48 others, the first of them hanging: %+v, %v", w, err)
+	}
+	if got := <-h.hanging; got != "a/"+key(0) {
+		t.Fatalf("hanging run: %s", got)
 	}
 }
 

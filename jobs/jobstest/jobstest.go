@@ -7,8 +7,9 @@
 // exactly once, retries and their backoff, keys run one at a time,
 // coalescing and groups, work handed back when a worker stops, leases
 // renewed and taken over, cancellation, waiting, the queue's bounds and
-// the retention of finished operations, the share of the workers one app
-// may hold, the attempts' timeout and the waits before retries.
+// the retention of finished operations, the shares of the workers one app
+// and one owner may hold (and a long queue of work that waits for them
+// hiding nothing), the attempts' timeout and the waits before retries.
 package jobstest
 
 import (
@@ -54,6 +55,9 @@ func Run[S jobs.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "UnknownKind", Run: testUnknownKind},
 		{Name: "WakeUps", Run: testWakeUps},
 		{Name: "ShareOfWorkers", Run: testShareOfWorkers},
+		{Name: "ShareOfOwner", Run: testShareOfOwner},
+		{Name: "OwnerAtShareHidesNothing", Run: testOwnerAtShareHidesNothing},
+		{Name: "BusyKeyHidesNothing", Run: testBusyKeyHidesNothing},
 		{Name: "AttemptTimeout", Run: testAttemptTimeout},
 		{Name: "RetryDelay", Run: testRetryDelay},
 	}
