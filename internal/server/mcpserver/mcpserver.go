@@ -16,8 +16,9 @@
 //     caller of a server without API keys.
 //
 // The key is checked before the body is read (auth.Guard.WrapHTTP, with
-// its rate limit); the server's body and time bounds and cross-site rules
-// apply as to every path.
+// its rate limit); a refusal is the HTTP status of its code with a
+// JSON-RPC error saying why. The server's body and time bounds and
+// cross-site rules apply as to every path.
 //
 // # One implementation, one policy
 //
@@ -53,6 +54,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +62,7 @@ import (
 	"runtime/debug"
 
 	"connectrpc.com/connect"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kioku-ai/kioku/client"
@@ -105,7 +108,7 @@ func New(opts Options) http.Handler {
 	})
 	var h http.Handler = &endpoint{next: sdk, keys: opts.Guard != nil}
 	if opts.Guard != nil {
-		h = opts.Guard.WrapHTTP("MCP", h)
+		h = opts.Guard.WrapHTTP("MCP", h, refuse)
 	}
 	return h
 }
@@ -135,7 +138,7 @@ type endpoint struct {
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := e.identify(r)
 	if err != nil {
-		httperr.WriteStatus(w, err)
+		refuse(w, err)
 		return
 	}
 	e.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
@@ -168,6 +171,19 @@ func (e *endpoint) identify(r *http.Request) (identity, *connect.Error) {
 		}
 	}
 	return identity{app: app, user: user}, nil
+}
+
+// refuse answers a request refused before it reached the MCP server: the
+// HTTP status of the error's code, with a JSON-RPC error (id null) as the
+// body, which MCP clients show (the SDKs' own errors say only the status).
+func refuse(w http.ResponseWriter, err *connect.Error) {
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": jsonrpc.CodeInvalidRequest, "message": err.Code().String() + ": " + err.Message()},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httperr.HTTPStatus(err.Code()))
+	w.Write(body)
 }
 
 func appOf(c auth.Caller) string {
