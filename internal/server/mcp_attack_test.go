@@ -173,6 +173,17 @@ func TestMCPAttackMatrix(t *testing.T) {
 		t.Fatalf("%d of %d attacking MCP calls succeeded", succeeded, calls)
 	}
 	t.Logf("%d refused MCP calls; the store is unchanged", calls)
+	metrics, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraped, _ := io.ReadAll(metrics.Body)
+	metrics.Body.Close()
+	for _, reason := range []string{"no_key", "unknown_key", "expired_key"} {
+		if want := `kioku_rpc_refused_total{procedure="MCP",reason="` + reason + `"}`; !strings.Contains(string(scraped), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	// With ann's key each goes through, and reaches ann's memory only.
 	for _, r := range requests {
