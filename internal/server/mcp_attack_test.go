@@ -196,3 +196,31 @@ func TestMCPAttackMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPRateLimitAndBodyBound: an MCP request takes one token of its
+// key's rate limit (the kioku.v1 calls a tool makes in process take none),
+// a request over the limit is refused 429 before its body is read, and a
+// body over the server's message limit is refused.
+func TestMCPRateLimitAndBodyBound(t *testing.T) {
+	key, entry := auth.NewKey("slow", "a", "ann")
+	entry.RateLimit = &auth.RateLimit{PerSecond: 0.01, Burst: 2}
+	_, url := serveNode(t, func(c *node.Config) { c.Keys = nodetest.Keys(t, entry) })
+	load := map[string]any{"name": "load_memory", "arguments": map[string]any{"query": "tea"}}
+	for i := range 2 {
+		if status, m := mcpPost(t, url+"/mcp", key, "tools/call", load); !mcpSucceeded(status, m) {
+			t.Fatalf("call %d within the burst: %d %v", i, status, m)
+		}
+	}
+	status, m := mcpPost(t, url+"/mcp", key, "tools/call", load)
+	refusal, _ := m["error"].(map[string]any)
+	if msg, _ := refusal["message"].(string); status != http.StatusTooManyRequests || !strings.Contains(msg, "rate limit") {
+		t.Fatalf("over the limit: %d %v", status, m)
+	}
+
+	_, open := serveNode(t, nil)
+	huge := map[string]any{"name": "save_to_memory", "arguments": map[string]any{"fact": strings.Repeat("x", 17<<20)}}
+	status, m = mcpPost(t, open+"/mcp/apps/a/users/ann", "", "tools/call", huge)
+	if status != http.StatusRequestEntityTooLarge || m["result"] != nil {
+		t.Fatalf("a 17 MiB body: %d %v", status, m)
+	}
+}

@@ -116,6 +116,10 @@ func TestToolsOverStreamableHTTP(t *testing.T) {
 	ann := mustSession(t, k.url+"/mcp", k.ann)
 	ctx := t.Context()
 
+	// Nothing is announced later, so no request is held open for it.
+	if caps := ann.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged || caps.Resources == nil || caps.Resources.Subscribe || caps.Resources.ListChanged || caps.Prompts == nil || caps.Prompts.ListChanged {
+		t.Errorf("capabilities %+v", caps)
+	}
 	tools, err := ann.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
