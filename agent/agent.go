@@ -244,11 +244,8 @@ func WithStateDelta(delta map[string]any) TurnOption {
 }
 
 const (
-	finalAnswer        = "final_answer"
-	loadMemory         = "load_memory"
-	searchConversation = "search_conversation"
-	saveToMemory       = "save_to_memory"
-	turnsKey           = "kioku_agent_turns"
+	finalAnswer = "final_answer"
+	turnsKey    = "kioku_agent_turns"
 )
 
 func (a *Agent) name() string {
