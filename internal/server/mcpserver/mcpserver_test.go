@@ -44,9 +44,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// session connects the Go SDK's client to endpoint over Streamable HTTP
+// connectMCP connects the Go SDK's client to endpoint over Streamable HTTP
 // with key (none when empty).
-func session(t *testing.T, endpoint, key string) (*mcp.ClientSession, error) {
+func connectMCP(t *testing.T, endpoint, key string) (*mcp.ClientSession, error) {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
 	s, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
@@ -58,7 +58,7 @@ func session(t *testing.T, endpoint, key string) (*mcp.ClientSession, error) {
 
 func mustSession(t *testing.T, endpoint, key string) *mcp.ClientSession {
 	t.Helper()
-	s, err := session(t, endpoint, key)
+	s, err := connectMCP(t, endpoint, key)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", endpoint, err)
 	}
@@ -194,7 +194,7 @@ func TestEndpointIdentity(t *testing.T) {
 		{"ann's key at ann's path", "/mcp/apps/a/users/ann", k.ann},
 		{"the app key at ann's path", "/mcp/apps/a/users/ann", k.app},
 	} {
-		s, err := session(t, k.url+tc.path, tc.key)
+		s, err := connectMCP(t, k.url+tc.path, tc.key)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -209,18 +209,81 @@ func TestEndpointIdentity(t *testing.T) {
 		{"no key", "/mcp/apps/a/users/ann", "", "Unauthorized"},
 		{"a garbage key", "/mcp", "garbage", "Unauthorized"},
 	} {
-		if _, err := session(t, k.url+tc.path, tc.key); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := connectMCP(t, k.url+tc.path, tc.key); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: connected (%v), want %s", tc.name, err, tc.want)
 		}
 	}
 
 	_, open := nodetest.ServeH2C(t, node.Config{})
-	if _, err := session(t, open+"/mcp", ""); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+	if _, err := connectMCP(t, open+"/mcp", ""); err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Errorf("a keyless server's /mcp: %v", err)
 	}
 	s := mustSession(t, open+"/mcp/apps/a/users/ann", "")
 	call(t, s, "memory", map[string]any{"command": "create", "path": "/memories/a.md", "file_text": "x"})
-	if _, err := session(t, open+"/mcp/apps/a/users/bad%20user", ""); err == nil || !strings.Contains(err.Error(), "Bad Request") {
+	if _, err := connectMCP(t, open+"/mcp/apps/a/users/bad%20user", ""); err == nil || !strings.Contains(err.Error(), "Bad Request") {
 		t.Errorf("a malformed user in the path: %v", err)
+	}
+}
+
+// TestResourcesAndPreload: the user's memory files are listed and read as
+// resources, the profile is one, and the preload prompt renders the
+// user's memories as the agent's preload does; bob lists none of ann's
+// files and cannot read them.
+func TestResourcesAndPreload(t *testing.T) {
+	k := serveKeyed(t)
+	ctx := t.Context()
+	ann := mustSession(t, k.url+"/mcp", k.ann)
+	call(t, ann, "memory", map[string]any{"command": "create", "path": "/memories/plans/trip.md", "file_text": "Kyoto in April\n"})
+	waitSaved(t, client.New(k.url, client.WithAuthToken(k.app)), call(t, ann, "save_to_memory", map[string]any{"fact": "Ann is planning a trip to Kyoto."}))
+
+	list, err := ann.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file *mcp.Resource
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+		if r.Name == "/memories/plans/trip.md" {
+			file = r
+		}
+	}
+	if file == nil || !slices.Contains(uris, "kioku:///profile") {
+		t.Fatalf("resources %v", uris)
+	}
+	read, err := ann.ReadResource(ctx, &mcp.ReadResourceParams{URI: file.URI})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "Kyoto in April\n" {
+		t.Fatalf("reading %s: %v, %v", file.URI, read, err)
+	}
+	profile, err := ann.ReadResource(ctx, &mcp.ReadResourceParams{URI: "kioku:///profile"})
+	if err != nil || len(profile.Contents) != 1 || profile.Contents[0].Text != `{"profiles":{}}` {
+		t.Fatalf("reading the profile: %v, %v", profile, err)
+	}
+
+	prompt, err := ann.GetPrompt(ctx, &mcp.GetPromptParams{Name: "preload", Arguments: map[string]string{"query": "trip"}})
+	if err != nil || len(prompt.Messages) != 1 {
+		t.Fatalf("preload: %v, %v", prompt, err)
+	}
+	got := prompt.Messages[0].Content.(*mcp.TextContent).Text
+	if !strings.HasPrefix(got, "What you remember about the user from earlier conversations, each with its date") || !strings.Contains(got, "] Ann is planning a trip to Kyoto.\n") {
+		t.Fatalf("preload rendered %q", got)
+	}
+
+	bob := mustSession(t, k.url+"/mcp", k.bob)
+	list, err = bob.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list.Resources {
+		if r.URI != "kioku:///profile" {
+			t.Errorf("bob lists %s (%s)", r.URI, r.Name)
+		}
+	}
+	if read, err := bob.ReadResource(ctx, &mcp.ReadResourceParams{URI: file.URI}); err == nil {
+		t.Fatalf("bob read ann's file: %v", read.Contents[0].Text)
+	}
+	prompt, err = bob.GetPrompt(ctx, &mcp.GetPromptParams{Name: "preload", Arguments: map[string]string{"query": "trip"}})
+	if err != nil || strings.Contains(prompt.Messages[0].Content.(*mcp.TextContent).Text, "Kyoto") {
+		t.Fatalf("bob's preload: %v, %v", prompt, err)
 	}
 }
