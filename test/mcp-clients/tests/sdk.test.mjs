@@ -40,7 +40,7 @@ const structured = (result) => {
 };
 
 for (const transport of ["http", "stdio"]) {
-  test(`${transport}: tools, save and load, the memory file tool`, async () => {
+  test(`the TypeScript SDK over ${transport}: tools, save and load, the memory file tool`, async () => {
     const client = await connect(transport, kioku.keys.ann);
     try {
       const { tools } = await client.listTools();
@@ -73,7 +73,7 @@ for (const transport of ["http", "stdio"]) {
     }
   });
 
-  test(`${transport}: another user's memories are refused`, async () => {
+  test(`the TypeScript SDK over ${transport}: another user's memories are refused`, async () => {
     // Bob saves a fact of his own.
     const bob = await connect(transport, kioku.keys.bob);
     const fact = `Bob's secret over ${transport} is the word pelican.`;
@@ -102,7 +102,15 @@ for (const transport of ["http", "stdio"]) {
       [undefined, "apps/demo/users/bob", /unauthenticated: this server needs an API key/],
       ["kioku_garbage", "apps/demo/users/bob", /unauthenticated: unknown API key/],
     ]) {
-      await assert.rejects(connect(transport, key, user), why, `key ${key?.slice(0, 12)} at ${user ?? "/mcp"}`);
+      const refused = await connect(transport, key, user).then(
+        async (client) => {
+          await client.close();
+          return null;
+        },
+        (e) => e,
+      );
+      assert.ok(refused, `key ${key?.slice(0, 12)} at ${user ?? "/mcp"} was let in`);
+      assert.match(refused.message, why);
     }
   });
 }
