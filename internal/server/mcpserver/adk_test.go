@@ -1,8 +1,11 @@
 package mcpserver_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,8 +20,12 @@ import (
 	"google.golang.org/adk/v2/tool/mcptoolset"
 	"google.golang.org/genai"
 
+	kagent "github.com/kioku-ai/kioku/agent"
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
 
@@ -93,5 +100,52 @@ func TestADKAgentWithMCPToolset(t *testing.T) {
 	}
 	if got := calls[1].Text(); !strings.Contains(got, "response load_memory") || !strings.Contains(got, "Ann's favourite tea is genmaicha.") {
 		t.Fatalf("load_memory's result did not reach the model: %q", got)
+	}
+}
+
+// TestSameToolsAsTheAgent: the tools the MCP server lists are the ones
+// kioku's agent runtime declares to its model (package memorytools): the
+// same names, descriptions and input schemas.
+func TestSameToolsAsTheAgent(t *testing.T) {
+	fake := modeltest.NewGemini(t)
+	_, url := nodetest.ServeH2C(t, node.Config{Models: nodetest.Gemini(fake)})
+	ctx := t.Context()
+	c := client.New(url)
+	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "ann")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.ReplyText("Hello.")
+	a := &kagent.Agent{Kioku: c, Model: &model.Gemini{Client: fake.Client(t), Model: "gemini-test"}, MemoryFiles: true}
+	if _, err := a.Turn(ctx, sess.GetName(), "Hi."); err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]map[string]any{}
+	for _, d := range fake.Calls()[0].Tools {
+		declared[fmt.Sprint(d["name"])] = d
+	}
+
+	s := mustSession(t, url+"/mcp/apps/a/users/ann", "")
+	tools, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, tool := range tools.Tools {
+		d, ok := declared[tool.Name]
+		if !ok {
+			continue // retrieve_profiles: the agent preloads the profile instead
+		}
+		shared++
+		var schema any
+		b, _ := json.Marshal(tool.InputSchema)
+		json.Unmarshal(b, &schema)
+		params := d["parametersJsonSchema"]
+		if d["description"] != tool.Description || !reflect.DeepEqual(params, schema) {
+			t.Errorf("%s: the agent declares %v %v, MCP lists %q %v", tool.Name, d["description"], params, tool.Description, schema)
+		}
+	}
+	if shared != 4 {
+		t.Fatalf("%d tools in common with the agent's %v, want 4", shared, slices.Sorted(maps.Keys(declared)))
 	}
 }

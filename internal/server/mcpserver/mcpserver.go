@@ -203,6 +203,17 @@ func newServer(kioku *client.Client, log *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "kioku", Title: "kioku memory", Version: moduleVersion()}, &mcp.ServerOptions{
 		Logger:       log,
 		Instructions: "kioku keeps what matters about the user across conversations: load_memory and search_conversation find it, save_to_memory and the memory file tool keep it.",
+		// Stateless: no list changes or resource updates are announced,
+		// so that no request (subscriptions/listen) is held open.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}},
+		// The resources are the user's: no cache may serve them to
+		// another (the tools and the prompt are the same for everyone).
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			switch req.(type) {
+			case *mcp.ListResourcesRequest, *mcp.ReadResourceRequest:
+				c.CacheScope = "private"
+			}
+		},
 	})
 	addTools(s, kioku)
 	addResources(s, kioku)

@@ -116,6 +116,10 @@ func TestToolsOverStreamableHTTP(t *testing.T) {
 	ann := mustSession(t, k.url+"/mcp", k.ann)
 	ctx := t.Context()
 
+	// Nothing is announced later, so no request is held open for it.
+	if caps := ann.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged || caps.Resources == nil || caps.Resources.Subscribe || caps.Resources.ListChanged || caps.Prompts == nil || caps.Prompts.ListChanged {
+		t.Errorf("capabilities %+v", caps)
+	}
 	tools, err := ann.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -248,11 +252,11 @@ func TestResourcesAndPreload(t *testing.T) {
 			file = r
 		}
 	}
-	if file == nil || !slices.Contains(uris, "kioku:///profile") {
-		t.Fatalf("resources %v", uris)
+	if file == nil || !slices.Contains(uris, "kioku:///profile") || list.CacheScope != "private" {
+		t.Fatalf("resources %v (cache scope %q)", uris, list.CacheScope)
 	}
 	read, err := ann.ReadResource(ctx, &mcp.ReadResourceParams{URI: file.URI})
-	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "Kyoto in April\n" {
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "Kyoto in April\n" || read.CacheScope != "private" {
 		t.Fatalf("reading %s: %v, %v", file.URI, read, err)
 	}
 	profile, err := ann.ReadResource(ctx, &mcp.ReadResourceParams{URI: "kioku:///profile"})
