@@ -17,6 +17,8 @@ import { kiokuBin, startKioku, toolNames, waitOperation } from "../lib/harness.m
 
 const inspector = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "node_modules", ".bin", "mcp-inspector");
 const run = promisify(execFile);
+// kioku mcp would read a key from $KIOKU_KEY: only the test's keys count.
+const { KIOKU_KEY, KIOKU_SERVER, ...env } = process.env;
 
 let kioku;
 let home;
@@ -37,9 +39,9 @@ after(async () => {
  */
 function target(transport, key, user) {
   if (transport === "http") {
-    return [new URL(user ? `/mcp/${user}` : "/mcp", kioku.url).href, "--transport", "http", "--header", `Authorization: Bearer ${key}`, "--stored-auth-only"];
+    return [new URL(user ? `/mcp/${user}` : "/mcp", kioku.url).href, "--transport", "http", ...(key ? ["--header", `Authorization: Bearer ${key}`] : []), "--stored-auth-only"];
   }
-  return ["--", kiokuBin(), "mcp", "--server", kioku.url, "--key", key, ...(user ? ["--user", user] : [])];
+  return ["--", kiokuBin(), "mcp", "--server", kioku.url, ...(key ? ["--key", key] : []), ...(user ? ["--user", user] : [])];
 }
 
 /** Runs the CLI: its JSON answer, or {status, stderr} when it fails. */
@@ -47,7 +49,7 @@ async function cli(method, tgt) {
   // The method last, except before stdio's command, which ends the line.
   const line = tgt[0] === "--" ? ["--cli", "--method", ...method, ...tgt] : ["--cli", ...tgt, "--method", ...method];
   try {
-    const { stdout } = await run(inspector, line, { env: { ...process.env, HOME: home }, timeout: 60_000 });
+    const { stdout } = await run(inspector, line, { env: { ...env, HOME: home }, timeout: 60_000 });
     return JSON.parse(stdout);
   } catch (e) {
     if (e.code === undefined || typeof e.code !== "number") throw e;
@@ -95,6 +97,7 @@ for (const transport of ["http", "stdio"]) {
     for (const [key, user, why] of [
       [kioku.keys.ann, "apps/demo/users/bob", /permission_denied: the path names user \\*"bob\\*"/],
       [kioku.keys.app, undefined, /permission_denied: \/mcp serves a user key/],
+      [undefined, "apps/demo/users/bob", /unauthenticated: this server needs an API key/],
       ["kioku_garbage", undefined, /unauthenticated: unknown API key/],
     ]) {
       const res = await cli(["tools/call", "--tool-name", "load_memory", "--tool-arg", `query=key under the ${transport} mat`], target(transport, key, user));
