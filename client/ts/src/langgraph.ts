@@ -78,7 +78,8 @@ export interface KiokuStoreOptions {
    * The fields of a value whose text becomes the memory's fact, in
    * LangGraph's path syntax (`"text"`, `"meta.title"`, `"notes[*]"`);
    * `"$"` is the whole value as JSON. Default `["$"]`. A put's own `index`
-   * list replaces it for that item.
+   * list replaces it for that item; `index: false` keeps these fields, as
+   * a memory always has a fact.
    */
   fields?: string[];
 }
