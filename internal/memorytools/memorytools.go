@@ -98,6 +98,27 @@ type Conversation struct {
 	Results []Found `json:"results" jsonschema_description:"The best matching messages, best first."`
 }
 
+// MemoryCommand declares the memory file tool's input: the parameters of
+// the six commands of Anthropic's memory tool, with their names and
+// types. Anthropic's schema is a union of six objects, one per command;
+// it is declared here as one object whose command is an enum and whose
+// other parameters are optional (each says which commands take it),
+// because the function declarations of Gemini models take only a subset
+// of JSON Schema, and a flat object is what every model accepts. The
+// input reaches kioku as the model wrote it: this type only declares it.
+type MemoryCommand struct {
+	Command    string `json:"command" jsonschema:"enum=view,enum=create,enum=str_replace,enum=insert,enum=delete,enum=rename" jsonschema_description:"The command: view a file or a directory, create a file, str_replace text in a file, insert lines into a file, delete a file or a directory, rename (move) one."`
+	Path       string `json:"path,omitempty" jsonschema_description:"view, create, str_replace, insert, delete: the file or directory, /memories or a path below it (such as /memories/notes.md)."`
+	ViewRange  []int  `json:"view_range,omitempty" jsonschema:"minItems=2,maxItems=2" jsonschema_description:"view of a file, optional: the first and last line to show, from 1; -1 as the last means the end of the file."`
+	FileText   string `json:"file_text,omitempty" jsonschema_description:"create: the new file's content."`
+	OldStr     string `json:"old_str,omitempty" jsonschema_description:"str_replace: the text to replace, which must appear exactly once in the file."`
+	NewStr     string `json:"new_str,omitempty" jsonschema_description:"str_replace: the text that replaces it (may be empty)."`
+	InsertLine int    `json:"insert_line,omitempty" jsonschema_description:"insert: the line after which the text goes; 0 puts it before the first line."`
+	InsertText string `json:"insert_text,omitempty" jsonschema_description:"insert: the text to insert."`
+	OldPath    string `json:"old_path,omitempty" jsonschema_description:"rename: the file or directory to move."`
+	NewPath    string `json:"new_path,omitempty" jsonschema_description:"rename: where it goes; nothing may be there yet."`
+}
+
 // FileOutput is the result of the memory file tool: kioku's answer to the
 // command.
 type FileOutput struct {
@@ -118,7 +139,7 @@ func LoadMemoryTool(ctx context.Context, t Target, in Query, k int) (Memories, e
 	if k <= 0 {
 		k = 5
 	}
-	mems, err := Retrieve(ctx, t, in.Query, k)
+	mems, err := retrieve(ctx, t, in.Query, k)
 	if err != nil {
 		return Memories{}, err
 	}
@@ -129,9 +150,9 @@ func LoadMemoryTool(ctx context.Context, t Target, in Query, k int) (Memories, e
 	return out, nil
 }
 
-// Retrieve retrieves the k memories most relevant to a query, in the
+// retrieve retrieves the k memories most relevant to a query, in the
 // target user's scope.
-func Retrieve(ctx context.Context, t Target, query string, k int) ([]*kiokuv1.Memory, error) {
+func retrieve(ctx context.Context, t Target, query string, k int) ([]*kiokuv1.Memory, error) {
 	res, err := t.Kioku.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{
 		Parent: client.AppName(t.App),
 		Scope:  client.Scope(t.User),
@@ -185,7 +206,7 @@ func SearchConversationTool(ctx context.Context, t Target, in Query) (Conversati
 		_, _, session, _ := client.ParseSessionName(r.GetSession())
 		out.Results = append(out.Results, Found{
 			When: e.GetTimestamp().AsTime().UTC().Format(time.RFC3339), Session: session, Author: e.GetAuthor(),
-			Text: Truncate(content.FromKioku(e.GetContent()).Text(), 500),
+			Text: truncate(content.FromKioku(e.GetContent()).Text(), 500),
 		})
 	}
 	return out, nil
@@ -241,9 +262,9 @@ func retrieveProfiles(ctx context.Context, t Target) (map[string]*kiokuv1.Memory
 	return res.GetProfiles(), nil
 }
 
-// Truncate cuts s to at most n bytes on a rune boundary, marking the cut
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut
 // with an ellipsis.
-func Truncate(s string, n int) string {
+func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -26,9 +26,11 @@
 // its model: load_memory, save_to_memory, search_conversation, memory and
 // retrieve_profiles, each a kioku.v1 call through the Go client. Here the
 // client reaches the server's own Connect handlers in process (loopback),
-// carrying the caller's key, so that every call passes the kioku.v1
-// interceptors: the policy of package auth (whatever kioku.v1 refuses the
-// key is refused here), deadlines, logging, metrics and the error mapping.
+// carrying the caller the key check admitted (auth.Caller, in the
+// context; no second rate-limit token), so that every call passes the
+// kioku.v1 interceptors: the policy of package auth (whatever kioku.v1
+// refuses the key is refused here), deadlines, logging, metrics and the
+// error mapping.
 // A refused call is a tool result with isError set, saying why.
 //
 // Each tool's input and result are Go types of memorytools; their JSON
