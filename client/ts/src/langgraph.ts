@@ -1,8 +1,9 @@
 /**
  * A LangGraph.js store (`BaseStore` of `@langchain/langgraph-checkpoint`)
  * backed by kioku's memory bank: a graph's long-term memory kept as kioku
- * memories, which kioku's retrieval ranks, its agents read, and its
- * generation consolidates.
+ * memories, which kioku's retrieval ranks and its agents read. Memory
+ * generation in the same scope may consolidate them (update or delete a
+ * memory the store wrote; the value stays the JSON the store last wrote).
  *
  * ```ts
  * import { StateGraph } from "@langchain/langgraph";
