@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -77,13 +78,48 @@ type countingInt struct {
 func (c *countingInt) inc()     { c.mu.Lock(); c.n++; c.mu.Unlock() }
 func (c *countingInt) get() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
 
+// proxyEnv names the variable through which the test process learns the
+// address of the proxy it must serve: Go's net/http reads HTTPS_PROXY once,
+// and a package this binary links (the MCP SDK's OAuth discovery) reads it
+// while the program initialises, before TestMain could set it. So TestMain
+// runs the binary again with HTTPS_PROXY set from the start, naming a port
+// it chose, and the second run serves the proxy there.
+const proxyEnv = "KIOKU_ADKMEMORY_PROXY_ADDR"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(proxyEnv) == "" {
+		os.Exit(again())
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(code)
+}
+
+// again runs this test binary again, with its arguments, HTTPS_PROXY
+// naming a free loopback port and proxyEnv that port, and returns its exit
+// code.
+func again() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), proxyEnv+"="+addr, "HTTPS_PROXY=http://"+addr, "https_proxy=", "NO_PROXY=", "no_proxy=")
+	if err := cmd.Run(); err != nil {
+		if exit, ok := err.(*exec.ExitError); ok {
+			return exit.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 func run(m *testing.M) (int, error) {
@@ -138,13 +174,18 @@ func run(m *testing.M) (int, error) {
 	defer srv.Close()
 
 	// The proxy that takes the endpoint's name to kioku.
-	proxy := httptest.NewServer(http.HandlerFunc(tunnel))
+	proxyLn, err := net.Listen("tcp", os.Getenv(proxyEnv))
+	if err != nil {
+		return 0, err
+	}
+	proxy := httptest.NewUnstartedServer(http.HandlerFunc(tunnel))
+	proxy.Listener.Close()
+	proxy.Listener = proxyLn
+	proxy.Start()
 	defer proxy.Close()
 
 	for k, v := range map[string]string{
 		"SSL_CERT_FILE":                  filepath.Join(dir, "ca.pem"),
-		"HTTPS_PROXY":                    proxy.URL,
-		"NO_PROXY":                       "",
 		"GCE_METADATA_HOST":              strings.TrimPrefix(meta.URL, "http://"),
 		"HOME":                           dir,
 		"CLOUDSDK_CONFIG":                filepath.Join(dir, "gcloud"),
