@@ -38,10 +38,10 @@ const (
 // (found by OpenID discovery when not given) and cached. It implements
 // go-oidc's KeySet.
 type remoteKeys struct {
-	issuer  string
-	client  *http.Client
-	now     func() time.Time
-	algs    []jose.SignatureAlgorithm
+	issuer   string
+	client   *http.Client
+	now      func() time.Time
+	algs     []jose.SignatureAlgorithm
 	discover bool // find jwksURL from the issuer's openid-configuration
 
 	mu        sync.Mutex
