@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -172,11 +173,15 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 // authenticate returns the caller a bearer credential stands for: an API
 // key of the key file, else (a JWT) a minted token or an ID token.
 func (g *Guard) authenticate(ctx context.Context, bearer string, now time.Time) (Caller, *rejection) {
-	c, rej := g.opts.Keys.authenticate(bearer, now)
+	if bearer == "" {
+		return Caller{}, &rejection{"no_key", "this server needs an API key or a token: send the header Authorization: Bearer KEY"}
+	}
+	digest := sha256.Sum256([]byte(bearer))
+	c, rej := g.opts.Keys.authenticate(digest, now)
 	if rej == nil || rej.reason != "unknown_key" || g.opts.Providers == nil && g.opts.SigningKeys == nil || !strings.Contains(bearer, ".") {
 		return c, rej
 	}
-	return authenticateToken(ctx, g.opts.Providers, g.opts.SigningKeys, bearer, now)
+	return authenticateToken(ctx, g.opts.Providers, g.opts.SigningKeys, bearer, digest, now)
 }
 
 // RejectionCode is the code of a call refused for a reason Options.Rejected

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -275,11 +276,8 @@ func algNames(algs []jose.SignatureAlgorithm) []string {
 
 // authenticate returns the user an ID token of one of the providers
 // stands for.
-func (p *Providers) authenticate(ctx context.Context, raw string, t unverified, now time.Time) (Caller, *rejection) {
+func (p *Providers) authenticate(ctx context.Context, raw string, digest [sha256.Size]byte, t unverified, now time.Time) (Caller, *rejection) {
 	s := p.state.Load()
-	if c, ok := s.cache.get(raw, now); ok {
-		return c, nil
-	}
 	ps := s.byIssuer[t.claims.Issuer]
 	if len(ps) == 0 {
 		return Caller{}, &rejection{"unknown_issuer", fmt.Sprintf("tokens of issuer %q are not accepted here (the server's identity file does not name it)", t.claims.Issuer)}
@@ -301,7 +299,7 @@ func (p *Providers) authenticate(ctx context.Context, raw string, t unverified, 
 	if rej != nil {
 		return Caller{}, rej
 	}
-	s.cache.put(raw, c)
+	s.cache.put(digest, c)
 	return c, nil
 }
 

@@ -192,11 +192,8 @@ func (k *SigningKeys) Mint(app, user string, ttl time.Duration, now time.Time) (
 }
 
 // authenticate returns the user a minted token stands for.
-func (k *SigningKeys) authenticate(raw string, now time.Time) (Caller, *rejection) {
+func (k *SigningKeys) authenticate(raw string, digest [sha256.Size]byte, now time.Time) (Caller, *rejection) {
 	s := k.state.Load()
-	if c, ok := s.cache.get(raw, now); ok {
-		return c, nil
-	}
 	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		return Caller{}, &rejection{"bad_token", "the minted token is malformed or not signed with EdDSA"}
@@ -228,6 +225,6 @@ func (k *SigningKeys) authenticate(raw string, now time.Time) (Caller, *rejectio
 		return Caller{}, &rejection{"bad_user_claim", "the minted token's kioku_app or sub is not a kioku id"}
 	}
 	c := tokenCaller(MintedIssuer, extra.App, claims.Subject, times.expiry())
-	s.cache.put(raw, c)
+	s.cache.put(digest, c)
 	return c, nil
 }

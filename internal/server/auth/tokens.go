@@ -100,16 +100,14 @@ type tokenCache struct {
 
 func newTokenCache() *tokenCache { return &tokenCache{m: map[[sha256.Size]byte]Caller{}} }
 
-func (c *tokenCache) get(raw string, now time.Time) (Caller, bool) {
-	d := sha256.Sum256([]byte(raw))
+func (c *tokenCache) get(d [sha256.Size]byte, now time.Time) (Caller, bool) {
 	c.mu.Lock()
 	e, ok := c.m[d]
 	c.mu.Unlock()
 	return e, ok && now.Before(e.Expires.Add(ClockSkew))
 }
 
-func (c *tokenCache) put(raw string, e Caller) {
-	d := sha256.Sum256([]byte(raw))
+func (c *tokenCache) put(d [sha256.Size]byte, e Caller) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= maxCachedTokens {
@@ -119,8 +117,19 @@ func (c *tokenCache) put(raw string, e Caller) {
 }
 
 // authenticateToken returns the caller a JWT stands for: a token minted
-// with the signing keys, or an ID token of a provider.
-func authenticateToken(ctx context.Context, providers *Providers, signing *SigningKeys, raw string, now time.Time) (Caller, *rejection) {
+// with the signing keys, or an ID token of a provider. A token verified
+// before costs its hash and a lookup.
+func authenticateToken(ctx context.Context, providers *Providers, signing *SigningKeys, raw string, d [sha256.Size]byte, now time.Time) (Caller, *rejection) {
+	if signing != nil {
+		if c, ok := signing.state.Load().cache.get(d, now); ok {
+			return c, nil
+		}
+	}
+	if providers != nil {
+		if c, ok := providers.state.Load().cache.get(d, now); ok {
+			return c, nil
+		}
+	}
 	t, rej := parseUnverified(raw)
 	if rej != nil {
 		return Caller{}, rej
@@ -129,10 +138,10 @@ func authenticateToken(ctx context.Context, providers *Providers, signing *Signi
 		if signing == nil {
 			return Caller{}, &rejection{"unknown_issuer", "this server accepts no minted tokens (it has no --token-signing-key-file)"}
 		}
-		return signing.authenticate(raw, now)
+		return signing.authenticate(raw, d, now)
 	}
 	if providers == nil {
 		return Caller{}, &rejection{"unknown_issuer", fmt.Sprintf("this server accepts no ID tokens (it has no --identity file); issuer %q", t.claims.Issuer)}
 	}
-	return providers.authenticate(ctx, raw, t, now)
+	return providers.authenticate(ctx, raw, d, t, now)
 }
