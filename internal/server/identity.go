@@ -18,8 +18,8 @@ import (
 )
 
 // authService serves kioku.v1.AuthService: it mints user tokens with the
-// server's signing keys (nil: it has none). The Guard lets only app keys
-// call it (AppAdmin).
+// server's signing keys (nil: it has none, and the service is not
+// implemented here). The Guard lets only app keys call it (AppAdmin).
 type authService struct {
 	keys *auth.SigningKeys
 	now  func() time.Time
@@ -29,7 +29,7 @@ var _ kiokuv1connect.AuthServiceHandler = authService{}
 
 func (s authService) MintUserToken(_ context.Context, req *connect.Request[kiokuv1.MintUserTokenRequest]) (*connect.Response[kiokuv1.MintUserTokenResponse], error) {
 	if s.keys == nil {
-		return nil, fault.New(fault.FailedPrecondition, "this server mints no tokens: start it with --token-signing-key-file")
+		return nil, fault.New(fault.Unimplemented, "kioku.v1.AuthService.MintUserToken is not implemented on this server: start it with --token-signing-key-file")
 	}
 	app, user, err := aip.ParseUser("parent", req.Msg.GetParent())
 	if err != nil {

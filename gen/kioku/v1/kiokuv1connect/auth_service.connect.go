@@ -43,7 +43,7 @@ type AuthServiceClient interface {
 	// Returns a signed token standing for one user of an app, with a user
 	// key's rights, until it expires; callers send it as `Authorization:
 	// Bearer TOKEN`. App keys only; the server needs a token signing key
-	// (`kioku serve --token-signing-key-file`), else FAILED_PRECONDITION.
+	// (`kioku serve --token-signing-key-file`), else UNIMPLEMENTED.
 	MintUserToken(context.Context, *connect.Request[v1.MintUserTokenRequest]) (*connect.Response[v1.MintUserTokenResponse], error)
 }
 
@@ -82,7 +82,7 @@ type AuthServiceHandler interface {
 	// Returns a signed token standing for one user of an app, with a user
 	// key's rights, until it expires; callers send it as `Authorization:
 	// Bearer TOKEN`. App keys only; the server needs a token signing key
-	// (`kioku serve --token-signing-key-file`), else FAILED_PRECONDITION.
+	// (`kioku serve --token-signing-key-file`), else UNIMPLEMENTED.
 	MintUserToken(context.Context, *connect.Request[v1.MintUserTokenRequest]) (*connect.Response[v1.MintUserTokenResponse], error)
 }
 

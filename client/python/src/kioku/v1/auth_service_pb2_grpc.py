@@ -34,7 +34,7 @@ class AuthServiceServicer(object):
         """Returns a signed token standing for one user of an app, with a user
         key's rights, until it expires; callers send it as `Authorization:
         Bearer TOKEN`. App keys only; the server needs a token signing key
-        (`kioku serve --token-signing-key-file`), else FAILED_PRECONDITION.
+        (`kioku serve --token-signing-key-file`), else UNIMPLEMENTED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

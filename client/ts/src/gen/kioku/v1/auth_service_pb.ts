@@ -84,7 +84,7 @@ export const AuthService: GenService<{
    * Returns a signed token standing for one user of an app, with a user
    * key's rights, until it expires; callers send it as `Authorization:
    * Bearer TOKEN`. App keys only; the server needs a token signing key
-   * (`kioku serve --token-signing-key-file`), else FAILED_PRECONDITION.
+   * (`kioku serve --token-signing-key-file`), else UNIMPLEMENTED.
    *
    * @generated from rpc kioku.v1.AuthService.MintUserToken
    */
