@@ -174,7 +174,7 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 // key of the key file, else (a JWT) a minted token or an ID token.
 func (g *Guard) authenticate(ctx context.Context, bearer string, now time.Time) (Caller, *rejection) {
 	if bearer == "" {
-		return Caller{}, &rejection{"no_key", "this server needs an API key or a token: send the header Authorization: Bearer KEY"}
+		return Caller{}, &rejection{"no_key", "this server needs an API key: send the header Authorization: Bearer KEY"}
 	}
 	digest := sha256.Sum256([]byte(bearer))
 	c, rej := g.opts.Keys.authenticate(digest, now)
