@@ -36,6 +36,7 @@ type Client struct {
 	memories   kiokuv1connect.MemoryBankServiceClient
 	operations kiokuv1connect.OperationServiceClient
 	files      kiokuv1connect.MemoryFileServiceClient
+	auth       kiokuv1connect.AuthServiceClient
 }
 
 // Option configures a Client.
@@ -110,6 +111,7 @@ func New(baseURL string, opts ...Option) *Client {
 		memories:   kiokuv1connect.NewMemoryBankServiceClient(o.httpClient, baseURL, copts...),
 		operations: kiokuv1connect.NewOperationServiceClient(o.httpClient, baseURL, copts...),
 		files:      kiokuv1connect.NewMemoryFileServiceClient(o.httpClient, baseURL, copts...),
+		auth:       kiokuv1connect.NewAuthServiceClient(o.httpClient, baseURL, copts...),
 	}
 }
 

@@ -1,6 +1,6 @@
 package client
 
-// Every unary method of the four services, forwarded to the generated
+// Every unary method of the five services, forwarded to the generated
 // clients without connect's request and response wrappers.
 
 import (
@@ -212,4 +212,11 @@ func (c *Client) GetMemoryFile(ctx context.Context, req *kiokuv1.GetMemoryFileRe
 // ListMemoryFileRevisions lists a memory file's revisions, newest first.
 func (c *Client) ListMemoryFileRevisions(ctx context.Context, req *kiokuv1.ListMemoryFileRevisionsRequest) (*kiokuv1.ListMemoryFileRevisionsResponse, error) {
 	return unary(ctx, c.files.ListMemoryFileRevisions, req)
+}
+
+// MintUserToken returns a short-lived token standing for one user of the
+// app, to send as Authorization: Bearer TOKEN (WithAuthToken); app keys
+// only, on a server with a token signing key.
+func (c *Client) MintUserToken(ctx context.Context, req *kiokuv1.MintUserTokenRequest) (*kiokuv1.MintUserTokenResponse, error) {
+	return unary(ctx, c.auth.MintUserToken, req)
 }

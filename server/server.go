@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/kioku-ai/kioku/internal/node"
@@ -67,6 +68,19 @@ type Options struct {
 	// no key is needed. Server.ReloadKeys reads it again.
 	KeysFile string
 
+	// IdentityFile is an identity file (see the operations docs): the
+	// OpenID Connect and Firebase providers whose ID tokens stand for
+	// users of an app, with a user key's rights. With
+	// FIREBASE_AUTH_EMULATOR_HOST set, the Firebase Auth emulator's
+	// unsigned tokens are accepted for firebase providers. Server.ReloadKeys
+	// reads it again.
+	IdentityFile string
+
+	// TokenSigningKeyFile is the Ed25519 key file (kioku token --new-key
+	// writes one) that signs the user tokens kioku.v1.AuthService mints,
+	// and verifies them. Server.ReloadKeys reads it again.
+	TokenSigningKeyFile string
+
 	// Models chooses the generation model and the embedder (see package
 	// model). The zero value has no generation model (memories can be
 	// created directly but not generated from events) and embeds with the
@@ -89,6 +103,8 @@ type Server struct {
 	node    *node.Node
 	handler http.Handler
 	keys    *auth.Keys
+	ids     *auth.Providers
+	signing *auth.SigningKeys
 }
 
 // New opens the store that opts chooses, builds the models and starts the
@@ -120,11 +136,21 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server.Options.KeysFile: %w", err)
 		}
 	}
+	if opts.IdentityFile != "" {
+		if cfg.Identities, err = auth.LoadProviders(opts.IdentityFile, auth.ProvidersOptions{FirebaseAuthEmulator: os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")}); err != nil {
+			return nil, fmt.Errorf("server.Options.IdentityFile: %w", err)
+		}
+	}
+	if opts.TokenSigningKeyFile != "" {
+		if cfg.SigningKeys, err = auth.LoadSigningKeys(opts.TokenSigningKeyFile); err != nil {
+			return nil, fmt.Errorf("server.Options.TokenSigningKeyFile: %w", err)
+		}
+	}
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{node: n, handler: n.Handler(), keys: cfg.Keys}, nil
+	return &Server{node: n, handler: n.Handler(), keys: cfg.Keys, ids: cfg.Identities, signing: cfg.SigningKeys}, nil
 }
 
 // ServeHTTP serves one request of any of kioku's APIs.
@@ -132,16 +158,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
-// ReloadKeys reads Options.KeysFile again and, when it is valid, puts its
-// keys in force at once (kioku serve does this on SIGHUP); when it is not,
-// the keys in force stay and the error says why. Without a KeysFile it
-// does nothing.
+// ReloadKeys reads Options.KeysFile, IdentityFile and
+// TokenSigningKeyFile again and puts each that is valid in force at once
+// (kioku serve does this on SIGHUP); one that is not stays as it was, and
+// the error says why. Files not given are skipped.
 func (s *Server) ReloadKeys() error {
-	if s.keys == nil {
-		return nil
+	var errs []error
+	if s.keys != nil {
+		_, err := s.keys.Reload()
+		errs = append(errs, err)
 	}
-	_, err := s.keys.Reload()
-	return err
+	if s.ids != nil {
+		_, err := s.ids.Reload()
+		errs = append(errs, err)
+	}
+	if s.signing != nil {
+		errs = append(errs, s.signing.Reload())
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops the background work and closes the store. Memory operations

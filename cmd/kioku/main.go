@@ -5,6 +5,9 @@
 //	kioku serve [flags]        run the server (see kioku serve -h)
 //	kioku bench <scenario>     measure the service (see kioku bench -h)
 //	kioku key --app APP        make an API key for serve --auth-keys
+//	kioku token --app APP --user USER
+//	                           print a minted user token (--new-key FILE
+//	                           writes a token signing key)
 //	kioku backup --out FILE    copy the embedded store, even while it serves
 //	kioku export --out FILE    write an installation, app or user to an archive
 //	kioku import --in FILE     load an archive into a store
@@ -89,6 +92,9 @@ Usage:
   kioku serve [flags]      run the server
   kioku bench SCENARIO     run a benchmark (kioku bench -h lists them)
   kioku key --app APP      make an API key for kioku serve --auth-keys
+  kioku token --app APP --user USER
+                           print a user token signed with the key file of
+                           --token-signing-key-file (--new-key FILE makes one)
   kioku backup --out FILE  copy the embedded store, even while it serves
   kioku export --out FILE  write everything, an app (--app) or a user (--user)
                            to a portable archive, from either store
@@ -125,6 +131,8 @@ func run(ctx context.Context, args []string) error {
 		return bench(ctx, args[1:])
 	case "key":
 		return key(args[1:], os.Stdout)
+	case "token":
+		return token(args[1:], os.Stdout)
 	case "backup":
 		return backup(ctx, args[1:], os.Stdout)
 	case "export":

@@ -35,6 +35,7 @@ type serveFlags struct {
 	addr, store, dataDir, fsProject, fsDatabase, logLevel *string
 	models                                                *cli.ModelFlags
 	workers, lease, authKeys, tlsCert, tlsKey             *string
+	identity, signingKey                                  *string
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
 	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
@@ -54,6 +55,8 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		models:       cli.RegisterModelFlags(fs),
 		workers:      fs.Env("workers", "2", "memory operations run at once by this server; one app may hold all but one of them while another app's operations wait"),
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
+		identity:     fs.EnvAs("identity", "KIOKU_IDENTITY_FILE", "", "identity file: the OpenID Connect and Firebase providers whose ID tokens stand for users of an app, with a user key's rights (SIGHUP reloads it; FIREBASE_AUTH_EMULATOR_HOST accepts the Auth emulator's unsigned tokens); empty: none"),
+		signingKey:   fs.Env("token-signing-key-file", "", "Ed25519 key file that signs the user tokens kioku.v1.AuthService/MintUserToken mints and verifies them, earlier public keys after it (kioku token --new-key FILE writes and rotates it; SIGHUP reloads it); empty: no minted tokens"),
 		tlsCert:      fs.Env("tls-cert", "", "PEM certificate chain to serve HTTPS with (with --tls-key; SIGHUP reloads both); empty: plaintext HTTP/1.1 and h2c"),
 		tlsKey:       fs.Env("tls-key", "", "PEM private key of --tls-cert"),
 		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
@@ -116,6 +119,21 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return node.Config{}, fmt.Errorf("--auth-keys: %w", err)
 		}
 	}
+	var ids *auth.Providers
+	if *f.identity != "" {
+		if ids, err = auth.LoadProviders(*f.identity, auth.ProvidersOptions{FirebaseAuthEmulator: os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")}); err != nil {
+			return node.Config{}, fmt.Errorf("--identity: %w", err)
+		}
+		if host, ok := ids.EmulatorMode(); ok {
+			log.Warn("FIREBASE_AUTH_EMULATOR_HOST is set: UNSIGNED Firebase ID tokens are accepted for the identity file's firebase providers, so anyone can be any of their users. For local development only; never on a server real users reach", "emulator", host)
+		}
+	}
+	var signing *auth.SigningKeys
+	if *f.signingKey != "" {
+		if signing, err = auth.LoadSigningKeys(*f.signingKey); err != nil {
+			return node.Config{}, fmt.Errorf("--token-signing-key-file: %w", err)
+		}
+	}
 	rate, err := strconv.ParseFloat(*f.rateLimit, 64)
 	if err != nil || rate < 0 || rate != rate {
 		return node.Config{}, fmt.Errorf("--rate-limit %q: want a number of calls a second, 0 for no limit", *f.rateLimit)
@@ -163,6 +181,8 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	}
 	return node.Config{
 		Keys:              keys,
+		Identities:        ids,
+		SigningKeys:       signing,
 		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
 		BodyTimeout:       durations[0],
 		WriteTimeout:      durations[1],
@@ -224,8 +244,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer n.Close()
-	if cfg.Keys != nil || cfg.TLS != nil {
-		stop := reloadOnHangup(cfg.Keys, cfg.TLS, log)
+	if cfg.Keys != nil || cfg.TLS != nil || cfg.Identities != nil || cfg.SigningKeys != nil {
+		stop := reloadOnHangup(reloadable{cfg.Keys, cfg.Identities, cfg.SigningKeys}, cfg.TLS, log)
 		defer stop()
 	}
 	ln, err := net.Listen("tcp", *flags.addr)
@@ -257,7 +277,7 @@ func serve(ctx context.Context, args []string) error {
 	tcp, ok := ln.Addr().(*net.TCPAddr)
 	beyondLoopback := ok && !tcp.IP.IsLoopback()
 	switch {
-	case cfg.Keys != nil:
+	case cfg.Keys != nil || cfg.Identities != nil || cfg.SigningKeys != nil:
 		auth = ` -H 'Authorization: Bearer KEY'`
 		if beyondLoopback && cfg.TLS == nil {
 			log.Warn("listening beyond loopback without TLS: API keys cross the network in clear text; serve with --tls-cert and --tls-key, or behind a TLS-terminating proxy", "addr", addr)
@@ -269,17 +289,27 @@ func serve(ctx context.Context, args []string) error {
 Try:
   curl -H 'Content-Type: application/json'%s -d '{"parent":"apps/demo/users/ann","session_id":"first"}' %s://%s/kioku.v1.SessionService/CreateSession
 `, scheme, shown, where, auth, scheme, shown)
-	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "tls", cfg.TLS != nil, "cors_origins", cfg.CORSOrigins, "version", version())
+	log.Info("serving", "addr", addr, "store", cfg.Store, "api_keys", cfg.Keys != nil, "identity_providers", cfg.Identities != nil, "minted_tokens", cfg.SigningKeys != nil, "tls", cfg.TLS != nil, "cors_origins", cfg.CORSOrigins, "version", version())
 	err = n.Serve(ctx, ln)
 	log.Info("stopped")
 	return err
 }
 
-// reloadOnHangup reads the key file and the TLS certificate (those in use)
-// again on each SIGHUP, so keys can be added and revoked and certificates
-// renewed without a restart; a broken file leaves what is in force. It
-// returns the function that stops it.
-func reloadOnHangup(keys *auth.Keys, cert *server.Certificate, log *slog.Logger) func() {
+// reloadable are the credential files a SIGHUP reads again (nil: not in
+// use).
+type reloadable struct {
+	keys    *auth.Keys
+	ids     *auth.Providers
+	signing *auth.SigningKeys
+}
+
+// reloadOnHangup reads the key file, the identity file, the token signing
+// key file and the TLS certificate (those in use) again on each SIGHUP, so
+// keys and providers can be added and revoked and certificates renewed
+// without a restart; a broken file leaves what is in force. It returns
+// the function that stops it.
+func reloadOnHangup(files reloadable, cert *server.Certificate, log *slog.Logger) func() {
+	keys := files.keys
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -295,6 +325,20 @@ func reloadOnHangup(keys *auth.Keys, cert *server.Certificate, log *slog.Logger)
 					log.Error("reloading the key file failed; the keys in force are unchanged", "keys", n, "err", err)
 				} else {
 					log.Info("reloaded the key file", "keys", n)
+				}
+			}
+			if files.ids != nil {
+				if n, err := files.ids.Reload(); err != nil {
+					log.Error("reloading the identity file failed; the providers in force are unchanged", "providers", n, "err", err)
+				} else {
+					log.Info("reloaded the identity file", "providers", n)
+				}
+			}
+			if files.signing != nil {
+				if err := files.signing.Reload(); err != nil {
+					log.Error("reloading the token signing key file failed; the keys in force are unchanged", "err", err)
+				} else {
+					log.Info("reloaded the token signing key file")
 				}
 			}
 			if cert != nil {

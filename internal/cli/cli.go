@@ -52,6 +52,15 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 	return f.String(name, def, usage+" (env "+env+")")
 }
 
+// EnvAs is Env with an environment variable of another name than the
+// flag's (--identity is KIOKU_IDENTITY_FILE).
+func (f *FlagSet) EnvAs(name, env, def, usage string) *string {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	return f.String(name, def, usage+" (env "+env+")")
+}
+
 // ParseNoArgs parses args, flags only: a positional argument is an error
 // naming the command ("backup takes no arguments, got [x]").
 func (f *FlagSet) ParseNoArgs(args []string) error {

@@ -89,6 +89,11 @@ type Config struct {
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit
+	// Identities and SigningKeys, when set, let ID tokens of identity
+	// providers and minted user tokens stand for users (see
+	// server.Config).
+	Identities  *auth.Providers
+	SigningKeys *auth.SigningKeys
 	// BodyTimeout, WriteTimeout, IdleTimeout and MaxStreamDuration bound
 	// requests, responses and connections (see server.Config); zero takes
 	// the server's defaults.
@@ -218,6 +223,8 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.server = server.New(server.Config{
 		Logger:            cfg.Logger,
 		Keys:              cfg.Keys,
+		Identities:        cfg.Identities,
+		SigningKeys:       cfg.SigningKeys,
 		RateLimit:         cfg.RateLimit,
 		BodyTimeout:       cfg.BodyTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/go-jose/go-jose/v4"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +29,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/server/auth/authtest"
 )
 
 // call is one RPC made through a client (which carries a key, or none).
@@ -57,10 +60,13 @@ type attackCase struct {
 
 // TestAttackMatrix makes every kioku.v1 RPC, over a whole server, with no
 // key, an unknown key, an expired key, another user's key, another app's
-// key, and (with a user key) as an app-level write; each gets the code it
-// must, and the store is exactly as before. Then each victim call goes
-// through with its owner's key, so the refusals were not for a malformed
-// request; a tool-call event appends under a user key.
+// key, another user's and another app's ID token, ID tokens expired, of
+// another audience or issuer, tampered, unsigned or of an unknown kid,
+// another user's and an expired minted token, and (with a user key) as an
+// app-level write; each gets the code it must, and the store is exactly as
+// before. Then each victim call goes through with its owner's key, ID
+// token or minted token, so the refusals were not for a malformed
+// request; a tool-call event appends under a user credential.
 func TestAttackMatrix(t *testing.T) {
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
 	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
@@ -70,7 +76,23 @@ func TestAttackMatrix(t *testing.T) {
 	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
 	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
 	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry)
-	_, url := serveNode(t, func(c *node.Config) { c.Keys = keys })
+	// ID tokens of an issuer for apps a and b, and minted tokens.
+	is := authtest.NewIssuer(t)
+	ids, err := auth.LoadProviders(authtest.WriteIdentityFile(t,
+		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku", "app": "a"},
+		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku-b", "app": "b"}), auth.ProvidersOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signingFile := filepath.Join(t.TempDir(), "signing.pem")
+	if err := auth.NewSigningKeyFile(signingFile); err != nil {
+		t.Fatal(err)
+	}
+	signing, err := auth.LoadSigningKeys(signingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := serveNode(t, func(c *node.Config) { c.Keys, c.Identities, c.SigningKeys = keys, ids, signing })
 	with := func(key string, opts ...client.Option) *client.Client {
 		opts = append(opts, client.WithHTTPClient(h2cClient()))
 		if key != "" {
@@ -100,7 +122,7 @@ func TestAttackMatrix(t *testing.T) {
 			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}, Actions: &kiokuv1.EventActions{StateDelta: delta(map[string]any{"user:drink": "tea"})}}})
 		must("event", err)
 	}
-	_, err := app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
+	_, err = app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
 	must("app state", err)
 	for _, m := range []struct {
 		id    string
@@ -353,6 +375,14 @@ func TestAttackMatrix(t *testing.T) {
 		// Erasing a user is for app keys only, even a user's own erasure;
 		// the victim is a user with nothing stored, so that the positive
 		// control leaves ann's resources to the checks below.
+		// Minting a user's token is for app keys only.
+		kiokuv1connect.AuthServiceMintUserTokenProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.MintUserToken(ctx, &kiokuv1.MintUserTokenRequest{Parent: "apps/a/users/ann", Ttl: durationpb.New(time.Minute)})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.MintUserToken(ctx, &kiokuv1.MintUserTokenRequest{Parent: "apps/a/users/ann"})
+			return err
+		}, appLevelCode: denied},
 		kiokuv1connect.SessionServiceDeleteUserProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.DeleteUser(ctx, &kiokuv1.DeleteUserRequest{Name: "apps/a/users/carol"})
 			return err
@@ -368,7 +398,7 @@ func TestAttackMatrix(t *testing.T) {
 		kiokuv1connect.SessionServiceDeleteUserProcedure,
 	}
 	var procedures []string
-	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName, kiokuv1connect.MemoryFileServiceName} {
+	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName, kiokuv1connect.MemoryFileServiceName, kiokuv1connect.AuthServiceName} {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
 		if err != nil {
 			t.Fatal(err)
@@ -408,6 +438,41 @@ func TestAttackMatrix(t *testing.T) {
 		}},
 		{"another app's key", with(otherKey), func(attackCase) connect.Code { return denied }},
 	}
+	// The same rows with tokens: an ID token or a minted token is a user
+	// key, and each wrong token is UNAUTHENTICATED.
+	claims := func(aud, sub string, change func(map[string]any)) map[string]any {
+		c := is.Claims(aud, sub)
+		if change != nil {
+			change(c)
+		}
+		return c
+	}
+	annToken := is.Sign(t, claims("kioku", "ann", nil))
+	tampered := annToken[:strings.LastIndexByte(annToken, '.')+1] + strings.Repeat("A", 342)
+	bobMinted, _, err := signing.Mint("a", "bob", time.Hour, time.Now())
+	must("minting bob's token", err)
+	expiredMinted, _, err := signing.Mint("a", "ann", time.Hour, time.Now().Add(-3*time.Hour))
+	must("minting an old token", err)
+	annMinted, _, err := signing.Mint("a", "ann", time.Hour, time.Now())
+	must("minting ann's token", err)
+	unauthenticated := func(attackCase) connect.Code { return connect.CodeUnauthenticated }
+	anotherUser := attackers[3].code
+	attackers = append(attackers, []struct {
+		name string
+		c    *client.Client
+		code func(attackCase) connect.Code
+	}{
+		{"bob's ID token", with(is.Sign(t, claims("kioku", "bob", nil))), anotherUser},
+		{"app b's ID token", with(is.Sign(t, claims("kioku-b", "ann", nil)), client.WithGRPC()), func(attackCase) connect.Code { return denied }},
+		{"an expired ID token", with(is.Sign(t, claims("kioku", "ann", func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }))), unauthenticated},
+		{"an ID token of another audience", with(is.Sign(t, claims("not-kioku", "ann", nil))), unauthenticated},
+		{"an ID token of another issuer", with(is.Sign(t, claims("kioku", "ann", func(c map[string]any) { c["iss"] = "https://evil.example" }))), unauthenticated},
+		{"a tampered ID token", with(tampered), unauthenticated},
+		{"an unsigned ID token (alg none)", with(authtest.Unsigned(claims("kioku", "ann", nil))), unauthenticated},
+		{"an ID token of an unknown kid", with(is.SignWith(t, claims("kioku", "ann", nil), jose.RS256, "unknown-kid")), unauthenticated},
+		{"bob's minted token", with(bobMinted, client.WithJSON()), anotherUser},
+		{"an expired minted token", with(expiredMinted), unauthenticated},
+	}...)
 	calls := 0
 	for _, proc := range procedures {
 		c := cases[proc]
@@ -431,15 +496,22 @@ func TestAttackMatrix(t *testing.T) {
 	}
 	t.Logf("%d refused calls over %d procedures; the store is unchanged", calls, len(procedures))
 
-	// The same calls with their owner's key get through.
-	for _, proc := range procedures {
+	// The same calls with their owner's key get through; ann's calls take
+	// turns with her key, her ID token and her minted token (over gRPC),
+	// so that each kind makes a third of them (the calls are not all
+	// idempotent: each is made once).
+	annOwners := []struct {
+		what string
+		c    *client.Client
+	}{{"key", ann}, {"ID token", with(annToken)}, {"minted token", with(annMinted, client.WithGRPC())}}
+	for i, proc := range procedures {
 		c := cases[proc]
-		owner := ann
+		owner := annOwners[i%len(annOwners)]
 		if c.owner == "app" {
-			owner = app
+			owner.what, owner.c = "app key", app
 		}
-		if err := c.victim(ctx, owner); err != nil && !slices.Contains(c.allowed, connect.CodeOf(err)) {
-			t.Errorf("%s with its owner's key: %v", proc, err)
+		if err := c.victim(ctx, owner.c); err != nil && !slices.Contains(c.allowed, connect.CodeOf(err)) {
+			t.Errorf("%s with its owner's %s: %v", proc, owner.what, err)
 		}
 	}
 	// The tool-call event is there, as the user key appended it.

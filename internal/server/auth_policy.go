@@ -151,6 +151,7 @@ var kiokuPolicy = auth.Policy{
 	// The memory tool's commands read and write the user's files (view
 	// too runs through Execute, so it needs a key that may write); the
 	// reads for operators need one that may read.
+	kiokuv1connect.AuthServiceMintUserTokenProcedure:                 {Access: auth.AppAdmin, Resources: []auth.Field{nameField("parent", userKind)}},
 	kiokuv1connect.MemoryFileServiceExecuteProcedure:                 {Access: auth.Write, Resources: []auth.Field{nameField("parent", userKind)}},
 	kiokuv1connect.MemoryFileServiceListMemoryFilesProcedure:         {Access: auth.Read, Resources: []auth.Field{nameField("parent", userKind)}},
 	kiokuv1connect.MemoryFileServiceGetMemoryFileProcedure:           {Access: auth.Read, Resources: []auth.Field{nameField("name", memoryFileKind)}},

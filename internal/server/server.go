@@ -42,7 +42,10 @@
 // answers GET /, unknown paths and calls in a content type not served.
 //
 // With Keys set, the kioku.v1 services need an API key confined to an app
-// or to one user of an app, checked by an auth.Guard (package internal/server/auth)
+// or to one user of an app (or, with Identities or SigningKeys, a token
+// standing for one user: identity.go serves AuthService, which mints
+// them, and the OAuth protected-resource metadata), checked by an
+// auth.Guard (package internal/server/auth)
 // against kiokuPolicy (auth_policy.go), which declares for every procedure
 // its access and the request fields that name resources: a new RPC must be
 // declared there, or New panics.
@@ -142,6 +145,16 @@ type Config struct {
 	// confined to an app or a user (see package auth). Nil: no key is
 	// needed.
 	Keys *auth.Keys
+
+	// Identities, when set, are the identity providers whose ID tokens
+	// stand for users of an app, with a user key's rights (see
+	// auth.LoadProviders); GET /.well-known/oauth-protected-resource then
+	// names their issuers.
+	Identities *auth.Providers
+
+	// SigningKeys, when set, mint user tokens (kioku.v1.AuthService) and
+	// verify them; every server with the same keys accepts them.
+	SigningKeys *auth.SigningKeys
 
 	// RateLimit is the rate limit of a key the key file gives none (see
 	// auth.RateLimit). Zero: no limit.
@@ -247,6 +260,7 @@ var serviceNames = []string{
 	kiokuv1connect.MemoryBankServiceName,
 	kiokuv1connect.OperationServiceName,
 	kiokuv1connect.MemoryFileServiceName,
+	kiokuv1connect.AuthServiceName,
 }
 
 // New returns a Server for cfg.
@@ -353,18 +367,16 @@ func New(cfg Config) *Server {
 	// call names its trace); health and reflection are not.
 	api := []connect.Interceptor{newTracingInterceptor(), observing, deadline}
 	var guard *auth.Guard
-	if cfg.Keys != nil {
+	if cfg.Keys != nil || cfg.Identities != nil || cfg.SigningKeys != nil {
 		guard = auth.NewGuard(auth.Options{
 			Keys:             cfg.Keys,
+			Providers:        cfg.Identities,
+			SigningKeys:      cfg.SigningKeys,
 			DefaultRate:      cfg.RateLimit,
 			KeyCheckInterval: cfg.KeyCheckInterval,
 			Logger:           cfg.Logger,
 			Rejected: func(procedure, reason string) {
-				code := connect.CodeUnauthenticated
-				if reason == "rate_limited" {
-					code = connect.CodeResourceExhausted
-				}
-				metrics.refused(procedure, reason, code)
+				metrics.refused(procedure, reason, auth.RejectionCode(reason))
 			},
 		}, policies...)
 		api = append(api, guard.Interceptor())
@@ -382,6 +394,7 @@ func New(cfg Config) *Server {
 	mux.Handle(kiokuv1connect.NewMemoryBankServiceHandler(cfg.Memories, kiokuOpts...))
 	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, kiokuOpts...))
 	mux.Handle(kiokuv1connect.NewMemoryFileServiceHandler(cfg.MemoryFiles, kiokuOpts...))
+	mux.Handle(kiokuv1connect.NewAuthServiceHandler(authService{keys: cfg.SigningKeys, now: time.Now}, kiokuOpts...))
 	names := slices.Clone(serviceNames)
 	for _, s := range cfg.Surfaces {
 		s.Mount(mux, apiOpts...)
@@ -444,6 +457,10 @@ func New(cfg Config) *Server {
 		w.Header().Set("Content-Type", "application/yaml")
 		w.Write(openapi.Document)
 	})
+	if cfg.Identities != nil {
+		mux.Handle("GET /.well-known/oauth-protected-resource", protectedResource(cfg.Identities, cfg.TLS != nil))
+		mux.Handle("GET /.well-known/oauth-protected-resource/{path...}", protectedResource(cfg.Identities, cfg.TLS != nil))
+	}
 	mux.HandleFunc("GET /{$}", index)
 	mux.HandleFunc("/", notFound)
 

@@ -81,6 +81,7 @@ func TestReflectionListsServices(t *testing.T) {
 		"grpc.health.v1.Health",
 		"grpc.reflection.v1.ServerReflection",
 		"grpc.reflection.v1alpha.ServerReflection",
+		kiokuv1connect.AuthServiceName,
 		kiokuv1connect.MemoryBankServiceName,
 		kiokuv1connect.MemoryFileServiceName,
 		kiokuv1connect.OperationServiceName,

@@ -9,6 +9,20 @@
 // send a key as `Authorization: Bearer KEY` (or `x-goog-api-key: KEY`, as
 // Google's client libraries do in API-key mode).
 //
+// # Tokens
+//
+// A bearer credential that is no key of the file and is a JWT stands for
+// one user of one app, with exactly a user key's rights (tokens.go): an
+// ID token of a provider of an identity file (LoadProviders, identity.go:
+// OpenID Connect issuers and Firebase projects, verified by go-oidc with
+// the key cache of jwks.go: cached, refetched on an unknown kid at most
+// every 10 s, kept while the issuer is down, UNAVAILABLE naming the issuer
+// when there are none), or a token minted with an Ed25519 signing key
+// file (LoadSigningKeys, minted.go), which every server with the file
+// accepts. A verified token is remembered by its SHA-256 until its exp.
+// Every refusal is UNAUTHENTICATED and says what was wrong (expired,
+// audience, issuer, signature, alg, kid, the user claim).
+//
 // # The mechanism
 //
 // Authorization is decided on the resources a request names, parsed, never
@@ -64,7 +78,8 @@
 // A stream is authorized like a unary call on every message it receives,
 // and checks every Options.KeyCheckInterval (at most a minute) that its key
 // is still in force; when it is not (removed by a reload, or expired), the
-// stream ends UNAUTHENTICATED.
+// stream ends UNAUTHENTICATED. A stream opened with a token ends so when
+// the token expires.
 //
 // # Adding a surface
 //

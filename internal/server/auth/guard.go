@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,8 +24,14 @@ import (
 
 // Options configure a Guard.
 type Options struct {
-	// Keys are the API keys callers need. Required.
+	// Keys are the API keys callers need. Nil: none (only tokens).
 	Keys *Keys
+	// Providers, when set, are the identity providers whose ID tokens
+	// stand for users (see LoadProviders).
+	Providers *Providers
+	// SigningKeys, when set, verify the user tokens servers with the same
+	// keys mint.
+	SigningKeys *SigningKeys
 	// DefaultRate is the rate limit of a key that has none of its own and
 	// whose app has none in the key file. Zero: no limit.
 	DefaultRate RateLimit
@@ -36,8 +43,8 @@ type Options struct {
 	// the next line says how many were left out). Nil: slog.Default().
 	Logger *slog.Logger
 	// Rejected, when set, is told of every call the Guard refuses before
-	// the body is read, with the reason: no_key, unknown_key, expired_key
-	// or rate_limited (for metrics).
+	// the body is read, with the reason: no_key, unknown_key, expired_key,
+	// rate_limited, or a token's (see rejection), for metrics.
 	Rejected func(procedure, reason string)
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
@@ -68,7 +75,7 @@ type bucket struct {
 // API surface; their procedures must not overlap).
 func NewGuard(opts Options, policies ...Policy) *Guard {
 	if opts.Keys == nil {
-		panic("auth: NewGuard without Keys")
+		opts.Keys = &Keys{} // holds no key
 	}
 	if opts.KeyCheckInterval <= 0 {
 		opts.KeyCheckInterval = 30 * time.Second
@@ -149,9 +156,9 @@ func (g *Guard) WrapREST(next http.Handler) http.Handler {
 // reports the refusal and returns its error.
 func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Error) {
 	now := g.opts.Now()
-	c, rej := g.opts.Keys.authenticate(presentedKey(r.Header), now)
+	c, rej := g.authenticate(r.Context(), presentedKey(r.Header), now)
 	if rej != nil {
-		return r, g.refused(r, label, rej.reason, "", connect.NewError(connect.CodeUnauthenticated, errors.New(rej.msg)))
+		return r, g.refused(r, label, rej.reason, "", connect.NewError(RejectionCode(rej.reason), errors.New(rej.msg)))
 	}
 	if conf, wait, ok := g.allow(c, now); !ok {
 		err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("this API key's rate limit is %g calls a second (bursts of %d); retry in %v", conf.PerSecond, conf.Burst, wait))
@@ -161,6 +168,44 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 		return r, g.refused(r, label, "rate_limited", c.Name, err)
 	}
 	return r.WithContext(WithCaller(r.Context(), c)), nil
+}
+
+// authenticate returns the caller a bearer credential stands for: an API
+// key of the key file, else (a JWT) a minted token or an ID token.
+func (g *Guard) authenticate(ctx context.Context, bearer string, now time.Time) (Caller, *rejection) {
+	if bearer == "" {
+		return Caller{}, &rejection{"no_key", "this server needs an API key or a token: send the header Authorization: Bearer KEY"}
+	}
+	digest := sha256.Sum256([]byte(bearer))
+	c, rej := g.opts.Keys.authenticate(digest, now)
+	if rej == nil || rej.reason != "unknown_key" || g.opts.Providers == nil && g.opts.SigningKeys == nil || !strings.Contains(bearer, ".") {
+		return c, rej
+	}
+	return authenticateToken(ctx, g.opts.Providers, g.opts.SigningKeys, bearer, digest, now)
+}
+
+// RejectionCode is the code of a call refused for a reason Options.Rejected
+// is told.
+func RejectionCode(reason string) connect.Code {
+	switch reason {
+	case "rate_limited":
+		return connect.CodeResourceExhausted
+	case "issuer_unavailable":
+		return connect.CodeUnavailable
+	}
+	return connect.CodeUnauthenticated
+}
+
+// stillValid returns nil while a stream's caller is in force: its key not
+// removed nor expired, its token not expired.
+func (g *Guard) stillValid(c Caller, now time.Time) *rejection {
+	if !c.token {
+		return g.opts.Keys.stillValid(c, now)
+	}
+	if !now.Before(c.Expires) {
+		return &rejection{"expired_token", fmt.Sprintf("the token expired at %s", c.Expires.Format(time.RFC3339))}
+	}
+	return nil
 }
 
 // allow takes a token from the caller's bucket, or says how long until
@@ -279,13 +324,20 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 		go func() {
 			t := time.NewTicker(i.opts.KeyCheckInterval)
 			defer t.Stop()
+			var expiry <-chan time.Time // a token's exp
+			if c.token {
+				e := time.NewTimer(c.Expires.Sub(i.opts.Now()))
+				defer e.Stop()
+				expiry = e.C
+			}
 			for {
 				select {
 				case <-stop:
 					return
 				case <-t.C:
+				case <-expiry:
 				}
-				if rej := i.opts.Keys.stillValid(c, i.opts.Now()); rej != nil {
+				if rej := (*Guard)(i).stillValid(c, i.opts.Now()); rej != nil {
 					err := connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("%s; the stream ended", rej.msg))
 					ended.Store(err)
 					cancel(err)

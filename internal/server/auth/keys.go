@@ -188,21 +188,26 @@ func NewKey(name, app, user string) (string, Key) {
 }
 
 // Caller is the authenticated caller of a call: the key-file entry of the
-// key it presented.
+// key it presented, or the user a token stands for.
 type Caller struct {
-	// Name is the key's name, for logs.
+	// Name is the key's name (or the token's issuer), for logs.
 	Name string
 	// App is the app the key may reach, or AllApps.
 	App string
 	// User, when set, confines the caller to this user of App.
 	User string
+	// Expires, for a caller authenticated by a token, is the token's exp:
+	// a stream opened with it ends then. Zero for an API key.
+	Expires time.Time
 
 	digest [sha256.Size]byte
+	token  bool
 }
 
 // KeyID returns an identifier of the caller's key, the same for every
 // call made with it and different for every other key (a digest of it,
-// never the key), for bounds kept per key.
+// never the key), for bounds kept per key. Every token of one user of an
+// app from one issuer has the same KeyID.
 func (c Caller) KeyID() string { return hex.EncodeToString(c.digest[:16]) }
 
 type callerKey struct{}
@@ -218,20 +223,22 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 	return c, ok
 }
 
-// rejection is why a key was refused; its reason labels the metric.
+// rejection is why a key or token was refused; its reason labels the
+// metric.
 type rejection struct {
-	reason string // no_key, unknown_key, expired_key
+	// no_key, unknown_key, expired_key; for tokens bad_token,
+	// expired_token, unknown_issuer, wrong_audience, bad_user_claim and
+	// issuer_unavailable (UNAVAILABLE, where the others are
+	// UNAUTHENTICATED)
+	reason string
 	msg    string
 }
 
 func (r *rejection) Error() string { return r.msg }
 
-// authenticate returns the caller a presented key stands for.
-func (k *Keys) authenticate(token string, now time.Time) (Caller, *rejection) {
-	if token == "" {
-		return Caller{}, &rejection{"no_key", "this server needs an API key: send the header Authorization: Bearer KEY"}
-	}
-	digest := sha256.Sum256([]byte(token))
+// authenticate returns the caller a presented key stands for, given the
+// key's SHA-256.
+func (k *Keys) authenticate(digest [sha256.Size]byte, now time.Time) (Caller, *rejection) {
 	e, r := k.lookup(digest, now)
 	if r != nil {
 		return Caller{}, r
