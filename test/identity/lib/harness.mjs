@@ -4,8 +4,8 @@
 // child process), and a kioku built from the tree started with --identity
 // naming both.
 //
-// KIOKU_BIN names a kioku binary; without it the harness builds one from
-// the tree (go build ./cmd/kioku) into .test/.
+// KIOKU_BIN names a kioku binary, COMPANION_BIN a companion; without them
+// the harness builds them from the tree (go build) into .test/.
 
 import { spawn, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -154,13 +154,16 @@ export async function startAuthEmulator() {
   const bin = path.join(here, "..", "node_modules", ".bin", "firebase");
   const proc = spawn(bin, ["emulators:start", "--only", "auth", "--project", firebaseProject, "--config", path.join(dir, "firebase.json")], {
     cwd: dir,
-    env: { ...process.env, HOME: dir, XDG_CONFIG_HOME: path.join(dir, "config"), NO_UPDATE_NOTIFIER: "1", FIREBASE_CLI_DISABLE_UPDATE_CHECK: "true", CI: "true" },
+    // Its own HOME and TMPDIR: no login or settings of the user's, and its
+    // hub's locator file (TMPDIR/hub-PROJECT.json) apart from other runs'.
+    env: { ...process.env, HOME: dir, TMPDIR: dir, XDG_CONFIG_HOME: path.join(dir, "config"), NO_UPDATE_NOTIFIER: "1", CI: "true" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true, // a process group of its own, ended whole by stop()
   });
   let log = "";
   await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the Firebase Auth emulator did not start in 60 s:\n${log}`)), 60000);
+    // About 10 s on an idle machine; far more on a busy one.
+    const timer = setTimeout(() => reject(new Error(`the Firebase Auth emulator did not start in 150 s:\n${log}`)), 150000);
     const read = (d) => {
       log += d;
       if (/All emulators ready/.test(log)) {
@@ -217,8 +220,9 @@ export function kiokuBinary() {
   return built;
 }
 
-/** The companion demo's binary, built from the tree into .test/. */
+/** The companion demo's binary: COMPANION_BIN, or one built from the tree into .test/. */
 export function companionBinary() {
+  if (process.env.COMPANION_BIN) return process.env.COMPANION_BIN;
   const bin = path.join(here, "..", ".test", "companion");
   mkdirSync(path.dirname(bin), { recursive: true });
   execFileSync("go", ["build", "-o", bin, "./cmd/companion"], { cwd: repoRoot, stdio: "inherit" });
