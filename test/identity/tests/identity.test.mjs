@@ -216,11 +216,13 @@ describe("the issuer's keys", () => {
     const before = await oidc.idToken("dave");
     let res = await call(kioku.url, before, "GET", "/v1/apps/web/users/dave/sessions");
     assert.equal(res.status, 200, JSON.stringify(res.body));
+    const fetches = oidc.fetches;
     await oidc.rotate(newSigningKey("key-2"));
     const next = await oidc.idToken("dave");
     assert.match(Buffer.from(next.split(".")[0], "base64url").toString(), /"kid":"key-2"/);
     // kioku refetches the key set on an unknown kid, at a bounded rate.
     await eventually(async () => (await call(kioku.url, next, "GET", "/v1/apps/web/users/dave/sessions")).status === 200, "a token of the new key accepted", 60);
+    assert.ok(oidc.fetches > fetches, "kioku fetched the issuer's keys again");
   });
 
   test("the issuer down changes nothing for tokens signed with cached keys", async () => {
@@ -229,7 +231,6 @@ describe("the issuer's keys", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     await oidc.stop();
     try {
-      const fetches = oidc.fetches;
       for (let i = 0; i < 5; i++) {
         // A token kioku has never seen, signed with the cached key.
         const t = await oidc.idToken(`erin-${i}`);
@@ -237,7 +238,6 @@ describe("the issuer's keys", () => {
         assert.equal(r.status, 200, JSON.stringify(r.body));
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
-      assert.equal(oidc.fetches, fetches, "nothing reached the issuer while it was down");
     } finally {
       await oidc.start();
     }
