@@ -24,8 +24,8 @@
 // Connect, gRPC-Web and REST work over HTTP/1.1.
 //
 // Options holds only what a program embedding kioku needs to choose: the
-// store, the API key file, the models, the logger and the origins browsers
-// may call from. The rest keeps kioku serve's defaults (limits, timeouts,
+// store, the API key file (and the identity and token signing key files),
+// the models, the logger and the origins browsers may call from. The rest keeps kioku serve's defaults (limits, timeouts,
 // workers, the Vertex API's names). What kioku is made of stays internal:
 // the node that assembles it (internal/node), the transport edge
 // (internal/server and its auth, vertex and openapi packages) and the
@@ -35,6 +35,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,6 +140,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.IdentityFile != "" {
 		if cfg.Identities, err = auth.LoadProviders(opts.IdentityFile, auth.ProvidersOptions{FirebaseAuthEmulator: os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")}); err != nil {
 			return nil, fmt.Errorf("server.Options.IdentityFile: %w", err)
+		}
+		if host, ok := cfg.Identities.EmulatorMode(); ok {
+			cmp.Or(opts.Logger, slog.Default()).Warn("FIREBASE_AUTH_EMULATOR_HOST is set: UNSIGNED Firebase ID tokens are accepted for the identity file's firebase providers; for local development only", "emulator", host)
 		}
 	}
 	if opts.TokenSigningKeyFile != "" {

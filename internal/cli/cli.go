@@ -23,6 +23,7 @@ import (
 type FlagSet struct {
 	*flag.FlagSet
 	prefix string
+	envs   map[string]string // the variables of EnvAs flags, by flag name
 }
 
 // NewFlagSet returns a flag set whose usage prints usage then the flags.
@@ -37,8 +38,12 @@ func NewFlagSet(name, envPrefix, usage string) *FlagSet {
 }
 
 // EnvName returns the environment variable of a flag: the prefix and the
-// flag's name in upper case with '-' as '_' (--data-dir is KIOKU_DATA_DIR).
+// flag's name in upper case with '-' as '_' (--data-dir is KIOKU_DATA_DIR),
+// or the variable EnvAs gave it.
 func (f *FlagSet) EnvName(flagName string) string {
+	if env, ok := f.envs[flagName]; ok {
+		return env
+	}
 	return f.prefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
@@ -55,6 +60,10 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 // EnvAs is Env with an environment variable of another name than the
 // flag's (--identity is KIOKU_IDENTITY_FILE).
 func (f *FlagSet) EnvAs(name, env, def, usage string) *string {
+	if f.envs == nil {
+		f.envs = map[string]string{}
+	}
+	f.envs[name] = env
 	if v, ok := os.LookupEnv(env); ok {
 		def = v
 	}

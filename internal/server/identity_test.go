@@ -155,6 +155,19 @@ func TestIdentityTokensOnEverySurface(t *testing.T) {
 		t.Errorf("the minted token on a second server with the key: %v; want NOT_FOUND", err)
 	}
 
+	// A refused call says where to learn how to get a token (RFC 9728).
+	for _, path := range []string{"/v1/apps/a/users/ann/sessions/s1", "/kioku.v1.SessionService/GetSession"} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", s.url+path, strings.NewReader(`{"name": "apps/a/users/ann/sessions/s1"}`))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if want := `Bearer resource_metadata="` + s.url + `/.well-known/oauth-protected-resource"`; res.StatusCode != 401 || res.Header.Get("WWW-Authenticate") != want {
+			t.Errorf("%s without a token: %s, WWW-Authenticate %q; want 401 with %q", path, res.Status, res.Header.Get("WWW-Authenticate"), want)
+		}
+	}
 	status, out := nodetest.REST(t, "GET", s.url+"/.well-known/oauth-protected-resource", "")
 	if servers, _ := out["authorization_servers"].([]any); status != 200 || len(servers) != 1 || servers[0] != s.is.URL || out["resource"] != s.url {
 		t.Errorf("the protected-resource metadata: %d %v", status, out)

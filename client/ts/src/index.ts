@@ -24,6 +24,7 @@ import { anyUnpack, MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wk
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 
+import { AuthService } from "./gen/kioku/v1/auth_service_pb.js";
 import { file_kioku_v1_memory, GenerateMemoriesResponseSchema, PurgeMemoriesResponseSchema, type GenerateMemoriesResponse, type PurgeMemoriesResponse } from "./gen/kioku/v1/memory_pb.js";
 import { file_kioku_v1_memory_bank_service, MemoryBankService } from "./gen/kioku/v1/memory_bank_service_pb.js";
 import { file_kioku_v1_memory_file_service, MemoryFileService, type ExecuteResponse } from "./gen/kioku/v1/memory_file_service_pb.js";
@@ -172,6 +173,8 @@ export interface KiokuClient {
   operations: Client<typeof OperationService>;
   /** The memory file tool's backend (Anthropic's memory tool) and its files. */
   files: Client<typeof MemoryFileService>;
+  /** Mints a user's token (`mintUserToken`, app keys only) for a page to send as its key. */
+  auth: Client<typeof AuthService>;
   /** The transport the services share. */
   transport: Transport;
 }
@@ -209,6 +212,7 @@ export function createKiokuClient(options: KiokuClientOptions): KiokuClient {
     memories: createClient(MemoryBankService, transport),
     operations: createClient(OperationService, transport),
     files: createClient(MemoryFileService, transport),
+    auth: createClient(AuthService, transport),
     transport,
   };
 }

@@ -144,6 +144,9 @@ func (g *Guard) WrapREST(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, err := g.admit(r, "REST")
 		if err != nil {
+			for k, v := range err.Meta() {
+				w.Header()[k] = v
+			}
 			httperr.WriteStatus(w, err)
 			return
 		}
@@ -158,7 +161,16 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 	now := g.opts.Now()
 	c, rej := g.authenticate(r.Context(), presentedKey(r.Header), now)
 	if rej != nil {
-		return r, g.refused(r, label, rej.reason, "", connect.NewError(RejectionCode(rej.reason), errors.New(rej.msg)))
+		err := connect.NewError(RejectionCode(rej.reason), errors.New(rej.msg))
+		if g.opts.Providers != nil {
+			// RFC 9728 section 5.1: where to learn how to get a token.
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			err.Meta().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s://%s/.well-known/oauth-protected-resource"`, scheme, r.Host))
+		}
+		return r, g.refused(r, label, rej.reason, "", err)
 	}
 	if conf, wait, ok := g.allow(c, now); !ok {
 		err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("this API key's rate limit is %g calls a second (bursts of %d); retry in %v", conf.PerSecond, conf.Burst, wait))
@@ -174,7 +186,7 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 // key of the key file, else (a JWT) a minted token or an ID token.
 func (g *Guard) authenticate(ctx context.Context, bearer string, now time.Time) (Caller, *rejection) {
 	if bearer == "" {
-		return Caller{}, &rejection{"no_key", "this server needs an API key or a token: send the header Authorization: Bearer KEY"}
+		return Caller{}, &rejection{"no_key", "this server needs an API key: send the header Authorization: Bearer KEY"}
 	}
 	digest := sha256.Sum256([]byte(bearer))
 	c, rej := g.opts.Keys.authenticate(digest, now)

@@ -9,6 +9,7 @@ import grpc
 from google.protobuf import descriptor_pb2, json_format, struct_pb2
 
 from kioku.v1 import (
+    auth_service_pb2_grpc,
     memory_bank_service_pb2,
     memory_bank_service_pb2_grpc,
     memory_file_service_pb2,
@@ -218,7 +219,7 @@ class Client:
     --tls-cert (the system's roots; pass credentials= for a private CA).
     api_key, when set, goes with every call. Calls safe to repeat are
     retried as retry (a RetryPolicy) says; retry=None turns retries off.
-    The stubs (sessions, memories, operations, files) have every method of
+    The stubs (sessions, memories, operations, files, auth) have every method of
     the API; the methods below add iteration, streaming, waiting and the
     memory tool around them.
     """
@@ -242,6 +243,7 @@ class Client:
         self.memories = memory_bank_service_pb2_grpc.MemoryBankServiceStub(channel)
         self.operations = operation_service_pb2_grpc.OperationServiceStub(channel)
         self.files = memory_file_service_pb2_grpc.MemoryFileServiceStub(channel)
+        self.auth = auth_service_pb2_grpc.AuthServiceStub(channel)
 
     def close(self):
         """Closes the channel."""
