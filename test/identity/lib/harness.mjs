@@ -265,6 +265,13 @@ export async function startCompanion(port, args) {
   };
 }
 
+/** Writes a new token signing key file (kioku token --new-key) into a new directory: its path. */
+export function newSigningKeyFile() {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "kioku-signing-")), "signing.pem");
+  execFileSync(kiokuBinary(), ["token", "--new-key", file], { stdio: "ignore" });
+  return file;
+}
+
 /** Makes an API key of kioku's key file: { secret, entry }. */
 export function newKey(name, app, user = "") {
   const out = execFileSync(kiokuBinary(), ["key", "--name", name, "--app", app, ...(user ? ["--user", user] : [])]).toString();

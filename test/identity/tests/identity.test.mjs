@@ -7,7 +7,8 @@
 // or another app's resources are refused; bad tokens are UNAUTHENTICATED
 // with a message naming what was wrong; the issuer's key rotation is
 // picked up without a restart, and the issuer down changes nothing for
-// tokens signed with cached keys.
+// tokens signed with cached keys; and a minted user token (MintUserToken)
+// reaches its user as an ID token does.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
@@ -19,6 +20,7 @@ import {
   grpcWebCall,
   newKey,
   newSigningKey,
+  newSigningKeyFile,
   signer,
   startAuthEmulator,
   startKioku,
@@ -44,6 +46,7 @@ before(async () => {
     ],
     keys: [backend.entry],
     emulator: emulator.host,
+    args: ["--token-signing-key-file", newSigningKeyFile()],
   });
 });
 
@@ -241,5 +244,22 @@ describe("the issuer's keys", () => {
     } finally {
       await oidc.start();
     }
+  });
+});
+
+describe("a minted user token", () => {
+  test("reaches its own user's resources on every surface, and nothing else", async () => {
+    // MintUserToken takes an app key, of the user's app only.
+    let res = await call(kioku.url, backend.secret, "POST", "/v1/apps/web/users/frank:mintToken", { ttl: "600s" });
+    refused(res, 403, "permission_denied");
+    res = await call(kioku.url, backend.secret, "POST", "/v1/apps/companion/users/frank:mintToken", { ttl: "600s" });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const { token, expireTime } = res.body;
+    assert.ok(Math.abs(Date.parse(expireTime) - Date.now() - 600_000) < 60_000, expireTime);
+    await reachesOwn(token, "companion", "frank");
+    await refusedElsewhere(token, "companion", await othersSession("companion", "grace"), "web");
+    // A user's token mints nothing.
+    res = await connectCall(kioku.url, token, "AuthService/MintUserToken", { parent: "apps/companion/users/frank" });
+    refused(res, 403, "permission_denied");
   });
 });
