@@ -172,6 +172,18 @@ func TestIssuerKeysRotateAndSurviveOutages(t *testing.T) {
 	is.SetDown(true)
 	g.advance(2 * time.Hour)
 	ok("a cached key's token while the issuer is down", is.Sign(t, with(is.Claims("kioku", "carol"), g.now.Load())))
+	// Back up: the stale set is fetched again in the background while the
+	// cached keys serve.
+	is.SetDown(false)
+	g.advance(11 * time.Second)
+	before := is.KeySetFetches()
+	ok("a cached key's token once the issuer is back", is.Sign(t, with(is.Claims("kioku", "dave"), g.now.Load())))
+	for deadline := time.Now().Add(10 * time.Second); is.KeySetFetches() == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stale key set was not fetched again within 10s")
+		}
+	}
+	is.SetDown(true)
 
 	// A server that never had the issuer's keys: UNAVAILABLE, naming it.
 	var fresh *tokenGuard

@@ -20,7 +20,9 @@ import (
 // minKeysAge, at most maxKeysAge; defaultKeysAge without one), then fetches
 // it again; while the issuer cannot be reached the keys it had stay in
 // force for staleKeysGrace past their fetch, so that an issuer down for a
-// while changes nothing for tokens signed with them. A token whose kid is
+// while changes nothing for tokens signed with them (keys past their
+// max-age serve while the set is fetched again in the background, so a
+// slow issuer holds up no call either). A token whose kid is
 // not among the keys fetches the set again, at most once every
 // minRefetch per issuer, so that tokens with made-up kids cannot make
 // kioku hammer the issuer.
@@ -51,6 +53,8 @@ type remoteKeys struct {
 	fresh     time.Time // until when keys need no refetch
 	lastTry   time.Time // the last fetch tried, for minRefetch
 	lastError error     // why the last fetch failed
+	// refreshing is set while a background fetch runs.
+	refreshing bool
 }
 
 // unavailableError says an issuer's keys cannot be had: none were ever
@@ -66,6 +70,15 @@ func (r *remoteKeys) ready(ctx context.Context) error {
 	defer r.mu.Unlock()
 	now := r.now()
 	if !r.fetched.IsZero() && now.Before(r.fresh) {
+		return nil
+	}
+	if !r.fetched.IsZero() && now.Before(r.fetched.Add(maxKeysAge+staleKeysGrace)) {
+		// Stale keys serve while a fetch runs in the background, so that
+		// an issuer that is slow or hangs holds up no call.
+		if !r.refreshing && now.Sub(r.lastTry) >= minRefetch {
+			r.refreshing, r.lastTry = true, now
+			go r.refreshInBackground(context.WithoutCancel(ctx))
+		}
 		return nil
 	}
 	r.refetchLocked(ctx, now)
@@ -89,6 +102,23 @@ func (r *remoteKeys) refetchLocked(ctx context.Context, now time.Time) {
 		r.lastError = err
 		return
 	}
+	r.keys, r.fetched, r.fresh, r.lastError = keys, now, now.Add(age), nil
+}
+
+// refreshInBackground fetches the key set (its URL is known by now) and
+// puts it in force; a failure keeps the keys there are.
+func (r *remoteKeys) refreshInBackground(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	keys, age, err := r.fetch(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refreshing = false
+	if err != nil {
+		r.lastError = err
+		return
+	}
+	now := r.now()
 	r.keys, r.fetched, r.fresh, r.lastError = keys, now, now.Add(age), nil
 }
 
