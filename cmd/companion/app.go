@@ -47,6 +47,9 @@ type App struct {
 	// the offline demo's scripted Hana.
 	model string
 	demo  bool
+	// firebase, when set, signs users in with Firebase Authentication
+	// instead of by name (signin.go).
+	firebase *firebaseSignIn
 }
 
 // NewApp returns the app on a kioku server and a chat model, writing the
@@ -93,6 +96,9 @@ func (a *App) Handler() http.Handler {
 	mux := http.NewServeMux()
 	web, _ := fs.Sub(webFiles, "web")
 	mux.Handle("GET /", http.FileServerFS(web))
+	if a.firebase != nil {
+		mux.HandleFunc("GET /firebase/{file}", a.firebase.serveSDK)
+	}
 	mux.HandleFunc("GET /api/info", a.info)
 	mux.HandleFunc("POST /api/signin", a.signIn)
 	mux.HandleFunc("POST /api/signout", a.signOut)
@@ -172,7 +178,8 @@ func userID(name string) string {
 
 func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Name string `json:"name"`
+		Name    string `json:"name"`
+		IDToken string `json:"id_token"`
 	}
 	if err := readJSON(r, &in); err != nil {
 		a.fail(w, err)
@@ -183,6 +190,19 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 	if id == "" || utf8.RuneCountInString(name) > maxNicknameRunes {
 		a.fail(w, &httpError{http.StatusBadRequest, fmt.Sprintf("name: give 1 to %d characters with at least one letter or digit (a-z, 0-9)", maxNicknameRunes)})
 		return
+	}
+	if a.firebase != nil {
+		// The user is the one kioku accepts the page's ID token for; the
+		// name is only the nickname.
+		if in.IDToken == "" {
+			a.fail(w, &httpError{http.StatusBadRequest, "id_token: this companion signs in with Firebase Authentication; send the ID token of the signed-in user"})
+			return
+		}
+		var err error
+		if id, err = a.firebase.user(r.Context(), in.IDToken); err != nil {
+			a.fail(w, err)
+			return
+		}
 	}
 	// A first sign-in starts the user's scoped state.
 	st, err := a.kioku.GetState(r.Context(), &kiokuv1.GetStateRequest{Name: client.UserStateName(appID, id)})
@@ -210,7 +230,11 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 // info tells the page which model plays Hana, and whether it is the
 // offline demo's script.
 func (a *App) info(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"model": a.model, "demo": a.demo})
+	out := map[string]any{"model": a.model, "demo": a.demo}
+	if a.firebase != nil {
+		out["firebase"] = a.firebase.info()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *App) signOut(w http.ResponseWriter, _ *http.Request) {
@@ -222,7 +246,7 @@ func (a *App) signOut(w http.ResponseWriter, _ *http.Request) {
 func (a *App) withUser(h func(w http.ResponseWriter, r *http.Request, user string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(cookieName)
-		if err != nil || c.Value == "" || userID(c.Value) != c.Value {
+		if err != nil || !a.validUser(c.Value) {
 			a.fail(w, &httpError{http.StatusUnauthorized, "sign in first"})
 			return
 		}

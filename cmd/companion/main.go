@@ -35,7 +35,12 @@
 // (--model-provider is COMPANION_MODEL_PROVIDER).
 //
 // Sign-in is by name, kept in a cookie: it is a demo, not authentication;
-// anyone who types a name sees that user's conversation and memories.
+// anyone who types a name sees that user's conversation and memories. With
+// --firebase-project (and the Firebase Auth emulator, --firebase-auth-emulator,
+// and --kioku naming a kioku started with --identity), the page signs in
+// anonymously with the Firebase JS SDK instead, the user is the one kioku
+// accepts the page's ID token for, and the page calls kioku directly with
+// that token (signin.go).
 package main
 
 import (
@@ -90,6 +95,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
 	memoryFiles := fs.Env("memory-files", "false", "true: Hana also keeps notes as files in the user's /memories directory in kioku (the memory file tool)")
+	fbProject := fs.Env("firebase-project", "", "Firebase project whose Authentication signs users in: the page signs in anonymously with the Firebase JS SDK and calls --kioku directly with its ID token; empty: sign-in by name")
+	fbEmulator := fs.Env("firebase-auth-emulator", os.Getenv("FIREBASE_AUTH_EMULATOR_HOST"), "host:port of the Firebase Auth emulator the page signs in through (default: FIREBASE_AUTH_EMULATOR_HOST)")
+	fbSDK := fs.Env("firebase-sdk", "", "directory of the firebase npm package (npm install firebase), whose browser builds firebase-app.js and firebase-auth.js the page loads, with --firebase-project")
 	// Hana needs a language model (or the scripted demo): kioku's offline
 	// extractor and none are not among the companion's providers.
 	models := cli.RegisterModelFlags(fs, append([]model.Provider{{Name: demoProvider, Needs: "offline: a scripted Hana, no key, no network"}}, model.ChatProviders()...)...)
@@ -103,6 +111,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	files, err := strconv.ParseBool(*memoryFiles)
 	if err != nil {
 		return fmt.Errorf("--memory-files is %q; want true or false", *memoryFiles)
+	}
+	signIn, err := newFirebaseSignIn(*fbProject, *fbEmulator, *fbSDK, *kiokuURL)
+	if err != nil {
+		return err
 	}
 	cfg, err := models.Config()
 	if err != nil {
@@ -160,6 +172,7 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 		return err
 	}
 	app.demo = demo
+	app.firebase = signIn
 	app.agent.MemoryFiles = files
 
 	ln, err := net.Listen("tcp", *addr)

@@ -205,11 +205,57 @@ async function runTurn(path, body) {
   }
 }
 
-// showMode tells the reader when Hana is the offline demo's script.
+// firebase is set when the app signs in with Firebase Authentication:
+// the page signs in anonymously through the Auth emulator and calls kioku
+// directly with its ID token ({ auth, signInAnonymously, signOut, kioku }).
+let firebase = null;
+
+// setupFirebase loads the Firebase JS SDK's browser builds, which the app
+// serves from the firebase npm package, and connects to the Auth emulator.
+async function setupFirebase(conf) {
+  const { initializeApp } = await import("/firebase/firebase-app.js");
+  const { getAuth, connectAuthEmulator, signInAnonymously, signOut } = await import("/firebase/firebase-auth.js");
+  const app = initializeApp({ apiKey: "demo-api-key", projectId: conf.project, authDomain: `${conf.project}.firebaseapp.com` });
+  const auth = getAuth(app);
+  connectAuthEmulator(auth, conf.emulator, { disableWarnings: true });
+  await auth.authStateReady();
+  firebase = { auth, signInAnonymously, signOut, kioku: conf.kioku };
+}
+
+// kiokuCall calls kioku's REST API directly from the page, with the
+// signed-in user's ID token; it returns the status and the JSON body.
+async function kiokuCall(method, path, body) {
+  const token = await firebase.auth.currentUser.getIdToken();
+  const res = await fetch(firebase.kioku + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json().catch(() => ({})) };
+}
+
+// showDirect lists the user's sessions straight from kioku, with the
+// page's ID token.
+async function showDirect(user) {
+  if (!firebase || !firebase.auth.currentUser) return;
+  const { status, body } = await kiokuCall("GET", `/v1/apps/companion/users/${encodeURIComponent(user)}/sessions`);
+  const n = (body.sessions || []).length;
+  $("direct").hidden = false;
+  $("direct").textContent = status === 200
+    ? `From this page, with your Firebase ID token, kioku lists ${n} session${n === 1 ? "" : "s"} of yours.`
+    : `kioku refused this page's ID token (${status}): ${body.message || ""}`;
+}
+
+// showMode tells the reader when Hana is the offline demo's script, and
+// sets up the sign-in with Firebase when the app has it.
 async function showMode() {
   try {
     const info = await api("GET", "/api/info");
     $("demo-banner").hidden = !info.demo;
+    if (info.firebase) {
+      await setupFirebase(info.firebase);
+      $("signin-firebase").hidden = false;
+    }
   } catch (err) {
     showError(err);
   }
@@ -235,7 +281,9 @@ async function start() {
   showAffinity(v.affinity, 0);
   fillDL($("state-temp"), {});
   await loadMemories();
-  if (!v.session) return runTurn("/api/day", { local_time: localTime() });
+  if (!v.session) await runTurn("/api/day", { local_time: localTime() });
+  await showDirect(v.user).catch(showError);
+  if (!v.session) return;
   const last = [...v.messages].reverse().find((m) => m.role === "hana");
   if (last) showReply(last.reply);
   else showScene("cafe");
@@ -244,7 +292,12 @@ async function start() {
 $("signin-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   try {
-    await api("POST", "/api/signin", { name: $("signin-name").value });
+    const body = { name: $("signin-name").value };
+    if (firebase) {
+      const cred = firebase.auth.currentUser ? { user: firebase.auth.currentUser } : await firebase.signInAnonymously(firebase.auth);
+      body.id_token = await cred.user.getIdToken();
+    }
+    await api("POST", "/api/signin", body);
     await start();
   } catch (err) {
     showError(err);
@@ -268,10 +321,11 @@ $("new-day").addEventListener("click", () => runTurn("/api/day", { local_time: l
 
 $("sign-out").addEventListener("click", async () => {
   await api("POST", "/api/signout");
+  if (firebase) await firebase.signOut(firebase.auth);
+  $("direct").hidden = true;
   start();
 });
 
 $("face").innerHTML = faceSVG("neutral");
 showScene("cafe");
-showMode();
-start();
+showMode().then(start);
