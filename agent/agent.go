@@ -21,7 +21,9 @@
 //     commands on the user's /memories directory in kioku), and the
 //     caller's tools, and runs the calls the model makes, step after step,
 //     up to MaxSteps model calls; tool results of older turns reach the
-//     model as a placeholder (context editing);
+//     model as a placeholder (context editing). The memory tools and the
+//     preload are one implementation (package internal/memorytools)
+//     that kioku's MCP server offers MCP hosts too;
 //  5. appends every model reply and every tool result to the session as
 //     events (tool state changes go in the result event's state delta);
 //  6. returns the reply, decoded into the Output type when there is one.
@@ -244,11 +246,8 @@ func WithStateDelta(delta map[string]any) TurnOption {
 }
 
 const (
-	finalAnswer        = "final_answer"
-	loadMemory         = "load_memory"
-	searchConversation = "search_conversation"
-	saveToMemory       = "save_to_memory"
-	turnsKey           = "kioku_agent_turns"
+	finalAnswer = "final_answer"
+	turnsKey    = "kioku_agent_turns"
 )
 
 func (a *Agent) name() string {

@@ -3,15 +3,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genai"
 
-	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/content"
 )
@@ -215,46 +212,4 @@ func onlyToolResults(c *genai.Content) bool {
 		}
 	}
 	return len(c.Parts) > 0
-}
-
-// searchConversation is the search_conversation tool: the events of the
-// user's sessions (all of them) that best match the query.
-func (t *turn) searchConversation(ctx context.Context, c *Call) (any, error) {
-	var args struct {
-		Query string `json:"query"`
-	}
-	if err := c.Decode(&args); err != nil || strings.TrimSpace(args.Query) == "" {
-		return nil, errors.New("give a query")
-	}
-	res, err := t.a.Kioku.SearchEvents(ctx, &kiokuv1.SearchEventsRequest{Parent: client.UserName(c.App, c.User), Query: args.Query, PageSize: 5})
-	if err != nil {
-		return nil, err
-	}
-	type found struct {
-		When    string `json:"when"`
-		Session string `json:"session"`
-		Author  string `json:"author"`
-		Text    string `json:"text"`
-	}
-	out := []found{}
-	for _, r := range res.GetResults() {
-		e := r.GetEvent()
-		_, _, session, _ := client.ParseSessionName(r.GetSession())
-		out = append(out, found{
-			When: e.GetTimestamp().AsTime().UTC().Format(time.RFC3339), Session: session, Author: e.GetAuthor(),
-			Text: truncate(textOf(e), 500),
-		})
-	}
-	return map[string]any{"results": out}, nil
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

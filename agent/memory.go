@@ -4,22 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
-
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/internal/memorytools"
 )
 
 // preload returns the instruction text of the session user's structured
-// profiles (profileLines) and of the memories relevant to the message,
-// each with its date (memoryDate), or "".
+// profiles and of the memories relevant to the message, each with its
+// date, or "" (memorytools.Preload, which the MCP server's preload prompt
+// renders too).
 func (t *turn) preload(ctx context.Context, message string) (string, error) {
 	k := t.a.PreloadTopK
 	if k < 0 {
@@ -28,154 +22,52 @@ func (t *turn) preload(ctx context.Context, message string) (string, error) {
 	if k == 0 {
 		k = 5
 	}
-	profiles, err := t.a.Kioku.RetrieveProfiles(ctx, &kiokuv1.RetrieveProfilesRequest{
-		Parent: client.AppName(t.app),
-		Scope:  map[string]string{"user_id": t.user},
-	})
+	text, err := memorytools.Preload(ctx, t.target(), message, k)
 	if err != nil {
-		return "", fmt.Errorf("agent: retrieving profiles: %w", err)
+		return "", fmt.Errorf("agent: %w", err)
 	}
-	mems, err := t.retrieve(ctx, message, k)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	if lines := profileLines(profiles.GetProfiles()); lines != "" {
-		b.WriteString("The user's profile (use it when it helps; do not recite it):\n")
-		b.WriteString(lines)
-	}
-	if len(mems) > 0 {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString("What you remember about the user from earlier conversations, each with its date (use it when it helps; do not recite it):\n")
-		for _, m := range mems {
-			fmt.Fprintf(&b, "- %s %s\n", memoryDate(m), m.GetFact())
-		}
-	}
-	return b.String(), nil
+	return text, nil
 }
 
-// profileLines renders profiles as short, stable lines: one per profile,
-// in the order of the schema ids, its fields in the schema's order,
-// "- user-profile: preferred_language = Python; tone = succinct".
-func profileLines(profiles map[string]*kiokuv1.MemoryProfile) string {
-	var b strings.Builder
-	for _, id := range slices.Sorted(maps.Keys(profiles)) {
-		fmt.Fprintf(&b, "- %s: ", id)
-		for i, m := range profiles[id].GetMemories() {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			f := m.GetProfile()
-			fmt.Fprintf(&b, "%s = %s", f.GetField(), valueText(f.GetValue()))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
+// target is whom the memory tools act for: the session's app and user.
+func (t *turn) target() memorytools.Target {
+	return memorytools.Target{Kioku: t.a.Kioku, App: t.app, User: t.user}
 }
 
-// valueText renders a profile field's value: a string as it is, a number
-// in its shortest form, a bool as true or false.
-func valueText(v *structpb.Value) string {
-	switch x := v.GetKind().(type) {
-	case *structpb.Value_StringValue:
-		return x.StringValue
-	case *structpb.Value_NumberValue:
-		return strconv.FormatFloat(x.NumberValue, 'f', -1, 64)
-	case *structpb.Value_BoolValue:
-		return strconv.FormatBool(x.BoolValue)
-	}
-	b, _ := protojson.Marshal(v)
-	return string(b)
-}
-
-// memoryDate says when a memory is from: "[2023-05-02]" for the date the
-// fact is about (event_time), "[said 2023-05-08]" for when it was stated
-// or, failing that, learned.
-func memoryDate(m *kiokuv1.Memory) string {
-	if t := m.GetEventTime(); t != nil {
-		return "[" + t.AsTime().UTC().Format(time.DateOnly) + "]"
-	}
-	t := m.GetStatedTime()
-	if t == nil {
-		t = m.GetCreateTime()
-	}
-	if t == nil {
-		return ""
-	}
-	return "[said " + t.AsTime().UTC().Format(time.DateOnly) + "]"
-}
-
-// retrieve retrieves the memories most relevant to a query, in the session
-// user's scope.
-func (t *turn) retrieve(ctx context.Context, query string, k int) ([]*kiokuv1.Memory, error) {
-	res, err := t.a.Kioku.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{
-		Parent: client.AppName(t.app),
-		Scope:  map[string]string{"user_id": t.user},
-		Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: query, TopK: int32(k)}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("agent: retrieving memories: %w", err)
-	}
-	var out []*kiokuv1.Memory
-	for _, r := range res.GetRetrievedMemories() {
-		out = append(out, r.GetMemory())
-	}
-	return out, nil
-}
-
-// search retrieves the facts most relevant to a query, in the session
-// user's scope.
-func (t *turn) search(ctx context.Context, query string, k int) ([]string, error) {
-	mems, err := t.retrieve(ctx, query, k)
-	if err != nil {
-		return nil, err
-	}
-	var facts []string
-	for _, m := range mems {
-		facts = append(facts, m.GetFact())
-	}
-	return facts, nil
-}
-
-// tools returns the memory tools and the caller's tools.
+// tools returns the memory tools (package memorytools, shared with the MCP
+// server) and the caller's tools.
 func (t *turn) tools() []Tool {
-	type queryArgs struct {
-		Query string `json:"query" jsonschema_description:"What to look for, in a few words."`
-	}
-	type factArgs struct {
-		Fact string `json:"fact" jsonschema_description:"One self-contained fact about the user worth remembering in future conversations."`
-	}
 	tools := []Tool{{
-		Name:        searchConversation,
-		Description: "Search everything the user and you said in past conversations (every session, however long ago) for words, and get the best matching messages with when they were said. Use it when the user refers to something said before that is not in the messages you see.",
-		Parameters:  queryArgs{},
-		Run:         t.searchConversation,
-	}, {
-		Name:        loadMemory,
-		Description: "Search what you remember about the user from earlier conversations.",
-		Parameters:  queryArgs{},
+		Name:        memorytools.SearchConversation,
+		Description: memorytools.SearchConversationDescription,
+		Parameters:  memorytools.Query{},
 		Run: func(ctx context.Context, c *Call) (any, error) {
-			var a queryArgs
-			if err := c.Decode(&a); err != nil || strings.TrimSpace(a.Query) == "" {
+			var in memorytools.Query
+			if err := c.Decode(&in); err != nil {
 				return nil, errors.New("give a query")
 			}
-			facts, err := t.search(ctx, a.Query, 5)
-			if err != nil {
-				return nil, err
+			return memorytools.SearchConversationTool(ctx, t.target(), in)
+		},
+	}, {
+		Name:        memorytools.LoadMemory,
+		Description: memorytools.LoadMemoryDescription,
+		Parameters:  memorytools.Query{},
+		Run: func(ctx context.Context, c *Call) (any, error) {
+			var in memorytools.Query
+			if err := c.Decode(&in); err != nil {
+				return nil, errors.New("give a query")
 			}
-			return map[string]any{"memories": facts}, nil
+			return memorytools.LoadMemoryTool(ctx, t.target(), in, 5)
 		},
 	}}
 	if t.a.Memory.Mode != MemoryNever {
 		tools = append(tools, Tool{
-			Name:        saveToMemory,
-			Description: "Remember a fact about the user for future conversations: preferences, personal details, plans, things they asked you to remember.",
-			Parameters:  factArgs{},
+			Name:        memorytools.SaveToMemory,
+			Description: memorytools.SaveToMemoryDescription,
+			Parameters:  memorytools.Fact{},
 			Run: func(ctx context.Context, c *Call) (any, error) {
-				var a factArgs
-				if err := c.Decode(&a); err != nil || strings.TrimSpace(a.Fact) == "" {
+				var in memorytools.Fact
+				if err := c.Decode(&in); err != nil {
 					return nil, errors.New("give the fact to remember")
 				}
 				// The scope is the session's user, whatever the arguments
@@ -184,19 +76,12 @@ func (t *turn) tools() []Tool {
 				if len(t.res.Events) > 0 {
 					src.EventIds = []string{t.res.Events[0].GetId()}
 				}
-				op, err := t.a.Kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
-					Parent: client.AppName(c.App),
-					Scope:  map[string]string{"user_id": c.User},
-					Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
-						Memories: []*kiokuv1.DirectMemory{{Fact: a.Fact}},
-						Source:   src,
-					}},
-				})
+				saved, err := memorytools.SaveToMemoryTool(ctx, t.target(), in, src)
 				if err != nil {
 					return nil, err
 				}
-				t.res.MemoryOperations = append(t.res.MemoryOperations, op.GetName())
-				return map[string]any{"saved": true}, nil
+				t.res.MemoryOperations = append(t.res.MemoryOperations, saved.Operation)
+				return saved, nil
 			},
 		})
 	}

@@ -21,6 +21,7 @@ Scenarios:
   paraphrases memories left by paraphrases of the same facts (consolidation)
   recall      event search (SearchEvents): LoCoMo recall and latency per user
   export      kioku export and import of a large store: time and peak memory
+  mcp         a tool call over MCP beside the same call over Connect: latency
 
 Run "kioku bench SCENARIO -h" for a scenario's flags.
 `
@@ -34,6 +35,7 @@ var benchScenarios = map[string]func(context.Context, []string) error{
 	"recall":      benchRecall,
 	"paraphrases": benchParaphrases,
 	"export":      benchExport,
+	"mcp":         benchMCP,
 }
 
 func bench(ctx context.Context, args []string) error {

@@ -122,6 +122,17 @@ func TestBenchMemoriesRuns(t *testing.T) {
 	}
 }
 
+// TestBenchMCPRuns: bench mcp measures load_memory over MCP and the same
+// retrieval over Connect (each call checks it got five memories).
+func TestBenchMCPRuns(t *testing.T) {
+	got := runBench(t, "mcp", "--memories", "50", "--calls", "20", "--json")
+	for _, k := range []string{"mcp_load_memory_p50_ms", "mcp_load_memory_p95_ms", "connect_retrieve_p50_ms", "connect_retrieve_p95_ms"} {
+		if v, _ := got[k].(float64); v <= 0 {
+			t.Fatalf("bench mcp: %s = %v in %v", k, got[k], got)
+		}
+	}
+}
+
 func TestBenchSessionsRuns(t *testing.T) {
 	if err := bench(t.Context(), []string{"sessions", "--events", "100"}); err == nil || !strings.Contains(err.Error(), "--events") {
 		t.Errorf("bench sessions --events 100: %v, want a refusal naming --events", err)

@@ -13,7 +13,7 @@ import (
 // command is an error.
 func TestHelpExitsZero(t *testing.T) {
 	bin := kiokuBinary(t)
-	for _, args := range [][]string{{"-h"}, {"bench", "-h"}, {"bench", "--help"}, {"serve", "-h"}, {"key", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"bench", "-h"}, {"bench", "--help"}, {"serve", "-h"}, {"key", "-h"}, {"mcp", "-h"}, {"bench", "mcp", "-h"}} {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -12,6 +12,8 @@
 //	                           make a master key; re-wrap the store's data keys
 //	kioku metadata-server      a stand-in GCE metadata server on loopback
 //	                           (Google's auth libraries find a token there)
+//	kioku mcp --server URL     an MCP server on stdin/stdout, bridged to a
+//	                           running kioku (see docs/mcp.md)
 //	kioku version              print the build's version
 //	kioku sessions|users|state|memories|ops|config|files SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
@@ -98,6 +100,9 @@ Usage:
                            re-wrap the encrypted store's data keys under a new one
   kioku metadata-server    a stand-in GCE metadata server on loopback, for
                            Vertex AI clients that insist on Google credentials
+  kioku mcp --server URL [--key KEY] [--user apps/APP/users/USER]
+                           an MCP server on stdin/stdout for hosts that start
+                           one as a process, bridged to a running kioku
   kioku version            print the build's version
 
 Operating a running server (--server URL, --key KEY, --json; tables by default):
@@ -135,6 +140,8 @@ func run(ctx context.Context, args []string) error {
 		return encryption(ctx, args[1:], os.Stdout)
 	case "sessions", "users", "state", "memories", "ops", "config", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
+	case "mcp":
+		return runMCP(ctx, args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "metadata-server":
 		return metadataServer(ctx, args[1:], os.Stdout)
 	case "version", "--version":

@@ -161,13 +161,16 @@ var openProcedures = []string{
 
 // procedureLabel is the metrics label of a request path: the procedure
 // when the server serves it, "REST" for a REST path (/v1/..., /v1beta1/...),
-// "other" otherwise, so that callers cannot make up series.
+// "MCP" for the MCP endpoint (/mcp...), "other" otherwise, so that callers
+// cannot make up series.
 func (b *bounds) procedureLabel(path string) string {
 	switch {
 	case b.procedures[path]:
 		return path
 	case strings.HasPrefix(path, "/v1"):
 		return "REST"
+	case path == "/mcp" || strings.HasPrefix(path, "/mcp/"):
+		return "MCP"
 	}
 	return "other"
 }

@@ -93,6 +93,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/server/auth"
 	"github.com/kioku-ai/kioku/internal/server/httperr"
+	"github.com/kioku-ai/kioku/internal/server/mcpserver"
 	"github.com/kioku-ai/kioku/internal/server/openapi"
 )
 
@@ -444,6 +445,13 @@ func New(cfg Config) *Server {
 		Options: []vanguard.TranscoderOption{vanguard.WithCodec(newRESTCodec)}})
 	for _, s := range cfg.Surfaces {
 		serveREST(s.ServiceNames(), s.REST())
+	}
+
+	// MCP: the memory tools, resources and prompt for MCP hosts, calling
+	// the kioku.v1 handlers above in process (package mcpserver).
+	mcpHandler := mcpserver.New(mcpserver.Options{API: mux, Guard: guard, MaxRequestBytes: int64(cfg.MaxRequestBytes), Logger: cfg.Logger})
+	for _, path := range mcpserver.Paths {
+		mux.Handle(path, mcpHandler)
 	}
 
 	health := &health{static: grpchealth.NewStaticChecker(names...), ready: cfg.Ready}

@@ -134,10 +134,20 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 // does for a procedure; refusals are google.rpc.Status JSON, as REST
 // errors are, and are reported to Options.Rejected as procedure "REST".
 func (g *Guard) WrapREST(next http.Handler) http.Handler {
+	return g.WrapHTTP("REST", next, func(w http.ResponseWriter, err *connect.Error) { httperr.WriteStatus(w, err) })
+}
+
+// WrapHTTP returns next, an HTTP API that is not a procedure of the
+// policies (REST, MCP), behind the Guard's key check for every request,
+// as Wrap does for a procedure: the Caller goes in the request's context
+// for next to confine what it does (next must), and refusals are written
+// by refuse in the API's shape, and reported to Options.Rejected with
+// label as the procedure.
+func (g *Guard) WrapHTTP(label string, next http.Handler, refuse func(http.ResponseWriter, *connect.Error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, err := g.admit(r, "REST")
+		r, err := g.admit(r, label)
 		if err != nil {
-			httperr.WriteStatus(w, err)
+			refuse(w, err)
 			return
 		}
 		next.ServeHTTP(w, r)
