@@ -125,12 +125,27 @@ type Agent struct {
 	// HistoryEvents is how many recent events are read as context (after
 	// the latest compaction, with ContextTokens). Default 40.
 	HistoryEvents int
-	// ContextTokens, when positive, is the token budget of the context
-	// (system instruction and history; see EstimateTokens): the turn reads
-	// the session's compacted view and compacts the session when the
-	// history would exceed the budget or fill HistoryEvents (see
-	// context.go). 0 reads the last HistoryEvents events as they are.
+	// ContextTokens, when positive, is a token budget of the context
+	// (system instruction and history; see EstimateTokens) below the
+	// window's: the turn compacts the session when the history would
+	// exceed it or fill HistoryEvents (see context.go).
 	ContextTokens int
+	// ContextWindow is the model's context window in tokens; 0 takes the
+	// window of the model's family (Window of Model.Name(), DefaultWindow
+	// for an unknown model). No request exceeds it (see pressure.go).
+	ContextWindow int
+	// ReplyTokens is the part of the window kept for the model's reply.
+	// Default an eighth of the window, at most 8192.
+	ReplyTokens int
+	// WarnAt is the fraction of the window (less ReplyTokens) past which a
+	// request carries the memory-pressure warning, which tells the model
+	// to save what matters with its memory tools. Default 0.7; negative
+	// never warns.
+	WarnAt float64
+	// FlushAt is the fraction of the window (less ReplyTokens and the
+	// tools' declarations) past which the turn compacts the session before
+	// calling the model. Default 1, the most it can be.
+	FlushAt float64
 	// KeepRecentEvents is how many of the most recent events a compaction
 	// leaves out of the summary. Default 10.
 	KeepRecentEvents int
@@ -211,8 +226,14 @@ type Result struct {
 	// MemoryOperations names the memory generations the turn started.
 	MemoryOperations []string
 	// Compactions names the compactions of the session the turn ran to stay
-	// within ContextTokens.
+	// within ContextTokens or the window.
 	Compactions []string
+	// PressureWarned is set when a request of the turn carried the
+	// memory-pressure warning (past WarnAt of the window).
+	PressureWarned bool
+	// PromptTokens are the estimated tokens of each request to the model
+	// (EstimateTokens with the tools' declarations), in order.
+	PromptTokens []int
 }
 
 // ErrTooManySteps is returned when the model keeps calling tools beyond

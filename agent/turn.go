@@ -93,10 +93,6 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	} else if preloaded != "" {
 		system += "\n\n" + preloaded
 	}
-	contents, err := t.history(ctx, sess.GetEvents(), system)
-	if err != nil {
-		return nil, err
-	}
 
 	// 4-5. The model and the tools.
 	tools := t.tools()
@@ -132,6 +128,12 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	if len(decls) > 0 {
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
 	}
+	p := a.pressure(decls)
+	contents, err := t.history(ctx, sess.GetEvents(), system, p)
+	if err != nil {
+		return nil, err
+	}
+	current := len(contents) - 1 // the user's message
 
 	maxSteps := a.MaxSteps
 	if maxSteps <= 0 {
@@ -142,6 +144,19 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		if step >= maxSteps {
 			return t.res, ErrTooManySteps
 		}
+		if contents, current, err = p.fit(system, contents, current); err != nil {
+			return t.res, err
+		}
+		tokens := EstimateTokens(system, contents) + p.decls
+		if !t.res.PressureWarned && p.warns(tokens) {
+			t.res.PressureWarned = true
+			contents = append(contents, genai.NewContentFromText(pressureWarning, genai.RoleUser))
+			if contents, current, err = p.fit(system, contents, current); err != nil {
+				return t.res, err
+			}
+			tokens = EstimateTokens(system, contents) + p.decls
+		}
+		t.res.PromptTokens = append(t.res.PromptTokens, tokens)
 		resp, err := a.Model.GenerateContent(ctx, contents, cfg)
 		t.res.ModelCalls++
 		if err != nil {
