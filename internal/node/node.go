@@ -229,7 +229,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			return n.Memories.Redactor(cfg)
 		},
 	})
-	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
 	memories := server.NewMemoryHandler(n.App)
 	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = server.New(server.Config{
