@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 )
 
@@ -101,4 +102,18 @@ func revisionOf(b *Block, a Action) *Revision {
 		Key: b.Key, Number: b.Revision, Action: a, Value: b.Value, Description: b.Description,
 		Limit: b.Limit, ReadOnly: b.ReadOnly, CreateTime: b.UpdateTime,
 	}
+}
+
+// CheckImport refuses to bring a stored block cur to an archive's b: one
+// of another create time is another block (AlreadyExists), and one at a
+// later revision moved on past the archive (FailedPrecondition). Stores
+// call it in Import.
+func CheckImport(cur, b *Block) error {
+	switch {
+	case !cur.CreateTime.Equal(b.CreateTime):
+		return fault.New(fault.AlreadyExists, "another block %s (created %v) is in this store", b.Name(), cur.CreateTime)
+	case cur.Revision > b.Revision:
+		return fault.New(fault.FailedPrecondition, "block %s moved on in this store (revision %d) past the archive's (revision %d)", b.Name(), cur.Revision, b.Revision)
+	}
+	return nil
 }

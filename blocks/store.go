@@ -33,6 +33,25 @@ type Store interface {
 	// first, with numbers below before (0: from the newest).
 	ListRevisions(ctx context.Context, k Key, before int64, limit int) ([]*Revision, error)
 
+	// Apps returns up to limit ids of the apps with blocks (a user's or
+	// shared), in ascending order after the id after ("" for the first).
+	Apps(ctx context.Context, after string, limit int) ([]string, error)
+
+	// Users returns up to limit ids of an app's users with blocks, in
+	// ascending order after the id after.
+	Users(ctx context.Context, app, after string, limit int) ([]string, error)
+
+	// Import stores a block as an archive has it (revision, times and
+	// all) and the given revisions of it, in one write. A block absent
+	// from the store is created (ResourceExhausted when its owner has
+	// MaxBlocks already); one with the same create time is brought to b
+	// unless it moved on past it (a later revision: FailedPrecondition);
+	// one with another create time is AlreadyExists. Revisions already
+	// stored, and those older than b.Revision-MaxRevisions, are left
+	// out. It reports whether it wrote the block and how many revisions
+	// it wrote.
+	Import(ctx context.Context, b *Block, revs []*Revision) (bool, int, error)
+
 	// DeleteUser removes every block of a user with their revisions and
 	// returns how many blocks it removed. The app's shared blocks stay.
 	DeleteUser(ctx context.Context, app, user string) (int, error)

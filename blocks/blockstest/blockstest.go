@@ -5,7 +5,8 @@
 // the apps kept apart, the limits (in characters, and of blocks per
 // owner), read-only blocks, the agent's edits and their refusals,
 // expected revisions and concurrent writes that lose no edit, revisions
-// and their bound, deletion and a user's erasure.
+// and their bound, deletion and a user's erasure, and the primitives of
+// export and import.
 package blockstest
 
 import (
@@ -41,6 +42,8 @@ func Run[S blocks.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "RevisionsBounded", Run: testRevisionsBounded},
 		{Name: "Delete", Run: testDelete},
 		{Name: "EraseUser", Run: testEraseUser},
+		{Name: "Import", Run: testImport},
+		{Name: "AppsAndUsers", Run: testAppsAndUsers},
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *Harness { return NewHarness(t, newStore(t)) })
 }

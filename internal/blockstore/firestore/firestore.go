@@ -171,10 +171,7 @@ func (s *Store) Write(ctx context.Context, b *blocks.Block, rev *blocks.Revision
 				}
 			}
 		}
-		if err := tx.Set(s.blockRef(b.Key), &blockDoc{
-			Value: b.Value, Description: b.Description, Limit: b.Limit, ReadOnly: b.ReadOnly, Revision: b.Revision,
-			CreateNS: unixnano.From(b.CreateTime), UpdateNS: unixnano.From(b.UpdateTime),
-		}); err != nil {
+		if err := tx.Set(s.blockRef(b.Key), toBlockDoc(b)); err != nil {
 			return err
 		}
 		if err := tx.Set(s.revisionRef(rev.Key, rev.Number), toRevisionDoc(rev)); err != nil {
@@ -186,6 +183,11 @@ func (s *Store) Write(ctx context.Context, b *blocks.Block, rev *blocks.Revision
 		return nil
 	}, s.txn...)
 	return firestoredb.Wrap(err)
+}
+
+func toBlockDoc(b *blocks.Block) *blockDoc {
+	return &blockDoc{Value: b.Value, Description: b.Description, Limit: b.Limit, ReadOnly: b.ReadOnly, Revision: b.Revision,
+		CreateNS: unixnano.From(b.CreateTime), UpdateNS: unixnano.From(b.UpdateTime)}
 }
 
 func toRevisionDoc(r *blocks.Revision) *revisionDoc {
@@ -236,6 +238,105 @@ func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, l
 			Limit: d.Limit, ReadOnly: d.ReadOnly, CreateTime: unixnano.Time(d.CreateNS)})
 	}
 	return out, nil
+}
+
+// Apps implements blocks.Store: the app documents that have shared
+// blocks or users with blocks.
+func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
+	var out []string
+	for len(out) < limit {
+		page, err := firestoredb.Apps(ctx, s.c, s.root, after, limit)
+		if err != nil || len(page) == 0 {
+			return out, err
+		}
+		for _, app := range page {
+			users, err := s.Users(ctx, app, "", 1)
+			if err != nil {
+				return nil, err
+			}
+			shared, err := s.List(ctx, app, "", "", 1)
+			if err != nil {
+				return nil, err
+			}
+			if (len(users) > 0 || len(shared) > 0) && len(out) < limit {
+				out = append(out, app)
+			}
+		}
+		after = page[len(page)-1]
+	}
+	return out, nil
+}
+
+// Users implements blocks.Store.
+func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
+	snaps, err := firestoredb.PageByID(ctx, s.c.Collection(s.root).Doc(app).Collection("kioku_block_users").Select(), after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(snaps))
+	for i, snap := range snaps {
+		out[i] = snap.Ref.ID
+	}
+	return out, nil
+}
+
+// Import implements blocks.Store: one transaction that reads the block,
+// the owner's blocks when it creates one, and the revisions to write.
+func (s *Store) Import(ctx context.Context, b *blocks.Block, revs []*blocks.Revision) (wrote bool, n int, err error) {
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		wrote, n = false, 0
+		var cur *blocks.Block
+		snap, err := tx.Get(s.blockRef(b.Key))
+		switch {
+		case firestoredb.IsNotFound(err):
+			owned, err := tx.Documents(s.blocksOf(b.App, b.User).Select().Limit(blocks.MaxBlocks)).GetAll()
+			if err != nil {
+				return err
+			}
+			if len(owned) >= blocks.MaxBlocks {
+				return fault.New(fault.ResourceExhausted, "%s has %d blocks in this store, the limit; the archive brings %q", b.Owner(), len(owned), b.Label)
+			}
+		case err != nil:
+			return err
+		default:
+			if cur, err = blockOf(b.App, b.User, snap); err != nil {
+				return err
+			}
+			if err := blocks.CheckImport(cur, b); err != nil {
+				return err
+			}
+		}
+		var fresh []*blocks.Revision
+		for _, r := range revs {
+			if r.Number <= b.Revision-blocks.MaxRevisions {
+				continue
+			}
+			_, err := tx.Get(s.revisionRef(r.Key, r.Number))
+			switch {
+			case firestoredb.IsNotFound(err):
+				fresh = append(fresh, r)
+			case err != nil:
+				return err
+			}
+		}
+		for _, r := range fresh {
+			if err := tx.Set(s.revisionRef(r.Key, r.Number), toRevisionDoc(r)); err != nil {
+				return err
+			}
+		}
+		n = len(fresh)
+		if cur != nil && cur.Revision == b.Revision {
+			return nil
+		}
+		wrote = true
+		if b.User != "" {
+			if err := tx.Set(s.userRef(b.App, b.User), map[string]any{}); err != nil {
+				return err
+			}
+		}
+		return tx.Set(s.blockRef(b.Key), toBlockDoc(b))
+	}, s.txn...)
+	return wrote, n, firestoredb.Wrap(err)
 }
 
 // DeleteUser implements blocks.Store: each block's revisions, then the

@@ -241,6 +241,86 @@ func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, l
 	return out, rows.Err()
 }
 
+// Apps implements blocks.Store.
+func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
+	return s.db.Apps(ctx, []string{"blocks"}, after, limit)
+}
+
+// Users implements blocks.Store.
+func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
+	rows, err := s.db.Read().QueryContext(ctx, `SELECT DISTINCT user_id FROM blocks WHERE app = ? AND user_id > ? ORDER BY user_id LIMIT ?`, app, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// Import implements blocks.Store.
+func (s *Store) Import(ctx context.Context, b *blocks.Block, revs []*blocks.Revision) (wrote bool, n int, err error) {
+	kr := s.db.Keyring()
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
+		wrote, n = false, 0
+		cur, err := get(ctx, kr, tx, b.Key)
+		switch {
+		case fault.Is(err, fault.NotFound):
+			cur = nil
+			var count int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM blocks WHERE app = ? AND user_id = ?`, b.App, b.User).Scan(&count); err != nil {
+				return err
+			}
+			if count >= blocks.MaxBlocks {
+				return fault.New(fault.ResourceExhausted, "%s has %d blocks in this store, the limit; the archive brings %q", b.Owner(), count, b.Label)
+			}
+		case err != nil:
+			return err
+		default:
+			if err := blocks.CheckImport(cur, b); err != nil {
+				return err
+			}
+		}
+		for _, r := range revs {
+			if r.Number <= b.Revision-blocks.MaxRevisions {
+				continue
+			}
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM block_revisions WHERE app = ? AND user_id = ? AND label = ? AND number = ?`, r.App, r.User, r.Label, r.Number).Scan(&one)
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if err := insertRevision(kr, tx, r); err != nil {
+				return err
+			}
+			n++
+		}
+		if cur != nil && cur.Revision == b.Revision {
+			return nil
+		}
+		wrote = true
+		value, err := kr.SealString(b.App, valueAt(b.Key), b.Value)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(`INSERT INTO blocks (app, user_id, label, value, description, lim, read_only, revision, create_ns, update_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (app, user_id, label) DO UPDATE SET value = excluded.value, description = excluded.description, lim = excluded.lim,
+			read_only = excluded.read_only, revision = excluded.revision, update_ns = excluded.update_ns`,
+			b.App, b.User, b.Label, value, b.Description, b.Limit, b.ReadOnly, b.Revision, unixnano.From(b.CreateTime), unixnano.From(b.UpdateTime))
+		return err
+	})
+	return wrote, n, err
+}
+
 // DeleteUser implements blocks.Store.
 func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
 	var n int64
