@@ -36,6 +36,7 @@ type Client struct {
 	memories   kiokuv1connect.MemoryBankServiceClient
 	operations kiokuv1connect.OperationServiceClient
 	files      kiokuv1connect.MemoryFileServiceClient
+	blocks     kiokuv1connect.BlockServiceClient
 }
 
 // Option configures a Client.
@@ -110,6 +111,7 @@ func New(baseURL string, opts ...Option) *Client {
 		memories:   kiokuv1connect.NewMemoryBankServiceClient(o.httpClient, baseURL, copts...),
 		operations: kiokuv1connect.NewOperationServiceClient(o.httpClient, baseURL, copts...),
 		files:      kiokuv1connect.NewMemoryFileServiceClient(o.httpClient, baseURL, copts...),
+		blocks:     kiokuv1connect.NewBlockServiceClient(o.httpClient, baseURL, copts...),
 	}
 }
 
@@ -155,6 +157,9 @@ func (c *Client) OperationService() kiokuv1connect.OperationServiceClient { retu
 
 // MemoryFileService returns the generated MemoryFileService client.
 func (c *Client) MemoryFileService() kiokuv1connect.MemoryFileServiceClient { return c.files }
+
+// BlockService returns the generated BlockService client.
+func (c *Client) BlockService() kiokuv1connect.BlockServiceClient { return c.blocks }
 
 // unary calls a generated method and unwraps its response.
 func unary[Req, Res any](ctx context.Context, call func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), req *Req) (*Res, error) {
