@@ -14,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/content"
+	"github.com/kioku-ai/kioku/internal/memorytools"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -25,6 +26,9 @@ type turn struct {
 	invocation         string
 	state              map[string]any
 	res                *Result
+	// coreMemory is set when the session's user sees core memory blocks;
+	// the turn then offers the tools that edit them.
+	coreMemory bool
 }
 
 // Turn runs one turn of the session (a resource name,
@@ -87,6 +91,16 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	}
 	if a.MemoryFiles {
 		system = strings.TrimSpace(system + "\n\n" + memoryFilesInstruction)
+	}
+	// The core memory blocks, after what stays and before what changes
+	// each turn, so that the prefix stays the same from turn to turn.
+	core, err := memorytools.CoreMemory(ctx, t.target())
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if core != "" {
+		t.coreMemory = true
+		system = strings.TrimSpace(system + "\n\n" + core)
 	}
 	if preloaded, err := t.preload(ctx, message); err != nil {
 		return nil, err
