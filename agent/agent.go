@@ -11,16 +11,21 @@
 //  2. reads the session's recent events and merged state (with a token
 //     budget, the compacted view, compacting the session when the history
 //     outgrows the budget; see context.go);
-//  3. fills the instruction's {key} placeholders from the state and
-//     preloads the memories most relevant to the message into it
-//     (preload_memory);
+//  3. fills the instruction's {key} placeholders from the state, adds
+//     the core memory blocks of the app and the user (a <core_memory>
+//     section that stays the same from turn to turn until a block
+//     changes; see memorytools.CoreMemory) and preloads the memories most
+//     relevant to the message after them (preload_memory);
 //  4. calls the model, offering the tools search_conversation(query) (the
 //     words of every past message of the user, through kioku's event
 //     search), load_memory(query) and save_to_memory(fact), with
 //     MemoryFiles the memory file tool (memory: Anthropic's memory tool's
-//     commands on the user's /memories directory in kioku), and the
+//     commands on the user's /memories directory in kioku), with core
+//     memory blocks core_memory_append and core_memory_replace, and the
 //     caller's tools, and runs the calls the model makes, step after step,
-//     up to MaxSteps model calls; tool results of older turns reach the
+//     up to MaxSteps model calls, every request within the model's window
+//     (memory pressure: a warning past WarnAt of it, a compaction past
+//     FlushAt; see pressure.go); tool results of older turns reach the
 //     model as a placeholder (context editing). The memory tools and the
 //     preload are one implementation (package internal/memorytools)
 //     that kioku's MCP server offers MCP hosts too;
