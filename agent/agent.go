@@ -11,16 +11,21 @@
 //  2. reads the session's recent events and merged state (with a token
 //     budget, the compacted view, compacting the session when the history
 //     outgrows the budget; see context.go);
-//  3. fills the instruction's {key} placeholders from the state and
-//     preloads the memories most relevant to the message into it
-//     (preload_memory);
+//  3. fills the instruction's {key} placeholders from the state, adds
+//     the core memory blocks of the app and the user (a <core_memory>
+//     section that stays the same from turn to turn until a block
+//     changes; see memorytools.CoreMemory) and preloads the memories most
+//     relevant to the message after them (preload_memory);
 //  4. calls the model, offering the tools search_conversation(query) (the
 //     words of every past message of the user, through kioku's event
 //     search), load_memory(query) and save_to_memory(fact), with
 //     MemoryFiles the memory file tool (memory: Anthropic's memory tool's
-//     commands on the user's /memories directory in kioku), and the
+//     commands on the user's /memories directory in kioku), with core
+//     memory blocks core_memory_append and core_memory_replace, and the
 //     caller's tools, and runs the calls the model makes, step after step,
-//     up to MaxSteps model calls; tool results of older turns reach the
+//     up to MaxSteps model calls, every request within the model's window
+//     (memory pressure: a warning past WarnAt of it, a compaction past
+//     FlushAt; see pressure.go); tool results of older turns reach the
 //     model as a placeholder (context editing). The memory tools and the
 //     preload are one implementation (package internal/memorytools)
 //     that kioku's MCP server offers MCP hosts too;
@@ -125,12 +130,27 @@ type Agent struct {
 	// HistoryEvents is how many recent events are read as context (after
 	// the latest compaction, with ContextTokens). Default 40.
 	HistoryEvents int
-	// ContextTokens, when positive, is the token budget of the context
-	// (system instruction and history; see EstimateTokens): the turn reads
-	// the session's compacted view and compacts the session when the
-	// history would exceed the budget or fill HistoryEvents (see
-	// context.go). 0 reads the last HistoryEvents events as they are.
+	// ContextTokens, when positive, is a token budget of the context
+	// (system instruction and history; see EstimateTokens) below the
+	// window's: the turn compacts the session when the history would
+	// exceed it or fill HistoryEvents (see context.go).
 	ContextTokens int
+	// ContextWindow is the model's context window in tokens; 0 takes the
+	// window of the model's family (Window of Model.Name(), DefaultWindow
+	// for an unknown model). No request exceeds it (see pressure.go).
+	ContextWindow int
+	// ReplyTokens is the part of the window kept for the model's reply.
+	// Default an eighth of the window, at most 8192.
+	ReplyTokens int
+	// WarnAt is the fraction of the window (less ReplyTokens) past which a
+	// request carries the memory-pressure warning, which tells the model
+	// to save what matters with its memory tools. Default 0.7; negative
+	// never warns.
+	WarnAt float64
+	// FlushAt is the fraction of the window (less ReplyTokens and the
+	// tools' declarations) past which the turn compacts the session before
+	// calling the model. Default 1, the most it can be.
+	FlushAt float64
 	// KeepRecentEvents is how many of the most recent events a compaction
 	// leaves out of the summary. Default 10.
 	KeepRecentEvents int
@@ -211,8 +231,14 @@ type Result struct {
 	// MemoryOperations names the memory generations the turn started.
 	MemoryOperations []string
 	// Compactions names the compactions of the session the turn ran to stay
-	// within ContextTokens.
+	// within ContextTokens or the window.
 	Compactions []string
+	// PressureWarned is set when a request of the turn carried the
+	// memory-pressure warning (past WarnAt of the window).
+	PressureWarned bool
+	// PromptTokens are the estimated tokens of each request to the model
+	// (EstimateTokens with the tools' declarations), in order.
+	PromptTokens []int
 }
 
 // ErrTooManySteps is returned when the model keeps calling tools beyond

@@ -15,11 +15,12 @@ import (
 
 // The context of a turn: what of the session the model sees.
 //
-// Without a token budget (ContextTokens 0) it is the session's last
-// HistoryEvents events. With one, the turn reads kioku's compacted view
-// (the session's latest compaction, then the events after it) and keeps it
-// within the budget: when the view's recent events fill the window, or the
-// estimated context (system instruction and history) exceeds the budget,
+// The turn reads kioku's compacted view of the session (its latest
+// compaction, then the last HistoryEvents events after it) and keeps it
+// within the budget: the flush threshold of the model's window (see
+// pressure.go), or ContextTokens when that is smaller. When the estimated
+// context (system instruction and history) exceeds the budget, or, with
+// ContextTokens, the view's recent events fill HistoryEvents,
 // the turn first compacts the session (CompactSession, keeping the last
 // KeepRecentEvents events, and waits for it), so that older events are
 // summarised rather than dropped; if the context is still too large (the
@@ -77,20 +78,20 @@ func (a *Agent) historyEvents() int {
 
 // readSession reads the session's state and the events of its context.
 func (t *turn) readSession(ctx context.Context) (*kiokuv1.Session, error) {
-	view := kiokuv1.SessionView_SESSION_VIEW_FULL
-	if t.a.ContextTokens > 0 {
-		view = kiokuv1.SessionView_SESSION_VIEW_COMPACTED
-	}
-	return t.a.Kioku.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: t.name, NumRecentEvents: int32(t.a.historyEvents()), View: view})
+	return t.a.Kioku.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: t.name, NumRecentEvents: int32(t.a.historyEvents()), View: kiokuv1.SessionView_SESSION_VIEW_COMPACTED})
 }
 
 // history returns the model's history from the session's events, within the
 // token budget with system (compacting the session first when needed).
-func (t *turn) history(ctx context.Context, events []*kiokuv1.Event, system string) ([]*genai.Content, error) {
+func (t *turn) history(ctx context.Context, events []*kiokuv1.Event, system string, p pressure) ([]*genai.Content, error) {
 	a := t.a
 	contents, turns, err := contentsOf(events)
-	if err != nil || a.ContextTokens <= 0 {
-		return editToolResults(contents, turns, t.invocation, a.KeepToolResults), err
+	if err != nil {
+		return nil, err
+	}
+	budget := p.flush()
+	if a.ContextTokens > 0 {
+		budget = min(budget, a.ContextTokens)
 	}
 	later := 0
 	for _, e := range events {
@@ -98,7 +99,7 @@ func (t *turn) history(ctx context.Context, events []*kiokuv1.Event, system stri
 			later++
 		}
 	}
-	if later >= a.historyEvents() || EstimateTokens(system, contents) > a.ContextTokens {
+	if a.ContextTokens > 0 && later >= a.historyEvents() || EstimateTokens(system, contents) > budget {
 		compacted, err := t.compact(ctx)
 		if err != nil {
 			return nil, err
@@ -114,7 +115,7 @@ func (t *turn) history(ctx context.Context, events []*kiokuv1.Event, system stri
 		}
 	}
 	contents = editToolResults(contents, turns, t.invocation, a.KeepToolResults)
-	return fitBudget(system, contents, a.ContextTokens), nil
+	return fitBudget(system, contents, budget), nil
 }
 
 // compact compacts the session, keeping the most recent KeepRecentEvents,

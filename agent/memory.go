@@ -88,6 +88,31 @@ func (t *turn) tools() []Tool {
 	if t.a.MemoryFiles {
 		tools = append(tools, t.memoryFileTool())
 	}
+	if t.coreMemory {
+		tools = append(tools, Tool{
+			Name:        memorytools.CoreMemoryAppend,
+			Description: memorytools.CoreMemoryAppendDescription,
+			Parameters:  memorytools.BlockAppend{},
+			Run: func(ctx context.Context, c *Call) (any, error) {
+				var in memorytools.BlockAppend
+				if err := c.Decode(&in); err != nil {
+					return nil, errors.New("give the label and the content")
+				}
+				return memorytools.CoreMemoryAppendTool(ctx, t.target(), in)
+			},
+		}, Tool{
+			Name:        memorytools.CoreMemoryReplace,
+			Description: memorytools.CoreMemoryReplaceDescription,
+			Parameters:  memorytools.BlockReplace{},
+			Run: func(ctx context.Context, c *Call) (any, error) {
+				var in memorytools.BlockReplace
+				if err := c.Decode(&in); err != nil {
+					return nil, errors.New("give the label, old_content and new_content")
+				}
+				return memorytools.CoreMemoryReplaceTool(ctx, t.target(), in)
+			},
+		})
+	}
 	return append(tools, t.a.Tools...)
 }
 

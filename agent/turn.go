@@ -14,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/content"
+	"github.com/kioku-ai/kioku/internal/memorytools"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -25,6 +26,9 @@ type turn struct {
 	invocation         string
 	state              map[string]any
 	res                *Result
+	// coreMemory is set when the session's user sees core memory blocks;
+	// the turn then offers the tools that edit them.
+	coreMemory bool
 }
 
 // Turn runs one turn of the session (a resource name,
@@ -88,14 +92,20 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	if a.MemoryFiles {
 		system = strings.TrimSpace(system + "\n\n" + memoryFilesInstruction)
 	}
+	// The core memory blocks, after what stays and before what changes
+	// each turn, so that the prefix stays the same from turn to turn.
+	core, err := memorytools.CoreMemory(ctx, t.target())
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if core != "" {
+		t.coreMemory = true
+		system = strings.TrimSpace(system + "\n\n" + core)
+	}
 	if preloaded, err := t.preload(ctx, message); err != nil {
 		return nil, err
 	} else if preloaded != "" {
 		system += "\n\n" + preloaded
-	}
-	contents, err := t.history(ctx, sess.GetEvents(), system)
-	if err != nil {
-		return nil, err
 	}
 
 	// 4-5. The model and the tools.
@@ -132,6 +142,12 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	if len(decls) > 0 {
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
 	}
+	p := a.pressure(decls)
+	contents, err := t.history(ctx, sess.GetEvents(), system, p)
+	if err != nil {
+		return nil, err
+	}
+	current := len(contents) - 1 // the user's message
 
 	maxSteps := a.MaxSteps
 	if maxSteps <= 0 {
@@ -142,6 +158,19 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 		if step >= maxSteps {
 			return t.res, ErrTooManySteps
 		}
+		if contents, current, err = p.fit(system, contents, current); err != nil {
+			return t.res, err
+		}
+		tokens := EstimateTokens(system, contents) + p.decls
+		if !t.res.PressureWarned && p.warns(tokens) {
+			t.res.PressureWarned = true
+			contents = append(contents, genai.NewContentFromText(pressureWarning, genai.RoleUser))
+			if contents, current, err = p.fit(system, contents, current); err != nil {
+				return t.res, err
+			}
+			tokens = EstimateTokens(system, contents) + p.decls
+		}
+		t.res.PromptTokens = append(t.res.PromptTokens, tokens)
 		resp, err := a.Model.GenerateContent(ctx, contents, cfg)
 		t.res.ModelCalls++
 		if err != nil {

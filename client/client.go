@@ -37,6 +37,7 @@ type Client struct {
 	operations kiokuv1connect.OperationServiceClient
 	files      kiokuv1connect.MemoryFileServiceClient
 	auth       kiokuv1connect.AuthServiceClient
+	blocks     kiokuv1connect.BlockServiceClient
 }
 
 // Option configures a Client.
@@ -112,6 +113,7 @@ func New(baseURL string, opts ...Option) *Client {
 		operations: kiokuv1connect.NewOperationServiceClient(o.httpClient, baseURL, copts...),
 		files:      kiokuv1connect.NewMemoryFileServiceClient(o.httpClient, baseURL, copts...),
 		auth:       kiokuv1connect.NewAuthServiceClient(o.httpClient, baseURL, copts...),
+		blocks:     kiokuv1connect.NewBlockServiceClient(o.httpClient, baseURL, copts...),
 	}
 }
 
@@ -157,6 +159,9 @@ func (c *Client) OperationService() kiokuv1connect.OperationServiceClient { retu
 
 // MemoryFileService returns the generated MemoryFileService client.
 func (c *Client) MemoryFileService() kiokuv1connect.MemoryFileServiceClient { return c.files }
+
+// BlockService returns the generated BlockService client.
+func (c *Client) BlockService() kiokuv1connect.BlockServiceClient { return c.blocks }
 
 // unary calls a generated method and unwraps its response.
 func unary[Req, Res any](ctx context.Context, call func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), req *Req) (*Res, error) {

@@ -42,6 +42,14 @@ func MemoryName(app, memory string) string { return aip.MemoryName(app, memory) 
 // OperationName returns "apps/{app}/operations/{operation}".
 func OperationName(app, operation string) string { return aip.OperationName(app, operation) }
 
+// UserBlockName returns "apps/{app}/users/{user}/blocks/{label}", a
+// user's core memory block.
+func UserBlockName(app, user, label string) string { return aip.BlockName(app, user, label) }
+
+// AppBlockName returns "apps/{app}/blocks/{label}", a block the app's
+// users share.
+func AppBlockName(app, label string) string { return aip.BlockName(app, "", label) }
+
 // MemoryFileName returns "apps/{app}/users/{user}/memoryFiles/{file}".
 func MemoryFileName(app, user, file string) string { return aip.MemoryFileName(app, user, file) }
 
@@ -153,6 +161,31 @@ func (c *Client) AllMemoryFileRevisions(ctx context.Context, req *kiokuv1.ListMe
 		}
 		res, err := c.ListMemoryFileRevisions(ctx, r)
 		return res.GetMemoryFileRevisions(), res.GetNextPageToken(), err
+	})
+}
+
+// AllBlocks iterates over every block ListBlocks returns, in label order.
+func (c *Client) AllBlocks(ctx context.Context, req *kiokuv1.ListBlocksRequest) iter.Seq2[*kiokuv1.Block, error] {
+	return pages(ctx, func(token string) ([]*kiokuv1.Block, string, error) {
+		r := proto.CloneOf(req)
+		if token != "" {
+			r.PageToken = token
+		}
+		res, err := c.ListBlocks(ctx, r)
+		return res.GetBlocks(), res.GetNextPageToken(), err
+	})
+}
+
+// AllBlockRevisions iterates over every revision ListBlockRevisions
+// returns, newest first.
+func (c *Client) AllBlockRevisions(ctx context.Context, req *kiokuv1.ListBlockRevisionsRequest) iter.Seq2[*kiokuv1.BlockRevision, error] {
+	return pages(ctx, func(token string) ([]*kiokuv1.BlockRevision, string, error) {
+		r := proto.CloneOf(req)
+		if token != "" {
+			r.PageToken = token
+		}
+		res, err := c.ListBlockRevisions(ctx, r)
+		return res.GetBlockRevisions(), res.GetNextPageToken(), err
 	})
 }
 

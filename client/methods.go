@@ -220,3 +220,50 @@ func (c *Client) ListMemoryFileRevisions(ctx context.Context, req *kiokuv1.ListM
 func (c *Client) MintUserToken(ctx context.Context, req *kiokuv1.MintUserTokenRequest) (*kiokuv1.MintUserTokenResponse, error) {
 	return unary(ctx, c.auth.MintUserToken, req)
 }
+
+// UpdateBlock writes a core memory block (req.block: its name, value,
+// description, limit and read_only), creating it when it does not exist.
+// With req.expected_revision the block must be at that revision (0: must
+// not exist), or it is FAILED_PRECONDITION. It is not retried.
+func (c *Client) UpdateBlock(ctx context.Context, req *kiokuv1.UpdateBlockRequest) (*kiokuv1.Block, error) {
+	return unary(ctx, c.blocks.UpdateBlock, req)
+}
+
+// GetBlock returns a core memory block: a user's
+// (apps/{app}/users/{user}/blocks/{label}) or an app's shared one
+// (apps/{app}/blocks/{label}).
+func (c *Client) GetBlock(ctx context.Context, req *kiokuv1.GetBlockRequest) (*kiokuv1.Block, error) {
+	return unary(ctx, c.blocks.GetBlock, req)
+}
+
+// ListBlocks lists a user's blocks (parent apps/{app}/users/{user}) or an
+// app's shared blocks (parent apps/{app}) in label order.
+func (c *Client) ListBlocks(ctx context.Context, req *kiokuv1.ListBlocksRequest) (*kiokuv1.ListBlocksResponse, error) {
+	return unary(ctx, c.blocks.ListBlocks, req)
+}
+
+// DeleteBlock deletes a block with its revisions.
+func (c *Client) DeleteBlock(ctx context.Context, req *kiokuv1.DeleteBlockRequest) (*emptypb.Empty, error) {
+	return unary(ctx, c.blocks.DeleteBlock, req)
+}
+
+// AppendToBlock appends req.content to a block's value on a new line: the
+// agent's core_memory_append. A read-only block, or an append past the
+// block's limit, is FAILED_PRECONDITION with a message naming the limit
+// and the current size, which a model can act on. It is not retried.
+func (c *Client) AppendToBlock(ctx context.Context, req *kiokuv1.AppendToBlockRequest) (*kiokuv1.Block, error) {
+	return unary(ctx, c.blocks.AppendToBlock, req)
+}
+
+// ReplaceInBlock replaces the one occurrence of req.old_content in a
+// block's value with req.new_content: the agent's core_memory_replace.
+// Absent or ambiguous old content, a read-only block, or a value past the
+// limit, is FAILED_PRECONDITION saying which. It is not retried.
+func (c *Client) ReplaceInBlock(ctx context.Context, req *kiokuv1.ReplaceInBlockRequest) (*kiokuv1.Block, error) {
+	return unary(ctx, c.blocks.ReplaceInBlock, req)
+}
+
+// ListBlockRevisions lists a block's revisions, newest first.
+func (c *Client) ListBlockRevisions(ctx context.Context, req *kiokuv1.ListBlockRevisionsRequest) (*kiokuv1.ListBlockRevisionsResponse, error) {
+	return unary(ctx, c.blocks.ListBlockRevisions, req)
+}

@@ -27,6 +27,10 @@
 // given, returns without waiting for it. SearchMemory retrieves the
 // memories of the scope {"user_id": user} in the app: memories never leak
 // across apps or users.
+//
+// Core memory: CoreMemoryInstruction is an llmagent.InstructionProvider
+// that adds the app's and the user's core memory blocks (kioku's
+// BlockService) to an agent's instruction.
 package adk
 
 import (

@@ -108,6 +108,13 @@ func storeUser(t *testing.T, c *client.Client, user, marker string) {
 			t.Fatalf("memory file %v: %s", in, res.GetOutput())
 		}
 	}
+	// Two blocks, one edited.
+	for _, label := range []string{"human", "goals"} {
+		_, err := c.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: parent + "/blocks/" + label, Value: "Code word: " + marker + "."}})
+		must(err)
+	}
+	_, err = c.AppendToBlock(ctx, &kiokuv1.AppendToBlockRequest{Name: parent + "/blocks/human", Content: marker + " likes tea."})
+	must(err)
 }
 
 // userView reads, through the API, what a user has.
@@ -157,6 +164,18 @@ func userView(t *testing.T, c *client.Client, user string) []proto.Message {
 			t.Fatal(err)
 		}
 		out = append(out, full, revs)
+	}
+	blocks, err := c.ListBlocks(ctx, &kiokuv1.ListBlocksRequest{Parent: "apps/shop/users/" + user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, blocks)
+	for _, b := range blocks.GetBlocks() {
+		revs, err := c.ListBlockRevisions(ctx, &kiokuv1.ListBlockRevisionsRequest{Parent: b.GetName()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, revs)
 	}
 	found, err := c.SearchEvents(ctx, &kiokuv1.SearchEventsRequest{Parent: "apps/shop/users/" + user, Query: "code word"})
 	if err != nil {
@@ -223,8 +242,8 @@ func TestDeleteUserLeavesNothing(t *testing.T) {
 			}
 			// Three sessions; the generated memory, the created and the
 			// deleted one; the generation's watermark; the compaction and
-			// the generation; three memory files (one deleted).
-			want := &kiokuv1.DeleteUserResponse{DeletedSessions: 3, DeletedMemories: 3, DeletedWatermarks: 1, DeletedOperations: 2, DeletedMemoryFiles: 3}
+			// the generation; three memory files (one deleted); two blocks.
+			want := &kiokuv1.DeleteUserResponse{DeletedSessions: 3, DeletedMemories: 3, DeletedWatermarks: 1, DeletedOperations: 2, DeletedMemoryFiles: 3, DeletedBlocks: 2}
 			if diff := cmp.Diff(want, res, protocmp.Transform()); diff != "" {
 				t.Errorf("DeleteUser (-want +got):\n%s", diff)
 			}

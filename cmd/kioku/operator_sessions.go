@@ -92,8 +92,8 @@ func usersDelete(fs *cli.FlagSet) func(context.Context, *opEnv) error {
 		if e.json {
 			return e.printJSON(res)
 		}
-		return e.done("erased %s: deleted %d sessions, %d memories, %d watermarks, %d operations, %d memory files", e.arg,
-			res.GetDeletedSessions(), res.GetDeletedMemories(), res.GetDeletedWatermarks(), res.GetDeletedOperations(), res.GetDeletedMemoryFiles())
+		return e.done("erased %s: deleted %d sessions, %d memories, %d watermarks, %d operations, %d memory files, %d blocks", e.arg,
+			res.GetDeletedSessions(), res.GetDeletedMemories(), res.GetDeletedWatermarks(), res.GetDeletedOperations(), res.GetDeletedMemoryFiles(), res.GetDeletedBlocks())
 	}
 }
 

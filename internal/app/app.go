@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -20,6 +21,9 @@ type Config struct {
 	// Files is the memory file tool's service; nil on a server that serves
 	// no memory files (DeleteUser then has none to remove).
 	Files *memoryfiles.Service
+	// Blocks is the core memory blocks' service; nil on a server that
+	// serves none (DeleteUser then has none to remove).
+	Blocks *blocks.Service
 	// Jobs runs the operations; New registers the compaction of sessions
 	// on it (the memory bank registered its kinds when it was built on
 	// it).
@@ -35,6 +39,7 @@ type App struct {
 	sessions *sessions.Service
 	memories *memorybank.Service
 	files    *memoryfiles.Service
+	blocks   *blocks.Service
 	jobs     *jobs.Engine
 	cfg      Config
 	triggers *sessions.CompactionTriggers
@@ -50,7 +55,7 @@ func New(cfg Config) *App {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = time.Minute
 	}
-	a := &App{sessions: cfg.Sessions, memories: cfg.Memories, files: cfg.Files, jobs: cfg.Jobs, cfg: cfg}
+	a := &App{sessions: cfg.Sessions, memories: cfg.Memories, files: cfg.Files, blocks: cfg.Blocks, jobs: cfg.Jobs, cfg: cfg}
 	a.triggers = a.sessions.CompactionTriggers(a.compactionTrigger, func(ctx context.Context, key sessions.Key, keepRecent int) (string, error) {
 		op, err := a.CompactSession(ctx, CompactRequest{Session: key, KeepRecent: keepRecent})
 		if err != nil {
@@ -122,11 +127,13 @@ func (a *App) DeleteSession(ctx context.Context, key sessions.Key, forgetMemorie
 }
 
 // UserErasure is what DeleteUser deleted: the user's sessions, what the
-// memory bank held about the user, and the user's memory files.
+// memory bank held about the user, the user's memory files and the
+// user's blocks.
 type UserErasure struct {
 	Sessions int
 	memorybank.Erasure
-	Files int
+	Files  int
+	Blocks int
 }
 
 // DeleteUser erases a user of an app: the user's sessions first (so that
@@ -135,7 +142,8 @@ type UserErasure struct {
 // which stops a generation under way from writing; then the user's
 // memories with their revisions, and the watermarks of the user's
 // sessions), then the user's memory files (deleted ones too) with their
-// revisions. Calling it again finishes an erasure that stopped.
+// revisions, then the user's blocks with theirs (the app's shared blocks
+// stay). Calling it again finishes an erasure that stopped.
 func (a *App) DeleteUser(ctx context.Context, app, user string) (*UserErasure, error) {
 	n, err := a.sessions.DeleteUser(ctx, app, user)
 	if err != nil {
@@ -151,5 +159,11 @@ func (a *App) DeleteUser(ctx context.Context, app, user string) (*UserErasure, e
 			return nil, err
 		}
 	}
-	return &UserErasure{Sessions: n, Erasure: *er, Files: files}, nil
+	var bl int
+	if a.blocks != nil {
+		if bl, err = a.blocks.EraseUser(ctx, app, user); err != nil {
+			return nil, err
+		}
+	}
+	return &UserErasure{Sessions: n, Erasure: *er, Files: files, Blocks: bl}, nil
 }

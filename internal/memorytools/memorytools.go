@@ -1,8 +1,10 @@
 // Package memorytools is the one implementation of kioku's memory tools,
 // the tools a model calls to reach what kioku keeps about its user:
 // load_memory, save_to_memory, search_conversation, memory (the memory
-// file tool) and retrieve_profiles, and the preload, the text of the
-// user's profile and memories that goes into an instruction. The agent
+// file tool), retrieve_profiles, core_memory_append and
+// core_memory_replace (see blocks.go), the preload, the text of the
+// user's profile and memories that goes into an instruction, and the
+// core memory section (CoreMemory), the blocks that go into it. The agent
 // runtime (package agent) offers them to its model, and the MCP server
 // (package internal/server/mcpserver) to MCP hosts, with the same names,
 // descriptions, inputs, results and errors.

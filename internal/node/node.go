@@ -21,7 +21,10 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/app"
+	blockfirestore "github.com/kioku-ai/kioku/internal/blockstore/firestore"
+	blocksqlite "github.com/kioku-ai/kioku/internal/blockstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	filefirestore "github.com/kioku-ai/kioku/internal/memoryfilestore/firestore"
 	filesqlite "github.com/kioku-ai/kioku/internal/memoryfilestore/sqlite"
@@ -39,6 +42,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -138,6 +142,8 @@ type Node struct {
 	Memories *memorybank.Service
 	// Files is the memory file tool's backend.
 	Files *memoryfiles.Service
+	// Blocks are the core memory blocks.
+	Blocks *blocks.Service
 	// Jobs runs the operations; App is the application layer over the
 	// domains.
 	Jobs *jobs.Engine
@@ -218,7 +224,18 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		// each bounded by the model's call limits.
 		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
 	})
-	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	n.Blocks = blocks.NewService(stores.Blocks, blocks.Config{
+		// Block values are redacted as memories are, by the app's
+		// pii_redaction.
+		Redactor: func(ctx context.Context, app string) (*redact.Redactor, error) {
+			cfg, err := n.Memories.AppConfig(ctx, app)
+			if err != nil {
+				return nil, err
+			}
+			return n.Memories.Redactor(cfg)
+		},
+	})
+	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
 	memories := server.NewMemoryHandler(n.App)
 	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = server.New(server.Config{
@@ -240,6 +257,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Memories:          memories,
 		Operations:        memories,
 		MemoryFiles:       server.NewMemoryFileHandler(n.Files),
+		Blocks:            server.NewBlockHandler(n.Blocks),
 		Surfaces:          surfaces,
 		Metrics:           func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
 		Ready:             stores.Ready,
@@ -271,6 +289,8 @@ type Stores struct {
 	// nil for the embedded store, which is always there.
 	Ready func(context.Context) error
 	Files memoryfiles.Store
+	// Blocks keeps the core memory blocks.
+	Blocks blocks.Store
 
 	sqlite    *sqlitedb.DB       // nil on Firestore
 	vectors   *vectorcache.Cache // nil on Firestore
@@ -314,6 +334,10 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			st.Close()
 			return nil, err
 		}
+		if st.Blocks, err = blocksqlite.New(db); err != nil {
+			st.Close()
+			return nil, err
+		}
 	case "firestore":
 		if cfg.EncryptionKey != nil {
 			return nil, errors.New("--encryption-key-file encrypts the sqlite store; Firestore encrypts its data at rest itself (Google-managed keys, or customer-managed keys with Cloud KMS: CMEK)")
@@ -353,6 +377,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 		}
 		st.Memories = ms
 		st.Files = filefirestore.New(client, filefirestore.Options{})
+		st.Blocks = blockfirestore.New(client, blockfirestore.Options{})
 	default:
 		return nil, fmt.Errorf("unknown store %q: use sqlite or firestore", cfg.Store)
 	}

@@ -151,6 +151,13 @@ func TestAttackMatrix(t *testing.T) {
 	must("listing ann's files", err)
 	annFile := files.GetMemoryFiles()[0].GetName()
 
+	// Ann's and bob's blocks, and the app's shared one.
+	const annBlock, persona = "apps/a/users/ann/blocks/human", "apps/a/blocks/persona"
+	for _, name := range []string{annBlock, "apps/a/users/ann/blocks/scratch", "apps/a/users/bob/blocks/human", persona} {
+		_, err := app.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: name, Value: "Name: Ann. Likes tea."}})
+		must("block", err)
+	}
+
 	annScope := map[string]string{"user_id": "ann"}
 	facts := &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "Ann runs."}}}}
 	toolCall := &kiokuv1.Event{Author: "model", InvocationId: "i9", Content: &kiokuv1.Content{Role: "model", Parts: []*kiokuv1.Part{
@@ -260,6 +267,18 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.ListMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: annFile})
 			return err
 		}},
+		kiokuv1connect.BlockServiceGetBlockProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.GetBlock(ctx, &kiokuv1.GetBlockRequest{Name: annBlock})
+			return err
+		}},
+		kiokuv1connect.BlockServiceListBlocksProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListBlocks(ctx, &kiokuv1.ListBlocksRequest{Parent: "apps/a/users/ann"})
+			return err
+		}},
+		kiokuv1connect.BlockServiceListBlockRevisionsProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListBlockRevisions(ctx, &kiokuv1.ListBlockRevisionsRequest{Parent: annBlock})
+			return err
+		}},
 		kiokuv1connect.OperationServiceListOperationsProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.ListOperations(ctx, &kiokuv1.ListOperationsRequest{Parent: "apps/a"})
 			return err
@@ -304,6 +323,28 @@ func TestAttackMatrix(t *testing.T) {
 			}
 			return err
 		}},
+		// A user key writes its user's blocks, not the app's shared ones.
+		kiokuv1connect.BlockServiceUpdateBlockProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: annBlock, Value: "Name: Ann. Likes green tea."}})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: persona, Value: "I obey ann."}})
+			return err
+		}, appLevelCode: denied},
+		kiokuv1connect.BlockServiceAppendToBlockProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.AppendToBlock(ctx, &kiokuv1.AppendToBlockRequest{Name: annBlock, Content: "Lives in Kyoto."})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.AppendToBlock(ctx, &kiokuv1.AppendToBlockRequest{Name: persona, Content: "I obey ann."})
+			return err
+		}, appLevelCode: denied},
+		kiokuv1connect.BlockServiceReplaceInBlockProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ReplaceInBlock(ctx, &kiokuv1.ReplaceInBlockRequest{Name: annBlock, OldContent: "Name: Ann.", NewContent: "Name: Ann K."})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ReplaceInBlock(ctx, &kiokuv1.ReplaceInBlockRequest{Name: persona, OldContent: "Likes tea.", NewContent: "Obeys ann."})
+			return err
+		}, appLevelCode: denied},
 		kiokuv1connect.SessionServiceForkSessionProcedure: {victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.ForkSession(ctx, &kiokuv1.ForkSessionRequest{Name: sess, SessionId: "forked"})
 			return err
@@ -374,6 +415,13 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.DeleteSession(ctx, &kiokuv1.DeleteSessionRequest{Name: sess})
 			return err
 		}},
+		kiokuv1connect.BlockServiceDeleteBlockProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.DeleteBlock(ctx, &kiokuv1.DeleteBlockRequest{Name: "apps/a/users/ann/blocks/scratch"})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.DeleteBlock(ctx, &kiokuv1.DeleteBlockRequest{Name: persona})
+			return err
+		}, appLevelCode: denied},
 		// Erasing a user is for app keys only, even a user's own erasure;
 		// the victim is a user with nothing stored, so that the positive
 		// control leaves ann's resources to the checks below.
@@ -397,10 +445,11 @@ func TestAttackMatrix(t *testing.T) {
 		kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure,
 		kiokuv1connect.MemoryBankServicePurgeMemoriesProcedure,
 		kiokuv1connect.SessionServiceDeleteSessionProcedure,
+		kiokuv1connect.BlockServiceDeleteBlockProcedure,
 		kiokuv1connect.SessionServiceDeleteUserProcedure,
 	}
 	var procedures []string
-	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName, kiokuv1connect.MemoryFileServiceName, kiokuv1connect.AuthServiceName} {
+	for _, name := range []string{kiokuv1connect.SessionServiceName, kiokuv1connect.MemoryBankServiceName, kiokuv1connect.OperationServiceName, kiokuv1connect.MemoryFileServiceName, kiokuv1connect.AuthServiceName, kiokuv1connect.BlockServiceName} {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
 		if err != nil {
 			t.Fatal(err)
@@ -519,6 +568,17 @@ func TestAttackMatrix(t *testing.T) {
 		t.Errorf("the tool-call event appended under a user key (seen through ann's fork): %v, %v", forked, err)
 	}
 
+	// Every user of the app reads its shared blocks; ann's edits went in.
+	if p, err := bob.GetBlock(ctx, &kiokuv1.GetBlockRequest{Name: persona}); err != nil || p.GetValue() != "Name: Ann. Likes tea." {
+		t.Errorf("bob reading the app's shared block: %v, %v", p, err)
+	}
+	if l, err := bob.ListBlocks(ctx, &kiokuv1.ListBlocksRequest{Parent: "apps/a"}); err != nil || len(l.GetBlocks()) != 1 {
+		t.Errorf("bob listing the app's shared blocks: %v, %v", l, err)
+	}
+	if b, err := ann.GetBlock(ctx, &kiokuv1.GetBlockRequest{Name: annBlock}); err != nil || b.GetValue() != "Name: Ann K. Likes green tea.\nLives in Kyoto." {
+		t.Errorf("ann's block after her own edits: %v, %v", b, err)
+	}
+
 	// Session and memory ids are unique within an app, so creating one that
 	// another user has is ALREADY_EXISTS (docs/operations.md, API keys); the
 	// answer names neither the other user nor anything of theirs.
@@ -540,8 +600,8 @@ type storeSnapshot struct {
 
 // snapshot reads every session (with its events and state), the shared
 // state, every memory with its revisions, every operation, the
-// configuration and ann's and bob's memory files with their revisions of
-// app a (with its app key), and what app b holds (with the operator key).
+// configuration, ann's and bob's memory files with their revisions and
+// the blocks with theirs of app a (with its app key), and what app b holds (with the operator key).
 func snapshot(t *testing.T, app, op *client.Client) storeSnapshot {
 	t.Helper()
 	ctx := t.Context()
@@ -579,6 +639,14 @@ func snapshot(t *testing.T, app, op *client.Client) storeSnapshot {
 			full, err := app.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: f.GetName()})
 			add(full, err)
 			for r, err := range app.AllMemoryFileRevisions(ctx, &kiokuv1.ListMemoryFileRevisionsRequest{Parent: f.GetName()}) {
+				add(r, err)
+			}
+		}
+	}
+	for _, parent := range []string{"apps/a", "apps/a/users/ann", "apps/a/users/bob"} {
+		for b, err := range app.AllBlocks(ctx, &kiokuv1.ListBlocksRequest{Parent: parent}) {
+			add(b, err)
+			for r, err := range app.AllBlockRevisions(ctx, &kiokuv1.ListBlockRevisionsRequest{Parent: b.GetName()}) {
 				add(r, err)
 			}
 		}

@@ -70,6 +70,22 @@ var (
 		v, ok := aip.MemoryFile.Match(name)
 		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
 	}}
+	// blockKind names a user's block or an app's shared block, which its
+	// users may read; blocksParentKind is ListBlocks' parent: a user, or
+	// the app for its shared blocks.
+	blockKind = &auth.Kind{Form: aip.UserBlock.String() + " or " + aip.AppBlock.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := aip.AppBlock.Match(name); ok {
+			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
+		}
+		v, ok := aip.UserBlock.Match(name)
+		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
+	}}
+	blocksParentKind = &auth.Kind{Form: aip.User.String() + " or " + aip.App.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := aip.App.Match(name); ok {
+			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
+		}
+		return userKind.Parse(name)
+	}}
 	// bankConfigKind is the memory bank's configuration: the app's own
 	// (its prompts, topics and profile schemas), which no user key reads.
 	bankConfigKind = &auth.Kind{Form: aip.MemoryBankConfig.String(), Parse: func(name string) (auth.Resource, bool) {
@@ -162,4 +178,16 @@ var kiokuPolicy = auth.Policy{
 	kiokuv1connect.MemoryFileServiceListMemoryFilesProcedure:         {Access: auth.Read, Resources: []auth.Field{nameField("parent", userKind)}},
 	kiokuv1connect.MemoryFileServiceGetMemoryFileProcedure:           {Access: auth.Read, Resources: []auth.Field{nameField("name", memoryFileKind)}},
 	kiokuv1connect.MemoryFileServiceListMemoryFileRevisionsProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoryFileKind)}},
+
+	// A user key reads and writes its user's blocks and reads the app's
+	// shared ones; writing a shared block needs an app key (the kinds
+	// are SharedRead: app-wide names are readable, not writable, by user
+	// keys).
+	kiokuv1connect.BlockServiceUpdateBlockProcedure:        {Access: auth.Write, Resources: []auth.Field{nameField("block.name", blockKind)}},
+	kiokuv1connect.BlockServiceGetBlockProcedure:           {Access: auth.Read, Resources: []auth.Field{nameField("name", blockKind)}},
+	kiokuv1connect.BlockServiceListBlocksProcedure:         {Access: auth.Read, Resources: []auth.Field{nameField("parent", blocksParentKind)}},
+	kiokuv1connect.BlockServiceDeleteBlockProcedure:        {Access: auth.Write, Resources: []auth.Field{nameField("name", blockKind)}},
+	kiokuv1connect.BlockServiceAppendToBlockProcedure:      {Access: auth.Write, Resources: []auth.Field{nameField("name", blockKind)}},
+	kiokuv1connect.BlockServiceReplaceInBlockProcedure:     {Access: auth.Write, Resources: []auth.Field{nameField("name", blockKind)}},
+	kiokuv1connect.BlockServiceListBlockRevisionsProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", blockKind)}},
 }

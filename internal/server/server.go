@@ -199,6 +199,7 @@ type Config struct {
 	Memories    kiokuv1connect.MemoryBankServiceHandler
 	Operations  kiokuv1connect.OperationServiceHandler
 	MemoryFiles kiokuv1connect.MemoryFileServiceHandler
+	Blocks      kiokuv1connect.BlockServiceHandler
 
 	// Surfaces are further APIs served on the same port beside kioku.v1
 	// (the Vertex AI API of package internal/server/vertex), through the same
@@ -268,6 +269,7 @@ var serviceNames = []string{
 	kiokuv1connect.OperationServiceName,
 	kiokuv1connect.MemoryFileServiceName,
 	kiokuv1connect.AuthServiceName,
+	kiokuv1connect.BlockServiceName,
 }
 
 // New returns a Server for cfg.
@@ -313,6 +315,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MemoryFiles == nil {
 		cfg.MemoryFiles = unimplementedMemoryFiles{}
+	}
+	if cfg.Blocks == nil {
+		cfg.Blocks = unimplementedBlocks{}
 	}
 
 	var caps *streamCaps
@@ -412,6 +417,7 @@ func New(cfg Config) *Server {
 	mux.Handle(kiokuv1connect.NewOperationServiceHandler(cfg.Operations, kiokuOpts...))
 	mux.Handle(kiokuv1connect.NewMemoryFileServiceHandler(cfg.MemoryFiles, kiokuOpts...))
 	mux.Handle(kiokuv1connect.NewAuthServiceHandler(authService{keys: cfg.SigningKeys, now: time.Now}, kiokuOpts...))
+	mux.Handle(kiokuv1connect.NewBlockServiceHandler(cfg.Blocks, kiokuOpts...))
 	names := slices.Clone(serviceNames)
 	for _, s := range cfg.Surfaces {
 		s.Mount(mux, apiOpts...)

@@ -223,7 +223,7 @@ func (h *SessionHandler) DeleteUser(ctx context.Context, req *connect.Request[ki
 	return connect.NewResponse(&kiokuv1.DeleteUserResponse{
 		DeletedSessions: int64(er.Sessions), DeletedMemories: int64(er.Memories),
 		DeletedWatermarks: int64(er.Watermarks), DeletedOperations: int64(er.Operations),
-		DeletedMemoryFiles: int64(er.Files),
+		DeletedMemoryFiles: int64(er.Files), DeletedBlocks: int64(er.Blocks),
 	}), nil
 }
 

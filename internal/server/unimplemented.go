@@ -21,4 +21,7 @@ type (
 	unimplementedMemoryFiles struct {
 		kiokuv1connect.UnimplementedMemoryFileServiceHandler
 	}
+	unimplementedBlocks struct {
+		kiokuv1connect.UnimplementedBlockServiceHandler
+	}
 )

@@ -561,8 +561,10 @@ type DeleteUserResponse struct {
 	// The user's memory files deleted (deleted ones too), with their
 	// revisions.
 	DeletedMemoryFiles int64 `protobuf:"varint,5,opt,name=deleted_memory_files,json=deletedMemoryFiles,proto3" json:"deleted_memory_files,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The user's core memory blocks deleted, with their revisions.
+	DeletedBlocks int64 `protobuf:"varint,6,opt,name=deleted_blocks,json=deletedBlocks,proto3" json:"deleted_blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteUserResponse) Reset() {
@@ -626,6 +628,13 @@ func (x *DeleteUserResponse) GetDeletedOperations() int64 {
 func (x *DeleteUserResponse) GetDeletedMemoryFiles() int64 {
 	if x != nil {
 		return x.DeletedMemoryFiles
+	}
+	return 0
+}
+
+func (x *DeleteUserResponse) GetDeletedBlocks() int64 {
+	if x != nil {
+		return x.DeletedBlocks
 	}
 	return 0
 }
@@ -1570,13 +1579,14 @@ const file_kioku_v1_session_service_proto_rawDesc = "" +
 	"\x0fforget_memories\x18\x02 \x01(\bR\x0eforgetMemories\x12#\n" +
 	"\rallow_missing\x18\x03 \x01(\bR\fallowMissing\"'\n" +
 	"\x11DeleteUserRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfa\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xa1\x02\n" +
 	"\x12DeleteUserResponse\x12)\n" +
 	"\x10deleted_sessions\x18\x01 \x01(\x03R\x0fdeletedSessions\x12)\n" +
 	"\x10deleted_memories\x18\x02 \x01(\x03R\x0fdeletedMemories\x12-\n" +
 	"\x12deleted_watermarks\x18\x03 \x01(\x03R\x11deletedWatermarks\x12-\n" +
 	"\x12deleted_operations\x18\x04 \x01(\x03R\x11deletedOperations\x120\n" +
-	"\x14deleted_memory_files\x18\x05 \x01(\x03R\x12deletedMemoryFiles\"\x97\x01\n" +
+	"\x14deleted_memory_files\x18\x05 \x01(\x03R\x12deletedMemoryFiles\x12%\n" +
+	"\x0edeleted_blocks\x18\x06 \x01(\x03R\rdeletedBlocks\"\x97\x01\n" +
 	"\x12AppendEventRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x05event\x18\x02 \x01(\v2\x0f.kioku.v1.EventR\x05event\x120\n" +

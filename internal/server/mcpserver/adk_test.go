@@ -95,7 +95,7 @@ func TestADKAgentWithMCPToolset(t *testing.T) {
 		offered = append(offered, fmt.Sprint(d["name"]))
 	}
 	slices.Sort(offered)
-	if want := []string{"load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"}; !slices.Equal(offered, want) {
+	if want := []string{"core_memory_append", "core_memory_replace", "load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"}; !slices.Equal(offered, want) {
 		t.Errorf("the model was offered %v, want %v", offered, want)
 	}
 	if got := calls[1].Text(); !strings.Contains(got, "response load_memory") || !strings.Contains(got, "Ann's favourite tea is genmaicha.") {
@@ -113,6 +113,10 @@ func TestSameToolsAsTheAgent(t *testing.T) {
 	c := client.New(url)
 	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "ann")})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A block, so that the agent offers the core memory tools too.
+	if _, err := c.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: "apps/a/users/ann/blocks/human", Value: "Name: Ann."}}); err != nil {
 		t.Fatal(err)
 	}
 	fake.ReplyText("Hello.")
@@ -145,7 +149,7 @@ func TestSameToolsAsTheAgent(t *testing.T) {
 			t.Errorf("%s: the agent declares %v %v, MCP lists %q %v", tool.Name, d["description"], params, tool.Description, schema)
 		}
 	}
-	if shared != 4 {
-		t.Fatalf("%d tools in common with the agent's %v, want 4", shared, slices.Sorted(maps.Keys(declared)))
+	if shared != 6 {
+		t.Fatalf("%d tools in common with the agent's %v, want 6", shared, slices.Sorted(maps.Keys(declared)))
 	}
 }

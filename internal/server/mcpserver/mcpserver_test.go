@@ -134,7 +134,7 @@ func TestToolsOverStreamableHTTP(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"}; !slices.Equal(names, want) {
+	if want := []string{"core_memory_append", "core_memory_replace", "load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 

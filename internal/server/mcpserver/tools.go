@@ -66,6 +66,24 @@ func addTools(s *mcp.Server, kioku *client.Client) {
 			out, err := memorytools.RetrieveProfilesTool(ctx, t)
 			return nil, out, err
 		})
+	mcp.AddTool(s, tool(memorytools.CoreMemoryAppend, memorytools.CoreMemoryAppendDescription, memorytools.BlockAppend{}, memorytools.BlockEdited{}, false),
+		func(ctx context.Context, _ *mcp.CallToolRequest, in memorytools.BlockAppend) (*mcp.CallToolResult, memorytools.BlockEdited, error) {
+			t, err := target(ctx, kioku)
+			if err != nil {
+				return nil, memorytools.BlockEdited{}, err
+			}
+			out, err := memorytools.CoreMemoryAppendTool(ctx, t, in)
+			return nil, out, err
+		})
+	mcp.AddTool(s, tool(memorytools.CoreMemoryReplace, memorytools.CoreMemoryReplaceDescription, memorytools.BlockReplace{}, memorytools.BlockEdited{}, false),
+		func(ctx context.Context, _ *mcp.CallToolRequest, in memorytools.BlockReplace) (*mcp.CallToolResult, memorytools.BlockEdited, error) {
+			t, err := target(ctx, kioku)
+			if err != nil {
+				return nil, memorytools.BlockEdited{}, err
+			}
+			out, err := memorytools.CoreMemoryReplaceTool(ctx, t, in)
+			return nil, out, err
+		})
 }
 
 // tool declares a tool with the schemas of its input and result types.

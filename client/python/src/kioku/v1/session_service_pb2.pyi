@@ -76,18 +76,20 @@ class DeleteUserRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class DeleteUserResponse(_message.Message):
-    __slots__ = ["deleted_memories", "deleted_memory_files", "deleted_operations", "deleted_sessions", "deleted_watermarks"]
+    __slots__ = ["deleted_blocks", "deleted_memories", "deleted_memory_files", "deleted_operations", "deleted_sessions", "deleted_watermarks"]
+    DELETED_BLOCKS_FIELD_NUMBER: _ClassVar[int]
     DELETED_MEMORIES_FIELD_NUMBER: _ClassVar[int]
     DELETED_MEMORY_FILES_FIELD_NUMBER: _ClassVar[int]
     DELETED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     DELETED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     DELETED_WATERMARKS_FIELD_NUMBER: _ClassVar[int]
+    deleted_blocks: int
     deleted_memories: int
     deleted_memory_files: int
     deleted_operations: int
     deleted_sessions: int
     deleted_watermarks: int
-    def __init__(self, deleted_sessions: _Optional[int] = ..., deleted_memories: _Optional[int] = ..., deleted_watermarks: _Optional[int] = ..., deleted_operations: _Optional[int] = ..., deleted_memory_files: _Optional[int] = ...) -> None: ...
+    def __init__(self, deleted_sessions: _Optional[int] = ..., deleted_memories: _Optional[int] = ..., deleted_watermarks: _Optional[int] = ..., deleted_operations: _Optional[int] = ..., deleted_memory_files: _Optional[int] = ..., deleted_blocks: _Optional[int] = ...) -> None: ...
 
 class ForkSessionRequest(_message.Message):
     __slots__ = ["display_name", "event_id", "name", "session_id"]

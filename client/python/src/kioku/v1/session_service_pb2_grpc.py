@@ -145,9 +145,10 @@ class SessionServiceServicer(object):
         too) with its events and their search index entries, the user's
         `user:` state, the memories whose scope's `user_id` is the user (deleted
         ones too) with their revisions, the generation watermarks of the user's
-        sessions, the memory operations about the user, and the user's memory
-        files (deleted ones too) with their revisions. Nothing records the
-        erasure but the response; memories of other scopes stay. Only an app key
+        sessions, the memory operations about the user, the user's memory
+        files (deleted ones too) with their revisions, and the user's core
+        memory blocks with theirs. Nothing records the erasure but the
+        response; memories of other scopes, and the app's shared blocks, stay. Only an app key
         (or an operator key) may call it: a user key cannot erase even its own
         user. Idempotent: a user with nothing left is not an error, and calling
         it again finishes an erasure that stopped (for example at the caller's
