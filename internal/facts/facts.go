@@ -47,7 +47,7 @@ import (
 // Speaker says whose words a text is: the user's (Name "") or those of a
 // person named Name (a conversation between people stored with the
 // speakers as authors). Facts name the user "The user" (ユーザー) and a
-// person by name.
+// person by name; Named puts the user's name in once it is known.
 type Speaker struct{ Name string }
 
 // english returns the speaker as the subject of an English fact.
