@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,10 @@ import (
 //     the speakers as authors), the facts they state about themselves,
 //     third person, with the memory bank's topics, the event cited and
 //     relative dates resolved against the event's time. Other authors are
-//     taken for the agent, whose words are not facts about the user;
+//     taken for the agent, whose words are not facts about the user.
+//     Once the user says their name in the conversation ("I'm Ann"), the
+//     user's facts carry it ("Ann has a dog called Pochi.", see
+//     facts.Named);
 //     When the response schema asks for profile fields ("profile", see
 //     package memorybank's structured profiles), it fills those it
 //     recognises from what the user says (facts.FillProfile: "my
@@ -39,7 +43,9 @@ import (
 //     new fact with the existing memories shown, and answers SKIP for one
 //     that says the same, UPDATE for one of the same subject and relation
 //     with another value ("lives in Osaka", then "moved to Kyoto") or that
-//     the new fact completes, and CREATE otherwise.
+//     the new fact completes, and CREATE otherwise. When a fact shown, new
+//     or existing, gives the user's name, the facts about the user are
+//     written and compared with the name.
 //
 // What it reads is the rule set of package internal/facts (English and
 // Japanese; its doc lists what it catches and what it misses). It is no
@@ -53,7 +59,7 @@ type OfflineExtractor struct{}
 
 // offlineExtractorName is the extractor's Name; its version changes when
 // its rules give other facts.
-const offlineExtractorName = "offline:kioku-extractor-v1"
+const offlineExtractorName = "offline:kioku-extractor-v2"
 
 // Name implements Generator.
 func (OfflineExtractor) Name() string { return offlineExtractorName }
@@ -178,6 +184,10 @@ func extractionReply(r *GenerateRequest) map[string]any {
 		}
 	}
 	out := []extractedFact{}
+	// users are the facts of the user (author "user"), which name the
+	// user once the conversation says their name.
+	var users []int
+	var name string
 	fields := profileFields(r)
 	profile := map[string]map[string]any{}
 	for _, e := range events {
@@ -202,6 +212,12 @@ func extractionReply(r *GenerateRequest) map[string]any {
 				topic = ""
 			}
 			out = append(out, extractedFact{Fact: f.Text, Topic: topic, Events: []int{e.n}, Date: f.Date})
+			if speaker.Name == "" {
+				users = append(users, len(out)-1)
+				if n := facts.UserName(f.Text); n != "" {
+					name = n
+				}
+			}
 		}
 		if speaker.Name != "" {
 			continue // a profile is the user's
@@ -213,6 +229,9 @@ func extractionReply(r *GenerateRequest) map[string]any {
 			}
 			profile[schema][field] = map[string]any{"value": profileValue(fields, v), "events": []int{e.n}}
 		}
+	}
+	for _, i := range users {
+		out[i].Fact = facts.Named(out[i].Fact, name)
 	}
 	reply := map[string]any{"facts": out}
 	if len(profile) > 0 {
@@ -302,6 +321,19 @@ func consolidationReply(r *GenerateRequest) map[string]any {
 			} else if last != nil && line != "" {
 				(*last)[len(*last)-1] += "\n" + line
 			}
+		}
+	}
+	// Once a fact, new or stored, gives the user's name, the facts about
+	// the user name them, and are compared so.
+	name := ""
+	for _, f := range slices.Concat(existing, candidates) {
+		if n := facts.UserName(f); n != "" {
+			name = n
+		}
+	}
+	for _, list := range [][]string{existing, candidates} {
+		for i, f := range list {
+			list[i] = facts.Named(f, name)
 		}
 	}
 	actions := []consolidationAction{}

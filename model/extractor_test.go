@@ -106,6 +106,50 @@ New facts:
 	}
 }
 
+// TestOfflineExtractorNamesTheUser: once the user says their name, the
+// facts about them carry it (the one that states it keeps "The user", to
+// tie the two), in extraction and in consolidation, where a stored name
+// counts as well and the facts are compared with it.
+func TestOfflineExtractorNamesTheUser(t *testing.T) {
+	req := &model.GenerateRequest{
+		Messages: []model.Message{{Role: "user", Text: `The conversation:
+[1] user: I have a dog called Pochi. (2026-05-08 09:00)
+[2] user: Oh, and I'm Ann. My sister lives in Kobe. (2026-05-08 09:01)
+[3] Caroline: I live in Boston. (2026-05-08 09:03)
+`}},
+		Schema: model.SchemaFor(&extractionReply{}),
+	}
+	var got extractionReply
+	offlineReply(t, req, &got)
+	var facts []string
+	for _, f := range got.Facts {
+		facts = append(facts, f.Fact)
+	}
+	if want := "Ann has a dog called Pochi.|The user is Ann.|Ann's sister lives in Kobe.|Caroline lives in Boston."; strings.Join(facts, "|") != want {
+		t.Errorf("facts %q, want %q", facts, want)
+	}
+
+	req = &model.GenerateRequest{
+		Messages: []model.Message{{Role: "user", Text: `Existing memories:
+[1] The user's name is Ann.
+[2] The user lives in Osaka.
+
+New facts:
+(1) The user moved to Kyoto in April 2026 and lives there.
+(2) The user plays the cello.
+`}},
+		Schema: model.SchemaFor(&consolidationReply{}),
+	}
+	var actions consolidationReply
+	offlineReply(t, req, &actions)
+	b, _ := json.Marshal(actions.Actions)
+	want := `[{"candidate":1,"action":"UPDATE","memory":2,"fact":"Ann moved from Osaka to Kyoto in April 2026 and lives there."},` +
+		`{"candidate":2,"action":"CREATE","memory":0,"fact":"Ann plays the cello."}]`
+	if string(b) != want {
+		t.Errorf("actions %s\nwant    %s", b, want)
+	}
+}
+
 func TestOfflineExtractorRefusesOtherCalls(t *testing.T) {
 	m := model.NewMeter()
 	gen := m.Generator(model.OfflineExtractor{})
@@ -121,7 +165,7 @@ func TestOfflineExtractorRefusesOtherCalls(t *testing.T) {
 			t.Errorf("%v: want FailedPrecondition saying a language model is needed", err)
 		}
 	}
-	if got := gen.Name(); got != "offline:kioku-extractor-v1" {
+	if got := gen.Name(); got != "offline:kioku-extractor-v2" {
 		t.Errorf("name %q", got)
 	}
 }

@@ -18,6 +18,7 @@ Scenarios:
   memories    memory retrieval latency and generation throughput
   footprint   resident memory and vector cache hit rate over many scopes
   locomo      LoCoMo retrieval recall
+  qa          question answering on LoCoMo or LongMemEval: retrieve, answer, judge
   paraphrases memories left by paraphrases of the same facts (consolidation)
   recall      event search (SearchEvents): LoCoMo recall and latency per user
   export      kioku export and import of a large store: time and peak memory
@@ -32,6 +33,7 @@ var benchScenarios = map[string]func(context.Context, []string) error{
 	"memories":    benchMemories,
 	"footprint":   benchFootprint,
 	"locomo":      benchLocomo,
+	"qa":          benchQA,
 	"recall":      benchRecall,
 	"paraphrases": benchParaphrases,
 	"export":      benchExport,

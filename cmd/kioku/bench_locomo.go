@@ -75,6 +75,7 @@ func readLocomo(path string) ([]locomoConversation, error) {
 // locomoQA is one question with the dialogue ids of its evidence.
 type locomoQA struct {
 	Question string            `json:"question"`
+	Answer   json.RawMessage   `json:"answer"`
 	Evidence []json.RawMessage `json:"evidence"`
 	Category int               `json:"category"`
 }

@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
@@ -41,46 +36,11 @@ func diaIDOf(event string) string { return strings.ReplaceAll(event, ".", ":") }
 
 // generateLocomo generates the memories of one conversation.
 func generateLocomo(ctx context.Context, sc kiokuv1connect.SessionServiceClient, mc kiokuv1connect.MemoryBankServiceClient, oc kiokuv1connect.OperationServiceClient, c *locomoConversation) (sessions, events int, err error) {
-	for _, n := range sessionNumbers(c.Conversation) {
-		var turns []locomoTurn
-		if json.Unmarshal(c.Conversation[fmt.Sprint("session_", n)], &turns) != nil || len(turns) == 0 {
-			continue // a session key without turns
-		}
-		date, err := sessionDate(c.Conversation, n)
-		if err != nil {
-			return 0, 0, err
-		}
-		sess, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
-			Parent: "apps/locomo/users/" + c.SampleID, SessionId: fmt.Sprintf("%s-s%d", c.SampleID, n),
-		}))
-		if err != nil {
-			return 0, 0, err
-		}
-		for i, t := range turns {
-			if _, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: sess.Msg.GetName(), Event: &kiokuv1.Event{
-				Id: eventIDOf(t.DiaID), Author: t.Speaker, Timestamp: timestamppb.New(date.Add(time.Duration(i) * time.Second)),
-				Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: t.Text}}},
-			}})); err != nil {
-				return 0, 0, fmt.Errorf("appending %s: %w", t.DiaID, err)
-			}
-			events++
-		}
-		sessions++
-		op, err := mc.GenerateMemories(ctx, connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
-			Parent: "apps/locomo", Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: sess.Msg.GetName()}},
-		}))
-		if err != nil {
-			return 0, 0, err
-		}
-		done, err := oc.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: op.Msg.GetName(), Timeout: durationpb.New(5 * time.Minute)}))
-		if err != nil {
-			return 0, 0, err
-		}
-		if e := done.Msg.GetError(); e != nil {
-			return 0, 0, fmt.Errorf("generating from %s: %s", sess.Msg.GetName(), e.GetMessage())
-		}
+	conv, err := locomoQAConversation(c)
+	if err != nil {
+		return 0, 0, err
 	}
-	return sessions, events, nil
+	return ingestQA(ctx, "locomo", sc, mc, oc, &conv)
 }
 
 // extractLocomo generates the memories of every conversation (in

@@ -22,7 +22,10 @@
 //     favourite food is curry", 猫が好きです, コーヒーが苦手です;
 //   - plans and events with their dates: "I'm going to Hokkaido next
 //     Saturday", "I adopted a puppy yesterday", 来週京都に行く予定です,
-//     with relative dates resolved against when they were said;
+//     with relative dates resolved against when they were said, and past
+//     events and ongoing activities told in enough words to stand alone,
+//     dated or not ("I found a place with great natural light", "I'm
+//     putting in a lot of work on my business");
 //   - explicit requests: "remember that my mother's birthday is June 3",
 //     覚えておいて.
 //
@@ -47,7 +50,7 @@ import (
 // Speaker says whose words a text is: the user's (Name "") or those of a
 // person named Name (a conversation between people stored with the
 // speakers as authors). Facts name the user "The user" (ユーザー) and a
-// person by name.
+// person by name; Named puts the user's name in once it is known.
 type Speaker struct{ Name string }
 
 // english returns the speaker as the subject of an English fact.

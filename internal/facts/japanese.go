@@ -63,7 +63,7 @@ type jaRule struct {
 }
 
 func jrule(expr string, fn func(subj string, m []string, d dateInfo) (analysis, bool)) jaRule {
-	return jaRule{re: regexp.MustCompile(`^` + expr + `$`), fn: fn}
+	return jaRule{re: regexp.MustCompile(`^(?:` + expr + `)$`), fn: fn}
 }
 
 const (

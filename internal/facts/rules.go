@@ -272,7 +272,7 @@ var personRules = []personRule{
 			return analysis{}, false
 		}
 		rest := group(m, 3)
-		if d.orig == "" && !milestones[verb] && !milestones[verb+" "+firstWord(rest)] || rest == "" {
+		if d.orig == "" && !milestones[verb] && !milestones[verb+" "+firstWord(rest)] && len(strings.Fields(rest)) < 3 || rest == "" {
 			return analysis{}, false
 		}
 		return one(Personal, claim{subj: subj, rel: relEvent, key: normValue(verb + " " + rest), value: d.w.field(), raw: rest})
@@ -302,7 +302,7 @@ var personRules = []personRule{
 	rule(`be (.+)`, func(subj string, m []string, pred string, _ dateInfo) (analysis, bool) {
 		obj := group(m, 1)
 		first := strings.ToLower(firstWord(obj))
-		if obj == "" || transient[first] || transient[strings.ToLower(obj)] || strings.HasSuffix(first, "ing") || first == "in" || first == "at" || first == "on" || first == "the" || first == "not" || first == "so" || first == "too" || first == "going" || strings.Contains(strings.ToLower(obj), " of it") {
+		if obj == "" || transient[first] || transient[strings.ToLower(obj)] || strings.HasSuffix(first, "ing") && len(strings.Fields(obj)) < 4 || first == "in" || first == "at" || first == "on" || first == "the" || first == "not" || first == "so" || first == "too" || first == "going" || strings.Contains(strings.ToLower(obj), " of it") {
 			return analysis{}, false
 		}
 		if capitalised(obj) && !nationalities[first] && len(strings.Fields(obj)) <= 2 && !strings.ContainsAny(obj, ",") {

@@ -518,6 +518,10 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener) error {
 	return n.server.Serve(ctx, ln, 10*time.Second)
 }
 
+// ModelUsage returns the calls the memory bank made to its generation
+// model and embedder so far (what kioku_model_calls_total reports).
+func (n *Node) ModelUsage() []model.Usage { return n.meter.Usage() }
+
 // HTTPServer returns an http.Server for the handler with kioku's settings.
 func (n *Node) HTTPServer() *http.Server { return n.server.HTTPServer() }
 

@@ -68,7 +68,7 @@ func TestOfflineExtractorByDefault(t *testing.T) {
 
 func testOfflineExtractor(t *testing.T, cfg node.Config) {
 	c, logs := serve(t, cfg)
-	if log := logs.String(); !strings.Contains(log, "the offline extractor") || !strings.Contains(log, "offline:kioku-extractor-v1") {
+	if log := logs.String(); !strings.Contains(log, "the offline extractor") || !strings.Contains(log, "offline:kioku-extractor-v2") {
 		t.Fatalf("the start-up log does not state the offline extractor:\n%s", log)
 	}
 	ctx := t.Context()
@@ -156,6 +156,36 @@ func TestOfflineEmbedderTies(t *testing.T) {
 		m := r.GetRetrievedMemories()
 		if len(m) < 2 || m[0].GetMemory().GetFact() != want || m[0].GetDistance() >= m[1].GetDistance() {
 			t.Errorf("%s: %v, want %q first and closer than the next", q, m, want)
+		}
+	}
+}
+
+// TestNamesInRetrieval: a user who says their name has memories that
+// carry it, so that a question naming them finds what they said (issue
+// 41: "The user has a dog named Pochi." came after "Ann lives in
+// Sapporo." for "what pet does Ann have?").
+func TestNamesInRetrieval(t *testing.T) {
+	c, _ := serve(t, node.Config{})
+	ctx := t.Context()
+	say(t, c, "u1", "Hi, I'm Ann. I live in Sapporo.")
+	res := say(t, c, "u1", "I have a dog named Pochi. My sister lives in Kobe.")
+	var got []string
+	for _, g := range res.GetGeneratedMemories() {
+		got = append(got, g.GetMemory().GetFact())
+	}
+	if want := []string{"Ann has a dog named Pochi.", "Ann's sister lives in Kobe."}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the second session gave %q, want %q: the name said in the first", got, want)
+	}
+	for q, want := range map[string]string{
+		"what pet does Ann have?":       "Ann has a dog named Pochi.",
+		"Where does Ann's sister live?": "Ann's sister lives in Kobe.",
+	} {
+		r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("u1"), Method: client.Similar(q, 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := r.GetRetrievedMemories(); len(m) == 0 || m[0].GetMemory().GetFact() != want {
+			t.Errorf("%s: %v, want %q first", q, m, want)
 		}
 	}
 }
