@@ -27,11 +27,13 @@ type Store interface {
 	ConfigStore
 	TransferStore
 	ProfileStore
+	ChangeStore
 	jobs.Store
 }
 
 // MemoryStore keeps memories, the watermarks of the sessions generation
-// read, and writes changes of them atomically.
+// read, and writes changes of them atomically, each recorded in the change
+// feed (ChangeStore) in the same transaction.
 type MemoryStore interface {
 	// GetMemory returns a memory, deleted or expired ones included (the
 	// caller decides what is visible). NotFound when it never existed.
@@ -67,7 +69,9 @@ type MemoryStore interface {
 
 	// Write applies a set of changes atomically, after checking all its
 	// preconditions; if one fails nothing is written and the error is
-	// Aborted (or NotFound / AlreadyExists as described on Write).
+	// Aborted (or NotFound / AlreadyExists as described on Write). In the
+	// same transaction it appends w.ChangeRecords to the app's change
+	// feed, numbered after the app's latest cursor.
 	Write(ctx context.Context, w *Write) error
 
 	// Watermark returns the last sequence of a session processed by
