@@ -62,7 +62,9 @@ type ChangePage struct {
 // ChangeStore keeps the change feed that Write appends to.
 type ChangeStore interface {
 	// ListChanges returns up to q.Limit changes of an app after q.After
-	// in cursor order, with the app's latest and swept cursors.
+	// in cursor order, with the app's latest and swept cursors, all of
+	// one snapshot: when it returns fewer than q.Limit changes, there is
+	// no other change of the query up to Last.
 	ListChanges(ctx context.Context, q ChangeQuery) (*ChangePage, error)
 
 	// DeleteExpiredChanges deletes up to limit changes older than
@@ -107,6 +109,14 @@ type ChangesRequest struct {
 // retention sweep passed is FailedPrecondition, naming the oldest cursor
 // to resume from; one beyond the app's latest change is Invalid.
 func (s *Service) Changes(ctx context.Context, r ChangesRequest) (*ChangePage, error) {
+	if err := validateApp(r.App); err != nil {
+		return nil, err
+	}
+	if len(r.Scope) == 0 {
+		r.Scope = nil
+	} else if err := validateScope("scope", r.Scope); err != nil {
+		return nil, err
+	}
 	if r.Limit <= 0 || r.Limit > MaxChangesPerRead {
 		r.Limit = MaxChangesPerRead
 	}

@@ -81,39 +81,44 @@ func (s *Store) appendChanges(tx *firestore.Transaction, w *memorybank.Write, fe
 	return tx.Set(s.feedRef(w.App), map[string]any{"last": feed.Last}, firestore.MergeAll)
 }
 
-// ListChanges implements memorybank.ChangeStore: a query on the cursor
-// (and scope key, with the composite index on (scope_key, cursor)), then
-// the feed's document, read after it so that its swept cursor is at least
-// as new as what the query saw.
+// ListChanges implements memorybank.ChangeStore: in one read-only
+// transaction (one snapshot), the feed's document and a query on the
+// cursor (and scope key, with the composite index on (scope_key,
+// cursor)).
 func (s *Store) ListChanges(ctx context.Context, q memorybank.ChangeQuery) (*memorybank.ChangePage, error) {
-	p := &memorybank.ChangePage{}
-	if q.Limit > 0 {
+	var p *memorybank.ChangePage
+	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		p = &memorybank.ChangePage{}
+		d, err := readFeed(tx.Get(s.feedRef(q.App)))
+		if err != nil {
+			return err
+		}
+		p.Last, p.Swept = d.Last, d.Swept
+		if q.Limit <= 0 {
+			return nil
+		}
 		query := s.changes(q.App).Query
 		if q.ScopeKey != "" {
 			query = query.Where("scope_key", "==", q.ScopeKey)
 		}
-		snaps, err := query.Where("cursor", ">", q.After).OrderBy("cursor", firestore.Asc).Limit(q.Limit).Documents(ctx).GetAll()
+		snaps, err := tx.Documents(query.Where("cursor", ">", q.After).OrderBy("cursor", firestore.Asc).Limit(q.Limit)).GetAll()
 		if err != nil {
-			return nil, firestoredb.Wrap(err)
+			return err
 		}
 		for _, snap := range snaps {
 			var d changeDoc
 			if err := snap.DataTo(&d); err != nil {
-				return nil, err
+				return err
 			}
 			c, err := record.UnmarshalChange(q.App, d.Cursor, []byte(d.Body))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			p.Changes = append(p.Changes, c)
 		}
-	}
-	d, err := readFeed(s.feedRef(q.App).Get(ctx))
-	if err != nil {
-		return nil, firestoredb.Wrap(err)
-	}
-	p.Last, p.Swept = d.Last, d.Swept
-	return p, nil
+		return nil
+	}, firestore.ReadOnly)
+	return p, firestoredb.Wrap(err)
 }
 
 // DeleteExpiredChanges implements memorybank.ChangeStore: a collection
