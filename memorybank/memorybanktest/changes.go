@@ -1,6 +1,7 @@
 package memorybanktest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -166,4 +167,39 @@ func testChangeRetention(t *testing.T, h *harness) {
 		t.Fatalf("cursor past retention: %v, want FailedPrecondition", err)
 	}
 	_ = old
+}
+
+func testWatchChanges(t *testing.T, h *harness) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	got := make(chan *memorybank.ChangeRecord, 10)
+	done := make(chan error, 1)
+	started := h.create("before the watch", user1) // cursor 1
+	go func() {
+		done <- h.svc.WatchChanges(ctx, memorybank.ChangesRequest{App: "app1", Scope: user1, After: 0}, func(c *memorybank.ChangeRecord) error {
+			got <- c
+			return nil
+		})
+	}()
+	h.create("another scope", memorybank.Scope{"user_id": "u2"}) // cursor 2, not user1's
+	m := h.create("during the watch", user1)                     // cursor 3, wakes the watcher
+	var seen []changeLine
+	for len(seen) < 2 {
+		select {
+		case c := <-got:
+			seen = append(seen, lines([]*memorybank.ChangeRecord{c})...)
+		case err := <-done:
+			t.Fatalf("WatchChanges ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("WatchChanges sent %v, want 2 changes", seen)
+		}
+	}
+	want := []changeLine{{1, "CREATED", started.ID, user1.Key(), 1, ""}, {3, "CREATED", m.ID, user1.Key(), 1, ""}}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Fatalf("watched (-want +got):\n%s", diff)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatalf("WatchChanges returned nil after its context ended")
+	}
 }

@@ -14,7 +14,7 @@
 // user, structured profiles (schemas, per-field generation and
 // consolidation, RetrieveProfiles), and the change feed (each committed
 // change once, in order, with dense cursors; nothing for a failed Write;
-// retention). The engine's own contract
+// retention; a watcher woken by a write). The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -100,6 +100,7 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "ChangeFeed", Run: testChangeFeed},
 		{Name: "ChangeFeedAtomic", Run: testChangeFeedAtomic},
 		{Name: "ChangeRetention", Run: testChangeRetention},
+		{Name: "WatchChanges", Run: testWatchChanges},
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))
