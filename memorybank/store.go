@@ -142,8 +142,9 @@ type TransferStore interface {
 	// DeleteMemories removes memories of an app entirely, for an erasure
 	// (Service.EraseUser): their rows or documents, their revisions, their
 	// entries in the source index and in the similarity statistics (and
-	// the statistics of a scope left with no memory). No revision records
-	// it. Ids that do not exist are skipped.
+	// the statistics of a scope left with no memory), and their changes in
+	// the change feed (the app's cursors stay as they were). No revision
+	// or change records it. Ids that do not exist are skipped.
 	DeleteMemories(ctx context.Context, app string, ids []string) error
 
 	// DeleteWatermarks removes the watermarks of sessions of an app (by

@@ -32,6 +32,7 @@ type feedDoc struct {
 type changeDoc struct {
 	Cursor   int64  `firestore:"cursor"`
 	ScopeKey string `firestore:"scope_key"`
+	MemoryID string `firestore:"memory_id"`
 	TimeNS   int64  `firestore:"time_ns"`
 	Body     string `firestore:"body"`
 }
@@ -72,7 +73,7 @@ func (s *Store) appendChanges(tx *firestore.Transaction, w *memorybank.Write, fe
 		if err != nil {
 			return err
 		}
-		d := changeDoc{Cursor: c.Cursor, ScopeKey: c.Scope.Key(), TimeNS: unixnano.From(c.Time), Body: string(body)}
+		d := changeDoc{Cursor: c.Cursor, ScopeKey: c.Scope.Key(), MemoryID: c.MemoryID, TimeNS: unixnano.From(c.Time), Body: string(body)}
 		if err := tx.Create(s.changes(w.App).Doc(fmt.Sprintf("%020d", c.Cursor)), d); err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@
 //	    last (the cursor of the app's latest change), swept (the highest
 //	    cursor the retention sweep removed)
 //	kioku_apps/{app}/kioku_changes/{cursor, 20 digits}
-//	    cursor, scope_key, time_ns, body (record.MarshalChange)
+//	    cursor, scope_key, memory_id, time_ns, body (record.MarshalChange)
 //	kioku_apps_schema/memorybank
 //	    version: the formats the documents are in (see Migrate)
 //

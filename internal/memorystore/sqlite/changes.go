@@ -29,8 +29,8 @@ func appendChanges(tx *sql.Tx, w *memorybank.Write) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`INSERT INTO memory_changes (app, cursor, scope_key, time_ns, body) VALUES (?, ?, ?, ?, ?)`,
-			w.App, c.Cursor, c.Scope.Key(), unixnano.From(c.Time), string(body)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO memory_changes (app, cursor, scope_key, memory_id, time_ns, body) VALUES (?, ?, ?, ?, ?, ?)`,
+			w.App, c.Cursor, c.Scope.Key(), c.MemoryID, unixnano.From(c.Time), string(body)); err != nil {
 			return err
 		}
 	}

@@ -25,10 +25,10 @@
 //	watermarks       (app, session) → last processed sequence.
 //	change_feeds     (app) → the cursor of its latest change, and the
 //	                 highest cursor the retention sweep removed.
-//	memory_changes   (app, cursor) → scope key, commit time (Unix ns),
-//	                 the change (record.MarshalChange); indexed by (app,
-//	                 scope, cursor) for a scope's watchers and by time for
-//	                 the sweep. Write appends to it and raises the app's
+//	memory_changes   (app, cursor) → scope key, memory, commit time
+//	                 (Unix ns), the change (record.MarshalChange); indexed
+//	                 by (app, scope, cursor) for a scope's watchers, by time
+//	                 for the sweep and by memory for an erasure. Write appends to it and raises the app's
 //	                 change_feeds row in its transaction (SQLite
 //	                 serialises writes, so the counter costs no
 //	                 contention).
@@ -197,12 +197,14 @@ CREATE TABLE memory_changes (
 	app       TEXT    NOT NULL,
 	cursor    INTEGER NOT NULL,
 	scope_key TEXT    NOT NULL,
+	memory_id TEXT    NOT NULL,
 	time_ns   INTEGER NOT NULL,
 	body      TEXT    NOT NULL,
 	PRIMARY KEY (app, cursor)
 ) WITHOUT ROWID;
 CREATE INDEX memory_changes_by_scope ON memory_changes (app, scope_key, cursor);
 CREATE INDEX memory_changes_by_time ON memory_changes (time_ns);
+CREATE INDEX memory_changes_by_memory ON memory_changes (app, memory_id);
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
