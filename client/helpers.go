@@ -225,6 +225,32 @@ func (c *Client) WatchSession(ctx context.Context, req *kiokuv1.WatchSessionRequ
 	}
 }
 
+// WatchMemories streams the changes of an app's memories (of
+// req.scope's when set) committed after the call, or after
+// req.start_cursor, until ctx ends or the loop stops. Keep the cursor of
+// the last change handled: a new call with it as start_cursor resumes
+// with the next change.
+func (c *Client) WatchMemories(ctx context.Context, req *kiokuv1.WatchMemoriesRequest) iter.Seq2[*kiokuv1.WatchMemoriesResponse, error] {
+	return func(yield func(*kiokuv1.WatchMemoriesResponse, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stream, err := c.memories.WatchMemories(ctx, connect.NewRequest(req))
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer stream.Close()
+		for stream.Receive() {
+			if !yield(stream.Msg(), nil) {
+				return
+			}
+		}
+		if err := stream.Err(); err != nil && ctx.Err() == nil {
+			yield(nil, err)
+		}
+	}
+}
+
 // WaitOperation waits until the operation is done or ctx ends. It asks the
 // server to wait (WaitOperation) a while at a time, and retries with
 // backoff when the server is unavailable. It returns the finished operation;

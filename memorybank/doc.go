@@ -15,7 +15,10 @@
 // cross apps. Every change records a Revision (the new fact, the candidate
 // facts that led to it, the sources, the operation); revisions are never
 // rewritten, a deleted memory keeps them, and RollbackMemory restores any of
-// them (memories.go, revisions.go). An app's configuration (package
+// them (memories.go, revisions.go). Each change is also recorded in the
+// app's change feed in the same transaction (ChangeRecord, with a dense
+// cursor per app; kept ChangeRetention): Changes reads it and
+// WatchChanges streams it (changes.go, watch.go). An app's configuration (package
 // memorybank/appconfig; config.go here validates and caches it) says
 // which topics to extract, the TTLs, the generation trigger,
 // retrieval's fusion and the redaction of personal data
@@ -88,9 +91,9 @@
 // generation from a session every N events, or once it has been idle for a
 // while, as the app's generation trigger says. Run does the memory bank's
 // periodic work: it re-arms the idle triggers after a start, sweeps
-// expired memories and revisions, re-embeds the memories whose vectors
+// expired memories, revisions and changes of the feed, re-embeds the memories whose vectors
 // come from another embedder, and fires the idle triggers. EraseUser
-// removes a user's memories with their revisions, the watermarks of their
+// removes a user's memories with their revisions and changes, the watermarks of their
 // sessions and the operations about them (erase.go); ForgetSession the
 // memories derived from a session only (forget.go).
 //

@@ -94,7 +94,17 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	for {
 		n, err := s.store.DeleteExpiredRevisions(ctx, s.now(), 500)
 		total += n
-		if err != nil || n < 500 {
+		if err != nil {
+			return total, err
+		}
+		if n < 500 {
+			break
+		}
+	}
+	for {
+		n, err := s.store.DeleteExpiredChanges(ctx, s.now(), 200)
+		total += n
+		if err != nil || n < 200 {
 			return total, err
 		}
 	}

@@ -60,6 +60,10 @@ type Config struct {
 	// SweepInterval is how often Run deletes expired memories and
 	// revisions. Default 1m.
 	SweepInterval time.Duration
+	// WatchPollInterval is how often WatchChanges looks for changes
+	// committed by other servers sharing the store. Writes through this
+	// Service wake watchers at once. Default 1s.
+	WatchPollInterval time.Duration
 	// MaxReadBytes bounds the memories (their size in a response, see
 	// Memory.responseBytes) one ListMemories or simple RetrieveMemories
 	// page returns, and the revisions of a ListRevisions page: a page ends
@@ -98,6 +102,8 @@ type Service struct {
 	triggerMu sync.Mutex
 	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
 	idle      idleSessions
+
+	feed *feedBroker // wakes WatchChanges on this server's writes
 }
 
 type cachedConfig struct {
@@ -127,8 +133,13 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Embedder == nil {
 		cfg.Embedder = model.Offline{}
 	}
+	if cfg.WatchPollInterval <= 0 {
+		cfg.WatchPollInterval = time.Second
+	}
+	feed := newFeedBroker()
 	s := &Service{
-		store:       store,
+		store:       wakingStore{Store: store, feed: feed},
+		feed:        feed,
 		gen:         cfg.Generator,
 		emb:         cfg.Embedder,
 		sess:        cfg.Sessions,

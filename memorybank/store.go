@@ -27,11 +27,13 @@ type Store interface {
 	ConfigStore
 	TransferStore
 	ProfileStore
+	ChangeStore
 	jobs.Store
 }
 
 // MemoryStore keeps memories, the watermarks of the sessions generation
-// read, and writes changes of them atomically.
+// read, and writes changes of them atomically, each recorded in the change
+// feed (ChangeStore) in the same transaction.
 type MemoryStore interface {
 	// GetMemory returns a memory, deleted or expired ones included (the
 	// caller decides what is visible). NotFound when it never existed.
@@ -67,7 +69,9 @@ type MemoryStore interface {
 
 	// Write applies a set of changes atomically, after checking all its
 	// preconditions; if one fails nothing is written and the error is
-	// Aborted (or NotFound / AlreadyExists as described on Write).
+	// Aborted (or NotFound / AlreadyExists as described on Write). In the
+	// same transaction it appends w.ChangeRecords to the app's change
+	// feed, numbered after the app's latest cursor.
 	Write(ctx context.Context, w *Write) error
 
 	// Watermark returns the last sequence of a session processed by
@@ -138,8 +142,9 @@ type TransferStore interface {
 	// DeleteMemories removes memories of an app entirely, for an erasure
 	// (Service.EraseUser): their rows or documents, their revisions, their
 	// entries in the source index and in the similarity statistics (and
-	// the statistics of a scope left with no memory). No revision records
-	// it. Ids that do not exist are skipped.
+	// the statistics of a scope left with no memory), and their changes in
+	// the change feed (the app's cursors stay as they were). No revision
+	// or change records it. Ids that do not exist are skipped.
 	DeleteMemories(ctx context.Context, app string, ids []string) error
 
 	// DeleteWatermarks removes the watermarks of sessions of an app (by

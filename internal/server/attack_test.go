@@ -211,6 +211,21 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: "apps/a"})
 			return err
 		}, appLevelCode: denied},
+		kiokuv1connect.MemoryBankServiceWatchMemoriesProcedure: {victim: func(ctx context.Context, c *client.Client) error {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			for _, err := range c.WatchMemories(ctx, &kiokuv1.WatchMemoriesRequest{Parent: "apps/a", Scope: annScope, StartCursor: "0"}) {
+				return err // the first change, or the refusal
+			}
+			return errors.New("the stream ended without ann's changes")
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			for _, err := range c.WatchMemories(ctx, &kiokuv1.WatchMemoriesRequest{Parent: "apps/a", StartCursor: "0"}) {
+				return err
+			}
+			return errors.New("the stream ended without a change")
+		}, appLevelCode: denied},
 		kiokuv1connect.MemoryBankServiceRetrieveMemoriesProcedure: {victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: "apps/a", Scope: annScope, Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: "tea"}}})
 			return err

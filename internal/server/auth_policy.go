@@ -146,8 +146,11 @@ var kiokuPolicy = auth.Policy{
 	kiokuv1connect.MemoryBankServiceCreateMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("memory.scope")}},
 	kiokuv1connect.MemoryBankServiceGetMemoryProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", memoryKind)}},
 	kiokuv1connect.MemoryBankServiceListMemoriesProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
-	kiokuv1connect.MemoryBankServiceUpdateMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("memory.name", memoryKind)}},
-	kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure: {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
+	// A user key watches its own scope only: it must give scope
+	// {"user_id": its user}; an app key may watch the whole app.
+	kiokuv1connect.MemoryBankServiceWatchMemoriesProcedure: {Access: auth.Read, Resources: []auth.Field{nameField("parent", memoriesKind), scopeField("scope")}},
+	kiokuv1connect.MemoryBankServiceUpdateMemoryProcedure:  {Access: auth.Write, Resources: []auth.Field{nameField("memory.name", memoryKind)}},
+	kiokuv1connect.MemoryBankServiceDeleteMemoryProcedure:  {Access: auth.Write, Resources: []auth.Field{nameField("name", memoryKind)}},
 	kiokuv1connect.MemoryBankServiceGenerateMemoriesProcedure: {Access: auth.Write, Resources: []auth.Field{
 		nameField("parent", memoriesKind), scopeField("scope"),
 		optionalName("session_source.session", sessionKind),

@@ -147,7 +147,7 @@ func (d *deadlineInterceptor) WrapStreamingClient(next connect.StreamingClientFu
 
 func (d *deadlineInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		ended := connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("this stream reached the server's maximum stream lifetime of %v; open a new one (WatchSession: after_sequence = the last sequence received)", d.maxStream))
+		ended := connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("this stream reached the server's maximum stream lifetime of %v; open a new one (WatchSession: after_sequence = the last sequence received; WatchMemories: start_cursor = the last cursor received)", d.maxStream))
 		ctx, cancel := context.WithTimeoutCause(ctx, d.maxStream, ended)
 		defer cancel()
 		err := next(ctx, conn)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"connectrpc.com/connect"
@@ -27,7 +28,9 @@ import (
 //     without a key, as many again, counted apart;
 //   - WatchSession: at most Config.MaxWatchesPerKey per API key (on a
 //     server without keys, all callers count as one key) and
-//     Config.MaxWatchesPerUser on the sessions of one user of an app.
+//     Config.MaxWatchesPerUser on the sessions of one user of an app;
+//   - WatchMemories: the same caps, counted apart (the per-user one on
+//     the streams whose scope names a user_id).
 //
 // One stream more is RESOURCE_EXHAUSTED naming the cap; /metrics reports
 // the streams open (kioku_streams_open), the caps (kioku_streams_limit)
@@ -50,6 +53,7 @@ const (
 	healthWatch  = "health_watch"
 	reflection   = "reflection"
 	sessionWatch = "watch_session"
+	memoryWatch  = "watch_memories"
 )
 
 // streamCounts counts open streams under keys, each against a cap.
@@ -97,7 +101,7 @@ type streamCaps struct {
 	perKey, perUser int
 	metrics         *rpcMetrics
 	keyless         map[string]string // procedure → kind, of the streams served without a key
-	watchP          string
+	watches         map[string]string // procedure → kind, of the watches capped per key and user
 }
 
 func newStreamCaps(perKey, perUser int, metrics *rpcMetrics) *streamCaps {
@@ -108,19 +112,24 @@ func newStreamCaps(perKey, perUser int, metrics *rpcMetrics) *streamCaps {
 			"/" + grpcreflect.ReflectV1ServiceName + "/ServerReflectionInfo":      reflection,
 			"/" + grpcreflect.ReflectV1AlphaServiceName + "/ServerReflectionInfo": reflection,
 		},
-		watchP: kiokuv1connect.SessionServiceWatchSessionProcedure,
+		watches: map[string]string{
+			kiokuv1connect.SessionServiceWatchSessionProcedure:     sessionWatch,
+			kiokuv1connect.MemoryBankServiceWatchMemoriesProcedure: memoryWatch,
+		},
 	}
 }
 
 // Metrics reports the streams open and the caps.
 func (c *streamCaps) Metrics() []Metric {
 	const open, limit = "kioku_streams_open", "kioku_streams_limit"
-	openHelp := "Streams open, by kind (health_watch, reflection, watch_session)."
+	openHelp := "Streams open, by kind (health_watch, reflection, watch_session, watch_memories)."
 	limitHelp := "The most streams of a kind one holder may have open, by kind and holder (server, connection, key, user)."
-	out := []Metric{
-		{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}}, Value: float64(c.counts.total(sessionWatch))},
-		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}, {"per", "key"}}, Value: float64(c.perKey)},
-		{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", sessionWatch}, {"per", "user"}}, Value: float64(c.perUser)},
+	var out []Metric
+	for _, kind := range []string{sessionWatch, memoryWatch} {
+		out = append(out,
+			Metric{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", kind}}, Value: float64(c.counts.total(kind))},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "key"}}, Value: float64(c.perKey)},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "user"}}, Value: float64(c.perUser)})
 	}
 	for _, kind := range []string{healthWatch, reflection} {
 		out = append(out,
@@ -152,19 +161,20 @@ func (c *streamCaps) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 			defer c.counts.release(keys)
 			return next(ctx, conn)
 		}
-		if conn.Spec().Procedure == c.watchP {
-			key := "key" // a server without keys: every caller
+		if kind, ok := c.watches[conn.Spec().Procedure]; ok {
+			proc := conn.Spec().Procedure
+			key := kind + " key" // a server without keys: every caller
 			if caller, ok := auth.CallerFrom(ctx); ok {
-				key = "key " + caller.KeyID()
+				key = kind + " key " + caller.KeyID()
 			}
-			keys, err := c.take(c.watchP, []string{sessionWatch, key}, []int{math.MaxInt, c.perKey}, map[string]string{
-				key: fmt.Sprintf("this API key has %d WatchSession streams open, the most one key may have; close one first", c.perKey),
+			keys, err := c.take(proc, []string{kind, key}, []int{math.MaxInt, c.perKey}, map[string]string{
+				key: fmt.Sprintf("this API key has %d %s streams open, the most one key may have; close one first", c.perKey, methodOf(proc)),
 			})
 			if err != nil {
 				return err
 			}
 			defer c.counts.release(keys)
-			wc := &watchConn{StreamingHandlerConn: conn, c: c}
+			wc := &watchConn{StreamingHandlerConn: conn, c: c, proc: proc, kind: kind}
 			defer wc.release()
 			return next(ctx, wc)
 		}
@@ -181,29 +191,40 @@ func (c *streamCaps) take(procedure string, keys []string, caps []int, msgs map[
 	return keys, nil
 }
 
-// watchConn takes the slot of the watched session's user when the request
-// arrives.
+// methodOf returns the method's name of a procedure.
+func methodOf(procedure string) string { return procedure[strings.LastIndexByte(procedure, '/')+1:] }
+
+// watchConn takes the slot of the watched user (the session's, or the
+// scope's user_id) when the request arrives.
 type watchConn struct {
 	connect.StreamingHandlerConn
-	c    *streamCaps
-	held []string
+	c          *streamCaps
+	proc, kind string
+	held       []string
 }
 
 func (w *watchConn) Receive(msg any) error {
 	if err := w.StreamingHandlerConn.Receive(msg); err != nil {
 		return err
 	}
-	req, ok := msg.(*kiokuv1.WatchSessionRequest)
-	if !ok || w.held != nil {
+	if w.held != nil {
 		return nil
 	}
-	app, user, _, err := aip.ParseSession("name", req.GetName())
-	if err != nil {
-		return nil // the handler refuses the name
+	var app, user string
+	var err error
+	switch req := msg.(type) {
+	case *kiokuv1.WatchSessionRequest:
+		app, user, _, err = aip.ParseSession("name", req.GetName())
+	case *kiokuv1.WatchMemoriesRequest:
+		app, err = aip.ParseApp("parent", req.GetParent())
+		user = req.GetScope()["user_id"]
 	}
-	key := "user " + app + "/" + user
-	keys, err := w.c.take(w.c.watchP, []string{key}, []int{w.c.perUser}, map[string]string{
-		key: fmt.Sprintf("user %s of app %s has %d WatchSession streams open, the most one user may have; close one first", user, app, w.c.perUser),
+	if err != nil || user == "" {
+		return nil // the handler refuses the name; an app-wide watch has no user
+	}
+	key := w.kind + " user " + app + "/" + user
+	keys, err := w.c.take(w.proc, []string{key}, []int{w.c.perUser}, map[string]string{
+		key: fmt.Sprintf("user %s of app %s has %d %s streams open, the most one user may have; close one first", user, app, w.c.perUser, methodOf(w.proc)),
 	})
 	if err != nil {
 		return err

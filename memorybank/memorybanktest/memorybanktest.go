@@ -11,8 +11,10 @@
 // handed back when a worker stops, lease renewal, coalescing,
 // cancellation, forgetting, purging, expiry, triggers, the redaction of
 // personal data, the primitives of export and import, the erasure of a
-// user, and structured profiles (schemas, per-field generation and
-// consolidation, RetrieveProfiles). The engine's own contract
+// user, structured profiles (schemas, per-field generation and
+// consolidation, RetrieveProfiles), and the change feed (each committed
+// change once, in order, with dense cursors; nothing for a failed Write;
+// retention; a watcher woken by a write). The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -95,6 +97,10 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "ProfileRepliesChecked", Run: testProfileRepliesChecked},
 		{Name: "ProfileLifecycle", Run: testProfileLifecycle},
 		{Name: "ProfileRedacted", Run: testProfileRedacted},
+		{Name: "ChangeFeed", Run: testChangeFeed},
+		{Name: "ChangeFeedAtomic", Run: testChangeFeedAtomic},
+		{Name: "ChangeRetention", Run: testChangeRetention},
+		{Name: "WatchChanges", Run: testWatchChanges},
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))

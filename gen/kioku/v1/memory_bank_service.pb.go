@@ -26,6 +26,170 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// The request of WatchMemories.
+type WatchMemoriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The app: `apps/{app}`. Required.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// When not empty, only the changes of memories whose scope is exactly
+	// this one.
+	Scope map[string]string `protobuf:"bytes,2,rep,name=scope,proto3" json:"scope,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The cursor of the last change received (WatchMemoriesResponse.cursor):
+	// the stream starts with the changes after it. Empty: only the changes
+	// committed after the call. "0": every change the feed still holds.
+	StartCursor   string `protobuf:"bytes,3,opt,name=start_cursor,json=startCursor,proto3" json:"start_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchMemoriesRequest) Reset() {
+	*x = WatchMemoriesRequest{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchMemoriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchMemoriesRequest) ProtoMessage() {}
+
+func (x *WatchMemoriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchMemoriesRequest.ProtoReflect.Descriptor instead.
+func (*WatchMemoriesRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchMemoriesRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *WatchMemoriesRequest) GetScope() map[string]string {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+func (x *WatchMemoriesRequest) GetStartCursor() string {
+	if x != nil {
+		return x.StartCursor
+	}
+	return ""
+}
+
+// One change of WatchMemories' stream.
+type WatchMemoriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the change did: MEMORY_ACTION_CREATED, MEMORY_ACTION_UPDATED or
+	// MEMORY_ACTION_DELETED.
+	Action MemoryAction `protobuf:"varint,1,opt,name=action,proto3,enum=kioku.v1.MemoryAction" json:"action,omitempty"`
+	// The memory as it is when the change is sent (a later change may
+	// already have moved it past `revision`); for a deletion, or a memory
+	// erased since, only its name and scope.
+	Memory *Memory `protobuf:"bytes,2,opt,name=memory,proto3" json:"memory,omitempty"`
+	// The revision the change recorded:
+	// `apps/{app}/memories/{memory}/revisions/{revision}`.
+	Revision string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The operation that made the change (a generation, purge...); empty
+	// for a direct call.
+	Operation string `protobuf:"bytes,4,opt,name=operation,proto3" json:"operation,omitempty"`
+	// The change's cursor: pass it as start_cursor to resume after it.
+	// Cursors of an app increase by one with each change of its memories.
+	Cursor string `protobuf:"bytes,5,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// When the change was committed.
+	ChangeTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=change_time,json=changeTime,proto3" json:"change_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchMemoriesResponse) Reset() {
+	*x = WatchMemoriesResponse{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchMemoriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchMemoriesResponse) ProtoMessage() {}
+
+func (x *WatchMemoriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchMemoriesResponse.ProtoReflect.Descriptor instead.
+func (*WatchMemoriesResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WatchMemoriesResponse) GetAction() MemoryAction {
+	if x != nil {
+		return x.Action
+	}
+	return MemoryAction_MEMORY_ACTION_UNSPECIFIED
+}
+
+func (x *WatchMemoriesResponse) GetMemory() *Memory {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+func (x *WatchMemoriesResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *WatchMemoriesResponse) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *WatchMemoriesResponse) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *WatchMemoriesResponse) GetChangeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ChangeTime
+	}
+	return nil
+}
+
 // The request of CreateMemory.
 type CreateMemoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -42,7 +206,7 @@ type CreateMemoryRequest struct {
 
 func (x *CreateMemoryRequest) Reset() {
 	*x = CreateMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[0]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -54,7 +218,7 @@ func (x *CreateMemoryRequest) String() string {
 func (*CreateMemoryRequest) ProtoMessage() {}
 
 func (x *CreateMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[0]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -67,7 +231,7 @@ func (x *CreateMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMemoryRequest.ProtoReflect.Descriptor instead.
 func (*CreateMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{0}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateMemoryRequest) GetParent() string {
@@ -102,7 +266,7 @@ type GetMemoryRequest struct {
 
 func (x *GetMemoryRequest) Reset() {
 	*x = GetMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -114,7 +278,7 @@ func (x *GetMemoryRequest) String() string {
 func (*GetMemoryRequest) ProtoMessage() {}
 
 func (x *GetMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[1]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -127,7 +291,7 @@ func (x *GetMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{1}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetMemoryRequest) GetName() string {
@@ -160,7 +324,7 @@ type ListMemoriesRequest struct {
 
 func (x *ListMemoriesRequest) Reset() {
 	*x = ListMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -172,7 +336,7 @@ func (x *ListMemoriesRequest) String() string {
 func (*ListMemoriesRequest) ProtoMessage() {}
 
 func (x *ListMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[2]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -185,7 +349,7 @@ func (x *ListMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListMemoriesRequest) GetParent() string {
@@ -243,7 +407,7 @@ type ListMemoriesResponse struct {
 
 func (x *ListMemoriesResponse) Reset() {
 	*x = ListMemoriesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +419,7 @@ func (x *ListMemoriesResponse) String() string {
 func (*ListMemoriesResponse) ProtoMessage() {}
 
 func (x *ListMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[3]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +432,7 @@ func (x *ListMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListMemoriesResponse) GetMemories() []*Memory {
@@ -301,7 +465,7 @@ type UpdateMemoryRequest struct {
 
 func (x *UpdateMemoryRequest) Reset() {
 	*x = UpdateMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +477,7 @@ func (x *UpdateMemoryRequest) String() string {
 func (*UpdateMemoryRequest) ProtoMessage() {}
 
 func (x *UpdateMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[4]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +490,7 @@ func (x *UpdateMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemoryRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateMemoryRequest) GetMemory() *Memory {
@@ -354,7 +518,7 @@ type DeleteMemoryRequest struct {
 
 func (x *DeleteMemoryRequest) Reset() {
 	*x = DeleteMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +530,7 @@ func (x *DeleteMemoryRequest) String() string {
 func (*DeleteMemoryRequest) ProtoMessage() {}
 
 func (x *DeleteMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[5]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +543,7 @@ func (x *DeleteMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMemoryRequest.ProtoReflect.Descriptor instead.
 func (*DeleteMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteMemoryRequest) GetName() string {
@@ -422,7 +586,7 @@ type GenerateMemoriesRequest struct {
 
 func (x *GenerateMemoriesRequest) Reset() {
 	*x = GenerateMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +598,7 @@ func (x *GenerateMemoriesRequest) String() string {
 func (*GenerateMemoriesRequest) ProtoMessage() {}
 
 func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[6]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +611,7 @@ func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GenerateMemoriesRequest) GetParent() string {
@@ -567,7 +731,7 @@ type SessionSource struct {
 
 func (x *SessionSource) Reset() {
 	*x = SessionSource{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +743,7 @@ func (x *SessionSource) String() string {
 func (*SessionSource) ProtoMessage() {}
 
 func (x *SessionSource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[7]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +756,7 @@ func (x *SessionSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionSource.ProtoReflect.Descriptor instead.
 func (*SessionSource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SessionSource) GetSession() string {
@@ -627,7 +791,7 @@ type EventsSource struct {
 
 func (x *EventsSource) Reset() {
 	*x = EventsSource{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +803,7 @@ func (x *EventsSource) String() string {
 func (*EventsSource) ProtoMessage() {}
 
 func (x *EventsSource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[8]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +816,7 @@ func (x *EventsSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsSource.ProtoReflect.Descriptor instead.
 func (*EventsSource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EventsSource) GetEvents() []*Event {
@@ -678,7 +842,7 @@ type DirectMemoriesSource struct {
 
 func (x *DirectMemoriesSource) Reset() {
 	*x = DirectMemoriesSource{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +854,7 @@ func (x *DirectMemoriesSource) String() string {
 func (*DirectMemoriesSource) ProtoMessage() {}
 
 func (x *DirectMemoriesSource) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[9]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +867,7 @@ func (x *DirectMemoriesSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectMemoriesSource.ProtoReflect.Descriptor instead.
 func (*DirectMemoriesSource) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DirectMemoriesSource) GetMemories() []*DirectMemory {
@@ -733,7 +897,7 @@ type DirectMemory struct {
 
 func (x *DirectMemory) Reset() {
 	*x = DirectMemory{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +909,7 @@ func (x *DirectMemory) String() string {
 func (*DirectMemory) ProtoMessage() {}
 
 func (x *DirectMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[10]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +922,7 @@ func (x *DirectMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectMemory.ProtoReflect.Descriptor instead.
 func (*DirectMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DirectMemory) GetFact() string {
@@ -810,7 +974,7 @@ type RetrieveMemoriesRequest struct {
 
 func (x *RetrieveMemoriesRequest) Reset() {
 	*x = RetrieveMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +986,7 @@ func (x *RetrieveMemoriesRequest) String() string {
 func (*RetrieveMemoriesRequest) ProtoMessage() {}
 
 func (x *RetrieveMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[11]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +999,7 @@ func (x *RetrieveMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*RetrieveMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{11}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetrieveMemoriesRequest) GetParent() string {
@@ -922,7 +1086,7 @@ type RetrieveProfilesRequest struct {
 
 func (x *RetrieveProfilesRequest) Reset() {
 	*x = RetrieveProfilesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1098,7 @@ func (x *RetrieveProfilesRequest) String() string {
 func (*RetrieveProfilesRequest) ProtoMessage() {}
 
 func (x *RetrieveProfilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1111,7 @@ func (x *RetrieveProfilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveProfilesRequest.ProtoReflect.Descriptor instead.
 func (*RetrieveProfilesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetrieveProfilesRequest) GetParent() string {
@@ -976,7 +1140,7 @@ type RetrieveProfilesResponse struct {
 
 func (x *RetrieveProfilesResponse) Reset() {
 	*x = RetrieveProfilesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1152,7 @@ func (x *RetrieveProfilesResponse) String() string {
 func (*RetrieveProfilesResponse) ProtoMessage() {}
 
 func (x *RetrieveProfilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1165,7 @@ func (x *RetrieveProfilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveProfilesResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveProfilesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetrieveProfilesResponse) GetProfiles() map[string]*MemoryProfile {
@@ -1027,7 +1191,7 @@ type MemoryProfile struct {
 
 func (x *MemoryProfile) Reset() {
 	*x = MemoryProfile{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1203,7 @@ func (x *MemoryProfile) String() string {
 func (*MemoryProfile) ProtoMessage() {}
 
 func (x *MemoryProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1216,7 @@ func (x *MemoryProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryProfile.ProtoReflect.Descriptor instead.
 func (*MemoryProfile) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MemoryProfile) GetSchemaId() string {
@@ -1096,7 +1260,7 @@ type SimilaritySearch struct {
 
 func (x *SimilaritySearch) Reset() {
 	*x = SimilaritySearch{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1272,7 @@ func (x *SimilaritySearch) String() string {
 func (*SimilaritySearch) ProtoMessage() {}
 
 func (x *SimilaritySearch) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1285,7 @@ func (x *SimilaritySearch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilaritySearch.ProtoReflect.Descriptor instead.
 func (*SimilaritySearch) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SimilaritySearch) GetQuery() string {
@@ -1159,7 +1323,7 @@ type TimeRange struct {
 
 func (x *TimeRange) Reset() {
 	*x = TimeRange{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1335,7 @@ func (x *TimeRange) String() string {
 func (*TimeRange) ProtoMessage() {}
 
 func (x *TimeRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1348,7 @@ func (x *TimeRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeRange.ProtoReflect.Descriptor instead.
 func (*TimeRange) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TimeRange) GetStartTime() *timestamppb.Timestamp {
@@ -1215,7 +1379,7 @@ type SimpleRetrieval struct {
 
 func (x *SimpleRetrieval) Reset() {
 	*x = SimpleRetrieval{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1391,7 @@ func (x *SimpleRetrieval) String() string {
 func (*SimpleRetrieval) ProtoMessage() {}
 
 func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1404,7 @@ func (x *SimpleRetrieval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimpleRetrieval.ProtoReflect.Descriptor instead.
 func (*SimpleRetrieval) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{17}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SimpleRetrieval) GetPageSize() int32 {
@@ -1270,7 +1434,7 @@ type RetrieveMemoriesResponse struct {
 
 func (x *RetrieveMemoriesResponse) Reset() {
 	*x = RetrieveMemoriesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1446,7 @@ func (x *RetrieveMemoriesResponse) String() string {
 func (*RetrieveMemoriesResponse) ProtoMessage() {}
 
 func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[18]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1459,7 @@ func (x *RetrieveMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{18}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RetrieveMemoriesResponse) GetRetrievedMemories() []*RetrievedMemory {
@@ -1330,7 +1494,7 @@ type RetrievedMemory struct {
 
 func (x *RetrievedMemory) Reset() {
 	*x = RetrievedMemory{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1506,7 @@ func (x *RetrievedMemory) String() string {
 func (*RetrievedMemory) ProtoMessage() {}
 
 func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[19]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1519,7 @@ func (x *RetrievedMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievedMemory.ProtoReflect.Descriptor instead.
 func (*RetrievedMemory) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{19}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RetrievedMemory) GetMemory() *Memory {
@@ -1388,7 +1552,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1564,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[20]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1577,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{20}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListMemoryRevisionsRequest) GetParent() string {
@@ -1450,7 +1614,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1626,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[21]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1639,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{21}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListMemoryRevisionsResponse) GetMemoryRevisions() []*MemoryRevision {
@@ -1505,7 +1669,7 @@ type RollbackMemoryRequest struct {
 
 func (x *RollbackMemoryRequest) Reset() {
 	*x = RollbackMemoryRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1681,7 @@ func (x *RollbackMemoryRequest) String() string {
 func (*RollbackMemoryRequest) ProtoMessage() {}
 
 func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[22]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1694,7 @@ func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackMemoryRequest.ProtoReflect.Descriptor instead.
 func (*RollbackMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{22}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RollbackMemoryRequest) GetName() string {
@@ -1566,7 +1730,7 @@ type PurgeMemoriesRequest struct {
 
 func (x *PurgeMemoriesRequest) Reset() {
 	*x = PurgeMemoriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1742,7 @@ func (x *PurgeMemoriesRequest) String() string {
 func (*PurgeMemoriesRequest) ProtoMessage() {}
 
 func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[23]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1755,7 @@ func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*PurgeMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{23}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PurgeMemoriesRequest) GetParent() string {
@@ -1633,7 +1797,7 @@ type GetMemoryBankConfigRequest struct {
 
 func (x *GetMemoryBankConfigRequest) Reset() {
 	*x = GetMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1809,7 @@ func (x *GetMemoryBankConfigRequest) String() string {
 func (*GetMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[24]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1822,7 @@ func (x *GetMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{24}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetMemoryBankConfigRequest) GetName() string {
@@ -1684,7 +1848,7 @@ type UpdateMemoryBankConfigRequest struct {
 
 func (x *UpdateMemoryBankConfigRequest) Reset() {
 	*x = UpdateMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1860,7 @@ func (x *UpdateMemoryBankConfigRequest) String() string {
 func (*UpdateMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[25]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1873,7 @@ func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{25}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateMemoryBankConfigRequest) GetMemoryBankConfig() *MemoryBankConfig {
@@ -1730,7 +1894,23 @@ var File_kioku_v1_memory_bank_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\n" +
-	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"t\n" +
+	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"\xcc\x01\n" +
+	"\x14WatchMemoriesRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n" +
+	"\x05scope\x18\x02 \x03(\v2).kioku.v1.WatchMemoriesRequest.ScopeEntryR\x05scope\x12!\n" +
+	"\fstart_cursor\x18\x03 \x01(\tR\vstartCursor\x1a8\n" +
+	"\n" +
+	"ScopeEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x02\n" +
+	"\x15WatchMemoriesResponse\x12.\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x16.kioku.v1.MemoryActionR\x06action\x12(\n" +
+	"\x06memory\x18\x02 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\x12\x1c\n" +
+	"\toperation\x18\x04 \x01(\tR\toperation\x12\x16\n" +
+	"\x06cursor\x18\x05 \x01(\tR\x06cursor\x12;\n" +
+	"\vchange_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"changeTime\"t\n" +
 	"\x13CreateMemoryRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n" +
 	"\x06memory\x18\x02 \x01(\v2\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n" +
@@ -1861,7 +2041,7 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x1dUpdateMemoryBankConfigRequest\x12H\n" +
 	"\x12memory_bank_config\x18\x01 \x01(\v2\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask2\xab\r\n" +
+	"updateMask2\x84\x0e\n" +
 	"\x11MemoryBankService\x12m\n" +
 	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\",\x82\xd3\xe4\x93\x02&:\x06memory\"\x1c/v1/{parent=apps/*}/memories\x12b\n" +
 	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/memories/*}\x90\x02\x01\x12v\n" +
@@ -1875,7 +2055,8 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/memories/*}:rollback\x12s\n" +
 	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{parent=apps/*}/memories:purge\x12\x86\x01\n" +
 	"\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"-\x82\xd3\xe4\x93\x02$\x12\"/v1/{name=apps/*/memoryBankConfig}\x90\x02\x01\x12\xb0\x01\n" +
-	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}B\x97\x01\n" +
+	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}\x12W\n" +
+	"\rWatchMemories\x12\x1e.kioku.v1.WatchMemoriesRequest\x1a\x1f.kioku.v1.WatchMemoriesResponse\"\x03\x90\x02\x010\x01B\x97\x01\n" +
 	"\fcom.kioku.v1B\x16MemoryBankServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
 var (
@@ -1890,123 +2071,133 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
-	(*CreateMemoryRequest)(nil),           // 0: kioku.v1.CreateMemoryRequest
-	(*GetMemoryRequest)(nil),              // 1: kioku.v1.GetMemoryRequest
-	(*ListMemoriesRequest)(nil),           // 2: kioku.v1.ListMemoriesRequest
-	(*ListMemoriesResponse)(nil),          // 3: kioku.v1.ListMemoriesResponse
-	(*UpdateMemoryRequest)(nil),           // 4: kioku.v1.UpdateMemoryRequest
-	(*DeleteMemoryRequest)(nil),           // 5: kioku.v1.DeleteMemoryRequest
-	(*GenerateMemoriesRequest)(nil),       // 6: kioku.v1.GenerateMemoriesRequest
-	(*SessionSource)(nil),                 // 7: kioku.v1.SessionSource
-	(*EventsSource)(nil),                  // 8: kioku.v1.EventsSource
-	(*DirectMemoriesSource)(nil),          // 9: kioku.v1.DirectMemoriesSource
-	(*DirectMemory)(nil),                  // 10: kioku.v1.DirectMemory
-	(*RetrieveMemoriesRequest)(nil),       // 11: kioku.v1.RetrieveMemoriesRequest
-	(*RetrieveProfilesRequest)(nil),       // 12: kioku.v1.RetrieveProfilesRequest
-	(*RetrieveProfilesResponse)(nil),      // 13: kioku.v1.RetrieveProfilesResponse
-	(*MemoryProfile)(nil),                 // 14: kioku.v1.MemoryProfile
-	(*SimilaritySearch)(nil),              // 15: kioku.v1.SimilaritySearch
-	(*TimeRange)(nil),                     // 16: kioku.v1.TimeRange
-	(*SimpleRetrieval)(nil),               // 17: kioku.v1.SimpleRetrieval
-	(*RetrieveMemoriesResponse)(nil),      // 18: kioku.v1.RetrieveMemoriesResponse
-	(*RetrievedMemory)(nil),               // 19: kioku.v1.RetrievedMemory
-	(*ListMemoryRevisionsRequest)(nil),    // 20: kioku.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil),   // 21: kioku.v1.ListMemoryRevisionsResponse
-	(*RollbackMemoryRequest)(nil),         // 22: kioku.v1.RollbackMemoryRequest
-	(*PurgeMemoriesRequest)(nil),          // 23: kioku.v1.PurgeMemoriesRequest
-	(*GetMemoryBankConfigRequest)(nil),    // 24: kioku.v1.GetMemoryBankConfigRequest
-	(*UpdateMemoryBankConfigRequest)(nil), // 25: kioku.v1.UpdateMemoryBankConfigRequest
-	nil,                                   // 26: kioku.v1.ListMemoriesRequest.ScopeEntry
-	nil,                                   // 27: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 28: kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	nil,                                   // 29: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 30: kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	nil,                                   // 31: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	nil,                                   // 32: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(*Memory)(nil),                        // 33: kioku.v1.Memory
-	(MemoryType)(0),                       // 34: kioku.v1.MemoryType
-	(*fieldmaskpb.FieldMask)(nil),         // 35: google.protobuf.FieldMask
-	(MetadataMergeStrategy)(0),            // 36: kioku.v1.MetadataMergeStrategy
-	(*timestamppb.Timestamp)(nil),         // 37: google.protobuf.Timestamp
-	(*Event)(nil),                         // 38: kioku.v1.Event
-	(*MemorySource)(nil),                  // 39: kioku.v1.MemorySource
-	(*structpb.Struct)(nil),               // 40: google.protobuf.Struct
-	(*MemoryRevision)(nil),                // 41: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 42: kioku.v1.MemoryBankConfig
-	(*MetadataValue)(nil),                 // 43: kioku.v1.MetadataValue
-	(*emptypb.Empty)(nil),                 // 44: google.protobuf.Empty
-	(*Operation)(nil),                     // 45: kioku.v1.Operation
+	(*WatchMemoriesRequest)(nil),          // 0: kioku.v1.WatchMemoriesRequest
+	(*WatchMemoriesResponse)(nil),         // 1: kioku.v1.WatchMemoriesResponse
+	(*CreateMemoryRequest)(nil),           // 2: kioku.v1.CreateMemoryRequest
+	(*GetMemoryRequest)(nil),              // 3: kioku.v1.GetMemoryRequest
+	(*ListMemoriesRequest)(nil),           // 4: kioku.v1.ListMemoriesRequest
+	(*ListMemoriesResponse)(nil),          // 5: kioku.v1.ListMemoriesResponse
+	(*UpdateMemoryRequest)(nil),           // 6: kioku.v1.UpdateMemoryRequest
+	(*DeleteMemoryRequest)(nil),           // 7: kioku.v1.DeleteMemoryRequest
+	(*GenerateMemoriesRequest)(nil),       // 8: kioku.v1.GenerateMemoriesRequest
+	(*SessionSource)(nil),                 // 9: kioku.v1.SessionSource
+	(*EventsSource)(nil),                  // 10: kioku.v1.EventsSource
+	(*DirectMemoriesSource)(nil),          // 11: kioku.v1.DirectMemoriesSource
+	(*DirectMemory)(nil),                  // 12: kioku.v1.DirectMemory
+	(*RetrieveMemoriesRequest)(nil),       // 13: kioku.v1.RetrieveMemoriesRequest
+	(*RetrieveProfilesRequest)(nil),       // 14: kioku.v1.RetrieveProfilesRequest
+	(*RetrieveProfilesResponse)(nil),      // 15: kioku.v1.RetrieveProfilesResponse
+	(*MemoryProfile)(nil),                 // 16: kioku.v1.MemoryProfile
+	(*SimilaritySearch)(nil),              // 17: kioku.v1.SimilaritySearch
+	(*TimeRange)(nil),                     // 18: kioku.v1.TimeRange
+	(*SimpleRetrieval)(nil),               // 19: kioku.v1.SimpleRetrieval
+	(*RetrieveMemoriesResponse)(nil),      // 20: kioku.v1.RetrieveMemoriesResponse
+	(*RetrievedMemory)(nil),               // 21: kioku.v1.RetrievedMemory
+	(*ListMemoryRevisionsRequest)(nil),    // 22: kioku.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil),   // 23: kioku.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),         // 24: kioku.v1.RollbackMemoryRequest
+	(*PurgeMemoriesRequest)(nil),          // 25: kioku.v1.PurgeMemoriesRequest
+	(*GetMemoryBankConfigRequest)(nil),    // 26: kioku.v1.GetMemoryBankConfigRequest
+	(*UpdateMemoryBankConfigRequest)(nil), // 27: kioku.v1.UpdateMemoryBankConfigRequest
+	nil,                                   // 28: kioku.v1.WatchMemoriesRequest.ScopeEntry
+	nil,                                   // 29: kioku.v1.ListMemoriesRequest.ScopeEntry
+	nil,                                   // 30: kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	nil,                                   // 31: kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	nil,                                   // 32: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 33: kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	nil,                                   // 34: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	nil,                                   // 35: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(MemoryAction)(0),                     // 36: kioku.v1.MemoryAction
+	(*Memory)(nil),                        // 37: kioku.v1.Memory
+	(*timestamppb.Timestamp)(nil),         // 38: google.protobuf.Timestamp
+	(MemoryType)(0),                       // 39: kioku.v1.MemoryType
+	(*fieldmaskpb.FieldMask)(nil),         // 40: google.protobuf.FieldMask
+	(MetadataMergeStrategy)(0),            // 41: kioku.v1.MetadataMergeStrategy
+	(*Event)(nil),                         // 42: kioku.v1.Event
+	(*MemorySource)(nil),                  // 43: kioku.v1.MemorySource
+	(*structpb.Struct)(nil),               // 44: google.protobuf.Struct
+	(*MemoryRevision)(nil),                // 45: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 46: kioku.v1.MemoryBankConfig
+	(*MetadataValue)(nil),                 // 47: kioku.v1.MetadataValue
+	(*emptypb.Empty)(nil),                 // 48: google.protobuf.Empty
+	(*Operation)(nil),                     // 49: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	33, // 0: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	26, // 1: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	34, // 2: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	33, // 3: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	33, // 4: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	35, // 5: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
-	27, // 6: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	7,  // 7: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
-	8,  // 8: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
-	9,  // 9: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	28, // 10: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	36, // 11: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
-	37, // 12: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	37, // 13: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	38, // 14: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
-	10, // 15: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	39, // 16: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	29, // 17: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	15, // 18: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	17, // 19: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	34, // 20: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	30, // 21: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	31, // 22: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	40, // 23: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
-	33, // 24: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
-	16, // 25: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	37, // 26: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	37, // 27: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
-	19, // 28: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	33, // 29: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	41, // 30: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	32, // 31: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	42, // 32: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	35, // 33: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	43, // 34: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	14, // 35: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
-	0,  // 36: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	1,  // 37: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	2,  // 38: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	4,  // 39: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	5,  // 40: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	6,  // 41: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	11, // 42: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	12, // 43: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
-	20, // 44: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	22, // 45: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	23, // 46: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	24, // 47: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	25, // 48: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	33, // 49: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	33, // 50: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	3,  // 51: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	33, // 52: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	44, // 53: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	45, // 54: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	18, // 55: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	13, // 56: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
-	21, // 57: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	33, // 58: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	45, // 59: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	42, // 60: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	42, // 61: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	49, // [49:62] is the sub-list for method output_type
-	36, // [36:49] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	28, // 0: kioku.v1.WatchMemoriesRequest.scope:type_name -> kioku.v1.WatchMemoriesRequest.ScopeEntry
+	36, // 1: kioku.v1.WatchMemoriesResponse.action:type_name -> kioku.v1.MemoryAction
+	37, // 2: kioku.v1.WatchMemoriesResponse.memory:type_name -> kioku.v1.Memory
+	38, // 3: kioku.v1.WatchMemoriesResponse.change_time:type_name -> google.protobuf.Timestamp
+	37, // 4: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	29, // 5: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
+	39, // 6: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	37, // 7: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	37, // 8: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	40, // 9: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	30, // 10: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	9,  // 11: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
+	10, // 12: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
+	11, // 13: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
+	31, // 14: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	41, // 15: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
+	38, // 16: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	38, // 17: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	42, // 18: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	12, // 19: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
+	43, // 20: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	32, // 21: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	17, // 22: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	19, // 23: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	39, // 24: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	33, // 25: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	34, // 26: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	44, // 27: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
+	37, // 28: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
+	18, // 29: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	38, // 30: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	38, // 31: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	21, // 32: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	37, // 33: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	45, // 34: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	35, // 35: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	46, // 36: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	40, // 37: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	47, // 38: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	16, // 39: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
+	2,  // 40: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	3,  // 41: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	4,  // 42: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	6,  // 43: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	7,  // 44: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	8,  // 45: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	13, // 46: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	14, // 47: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
+	22, // 48: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	24, // 49: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	25, // 50: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	26, // 51: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	27, // 52: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	0,  // 53: kioku.v1.MemoryBankService.WatchMemories:input_type -> kioku.v1.WatchMemoriesRequest
+	37, // 54: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	37, // 55: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	5,  // 56: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	37, // 57: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	48, // 58: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	49, // 59: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	20, // 60: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	15, // 61: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
+	23, // 62: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	37, // 63: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	49, // 64: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	46, // 65: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	46, // 66: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	1,  // 67: kioku.v1.MemoryBankService.WatchMemories:output_type -> kioku.v1.WatchMemoriesResponse
+	54, // [54:68] is the sub-list for method output_type
+	40, // [40:54] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -2017,12 +2208,12 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 	file_kioku_v1_memory_proto_init()
 	file_kioku_v1_operation_proto_init()
 	file_kioku_v1_session_proto_init()
-	file_kioku_v1_memory_bank_service_proto_msgTypes[6].OneofWrappers = []any{
+	file_kioku_v1_memory_bank_service_proto_msgTypes[8].OneofWrappers = []any{
 		(*GenerateMemoriesRequest_SessionSource)(nil),
 		(*GenerateMemoriesRequest_EventsSource)(nil),
 		(*GenerateMemoriesRequest_DirectMemoriesSource)(nil),
 	}
-	file_kioku_v1_memory_bank_service_proto_msgTypes[11].OneofWrappers = []any{
+	file_kioku_v1_memory_bank_service_proto_msgTypes[13].OneofWrappers = []any{
 		(*RetrieveMemoriesRequest_SimilaritySearch)(nil),
 		(*RetrieveMemoriesRequest_SimpleRetrieval)(nil),
 	}
@@ -2032,7 +2223,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

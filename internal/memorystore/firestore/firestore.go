@@ -30,6 +30,11 @@
 //	    body: per embedding model, the count of memories and, per vector
 //	    coordinate, how many of them use it; under "kioku_terms" the same
 //	    for the buckets of the memories' terms (for retrieval's weights)
+//	kioku_apps/{app}/kioku_feed/changes
+//	    last (the cursor of the app's latest change), swept (the highest
+//	    cursor the retention sweep removed)
+//	kioku_apps/{app}/kioku_changes/{cursor, 20 digits}
+//	    cursor, scope_key, memory_id, time_ns, body (record.MarshalChange)
 //	kioku_apps_schema/memorybank
 //	    version: the formats the documents are in (see Migrate)
 //
@@ -42,6 +47,12 @@
 // watermarks and scope statistics it changes, checks every precondition
 // (for a claim, with a query for a running operation of the key), then
 // writes; the jobs engine's UpdateOperations is one too (jobs.go). A
+// Write that changes memories also reads and raises its app's feed
+// document and creates a change document per change: the feed's cursors
+// are dense and in commit order, at the cost of serialising an app's
+// memory writes on that document (Firestore sustains about one write a
+// second to one document under contention, more in bursts; writes to
+// other apps do not contend). A
 // worker's lease is fenced by the operation's attempt. Workers find work
 // with one collection group query on claim_ns (QueuedOperations); idle
 // servers run it with a backoff (the jobs engine's scheduler), so an idle

@@ -182,6 +182,9 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 		if _, err := s.deleteAll(ctx, ref.Collection("kioku_revisions").Query); err != nil {
 			return err
 		}
+		if _, err := s.deleteAll(ctx, s.changes(app).Where("memory_id", "==", id)); err != nil {
+			return err
+		}
 		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 			snap, err := tx.Get(ref)
 			if firestoredb.IsNotFound(err) {

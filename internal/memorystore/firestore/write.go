@@ -11,9 +11,10 @@ import (
 )
 
 // Write implements memorybank.MemoryStore: one transaction, which reads
-// the operations, memories, watermarks and scope statistics it changes,
-// checks every precondition (for a claim, with a query for a running
-// operation of the key), then writes.
+// the operations, memories, watermarks, scope statistics and change feed
+// it changes, checks every precondition (for a claim, with a query for a
+// running operation of the key), then writes, the changes to the feed
+// among them.
 func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		// Reads first: operations, memories, scope statistics, watermarks.
@@ -71,6 +72,10 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			}
 			marks[session] = max(old, seq)
 		}
+		feed, err := s.readFeedFor(tx, w)
+		if err != nil {
+			return err
+		}
 		// Writes.
 		for i, c := range w.Changes {
 			m := c.Memory
@@ -107,6 +112,9 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 			if err := tx.Set(s.watermarkRef(w.App, session), map[string]any{"session": session, "seq": seq}); err != nil {
 				return err
 			}
+		}
+		if err := s.appendChanges(tx, w, feed); err != nil {
+			return err
 		}
 		return s.applyUpdates(tx, w.Operations)
 	}, s.txn...)

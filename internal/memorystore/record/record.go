@@ -3,6 +3,7 @@
 // archives (package archive): revisions (MarshalRevision), configurations
 // (MarshalConfig), memories' sources (MarshalSources), vectors
 // (EncodeVector), types and profile fields (MemoryType, MarshalProfile),
+// the changes of the change feed (MarshalChange),
 // and the decoding of operations in every format kioku
 // has written (DecodeOperation). Each is a tagged record type of its own,
 // never a domain type, so that renaming a Go field or reordering a Go

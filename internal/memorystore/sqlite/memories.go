@@ -273,6 +273,9 @@ func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
 				return fmt.Errorf("recording revision %d of %s: %w", r.Number, m.Name(), err)
 			}
 		}
+		if err := appendChanges(tx, w); err != nil {
+			return err
+		}
 		for session, seq := range w.Watermarks {
 			if _, err := tx.Exec(`INSERT INTO watermarks (app, session, seq) VALUES (?, ?, ?) ON CONFLICT (app, session) DO UPDATE SET seq = max(seq, excluded.seq)`, w.App, session, seq); err != nil {
 				return err

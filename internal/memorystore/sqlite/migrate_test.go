@@ -26,7 +26,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v8.db, the database this version
+// goldenDB rewrites testdata/kioku-v9.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -39,11 +39,12 @@ import (
 // field), testdata/kioku-v6.db by the version of schema 6 (operations
 // without owners, memories without a type or profile field),
 // testdata/kioku-v7.db by the version of schema 7 (memories without a
-// type or profile field); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v8.db from this version")
+// type or profile field), testdata/kioku-v8.db by the version of schema 8
+// (no change feed); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v9.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 8
+const schema = 9
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -172,22 +173,48 @@ func TestMigrationFromV7(t *testing.T) {
 	}
 }
 
+// TestMigrationFromV8 opens a database of schema 8, written before the
+// change feed: its feed is empty, and the next change is its cursor 1.
+func TestMigrationFromV8(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v8.db")
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	checkProfiles(t, st)
+	p, err := st.ListChanges(t.Context(), memorybank.ChangeQuery{App: "golden", Limit: 10})
+	if err != nil || p.Last != 0 || len(p.Changes) != 0 {
+		t.Fatalf("change feed of a database before it = %+v, %v; want empty", p, err)
+	}
+}
+
 // TestGoldenDatabase reads the database this version writes: besides the
 // others' records, a profile schema and the field the offline extractor
-// filled.
+// filled, and the change feed of its memories.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v8.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v9.db"))
 	}
-	_, st := openCurrent(t, "kioku-v8.db")
+	_, st := openCurrent(t, "kioku-v9.db")
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	checkProfiles(t, st)
+	p, err := st.ListChanges(t.Context(), memorybank.ChangeQuery{App: "golden", Limit: 100})
+	if err != nil || p.Last == 0 || int64(len(p.Changes)) != p.Last {
+		t.Fatalf("change feed = %+v, %v; want every change since the first", p, err)
+	}
+	first := p.Changes[0]
+	if first.Cursor != 1 || first.Action != memorybank.Created || first.MemoryID != "tea" || first.Scope["user_id"] != "ann" || first.Revision != 1 || first.Time.IsZero() {
+		t.Errorf("first change = %+v, want tea's creation at cursor 1", first)
+	}
+}
+
+// checkProfiles checks the records schema 8 added: pending operations
+// counted per owner, a profile schema and the field the offline
+// extractor filled.
+func checkProfiles(t *testing.T, st *sqlite.Store) {
+	t.Helper()
 	if n, err := st.CountPendingOfOwner(t.Context(), "golden", "ann", 100); err != nil || n != 1 {
 		t.Fatalf("pending operations of ann: %d, %v; want 1", n, err)
 	}
-	// The direct facts' generation confirmed tea: stated again then (the
-	// version of schema 4 did not restate a memory a direct fact
-	// confirmed).
-	checkGolden(t, st, teaRestated)
-	checkNamesAndMetadata(t, st)
 	ctx := t.Context()
 	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
 	cfg, err := st.GetConfig(ctx, "golden")

@@ -23,6 +23,15 @@
 //	                 generation commits its memories and its operations'
 //	                 completion in one transaction.
 //	watermarks       (app, session) → last processed sequence.
+//	change_feeds     (app) → the cursor of its latest change, and the
+//	                 highest cursor the retention sweep removed.
+//	memory_changes   (app, cursor) → scope key, memory, commit time
+//	                 (Unix ns), the change (record.MarshalChange); indexed
+//	                 by (app, scope, cursor) for a scope's watchers, by time
+//	                 for the sweep and by memory for an erasure. Write appends to it and raises the app's
+//	                 change_feeds row in its transaction (SQLite
+//	                 serialises writes, so the counter costs no
+//	                 contention).
 //
 // Similarity search runs in memory over a vectorcache.Cache: a scope's
 // memories are loaded on the search that misses them and kept current after
@@ -156,7 +165,8 @@ WHERE json_type(body, '$.action') = 'integer';
 // unchanged); operations' owners, counted per user (v7, empty for those
 // queued before); memories' type and profile field (empty for
 // natural-language memories, which all earlier ones are), with the index
-// RetrieveProfiles reads a scope's profile fields by (v8).
+// RetrieveProfiles reads a scope's profile fields by (v8); the change
+// feed, empty for the changes made before (v9).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -176,6 +186,25 @@ CREATE INDEX operations_by_owner ON operations (app, owner, state);
 ALTER TABLE memories ADD COLUMN memory_type TEXT NOT NULL DEFAULT '';
 ALTER TABLE memories ADD COLUMN profile TEXT NOT NULL DEFAULT '';
 CREATE INDEX memories_profiles ON memories (app, scope_key) WHERE memory_type = 'STRUCTURED_PROFILE' AND deleted = 0;
+`},
+	sqlitedb.Step{SQL: `
+CREATE TABLE change_feeds (
+	app   TEXT    NOT NULL PRIMARY KEY,
+	last  INTEGER NOT NULL DEFAULT 0,
+	swept INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE memory_changes (
+	app       TEXT    NOT NULL,
+	cursor    INTEGER NOT NULL,
+	scope_key TEXT    NOT NULL,
+	memory_id TEXT    NOT NULL,
+	time_ns   INTEGER NOT NULL,
+	body      TEXT    NOT NULL,
+	PRIMARY KEY (app, cursor)
+) WITHOUT ROWID;
+CREATE INDEX memory_changes_by_scope ON memory_changes (app, scope_key, cursor);
+CREATE INDEX memory_changes_by_time ON memory_changes (time_ns);
+CREATE INDEX memory_changes_by_memory ON memory_changes (app, memory_id);
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {

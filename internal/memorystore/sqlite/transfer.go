@@ -146,6 +146,7 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 			for _, q := range []string{
 				`DELETE FROM memory_revisions WHERE app = ? AND memory_id = ?`,
 				`DELETE FROM memory_sources WHERE app = ? AND memory_id = ?`,
+				`DELETE FROM memory_changes WHERE app = ? AND memory_id = ?`,
 				`DELETE FROM memories WHERE app = ? AND id = ?`,
 			} {
 				if _, err := tx.Exec(q, app, id); err != nil {

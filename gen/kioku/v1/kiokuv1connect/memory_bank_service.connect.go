@@ -73,6 +73,9 @@ const (
 	// MemoryBankServiceUpdateMemoryBankConfigProcedure is the fully-qualified name of the
 	// MemoryBankService's UpdateMemoryBankConfig RPC.
 	MemoryBankServiceUpdateMemoryBankConfigProcedure = "/kioku.v1.MemoryBankService/UpdateMemoryBankConfig"
+	// MemoryBankServiceWatchMemoriesProcedure is the fully-qualified name of the MemoryBankService's
+	// WatchMemories RPC.
+	MemoryBankServiceWatchMemoriesProcedure = "/kioku.v1.MemoryBankService/WatchMemories"
 )
 
 // MemoryBankServiceClient is a client for the kioku.v1.MemoryBankService service.
@@ -113,6 +116,17 @@ type MemoryBankServiceClient interface {
 	GetMemoryBankConfig(context.Context, *connect.Request[v1.GetMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
 	// Updates an app's memory bank configuration.
 	UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
+	// Streams the changes of an app's memories (or of one scope's) as they
+	// are committed: created, updated and deleted, each with its revision,
+	// the operation that made it and a cursor. A client that reconnects with
+	// the cursor of the last change it received (start_cursor) misses none
+	// and receives none twice, within the change feed's retention (7 days);
+	// a cursor older than that is FAILED_PRECONDITION naming the cursor to
+	// resume from after rereading the memories. A user key must give the
+	// scope {"user_id": its user}. It has no REST binding (a stream of
+	// messages has no REST form here): call it over Connect, gRPC or
+	// gRPC-Web.
+	WatchMemories(context.Context, *connect.Request[v1.WatchMemoriesRequest]) (*connect.ServerStreamForClient[v1.WatchMemoriesResponse], error)
 }
 
 // NewMemoryBankServiceClient constructs a client for the kioku.v1.MemoryBankService service. By
@@ -210,6 +224,13 @@ func NewMemoryBankServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(memoryBankServiceMethods.ByName("UpdateMemoryBankConfig")),
 			connect.WithClientOptions(opts...),
 		),
+		watchMemories: connect.NewClient[v1.WatchMemoriesRequest, v1.WatchMemoriesResponse](
+			httpClient,
+			baseURL+MemoryBankServiceWatchMemoriesProcedure,
+			connect.WithSchema(memoryBankServiceMethods.ByName("WatchMemories")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -228,6 +249,7 @@ type memoryBankServiceClient struct {
 	purgeMemories          *connect.Client[v1.PurgeMemoriesRequest, v1.Operation]
 	getMemoryBankConfig    *connect.Client[v1.GetMemoryBankConfigRequest, v1.MemoryBankConfig]
 	updateMemoryBankConfig *connect.Client[v1.UpdateMemoryBankConfigRequest, v1.MemoryBankConfig]
+	watchMemories          *connect.Client[v1.WatchMemoriesRequest, v1.WatchMemoriesResponse]
 }
 
 // CreateMemory calls kioku.v1.MemoryBankService.CreateMemory.
@@ -295,6 +317,11 @@ func (c *memoryBankServiceClient) UpdateMemoryBankConfig(ctx context.Context, re
 	return c.updateMemoryBankConfig.CallUnary(ctx, req)
 }
 
+// WatchMemories calls kioku.v1.MemoryBankService.WatchMemories.
+func (c *memoryBankServiceClient) WatchMemories(ctx context.Context, req *connect.Request[v1.WatchMemoriesRequest]) (*connect.ServerStreamForClient[v1.WatchMemoriesResponse], error) {
+	return c.watchMemories.CallServerStream(ctx, req)
+}
+
 // MemoryBankServiceHandler is an implementation of the kioku.v1.MemoryBankService service.
 type MemoryBankServiceHandler interface {
 	// Creates a memory directly, without a model and without consolidation.
@@ -333,6 +360,17 @@ type MemoryBankServiceHandler interface {
 	GetMemoryBankConfig(context.Context, *connect.Request[v1.GetMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
 	// Updates an app's memory bank configuration.
 	UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
+	// Streams the changes of an app's memories (or of one scope's) as they
+	// are committed: created, updated and deleted, each with its revision,
+	// the operation that made it and a cursor. A client that reconnects with
+	// the cursor of the last change it received (start_cursor) misses none
+	// and receives none twice, within the change feed's retention (7 days);
+	// a cursor older than that is FAILED_PRECONDITION naming the cursor to
+	// resume from after rereading the memories. A user key must give the
+	// scope {"user_id": its user}. It has no REST binding (a stream of
+	// messages has no REST form here): call it over Connect, gRPC or
+	// gRPC-Web.
+	WatchMemories(context.Context, *connect.Request[v1.WatchMemoriesRequest], *connect.ServerStream[v1.WatchMemoriesResponse]) error
 }
 
 // NewMemoryBankServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -426,6 +464,13 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 		connect.WithSchema(memoryBankServiceMethods.ByName("UpdateMemoryBankConfig")),
 		connect.WithHandlerOptions(opts...),
 	)
+	memoryBankServiceWatchMemoriesHandler := connect.NewServerStreamHandler(
+		MemoryBankServiceWatchMemoriesProcedure,
+		svc.WatchMemories,
+		connect.WithSchema(memoryBankServiceMethods.ByName("WatchMemories")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/kioku.v1.MemoryBankService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case MemoryBankServiceCreateMemoryProcedure:
@@ -454,6 +499,8 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 			memoryBankServiceGetMemoryBankConfigHandler.ServeHTTP(w, r)
 		case MemoryBankServiceUpdateMemoryBankConfigProcedure:
 			memoryBankServiceUpdateMemoryBankConfigHandler.ServeHTTP(w, r)
+		case MemoryBankServiceWatchMemoriesProcedure:
+			memoryBankServiceWatchMemoriesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -513,4 +560,8 @@ func (UnimplementedMemoryBankServiceHandler) GetMemoryBankConfig(context.Context
 
 func (UnimplementedMemoryBankServiceHandler) UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.UpdateMemoryBankConfig is not implemented"))
+}
+
+func (UnimplementedMemoryBankServiceHandler) WatchMemories(context.Context, *connect.Request[v1.WatchMemoriesRequest], *connect.ServerStream[v1.WatchMemoriesResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.WatchMemories is not implemented"))
 }

@@ -302,3 +302,36 @@ class UpdateMemoryRequest(_message.Message):
     memory: _memory_pb2.Memory
     update_mask: _field_mask_pb2.FieldMask
     def __init__(self, memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class WatchMemoriesRequest(_message.Message):
+    __slots__ = ["parent", "scope", "start_cursor"]
+    class ScopeEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    START_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    scope: _containers.ScalarMap[str, str]
+    start_cursor: str
+    def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., start_cursor: _Optional[str] = ...) -> None: ...
+
+class WatchMemoriesResponse(_message.Message):
+    __slots__ = ["action", "change_time", "cursor", "memory", "operation", "revision"]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    action: _memory_pb2.MemoryAction
+    change_time: _timestamp_pb2.Timestamp
+    cursor: str
+    memory: _memory_pb2.Memory
+    operation: str
+    revision: str
+    def __init__(self, action: _Optional[_Union[_memory_pb2.MemoryAction, str]] = ..., memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., revision: _Optional[str] = ..., operation: _Optional[str] = ..., cursor: _Optional[str] = ..., change_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -84,6 +84,11 @@ class MemoryBankServiceStub(object):
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.SerializeToString,
                 response_deserializer=kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.FromString,
                 )
+        self.WatchMemories = channel.unary_stream(
+                '/kioku.v1.MemoryBankService/WatchMemories',
+                request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesResponse.FromString,
+                )
 
 
 class MemoryBankServiceServicer(object):
@@ -192,6 +197,22 @@ class MemoryBankServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchMemories(self, request, context):
+        """Streams the changes of an app's memories (or of one scope's) as they
+        are committed: created, updated and deleted, each with its revision,
+        the operation that made it and a cursor. A client that reconnects with
+        the cursor of the last change it received (start_cursor) misses none
+        and receives none twice, within the change feed's retention (7 days);
+        a cursor older than that is FAILED_PRECONDITION naming the cursor to
+        resume from after rereading the memories. A user key must give the
+        scope {"user_id": its user}. It has no REST binding (a stream of
+        messages has no REST form here): call it over Connect, gRPC or
+        gRPC-Web.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryBankServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -259,6 +280,11 @@ def add_MemoryBankServiceServicer_to_server(servicer, server):
                     servicer.UpdateMemoryBankConfig,
                     request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.FromString,
                     response_serializer=kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.SerializeToString,
+            ),
+            'WatchMemories': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchMemories,
+                    request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -490,5 +516,22 @@ class MemoryBankService(object):
         return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/UpdateMemoryBankConfig',
             kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.SerializeToString,
             kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WatchMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/kioku.v1.MemoryBankService/WatchMemories',
+            kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesRequest.SerializeToString,
+            kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -7,7 +7,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Memory, MemoryBankConfig, MemoryBankConfigSchema, MemoryRevision, MemorySchema, MemorySource, MemoryType, MetadataMergeStrategy, MetadataValue } from "./memory_pb.js";
+import type { Memory, MemoryAction, MemoryBankConfig, MemoryBankConfigSchema, MemoryRevision, MemorySchema, MemorySource, MemoryType, MetadataMergeStrategy, MetadataValue } from "./memory_pb.js";
 import { file_kioku_v1_memory } from "./memory_pb.js";
 import type { OperationSchema } from "./operation_pb.js";
 import { file_kioku_v1_operation } from "./operation_pb.js";
@@ -19,7 +19,107 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory_bank_service.proto.
  */
 export const file_kioku_v1_memory_bank_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJraW9rdS92MS9tZW1vcnlfYmFua19zZXJ2aWNlLnByb3RvEghraW9rdS52MSJaChNDcmVhdGVNZW1vcnlSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIgCgZtZW1vcnkYAiABKAsyEC5raW9rdS52MS5NZW1vcnkSEQoJbWVtb3J5X2lkGAMgASgJIiAKEEdldE1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLvAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSNwoFc2NvcGUYBCADKAsyKC5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAUgASgJEioKDG1lbW9yeV90eXBlcxgGIAMoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlMKFExpc3RNZW1vcmllc1Jlc3BvbnNlEiIKCG1lbW9yaWVzGAEgAygLMhAua2lva3UudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJoChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIwoTRGVsZXRlTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJIsoEChdHZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjEKDnNlc3Npb25fc291cmNlGAMgASgLMhcua2lva3UudjEuU2Vzc2lvblNvdXJjZUgAEi8KDWV2ZW50c19zb3VyY2UYBCABKAsyFi5raW9rdS52MS5FdmVudHNTb3VyY2VIABJAChZkaXJlY3RfbWVtb3JpZXNfc291cmNlGAUgASgLMh4ua2lva3UudjEuRGlyZWN0TWVtb3JpZXNTb3VyY2VIABIdChVkaXNhYmxlX2NvbnNvbGlkYXRpb24YBiABKAgSFgoOYWxsb3dlZF90b3BpY3MYByADKAkSQQoIbWV0YWRhdGEYCCADKAsyLy5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5NZXRhZGF0YUVudHJ5EkAKF21ldGFkYXRhX21lcmdlX3N0cmF0ZWd5GAkgASgOMh8ua2lva3UudjEuTWV0YWRhdGFNZXJnZVN0cmF0ZWd5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQggKBnNvdXJjZSJ+Cg1TZXNzaW9uU291cmNlEg8KB3Nlc3Npb24YASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDEV2ZW50c1NvdXJjZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudCJoChREaXJlY3RNZW1vcmllc1NvdXJjZRIoCghtZW1vcmllcxgBIAMoCzIWLmtpb2t1LnYxLkRpcmVjdE1lbW9yeRImCgZzb3VyY2UYAiABKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2UiLAoMRGlyZWN0TWVtb3J5EgwKBGZhY3QYASABKAkSDgoGdG9waWNzGAIgAygJIsoCChdSZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjcKEXNpbWlsYXJpdHlfc2VhcmNoGAMgASgLMhoua2lva3UudjEuU2ltaWxhcml0eVNlYXJjaEgAEjUKEHNpbXBsZV9yZXRyaWV2YWwYBCABKAsyGS5raW9rdS52MS5TaW1wbGVSZXRyaWV2YWxIABIOCgZmaWx0ZXIYBSABKAkSKgoMbWVtb3J5X3R5cGVzGAYgAygOMhQua2lva3UudjEuTWVtb3J5VHlwZRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGbWV0aG9kIpQBChdSZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdC5TY29wZUVudHJ5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKoAQoYUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlEkIKCHByb2ZpbGVzGAEgAygLMjAua2lva3UudjEuUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlLlByb2ZpbGVzRW50cnkaSAoNUHJvZmlsZXNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZW1vcnlQcm9maWxlOgI4ASJwCg1NZW1vcnlQcm9maWxlEhEKCXNjaGVtYV9pZBgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCghtZW1vcmllcxgDIAMoCzIQLmtpb2t1LnYxLk1lbW9yeSJaChBTaW1pbGFyaXR5U2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvcF9rGAIgASgFEigKC3ByZWZlcl90aW1lGAMgASgLMhMua2lva3UudjEuVGltZVJhbmdlImkKCVRpbWVSYW5nZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOAoPU2ltcGxlUmV0cmlldmFsEhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJImoKGFJldHJpZXZlTWVtb3JpZXNSZXNwb25zZRI1ChJyZXRyaWV2ZWRfbWVtb3JpZXMYASADKAsyGS5raW9rdS52MS5SZXRyaWV2ZWRNZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKD1JldHJpZXZlZE1lbW9yeRIgCgZtZW1vcnkYASABKAsyEC5raW9rdS52MS5NZW1vcnkSEAoIZGlzdGFuY2UYAiABKAEiUwoaTGlzdE1lbW9yeVJldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImoKG0xpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZRIyChBtZW1vcnlfcmV2aXNpb25zGAEgAygLMhgua2lva3UudjEuTWVtb3J5UmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkEKFVJvbGxiYWNrTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhoKEnRhcmdldF9yZXZpc2lvbl9pZBgCIAEoCSKtAQoUUHVyZ2VNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuUHVyZ2VNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIOCgZmaWx0ZXIYAyABKAkSDQoFZm9yY2UYBCABKAgaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIioKGkdldE1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EgwKBG5hbWUYASABKAkiiAEKHVVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EjYKEm1lbW9yeV9iYW5rX2NvbmZpZxgBIAEoCzIaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWcSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrMqsNChFNZW1vcnlCYW5rU2VydmljZRJtCgxDcmVhdGVNZW1vcnkSHS5raW9rdS52MS5DcmVhdGVNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IiyC0+STAiY6Bm1lbW9yeSIcL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllcxJiCglHZXRNZW1vcnkSGi5raW9rdS52MS5HZXRNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IieQAgGC0+STAh4SHC92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn0SdgoMTGlzdE1lbW9yaWVzEh0ua2lva3UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBoeLmtpb2t1LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlIieQAgGC0+STAh4SHC92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXMSdAoMVXBkYXRlTWVtb3J5Eh0ua2lva3UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIzgtPkkwItOgZtZW1vcnkyIy92MS97bWVtb3J5Lm5hbWU9YXBwcy8qL21lbW9yaWVzLyp9EmsKDERlbGV0ZU1lbW9yeRIdLmtpb2t1LnYxLkRlbGV0ZU1lbW9yeVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJILT5JMCHiocL3YxL3tuYW1lPWFwcHMvKi9tZW1vcmllcy8qfRJ8ChBHZW5lcmF0ZU1lbW9yaWVzEiEua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QaEy5raW9rdS52MS5PcGVyYXRpb24iMILT5JMCKjoBKiIlL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllczpnZW5lcmF0ZRKOAQoQUmV0cmlldmVNZW1vcmllcxIhLmtpb2t1LnYxLlJldHJpZXZlTWVtb3JpZXNSZXF1ZXN0GiIua2lva3UudjEuUmV0cmlldmVNZW1vcmllc1Jlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cmV0cmlldmUSlgEKEFJldHJpZXZlUHJvZmlsZXMSIS5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBoiLmtpb2t1LnYxLlJldHJpZXZlUHJvZmlsZXNSZXNwb25zZSI7kAIBgtPkkwIyOgEqIi0vdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnJldHJpZXZlUHJvZmlsZXMSlwEKE0xpc3RNZW1vcnlSZXZpc2lvbnMSJC5raW9rdS52MS5MaXN0TWVtb3J5UmV2aXNpb25zUmVxdWVzdBolLmtpb2t1LnYxLkxpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEve3BhcmVudD1hcHBzLyovbWVtb3JpZXMvKn0vcmV2aXNpb25zEnUKDlJvbGxiYWNrTWVtb3J5Eh8ua2lva3UudjEuUm9sbGJhY2tNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IjCC0+STAio6ASoiJS92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn06cm9sbGJhY2sScwoNUHVyZ2VNZW1vcmllcxIeLmtpb2t1LnYxLlB1cmdlTWVtb3JpZXNSZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIi2C0+STAic6ASoiIi92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cHVyZ2UShgEKE0dldE1lbW9yeUJhbmtDb25maWcSJC5raW9rdS52MS5HZXRNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBoaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWciLZACAYLT5JMCJBIiL3YxL3tuYW1lPWFwcHMvKi9tZW1vcnlCYW5rQ29uZmlnfRKwAQoWVXBkYXRlTWVtb3J5QmFua0NvbmZpZxInLmtpb2t1LnYxLlVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0Ghoua2lva3UudjEuTWVtb3J5QmFua0NvbmZpZyJRgtPkkwJLOhJtZW1vcnlfYmFua19jb25maWcyNS92MS97bWVtb3J5X2JhbmtfY29uZmlnLm5hbWU9YXBwcy8qL21lbW9yeUJhbmtDb25maWd9QpcBCgxjb20ua2lva3UudjFCFk1lbW9yeUJhbmtTZXJ2aWNlUHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_memory, file_kioku_v1_operation, file_kioku_v1_session]);
+  fileDesc("CiJraW9rdS92MS9tZW1vcnlfYmFua19zZXJ2aWNlLnByb3RvEghraW9rdS52MSKkAQoUV2F0Y2hNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuV2F0Y2hNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIUCgxzdGFydF9jdXJzb3IYAyABKAkaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIscBChVXYXRjaE1lbW9yaWVzUmVzcG9uc2USJgoGYWN0aW9uGAEgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEiAKBm1lbW9yeRgCIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIQCghyZXZpc2lvbhgDIAEoCRIRCglvcGVyYXRpb24YBCABKAkSDgoGY3Vyc29yGAUgASgJEi8KC2NoYW5nZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJaChNDcmVhdGVNZW1vcnlSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIgCgZtZW1vcnkYAiABKAsyEC5raW9rdS52MS5NZW1vcnkSEQoJbWVtb3J5X2lkGAMgASgJIiAKEEdldE1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLvAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSNwoFc2NvcGUYBCADKAsyKC5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAUgASgJEioKDG1lbW9yeV90eXBlcxgGIAMoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlMKFExpc3RNZW1vcmllc1Jlc3BvbnNlEiIKCG1lbW9yaWVzGAEgAygLMhAua2lva3UudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJoChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIwoTRGVsZXRlTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJIsoEChdHZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjEKDnNlc3Npb25fc291cmNlGAMgASgLMhcua2lva3UudjEuU2Vzc2lvblNvdXJjZUgAEi8KDWV2ZW50c19zb3VyY2UYBCABKAsyFi5raW9rdS52MS5FdmVudHNTb3VyY2VIABJAChZkaXJlY3RfbWVtb3JpZXNfc291cmNlGAUgASgLMh4ua2lva3UudjEuRGlyZWN0TWVtb3JpZXNTb3VyY2VIABIdChVkaXNhYmxlX2NvbnNvbGlkYXRpb24YBiABKAgSFgoOYWxsb3dlZF90b3BpY3MYByADKAkSQQoIbWV0YWRhdGEYCCADKAsyLy5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5NZXRhZGF0YUVudHJ5EkAKF21ldGFkYXRhX21lcmdlX3N0cmF0ZWd5GAkgASgOMh8ua2lva3UudjEuTWV0YWRhdGFNZXJnZVN0cmF0ZWd5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQggKBnNvdXJjZSJ+Cg1TZXNzaW9uU291cmNlEg8KB3Nlc3Npb24YASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDEV2ZW50c1NvdXJjZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudCJoChREaXJlY3RNZW1vcmllc1NvdXJjZRIoCghtZW1vcmllcxgBIAMoCzIWLmtpb2t1LnYxLkRpcmVjdE1lbW9yeRImCgZzb3VyY2UYAiABKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2UiLAoMRGlyZWN0TWVtb3J5EgwKBGZhY3QYASABKAkSDgoGdG9waWNzGAIgAygJIsoCChdSZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjcKEXNpbWlsYXJpdHlfc2VhcmNoGAMgASgLMhoua2lva3UudjEuU2ltaWxhcml0eVNlYXJjaEgAEjUKEHNpbXBsZV9yZXRyaWV2YWwYBCABKAsyGS5raW9rdS52MS5TaW1wbGVSZXRyaWV2YWxIABIOCgZmaWx0ZXIYBSABKAkSKgoMbWVtb3J5X3R5cGVzGAYgAygOMhQua2lva3UudjEuTWVtb3J5VHlwZRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGbWV0aG9kIpQBChdSZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdC5TY29wZUVudHJ5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKoAQoYUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlEkIKCHByb2ZpbGVzGAEgAygLMjAua2lva3UudjEuUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlLlByb2ZpbGVzRW50cnkaSAoNUHJvZmlsZXNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZW1vcnlQcm9maWxlOgI4ASJwCg1NZW1vcnlQcm9maWxlEhEKCXNjaGVtYV9pZBgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCghtZW1vcmllcxgDIAMoCzIQLmtpb2t1LnYxLk1lbW9yeSJaChBTaW1pbGFyaXR5U2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvcF9rGAIgASgFEigKC3ByZWZlcl90aW1lGAMgASgLMhMua2lva3UudjEuVGltZVJhbmdlImkKCVRpbWVSYW5nZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOAoPU2ltcGxlUmV0cmlldmFsEhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJImoKGFJldHJpZXZlTWVtb3JpZXNSZXNwb25zZRI1ChJyZXRyaWV2ZWRfbWVtb3JpZXMYASADKAsyGS5raW9rdS52MS5SZXRyaWV2ZWRNZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKD1JldHJpZXZlZE1lbW9yeRIgCgZtZW1vcnkYASABKAsyEC5raW9rdS52MS5NZW1vcnkSEAoIZGlzdGFuY2UYAiABKAEiUwoaTGlzdE1lbW9yeVJldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImoKG0xpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZRIyChBtZW1vcnlfcmV2aXNpb25zGAEgAygLMhgua2lva3UudjEuTWVtb3J5UmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkEKFVJvbGxiYWNrTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhoKEnRhcmdldF9yZXZpc2lvbl9pZBgCIAEoCSKtAQoUUHVyZ2VNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuUHVyZ2VNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIOCgZmaWx0ZXIYAyABKAkSDQoFZm9yY2UYBCABKAgaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIioKGkdldE1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EgwKBG5hbWUYASABKAkiiAEKHVVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EjYKEm1lbW9yeV9iYW5rX2NvbmZpZxgBIAEoCzIaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWcSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrMoQOChFNZW1vcnlCYW5rU2VydmljZRJtCgxDcmVhdGVNZW1vcnkSHS5raW9rdS52MS5DcmVhdGVNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IiyC0+STAiY6Bm1lbW9yeSIcL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllcxJiCglHZXRNZW1vcnkSGi5raW9rdS52MS5HZXRNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IieQAgGC0+STAh4SHC92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn0SdgoMTGlzdE1lbW9yaWVzEh0ua2lva3UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBoeLmtpb2t1LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlIieQAgGC0+STAh4SHC92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXMSdAoMVXBkYXRlTWVtb3J5Eh0ua2lva3UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIzgtPkkwItOgZtZW1vcnkyIy92MS97bWVtb3J5Lm5hbWU9YXBwcy8qL21lbW9yaWVzLyp9EmsKDERlbGV0ZU1lbW9yeRIdLmtpb2t1LnYxLkRlbGV0ZU1lbW9yeVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJILT5JMCHiocL3YxL3tuYW1lPWFwcHMvKi9tZW1vcmllcy8qfRJ8ChBHZW5lcmF0ZU1lbW9yaWVzEiEua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QaEy5raW9rdS52MS5PcGVyYXRpb24iMILT5JMCKjoBKiIlL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllczpnZW5lcmF0ZRKOAQoQUmV0cmlldmVNZW1vcmllcxIhLmtpb2t1LnYxLlJldHJpZXZlTWVtb3JpZXNSZXF1ZXN0GiIua2lva3UudjEuUmV0cmlldmVNZW1vcmllc1Jlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cmV0cmlldmUSlgEKEFJldHJpZXZlUHJvZmlsZXMSIS5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBoiLmtpb2t1LnYxLlJldHJpZXZlUHJvZmlsZXNSZXNwb25zZSI7kAIBgtPkkwIyOgEqIi0vdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnJldHJpZXZlUHJvZmlsZXMSlwEKE0xpc3RNZW1vcnlSZXZpc2lvbnMSJC5raW9rdS52MS5MaXN0TWVtb3J5UmV2aXNpb25zUmVxdWVzdBolLmtpb2t1LnYxLkxpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEve3BhcmVudD1hcHBzLyovbWVtb3JpZXMvKn0vcmV2aXNpb25zEnUKDlJvbGxiYWNrTWVtb3J5Eh8ua2lva3UudjEuUm9sbGJhY2tNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IjCC0+STAio6ASoiJS92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn06cm9sbGJhY2sScwoNUHVyZ2VNZW1vcmllcxIeLmtpb2t1LnYxLlB1cmdlTWVtb3JpZXNSZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIi2C0+STAic6ASoiIi92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cHVyZ2UShgEKE0dldE1lbW9yeUJhbmtDb25maWcSJC5raW9rdS52MS5HZXRNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBoaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWciLZACAYLT5JMCJBIiL3YxL3tuYW1lPWFwcHMvKi9tZW1vcnlCYW5rQ29uZmlnfRKwAQoWVXBkYXRlTWVtb3J5QmFua0NvbmZpZxInLmtpb2t1LnYxLlVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0Ghoua2lva3UudjEuTWVtb3J5QmFua0NvbmZpZyJRgtPkkwJLOhJtZW1vcnlfYmFua19jb25maWcyNS92MS97bWVtb3J5X2JhbmtfY29uZmlnLm5hbWU9YXBwcy8qL21lbW9yeUJhbmtDb25maWd9ElcKDVdhdGNoTWVtb3JpZXMSHi5raW9rdS52MS5XYXRjaE1lbW9yaWVzUmVxdWVzdBofLmtpb2t1LnYxLldhdGNoTWVtb3JpZXNSZXNwb25zZSIDkAIBMAFClwEKDGNvbS5raW9rdS52MUIWTWVtb3J5QmFua1NlcnZpY2VQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_memory, file_kioku_v1_operation, file_kioku_v1_session]);
+
+/**
+ * The request of WatchMemories.
+ *
+ * @generated from message kioku.v1.WatchMemoriesRequest
+ */
+export type WatchMemoriesRequest = Message<"kioku.v1.WatchMemoriesRequest"> & {
+  /**
+   * The app: `apps/{app}`. Required.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * When not empty, only the changes of memories whose scope is exactly
+   * this one.
+   *
+   * @generated from field: map<string, string> scope = 2;
+   */
+  scope: { [key: string]: string };
+
+  /**
+   * The cursor of the last change received (WatchMemoriesResponse.cursor):
+   * the stream starts with the changes after it. Empty: only the changes
+   * committed after the call. "0": every change the feed still holds.
+   *
+   * @generated from field: string start_cursor = 3;
+   */
+  startCursor: string;
+};
+
+/**
+ * Describes the message kioku.v1.WatchMemoriesRequest.
+ * Use `create(WatchMemoriesRequestSchema)` to create a new message.
+ */
+export const WatchMemoriesRequestSchema: GenMessage<WatchMemoriesRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 0);
+
+/**
+ * One change of WatchMemories' stream.
+ *
+ * @generated from message kioku.v1.WatchMemoriesResponse
+ */
+export type WatchMemoriesResponse = Message<"kioku.v1.WatchMemoriesResponse"> & {
+  /**
+   * What the change did: MEMORY_ACTION_CREATED, MEMORY_ACTION_UPDATED or
+   * MEMORY_ACTION_DELETED.
+   *
+   * @generated from field: kioku.v1.MemoryAction action = 1;
+   */
+  action: MemoryAction;
+
+  /**
+   * The memory as it is when the change is sent (a later change may
+   * already have moved it past `revision`); for a deletion, or a memory
+   * erased since, only its name and scope.
+   *
+   * @generated from field: kioku.v1.Memory memory = 2;
+   */
+  memory?: Memory | undefined;
+
+  /**
+   * The revision the change recorded:
+   * `apps/{app}/memories/{memory}/revisions/{revision}`.
+   *
+   * @generated from field: string revision = 3;
+   */
+  revision: string;
+
+  /**
+   * The operation that made the change (a generation, purge...); empty
+   * for a direct call.
+   *
+   * @generated from field: string operation = 4;
+   */
+  operation: string;
+
+  /**
+   * The change's cursor: pass it as start_cursor to resume after it.
+   * Cursors of an app increase by one with each change of its memories.
+   *
+   * @generated from field: string cursor = 5;
+   */
+  cursor: string;
+
+  /**
+   * When the change was committed.
+   *
+   * @generated from field: google.protobuf.Timestamp change_time = 6;
+   */
+  changeTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message kioku.v1.WatchMemoriesResponse.
+ * Use `create(WatchMemoriesResponseSchema)` to create a new message.
+ */
+export const WatchMemoriesResponseSchema: GenMessage<WatchMemoriesResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 1);
 
 /**
  * The request of CreateMemory.
@@ -55,7 +155,7 @@ export type CreateMemoryRequest = Message<"kioku.v1.CreateMemoryRequest"> & {
  * Use `create(CreateMemoryRequestSchema)` to create a new message.
  */
 export const CreateMemoryRequestSchema: GenMessage<CreateMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 0);
+  messageDesc(file_kioku_v1_memory_bank_service, 2);
 
 /**
  * The request of GetMemory.
@@ -76,7 +176,7 @@ export type GetMemoryRequest = Message<"kioku.v1.GetMemoryRequest"> & {
  * Use `create(GetMemoryRequestSchema)` to create a new message.
  */
 export const GetMemoryRequestSchema: GenMessage<GetMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 1);
+  messageDesc(file_kioku_v1_memory_bank_service, 3);
 
 /**
  * The request of ListMemories.
@@ -134,7 +234,7 @@ export type ListMemoriesRequest = Message<"kioku.v1.ListMemoriesRequest"> & {
  * Use `create(ListMemoriesRequestSchema)` to create a new message.
  */
 export const ListMemoriesRequestSchema: GenMessage<ListMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 2);
+  messageDesc(file_kioku_v1_memory_bank_service, 4);
 
 /**
  * The response of ListMemories.
@@ -162,7 +262,7 @@ export type ListMemoriesResponse = Message<"kioku.v1.ListMemoriesResponse"> & {
  * Use `create(ListMemoriesResponseSchema)` to create a new message.
  */
 export const ListMemoriesResponseSchema: GenMessage<ListMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 3);
+  messageDesc(file_kioku_v1_memory_bank_service, 5);
 
 /**
  * The request of UpdateMemory.
@@ -193,7 +293,7 @@ export type UpdateMemoryRequest = Message<"kioku.v1.UpdateMemoryRequest"> & {
  * Use `create(UpdateMemoryRequestSchema)` to create a new message.
  */
 export const UpdateMemoryRequestSchema: GenMessage<UpdateMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 4);
+  messageDesc(file_kioku_v1_memory_bank_service, 6);
 
 /**
  * The request of DeleteMemory.
@@ -214,7 +314,7 @@ export type DeleteMemoryRequest = Message<"kioku.v1.DeleteMemoryRequest"> & {
  * Use `create(DeleteMemoryRequestSchema)` to create a new message.
  */
 export const DeleteMemoryRequestSchema: GenMessage<DeleteMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 5);
+  messageDesc(file_kioku_v1_memory_bank_service, 7);
 
 /**
  * The request of GenerateMemories.
@@ -305,7 +405,7 @@ export type GenerateMemoriesRequest = Message<"kioku.v1.GenerateMemoriesRequest"
  * Use `create(GenerateMemoriesRequestSchema)` to create a new message.
  */
 export const GenerateMemoriesRequestSchema: GenMessage<GenerateMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 6);
+  messageDesc(file_kioku_v1_memory_bank_service, 8);
 
 /**
  * SessionSource reads the events of a stored session. Only events not
@@ -341,7 +441,7 @@ export type SessionSource = Message<"kioku.v1.SessionSource"> & {
  * Use `create(SessionSourceSchema)` to create a new message.
  */
 export const SessionSourceSchema: GenMessage<SessionSource> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 7);
+  messageDesc(file_kioku_v1_memory_bank_service, 9);
 
 /**
  * EventsSource carries the conversation inline. At most 1,000 events.
@@ -362,7 +462,7 @@ export type EventsSource = Message<"kioku.v1.EventsSource"> & {
  * Use `create(EventsSourceSchema)` to create a new message.
  */
 export const EventsSourceSchema: GenMessage<EventsSource> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 8);
+  messageDesc(file_kioku_v1_memory_bank_service, 10);
 
 /**
  * DirectMemoriesSource gives facts to remember as they are. At most 100.
@@ -393,7 +493,7 @@ export type DirectMemoriesSource = Message<"kioku.v1.DirectMemoriesSource"> & {
  * Use `create(DirectMemoriesSourceSchema)` to create a new message.
  */
 export const DirectMemoriesSourceSchema: GenMessage<DirectMemoriesSource> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 9);
+  messageDesc(file_kioku_v1_memory_bank_service, 11);
 
 /**
  * DirectMemory is one fact given directly.
@@ -421,7 +521,7 @@ export type DirectMemory = Message<"kioku.v1.DirectMemory"> & {
  * Use `create(DirectMemorySchema)` to create a new message.
  */
 export const DirectMemorySchema: GenMessage<DirectMemory> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 10);
+  messageDesc(file_kioku_v1_memory_bank_service, 12);
 
 /**
  * The request of RetrieveMemories.
@@ -497,7 +597,7 @@ export type RetrieveMemoriesRequest = Message<"kioku.v1.RetrieveMemoriesRequest"
  * Use `create(RetrieveMemoriesRequestSchema)` to create a new message.
  */
 export const RetrieveMemoriesRequestSchema: GenMessage<RetrieveMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 11);
+  messageDesc(file_kioku_v1_memory_bank_service, 13);
 
 /**
  * The request of RetrieveProfiles.
@@ -525,7 +625,7 @@ export type RetrieveProfilesRequest = Message<"kioku.v1.RetrieveProfilesRequest"
  * Use `create(RetrieveProfilesRequestSchema)` to create a new message.
  */
 export const RetrieveProfilesRequestSchema: GenMessage<RetrieveProfilesRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 12);
+  messageDesc(file_kioku_v1_memory_bank_service, 14);
 
 /**
  * The response of RetrieveProfiles.
@@ -547,7 +647,7 @@ export type RetrieveProfilesResponse = Message<"kioku.v1.RetrieveProfilesRespons
  * Use `create(RetrieveProfilesResponseSchema)` to create a new message.
  */
 export const RetrieveProfilesResponseSchema: GenMessage<RetrieveProfilesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 13);
+  messageDesc(file_kioku_v1_memory_bank_service, 15);
 
 /**
  * MemoryProfile is one structured profile of a scope.
@@ -583,7 +683,7 @@ export type MemoryProfile = Message<"kioku.v1.MemoryProfile"> & {
  * Use `create(MemoryProfileSchema)` to create a new message.
  */
 export const MemoryProfileSchema: GenMessage<MemoryProfile> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 14);
+  messageDesc(file_kioku_v1_memory_bank_service, 16);
 
 /**
  * SimilaritySearch finds the memories closest to a query.
@@ -623,7 +723,7 @@ export type SimilaritySearch = Message<"kioku.v1.SimilaritySearch"> & {
  * Use `create(SimilaritySearchSchema)` to create a new message.
  */
 export const SimilaritySearchSchema: GenMessage<SimilaritySearch> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 15);
+  messageDesc(file_kioku_v1_memory_bank_service, 17);
 
 /**
  * TimeRange is a range of times: start_time <= t < end_time; an unset end
@@ -652,7 +752,7 @@ export type TimeRange = Message<"kioku.v1.TimeRange"> & {
  * Use `create(TimeRangeSchema)` to create a new message.
  */
 export const TimeRangeSchema: GenMessage<TimeRange> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 16);
+  messageDesc(file_kioku_v1_memory_bank_service, 18);
 
 /**
  * SimpleRetrieval pages through a scope.
@@ -681,7 +781,7 @@ export type SimpleRetrieval = Message<"kioku.v1.SimpleRetrieval"> & {
  * Use `create(SimpleRetrievalSchema)` to create a new message.
  */
 export const SimpleRetrievalSchema: GenMessage<SimpleRetrieval> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 17);
+  messageDesc(file_kioku_v1_memory_bank_service, 19);
 
 /**
  * The response of RetrieveMemories.
@@ -709,7 +809,7 @@ export type RetrieveMemoriesResponse = Message<"kioku.v1.RetrieveMemoriesRespons
  * Use `create(RetrieveMemoriesResponseSchema)` to create a new message.
  */
 export const RetrieveMemoriesResponseSchema: GenMessage<RetrieveMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 18);
+  messageDesc(file_kioku_v1_memory_bank_service, 20);
 
 /**
  * RetrievedMemory is a memory with its distance to the query.
@@ -742,7 +842,7 @@ export type RetrievedMemory = Message<"kioku.v1.RetrievedMemory"> & {
  * Use `create(RetrievedMemorySchema)` to create a new message.
  */
 export const RetrievedMemorySchema: GenMessage<RetrievedMemory> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 19);
+  messageDesc(file_kioku_v1_memory_bank_service, 21);
 
 /**
  * The request of ListMemoryRevisions.
@@ -778,7 +878,7 @@ export type ListMemoryRevisionsRequest = Message<"kioku.v1.ListMemoryRevisionsRe
  * Use `create(ListMemoryRevisionsRequestSchema)` to create a new message.
  */
 export const ListMemoryRevisionsRequestSchema: GenMessage<ListMemoryRevisionsRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 20);
+  messageDesc(file_kioku_v1_memory_bank_service, 22);
 
 /**
  * The response of ListMemoryRevisions.
@@ -806,7 +906,7 @@ export type ListMemoryRevisionsResponse = Message<"kioku.v1.ListMemoryRevisionsR
  * Use `create(ListMemoryRevisionsResponseSchema)` to create a new message.
  */
 export const ListMemoryRevisionsResponseSchema: GenMessage<ListMemoryRevisionsResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 21);
+  messageDesc(file_kioku_v1_memory_bank_service, 23);
 
 /**
  * The request of RollbackMemory.
@@ -834,7 +934,7 @@ export type RollbackMemoryRequest = Message<"kioku.v1.RollbackMemoryRequest"> & 
  * Use `create(RollbackMemoryRequestSchema)` to create a new message.
  */
 export const RollbackMemoryRequestSchema: GenMessage<RollbackMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 22);
+  messageDesc(file_kioku_v1_memory_bank_service, 24);
 
 /**
  * The request of PurgeMemories.
@@ -878,7 +978,7 @@ export type PurgeMemoriesRequest = Message<"kioku.v1.PurgeMemoriesRequest"> & {
  * Use `create(PurgeMemoriesRequestSchema)` to create a new message.
  */
 export const PurgeMemoriesRequestSchema: GenMessage<PurgeMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 23);
+  messageDesc(file_kioku_v1_memory_bank_service, 25);
 
 /**
  * The request of GetMemoryBankConfig.
@@ -899,7 +999,7 @@ export type GetMemoryBankConfigRequest = Message<"kioku.v1.GetMemoryBankConfigRe
  * Use `create(GetMemoryBankConfigRequestSchema)` to create a new message.
  */
 export const GetMemoryBankConfigRequestSchema: GenMessage<GetMemoryBankConfigRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 24);
+  messageDesc(file_kioku_v1_memory_bank_service, 26);
 
 /**
  * The request of UpdateMemoryBankConfig.
@@ -930,7 +1030,7 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
  * Use `create(UpdateMemoryBankConfigRequestSchema)` to create a new message.
  */
 export const UpdateMemoryBankConfigRequestSchema: GenMessage<UpdateMemoryBankConfigRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_memory_bank_service, 25);
+  messageDesc(file_kioku_v1_memory_bank_service, 27);
 
 /**
  * MemoryBankService stores long-term memories, generates them from
@@ -1078,6 +1178,25 @@ export const MemoryBankService: GenService<{
     methodKind: "unary";
     input: typeof UpdateMemoryBankConfigRequestSchema;
     output: typeof MemoryBankConfigSchema;
+  },
+  /**
+   * Streams the changes of an app's memories (or of one scope's) as they
+   * are committed: created, updated and deleted, each with its revision,
+   * the operation that made it and a cursor. A client that reconnects with
+   * the cursor of the last change it received (start_cursor) misses none
+   * and receives none twice, within the change feed's retention (7 days);
+   * a cursor older than that is FAILED_PRECONDITION naming the cursor to
+   * resume from after rereading the memories. A user key must give the
+   * scope {"user_id": its user}. It has no REST binding (a stream of
+   * messages has no REST form here): call it over Connect, gRPC or
+   * gRPC-Web.
+   *
+   * @generated from rpc kioku.v1.MemoryBankService.WatchMemories
+   */
+  watchMemories: {
+    methodKind: "server_streaming";
+    input: typeof WatchMemoriesRequestSchema;
+    output: typeof WatchMemoriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_kioku_v1_memory_bank_service, 0);

@@ -1,0 +1,50 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+// changeRecord is the stored form of a memorybank.ChangeRecord, without
+// its app and cursor (the row's or document's key).
+type changeRecord struct {
+	Action    string           `json:"action"`
+	MemoryID  string           `json:"memory_id"`
+	Scope     memorybank.Scope `json:"scope"`
+	Revision  int64            `json:"revision"`
+	Operation string           `json:"operation,omitempty"`
+	TimeNS    int64            `json:"time_ns"`
+}
+
+// MarshalChange returns the stored form of a change of the feed: JSON
+// with the action by name and the time in Unix nanoseconds.
+func MarshalChange(c *memorybank.ChangeRecord) ([]byte, error) {
+	name, ok := actionName(c.Action)
+	if !ok || c.Action == memorybank.Unchanged {
+		return nil, fmt.Errorf("change %d of app %s: no stored action for %v", c.Cursor, c.App, c.Action)
+	}
+	return json.Marshal(changeRecord{
+		Action: name, MemoryID: c.MemoryID, Scope: c.Scope, Revision: c.Revision,
+		Operation: c.Operation, TimeNS: unixnano.From(c.Time),
+	})
+}
+
+// UnmarshalChange decodes what MarshalChange stored, for the change of an
+// app at a cursor.
+func UnmarshalChange(app string, cursor int64, body []byte) (*memorybank.ChangeRecord, error) {
+	var r changeRecord
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("decoding change %d of app %s: %w", cursor, app, err)
+	}
+	action, err := parseAction(r.Action)
+	if err != nil {
+		return nil, fmt.Errorf("decoding change %d of app %s: %w", cursor, app, err)
+	}
+	return &memorybank.ChangeRecord{
+		App: app, Cursor: cursor, Action: action, MemoryID: r.MemoryID, Scope: r.Scope,
+		Revision: r.Revision, Operation: r.Operation, Time: unixnano.Time(r.TimeNS),
+	}, nil
+}

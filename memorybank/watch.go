@@ -1,0 +1,105 @@
+package memorybank
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// feedBroker wakes the watchers of an app's change feed when this process
+// commits a Write of the app. Watchers also poll, for the writes of other
+// servers.
+type feedBroker struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func newFeedBroker() *feedBroker {
+	return &feedBroker{subs: map[string]map[chan struct{}]struct{}{}}
+}
+
+func (b *feedBroker) subscribe(app string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	set := b.subs[app]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		b.subs[app] = set
+	}
+	set[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(b.subs, app)
+		}
+		b.mu.Unlock()
+	}
+}
+
+func (b *feedBroker) notify(app string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs[app] {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+// wakingStore is the Service's store: its Writes that change memories wake
+// the app's watchers once committed.
+type wakingStore struct {
+	Store
+	feed *feedBroker
+}
+
+func (w wakingStore) Write(ctx context.Context, wr *Write) error {
+	if err := w.Store.Write(ctx, wr); err != nil {
+		return err
+	}
+	if len(wr.Changes) > 0 {
+		w.feed.notify(wr.App)
+	}
+	return nil
+}
+
+// WatchChanges calls send for every change of the app's feed (of r.Scope
+// when set) after r.After, in cursor order, until ctx is done (it then
+// returns ctx's error) or send fails. r.After negative starts from the
+// app's latest change; a cursor the retention sweep passed is refused as
+// Changes refuses it, at the start or later (a watcher that fell a week
+// behind). A cursor of a scope's watcher advances over the other scopes'
+// changes too, so that a resumed watch reads none of them again.
+func (s *Service) WatchChanges(ctx context.Context, r ChangesRequest, send func(*ChangeRecord) error) error {
+	wake, cancel := s.feed.subscribe(r.App)
+	defer cancel()
+	ticker := time.NewTicker(s.cfg.WatchPollInterval)
+	defer ticker.Stop()
+	for {
+		p, err := s.Changes(ctx, r)
+		if err != nil {
+			return err
+		}
+		for _, c := range p.Changes {
+			if err := send(c); err != nil {
+				return err
+			}
+			r.After = c.Cursor
+		}
+		if len(p.Changes) == MaxChangesPerRead {
+			continue
+		}
+		// The read saw every change up to p.Last (ListChanges reads one
+		// snapshot): none of them is for this watcher.
+		r.After = max(r.After, p.Last)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-ticker.C:
+		}
+	}
+}
