@@ -67,7 +67,7 @@ func TestMCPStdio(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"}; !slices.Equal(names, want) {
+	if want := []string{"core_memory_append", "core_memory_replace", "load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 	saved := toolResult(t, ann, "save_to_memory", map[string]any{"fact": "Ann plays the cello."})

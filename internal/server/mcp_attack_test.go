@@ -84,6 +84,9 @@ func TestMCPAttackMatrix(t *testing.T) {
 		if _, err := app.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: s.GetName(), Event: &kiokuv1.Event{Author: "user", InvocationId: "i1", Content: client.Text("user", "I like green tea.")}}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := app.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: client.UserName("a", u) + "/blocks/human", Value: u + " likes green tea."}}); err != nil {
+			t.Fatal(err)
+		}
 		input, _ := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/" + u + ".md", "file_text": u + "'s notes\n"})
 		if _, err := app.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: client.UserName("a", u), Input: input}); err != nil {
 			t.Fatal(err)
@@ -102,6 +105,8 @@ func TestMCPAttackMatrix(t *testing.T) {
 		"search_conversation": {"query": "green tea"},
 		"memory":              {"command": "create", "path": "/memories/evil.md", "file_text": "x"},
 		"retrieve_profiles":   {},
+		"core_memory_append":  {"label": "human", "content": "Ann's password hint is tea."},
+		"core_memory_replace": {"label": "human", "old_content": "green tea", "new_content": "green tea and jasmine"},
 	}
 	status, listed := mcpPost(t, url+"/mcp", annKey, "tools/list", map[string]any{})
 	if status != http.StatusOK {

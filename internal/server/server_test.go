@@ -82,6 +82,7 @@ func TestReflectionListsServices(t *testing.T) {
 		"grpc.reflection.v1.ServerReflection",
 		"grpc.reflection.v1alpha.ServerReflection",
 		kiokuv1connect.AuthServiceName,
+		kiokuv1connect.BlockServiceName,
 		kiokuv1connect.MemoryBankServiceName,
 		kiokuv1connect.MemoryFileServiceName,
 		kiokuv1connect.OperationServiceName,
