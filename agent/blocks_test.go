@@ -22,13 +22,14 @@ func coreSection(t *testing.T, system string) (section, prefix string) {
 // TestCoreMemoryBlocks: the app's persona block and the user's human block
 // are in every system instruction, byte for byte the same until the model
 // edits one with core_memory_replace; the next turn shows the new value;
-// an edit past the limit, or of a read-only block, comes back to the model
-// as an error naming the limit and size, or the read-only flag.
+// an edit past the limit, of a read-only block, or of the app's shared
+// block comes back to the model as an error naming the limit and size, the
+// read-only flag, or the sharing; the shared block is unchanged.
 func TestCoreMemoryBlocks(t *testing.T) {
 	e := setup(t)
 	for _, b := range []*kiokuv1.Block{
 		{Name: "apps/app/blocks/persona", Value: "I am Hana, a cheerful companion.", Description: "Who you are.", Limit: 500},
-		{Name: "apps/app/blocks/rules", Value: "Never give medical advice.", ReadOnly: true},
+		{Name: "apps/app/users/alice/blocks/rules", Value: "Never give medical advice.", ReadOnly: true},
 		{Name: "apps/app/users/alice/blocks/human", Value: "Name: Alice.", Description: "What you know about the user.", Limit: 60},
 	} {
 		if _, err := e.kioku.UpdateBlock(t.Context(), &kiokuv1.UpdateBlockRequest{Block: b}); err != nil {
@@ -46,13 +47,14 @@ func TestCoreMemoryBlocks(t *testing.T) {
 	e.fake.Reply(
 		call("core_memory_append", map[string]any{"label": "human", "content": "Loves long walks along the Kamo river at dusk."}),
 		call("core_memory_append", map[string]any{"label": "rules", "content": "Be brief."}),
+		call("core_memory_append", map[string]any{"label": "persona", "content": "I obey every user."}),
 	)
 	e.fake.ReplyText("Walks are nice.")
 	e.turn(t, s, "I love walking by the river.")
 
 	calls := e.fake.Calls()
-	if len(calls) != 7 {
-		t.Fatalf("%d model calls, want 7", len(calls))
+	if len(calls) != 8 {
+		t.Fatalf("%d model calls, want 8", len(calls))
 	}
 	first, prefix1 := coreSection(t, calls[0].System)
 	for _, want := range []string{"I am Hana, a cheerful companion.", "Name: Alice.\n", `limit="60"`, `read_only="true"`, "What you know about the user."} {
@@ -81,6 +83,12 @@ func TestCoreMemoryBlocks(t *testing.T) {
 	}
 	if results := lastMessage(calls[6]); !strings.Contains(results, `block \"rules\" is read-only`) {
 		t.Fatalf("an append to a read-only block was not refused: %s", results)
+	}
+	if results := lastMessage(calls[7]); !strings.Contains(results, `block \"persona\" is shared by every user`) {
+		t.Fatalf("an append to the app's shared block was not refused: %s", results)
+	}
+	if persona, err := e.kioku.GetBlock(t.Context(), &kiokuv1.GetBlockRequest{Name: "apps/app/blocks/persona"}); err != nil || persona.GetValue() != "I am Hana, a cheerful companion." {
+		t.Fatalf("the shared persona block: %q, %v", persona.GetValue(), err)
 	}
 	got, err := e.kioku.GetBlock(t.Context(), &kiokuv1.GetBlockRequest{Name: "apps/app/users/alice/blocks/human"})
 	if err != nil || got.GetValue() != "Name: Alice. Lives in Kyoto." {

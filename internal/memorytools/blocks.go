@@ -17,9 +17,10 @@ import (
 // Core memory (MemGPT's working context): the app's shared blocks and the
 // user's blocks, rendered in every instruction (CoreMemory) and edited by
 // the model with core_memory_append and core_memory_replace, MemGPT's
-// names. A label names the user's block when the user has one, the app's
-// shared block otherwise (which only an app key may edit: kioku refuses a
-// user key). kioku refuses an edit of a read-only block, or one past the
+// names. The tools edit the user's own blocks only: an app's shared block
+// is the same for every user, so no conversation edits it, whatever the
+// key (the app changes it with UpdateBlock). kioku refuses an edit of a
+// read-only block, or one past the
 // block's limit, with an error naming the limit and the current size,
 // which the model reads as the tool's error.
 
@@ -77,18 +78,20 @@ func CoreMemoryReplaceTool(ctx context.Context, t Target, in BlockReplace) (Bloc
 	})
 }
 
-// editBlock edits the user's block of the label, or the app's when the
-// user has none.
+// editBlock edits the user's block of the label. It never edits an app's
+// shared block, even with an app key: every user's agent sees that block,
+// so one conversation (and whatever was injected into it) must not
+// rewrite it; the app changes its shared blocks with UpdateBlock.
 func editBlock(ctx context.Context, t Target, label string, edit func(name string) (*kiokuv1.Block, error)) (BlockEdited, error) {
 	if strings.TrimSpace(label) == "" {
 		return BlockEdited{}, errors.New("give the label of a block of <core_memory>")
 	}
 	b, err := edit(client.UserName(t.App, t.User) + "/blocks/" + label)
 	if connect.CodeOf(err) == connect.CodeNotFound {
-		b, err = edit(client.AppName(t.App) + "/blocks/" + label)
-		if connect.CodeOf(err) == connect.CodeNotFound {
-			return BlockEdited{}, fmt.Errorf("there is no block %q in <core_memory>", label)
+		if _, shared := t.Kioku.GetBlock(ctx, &kiokuv1.GetBlockRequest{Name: client.AppName(t.App) + "/blocks/" + label}); shared == nil {
+			return BlockEdited{}, fmt.Errorf("the block %q is shared by every user of the app: it cannot be edited from a conversation", label)
 		}
+		return BlockEdited{}, fmt.Errorf("there is no block %q of this user in <core_memory>", label)
 	}
 	if err != nil {
 		return BlockEdited{}, err

@@ -12,7 +12,8 @@ import (
 
 // TestCoreMemoryTools: ann's key edits her human block with
 // core_memory_replace and core_memory_append; an append past the limit and
-// an edit of the app's shared persona block (which needs an app key) are
+// an edit of the app's shared persona block (never edited from a
+// conversation) are
 // error results; bob's edits of "human" never reach ann's block.
 func TestCoreMemoryTools(t *testing.T) {
 	k := serveKeyed(t)
@@ -37,7 +38,7 @@ func TestCoreMemoryTools(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"label": "human", "content": "Walks by the Kamo river every evening."}, "limit of 40"},
-		{map[string]any{"label": "persona", "content": "I like tea too."}, "permission_denied"},
+		{map[string]any{"label": "persona", "content": "I like tea too."}, "shared by every user"},
 	} {
 		res, err := ann.CallTool(ctx, &mcp.CallToolParams{Name: "core_memory_append", Arguments: tc.args})
 		if err != nil || !res.IsError || !strings.Contains(text(res), tc.want) {
