@@ -343,6 +343,12 @@ func (pr *provider) caller(payload []byte, now time.Time) (Caller, *rejection) {
 		return Caller{}, rej
 	}
 	user, _ := claims[pr.UserClaim].(string)
+	// An address the issuer has not verified names whoever signed up with
+	// it, not its owner: as a user id it would let anyone become the user
+	// of an address they typed.
+	if pr.UserClaim == "email" && claims["email_verified"] != true {
+		return Caller{}, &rejection{"bad_user_claim", "the token's claim email is not verified (email_verified is not true): it cannot name a kioku user"}
+	}
 	if err := aip.ValidateID("the token's claim "+pr.UserClaim, user, aip.UserIDChars); err != nil {
 		return Caller{}, &rejection{"bad_user_claim", fmt.Sprintf("%v: it is not a kioku user id (the identity file's user_claim chooses the claim)", err)}
 	}

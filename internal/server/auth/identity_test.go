@@ -124,6 +124,32 @@ func TestIDTokensOfAnIssuer(t *testing.T) {
 	}
 }
 
+// TestEmailClaimMustBeVerified: with user_claim "email", a token whose
+// address the issuer has not verified names no user (anyone can sign up
+// with another's address at many issuers); a verified one does.
+func TestEmailClaimMustBeVerified(t *testing.T) {
+	is := authtest.NewIssuer(t)
+	path := authtest.WriteIdentityFile(t, map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku", "app": "web", "user_claim": "email"})
+	var g *tokenGuard
+	g = newTokenGuard(t, loadProviders(t, path, "", func() time.Time { return *g.now.Load() }), nil)
+	email := func(verified any) string {
+		claims := is.Claims("kioku", "x")
+		claims["email"] = "ann@example.com"
+		if verified != nil {
+			claims["email_verified"] = verified
+		}
+		return is.Sign(t, claims)
+	}
+	for _, verified := range []any{nil, false, "true"} {
+		if c, code, body := g.call(email(verified)); c != nil || code != http.StatusUnauthorized || !strings.Contains(body, "email is not verified") {
+			t.Errorf("email_verified %v: caller %+v, %d %s; want 401 naming the unverified email", verified, c, code, body)
+		}
+	}
+	if c, code, body := g.call(email(true)); c == nil || c.User != "ann@example.com" {
+		t.Fatalf("a verified email: caller %+v, %d %s", c, code, body)
+	}
+}
+
 // TestIssuerKeysRotateAndSurviveOutages: keys are fetched once and
 // cached; a key rotated in at the issuer is picked up on its first token;
 // made-up kids refetch the set at a bounded rate; an issuer that is down
