@@ -40,7 +40,7 @@ type serveFlags struct {
 	vectorCache, rateLimit, rateBurst                     *string
 	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
 	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
-	watchesPerKey, watchesPerUser, encryptionKey          *string
+	watches, watchesPerKey, watchesPerUser, encryptionKey *string
 	vertexProjects, vertexLocations, vertexEngines        *string
 }
 
@@ -70,6 +70,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		writeTimeout:   fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
 		idleTimeout:    fs.Env("idle-timeout", "30s", "time a connection with no call in flight stays open; a new connection must begin a request within the shorter of this and 10s (one that sends nothing, or only HTTP/2's preface, is closed)"),
 		maxStream:      fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
+		watches:        fs.Env("max-watches", "10000", "WatchSession streams the server serves at once (WatchMemories' counted apart), whoever holds them; one more is RESOURCE_EXHAUSTED"),
 		watchesPerKey:  fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
 		watchesPerUser: fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
 		rateBurst:      fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
@@ -170,8 +171,8 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
-	var watches [2]int
-	for i, w := range []struct{ flag, value string }{{"--max-watches-per-key", *f.watchesPerKey}, {"--max-watches-per-user", *f.watchesPerUser}} {
+	var watches [3]int
+	for i, w := range []struct{ flag, value string }{{"--max-watches-per-key", *f.watchesPerKey}, {"--max-watches-per-user", *f.watchesPerUser}, {"--max-watches", *f.watches}} {
 		if watches[i], err = strconv.Atoi(w.value); err != nil || watches[i] < 1 {
 			return node.Config{}, fmt.Errorf("%s %q: want a whole number of streams, at least 1", w.flag, w.value)
 		}
@@ -191,6 +192,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		IdleTimeout:       durations[3],
 		MaxWatchesPerKey:  watches[0],
 		MaxWatchesPerUser: watches[1],
+		MaxWatches:        watches[2],
 		CORSOrigins:       cors,
 		AllowedHosts:      hosts,
 		TLS:               cert,

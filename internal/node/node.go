@@ -103,9 +103,10 @@ type Config struct {
 	// requests, responses and connections (see server.Config); zero takes
 	// the server's defaults.
 	BodyTimeout, WriteTimeout, IdleTimeout, MaxStreamDuration time.Duration
-	// MaxWatchesPerKey and MaxWatchesPerUser bound WatchSession streams
-	// (see server.Config); zero takes the server's defaults.
-	MaxWatchesPerKey, MaxWatchesPerUser int
+	// MaxWatches, MaxWatchesPerKey and MaxWatchesPerUser bound
+	// WatchSession and WatchMemories streams (see server.Config); zero
+	// takes the server's defaults.
+	MaxWatches, MaxWatchesPerKey, MaxWatchesPerUser int
 	// TLS, when set, makes the server serve HTTPS only.
 	TLS *server.Certificate
 	// CORSOrigins are the origins whose browser pages may call the server
@@ -247,6 +248,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		BodyTimeout:       cfg.BodyTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
+		MaxWatches:        cfg.MaxWatches,
 		MaxWatchesPerKey:  cfg.MaxWatchesPerKey,
 		MaxWatchesPerUser: cfg.MaxWatchesPerUser,
 		MaxStreamDuration: cfg.MaxStreamDuration,

@@ -602,6 +602,57 @@ func TestWatchSessionStreamsAreCapped(t *testing.T) {
 	}
 }
 
+// TestWatchStreamsServerCap: streams of many users, each far within its
+// key's and user's caps (as an app with open sign-up gives anyone new
+// identities), stop at the server's cap, RESOURCE_EXHAUSTED naming it.
+func TestWatchStreamsServerCap(t *testing.T) {
+	var entries []auth.Key
+	var keys []string
+	for i := range 4 {
+		k, e := auth.NewKey(fmt.Sprintf("u%d", i), "a", fmt.Sprintf("u%d", i))
+		keys, entries = append(keys, k), append(entries, e)
+	}
+	appKey, appEntry := auth.NewKey("backend", "a", "")
+	_, url := serveNode(t, func(cfg *node.Config) {
+		cfg.Keys = nodetest.Keys(t, append(entries, appEntry)...)
+		cfg.MaxWatches = 6
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	app := client.New(url, client.WithHTTPClient(h2cClient()), client.WithAuthToken(appKey))
+	for i := range keys {
+		u := fmt.Sprintf("u%d", i)
+		if _, err := app.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/" + u, SessionId: "s-" + u}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: "apps/a/users/" + u + "/sessions/s-" + u, Event: &kiokuv1.Event{Author: "user"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var o outcomes
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		c := kiokuv1connect.NewSessionServiceClient(h2cClient(), url, connect.WithInterceptors(bearer(key)))
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stream, err := c.WatchSession(ctx, connect.NewRequest(&kiokuv1.WatchSessionRequest{Name: fmt.Sprintf("apps/a/users/u%d/sessions/s-u%d", i, i), AfterSequence: new(int64(0))}))
+				if err == nil && !stream.Receive() {
+					err = stream.Err()
+				}
+				o.add(err)
+			}()
+		}
+	}
+	wg.Wait()
+	o.want(t, "3 streams each of 4 users", 6, 6, "the server has 6 WatchSession streams open, the most it serves")
+	_, metrics := send(t, "GET", url+"/metrics", "", "", nil)
+	if want := `kioku_streams_limit{kind="watch_session",per="server"} 6`; !strings.Contains(metrics, want) {
+		t.Errorf("/metrics has no %s", want)
+	}
+}
+
 // bearer sends a key with every call.
 func bearer(key string) connect.Interceptor {
 	return &bearerInterceptor{key}

@@ -133,11 +133,13 @@ type Config struct {
 	// hold the server. Zero: 30 seconds.
 	IdleTimeout time.Duration
 
-	// MaxWatchesPerKey and MaxWatchesPerUser bound the WatchSession
-	// streams open with one API key (all callers of a server without
-	// keys count as one) and on the sessions of one user (streams.go).
-	// Zero: DefaultMaxWatchesPerKey and DefaultMaxWatchesPerUser.
-	MaxWatchesPerKey, MaxWatchesPerUser int
+	// MaxWatches, MaxWatchesPerKey and MaxWatchesPerUser bound the
+	// WatchSession streams (and, counted apart, WatchMemories') open on
+	// the server, with one API key (all callers of a server without keys
+	// count as one) and on the sessions of one user (streams.go). Zero:
+	// DefaultMaxWatches, DefaultMaxWatchesPerKey and
+	// DefaultMaxWatchesPerUser.
+	MaxWatches, MaxWatchesPerKey, MaxWatchesPerUser int
 
 	// MaxStreamDuration bounds the life of a stream (WatchSession), which
 	// then ends DEADLINE_EXCEEDED; the client resumes with a new one. Zero:
@@ -298,6 +300,9 @@ func New(cfg Config) *Server {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 30 * time.Second
 	}
+	if cfg.MaxWatches == 0 {
+		cfg.MaxWatches = DefaultMaxWatches
+	}
 	if cfg.MaxWatchesPerKey == 0 {
 		cfg.MaxWatchesPerKey = DefaultMaxWatchesPerKey
 	}
@@ -328,7 +333,7 @@ func New(cfg Config) *Server {
 		}
 		return out
 	})
-	caps = newStreamCaps(cfg.MaxWatchesPerKey, cfg.MaxWatchesPerUser, metrics)
+	caps = newStreamCaps(cfg.MaxWatches, cfg.MaxWatchesPerKey, cfg.MaxWatchesPerUser, metrics)
 	logs := newSampledLog(cfg.Logger, slog.LevelInfo)
 	errs := newSampledLog(cfg.Logger, slog.LevelError)
 	inflate := newBoundedGzip(int64(cfg.MaxRequestBytes), func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 
@@ -27,8 +26,11 @@ import (
 //     gRPC reflection (ServerReflectionInfo, v1 and v1alpha), also served
 //     without a key, as many again, counted apart;
 //   - WatchSession: at most Config.MaxWatchesPerKey per API key (on a
-//     server without keys, all callers count as one key) and
-//     Config.MaxWatchesPerUser on the sessions of one user of an app;
+//     server without keys, all callers count as one key; an ID token or
+//     minted token counts as its user's key),
+//     Config.MaxWatchesPerUser on the sessions of one user of an app, and
+//     Config.MaxWatches on the server (so that many users, each within
+//     their caps, as an app with open sign-up has, cannot hold the server);
 //   - WatchMemories: the same caps, counted apart (the per-user one on
 //     the streams whose scope names a user_id).
 //
@@ -44,6 +46,7 @@ const (
 
 // Default caps of WatchSession streams (Config).
 const (
+	DefaultMaxWatches        = 10000
 	DefaultMaxWatchesPerKey  = 1000
 	DefaultMaxWatchesPerUser = 100
 )
@@ -97,16 +100,16 @@ func (s *streamCounts) total(key string) int {
 
 // streamCaps is the interceptor that applies the caps.
 type streamCaps struct {
-	counts          streamCounts
-	perKey, perUser int
-	metrics         *rpcMetrics
-	keyless         map[string]string // procedure → kind, of the streams served without a key
-	watches         map[string]string // procedure → kind, of the watches capped per key and user
+	counts                     streamCounts
+	perServer, perKey, perUser int
+	metrics                    *rpcMetrics
+	keyless                    map[string]string // procedure → kind, of the streams served without a key
+	watches                    map[string]string // procedure → kind, of the watches capped per key and user
 }
 
-func newStreamCaps(perKey, perUser int, metrics *rpcMetrics) *streamCaps {
+func newStreamCaps(perServer, perKey, perUser int, metrics *rpcMetrics) *streamCaps {
 	return &streamCaps{
-		counts: streamCounts{open: map[string]int{}}, perKey: perKey, perUser: perUser, metrics: metrics,
+		counts: streamCounts{open: map[string]int{}}, perServer: perServer, perKey: perKey, perUser: perUser, metrics: metrics,
 		keyless: map[string]string{
 			"/" + grpchealth.HealthV1ServiceName + "/Watch":                       healthWatch,
 			"/" + grpcreflect.ReflectV1ServiceName + "/ServerReflectionInfo":      reflection,
@@ -128,6 +131,7 @@ func (c *streamCaps) Metrics() []Metric {
 	for _, kind := range []string{sessionWatch, memoryWatch} {
 		out = append(out,
 			Metric{Name: open, Help: openHelp, Gauge: true, Labels: [][2]string{{"kind", kind}}, Value: float64(c.counts.total(kind))},
+			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "server"}}, Value: float64(c.perServer)},
 			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "key"}}, Value: float64(c.perKey)},
 			Metric{Name: limit, Help: limitHelp, Gauge: true, Labels: [][2]string{{"kind", kind}, {"per", "user"}}, Value: float64(c.perUser)})
 	}
@@ -167,8 +171,9 @@ func (c *streamCaps) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 			if caller, ok := auth.CallerFrom(ctx); ok {
 				key = kind + " key " + caller.KeyID()
 			}
-			keys, err := c.take(proc, []string{kind, key}, []int{math.MaxInt, c.perKey}, map[string]string{
-				key: fmt.Sprintf("this API key has %d %s streams open, the most one key may have; close one first", c.perKey, methodOf(proc)),
+			keys, err := c.take(proc, []string{kind, key}, []int{c.perServer, c.perKey}, map[string]string{
+				kind: fmt.Sprintf("the server has %d %s streams open, the most it serves; retry later", c.perServer, methodOf(proc)),
+				key:  fmt.Sprintf("this API key has %d %s streams open, the most one key may have; close one first", c.perKey, methodOf(proc)),
 			})
 			if err != nil {
 				return err
