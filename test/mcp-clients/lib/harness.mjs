@@ -101,4 +101,4 @@ export async function waitOperation(url, key, name) {
 }
 
 /** The tools every client must list. */
-export const toolNames = ["load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"];
+export const toolNames = ["core_memory_append", "core_memory_replace", "load_memory", "memory", "retrieve_profiles", "save_to_memory", "search_conversation"];
