@@ -24,6 +24,7 @@ import { anyUnpack, MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wk
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 
+import { file_kioku_v1_block_service, BlockService } from "./gen/kioku/v1/block_service_pb.js";
 import { file_kioku_v1_memory, GenerateMemoriesResponseSchema, PurgeMemoriesResponseSchema, type GenerateMemoriesResponse, type PurgeMemoriesResponse } from "./gen/kioku/v1/memory_pb.js";
 import { file_kioku_v1_memory_bank_service, MemoryBankService } from "./gen/kioku/v1/memory_bank_service_pb.js";
 import { file_kioku_v1_memory_file_service, MemoryFileService, type ExecuteResponse } from "./gen/kioku/v1/memory_file_service_pb.js";
@@ -32,6 +33,7 @@ import { file_kioku_v1_operation_service, OperationService } from "./gen/kioku/v
 import { file_kioku_v1_session } from "./gen/kioku/v1/session_pb.js";
 import { file_kioku_v1_session_service, SessionService, type AppendEventRequest } from "./gen/kioku/v1/session_service_pb.js";
 
+export * from "./gen/kioku/v1/block_service_pb.js";
 export * from "./gen/kioku/v1/memory_pb.js";
 export * from "./gen/kioku/v1/memory_bank_service_pb.js";
 export * from "./gen/kioku/v1/memory_file_service_pb.js";
@@ -55,6 +57,7 @@ export const registry = createRegistry(
   file_kioku_v1_operation,
   file_kioku_v1_operation_service,
   file_kioku_v1_memory_file_service,
+  file_kioku_v1_block_service,
 );
 
 /** Options of {@link createKiokuClient}. */
@@ -172,6 +175,8 @@ export interface KiokuClient {
   operations: Client<typeof OperationService>;
   /** The memory file tool's backend (Anthropic's memory tool) and its files. */
   files: Client<typeof MemoryFileService>;
+  /** The core memory blocks: a user's and the app's shared ones. */
+  blocks: Client<typeof BlockService>;
   /** The transport the services share. */
   transport: Transport;
 }
@@ -209,6 +214,7 @@ export function createKiokuClient(options: KiokuClientOptions): KiokuClient {
     memories: createClient(MemoryBankService, transport),
     operations: createClient(OperationService, transport),
     files: createClient(MemoryFileService, transport),
+    blocks: createClient(BlockService, transport),
     transport,
   };
 }
