@@ -31,7 +31,8 @@ type checker struct {
 	memories map[string]bool
 	files    map[fileName]bool
 
-	limits *fileChecker // the memory files' limits
+	limits *fileChecker  // the memory files' limits
+	blocks *blockChecker // the blocks
 }
 
 type appID struct{ app, id string }
@@ -39,7 +40,7 @@ type appID struct{ app, id string }
 type fileName struct{ app, user, id string }
 
 func newChecker(h Header) *checker {
-	return &checker{h: h, sessions: map[appID]bool{}, memories: map[string]bool{}, files: map[fileName]bool{}, limits: newFileChecker()}
+	return &checker{h: h, sessions: map[appID]bool{}, memories: map[string]bool{}, files: map[fileName]bool{}, limits: newFileChecker(), blocks: newBlockChecker()}
 }
 
 // check checks one record, given those before it.
@@ -60,6 +61,11 @@ func (c *checker) check(rec *Record) error {
 			return fmt.Errorf("revision %s does not follow its memory file's record", r.Name())
 		}
 		return c.limits.revision(rec.FileRevision)
+	case KindBlockRevision:
+		return c.blocks.check(rec)
+	}
+	if err := c.blocks.check(rec); err != nil {
+		return err
 	}
 	// Any other record ends the session, memory or memory file before,
 	// and any but a memory file the user's memory files.

@@ -52,8 +52,9 @@ func lineWith(t *testing.T, lines []string, match string) int {
 }
 
 // TestImportRefusesBrokenArchivesWritingNothing: an archive whose
-// sessions miss or repeat an event sequence, that holds a session or a
-// memory twice, whose last event the API would refuse, or whose header
+// sessions miss or repeat an event sequence, that holds a session, a
+// memory or a block twice, a block revision apart from its block, a
+// block value past its limit, whose last event the API would refuse, or whose header
 // holds other than the target the caller names, is refused with an error
 // naming the session, record or selection, and the store is as it was:
 // Import checks the whole archive before it writes (the records before
@@ -98,6 +99,15 @@ func TestImportRefusesBrokenArchivesWritingNothing(t *testing.T) {
 			lines[i] = strings.Replace(lines[i], `"event":{`, `"event":{"custom_metadata":{"blob":"`+strings.Repeat("x", 600<<10)+`"},`, 1)
 			return lines
 		}, archive.Selection{}, "the limit is 524288 bytes"},
+		{"a duplicated block", again(`"kind":"block","name":"apps/a1/users/u1/blocks/human"`), archive.Selection{},
+			`block apps/a1/users/u1/blocks/human appears twice in the archive`},
+		{"a block revision without its block", drop(`"kind":"block","name":"apps/a1/users/u1/blocks/human"`), archive.Selection{},
+			`revision apps/a1/users/u1/blocks/human/revisions/2 does not follow its block's record`},
+		{"a block value past its limit", func(lines []string) []string {
+			i := lineWith(t, lines, `"kind":"block","name":"apps/a1/users/u1/blocks/human"`)
+			lines[i] = strings.Replace(lines[i], `"limit":100`, `"limit":5`, 1)
+			return lines
+		}, archive.Selection{}, "the value is 21 characters, over the block's limit of 5"},
 		{"a header that is not the target", nil, archive.Selection{App: "a1"},
 			"the archive holds the whole installation (its header says so), not app a1: nothing was written"},
 	} {

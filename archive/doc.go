@@ -1,11 +1,12 @@
 // Package archive moves a kioku installation, one app of it or one user of
 // an app between stores: Export writes what the stores hold to a portable
 // archive and Import loads an archive into any store. It works through the
-// store interfaces (sessions.Store, memorybank.Store, memoryfiles.Store),
+// store interfaces (sessions.Store, memorybank.Store, memoryfiles.Store,
+// blocks.Store),
 // so an archive written from SQLite loads into Firestore and the other way
 // round.
 //
-// # The format (version 2)
+// # The format (version 4)
 //
 // An archive is a gzip-compressed stream of JSON Lines: one JSON object per
 // line, each a record whose first key, "kind", says what it is. Times are
@@ -21,8 +22,10 @@
 // format and version say how to read the rest: a reader refuses a version
 // it does not know, and a reader refuses a record kind or a field its
 // version does not have (a newer kioku that writes more bumps the
-// version). Version 2 added the memory files' records; this package
-// writes version 2 and reads versions 1 and 2.
+// version). Version 2 added the memory files' records, version 3 the
+// memories' display names, descriptions and typed metadata, version 4
+// the core memory blocks' records; this package writes version 4 and
+// reads versions 1 to 4.
 // app and user are the selection (absent: the whole installation), store
 // where it was read from, embedder the embedder the exporting installation
 // ran. Then, app by app in id order:
@@ -44,6 +47,11 @@
 //	 "content":...,"revision":N,"create_time":...,"update_time":...,"deleted":true}
 //	{"kind":"memory_file_revision","name":"apps/A/users/U/memoryFiles/F/revisions/N",
 //	 "action":"EDITED","path":...,"content":...,"size":S,"create_time":...}
+//	{"kind":"block","name":"apps/A/users/U/blocks/L","value":...,"description":...,
+//	 "limit":N,"read_only":true,"revision":N,"create_time":...,"update_time":...}
+//	{"kind":"block_revision","name":"apps/A/users/U/blocks/L/revisions/N",
+//	 "action":"APPENDED","value":...,"description":...,"limit":N,"read_only":true,
+//	 "create_time":...}
 //	{"kind":"watermark","session":"apps/A/users/U/sessions/S","sequence":N}
 //	{"kind":"operation","name":"apps/A/operations/O","operation":{...}}
 //
@@ -69,7 +77,10 @@
 // Memory files come user by user (in id order), each file in path order,
 // deleted ones too, followed by its revisions (the latest
 // memoryfiles.MaxRevisions, newest first; content only for CREATED and
-// EDITED, size always). A configuration and a revision are the memory
+// EDITED, size always). Blocks come after them: the app's shared blocks
+// (apps/A/blocks/L), then user by user (in id order), each block in label
+// order followed by its revisions (the latest blocks.MaxRevisions, newest
+// first). A configuration and a revision are the memory
 // bank's stored forms (record.MarshalConfig, record.MarshalRevision), an
 // operation the jobs engine's (jobs.MarshalOperation, format 3 since the
 // engine left the memory bank; archives of earlier versions hold format
@@ -81,10 +92,12 @@
 // scope ever written, every memory (deleted ones too: they keep their
 // revisions and can be rolled back) with its revisions that have not
 // expired, the memory bank configurations, every user's memory files
-// (deleted ones too) with their revisions, the generation watermarks and
-// the operations, finished or not. With a user selected (apps/A/users/U):
-// that user's sessions and user: state, the memories whose scope's user_id
-// is the user, their revisions, the user's memory files and theirs, the
+// (deleted ones too) with their revisions, the blocks (shared and every
+// user's) with theirs, the generation watermarks and the operations,
+// finished or not. With a user selected (apps/A/users/U): that user's
+// sessions and user: state, the memories whose scope's user_id is the
+// user, their revisions, the user's memory files and theirs, the user's
+// blocks and theirs, the
 // watermarks of the user's sessions and the operations of the user's scope
 // or sessions; nothing app-wide (no app: state, no configuration).
 //
@@ -114,7 +127,8 @@
 // differ; a record outside the header's selection (an archive whose
 // header names one app, or one user, holds nothing else: a record of
 // another app or user or, in a user's archive, of the whole app: app
-// state, the bank's configuration, memories of no user); a session or
+// state, the bank's configuration, memories of no user, shared blocks); a
+// session or
 // event the API would refuse (sessions.ValidateImported: an event id that
 // is no id, an event over the event size limit, state nested too deep, a
 // user:, app: or temp: key in a session's own state); a session whose
@@ -128,7 +142,10 @@
 // deleted files, the MaxRevisions revisions up to a file's, newest first,
 // MaxFileBytes a file, no NUL), two files not deleted at one path, a file
 // at a path another file is below, a user's files apart (an export writes
-// them together). With
+// them together); a block that appears twice, a block revision that does
+// not follow its block, an owner (a user, or an app's shared blocks) with
+// more than blocks.MaxBlocks blocks, a block whose value passes its limit
+// or whose limit or label the API would refuse. With
 // ImportOptions.Target, an archive whose header selects anything else
 // is refused too. The error names the record (its line) and the session,
 // sequence or selection.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
@@ -15,13 +16,14 @@ import (
 )
 
 // Stores are the stores an export reads or an import writes: those of
-// one installation. Files may be nil (a program that keeps no memory
-// files): an export then holds none, and an import of an archive that
-// has some fails at the first.
+// one installation. Files and Blocks may be nil (a program that keeps no
+// memory files, or no blocks): an export then holds none, and an import
+// of an archive that has some fails at the first.
 type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
 	Files    memoryfiles.Store
+	Blocks   blocks.Store
 }
 
 // Selection chooses what an export copies: the whole installation (App
@@ -104,6 +106,9 @@ func (e *exporter) apps(ctx context.Context) ([]string, error) {
 	if e.st.Files != nil {
 		lists = append(lists, lister{"memory files", e.st.Files.Apps})
 	}
+	if e.st.Blocks != nil {
+		lists = append(lists, lister{"blocks", e.st.Blocks.Apps})
+	}
 	var all []string
 	for _, list := range lists {
 		after := ""
@@ -125,7 +130,7 @@ func (e *exporter) apps(ctx context.Context) ([]string, error) {
 
 // app exports one app, or the selected user of it.
 func (e *exporter) app(ctx context.Context, app string) error {
-	steps := []func(context.Context, string) error{e.states, e.sessions, e.config, e.memories, e.files, e.watermarks, e.operations}
+	steps := []func(context.Context, string) error{e.states, e.sessions, e.config, e.memories, e.files, e.blocks, e.watermarks, e.operations}
 	for _, step := range steps {
 		if err := step(ctx, app); err != nil {
 			return fmt.Errorf("exporting app %s: %w", app, err)
@@ -332,6 +337,62 @@ func (e *exporter) userFiles(ctx context.Context, app, user string) error {
 		}
 		q.AfterPath, q.AfterID = page[len(page)-1].Path, page[len(page)-1].ID
 	}
+}
+
+// blocks writes the app's blocks: its shared blocks (unless a user is
+// selected), then its users' (the selected user's), user by user in id
+// order, each block in label order followed by its revisions, newest
+// first.
+func (e *exporter) blocks(ctx context.Context, app string) error {
+	if e.st.Blocks == nil {
+		return nil
+	}
+	if e.sel.User != "" {
+		return e.ownerBlocks(ctx, app, e.sel.User)
+	}
+	if err := e.ownerBlocks(ctx, app, ""); err != nil {
+		return err
+	}
+	after := ""
+	for {
+		users, err := e.st.Blocks.Users(ctx, app, after, userPage)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := e.ownerBlocks(ctx, app, u); err != nil {
+				return err
+			}
+		}
+		if len(users) < userPage {
+			return nil
+		}
+		after = users[len(users)-1]
+	}
+}
+
+// ownerBlocks writes the blocks of a user (user empty: the app's shared
+// blocks), at most blocks.MaxBlocks, with their revisions.
+func (e *exporter) ownerBlocks(ctx context.Context, app, user string) error {
+	list, err := e.st.Blocks.List(ctx, app, user, "", blocks.MaxBlocks)
+	if err != nil {
+		return err
+	}
+	for _, b := range list {
+		if err := e.w.Block(b); err != nil {
+			return err
+		}
+		revs, err := e.st.Blocks.ListRevisions(ctx, b.Key, 0, blocks.MaxRevisions)
+		if err != nil {
+			return fmt.Errorf("block %s: %w", b.Name(), err)
+		}
+		for _, r := range revs {
+			if err := e.w.BlockRevision(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // watermarks writes the app's generation watermarks (of the selected

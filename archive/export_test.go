@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kioku-ai/kioku/archive"
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/jobs"
@@ -45,7 +46,7 @@ func openStores(t *testing.T, cfg node.Config) archive.Stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Files: st.Files}
+	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Files: st.Files, Blocks: st.Blocks}
 }
 
 var t0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
@@ -127,6 +128,16 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 			t.Fatalf("memory file %v: %s", c.input, res.Output)
 		}
 	}
+
+	// Blocks: u1's (appended to) and the app's shared persona.
+	bl := blocks.NewService(st.Blocks, blocks.Config{Now: clock})
+	human := blocks.Key{App: "a1", User: "u1", Label: "human"}
+	_, err = bl.Update(ctx, blocks.UpdateRequest{Key: human, Value: "Name: Ann.", Description: "The user.", Limit: 100})
+	must(err)
+	_, err = bl.Append(ctx, human, "Likes tea.")
+	must(err)
+	_, err = bl.Update(ctx, blocks.UpdateRequest{Key: blocks.Key{App: "a1", Label: "persona"}, Value: "I am Hana.", ReadOnly: true})
+	must(err)
 	return f
 }
 
@@ -196,6 +207,10 @@ func summary(recs []*archive.Record) []string {
 			what = r.File.Name()
 		case archive.KindFileRevision:
 			what = r.FileRevision.Name()
+		case archive.KindBlock:
+			what = r.Block.Name()
+		case archive.KindBlockRevision:
+			what = r.BlockRevision.Name()
 		}
 		out = append(out, string(r.Kind)+" "+what)
 	}
@@ -223,6 +238,8 @@ func TestExport(t *testing.T) {
 				"memory_file apps/a1/users/u1/memoryFiles/mf1", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/1",
 				"memory_file apps/a1/users/u1/memoryFiles/mf2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/1",
 				"memory_file apps/a1/users/u2/memoryFiles/mf3", "memory_file_revision apps/a1/users/u2/memoryFiles/mf3/revisions/1",
+				"block apps/a1/blocks/persona", "block_revision apps/a1/blocks/persona/revisions/1",
+				"block apps/a1/users/u1/blocks/human", "block_revision apps/a1/users/u1/blocks/human/revisions/2", "block_revision apps/a1/users/u1/blocks/human/revisions/1",
 				"watermark apps/a1/users/u1/sessions/s1=2", "watermark apps/a1/users/u2/sessions/t1=1",
 				"operation " + opName,
 				"app_state a2/",
@@ -240,6 +257,7 @@ func TestExport(t *testing.T) {
 				"memory apps/a1/memories/m3", "revision apps/a1/memories/m3/revisions/2", "revision apps/a1/memories/m3/revisions/1",
 				"memory_file apps/a1/users/u1/memoryFiles/mf1", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf1/revisions/1",
 				"memory_file apps/a1/users/u1/memoryFiles/mf2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/2", "memory_file_revision apps/a1/users/u1/memoryFiles/mf2/revisions/1",
+				"block apps/a1/users/u1/blocks/human", "block_revision apps/a1/users/u1/blocks/human/revisions/2", "block_revision apps/a1/users/u1/blocks/human/revisions/1",
 				"watermark apps/a1/users/u1/sessions/s1=2",
 				"operation " + opName,
 			}
@@ -300,7 +318,7 @@ func TestExport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(op, all[27].Operation); diff != "" {
+			if diff := cmp.Diff(op, all[32].Operation); diff != "" {
 				t.Errorf("operation record (-stored +archived):\n%s", diff)
 			}
 			mf1, err := st.Files.GetFile(ctx, "a1", "u1", "mf1")
@@ -319,6 +337,24 @@ func TestExport(t *testing.T) {
 			}
 			if !all[20].File.Deleted || all[21].FileRevision.Action != memoryfiles.Deleted {
 				t.Errorf("the deleted memory file's records: %+v, %+v", all[20].File, all[21].FileRevision)
+			}
+			human := blocks.Key{App: "a1", User: "u1", Label: "human"}
+			b, err := st.Blocks.Get(ctx, human)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(b, all[27].Block); diff != "" || b.Value != "Name: Ann.\nLikes tea." {
+				t.Errorf("block record (-stored +archived):\n%s", diff)
+			}
+			blockRevs, err := st.Blocks.ListRevisions(ctx, human, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(blockRevs, []*blocks.Revision{all[28].BlockRevision, all[29].BlockRevision}); diff != "" {
+				t.Errorf("block_revision records (-stored +archived):\n%s", diff)
+			}
+			if p := all[25].Block; !p.ReadOnly || p.User != "" || p.Value != "I am Hana." {
+				t.Errorf("the shared block's record: %+v", p)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
@@ -27,8 +28,9 @@ import (
 // every version from 1 (version 2 added the memory files, which a
 // version-1 archive does not hold; version 3 memories' display names,
 // descriptions and typed metadata values, in metadata.Map's stored
-// form, which reads the string values of before as they were).
-const Version = 3
+// form, which reads the string values of before as they were; version 4
+// the core memory blocks).
+const Version = 4
 
 // formatName is the header's "format": what tells a kioku archive.
 const formatName = "kioku-archive"
@@ -55,6 +57,8 @@ const (
 	KindOperation      Kind = "operation"
 	KindMemoryFile     Kind = "memory_file"
 	KindFileRevision   Kind = "memory_file_revision"
+	KindBlock          Kind = "block"
+	KindBlockRevision  Kind = "block_revision"
 	KindEnd            Kind = "end"
 )
 
@@ -106,6 +110,10 @@ type Record struct {
 	File *memoryfiles.File
 	// FileRevision is a memory_file_revision record.
 	FileRevision *memoryfiles.Revision
+	// Block is a block record.
+	Block *blocks.Block
+	// BlockRevision is a block_revision record.
+	BlockRevision *blocks.Revision
 	// Counts are the end record's.
 	Counts Counts
 	// Size is the size of the record's encoding, in bytes.

@@ -226,7 +226,7 @@ func TestReaderRefuses(t *testing.T) {
 		{"not gzip", bytes.NewBufferString("hello"), true, "not a kioku archive"},
 		{"empty", gz(), true, "it is empty"},
 		{"other json", gz(`{"a":1}`), true, "not a kioku-archive header"},
-		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":4}`), true, "format version 4; this kioku reads versions 1 to 3"},
+		{"later version", gz(`{"kind":"header","format":"kioku-archive","version":5}`), true, "format version 5; this kioku reads versions 1 to 4"},
 		{"unknown header field", gz(`{"kind":"header","format":"kioku-archive","version":1,"shard":3}`), true, `unknown field "shard"`},
 		{"truncated", gz(header, `{"kind":"app_state","name":"apps/a/state","state":{}}`), false, "without its end record: it is truncated"},
 		{"unknown kind", gz(header, `{"kind":"vector_index","name":"x"}`), false, `unknown record kind "vector_index"`},

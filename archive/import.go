@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
@@ -176,6 +177,10 @@ type importer struct {
 	file     *memoryfiles.File
 	fileRevs []*memoryfiles.Revision
 
+	// The block whose revisions follow, and its revisions.
+	block     *blocks.Block
+	blockRevs []*blocks.Revision
+
 	// Watermarks not written yet, of one app.
 	marksApp string
 	marks    map[string]int64
@@ -196,11 +201,14 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 	case KindFileRevision:
 		im.fileRevs = append(im.fileRevs, rec.FileRevision)
 		return nil
+	case KindBlockRevision:
+		im.blockRevs = append(im.blockRevs, rec.BlockRevision)
+		return nil
 	}
 	if err := im.flush(ctx); err != nil {
 		return err
 	}
-	im.session, im.memory, im.file = nil, nil, nil
+	im.session, im.memory, im.file, im.block = nil, nil, nil, nil
 	switch rec.Kind {
 	case KindAppState, KindUserState:
 		wrote, err := im.st.Sessions.ImportState(ctx, rec.State)
@@ -234,6 +242,12 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 			return fmt.Errorf("memory file %s: this program keeps no memory files", rec.File.Name())
 		}
 		im.file = rec.File
+		return nil
+	case KindBlock:
+		if im.st.Blocks == nil {
+			return fmt.Errorf("block %s: this program keeps no blocks", rec.Block.Name())
+		}
+		im.block = rec.Block
 		return nil
 	case KindOperation:
 		_, err := im.st.Memories.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
@@ -342,7 +356,25 @@ func (im *importer) config(ctx context.Context, c *appconfig.Config) error {
 
 // flush writes every batch.
 func (im *importer) flush(ctx context.Context) error {
-	return errors.Join(im.flushEvents(ctx), im.flushMemory(ctx), im.flushFile(ctx), im.flushMarks(ctx))
+	return errors.Join(im.flushEvents(ctx), im.flushMemory(ctx), im.flushFile(ctx), im.flushBlock(ctx), im.flushMarks(ctx))
+}
+
+// flushBlock writes the current block with its revisions.
+func (im *importer) flushBlock(ctx context.Context) error {
+	if im.block == nil {
+		return nil
+	}
+	b := im.block
+	wrote, n, err := im.st.Blocks.Import(ctx, b, im.blockRevs)
+	im.block, im.blockRevs = nil, nil
+	if err != nil {
+		return fmt.Errorf("block %s: %w", b.Name(), err)
+	}
+	if wrote {
+		im.rep.Written[KindBlock]++
+	}
+	im.rep.Written.add(KindBlockRevision, n)
+	return nil
 }
 
 // flushFile writes the current memory file with its revisions.
@@ -443,6 +475,12 @@ func within(h Header, rec *Record) error {
 		app, user = rec.File.App, rec.File.User
 	case KindFileRevision:
 		app, user = rec.FileRevision.App, rec.FileRevision.User
+	case KindBlock:
+		app, user = rec.Block.App, rec.Block.User
+		userless = user == ""
+	case KindBlockRevision:
+		app, user = rec.BlockRevision.App, rec.BlockRevision.User
+		userless = user == ""
 	default:
 		return nil
 	}

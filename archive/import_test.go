@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kioku-ai/kioku/archive"
+	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
@@ -76,7 +77,7 @@ func TestRoundTrip(t *testing.T) {
 	want := archive.Counts{
 		archive.KindAppState: 2, archive.KindUserState: 2, archive.KindSession: 2, archive.KindEvent: 3,
 		archive.KindConfig: 1, archive.KindMemory: 3, archive.KindRevision: 5, archive.KindWatermark: 2, archive.KindOperation: 1,
-		archive.KindMemoryFile: 3, archive.KindFileRevision: 5,
+		archive.KindMemoryFile: 3, archive.KindFileRevision: 5, archive.KindBlock: 2, archive.KindBlockRevision: 3,
 	}
 	if diff := cmp.Diff(want, rep.Written); diff != "" || rep.Reembedded != 0 {
 		t.Fatalf("records written into Firestore (-want +got), %d re-embedded:\n%s", rep.Reembedded, diff)
@@ -123,6 +124,11 @@ func TestRoundTrip(t *testing.T) {
 		// The usage came along: the next edit applies.
 		if edit, err := files.Execute(ctx, "a1", "u1", map[string]any{"command": "insert", "path": "/memories/notes.md", "insert_line": 1.0, "insert_text": "Ann swims."}); err != nil || edit.IsError {
 			t.Fatalf("editing an imported memory file: %+v, %v", edit, err)
+		}
+		// The blocks came with their revisions: the next edit follows them.
+		b, err := blocks.NewService(st.Blocks, blocks.Config{}).Append(ctx, blocks.Key{App: "a1", User: "u1", Label: "human"}, "Swims.")
+		if err != nil || b.Value != "Name: Ann.\nLikes tea.\nSwims." || b.Revision != 3 || b.Limit != 100 || b.Description != "The user." {
+			t.Fatalf("appending to an imported block: %+v, %v", b, err)
 		}
 	}
 }
@@ -246,11 +252,11 @@ func TestImportRefusesConflicts(t *testing.T) {
 func TestImportRefusesOtherVersions(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":4,"created":"2030-01-01T00:00:00Z"}`+"\n")
+	io.WriteString(zw, `{"kind":"header","format":"kioku-archive","version":5,"created":"2030-01-01T00:00:00Z"}`+"\n")
 	zw.Close()
 	_, err := archive.NewReader(&buf)
-	if err == nil || !strings.Contains(err.Error(), "format version 4; this kioku reads versions 1 to 3") {
-		t.Fatalf("reading a version 4 archive: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "format version 5; this kioku reads versions 1 to 4") {
+		t.Fatalf("reading a version 5 archive: %v", err)
 	}
 }
 

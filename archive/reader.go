@@ -139,7 +139,7 @@ func (r *Reader) Next() (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("line %d of the archive is not a JSON object: %w", r.line, err)
 	}
-	if (kind == KindMemoryFile || kind == KindFileRevision) && r.version < 2 {
+	if (kind == KindMemoryFile || kind == KindFileRevision) && r.version < 2 || (kind == KindBlock || kind == KindBlockRevision) && r.version < 4 {
 		return nil, fmt.Errorf("line %d of the archive is a %s record, which format version %d does not have", r.line, kind, r.version)
 	}
 	rec, err := decode(kind, line)
@@ -299,6 +299,10 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		}
 	case KindMemoryFile, KindFileRevision:
 		if err := decodeFileRecord(rec, line); err != nil {
+			return nil, err
+		}
+	case KindBlock, KindBlockRevision:
+		if err := decodeBlockRecord(rec, line); err != nil {
 			return nil, err
 		}
 	case KindEnd:

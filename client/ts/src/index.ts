@@ -25,6 +25,7 @@ import { Code, ConnectError, createClient, type Client, type Interceptor, type T
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 
 import { AuthService } from "./gen/kioku/v1/auth_service_pb.js";
+import { file_kioku_v1_block_service, BlockService } from "./gen/kioku/v1/block_service_pb.js";
 import { file_kioku_v1_memory, GenerateMemoriesResponseSchema, PurgeMemoriesResponseSchema, type GenerateMemoriesResponse, type PurgeMemoriesResponse } from "./gen/kioku/v1/memory_pb.js";
 import { file_kioku_v1_memory_bank_service, MemoryBankService } from "./gen/kioku/v1/memory_bank_service_pb.js";
 import { file_kioku_v1_memory_file_service, MemoryFileService, type ExecuteResponse } from "./gen/kioku/v1/memory_file_service_pb.js";
@@ -33,6 +34,7 @@ import { file_kioku_v1_operation_service, OperationService } from "./gen/kioku/v
 import { file_kioku_v1_session } from "./gen/kioku/v1/session_pb.js";
 import { file_kioku_v1_session_service, SessionService, type AppendEventRequest } from "./gen/kioku/v1/session_service_pb.js";
 
+export * from "./gen/kioku/v1/block_service_pb.js";
 export * from "./gen/kioku/v1/memory_pb.js";
 export * from "./gen/kioku/v1/memory_bank_service_pb.js";
 export * from "./gen/kioku/v1/memory_file_service_pb.js";
@@ -56,6 +58,7 @@ export const registry = createRegistry(
   file_kioku_v1_operation,
   file_kioku_v1_operation_service,
   file_kioku_v1_memory_file_service,
+  file_kioku_v1_block_service,
 );
 
 /** Options of {@link createKiokuClient}. */
@@ -175,6 +178,8 @@ export interface KiokuClient {
   files: Client<typeof MemoryFileService>;
   /** Mints a user's token (`mintUserToken`, app keys only) for a page to send as its key. */
   auth: Client<typeof AuthService>;
+  /** The core memory blocks: a user's and the app's shared ones. */
+  blocks: Client<typeof BlockService>;
   /** The transport the services share. */
   transport: Transport;
 }
@@ -213,6 +218,7 @@ export function createKiokuClient(options: KiokuClientOptions): KiokuClient {
     operations: createClient(OperationService, transport),
     files: createClient(MemoryFileService, transport),
     auth: createClient(AuthService, transport),
+    blocks: createClient(BlockService, transport),
     transport,
   };
 }

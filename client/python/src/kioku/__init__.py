@@ -12,8 +12,9 @@
 
 The generated modules are in kioku.v1 (session_pb2, session_service_pb2,
 memory_pb2, memory_bank_service_pb2, operation_pb2, operation_service_pb2,
-memory_file_service_pb2 and the *_pb2_grpc service stubs). Client holds one
-channel with the service stubs (sessions, memories, operations, files) and
+memory_file_service_pb2, block_service_pb2 and the *_pb2_grpc service
+stubs). Client holds one channel with the service stubs (sessions,
+memories, operations, files, blocks) and
 adds what a program needs around them: iterators over every List method,
 watch_session as a generator, wait_operation, run_memory_tool (a Claude
 memory tool_use input in, the tool_result's content and is_error out), the
@@ -39,6 +40,7 @@ from kioku._client import (
     user_name,
 )
 from kioku.v1 import (
+    block_service_pb2,
     memory_bank_service_pb2,
     memory_file_service_pb2,
     memory_pb2,
@@ -56,6 +58,7 @@ __all__ = [
     "OperationTimeout",
     "RetryPolicy",
     "app_name",
+    "block_service_pb2",
     "generate_result",
     "memory_bank_service_pb2",
     "memory_file_name",

@@ -10,6 +10,8 @@ from google.protobuf import descriptor_pb2, json_format, struct_pb2
 
 from kioku.v1 import (
     auth_service_pb2_grpc,
+    block_service_pb2,
+    block_service_pb2_grpc,
     memory_bank_service_pb2,
     memory_bank_service_pb2_grpc,
     memory_file_service_pb2,
@@ -167,7 +169,7 @@ def new_event_id():
 def _safe_methods():
     """The full names (/service/method) of the methods without side effects."""
     out = set()
-    for module in (session_service_pb2, memory_bank_service_pb2, operation_service_pb2, memory_file_service_pb2):
+    for module in (session_service_pb2, memory_bank_service_pb2, operation_service_pb2, memory_file_service_pb2, block_service_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             for m in service.methods:
                 if m.GetOptions().idempotency_level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS:
@@ -244,6 +246,7 @@ class Client:
         self.operations = operation_service_pb2_grpc.OperationServiceStub(channel)
         self.files = memory_file_service_pb2_grpc.MemoryFileServiceStub(channel)
         self.auth = auth_service_pb2_grpc.AuthServiceStub(channel)
+        self.blocks = block_service_pb2_grpc.BlockServiceStub(channel)
 
     def close(self):
         """Closes the channel."""
