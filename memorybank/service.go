@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/wake"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
@@ -103,7 +104,7 @@ type Service struct {
 	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
 	idle      idleSessions
 
-	feed *feedBroker // wakes WatchChanges on this server's writes
+	feed *wake.Broker[string] // wakes WatchChanges on this server's writes
 }
 
 type cachedConfig struct {
@@ -136,7 +137,7 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.WatchPollInterval <= 0 {
 		cfg.WatchPollInterval = time.Second
 	}
-	feed := newFeedBroker()
+	feed := wake.New[string]()
 	s := &Service{
 		store:       wakingStore{Store: store, feed: feed},
 		feed:        feed,

@@ -2,58 +2,16 @@ package memorybank
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/kioku-ai/kioku/internal/wake"
 )
-
-// feedBroker wakes the watchers of an app's change feed when this process
-// commits a Write of the app. Watchers also poll, for the writes of other
-// servers.
-type feedBroker struct {
-	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{}
-}
-
-func newFeedBroker() *feedBroker {
-	return &feedBroker{subs: map[string]map[chan struct{}]struct{}{}}
-}
-
-func (b *feedBroker) subscribe(app string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	set := b.subs[app]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		b.subs[app] = set
-	}
-	set[ch] = struct{}{}
-	b.mu.Unlock()
-	return ch, func() {
-		b.mu.Lock()
-		delete(set, ch)
-		if len(set) == 0 {
-			delete(b.subs, app)
-		}
-		b.mu.Unlock()
-	}
-}
-
-func (b *feedBroker) notify(app string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs[app] {
-		select {
-		case ch <- struct{}{}:
-		default: // a wake-up is already pending
-		}
-	}
-}
 
 // wakingStore is the Service's store: its Writes that change memories wake
 // the app's watchers once committed.
 type wakingStore struct {
 	Store
-	feed *feedBroker
+	feed *wake.Broker[string]
 }
 
 func (w wakingStore) Write(ctx context.Context, wr *Write) error {
@@ -61,7 +19,7 @@ func (w wakingStore) Write(ctx context.Context, wr *Write) error {
 		return err
 	}
 	if len(wr.Changes) > 0 {
-		w.feed.notify(wr.App)
+		w.feed.Notify(wr.App)
 	}
 	return nil
 }
@@ -74,7 +32,7 @@ func (w wakingStore) Write(ctx context.Context, wr *Write) error {
 // behind). A cursor of a scope's watcher advances over the other scopes'
 // changes too, so that a resumed watch reads none of them again.
 func (s *Service) WatchChanges(ctx context.Context, r ChangesRequest, send func(*ChangeRecord) error) error {
-	wake, cancel := s.feed.subscribe(r.App)
+	wake, cancel := s.feed.Subscribe(r.App)
 	defer cancel()
 	ticker := time.NewTicker(s.cfg.WatchPollInterval)
 	defer ticker.Stop()

@@ -72,7 +72,7 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 		return res.Event, nil
 	}
 	s.kickIndexer()
-	s.broker.notify(key)
+	s.broker.Notify(key)
 	s.notify(Notice{Key: key, Sequence: res.Event.Sequence, Time: res.Event.Timestamp, Appends: 1, Bytes: int64(len(body))})
 	return res.Event, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/wake"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -45,7 +46,7 @@ type Service struct {
 	poll   time.Duration
 	log    *slog.Logger
 	gen    model.Generator
-	broker *broker
+	broker *wake.Broker[Key]
 
 	obsMu     sync.Mutex
 	observers []*observation
@@ -66,7 +67,7 @@ func NewService(store Store, cfg Config) *Service {
 		poll:   cfg.WatchPollInterval,
 		log:    cfg.Logger,
 		gen:    cfg.Generator,
-		broker: newBroker(),
+		broker: wake.New[Key](),
 
 		indexDelay: cfg.SearchIndexDelay,
 	}

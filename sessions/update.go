@@ -71,7 +71,7 @@ func (s *Service) DeleteSession(ctx context.Context, key Key) error {
 	if err := s.store.DeleteSession(ctx, key, s.now()); err != nil {
 		return err
 	}
-	s.broker.notify(key)
+	s.broker.Notify(key)
 	s.notify(Notice{Key: key, Deleted: true})
 	return nil
 }
@@ -95,7 +95,7 @@ func (s *Service) DeleteUser(ctx context.Context, app, user string) (int, error)
 	for {
 		keys, err := s.store.DeleteUserSessions(ctx, app, user, 100)
 		for _, key := range keys {
-			s.broker.notify(key)
+			s.broker.Notify(key)
 			s.notify(Notice{Key: key, Deleted: true})
 		}
 		n += len(keys)

@@ -2,53 +2,10 @@ package sessions
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
 )
-
-// broker wakes the watchers of a session when this process appends to it or
-// deletes it. Watchers also poll, for changes made by other servers.
-type broker struct {
-	mu   sync.Mutex
-	subs map[Key]map[chan struct{}]struct{}
-}
-
-func newBroker() *broker {
-	return &broker{subs: make(map[Key]map[chan struct{}]struct{})}
-}
-
-func (b *broker) subscribe(key Key) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	set := b.subs[key]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		b.subs[key] = set
-	}
-	set[ch] = struct{}{}
-	b.mu.Unlock()
-	return ch, func() {
-		b.mu.Lock()
-		delete(set, ch)
-		if len(set) == 0 {
-			delete(b.subs, key)
-		}
-		b.mu.Unlock()
-	}
-}
-
-func (b *broker) notify(key Key) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs[key] {
-		select {
-		case ch <- struct{}{}:
-		default: // a wake-up is already pending
-		}
-	}
-}
 
 // Watch calls send for every event appended to the session after the call,
 // in sequence order, until ctx is done (it then returns ctx's error), send
@@ -62,7 +19,7 @@ func (s *Service) Watch(ctx context.Context, key Key, after *int64, send func(*E
 	if after != nil && *after < 0 {
 		return fault.Invalidf("after_sequence must not be negative")
 	}
-	wake, cancel := s.broker.subscribe(key)
+	wake, cancel := s.broker.Subscribe(key)
 	defer cancel()
 	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: s.now(), Skip: true})
 	if err != nil {
