@@ -8,20 +8,20 @@ import (
 	"testing"
 )
 
-// benchCommand matches a line of a code block that runs kioku bench (or
-// go run ./cmd/kioku bench), after a prompt and variables, if any; the
+// benchCommand matches a line of a code block that runs kioku-bench (or
+// go run ./cmd/kioku-bench), after a prompt and variables, if any; the
 // submatch is the rest of the line. In a block of measured output
 // (```text) only a line after a $ prompt is a command.
-var benchCommand = regexp.MustCompile(`(?m)^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:go run \./cmd/)?kioku bench (.*)`)
+var benchCommand = regexp.MustCompile(`(?m)^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:go run \./cmd/)?kioku-bench (.*)`)
 
-// TestBenchCommandsParse: every kioku bench command the pages show still
+// TestBenchCommandsParse: every kioku-bench command the pages show still
 // parses: the scenario exists and every flag is one of its flags with a
 // value of the right kind. The command runs with -h after its flags, so
 // the flag package reads them all and then stops with the scenario's
 // help; nothing is measured (the figures are measured, and noisy, and
 // not asserted).
 func TestBenchCommandsParse(t *testing.T) {
-	bin := kiokuBinary(t)
+	bin := built(t, "kioku-bench")
 	seen := map[string]bool{}
 	for _, p := range pages(t) {
 		for _, b := range p.blocks {
@@ -40,8 +40,8 @@ func TestBenchCommandsParse(t *testing.T) {
 					continue
 				}
 				seen[key] = true
-				where := fmt.Sprintf("%s:%d: kioku bench %s", p.path, b.line, key)
-				out, err := exec.Command(bin, append(append([]string{"bench"}, args...), "-h")...).CombinedOutput()
+				where := fmt.Sprintf("%s:%d: kioku-bench %s", p.path, b.line, key)
+				out, err := exec.Command(bin, append(args, "-h")...).CombinedOutput()
 				if err != nil {
 					t.Errorf("%s does not parse: %v\n%s", where, err, out)
 				}
@@ -49,7 +49,7 @@ func TestBenchCommandsParse(t *testing.T) {
 		}
 	}
 	if len(seen) < 6 {
-		t.Fatalf("found %d kioku bench commands in the pages; the benchmarks page shows every scenario", len(seen))
+		t.Fatalf("found %d kioku-bench commands in the pages; the benchmarks page shows every scenario", len(seen))
 	}
 }
 

@@ -329,38 +329,49 @@ func freeAddr(t *testing.T) string {
 // shellQuote quotes s for bash.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-var (
-	kiokuOnce sync.Once
-	kiokuPath string
-	kiokuErr  error
-)
+// binDir holds the commands the pages run, each built once for the test
+// binary's run (built).
+var binDir string
 
-// kiokuBinary builds cmd/kioku once for the test binary's run.
-func kiokuBinary(t *testing.T) string {
-	kiokuOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kioku-docs-")
-		if err != nil {
-			kiokuErr = err
-			return
-		}
-		kiokuPath = filepath.Join(dir, "kioku")
-		cmd := exec.Command(goCommand(t), "build", "-o", kiokuPath, "./cmd/kioku")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			kiokuErr = fmt.Errorf("go build ./cmd/kioku: %v\n%s", err, out)
-		}
-	})
-	if kiokuErr != nil {
-		t.Fatal(kiokuErr)
-	}
-	return kiokuPath
+var builds sync.Map // command name to *builtCommand
+
+type builtCommand struct {
+	once sync.Once
+	path string
+	err  error
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if kiokuPath != "" {
-		os.RemoveAll(filepath.Dir(kiokuPath))
+// built builds ./cmd/NAME once for the test binary's run and returns its
+// path.
+func built(t *testing.T, name string) string {
+	v, _ := builds.LoadOrStore(name, &builtCommand{})
+	b := v.(*builtCommand)
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, name)
+		cmd := exec.Command(goCommand(t), "build", "-o", b.path, "./cmd/"+name)
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
+	return b.path
+}
+
+// kiokuBinary is cmd/kioku, built once for the test binary's run.
+func kiokuBinary(t *testing.T) string { return built(t, "kioku") }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kioku-docs-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 

@@ -15,7 +15,7 @@
 //   - every ```console block is a transcript: its $ commands run in bash
 //     against a real kioku serve built from this tree, and each must print
 //     what the block shows after it (console_test.go);
-//   - every kioku bench command shown still parses its flags
+//   - every kioku-bench command shown still parses its flags
 //     (bench_test.go).
 //
 // The TypeScript and Python programs of docs/clients.md are run by their

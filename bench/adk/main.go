@@ -13,7 +13,7 @@
 // waiting) and at Go's default GOGC. kioku runs as a `kioku serve` of
 // its own (built from this repository, or --kioku), with its defaults, on
 // a fresh data directory each round; this process's writers call its
-// AppendEvent over Connect on HTTP/2 (h2c) on loopback, as `kioku bench
+// AppendEvent over Connect on HTTP/2 (h2c) on loopback, as `kioku-bench
 // sessions` does.
 //
 // Both services are set up once and measured in alternating slices of
@@ -67,7 +67,7 @@ import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 )
 
-// text is the benchmark event's text, as kioku bench sessions sends it.
+// text is the benchmark event's text, as kioku-bench sessions sends it.
 const text = "I would like a cup of green tea, please."
 
 func main() {

@@ -18,17 +18,6 @@ func encryptionKeyFlag(fs *cli.FlagSet) *string {
 	return fs.Env("encryption-key-file", "", "file holding the base64 32-byte master key (make one with openssl rand -base64 32 or kioku encryption new-key) that encrypts the sqlite store at rest; empty: not encrypted. A wrong or missing key for an encrypted store is refused")
 }
 
-// benchEncryption is an option of startBenchNode: with on, the store is
-// encrypted under a new master key (bench sessions and memories
-// --encrypted), to measure what encryption costs.
-func benchEncryption(on bool) func(*node.Config) {
-	return func(c *node.Config) {
-		if on {
-			c.EncryptionKey = seal.GenerateLocalKey()
-		}
-	}
-}
-
 // loadEncryptionKey reads the key file a flag names; "" is no key (a nil
 // interface, never a nil *seal.LocalKey).
 func loadEncryptionKey(path string) (seal.KeyWrapper, error) {

@@ -22,11 +22,20 @@ var upstreamTestImporters = []string{
 	"google.golang.org/genai",
 }
 
+// benchHarness are packages the production binary must not link: the
+// benchmarks (cmd/kioku-bench) and the scripted model they serve to a node
+// (the companion demo links it too, for its offline mode).
+var benchHarness = []string{
+	"github.com/kioku-ai/kioku/cmd/kioku-bench",
+	"github.com/kioku-ai/kioku/model/scripted",
+}
+
 // TestBinariesLinkNoTestCode checks the shipped commands, kioku and the
 // companion: no package of this module that they link imports testing or
 // net/http/httptest (the benchmarks' fake model is a scripted.Gemini on a
 // real listener, not modeltest's httptest server), and no package of
-// another module does besides upstreamTestImporters.
+// another module does besides upstreamTestImporters. kioku links none of
+// the benchmark harness (benchHarness).
 func TestBinariesLinkNoTestCode(t *testing.T) {
 	for _, cmd := range []string{"github.com/kioku-ai/kioku/cmd/kioku", "github.com/kioku-ai/kioku/cmd/companion"} {
 		out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Module", cmd).Output()
@@ -47,6 +56,9 @@ func TestBinariesLinkNoTestCode(t *testing.T) {
 				t.Fatal(err)
 			}
 			linked++
+			if strings.HasSuffix(cmd, "/cmd/kioku") && slices.Contains(benchHarness, p.ImportPath) {
+				t.Errorf("%s links %s, part of the benchmark harness", cmd, p.ImportPath)
+			}
 			for _, testPkg := range []string{"testing", "net/http/httptest"} {
 				if !slices.Contains(p.Imports, testPkg) {
 					continue

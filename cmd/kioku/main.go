@@ -3,7 +3,6 @@
 // Usage:
 //
 //	kioku serve [flags]        run the server (see kioku serve -h)
-//	kioku bench <scenario>     measure the service (see kioku bench -h)
 //	kioku key --app APP        make an API key for serve --auth-keys
 //	kioku token --app APP --user USER
 //	                           print a minted user token (--new-key FILE
@@ -26,9 +25,9 @@
 // the command line wins over the variable.
 //
 // Unless the GOGC environment variable is set, kioku runs its garbage
-// collector at GOGC=400 (see tuneGC); unless GOMEMLIMIT is set, serve and
-// the benchmarks give it a soft limit of the vector cache's budget plus
-// 48 MiB (see limitMemory).
+// collector at GOGC=400; unless GOMEMLIMIT is set, serve gives it a soft
+// limit of the vector cache's budget plus 48 MiB (node.TuneGC and
+// node.LimitMemory). The benchmarks are cmd/kioku-bench.
 package main
 
 import (
@@ -38,46 +37,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
+
+	"github.com/kioku-ai/kioku/internal/node"
 )
-
-// defaultGCPercent is the GOGC kioku runs with when the environment sets
-// none. kioku's Go heap stays small (a few MB live under load: the SQLite
-// page cache lives outside it, and nothing else is cached), so at Go's
-// default of 100 the collector's 4 MB minimum goal makes it run about a
-// hundred times a second under load and take over a tenth of the CPU. At
-// 400 the heap grows by a few MB and appends gain about a fifth in
-// throughput (docs/benchmarks.md, Sessions). A deployment that holds a large heap can
-// set GOGC (and GOMEMLIMIT) as for any Go program.
-const defaultGCPercent = 400
-
-// tuneGC applies defaultGCPercent unless GOGC is set.
-func tuneGC() {
-	if _, ok := os.LookupEnv("GOGC"); !ok {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-}
-
-// memoryHeadroom is what kioku's Go heap may hold beyond its vector cache
-// before the collector works harder (limitMemory).
-const memoryHeadroom = 48 << 20
-
-// limitMemory sets the Go runtime's soft memory limit to the vector
-// cache's budget plus memoryHeadroom, unless GOMEMLIMIT is set: at
-// defaultGCPercent a heap holding a full cache could otherwise grow to five
-// times the cache before a collection. The limit leaves defaultGCPercent
-// in charge while the heap is small.
-func limitMemory(vectorCacheBytes int64) {
-	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
-		debug.SetMemoryLimit(max(vectorCacheBytes, 0) + memoryHeadroom)
-	}
-}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tuneGC()
+	node.TuneGC()
 	if err := run(ctx, os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			// Help was asked for (-h) and printed: not a failure.
@@ -92,7 +60,6 @@ const usage = `kioku: sessions and memory bank service for LLM agents
 
 Usage:
   kioku serve [flags]      run the server
-  kioku bench SCENARIO     run a benchmark (kioku bench -h lists them)
   kioku key --app APP      make an API key for kioku serve --auth-keys
   kioku token --app APP --user USER
                            print a user token signed with the key file of
@@ -133,7 +100,7 @@ func run(ctx context.Context, args []string) error {
 	case "serve":
 		return serve(ctx, args[1:])
 	case "bench":
-		return bench(ctx, args[1:])
+		return errors.New("the benchmarks are a command of their own: go run ./cmd/kioku-bench SCENARIO (kioku-bench -h lists them)")
 	case "key":
 		return key(args[1:], os.Stdout)
 	case "token":

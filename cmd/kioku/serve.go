@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
-	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/server"
 	"github.com/kioku-ai/kioku/internal/server/auth"
@@ -241,7 +240,7 @@ func serve(ctx context.Context, args []string) error {
 	if exporting {
 		log.Info("exporting OpenTelemetry traces over OTLP", "endpoint", cmp.Or(*flags.otelEndpoint, "from OTEL_EXPORTER_OTLP_*"))
 	}
-	limitMemory(cacheBudget(cfg))
+	node.LimitMemory(cfg)
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -377,16 +376,4 @@ func reachableAddr(a net.Addr, certNames []string) string {
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
-}
-
-// cacheBudget is the vector cache's budget a node gets (none on
-// Firestore).
-func cacheBudget(cfg node.Config) int64 {
-	switch {
-	case cfg.Store == "firestore":
-		return 0
-	case cfg.VectorCacheBytes == 0:
-		return vectorcache.DefaultBytes
-	}
-	return cfg.VectorCacheBytes
 }

@@ -167,7 +167,7 @@ func consolidate(t *testing.T, facts ...string) []string {
 
 func TestConsolidateParaphrases(t *testing.T) {
 	for _, set := range [][][]string{
-		// The set of kioku bench paraphrases.
+		// The set of kioku-bench paraphrases.
 		{
 			{"Ann lives in Sapporo.", "Ann is living in Sapporo.", "Ann's home is in Sapporo."},
 			{"Ann prefers tea.", "Ann likes tea.", "Tea is Ann's favourite drink."},

@@ -53,7 +53,7 @@ type Config struct {
 	// DataDir holds the SQLite file (kioku.db). Created if missing.
 	DataDir string
 	// BenchUnsynced opens the SQLite file without syncing commits to disk
-	// (a crash can lose acknowledged writes). Only `kioku bench sessions`
+	// (a crash can lose acknowledged writes). Only `kioku-bench sessions`
 	// sets it, to measure what durability costs; serve never does.
 	BenchUnsynced bool
 	// FirestoreProject and FirestoreDatabase select the Firestore database.

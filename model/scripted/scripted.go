@@ -131,7 +131,7 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Serve serves h on a loopback port until stop is called, and returns its
 // base URL (http://127.0.0.1:PORT), for a model.Config's GeminiBaseURL. It
-// is what programs (kioku bench memories) use instead of an httptest
+// is what programs (kioku-bench memories) use instead of an httptest
 // server, so that they link no test code.
 func Serve(h http.Handler) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

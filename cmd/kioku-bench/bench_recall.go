@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-const benchRecallUsage = `Usage: kioku bench recall [--data PATH] [--sizes N,N] [--queries N] [--json]
+const benchRecallUsage = `Usage: kioku-bench recall [--data PATH] [--sizes N,N] [--queries N] [--json]
 
 Event search (SearchEvents) on the LoCoMo development split (see
 ../shared/data/locomo/README.md), with kioku in-process on loopback and a
@@ -91,7 +91,7 @@ func (t recallTurn) event(id string) *kiokuv1.Event {
 func eventID(diaID string) string { return strings.ReplaceAll(diaID, ":", "-") }
 
 func benchRecall(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench recall", "KIOKU_", benchRecallUsage)
+	fs := cli.NewFlagSet("kioku-bench recall", "KIOKU_", benchRecallUsage)
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo JSON file")
 	sizesFlag := fs.String("sizes", "10000,100000", "events of the latency user at which to measure, comma-separated")
 	queries := fs.Int("queries", 500, "searches timed at each size")
@@ -120,7 +120,7 @@ func benchRecall(ctx context.Context, args []string) error {
 	}
 	defer env.close()
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
-	fmt.Fprintf(stdout, "kioku bench recall: %s\n", *data)
+	fmt.Fprintf(stdout, "kioku-bench recall: %s\n", *data)
 	r := &benchReport{}
 
 	// Recall.

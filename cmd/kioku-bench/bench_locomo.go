@@ -22,7 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
-const benchLocomoUsage = `Usage: kioku bench locomo [--data PATH] [--variant turns|observations|observations-with-time|extracted-offline] [--json]
+const benchLocomoUsage = `Usage: kioku-bench locomo [--data PATH] [--variant turns|observations|observations-with-time|extracted-offline] [--json]
 
 LoCoMo retrieval (see ../shared/data/locomo/README.md). kioku runs
 in-process on loopback with a fresh temporary store. For each conversation,
@@ -246,7 +246,7 @@ func locomoDocs(c *locomoConversation, variant string) ([]locomoDoc, error) {
 }
 
 func benchLocomo(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench locomo", "KIOKU_", benchLocomoUsage)
+	fs := cli.NewFlagSet("kioku-bench locomo", "KIOKU_", benchLocomoUsage)
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo JSON file")
 	variant := fs.String("variant", "turns", "turns, observations, observations-with-time or extracted-offline")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
@@ -277,7 +277,7 @@ func benchLocomo(ctx context.Context, args []string) error {
 	}
 	defer env.close()
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
-	fmt.Fprintf(stdout, "kioku bench locomo: %s, variant %s, embedder %s\n", *data, *variant, env.node.Memories.EmbedderName())
+	fmt.Fprintf(stdout, "kioku-bench locomo: %s, variant %s, embedder %s\n", *data, *variant, env.node.Memories.EmbedderName())
 	var gen *locomoExtracted
 	if extracted {
 		start := time.Now()

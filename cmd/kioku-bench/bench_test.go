@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func runBench(t *testing.T, args ...string) map[string]any {
 	stdout = &out
 	defer func() { stdout = old }()
 	if err := bench(t.Context(), args); err != nil {
-		t.Fatalf("kioku bench %v: %v\n%s", args, err, out.String())
+		t.Fatalf("kioku-bench %v: %v\n%s", args, err, out.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var m map[string]any
@@ -320,5 +321,23 @@ func TestBenchFirestoreCosts(t *testing.T) {
 		if v, ok := m[k].(float64); !ok || v <= 0 {
 			t.Errorf("bench memories --store firestore: %s = %v, want a positive figure (all: %v)", k, m[k], m)
 		}
+	}
+}
+
+// TestHelpAndUnknownScenario: kioku-bench -h and a scenario's -h print
+// their usage and succeed; an unknown scenario is an error naming it.
+func TestHelpAndUnknownScenario(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"mcp", "-h"}, {"sessions", "-h"}} {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), "KIOKU_TEST_AS_KIOKU=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Usage: kioku-bench") {
+			t.Errorf("kioku-bench %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "nope")
+	cmd.Env = append(os.Environ(), "KIOKU_TEST_AS_KIOKU=1")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `unknown bench scenario "nope"`) {
+		t.Errorf("kioku-bench nope: %v\n%s", err, out)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
-const benchParaphrasesUsage = `Usage: kioku bench paraphrases [--json] [model flags]
+const benchParaphrasesUsage = `Usage: kioku-bench paraphrases [--json] [model flags]
 
 Consolidation of paraphrases: kioku runs in-process on loopback with a
 fresh temporary store and the generation model the flags choose (the
@@ -43,7 +43,7 @@ var paraphrases = [][]string{
 }
 
 func benchParaphrases(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench paraphrases", "KIOKU_", benchParaphrasesUsage)
+	fs := cli.NewFlagSet("kioku-bench paraphrases", "KIOKU_", benchParaphrasesUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	flags := cli.RegisterModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +62,7 @@ func benchParaphrases(ctx context.Context, args []string) error {
 	if provider == "" {
 		provider = "offline"
 	}
-	fmt.Fprintf(stdout, "kioku bench paraphrases: model provider %s, embedder %s\n", provider, env.node.Memories.EmbedderName())
+	fmt.Fprintf(stdout, "kioku-bench paraphrases: model provider %s, embedder %s\n", provider, env.node.Memories.EmbedderName())
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
 	scope := map[string]string{"user_id": "ann"}

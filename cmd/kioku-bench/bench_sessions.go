@@ -24,7 +24,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-const benchSessionsUsage = `Usage: kioku bench sessions [--json] [--store sqlite|firestore] [--rate N,...] [--sender child|inline]
+const benchSessionsUsage = `Usage: kioku-bench sessions [--json] [--store sqlite|firestore] [--rate N,...] [--sender child|inline]
 
 Starts kioku in-process on loopback with a fresh temporary store and
 measures, in one run:
@@ -80,7 +80,7 @@ Flags:
 `
 
 func benchSessions(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench sessions", "KIOKU_", benchSessionsUsage)
+	fs := cli.NewFlagSet("kioku-bench sessions", "KIOKU_", benchSessionsUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
 	project := fs.String("firestore-project", "", "Firestore project (--store firestore; with FIRESTORE_EMULATOR_HOST set, a fresh one by default)")
@@ -127,7 +127,7 @@ func benchSessions(ctx context.Context, args []string) error {
 
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench sessions: store %s (encrypted %v), %d clients, %v per throughput phase", *store, *encrypted, clients, *duration)
+	say("kioku-bench sessions: store %s (encrypted %v), %d clients, %v per throughput phase", *store, *encrypted, clients, *duration)
 
 	// No-op RPCs through the same stack.
 	health := grpchealth.NewClient(env.httpClient, env.url)

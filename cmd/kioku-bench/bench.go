@@ -11,7 +11,7 @@ import (
 // stdout receives the benchmarks' report (tests replace it).
 var stdout io.Writer = os.Stdout
 
-const benchUsage = `Usage: kioku bench SCENARIO [flags]
+const benchUsage = `Usage: kioku-bench SCENARIO [flags]
 
 Scenarios:
   sessions    session throughput and read latency over loopback RPC
@@ -24,7 +24,7 @@ Scenarios:
   export      kioku export and import of a large store: time and peak memory
   mcp         a tool call over MCP beside the same call over Connect: latency
 
-Run "kioku bench SCENARIO -h" for a scenario's flags.
+Run "kioku-bench SCENARIO -h" for a scenario's flags.
 `
 
 // benchScenarios runs each scenario with its arguments.

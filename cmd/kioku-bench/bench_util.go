@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/node"
+	"github.com/kioku-ai/kioku/internal/seal"
 )
 
 // benchEnv is a kioku node serving on loopback for a benchmark, with a
@@ -45,7 +46,7 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 	for _, f := range extra {
 		f(&cfg)
 	}
-	limitMemory(cacheBudget(cfg)) // as kioku serve does
+	node.LimitMemory(cfg) // as kioku serve does
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -387,4 +388,15 @@ func (e *benchEnv) idleUsage(ctx context.Context, d time.Duration) ([3]float64, 
 	u := e.node.Firestore.Usage().Sub(before)
 	scale := float64(time.Minute) / float64(d)
 	return [3]float64{float64(u.Reads) * scale, float64(u.Writes) * scale, float64(u.Deletes) * scale}, nil
+}
+
+// benchEncryption is an option of startBenchNode: with on, the store is
+// encrypted under a new master key (bench sessions and memories
+// --encrypted), to measure what encryption costs.
+func benchEncryption(on bool) func(*node.Config) {
+	return func(c *node.Config) {
+		if on {
+			c.EncryptionKey = seal.GenerateLocalKey()
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"os"
@@ -12,14 +12,14 @@ func TestTuneGC(t *testing.T) {
 
 	// With GOGC set, kioku leaves the collector alone.
 	t.Setenv("GOGC", "150")
-	tuneGC()
+	TuneGC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("with GOGC set, the GC percent became %d; want it untouched (100)", got)
 	}
 
 	// Without it, kioku applies its default.
 	os.Unsetenv("GOGC") // t.Setenv restores the variable after the test
-	tuneGC()
+	TuneGC()
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("without GOGC, the GC percent is %d; want %d", got, defaultGCPercent)
 	}

@@ -18,10 +18,11 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-const benchExportUsage = `Usage: kioku bench export [--events N] [--sessions N] [--json]
+const benchExportUsage = `Usage: kioku-bench export [--events N] [--sessions N] [--kioku PATH] [--json]
 
-kioku import and kioku export of a large SQLite store, each run by this
-binary as a child process, timed, with the child's peak resident memory
+kioku import and kioku export of a large SQLite store, each run by the
+kioku binary (--kioku, or one built from this module's cmd/kioku with go
+build when it is not given) as a child process, timed, with the child's peak resident memory
 (VmHWM of /proc/PID/status, read every 20ms while it runs; where /proc is
 missing, getrusage's maximum RSS, which can include this process's).
 
@@ -39,9 +40,10 @@ Flags:
 `
 
 func benchExport(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench export", "KIOKU_", benchExportUsage)
+	fs := cli.NewFlagSet("kioku-bench export", "KIOKU_", benchExportUsage)
 	events := fs.Int("events", 1_000_000, "events in the store")
 	nsessions := fs.Int("sessions", 100, "sessions they are spread over")
+	kioku := fs.String("kioku", "", "the kioku binary that imports and exports; empty: go build ./cmd/kioku into a temporary directory")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,17 +51,20 @@ func benchExport(ctx context.Context, args []string) error {
 	if *events < 1 || *nsessions < 1 || *nsessions > *events {
 		return fmt.Errorf("--events and --sessions must be positive, with no more sessions than events")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "kioku-bench-export-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	exe := *kioku
+	if exe == "" {
+		exe = filepath.Join(dir, "kioku")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", exe, "github.com/kioku-ai/kioku/cmd/kioku").CombinedOutput(); err != nil {
+			return fmt.Errorf("building kioku for the benchmark (or give --kioku): %w\n%s", err, out)
+		}
+	}
 	generated, store, exported := filepath.Join(dir, "generated.kioku.gz"), filepath.Join(dir, "store"), filepath.Join(dir, "exported.kioku.gz")
-	fmt.Fprintf(stdout, "kioku bench export: %d events in %d sessions\n", *events, *nsessions)
+	fmt.Fprintf(stdout, "kioku-bench export: %d events in %d sessions\n", *events, *nsessions)
 	if err := writeBenchArchive(generated, *events, *nsessions); err != nil {
 		return fmt.Errorf("writing the archive to import: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 )
 
-const benchQAUsage = `Usage: kioku bench qa [--data PATH] [--format auto|locomo|longmemeval] [--retrieve memories|events|both] [--top-k N] [--judge exact|model] [--extract offline|model] [--json]
+const benchQAUsage = `Usage: kioku-bench qa [--data PATH] [--format auto|locomo|longmemeval] [--retrieve memories|events|both] [--top-k N] [--judge exact|model] [--extract offline|model] [--json]
 
 Question answering end to end: what kioku recalls of a conversation, an
 answer from it and a judge's verdict. kioku runs in-process on loopback
@@ -67,7 +67,7 @@ type qaResult struct {
 }
 
 func benchQA(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench qa", "KIOKU_", benchQAUsage)
+	fs := cli.NewFlagSet("kioku-bench qa", "KIOKU_", benchQAUsage)
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo or LongMemEval JSON file")
 	format := fs.String("format", "auto", "the data's format: auto, locomo or longmemeval")
 	retrieve := fs.String("retrieve", "memories", "what the answerer is given: memories, events or both")
@@ -145,7 +145,7 @@ func benchQA(ctx context.Context, args []string) error {
 	if opts.judge != nil {
 		judge = opts.judge.Name()
 	}
-	fmt.Fprintf(stdout, "kioku bench qa: %s (%s), retrieve %s top %d, memories by %s, answerer %s, judge %s, embedder %s\n",
+	fmt.Fprintf(stdout, "kioku-bench qa: %s (%s), retrieve %s top %d, memories by %s, answerer %s, judge %s, embedder %s\n",
 		*data, kind, *retrieve, *topK, *extract, answerer, judge, env.node.Memories.EmbedderName())
 
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)

@@ -14,10 +14,10 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 )
 
-// The open-loop phases of kioku bench sessions (--rate). By default their
+// The open-loop phases of kioku-bench sessions (--rate). By default their
 // sender is a child process, the same binary run as
 //
-//	kioku bench sessions --target URL --rate N --duration D --json
+//	kioku-bench sessions --target URL --rate N --duration D --json
 //
 // so that the sender's own work (a goroutine and an HTTP/2 stream a call,
 // thousands in flight past the server's capacity) does not share the
@@ -76,7 +76,7 @@ func openPhaseChild(ctx context.Context, url string, r *benchReport, say func(st
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, exe, "bench", "sessions", "--target", url, "--rate", fmt.Sprint(rate), "--duration", d.String(), "--json")
+	cmd := exec.CommandContext(ctx, exe, "sessions", "--target", url, "--rate", fmt.Sprint(rate), "--duration", d.String(), "--json")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -101,7 +101,7 @@ func openPhaseChild(ctx context.Context, url string, r *benchReport, say func(st
 	return nil
 }
 
-// benchOpenTarget is kioku bench sessions --target: the open-loop phases
+// benchOpenTarget is kioku-bench sessions --target: the open-loop phases
 // alone, sent to the kioku at url (over h2c, a server without API keys), one after
 // another, each to sessions of its own.
 func benchOpenTarget(ctx context.Context, url string, rates []int, clients int, d time.Duration, asJSON bool) error {
@@ -114,7 +114,7 @@ func benchOpenTarget(ctx context.Context, url string, rates []int, clients int, 
 	e := &benchEnv{url: url, httpClient: &http.Client{Transport: benchTransport()}}
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench sessions: open-loop appends to %s", url)
+	say("kioku-bench sessions: open-loop appends to %s", url)
 	if err := openPhases(ctx, e, r, say, "inline", rates, clients, d); err != nil {
 		return err
 	}

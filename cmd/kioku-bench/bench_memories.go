@@ -23,7 +23,7 @@ import (
 	"github.com/kioku-ai/kioku/model/scripted"
 )
 
-const benchMemoriesUsage = `Usage: kioku bench memories [--json] [--store sqlite|firestore]
+const benchMemoriesUsage = `Usage: kioku-bench memories [--json] [--store sqlite|firestore]
 
 Starts kioku in-process on loopback with a fresh temporary store, the
 offline embedder, and a zero-latency fake Gemini endpoint (an HTTP server
@@ -78,7 +78,7 @@ func syntheticFact(r *rand.Rand) string {
 }
 
 func benchMemories(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench memories", "KIOKU_", benchMemoriesUsage)
+	fs := cli.NewFlagSet("kioku-bench memories", "KIOKU_", benchMemoriesUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	ops := fs.Int("ops", 0, "GenerateMemories operations to run (default 1000; 100 on Firestore)")
 	workers := fs.Int("workers", 2, fmt.Sprintf("memory operation workers (kioku serve's default is %d)", jobs.DefaultWorkers))
@@ -121,7 +121,7 @@ func benchMemories(ctx context.Context, args []string) error {
 	defer env.close()
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench memories: store %s (encrypted %v), embedder %s, %d workers", *store, *encrypted, env.node.Memories.EmbedderName(), *workers)
+	say("kioku-bench memories: store %s (encrypted %v), embedder %s, %d workers", *store, *encrypted, env.node.Memories.EmbedderName(), *workers)
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
 	rng := rand.New(rand.NewPCG(1, 2))

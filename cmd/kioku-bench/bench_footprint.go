@@ -22,7 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
-const benchFootprintUsage = `Usage: kioku bench footprint [--scopes N] [--json]
+const benchFootprintUsage = `Usage: kioku-bench footprint [--scopes N] [--json]
 
 Starts kioku in-process on loopback with a fresh temporary SQLite store and
 the offline embedder, stores --per-scope memories in each of --scopes
@@ -59,7 +59,7 @@ Flags:
 `
 
 func benchFootprint(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench footprint", "KIOKU_", benchFootprintUsage)
+	fs := cli.NewFlagSet("kioku-bench footprint", "KIOKU_", benchFootprintUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	scopes := fs.Int("scopes", 100_000, "scopes (users) with memories")
 	perScope := fs.Int("per-scope", 3, "memories in each scope")
@@ -85,7 +85,7 @@ func benchFootprint(ctx context.Context, args []string) error {
 	defer env.close()
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench footprint: %d scopes x %d memories, vector cache %s, GOMAXPROCS %d", *scopes, *perScope, *cacheFlag, runtime.GOMAXPROCS(0))
+	say("kioku-bench footprint: %d scopes x %d memories, vector cache %s, GOMAXPROCS %d", *scopes, *perScope, *cacheFlag, runtime.GOMAXPROCS(0))
 
 	scope := func(i int) memorybank.Scope { return memorybank.Scope{"user_id": fmt.Sprint("u", i)} }
 	rng := rand.New(rand.NewPCG(3, 4))

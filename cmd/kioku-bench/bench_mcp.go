@@ -17,7 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
-const benchMCPUsage = `Usage: kioku bench mcp [--json] [--memories N] [--calls N]
+const benchMCPUsage = `Usage: kioku-bench mcp [--json] [--memories N] [--calls N]
 
 Starts kioku in-process on loopback with a fresh temporary store and the
 offline embedder, puts --memories memories in one user's scope, and
@@ -37,7 +37,7 @@ Flags:
 `
 
 func benchMCP(ctx context.Context, args []string) error {
-	fs := cli.NewFlagSet("bench mcp", "KIOKU_", benchMCPUsage)
+	fs := cli.NewFlagSet("kioku-bench mcp", "KIOKU_", benchMCPUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	memories := fs.Int("memories", 1000, "memories in the user's scope")
 	calls := fs.Int("calls", 500, "calls measured on each surface")
@@ -53,7 +53,7 @@ func benchMCP(ctx context.Context, args []string) error {
 	}
 	defer env.close()
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku bench mcp: store sqlite, embedder %s, %d memories in the scope, %d calls each", env.node.Memories.EmbedderName(), *memories, *calls)
+	say("kioku-bench mcp: store sqlite, embedder %s, %d memories in the scope, %d calls each", env.node.Memories.EmbedderName(), *memories, *calls)
 	rng := rand.New(rand.NewPCG(3, 4))
 	scope := memorybank.Scope{"user_id": "ann"}
 	if err := parallel(ctx, 16, *memories, func(ctx context.Context, i int) error {
