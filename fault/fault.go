@@ -3,7 +3,7 @@
 // Domain packages (sessions, memorybank, model) return errors made here, each
 // with a Kind that says what went wrong in terms a caller can act on: the
 // input was invalid, a resource was not found, a precondition failed. Only
-// package server turns a Kind into a wire status code, so the domain never
+// package transport turns a Kind into a wire status code, so the domain never
 // depends on a transport.
 package fault
 

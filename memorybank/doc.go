@@ -27,7 +27,7 @@
 // queries and re-embedded facts before they are embedded, while the
 // sessions' events stay as they were appended). It also keeps the app's
 // compaction trigger, which is package sessions' (sessions.CompactionTrigger:
-// its rules and its validation; internal/app fires it and runs the
+// its rules and its validation; internal/workflow fires it and runs the
 // compactions): kioku.v1's MemoryBankConfig and every configuration stored
 // so far hold it there, and one document per app serves both triggers with
 // one cached read per append (AppConfig).

@@ -28,7 +28,7 @@
 // the models, the logger and the origins browsers may call from. The rest keeps kioku serve's defaults (limits, timeouts,
 // workers, the Vertex API's names). What kioku is made of stays internal:
 // the node that assembles it (internal/node), the transport edge
-// (internal/server and its auth, vertex and openapi packages) and the
+// (internal/transport and its auth, vertex and openapi packages) and the
 // stores (internal/sessionstore, internal/memorystore). The domain
 // packages sessions and memorybank, and model, are public but need none of
 // it to be embedded.
@@ -45,8 +45,8 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/internal/node"
-	iserver "github.com/kioku-ai/kioku/internal/server"
-	"github.com/kioku-ai/kioku/internal/server/auth"
+	iserver "github.com/kioku-ai/kioku/internal/transport"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/model"
 )
 

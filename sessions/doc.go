@@ -26,7 +26,7 @@
 // and the summary is redacted before it is stored. An app's CompactionTrigger
 // (compaction_trigger.go) compacts its sessions every N events or bytes:
 // CompactionTriggers applies it to the appends, and queues the
-// compactions it fires through a function it is given (internal/app's, which
+// compactions it fires through a function it is given (internal/workflow's, which
 // runs them as operations of the jobs engine). SearchEvents finds a user's
 // events across their sessions by text, ranked by BM25 over the terms of
 // package internal/terms, from a search index every Store keeps in step

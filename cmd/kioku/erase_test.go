@@ -26,7 +26,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/prototest"
-	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/model/modeltest"
 
 	_ "modernc.org/sqlite" // to read the search index after the server stops

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
-	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 )
 
 const keyUsage = `Usage: kioku key --app APP [--user USER] [--name NAME] [--ttl DURATION]

@@ -2,7 +2,7 @@ package main
 
 // kioku mcp: a stdio MCP server for hosts that start MCP servers as
 // processes, bridging to a running kioku's Streamable HTTP endpoint
-// (internal/server/mcpserver). It forwards each JSON-RPC message as it
+// (internal/transport/mcpserver). It forwards each JSON-RPC message as it
 // is, in both directions, so the host negotiates with kioku itself and
 // the tools, their policy and their schemas stay the server's alone.
 

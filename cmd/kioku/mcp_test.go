@@ -12,7 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
-	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 )
 
 // mcpStdio starts the built `kioku mcp ARGS` and connects the Go SDK's

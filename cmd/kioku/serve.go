@@ -15,10 +15,10 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/internal/server"
-	"github.com/kioku-ai/kioku/internal/server/auth"
-	"github.com/kioku-ai/kioku/internal/server/vertex"
 	"github.com/kioku-ai/kioku/internal/telemetry"
+	"github.com/kioku-ai/kioku/internal/transport"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/internal/transport/vertex"
 	"github.com/kioku-ai/kioku/jobs"
 )
 
@@ -153,16 +153,16 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil || indexDelay <= 0 {
 		return node.Config{}, fmt.Errorf("--search-index-delay %q: want a positive duration, like 1s", *f.indexDelay)
 	}
-	var cert *server.Certificate
+	var cert *transport.Certificate
 	switch {
 	case (*f.tlsCert == "") != (*f.tlsKey == ""):
 		return node.Config{}, fmt.Errorf("--tls-cert and --tls-key go together: give both or neither")
 	case *f.tlsCert != "":
-		if cert, err = server.LoadCertificate(*f.tlsCert, *f.tlsKey); err != nil {
+		if cert, err = transport.LoadCertificate(*f.tlsCert, *f.tlsKey); err != nil {
 			return node.Config{}, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 	}
-	cors, err := server.ParseCORSOrigins(*f.corsOrigins)
+	cors, err := transport.ParseCORSOrigins(*f.corsOrigins)
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--cors-origins: %w", err)
 	}
@@ -176,7 +176,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return node.Config{}, fmt.Errorf("%s %q: want a whole number of streams, at least 1", w.flag, w.value)
 		}
 	}
-	hosts, err := server.ParseAllowedHosts(*f.allowedHosts)
+	hosts, err := transport.ParseAllowedHosts(*f.allowedHosts)
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--allowed-hosts: %w", err)
 	}
@@ -310,7 +310,7 @@ type reloadable struct {
 // keys and providers can be added and revoked and certificates renewed
 // without a restart; a broken file leaves what is in force. It returns
 // the function that stops it.
-func reloadOnHangup(files reloadable, cert *server.Certificate, log *slog.Logger) func() {
+func reloadOnHangup(files reloadable, cert *transport.Certificate, log *slog.Logger) func() {
 	keys := files.keys
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/cli"
-	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 )
 
 const tokenUsage = `Usage: kioku token --app APP --user USER [--ttl 1h] [--key-file FILE]

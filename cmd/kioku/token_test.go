@@ -13,7 +13,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/server/auth/authtest"
+	"github.com/kioku-ai/kioku/internal/transport/auth/authtest"
 )
 
 // TestUserTokens starts `kioku serve` with an identity file (named by

@@ -134,7 +134,7 @@ var (
 )
 
 // The patterns of Vertex AI's resource names, which the Vertex AI surface
-// (package internal/server/vertex) serves beside kioku's: a reasoning
+// (package internal/transport/vertex) serves beside kioku's: a reasoning
 // engine in full or in express mode's short form (the resources under one
 // are its Child patterns), and the location-level operations of
 // DeleteSession.

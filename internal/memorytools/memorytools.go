@@ -6,7 +6,7 @@
 // user's profile and memories that goes into an instruction, and the
 // core memory section (CoreMemory), the blocks that go into it. The agent
 // runtime (package agent) offers them to its model, and the MCP server
-// (package internal/server/mcpserver) to MCP hosts, with the same names,
+// (package internal/transport/mcpserver) to MCP hosts, with the same names,
 // descriptions, inputs, results and errors.
 //
 // Every tool acts for a Target: a kioku client and the app and user it

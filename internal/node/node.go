@@ -1,8 +1,8 @@
 // Package node assembles a kioku server from its parts: it opens the chosen
 // store, builds the domain services (sessions, memorybank) on it, the
 // operations engine (package jobs) on the same store, the application
-// layer (internal/app) over them with its background work, and serves it
-// through package server. cmd/kioku serve, the benchmarks, the companion
+// layer (internal/workflow) over them with its background work, and serves it
+// through package transport. cmd/kioku serve, the benchmarks, the companion
 // demo's embedded mode and end-to-end tests all start kioku through it, so
 // they run exactly what production runs.
 package node
@@ -22,7 +22,6 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/blocks"
-	"github.com/kioku-ai/kioku/internal/app"
 	blockfirestore "github.com/kioku-ai/kioku/internal/blockstore/firestore"
 	blocksqlite "github.com/kioku-ai/kioku/internal/blockstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
@@ -32,12 +31,13 @@ import (
 	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/seal"
-	"github.com/kioku-ai/kioku/internal/server"
-	"github.com/kioku-ai/kioku/internal/server/auth"
-	"github.com/kioku-ai/kioku/internal/server/vertex"
 	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	sessionsqlite "github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
+	"github.com/kioku-ai/kioku/internal/transport"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/internal/transport/vertex"
+	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
@@ -90,30 +90,30 @@ type Config struct {
 	VectorCacheBytes int64
 
 	// Keys, when set, are the API keys callers need (see package
-	// internal/server/auth), and RateLimit the rate limit of a key the key file
+	// internal/transport/auth), and RateLimit the rate limit of a key the key file
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit
 	// Identities and SigningKeys, when set, let ID tokens of identity
 	// providers and minted user tokens stand for users (see
-	// server.Config).
+	// transport.Config).
 	Identities  *auth.Providers
 	SigningKeys *auth.SigningKeys
 	// BodyTimeout, WriteTimeout, IdleTimeout and MaxStreamDuration bound
-	// requests, responses and connections (see server.Config); zero takes
+	// requests, responses and connections (see transport.Config); zero takes
 	// the server's defaults.
 	BodyTimeout, WriteTimeout, IdleTimeout, MaxStreamDuration time.Duration
 	// MaxWatches, MaxWatchesPerKey and MaxWatchesPerUser bound
-	// WatchSession and WatchMemories streams (see server.Config); zero
+	// WatchSession and WatchMemories streams (see transport.Config); zero
 	// takes the server's defaults.
 	MaxWatches, MaxWatchesPerKey, MaxWatchesPerUser int
 	// TLS, when set, makes the server serve HTTPS only.
-	TLS *server.Certificate
+	TLS *transport.Certificate
 	// CORSOrigins are the origins whose browser pages may call the server
-	// (see server.Config.CORSOrigins).
+	// (see transport.Config.CORSOrigins).
 	CORSOrigins []string
 	// AllowedHosts are the host names, beyond loopback's, that the server
-	// answers while it listens on loopback (see server.Config.AllowedHosts).
+	// answers while it listens on loopback (see transport.Config.AllowedHosts).
 	AllowedHosts []string
 
 	// Vertex chooses the names the Vertex AI API accepts and the app each
@@ -138,7 +138,7 @@ type Config struct {
 type Node struct {
 	cfg      Config
 	log      *slog.Logger
-	server   *server.Server
+	server   *transport.Server
 	Sessions *sessions.Service
 	Memories *memorybank.Service
 	// Files is the memory file tool's backend.
@@ -148,7 +148,7 @@ type Node struct {
 	// Jobs runs the operations; App is the application layer over the
 	// domains.
 	Jobs *jobs.Engine
-	App  *app.App
+	App  *workflow.App
 	// Vectors is the SQLite store's cache of scopes searched by
 	// similarity; nil on Firestore.
 	Vectors *vectorcache.Cache
@@ -236,10 +236,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			return n.Memories.Redactor(cfg)
 		},
 	})
-	n.App = app.New(app.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
-	memories := server.NewMemoryHandler(n.App)
-	surfaces := []server.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
-	n.server = server.New(server.Config{
+	n.App = workflow.New(workflow.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	memories := transport.NewMemoryHandler(n.App)
+	surfaces := []transport.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
+	n.server = transport.New(transport.Config{
 		Logger:            cfg.Logger,
 		Keys:              cfg.Keys,
 		Identities:        cfg.Identities,
@@ -255,13 +255,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		TLS:               cfg.TLS,
 		CORSOrigins:       cfg.CORSOrigins,
 		AllowedHosts:      cfg.AllowedHosts,
-		Sessions:          server.NewSessionHandler(n.Sessions, n.App),
+		Sessions:          transport.NewSessionHandler(n.Sessions, n.App),
 		Memories:          memories,
 		Operations:        memories,
-		MemoryFiles:       server.NewMemoryFileHandler(n.Files),
-		Blocks:            server.NewBlockHandler(n.Blocks),
+		MemoryFiles:       transport.NewMemoryFileHandler(n.Files),
+		Blocks:            transport.NewBlockHandler(n.Blocks),
 		Surfaces:          surfaces,
-		Metrics:           func() []server.Metric { return n.metrics(stores.sqlite, stores.vectors) },
+		Metrics:           func() []transport.Metric { return n.metrics(stores.sqlite, stores.vectors) },
 		Ready:             stores.Ready,
 	})
 	switch {
@@ -287,7 +287,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 type Stores struct {
 	Sessions sessions.Store
 	Memories memorybank.Store
-	// Ready reports whether the stores can serve (see server.Config's);
+	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.
 	Ready func(context.Context) error
 	Files memoryfiles.Store
@@ -400,27 +400,27 @@ func (s *Stores) Close() error {
 // embedded store's commits and vector cache (db and vectors nil on
 // Firestore), the model calls and tokens, the observers of appends and the
 // memory operations that ended here.
-func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []server.Metric {
-	var out []server.Metric
+func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []transport.Metric {
+	var out []transport.Metric
 	if vectors != nil {
 		st := vectors.Stats()
 		out = append(out,
-			server.Metric{Name: "kioku_vector_cache_bytes", Help: "Estimated size of the scopes the vector cache holds (size), and its budget (budget).", Gauge: true, Labels: [][2]string{{"kind", "size"}}, Value: float64(st.Bytes)},
-			server.Metric{Name: "kioku_vector_cache_bytes", Help: "Estimated size of the scopes the vector cache holds (size), and its budget (budget).", Gauge: true, Labels: [][2]string{{"kind", "budget"}}, Value: float64(st.Budget)},
-			server.Metric{Name: "kioku_vector_cache_scopes", Help: "Memory scopes the vector cache holds.", Gauge: true, Value: float64(st.Scopes)},
-			server.Metric{Name: "kioku_vector_cache_searches_total", Help: "Similarity searches that found their scope in the vector cache (hit) or loaded it (miss).", Labels: [][2]string{{"result", "hit"}}, Value: float64(st.Hits)},
-			server.Metric{Name: "kioku_vector_cache_searches_total", Help: "Similarity searches that found their scope in the vector cache (hit) or loaded it (miss).", Labels: [][2]string{{"result", "miss"}}, Value: float64(st.Misses)},
-			server.Metric{Name: "kioku_vector_cache_evictions_total", Help: "Scopes evicted from the vector cache to stay within its budget.", Value: float64(st.Evictions)},
+			transport.Metric{Name: "kioku_vector_cache_bytes", Help: "Estimated size of the scopes the vector cache holds (size), and its budget (budget).", Gauge: true, Labels: [][2]string{{"kind", "size"}}, Value: float64(st.Bytes)},
+			transport.Metric{Name: "kioku_vector_cache_bytes", Help: "Estimated size of the scopes the vector cache holds (size), and its budget (budget).", Gauge: true, Labels: [][2]string{{"kind", "budget"}}, Value: float64(st.Budget)},
+			transport.Metric{Name: "kioku_vector_cache_scopes", Help: "Memory scopes the vector cache holds.", Gauge: true, Value: float64(st.Scopes)},
+			transport.Metric{Name: "kioku_vector_cache_searches_total", Help: "Similarity searches that found their scope in the vector cache (hit) or loaded it (miss).", Labels: [][2]string{{"result", "hit"}}, Value: float64(st.Hits)},
+			transport.Metric{Name: "kioku_vector_cache_searches_total", Help: "Similarity searches that found their scope in the vector cache (hit) or loaded it (miss).", Labels: [][2]string{{"result", "miss"}}, Value: float64(st.Misses)},
+			transport.Metric{Name: "kioku_vector_cache_evictions_total", Help: "Scopes evicted from the vector cache to stay within its budget.", Value: float64(st.Evictions)},
 		)
 	}
 	if db != nil {
 		st := db.Stats()
 		out = append(out,
-			server.Metric{Name: "kioku_sqlite_commits_total", Help: "Transactions committed to the SQLite file (each one sync of its log).", Value: float64(st.Commits)},
-			server.Metric{Name: "kioku_sqlite_commit_writes_total", Help: "Writes those commits held; over commits, the group commit's average batch.", Value: float64(st.Writes)},
-			server.Metric{Name: "kioku_sqlite_commit_seconds_total", Help: "Time spent committing: writing and syncing the log.", Value: st.CommitTime.Seconds()},
-			server.Metric{Name: "kioku_sqlite_file_bytes", Help: "Size of the SQLite database file (file) and of its write-ahead log (log).", Gauge: true, Labels: [][2]string{{"file", "database"}}, Value: float64(st.FileBytes)},
-			server.Metric{Name: "kioku_sqlite_file_bytes", Help: "Size of the SQLite database file (file) and of its write-ahead log (log).", Gauge: true, Labels: [][2]string{{"file", "log"}}, Value: float64(st.LogBytes)},
+			transport.Metric{Name: "kioku_sqlite_commits_total", Help: "Transactions committed to the SQLite file (each one sync of its log).", Value: float64(st.Commits)},
+			transport.Metric{Name: "kioku_sqlite_commit_writes_total", Help: "Writes those commits held; over commits, the group commit's average batch.", Value: float64(st.Writes)},
+			transport.Metric{Name: "kioku_sqlite_commit_seconds_total", Help: "Time spent committing: writing and syncing the log.", Value: st.CommitTime.Seconds()},
+			transport.Metric{Name: "kioku_sqlite_file_bytes", Help: "Size of the SQLite database file (file) and of its write-ahead log (log).", Gauge: true, Labels: [][2]string{{"file", "database"}}, Value: float64(st.FileBytes)},
+			transport.Metric{Name: "kioku_sqlite_file_bytes", Help: "Size of the SQLite database file (file) and of its write-ahead log (log).", Gauge: true, Labels: [][2]string{{"file", "log"}}, Value: float64(st.LogBytes)},
 		)
 	}
 	for _, u := range n.meter.Usage() {
@@ -429,18 +429,18 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []server.Met
 			outcome = "error"
 		}
 		labels := [][2]string{{"model", u.Model}, {"call", u.Call}}
-		out = append(out, server.Metric{
+		out = append(out, transport.Metric{
 			Name: "kioku_model_calls_total", Help: "Calls to the generation model and the embedder, by model, call and outcome.",
 			Labels: append(labels, [2]string{"outcome", outcome}), Value: float64(u.Calls),
 		})
 		if u.Call == "generate" {
 			out = append(out,
-				server.Metric{Name: "kioku_model_tokens_total", Help: "Tokens the generation model reported, by model and kind (prompt or output).",
+				transport.Metric{Name: "kioku_model_tokens_total", Help: "Tokens the generation model reported, by model and kind (prompt or output).",
 					Labels: [][2]string{{"model", u.Model}, {"kind", "prompt"}, {"outcome", outcome}}, Value: float64(u.PromptTokens)},
-				server.Metric{Name: "kioku_model_tokens_total", Help: "Tokens the generation model reported, by model and kind (prompt or output).",
+				transport.Metric{Name: "kioku_model_tokens_total", Help: "Tokens the generation model reported, by model and kind (prompt or output).",
 					Labels: [][2]string{{"model", u.Model}, {"kind", "output"}, {"outcome", outcome}}, Value: float64(u.OutputTokens)})
 		} else {
-			out = append(out, server.Metric{Name: "kioku_model_embedded_texts_total", Help: "Texts sent to the embedder, by model.",
+			out = append(out, transport.Metric{Name: "kioku_model_embedded_texts_total", Help: "Texts sent to the embedder, by model.",
 				Labels: [][2]string{{"model", u.Model}, {"outcome", outcome}}, Value: float64(u.Texts)})
 		}
 	}
@@ -451,27 +451,27 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []server.Met
 			op string
 			n  uint64
 		}{{"read", u.Reads}, {"write", u.Writes}, {"delete", u.Deletes}} {
-			out = append(out, server.Metric{Name: "kioku_firestore_documents_total", Help: help, Labels: [][2]string{{"op", c.op}}, Value: float64(c.n)})
+			out = append(out, transport.Metric{Name: "kioku_firestore_documents_total", Help: help, Labels: [][2]string{{"op", c.op}}, Value: float64(c.n)})
 		}
-		out = append(out, server.Metric{Name: "kioku_firestore_rollbacks_pending", Help: "Rollbacks of failed or abandoned Firestore transactions not yet acknowledged, sent again until they are (while Firestore is unreachable, say).", Gauge: true, Value: float64(n.guard.PendingRollbacks())})
+		out = append(out, transport.Metric{Name: "kioku_firestore_rollbacks_pending", Help: "Rollbacks of failed or abandoned Firestore transactions not yet acknowledged, sent again until they are (while Firestore is unreachable, say).", Gauge: true, Value: float64(n.guard.PendingRollbacks())})
 	}
 	for _, o := range n.Sessions.Observers() {
 		l := [2]string{"observer", o.Name}
 		help := "Notices of session appends and deletions handed to an observer (delivered) or dropped because its queue was full (dropped)."
 		out = append(out,
-			server.Metric{Name: "kioku_session_observer_waiting", Help: "Sessions with a notice waiting for an observer (the memory bank's triggers, ...).", Gauge: true, Labels: [][2]string{l}, Value: float64(o.Waiting)},
-			server.Metric{Name: "kioku_session_observer_notices_total", Help: help, Labels: [][2]string{l, {"outcome", "delivered"}}, Value: float64(o.Delivered)},
-			server.Metric{Name: "kioku_session_observer_notices_total", Help: help, Labels: [][2]string{l, {"outcome", "dropped"}}, Value: float64(o.Dropped)},
+			transport.Metric{Name: "kioku_session_observer_waiting", Help: "Sessions with a notice waiting for an observer (the memory bank's triggers, ...).", Gauge: true, Labels: [][2]string{l}, Value: float64(o.Waiting)},
+			transport.Metric{Name: "kioku_session_observer_notices_total", Help: help, Labels: [][2]string{l, {"outcome", "delivered"}}, Value: float64(o.Delivered)},
+			transport.Metric{Name: "kioku_session_observer_notices_total", Help: help, Labels: [][2]string{l, {"outcome", "dropped"}}, Value: float64(o.Dropped)},
 		)
 	}
 	idle, fired := n.Memories.TriggerSessions()
 	help := "Sessions the memory bank's triggers remember: timed for the idle trigger (idle), or with a triggered generation not ended yet (fired)."
 	out = append(out,
-		server.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "idle"}}, Value: float64(idle)},
-		server.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "fired"}}, Value: float64(fired)},
+		transport.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "idle"}}, Value: float64(idle)},
+		transport.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "fired"}}, Value: float64(fired)},
 	)
 	for _, c := range n.Jobs.Ended() {
-		out = append(out, server.Metric{
+		out = append(out, transport.Metric{
 			Name: "kioku_memory_operations_total", Help: "Operations that ended on this server, by method (their kind) and final state.",
 			Labels: [][2]string{{"method", c.Kind}, {"state", c.State.String()}}, Value: float64(c.N),
 		})

@@ -5,12 +5,12 @@
 // span in the process stays OpenTelemetry's no-op.
 //
 // Metrics are not exported here: kioku has one metrics pipeline, the
-// Prometheus client behind GET /metrics (internal/server's rpcMetrics says
+// Prometheus client behind GET /metrics (internal/transport's rpcMetrics says
 // why), and installs no OpenTelemetry meter provider, so the calls are not
 // counted twice.
 //
 // What records through the global: each RPC (connectrpc.com/otelconnect in
-// package server: a span per call, trusting the caller's trace context),
+// package transport: a span per call, trusting the caller's trace context),
 // each SQLite write transaction (span
 // sqlite.write, in internal/sqlitedb), each call of the memory bank's
 // generation model and embedder (spans "chat MODEL" and "embeddings

@@ -1,7 +1,7 @@
 // The OpenAPI document of the REST bindings validates (swagger-parser:
 // the OpenAPI 3 schema, $refs, path parameters, unique operationIds), and
 // the server serves it. That every operation reaches its method on the
-// server is checked by internal/server/openapi_test.go.
+// server is checked by internal/transport/openapi_test.go.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
@@ -10,7 +10,7 @@ import SwaggerParser from "@apidevtools/swagger-parser";
 
 import { startKioku } from "./kioku.mjs";
 
-const file = new URL("../../../internal/server/openapi/openapi.yaml", import.meta.url).pathname;
+const file = new URL("../../../internal/transport/openapi/openapi.yaml", import.meta.url).pathname;
 
 let kioku;
 before(async () => {

@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/internal/node"
-	"github.com/kioku-ai/kioku/internal/server/auth"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 )
