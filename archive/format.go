@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/blocks"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -21,6 +20,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -303,7 +303,7 @@ func (w *Writer) Config(c *appconfig.Config) error {
 	if err != nil {
 		return err
 	}
-	return w.write(KindConfig, configRecord{Kind: KindConfig, Name: aip.MemoryBankConfigName(c.App), Config: body})
+	return w.write(KindConfig, configRecord{Kind: KindConfig, Name: resource.MemoryBankConfigName(c.App), Config: body})
 }
 
 // Memory writes a memory record, with its vector.

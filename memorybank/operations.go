@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -209,7 +209,7 @@ func parseSessionName(field, name string) (*sessions.Key, error) {
 	if name == "" {
 		return nil, nil
 	}
-	app, user, id, err := aip.ParseSession(field, name)
+	app, user, id, err := resource.ParseSession(field, name)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -162,7 +163,7 @@ func NewService(store Store, cfg Config) *Service {
 // EmbedderName returns the name of the embedder in use.
 func (s *Service) EmbedderName() string { return s.emb.Name() }
 
-func validateApp(app string) error { return aip.ValidateID("app id", app, aip.AppIDChars) }
+func validateApp(app string) error { return resource.ValidateID("app id", app, resource.AppIDChars) }
 
 // revision builds the revision recording m's new state.
 func (s *Service) revision(cfg *appconfig.Config, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {

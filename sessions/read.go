@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // GetSessionRequest selects what GetSession returns.
@@ -106,10 +107,10 @@ func eventBytes(events []*Event) int {
 // or NotFound. Session ids are unique within an app, so a caller that names
 // sessions without their user (the Vertex AI API) finds the key this way.
 func (s *Service) FindSession(ctx context.Context, app, id string) (Key, error) {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return Key{}, err
 	}
-	if err := aip.ValidateID("session id", id, aip.SessionIDChars); err != nil {
+	if err := resource.ValidateID("session id", id, resource.SessionIDChars); err != nil {
 		return Key{}, err
 	}
 	user, err := s.store.SessionUser(ctx, app, id, s.now())
@@ -164,11 +165,11 @@ func parseSessionOrder(s string) (SessionOrder, error) {
 // ListSessions returns a page of sessions, most recently updated first (or
 // in r.OrderBy's order), and the token of the next page ("" when none).
 func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*Session, string, error) {
-	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", r.App, resource.AppIDChars); err != nil {
 		return nil, "", err
 	}
 	if r.User != "" {
-		if err := aip.ValidateID("user id", r.User, aip.UserIDChars); err != nil {
+		if err := resource.ValidateID("user id", r.User, resource.UserIDChars); err != nil {
 			return nil, "", err
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Store persists sessions, events and state. Service validates every input
@@ -255,9 +255,9 @@ type StateRef struct {
 // "apps/{app}/users/{user}/state".
 func (r StateRef) Name() string {
 	if r.User == "" {
-		return aip.AppStateName(r.App)
+		return resource.AppStateName(r.App)
 	}
-	return aip.UserStateName(r.App, r.User)
+	return resource.UserStateName(r.App, r.User)
 }
 
 // Prefix returns the key prefix of the scope.

@@ -7,9 +7,9 @@ import (
 	"fmt"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -156,7 +156,7 @@ func compactionOf(op *jobs.Operation) (*Compaction, error) {
 	if err := decodeStrict(op.Request, &req); err != nil {
 		return nil, fmt.Errorf("decoding the request of operation %s: %w", op.Name(), err)
 	}
-	app, user, id, err := aip.ParseSession("compact.session", req.Session)
+	app, user, id, err := resource.ParseSession("compact.session", req.Session)
 	if err != nil {
 		return nil, err
 	}
