@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/blocks"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memoryfiles"

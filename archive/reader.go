@@ -10,7 +10,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"

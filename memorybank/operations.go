@@ -129,7 +129,7 @@ func Concerns(op *jobs.Operation, user string) bool {
 // records, so that renaming a Go field cannot change what stored
 // operations mean. Their shapes are those the first formats of the
 // operation record held under "generate", "purge" and beside them
-// (internal/memorystore/record reads those formats into these).
+// (memorybank/record reads those formats into these).
 
 type generateRecord struct {
 	Scope                Scope             `json:"scope"`

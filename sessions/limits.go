@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/resource"
 )
@@ -62,7 +61,6 @@ const (
 	MaxDisplayNameBytes = 512
 	MaxLabelKeyBytes    = 63
 	MaxLabelValueBytes  = 256
-	MaxFilterBytes      = filter.MaxBytes
 	maxValueDepth       = 32
 )
 

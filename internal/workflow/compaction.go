@@ -52,7 +52,7 @@ type Compaction struct {
 
 // compactRecord and compactResult are a compaction's request and result
 // in its operation's record, in the shapes the memory bank's operation
-// record held them (see internal/memorystore/record).
+// record held them (see memorybank/record).
 type compactRecord struct {
 	Session    string `json:"session"`
 	UpTo       int64  `json:"up_to,omitempty"`

@@ -11,7 +11,7 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"google.golang.org/grpc/codes"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memorybank"
 )
 
