@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/blocks"
-	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"

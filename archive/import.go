@@ -11,9 +11,9 @@ import (
 
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/resource"

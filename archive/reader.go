@@ -10,8 +10,8 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 )

@@ -26,7 +26,7 @@ const DefaultWorkers = 16
 // Config configures an Engine.
 type Config struct {
 	// Now and NewID are the clock and the id source (defaults: time.Now and
-	// aip.NewID).
+	// random ids of 20 lower-case letters and digits).
 	Now   func() time.Time
 	NewID func() string
 	// Logger receives the workers' errors. Default slog.Default().

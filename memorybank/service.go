@@ -46,7 +46,7 @@ type Config struct {
 	Jobs *jobs.Engine
 
 	// Now and NewID are the clock and the id source of memories (defaults:
-	// time.Now and aip.NewID).
+	// time.Now and random ids of 20 lower-case letters and digits).
 	Now   func() time.Time
 	NewID func() string
 	// Logger receives the background errors. Default slog.Default().
@@ -76,7 +76,7 @@ type Config struct {
 	// RetrieveMemories call reads when its filter leaves conditions to
 	// check memory by memory (Filter.Residual): past it the page ends
 	// with the matches found so far and a token that continues after the
-	// last memory read. Default 10 pages of aip.MaxPageSize.
+	// last memory read. Default 10 pages of the largest page size (1,000).
 	MaxScan int
 }
 

@@ -16,7 +16,7 @@ import (
 // Config configures a Service.
 type Config struct {
 	// Now and NewID are the clock and the id source (defaults: time.Now
-	// and aip.NewID).
+	// and random ids of 20 lower-case letters and digits).
 	Now   func() time.Time
 	NewID func() string
 	// MaxAttempts bounds how often a command is computed again when a

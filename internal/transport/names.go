@@ -5,7 +5,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// The handlers parse names with package aip; these adapt its results to
+// The handlers parse names with package resource; these adapt its results to
 // the session domain's types.
 
 func parseSessionKey(field, name string) (sessions.Key, error) {

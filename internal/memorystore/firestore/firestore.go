@@ -91,9 +91,9 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/record"
 
 	"cloud.google.com/go/firestore"
 
