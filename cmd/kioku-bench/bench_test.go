@@ -341,3 +341,18 @@ func TestHelpAndUnknownScenario(t *testing.T) {
 		t.Errorf("kioku-bench nope: %v\n%s", err, out)
 	}
 }
+
+// TestBenchExport runs the export benchmark on a small store, with the
+// kioku it builds itself (no --kioku): it reports the time and the peak
+// memory of each child process.
+func TestBenchExport(t *testing.T) {
+	got := runBench(t, "export", "--events", "3000", "--sessions", "3", "--json")
+	if got["events"] != float64(3000) {
+		t.Errorf("events = %v, want 3000", got["events"])
+	}
+	for _, k := range []string{"import_s", "import_events_per_s", "import_max_rss_mb", "export_s", "export_events_per_s", "export_max_rss_mb", "archive_mb"} {
+		if v, _ := got[k].(float64); v <= 0 {
+			t.Errorf("%s = %v, want a figure", k, got[k])
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -332,25 +331,6 @@ func TestRoundTripThroughFirestore(t *testing.T) {
 		dst := startKioku(t, append(args, models...)...)
 		if diff := cmp.Diff(want, snapshot(t, clientsOf(dst.url)), protocmp.Transform()); diff != "" {
 			t.Errorf("what the API answers from the source (-) and from %s (+):\n%s", name, diff)
-		}
-	}
-}
-
-// TestBenchExport runs the export benchmark on a small store: it reports
-// the time and the peak memory of each child process.
-func TestBenchExport(t *testing.T) {
-	out := kiokuCmd(t, false, "bench", "export", "--events", "3000", "--sessions", "3", "--json")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var got map[string]float64
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
-		t.Fatalf("last line of %q: %v", out, err)
-	}
-	if got["events"] != 3000 || !strings.Contains(out, "3000 event") {
-		t.Errorf("bench export output %q", out)
-	}
-	for _, k := range []string{"import_s", "import_events_per_s", "import_max_rss_mb", "export_s", "export_events_per_s", "export_max_rss_mb", "archive_mb"} {
-		if got[k] <= 0 {
-			t.Errorf("%s = %v, want a figure", k, got[k])
 		}
 	}
 }
