@@ -91,24 +91,18 @@ func humanValue(value string, limit int, extracted []extractedFact) (string, []i
 			list[i] = facts.Named(f, name)
 		}
 	}
-	var events []int
 	replaced := map[int]bool{}
 	var added []string
+	var addedEvents [][]int
 	for _, a := range facts.Consolidate(lines, cands) {
-		switch a.Action {
-		case facts.Create:
-			added = append(added, a.Fact)
-		case facts.Update:
-			replaced[a.Memory-1] = true
-			added = append(added, a.Fact)
-		default:
+		if a.Action != facts.Create && a.Action != facts.Update {
 			continue
 		}
-		for _, e := range cited[a.Candidate-1] {
-			if !slices.Contains(events, e) {
-				events = append(events, e)
-			}
+		if a.Action == facts.Update {
+			replaced[a.Memory-1] = true
 		}
+		added = append(added, a.Fact)
+		addedEvents = append(addedEvents, cited[a.Candidate-1])
 	}
 	if len(added) == 0 {
 		return value, nil
@@ -119,9 +113,22 @@ func humanValue(value string, limit int, extracted []extractedFact) (string, []i
 			kept = append(kept, l)
 		}
 	}
+	old := len(kept)
 	kept = append(kept, added...)
 	for len(kept) > 1 && utf8.RuneCountInString(strings.Join(kept, "\n")) > limit {
-		kept = kept[1:]
+		kept, old = kept[1:], old-1
+	}
+	// The events of the facts added that stayed.
+	var events []int
+	for i := range added {
+		if old+i < 0 {
+			continue
+		}
+		for _, e := range addedEvents[i] {
+			if !slices.Contains(events, e) {
+				events = append(events, e)
+			}
+		}
 	}
 	slices.Sort(events)
 	return strings.Join(kept, "\n"), events
