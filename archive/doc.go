@@ -80,7 +80,8 @@
 // EDITED, size always). Blocks come after them: the app's shared blocks
 // (apps/A/blocks/L), then user by user (in id order), each block in label
 // order followed by its revisions (the latest blocks.MaxRevisions, newest
-// first). A configuration and a revision are the memory
+// first; a REWRITTEN revision has the sessions it was written from as
+// sources, [{"session":...,"event_ids":[...]}]). A configuration and a revision are the memory
 // bank's stored forms (record.MarshalConfig, record.MarshalRevision), an
 // operation the jobs engine's (jobs.MarshalOperation, format 3 since the
 // engine left the memory bank; archives of earlier versions hold format

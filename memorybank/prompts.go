@@ -95,6 +95,15 @@ func renderEvents(b *strings.Builder, events []*sessions.Event, number func(i in
 	}
 }
 
+// WriteConversation writes events as the extraction call shows them to a
+// model, numbered from 1 in order: "[n] author: text (YYYY-MM-DD hh:mm)",
+// the lines the offline extractor reads (model.OfflineExtractor). Other
+// calls that show a conversation to the model (internal/workflow's
+// rewrite of core memory blocks) write it so.
+func WriteConversation(b *strings.Builder, events []*sessions.Event) {
+	renderEvents(b, events, func(i int) int { return i + 1 })
+}
+
 func eventLine(e *sessions.Event) string {
 	author := e.Author
 	if author == "" {

@@ -102,6 +102,7 @@ type Service struct {
 
 	triggerMu sync.Mutex
 	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
+	onTrigger TriggerFunc
 	idle      idleSessions
 
 	feed *wake.Broker[string] // wakes WatchChanges on this server's writes

@@ -61,13 +61,37 @@ type firedTrigger struct {
 // end is not seen here (it ran on another server).
 const firedTTL = time.Hour
 
-// fire queues a generation from a session for a trigger. The session is
-// remembered until the operation ends (generationEnded), the session is
-// deleted, or firedTTL passes.
+// TriggerFunc is told of a trigger that fired for a session: the events
+// the fired generation reads are those after sequence after (the
+// session's watermark when it fired), up to sequence upTo. See OnTrigger.
+type TriggerFunc func(ctx context.Context, key sessions.Key, after, upTo int64)
+
+// OnTrigger registers fn, called each time a generation trigger fires for
+// a session (the count trigger, or the idle trigger), after the
+// generation is queued or refused. internal/workflow queues the
+// background rewrite of the user's core memory blocks there. Call it
+// before the triggers run; a later call replaces fn.
+func (s *Service) OnTrigger(fn TriggerFunc) {
+	s.triggerMu.Lock()
+	s.onTrigger = fn
+	s.triggerMu.Unlock()
+}
+
+// fire queues a generation from a session for a trigger, then tells the
+// OnTrigger function. The session is remembered until the operation ends
+// (generationEnded), the session is deleted, or firedTTL passes.
 func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
 	s.triggerMu.Lock()
 	s.triggered[key.Name()] = firedTrigger{sequence: sequence, at: s.now()}
+	then := s.onTrigger
 	s.triggerMu.Unlock()
+	if then != nil {
+		wm, err := s.store.Watermark(ctx, key.App, key.Name())
+		if err != nil {
+			s.log.WarnContext(ctx, "reading watermark for triggers", "session", key.Name(), "error", err)
+		}
+		defer then(context.WithoutCancel(ctx), key, wm, sequence)
+	}
 	op, err := s.GenerateMemories(context.WithoutCancel(ctx), &GenerateRequest{App: key.App, Session: &key})
 	if err != nil {
 		s.forgetTrigger(key.Name())

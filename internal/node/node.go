@@ -236,7 +236,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			return n.Memories.Redactor(cfg)
 		},
 	})
-	n.App = workflow.New(workflow.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	n.App = workflow.New(workflow.Config{
+		Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs,
+		// The background rewrite of blocks asks the generation model (the
+		// offline extractor too): one call, bounded by the call limits.
+		Generator: gen, AttemptTimeout: max(15*time.Minute, 2*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
+		SweepInterval: cfg.SweepInterval, Logger: cfg.Logger,
+	})
 	memories := transport.NewMemoryHandler(n.App)
 	surfaces := []transport.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = transport.New(transport.Config{

@@ -358,6 +358,12 @@ func operationToProto(op *workflow.Operation) (*kiokuv1.Operation, error) {
 				}
 			}
 			resp = r
+		case op.Rewrite != nil:
+			r := &kiokuv1.RewriteBlocksResponse{}
+			for _, b := range op.Rewrite.Blocks {
+				r.Blocks = append(r.Blocks, BlockToProto(b))
+			}
+			resp = r
 		default:
 			r := &kiokuv1.GenerateMemoriesResponse{}
 			if op.Memory != nil {
