@@ -333,7 +333,8 @@ func (s *Service) Redeliver(ctx context.Context, app, id string) (*Delivery, err
 	if err != nil {
 		return nil, err
 	}
-	d.State, d.NextAttempt, d.RetryFrom = DeliveryPending, s.now(), s.now()
+	now := s.now()
+	d.State, d.NextAttempt, d.RetryFrom = DeliveryPending, now, now
 	if err := s.store.PutDelivery(ctx, d); err != nil {
 		return nil, err
 	}
