@@ -65,6 +65,9 @@ type Config struct {
 	// committed by other servers sharing the store. Writes through this
 	// Service wake watchers at once. Default 1s.
 	WatchPollInterval time.Duration
+	// WebhooksAllowLoopbackHTTP lets webhooks be http URLs to a loopback
+	// address (for development and tests); otherwise they are https.
+	WebhooksAllowLoopbackHTTP bool
 	// MaxReadBytes bounds the memories (their size in a response, see
 	// Memory.responseBytes) one ListMemories or simple RetrieveMemories
 	// page returns, and the revisions of a ListRevisions page: a page ends

@@ -28,6 +28,7 @@ type Store interface {
 	TransferStore
 	ProfileStore
 	ChangeStore
+	WebhookStore
 	jobs.Store
 }
 

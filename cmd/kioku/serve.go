@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/transport/vertex"
+	"github.com/kioku-ai/kioku/internal/webhooks"
 	"github.com/kioku-ai/kioku/jobs"
 )
 
@@ -41,6 +42,8 @@ type serveFlags struct {
 	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
 	watches, watchesPerKey, watchesPerUser, encryptionKey *string
 	vertexProjects, vertexLocations, vertexEngines        *string
+	webhooksRetryWindow, webhooksMaxDelay                 *string
+	webhooksLoopback                                      *bool
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -80,6 +83,10 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		vertexEngines:   fs.Env("vertex-engines", "", "Vertex AI API: reasoning engines that stand for an app of another id, as ENGINE_ID=APP,...; an engine not listed is the app of its own id"),
 
 		encryptionKey: encryptionKeyFlag(fs),
+
+		webhooksLoopback:    fs.EnvBool("webhooks-allow-loopback-http", "let apps configure webhooks at http URLs of loopback addresses (http://127.0.0.1:PORT/...), for development and tests; otherwise webhooks are https"),
+		webhooksRetryWindow: fs.Env("webhooks-retry-window", "24h", "how long a webhook delivery is retried (backoff with full jitter, at most --webhooks-max-retry-delay apart) before it is dead-lettered"),
+		webhooksMaxDelay:    fs.Env("webhooks-max-retry-delay", "1h", "the longest wait between two attempts of a webhook delivery"),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -180,6 +187,12 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--allowed-hosts: %w", err)
 	}
+	var hooks [2]time.Duration
+	for i, d := range []struct{ flag, value string }{{"--webhooks-retry-window", *f.webhooksRetryWindow}, {"--webhooks-max-retry-delay", *f.webhooksMaxDelay}} {
+		if hooks[i], err = time.ParseDuration(d.value); err != nil || hooks[i] < 100*time.Millisecond {
+			return node.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 1h", d.flag, d.value)
+		}
+	}
 	return node.Config{
 		Keys:              keys,
 		Identities:        ids,
@@ -207,6 +220,9 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Models:            models,
 		Vertex:            policy,
 		SearchIndexDelay:  indexDelay,
+
+		WebhooksAllowLoopbackHTTP: *f.webhooksLoopback,
+		Webhooks:                  webhooks.Config{RetryWindow: hooks[0], MaxDelay: hooks[1]},
 	}, nil
 }
 

@@ -131,6 +131,7 @@ var (
 	Revision         = NewPattern("apps/{app}/memories/{memory}/revisions/{revision}")
 	Operation        = NewPattern("apps/{app}/operations/{operation}")
 	MemoryBankConfig = NewPattern("apps/{app}/memoryBankConfig")
+	WebhookDelivery  = NewPattern("apps/{app}/webhookDeliveries/{delivery}")
 )
 
 // The patterns of Vertex AI's resource names, which the Vertex AI surface

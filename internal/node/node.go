@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -37,6 +38,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/transport/vertex"
+	"github.com/kioku-ai/kioku/internal/webhooks"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -130,6 +132,14 @@ type Config struct {
 	// find them at once regardless. Default 1s.
 	SearchIndexDelay time.Duration
 
+	// WebhooksAllowLoopbackHTTP lets apps configure http webhooks to
+	// loopback addresses (--webhooks-allow-loopback-http).
+	WebhooksAllowLoopbackHTTP bool
+	// Webhooks tunes the webhook dispatcher (its retry window, backoff
+	// and timeouts; see webhooks.Config); its store, wake-ups, owner and
+	// logger are the node's.
+	Webhooks webhooks.Config
+
 	Logger *slog.Logger
 }
 
@@ -160,8 +170,9 @@ type Node struct {
 	guard  *firestoredb.Guard // the Firestore connection's; nil on SQLite
 	meter  *model.Meter       // the model calls of the memory bank
 
-	closers []func() error
-	cancel  context.CancelFunc
+	closers  []func() error
+	cancel   context.CancelFunc
+	dispatch sync.WaitGroup // the webhook dispatcher
 }
 
 // Open builds a Node and starts its background workers.
@@ -221,6 +232,8 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Jobs:          n.Jobs,
 		Logger:        cfg.Logger,
 		SweepInterval: cfg.SweepInterval,
+		// Webhooks are https, or http to loopback when the flag says so.
+		WebhooksAllowLoopbackHTTP: cfg.WebhooksAllowLoopbackHTTP,
 		// A generation makes two model calls and a few embedding calls,
 		// each bounded by the model's call limits.
 		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
@@ -285,6 +298,14 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	// The triggers follow every append made through the session service,
 	// whichever path it came by, off the append's path; the workers run.
 	n.App.Start(bg)
+	// The webhooks' deliveries go out on their own goroutines, sharing no
+	// worker with the operations.
+	wh := cfg.Webhooks
+	wh.Store, wh.Wake, wh.Logger = stores.Memories, n.Memories.SubscribeChanges, cfg.Logger
+	if wh.Owner == "" {
+		wh.Owner = cfg.WorkerID
+	}
+	n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
 	return n, nil
 }
 
@@ -541,6 +562,7 @@ func (n *Node) Close() error {
 	if n.App != nil {
 		n.App.Wait()
 	}
+	n.dispatch.Wait()
 	var errs []error
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		errs = append(errs, n.closers[i]())

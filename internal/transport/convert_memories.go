@@ -225,6 +225,17 @@ func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
 		}}
 	}
+	for _, w := range c.Webhooks {
+		pw := &kiokuv1.Webhook{Url: w.URL, Events: w.Events}
+		if w.OmitFact {
+			pw.IncludeFact = proto.Bool(false)
+		}
+		if w.SecretGenerated {
+			// Shown in the answer of the update that generated it, never again.
+			pw.Secret = w.Secret
+		}
+		out.Webhooks = append(out.Webhooks, pw)
+	}
 	var err error
 	out.ProfileSchemas, err = profileSchemasToProto(c.Profiles)
 	return out, err
@@ -300,6 +311,9 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*appconfig.Co
 			e.Events = append(e.Events, ev)
 		}
 		c.Examples = append(c.Examples, e)
+	}
+	for _, w := range p.GetWebhooks() {
+		c.Webhooks = append(c.Webhooks, appconfig.Webhook{URL: w.GetUrl(), Secret: w.GetSecret(), Events: w.GetEvents(), OmitFact: w.IncludeFact != nil && !w.GetIncludeFact()})
 	}
 	c.Profiles, err = profileSchemasFromProto(p.GetProfileSchemas())
 	return c, err

@@ -101,6 +101,8 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "ChangeFeedAtomic", Run: testChangeFeedAtomic},
 		{Name: "ChangeRetention", Run: testChangeRetention},
 		{Name: "WatchChanges", Run: testWatchChanges},
+		{Name: "WebhookConfig", Run: testWebhookConfig},
+		{Name: "WebhookDeliveries", Run: testWebhookDeliveries},
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))

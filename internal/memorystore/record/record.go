@@ -227,7 +227,18 @@ type configRecord struct {
 	Compaction    compactionRecord `json:"compaction,omitzero"`
 	PII           piiRecord        `json:"pii_redaction,omitzero"`
 	Profiles      []profileRecord  `json:"profiles,omitempty"`
+	Webhooks      []webhookRecord  `json:"webhooks,omitempty"`
 	UpdateTime    time.Time        `json:"update_time,omitzero"`
+}
+
+// webhookRecord is the stored form of an appconfig.Webhook (its secret
+// sealed with the rest of the configuration when the store seals).
+type webhookRecord struct {
+	URL      string   `json:"url"`
+	Secret   string   `json:"secret"`
+	Events   []string `json:"events"`
+	OmitFact bool     `json:"omit_fact,omitempty"`
+	CreateNS int64    `json:"create_ns"`
 }
 
 // piiRecord is the stored form of appconfig.Redaction (absent: off, no rules),
@@ -324,6 +335,9 @@ func MarshalConfig(c *appconfig.Config) ([]byte, error) {
 		}
 		r.Profiles = append(r.Profiles, pr)
 	}
+	for _, w := range c.Webhooks {
+		r.Webhooks = append(r.Webhooks, webhookRecord{URL: w.URL, Secret: w.Secret, Events: w.Events, OmitFact: w.OmitFact, CreateNS: unixnano.From(w.CreateTime)})
+	}
 	return json.Marshal(r)
 }
 
@@ -362,6 +376,9 @@ func UnmarshalConfig(app string, body []byte) (*appconfig.Config, error) {
 			p.Fields = append(p.Fields, profile.FieldSchema(f))
 		}
 		c.Profiles = append(c.Profiles, p)
+	}
+	for _, w := range r.Webhooks {
+		c.Webhooks = append(c.Webhooks, appconfig.Webhook{URL: w.URL, Secret: w.Secret, Events: w.Events, OmitFact: w.OmitFact, CreateTime: unixnano.Time(w.CreateNS)})
 	}
 	return c, nil
 }

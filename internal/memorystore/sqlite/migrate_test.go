@@ -26,7 +26,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v9.db, the database this version
+// goldenDB rewrites testdata/kioku-v10.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -40,11 +40,12 @@ import (
 // without owners, memories without a type or profile field),
 // testdata/kioku-v7.db by the version of schema 7 (memories without a
 // type or profile field), testdata/kioku-v8.db by the version of schema 8
-// (no change feed); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v9.db from this version")
+// (no change feed), testdata/kioku-v9.db by the version of schema 9 (no
+// webhook deliveries); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v10.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 9
+const schema = 10
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -186,17 +187,51 @@ func TestMigrationFromV8(t *testing.T) {
 	}
 }
 
-// TestGoldenDatabase reads the database this version writes: besides the
-// others' records, a profile schema and the field the offline extractor
-// filled, and the change feed of its memories.
-func TestGoldenDatabase(t *testing.T) {
-	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v9.db"))
-	}
+// TestMigrationFromV9 opens a database of schema 9, written before
+// webhooks: no delivery, and a dispatch that starts at cursor 0.
+func TestMigrationFromV9(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v9.db")
 	checkGolden(t, st, teaRestated)
 	checkNamesAndMetadata(t, st)
 	checkProfiles(t, st)
+	checkChanges(t, st)
+	if ds, err := st.ListDeliveries(t.Context(), memorybank.DeliveryQuery{App: "golden", Limit: 10}); err != nil || len(ds) != 0 {
+		t.Fatalf("deliveries of a database before them = %v, %v; want none", ds, err)
+	}
+	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
+	if held, cursor, err := st.ClaimWebhookLease(t.Context(), "golden", "w", now, now.Add(time.Minute)); err != nil || !held || cursor != 0 {
+		t.Fatalf("the first dispatch lease = %v %d %v; want held at cursor 0", held, cursor, err)
+	}
+}
+
+// TestGoldenDatabase reads the database this version writes: besides the
+// others' records, a profile schema and the field the offline extractor
+// filled, the change feed of its memories, a webhook and its delivery.
+func TestGoldenDatabase(t *testing.T) {
+	if *goldenDB {
+		writeGolden(t, filepath.Join("testdata", "kioku-v10.db"))
+	}
+	_, st := openCurrent(t, "kioku-v10.db")
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	checkProfiles(t, st)
+	checkChanges(t, st)
+	cfg, err := st.GetConfig(t.Context(), "golden")
+	if err != nil || len(cfg.Webhooks) != 1 || cfg.Webhooks[0].URL != "https://hooks.example.com/golden" || cfg.Webhooks[0].Secret != goldenSecret || cfg.Webhooks[0].CreateTime.IsZero() {
+		t.Fatalf("webhooks = %+v, %v", cfg.Webhooks, err)
+	}
+	d, err := st.GetDelivery(t.Context(), "golden", memorybank.DeliveryID(1, "https://hooks.example.com/golden"))
+	if err != nil || d.State != memorybank.DeliveryDeadLettered || d.MemoryID != "tea" || d.AttemptCount != 1 || d.Attempts[0].Status != 500 {
+		t.Fatalf("delivery = %+v, %v", d, err)
+	}
+}
+
+// goldenSecret is the golden database's webhook secret.
+var goldenSecret = "whsec_QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJD" // 24 bytes
+
+// checkChanges checks the change feed schema 9 added.
+func checkChanges(t *testing.T, st *sqlite.Store) {
+	t.Helper()
 	p, err := st.ListChanges(t.Context(), memorybank.ChangeQuery{App: "golden", Limit: 100})
 	if err != nil || p.Last == 0 || int64(len(p.Changes)) != p.Last {
 		t.Fatalf("change feed = %+v, %v; want every change since the first", p, err)
@@ -490,6 +525,22 @@ func writeGolden(t *testing.T, path string) {
 		App: "golden", MemoryID: "lang", Number: 1, Action: memorybank.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
 		Sources: pm.Sources, Operation: "apps/golden/operations/id099", Reason: "profile field extracted", CreateTime: at, StatedTime: at, Profile: field,
 	}}}}))
+	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden", Webhooks: []appconfig.Webhook{
+		{URL: "https://hooks.example.com/golden", Secret: goldenSecret, Events: []string{memorybank.EventMemoryCreated}},
+	}}, []string{"webhooks"})
+	must(err)
+	held, _, err := st.ClaimWebhookLease(ctx, "golden", "old-worker", now, now.Add(time.Minute))
+	must(err)
+	if !held {
+		t.Fatal("no dispatch lease")
+	}
+	d := &memorybank.Delivery{App: "golden", ID: memorybank.DeliveryID(1, "https://hooks.example.com/golden"), Cursor: 1,
+		URL: "https://hooks.example.com/golden", Event: memorybank.EventMemoryCreated, MemoryID: "tea", Revision: 1, Scope: ann,
+		EventTime: now, State: memorybank.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now}
+	must(st.AddDeliveries(ctx, "golden", "old-worker", now, 0, 1, []*memorybank.Delivery{d}))
+	d.State, d.AttemptCount = memorybank.DeliveryDeadLettered, 1
+	d.Attempts = []memorybank.DeliveryAttempt{{Time: now, Status: 500, Error: "answered 500 Internal Server Error", Duration: time.Millisecond}}
+	must(st.PutDelivery(ctx, d))
 	must(db.Close())
 	// One file: fold the log into it.
 	db, err = sqlitedb.Open(path)
