@@ -26,7 +26,7 @@ import (
 	"github.com/kioku-ai/kioku/sessions"
 )
 
-// goldenDB rewrites testdata/kioku-v9.db, the database this version
+// goldenDB rewrites testdata/kioku-v10.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -40,11 +40,12 @@ import (
 // without owners, memories without a type or profile field),
 // testdata/kioku-v7.db by the version of schema 7 (memories without a
 // type or profile field), testdata/kioku-v8.db by the version of schema 8
-// (no change feed); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v9.db from this version")
+// (no change feed), testdata/kioku-v9.db by the version of schema 9 (no
+// usage per day); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v10.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 9
+const schema = 10
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -186,14 +187,27 @@ func TestMigrationFromV8(t *testing.T) {
 	}
 }
 
+// TestMigrationFromV9: a database of schema 9 has no usage yet.
+func TestMigrationFromV9(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v9.db")
+	checkGolden(t, st, teaRestated)
+	checkProfiles(t, st)
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{}) {
+		t.Fatalf("usage of a database before it = %+v, %v; want none", u, err)
+	}
+}
+
 // TestGoldenDatabase reads the database this version writes: besides the
 // others' records, a profile schema and the field the offline extractor
-// filled, and the change feed of its memories.
+// filled, the change feed of its memories, and an app's usage of a day.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v9.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v10.db"))
 	}
-	_, st := openCurrent(t, "kioku-v9.db")
+	_, st := openCurrent(t, "kioku-v10.db")
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{Generations: 3, Tokens: 1234}) {
+		t.Fatalf("usage = %+v, %v; want 3 generations and 1234 tokens", u, err)
+	}
 	checkGolden(t, st, teaRestated)
 	checkNamesAndMetadata(t, st)
 	checkProfiles(t, st)
@@ -490,6 +504,8 @@ func writeGolden(t *testing.T, path string) {
 		App: "golden", MemoryID: "lang", Number: 1, Action: memorybank.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
 		Sources: pm.Sources, Operation: "apps/golden/operations/id099", Reason: "profile field extracted", CreateTime: at, StatedTime: at, Profile: field,
 	}}}}))
+	_, _, err = st.AddUsage(ctx, "golden", "2026-01-02", memorybank.Usage{Generations: 3, Tokens: 1234}, memorybank.Usage{})
+	must(err)
 	must(db.Close())
 	// One file: fold the log into it.
 	db, err = sqlitedb.Open(path)

@@ -166,7 +166,8 @@ WHERE json_type(body, '$.action') = 'integer';
 // queued before); memories' type and profile field (empty for
 // natural-language memories, which all earlier ones are), with the index
 // RetrieveProfiles reads a scope's profile fields by (v8); the change
-// feed, empty for the changes made before (v9).
+// feed, empty for the changes made before (v9); the apps' usage per day,
+// counted against their quotas (v10).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -205,6 +206,15 @@ CREATE TABLE memory_changes (
 CREATE INDEX memory_changes_by_scope ON memory_changes (app, scope_key, cursor);
 CREATE INDEX memory_changes_by_time ON memory_changes (time_ns);
 CREATE INDEX memory_changes_by_memory ON memory_changes (app, memory_id);
+`},
+	sqlitedb.Step{SQL: `
+CREATE TABLE usage (
+	app         TEXT    NOT NULL,
+	day         TEXT    NOT NULL,
+	generations INTEGER NOT NULL DEFAULT 0,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (app, day)
+) WITHOUT ROWID;
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
