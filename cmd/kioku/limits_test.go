@@ -2,15 +2,20 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
@@ -131,4 +136,71 @@ func flood(t *testing.T, key string, urls []string, perSecond int, d time.Durati
 		t.Fatalf("%d calls failed otherwise than NOT_FOUND or RESOURCE_EXHAUSTED, first: %v", len(res.other), res.other[0])
 	}
 	return res
+}
+
+// TestDailyQuotaSurvivesRestart: with --quota-generations 2 an app's third
+// GenerateMemories of the day is RESOURCE_EXHAUSTED with a RetryInfo of
+// the time until the day ends (UTC), /metrics shows the count and the
+// quota, another app is not affected, and a restart on the same data
+// directory keeps the count.
+func TestDailyQuotaSurvivesRestart(t *testing.T) {
+	dataDir := t.TempDir()
+	args := []string{"--data-dir", dataDir, "--quota-generations", "2"}
+	generate := func(url, app string) error {
+		c := kiokuv1connect.NewMemoryBankServiceClient(http.DefaultClient, url)
+		_, err := c.GenerateMemories(t.Context(), connect.NewRequest(&kiokuv1.GenerateMemoriesRequest{
+			Parent: "apps/" + app, Scope: map[string]string{"user_id": "ann"},
+			Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
+				Memories: []*kiokuv1.DirectMemory{{Fact: "The user likes tea."}},
+			}},
+		}))
+		return err
+	}
+	refused := func(err error) {
+		t.Helper()
+		var ce *connect.Error
+		if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted || !strings.Contains(ce.Message(), "2 memory generations of today") {
+			t.Fatalf("past the quota: %v; want RESOURCE_EXHAUSTED naming the quota", err)
+		}
+		now := time.Now().UTC()
+		untilMidnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(now)
+		for _, d := range ce.Details() {
+			if v, err := d.Value(); err == nil {
+				if ri, ok := v.(*errdetails.RetryInfo); ok {
+					if got := ri.GetRetryDelay().AsDuration(); got > untilMidnight+time.Minute || got < untilMidnight-time.Minute {
+						t.Fatalf("RetryInfo %v; want the time until the day ends, %v", got, untilMidnight)
+					}
+					return
+				}
+			}
+		}
+		t.Fatalf("past the quota: details %v; want a RetryInfo", ce.Details())
+	}
+
+	proc := startKioku(t, args...)
+	for i := range 2 {
+		if err := generate(proc.url, "q"); err != nil {
+			t.Fatalf("generation %d within the quota: %v", i+1, err)
+		}
+	}
+	refused(generate(proc.url, "q"))
+	if err := generate(proc.url, "other"); err != nil {
+		t.Fatalf("another app: %v", err)
+	}
+	res, err := http.Get(proc.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`kioku_quota_used{app="q",quota="generations"} 2`, `kioku_quota_used{app="other",quota="generations"} 1`, `kioku_quota_limit{quota="generations"} 2`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	proc.cmd.Wait()
+	proc = startKioku(t, args...)
+	refused(generate(proc.url, "q"))
 }

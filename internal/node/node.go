@@ -101,6 +101,9 @@ type Config struct {
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit
+	// Quotas are each app's daily allowances of memory generations and
+	// model tokens (memorybank.Quotas); zero fields: none.
+	Quotas memorybank.Quotas
 	// Identities and SigningKeys, when set, let ID tokens of identity
 	// providers and minted user tokens stand for users (see
 	// transport.Config).
@@ -237,6 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Jobs:          n.Jobs,
 		Logger:        cfg.Logger,
 		SweepInterval: cfg.SweepInterval,
+		Quotas:        cfg.Quotas,
 		// A generation makes two model calls and a few embedding calls,
 		// each bounded by the model's call limits.
 		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
@@ -479,6 +483,18 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []transport.
 		} else {
 			out = append(out, transport.Metric{Name: "kioku_model_embedded_texts_total", Help: "Texts sent to the embedder, by model.",
 				Labels: [][2]string{{"model", u.Model}, {"outcome", outcome}}, Value: float64(u.Texts)})
+		}
+	}
+	if q := n.Memories.Quotas(); q.Generations > 0 || q.Tokens > 0 {
+		help := "Each app's daily quota (UTC): memory generations and generation model tokens; 0: none."
+		out = append(out,
+			transport.Metric{Name: "kioku_quota_limit", Help: help, Gauge: true, Labels: [][2]string{{"quota", "generations"}}, Value: float64(q.Generations)},
+			transport.Metric{Name: "kioku_quota_limit", Help: help, Gauge: true, Labels: [][2]string{{"quota", "tokens"}}, Value: float64(q.Tokens)})
+		used := "What an app has used of its daily quotas today (UTC), as this server last counted or read it in the store (every server's counts included up to then)."
+		for _, u := range n.Memories.UsageSeen() {
+			out = append(out,
+				transport.Metric{Name: "kioku_quota_used", Help: used, Gauge: true, Labels: [][2]string{{"app", u.App}, {"quota", "generations"}}, Value: float64(u.Generations)},
+				transport.Metric{Name: "kioku_quota_used", Help: used, Gauge: true, Labels: [][2]string{{"app", u.App}, {"quota", "tokens"}}, Value: float64(u.Tokens)})
 		}
 	}
 	if n.Firestore != nil {
