@@ -101,6 +101,9 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*jo
 	if r.MergeStrategy < metadata.MergeUnspecified || r.MergeStrategy > metadata.RequireExactMatch {
 		return nil, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy %d is not a strategy", r.MergeStrategy)
 	}
+	if err := s.spendGeneration(ctx, r.App); err != nil {
+		return nil, err
+	}
 	return s.enqueue(ctx, r.App, KindGenerate, r.Scope.Key(), encodeGenerate(r))
 }
 

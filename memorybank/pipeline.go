@@ -57,7 +57,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	if r.red, err = s.Redactor(cfg); err != nil {
 		return nil, err
 	}
-	r.gen = redact.Generator(s.gen, r.red)
+	r.gen = s.charged(redact.Generator(s.gen, r.red), app)
 
 	// 1. Gather the input.
 	b.Progress("reading events")

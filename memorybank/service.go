@@ -51,6 +51,10 @@ type Config struct {
 	// Logger receives the background errors. Default slog.Default().
 	Logger *slog.Logger
 
+	// Quotas are each app's daily allowances of generations and model
+	// tokens (quota.go). Zero fields: no quota.
+	Quotas Quotas
+
 	// AttemptTimeout bounds each attempt of a generation (jobs.Kind.Timeout),
 	// whatever it waits for: past it the attempt fails with
 	// DeadlineExceeded and is retried. Its model calls are bounded by the
@@ -109,6 +113,8 @@ type Service struct {
 	idle      idleSessions
 
 	feed *wake.Broker[string] // wakes WatchChanges on this server's writes
+
+	usage usageSeen // the apps' usage as this server last saw it
 }
 
 type cachedConfig struct {

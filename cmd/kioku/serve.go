@@ -21,6 +21,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport/vertex"
 	"github.com/kioku-ai/kioku/internal/webhooks"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -38,6 +39,7 @@ type serveFlags struct {
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	identity, signingKey                                  *string
 	vectorCache, rateLimit, rateBurst                     *string
+	quotaGenerations, quotaTokens                         *string
 	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
 	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
 	watches, watchesPerKey, watchesPerUser, encryptionKey *string
@@ -67,16 +69,18 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		allowedHosts: fs.Env("allowed-hosts", "", "comma-separated host names (no port), beyond localhost and loopback addresses, that kioku answers while it listens on loopback without TLS, such as a name a local proxy forwards; * for any. Other Host headers are refused (a guard against DNS rebinding); on other addresses, and over TLS, any Host is answered"),
 		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
-		rateLimit:      fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
-		bodyTimeout:    fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
-		writeTimeout:   fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
-		idleTimeout:    fs.Env("idle-timeout", "30s", "time a connection with no call in flight stays open; a new connection must begin a request within the shorter of this and 10s (one that sends nothing, or only HTTP/2's preface, is closed)"),
-		maxStream:      fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
-		watches:        fs.Env("max-watches", "10000", "WatchSession streams the server serves at once (WatchMemories' counted apart), whoever holds them; one more is RESOURCE_EXHAUSTED"),
-		watchesPerKey:  fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
-		watchesPerUser: fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
-		rateBurst:      fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
-		indexDelay:     fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
+		rateLimit:        fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
+		bodyTimeout:      fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
+		writeTimeout:     fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
+		idleTimeout:      fs.Env("idle-timeout", "30s", "time a connection with no call in flight stays open; a new connection must begin a request within the shorter of this and 10s (one that sends nothing, or only HTTP/2's preface, is closed)"),
+		maxStream:        fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
+		watches:          fs.Env("max-watches", "10000", "WatchSession streams the server serves at once (WatchMemories' counted apart), whoever holds them; one more is RESOURCE_EXHAUSTED"),
+		watchesPerKey:    fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
+		watchesPerUser:   fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
+		quotaGenerations: fs.Env("quota-generations", "0", "memory generations (GenerateMemories requests, triggered ones included) each app may make a day (UTC), counted in the store across servers and restarts; past it RESOURCE_EXHAUSTED until the day ends; 0: no quota"),
+		quotaTokens:      fs.Env("quota-tokens", "0", "generation model tokens (prompt and output) each app's memory generations may use a day (UTC), counted in the store; once spent, GenerateMemories is RESOURCE_EXHAUSTED until the day ends; 0: no quota"),
+		rateBurst:        fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+		indexDelay:       fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
 
 		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
 		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
@@ -150,6 +154,12 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil || burst < 1 && rate > 0 {
 		return node.Config{}, fmt.Errorf("--rate-burst %q: want a whole number of calls, at least 1", *f.rateBurst)
 	}
+	var quotas [2]int64
+	for i, q := range []struct{ flag, value string }{{"--quota-generations", *f.quotaGenerations}, {"--quota-tokens", *f.quotaTokens}} {
+		if quotas[i], err = strconv.ParseInt(q.value, 10, 64); err != nil || quotas[i] < 0 {
+			return node.Config{}, fmt.Errorf("%s %q: want a whole number a day, 0 for no quota", q.flag, q.value)
+		}
+	}
 	var durations [4]time.Duration
 	for i, d := range []struct{ flag, value string }{{"--body-timeout", *f.bodyTimeout}, {"--write-timeout", *f.writeTimeout}, {"--max-stream-duration", *f.maxStream}, {"--idle-timeout", *f.idleTimeout}} {
 		if durations[i], err = time.ParseDuration(d.value); err != nil || durations[i] < 100*time.Millisecond {
@@ -198,6 +208,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Identities:        ids,
 		SigningKeys:       signing,
 		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
+		Quotas:            memorybank.Quotas{Generations: quotas[0], Tokens: quotas[1]},
 		BodyTimeout:       durations[0],
 		WriteTimeout:      durations[1],
 		MaxStreamDuration: durations[2],

@@ -14,7 +14,8 @@
 // user, structured profiles (schemas, per-field generation and
 // consolidation, RetrieveProfiles), and the change feed (each committed
 // change once, in order, with dense cursors; nothing for a failed Write;
-// retention; a watcher woken by a write). The engine's own contract
+// retention; a watcher woken by a write), and the apps' usage per day
+// with the quotas enforced on it. The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -103,6 +104,8 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "WatchChanges", Run: testWatchChanges},
 		{Name: "WebhookConfig", Run: testWebhookConfig},
 		{Name: "WebhookDeliveries", Run: testWebhookDeliveries},
+		{Name: "Usage", Run: testUsage},
+		{Name: "Quotas", Run: testQuotas},
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))

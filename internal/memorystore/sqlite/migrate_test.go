@@ -41,11 +41,12 @@ import (
 // testdata/kioku-v7.db by the version of schema 7 (memories without a
 // type or profile field), testdata/kioku-v8.db by the version of schema 8
 // (no change feed), testdata/kioku-v9.db by the version of schema 9 (no
-// webhook deliveries); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v10.db from this version")
+// webhook deliveries), testdata/kioku-v10.db by the version of schema 10
+// (no usage per day); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v11.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 10
+const schema = 11
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -204,14 +205,28 @@ func TestMigrationFromV9(t *testing.T) {
 	}
 }
 
+// TestMigrationFromV10: a database of schema 10 has no usage yet.
+func TestMigrationFromV10(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v10.db")
+	checkGolden(t, st, teaRestated)
+	checkChanges(t, st)
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{}) {
+		t.Fatalf("usage of a database before it = %+v, %v; want none", u, err)
+	}
+}
+
 // TestGoldenDatabase reads the database this version writes: besides the
 // others' records, a profile schema and the field the offline extractor
-// filled, the change feed of its memories, a webhook and its delivery.
+// filled, the change feed of its memories, a webhook and its delivery, and
+// an app's usage of a day.
 func TestGoldenDatabase(t *testing.T) {
 	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v10.db"))
+		writeGolden(t, filepath.Join("testdata", "kioku-v11.db"))
 	}
-	_, st := openCurrent(t, "kioku-v10.db")
+	_, st := openCurrent(t, "kioku-v11.db")
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{Generations: 3, Tokens: 1234}) {
+		t.Fatalf("usage = %+v, %v; want 3 generations and 1234 tokens", u, err)
+	}
 	checkGolden(t, st, teaRestated)
 	checkNamesAndMetadata(t, st)
 	checkProfiles(t, st)
@@ -541,6 +556,8 @@ func writeGolden(t *testing.T, path string) {
 	d.State, d.AttemptCount = memorybank.DeliveryDeadLettered, 1
 	d.Attempts = []memorybank.DeliveryAttempt{{Time: now, Status: 500, Error: "answered 500 Internal Server Error", Duration: time.Millisecond}}
 	must(st.PutDelivery(ctx, d))
+	_, _, err = st.AddUsage(ctx, "golden", "2026-01-02", memorybank.Usage{Generations: 3, Tokens: 1234}, memorybank.Usage{})
+	must(err)
 	must(db.Close())
 	// One file: fold the log into it.
 	db, err = sqlitedb.Open(path)

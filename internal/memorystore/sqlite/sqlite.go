@@ -167,7 +167,8 @@ WHERE json_type(body, '$.action') = 'integer';
 // natural-language memories, which all earlier ones are), with the index
 // RetrieveProfiles reads a scope's profile fields by (v8); the change
 // feed, empty for the changes made before (v9); webhook deliveries and
-// each app's dispatch lease and cursor (v10).
+// each app's dispatch lease and cursor (v10); the apps' usage per day,
+// counted against their quotas (v11).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -222,6 +223,15 @@ CREATE TABLE webhook_deliveries (
 	PRIMARY KEY (app, id)
 ) WITHOUT ROWID;
 CREATE INDEX webhook_deliveries_by_state ON webhook_deliveries (app, state, id);
+`},
+	sqlitedb.Step{SQL: `
+CREATE TABLE usage (
+	app         TEXT    NOT NULL,
+	day         TEXT    NOT NULL,
+	generations INTEGER NOT NULL DEFAULT 0,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (app, day)
+) WITHOUT ROWID;
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {
