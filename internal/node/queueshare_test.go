@@ -83,8 +83,8 @@ func TestOneUserCannotFillTheAppsQueue(t *testing.T) {
 	}
 }
 
-// TestHungUsersLeaveTheAppMoving: on a server as kioku serve builds it by
-// default (16 workers, its model timeouts of minutes), users u1 and u2 of
+// TestHungUsersLeaveTheAppMoving: on a server as kioku serve builds it, but
+// with 16 workers (its model timeouts of minutes as by default), users u1 and u2 of
 // an app each ask for generations in ten scopes whose model calls hang.
 // Each holds only their share of the workers (2 of 16): a third user's
 // generation of the same app completes within 10 s, while the hung ones
