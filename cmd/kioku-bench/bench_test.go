@@ -356,3 +356,29 @@ func TestBenchExport(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchClusterSurvivesSIGKILL: three kioku serve processes on the
+// emulator, one SIGKILLed under appends while it runs generations: every
+// acknowledged append is in the store, and each generation it held is
+// claimed again by another server.
+func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
+	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
+	bin := filepath.Join(t.TempDir(), "kioku")
+	if out, err := exec.Command("go", "build", "-o", bin, "../kioku").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	m := runBench(t, "cluster", "--kioku", bin, "--servers", "3", "--rate", "40", "--duration", "3s",
+		"--lease", "2s", "--generations", "6", "--sessions", "8", "--json")
+	if m["kill_acked"].(float64) < 60 {
+		t.Errorf("%v appends acknowledged of 120 sent", m["kill_acked"])
+	}
+	if m["kill_lost"].(float64) != 0 {
+		t.Errorf("%v acknowledged appends lost", m["kill_lost"])
+	}
+	if n := m["kill_takeovers"].(float64); n < 1 || n > 6 {
+		t.Errorf("%v generations of the killed server claimed again, want 1 to 6", n)
+	}
+	if m["kill_resume_max_s"].(float64) <= 0 {
+		t.Errorf("resumed %v s after the kill", m["kill_resume_max_s"])
+	}
+}

@@ -58,7 +58,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
 		models:       cli.RegisterModelFlags(fs),
-		workers:      fs.Env("workers", fmt.Sprint(jobs.DefaultWorkers), "memory operations run at once by this server (they mostly wait on the model); one user of an app may hold an eighth of them, at least one, and one app all but one while another app's operations wait"),
+		workers:      fs.Env("workers", fmt.Sprint(jobs.DefaultWorkers), "most memory operations run at once by this server (they mostly wait on the model: it claims another while fewer than GOMAXPROCS of them compute); one user of an app may hold an eighth of them across all servers of a store, at least one, and one app all but one while another app's operations wait"),
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		identity:     fs.EnvAs("identity", "KIOKU_IDENTITY_FILE", "", "identity file: the OpenID Connect and Firebase providers whose ID tokens stand for users of an app, with a user key's rights (SIGHUP reloads it; FIREBASE_AUTH_EMULATOR_HOST accepts the Auth emulator's unsigned tokens); empty: none"),
 		signingKey:   fs.Env("token-signing-key-file", "", "Ed25519 key file that signs the user tokens kioku.v1.AuthService/MintUserToken mints and verifies them, earlier public keys after it (kioku token --new-key FILE writes and rotates it; SIGHUP reloads it); empty: no minted tokens"),
