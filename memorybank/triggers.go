@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Observe implements sessions.Observer: the memory bank's generation
@@ -64,7 +65,7 @@ const firedTTL = time.Hour
 // fire queues a generation from a session for a trigger. The session is
 // remembered until the operation ends (generationEnded), the session is
 // deleted, or firedTTL passes.
-func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
+func (s *Service) fire(ctx context.Context, key sessiontype.Key, sequence int64, why string) {
 	s.triggerMu.Lock()
 	s.triggered[key.Name()] = firedTrigger{sequence: sequence, at: s.now()}
 	s.triggerMu.Unlock()
@@ -177,7 +178,7 @@ type idleSessions struct {
 }
 
 type idleEntry struct {
-	key      sessions.Key
+	key      sessiontype.Key
 	sequence int64
 	at       time.Time
 }
@@ -188,7 +189,7 @@ func (i *idleSessions) forget(name string) {
 	i.mu.Unlock()
 }
 
-func (i *idleSessions) touch(key sessions.Key, seq int64, now time.Time) {
+func (i *idleSessions) touch(key sessiontype.Key, seq int64, now time.Time) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.last == nil {

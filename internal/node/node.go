@@ -44,6 +44,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 )
 
 // Config chooses the store and tunes the server.
@@ -285,7 +286,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 // Stores are the opened stores of a configuration: what a Node serves,
 // and what kioku export and import read and write directly.
 type Stores struct {
-	Sessions sessions.Store
+	Sessions sessiondriver.Store
 	Memories memorybank.Store
 	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.
