@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
@@ -116,10 +117,13 @@ func testCompactionView(t *testing.T, h *harness) {
 	if err != nil || len(listed) != 33 {
 		t.Fatalf("ListEvents = %d events, %v", len(listed), err)
 	}
-	// A compaction is not found by search; the events it covers are.
-	hits, _ := h.search(t, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "summary"})
-	if len(hits) != 0 {
-		t.Fatalf("search found the compaction: %v", hitIDs(hits))
+	// A compaction is not found by search (on a store that searches,
+	// sessiondriver.Searcher); the events it covers are.
+	if _, ok := h.store.(sessiondriver.Searcher); ok {
+		hits, _ := h.search(t, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "summary"})
+		if len(hits) != 0 {
+			t.Fatalf("search found the compaction: %v", hitIDs(hits))
+		}
 	}
 	// A session without a compaction: the view is the plain one.
 	plain := h.create(t, "app1", "u1", "s2", nil)
