@@ -1,7 +1,7 @@
 // Package archive moves a kioku installation, one app of it or one user of
 // an app between stores: Export writes what the stores hold to a portable
 // archive and Import loads an archive into any store. It works through the
-// store interfaces (sessions.Store, memorybank.Store, memoryfiles.Store,
+// store interfaces (sessiondriver.Store, memorybank.Store, memoryfiles.Store,
 // blocks.Store),
 // so an archive written from SQLite loads into Firestore and the other way
 // round.
@@ -63,7 +63,7 @@
 //
 // A session's state is its own scope (without the user: and app: keys,
 // which are the user_state and app_state records) and its events follow it,
-// each in its stored JSON form (sessions.Event, with its sequence),
+// each in its stored JSON form (sessiontype.Event, with its sequence),
 // sequences 1 to last_sequence in order: the session record and its events
 // agree, whatever was appended while the export ran. A session deleted
 // while its events were being read is followed by

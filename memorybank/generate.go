@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // GenerateMemories validates a request and queues an operation for it,
@@ -143,15 +144,15 @@ type GenerateRequest struct {
 	Scope Scope
 	// Session is a stored session; only events not processed before are
 	// used, optionally within [From, To).
-	Session *sessions.Key
+	Session *sessiontype.Key
 	From    time.Time
 	To      time.Time
 	// Events is a conversation given inline.
-	Events []*sessions.Event
+	Events []*sessiontype.Event
 	// Facts are facts given directly. FactsSession and FactsEventIDs, when
 	// set, are recorded as their source.
 	Facts                []DirectFact
-	FactsSession         *sessions.Key
+	FactsSession         *sessiontype.Key
 	FactsEventIDs        []string
 	DisableConsolidation bool
 	AllowedTopics        []string

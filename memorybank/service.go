@@ -14,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // SessionReader reads the sessions memories are generated from.
@@ -22,10 +23,10 @@ type SessionReader interface {
 	// EventsAfter returns up to limit events of a session with sequence
 	// greater than after, within [from, to) when set, in order. NotFound
 	// when the session does not exist.
-	EventsAfter(ctx context.Context, key sessions.Key, after int64, from, to time.Time, limit int) ([]*sessions.Event, error)
+	EventsAfter(ctx context.Context, key sessiontype.Key, after int64, from, to time.Time, limit int) ([]*sessiontype.Event, error)
 	// ListSessions returns a page of sessions, most recently updated
 	// first (for re-arming idle triggers after a start).
-	ListSessions(ctx context.Context, r sessions.ListSessionsRequest) ([]*sessions.Session, string, error)
+	ListSessions(ctx context.Context, r sessions.ListSessionsRequest) ([]*sessiontype.Session, string, error)
 }
 
 // Config configures a Service.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Observe implements sessions.Observer: the memory bank's generation
@@ -64,7 +65,7 @@ const firedTTL = time.Hour
 // TriggerFunc is told of a trigger that fired for a session: the events
 // the fired generation reads are those after sequence after (the
 // session's watermark when it fired), up to sequence upTo. See OnTrigger.
-type TriggerFunc func(ctx context.Context, key sessions.Key, after, upTo int64)
+type TriggerFunc func(ctx context.Context, key sessiontype.Key, after, upTo int64)
 
 // OnTrigger registers fn, called each time a generation trigger fires for
 // a session (the count trigger, or the idle trigger), after the
@@ -80,7 +81,7 @@ func (s *Service) OnTrigger(fn TriggerFunc) {
 // fire queues a generation from a session for a trigger, then tells the
 // OnTrigger function. The session is remembered until the operation ends
 // (generationEnded), the session is deleted, or firedTTL passes.
-func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
+func (s *Service) fire(ctx context.Context, key sessiontype.Key, sequence int64, why string) {
 	s.triggerMu.Lock()
 	s.triggered[key.Name()] = firedTrigger{sequence: sequence, at: s.now()}
 	then := s.onTrigger
@@ -201,7 +202,7 @@ type idleSessions struct {
 }
 
 type idleEntry struct {
-	key      sessions.Key
+	key      sessiontype.Key
 	sequence int64
 	at       time.Time
 }
@@ -212,7 +213,7 @@ func (i *idleSessions) forget(name string) {
 	i.mu.Unlock()
 }
 
-func (i *idleSessions) touch(key sessions.Key, seq int64, now time.Time) {
+func (i *idleSessions) touch(key sessiontype.Key, seq int64, now time.Time) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.last == nil {

@@ -26,7 +26,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // kiokuCmd runs the kioku binary and returns its combined output.
@@ -350,7 +350,7 @@ func writeArchive(t *testing.T, add func(w *archive.Writer) error) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.State(&sessions.SharedState{Ref: sessions.StateRef{App: "a1"}, State: map[string]any{"app:motd": "hi"}, UpdateTime: now}); err != nil {
+	if err := w.State(&sessiontype.SharedState{Ref: sessiontype.StateRef{App: "a1"}, State: map[string]any{"app:motd": "hi"}, UpdateTime: now}); err != nil {
 		t.Fatal(err)
 	}
 	if err := add(w); err != nil {
@@ -372,12 +372,12 @@ func TestImportCommandRefuses(t *testing.T) {
 	dataDir := t.TempDir()
 	ok := writeArchive(t, func(*archive.Writer) error { return nil })
 	gap := writeArchive(t, func(w *archive.Writer) error {
-		key := sessions.Key{App: "a1", User: "u1", ID: "s1"}
+		key := sessiontype.Key{App: "a1", User: "u1", ID: "s1"}
 		created := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-		if err := w.Session(&sessions.Session{Key: key, CreateTime: created, UpdateTime: created, LastSequence: 2}); err != nil {
+		if err := w.Session(&sessiontype.Session{Key: key, CreateTime: created, UpdateTime: created, LastSequence: 2}); err != nil {
 			return err
 		}
-		return w.Event(key, &sessions.Event{ID: "e2", Author: "user", Sequence: 2, Timestamp: created})
+		return w.Event(key, &sessiontype.Event{ID: "e2", Author: "user", Sequence: 2, Timestamp: created})
 	})
 	for _, c := range []struct {
 		args []string

@@ -22,9 +22,9 @@ func TestDecide(t *testing.T) {
 		want   float64
 	}{
 		{nil, 1},
-		{[]float64{1}, 0},            // joins a lone server: waits for it to halve
-		{[]float64{0.5}, 0.5},        // it did
-		{[]float64{0.5, 0.5}, 0},     // the third joins
+		{[]float64{1}, 0},        // joins a lone server: waits for it to halve
+		{[]float64{0.5}, 0.5},    // it did
+		{[]float64{0.5, 0.5}, 0}, // the third joins
 		{[]float64{1.0 / 3, 0.5}, 1.0 / 6},
 		{[]float64{1.0 / 3, 1.0 / 3}, 1.0 / 3},
 		{[]float64{0.7, 0.7}, 0}, // never negative

@@ -48,6 +48,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 )
 
 // Config chooses the store and tunes the server.
@@ -253,7 +254,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		SweepInterval: cfg.SweepInterval,
 		// Webhooks are https, or http to loopback when the flag says so.
 		WebhooksAllowLoopbackHTTP: cfg.WebhooksAllowLoopbackHTTP,
-		Quotas:        cfg.Quotas,
+		Quotas:                    cfg.Quotas,
 		// A generation makes two model calls and a few embedding calls,
 		// each bounded by the model's call limits.
 		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
@@ -352,7 +353,7 @@ func shareSource(m *cluster.Membership) auth.ShareSource {
 // Stores are the opened stores of a configuration: what a Node serves,
 // and what kioku export and import read and write directly.
 type Stores struct {
-	Sessions sessions.Store
+	Sessions sessiondriver.Store
 	Memories memorybank.Store
 	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.

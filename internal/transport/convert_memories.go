@@ -22,6 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
@@ -197,7 +198,7 @@ func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 	for _, ex := range c.Examples {
 		pe := &kiokuv1.GenerationExample{ExpectedFacts: ex.ExpectedFacts}
 		for _, e := range ex.Events {
-			ev, err := eventToProto(sessions.Key{}, e)
+			ev, err := eventToProto(sessiontype.Key{}, e)
 			if err != nil {
 				return nil, err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Config is what an App composes.
@@ -70,7 +71,7 @@ func New(cfg Config) *App {
 		cfg.AttemptTimeout = 15 * time.Minute
 	}
 	a := &App{sessions: cfg.Sessions, memories: cfg.Memories, files: cfg.Files, blocks: cfg.Blocks, gen: cfg.Generator, jobs: cfg.Jobs, cfg: cfg}
-	a.triggers = a.sessions.CompactionTriggers(a.compactionTrigger, func(ctx context.Context, key sessions.Key, keepRecent int) (string, error) {
+	a.triggers = a.sessions.CompactionTriggers(a.compactionTrigger, func(ctx context.Context, key sessiontype.Key, keepRecent int) (string, error) {
 		op, err := a.CompactSession(ctx, CompactRequest{Session: key, KeepRecent: keepRecent})
 		if err != nil {
 			return "", err
@@ -123,7 +124,7 @@ func (a *App) Wait() { a.wg.Wait() }
 // leaves the session in place to retry. The session must exist (and be
 // the caller's) before anything is forgotten; with allowMissing a session
 // that does not exist is no error.
-func (a *App) DeleteSession(ctx context.Context, key sessions.Key, forgetMemories, allowMissing bool) error {
+func (a *App) DeleteSession(ctx context.Context, key sessiontype.Key, forgetMemories, allowMissing bool) error {
 	if forgetMemories {
 		if _, _, err := a.sessions.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true}); err != nil {
 			if fault.Is(err, fault.NotFound) && allowMissing {

@@ -16,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The background rewrite of a user's core memory blocks (Letta's
@@ -45,7 +46,7 @@ type Rewrite struct {
 	// trigger fired: the events its generation reads too, which no
 	// earlier rewrite read) up to UpTo (0: its last event), at most the
 	// latest MaxRewriteEvents of them.
-	Session     sessions.Key
+	Session     sessiontype.Key
 	After, UpTo int64
 	// Blocks are the blocks it rewrote, as it left them.
 	Blocks []*blocks.Block
@@ -105,7 +106,7 @@ func (a *App) registerRewrite() {
 // rewriteTrigger is the memory bank's OnTrigger: it queues the rewrite of
 // the session's user's blocks when there is a model and the user has a
 // block that is not read-only.
-func (a *App) rewriteTrigger(ctx context.Context, key sessions.Key, after, upTo int64) {
+func (a *App) rewriteTrigger(ctx context.Context, key sessiontype.Key, after, upTo int64) {
 	if a.blocks == nil || a.gen == nil {
 		return
 	}
@@ -129,7 +130,7 @@ func (a *App) rewriteTrigger(ctx context.Context, key sessions.Key, after, upTo 
 // the session's events after sequence after up to sequence upTo (0: its
 // last), the latest MaxRewriteEvents of them, and returns its operation.
 // Without a model it is FailedPrecondition.
-func (a *App) RewriteBlocks(ctx context.Context, key sessions.Key, after, upTo int64) (*Operation, error) {
+func (a *App) RewriteBlocks(ctx context.Context, key sessiontype.Key, after, upTo int64) (*Operation, error) {
 	if a.gen == nil || a.blocks == nil {
 		return nil, fault.New(fault.FailedPrecondition, "rewriting blocks needs a generation model and the blocks service: configure a model with %s", model.Settings)
 	}
@@ -180,7 +181,7 @@ type shownBlock struct {
 // rewritePrompt returns the rewrite call's user message: the blocks as
 // JSON, then the conversation. The offline extractor reads both parts by
 // their headings.
-func rewritePrompt(list []*blocks.Block, events []*sessions.Event) string {
+func rewritePrompt(list []*blocks.Block, events []*sessiontype.Event) string {
 	shown := make([]shownBlock, len(list))
 	for i, b := range list {
 		shown[i] = shownBlock{Label: b.Label, Description: b.Description, Limit: b.Limit, Value: b.Value}
@@ -223,7 +224,7 @@ func (a *App) rewrite(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error)
 	// to the latest UpTo the coalesced requests ask.
 	b.Progress("reading events")
 	after, upTo := map[string]int64{}, map[string]int64{}
-	var keys []sessions.Key
+	var keys []sessiontype.Key
 	for _, r := range reqs {
 		name := r.Session.Name()
 		cur, ok := upTo[name]
@@ -237,7 +238,7 @@ func (a *App) rewrite(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error)
 		}
 		after[name] = min(after[name], r.After)
 	}
-	var events []*sessions.Event
+	var events []*sessiontype.Event
 	var from []string // the session of each event
 	for _, k := range keys {
 		evs, err := a.latestEvents(ctx, k, after[k.Name()], upTo[k.Name()])
@@ -317,7 +318,7 @@ func (a *App) rewrite(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, error)
 
 // latestEvents returns a session's events after sequence after up to
 // sequence upTo (0: its last), the latest MaxRewriteEvents of them.
-func (a *App) latestEvents(ctx context.Context, key sessions.Key, after, upTo int64) ([]*sessions.Event, error) {
+func (a *App) latestEvents(ctx context.Context, key sessiontype.Key, after, upTo int64) ([]*sessiontype.Event, error) {
 	last := upTo
 	if last == 0 {
 		s, _, err := a.sessions.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true})
@@ -332,7 +333,7 @@ func (a *App) latestEvents(ctx context.Context, key sessions.Key, after, upTo in
 		return nil, err
 	}
 	if upTo > 0 {
-		evs = slices.DeleteFunc(evs, func(e *sessions.Event) bool { return e.Sequence > upTo })
+		evs = slices.DeleteFunc(evs, func(e *sessiontype.Event) bool { return e.Sequence > upTo })
 	}
 	return evs, nil
 }
@@ -340,7 +341,7 @@ func (a *App) latestEvents(ctx context.Context, key sessions.Key, after, upTo in
 // sourcesOf maps the event numbers a rewritten block cites (from 1, in
 // the order shown) to sources, one per session in the order first cited;
 // a block citing none has every event shown as its source.
-func sourcesOf(events []*sessions.Event, from []string, numbers []int) []blocks.Source {
+func sourcesOf(events []*sessiontype.Event, from []string, numbers []int) []blocks.Source {
 	numbers = slices.DeleteFunc(slices.Clone(numbers), func(n int) bool { return n < 1 || n > len(events) })
 	if len(numbers) == 0 {
 		for i := range events {
@@ -372,7 +373,7 @@ func rewriteOf(op *jobs.Operation) (*Rewrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Rewrite{Session: sessions.Key{App: app, User: user, ID: id}, After: req.After, UpTo: req.UpTo}
+	r := &Rewrite{Session: sessiontype.Key{App: app, User: user, ID: id}, After: req.After, UpTo: req.UpTo}
 	var res rewriteResult
 	if err := decodeStrict(op.Result, &res); err != nil {
 		return nil, fmt.Errorf("decoding the result of operation %s: %w", op.Name(), err)

@@ -26,12 +26,14 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // rewriteStores opens the three stores the rewrite of blocks reads and
 // writes, on SQLite and on the Firestore emulator.
-var rewriteStores = map[string]func(t *testing.T) (sessions.Store, memorybank.Store, blocks.Store){
-	"sqlite": func(t *testing.T) (sessions.Store, memorybank.Store, blocks.Store) {
+var rewriteStores = map[string]func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store){
+	"sqlite": func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store) {
 		db := sqlitetest.Open(t)
 		bs, err := blocksqlite.New(db)
 		if err != nil {
@@ -39,7 +41,7 @@ var rewriteStores = map[string]func(t *testing.T) (sessions.Store, memorybank.St
 		}
 		return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db), bs
 	},
-	"firestore": func(t *testing.T) (sessions.Store, memorybank.Store, blocks.Store) {
+	"firestore": func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store) {
 		c, _ := firestoretest.NewClient(t)
 		return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{}), blockfirestore.New(c, blockfirestore.Options{})
 	},
@@ -61,7 +63,7 @@ type rewriteHarness struct {
 	now     time.Time
 }
 
-func newRewriteHarness(t *testing.T, open func(t *testing.T) (sessions.Store, memorybank.Store, blocks.Store), gen model.Generator) *rewriteHarness {
+func newRewriteHarness(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store), gen model.Generator) *rewriteHarness {
 	ss, ms, bs := open(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	h := &rewriteHarness{t: t, ctx: ctx, now: time.Now()}
@@ -89,10 +91,10 @@ func (h *rewriteHarness) clock() time.Time {
 
 // say appends the user's message to a session and waits until the
 // triggers have seen it.
-func (h *rewriteHarness) say(key sessions.Key, id, text string) {
+func (h *rewriteHarness) say(key sessiontype.Key, id, text string) {
 	h.t.Helper()
 	want := h.handled.Load() + 1
-	if _, err := h.sess.AppendEvent(h.ctx, key, &sessions.Event{ID: id, Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: text}}}}, nil); err != nil {
+	if _, err := h.sess.AppendEvent(h.ctx, key, &sessiontype.Event{ID: id, Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: text}}}}, nil); err != nil {
 		h.t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); h.handled.Load() < want; time.Sleep(5 * time.Millisecond) {
@@ -175,7 +177,7 @@ func TestRewriteOnIdle(t *testing.T) {
 	}
 }
 
-func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessions.Store, memorybank.Store, blocks.Store)) {
+func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store)) {
 	gemini := modeltest.NewGemini(t)
 	var rewriteCalls []modeltest.Call
 	var next []string // the rewrites' replies, in order
@@ -202,7 +204,7 @@ func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessions.Store, me
 	h.put(blocks.UpdateRequest{Key: rules, Value: "Be kind.", ReadOnly: true})
 	h.put(blocks.UpdateRequest{Key: blocks.Key{App: "app", Label: "persona"}, Value: "I am Hana."})
 
-	key := sessions.Key{App: "app", User: "ann", ID: "s1"}
+	key := sessiontype.Key{App: "app", User: "ann", ID: "s1"}
 	if _, err := h.sess.CreateSession(h.ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,7 @@ func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessions.Store, me
 
 	// Bob has only a read-only block: his idle session queues no rewrite.
 	h.put(blocks.UpdateRequest{Key: blocks.Key{App: "app", User: "bob", Label: "human"}, Value: "Fixed.", ReadOnly: true})
-	bob := sessions.Key{App: "app", User: "bob", ID: "s2"}
+	bob := sessiontype.Key{App: "app", User: "bob", ID: "s2"}
 	if _, err := h.sess.CreateSession(h.ctx, sessions.CreateSessionRequest{App: bob.App, User: bob.User, ID: bob.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -317,14 +319,14 @@ func TestRewriteOffline(t *testing.T) {
 	}
 }
 
-func testRewriteOffline(t *testing.T, open func(t *testing.T) (sessions.Store, memorybank.Store, blocks.Store)) {
+func testRewriteOffline(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store)) {
 	h := newRewriteHarness(t, open, model.OfflineExtractor{})
 	if _, err := h.mem.UpdateConfig(h.ctx, &appconfig.Config{App: "app", Trigger: appconfig.Trigger{IdleDuration: time.Second}}, []string{"generation_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 	human := blocks.Key{App: "app", User: "ann", Label: "human"}
 	h.put(blocks.UpdateRequest{Key: human, Limit: 100})
-	key := sessions.Key{App: "app", User: "ann", ID: "s1"}
+	key := sessiontype.Key{App: "app", User: "ann", ID: "s1"}
 	if _, err := h.sess.CreateSession(h.ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The managed memory topics.
@@ -44,7 +45,7 @@ type CustomTopic struct {
 
 // Example is a few-shot example for extraction.
 type Example struct {
-	Events        []*sessions.Event
+	Events        []*sessiontype.Event
 	ExpectedFacts []string
 }
 

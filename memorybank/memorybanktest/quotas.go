@@ -12,7 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // testUsage: the store's usage counts per app and day: unbounded adds,
@@ -87,7 +87,7 @@ func testQuotas(t *testing.T, h *harness) {
 	generate := func(w *Worker, app string, n int) error {
 		t.Helper()
 		// A user of its own: no memories to consolidate with, one model call.
-		key := sessions.Key{App: app, User: fmt.Sprintf("u%d", n), ID: "s"}
+		key := sessiontype.Key{App: app, User: fmt.Sprintf("u%d", n), ID: "s"}
 		h.sess.Append(key, fmt.Sprintf("My lucky number is %d.", n))
 		op, err := w.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: app, Session: &key})
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // actionName returns the stored name of an action (Action.String), false
@@ -294,8 +295,8 @@ type topicRecord struct {
 }
 
 type exampleRecord struct {
-	Events        []*sessions.Event `json:"events"`
-	ExpectedFacts []string          `json:"expected_facts"`
+	Events        []*sessiontype.Event `json:"events"`
+	ExpectedFacts []string             `json:"expected_facts"`
 }
 
 type triggerRecord struct {

@@ -23,7 +23,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // goldenDB rewrites testdata/kioku-v10.db, the database this version
@@ -470,14 +470,14 @@ func writeGolden(t *testing.T, path string) {
 		}
 	}
 	fs := &memorybanktest.FakeSessions{}
-	fs.Append(sessions.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
+	fs.Append(sessiontype.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
 	jcfg := jobs.Config{Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5}
 	svc := memorybanktest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	withGen := memorybanktest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden",
 		ManagedTopics: []string{"USER_PREFERENCES"},
 		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples:      []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
+		Examples:      []appconfig.Example{{Events: []*sessiontype.Event{{ID: "x1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:  appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
 		Profiles: []profile.Schema{{ID: "user-profile", Fields: []profile.FieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
@@ -496,7 +496,7 @@ func writeGolden(t *testing.T, path string) {
 	_, err = svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "gone", Fact: "The user lives in Paris.", Scope: ann})
 	must(err)
 	must(svc.DeleteMemory(ctx, "golden", "gone"))
-	s1 := sessions.Key{App: "golden", User: "ann", ID: "s1"}
+	s1 := sessiontype.Key{App: "golden", User: "ann", ID: "s1"}
 	_, err = svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: ann, Facts: []memorybank.DirectFact{{Fact: "The user has a cat named Miso.", Topics: []string{"USER_PREFERENCES"}}, {Fact: "The user likes green tea."}}, FactsSession: &s1, FactsEventIDs: []string{"e1", "e2"}})
 	must(err)
 	if n, err := svc.RunOnce(ctx); n != 1 || err != nil {
@@ -512,7 +512,7 @@ func writeGolden(t *testing.T, path string) {
 		must(st.Write(ctx, &memorybank.Write{App: "golden", Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Pending, ExpectAttempt: 0, ClaimKey: true}}}))
 		return &c
 	}
-	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
+	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessiontype.Event{{ID: "i1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
 	must(err)
 	claim(run, "dead-worker")
 	pend, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Facts: []memorybank.DirectFact{{Fact: "The user runs."}}})
@@ -525,7 +525,7 @@ func writeGolden(t *testing.T, path string) {
 	f := *claim(fail, "w3")
 	f.State, f.EndTime, f.ErrorKind, f.ErrorMessage, f.Progress, f.LeaseOwner, f.LeaseExpiry = jobs.Failed, clock(), fault.Unavailable, "gave up after 1 attempts: Gemini is unavailable", "failed", "", time.Time{}
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &f, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
-	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessions.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
+	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessiontype.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
 	must(err)
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
 	// A profile field, as generation writes one (the queued operations
