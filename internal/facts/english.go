@@ -198,14 +198,14 @@ func extractEnglish(c string, sp Speaker, now time.Time) (Fact, bool) {
 	case strings.HasPrefix(lower, "our "):
 		return statement(sp, sp.english()+"'s", c[4:], "", d)
 	default:
-		return Fact{}, false
+		return mention(sp, c, d)
 	}
 	a := analyse(sp.key(), poss, pred, d)
 	if a.skip {
 		if poss == "" {
 			return statement(sp, sp.english(), raw, pred, d)
 		}
-		return Fact{}, false
+		return statement(sp, sp.english()+"'s", poss+" "+raw, "", d)
 	}
 	subject := sp.english()
 	var text string
@@ -232,7 +232,15 @@ func extractEnglish(c string, sp Speaker, now time.Time) (Fact, bool) {
 	if a.undated {
 		date = ""
 	}
-	return Fact{Text: tidy(subject + " " + text + "."), Kind: a.kind, Date: date}, true
+	// What the rules read as only something done, planned or said of
+	// oneself ("other") is told with the message's other such statements.
+	loose := true
+	for _, c := range a.claims {
+		if c.rel != relOther && c.rel != relEvent && c.rel != relPlan {
+			loose = false
+		}
+	}
+	return Fact{Text: tidy(subject + " " + text + "."), Kind: a.kind, Date: date, loose: loose}, true
 }
 
 var spaces = regexp.MustCompile(`\s+`)

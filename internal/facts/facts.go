@@ -103,6 +103,9 @@ type Fact struct {
 	// time the text was said: YYYY-MM-DD, YYYY-MM or YYYY; "" when it says
 	// none or the time is unknown.
 	Date string
+	// loose: what it says is no lasting fact the rules read (see
+	// mergeLoose).
+	loose bool
 }
 
 // maxClause bounds the clauses read: a longer one is not a simple
@@ -137,6 +140,36 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 				seen[f.Text] = true
 				out = append(out, f)
 			}
+		}
+	}
+	return mergeLoose(out)
+}
+
+// mergeLoose returns the facts with the loose ones (what no rule reads as
+// a lasting fact: things done, planned, said of oneself) told as one, in
+// the place of the first: a message tells one episode of the speaker's
+// life, and its statements are one memory ("Melanie took their kids to a
+// pottery workshop on 5 May 2023. Melanie and others all made their own
+// pots."). Facts the rules read (home, work, family, pets, likes, names,
+// dates of birth) stay one each, for consolidation to compare and update.
+func mergeLoose(fs []Fact) []Fact {
+	var out []Fact
+	li := -1
+	for _, f := range fs {
+		loose := f.loose
+		f.loose = false
+		if !loose {
+			out = append(out, f)
+			continue
+		}
+		if li < 0 {
+			li = len(out)
+			out = append(out, f)
+			continue
+		}
+		out[li].Text += " " + f.Text
+		if out[li].Date == "" {
+			out[li].Date = f.Date
 		}
 	}
 	return out

@@ -50,12 +50,13 @@ func TestExtractEnglish(t *testing.T) {
 		"Please remember that my mother's birthday is June 3.": {"The user's mother's birthday is on 3 June."},
 		"Remind me to buy milk":                                {"The user asked to be reminded to buy milk."},
 		// Not facts about the speaker.
-		"I'm tired.":                              nil,
-		"I have a question":                       nil,
-		"I'm going to sleep":                      nil,
-		"I wanted to tell you about my school.":   nil,
-		"I love how art lets us get emotions out": nil,
-		"Don't forget to prepare emotionally.":    nil,
+		"I'm tired.":                            nil,
+		"I have a question":                     nil,
+		"I'm going to sleep":                    nil,
+		"I wanted to tell you about my school.": nil,
+		"Don't forget to prepare emotionally.":  nil,
+		// What no rule reads is kept as said when it names enough.
+		"I love how art lets us get emotions out": {"The user loves how art lets them get emotions out."},
 		"She lives in Osaka.":                     nil,
 	} {
 		got := texts(Extract(msg, Speaker{}, said))
@@ -78,10 +79,13 @@ func TestExtractStatements(t *testing.T) {
 		"Just got some new running shoes.":                                                {"Melanie got some new running shoes."},
 		"Caroline, after finishing my screenplay I got a rejection letter from a studio.": {"Melanie got a rejection letter from a studio."},
 		"At the shelter we organised a charity dinner for the residents.":                 {"Melanie and others organised a charity dinner for the residents."},
+		"This necklace from my grandma in Sweden is super special to me.":                 {"This necklace from Melanie's grandma in Sweden is super special to them."},
+		"The rainbow flag mural reflects the courage of the trans community to me.":       {"The rainbow flag mural reflects the courage of the trans community to Melanie."},
+		"That trip was fun for me.":                                                       nil,
 		"I think that's a great idea for the kids.":                                       nil,
 		"We should go hiking in the mountains sometime.":                                  nil,
 		"Being ourselves is such a great feeling.":                                        nil,
-		"Losing my job gave me the push to start my own studio.":                          nil,
+		"Losing my job gave me the push to start my own studio.":                          {"Losing Melanie's job gave them the push to start their own studio."},
 		"I'm so excited and happy!":                                                       nil,
 		"I wouldn't change it for the world.":                                             nil,
 	} {
@@ -89,6 +93,19 @@ func TestExtractStatements(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("Extract(%q) = %q, want %q", msg, got, want)
 		}
+	}
+}
+
+// TestExtractOneEpisode: a message's statements that no rule reads as a
+// lasting fact are one memory; what the rules read stays apart.
+func TestExtractOneEpisode(t *testing.T) {
+	got := texts(Extract("Last Fri I finally took my kids to a pottery workshop. I love pottery! We all made our own pots, it was fun and therapeutic.", Speaker{Name: "Melanie"}, said))
+	want := []string{
+		"Melanie took their kids to a pottery workshop on 1 May 2026. Melanie and others all made their own pots, it was fun and therapeutic.",
+		"Melanie loves pottery.",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

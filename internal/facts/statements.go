@@ -19,7 +19,11 @@ import (
 // minStatementWords is how many content words (not stop words, not weak
 // conversational words, not the speaker's name) a statement needs to be
 // kept.
-const minStatementWords = 3
+const minStatementWords = 2
+
+// minMentionWords is the same for a clause that names the speaker
+// elsewhere than as its subject, which is less often about them.
+const minMentionWords = 4
 
 // opinionVerbs open what the speaker thinks or would do rather than what
 // they did or are ("I think ...", "I would ...").
@@ -51,7 +55,7 @@ func statement(sp Speaker, subject, raw, pred string, d dateInfo) (Fact, bool) {
 	} else if d.orig != "" {
 		text += " " + d.phrase()
 	}
-	return Fact{Text: tidy(subject + " " + text + "."), Kind: Personal, Date: d.w.field()}, true
+	return Fact{Text: tidy(subject + " " + text + "."), Kind: Personal, Date: d.w.field(), loose: true}, true
 }
 
 // contentWords counts the words of s that say what it is about.
@@ -153,4 +157,42 @@ func frontedSubject(c string) string {
 		}
 	}
 	return m[1]
+}
+
+// firstPersonRE finds the speaker in a clause whose subject is someone or
+// something else ("This necklace is special to me").
+var firstPersonRE = regexp.MustCompile(`\b(?:I|[Mm]e|[Mm]y|[Mm]yself|[Mm]ine|[Ww]e|[Uu]s|[Oo]ur|[Oo]urs|[Oo]urselves)\b`)
+
+// mention returns the fact of a clause that names the speaker elsewhere
+// than as its subject, with the speaker's name where it first does
+// ("This necklace is super special to Caroline"), when it says enough.
+func mention(sp Speaker, c string, d dateInfo) (Fact, bool) {
+	loc := firstPersonRE.FindStringIndex(c)
+	if loc == nil {
+		return Fact{}, false
+	}
+	var name string
+	switch strings.ToLower(c[loc[0]:loc[1]]) {
+	case "my", "mine", "our", "ours":
+		name = sp.english() + "'s"
+	case "we", "us", "ourselves":
+		name = sp.english() + " and others"
+	default:
+		name = sp.english()
+	}
+	if loc[0] > 0 {
+		name = strings.Replace(name, "The user", "the user", 1)
+	}
+	text := c[:loc[0]] + name + rewritePronouns(c[loc[1]:])
+	if contentWords(strings.ReplaceAll(text, marker, " "), sp) < minMentionWords {
+		return Fact{}, false
+	}
+	if strings.Contains(text, marker) {
+		text = strings.Replace(text, marker, d.phrase(), 1)
+	} else if d.orig != "" {
+		text += " " + d.phrase()
+	}
+	text = tidy(text + ".")
+	r := []rune(text)
+	return Fact{Text: strings.ToUpper(string(r[0])) + string(r[1:]), Kind: Personal, Date: d.w.field(), loose: true}, true
 }
