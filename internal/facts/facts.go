@@ -27,13 +27,21 @@
 //     dated or not ("I found a place with great natural light", "I'm
 //     putting in a lot of work on my business");
 //   - explicit requests: "remember that my mother's birthday is June 3",
-//     覚えておいて.
+//     覚えておいて;
+//   - in English, any other statement of the speaker about themselves
+//     that names enough things to stand alone, kept as said in the third
+//     person (statements.go): "We went camping in the forest" as
+//     "Melanie and others went camping in the forest.", "This necklace
+//     from my grandma in Sweden is special to me" as "This necklace from
+//     Melanie's grandma in Sweden is special to them.". A message's
+//     statements that are no lasting fact (these, and the events, plans
+//     and activities above) are one fact (mergeLoose).
 //
-// What it misses: anything said another way than these patterns, facts
-// spread over two sentences or implied ("we walked Pochi" does not say
-// there is a dog), what someone says about others unless it starts with
-// "my", sarcasm, hypotheticals and most negations, pronouns that point
-// back ("she", "it"), and every language but English and Japanese. A
+// What it misses: facts implied ("we walked Pochi" does not say there is
+// a dog), what someone says about others unless it names the speaker,
+// what is said to the listener ("you"), sarcasm, hypotheticals and most
+// negations, pronouns that point back ("she", "it": kept as said), and
+// every language but English and Japanese. A
 // language model (--model-provider gemini, vertex or openai) does far
 // better; the offline extractor is what works with nothing configured.
 package facts
