@@ -65,7 +65,7 @@ type OfflineExtractor struct{}
 
 // offlineExtractorName is the extractor's Name; its version changes when
 // its rules give other facts.
-const offlineExtractorName = "offline:kioku-extractor-v2"
+const offlineExtractorName = "offline:kioku-extractor-v3"
 
 // Name implements Generator.
 func (OfflineExtractor) Name() string { return offlineExtractorName }
