@@ -33,6 +33,8 @@ type (
 		Limit       int       `json:"limit"`
 		ReadOnly    bool      `json:"read_only,omitempty"`
 		CreateTime  time.Time `json:"create_time,omitzero"`
+		// Sources are a rewrite's (blocks.Source's JSON form).
+		Sources []blocks.Source `json:"sources,omitempty"`
 	}
 )
 
@@ -48,7 +50,7 @@ func (w *Writer) Block(b *blocks.Block) error {
 func (w *Writer) BlockRevision(r *blocks.Revision) error {
 	return w.write(KindBlockRevision, blockRevisionRecord{
 		Kind: KindBlockRevision, Name: r.Name(), Action: r.Action.String(), Value: r.Value, Description: r.Description,
-		Limit: r.Limit, ReadOnly: r.ReadOnly, CreateTime: r.CreateTime.UTC(),
+		Limit: r.Limit, ReadOnly: r.ReadOnly, CreateTime: r.CreateTime.UTC(), Sources: r.Sources,
 	})
 }
 
@@ -96,8 +98,13 @@ func decodeBlockRecord(rec *Record, line []byte) error {
 	if err != nil {
 		return err
 	}
+	for i, src := range m.Sources {
+		if _, _, _, err := resource.ParseSession("sources.session", src.Session); err != nil {
+			return fmt.Errorf("sources[%d]: %w", i, err)
+		}
+	}
 	rec.BlockRevision = &blocks.Revision{Key: blocks.Key{App: app, User: user, Label: label}, Number: n, Action: action, Value: m.Value,
-		Description: m.Description, Limit: m.Limit, ReadOnly: m.ReadOnly, CreateTime: m.CreateTime}
+		Description: m.Description, Limit: m.Limit, ReadOnly: m.ReadOnly, CreateTime: m.CreateTime, Sources: m.Sources}
 	return checkBlockText(m.Value, m.Description, m.Limit)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // checker checks an archive's records as an import reads them, before
@@ -19,8 +20,8 @@ import (
 type checker struct {
 	h Header
 
-	session *sessions.Session // the session whose events follow
-	lastSeq int64             // the sequence of its last event read
+	session *sessiontype.Session // the session whose events follow
+	lastSeq int64                // the sequence of its last event read
 
 	memApp, memID string   // the memory whose revisions follow
 	file          fileName // the memory file whose revisions follow
@@ -133,7 +134,7 @@ func (c *checker) event(rec *Record) error {
 		return fmt.Errorf("session %s: sequence %d is missing (event %q has sequence %d after %d); a session needs every sequence from 1 to its last_sequence, or reading and forking it fail", s.Name(), want, e.ID, e.Sequence, c.lastSeq)
 	}
 	c.lastSeq = e.Sequence
-	return sessions.ValidateImported(nil, []*sessions.Event{e})
+	return sessions.ValidateImported(nil, []*sessiontype.Event{e})
 }
 
 // endSession checks that the current session's events reached its

@@ -10,7 +10,8 @@ import (
 
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // recount rewrites the end record of an archive's lines to count the
@@ -138,8 +139,8 @@ func TestImportRefusesBrokenArchivesWritingNothing(t *testing.T) {
 func TestImportTakesSessionsDeletedMeanwhile(t *testing.T) {
 	st := backends[0].open(t)
 	f := populate(t, st)
-	victim := sessions.Key{App: "a1", User: "u1", ID: "s1"}
-	st.Sessions = &deletingStore{Store: st.Sessions, victim: victim}
+	victim := sessiontype.Key{App: "a1", User: "u1", ID: "s1"}
+	st.Sessions = &deletingStore{transferStore: st.Sessions.(transferStore), victim: victim}
 	var buf bytes.Buffer
 	w, err := archive.NewWriter(&buf, archive.Header{Created: f.now, Store: "test", App: "a1", User: "u1"})
 	if err != nil {
@@ -159,7 +160,7 @@ func TestImportTakesSessionsDeletedMeanwhile(t *testing.T) {
 	if rep.Read[archive.KindSessionDeleted] != 1 {
 		t.Fatalf("read %v, want a session_deleted record", rep.Read)
 	}
-	if _, _, err := dst.Sessions.GetSession(t.Context(), victim, sessions.EventQuery{Now: f.now}); !fault.Is(err, fault.NotFound) {
+	if _, _, err := dst.Sessions.GetSession(t.Context(), victim, sessiondriver.EventQuery{Now: f.now}); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("the session deleted meanwhile, after the import: %v", err)
 	}
 }

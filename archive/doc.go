@@ -1,7 +1,7 @@
 // Package archive moves a kioku installation, one app of it or one user of
 // an app between stores: Export writes what the stores hold to a portable
 // archive and Import loads an archive into any store. It works through the
-// store interfaces (sessions.Store, memorybank.Store, memoryfiles.Store,
+// store interfaces (sessiondriver.Store, memorybank.Store, memoryfiles.Store,
 // blocks.Store),
 // so an archive written from SQLite loads into Firestore and the other way
 // round.
@@ -63,7 +63,7 @@
 //
 // A session's state is its own scope (without the user: and app: keys,
 // which are the user_state and app_state records) and its events follow it,
-// each in its stored JSON form (sessions.Event, with its sequence),
+// each in its stored JSON form (sessiontype.Event, with its sequence),
 // sequences 1 to last_sequence in order: the session record and its events
 // agree, whatever was appended while the export ran. A session deleted
 // while its events were being read is followed by
@@ -81,13 +81,14 @@
 // EDITED, size always). Blocks come after them: the app's shared blocks
 // (apps/A/blocks/L), then user by user (in id order), each block in label
 // order followed by its revisions (the latest blocks.MaxRevisions, newest
-// first). A configuration and a revision are the memory
+// first; a REWRITTEN revision has the sessions it was written from as
+// sources, [{"session":...,"event_ids":[...]}]). A configuration and a revision are the memory
 // bank's stored forms (package memorybank/record: MarshalConfig,
 // MarshalRevision), an
 // operation the jobs engine's (jobs.MarshalOperation, format 3 since the
 // engine left the memory bank; archives of earlier versions hold format
 // 2), which are versioned themselves and read back in every version kioku
-// has written (record.DecodeOperation).
+// has written (memorybank/record's DecodeOperation).
 //
 // What an export holds: the sessions visible when it ran (expired ones not
 // yet swept are left out) with all their events, every user: and app:

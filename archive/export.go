@@ -12,15 +12,19 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/resource"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Stores are the stores an export reads or an import writes: those of
 // one installation. Files and Blocks may be nil (a program that keeps no
 // memory files, or no blocks): an export then holds none, and an import
 // of an archive that has some fails at the first.
+//
+// The session store must implement sessiondriver.Transferer as well:
+// Export and Import fail with fault.Unimplemented otherwise.
 type Stores struct {
-	Sessions sessions.Store
+	Sessions sessiondriver.Store
 	Memories memorybank.Store
 	Files    memoryfiles.Store
 	Blocks   blocks.Store
@@ -72,7 +76,11 @@ const (
 // much the stores hold. now decides what has expired. Export does not
 // close w.
 func Export(ctx context.Context, st Stores, w *Writer, sel Selection, now time.Time) error {
-	e := &exporter{st: st, w: w, sel: sel, now: now}
+	ts, err := transferer(st)
+	if err != nil {
+		return err
+	}
+	e := &exporter{st: st, transfer: ts, w: w, sel: sel, now: now}
 	if sel.App != "" {
 		return e.app(ctx, sel.App)
 	}
@@ -89,10 +97,20 @@ func Export(ctx context.Context, st Stores, w *Writer, sel Selection, now time.T
 }
 
 type exporter struct {
-	st  Stores
-	w   *Writer
-	sel Selection
-	now time.Time
+	st       Stores
+	transfer sessiondriver.Transferer
+	w        *Writer
+	sel      Selection
+	now      time.Time
+}
+
+// transferer returns the session store's export and import primitives.
+func transferer(st Stores) (sessiondriver.Transferer, error) {
+	ts, ok := st.Sessions.(sessiondriver.Transferer)
+	if !ok {
+		return nil, fault.New(fault.Unimplemented, "the session store %T cannot be exported or imported: it does not implement sessiondriver.Transferer", st.Sessions)
+	}
+	return ts, nil
 }
 
 // apps returns the apps any of the stores holds, in id order. Apps are an
@@ -102,7 +120,7 @@ func (e *exporter) apps(ctx context.Context) ([]string, error) {
 		what string
 		apps func(ctx context.Context, after string, limit int) ([]string, error)
 	}
-	lists := []lister{{"session store", e.st.Sessions.Apps}, {"memory bank", e.st.Memories.Apps}}
+	lists := []lister{{"session store", e.transfer.Apps}, {"memory bank", e.st.Memories.Apps}}
 	if e.st.Files != nil {
 		lists = append(lists, lister{"memory files", e.st.Files.Apps})
 	}
@@ -142,24 +160,24 @@ func (e *exporter) app(ctx context.Context, app string) error {
 // states writes the app's state and its users' (the selected user's).
 func (e *exporter) states(ctx context.Context, app string) error {
 	if e.sel.User != "" {
-		st, t, err := e.st.Sessions.GetState(ctx, sessions.StateRef{App: app, User: e.sel.User})
+		st, t, err := e.st.Sessions.GetState(ctx, sessiontype.StateRef{App: app, User: e.sel.User})
 		if err != nil || t.IsZero() {
 			return err
 		}
-		return e.w.State(&sessions.SharedState{Ref: sessions.StateRef{App: app, User: e.sel.User}, State: st, UpdateTime: t})
+		return e.w.State(&sessiontype.SharedState{Ref: sessiontype.StateRef{App: app, User: e.sel.User}, State: st, UpdateTime: t})
 	}
-	st, t, err := e.st.Sessions.GetState(ctx, sessions.StateRef{App: app})
+	st, t, err := e.st.Sessions.GetState(ctx, sessiontype.StateRef{App: app})
 	if err != nil {
 		return err
 	}
 	if !t.IsZero() {
-		if err := e.w.State(&sessions.SharedState{Ref: sessions.StateRef{App: app}, State: st, UpdateTime: t}); err != nil {
+		if err := e.w.State(&sessiontype.SharedState{Ref: sessiontype.StateRef{App: app}, State: st, UpdateTime: t}); err != nil {
 			return err
 		}
 	}
 	after := ""
 	for {
-		states, err := e.st.Sessions.ScanUserStates(ctx, app, after, sessionPage)
+		states, err := e.transfer.ScanUserStates(ctx, app, after, sessionPage)
 		if err != nil {
 			return err
 		}
@@ -180,7 +198,7 @@ func (e *exporter) states(ctx context.Context, app string) error {
 func (e *exporter) sessions(ctx context.Context, app string) error {
 	after := ""
 	for {
-		page, err := e.st.Sessions.ScanSessions(ctx, sessions.ScanQuery{App: app, User: e.sel.User, Now: e.now, AfterID: after, Limit: sessionPage})
+		page, err := e.transfer.ScanSessions(ctx, sessiondriver.ScanSessionsParams{App: app, User: e.sel.User, Now: e.now, AfterID: after, Limit: sessionPage})
 		if err != nil {
 			return err
 		}
@@ -200,13 +218,13 @@ func (e *exporter) sessions(ctx context.Context, app string) error {
 // never changed once stored, so they agree with the session's state
 // whatever is appended meanwhile. A session deleted meanwhile is followed
 // by a session_deleted record.
-func (e *exporter) session(ctx context.Context, s *sessions.Session) error {
+func (e *exporter) session(ctx context.Context, s *sessiontype.Session) error {
 	if err := e.w.Session(s); err != nil {
 		return err
 	}
 	var after int64
 	for after < s.LastSequence {
-		events, err := e.st.Sessions.ListEvents(ctx, s.Key, sessions.EventQuery{Now: e.now, AfterSeq: after, BeforeSeq: s.LastSequence + 1, Limit: eventPage, MaxBytes: eventPageBytes})
+		events, err := e.st.Sessions.ListEvents(ctx, s.Key, sessiondriver.EventQuery{Now: e.now, AfterSeq: after, BeforeSeq: s.LastSequence + 1, Limit: eventPage, MaxBytes: eventPageBytes})
 		if fault.Is(err, fault.NotFound) {
 			return e.w.SessionDeleted(s.Key)
 		}

@@ -22,6 +22,8 @@ import (
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // backends opens each kind of store for a test: SQLite in a new directory,
@@ -74,15 +76,15 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 			t.Fatal(err)
 		}
 	}
-	create := func(app, user, id string, state map[string]any, ttl time.Duration) sessions.Key {
+	create := func(app, user, id string, state map[string]any, ttl time.Duration) sessiontype.Key {
 		t.Helper()
 		s, err := f.sessions.CreateSession(ctx, sessions.CreateSessionRequest{App: app, User: user, ID: id, State: state, TTL: ttl, DisplayName: "chat " + id, Labels: map[string]string{"topic": id}})
 		must(err)
 		return s.Key
 	}
-	appendText := func(key sessions.Key, id, text string, delta map[string]any) {
+	appendText := func(key sessiontype.Key, id, text string, delta map[string]any) {
 		t.Helper()
-		_, err := f.sessions.AppendEvent(ctx, key, &sessions.Event{ID: id, Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: text}}}, Actions: sessions.Actions{StateDelta: delta}}, nil)
+		_, err := f.sessions.AppendEvent(ctx, key, &sessiontype.Event{ID: id, Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: text}}}, Actions: sessiontype.Actions{StateDelta: delta}}, nil)
 		must(err)
 	}
 	s1 := create("a1", "u1", "s1", map[string]any{"k": "v", "user:name": "Ann", "app:motd": "hi"}, 0)
@@ -91,7 +93,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	create("a1", "u1", "s2", nil, time.Minute) // expired when exported
 	t1 := create("a1", "u2", "t1", map[string]any{"user:name": "Bo"}, 0)
 	appendText(t1, "f1", "hello", nil)
-	_, err := f.sessions.UpdateState(ctx, sessions.StateRef{App: "a2"}, map[string]any{"app:only": true})
+	_, err := f.sessions.UpdateState(ctx, sessiontype.StateRef{App: "a2"}, map[string]any{"app:only": true})
 	must(err)
 
 	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorybank.Scope{"user_id": "u1"}, Topics: []string{appconfig.TopicUserPreferences}})
@@ -267,8 +269,8 @@ func TestExport(t *testing.T) {
 
 			// The records are the stored values.
 			ctx := t.Context()
-			key := sessions.Key{App: "a1", User: "u1", ID: "s1"}
-			stored, events, err := st.Sessions.GetSession(ctx, key, sessions.EventQuery{Now: now})
+			key := sessiontype.Key{App: "a1", User: "u1", ID: "s1"}
+			stored, events, err := st.Sessions.GetSession(ctx, key, sessiondriver.EventQuery{Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,14 +285,14 @@ func TestExport(t *testing.T) {
 			if diff := cmp.Diff(stored, sess); diff != "" {
 				t.Errorf("session record (-stored +archived):\n%s", diff)
 			}
-			if diff := cmp.Diff(events, []*sessions.Event{all[4].Event, all[5].Event}, cmpopts.IgnoreFields(sessions.Event{}, "Size")); diff != "" {
+			if diff := cmp.Diff(events, []*sessiontype.Event{all[4].Event, all[5].Event}, cmpopts.IgnoreFields(sessiontype.Event{}, "Size")); diff != "" {
 				t.Errorf("event records (-stored +archived):\n%s", diff)
 			}
-			user, ut, err := st.Sessions.GetState(ctx, sessions.StateRef{App: "a1", User: "u1"})
+			user, ut, err := st.Sessions.GetState(ctx, sessiontype.StateRef{App: "a1", User: "u1"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(&sessions.SharedState{Ref: sessions.StateRef{App: "a1", User: "u1"}, State: user, UpdateTime: ut}, all[1].State); diff != "" {
+			if diff := cmp.Diff(&sessiontype.SharedState{Ref: sessiontype.StateRef{App: "a1", User: "u1"}, State: user, UpdateTime: ut}, all[1].State); diff != "" {
 				t.Errorf("user_state record (-stored +archived):\n%s", diff)
 			}
 			m1, err := st.Memories.GetMemory(ctx, "a1", "m1")
@@ -360,20 +362,27 @@ func TestExport(t *testing.T) {
 	}
 }
 
+// transferStore is a session store with the export and import primitives,
+// which the stores of these tests wrap.
+type transferStore interface {
+	sessiondriver.Store
+	sessiondriver.Transferer
+}
+
 // deletingStore deletes a session when its events are first read, as a
 // caller of a live server might while an export runs.
 type deletingStore struct {
-	sessions.Store
-	victim sessions.Key
+	transferStore
+	victim sessiontype.Key
 }
 
-func (d *deletingStore) ListEvents(ctx context.Context, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+func (d *deletingStore) ListEvents(ctx context.Context, key sessiontype.Key, q sessiondriver.EventQuery) ([]*sessiontype.Event, error) {
 	if key == d.victim {
-		if err := d.Store.DeleteSession(ctx, key, q.Now); err != nil {
+		if err := d.transferStore.DeleteSession(ctx, key, q.Now); err != nil {
 			return nil, err
 		}
 	}
-	return d.Store.ListEvents(ctx, key, q)
+	return d.transferStore.ListEvents(ctx, key, q)
 }
 
 // TestExportSessionDeletedMeanwhile: a session deleted while its events
@@ -381,8 +390,8 @@ func (d *deletingStore) ListEvents(ctx context.Context, key sessions.Key, q sess
 func TestExportSessionDeletedMeanwhile(t *testing.T) {
 	st := backends[0].open(t)
 	f := populate(t, st)
-	victim := sessions.Key{App: "a1", User: "u1", ID: "s1"}
-	st.Sessions = &deletingStore{Store: st.Sessions, victim: victim}
+	victim := sessiontype.Key{App: "a1", User: "u1", ID: "s1"}
+	st.Sessions = &deletingStore{transferStore: st.Sessions.(transferStore), victim: victim}
 	got := summary(export(t, st, archive.Selection{App: "a1", User: "u1"}, f.now))
 	want := []string{"user_state a1/u1", "session " + victim.Name(), "session_deleted " + victim.Name(), "session apps/a1/users/u1/sessions/s2"}
 	if diff := cmp.Diff(want, got[:4]); diff != "" {

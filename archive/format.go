@@ -21,7 +21,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/resource"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Version is the version of the format this package writes. It reads
@@ -87,15 +87,15 @@ type Counts map[Kind]int64
 type Record struct {
 	Kind Kind
 	// State is an app_state or user_state record.
-	State *sessions.SharedState
+	State *sessiontype.SharedState
 	// Session is a session record: its own state (not merged) and its
 	// InitialState.
-	Session *sessions.Session
+	Session *sessiontype.Session
 	// Event is an event record of the session Of.
-	Event *sessions.Event
+	Event *sessiontype.Event
 	// Of is the session of an event, or the deleted session of a
 	// session_deleted record.
-	Of sessions.Key
+	Of sessiontype.Key
 	// Config is a memory_bank_config record.
 	Config *appconfig.Config
 	// Memory is a memory record, with its vector.
@@ -152,14 +152,14 @@ type (
 		ExpireTime   time.Time         `json:"expire_time,omitzero"`
 		LastSequence int64             `json:"last_sequence"`
 		// The session's latest compaction event and the last sequence it
-		// covers (see sessions.Session).
+		// covers (see sessiontype.Session).
 		CompactionSequence int64 `json:"compaction_sequence,omitempty"`
 		CompactedThrough   int64 `json:"compacted_through,omitempty"`
 	}
 	eventRecord struct {
-		Kind    Kind            `json:"kind"`
-		Session string          `json:"session"`
-		Event   *sessions.Event `json:"event"`
+		Kind    Kind               `json:"kind"`
+		Session string             `json:"session"`
+		Event   *sessiontype.Event `json:"event"`
 	}
 	nameRecord struct {
 		Kind Kind   `json:"kind"`
@@ -269,7 +269,7 @@ func (w *Writer) Counts() Counts { return w.counts }
 
 // State writes an app_state record (st.Ref.User empty) or a user_state
 // record.
-func (w *Writer) State(st *sessions.SharedState) error {
+func (w *Writer) State(st *sessiontype.SharedState) error {
 	kind := KindAppState
 	if st.Ref.User != "" {
 		kind = KindUserState
@@ -278,7 +278,7 @@ func (w *Writer) State(st *sessions.SharedState) error {
 }
 
 // Session writes a session record: s with its own state.
-func (w *Writer) Session(s *sessions.Session) error {
+func (w *Writer) Session(s *sessiontype.Session) error {
 	return w.write(KindSession, sessionRecord{
 		Kind: KindSession, Name: s.Name(), DisplayName: s.DisplayName, Labels: s.Labels,
 		State: s.State, InitialState: s.InitialState,
@@ -288,12 +288,12 @@ func (w *Writer) Session(s *sessions.Session) error {
 }
 
 // Event writes an event record of a session.
-func (w *Writer) Event(of sessions.Key, e *sessions.Event) error {
+func (w *Writer) Event(of sessiontype.Key, e *sessiontype.Event) error {
 	return w.write(KindEvent, eventRecord{Kind: KindEvent, Session: of.Name(), Event: e})
 }
 
 // SessionDeleted writes a session_deleted record.
-func (w *Writer) SessionDeleted(key sessions.Key) error {
+func (w *Writer) SessionDeleted(key sessiontype.Key) error {
 	return w.write(KindSessionDeleted, nameRecord{Kind: KindSessionDeleted, Name: key.Name()})
 }
 

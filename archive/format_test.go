@@ -17,7 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // filler sets every field of a value, recursively, to a value of its own:
@@ -114,12 +114,12 @@ func writeRead(t *testing.T, fn func(w *Writer) error) []*Record {
 // fails here.
 func TestRecordsKeepEveryField(t *testing.T) {
 	f := &filler{}
-	state := filled[sessions.SharedState](f)
+	state := filled[sessiontype.SharedState](f)
 	state.Ref.User = "u1"
-	appState := filled[sessions.SharedState](f)
+	appState := filled[sessiontype.SharedState](f)
 	appState.Ref.User = ""
-	sess := filled[sessions.Session](f)
-	event := filled[sessions.Event](f)
+	sess := filled[sessiontype.Session](f)
+	event := filled[sessiontype.Event](f)
 	event.Partial = false // never stored
 	config := filled[appconfig.Config](f)
 	mem := filled[memorybank.Memory](f)
@@ -169,7 +169,7 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	// What the stores never keep is not archived either: an event's input
 	// flag and read-time size; an operation's result lists its memories
 	// without their vectors (the memories themselves hold them).
-	unstored := cmp.Options{cmpopts.IgnoreFields(sessions.Event{}, "KeepZeroTimestamp", "Size"), cmpopts.IgnoreFields(Record{}, "Size")}
+	unstored := cmp.Options{cmpopts.IgnoreFields(sessiontype.Event{}, "KeepZeroTimestamp", "Size"), cmpopts.IgnoreFields(Record{}, "Size")}
 	for i := range want {
 		if i >= len(got) {
 			t.Fatalf("read %d records, wrote %d", len(got), len(want))

@@ -17,7 +17,8 @@ import (
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/resource"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // ImportOptions tune Import.
@@ -77,6 +78,10 @@ func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOption
 		opts.Now = time.Now()
 	}
 	rep := &Report{Read: Counts{}, Written: Counts{}}
+	ts, err := transferer(st)
+	if err != nil {
+		return rep, err
+	}
 	if err := scan(src, opts.Target, rep, "nothing was written", func(*Record) error { return nil }); err != nil {
 		return rep, err
 	}
@@ -84,7 +89,7 @@ func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOption
 		return rep, fmt.Errorf("reading the archive again to write it: %w", err)
 	}
 	rep.Read = Counts{}
-	im := &importer{st: st, opts: opts, rep: rep}
+	im := &importer{st: st, transfer: ts, opts: opts, rep: rep}
 	changed := "the archive changed while it was imported; what was written before it stays"
 	if err := scan(src, opts.Target, rep, changed, func(rec *Record) error { return im.record(ctx, rec) }); err != nil {
 		return rep, err
@@ -156,14 +161,15 @@ func describeSelection(s Selection) string {
 
 // importer is an import under way: the batches not written yet.
 type importer struct {
-	st   Stores
-	opts ImportOptions
-	rep  *Report
+	st       Stores
+	transfer sessiondriver.Transferer
+	opts     ImportOptions
+	rep      *Report
 
 	// The session whose events follow, and its events not written yet.
-	session    *sessions.Session
+	session    *sessiontype.Session
 	skipping   bool // the session expired: its events are skipped
-	events     []*sessions.Event
+	events     []*sessiontype.Event
 	eventBytes int
 
 	// The memory whose revisions follow, whether it was written, and its
@@ -211,7 +217,7 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 	im.session, im.memory, im.file, im.block = nil, nil, nil, nil
 	switch rec.Kind {
 	case KindAppState, KindUserState:
-		wrote, err := im.st.Sessions.ImportState(ctx, rec.State)
+		wrote, err := im.transfer.ImportState(ctx, rec.State)
 		return im.wrote(rec.Kind, wrote, err)
 	case KindSession:
 		s := rec.Session
@@ -221,7 +227,7 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 			im.rep.Expired++
 			return nil
 		}
-		wrote, err := im.st.Sessions.ImportSession(ctx, s, im.opts.Now)
+		wrote, err := im.transfer.ImportSession(ctx, s, im.opts.Now)
 		return im.wrote(rec.Kind, wrote, err)
 	case KindSessionDeleted:
 		err := im.st.Sessions.DeleteSession(ctx, rec.Of, im.opts.Now)
@@ -399,7 +405,7 @@ func (im *importer) flushEvents(ctx context.Context) error {
 	if len(im.events) == 0 {
 		return nil
 	}
-	n, err := im.st.Sessions.ImportEvents(ctx, im.session.Key, im.events, im.opts.Now)
+	n, err := im.transfer.ImportEvents(ctx, im.session.Key, im.events, im.opts.Now)
 	im.rep.Written.add(KindEvent, n)
 	im.events, im.eventBytes = im.events[:0], 0
 	if err != nil {

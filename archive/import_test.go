@@ -22,6 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // write exports sel from st into a new archive.
@@ -102,7 +103,7 @@ func TestRoundTrip(t *testing.T) {
 	// The imported stores serve what the source did: merged state, events,
 	// retrieval.
 	ctx := t.Context()
-	key := sessions.Key{App: "a1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "a1", User: "u1", ID: "s1"}
 	for _, st := range []archive.Stores{fs, sq} {
 		got, events, err := sessions.NewService(st.Sessions, sessions.Config{Now: func() time.Time { return now }}).GetSession(ctx, key, sessions.GetSessionRequest{})
 		if err != nil {
@@ -136,15 +137,15 @@ func TestRoundTrip(t *testing.T) {
 // failingStore fails to store the events of one session, as a store
 // that goes away in the middle of an import would.
 type failingStore struct {
-	sessions.Store
-	victim sessions.Key
+	transferStore
+	victim sessiontype.Key
 }
 
-func (f *failingStore) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
+func (f *failingStore) ImportEvents(ctx context.Context, key sessiontype.Key, events []*sessiontype.Event, now time.Time) (int, error) {
 	if key == f.victim {
 		return 0, errors.New("the store went away")
 	}
-	return f.Store.ImportEvents(ctx, key, events, now)
+	return f.transferStore.ImportEvents(ctx, key, events, now)
 }
 
 // TestImportResumes: an import of a truncated archive is refused before
@@ -166,7 +167,7 @@ func TestImportResumes(t *testing.T) {
 				t.Fatalf("the truncated import wrote %v, want nothing", rep.Written)
 			}
 			stopped := dst
-			stopped.Sessions = &failingStore{Store: dst.Sessions, victim: sessions.Key{App: "a1", User: "u2", ID: "t1"}}
+			stopped.Sessions = &failingStore{transferStore: dst.Sessions.(transferStore), victim: sessiontype.Key{App: "a1", User: "u2", ID: "t1"}}
 			rep, err = load(t, stopped, a, archive.ImportOptions{Now: now})
 			if err == nil || !strings.Contains(err.Error(), "events of apps/a1/users/u2/sessions/t1: the store went away") {
 				t.Fatalf("import into a failing store: %v", err)
@@ -308,7 +309,7 @@ func TestImportRefusesRecordsOutsideTheHeader(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("an archive of %s/%s holding others' records: %v; want %q", c.app, c.user, err, c.want)
 		}
-		for _, ref := range []sessions.StateRef{{App: "a1"}, {App: "a2"}, {App: "a1", User: "u1"}, {App: "a1", User: "u2"}} {
+		for _, ref := range []sessiontype.StateRef{{App: "a1"}, {App: "a2"}, {App: "a1", User: "u1"}, {App: "a1", User: "u2"}} {
 			if st, _, err := dst.Sessions.GetState(t.Context(), ref); err != nil || len(st) != 0 {
 				t.Errorf("state of %v after the refused import: %v, %v", ref, st, err)
 			}
@@ -382,7 +383,7 @@ func TestImportValidatesSessionsAndEvents(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error with %q", c.what, err, c.want)
 		}
-		if st, _, err := dst.Sessions.GetState(t.Context(), sessions.StateRef{App: "a1"}); err != nil || st["app:motd"] == "pwned" {
+		if st, _, err := dst.Sessions.GetState(t.Context(), sessiontype.StateRef{App: "a1"}); err != nil || st["app:motd"] == "pwned" {
 			t.Errorf("%s: the app's state is %v, %v", c.what, st, err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/resource"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Reader reads an archive record by record.
@@ -190,7 +190,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if s.State == nil {
 			s.State = map[string]any{}
 		}
-		rec.State = &sessions.SharedState{Ref: sessions.StateRef{App: app, User: user}, State: s.State, UpdateTime: s.UpdateTime}
+		rec.State = &sessiontype.SharedState{Ref: sessiontype.StateRef{App: app, User: user}, State: s.State, UpdateTime: s.UpdateTime}
 	case KindSession:
 		var s sessionRecord
 		if err := strict(line, &s); err != nil {
@@ -200,8 +200,8 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.Session = &sessions.Session{
-			Key: sessions.Key{App: app, User: user, ID: id}, DisplayName: s.DisplayName, Labels: s.Labels,
+		rec.Session = &sessiontype.Session{
+			Key: sessiontype.Key{App: app, User: user, ID: id}, DisplayName: s.DisplayName, Labels: s.Labels,
 			State: nonNil(s.State), InitialState: nonNil(s.InitialState),
 			CreateTime: s.CreateTime, UpdateTime: s.UpdateTime, ExpireTime: s.ExpireTime, LastSequence: s.LastSequence,
 			CompactionSequence: s.CompactionSequence, CompactedThrough: s.CompactedThrough,
@@ -218,7 +218,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if e.Event == nil {
 			return nil, errors.New("it has no event")
 		}
-		rec.Of, rec.Event = sessions.Key{App: app, User: user, ID: id}, e.Event
+		rec.Of, rec.Event = sessiontype.Key{App: app, User: user, ID: id}, e.Event
 	case KindSessionDeleted:
 		var n nameRecord
 		if err := strict(line, &n); err != nil {
@@ -228,7 +228,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.Of = sessions.Key{App: app, User: user, ID: id}
+		rec.Of = sessiontype.Key{App: app, User: user, ID: id}
 	case KindConfig:
 		var c configRecord
 		if err := strict(line, &c); err != nil {

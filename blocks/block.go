@@ -54,9 +54,12 @@ const (
 	Appended
 	// Replaced: Replace changed text in its value.
 	Replaced
+	// Rewritten: Rewrite, the background rewrite from a session's events,
+	// replaced its value.
+	Rewritten
 )
 
-var actionNames = [...]string{"ACTION_UNSPECIFIED", "UPDATED", "APPENDED", "REPLACED"}
+var actionNames = [...]string{"ACTION_UNSPECIFIED", "UPDATED", "APPENDED", "REPLACED", "REWRITTEN"}
 
 // String returns the action's name (UPDATED, ...).
 func (a Action) String() string {
@@ -76,6 +79,15 @@ func ParseAction(name string) (Action, error) {
 	return 0, fmt.Errorf("unknown block revision action %q", name)
 }
 
+// Source is one session a revision was written from, with the events of
+// it that the writer read. Its JSON form (its tags) is part of the stored
+// formats, which keep a revision's sources as a JSON array of them.
+type Source struct {
+	// Session is the session's resource name.
+	Session  string   `json:"session"`
+	EventIDs []string `json:"event_ids,omitempty"`
+}
+
 // Revision is one change of a block: the block as the change left it.
 // Revisions are never rewritten; each block keeps its latest
 // MaxRevisions.
@@ -89,6 +101,9 @@ type Revision struct {
 	Limit       int
 	ReadOnly    bool
 	CreateTime  time.Time
+	// Sources are the sessions (and their events) a Rewrite was written
+	// from; none for the other actions.
+	Sources []Source
 }
 
 // Name returns the revision's resource name, {block}/revisions/{n}.
@@ -96,11 +111,12 @@ func (r *Revision) Name() string {
 	return resource.BlockRevisionName(r.App, r.User, r.Label, r.Number)
 }
 
-// revisionOf returns the revision that records b as an action left it.
-func revisionOf(b *Block, a Action) *Revision {
+// revisionOf returns the revision that records b as an action left it,
+// written from sources.
+func revisionOf(b *Block, a Action, sources []Source) *Revision {
 	return &Revision{
 		Key: b.Key, Number: b.Revision, Action: a, Value: b.Value, Description: b.Description,
-		Limit: b.Limit, ReadOnly: b.ReadOnly, CreateTime: b.UpdateTime,
+		Limit: b.Limit, ReadOnly: b.ReadOnly, CreateTime: b.UpdateTime, Sources: sources,
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *Service) Update(ctx context.Context, r UpdateRequest) (*Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, r.Key, r.ExpectedRevision, func(cur *Block, now time.Time) (*Block, Action, error) {
+	return s.write(ctx, r.Key, r.ExpectedRevision, nil, func(cur *Block, now time.Time) (*Block, Action, error) {
 		limit := r.Limit
 		switch {
 		case limit > 0:
@@ -83,7 +83,7 @@ func (s *Service) Append(ctx context.Context, k Key, content string) (*Block, er
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, k, nil, func(cur *Block, now time.Time) (*Block, Action, error) {
+	return s.write(ctx, k, nil, nil, func(cur *Block, now time.Time) (*Block, Action, error) {
 		if err := editable(k, cur); err != nil {
 			return nil, 0, err
 		}
@@ -120,7 +120,7 @@ func (s *Service) Replace(ctx context.Context, k Key, old, new string) (*Block, 
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, k, nil, func(cur *Block, now time.Time) (*Block, Action, error) {
+	return s.write(ctx, k, nil, nil, func(cur *Block, now time.Time) (*Block, Action, error) {
 		if err := editable(k, cur); err != nil {
 			return nil, 0, err
 		}
@@ -136,6 +136,55 @@ func (s *Service) Replace(ctx context.Context, k Key, old, new string) (*Block, 
 				k.Label, group(chars(cur.Value)), group(cur.Limit), group(n))
 		}
 		return edited(cur, value, now), Replaced, nil
+	})
+}
+
+// RewriteRequest is a block's new value from the background rewrite,
+// which a model wrote from sessions' events.
+type RewriteRequest struct {
+	Key
+	Value string
+	// Revision is the revision of the block the value was written from:
+	// the block must still be at it, so that an edit made meanwhile (the
+	// agent's, the application's) is never overwritten unseen.
+	Revision int64
+	// Sources are the sessions, and their events, the value was written
+	// from; the revision keeps them.
+	Sources []Source
+}
+
+// Rewrite replaces a block's value with the background rewrite's. Like
+// the agent's edits, it refuses a read-only block and a value past the
+// block's limit (FailedPrecondition, naming the limit); a block that
+// moved on past r.Revision is FailedPrecondition too, and nothing is
+// written.
+func (s *Service) Rewrite(ctx context.Context, r RewriteRequest) (*Block, error) {
+	if err := validateKey("name", r.Key); err != nil {
+		return nil, err
+	}
+	if r.Revision < 1 {
+		return nil, fault.InvalidField("revision", "revision is %d; give the revision of the block the value was written from (1 or more)", r.Revision)
+	}
+	if err := validText("value", r.Value); err != nil {
+		return nil, err
+	}
+	for i, src := range r.Sources {
+		if src.Session == "" {
+			return nil, fault.InvalidField("sources", "sources[%d] names no session", i)
+		}
+	}
+	value, err := s.redact(ctx, r.App, r.Value)
+	if err != nil {
+		return nil, err
+	}
+	return s.write(ctx, r.Key, &r.Revision, r.Sources, func(cur *Block, now time.Time) (*Block, Action, error) {
+		if err := editable(r.Key, cur); err != nil {
+			return nil, 0, err
+		}
+		if n := chars(value); n > cur.Limit {
+			return nil, 0, fault.New(fault.FailedPrecondition, "the rewrite of block %q is %s characters, past its limit of %s", r.Label, group(n), group(cur.Limit))
+		}
+		return edited(cur, value, now), Rewritten, nil
 	})
 }
 

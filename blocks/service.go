@@ -172,8 +172,8 @@ type change func(cur *Block, now time.Time) (*Block, Action, error)
 // change and writes it if the block is still at the revision read. A write
 // that lost a race is computed again on what the winner left, up to
 // MaxAttempts; with expected set, the block must be at that revision
-// (FailedPrecondition otherwise).
-func (s *Service) write(ctx context.Context, k Key, expected *int64, fn change) (*Block, error) {
+// (FailedPrecondition otherwise). The revision records sources.
+func (s *Service) write(ctx context.Context, k Key, expected *int64, sources []Source, fn change) (*Block, error) {
 	for attempt := 1; ; attempt++ {
 		cur, err := s.store.Get(ctx, k)
 		switch {
@@ -197,7 +197,7 @@ func (s *Service) write(ctx context.Context, k Key, expected *int64, fn change) 
 		if cur != nil {
 			b.CreateTime = cur.CreateTime
 		}
-		err = s.store.Write(ctx, b, revisionOf(b, action), at)
+		err = s.store.Write(ctx, b, revisionOf(b, action, sources), at)
 		if err == nil {
 			return b, nil
 		}

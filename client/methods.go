@@ -169,6 +169,17 @@ func (c *Client) UpdateMemoryBankConfig(ctx context.Context, req *kiokuv1.Update
 	return unary(ctx, c.memories.UpdateMemoryBankConfig, req)
 }
 
+// ListWebhookDeliveries lists the deliveries of an app's webhooks with
+// their attempts, newest event first.
+func (c *Client) ListWebhookDeliveries(ctx context.Context, req *kiokuv1.ListWebhookDeliveriesRequest) (*kiokuv1.ListWebhookDeliveriesResponse, error) {
+	return unary(ctx, c.memories.ListWebhookDeliveries, req)
+}
+
+// RedeliverWebhook sends a webhook delivery again.
+func (c *Client) RedeliverWebhook(ctx context.Context, req *kiokuv1.RedeliverWebhookRequest) (*kiokuv1.WebhookDelivery, error) {
+	return unary(ctx, c.memories.RedeliverWebhook, req)
+}
+
 // GetOperation returns an operation.
 func (c *Client) GetOperation(ctx context.Context, req *kiokuv1.GetOperationRequest) (*kiokuv1.Operation, error) {
 	return unary(ctx, c.operations.GetOperation, req)

@@ -144,7 +144,9 @@ func TestGoCode(t *testing.T) {
 // serveNode runs a kioku (embedded store) in the test's process and
 // returns its URL.
 func serveNode(t *testing.T) string {
-	_, url := nodetest.Listen(t, node.Config{}, "127.0.0.1:0")
+	// Webhooks at http://127.0.0.1 (operations.md#webhooks) as with
+	// --webhooks-allow-loopback-http.
+	_, url := nodetest.Listen(t, node.Config{WebhooksAllowLoopbackHTTP: true}, "127.0.0.1:0")
 	return url
 }
 

@@ -63,12 +63,16 @@
 // # Workers, apps and time
 //
 // A process runs up to Config.Workers batches at once (DefaultWorkers,
-// 16: a memory generation's run waits on model calls, not on a CPU, so
-// many run together). One owner (below) may hold at most
-// MaxWorkersPerOwner of them (default Workers/8, at least 1), even with
-// workers free: the scheduler passes over the operations of an owner at
-// their share until one of their runs ends, so that the hung model calls
-// of a few users never hold every worker. One app may hold at most
+// 64: a memory generation's run waits on model calls, not on a CPU, so
+// many run together), and claims another only while fewer than
+// CPUWorkers of its runs compute (a run that calls Waiting around a model
+// call gives its CPU slot up meanwhile): how many run follows the model's
+// latency. One owner (below) may hold at most MaxWorkersPerOwner of them
+// (default Workers/8, at least 1), counted over the runs of every process
+// sharing the store (the lease records), even with workers free: the
+// scheduler passes over the operations of an owner at their share until
+// one of their runs ends, so that the hung model calls of a few users
+// never hold every worker. One app may hold at most
 // MaxWorkersPerApp of them (default Workers-1) while an operation of
 // another app waits to be claimed: the scheduler passes over the
 // operations of an app at its share and claims the other app's, so that

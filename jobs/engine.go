@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,12 +17,14 @@ import (
 	"github.com/kioku-ai/kioku/resource"
 )
 
-// DefaultWorkers is how many runs a process has going at once by default
-// (Config.Workers): a memory generation's run spends its time waiting on
-// model calls (up to minutes when a model hangs), not on a CPU, so a
-// server runs many, and each owner may hold an eighth of them
-// (MaxWorkersPerOwner: 2).
-const DefaultWorkers = 16
+// DefaultWorkers is how many runs a process may have going at once by
+// default (Config.Workers): a memory generation's run spends its time
+// waiting on model calls (up to minutes when a model hangs), not on a
+// CPU, so a server runs many, and each owner may hold an eighth of them
+// (MaxWorkersPerOwner: 8). How many it has going follows the model's
+// latency: the scheduler claims another operation only while fewer than
+// Config.CPUWorkers runs are computing (Waiting).
+const DefaultWorkers = 64
 
 // Config configures an Engine.
 type Config struct {
@@ -34,10 +37,16 @@ type Config struct {
 
 	// WorkerID names this process in leases. Default: a random id.
 	WorkerID string
-	// Workers is how many runs this process has going at once (Run).
-	// Runs mostly wait on a model's replies, so there are many of them.
+	// Workers is the most runs this process has going at once (Run).
+	// Runs mostly wait on a model's replies, so there may be many of them.
 	// Default DefaultWorkers.
 	Workers int
+	// CPUWorkers is how many of them may be computing at once, outside
+	// their waits (Waiting): the scheduler claims another operation only
+	// when fewer are. So a process runs about CPUWorkers operations at
+	// once on a fast model, and on a slow one as many more as wait on it,
+	// up to Workers. Default GOMAXPROCS, at least 2, at most Workers.
+	CPUWorkers int
 	// MaxWorkersPerApp is how many of them the operations of one app may
 	// hold while operations of another app wait to be claimed (so that one
 	// app whose model is slow, or hangs until its calls time out, does not
@@ -171,6 +180,10 @@ func New(store Store, cfg Config) *Engine {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.CPUWorkers <= 0 {
+		cfg.CPUWorkers = max(2, runtime.GOMAXPROCS(0))
+	}
+	cfg.CPUWorkers = min(cfg.CPUWorkers, cfg.Workers)
 	if cfg.Lease <= 0 {
 		cfg.Lease = 60 * time.Second
 	}

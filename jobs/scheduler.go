@@ -74,12 +74,19 @@ func (e *Engine) signal() {
 // LocalQueue it never polls.
 func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 	slots := make(chan struct{}, e.cfg.Workers)
+	cpu := make(chan struct{}, e.cfg.CPUWorkers)
 	poll := e.cfg.PollInterval
 	l := newLoad(e.cfg)
 	for {
 		select {
 		case slots <- struct{}{}: // a free worker
 		case <-ctx.Done():
+			return
+		}
+		select {
+		case cpu <- struct{}{}: // fewer than CPUWorkers runs computing
+		case <-ctx.Done():
+			<-slots
 			return
 		}
 		claimed, next, err := e.claim(ctx, l)
@@ -90,16 +97,20 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 			poll = e.cfg.PollInterval
 			op := claimed[0] // a claim's operations share their key, so their owner
 			l.add(op, 1)
+			slot := &cpuSlot{gate: cpu}
+			slot.took()
 			runs.Go(func() {
 				defer func() {
+					slot.release()
 					l.add(op, -1)
 					<-slots
 					e.signal() // its key is free, its slot too
 				}()
-				e.runClaimed(ctx, claimed)
+				e.runClaimed(context.WithValue(ctx, cpuSlotKey{}, slot), claimed)
 			})
 			continue
 		}
+		<-cpu
 		<-slots
 		wait := time.Duration(-1)
 		if !next.IsZero() {
@@ -168,10 +179,14 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 	if err != nil {
 		return nil, time.Time{}, false, err
 	}
-	busy := map[[2]string]bool{} // keys with a running operation under a live lease
+	busy := map[[2]string]bool{}   // keys with a running operation under a live lease
+	running := map[[2]string]int{} // owners' running operations under live leases, on any process
 	for _, op := range queued {
 		if op.State == Running && op.LeaseExpiry.After(now) && op.Key != "" {
 			busy[[2]string{op.App, op.Key}] = true
+			if op.Owner != "" {
+				running[[2]string{op.App, op.Owner}]++
+			}
 		}
 	}
 	var claimable, later []*Operation // later: of apps at their share
@@ -202,6 +217,16 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 	}
 	// With no other app's operation to claim, an app may use every worker.
 	for _, op := range append(e.inTurn(claimable), e.inTurn(later)...) {
+		if l != nil {
+			full, err := e.ownerFullAcross(ctx, op, running, len(queued) < limit)
+			if err != nil {
+				return nil, time.Time{}, false, err
+			}
+			if full {
+				passed = true
+				continue // waits for a run of its owner, on any process, to end
+			}
+		}
 		claimed, err := e.claimOp(ctx, op, now)
 		if err == nil {
 			e.serve(op)
@@ -219,6 +244,30 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 		next = now.Add(e.cfg.PollInterval) // more beyond the scan
 	}
 	return nil, next, passed && full, nil
+}
+
+// ownerFullAcross reports whether op has an owner whose operations run
+// by every process sharing the store hold their share of the workers
+// (MaxWorkersPerOwner): the lease records say who runs what. A scan that
+// held every queued operation (complete) counted them already (running);
+// otherwise the store counts them, one read on Firestore. Coalesced
+// operations count one each, so an owner whose runs coalesce is held to
+// fewer runs, never more. Two processes that claim at the same moment may
+// each see the owner below their share: the owner then holds up to one
+// run more per other process, until one ends. With LocalQueue the
+// process's own count (load) is the whole count.
+func (e *Engine) ownerFullAcross(ctx context.Context, op *Operation, running map[[2]string]int, complete bool) (bool, error) {
+	if op.Owner == "" || e.cfg.LocalQueue {
+		return false, nil
+	}
+	n := running[[2]string{op.App, op.Owner}]
+	if !complete {
+		var err error
+		if n, err = e.store.CountRunningOfOwner(ctx, op.App, op.Owner, e.cfg.MaxWorkersPerOwner); err != nil {
+			return false, err
+		}
+	}
+	return n >= e.cfg.MaxWorkersPerOwner, nil
 }
 
 // load counts the runs going in a process's scheduler, per app and per

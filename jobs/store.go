@@ -44,6 +44,12 @@ type Store interface {
 	// (Operation.Owner, not empty), whatever their keys, up to limit.
 	CountPendingOfOwner(ctx context.Context, app, owner string, limit int) (int, error)
 
+	// CountRunningOfOwner counts the running operations of an app's owner
+	// (not empty), whatever their keys and whichever process holds them,
+	// up to limit: the owner's share of every process's workers. One whose
+	// lease expired counts until another process claims it again.
+	CountRunningOfOwner(ctx context.Context, app, owner string, limit int) (int, error)
+
 	// UpdateOperations applies updates atomically at now, after checking
 	// every expectation: if one fails nothing is written.
 	UpdateOperations(ctx context.Context, now time.Time, updates []Update) error

@@ -21,18 +21,21 @@ func (s *Service) GetConfig(ctx context.Context, app string) (*appconfig.Config,
 // name, each with what copies it from an update to the configuration.
 var configFields = []struct {
 	path string
-	set  func(next, c *appconfig.Config)
+	set  func(next, c *appconfig.Config, now time.Time)
 }{
-	{"managed_topics", func(next, c *appconfig.Config) { next.ManagedTopics = c.ManagedTopics }},
-	{"custom_topics", func(next, c *appconfig.Config) { next.CustomTopics = c.CustomTopics }},
-	{"generation_examples", func(next, c *appconfig.Config) { next.Examples = c.Examples }},
-	{"memory_ttl", func(next, c *appconfig.Config) { next.MemoryTTL = c.MemoryTTL }},
-	{"revision_ttl", func(next, c *appconfig.Config) { next.RevisionTTL = c.RevisionTTL }},
-	{"generation_trigger", func(next, c *appconfig.Config) { next.Trigger = c.Trigger }},
-	{"retrieval", func(next, c *appconfig.Config) { next.Retrieval = c.Retrieval }},
-	{"compaction_trigger", func(next, c *appconfig.Config) { next.Compaction = c.Compaction }},
-	{"pii_redaction", func(next, c *appconfig.Config) { next.PIIRedaction = c.PIIRedaction }},
-	{"profile_schemas", func(next, c *appconfig.Config) { next.Profiles = c.Profiles }},
+	{"managed_topics", func(next, c *appconfig.Config, _ time.Time) { next.ManagedTopics = c.ManagedTopics }},
+	{"custom_topics", func(next, c *appconfig.Config, _ time.Time) { next.CustomTopics = c.CustomTopics }},
+	{"generation_examples", func(next, c *appconfig.Config, _ time.Time) { next.Examples = c.Examples }},
+	{"memory_ttl", func(next, c *appconfig.Config, _ time.Time) { next.MemoryTTL = c.MemoryTTL }},
+	{"revision_ttl", func(next, c *appconfig.Config, _ time.Time) { next.RevisionTTL = c.RevisionTTL }},
+	{"generation_trigger", func(next, c *appconfig.Config, _ time.Time) { next.Trigger = c.Trigger }},
+	{"retrieval", func(next, c *appconfig.Config, _ time.Time) { next.Retrieval = c.Retrieval }},
+	{"compaction_trigger", func(next, c *appconfig.Config, _ time.Time) { next.Compaction = c.Compaction }},
+	{"pii_redaction", func(next, c *appconfig.Config, _ time.Time) { next.PIIRedaction = c.PIIRedaction }},
+	{"profile_schemas", func(next, c *appconfig.Config, _ time.Time) { next.Profiles = c.Profiles }},
+	{"webhooks", func(next, c *appconfig.Config, now time.Time) {
+		next.Webhooks = prepareWebhooks(next.Webhooks, c.Webhooks, now)
+	}},
 }
 
 // configPaths are the paths of configFields, in their order.
@@ -58,18 +61,22 @@ func (s *Service) UpdateConfig(ctx context.Context, c *appconfig.Config, mask []
 		return nil, err
 	}
 	next := *cur
+	now := s.now()
 	for _, path := range mask {
 		i := slices.Index(configPaths, path)
 		if i < 0 {
 			return nil, fault.Invalidf("update_mask path %q is not a field of the memory bank configuration (%v)", path, configPaths)
 		}
-		configFields[i].set(&next, c)
+		configFields[i].set(&next, c, now)
 	}
 	if err := validateConfig(&next); err != nil {
 		return nil, err
 	}
+	if err := validateWebhooks(next.Webhooks, s.cfg.WebhooksAllowLoopbackHTTP); err != nil {
+		return nil, err
+	}
 	next.App = c.App
-	next.UpdateTime = s.now()
+	next.UpdateTime = now
 	if err := s.store.PutConfig(ctx, &next); err != nil {
 		return nil, err
 	}

@@ -5,13 +5,13 @@ import (
 	"slices"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // ForgetSession deletes the memories derived only from a session and
 // removes the session from the sources of the others, with revisions that
 // say so.
-func (s *Service) ForgetSession(ctx context.Context, key sessions.Key) error {
+func (s *Service) ForgetSession(ctx context.Context, key sessiontype.Key) error {
 	name := key.Name()
 	for attempt := 0; ; attempt++ {
 		now := s.now()

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // GenerateMemories validates a request and queues an operation for it,
@@ -101,6 +102,9 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*jo
 	if r.MergeStrategy < metadata.MergeUnspecified || r.MergeStrategy > metadata.RequireExactMatch {
 		return nil, fault.InvalidField("metadata_merge_strategy", "metadata_merge_strategy %d is not a strategy", r.MergeStrategy)
 	}
+	if err := s.spendGeneration(ctx, r.App); err != nil {
+		return nil, err
+	}
 	return s.enqueue(ctx, r.App, KindGenerate, r.Scope.Key(), encodeGenerate(r))
 }
 
@@ -140,15 +144,15 @@ type GenerateRequest struct {
 	Scope Scope
 	// Session is a stored session; only events not processed before are
 	// used, optionally within [From, To).
-	Session *sessions.Key
+	Session *sessiontype.Key
 	From    time.Time
 	To      time.Time
 	// Events is a conversation given inline.
-	Events []*sessions.Event
+	Events []*sessiontype.Event
 	// Facts are facts given directly. FactsSession and FactsEventIDs, when
 	// set, are recorded as their source.
 	Facts                []DirectFact
-	FactsSession         *sessions.Key
+	FactsSession         *sessiontype.Key
 	FactsEventIDs        []string
 	DisableConsolidation bool
 	AllowedTopics        []string

@@ -13,7 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/resource"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The kinds of the memory bank's operations (jobs.Operation.Kind).
@@ -132,17 +132,17 @@ func Concerns(op *jobs.Operation, user string) bool {
 // (memorybank/record reads those formats into these).
 
 type generateRecord struct {
-	Scope                Scope             `json:"scope"`
-	Session              string            `json:"session,omitempty"`
-	FromNS               int64             `json:"from_ns,omitempty"`
-	ToNS                 int64             `json:"to_ns,omitempty"`
-	Events               []*sessions.Event `json:"events,omitempty"` // sessions.Event's own stored form
-	Facts                []factRecord      `json:"facts,omitempty"`
-	FactsSession         string            `json:"facts_session,omitempty"`
-	FactsEventIDs        []string          `json:"facts_event_ids,omitempty"`
-	DisableConsolidation bool              `json:"disable_consolidation,omitempty"`
-	AllowedTopics        []string          `json:"allowed_topics,omitempty"`
-	Metadata             metadata.Map      `json:"metadata,omitempty"`
+	Scope                Scope                `json:"scope"`
+	Session              string               `json:"session,omitempty"`
+	FromNS               int64                `json:"from_ns,omitempty"`
+	ToNS                 int64                `json:"to_ns,omitempty"`
+	Events               []*sessiontype.Event `json:"events,omitempty"` // sessiontype.Event's own stored form
+	Facts                []factRecord         `json:"facts,omitempty"`
+	FactsSession         string               `json:"facts_session,omitempty"`
+	FactsEventIDs        []string             `json:"facts_event_ids,omitempty"`
+	DisableConsolidation bool                 `json:"disable_consolidation,omitempty"`
+	AllowedTopics        []string             `json:"allowed_topics,omitempty"`
+	Metadata             metadata.Map         `json:"metadata,omitempty"`
 	// MergeStrategy is the strategy's name (metadata.MergeStrategy.String).
 	MergeStrategy string `json:"metadata_merge_strategy,omitempty"`
 }
@@ -198,14 +198,14 @@ type memoryRecord struct {
 	Profile        *profile.Field `json:"profile,omitempty"`
 }
 
-func sessionName(k *sessions.Key) string {
+func sessionName(k *sessiontype.Key) string {
 	if k == nil {
 		return ""
 	}
 	return k.Name()
 }
 
-func parseSessionName(field, name string) (*sessions.Key, error) {
+func parseSessionName(field, name string) (*sessiontype.Key, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -213,7 +213,7 @@ func parseSessionName(field, name string) (*sessions.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sessions.Key{App: app, User: user, ID: id}, nil
+	return &sessiontype.Key{App: app, User: user, ID: id}, nil
 }
 
 // encode returns the JSON of a record.

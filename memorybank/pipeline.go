@@ -57,7 +57,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	if r.red, err = s.Redactor(cfg); err != nil {
 		return nil, err
 	}
-	r.gen = redact.Generator(s.gen, r.red)
+	r.gen = s.charged(redact.Generator(s.gen, r.red), app)
 
 	// 1. Gather the input.
 	b.Progress("reading events")
@@ -180,7 +180,7 @@ func (r *genRun) extract(ctx context.Context, cfg *appconfig.Config, allowed []s
 		system, user = p.prompt(system, user)
 		schema = p.replySchema(schema)
 	}
-	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := generate(ctx, r.gen, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
 		Schema:   schema,
@@ -297,7 +297,7 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 		return s.nearDuplicates(ctx, cands, shown)
 	}
 	system, user := consolidationPrompt(shown, cands)
-	resp, err := r.gen.Generate(ctx, &model.GenerateRequest{
+	resp, err := generate(ctx, r.gen, &model.GenerateRequest{
 		System:   system,
 		Messages: []model.Message{{Role: "user", Text: user}},
 		Schema:   consolidationSchema,
@@ -491,4 +491,14 @@ func withoutVector(m *Memory) *Memory {
 
 func sourcesEqual(a, b []Source) bool {
 	return slices.EqualFunc(a, b, func(x, y Source) bool { return x.Session == y.Session && slices.Equal(x.EventIDs, y.EventIDs) })
+}
+
+// generate asks gen, telling the engine that the run waits meanwhile
+// (jobs.Waiting) unless gen computes in this process (the offline
+// extractor), so that the process runs others while a model answers.
+func generate(ctx context.Context, gen model.Generator, req *model.GenerateRequest) (*model.GenerateResponse, error) {
+	if !model.IsOfflineExtractor(gen) {
+		defer jobs.Waiting(ctx)()
+	}
+	return gen.Generate(ctx, req)
 }

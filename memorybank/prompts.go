@@ -13,7 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The structured replies of the two model calls. Their JSON schemas are
@@ -68,11 +68,11 @@ var consolidationSchema = model.SchemaFor(&consolidationReply{})
 // conversation is the input of extraction: events, numbered from 1 in the
 // order shown, with the session each came from ("" for inline events).
 type conversation struct {
-	events   []*sessions.Event
+	events   []*sessiontype.Event
 	sessions []string
 }
 
-func (c *conversation) add(session string, events ...*sessions.Event) {
+func (c *conversation) add(session string, events ...*sessiontype.Event) {
 	for _, e := range events {
 		c.events = append(c.events, e)
 		c.sessions = append(c.sessions, session)
@@ -81,7 +81,7 @@ func (c *conversation) add(session string, events ...*sessions.Event) {
 
 // render writes the events as numbered lines. Events without text are
 // shown as what they did (a tool call, a tool result) or skipped.
-func renderEvents(b *strings.Builder, events []*sessions.Event, number func(i int) int) {
+func renderEvents(b *strings.Builder, events []*sessiontype.Event, number func(i int) int) {
 	for i, e := range events {
 		line := eventLine(e)
 		if line == "" {
@@ -95,7 +95,16 @@ func renderEvents(b *strings.Builder, events []*sessions.Event, number func(i in
 	}
 }
 
-func eventLine(e *sessions.Event) string {
+// WriteConversation writes events as the extraction call shows them to a
+// model, numbered from 1 in order: "[n] author: text (YYYY-MM-DD hh:mm)",
+// the lines the offline extractor reads (model.OfflineExtractor). Other
+// calls that show a conversation to the model (internal/workflow's
+// rewrite of core memory blocks) write it so.
+func WriteConversation(b *strings.Builder, events []*sessiontype.Event) {
+	renderEvents(b, events, func(i int) int { return i + 1 })
+}
+
+func eventLine(e *sessiontype.Event) string {
 	author := e.Author
 	if author == "" {
 		author = "unknown"

@@ -22,6 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -43,7 +44,7 @@ type sample struct {
 }
 
 func sampleOperations() map[string]sample {
-	ann := &sessions.Key{App: "golden", User: "ann", ID: "s1"}
+	ann := &sessiontype.Key{App: "golden", User: "ann", ID: "s1"}
 	return map[string]sample{
 		"succeeded": {
 			op: &jobs.Operation{
@@ -74,8 +75,8 @@ func sampleOperations() map[string]sample {
 				CreateTime: t0, StartTime: t0, NotBefore: t0.Add(time.Minute), Attempt: 2, LeaseOwner: "worker-1", LeaseExpiry: t0.Add(2 * time.Minute), Progress: "extracting facts",
 			},
 			job: &memorybank.Job{Generate: &memorybank.GenerateRequest{
-				App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Session: &sessions.Key{App: "golden", User: "bo", ID: "s2"}, From: t0.Add(-time.Hour), To: t0,
-				Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: t0}},
+				App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Session: &sessiontype.Key{App: "golden", User: "bo", ID: "s2"}, From: t0.Add(-time.Hour), To: t0,
+				Events: []*sessiontype.Event{{ID: "i1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I play the cello."}}}, Timestamp: t0}},
 			}},
 		},
 		"failed": {
@@ -248,7 +249,7 @@ func TestOperationFormatV1(t *testing.T) {
 		"id007": {state: jobs.Pending,
 			check: func(op *jobs.Operation, job *memorybank.Job) bool {
 				g := job.Generate
-				return *g.Session == sessions.Key{App: "golden", User: "ann", ID: "s2"} && g.To.Sub(g.From) == 2*time.Hour
+				return *g.Session == sessiontype.Key{App: "golden", User: "ann", ID: "s2"} && g.To.Sub(g.From) == 2*time.Hour
 			}, property: "the session and its time range"},
 	} {
 		body, err := os.ReadFile(filepath.Join("testdata", "v1", "operation-"+id+".json"))
@@ -366,7 +367,7 @@ func TestConfigGolden(t *testing.T) {
 	cfg := &appconfig.Config{
 		App: "golden", ManagedTopics: []string{"USER_PREFERENCES"},
 		CustomTopics: []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples: []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
+		Examples: []appconfig.Example{{Events: []*sessiontype.Event{{ID: "x1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I fly to Oslo."}}}, Timestamp: t0}},
 			ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL: 90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:   appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // SessionReader reads the sessions memories are generated from.
@@ -23,10 +24,10 @@ type SessionReader interface {
 	// EventsAfter returns up to limit events of a session with sequence
 	// greater than after, within [from, to) when set, in order. NotFound
 	// when the session does not exist.
-	EventsAfter(ctx context.Context, key sessions.Key, after int64, from, to time.Time, limit int) ([]*sessions.Event, error)
+	EventsAfter(ctx context.Context, key sessiontype.Key, after int64, from, to time.Time, limit int) ([]*sessiontype.Event, error)
 	// ListSessions returns a page of sessions, most recently updated
 	// first (for re-arming idle triggers after a start).
-	ListSessions(ctx context.Context, r sessions.ListSessionsRequest) ([]*sessions.Session, string, error)
+	ListSessions(ctx context.Context, r sessions.ListSessionsRequest) ([]*sessiontype.Session, string, error)
 }
 
 // Config configures a Service.
@@ -52,6 +53,10 @@ type Config struct {
 	// Logger receives the background errors. Default slog.Default().
 	Logger *slog.Logger
 
+	// Quotas are each app's daily allowances of generations and model
+	// tokens (quota.go). Zero fields: no quota.
+	Quotas Quotas
+
 	// AttemptTimeout bounds each attempt of a generation (jobs.Kind.Timeout),
 	// whatever it waits for: past it the attempt fails with
 	// DeadlineExceeded and is retried. Its model calls are bounded by the
@@ -66,6 +71,9 @@ type Config struct {
 	// committed by other servers sharing the store. Writes through this
 	// Service wake watchers at once. Default 1s.
 	WatchPollInterval time.Duration
+	// WebhooksAllowLoopbackHTTP lets webhooks be http URLs to a loopback
+	// address (for development and tests); otherwise they are https.
+	WebhooksAllowLoopbackHTTP bool
 	// MaxReadBytes bounds the memories (their size in a response, see
 	// Memory.responseBytes) one ListMemories or simple RetrieveMemories
 	// page returns, and the revisions of a ListRevisions page: a page ends
@@ -103,9 +111,12 @@ type Service struct {
 
 	triggerMu sync.Mutex
 	triggered map[string]firedTrigger // session name → the trigger's generation not ended yet
+	onTrigger TriggerFunc
 	idle      idleSessions
 
 	feed *wake.Broker[string] // wakes WatchChanges on this server's writes
+
+	usage usageSeen // the apps' usage as this server last saw it
 }
 
 type cachedConfig struct {

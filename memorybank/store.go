@@ -28,7 +28,30 @@ type Store interface {
 	TransferStore
 	ProfileStore
 	ChangeStore
+	WebhookStore
+	UsageStore
 	jobs.Store
+}
+
+// Usage is what an app spent in one day (UTC) against its quotas.
+type Usage struct {
+	// Generations are the GenerateMemories requests accepted.
+	Generations int64
+	// Tokens are the generation model's prompt and output tokens, as the
+	// provider reported them.
+	Tokens int64
+}
+
+// UsageStore keeps each app's usage per day, durably: the counts of
+// Quotas.
+type UsageStore interface {
+	// AddUsage adds add to app's usage of day (YYYY-MM-DD) atomically,
+	// unless a field of below is positive and the usage of that field is
+	// at or past it already; it returns the usage after (before, when it
+	// added nothing) and whether it added.
+	AddUsage(ctx context.Context, app, day string, add, below Usage) (Usage, bool, error)
+	// GetUsage returns app's usage of day; zero when there is none.
+	GetUsage(ctx context.Context, app, day string) (Usage, error)
 }
 
 // MemoryStore keeps memories, the watermarks of the sessions generation

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // blockingStore is a memory bank store whose configuration reads wait
@@ -57,13 +58,13 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	}
 	sess.Observe(ctx, "memory_triggers", mem, sessions.ObserveOptions{})
 
-	key := sessions.Key{App: "app", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "app", User: "u", ID: "s"}
 	if _, err := sess.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 50
 	for i := range n {
-		if _, err := sess.AppendEvent(ctx, key, &sessions.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I like tea."}}}}, nil); err != nil {
+		if _, err := sess.AppendEvent(ctx, key, &sessiontype.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I like tea."}}}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Observe implements sessions.Observer: the memory bank's generation
@@ -61,13 +62,37 @@ type firedTrigger struct {
 // end is not seen here (it ran on another server).
 const firedTTL = time.Hour
 
-// fire queues a generation from a session for a trigger. The session is
-// remembered until the operation ends (generationEnded), the session is
-// deleted, or firedTTL passes.
-func (s *Service) fire(ctx context.Context, key sessions.Key, sequence int64, why string) {
+// TriggerFunc is told of a trigger that fired for a session: the events
+// the fired generation reads are those after sequence after (the
+// session's watermark when it fired), up to sequence upTo. See OnTrigger.
+type TriggerFunc func(ctx context.Context, key sessiontype.Key, after, upTo int64)
+
+// OnTrigger registers fn, called each time a generation trigger fires for
+// a session (the count trigger, or the idle trigger), after the
+// generation is queued or refused. internal/workflow queues the
+// background rewrite of the user's core memory blocks there. Call it
+// before the triggers run; a later call replaces fn.
+func (s *Service) OnTrigger(fn TriggerFunc) {
+	s.triggerMu.Lock()
+	s.onTrigger = fn
+	s.triggerMu.Unlock()
+}
+
+// fire queues a generation from a session for a trigger, then tells the
+// OnTrigger function. The session is remembered until the operation ends
+// (generationEnded), the session is deleted, or firedTTL passes.
+func (s *Service) fire(ctx context.Context, key sessiontype.Key, sequence int64, why string) {
 	s.triggerMu.Lock()
 	s.triggered[key.Name()] = firedTrigger{sequence: sequence, at: s.now()}
+	then := s.onTrigger
 	s.triggerMu.Unlock()
+	if then != nil {
+		wm, err := s.store.Watermark(ctx, key.App, key.Name())
+		if err != nil {
+			s.log.WarnContext(ctx, "reading watermark for triggers", "session", key.Name(), "error", err)
+		}
+		defer then(context.WithoutCancel(ctx), key, wm, sequence)
+	}
 	op, err := s.GenerateMemories(context.WithoutCancel(ctx), &GenerateRequest{App: key.App, Session: &key})
 	if err != nil {
 		s.forgetTrigger(key.Name())
@@ -177,7 +202,7 @@ type idleSessions struct {
 }
 
 type idleEntry struct {
-	key      sessions.Key
+	key      sessiontype.Key
 	sequence int64
 	at       time.Time
 }
@@ -188,7 +213,7 @@ func (i *idleSessions) forget(name string) {
 	i.mu.Unlock()
 }
 
-func (i *idleSessions) touch(key sessions.Key, seq int64, now time.Time) {
+func (i *idleSessions) touch(key sessiontype.Key, seq int64, now time.Time) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.last == nil {

@@ -46,6 +46,12 @@ import (
 //     the new fact completes, and CREATE otherwise. When a fact shown, new
 //     or existing, gives the user's name, the facts about the user are
 //     written and compared with the name.
+//   - the rewrite of a user's core memory blocks (a response schema with
+//     "blocks", internal/workflow's RewriteBlocks): it keeps the human
+//     block filled with the facts it extracts from the conversation, by
+//     the rule blocksReply documents (new facts appended, changed ones
+//     replaced, the oldest lines dropped past the limit), and leaves the
+//     other blocks alone.
 //
 // What it reads is the rule set of package internal/facts (English and
 // Japanese; its doc lists what it catches and what it misses). It is no
@@ -59,7 +65,7 @@ type OfflineExtractor struct{}
 
 // offlineExtractorName is the extractor's Name; its version changes when
 // its rules give other facts.
-const offlineExtractorName = "offline:kioku-extractor-v2"
+const offlineExtractorName = "offline:kioku-extractor-v3"
 
 // Name implements Generator.
 func (OfflineExtractor) Name() string { return offlineExtractorName }
@@ -88,8 +94,10 @@ func (o OfflineExtractor) Generate(_ context.Context, r *GenerateRequest) (*Gene
 		reply = extractionReply(r)
 	case schemaProperty(r.Schema, "actions") != nil:
 		reply = consolidationReply(r)
+	case schemaProperty(r.Schema, "blocks") != nil:
+		reply = blocksReply(r)
 	default:
-		return nil, fault.New(fault.FailedPrecondition, "the offline extractor (%s) only answers the memory bank's extraction and consolidation calls; this call needs a language model: configure one with %s", o.Name(), Settings)
+		return nil, fault.New(fault.FailedPrecondition, "the offline extractor (%s) only answers the memory bank's extraction and consolidation calls and the rewrite of core memory blocks; this call needs a language model: configure one with %s", o.Name(), Settings)
 	}
 	b, err := json.Marshal(reply)
 	if err != nil {

@@ -165,7 +165,7 @@ func TestOfflineExtractorRefusesOtherCalls(t *testing.T) {
 			t.Errorf("%v: want FailedPrecondition saying a language model is needed", err)
 		}
 	}
-	if got := gen.Name(); got != "offline:kioku-extractor-v2" {
+	if got := gen.Name(); got != "offline:kioku-extractor-v3" {
 		t.Errorf("name %q", got)
 	}
 }

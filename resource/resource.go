@@ -117,6 +117,7 @@ var (
 	Revision         = NewPattern("apps/{app}/memories/{memory}/revisions/{revision}")
 	Operation        = NewPattern("apps/{app}/operations/{operation}")
 	MemoryBankConfig = NewPattern("apps/{app}/memoryBankConfig")
+	WebhookDelivery  = NewPattern("apps/{app}/webhookDeliveries/{delivery}")
 )
 
 // Child returns the pattern of the resources under p's: p's template, a

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // AppendEvent appends an event to a session. See the package documentation
@@ -15,7 +17,7 @@ import (
 // FailedPrecondition unless the session's last sequence equals *expected.
 // Once the event is stored, the observers (Observe) are told, off this
 // call's path.
-func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected *int64) (*Event, error) {
+func (s *Service) AppendEvent(ctx context.Context, key sessiontype.Key, ev *sessiontype.Event, expected *int64) (*sessiontype.Event, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -41,7 +43,7 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 	if !callerTime {
 		e.Timestamp = now
 	}
-	e.Actions.StateDelta = StripTemp(e.Actions.StateDelta)
+	e.Actions.StateDelta = sessiontype.StripTemp(e.Actions.StateDelta)
 	if len(e.Actions.StateDelta) == 0 {
 		e.Actions.StateDelta = nil
 	}
@@ -53,12 +55,12 @@ func (s *Service) AppendEvent(ctx context.Context, key Key, ev *Event, expected 
 		return nil, fault.New(fault.ResourceExhausted, "event is %d bytes encoded; the limit is %d bytes (MaxEventBytes); store large data elsewhere and reference it with file_data", len(body), s.limits.MaxEventBytes)
 	}
 	e.Size = len(body)
-	res, err := s.store.AppendEvent(ctx, &AppendRequest{
+	res, err := s.store.AppendEvent(ctx, &sessiondriver.AppendEventParams{
 		Key:              key,
 		Event:            &e,
 		Body:             body,
 		ExpectedSequence: expected,
-		Deltas:           SplitDelta(e.Actions.StateDelta),
+		Deltas:           sessiontype.SplitDelta(e.Actions.StateDelta),
 		Now:              now,
 		MaxStateBytes:    s.limits.MaxStateBytes,
 	})

@@ -2,18 +2,9 @@ package sessions
 
 import (
 	"context"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"time"
 )
-
-// SearchReindexer is a Store whose search index may hold terms of an older
-// terms.Version, or miss events stored before it existed, and is rebuilt
-// in the background, a batch of sessions at a time.
-type SearchReindexer interface {
-	// ReindexSearch indexes with the current terms the events of up to
-	// limit sessions that need it, and returns how many it did (fewer than
-	// limit when no more do).
-	ReindexSearch(ctx context.Context, limit int) (int, error)
-}
 
 // reindexBatch is how many sessions one ReindexSearch call takes.
 const reindexBatch = 100
@@ -21,7 +12,7 @@ const reindexBatch = 100
 // reindexSearch rebuilds the search index of the sessions that need it, a
 // batch at a time, going on at once while batches come full: the work is
 // done soon after start-up without holding it up.
-func (s *Service) reindexSearch(ctx context.Context, r SearchReindexer) {
+func (s *Service) reindexSearch(ctx context.Context, r sessiondriver.SearchReindexer) {
 	total := 0
 	for ctx.Err() == nil {
 		n, err := r.ReindexSearch(ctx, reindexBatch)
@@ -50,7 +41,7 @@ func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
 		if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "sweeping expired sessions", "error", err)
 		}
-		if r, ok := s.store.(SearchReindexer); ok {
+		if r, ok := s.store.(sessiondriver.SearchReindexer); ok {
 			s.reindexSearch(ctx, r)
 		}
 		select {

@@ -13,6 +13,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Compaction: a long session is summarised, up to a sequence, by the
@@ -70,7 +72,7 @@ type CompactResult struct {
 	// Event is the session's latest compaction event after the call: a new
 	// one, or the one that already covered the range. Nil when there was
 	// nothing to compact.
-	Event *Event
+	Event *sessiontype.Event
 	// Created reports that the call appended compaction events.
 	Created bool
 	// ModelCalls counts the summaries written; EventsRead the events
@@ -80,7 +82,7 @@ type CompactResult struct {
 
 // CompactionReady checks what a compaction of the session needs before it
 // is queued: a generation model, and the session.
-func (s *Service) CompactionReady(ctx context.Context, key Key, r CompactRequest) error {
+func (s *Service) CompactionReady(ctx context.Context, key sessiontype.Key, r CompactRequest) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -90,7 +92,7 @@ func (s *Service) CompactionReady(ctx context.Context, key Key, r CompactRequest
 	if s.gen == nil {
 		return fault.New(fault.FailedPrecondition, "compacting a session needs a generation model; configure one with %s", model.Settings)
 	}
-	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: s.now(), Skip: true})
+	sess, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: s.now(), Skip: true})
 	if err != nil {
 		return err
 	}
@@ -107,13 +109,13 @@ func (s *Service) CompactionReady(ctx context.Context, key Key, r CompactRequest
 // compaction already covers the range, it returns that one and appends
 // nothing. A range too long for one model call is summarised in steps,
 // each step's compaction summarising the one before and the next events.
-func (s *Service) Compact(ctx context.Context, key Key, r CompactRequest) (*CompactResult, error) {
+func (s *Service) Compact(ctx context.Context, key sessiontype.Key, r CompactRequest) (*CompactResult, error) {
 	if err := s.CompactionReady(ctx, key, r); err != nil {
 		return nil, err
 	}
 	target := r.UpTo
 	if target == 0 {
-		sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: s.now(), Skip: true})
+		sess, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: s.now(), Skip: true})
 		if err != nil {
 			return nil, err
 		}
@@ -134,13 +136,13 @@ func (s *Service) Compact(ctx context.Context, key Key, r CompactRequest) (*Comp
 
 // compactStep appends one compaction event on the way to target, or finds
 // target covered (done), redacting with red (nil: no redaction).
-func (s *Service) compactStep(ctx context.Context, key Key, target int64, red *redact.Redactor, res *CompactResult) (done bool, err error) {
+func (s *Service) compactStep(ctx context.Context, key sessiontype.Key, target int64, red *redact.Redactor, res *CompactResult) (done bool, err error) {
 	now := s.now()
-	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
+	sess, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: now, Skip: true})
 	if err != nil {
 		return false, err
 	}
-	var prev *Event
+	var prev *sessiontype.Event
 	if sess.CompactionSequence > 0 {
 		if prev, err = s.eventAt(ctx, key, sess.CompactionSequence, now); err != nil {
 			return false, err
@@ -155,10 +157,10 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, red *r
 	// one model call takes.
 	var lines []string
 	size := 0
-	var first, last *Event
+	var first, last *sessiontype.Event
 	full := false
 	for cursor := sess.CompactedThrough; cursor < target && !full; {
-		page, err := s.store.ListEvents(ctx, key, EventQuery{Now: now, AfterSeq: cursor, BeforeSeq: target + 1, Limit: 200})
+		page, err := s.store.ListEvents(ctx, key, sessiondriver.EventQuery{Now: now, AfterSeq: cursor, BeforeSeq: target + 1, Limit: 200})
 		if err != nil {
 			return false, err
 		}
@@ -209,16 +211,16 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, red *r
 	if summary == "" {
 		return false, model.BadReply(s.gen, "compaction", errors.New("the summary is empty"))
 	}
-	c := &Compaction{StartSequence: 1, EndSequence: last.Sequence, StartTime: first.Timestamp, EndTime: last.Timestamp, Model: s.gen.Name(), PromptVersion: CompactionPromptVersion}
+	c := &sessiontype.Compaction{StartSequence: 1, EndSequence: last.Sequence, StartTime: first.Timestamp, EndTime: last.Timestamp, Model: s.gen.Name(), PromptVersion: CompactionPromptVersion}
 	if prev != nil {
 		c.StartSequence, c.StartTime = prev.Actions.Compaction.StartSequence, prev.Actions.Compaction.StartTime
 	}
-	ev := &Event{
-		ID:           CompactionEventID(c.EndSequence),
-		InvocationID: CompactionEventID(c.EndSequence),
+	ev := &sessiontype.Event{
+		ID:           compactionEventID(c.EndSequence),
+		InvocationID: compactionEventID(c.EndSequence),
 		Author:       CompactionAuthor,
-		Content:      &Content{Role: "model", Parts: []Part{{Text: summary}}},
-		Actions:      Actions{Compaction: c},
+		Content:      &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{{Text: summary}}},
+		Actions:      sessiontype.Actions{Compaction: c},
 	}
 	stored, err := s.AppendEvent(ctx, key, ev, nil)
 	if fault.Is(err, fault.AlreadyExists) {
@@ -234,25 +236,25 @@ func (s *Service) compactStep(ctx context.Context, key Key, target int64, red *r
 
 // EventsSinceCompaction returns how many events were appended to a session
 // after its latest compaction event (all of them when it has none).
-func (s *Service) EventsSinceCompaction(ctx context.Context, key Key) (int64, error) {
+func (s *Service) EventsSinceCompaction(ctx context.Context, key sessiontype.Key) (int64, error) {
 	if err := ValidateKey(key); err != nil {
 		return 0, err
 	}
-	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: s.now(), Skip: true})
+	sess, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: s.now(), Skip: true})
 	if err != nil {
 		return 0, err
 	}
 	return sess.LastSequence - sess.CompactionSequence, nil
 }
 
-// CompactionEventID is the id of the compaction event that covers a
+// compactionEventID is the id of the compaction event that covers a
 // session up to a sequence: the same range always gives the same id, so a
 // repeated compaction is an idempotent append.
-func CompactionEventID(end int64) string { return "kioku-compaction-" + strconv.FormatInt(end, 10) }
+func compactionEventID(end int64) string { return "kioku-compaction-" + strconv.FormatInt(end, 10) }
 
 // eventAt returns the event with the given sequence.
-func (s *Service) eventAt(ctx context.Context, key Key, seq int64, now time.Time) (*Event, error) {
-	events, err := s.store.ListEvents(ctx, key, EventQuery{Now: now, AfterSeq: seq - 1, BeforeSeq: seq + 1})
+func (s *Service) eventAt(ctx context.Context, key sessiontype.Key, seq int64, now time.Time) (*sessiontype.Event, error) {
+	events, err := s.store.ListEvents(ctx, key, sessiondriver.EventQuery{Now: now, AfterSeq: seq - 1, BeforeSeq: seq + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +266,7 @@ func (s *Service) eventAt(ctx context.Context, key Key, seq int64, now time.Time
 
 // transcriptLine renders an event for the summary prompt: its time, its
 // author and what it says; tool calls and results briefly.
-func transcriptLine(e *Event) string {
+func transcriptLine(e *sessiontype.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s] %s: ", e.Timestamp.UTC().Format("2006-01-02 15:04"), e.Author)
 	if e.Content != nil {

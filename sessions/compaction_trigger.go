@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // CompactionTrigger compacts an app's sessions without the caller asking:
@@ -42,7 +43,7 @@ const compactionFiredTTL = time.Hour
 type CompactionTriggers struct {
 	svc    *Service
 	config func(ctx context.Context, app string) (CompactionTrigger, error)
-	queue  func(ctx context.Context, key Key, keepRecent int) (string, error)
+	queue  func(ctx context.Context, key sessiontype.Key, keepRecent int) (string, error)
 
 	mu       sync.Mutex
 	sessions map[string]*compactionTracker
@@ -65,7 +66,7 @@ type compactionTracker struct {
 // sessions: config returns an app's trigger (the zero trigger when it has
 // none), and queue queues the compaction of a session, keeping keepRecent
 // events out of it, and returns the operation's name.
-func (s *Service) CompactionTriggers(config func(ctx context.Context, app string) (CompactionTrigger, error), queue func(ctx context.Context, key Key, keepRecent int) (string, error)) *CompactionTriggers {
+func (s *Service) CompactionTriggers(config func(ctx context.Context, app string) (CompactionTrigger, error), queue func(ctx context.Context, key sessiontype.Key, keepRecent int) (string, error)) *CompactionTriggers {
 	return &CompactionTriggers{svc: s, config: config, queue: queue, sessions: map[string]*compactionTracker{}}
 }
 
@@ -136,7 +137,7 @@ func (c *CompactionTriggers) Observe(ctx context.Context, n Notice) {
 
 // Ended lets the triggers queue the next compaction of a session whose
 // compaction operation ended (its resource name).
-func (c *CompactionTriggers) Ended(key Key, operation string) {
+func (c *CompactionTriggers) Ended(key sessiontype.Key, operation string) {
 	c.mu.Lock()
 	if tr := c.sessions[key.Name()]; tr != nil && tr.fired == operation {
 		tr.fired, tr.bytes = "", 0

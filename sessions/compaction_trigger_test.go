@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/internal/sessionstore/memstore"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // summariser is a generation model the triggers require but never call.
@@ -21,7 +22,7 @@ func (summariser) Generate(context.Context, *model.GenerateRequest) (*model.Gene
 }
 func (summariser) Name() string { return "test:summariser" }
 
-// triggers is a session service on SQLite with its compaction triggers,
+// triggers is a session service in memory with its compaction triggers,
 // whose configuration and queue the test sets.
 type triggers struct {
 	t   *testing.T
@@ -36,13 +37,13 @@ type triggers struct {
 }
 
 func newTriggers(t *testing.T, gen model.Generator) *triggers {
-	store := sqlitetest.Sessions(t, sqlitetest.Open(t))
+	store := memstore.New()
 	tr := &triggers{t: t, svc: sessions.NewService(store, sessions.Config{Generator: gen})}
 	tr.c = tr.svc.CompactionTriggers(func(_ context.Context, app string) (sessions.CompactionTrigger, error) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		return tr.trigger, tr.cfgErr
-	}, func(_ context.Context, key sessions.Key, keep int) (string, error) {
+	}, func(_ context.Context, key sessiontype.Key, keep int) (string, error) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		if tr.fail != nil {
@@ -56,7 +57,7 @@ func newTriggers(t *testing.T, gen model.Generator) *triggers {
 
 // appendBytes appends an event to a session and tells the triggers of it
 // with a size of bytes, as the service's observers are told.
-func (tr *triggers) appendBytes(key sessions.Key, bytes int64) {
+func (tr *triggers) appendBytes(key sessiontype.Key, bytes int64) {
 	tr.t.Helper()
 	ctx := tr.t.Context()
 	if _, _, err := tr.svc.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true}); fault.Is(err, fault.NotFound) {
@@ -64,7 +65,7 @@ func (tr *triggers) appendBytes(key sessions.Key, bytes int64) {
 			tr.t.Fatal(err)
 		}
 	}
-	ev, err := tr.svc.AppendEvent(ctx, key, &sessions.Event{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hello"}}}}, nil)
+	ev, err := tr.svc.AppendEvent(ctx, key, &sessiontype.Event{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "hello"}}}}, nil)
 	if err != nil {
 		tr.t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestCompactionTriggerValidate(t *testing.T) {
 func TestCompactionTriggersCountEvents(t *testing.T) {
 	tr := newTriggers(t, summariser{})
 	tr.trigger = sessions.CompactionTrigger{EventCount: 3, KeepRecent: 2}
-	key := sessions.Key{App: "a", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "a", User: "u", ID: "s"}
 	for i := range 2 {
 		tr.appendBytes(key, 10)
 		if n := tr.count(); n != 0 {
@@ -131,7 +132,7 @@ func TestCompactionTriggersCountEvents(t *testing.T) {
 func TestCompactionTriggersBytes(t *testing.T) {
 	tr := newTriggers(t, summariser{})
 	tr.trigger = sessions.CompactionTrigger{EventBytes: 1000}
-	key := sessions.Key{App: "a", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "a", User: "u", ID: "s"}
 	for _, want := range []int{0, 0, 1} {
 		tr.appendBytes(key, 400)
 		if n := tr.count(); n != want {
@@ -152,7 +153,7 @@ func TestCompactionTriggersBytes(t *testing.T) {
 // queued is tried again on the next append; a deleted session is
 // forgotten.
 func TestCompactionTriggersOff(t *testing.T) {
-	key := sessions.Key{App: "a", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "a", User: "u", ID: "s"}
 	off := newTriggers(t, summariser{})
 	noModel := newTriggers(t, nil)
 	noModel.trigger = sessions.CompactionTrigger{EventCount: 1}
@@ -176,7 +177,7 @@ func TestCompactionTriggersOff(t *testing.T) {
 		t.Fatalf("%d compactions after a refused one, want 1", n)
 	}
 	tr.c.Observe(t.Context(), sessions.Notice{Key: key, Deleted: true})
-	tr.appendBytes(sessions.Key{App: "a", User: "u", ID: "s2"}, 10)
+	tr.appendBytes(sessiontype.Key{App: "a", User: "u", ID: "s2"}, 10)
 	if err := tr.svc.DeleteSession(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}

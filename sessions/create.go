@@ -8,6 +8,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/resource"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // CreateSessionRequest is the input of CreateSession.
@@ -26,9 +28,9 @@ type CreateSessionRequest struct {
 }
 
 // CreateSession creates a session and returns it with its merged state.
-func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*Session, error) {
+func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*sessiontype.Session, error) {
 	now := s.now()
-	key := Key{App: r.App, User: r.User, ID: r.ID}
+	key := sessiontype.Key{App: r.App, User: r.User, ID: r.ID}
 	if key.ID == "" {
 		key.ID = s.newID()
 	}
@@ -48,9 +50,9 @@ func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*S
 	if err != nil {
 		return nil, err
 	}
-	d := SplitDelta(r.State)
-	own := ApplyDelta(nil, d.Session)
-	sess := &Session{
+	d := sessiontype.SplitDelta(r.State)
+	own := sessiontype.ApplyDelta(nil, d.Session)
+	sess := &sessiontype.Session{
 		Key:         key,
 		DisplayName: r.DisplayName,
 		Labels:      maps.Clone(r.Labels),
@@ -59,10 +61,10 @@ func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*S
 		UpdateTime:  now,
 		ExpireTime:  expire,
 	}
-	if err := CheckScopeSizes(s.limits.MaxStateBytes, own, nil, nil); err != nil {
+	if _, _, err := sessiondriver.UpdatedState(nil, own, "session", s.limits.MaxStateBytes); err != nil {
 		return nil, err
 	}
-	err = s.store.CreateSession(ctx, &CreateRequest{
+	err = s.store.CreateSession(ctx, &sessiondriver.CreateSessionParams{
 		Session:       sess,
 		InitialState:  own,
 		User:          d.User,
@@ -72,7 +74,7 @@ func (s *Service) CreateSession(ctx context.Context, r CreateSessionRequest) (*S
 	if err != nil {
 		return nil, err
 	}
-	got, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
+	got, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: now, Skip: true})
 	return got, err
 }
 
@@ -91,11 +93,11 @@ type ForkSessionRequest struct {
 // initial state with the copied events' session-scope deltas applied. The
 // "user:" and "app:" scopes are shared, not copied. Labels are copied;
 // expiry is not.
-func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest) (*Session, error) {
+func (s *Service) ForkSession(ctx context.Context, src sessiontype.Key, r ForkSessionRequest) (*sessiontype.Session, error) {
 	if err := ValidateKey(src); err != nil {
 		return nil, err
 	}
-	dst := Key{App: src.App, User: src.User, ID: r.ID}
+	dst := sessiontype.Key{App: src.App, User: src.User, ID: r.ID}
 	if dst.ID == "" {
 		dst.ID = s.newID()
 	}
@@ -106,7 +108,7 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 		return nil, err
 	}
 	now := s.now()
-	source, _, err := s.store.GetSession(ctx, src, EventQuery{Now: now, Skip: true})
+	source, _, err := s.store.GetSession(ctx, src, sessiondriver.EventQuery{Now: now, Skip: true})
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +126,10 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 	if upTo > int64(s.limits.MaxForkEvents) {
 		return nil, fault.New(fault.ResourceExhausted, "fork would copy %d events; the limit is %d (MaxForkEvents)", upTo, s.limits.MaxForkEvents)
 	}
-	events := make([]*Event, 0, upTo)
+	events := make([]*sessiontype.Event, 0, upTo)
 	state := maps.Clone(source.InitialState)
 	for cursor := int64(0); cursor < upTo; {
-		page, err := s.store.ListEvents(ctx, src, EventQuery{Now: now, AfterSeq: cursor, BeforeSeq: upTo + 1, Limit: 1000})
+		page, err := s.store.ListEvents(ctx, src, sessiondriver.EventQuery{Now: now, AfterSeq: cursor, BeforeSeq: upTo + 1, Limit: 1000})
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +137,7 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 			break
 		}
 		for _, e := range page {
-			state = ApplyDelta(state, SplitDelta(e.Actions.StateDelta).Session)
+			state = sessiontype.ApplyDelta(state, sessiontype.SplitDelta(e.Actions.StateDelta).Session)
 		}
 		events = append(events, page...)
 		cursor = page[len(page)-1].Sequence
@@ -143,7 +145,7 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 	if int64(len(events)) != upTo {
 		return nil, fault.New(fault.Aborted, "session %s changed while forking; retry", src.Name())
 	}
-	sess := &Session{
+	sess := &sessiontype.Session{
 		Key:          dst,
 		DisplayName:  r.DisplayName,
 		Labels:       source.Labels,
@@ -157,7 +159,7 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 			sess.CompactionSequence, sess.CompactedThrough = e.Sequence, c.EndSequence
 		}
 	}
-	err = s.store.CreateSession(ctx, &CreateRequest{
+	err = s.store.CreateSession(ctx, &sessiondriver.CreateSessionParams{
 		Session:       sess,
 		InitialState:  source.InitialState,
 		Events:        events,
@@ -169,6 +171,6 @@ func (s *Service) ForkSession(ctx context.Context, src Key, r ForkSessionRequest
 	if len(events) > 0 {
 		s.kickIndexer()
 	}
-	got, _, err := s.store.GetSession(ctx, dst, EventQuery{Now: now, Skip: true})
+	got, _, err := s.store.GetSession(ctx, dst, sessiondriver.EventQuery{Now: now, Skip: true})
 	return got, err
 }

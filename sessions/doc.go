@@ -16,7 +16,8 @@
 // nil (JSON null) value deletes the key.
 //
 // Service holds the rules (validation, limits, ids, timestamps, idempotency,
-// paging, watching, expiry); a Store persists.
+// paging, watching, expiry); a store (package sessions/sessiondriver)
+// persists.
 //
 // Long sessions (compaction.go, search.go): Compact summarises a session's
 // older events with the generation model into a compaction event appended
@@ -29,10 +30,13 @@
 // compactions it fires through a function it is given (internal/workflow's, which
 // runs them as operations of the jobs engine). SearchEvents finds a user's
 // events across their sessions by text, ranked by BM25 over the terms of
-// package internal/terms, from a search index every Store keeps in step
-// with its writes: in the append's transaction, or, for a SearchIndexer
-// (the SQLite store), in batches after it that RunIndexer writes and that a
-// search completes first for its user (indexer.go).
+// package internal/terms, from a search index every store that searches
+// (sessiondriver.Searcher) keeps in step with its writes: in the append's
+// transaction, or, for a sessiondriver.SearchIndexer (the SQLite store),
+// in batches after it that RunIndexer writes and that a search completes
+// first for its user (indexer.go). A store without search, or without
+// erasure (sessiondriver.Eraser), makes SearchEvents, or DeleteUser,
+// Unimplemented.
 //
 // Other parts of kioku react to sessions through observers (Service.Observe):
 // after each append or deletion made through the Service, every observer is
@@ -40,10 +44,13 @@
 // own goroutine, so an append never waits for an observer. The memory
 // bank's generation triggers and the compaction triggers are one.
 //
-// Every Store implementation must pass the conformance suite in package
-// sessionstest. The embedded default is package internal/sessionstore/sqlite;
-// package internal/sessionstore/firestore serves deployments of several
-// servers.
+// The data model (Key, Session, Event, the state scopes) is package
+// sessions/sessiontype, which callers and stores share. What a store
+// implements is package sessions/sessiondriver, and every store passes
+// its conformance suite, package sessiondrivertest. The embedded default
+// is package internal/sessionstore/sqlite; package
+// internal/sessionstore/firestore serves deployments of several servers;
+// package internal/sessionstore/memstore keeps everything in memory.
 //
 // Errors are of package fault's kinds: Invalid and ResourceExhausted name the
 // field and limit at fault; a session of another user or app, and an expired

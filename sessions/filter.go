@@ -7,6 +7,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Filters. ListSessions and ListEvents take AIP-160 filters (package
@@ -66,7 +68,7 @@ func FilterUsers(s string) ([]string, bool, error) {
 }
 
 // matchSession decides a bound ListSessions condition for a session.
-func matchSession(s *Session) func(*filter.Cond) bool {
+func matchSession(s *sessiontype.Session) func(*filter.Cond) bool {
 	return func(c *filter.Cond) bool {
 		switch c.Field.Name {
 		case "user_id":
@@ -89,7 +91,7 @@ func matchSession(s *Session) func(*filter.Cond) bool {
 // into the store's query, and returns what is left, to be checked on each
 // session listed; none is true when the filter contradicts itself or the
 // query's user.
-func pushDown(e filter.Expr, q *ListQuery) (rest filter.Expr, none bool) {
+func pushDown(e filter.Expr, q *sessiondriver.ListSessionsParams) (rest filter.Expr, none bool) {
 	var left filter.And
 	for _, t := range filter.Conjuncts(e) {
 		r, ok := t.(*filter.Restriction)
@@ -138,8 +140,8 @@ const maxScanSessions = 10 * aip.MaxPageSize
 // budget: a page ends early at MaxReadBytes of states (with a token), or
 // when the scan bound is reached; otherwise it holds size sessions unless
 // it is the last.
-func (s *Service) listSessions(ctx context.Context, q ListQuery, rest filter.Expr, size int, digest string) ([]*Session, string, error) {
-	cursor := func(last *Session) aip.PageToken {
+func (s *Service) listSessions(ctx context.Context, q sessiondriver.ListSessionsParams, rest filter.Expr, size int, digest string) ([]*sessiontype.Session, string, error) {
+	cursor := func(last *sessiontype.Session) aip.PageToken {
 		if q.Order.ByCreateTime {
 			return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
 		}
@@ -151,7 +153,7 @@ func (s *Service) listSessions(ctx context.Context, q ListQuery, rest filter.Exp
 	} else if rest != nil {
 		chunk = max(chunk, aip.DefaultPageSize)
 	}
-	var page []*Session
+	var page []*sessiontype.Session
 	stateBytes, scanned, scannedBytes := 0, 0, 0
 	for {
 		q.Limit = chunk
@@ -165,7 +167,7 @@ func (s *Service) listSessions(ctx context.Context, q ListQuery, rest filter.Exp
 			q.AfterTime, q.AfterID = time.Unix(0, c.Time), c.ID
 			n := 0
 			if q.IncludeState {
-				if n, err = EncodedSize(sess.State); err != nil {
+				if n, err = stateSize(sess.State); err != nil {
 					return nil, "", err
 				}
 				scannedBytes += n
@@ -240,34 +242,4 @@ func earlier(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// Condition is one term of a conjunctive filter (ParseComparisons).
-type Condition struct {
-	Field string // for example "metadata.source" or "event_time"
-	// Op is the comparison: "=", "<", "<=", ">" or ">=".
-	Op    string
-	Value string
-}
-
-// ParseComparisons parses a filter of comparisons joined by AND (=, <, <=,
-// > and >=; the memory bank's filters, whose callers check the fields)
-// with the shared AIP-160 parser, refusing the rest of the language.
-func ParseComparisons(s string) ([]Condition, error) {
-	e, err := filter.Parse(s)
-	if err != nil {
-		return nil, err
-	}
-	var out []Condition
-	for _, t := range filter.Conjuncts(e) {
-		r, ok := t.(*filter.Restriction)
-		if !ok {
-			return nil, fault.InvalidField("filter", "filter %q: expected AND between comparisons: this filter does not take OR, NOT or parentheses", s)
-		}
-		if r.Op == filter.Ne || r.Op == filter.Has {
-			return nil, fault.InvalidField("filter", "filter: %s %s: use '=', '<', '<=', '>' or '>='", r.Field, r.Op)
-		}
-		out = append(out, Condition{Field: r.Field, Op: string(r.Op), Value: r.Value})
-	}
-	return out, nil
 }

@@ -8,23 +8,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/internal/golden"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // TestEventGolden: the stored form of an event with every field set is
 // testdata/event.json, and that file decodes to the event. A diff is a
 // change of the format both stores keep events in.
 func TestEventGolden(t *testing.T) {
-	e := &sessions.Event{
+	e := &sessiontype.Event{
 		ID: "e1", InvocationID: "i1", Author: "model",
-		Content: &sessions.Content{Role: "model", Parts: []sessions.Part{
+		Content: &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{
 			{Text: "Here you are.", Thought: true, ThoughtSignature: []byte{1, 2}},
-			{InlineData: &sessions.Blob{MIMEType: "image/png", Data: []byte{0x89, 'P'}, DisplayName: "p.png"}},
-			{FileData: &sessions.FileData{MIMEType: "application/pdf", FileURI: "gs://b/f.pdf", DisplayName: "f"}},
-			{FunctionCall: &sessions.FunctionCall{ID: "c1", Name: "lookup", Args: map[string]any{"q": "tea"}}},
-			{FunctionResponse: &sessions.FunctionResponse{ID: "c1", Name: "lookup", Response: map[string]any{"ok": true}}, Extensions: map[string]any{"x": 1.0}},
+			{InlineData: &sessiontype.Blob{MIMEType: "image/png", Data: []byte{0x89, 'P'}, DisplayName: "p.png"}},
+			{FileData: &sessiontype.FileData{MIMEType: "application/pdf", FileURI: "gs://b/f.pdf", DisplayName: "f"}},
+			{FunctionCall: &sessiontype.FunctionCall{ID: "c1", Name: "lookup", Args: map[string]any{"q": "tea"}}},
+			{FunctionResponse: &sessiontype.FunctionResponse{ID: "c1", Name: "lookup", Response: map[string]any{"ok": true}}, Extensions: map[string]any{"x": 1.0}},
 		}},
-		Actions: sessions.Actions{StateDelta: map[string]any{"user:drink": "tea", "n": 2.0, "gone": nil}, ArtifactDelta: map[string]int64{"a.txt": 3},
+		Actions: sessiontype.Actions{StateDelta: map[string]any{"user:drink": "tea", "n": 2.0, "gone": nil}, ArtifactDelta: map[string]int64{"a.txt": 3},
 			TransferToAgent: "helper", Escalate: true, SkipSummarization: true},
 		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC), TurnComplete: true, ErrorCode: "E", ErrorMessage: "m",
 		CustomMetadata: map[string]any{"k": "v"}, Sequence: 7, Branch: "a.b", Interrupted: true, LongRunningToolIDs: []string{"c1"},
@@ -36,7 +37,7 @@ func TestEventGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := golden.Check(t, filepath.Join("testdata", "event.json"), got)
-	back, err := sessions.UnmarshalEvent(want)
+	back, err := sessiondriver.UnmarshalEvent(want)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,21 +2,9 @@ package sessions
 
 import (
 	"context"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"time"
 )
-
-// SearchIndexer is a Store that indexes appended (and forked) events for
-// search after their transaction, many at a time, instead of in it: the
-// append does less, and the index is written in batches, which cost a
-// fraction of what they cost one event at a time. Such a store still finds
-// every event appended before a search (it indexes the searching user's
-// waiting events first) and keeps what waits in its durable records, so a
-// crash loses nothing of it.
-type SearchIndexer interface {
-	// IndexSearch indexes up to limit of the events waiting to be indexed
-	// and returns how many it took (fewer than limit when none are left).
-	IndexSearch(ctx context.Context, limit int) (int, error)
-}
 
 // DefaultSearchIndexDelay is how long the indexer lets appends gather
 // before it indexes them (Config.SearchIndexDelay).
@@ -47,7 +35,7 @@ func (s *Service) kickIndexer() {
 // store that defers indexing indexes a user's events when the user
 // searches.
 func (s *Service) RunIndexer(ctx context.Context) {
-	ix, ok := s.store.(SearchIndexer)
+	ix, ok := s.store.(sessiondriver.SearchIndexer)
 	if !ok {
 		return
 	}
@@ -79,7 +67,7 @@ const finalIndexTime = 10 * time.Second
 
 // indexAll indexes every waiting event, a batch at a time. After a
 // failure it tells the indexer to try again.
-func (s *Service) indexAll(ctx context.Context, ix SearchIndexer) {
+func (s *Service) indexAll(ctx context.Context, ix sessiondriver.SearchIndexer) {
 	for ctx.Err() == nil {
 		n, err := ix.IndexSearch(ctx, indexBatch)
 		if err != nil {

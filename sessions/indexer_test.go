@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // indexingStore is a Store that defers search indexing (SearchIndexer); it
@@ -17,7 +19,7 @@ import (
 // event waiting; IndexSearch takes up to limit of them, or fails while
 // failing is set.
 type indexingStore struct {
-	sessions.Store
+	sessiondriver.Store
 	mu      sync.Mutex
 	waiting int
 	failing bool
@@ -25,13 +27,13 @@ type indexingStore struct {
 	taken   []int       // what each call took
 }
 
-func (s *indexingStore) AppendEvent(_ context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
+func (s *indexingStore) AppendEvent(_ context.Context, r *sessiondriver.AppendEventParams) (*sessiondriver.AppendResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiting++
 	e := *r.Event
 	e.Sequence = int64(s.waiting)
-	return &sessions.AppendResult{Event: &e}, nil
+	return &sessiondriver.AppendResult{Event: &e}, nil
 }
 
 func (s *indexingStore) IndexSearch(_ context.Context, limit int) (int, error) {
@@ -79,10 +81,10 @@ func TestIndexerIndexesWithinTheDelay(t *testing.T) {
 			t.Fatalf("start-up round: calls at %v took %v, %d left; want 1000 then 500 at once", calls, taken, waiting)
 		}
 
-		key := sessions.Key{App: "a", User: "u", ID: "s"}
+		key := sessiontype.Key{App: "a", User: "u", ID: "s"}
 		appendOne := func(id string) {
 			t.Helper()
-			if _, err := svc.AppendEvent(ctx, key, &sessions.Event{ID: id, Author: "user"}, nil); err != nil {
+			if _, err := svc.AppendEvent(ctx, key, &sessiontype.Event{ID: id, Author: "user"}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/resource"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Limits bound every input. The zero value of a field means its default.
@@ -65,7 +67,7 @@ const (
 )
 
 // ValidateKey checks a session key's three ids.
-func ValidateKey(k Key) error {
+func ValidateKey(k sessiontype.Key) error {
 	if err := resource.ValidateID("app id", k.App, resource.AppIDChars); err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func ValidateKey(k Key) error {
 	return resource.ValidateID("session id", k.ID, resource.SessionIDChars)
 }
 
-func validateRef(r StateRef) error {
+func validateRef(r sessiontype.StateRef) error {
 	if err := resource.ValidateID("app id", r.App, resource.AppIDChars); err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func (l Limits) validateDelta(field string, delta map[string]any) error {
 		if !utf8.ValidString(k) {
 			return fault.Invalidf("%s key %q is not valid UTF-8", field, k)
 		}
-		if p := ScopeOf(k); p != ScopeSession && len(k) == len(prefixOf(p)) {
+		if p := sessiontype.ScopeOf(k); p != sessiontype.ScopeSession && len(k) == len(prefixOf(p)) {
 			return fault.Invalidf("%s key %q has a prefix but no name", field, k)
 		}
 		if b := checkValue(v, 0); b != nil {
@@ -151,14 +153,14 @@ func (l Limits) validateDelta(field string, delta map[string]any) error {
 	return nil
 }
 
-func prefixOf(s Scope) string {
+func prefixOf(s sessiontype.Scope) string {
 	switch s {
-	case ScopeUser:
-		return PrefixUser
-	case ScopeApp:
-		return PrefixApp
-	case ScopeTemp:
-		return PrefixTemp
+	case sessiontype.ScopeUser:
+		return sessiontype.PrefixUser
+	case sessiontype.ScopeApp:
+		return sessiontype.PrefixApp
+	case sessiontype.ScopeTemp:
+		return sessiontype.PrefixTemp
 	}
 	return ""
 }
@@ -220,7 +222,7 @@ func validateValue(field string, v any) error {
 }
 
 // validateEvent checks an event before it is prepared for storing.
-func (l Limits) validateEvent(e *Event) error {
+func (l Limits) validateEvent(e *sessiontype.Event) error {
 	if e.ID != "" {
 		if err := resource.ValidateID("event.id", e.ID, resource.EventIDChars); err != nil {
 			return err
@@ -301,49 +303,13 @@ func (l Limits) validateEvent(e *Event) error {
 	return nil
 }
 
-// checkStateSize returns ResourceExhausted when a scope's state encodes to
-// more than max bytes.
-func checkStateSize(scope string, state map[string]any, max int) error {
-	n, err := EncodedSize(state)
-	if err != nil {
-		return err
-	}
-	if n > max {
-		return StateTooLarge(scope, n, max)
-	}
-	return nil
-}
-
-// EncodedSize returns the size of the stored encoding of a state.
-func EncodedSize(state map[string]any) (int, error) {
-	b, err := EncodeState(state)
+// stateSize returns the size of the stored encoding of a state.
+func stateSize(state map[string]any) (int, error) {
+	b, err := sessiondriver.EncodeState(state)
 	if err != nil {
 		return 0, fault.Invalidf("state is not encodable: %v", err)
 	}
 	return len(b), nil
-}
-
-// StateTooLarge is the error for a scope whose state would exceed the limit.
-// Stores return it from their size checks.
-func StateTooLarge(scope string, size, max int) error {
-	return fault.New(fault.ResourceExhausted, "%s state would be %d bytes; the limit is %d bytes (MaxStateBytes)", scope, size, max)
-}
-
-// CheckScopeSizes checks the encoded sizes of the scopes a store is about to
-// write; a nil map is not checked.
-func CheckScopeSizes(max int, session, user, app map[string]any) error {
-	for _, s := range []struct {
-		name  string
-		state map[string]any
-	}{{"session", session}, {"user", user}, {"app", app}} {
-		if s.state == nil {
-			continue
-		}
-		if err := checkStateSize(s.name, s.state, max); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // validTime reports whether t can be stored (as Unix nanoseconds).
@@ -355,7 +321,7 @@ func validTime(t time.Time) bool { return unixnano.Storable(t) }
 // which holds no "user:", "app:" or "temp:" keys (those are the user's
 // and app's states); each event's fields and state delta, its id, and
 // its encoded size. It returns the first problem, naming the field.
-func ValidateImported(s *Session, events []*Event) error {
+func ValidateImported(s *sessiontype.Session, events []*sessiontype.Event) error {
 	l := DefaultLimits
 	if s != nil {
 		if err := l.validateImportedSession(s); err != nil {
@@ -381,7 +347,7 @@ func ValidateImported(s *Session, events []*Event) error {
 }
 
 // validateImportedSession checks an imported session (ValidateImported).
-func (l Limits) validateImportedSession(s *Session) error {
+func (l Limits) validateImportedSession(s *sessiontype.Session) error {
 	if err := ValidateKey(s.Key); err != nil {
 		return err
 	}
@@ -399,8 +365,8 @@ func (l Limits) validateImportedSession(s *Session) error {
 			return err
 		}
 		for k := range st.state {
-			if ScopeOf(k) != ScopeSession {
-				return fault.Invalidf("%s key %q is of another scope than the session's; a session's own state holds no %q, %q or %q keys", st.field, k, PrefixUser, PrefixApp, PrefixTemp)
+			if sessiontype.ScopeOf(k) != sessiontype.ScopeSession {
+				return fault.Invalidf("%s key %q is of another scope than the session's; a session's own state holds no %q, %q or %q keys", st.field, k, sessiontype.PrefixUser, sessiontype.PrefixApp, sessiontype.PrefixTemp)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 	"log/slog"
 	"slices"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // appended to it, or it was deleted. Notices are small (no event bodies):
 // an observer that needs the events reads them from the Service.
 type Notice struct {
-	Key Key
+	Key sessiontype.Key
 	// Sequence and Time are the sequence and timestamp of the latest event
 	// appended (zero for a deletion).
 	Sequence int64
@@ -79,8 +80,8 @@ type observation struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	waiting map[Key]*Notice
-	order   []Key
+	waiting map[sessiontype.Key]*Notice
+	order   []sessiontype.Key
 	wake    chan struct{}
 
 	delivered, dropped atomic.Uint64
@@ -93,7 +94,7 @@ func (s *Service) Observe(ctx context.Context, name string, o Observer, opts Obs
 	if opts.Queue <= 0 {
 		opts.Queue = DefaultObserverQueue
 	}
-	ob := &observation{name: name, o: o, max: opts.Queue, log: s.log, waiting: map[Key]*Notice{}, wake: make(chan struct{}, 1)}
+	ob := &observation{name: name, o: o, max: opts.Queue, log: s.log, waiting: map[sessiontype.Key]*Notice{}, wake: make(chan struct{}, 1)}
 	s.obsMu.Lock()
 	s.observers = append(s.observers, ob)
 	s.obsMu.Unlock()
@@ -175,7 +176,7 @@ func (ob *observation) next() (Notice, bool) {
 		return Notice{}, false
 	}
 	k := ob.order[0]
-	ob.order[0] = Key{}
+	ob.order[0] = sessiontype.Key{}
 	ob.order = ob.order[1:]
 	if len(ob.order) == 0 {
 		ob.order = nil // let the backing array go

@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/sessionstore/memstore"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
-func newSQLiteService(t *testing.T) *sessions.Service {
+// newService returns a service on an empty in-memory store.
+func newService(t *testing.T) *sessions.Service {
 	t.Helper()
-	return sessions.NewService(newSQLiteStore(t), sessions.Config{})
+	return sessions.NewService(memstore.New(), sessions.Config{})
 }
 
 // recorder is an observer that keeps its notices and can be blocked.
@@ -62,9 +65,9 @@ func (r *recorder) waitFor(t *testing.T, what string, cond func([]sessions.Notic
 	}
 }
 
-func appendText(t *testing.T, svc *sessions.Service, key sessions.Key, id string) *sessions.Event {
+func appendText(t *testing.T, svc *sessions.Service, key sessiontype.Key, id string) *sessiontype.Event {
 	t.Helper()
-	e, err := svc.AppendEvent(t.Context(), key, &sessions.Event{ID: id, Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hello " + id}}}}, nil)
+	e, err := svc.AppendEvent(t.Context(), key, &sessiontype.Event{ID: id, Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "hello " + id}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +75,12 @@ func appendText(t *testing.T, svc *sessions.Service, key sessions.Key, id string
 }
 
 func TestObserversSeeAppendsAndDeletions(t *testing.T) {
-	svc := newSQLiteService(t)
+	svc := newService(t)
 	ctx := t.Context()
 	a, b := &recorder{got: make(chan struct{}, 1)}, &recorder{got: make(chan struct{}, 1)}
 	svc.Observe(ctx, "a", a, sessions.ObserveOptions{})
 	svc.Observe(ctx, "b", b, sessions.ObserveOptions{})
-	key := sessions.Key{App: "app", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "app", User: "u", ID: "s"}
 	if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +88,7 @@ func TestObserversSeeAppendsAndDeletions(t *testing.T) {
 	// A retried append stores nothing and is not told again.
 	appendText(t, svc, key, "e1")
 	// A partial event is not stored and not told either.
-	if _, err := svc.AppendEvent(ctx, key, &sessions.Event{Author: "model", Partial: true}, nil); err != nil {
+	if _, err := svc.AppendEvent(ctx, key, &sessiontype.Event{Author: "model", Partial: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []*recorder{a, b} {
@@ -113,7 +116,7 @@ func TestObserversSeeAppendsAndDeletions(t *testing.T) {
 // bound and the excess is counted as dropped; once unblocked, the observer
 // gets the latest state of each waiting session.
 func TestBlockedObserverDoesNotDelayAppends(t *testing.T) {
-	svc := newSQLiteService(t)
+	svc := newService(t)
 	ctx := t.Context()
 	r := &recorder{gate: make(chan struct{}), got: make(chan struct{}, 1)}
 	const queue = 5
@@ -122,13 +125,13 @@ func TestBlockedObserverDoesNotDelayAppends(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range sessionsN {
 		wg.Go(func() {
-			key := sessions.Key{App: "app", User: "u", ID: fmt.Sprint("s", i)}
+			key := sessiontype.Key{App: "app", User: "u", ID: fmt.Sprint("s", i)}
 			if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 				t.Error(err)
 				return
 			}
 			for j := range perSession {
-				if _, err := svc.AppendEvent(ctx, key, &sessions.Event{ID: fmt.Sprint("e", j), Author: "user"}, nil); err != nil {
+				if _, err := svc.AppendEvent(ctx, key, &sessiontype.Event{ID: fmt.Sprint("e", j), Author: "user"}, nil); err != nil {
 					t.Error(err)
 					return
 				}

@@ -9,6 +9,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/resource"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // GetSessionRequest selects what GetSession returns.
@@ -28,7 +30,7 @@ type GetSessionRequest struct {
 }
 
 // GetSession returns a session with its merged state and selected events.
-func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) (*Session, []*Event, error) {
+func (s *Service) GetSession(ctx context.Context, key sessiontype.Key, r GetSessionRequest) (*sessiontype.Session, []*sessiontype.Event, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -39,10 +41,10 @@ func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) 
 		return nil, nil, fault.Invalidf("after_time is out of range")
 	}
 	now := s.now()
-	q := EventQuery{Now: now, Skip: r.SkipEvents, Limit: r.NumRecentEvents, From: r.After, MaxBytes: s.limits.MaxReadBytes}
+	q := sessiondriver.EventQuery{Now: now, Skip: r.SkipEvents, Limit: r.NumRecentEvents, From: r.After, MaxBytes: s.limits.MaxReadBytes}
 	var (
-		sess   *Session
-		events []*Event
+		sess   *sessiontype.Session
+		events []*sessiontype.Event
 		err    error
 	)
 	if r.Compacted && !r.SkipEvents {
@@ -61,8 +63,8 @@ func (s *Service) GetSession(ctx context.Context, key Key, r GetSessionRequest) 
 
 // compactedView reads the compacted view: the session's pointer to its
 // latest compaction, then that event and the events after its range.
-func (s *Service) compactedView(ctx context.Context, key Key, q EventQuery) (*Session, []*Event, error) {
-	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: q.Now, Skip: true})
+func (s *Service) compactedView(ctx context.Context, key sessiontype.Key, q sessiondriver.EventQuery) (*sessiontype.Session, []*sessiontype.Event, error) {
+	sess, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: q.Now, Skip: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +84,7 @@ func (s *Service) compactedView(ctx context.Context, key Key, q EventQuery) (*Se
 	if err != nil {
 		return nil, nil, err
 	}
-	events := []*Event{compaction}
+	events := []*sessiontype.Event{compaction}
 	for _, e := range later {
 		if e.Actions.Compaction == nil {
 			events = append(events, e)
@@ -95,7 +97,7 @@ func (s *Service) compactedView(ctx context.Context, key Key, q EventQuery) (*Se
 }
 
 // eventBytes returns the total stored size of events.
-func eventBytes(events []*Event) int {
+func eventBytes(events []*sessiontype.Event) int {
 	n := 0
 	for _, e := range events {
 		n += e.Size
@@ -106,18 +108,18 @@ func eventBytes(events []*Event) int {
 // FindSession returns the key of the visible session with this id in app,
 // or NotFound. Session ids are unique within an app, so a caller that names
 // sessions without their user (the Vertex AI API) finds the key this way.
-func (s *Service) FindSession(ctx context.Context, app, id string) (Key, error) {
+func (s *Service) FindSession(ctx context.Context, app, id string) (sessiontype.Key, error) {
 	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
-		return Key{}, err
+		return sessiontype.Key{}, err
 	}
 	if err := resource.ValidateID("session id", id, resource.SessionIDChars); err != nil {
-		return Key{}, err
+		return sessiontype.Key{}, err
 	}
 	user, err := s.store.SessionUser(ctx, app, id, s.now())
 	if err != nil {
-		return Key{}, err
+		return sessiontype.Key{}, err
 	}
-	return Key{App: app, User: user, ID: id}, nil
+	return sessiontype.Key{App: app, User: user, ID: id}, nil
 }
 
 // ListSessionsRequest is the input of ListSessions.
@@ -139,12 +141,12 @@ type ListSessionsRequest struct {
 }
 
 // parseSessionOrder parses ListSessionsRequest.OrderBy.
-func parseSessionOrder(s string) (SessionOrder, error) {
+func parseSessionOrder(s string) (sessiondriver.SessionOrder, error) {
 	f := strings.Fields(s)
 	if len(f) == 0 {
-		return SessionOrder{}, nil
+		return sessiondriver.SessionOrder{}, nil
 	}
-	var o SessionOrder
+	var o sessiondriver.SessionOrder
 	switch f[0] {
 	case "update_time", "updateTime":
 	case "create_time", "createTime":
@@ -164,7 +166,7 @@ func parseSessionOrder(s string) (SessionOrder, error) {
 
 // ListSessions returns a page of sessions, most recently updated first (or
 // in r.OrderBy's order), and the token of the next page ("" when none).
-func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*Session, string, error) {
+func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*sessiontype.Session, string, error) {
 	if err := resource.ValidateID("app id", r.App, resource.AppIDChars); err != nil {
 		return nil, "", err
 	}
@@ -190,7 +192,7 @@ func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*S
 	if err != nil {
 		return nil, "", err
 	}
-	q := ListQuery{App: r.App, User: r.User, Now: s.now(), Order: order, AfterID: tok.ID, IncludeState: r.IncludeState}
+	q := sessiondriver.ListSessionsParams{App: r.App, User: r.User, Now: s.now(), Order: order, AfterID: tok.ID, IncludeState: r.IncludeState}
 	if tok.ID != "" {
 		q.AfterTime = time.Unix(0, tok.Time)
 	}
@@ -215,7 +217,7 @@ type ListEventsRequest struct {
 }
 
 // ListEvents returns a page of a session's events and the next page token.
-func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) ([]*Event, string, error) {
+func (s *Service) ListEvents(ctx context.Context, key sessiontype.Key, r ListEventsRequest) ([]*sessiontype.Event, string, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, "", err
 	}
@@ -236,7 +238,7 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err != nil {
 		return nil, "", err
 	}
-	q := EventQuery{Now: s.now(), Limit: size + 1, From: r.From, To: r.To, Descending: r.Descending, MaxBytes: s.limits.MaxReadBytes}
+	q := sessiondriver.EventQuery{Now: s.now(), Limit: size + 1, From: r.From, To: r.To, Descending: r.Descending, MaxBytes: s.limits.MaxReadBytes}
 	after := func(seq int64) {
 		if r.Descending {
 			q.BeforeSeq = seq
@@ -249,7 +251,7 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 	if err != nil {
 		return nil, "", err
 	}
-	cursor := func(last *Event) aip.PageToken { return aip.PageToken{Seq: last.Sequence} }
+	cursor := func(last *sessiontype.Event) aip.PageToken { return aip.PageToken{Seq: last.Sequence} }
 	if len(events) <= size && eventBytes(events) > s.limits.MaxReadBytes {
 		// The page ends early, at the byte budget: a next page only if
 		// there is more to read.
@@ -270,9 +272,9 @@ func (s *Service) ListEvents(ctx context.Context, key Key, r ListEventsRequest) 
 // greater than after and whose timestamp is within [from, to) (zero: open),
 // in sequence order. The memory bank reads what it has not processed yet
 // with it.
-func (s *Service) EventsAfter(ctx context.Context, key Key, after int64, from, to time.Time, limit int) ([]*Event, error) {
+func (s *Service) EventsAfter(ctx context.Context, key sessiontype.Key, after int64, from, to time.Time, limit int) ([]*sessiontype.Event, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	return s.store.ListEvents(ctx, key, EventQuery{Now: s.now(), AfterSeq: after, From: from, To: to, Limit: limit})
+	return s.store.ListEvents(ctx, key, sessiondriver.EventQuery{Now: s.now(), AfterSeq: after, From: from, To: to, Limit: limit})
 }

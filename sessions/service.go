@@ -8,6 +8,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/wake"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Config configures a Service. Every field is optional.
@@ -39,14 +41,14 @@ type Config struct {
 // Service implements the session rules over a Store. It is safe for
 // concurrent use.
 type Service struct {
-	store  Store
+	store  sessiondriver.Store
 	limits Limits
 	now    func() time.Time
 	newID  func() string
 	poll   time.Duration
 	log    *slog.Logger
 	gen    model.Generator
-	broker *wake.Broker[Key]
+	broker *wake.Broker[sessiontype.Key]
 
 	obsMu     sync.Mutex
 	observers []*observation
@@ -58,7 +60,7 @@ type Service struct {
 }
 
 // NewService returns a Service over store.
-func NewService(store Store, cfg Config) *Service {
+func NewService(store sessiondriver.Store, cfg Config) *Service {
 	s := &Service{
 		store:  store,
 		limits: cfg.Limits.withDefaults(),
@@ -67,11 +69,11 @@ func NewService(store Store, cfg Config) *Service {
 		poll:   cfg.WatchPollInterval,
 		log:    cfg.Logger,
 		gen:    cfg.Generator,
-		broker: wake.New[Key](),
+		broker: wake.New[sessiontype.Key](),
 
 		indexDelay: cfg.SearchIndexDelay,
 	}
-	if _, ok := store.(SearchIndexer); ok {
+	if _, ok := store.(sessiondriver.SearchIndexer); ok {
 		s.indexKick = make(chan struct{}, 1)
 	}
 	if s.indexDelay <= 0 {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 )
 
 // backlogStore is a Store with a search backlog of sessions to index
 // again; it implements only what the sweeper calls.
 type backlogStore struct {
-	sessions.Store
+	sessiondriver.Store
 	mu      sync.Mutex
 	backlog int
 	calls   []int // what each ReindexSearch call did

@@ -7,6 +7,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/resource"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // UpdateSessionRequest lists the fields to change; nil fields stay.
@@ -21,12 +23,12 @@ type UpdateSessionRequest struct {
 
 // UpdateSession changes a session's metadata and returns it with its merged
 // state.
-func (s *Service) UpdateSession(ctx context.Context, key Key, r UpdateSessionRequest) (*Session, error) {
+func (s *Service) UpdateSession(ctx context.Context, key sessiontype.Key, r UpdateSessionRequest) (*sessiontype.Session, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
 	now := s.now()
-	u := &SessionUpdate{Now: now, DisplayName: r.DisplayName, Labels: r.Labels}
+	u := &sessiondriver.UpdateSessionParams{Now: now, DisplayName: r.DisplayName, Labels: r.Labels}
 	if r.DisplayName != nil {
 		if err := validateDisplayName(*r.DisplayName); err != nil {
 			return nil, err
@@ -58,13 +60,13 @@ func (s *Service) UpdateSession(ctx context.Context, key Key, r UpdateSessionReq
 	if _, err := s.store.UpdateSession(ctx, key, u); err != nil {
 		return nil, err
 	}
-	got, _, err := s.store.GetSession(ctx, key, EventQuery{Now: now, Skip: true})
+	got, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: now, Skip: true})
 	return got, err
 }
 
 // DeleteSession deletes a session and its events. Watchers of the session
 // see their streams end; observers are told.
-func (s *Service) DeleteSession(ctx context.Context, key Key) error {
+func (s *Service) DeleteSession(ctx context.Context, key sessiontype.Key) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func (s *Service) DeleteSession(ctx context.Context, key Key) error {
 // DeleteUser deletes everything the session store holds about a user of
 // an app, for a data-subject request: every session of the user (expired
 // ones too) with its events and search entries, then the "user:" scope
-// and the user's search statistics (Store.DeleteUserData). Watchers of the
+// and the user's search statistics (sessiondriver.Eraser). Watchers of the
 // sessions see their streams end; observers are told of each deletion. It
 // returns how many sessions it deleted; calling it again finishes an
 // erasure that stopped. Sessions created while it runs may be left:
@@ -91,19 +93,20 @@ func (s *Service) DeleteUser(ctx context.Context, app, user string) (int, error)
 	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
 		return 0, err
 	}
+	eraser, ok := s.store.(sessiondriver.Eraser)
+	if !ok {
+		return 0, fault.New(fault.Unimplemented, "this session store does not erase users (sessiondriver.Eraser)")
+	}
 	n := 0
 	for {
-		keys, err := s.store.DeleteUserSessions(ctx, app, user, 100)
+		keys, err := eraser.EraseUser(ctx, app, user, 100)
 		for _, key := range keys {
 			s.broker.Notify(key)
 			s.notify(Notice{Key: key, Deleted: true})
 		}
 		n += len(keys)
-		if err != nil {
+		if err != nil || len(keys) == 0 {
 			return n, err
-		}
-		if len(keys) == 0 {
-			return n, s.store.DeleteUserData(ctx, app, user)
 		}
 	}
 }

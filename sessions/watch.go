@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Watch calls send for every event appended to the session after the call,
@@ -12,7 +14,7 @@ import (
 // fails, or the session is deleted or expires (it then returns nil). With
 // after set it first sends the stored events whose sequence is greater than
 // *after.
-func (s *Service) Watch(ctx context.Context, key Key, after *int64, send func(*Event) error) error {
+func (s *Service) Watch(ctx context.Context, key sessiontype.Key, after *int64, send func(*sessiontype.Event) error) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -21,7 +23,7 @@ func (s *Service) Watch(ctx context.Context, key Key, after *int64, send func(*E
 	}
 	wake, cancel := s.broker.Subscribe(key)
 	defer cancel()
-	sess, _, err := s.store.GetSession(ctx, key, EventQuery{Now: s.now(), Skip: true})
+	sess, _, err := s.store.GetSession(ctx, key, sessiondriver.EventQuery{Now: s.now(), Skip: true})
 	if err != nil {
 		return err
 	}
@@ -33,7 +35,7 @@ func (s *Service) Watch(ctx context.Context, key Key, after *int64, send func(*E
 	defer ticker.Stop()
 	const page = 100
 	for {
-		events, err := s.store.ListEvents(ctx, key, EventQuery{Now: s.now(), AfterSeq: cursor, Limit: page})
+		events, err := s.store.ListEvents(ctx, key, sessiondriver.EventQuery{Now: s.now(), AfterSeq: cursor, Limit: page})
 		if fault.Is(err, fault.NotFound) {
 			return nil
 		}

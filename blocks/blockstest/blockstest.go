@@ -4,7 +4,8 @@
 // blocks created and replaced, a user's and an app's shared blocks and
 // the apps kept apart, the limits (in characters, and of blocks per
 // owner), read-only blocks, the agent's edits and their refusals,
-// expected revisions and concurrent writes that lose no edit, revisions
+// the background rewrite with its sources, expected revisions and
+// concurrent writes that lose no edit, revisions
 // and their bound, deletion and a user's erasure, and the primitives of
 // export and import.
 package blockstest
@@ -35,6 +36,7 @@ func Run[S blocks.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "ReadOnly", Run: testReadOnly},
 		{Name: "Append", Run: testAppend},
 		{Name: "Replace", Run: testReplace},
+		{Name: "Rewrite", Run: testRewrite},
 		{Name: "ExpectedRevision", Run: testExpectedRevision},
 		{Name: "ConcurrentEdits", Run: testConcurrentEdits},
 		{Name: "ConcurrentExpectedUpdates", Run: testConcurrentExpected},

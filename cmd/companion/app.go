@@ -54,7 +54,7 @@ type App struct {
 }
 
 // NewApp returns the app on a kioku server and a chat model, writing the
-// app: greeting when the app has none.
+// app: greeting and Hana's persona block when the app has none.
 func NewApp(ctx context.Context, kioku *client.Client, chat model.Chat, log *slog.Logger) (*App, error) {
 	st, err := kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.AppStateName(appID)})
 	if err != nil {
@@ -64,6 +64,9 @@ func NewApp(ctx context.Context, kioku *client.Client, chat model.Chat, log *slo
 		if err := updateState(ctx, kioku, resource.AppStateName(appID), map[string]any{"app:greeting": defaultGreeting}); err != nil {
 			return nil, err
 		}
+	}
+	if err := ensurePersona(ctx, kioku); err != nil {
+		return nil, fmt.Errorf("creating Hana's persona block in kioku: %w", err)
 	}
 	return &App{
 		kioku: kioku,
@@ -107,6 +110,7 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /api/chat", a.withUser(a.chat))
 	mux.HandleFunc("POST /api/day", a.withUser(a.newDay))
 	mux.HandleFunc("GET /api/memories", a.withUser(a.memories))
+	mux.HandleFunc("GET /api/blocks", a.withUser(a.blocks))
 	return mux
 }
 
@@ -205,7 +209,8 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// A first sign-in starts the user's scoped state.
+	// A first sign-in starts the user's scoped state and their human
+	// block.
 	st, err := a.kioku.GetState(r.Context(), &kiokuv1.GetStateRequest{Name: resource.UserStateName(appID, id)})
 	if err != nil {
 		a.fail(w, err)
@@ -223,6 +228,10 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, err)
 			return
 		}
+	}
+	if err := ensureHuman(r.Context(), a.kioku, id); err != nil {
+		a.fail(w, err)
+		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 30 * 24 * 3600})
 	writeJSON(w, http.StatusOK, map[string]string{"user": id})

@@ -47,7 +47,8 @@ func artifacts(t *testing.T) string {
 // scripted Hana answers through a Gemini endpoint and the real genai
 // client. Signed out (wide and 500 px narrow), only the sign-in card and
 // the demo banner show; signed in, it chats two turns and checks the
-// dialogue, the emotion picture and the affinity change, starts a new day
+// dialogue, the emotion picture and the affinity change, sees the fact in
+// the user's human block once the session has been idle, starts a new day
 // and finds the remembered fact in the greeting and the memory panel,
 // reloads, tells Hana where they work and asks her, and gets the answer
 // from what kioku retrieves, and signs out again. Screenshots of each
@@ -57,7 +58,7 @@ func TestBrowser(t *testing.T) {
 	t.Setenv("COMPANION_MODEL_PROVIDER", "")
 	t.Setenv("GEMINI_API_KEY", "")
 
-	url, stderr := startApp(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn", "--model-provider", "demo")
+	url, stderr := startApp(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn", "--model-provider", "demo", "--idle", "1s")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser),
@@ -207,6 +208,20 @@ func TestBrowser(t *testing.T) {
 	if got := text("#state-temp"); !strings.Contains(got, "temp:local_time") {
 		t.Fatalf("temp state panel %q", got)
 	}
+	// Core memory: Hana's persona (the app's block), and once the day's
+	// session has been idle for a second, the user's human block holds
+	// the fact, rewritten by kioku's offline extractor from the session.
+	if got := text(`#blocks li[data-label="persona"]`); !strings.Contains(got, "flower stall on Sakura Street") || !strings.Contains(got, "read-only") {
+		t.Fatalf("persona block %q", got)
+	}
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](
+		`(document.querySelector('#blocks li[data-label="human"] .value') || {}).textContent === "The user has a cat called Miso."`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	failed("waiting for the human block to hold the fact", err)
+	if got := text(`#blocks li[data-label="human"] .source`); !strings.Contains(got, "rewritten from Day 1") {
+		t.Fatalf("human block's revision %q", got)
+	}
+	screenshot("companion-core-memory.png")
 
 	// Turn 2: an unkind message.
 	say("you are boring")

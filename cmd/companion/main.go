@@ -16,6 +16,10 @@
 // preloaded into every turn; "New day" starts a new session whose greeting
 // draws on them. A turn answers once the memory operations it started are
 // done (at most 20 seconds), so the memory panel shows what was just saved.
+// Hana's core memory shows beside it (blocks.go): the app's persona block
+// and the user's human block, which kioku rewrites from a day's session
+// once it has been idle for --idle (the offline demo's from the facts its
+// offline extractor finds).
 // With --memory-files, Hana also has the memory file tool (package agent's
 // MemoryFiles): she keeps notes as files in the user's /memories directory
 // in kioku (kioku files list apps/companion/users/USER shows them).
@@ -94,6 +98,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	kiokuKey := fs.Env("kioku-key", "", "API key for --kioku, when that server requires one (kioku key --app companion)")
 	dataDir := fs.Env("data-dir", "./companion-data", "data directory of the embedded kioku")
 	logLevel := fs.Env("log-level", "info", "log level: debug, info, warn or error")
+	idle := fs.Env("idle", "1m", "how long a day's session is idle before kioku generates memories from it and rewrites the user's human block, when the app has no generation trigger yet (0: set none)")
 	memoryFiles := fs.Env("memory-files", "false", "true: Hana also keeps notes as files in the user's /memories directory in kioku (the memory file tool)")
 	fbProject := fs.Env("firebase-project", "", "Firebase project whose Authentication signs users in: the page signs in anonymously with the Firebase JS SDK and calls --kioku directly with its ID token; empty: sign-in by name")
 	fbEmulator := fs.Env("firebase-auth-emulator", os.Getenv("FIREBASE_AUTH_EMULATOR_HOST"), "host:port of the Firebase Auth emulator the page signs in through (default: FIREBASE_AUTH_EMULATOR_HOST)")
@@ -107,6 +112,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(url st
 	log, err := cli.NewLogger(*logLevel)
 	if err != nil {
 		return err
+	}
+	idleFor, err := time.ParseDuration(*idle)
+	if err != nil || idleFor < 0 || idleFor > 0 && idleFor < time.Second {
+		return fmt.Errorf("--idle is %q; want a duration of 1s or more, such as 1m (0: none)", *idle)
 	}
 	files, err := strconv.ParseBool(*memoryFiles)
 	if err != nil {
@@ -167,6 +176,11 @@ Each flag can be set in the environment instead: %s, %s, %s`,
 	kioku := client.New(base, opts...)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	app, err := NewApp(sctx, kioku, chat, log)
+	if err == nil && idleFor > 0 {
+		if err = setIdleTrigger(sctx, kioku, idleFor); err != nil {
+			err = fmt.Errorf("setting the app's idle trigger in kioku: %w", err)
+		}
+	}
 	cancel()
 	if err != nil {
 		return err

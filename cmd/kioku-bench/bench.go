@@ -23,6 +23,7 @@ Scenarios:
   recall      event search (SearchEvents): LoCoMo recall and latency per user
   export      kioku export and import of a large store: time and peak memory
   mcp         a tool call over MCP beside the same call over Connect: latency
+  cluster     several kioku serve processes on the Firestore emulator, one killed
 
 Run "kioku-bench SCENARIO -h" for a scenario's flags.
 `
@@ -38,6 +39,7 @@ var benchScenarios = map[string]func(context.Context, []string) error{
 	"paraphrases": benchParaphrases,
 	"export":      benchExport,
 	"mcp":         benchMCP,
+	"cluster":     benchCluster,
 }
 
 func bench(ctx context.Context, args []string) error {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/internal/cli"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 const benchExportUsage = `Usage: kioku-bench export [--events N] [--sessions N] [--kioku PATH] [--json]
@@ -174,23 +174,23 @@ func writeBenchArchive(path string, events, nsessions int) error {
 		if s < events%nsessions {
 			n++
 		}
-		key := sessions.Key{App: "bench", User: fmt.Sprint("u", s%10), ID: fmt.Sprint("s", s)}
-		err := w.Session(&sessions.Session{Key: key, DisplayName: "bench", State: map[string]any{"turn": float64(n / 10 * 10)},
+		key := sessiontype.Key{App: "bench", User: fmt.Sprint("u", s%10), ID: fmt.Sprint("s", s)}
+		err := w.Session(&sessiontype.Session{Key: key, DisplayName: "bench", State: map[string]any{"turn": float64(n / 10 * 10)},
 			InitialState: map[string]any{}, CreateTime: t0, UpdateTime: t0.Add(time.Duration(n) * time.Second), LastSequence: int64(n)})
 		if err != nil {
 			return err
 		}
 		for i := 1; i <= n; i++ {
-			e := &sessions.Event{
+			e := &sessiontype.Event{
 				ID: fmt.Sprintf("e%d", i), InvocationID: fmt.Sprintf("i%d", i/2), Author: "user", Timestamp: t0.Add(time.Duration(i) * time.Second), Sequence: int64(i),
-				Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: fmt.Sprintf("Turn %d: about %s, and then %s; I said I would write back about %s.", i, words[i%10], words[(i/10)%10], words[(i/100)%10])}}},
+				Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: fmt.Sprintf("Turn %d: about %s, and then %s; I said I would write back about %s.", i, words[i%10], words[(i/10)%10], words[(i/100)%10])}}},
 			}
 			if i%10 == 0 {
 				e.Actions.StateDelta = map[string]any{"turn": float64(i)}
 			}
 			if i%20 == 0 {
 				e.Author = "agent"
-				e.Content = &sessions.Content{Role: "model", Parts: []sessions.Part{{FunctionCall: &sessions.FunctionCall{ID: fmt.Sprint("c", i), Name: "lookup", Args: map[string]any{"q": words[i%10]}}}}}
+				e.Content = &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{{FunctionCall: &sessiontype.FunctionCall{ID: fmt.Sprint("c", i), Name: "lookup", Args: map[string]any{"q": words[i%10]}}}}}
 			}
 			if err := w.Event(key, e); err != nil {
 				return err

@@ -38,6 +38,10 @@ speaking generateContent, behind the real genai client), and measures:
                           its own scope that holds one similar memory, so
                           that both extraction and consolidation run)
   model_calls_per_op      generation calls to the model per operation
+  model_calls_in_flight_max  the most generation calls the model had at once
+
+--model-latency makes the fake model answer each call after that time, as
+a real one would; --sizes 0 measures generation only.
 
 With --store firestore (the emulator; scopes of 100 and 1,000 and 100
 operations by default) it also counts the Firestore documents each call
@@ -81,9 +85,10 @@ func benchMemories(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet("kioku-bench memories", "KIOKU_", benchMemoriesUsage)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object on the last line")
 	ops := fs.Int("ops", 0, "GenerateMemories operations to run (default 1000; 100 on Firestore)")
-	workers := fs.Int("workers", 2, fmt.Sprintf("memory operation workers (kioku serve's default is %d)", jobs.DefaultWorkers))
+	workers := fs.Int("workers", jobs.DefaultWorkers, "memory operations run at once at most (kioku serve's --workers)")
+	latency := fs.Duration("model-latency", 0, "time the fake model takes to answer each generation call")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the generation phase to this file")
-	sizesFlag := fs.String("sizes", "", "scope sizes to measure retrieval in (default 1000,10000; 100,1000 on Firestore)")
+	sizesFlag := fs.String("sizes", "", "scope sizes to measure retrieval in (default 1000,10000; 100,1000 on Firestore; 0: no retrieval phase)")
 	store := fs.String("store", "sqlite", "store to measure: sqlite or firestore (firestore needs FIRESTORE_EMULATOR_HOST or --firestore-project)")
 	encrypted := fs.Bool("encrypted", false, "encrypt the sqlite store under a new master key, as serve --encryption-key-file does")
 	project := fs.String("firestore-project", "", "Firestore project (--store firestore; with FIRESTORE_EMULATOR_HOST set, a fresh one by default)")
@@ -99,9 +104,14 @@ func benchMemories(ctx context.Context, args []string) error {
 	if err := benchProject(*store, project); err != nil {
 		return err
 	}
-	var modelCalls atomic.Int64
+	var modelCalls, inFlight, maxInFlight atomic.Int64
 	fakeURL, stopFake, err := scripted.Serve(&scripted.Gemini{Respond: func(c scripted.Call) (scripted.Reply, error) {
 		modelCalls.Add(1)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxInFlight.Load(); n > m && !maxInFlight.CompareAndSwap(m, n); m = maxInFlight.Load() {
+		}
+		time.Sleep(*latency)
 		if strings.Contains(c.System, "New\nfacts") || strings.Contains(c.Text(), "Existing memories:") {
 			return scripted.Reply{Text: `{"actions":[{"candidate":1,"action":"CREATE","memory":0,"fact":"The user now plays the cello on Sundays."}]}`}, nil
 		}
@@ -121,13 +131,16 @@ func benchMemories(ctx context.Context, args []string) error {
 	defer env.close()
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	say("kioku-bench memories: store %s (encrypted %v), embedder %s, %d workers", *store, *encrypted, env.node.Memories.EmbedderName(), *workers)
+	say("kioku-bench memories: store %s (encrypted %v), embedder %s, up to %d workers, model latency %v", *store, *encrypted, env.node.Memories.EmbedderName(), *workers, *latency)
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	var sizes []int
 	for _, f := range strings.Split(*sizesFlag, ",") {
+		if *sizesFlag == "0" {
+			break
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 10 {
 			return fmt.Errorf("--sizes %q: want numbers of at least 10", *sizesFlag)
@@ -189,6 +202,7 @@ func benchMemories(ctx context.Context, args []string) error {
 		return err
 	}
 	modelCalls.Store(0)
+	maxInFlight.Store(0)
 	names := make([]string, *ops)
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {
@@ -232,8 +246,10 @@ func benchMemories(ctx context.Context, args []string) error {
 	perOp := float64(modelCalls.Load()) / float64(*ops)
 	r.set("generate_ops_per_s", opsPerS)
 	r.set("model_calls_per_op", perOp)
+	r.set("model_calls_in_flight_max", float64(maxInFlight.Load()))
 	say("generate              %8.0f operations/s (%d in %v)", opsPerS, *ops, elapsed.Round(time.Millisecond))
 	say("model calls/operation %8.2f", perOp)
+	say("model calls in flight %8d at most", maxInFlight.Load())
 	if *store == "firestore" {
 		if err := env.memoryCosts(ctx, r, say); err != nil {
 			return fmt.Errorf("cost phase: %w", err)

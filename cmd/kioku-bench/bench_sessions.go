@@ -22,6 +22,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 const benchSessionsUsage = `Usage: kioku-bench sessions [--json] [--store sqlite|firestore] [--rate N,...] [--sender child|inline]
@@ -200,7 +201,7 @@ func benchSessions(ctx context.Context, args []string) error {
 	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
 	// Reads of recent events on a short and a long session.
 	for _, n := range []int{100, *longEvents} {
-		key := sessions.Key{App: "bench", User: "reader", ID: fmt.Sprintf("long-%d", n)}
+		key := sessiontype.Key{App: "bench", User: "reader", ID: fmt.Sprintf("long-%d", n)}
 		if err := env.seedEvents(ctx, key, n); err != nil {
 			return err
 		}
@@ -342,15 +343,15 @@ func benchDelta(i int) *structpb.Struct {
 
 // seedEvents appends n events to a new session through the service (not
 // the RPC), 64 at a time.
-func (e *benchEnv) seedEvents(ctx context.Context, key sessions.Key, n int) error {
+func (e *benchEnv) seedEvents(ctx context.Context, key sessiontype.Key, n int) error {
 	if _, err := e.node.Sessions.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		return err
 	}
 	return parallel(ctx, 64, n, func(ctx context.Context, i int) error {
-		_, err := e.node.Sessions.AppendEvent(ctx, key, &sessions.Event{
+		_, err := e.node.Sessions.AppendEvent(ctx, key, &sessiontype.Event{
 			ID:      fmt.Sprint("e", i),
 			Author:  "user",
-			Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "a message of moderate length, like people write to an agent"}}},
+			Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "a message of moderate length, like people write to an agent"}}},
 		}, nil)
 		return err
 	})

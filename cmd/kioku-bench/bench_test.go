@@ -341,3 +341,44 @@ func TestHelpAndUnknownScenario(t *testing.T) {
 		t.Errorf("kioku-bench nope: %v\n%s", err, out)
 	}
 }
+
+// TestBenchExport runs the export benchmark on a small store, with the
+// kioku it builds itself (no --kioku): it reports the time and the peak
+// memory of each child process.
+func TestBenchExport(t *testing.T) {
+	got := runBench(t, "export", "--events", "3000", "--sessions", "3", "--json")
+	if got["events"] != float64(3000) {
+		t.Errorf("events = %v, want 3000", got["events"])
+	}
+	for _, k := range []string{"import_s", "import_events_per_s", "import_max_rss_mb", "export_s", "export_events_per_s", "export_max_rss_mb", "archive_mb"} {
+		if v, _ := got[k].(float64); v <= 0 {
+			t.Errorf("%s = %v, want a figure", k, got[k])
+		}
+	}
+}
+
+// TestBenchClusterSurvivesSIGKILL: three kioku serve processes on the
+// emulator, one SIGKILLed under appends while it runs generations: every
+// acknowledged append is in the store, and each generation it held is
+// claimed again by another server.
+func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
+	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
+	bin := filepath.Join(t.TempDir(), "kioku")
+	if out, err := exec.Command("go", "build", "-o", bin, "../kioku").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	m := runBench(t, "cluster", "--kioku", bin, "--servers", "3", "--rate", "40", "--duration", "3s",
+		"--lease", "2s", "--generations", "6", "--sessions", "8", "--json")
+	if m["kill_acked"].(float64) < 60 {
+		t.Errorf("%v appends acknowledged of 120 sent", m["kill_acked"])
+	}
+	if m["kill_lost"].(float64) != 0 {
+		t.Errorf("%v acknowledged appends lost", m["kill_lost"])
+	}
+	if n := m["kill_takeovers"].(float64); n < 1 || n > 6 {
+		t.Errorf("%v generations of the killed server claimed again, want 1 to 6", n)
+	}
+	if m["kill_resume_max_s"].(float64) <= 0 {
+		t.Errorf("resumed %v s after the kill", m["kill_resume_max_s"])
+	}
+}

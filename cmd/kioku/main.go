@@ -17,7 +17,7 @@
 //	kioku mcp --server URL     an MCP server on stdin/stdout, bridged to a
 //	                           running kioku (see docs/mcp.md)
 //	kioku version              print the build's version
-//	kioku sessions|users|state|memories|ops|config|files SUBCOMMAND ARG
+//	kioku sessions|users|state|memories|ops|config|webhooks|files SUBCOMMAND ARG
 //	                           operate a running server (see kioku sessions -h)
 //
 // Every flag of serve has an environment variable of the same name in upper
@@ -85,6 +85,7 @@ Operating a running server (--server URL, --key KEY, --json; tables by default):
   kioku memories list|get|revisions|retrieve|delete
   kioku ops list|get|wait|cancel            memory operations
   kioku config get|set                      an app's memory bank configuration
+  kioku webhooks list|redeliver             an app's webhook deliveries
   kioku files list|cat|view|revisions|rm    a user's memory files
 
 Run "kioku serve -h" for the server's flags, "kioku sessions -h" (and the
@@ -113,7 +114,7 @@ func run(ctx context.Context, args []string) error {
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
 	case "encryption":
 		return encryption(ctx, args[1:], os.Stdout)
-	case "sessions", "users", "state", "memories", "ops", "config", "files":
+	case "sessions", "users", "state", "memories", "ops", "config", "webhooks", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "mcp":
 		return runMCP(ctx, args[1:], os.Stdin, os.Stdout, os.Stderr)

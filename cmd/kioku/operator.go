@@ -1,7 +1,7 @@
 package main
 
 // The operator commands: kioku sessions|users|state|memories|ops|config|
-// files call a running server through the Go client (package client) and
+// webhooks|files call a running server through the Go client (package client) and
 // print readable tables, or JSON with --json (protojson of the API's
 // messages; a list is a JSON array). Each subcommand takes the resource
 // name it acts on, as the API writes it (apps/demo/users/ann/sessions/s1),
@@ -79,6 +79,10 @@ var operatorGroups = map[string][]subcommand{
 		{name: "get", args: "apps/APP", about: "show an app's memory bank configuration", setup: configGet},
 		{name: "set", args: "apps/APP", about: "change an app's memory bank configuration: the fields of --file's JSON (MemoryBankConfig), and only those", setup: configSet},
 	},
+	"webhooks": {
+		{name: "list", args: "apps/APP", about: "list the deliveries of an app's webhooks with their attempts, newest event first (--state dead_lettered for the given up)", setup: webhooksList},
+		{name: "redeliver", args: "apps/APP/webhookDeliveries/ID", about: "send a delivery again (a dead-lettered one, or any other): pending, due now", setup: webhooksRedeliver},
+	},
 	// A memory file is named on the command line by its user and its path,
 	// apps/APP/users/USER/memories/notes.md, or by its resource name,
 	// apps/APP/users/USER/memoryFiles/ID.
@@ -99,6 +103,7 @@ var operatorGroupAbout = map[string]string{
 	"memories": "the memories of an app, their revisions, and retrieval",
 	"ops":      "memory operations (generation, purges)",
 	"config":   "an app's memory bank configuration",
+	"webhooks": "the deliveries of an app's webhooks",
 	"files":    "a user's memory files (the memory tool's /memories) and their revisions",
 }
 

@@ -19,7 +19,9 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/transport/vertex"
+	"github.com/kioku-ai/kioku/internal/webhooks"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank"
 )
 
 const serveUsage = `Usage: kioku serve [flags]
@@ -37,10 +39,13 @@ type serveFlags struct {
 	workers, lease, authKeys, tlsCert, tlsKey             *string
 	identity, signingKey                                  *string
 	vectorCache, rateLimit, rateBurst                     *string
+	quotaGenerations, quotaTokens                         *string
 	bodyTimeout, writeTimeout, idleTimeout, maxStream     *string
 	corsOrigins, allowedHosts, otelEndpoint, indexDelay   *string
 	watches, watchesPerKey, watchesPerUser, encryptionKey *string
 	vertexProjects, vertexLocations, vertexEngines        *string
+	webhooksRetryWindow, webhooksMaxDelay                 *string
+	webhooksLoopback                                      *bool
 }
 
 func registerServeFlags(fs *cli.FlagSet) *serveFlags {
@@ -53,7 +58,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		logLevel:   fs.Env("log-level", "info", "log level: debug, info, warn or error"),
 
 		models:       cli.RegisterModelFlags(fs),
-		workers:      fs.Env("workers", fmt.Sprint(jobs.DefaultWorkers), "memory operations run at once by this server (they mostly wait on the model); one user of an app may hold an eighth of them, at least one, and one app all but one while another app's operations wait"),
+		workers:      fs.Env("workers", fmt.Sprint(jobs.DefaultWorkers), "most memory operations run at once by this server (they mostly wait on the model: it claims another while fewer than GOMAXPROCS of them compute); one user of an app may hold an eighth of them across all servers of a store, at least one, and one app all but one while another app's operations wait"),
 		authKeys:     fs.Env("auth-keys", "", "key file: callers need one of its API keys, each confined to one app or one user of an app (kioku key makes them; SIGHUP reloads the file); empty: no key needed"),
 		identity:     fs.EnvAs("identity", "KIOKU_IDENTITY_FILE", "", "identity file: the OpenID Connect and Firebase providers whose ID tokens stand for users of an app, with a user key's rights (SIGHUP reloads it; FIREBASE_AUTH_EMULATOR_HOST accepts the Auth emulator's unsigned tokens); empty: none"),
 		signingKey:   fs.Env("token-signing-key-file", "", "Ed25519 key file that signs the user tokens kioku.v1.AuthService/MintUserToken mints and verifies them, earlier public keys after it (kioku token --new-key FILE writes and rotates it; SIGHUP reloads it); empty: no minted tokens"),
@@ -64,22 +69,28 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		allowedHosts: fs.Env("allowed-hosts", "", "comma-separated host names (no port), beyond localhost and loopback addresses, that kioku answers while it listens on loopback without TLS, such as a name a local proxy forwards; * for any. Other Host headers are refused (a guard against DNS rebinding); on other addresses, and over TLS, any Host is answered"),
 		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
 
-		rateLimit:      fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
-		bodyTimeout:    fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
-		writeTimeout:   fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
-		idleTimeout:    fs.Env("idle-timeout", "30s", "time a connection with no call in flight stays open; a new connection must begin a request within the shorter of this and 10s (one that sends nothing, or only HTTP/2's preface, is closed)"),
-		maxStream:      fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
-		watches:        fs.Env("max-watches", "10000", "WatchSession streams the server serves at once (WatchMemories' counted apart), whoever holds them; one more is RESOURCE_EXHAUSTED"),
-		watchesPerKey:  fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
-		watchesPerUser: fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
-		rateBurst:      fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
-		indexDelay:     fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
+		rateLimit:        fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
+		bodyTimeout:      fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),
+		writeTimeout:     fs.Env("write-timeout", "30s", "time each write of a response may take; a client that reads nothing for this long loses the call"),
+		idleTimeout:      fs.Env("idle-timeout", "30s", "time a connection with no call in flight stays open; a new connection must begin a request within the shorter of this and 10s (one that sends nothing, or only HTTP/2's preface, is closed)"),
+		maxStream:        fs.Env("max-stream-duration", "1h", "longest life of a stream (WatchSession); it then ends DEADLINE_EXCEEDED and the client opens a new one"),
+		watches:          fs.Env("max-watches", "10000", "WatchSession streams the server serves at once (WatchMemories' counted apart), whoever holds them; one more is RESOURCE_EXHAUSTED"),
+		watchesPerKey:    fs.Env("max-watches-per-key", "1000", "WatchSession streams one API key may have open (on a server without --auth-keys, all callers together); one more is RESOURCE_EXHAUSTED"),
+		watchesPerUser:   fs.Env("max-watches-per-user", "100", "WatchSession streams open on the sessions of one user of an app; one more is RESOURCE_EXHAUSTED"),
+		quotaGenerations: fs.Env("quota-generations", "0", "memory generations (GenerateMemories requests, triggered ones included) each app may make a day (UTC), counted in the store across servers and restarts; past it RESOURCE_EXHAUSTED until the day ends; 0: no quota"),
+		quotaTokens:      fs.Env("quota-tokens", "0", "generation model tokens (prompt and output) each app's memory generations may use a day (UTC), counted in the store; once spent, GenerateMemories is RESOURCE_EXHAUSTED until the day ends; 0: no quota"),
+		rateBurst:        fs.Env("rate-burst", "200", "calls an API key may make at once (the token bucket's size) under --rate-limit"),
+		indexDelay:       fs.Env("search-index-delay", "1s", "how long appended events gather before the sqlite store indexes them for search, in one batch (longer: bigger, cheaper batches); a search finds every event appended before it whatever this is"),
 
 		vertexProjects:  fs.Env("vertex-projects", "", "Vertex AI API: the only project ids (or numbers) accepted in resource names, comma-separated; empty: any"),
 		vertexLocations: fs.Env("vertex-locations", "", "Vertex AI API: the only locations accepted in resource names, comma-separated; empty: any"),
 		vertexEngines:   fs.Env("vertex-engines", "", "Vertex AI API: reasoning engines that stand for an app of another id, as ENGINE_ID=APP,...; an engine not listed is the app of its own id"),
 
 		encryptionKey: encryptionKeyFlag(fs),
+
+		webhooksLoopback:    fs.EnvBool("webhooks-allow-loopback-http", "let apps configure webhooks at http URLs of loopback addresses (http://127.0.0.1:PORT/...), for development and tests; otherwise webhooks are https"),
+		webhooksRetryWindow: fs.Env("webhooks-retry-window", "24h", "how long a webhook delivery is retried (backoff with full jitter, at most --webhooks-max-retry-delay apart) before it is dead-lettered"),
+		webhooksMaxDelay:    fs.Env("webhooks-max-retry-delay", "1h", "the longest wait between two attempts of a webhook delivery"),
 
 		vectorCache: fs.Env("vector-cache", "64MiB", "memory for the sqlite store's cache of memory scopes searched by similarity (least recently searched scopes are evicted and read again when needed); 0 keeps none"),
 	}
@@ -143,6 +154,12 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil || burst < 1 && rate > 0 {
 		return node.Config{}, fmt.Errorf("--rate-burst %q: want a whole number of calls, at least 1", *f.rateBurst)
 	}
+	var quotas [2]int64
+	for i, q := range []struct{ flag, value string }{{"--quota-generations", *f.quotaGenerations}, {"--quota-tokens", *f.quotaTokens}} {
+		if quotas[i], err = strconv.ParseInt(q.value, 10, 64); err != nil || quotas[i] < 0 {
+			return node.Config{}, fmt.Errorf("%s %q: want a whole number a day, 0 for no quota", q.flag, q.value)
+		}
+	}
 	var durations [4]time.Duration
 	for i, d := range []struct{ flag, value string }{{"--body-timeout", *f.bodyTimeout}, {"--write-timeout", *f.writeTimeout}, {"--max-stream-duration", *f.maxStream}, {"--idle-timeout", *f.idleTimeout}} {
 		if durations[i], err = time.ParseDuration(d.value); err != nil || durations[i] < 100*time.Millisecond {
@@ -180,11 +197,18 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, fmt.Errorf("--allowed-hosts: %w", err)
 	}
+	var hooks [2]time.Duration
+	for i, d := range []struct{ flag, value string }{{"--webhooks-retry-window", *f.webhooksRetryWindow}, {"--webhooks-max-retry-delay", *f.webhooksMaxDelay}} {
+		if hooks[i], err = time.ParseDuration(d.value); err != nil || hooks[i] < 100*time.Millisecond {
+			return node.Config{}, fmt.Errorf("%s %q: want a duration of at least 100ms, like 1h", d.flag, d.value)
+		}
+	}
 	return node.Config{
 		Keys:              keys,
 		Identities:        ids,
 		SigningKeys:       signing,
 		RateLimit:         auth.RateLimit{PerSecond: rate, Burst: burst},
+		Quotas:            memorybank.Quotas{Generations: quotas[0], Tokens: quotas[1]},
 		BodyTimeout:       durations[0],
 		WriteTimeout:      durations[1],
 		MaxStreamDuration: durations[2],
@@ -207,6 +231,9 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Models:            models,
 		Vertex:            policy,
 		SearchIndexDelay:  indexDelay,
+
+		WebhooksAllowLoopbackHTTP: *f.webhooksLoopback,
+		Webhooks:                  webhooks.Config{RetryWindow: hooks[0], MaxDelay: hooks[1]},
 	}, nil
 }
 

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,7 +26,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/prototest"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // kiokuCmd runs the kioku binary and returns its combined output.
@@ -336,25 +335,6 @@ func TestRoundTripThroughFirestore(t *testing.T) {
 	}
 }
 
-// TestBenchExport runs the export benchmark on a small store: it reports
-// the time and the peak memory of each child process.
-func TestBenchExport(t *testing.T) {
-	out := kiokuCmd(t, false, "bench", "export", "--events", "3000", "--sessions", "3", "--json")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var got map[string]float64
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
-		t.Fatalf("last line of %q: %v", out, err)
-	}
-	if got["events"] != 3000 || !strings.Contains(out, "3000 event") {
-		t.Errorf("bench export output %q", out)
-	}
-	for _, k := range []string{"import_s", "import_events_per_s", "import_max_rss_mb", "export_s", "export_events_per_s", "export_max_rss_mb", "archive_mb"} {
-		if got[k] <= 0 {
-			t.Errorf("%s = %v, want a figure", k, got[k])
-		}
-	}
-}
-
 // writeArchive writes an archive of app a1: its app: state, then the
 // records of add.
 func writeArchive(t *testing.T, add func(w *archive.Writer) error) string {
@@ -370,7 +350,7 @@ func writeArchive(t *testing.T, add func(w *archive.Writer) error) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.State(&sessions.SharedState{Ref: sessions.StateRef{App: "a1"}, State: map[string]any{"app:motd": "hi"}, UpdateTime: now}); err != nil {
+	if err := w.State(&sessiontype.SharedState{Ref: sessiontype.StateRef{App: "a1"}, State: map[string]any{"app:motd": "hi"}, UpdateTime: now}); err != nil {
 		t.Fatal(err)
 	}
 	if err := add(w); err != nil {
@@ -392,12 +372,12 @@ func TestImportCommandRefuses(t *testing.T) {
 	dataDir := t.TempDir()
 	ok := writeArchive(t, func(*archive.Writer) error { return nil })
 	gap := writeArchive(t, func(w *archive.Writer) error {
-		key := sessions.Key{App: "a1", User: "u1", ID: "s1"}
+		key := sessiontype.Key{App: "a1", User: "u1", ID: "s1"}
 		created := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-		if err := w.Session(&sessions.Session{Key: key, CreateTime: created, UpdateTime: created, LastSequence: 2}); err != nil {
+		if err := w.Session(&sessiontype.Session{Key: key, CreateTime: created, UpdateTime: created, LastSequence: 2}); err != nil {
 			return err
 		}
-		return w.Event(key, &sessions.Event{ID: "e2", Author: "user", Sequence: 2, Timestamp: created})
+		return w.Event(key, &sessiontype.Event{ID: "e2", Author: "user", Sequence: 2, Timestamp: created})
 	})
 	for _, c := range []struct {
 		args []string

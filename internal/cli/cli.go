@@ -57,6 +57,14 @@ func (f *FlagSet) Env(name, def, usage string) *string {
 	return f.String(name, def, usage+" (env "+env+")")
 }
 
+// EnvBool defines a boolean flag (given bare: --name) whose default is
+// its environment variable when set (true, 1, false, 0...).
+func (f *FlagSet) EnvBool(name, usage string) *bool {
+	env := f.EnvName(name)
+	def, _ := strconv.ParseBool(os.Getenv(env))
+	return f.Bool(name, def, usage+" (env "+env+")")
+}
+
 // EnvAs is Env with an environment variable of another name than the
 // flag's (--identity is KIOKU_IDENTITY_FILE).
 func (f *FlagSet) EnvAs(name, env, def, usage string) *string {

@@ -1,6 +1,6 @@
 // Package content converts genai-shaped content (a role and its parts:
 // text, inline and file data, function calls and responses, thoughts)
-// between kioku's domain form, sessions.Content, and every other form kioku
+// between kioku's domain form, sessiontype.Content, and every other form kioku
 // meets: its own wire type (kioku.v1 Content), genai's Go types (the agent
 // runtime and the ADK adapters), and, in package content/vertexcontent,
 // Vertex AI's (the Vertex AI API surface). The domain form is the hub: each
@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The JSON keys of genai's Part that the domain types; the rest of a
@@ -48,35 +48,35 @@ var typedSubKeys = map[string][]string{
 }
 
 // FromKioku converts kioku.v1 content to the domain's; nil for nil.
-func FromKioku(c *kiokuv1.Content) *sessions.Content {
+func FromKioku(c *kiokuv1.Content) *sessiontype.Content {
 	if c == nil {
 		return nil
 	}
-	out := &sessions.Content{Role: c.GetRole()}
+	out := &sessiontype.Content{Role: c.GetRole()}
 	for _, p := range c.GetParts() {
 		out.Parts = append(out.Parts, partFromKioku(p))
 	}
 	return out
 }
 
-func partFromKioku(p *kiokuv1.Part) sessions.Part {
-	out := sessions.Part{
+func partFromKioku(p *kiokuv1.Part) sessiontype.Part {
+	out := sessiontype.Part{
 		Text:             p.GetText(),
 		Thought:          p.GetThought(),
 		ThoughtSignature: p.GetThoughtSignature(),
 		Extensions:       Map(p.GetExtensions()),
 	}
 	if b := p.GetInlineData(); b != nil {
-		out.InlineData = &sessions.Blob{MIMEType: b.GetMimeType(), Data: b.GetData(), DisplayName: b.GetDisplayName()}
+		out.InlineData = &sessiontype.Blob{MIMEType: b.GetMimeType(), Data: b.GetData(), DisplayName: b.GetDisplayName()}
 	}
 	if f := p.GetFileData(); f != nil {
-		out.FileData = &sessions.FileData{MIMEType: f.GetMimeType(), FileURI: f.GetFileUri(), DisplayName: f.GetDisplayName()}
+		out.FileData = &sessiontype.FileData{MIMEType: f.GetMimeType(), FileURI: f.GetFileUri(), DisplayName: f.GetDisplayName()}
 	}
 	if c := p.GetFunctionCall(); c != nil {
-		out.FunctionCall = &sessions.FunctionCall{ID: c.GetId(), Name: c.GetName(), Args: Map(c.GetArgs())}
+		out.FunctionCall = &sessiontype.FunctionCall{ID: c.GetId(), Name: c.GetName(), Args: Map(c.GetArgs())}
 	}
 	if r := p.GetFunctionResponse(); r != nil {
-		out.FunctionResponse = &sessions.FunctionResponse{ID: r.GetId(), Name: r.GetName(), Response: Map(r.GetResponse())}
+		out.FunctionResponse = &sessiontype.FunctionResponse{ID: r.GetId(), Name: r.GetName(), Response: Map(r.GetResponse())}
 	}
 	return out
 }
@@ -84,7 +84,7 @@ func partFromKioku(p *kiokuv1.Part) sessions.Part {
 // ToKioku converts domain content to kioku.v1's; nil for nil. It fails
 // only on values that are not JSON values, which stored content never
 // holds.
-func ToKioku(c *sessions.Content) (*kiokuv1.Content, error) {
+func ToKioku(c *sessiontype.Content) (*kiokuv1.Content, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -99,7 +99,7 @@ func ToKioku(c *sessions.Content) (*kiokuv1.Content, error) {
 	return out, nil
 }
 
-func partToKioku(i int, p sessions.Part) (*kiokuv1.Part, error) {
+func partToKioku(i int, p sessiontype.Part) (*kiokuv1.Part, error) {
 	out := &kiokuv1.Part{Text: p.Text, Thought: p.Thought, ThoughtSignature: p.ThoughtSignature}
 	var err error
 	if p.InlineData != nil {

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/kioku-ai/kioku/internal/content"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // richGenai is genai content with every kind of part and fields the domain
@@ -109,7 +109,7 @@ func TestNilAndEmpty(t *testing.T) {
 		t.Fatalf("ToKioku(nil) = %v, %v", c, err)
 	}
 	// A domain part that is only text has no extensions in any form.
-	d := &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "hi"}}}
+	d := &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "hi"}}}
 	kv, err := content.ToKioku(d)
 	if err != nil || kv.GetParts()[0].GetExtensions() != nil {
 		t.Fatalf("ToKioku = %v, %v; want no extensions", kv, err)

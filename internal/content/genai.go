@@ -9,18 +9,18 @@ import (
 	"google.golang.org/genai"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // FromGenai converts genai content to the domain's; nil for nil. The
 // fields the domain types are taken from the part's JSON form (so function
 // arguments and results of any Go type become JSON values), and every
 // other field of the part's JSON is kept in its extensions.
-func FromGenai(c *genai.Content) (*sessions.Content, error) {
+func FromGenai(c *genai.Content) (*sessiontype.Content, error) {
 	if c == nil {
 		return nil, nil
 	}
-	out := &sessions.Content{Role: c.Role}
+	out := &sessiontype.Content{Role: c.Role}
 	for i, p := range c.Parts {
 		if p == nil {
 			continue
@@ -37,7 +37,7 @@ func FromGenai(c *genai.Content) (*sessions.Content, error) {
 // ToGenai converts domain content to genai's; nil for nil. Its extensions
 // are decoded with genai's own JSON decoder, so every genai field kept in
 // them comes back.
-func ToGenai(c *sessions.Content) (*genai.Content, error) {
+func ToGenai(c *sessiontype.Content) (*genai.Content, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -72,7 +72,7 @@ func KiokuToGenai(c *kiokuv1.Content) (*genai.Content, error) {
 
 // JSON returns domain content in genai's JSON form ({"role", "parts"});
 // nil for nil.
-func JSON(c *sessions.Content) map[string]any {
+func JSON(c *sessiontype.Content) map[string]any {
 	if c == nil {
 		return nil
 	}
@@ -90,26 +90,26 @@ func JSON(c *sessions.Content) map[string]any {
 // PartFromJSON converts a part in genai's JSON form (an object decoded
 // from JSON: strings, float64s, bools, nil, []any and map[string]any) to
 // the domain's: the typed fields, and the rest in Extensions.
-func PartFromJSON(m map[string]any) sessions.Part {
-	var p sessions.Part
+func PartFromJSON(m map[string]any) sessiontype.Part {
+	var p sessiontype.Part
 	p.Text, _ = m[KeyText].(string)
 	p.Thought, _ = m[KeyThought].(bool)
 	if s, ok := m[KeyThoughtSignature].(string); ok {
 		p.ThoughtSignature = decodeBytes(s)
 	}
 	if o, ok := m[KeyInlineData].(map[string]any); ok {
-		p.InlineData = &sessions.Blob{MIMEType: str(o, "mimeType"), Data: decodeBytes(str(o, "data")), DisplayName: str(o, "displayName")}
+		p.InlineData = &sessiontype.Blob{MIMEType: str(o, "mimeType"), Data: decodeBytes(str(o, "data")), DisplayName: str(o, "displayName")}
 	}
 	if o, ok := m[KeyFileData].(map[string]any); ok {
-		p.FileData = &sessions.FileData{MIMEType: str(o, "mimeType"), FileURI: str(o, "fileUri"), DisplayName: str(o, "displayName")}
+		p.FileData = &sessiontype.FileData{MIMEType: str(o, "mimeType"), FileURI: str(o, "fileUri"), DisplayName: str(o, "displayName")}
 	}
 	if o, ok := m[KeyFunctionCall].(map[string]any); ok {
 		args, _ := o["args"].(map[string]any)
-		p.FunctionCall = &sessions.FunctionCall{ID: str(o, "id"), Name: str(o, "name"), Args: args}
+		p.FunctionCall = &sessiontype.FunctionCall{ID: str(o, "id"), Name: str(o, "name"), Args: args}
 	}
 	if o, ok := m[KeyFunctionResponse].(map[string]any); ok {
 		resp, _ := o["response"].(map[string]any)
-		p.FunctionResponse = &sessions.FunctionResponse{ID: str(o, "id"), Name: str(o, "name"), Response: resp}
+		p.FunctionResponse = &sessiontype.FunctionResponse{ID: str(o, "id"), Name: str(o, "name"), Response: resp}
 	}
 	var ext map[string]any
 	for k, v := range m {
@@ -146,7 +146,7 @@ func PartFromJSON(m map[string]any) sessions.Part {
 
 // PartJSON returns a domain part in genai's JSON form: its extensions with
 // the typed fields merged in.
-func PartJSON(p sessions.Part) map[string]any {
+func PartJSON(p sessiontype.Part) map[string]any {
 	m := map[string]any{}
 	for k, v := range p.Extensions {
 		if o, ok := v.(map[string]any); ok {

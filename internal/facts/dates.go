@@ -98,6 +98,11 @@ var weekdays = map[string]time.Weekday{
 	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
 }
 
+var weekdayAbbr = map[string]time.Weekday{
+	"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "tues": time.Tuesday, "wed": time.Wednesday,
+	"thu": time.Thursday, "thurs": time.Thursday, "fri": time.Friday, "sat": time.Saturday,
+}
+
 var numberWords = map[string]int{
 	"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
 	"eight": 8, "nine": 9, "ten": 10, "a few": 3, "few": 3, "several": 3, "a couple of": 2, "couple of": 2,
@@ -126,6 +131,19 @@ var englishDates = []struct {
 	{regexp.MustCompile(`(?i)\bin ` + countRE + ` ` + unitRE + `\b`), func(m []string, now time.Time, _ tense) when { return shift(now, m[1], m[2], 1) }},
 	{regexp.MustCompile(`(?i)\b(?:on )?(last|next|this|coming|this coming|past) ` + weekdayRE + `\b`), func(m []string, now time.Time, _ tense) when {
 		return weekday(now, weekdays[strings.ToLower(m[2])], strings.ToLower(m[1]))
+	}},
+	// "last Fri": an abbreviated weekday only after its direction ("sat"
+	// and "wed" alone are verbs).
+	{regexp.MustCompile(`(?i)\b(?:on )?(last|next|this|coming|this coming|past) (mon|tue|tues|wed|thu|thurs|fri|sat|sun)\b\.?`), func(m []string, now time.Time, _ tense) when {
+		return weekday(now, weekdayAbbr[strings.ToLower(m[2])], strings.ToLower(m[1]))
+	}},
+	{regexp.MustCompile(`(?i)\b` + countRE + ` weekends? ago\b`), func(m []string, now time.Time, _ tense) when {
+		n, ok := numberWords[strings.ToLower(m[1])]
+		if !ok {
+			n, _ = strconv.Atoi(m[1])
+		}
+		sat := weekday(now, time.Saturday, "last").t
+		return when{sat.AddDate(0, 0, -7*(n-1)), byDay}
 	}},
 	{regexp.MustCompile(`(?i)\b(last|next|this|coming|this coming|past) (week|weekend|month|year)\b`), func(m []string, now time.Time, _ tense) when {
 		return period(now, strings.ToLower(m[1]), strings.ToLower(m[2]))

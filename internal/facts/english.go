@@ -38,6 +38,14 @@ var contractions = []struct {
 	{regexp.MustCompile(`(?i)\bwasn'?t\b`), "was not"},
 	{regexp.MustCompile(`(?i)\bhaven'?t\b`), "have not"},
 	{regexp.MustCompile(`(?i)\bhasn'?t\b`), "has not"},
+	{regexp.MustCompile(`(?i)\bwouldn'?t\b`), "would not"},
+	{regexp.MustCompile(`(?i)\bcouldn'?t\b`), "could not"},
+	{regexp.MustCompile(`(?i)\bshouldn'?t\b`), "should not"},
+	{regexp.MustCompile(`(?i)\bweren'?t\b`), "were not"},
+	{regexp.MustCompile(`(?i)\bhadn'?t\b`), "had not"},
+	{regexp.MustCompile(`(?i)\bwe're\b`), "we are"},
+	{regexp.MustCompile(`(?i)\bwe've\b`), "we have"},
+	{regexp.MustCompile(`(?i)\bwe'll\b`), "we will"},
 	{regexp.MustCompile(`(?i)\bgonna\b`), "going to"},
 	{regexp.MustCompile(`(?i)\bwanna\b`), "want to"},
 	{regexp.MustCompile(`^i\b`), "I"},
@@ -168,28 +176,36 @@ func extractEnglish(c string, sp Speaker, now time.Time) (Fact, bool) {
 		d.first = true
 		c = stripDiscourse(rest)
 	}
-	// "Just started yoga": a milestone said without its subject.
-	if w := strings.ToLower(firstWord(c)); milestones[w] && !strings.HasPrefix(c, "I ") {
-		c = "I " + c
-	}
+	c = frontedSubject(stripVocative(c))
+	// "Just started yoga", "Researching adoption agencies": the speaker
+	// said without the subject.
+	c = supplySubject(c)
 	c = invertPossessive(c)
 	var poss, raw, pred string
+	lower := strings.ToLower(c)
 	switch {
 	case strings.HasPrefix(c, "I "):
 		raw = c[2:]
 		pred = neutralise(raw, false)
-	case strings.HasPrefix(strings.ToLower(c), "my "):
+	case strings.HasPrefix(lower, "my "):
 		var ok bool
 		if poss, raw, ok = possessiveSplit(c[3:]); !ok {
-			return Fact{}, false
+			return statement(sp, sp.english()+"'s", c[3:], "", d)
 		}
 		pred = neutralise(raw, true)
+	case strings.HasPrefix(lower, "we "):
+		return statement(sp, sp.english()+" and others", c[3:], "", d)
+	case strings.HasPrefix(lower, "our "):
+		return statement(sp, sp.english()+"'s", c[4:], "", d)
 	default:
-		return Fact{}, false
+		return mention(sp, c, d)
 	}
 	a := analyse(sp.key(), poss, pred, d)
 	if a.skip {
-		return Fact{}, false
+		if poss == "" {
+			return statement(sp, sp.english(), raw, pred, d)
+		}
+		return statement(sp, sp.english()+"'s", poss+" "+raw, "", d)
 	}
 	subject := sp.english()
 	var text string
@@ -216,7 +232,15 @@ func extractEnglish(c string, sp Speaker, now time.Time) (Fact, bool) {
 	if a.undated {
 		date = ""
 	}
-	return Fact{Text: tidy(subject + " " + text + "."), Kind: a.kind, Date: date}, true
+	// What the rules read as only something done, planned or said of
+	// oneself ("other") is told with the message's other such statements.
+	loose := true
+	for _, c := range a.claims {
+		if c.rel != relOther && c.rel != relEvent && c.rel != relPlan {
+			loose = false
+		}
+	}
+	return Fact{Text: tidy(subject + " " + text + "."), Kind: a.kind, Date: date, loose: loose}, true
 }
 
 var spaces = regexp.MustCompile(`\s+`)

@@ -27,13 +27,21 @@
 //     dated or not ("I found a place with great natural light", "I'm
 //     putting in a lot of work on my business");
 //   - explicit requests: "remember that my mother's birthday is June 3",
-//     覚えておいて.
+//     覚えておいて;
+//   - in English, any other statement of the speaker about themselves
+//     that names enough things to stand alone, kept as said in the third
+//     person (statements.go): "We went camping in the forest" as
+//     "Melanie and others went camping in the forest.", "This necklace
+//     from my grandma in Sweden is special to me" as "This necklace from
+//     Melanie's grandma in Sweden is special to them.". A message's
+//     statements that are no lasting fact (these, and the events, plans
+//     and activities above) are one fact (mergeLoose).
 //
-// What it misses: anything said another way than these patterns, facts
-// spread over two sentences or implied ("we walked Pochi" does not say
-// there is a dog), what someone says about others unless it starts with
-// "my", sarcasm, hypotheticals and most negations, pronouns that point
-// back ("she", "it"), and every language but English and Japanese. A
+// What it misses: facts implied ("we walked Pochi" does not say there is
+// a dog), what someone says about others unless it names the speaker,
+// what is said to the listener ("you"), sarcasm, hypotheticals and most
+// negations, pronouns that point back ("she", "it": kept as said), and
+// every language but English and Japanese. A
 // language model (--model-provider gemini, vertex or openai) does far
 // better; the offline extractor is what works with nothing configured.
 package facts
@@ -103,6 +111,9 @@ type Fact struct {
 	// time the text was said: YYYY-MM-DD, YYYY-MM or YYYY; "" when it says
 	// none or the time is unknown.
 	Date string
+	// loose: what it says is no lasting fact the rules read (see
+	// mergeLoose).
+	loose bool
 }
 
 // maxClause bounds the clauses read: a longer one is not a simple
@@ -137,6 +148,36 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 				seen[f.Text] = true
 				out = append(out, f)
 			}
+		}
+	}
+	return mergeLoose(out)
+}
+
+// mergeLoose returns the facts with the loose ones (what no rule reads as
+// a lasting fact: things done, planned, said of oneself) told as one, in
+// the place of the first: a message tells one episode of the speaker's
+// life, and its statements are one memory ("Melanie took their kids to a
+// pottery workshop on 5 May 2023. Melanie and others all made their own
+// pots."). Facts the rules read (home, work, family, pets, likes, names,
+// dates of birth) stay one each, for consolidation to compare and update.
+func mergeLoose(fs []Fact) []Fact {
+	var out []Fact
+	li := -1
+	for _, f := range fs {
+		loose := f.loose
+		f.loose = false
+		if !loose {
+			out = append(out, f)
+			continue
+		}
+		if li < 0 {
+			li = len(out)
+			out = append(out, f)
+			continue
+		}
+		out[li].Text += " " + f.Text
+		if out[li].Date == "" {
+			out[li].Date = f.Date
 		}
 	}
 	return out

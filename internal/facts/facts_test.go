@@ -50,18 +50,62 @@ func TestExtractEnglish(t *testing.T) {
 		"Please remember that my mother's birthday is June 3.": {"The user's mother's birthday is on 3 June."},
 		"Remind me to buy milk":                                {"The user asked to be reminded to buy milk."},
 		// Not facts about the speaker.
-		"I'm tired.":                              nil,
-		"I have a question":                       nil,
-		"I'm going to sleep":                      nil,
-		"I wanted to tell you about my school.":   nil,
-		"I love how art lets us get emotions out": nil,
-		"Don't forget to prepare emotionally.":    nil,
+		"I'm tired.":                            nil,
+		"I have a question":                     nil,
+		"I'm going to sleep":                    nil,
+		"I wanted to tell you about my school.": nil,
+		"Don't forget to prepare emotionally.":  nil,
+		// What no rule reads is kept as said when it names enough.
+		"I love how art lets us get emotions out": {"The user loves how art lets them get emotions out."},
 		"She lives in Osaka.":                     nil,
 	} {
 		got := texts(Extract(msg, Speaker{}, said))
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("Extract(%q) = %q, want %q", msg, got, want)
 		}
+	}
+}
+
+// TestExtractStatements: what no rule reads but names enough things is
+// kept as said, in the third person; what says too little, an opinion, or
+// what the speaker would do is not.
+func TestExtractStatements(t *testing.T) {
+	for msg, want := range map[string][]string{
+		"Last Fri I finally took my kids to a pottery workshop.":                          {"Melanie took their kids to a pottery workshop on 1 May 2026."},
+		"We went camping in the forest with the kids two weekends ago.":                   {"Melanie and others went camping in the forest with the kids on 25 April 2026."},
+		"Our dog loves running around the backyard.":                                      {"Melanie's dog loves running around the backyard."},
+		"My friends, family and mentors are my rocks.":                                    {"Melanie's friends, family and mentors are their rocks."},
+		"Researching adoption agencies for the family.":                                   {"Melanie is researching adoption agencies for the family."},
+		"Just got some new running shoes.":                                                {"Melanie got some new running shoes."},
+		"Caroline, after finishing my screenplay I got a rejection letter from a studio.": {"Melanie got a rejection letter from a studio."},
+		"At the shelter we organised a charity dinner for the residents.":                 {"Melanie and others organised a charity dinner for the residents."},
+		"This necklace from my grandma in Sweden is super special to me.":                 {"This necklace from Melanie's grandma in Sweden is super special to them."},
+		"The rainbow flag mural reflects the courage of the trans community to me.":       {"The rainbow flag mural reflects the courage of the trans community to Melanie."},
+		"That trip was fun for me.":                                                       nil,
+		"I think that's a great idea for the kids.":                                       nil,
+		"We should go hiking in the mountains sometime.":                                  nil,
+		"Being ourselves is such a great feeling.":                                        nil,
+		"Losing my job gave me the push to start my own studio.":                          {"Losing Melanie's job gave them the push to start their own studio."},
+		"I'm so excited and happy!":                                                       nil,
+		"I wouldn't change it for the world.":                                             nil,
+	} {
+		got := texts(Extract(msg, Speaker{Name: "Melanie"}, said))
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("Extract(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// TestExtractOneEpisode: a message's statements that no rule reads as a
+// lasting fact are one memory; what the rules read stays apart.
+func TestExtractOneEpisode(t *testing.T) {
+	got := texts(Extract("Last Fri I finally took my kids to a pottery workshop. I love pottery! We all made our own pots, it was fun and therapeutic.", Speaker{Name: "Melanie"}, said))
+	want := []string{
+		"Melanie took their kids to a pottery workshop on 1 May 2026. Melanie and others all made their own pots, it was fun and therapeutic.",
+		"Melanie loves pottery.",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 
@@ -124,6 +168,7 @@ func TestDates(t *testing.T) {
 		"last year": "in 2025", "3 days ago": "on 5 May 2026", "two weeks ago": "in the week of 20 April 2026",
 		"on 3 June": "on 3 June 2026", "May 3, 2023": "on 3 May 2023", "in March": "in March 2026",
 		"in 2019": "in 2019", "the day before yesterday": "on 6 May 2026",
+		"last Fri": "on 1 May 2026", "next tues": "on 12 May 2026", "two weekends ago": "on 25 April 2026",
 	} {
 		d, ok := findEnglishDate(expr, said, present)
 		if !ok || d.start != 0 || d.end != len(expr) || d.w.english() != want {

@@ -1,6 +1,9 @@
 package facts
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // The user's name in facts. Facts name the user "The user" (ユーザー)
 // until the user says their name; from then on the offline extractor
@@ -34,8 +37,10 @@ func Named(fact, name string) string {
 	if rest, ok := strings.CutPrefix(fact, "ユーザー"); ok && (strings.HasPrefix(rest, "は") || strings.HasPrefix(rest, "の")) {
 		return name + rest
 	}
-	if len(fact) > len("The user ") && strings.EqualFold(fact[:len("The user")], "The user") && (fact[len("The user")] == ' ' || fact[len("The user")] == '\'') {
-		return name + fact[len("The user"):]
-	}
-	return fact
+	// Wherever a fact names the user: the subject of each of its
+	// sentences, and elsewhere ("This necklace from the user's grandma").
+	return userRE.ReplaceAllString(fact, name)
 }
+
+// userRE is the user named in an English fact.
+var userRE = regexp.MustCompile(`\b(?:The|the) user\b`)

@@ -32,6 +32,9 @@ func TestNamed(t *testing.T) {
 		{"Bo lives in Kobe.", "Ann", "Bo lives in Kobe."},
 		{"The user has a dog named Pochi.", "", "The user has a dog named Pochi."},
 		{"The username is set.", "Ann", "The username is set."},
+		// A message's statements, one fact, and the user named elsewhere.
+		{"The user took their kids to a pottery workshop. The user and others all made pots.", "Ann", "Ann took their kids to a pottery workshop. Ann and others all made pots."},
+		{"This necklace from the user's grandma is special to them.", "Ann", "This necklace from Ann's grandma is special to them."},
 	} {
 		if got := Named(c.fact, c.name); got != c.want {
 			t.Errorf("Named(%q, %q) = %q, want %q", c.fact, c.name, got, c.want)

@@ -17,13 +17,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/blocks"
+	"github.com/kioku-ai/kioku/internal/aip"
 	blockfirestore "github.com/kioku-ai/kioku/internal/blockstore/firestore"
 	blocksqlite "github.com/kioku-ai/kioku/internal/blockstore/sqlite"
+	"github.com/kioku-ai/kioku/internal/cluster"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	filefirestore "github.com/kioku-ai/kioku/internal/memoryfilestore/firestore"
 	filesqlite "github.com/kioku-ai/kioku/internal/memoryfilestore/sqlite"
@@ -37,6 +40,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/transport/vertex"
+	"github.com/kioku-ai/kioku/internal/webhooks"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -44,6 +48,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 )
 
 // Config chooses the store and tunes the server.
@@ -80,8 +85,13 @@ type Config struct {
 	// one user of an app may hold an eighth of them, at least one (see
 	// jobs.Config). Default jobs.DefaultWorkers.
 	Workers int
-	// WorkerID names this server in operation leases. Default: random.
+	// WorkerID names this server in operation leases and, on Firestore,
+	// in its member record (package internal/cluster). Default: random.
 	WorkerID string
+	// MemberInterval is how often a server on Firestore renews its member
+	// record and its share of the rate limits. Default
+	// cluster.DefaultInterval (1s).
+	MemberInterval time.Duration
 	// Lease is how long a claimed memory operation stays claimed without
 	// renewal. Default 60s.
 	Lease time.Duration
@@ -94,6 +104,9 @@ type Config struct {
 	// gives none.
 	Keys      *auth.Keys
 	RateLimit auth.RateLimit
+	// Quotas are each app's daily allowances of memory generations and
+	// model tokens (memorybank.Quotas); zero fields: none.
+	Quotas memorybank.Quotas
 	// Identities and SigningKeys, when set, let ID tokens of identity
 	// providers and minted user tokens stand for users (see
 	// transport.Config).
@@ -130,6 +143,14 @@ type Config struct {
 	// find them at once regardless. Default 1s.
 	SearchIndexDelay time.Duration
 
+	// WebhooksAllowLoopbackHTTP lets apps configure http webhooks to
+	// loopback addresses (--webhooks-allow-loopback-http).
+	WebhooksAllowLoopbackHTTP bool
+	// Webhooks tunes the webhook dispatcher (its retry window, backoff
+	// and timeouts; see webhooks.Config); its store, wake-ups, owner and
+	// logger are the node's.
+	Webhooks webhooks.Config
+
 	Logger *slog.Logger
 }
 
@@ -160,8 +181,9 @@ type Node struct {
 	guard  *firestoredb.Guard // the Firestore connection's; nil on SQLite
 	meter  *model.Meter       // the model calls of the memory bank
 
-	closers []func() error
-	cancel  context.CancelFunc
+	closers  []func() error
+	cancel   context.CancelFunc
+	dispatch sync.WaitGroup // the webhook dispatcher
 }
 
 // Open builds a Node and starts its background workers.
@@ -203,6 +225,15 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.closers = append(n.closers, stores.Close)
 	n.Vectors, n.Firestore, n.SQLite, n.guard = stores.vectors, stores.firestore, stores.sqlite, stores.guard
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "worker-" + aip.NewID()
+	}
+	// On Firestore the rate limits are the cluster's: each server grants
+	// its share (internal/cluster); on SQLite this process is the only one.
+	var members *cluster.Membership
+	if stores.fsClient != nil {
+		members = cluster.New(cluster.Config{Registry: cluster.NewFirestore(stores.fsClient), ID: cfg.WorkerID, Interval: cfg.MemberInterval, Logger: cfg.Logger})
+	}
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
 	n.Jobs = jobs.New(stores.Memories, jobs.Config{
 		Logger:   cfg.Logger,
@@ -221,6 +252,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Jobs:          n.Jobs,
 		Logger:        cfg.Logger,
 		SweepInterval: cfg.SweepInterval,
+		// Webhooks are https, or http to loopback when the flag says so.
+		WebhooksAllowLoopbackHTTP: cfg.WebhooksAllowLoopbackHTTP,
+		Quotas:                    cfg.Quotas,
 		// A generation makes two model calls and a few embedding calls,
 		// each bounded by the model's call limits.
 		AttemptTimeout: max(15*time.Minute, 4*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
@@ -236,7 +270,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 			return n.Memories.Redactor(cfg)
 		},
 	})
-	n.App = workflow.New(workflow.Config{Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs, SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	n.App = workflow.New(workflow.Config{
+		Sessions: n.Sessions, Memories: n.Memories, Files: n.Files, Blocks: n.Blocks, Jobs: n.Jobs,
+		// The background rewrite of blocks asks the generation model (the
+		// offline extractor too): one call, bounded by the call limits.
+		Generator: gen, AttemptTimeout: max(15*time.Minute, 2*cmp.Or(cfg.Models.Limits.Reply, model.DefaultCallLimits.Reply)),
+		SweepInterval: cfg.SweepInterval, Logger: cfg.Logger,
+	})
 	memories := transport.NewMemoryHandler(n.App)
 	surfaces := []transport.Surface{vertex.New(vertex.Config{Sessions: n.Sessions, App: n.App, Policy: cfg.Vertex, Logger: cfg.Logger})}
 	n.server = transport.New(transport.Config{
@@ -245,6 +285,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Identities:        cfg.Identities,
 		SigningKeys:       cfg.SigningKeys,
 		RateLimit:         cfg.RateLimit,
+		RateShare:         shareSource(members),
 		BodyTimeout:       cfg.BodyTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
@@ -279,13 +320,40 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	// The triggers follow every append made through the session service,
 	// whichever path it came by, off the append's path; the workers run.
 	n.App.Start(bg)
+	// The webhooks' deliveries go out on their own goroutines, sharing no
+	// worker with the operations.
+	wh := cfg.Webhooks
+	wh.Store, wh.Wake, wh.Logger = stores.Memories, n.Memories.SubscribeChanges, cfg.Logger
+	if wh.Owner == "" {
+		wh.Owner = cfg.WorkerID
+	}
+	n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
+	if members != nil {
+		// The first beat, before the server answers, so that a lone
+		// server grants its limits at once.
+		members.Beat(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); members.Run(bg) }()
+		// Closing cancels bg; the record is deleted before the store
+		// closes.
+		n.closers = append(n.closers, func() error { cancel(); <-done; return nil })
+	}
 	return n, nil
+}
+
+// shareSource is the membership as the server's share of the rate
+// limits; nil (no share: the whole limits) without one.
+func shareSource(m *cluster.Membership) auth.ShareSource {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // Stores are the opened stores of a configuration: what a Node serves,
 // and what kioku export and import read and write directly.
 type Stores struct {
-	Sessions sessions.Store
+	Sessions sessiondriver.Store
 	Memories memorybank.Store
 	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.
@@ -298,6 +366,7 @@ type Stores struct {
 	vectors   *vectorcache.Cache // nil on Firestore
 	firestore *firestoredb.Meter // nil on SQLite
 	guard     *firestoredb.Guard // nil on SQLite
+	fsClient  *firestore.Client  // nil on SQLite
 	closers   []func() error
 }
 
@@ -364,7 +433,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			return nil, fmt.Errorf("connecting to Firestore (project %s, database %s): %w", cfg.FirestoreProject, db, err)
 		}
 		guard.SetProbe(firestoredb.ProbeClient(client))
-		st.Ready, st.guard = guard.Ready, guard
+		st.Ready, st.guard, st.fsClient = guard.Ready, guard, client
 		// The guard's rollbacks stop before the client closes.
 		st.closers = append(st.closers, client.Close, func() error { guard.Close(); return nil })
 		st.Sessions = sessionfirestore.New(client, sessionfirestore.Options{})
@@ -442,6 +511,18 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []transport.
 		} else {
 			out = append(out, transport.Metric{Name: "kioku_model_embedded_texts_total", Help: "Texts sent to the embedder, by model.",
 				Labels: [][2]string{{"model", u.Model}, {"outcome", outcome}}, Value: float64(u.Texts)})
+		}
+	}
+	if q := n.Memories.Quotas(); q.Generations > 0 || q.Tokens > 0 {
+		help := "Each app's daily quota (UTC): memory generations and generation model tokens; 0: none."
+		out = append(out,
+			transport.Metric{Name: "kioku_quota_limit", Help: help, Gauge: true, Labels: [][2]string{{"quota", "generations"}}, Value: float64(q.Generations)},
+			transport.Metric{Name: "kioku_quota_limit", Help: help, Gauge: true, Labels: [][2]string{{"quota", "tokens"}}, Value: float64(q.Tokens)})
+		used := "What an app has used of its daily quotas today (UTC), as this server last counted or read it in the store (every server's counts included up to then)."
+		for _, u := range n.Memories.UsageSeen() {
+			out = append(out,
+				transport.Metric{Name: "kioku_quota_used", Help: used, Gauge: true, Labels: [][2]string{{"app", u.App}, {"quota", "generations"}}, Value: float64(u.Generations)},
+				transport.Metric{Name: "kioku_quota_used", Help: used, Gauge: true, Labels: [][2]string{{"app", u.App}, {"quota", "tokens"}}, Value: float64(u.Tokens)})
 		}
 	}
 	if n.Firestore != nil {
@@ -535,6 +616,7 @@ func (n *Node) Close() error {
 	if n.App != nil {
 		n.App.Wait()
 	}
+	n.dispatch.Wait()
 	var errs []error
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		errs = append(errs, n.closers[i]())

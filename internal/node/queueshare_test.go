@@ -38,6 +38,7 @@ func TestOneUserCannotFillTheAppsQueue(t *testing.T) {
 		Keys:      nodetest.Keys(t, bobEntry, aliceEntry, appEntry),
 		RateLimit: auth.RateLimit{PerSecond: 10000, Burst: 10000},
 		Models:    model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL, Limits: model.CallLimits{Reply: time.Minute}},
+		Workers:   16, // a user's share: 2
 	}, "127.0.0.1:0")
 	ctx := t.Context()
 	bob, alice, app := client.New(url, client.WithAuthToken(bobKey)), client.New(url, client.WithAuthToken(aliceKey)), client.New(url, client.WithAuthToken(appKey))
@@ -83,8 +84,8 @@ func TestOneUserCannotFillTheAppsQueue(t *testing.T) {
 	}
 }
 
-// TestHungUsersLeaveTheAppMoving: on a server as kioku serve builds it by
-// default (its workers, its model timeouts of minutes), users u1 and u2 of
+// TestHungUsersLeaveTheAppMoving: on a server as kioku serve builds it, but
+// with 16 workers (its model timeouts of minutes as by default), users u1 and u2 of
 // an app each ask for generations in ten scopes whose model calls hang.
 // Each holds only their share of the workers (2 of 16): a third user's
 // generation of the same app completes within 10 s, while the hung ones
@@ -120,7 +121,7 @@ func TestHungUsersLeaveTheAppMoving(t *testing.T) {
 			}
 		}
 	}
-	c, _ := serve(t, node.Config{Models: model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL}})
+	c, _ := serve(t, node.Config{Models: model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL}, Workers: 16}) // a user's share: 2
 	ctx := t.Context()
 	op1, sess1 := startGeneration(t, c, "a", "u1", "HANG for u1.")
 	hanging(1, 0)

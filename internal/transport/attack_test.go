@@ -403,6 +403,21 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.UpdateMemoryBankConfig(ctx, &kiokuv1.UpdateMemoryBankConfigRequest{MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/a/memoryBankConfig", ManagedTopics: []string{"USER_PREFERENCES"}}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"managed_topics"}}})
 			return err
 		}, appLevelCode: denied},
+		// The webhooks' deliveries name the app's endpoints: app keys only.
+		kiokuv1connect.MemoryBankServiceListWebhookDeliveriesProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListWebhookDeliveries(ctx, &kiokuv1.ListWebhookDeliveriesRequest{Parent: "apps/a"})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListWebhookDeliveries(ctx, &kiokuv1.ListWebhookDeliveriesRequest{Parent: "apps/a"})
+			return err
+		}, appLevelCode: denied},
+		kiokuv1connect.MemoryBankServiceRedeliverWebhookProcedure: {owner: "app", allowed: []connect.Code{notFound}, victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.RedeliverWebhook(ctx, &kiokuv1.RedeliverWebhookRequest{Name: "apps/a/webhookDeliveries/00000000000000000001-000000000000"})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.RedeliverWebhook(ctx, &kiokuv1.RedeliverWebhookRequest{Name: "apps/a/webhookDeliveries/00000000000000000001-000000000000"})
+			return err
+		}, appLevelCode: denied},
 		kiokuv1connect.OperationServiceCancelOperationProcedure: {byID: true, allowed: []connect.Code{connect.CodeFailedPrecondition}, victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.CancelOperation(ctx, &kiokuv1.CancelOperationRequest{Name: annOp.GetName()})
 			return err

@@ -92,6 +92,13 @@ var (
 		v, ok := resource.MemoryBankConfig.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
 	}}
+	// webhookDeliveriesKind and webhookDeliveryKind are the app's webhook
+	// deliveries: its own, like the configuration that names the webhooks.
+	webhookDeliveriesKind = appKind(auth.AppWide)
+	webhookDeliveryKind   = &auth.Kind{Form: resource.WebhookDelivery.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.WebhookDelivery.Match(name)
+		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
+	}}
 )
 
 func appKind(owner auth.Owner) *auth.Kind {
@@ -167,6 +174,9 @@ var kiokuPolicy = auth.Policy{
 	// its schema id).
 	kiokuv1connect.MemoryBankServiceGetMemoryBankConfigProcedure:    {Access: auth.AppAdmin, Resources: []auth.Field{nameField("name", bankConfigKind)}},
 	kiokuv1connect.MemoryBankServiceUpdateMemoryBankConfigProcedure: {Access: auth.AppAdmin, Resources: []auth.Field{nameField("memory_bank_config.name", bankConfigKind)}},
+	// The webhooks' deliveries name the app's endpoints: app keys only.
+	kiokuv1connect.MemoryBankServiceListWebhookDeliveriesProcedure: {Access: auth.AppAdmin, Resources: []auth.Field{nameField("parent", webhookDeliveriesKind)}},
+	kiokuv1connect.MemoryBankServiceRedeliverWebhookProcedure:      {Access: auth.AppAdmin, Resources: []auth.Field{nameField("name", webhookDeliveryKind)}},
 
 	kiokuv1connect.OperationServiceGetOperationProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", operationKind)}},
 	kiokuv1connect.OperationServiceListOperationsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", operationsKind)}},

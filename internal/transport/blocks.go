@@ -112,10 +112,14 @@ func (h *BlockHandler) ListBlockRevisions(ctx context.Context, req *connect.Requ
 	}
 	out := &kiokuv1.ListBlockRevisionsResponse{NextPageToken: next}
 	for _, r := range revs {
-		out.BlockRevisions = append(out.BlockRevisions, &kiokuv1.BlockRevision{
+		pr := &kiokuv1.BlockRevision{
 			Name: r.Name(), Action: kiokuv1.BlockAction(r.Action), Value: r.Value, Description: r.Description,
 			Limit: int32(r.Limit), ReadOnly: r.ReadOnly, CreateTime: timestampOrNil(r.CreateTime),
-		})
+		}
+		for _, s := range r.Sources {
+			pr.Sources = append(pr.Sources, &kiokuv1.MemorySource{Session: s.Session, EventIds: s.EventIDs})
+		}
+		out.BlockRevisions = append(out.BlockRevisions, pr)
 	}
 	return connect.NewResponse(out), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
@@ -197,7 +198,7 @@ func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 	for _, ex := range c.Examples {
 		pe := &kiokuv1.GenerationExample{ExpectedFacts: ex.ExpectedFacts}
 		for _, e := range ex.Events {
-			ev, err := eventToProto(sessions.Key{}, e)
+			ev, err := eventToProto(sessiontype.Key{}, e)
 			if err != nil {
 				return nil, err
 			}
@@ -224,6 +225,17 @@ func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 		out.Retrieval = &kiokuv1.RetrievalConfig{Fusion: &kiokuv1.FusionConfig{
 			Method: fusionMethods[f.Method], DenseWeight: f.DenseWeight, LexicalWeight: f.LexicalWeight, RrfK: int32(f.RRFK),
 		}}
+	}
+	for _, w := range c.Webhooks {
+		pw := &kiokuv1.Webhook{Url: w.URL, Events: w.Events}
+		if w.OmitFact {
+			pw.IncludeFact = proto.Bool(false)
+		}
+		if w.SecretGenerated {
+			// Shown in the answer of the update that generated it, never again.
+			pw.Secret = w.Secret
+		}
+		out.Webhooks = append(out.Webhooks, pw)
 	}
 	var err error
 	out.ProfileSchemas, err = profileSchemasToProto(c.Profiles)
@@ -301,6 +313,9 @@ func bankConfigFromProto(app string, p *kiokuv1.MemoryBankConfig) (*appconfig.Co
 		}
 		c.Examples = append(c.Examples, e)
 	}
+	for _, w := range p.GetWebhooks() {
+		c.Webhooks = append(c.Webhooks, appconfig.Webhook{URL: w.GetUrl(), Secret: w.GetSecret(), Events: w.GetEvents(), OmitFact: w.IncludeFact != nil && !w.GetIncludeFact()})
+	}
 	c.Profiles, err = profileSchemasFromProto(p.GetProfileSchemas())
 	return c, err
 }
@@ -356,6 +371,12 @@ func operationToProto(op *workflow.Operation) (*kiokuv1.Operation, error) {
 				if r.Compaction, err = eventToProto(c.Session, c.Event); err != nil {
 					return nil, err
 				}
+			}
+			resp = r
+		case op.Rewrite != nil:
+			r := &kiokuv1.RewriteBlocksResponse{}
+			for _, b := range op.Rewrite.Blocks {
+				r.Blocks = append(r.Blocks, BlockToProto(b))
 			}
 			resp = r
 		default:

@@ -9,7 +9,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/content"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // mapToStruct converts a stored map to a Struct (nil for nil). Stored maps
@@ -52,7 +52,7 @@ func timestampOrNil(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-func sessionToProto(s *sessions.Session, events []*sessions.Event) (*kiokuv1.Session, error) {
+func sessionToProto(s *sessiontype.Session, events []*sessiontype.Event) (*kiokuv1.Session, error) {
 	state, err := mapToStruct("state", s.State)
 	if err != nil {
 		return nil, err
@@ -69,13 +69,13 @@ func sessionToProto(s *sessions.Session, events []*sessions.Event) (*kiokuv1.Ses
 	if !s.ExpireTime.IsZero() {
 		out.Expiration = &kiokuv1.Session_ExpireTime{ExpireTime: timestamppb.New(s.ExpireTime)}
 	}
-	if out.Events, err = convertAllOrErr(events, func(e *sessions.Event) (*kiokuv1.Event, error) { return eventToProto(s.Key, e) }); err != nil {
+	if out.Events, err = convertAllOrErr(events, func(e *sessiontype.Event) (*kiokuv1.Event, error) { return eventToProto(s.Key, e) }); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func eventToProto(k sessions.Key, e *sessions.Event) (*kiokuv1.Event, error) {
+func eventToProto(k sessiontype.Key, e *sessiontype.Event) (*kiokuv1.Event, error) {
 	var err error
 	out := &kiokuv1.Event{
 		Id:                 e.ID,
@@ -133,7 +133,7 @@ func eventToProto(k sessions.Key, e *sessions.Event) (*kiokuv1.Event, error) {
 
 // eventFromProto converts a request's event to the domain. Output-only
 // fields (name, sequence) are ignored.
-func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
+func eventFromProto(e *kiokuv1.Event) (*sessiontype.Event, error) {
 	if e == nil {
 		return nil, fault.Invalidf("event is required")
 	}
@@ -141,7 +141,7 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 	if err != nil {
 		return nil, fault.Invalidf("event.timestamp: %v", err)
 	}
-	out := &sessions.Event{
+	out := &sessiontype.Event{
 		ID:                 e.GetId(),
 		InvocationID:       e.GetInvocationId(),
 		Author:             e.GetAuthor(),
@@ -162,7 +162,7 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 		Extensions:         content.Map(e.GetExtensions()),
 	}
 	if a := e.GetActions(); a != nil {
-		out.Actions = sessions.Actions{
+		out.Actions = sessiontype.Actions{
 			StateDelta:        content.Map(a.GetStateDelta()),
 			ArtifactDelta:     a.GetArtifactDelta(),
 			TransferToAgent:   a.GetTransferToAgent(),
@@ -177,7 +177,7 @@ func eventFromProto(e *kiokuv1.Event) (*sessions.Event, error) {
 			if err != nil {
 				return nil, err
 			}
-			out.Actions.Compaction = &sessions.Compaction{
+			out.Actions.Compaction = &sessiontype.Compaction{
 				StartSequence: c.GetStartSequence(), EndSequence: c.GetEndSequence(), StartTime: start, EndTime: end,
 				Model: c.GetModel(), PromptVersion: c.GetPromptVersion(),
 			}

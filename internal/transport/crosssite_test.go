@@ -16,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // serveNode serves a fresh kioku on loopback, as kioku serve does, with
@@ -99,7 +100,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	if list, _, err := n.Sessions.ListSessions(ctx, sessions.ListSessionsRequest{App: "a"}); err != nil || len(list) != 0 {
 		t.Fatalf("sessions after the refused requests: %v, %v", list, err)
 	}
-	if st, err := n.Sessions.GetState(ctx, sessions.StateRef{App: "a"}); err != nil || len(st.State) != 0 {
+	if st, err := n.Sessions.GetState(ctx, sessiontype.StateRef{App: "a"}); err != nil || len(st.State) != 0 {
 		t.Fatalf("app state after the refused requests: %v, %v", st, err)
 	}
 

@@ -6,6 +6,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/kioku-ai/kioku/fault"
 )
@@ -53,7 +54,9 @@ func wireCode(err error) connect.Code {
 
 // toConnect turns a domain error into a Connect error with the right code;
 // a Connect error is returned as it is. An error about one request field
-// (fault.InvalidField) carries a google.rpc.BadRequest detail naming it.
+// (fault.InvalidField) carries a google.rpc.BadRequest detail naming it,
+// and one that says when to retry (fault.WithRetryDelay: a spent daily
+// quota, say) a google.rpc.RetryInfo.
 // Internal errors are logged with their detail (sampled: at most about ten
 // lines a second) and returned with it too:
 // kioku is self-hosted, and the operator reading the client's error is the
@@ -83,6 +86,11 @@ func toConnect(ctx context.Context, log *sampledLog, err error) error {
 		if d, derr := connect.NewErrorDetail(&errdetails.BadRequest{
 			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}},
 		}); derr == nil {
+			out.AddDetail(d)
+		}
+	}
+	if wait := fault.RetryDelayOf(err); wait > 0 {
+		if d, derr := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); derr == nil {
 			out.AddDetail(d)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -52,5 +53,14 @@ func TestErrorInterceptorMapsKindsAndFields(t *testing.T) {
 	if !ok || len(br.GetFieldViolations()) != 1 || br.GetFieldViolations()[0].GetField() != "event.author" ||
 		br.GetFieldViolations()[0].GetDescription() != "Required field is not set." {
 		t.Fatalf("detail = %v, want the field violation of event.author", v)
+	}
+
+	// A spent quota says when to retry.
+	got = call(fault.WithRetryDelay(fault.New(fault.ResourceExhausted, "quota spent"), 3*time.Hour))
+	if !errors.As(got, &ce) || ce.Code() != connect.CodeResourceExhausted || len(ce.Details()) != 1 {
+		t.Fatalf("a spent quota mapped to %v", got)
+	}
+	if v, err := ce.Details()[0].Value(); err != nil || v.(*errdetails.RetryInfo).GetRetryDelay().AsDuration() != 3*time.Hour {
+		t.Fatalf("detail = %v (%v), want a RetryInfo of 3h", v, err)
 	}
 }

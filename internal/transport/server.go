@@ -164,6 +164,10 @@ type Config struct {
 	// RateLimit is the rate limit of a key the key file gives none (see
 	// auth.RateLimit). Zero: no limit.
 	RateLimit auth.RateLimit
+	// RateShare, when set, is this server's share of every rate limit,
+	// which the servers of one store share (see auth.Options.Share). Nil:
+	// the limits are this server's alone.
+	RateShare auth.ShareSource
 
 	// KeyCheckInterval is how often an open stream checks that its key is
 	// still in force. Zero: 30 seconds; at most a minute.
@@ -398,6 +402,7 @@ func New(cfg Config) *Server {
 			Providers:        cfg.Identities,
 			SigningKeys:      cfg.SigningKeys,
 			DefaultRate:      cfg.RateLimit,
+			Share:            cfg.RateShare,
 			KeyCheckInterval: cfg.KeyCheckInterval,
 			Logger:           cfg.Logger,
 			Rejected: func(procedure, reason string) {

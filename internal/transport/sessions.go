@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // SessionHandler serves kioku.v1.SessionService over the session service
@@ -133,7 +134,7 @@ func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	out, err := convertAllOrErr(list, func(s *sessions.Session) (*kiokuv1.Session, error) { return sessionToProto(s, nil) })
+	out, err := convertAllOrErr(list, func(s *sessiontype.Session) (*kiokuv1.Session, error) { return sessionToProto(s, nil) })
 	return respond(&kiokuv1.ListSessionsResponse{Sessions: out, NextPageToken: next}, err)
 }
 
@@ -251,7 +252,7 @@ func (h *SessionHandler) AppendEvent(ctx context.Context, req *connect.Request[k
 // content (for a retry, the service has checked the content is the same)
 // plus the id, timestamp and sequence the store assigned, minus the "temp:"
 // keys of its state delta.
-func storedFromRequest(key sessions.Key, e *kiokuv1.Event, stored *sessions.Event) *kiokuv1.Event {
+func storedFromRequest(key sessiontype.Key, e *kiokuv1.Event, stored *sessiontype.Event) *kiokuv1.Event {
 	e.Id = stored.ID
 	e.Timestamp = timestampOrNil(stored.Timestamp)
 	e.Sequence = stored.Sequence
@@ -260,7 +261,7 @@ func storedFromRequest(key sessions.Key, e *kiokuv1.Event, stored *sessions.Even
 		e.Name = eventName(key, stored.ID)
 		if d := e.GetActions().GetStateDelta(); d != nil {
 			for k := range d.Fields {
-				if sessions.ScopeOf(k) == sessions.ScopeTemp {
+				if sessiontype.ScopeOf(k) == sessiontype.ScopeTemp {
 					delete(d.Fields, k)
 				}
 			}
@@ -302,11 +303,11 @@ func (h *SessionHandler) ListEvents(ctx context.Context, req *connect.Request[ki
 	if err != nil {
 		return nil, err
 	}
-	out, err := convertAllOrErr(events, func(e *sessions.Event) (*kiokuv1.Event, error) { return eventToProto(key, e) })
+	out, err := convertAllOrErr(events, func(e *sessiontype.Event) (*kiokuv1.Event, error) { return eventToProto(key, e) })
 	return respond(&kiokuv1.ListEventsResponse{Events: out, NextPageToken: next}, err)
 }
 
-func stateToProto(st *sessions.SharedState) (*kiokuv1.State, error) {
+func stateToProto(st *sessiontype.SharedState) (*kiokuv1.State, error) {
 	s, err := mapToStruct("state", st.State)
 	if err != nil {
 		return nil, err
@@ -363,7 +364,7 @@ func (h *SessionHandler) WatchSession(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return err
 	}
-	err = h.svc.Watch(ctx, key, req.Msg.AfterSequence, func(e *sessions.Event) error {
+	err = h.svc.Watch(ctx, key, req.Msg.AfterSequence, func(e *sessiontype.Event) error {
 		pe, err := eventToProto(key, e)
 		if err != nil {
 			return err
@@ -420,7 +421,7 @@ func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Reques
 		return nil, fault.New(fault.FailedPrecondition, "this server does not run operations, which CompactSession needs")
 	}
 	op, err := h.app.CompactSession(ctx, workflow.CompactRequest{
-		Session:    sessions.Key{App: appID, User: user, ID: id},
+		Session:    sessiontype.Key{App: appID, User: user, ID: id},
 		UpTo:       req.Msg.GetUpToSequence(),
 		KeepRecent: int(req.Msg.GetKeepRecentEvents()),
 	})

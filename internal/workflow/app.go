@@ -11,7 +11,9 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Config is what an App composes.
@@ -22,8 +24,16 @@ type Config struct {
 	// no memory files (DeleteUser then has none to remove).
 	Files *memoryfiles.Service
 	// Blocks is the core memory blocks' service; nil on a server that
-	// serves none (DeleteUser then has none to remove).
+	// serves none (DeleteUser then has none to remove, and no rewrite of
+	// blocks is queued).
 	Blocks *blocks.Service
+	// Generator is the model of the background rewrite of blocks
+	// (KindRewrite): the memory bank's generation model, the offline
+	// extractor included. Nil: no rewrite is queued.
+	Generator model.Generator
+	// AttemptTimeout bounds each attempt of a rewrite (jobs.Kind.Timeout).
+	// Default 15m.
+	AttemptTimeout time.Duration
 	// Jobs runs the operations; New registers the compaction of sessions
 	// on it (the memory bank registered its kinds when it was built on
 	// it).
@@ -40,14 +50,16 @@ type App struct {
 	memories *memorybank.Service
 	files    *memoryfiles.Service
 	blocks   *blocks.Service
+	gen      model.Generator
 	jobs     *jobs.Engine
 	cfg      Config
 	triggers *sessions.CompactionTriggers
 	wg       sync.WaitGroup
 }
 
-// New returns the App of the given services and registers the kinds of
-// operations it runs itself (KindCompact) on cfg.Jobs.
+// New returns the App of the given services, registers the kinds of
+// operations it runs itself (KindCompact, KindRewrite) on cfg.Jobs, and
+// has the memory bank's triggers queue the rewrite of blocks.
 func New(cfg Config) *App {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -55,8 +67,11 @@ func New(cfg Config) *App {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = time.Minute
 	}
-	a := &App{sessions: cfg.Sessions, memories: cfg.Memories, files: cfg.Files, blocks: cfg.Blocks, jobs: cfg.Jobs, cfg: cfg}
-	a.triggers = a.sessions.CompactionTriggers(a.compactionTrigger, func(ctx context.Context, key sessions.Key, keepRecent int) (string, error) {
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = 15 * time.Minute
+	}
+	a := &App{sessions: cfg.Sessions, memories: cfg.Memories, files: cfg.Files, blocks: cfg.Blocks, gen: cfg.Generator, jobs: cfg.Jobs, cfg: cfg}
+	a.triggers = a.sessions.CompactionTriggers(a.compactionTrigger, func(ctx context.Context, key sessiontype.Key, keepRecent int) (string, error) {
 		op, err := a.CompactSession(ctx, CompactRequest{Session: key, KeepRecent: keepRecent})
 		if err != nil {
 			return "", err
@@ -64,6 +79,8 @@ func New(cfg Config) *App {
 		return op.Name(), nil
 	})
 	a.registerCompaction()
+	a.registerRewrite()
+	a.memories.OnTrigger(a.rewriteTrigger)
 	return a
 }
 
@@ -107,7 +124,7 @@ func (a *App) Wait() { a.wg.Wait() }
 // leaves the session in place to retry. The session must exist (and be
 // the caller's) before anything is forgotten; with allowMissing a session
 // that does not exist is no error.
-func (a *App) DeleteSession(ctx context.Context, key sessions.Key, forgetMemories, allowMissing bool) error {
+func (a *App) DeleteSession(ctx context.Context, key sessiontype.Key, forgetMemories, allowMissing bool) error {
 	if forgetMemories {
 		if _, _, err := a.sessions.GetSession(ctx, key, sessions.GetSessionRequest{SkipEvents: true}); err != nil {
 			if fault.Is(err, fault.NotFound) && allowMissing {

@@ -21,6 +21,8 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // TestCompactionTriggers wires the session service, the memory bank and
@@ -29,12 +31,12 @@ import (
 // per-app compaction triggers: every N events since the last compaction
 // (recursively), and every M bytes.
 func TestCompactionTriggers(t *testing.T) {
-	stores := map[string]func(t *testing.T) (sessions.Store, memorybank.Store){
-		"sqlite": func(t *testing.T) (sessions.Store, memorybank.Store) {
+	stores := map[string]func(t *testing.T) (sessiondriver.Store, memorybank.Store){
+		"sqlite": func(t *testing.T) (sessiondriver.Store, memorybank.Store) {
 			db := sqlitetest.Open(t)
 			return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 		},
-		"firestore": func(t *testing.T) (sessions.Store, memorybank.Store) {
+		"firestore": func(t *testing.T) (sessiondriver.Store, memorybank.Store) {
 			c, _ := firestoretest.NewClient(t)
 			return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{})
 		},
@@ -47,7 +49,7 @@ func TestCompactionTriggers(t *testing.T) {
 	}
 }
 
-func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store) {
+func testCompactionTriggers(t *testing.T, ss sessiondriver.Store, ms memorybank.Store) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	gemini := modeltest.NewGemini(t)
@@ -105,16 +107,16 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	appendN := func(key sessions.Key, from, n int, text string) {
+	appendN := func(key sessiontype.Key, from, n int, text string) {
 		t.Helper()
 		for i := from; i < from+n; i++ {
-			if _, err := sess.AppendEvent(ctx, key, &sessions.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: text}}}}, nil); err != nil {
+			if _, err := sess.AppendEvent(ctx, key, &sessiontype.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: text}}}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			settled(key.App)
 		}
 	}
-	view := func(key sessions.Key) []*sessions.Event {
+	view := func(key sessiontype.Key) []*sessiontype.Event {
 		t.Helper()
 		_, events, err := sess.GetSession(ctx, key, sessions.GetSessionRequest{Compacted: true})
 		if err != nil {
@@ -124,7 +126,7 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	}
 
 	// Every 10 events since the last compaction.
-	key := sessions.Key{App: "count", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "count", User: "u", ID: "s"}
 	if _, err := sess.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func testCompactionTriggers(t *testing.T, ss sessions.Store, ms memorybank.Store
 	}
 
 	// Every 2000 bytes.
-	bkey := sessions.Key{App: "bytes", User: "u", ID: "s"}
+	bkey := sessiontype.Key{App: "bytes", User: "u", ID: "s"}
 	if _, err := sess.CreateSession(ctx, sessions.CreateSessionRequest{App: bkey.App, User: bkey.User, ID: bkey.ID}); err != nil {
 		t.Fatal(err)
 	}

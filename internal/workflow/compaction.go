@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Compacting a session is a session matter (sessions.Service.Compact
@@ -27,7 +28,7 @@ const KindCompact = "CompactSession"
 
 // CompactRequest is the input of CompactSession.
 type CompactRequest struct {
-	Session sessions.Key
+	Session sessiontype.Key
 	// UpTo and KeepRecent are sessions.CompactRequest's.
 	UpTo       int64
 	KeepRecent int
@@ -43,7 +44,7 @@ type Compaction struct {
 	// Event is the session's latest compaction (nil: nothing to compact,
 	// or not done yet); Created reports that the operation appended
 	// compaction events.
-	Event   *sessions.Event
+	Event   *sessiontype.Event
 	Created bool
 	// ModelCalls counts the summaries written, EventsProcessed the events
 	// summarised.
@@ -66,13 +67,13 @@ type compactResult struct {
 }
 
 type compactedRecord struct {
-	Event   *sessions.Event `json:"event,omitempty"` // sessions.Event's own stored form
-	Created bool            `json:"created,omitempty"`
+	Event   *sessiontype.Event `json:"event,omitempty"` // sessiontype.Event's own stored form
+	Created bool               `json:"created,omitempty"`
 }
 
 // compactionKey is the key of a session's compactions: they run one at a
 // time, and a key confined to the session's user reaches them.
-func compactionKey(key sessions.Key) string {
+func compactionKey(key sessiontype.Key) string {
 	return memorybank.Scope{memorybank.ScopeUser: key.User, "session": key.ID}.Key()
 }
 
@@ -160,7 +161,7 @@ func compactionOf(op *jobs.Operation) (*Compaction, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Compaction{CompactRequest: CompactRequest{Session: sessions.Key{App: app, User: user, ID: id}, UpTo: req.UpTo, KeepRecent: req.KeepRecent}}
+	c := &Compaction{CompactRequest: CompactRequest{Session: sessiontype.Key{App: app, User: user, ID: id}, UpTo: req.UpTo, KeepRecent: req.KeepRecent}}
 	var res compactResult
 	if err := decodeStrict(op.Result, &res); err != nil {
 		return nil, fmt.Errorf("decoding the result of operation %s: %w", op.Name(), err)

@@ -12,6 +12,10 @@
 //     the memory bank's configuration, and fired by package sessions'
 //     CompactionTriggers; redacted as the app's pii_redaction, also kept
 //     there, says;
+//   - the background rewrite of a user's core memory blocks as an
+//     operation (RewriteBlocks, kind KindRewrite, rewrite.go): queued when
+//     the memory bank's generation triggers fire for a session and the
+//     user has a block that is not read-only;
 //   - the operations of every kind as the API answers them (Operation:
 //     the engine's record with the request and result its domain decodes);
 //   - the background work (Start): the triggers that follow the appends,

@@ -10,7 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/golden"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/record"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // TestCompactionGolden: a compaction's stored form (the jobs engine's
@@ -20,11 +20,11 @@ import (
 // test ./internal/workflow -run Golden -update rewrites it).
 func TestCompactionGolden(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	ann := sessions.Key{App: "golden", User: "ann", ID: "s1"}
-	event := &sessions.Event{
+	ann := sessiontype.Key{App: "golden", User: "ann", ID: "s1"}
+	event := &sessiontype.Event{
 		ID: "kioku-compaction-40", InvocationID: "kioku-compaction-40", Author: "kioku", Timestamp: t0, Sequence: 41,
-		Content: &sessions.Content{Role: "model", Parts: []sessions.Part{{Text: "The user talked about tea."}}},
-		Actions: sessions.Actions{Compaction: &sessions.Compaction{StartSequence: 1, EndSequence: 40, StartTime: t0.Add(-time.Hour), EndTime: t0, Model: "gemini:gemini-test", PromptVersion: "kioku-compaction-v1"}},
+		Content: &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{{Text: "The user talked about tea."}}},
+		Actions: sessiontype.Actions{Compaction: &sessiontype.Compaction{StartSequence: 1, EndSequence: 40, StartTime: t0.Add(-time.Hour), EndTime: t0, Model: "gemini:gemini-test", PromptVersion: "kioku-compaction-v1"}},
 	}
 	want := &Compaction{CompactRequest: CompactRequest{Session: ann, UpTo: 40, KeepRecent: 10}, Event: event, Created: true, ModelCalls: 1, EventsProcessed: 40}
 	op := &jobs.Operation{

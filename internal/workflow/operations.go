@@ -17,6 +17,9 @@ type Operation struct {
 	Memory *memorybank.Job
 	// Compaction is a compaction's (KindCompact); nil for another kind.
 	Compaction *Compaction
+	// Rewrite is a rewrite of blocks' (KindRewrite); nil for another
+	// kind.
+	Rewrite *Rewrite
 }
 
 // Figures are what an operation's run counted, whatever its kind.
@@ -34,6 +37,8 @@ func (o *Operation) Figures() Figures {
 		return Figures{ModelCalls: m.ModelCalls, EventsProcessed: m.EventsProcessed, FactsExtracted: m.FactsExtracted, ExtractionTime: m.ExtractionTime, ConsolidationTime: m.Consolidation}
 	case o.Compaction != nil:
 		return Figures{ModelCalls: o.Compaction.ModelCalls, EventsProcessed: o.Compaction.EventsProcessed}
+	case o.Rewrite != nil:
+		return Figures{ModelCalls: o.Rewrite.ModelCalls, EventsProcessed: o.Rewrite.EventsProcessed}
 	}
 	return Figures{}
 }
@@ -45,6 +50,8 @@ func (a *App) View(op *jobs.Operation) (*Operation, error) {
 	switch op.Kind {
 	case KindCompact:
 		out.Compaction, err = compactionOf(op)
+	case KindRewrite:
+		out.Rewrite, err = rewriteOf(op)
 	default:
 		out.Memory, err = memorybank.JobOf(op)
 	}

@@ -184,6 +184,23 @@ func testCountPending(t *testing.T, h *harness) {
 			t.Errorf("CountPendingOfOwner(%s, %q, %d) = %d, %v; want %d", c.app, c.owner, c.limit, n, err, c.n)
 		}
 	}
+
+	// Running ones are counted apart, whoever holds them.
+	more := h.newOp("app1", "o1", "u1/b")
+	if _, err := h.claimAs(more, "other-worker", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		app, owner string
+		limit, n   int
+	}{{"app1", "u1", 100, 2}, {"app1", "u1", 1, 1}, {"app1", "u2", 100, 0}, {"app2", "u1", 100, 0}} {
+		if n, err := h.store.CountRunningOfOwner(h.ctx, c.app, c.owner, c.limit); err != nil || n != c.n {
+			t.Errorf("CountRunningOfOwner(%s, %q, %d) = %d, %v; want %d", c.app, c.owner, c.limit, n, err, c.n)
+		}
+	}
+	if n, err := h.store.CountPendingOfOwner(h.ctx, "app1", "u1", 100); err != nil || n != 1 {
+		t.Errorf("CountPendingOfOwner(app1, u1) after a second claim = %d, %v; want 1", n, err)
+	}
 }
 
 // testUpdateExpectations: an update applies only if its operation is as

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The managed memory topics.
@@ -44,7 +45,7 @@ type CustomTopic struct {
 
 // Example is a few-shot example for extraction.
 type Example struct {
-	Events        []*sessions.Event
+	Events        []*sessiontype.Event
 	ExpectedFacts []string
 }
 
@@ -87,9 +88,34 @@ type Config struct {
 	PIIRedaction Redaction
 	// Profiles are the app's structured profile schemas (package
 	// profile): generation fills one profile per schema and scope.
-	Profiles   []profile.Schema
+	Profiles []profile.Schema
+	// Webhooks are the app's webhook endpoints (package memorybank
+	// validates them; internal/webhooks delivers their events).
+	Webhooks   []Webhook
 	UpdateTime time.Time
 }
+
+// Webhook is an endpoint told of the app's events.
+type Webhook struct {
+	URL string
+	// Secret is the signing secret, "whsec_" and base64 of its bytes.
+	Secret string
+	// Events are the event types sent (memorybank's Event* names).
+	Events []string
+	// OmitFact sends memory events with the memory's name only (the API's
+	// include_fact false).
+	OmitFact bool
+	// CreateTime is when the webhook (its URL) was added: it is sent the
+	// events of the changes committed from then on.
+	CreateTime time.Time
+	// SecretGenerated marks a secret the update that returned this
+	// configuration generated: that answer shows it, the only time it is
+	// shown. It is not stored.
+	SecretGenerated bool
+}
+
+// Wants reports whether the webhook takes events of a type.
+func (w *Webhook) Wants(event string) bool { return slices.Contains(w.Events, event) }
 
 // Topics returns the topics extraction may use: label → description.
 func (c *Config) Topics() (labels []string, descriptions map[string]string) {

@@ -15,7 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Generation: direct facts, events and sessions, extraction,
@@ -72,7 +72,7 @@ func testDirectFactsWithoutModel(t *testing.T, h *harness) {
 }
 
 func testDirectFactsSource(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "chat-1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "chat-1"}
 	op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
 		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user's cat is called Miso."}},
 		FactsSession: &key, FactsEventIDs: []string{"e-7"},
@@ -91,7 +91,7 @@ func testDirectFactsSource(t *testing.T, h *harness) {
 		t.Fatalf("sources = %+v, want %+v", m.Sources, want)
 	}
 
-	other := sessions.Key{App: "app2", User: "u1", ID: "chat-1"}
+	other := sessiontype.Key{App: "app2", User: "u1", ID: "chat-1"}
 	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
 		App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "x"}}, FactsSession: &other,
 	})
@@ -103,13 +103,13 @@ func testDirectFactsSource(t *testing.T, h *harness) {
 }
 
 func testEventsNeedAModel(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	_, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
 	wantKind(t, "session source without a model", err, fault.FailedPrecondition)
 	if !strings.Contains(err.Error(), "--model-provider") {
 		t.Fatalf("error %q does not name the settings", err)
 	}
-	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: []*sessions.Event{{Author: "user"}}})
+	_, err = h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: []*sessiontype.Event{{Author: "user"}}})
 	wantKind(t, "inline events without a model", err, fault.FailedPrecondition)
 }
 
@@ -134,7 +134,7 @@ func extractionOf(n int, facts ...string) map[string]any {
 }
 
 func testGenerateFromSession(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I love hiking in the Alps.", "Also, call me Kim.")
 	h.gemini.ReplyJSON(extraction("The user loves hiking in the Alps.", "The user wants to be called Kim."))
 	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
@@ -197,7 +197,7 @@ func testGenerateFromSession(t *testing.T, h *harness) {
 // for relative dates resolved against them; a later statement that updates
 // the memory restates it.
 func testTimesFromSession(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	events := h.sess.Append(key, "I adopted a puppy.", "That was last Tuesday, her name is Luna.", "Unrelated chat.")
 	h.gemini.ReplyJSON(map[string]any{"facts": []any{
 		map[string]any{"fact": "The user adopted a puppy named Luna on 2025-12-30.", "topic": "USER_PERSONAL_INFO", "events": []int{1, 2}, "date": "2025-12-30"},
@@ -244,7 +244,7 @@ func testTimesFromSession(t *testing.T, h *harness) {
 func testConsolidationActions(t *testing.T, h *harness) {
 	tea := h.create("The user drinks coffee every morning.", user1)
 	dog := h.create("The user has a dog named Rex.", user1)
-	events := []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I switched from coffee to tea. Rex says hi. I have a dog named Rex."}}}}}
+	events := []*sessiontype.Event{{ID: "x1", Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I switched from coffee to tea. Rex says hi. I have a dog named Rex."}}}}}
 	h.gemini.ReplyJSON(extractionOf(1, "The user now drinks tea instead of coffee.", "The user has a dog named Rex.", "The user lives near a park."))
 	// The consolidation reply names memories by the numbers the prompt shows.
 	h.gemini.SetResponder(func(c modeltest.Call) modeltest.Reply {
@@ -305,7 +305,7 @@ func testDisableConsolidationAndAllowedTopics(t *testing.T, h *harness) {
 	}})
 	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{
 		App: "app1", Scope: user1, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"},
-		Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I'm 30 and love jazz"}}}}},
+		Events: []*sessiontype.Event{{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I'm 30 and love jazz"}}}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +325,7 @@ func testDisableConsolidationAndAllowedTopics(t *testing.T, h *harness) {
 }
 
 func testTransientFailureRetried(t *testing.T, h *harness) {
-	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I play the violin."}}}}}
+	ev := []*sessiontype.Event{{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I play the violin."}}}}}
 	// Every HTTP attempt of the first operation attempt fails; the second
 	// operation attempt succeeds.
 	for range modeltest.FastRetry.Attempts {
@@ -387,7 +387,7 @@ func jsonText(v any) string {
 // was wrong.
 func testModelTrouble(t *testing.T, h *harness) {
 	h.create("The user has a bike.", user1)
-	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I sold my bike and bought a car."}}}}}
+	ev := []*sessiontype.Event{{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I sold my bike and bought a car."}}}}}
 	fact := func(f string, events ...int) map[string]any {
 		return map[string]any{"fact": f, "topic": "USER_PERSONAL_INFO", "events": events}
 	}
@@ -458,7 +458,7 @@ func testModelTrouble(t *testing.T, h *harness) {
 // the events are then processed. An operation that failed for good leaves
 // them to the next generation.
 func testModelRecovers(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I play the oboe.", "My sister is called Mei.")
 	good := map[string]any{"facts": []any{
 		map[string]any{"fact": "The user plays the oboe.", "topic": "USER_PREFERENCES", "events": []int{1}},
@@ -499,7 +499,7 @@ func testModelRecovers(t *testing.T, h *harness) {
 		}
 	}
 	// Within one operation: a refused reply, then a good one.
-	other := sessions.Key{App: "app1", User: "u2", ID: "s2"}
+	other := sessiontype.Key{App: "app1", User: "u2", ID: "s2"}
 	h.sess.Append(other, "I live in Oslo.")
 	h.gemini.ReplyText(`{}`, `{"facts":[{"fact":"The user lives in Oslo.","topic":"USER_PERSONAL_INFO","events":[1]}]}`)
 	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &other})
@@ -523,7 +523,7 @@ func testModelRecovers(t *testing.T, h *harness) {
 // candidate fact that led to it, not every fact of the run (whose
 // revisions then grew with the square of its facts).
 func testRevisionsRecordTheirFact(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	var texts, facts []string
 	for i := range 40 {
 		texts = append(texts, fmt.Sprintf("My locker number %d is blue.", i))
@@ -551,7 +551,7 @@ func testRevisionsRecordTheirFact(t *testing.T, h *harness) {
 // created or updated by consolidation, has that session among its sources,
 // so that forgetting the session finds and deletes them all.
 func testGeneratedMemoriesForgotten(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I keep two cats.", "I work as a nurse.")
 	h.gemini.ReplyJSON(map[string]any{"facts": []any{
 		map[string]any{"fact": "The user keeps two cats.", "topic": "USER_PERSONAL_INFO", "events": []int{1}},
@@ -600,7 +600,7 @@ func testGeneratedMemoriesForgotten(t *testing.T, h *harness) {
 // attempt at once, and the operation is retried no earlier than the model
 // asked.
 func testRateLimited(t *testing.T, h *harness) {
-	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I play the harp."}}}}}
+	ev := []*sessiontype.Event{{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I play the harp."}}}}}
 	h.gemini.Reply(modeltest.Reply{Status: 429, RetryAfter: "90"})
 	h.gemini.ReplyJSON(extraction("The user plays the harp."))
 	op := h.generateNow(t, &memorybank.GenerateRequest{App: "app1", Scope: user1, Events: ev})

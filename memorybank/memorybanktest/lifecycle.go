@@ -15,14 +15,15 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // What happens to memories over time: forgetting, purging, expiry, the
 // configuration, triggers and re-embedding.
 
 func testForgetSession(t *testing.T, h *harness) {
-	s1 := sessions.Key{App: "app1", User: "u1", ID: "s1"}
-	s2 := sessions.Key{App: "app1", User: "u1", ID: "s2"}
+	s1 := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
+	s2 := sessiontype.Key{App: "app1", User: "u1", ID: "s2"}
 	h.sess.Append(s1, "I was born in Lyon.", "I like cheese.")
 	h.gemini.ReplyJSON(map[string]any{"facts": []any{
 		map[string]any{"fact": "The user was born in Lyon.", "topic": "USER_PERSONAL_INFO", "events": []int{1}},
@@ -134,7 +135,7 @@ func testConfig(t *testing.T, h *harness) {
 	_, err = h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1",
 		ManagedTopics: []string{"USER_PREFERENCES"},
 		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples:      []appconfig.Example{{Events: []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hi"}}}}}, ExpectedFacts: nil}},
+		Examples:      []appconfig.Example{{Events: []*sessiontype.Event{{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "hi"}}}}}, ExpectedFacts: nil}},
 		Trigger:       appconfig.Trigger{EventCount: 4},
 	}, nil)
 	if err != nil {
@@ -163,7 +164,7 @@ func testConfig(t *testing.T, h *harness) {
 	_, err = h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1"}, []string{"nope"})
 	wantKind(t, "bad mask", err, fault.Invalid)
 	// The custom topic and the example reach the extraction prompt.
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "We fly to Lisbon in May.")
 	h.gemini.ReplyJSON(map[string]any{"facts": []any{map[string]any{"fact": "The user flies to Lisbon in May.", "topic": "TRAVEL", "events": []int{1}}}})
 	op, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
@@ -181,7 +182,7 @@ func testTriggers(t *testing.T, h *harness) {
 	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Trigger: appconfig.Trigger{EventCount: 3}}, []string{"generation_trigger"}); err != nil {
 		t.Fatal(err)
 	}
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	evs := h.sess.Append(key, "one", "two", "three", "four")
 	for _, e := range evs[:2] {
 		h.appended(h.svc, key, e.Sequence)
@@ -228,14 +229,14 @@ func testIdleTrigger(t *testing.T, h *harness) {
 		return list
 	}
 	// A session idle since before the trigger existed is left alone.
-	before := sessions.Key{App: "app1", User: "u1", ID: "before"}
+	before := sessiontype.Key{App: "app1", User: "u1", ID: "before"}
 	h.sess.Append(before, "old news")
 	h.clock.Advance(time.Hour)
 	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Trigger: appconfig.Trigger{IdleDuration: time.Minute}}, []string{"generation_trigger"}); err != nil {
 		t.Fatal(err)
 	}
 
-	s1 := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	s1 := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	for _, e := range h.sess.Append(s1, "one", "two") {
 		h.appended(h.svc, s1, e.Sequence)
 	}
@@ -253,7 +254,7 @@ func testIdleTrigger(t *testing.T, h *harness) {
 	// s2 is appended, then its server stops before the timer fires. A new
 	// server knows nothing of it until RecoverIdle re-arms it from the
 	// stores; s1, already processed, is not re-armed.
-	s2 := sessions.Key{App: "app1", User: "u2", ID: "s2"}
+	s2 := sessiontype.Key{App: "app1", User: "u2", ID: "s2"}
 	for _, e := range h.sess.Append(s2, "three") {
 		h.appended(h.svc, s2, e.Sequence)
 	}

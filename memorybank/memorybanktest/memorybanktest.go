@@ -14,7 +14,8 @@
 // user, structured profiles (schemas, per-field generation and
 // consolidation, RetrieveProfiles), and the change feed (each committed
 // change once, in order, with dense cursors; nothing for a failed Write;
-// retention; a watcher woken by a write). The engine's own contract
+// retention; a watcher woken by a write), and the apps' usage per day
+// with the quotas enforced on it. The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
 package memorybanktest
 
@@ -36,6 +37,7 @@ import (
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Run runs the conformance suite, each case on an empty store of its own
@@ -101,6 +103,10 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "ChangeFeedAtomic", Run: testChangeFeedAtomic},
 		{Name: "ChangeRetention", Run: testChangeRetention},
 		{Name: "WatchChanges", Run: testWatchChanges},
+		{Name: "WebhookConfig", Run: testWebhookConfig},
+		{Name: "WebhookDeliveries", Run: testWebhookDeliveries},
+		{Name: "Usage", Run: testUsage},
+		{Name: "Quotas", Run: testQuotas},
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))
@@ -114,32 +120,32 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 type FakeSessions struct {
 	Now     func() time.Time
 	mu      sync.Mutex
-	events  map[string][]*sessions.Event
-	updated map[string]*sessions.Session
+	events  map[string][]*sessiontype.Event
+	updated map[string]*sessiontype.Session
 }
 
 // Append adds events to a session, numbering them.
-func (f *FakeSessions) Append(key sessions.Key, texts ...string) []*sessions.Event {
+func (f *FakeSessions) Append(key sessiontype.Key, texts ...string) []*sessiontype.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.events == nil {
-		f.events = map[string][]*sessions.Event{}
+		f.events = map[string][]*sessiontype.Event{}
 	}
-	var out []*sessions.Event
+	var out []*sessiontype.Event
 	for _, t := range texts {
 		list := f.events[key.Name()]
-		e := &sessions.Event{
+		e := &sessiontype.Event{
 			ID: fmt.Sprintf("e%d", len(list)+1), Author: "user", Sequence: int64(len(list) + 1),
-			Content:   &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: t}}},
+			Content:   &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: t}}},
 			Timestamp: time.Date(2026, 1, 1, 0, len(list), 0, 0, time.UTC),
 		}
 		f.events[key.Name()] = append(list, e)
 		out = append(out, e)
 	}
 	if f.updated == nil {
-		f.updated = map[string]*sessions.Session{}
+		f.updated = map[string]*sessiontype.Session{}
 	}
-	ss := &sessions.Session{Key: key, LastSequence: int64(len(f.events[key.Name()]))}
+	ss := &sessiontype.Session{Key: key, LastSequence: int64(len(f.events[key.Name()]))}
 	if f.Now != nil {
 		ss.UpdateTime = f.Now()
 	}
@@ -149,29 +155,29 @@ func (f *FakeSessions) Append(key sessions.Key, texts ...string) []*sessions.Eve
 
 // ListSessions implements memorybank.SessionReader: one page of the app's
 // (or user's) sessions, most recently updated first.
-func (f *FakeSessions) ListSessions(_ context.Context, r sessions.ListSessionsRequest) ([]*sessions.Session, string, error) {
+func (f *FakeSessions) ListSessions(_ context.Context, r sessions.ListSessionsRequest) ([]*sessiontype.Session, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*sessions.Session
+	var out []*sessiontype.Session
 	for _, ss := range f.updated {
 		if ss.App == r.App && (r.User == "" || ss.User == r.User) {
 			c := *ss
 			out = append(out, &c)
 		}
 	}
-	slices.SortFunc(out, func(a, b *sessions.Session) int { return b.UpdateTime.Compare(a.UpdateTime) })
+	slices.SortFunc(out, func(a, b *sessiontype.Session) int { return b.UpdateTime.Compare(a.UpdateTime) })
 	return out, "", nil
 }
 
 // EventsAfter implements memorybank.SessionReader.
-func (f *FakeSessions) EventsAfter(_ context.Context, key sessions.Key, after int64, _, _ time.Time, limit int) ([]*sessions.Event, error) {
+func (f *FakeSessions) EventsAfter(_ context.Context, key sessiontype.Key, after int64, _, _ time.Time, limit int) ([]*sessiontype.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	list, ok := f.events[key.Name()]
 	if !ok {
 		return nil, fault.NotFoundf("session %s not found", key.Name())
 	}
-	var out []*sessions.Event
+	var out []*sessiontype.Event
 	for _, e := range list {
 		if e.Sequence > after && len(out) < limit {
 			out = append(out, e)
@@ -335,7 +341,7 @@ func (h *harness) drain(svc *Worker) int {
 }
 
 // appended tells svc of an append, as package sessions does.
-func (h *harness) appended(svc *Worker, key sessions.Key, seq int64) {
+func (h *harness) appended(svc *Worker, key sessiontype.Key, seq int64) {
 	svc.Observe(h.ctx, sessions.Notice{Key: key, Sequence: seq, Appends: 1})
 }
 

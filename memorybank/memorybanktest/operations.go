@@ -17,7 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The memory bank's operations on the jobs engine: leases and
@@ -261,7 +261,7 @@ func testQueue(t *testing.T, h *harness) {
 // which says "I keep bees.", with the model blocked (see blockModel).
 func (h *harness) blockedGeneration(t *testing.T) (op *Operation, started <-chan struct{}, release func()) {
 	t.Helper()
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I keep bees.")
 	started, release = h.blockModel()
 	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
@@ -367,7 +367,7 @@ func testHeartbeat(t *testing.T, h *harness) {
 func testCoalescing(t *testing.T, h *harness) {
 	var ops []*Operation
 	for i := range 3 {
-		key := sessions.Key{App: "app1", User: "u1", ID: fmt.Sprintf("s%d", i)}
+		key := sessiontype.Key{App: "app1", User: "u1", ID: fmt.Sprintf("s%d", i)}
 		h.sess.Append(key, fmt.Sprintf("My favourite number is %d.", i))
 		op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
 		if err != nil {
@@ -439,7 +439,7 @@ func testOperations(t *testing.T, h *harness) {
 // scope names them, or, for a generation, when it reads one of their
 // sessions or records one as its facts' source.
 func testOperationsOfAUser(t *testing.T, h *harness) {
-	ann := sessions.Key{App: "app1", User: "ann", ID: "s1"}
+	ann := sessiontype.Key{App: "app1", User: "ann", ID: "s1"}
 	h.sess.Append(ann, "I sing.")
 	byScope, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"user_id": "ann", "agent": "a"}, Facts: []memorybank.DirectFact{{Fact: "x"}}})
 	if err != nil {
@@ -485,7 +485,7 @@ func testOperationsOfAUser(t *testing.T, h *harness) {
 // and those with other options or another kind of input run apart, each
 // with its own result.
 func testGenerationGroups(t *testing.T, h *harness) {
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I collect stamps.")
 	events, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
 	if err != nil {

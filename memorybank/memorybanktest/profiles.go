@@ -15,7 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Structured profiles: schemas in the configuration, fields filled by the
@@ -194,7 +194,7 @@ func testProfileSchemaConfig(t *testing.T, h *harness) {
 // return it only when asked for profile memories.
 func testProfileGeneration(t *testing.T, h *harness) {
 	h.withProfile()
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I prefer Python for everything, and I have a cat called Miso.")
 	h.gemini.ReplyJSON(profileReply(map[string]any{"preferred_language": "Python", "tone": nil},
 		map[string]any{"fact": "The user prefers Python.", "topic": "USER_PREFERENCES", "events": []int{1}},
@@ -278,7 +278,7 @@ func testProfileGeneration(t *testing.T, h *harness) {
 // deleting its memory clears it.
 func testProfileContradiction(t *testing.T, h *harness) {
 	h.withProfile()
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "I prefer Python and short answers.")
 	h.gemini.ReplyJSON(profileReply(map[string]any{"preferred_language": "Python", "tone": "Succinct"}))
 	first, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
@@ -321,7 +321,7 @@ func testProfileContradiction(t *testing.T, h *harness) {
 	}
 
 	// The same value from another session: a new source, no new value.
-	other := sessions.Key{App: "app1", User: "u1", ID: "s2"}
+	other := sessiontype.Key{App: "app1", User: "u1", ID: "s2"}
 	h.sess.Append(other, "I write go every day.")
 	h.gemini.ReplyJSON(profileReply(map[string]any{"preferred_language": "go"}))
 	third, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &other})
@@ -369,7 +369,7 @@ func testProfileContradiction(t *testing.T, h *harness) {
 // schema limited to scope keys the scope lacks is not asked for.
 func testProfileRepliesChecked(t *testing.T, h *harness) {
 	h.withProfile()
-	ev := []*sessions.Event{{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "I prefer Python."}}}}}
+	ev := []*sessiontype.Event{{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I prefer Python."}}}}}
 	field := func(v any, events ...int) map[string]any { return map[string]any{"value": v, "events": events} }
 	for _, tc := range []struct {
 		name  string
@@ -429,7 +429,7 @@ func testProfileRepliesChecked(t *testing.T, h *harness) {
 func testProfileLifecycle(t *testing.T, h *harness) {
 	h.withProfile()
 	offline := h.service("worker-offline", model.OfflineExtractor{})
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "My preferred language is Python. I have a dog called Rex.")
 	op, err := offline.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
 	if err != nil {
@@ -491,7 +491,7 @@ func testProfileRedacted(t *testing.T, h *harness) {
 	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: []profile.Schema{*ps}, PIIRedaction: appconfig.Redaction{Enabled: true}}, []string{"pii_redaction"}); err != nil {
 		t.Fatal(err)
 	}
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "Write to me in Python at ann@example.com, succinctly.")
 	h.gemini.ReplyJSON(profileReply(map[string]any{"preferred_language": "Python (ann@example.com)", "tone": "succinct"}))
 	op, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})

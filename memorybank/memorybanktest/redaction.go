@@ -14,7 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // secrets are the personal data of testPIIRedaction; none may reach the
@@ -59,7 +59,7 @@ func testPIIRedaction(t *testing.T, h *harness) {
 	}
 
 	// ...and the model, through the real client, is sent placeholders.
-	key := sessions.Key{App: "app1", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "app1", User: "u1", ID: "s1"}
 	h.sess.Append(key, "My email is ann@example.com and my phone is +81 90-1234-5678.", "Pay with 4111 1111 1111 1111; my badge is EMP-123456.")
 	// A model may still write personal data back (from elsewhere, or by
 	// making it up): its facts are redacted before they are stored.

@@ -11,7 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The formats of an operation's stored form: 3 is the jobs engine's
@@ -151,16 +151,16 @@ type operationV1 struct {
 	State    int
 	ScopeKey string
 	Generate *struct {
-		Scope                memorybank.Scope  `json:"scope"`
-		Session              *keyV1            `json:"session"`
-		From                 time.Time         `json:"from"`
-		To                   time.Time         `json:"to"`
-		Events               []*sessions.Event `json:"events"`
-		Facts                []factV1          `json:"facts"`
-		FactsSession         *keyV1            `json:"facts_session"`
-		FactsEventIDs        []string          `json:"facts_event_ids"`
-		DisableConsolidation bool              `json:"disable_consolidation"`
-		AllowedTopics        []string          `json:"allowed_topics"`
+		Scope                memorybank.Scope     `json:"scope"`
+		Session              *keyV1               `json:"session"`
+		From                 time.Time            `json:"from"`
+		To                   time.Time            `json:"to"`
+		Events               []*sessiontype.Event `json:"events"`
+		Facts                []factV1             `json:"facts"`
+		FactsSession         *keyV1               `json:"facts_session"`
+		FactsEventIDs        []string             `json:"facts_event_ids"`
+		DisableConsolidation bool                 `json:"disable_consolidation"`
+		AllowedTopics        []string             `json:"allowed_topics"`
 	}
 	Purge *struct {
 		Scope  memorybank.Scope `json:"scope,omitempty"`
@@ -209,7 +209,7 @@ func (k *keyV1) name() string {
 	if k == nil {
 		return ""
 	}
-	return sessions.Key{App: k.App, User: k.User, ID: k.ID}.Name()
+	return sessiontype.Key{App: k.App, User: k.User, ID: k.ID}.Name()
 }
 
 // object is a JSON object being built: set leaves out the zero values, as

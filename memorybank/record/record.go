@@ -31,6 +31,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // actionName returns the stored name of an action (Action.String), false
@@ -230,7 +231,18 @@ type configRecord struct {
 	Compaction    compactionRecord `json:"compaction,omitzero"`
 	PII           piiRecord        `json:"pii_redaction,omitzero"`
 	Profiles      []profileRecord  `json:"profiles,omitempty"`
+	Webhooks      []webhookRecord  `json:"webhooks,omitempty"`
 	UpdateTime    time.Time        `json:"update_time,omitzero"`
+}
+
+// webhookRecord is the stored form of an appconfig.Webhook (its secret
+// sealed with the rest of the configuration when the store seals).
+type webhookRecord struct {
+	URL      string   `json:"url"`
+	Secret   string   `json:"secret"`
+	Events   []string `json:"events"`
+	OmitFact bool     `json:"omit_fact,omitempty"`
+	CreateNS int64    `json:"create_ns"`
 }
 
 // piiRecord is the stored form of appconfig.Redaction (absent: off, no rules),
@@ -286,8 +298,8 @@ type topicRecord struct {
 }
 
 type exampleRecord struct {
-	Events        []*sessions.Event `json:"events"`
-	ExpectedFacts []string          `json:"expected_facts"`
+	Events        []*sessiontype.Event `json:"events"`
+	ExpectedFacts []string             `json:"expected_facts"`
 }
 
 type triggerRecord struct {
@@ -327,6 +339,9 @@ func MarshalConfig(c *appconfig.Config) ([]byte, error) {
 		}
 		r.Profiles = append(r.Profiles, pr)
 	}
+	for _, w := range c.Webhooks {
+		r.Webhooks = append(r.Webhooks, webhookRecord{URL: w.URL, Secret: w.Secret, Events: w.Events, OmitFact: w.OmitFact, CreateNS: unixnano.From(w.CreateTime)})
+	}
 	return json.Marshal(r)
 }
 
@@ -365,6 +380,9 @@ func UnmarshalConfig(app string, body []byte) (*appconfig.Config, error) {
 			p.Fields = append(p.Fields, profile.FieldSchema(f))
 		}
 		c.Profiles = append(c.Profiles, p)
+	}
+	for _, w := range r.Webhooks {
+		c.Webhooks = append(c.Webhooks, appconfig.Webhook{URL: w.URL, Secret: w.Secret, Events: w.Events, OmitFact: w.OmitFact, CreateTime: unixnano.Time(w.CreateNS)})
 	}
 	return c, nil
 }

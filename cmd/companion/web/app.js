@@ -176,6 +176,38 @@ async function loadMemories() {
   }
 }
 
+// loadBlocks shows Hana's core memory: the app's persona block and the
+// user's human block, which kioku rewrites once a day's session is idle.
+async function loadBlocks() {
+  const { blocks } = await api("GET", "/api/blocks");
+  const ul = $("blocks");
+  ul.replaceChildren();
+  for (const b of blocks) {
+    const li = document.createElement("li");
+    li.dataset.label = b.label;
+    const head = document.createElement("div");
+    head.className = "label";
+    head.textContent = `${b.label} · ${b.owner === "app" ? "shared by the app" : "yours"}${b.read_only ? " · read-only" : ""}`;
+    const value = document.createElement("div");
+    value.className = "value";
+    value.textContent = b.value || "(empty)";
+    const meta = document.createElement("div");
+    meta.className = "source";
+    const from = b.from.length ? ` from ${b.from.join(", ")}` : "";
+    meta.textContent = `revision ${b.revision}, ${b.change}${from} · ${b.chars}/${b.limit} characters`;
+    li.append(head, value, meta);
+    ul.append(li);
+  }
+}
+
+// blocksTimer refreshes the core memory panel while signed in, so that
+// the background rewrite shows without a turn.
+let blocksTimer = null;
+function watchBlocks(on) {
+  clearInterval(blocksTimer);
+  blocksTimer = on ? setInterval(() => loadBlocks().catch(() => {}), 2000) : null;
+}
+
 function setBusy(busy) {
   for (const id of ["send", "message", "new-day"]) $(id).disabled = busy;
   $("busy").hidden = !busy;
@@ -196,6 +228,7 @@ async function runTurn(path, body) {
     showView(res.view);
     fillDL($("state-temp"), res.temp);
     await loadMemories();
+    await loadBlocks();
   } catch (err) {
     if (err.status === 401) return start();
     showError(err);
@@ -268,6 +301,7 @@ async function start() {
     v = await api("GET", "/api/me");
   } catch (err) {
     if (err.status !== 401) return showError(err);
+    watchBlocks(false);
     $("main").hidden = true;
     $("who").hidden = true;
     $("signin").hidden = false;
@@ -281,6 +315,8 @@ async function start() {
   showAffinity(v.affinity, 0);
   fillDL($("state-temp"), {});
   await loadMemories();
+  await loadBlocks();
+  watchBlocks(true);
   if (!v.session) await runTurn("/api/day", { local_time: localTime() });
   await showDirect(v.user).catch(showError);
   if (!v.session) return;

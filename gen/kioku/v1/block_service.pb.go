@@ -36,6 +36,10 @@ const (
 	BlockAction_BLOCK_ACTION_APPENDED BlockAction = 2
 	// ReplaceInBlock replaced text in its value.
 	BlockAction_BLOCK_ACTION_REPLACED BlockAction = 3
+	// The background rewrite (an operation of method RewriteBlocks, queued
+	// when the memory bank's generation triggers fire for a session)
+	// replaced its value from the session's events.
+	BlockAction_BLOCK_ACTION_REWRITTEN BlockAction = 4
 )
 
 // Enum value maps for BlockAction.
@@ -45,12 +49,14 @@ var (
 		1: "BLOCK_ACTION_UPDATED",
 		2: "BLOCK_ACTION_APPENDED",
 		3: "BLOCK_ACTION_REPLACED",
+		4: "BLOCK_ACTION_REWRITTEN",
 	}
 	BlockAction_value = map[string]int32{
 		"BLOCK_ACTION_UNSPECIFIED": 0,
 		"BLOCK_ACTION_UPDATED":     1,
 		"BLOCK_ACTION_APPENDED":    2,
 		"BLOCK_ACTION_REPLACED":    3,
+		"BLOCK_ACTION_REWRITTEN":   4,
 	}
 )
 
@@ -222,7 +228,10 @@ type BlockRevision struct {
 	// Its read_only after the change.
 	ReadOnly bool `protobuf:"varint,6,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
 	// When the change was made.
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// For BLOCK_ACTION_REWRITTEN: the sessions, and their events, the
+	// rewrite read. Empty for the other actions.
+	Sources       []*MemorySource `protobuf:"bytes,8,rep,name=sources,proto3" json:"sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -306,6 +315,61 @@ func (x *BlockRevision) GetCreateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *BlockRevision) GetSources() []*MemorySource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+// The response of a RewriteBlocks operation: the user's blocks the
+// background rewrite changed, as it left them (empty when none needed a
+// change).
+type RewriteBlocksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The blocks rewritten.
+	Blocks        []*Block `protobuf:"bytes,1,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewriteBlocksResponse) Reset() {
+	*x = RewriteBlocksResponse{}
+	mi := &file_kioku_v1_block_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewriteBlocksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewriteBlocksResponse) ProtoMessage() {}
+
+func (x *RewriteBlocksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_block_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewriteBlocksResponse.ProtoReflect.Descriptor instead.
+func (*RewriteBlocksResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RewriteBlocksResponse) GetBlocks() []*Block {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
 // The request of UpdateBlock.
 type UpdateBlockRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -321,7 +385,7 @@ type UpdateBlockRequest struct {
 
 func (x *UpdateBlockRequest) Reset() {
 	*x = UpdateBlockRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[2]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +397,7 @@ func (x *UpdateBlockRequest) String() string {
 func (*UpdateBlockRequest) ProtoMessage() {}
 
 func (x *UpdateBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[2]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +410,7 @@ func (x *UpdateBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateBlockRequest.ProtoReflect.Descriptor instead.
 func (*UpdateBlockRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{2}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpdateBlockRequest) GetBlock() *Block {
@@ -375,7 +439,7 @@ type GetBlockRequest struct {
 
 func (x *GetBlockRequest) Reset() {
 	*x = GetBlockRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[3]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +451,7 @@ func (x *GetBlockRequest) String() string {
 func (*GetBlockRequest) ProtoMessage() {}
 
 func (x *GetBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[3]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +464,7 @@ func (x *GetBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockRequest.ProtoReflect.Descriptor instead.
 func (*GetBlockRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{3}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetBlockRequest) GetName() string {
@@ -427,7 +491,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[4]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +503,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[4]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +516,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{4}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListBlocksRequest) GetParent() string {
@@ -489,7 +553,7 @@ type ListBlocksResponse struct {
 
 func (x *ListBlocksResponse) Reset() {
 	*x = ListBlocksResponse{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[5]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +565,7 @@ func (x *ListBlocksResponse) String() string {
 func (*ListBlocksResponse) ProtoMessage() {}
 
 func (x *ListBlocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[5]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +578,7 @@ func (x *ListBlocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksResponse.ProtoReflect.Descriptor instead.
 func (*ListBlocksResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{5}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListBlocksResponse) GetBlocks() []*Block {
@@ -542,7 +606,7 @@ type DeleteBlockRequest struct {
 
 func (x *DeleteBlockRequest) Reset() {
 	*x = DeleteBlockRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[6]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +618,7 @@ func (x *DeleteBlockRequest) String() string {
 func (*DeleteBlockRequest) ProtoMessage() {}
 
 func (x *DeleteBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[6]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +631,7 @@ func (x *DeleteBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBlockRequest.ProtoReflect.Descriptor instead.
 func (*DeleteBlockRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{6}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteBlockRequest) GetName() string {
@@ -591,7 +655,7 @@ type AppendToBlockRequest struct {
 
 func (x *AppendToBlockRequest) Reset() {
 	*x = AppendToBlockRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[7]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +667,7 @@ func (x *AppendToBlockRequest) String() string {
 func (*AppendToBlockRequest) ProtoMessage() {}
 
 func (x *AppendToBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[7]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +680,7 @@ func (x *AppendToBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendToBlockRequest.ProtoReflect.Descriptor instead.
 func (*AppendToBlockRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{7}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AppendToBlockRequest) GetName() string {
@@ -649,7 +713,7 @@ type ReplaceInBlockRequest struct {
 
 func (x *ReplaceInBlockRequest) Reset() {
 	*x = ReplaceInBlockRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[8]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +725,7 @@ func (x *ReplaceInBlockRequest) String() string {
 func (*ReplaceInBlockRequest) ProtoMessage() {}
 
 func (x *ReplaceInBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[8]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +738,7 @@ func (x *ReplaceInBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceInBlockRequest.ProtoReflect.Descriptor instead.
 func (*ReplaceInBlockRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{8}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplaceInBlockRequest) GetName() string {
@@ -714,7 +778,7 @@ type ListBlockRevisionsRequest struct {
 
 func (x *ListBlockRevisionsRequest) Reset() {
 	*x = ListBlockRevisionsRequest{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[9]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +790,7 @@ func (x *ListBlockRevisionsRequest) String() string {
 func (*ListBlockRevisionsRequest) ProtoMessage() {}
 
 func (x *ListBlockRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[9]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +803,7 @@ func (x *ListBlockRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlockRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListBlockRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{9}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListBlockRevisionsRequest) GetParent() string {
@@ -776,7 +840,7 @@ type ListBlockRevisionsResponse struct {
 
 func (x *ListBlockRevisionsResponse) Reset() {
 	*x = ListBlockRevisionsResponse{}
-	mi := &file_kioku_v1_block_service_proto_msgTypes[10]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +852,7 @@ func (x *ListBlockRevisionsResponse) String() string {
 func (*ListBlockRevisionsResponse) ProtoMessage() {}
 
 func (x *ListBlockRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_block_service_proto_msgTypes[10]
+	mi := &file_kioku_v1_block_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +865,7 @@ func (x *ListBlockRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlockRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListBlockRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{10}
+	return file_kioku_v1_block_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListBlockRevisionsResponse) GetBlockRevisions() []*BlockRevision {
@@ -822,7 +886,7 @@ var File_kioku_v1_block_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_block_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ckioku/v1/block_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x02\n" +
+	"\x1ckioku/v1/block_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\"\xb2\x02\n" +
 	"\x05Block\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x14\n" +
@@ -834,7 +898,7 @@ const file_kioku_v1_block_service_proto_rawDesc = "" +
 	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xfa\x01\n" +
+	"updateTime\"\xac\x02\n" +
 	"\rBlockRevision\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x15.kioku.v1.BlockActionR\x06action\x12\x14\n" +
@@ -843,7 +907,10 @@ const file_kioku_v1_block_service_proto_rawDesc = "" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
 	"\tread_only\x18\x06 \x01(\bR\breadOnly\x12;\n" +
 	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"\x83\x01\n" +
+	"createTime\x120\n" +
+	"\asources\x18\b \x03(\v2\x16.kioku.v1.MemorySourceR\asources\"@\n" +
+	"\x15RewriteBlocksResponse\x12'\n" +
+	"\x06blocks\x18\x01 \x03(\v2\x0f.kioku.v1.BlockR\x06blocks\"\x83\x01\n" +
 	"\x12UpdateBlockRequest\x12%\n" +
 	"\x05block\x18\x01 \x01(\v2\x0f.kioku.v1.BlockR\x05block\x120\n" +
 	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01B\x14\n" +
@@ -876,12 +943,13 @@ const file_kioku_v1_block_service_proto_rawDesc = "" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\"\x86\x01\n" +
 	"\x1aListBlockRevisionsResponse\x12@\n" +
 	"\x0fblock_revisions\x18\x01 \x03(\v2\x17.kioku.v1.BlockRevisionR\x0eblockRevisions\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*{\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\x97\x01\n" +
 	"\vBlockAction\x12\x1c\n" +
 	"\x18BLOCK_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BLOCK_ACTION_UPDATED\x10\x01\x12\x19\n" +
 	"\x15BLOCK_ACTION_APPENDED\x10\x02\x12\x19\n" +
-	"\x15BLOCK_ACTION_REPLACED\x10\x032\xeb\b\n" +
+	"\x15BLOCK_ACTION_REPLACED\x10\x03\x12\x1a\n" +
+	"\x16BLOCK_ACTION_REWRITTEN\x10\x042\xeb\b\n" +
 	"\fBlockService\x12\xa0\x01\n" +
 	"\vUpdateBlock\x12\x1c.kioku.v1.UpdateBlockRequest\x1a\x0f.kioku.v1.Block\"b\x82\xd3\xe4\x93\x02\\:\x05blockZ):\x05block2 /v1/{block.name=apps/*/blocks/*}2(/v1/{block.name=apps/*/users/*/blocks/*}\x12\x83\x01\n" +
 	"\bGetBlock\x12\x19.kioku.v1.GetBlockRequest\x1a\x0f.kioku.v1.Block\"K\x82\xd3\xe4\x93\x02BZ\x1c\x12\x1a/v1/{name=apps/*/blocks/*}\x12\"/v1/{name=apps/*/users/*/blocks/*}\x90\x02\x01\x12\x94\x01\n" +
@@ -906,50 +974,54 @@ func file_kioku_v1_block_service_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_block_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kioku_v1_block_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_kioku_v1_block_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_kioku_v1_block_service_proto_goTypes = []any{
 	(BlockAction)(0),                   // 0: kioku.v1.BlockAction
 	(*Block)(nil),                      // 1: kioku.v1.Block
 	(*BlockRevision)(nil),              // 2: kioku.v1.BlockRevision
-	(*UpdateBlockRequest)(nil),         // 3: kioku.v1.UpdateBlockRequest
-	(*GetBlockRequest)(nil),            // 4: kioku.v1.GetBlockRequest
-	(*ListBlocksRequest)(nil),          // 5: kioku.v1.ListBlocksRequest
-	(*ListBlocksResponse)(nil),         // 6: kioku.v1.ListBlocksResponse
-	(*DeleteBlockRequest)(nil),         // 7: kioku.v1.DeleteBlockRequest
-	(*AppendToBlockRequest)(nil),       // 8: kioku.v1.AppendToBlockRequest
-	(*ReplaceInBlockRequest)(nil),      // 9: kioku.v1.ReplaceInBlockRequest
-	(*ListBlockRevisionsRequest)(nil),  // 10: kioku.v1.ListBlockRevisionsRequest
-	(*ListBlockRevisionsResponse)(nil), // 11: kioku.v1.ListBlockRevisionsResponse
-	(*timestamppb.Timestamp)(nil),      // 12: google.protobuf.Timestamp
-	(*emptypb.Empty)(nil),              // 13: google.protobuf.Empty
+	(*RewriteBlocksResponse)(nil),      // 3: kioku.v1.RewriteBlocksResponse
+	(*UpdateBlockRequest)(nil),         // 4: kioku.v1.UpdateBlockRequest
+	(*GetBlockRequest)(nil),            // 5: kioku.v1.GetBlockRequest
+	(*ListBlocksRequest)(nil),          // 6: kioku.v1.ListBlocksRequest
+	(*ListBlocksResponse)(nil),         // 7: kioku.v1.ListBlocksResponse
+	(*DeleteBlockRequest)(nil),         // 8: kioku.v1.DeleteBlockRequest
+	(*AppendToBlockRequest)(nil),       // 9: kioku.v1.AppendToBlockRequest
+	(*ReplaceInBlockRequest)(nil),      // 10: kioku.v1.ReplaceInBlockRequest
+	(*ListBlockRevisionsRequest)(nil),  // 11: kioku.v1.ListBlockRevisionsRequest
+	(*ListBlockRevisionsResponse)(nil), // 12: kioku.v1.ListBlockRevisionsResponse
+	(*timestamppb.Timestamp)(nil),      // 13: google.protobuf.Timestamp
+	(*MemorySource)(nil),               // 14: kioku.v1.MemorySource
+	(*emptypb.Empty)(nil),              // 15: google.protobuf.Empty
 }
 var file_kioku_v1_block_service_proto_depIdxs = []int32{
-	12, // 0: kioku.v1.Block.create_time:type_name -> google.protobuf.Timestamp
-	12, // 1: kioku.v1.Block.update_time:type_name -> google.protobuf.Timestamp
+	13, // 0: kioku.v1.Block.create_time:type_name -> google.protobuf.Timestamp
+	13, // 1: kioku.v1.Block.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 2: kioku.v1.BlockRevision.action:type_name -> kioku.v1.BlockAction
-	12, // 3: kioku.v1.BlockRevision.create_time:type_name -> google.protobuf.Timestamp
-	1,  // 4: kioku.v1.UpdateBlockRequest.block:type_name -> kioku.v1.Block
-	1,  // 5: kioku.v1.ListBlocksResponse.blocks:type_name -> kioku.v1.Block
-	2,  // 6: kioku.v1.ListBlockRevisionsResponse.block_revisions:type_name -> kioku.v1.BlockRevision
-	3,  // 7: kioku.v1.BlockService.UpdateBlock:input_type -> kioku.v1.UpdateBlockRequest
-	4,  // 8: kioku.v1.BlockService.GetBlock:input_type -> kioku.v1.GetBlockRequest
-	5,  // 9: kioku.v1.BlockService.ListBlocks:input_type -> kioku.v1.ListBlocksRequest
-	7,  // 10: kioku.v1.BlockService.DeleteBlock:input_type -> kioku.v1.DeleteBlockRequest
-	8,  // 11: kioku.v1.BlockService.AppendToBlock:input_type -> kioku.v1.AppendToBlockRequest
-	9,  // 12: kioku.v1.BlockService.ReplaceInBlock:input_type -> kioku.v1.ReplaceInBlockRequest
-	10, // 13: kioku.v1.BlockService.ListBlockRevisions:input_type -> kioku.v1.ListBlockRevisionsRequest
-	1,  // 14: kioku.v1.BlockService.UpdateBlock:output_type -> kioku.v1.Block
-	1,  // 15: kioku.v1.BlockService.GetBlock:output_type -> kioku.v1.Block
-	6,  // 16: kioku.v1.BlockService.ListBlocks:output_type -> kioku.v1.ListBlocksResponse
-	13, // 17: kioku.v1.BlockService.DeleteBlock:output_type -> google.protobuf.Empty
-	1,  // 18: kioku.v1.BlockService.AppendToBlock:output_type -> kioku.v1.Block
-	1,  // 19: kioku.v1.BlockService.ReplaceInBlock:output_type -> kioku.v1.Block
-	11, // 20: kioku.v1.BlockService.ListBlockRevisions:output_type -> kioku.v1.ListBlockRevisionsResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	13, // 3: kioku.v1.BlockRevision.create_time:type_name -> google.protobuf.Timestamp
+	14, // 4: kioku.v1.BlockRevision.sources:type_name -> kioku.v1.MemorySource
+	1,  // 5: kioku.v1.RewriteBlocksResponse.blocks:type_name -> kioku.v1.Block
+	1,  // 6: kioku.v1.UpdateBlockRequest.block:type_name -> kioku.v1.Block
+	1,  // 7: kioku.v1.ListBlocksResponse.blocks:type_name -> kioku.v1.Block
+	2,  // 8: kioku.v1.ListBlockRevisionsResponse.block_revisions:type_name -> kioku.v1.BlockRevision
+	4,  // 9: kioku.v1.BlockService.UpdateBlock:input_type -> kioku.v1.UpdateBlockRequest
+	5,  // 10: kioku.v1.BlockService.GetBlock:input_type -> kioku.v1.GetBlockRequest
+	6,  // 11: kioku.v1.BlockService.ListBlocks:input_type -> kioku.v1.ListBlocksRequest
+	8,  // 12: kioku.v1.BlockService.DeleteBlock:input_type -> kioku.v1.DeleteBlockRequest
+	9,  // 13: kioku.v1.BlockService.AppendToBlock:input_type -> kioku.v1.AppendToBlockRequest
+	10, // 14: kioku.v1.BlockService.ReplaceInBlock:input_type -> kioku.v1.ReplaceInBlockRequest
+	11, // 15: kioku.v1.BlockService.ListBlockRevisions:input_type -> kioku.v1.ListBlockRevisionsRequest
+	1,  // 16: kioku.v1.BlockService.UpdateBlock:output_type -> kioku.v1.Block
+	1,  // 17: kioku.v1.BlockService.GetBlock:output_type -> kioku.v1.Block
+	7,  // 18: kioku.v1.BlockService.ListBlocks:output_type -> kioku.v1.ListBlocksResponse
+	15, // 19: kioku.v1.BlockService.DeleteBlock:output_type -> google.protobuf.Empty
+	1,  // 20: kioku.v1.BlockService.AppendToBlock:output_type -> kioku.v1.Block
+	1,  // 21: kioku.v1.BlockService.ReplaceInBlock:output_type -> kioku.v1.Block
+	12, // 22: kioku.v1.BlockService.ListBlockRevisions:output_type -> kioku.v1.ListBlockRevisionsResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_block_service_proto_init() }
@@ -957,14 +1029,15 @@ func file_kioku_v1_block_service_proto_init() {
 	if File_kioku_v1_block_service_proto != nil {
 		return
 	}
-	file_kioku_v1_block_service_proto_msgTypes[2].OneofWrappers = []any{}
+	file_kioku_v1_memory_proto_init()
+	file_kioku_v1_block_service_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_block_service_proto_rawDesc), len(file_kioku_v1_block_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1301,8 +1301,12 @@ type MemoryBankConfig struct {
 	// memory of type MEMORY_TYPE_STRUCTURED_PROFILE with revisions, and
 	// MemoryBankService.RetrieveProfiles returns them. At most 8.
 	ProfileSchemas []*ProfileSchemaConfig `protobuf:"bytes,12,rep,name=profile_schemas,json=profileSchemas,proto3" json:"profile_schemas,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Webhooks: HTTP endpoints told of the app's memory changes and
+	// operations, signed as the Standard Webhooks specification says
+	// (docs/operations.md#webhooks). At most 8.
+	Webhooks      []*Webhook `protobuf:"bytes,13,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryBankConfig) Reset() {
@@ -1419,6 +1423,101 @@ func (x *MemoryBankConfig) GetProfileSchemas() []*ProfileSchemaConfig {
 	return nil
 }
 
+func (x *MemoryBankConfig) GetWebhooks() []*Webhook {
+	if x != nil {
+		return x.Webhooks
+	}
+	return nil
+}
+
+// Webhook is an endpoint that receives the app's events: a POST of a
+// JSON body `{"type", "timestamp", "data"}` with the headers
+// `webhook-id` (stable per event: receivers de-duplicate by it),
+// `webhook-timestamp` and `webhook-signature` (`v1,` and the base64
+// HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret's bytes).
+// Delivered at least once, in order per memory, retried with backoff for
+// 24 hours, then dead-lettered (MemoryBankService.ListWebhookDeliveries).
+type Webhook struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The endpoint: an `https` URL, or `http` to a loopback address when the
+	// server runs with `--webhooks-allow-loopback-http`. At most 2,048
+	// bytes. Required.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// The signing secret: `whsec_` and the base64 of 24 to 64 random bytes.
+	// Empty in an update: the webhook of the same URL keeps its secret, or a
+	// new one is generated and returned in that update's answer only.
+	// Never returned otherwise (GetMemoryBankConfig gives it empty).
+	Secret string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	// The event types to send: any of `memory.created`, `memory.updated`,
+	// `memory.deleted`, `operation.done` (a generation, purge or compaction
+	// finished or failed), `user.erased`. Required.
+	Events []string `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	// Whether memory events carry the memory (fact after PII redaction,
+	// scope, revision, topics, metadata); false: only its name. Unset:
+	// true.
+	IncludeFact   *bool `protobuf:"varint,4,opt,name=include_fact,json=includeFact,proto3,oneof" json:"include_fact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Webhook) Reset() {
+	*x = Webhook{}
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Webhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Webhook) ProtoMessage() {}
+
+func (x *Webhook) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
+func (*Webhook) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Webhook) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Webhook) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *Webhook) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Webhook) GetIncludeFact() bool {
+	if x != nil && x.IncludeFact != nil {
+		return *x.IncludeFact
+	}
+	return false
+}
+
 // PiiRedaction replaces personal data with typed placeholders (`[EMAIL]`,
 // `[PHONE]`, ...) in every text kioku sends to a model for memory
 // extraction, consolidation and session compaction (and in the summary a
@@ -1457,7 +1556,7 @@ type PiiRedaction struct {
 
 func (x *PiiRedaction) Reset() {
 	*x = PiiRedaction{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1568,7 @@ func (x *PiiRedaction) String() string {
 func (*PiiRedaction) ProtoMessage() {}
 
 func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[12]
+	mi := &file_kioku_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1581,7 @@ func (x *PiiRedaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiRedaction.ProtoReflect.Descriptor instead.
 func (*PiiRedaction) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PiiRedaction) GetEnabled() bool {
@@ -1524,7 +1623,7 @@ type PiiPattern struct {
 
 func (x *PiiPattern) Reset() {
 	*x = PiiPattern{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1635,7 @@ func (x *PiiPattern) String() string {
 func (*PiiPattern) ProtoMessage() {}
 
 func (x *PiiPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[13]
+	mi := &file_kioku_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1648,7 @@ func (x *PiiPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PiiPattern.ProtoReflect.Descriptor instead.
 func (*PiiPattern) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PiiPattern) GetName() string {
@@ -1589,7 +1688,7 @@ type ProfileSchemaConfig struct {
 
 func (x *ProfileSchemaConfig) Reset() {
 	*x = ProfileSchemaConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1700,7 @@ func (x *ProfileSchemaConfig) String() string {
 func (*ProfileSchemaConfig) ProtoMessage() {}
 
 func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[14]
+	mi := &file_kioku_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1713,7 @@ func (x *ProfileSchemaConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProfileSchemaConfig.ProtoReflect.Descriptor instead.
 func (*ProfileSchemaConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProfileSchemaConfig) GetSchemaId() string {
@@ -1659,7 +1758,7 @@ type CompactionTrigger struct {
 
 func (x *CompactionTrigger) Reset() {
 	*x = CompactionTrigger{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1770,7 @@ func (x *CompactionTrigger) String() string {
 func (*CompactionTrigger) ProtoMessage() {}
 
 func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[15]
+	mi := &file_kioku_v1_memory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1783,7 @@ func (x *CompactionTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionTrigger.ProtoReflect.Descriptor instead.
 func (*CompactionTrigger) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{15}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CompactionTrigger) GetEventCount() int32 {
@@ -1725,7 +1824,7 @@ type RetrievalConfig struct {
 
 func (x *RetrievalConfig) Reset() {
 	*x = RetrievalConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1836,7 @@ func (x *RetrievalConfig) String() string {
 func (*RetrievalConfig) ProtoMessage() {}
 
 func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[16]
+	mi := &file_kioku_v1_memory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1849,7 @@ func (x *RetrievalConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrievalConfig.ProtoReflect.Descriptor instead.
 func (*RetrievalConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RetrievalConfig) GetFusion() *FusionConfig {
@@ -1779,7 +1878,7 @@ type FusionConfig struct {
 
 func (x *FusionConfig) Reset() {
 	*x = FusionConfig{}
-	mi := &file_kioku_v1_memory_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1890,7 @@ func (x *FusionConfig) String() string {
 func (*FusionConfig) ProtoMessage() {}
 
 func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_proto_msgTypes[17]
+	mi := &file_kioku_v1_memory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1903,7 @@ func (x *FusionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
 func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{17}
+	return file_kioku_v1_memory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FusionConfig) GetMethod() FusionMethod {
@@ -1942,7 +2041,7 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x11GenerationTrigger\x12\x1f\n" +
 	"\vevent_count\x18\x01 \x01(\x05R\n" +
 	"eventCount\x12>\n" +
-	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\xe8\x05\n" +
+	"\ridle_duration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fidleDuration\"\x97\x06\n" +
 	"\x10MemoryBankConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emanaged_topics\x18\x02 \x03(\tR\rmanagedTopics\x12@\n" +
@@ -1958,7 +2057,14 @@ const file_kioku_v1_memory_proto_rawDesc = "" +
 	"\x12compaction_trigger\x18\n" +
 	" \x01(\v2\x1b.kioku.v1.CompactionTriggerR\x11compactionTrigger\x12;\n" +
 	"\rpii_redaction\x18\v \x01(\v2\x16.kioku.v1.PiiRedactionR\fpiiRedaction\x12F\n" +
-	"\x0fprofile_schemas\x18\f \x03(\v2\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\"\x87\x01\n" +
+	"\x0fprofile_schemas\x18\f \x03(\v2\x1d.kioku.v1.ProfileSchemaConfigR\x0eprofileSchemas\x12-\n" +
+	"\bwebhooks\x18\r \x03(\v2\x11.kioku.v1.WebhookR\bwebhooks\"\x84\x01\n" +
+	"\aWebhook\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06events\x18\x03 \x03(\tR\x06events\x12&\n" +
+	"\finclude_fact\x18\x04 \x01(\bH\x00R\vincludeFact\x88\x01\x01B\x0f\n" +
+	"\r_include_fact\"\x87\x01\n" +
 	"\fPiiRedaction\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x1e\n" +
 	"\n" +
@@ -2023,7 +2129,7 @@ func file_kioku_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_kioku_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_kioku_v1_memory_proto_goTypes = []any{
 	(MemoryType)(0),                  // 0: kioku.v1.MemoryType
 	(MetadataMergeStrategy)(0),       // 1: kioku.v1.MetadataMergeStrategy
@@ -2041,75 +2147,77 @@ var file_kioku_v1_memory_proto_goTypes = []any{
 	(*GenerationExample)(nil),        // 13: kioku.v1.GenerationExample
 	(*GenerationTrigger)(nil),        // 14: kioku.v1.GenerationTrigger
 	(*MemoryBankConfig)(nil),         // 15: kioku.v1.MemoryBankConfig
-	(*PiiRedaction)(nil),             // 16: kioku.v1.PiiRedaction
-	(*PiiPattern)(nil),               // 17: kioku.v1.PiiPattern
-	(*ProfileSchemaConfig)(nil),      // 18: kioku.v1.ProfileSchemaConfig
-	(*CompactionTrigger)(nil),        // 19: kioku.v1.CompactionTrigger
-	(*RetrievalConfig)(nil),          // 20: kioku.v1.RetrievalConfig
-	(*FusionConfig)(nil),             // 21: kioku.v1.FusionConfig
-	nil,                              // 22: kioku.v1.Memory.ScopeEntry
-	nil,                              // 23: kioku.v1.Memory.MetadataEntry
-	nil,                              // 24: kioku.v1.Memory.TypedMetadataEntry
-	nil,                              // 25: kioku.v1.MemoryRevision.ScopeEntry
-	nil,                              // 26: kioku.v1.MemoryRevision.MetadataEntry
-	nil,                              // 27: kioku.v1.MemoryRevision.TypedMetadataEntry
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
-	(*structpb.Value)(nil),           // 30: google.protobuf.Value
-	(*Event)(nil),                    // 31: kioku.v1.Event
-	(*structpb.Struct)(nil),          // 32: google.protobuf.Struct
+	(*Webhook)(nil),                  // 16: kioku.v1.Webhook
+	(*PiiRedaction)(nil),             // 17: kioku.v1.PiiRedaction
+	(*PiiPattern)(nil),               // 18: kioku.v1.PiiPattern
+	(*ProfileSchemaConfig)(nil),      // 19: kioku.v1.ProfileSchemaConfig
+	(*CompactionTrigger)(nil),        // 20: kioku.v1.CompactionTrigger
+	(*RetrievalConfig)(nil),          // 21: kioku.v1.RetrievalConfig
+	(*FusionConfig)(nil),             // 22: kioku.v1.FusionConfig
+	nil,                              // 23: kioku.v1.Memory.ScopeEntry
+	nil,                              // 24: kioku.v1.Memory.MetadataEntry
+	nil,                              // 25: kioku.v1.Memory.TypedMetadataEntry
+	nil,                              // 26: kioku.v1.MemoryRevision.ScopeEntry
+	nil,                              // 27: kioku.v1.MemoryRevision.MetadataEntry
+	nil,                              // 28: kioku.v1.MemoryRevision.TypedMetadataEntry
+	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 30: google.protobuf.Duration
+	(*structpb.Value)(nil),           // 31: google.protobuf.Value
+	(*Event)(nil),                    // 32: kioku.v1.Event
+	(*structpb.Struct)(nil),          // 33: google.protobuf.Struct
 }
 var file_kioku_v1_memory_proto_depIdxs = []int32{
-	22, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
-	23, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
-	24, // 2: kioku.v1.Memory.typed_metadata:type_name -> kioku.v1.Memory.TypedMetadataEntry
-	28, // 3: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
-	28, // 4: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
-	28, // 5: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
-	29, // 6: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
+	23, // 0: kioku.v1.Memory.scope:type_name -> kioku.v1.Memory.ScopeEntry
+	24, // 1: kioku.v1.Memory.metadata:type_name -> kioku.v1.Memory.MetadataEntry
+	25, // 2: kioku.v1.Memory.typed_metadata:type_name -> kioku.v1.Memory.TypedMetadataEntry
+	29, // 3: kioku.v1.Memory.create_time:type_name -> google.protobuf.Timestamp
+	29, // 4: kioku.v1.Memory.update_time:type_name -> google.protobuf.Timestamp
+	29, // 5: kioku.v1.Memory.expire_time:type_name -> google.protobuf.Timestamp
+	30, // 6: kioku.v1.Memory.ttl:type_name -> google.protobuf.Duration
 	7,  // 7: kioku.v1.Memory.sources:type_name -> kioku.v1.MemorySource
-	28, // 8: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
-	28, // 9: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
+	29, // 8: kioku.v1.Memory.event_time:type_name -> google.protobuf.Timestamp
+	29, // 9: kioku.v1.Memory.stated_time:type_name -> google.protobuf.Timestamp
 	0,  // 10: kioku.v1.Memory.memory_type:type_name -> kioku.v1.MemoryType
 	5,  // 11: kioku.v1.Memory.profile:type_name -> kioku.v1.ProfileField
-	30, // 12: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
-	28, // 13: kioku.v1.MetadataValue.timestamp_value:type_name -> google.protobuf.Timestamp
+	31, // 12: kioku.v1.ProfileField.value:type_name -> google.protobuf.Value
+	29, // 13: kioku.v1.MetadataValue.timestamp_value:type_name -> google.protobuf.Timestamp
 	2,  // 14: kioku.v1.MemoryRevision.action:type_name -> kioku.v1.MemoryAction
-	25, // 15: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
-	26, // 16: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
+	26, // 15: kioku.v1.MemoryRevision.scope:type_name -> kioku.v1.MemoryRevision.ScopeEntry
+	27, // 16: kioku.v1.MemoryRevision.metadata:type_name -> kioku.v1.MemoryRevision.MetadataEntry
 	7,  // 17: kioku.v1.MemoryRevision.sources:type_name -> kioku.v1.MemorySource
-	28, // 18: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	28, // 19: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
-	28, // 20: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
-	28, // 21: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
-	27, // 22: kioku.v1.MemoryRevision.typed_metadata:type_name -> kioku.v1.MemoryRevision.TypedMetadataEntry
+	29, // 18: kioku.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	29, // 19: kioku.v1.MemoryRevision.expire_time:type_name -> google.protobuf.Timestamp
+	29, // 20: kioku.v1.MemoryRevision.event_time:type_name -> google.protobuf.Timestamp
+	29, // 21: kioku.v1.MemoryRevision.stated_time:type_name -> google.protobuf.Timestamp
+	28, // 22: kioku.v1.MemoryRevision.typed_metadata:type_name -> kioku.v1.MemoryRevision.TypedMetadataEntry
 	5,  // 23: kioku.v1.MemoryRevision.profile:type_name -> kioku.v1.ProfileField
 	4,  // 24: kioku.v1.GeneratedMemory.memory:type_name -> kioku.v1.Memory
 	2,  // 25: kioku.v1.GeneratedMemory.action:type_name -> kioku.v1.MemoryAction
 	9,  // 26: kioku.v1.GenerateMemoriesResponse.generated_memories:type_name -> kioku.v1.GeneratedMemory
-	31, // 27: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
-	29, // 28: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
+	32, // 27: kioku.v1.GenerationExample.events:type_name -> kioku.v1.Event
+	30, // 28: kioku.v1.GenerationTrigger.idle_duration:type_name -> google.protobuf.Duration
 	12, // 29: kioku.v1.MemoryBankConfig.custom_topics:type_name -> kioku.v1.CustomMemoryTopic
 	13, // 30: kioku.v1.MemoryBankConfig.generation_examples:type_name -> kioku.v1.GenerationExample
-	29, // 31: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
-	29, // 32: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
+	30, // 31: kioku.v1.MemoryBankConfig.memory_ttl:type_name -> google.protobuf.Duration
+	30, // 32: kioku.v1.MemoryBankConfig.revision_ttl:type_name -> google.protobuf.Duration
 	14, // 33: kioku.v1.MemoryBankConfig.generation_trigger:type_name -> kioku.v1.GenerationTrigger
-	28, // 34: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
-	20, // 35: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
-	19, // 36: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
-	16, // 37: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
-	18, // 38: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
-	17, // 39: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
-	32, // 40: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
-	21, // 41: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
-	3,  // 42: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
-	6,  // 43: kioku.v1.Memory.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	6,  // 44: kioku.v1.MemoryRevision.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	29, // 34: kioku.v1.MemoryBankConfig.update_time:type_name -> google.protobuf.Timestamp
+	21, // 35: kioku.v1.MemoryBankConfig.retrieval:type_name -> kioku.v1.RetrievalConfig
+	20, // 36: kioku.v1.MemoryBankConfig.compaction_trigger:type_name -> kioku.v1.CompactionTrigger
+	17, // 37: kioku.v1.MemoryBankConfig.pii_redaction:type_name -> kioku.v1.PiiRedaction
+	19, // 38: kioku.v1.MemoryBankConfig.profile_schemas:type_name -> kioku.v1.ProfileSchemaConfig
+	16, // 39: kioku.v1.MemoryBankConfig.webhooks:type_name -> kioku.v1.Webhook
+	18, // 40: kioku.v1.PiiRedaction.custom_patterns:type_name -> kioku.v1.PiiPattern
+	33, // 41: kioku.v1.ProfileSchemaConfig.json_schema:type_name -> google.protobuf.Struct
+	22, // 42: kioku.v1.RetrievalConfig.fusion:type_name -> kioku.v1.FusionConfig
+	3,  // 43: kioku.v1.FusionConfig.method:type_name -> kioku.v1.FusionMethod
+	6,  // 44: kioku.v1.Memory.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	6,  // 45: kioku.v1.MemoryRevision.TypedMetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_proto_init() }
@@ -2128,13 +2236,14 @@ func file_kioku_v1_memory_proto_init() {
 		(*MetadataValue_BoolValue)(nil),
 		(*MetadataValue_TimestampValue)(nil),
 	}
+	file_kioku_v1_memory_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_proto_rawDesc), len(file_kioku_v1_memory_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -25,6 +26,68 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// The state of a webhook delivery.
+type WebhookDeliveryState int32
+
+const (
+	// Unset.
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED WebhookDeliveryState = 0
+	// Not delivered yet: waiting for its first attempt or a retry.
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_PENDING WebhookDeliveryState = 1
+	// The endpoint answered 2xx.
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DELIVERED WebhookDeliveryState = 2
+	// Retried for the whole retry window without a 2xx: given up
+	// (RedeliverWebhook sends it again).
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DEAD_LETTERED WebhookDeliveryState = 3
+	// Not sent: what it was about is gone (the memory's user was erased).
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_SKIPPED WebhookDeliveryState = 4
+)
+
+// Enum value maps for WebhookDeliveryState.
+var (
+	WebhookDeliveryState_name = map[int32]string{
+		0: "WEBHOOK_DELIVERY_STATE_UNSPECIFIED",
+		1: "WEBHOOK_DELIVERY_STATE_PENDING",
+		2: "WEBHOOK_DELIVERY_STATE_DELIVERED",
+		3: "WEBHOOK_DELIVERY_STATE_DEAD_LETTERED",
+		4: "WEBHOOK_DELIVERY_STATE_SKIPPED",
+	}
+	WebhookDeliveryState_value = map[string]int32{
+		"WEBHOOK_DELIVERY_STATE_UNSPECIFIED":   0,
+		"WEBHOOK_DELIVERY_STATE_PENDING":       1,
+		"WEBHOOK_DELIVERY_STATE_DELIVERED":     2,
+		"WEBHOOK_DELIVERY_STATE_DEAD_LETTERED": 3,
+		"WEBHOOK_DELIVERY_STATE_SKIPPED":       4,
+	}
+)
+
+func (x WebhookDeliveryState) Enum() *WebhookDeliveryState {
+	p := new(WebhookDeliveryState)
+	*p = x
+	return p
+}
+
+func (x WebhookDeliveryState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WebhookDeliveryState) Descriptor() protoreflect.EnumDescriptor {
+	return file_kioku_v1_memory_bank_service_proto_enumTypes[0].Descriptor()
+}
+
+func (WebhookDeliveryState) Type() protoreflect.EnumType {
+	return &file_kioku_v1_memory_bank_service_proto_enumTypes[0]
+}
+
+func (x WebhookDeliveryState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WebhookDeliveryState.Descriptor instead.
+func (WebhookDeliveryState) EnumDescriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{0}
+}
 
 // The request of WatchMemories.
 type WatchMemoriesRequest struct {
@@ -1840,7 +1903,8 @@ type UpdateMemoryBankConfigRequest struct {
 	// The fields to change: `managed_topics`, `custom_topics`,
 	// `generation_examples`, `memory_ttl`, `revision_ttl`,
 	// `generation_trigger`, `retrieval`, `compaction_trigger`,
-	// `pii_redaction`, `profile_schemas`. Empty replaces them all.
+	// `pii_redaction`, `profile_schemas`, `webhooks`. Empty replaces them
+	// all.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1890,11 +1954,397 @@ func (x *UpdateMemoryBankConfigRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 	return nil
 }
 
+// The request of ListWebhookDeliveries.
+type ListWebhookDeliveriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `apps/{app}`. Required.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// When set, only deliveries in this state.
+	State WebhookDeliveryState `protobuf:"varint,2,opt,name=state,proto3,enum=kioku.v1.WebhookDeliveryState" json:"state,omitempty"`
+	// At most this many (default 50, at most 1,000).
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous response's next_page_token.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *ListWebhookDeliveriesRequest) GetState() WebhookDeliveryState {
+	if x != nil {
+		return x.State
+	}
+	return WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// The response of ListWebhookDeliveries.
+type ListWebhookDeliveriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest event first.
+	Deliveries []*WebhookDelivery `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// The token of the next page; empty on the last.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *ListWebhookDeliveriesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// The request of RedeliverWebhook.
+type RedeliverWebhookRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `apps/{app}/webhookDeliveries/{delivery}`. Required.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookRequest) Reset() {
+	*x = RedeliverWebhookRequest{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookRequest) ProtoMessage() {}
+
+func (x *RedeliverWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookRequest.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RedeliverWebhookRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// WebhookDelivery is one event sent to one webhook, with its attempts.
+//
+// Name: `apps/{app}/webhookDeliveries/{delivery}`.
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The event's `webhook-id` header: the same for every webhook and every
+	// attempt of the event.
+	WebhookId string `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// The webhook's URL.
+	Url string `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	// The event type, such as `memory.created`.
+	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	// The memory the event is about, `apps/{app}/memories/{memory}`; empty
+	// for other events.
+	Memory string `protobuf:"bytes,5,opt,name=memory,proto3" json:"memory,omitempty"`
+	// The memory's revision the event reports (0 for other events).
+	Revision int64                `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	State    WebhookDeliveryState `protobuf:"varint,7,opt,name=state,proto3,enum=kioku.v1.WebhookDeliveryState" json:"state,omitempty"`
+	// When the event happened.
+	EventTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// When the next attempt is due (pending deliveries).
+	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
+	// The attempts, oldest first (the last 20 when there were more).
+	Attempts []*WebhookAttempt `protobuf:"bytes,10,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// How many attempts were made in all.
+	AttemptCount  int32 `protobuf:"varint,11,opt,name=attempt_count,json=attemptCount,proto3" json:"attempt_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *WebhookDelivery) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetMemory() string {
+	if x != nil {
+		return x.Memory
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetState() WebhookDeliveryState {
+	if x != nil {
+		return x.State
+	}
+	return WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED
+}
+
+func (x *WebhookDelivery) GetEventTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetNextAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptTime
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetAttempts() []*WebhookAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetAttemptCount() int32 {
+	if x != nil {
+		return x.AttemptCount
+	}
+	return 0
+}
+
+// WebhookAttempt is one POST of a delivery.
+type WebhookAttempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// The HTTP status answered; 0 when none came (a refused connection, a
+	// timeout).
+	StatusCode int32 `protobuf:"varint,2,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
+	// Why the attempt failed; empty for a 2xx.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// How long the attempt took.
+	Duration      *durationpb.Duration `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookAttempt) Reset() {
+	*x = WebhookAttempt{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookAttempt) ProtoMessage() {}
+
+func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookAttempt.ProtoReflect.Descriptor instead.
+func (*WebhookAttempt) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *WebhookAttempt) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *WebhookAttempt) GetStatusCode() int32 {
+	if x != nil {
+		return x.StatusCode
+	}
+	return 0
+}
+
+func (x *WebhookAttempt) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *WebhookAttempt) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
 var File_kioku_v1_memory_bank_service_proto protoreflect.FileDescriptor
 
 const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\n" +
-	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"\xcc\x01\n" +
+	"\"kioku/v1/memory_bank_service.proto\x12\bkioku.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"\xcc\x01\n" +
 	"\x14WatchMemoriesRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n" +
 	"\x05scope\x18\x02 \x03(\v2).kioku.v1.WatchMemoriesRequest.ScopeEntryR\x05scope\x12!\n" +
@@ -2041,7 +2491,47 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x1dUpdateMemoryBankConfigRequest\x12H\n" +
 	"\x12memory_bank_config\x18\x01 \x01(\v2\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask2\x84\x0e\n" +
+	"updateMask\"\xa8\x01\n" +
+	"\x1cListWebhookDeliveriesRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x124\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1e.kioku.v1.WebhookDeliveryStateR\x05state\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x82\x01\n" +
+	"\x1dListWebhookDeliveriesResponse\x129\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x19.kioku.v1.WebhookDeliveryR\n" +
+	"deliveries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"-\n" +
+	"\x17RedeliverWebhookRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xb2\x03\n" +
+	"\x0fWebhookDelivery\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\tR\x04type\x12\x16\n" +
+	"\x06memory\x18\x05 \x01(\tR\x06memory\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\x03R\brevision\x124\n" +
+	"\x05state\x18\a \x01(\x0e2\x1e.kioku.v1.WebhookDeliveryStateR\x05state\x129\n" +
+	"\n" +
+	"event_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12F\n" +
+	"\x11next_attempt_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x124\n" +
+	"\battempts\x18\n" +
+	" \x03(\v2\x18.kioku.v1.WebhookAttemptR\battempts\x12#\n" +
+	"\rattempt_count\x18\v \x01(\x05R\fattemptCount\"\xae\x01\n" +
+	"\x0eWebhookAttempt\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n" +
+	"\vstatus_code\x18\x02 \x01(\x05R\n" +
+	"statusCode\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x125\n" +
+	"\bduration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bduration*\xd6\x01\n" +
+	"\x14WebhookDeliveryState\x12&\n" +
+	"\"WEBHOOK_DELIVERY_STATE_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eWEBHOOK_DELIVERY_STATE_PENDING\x10\x01\x12$\n" +
+	" WEBHOOK_DELIVERY_STATE_DELIVERED\x10\x02\x12(\n" +
+	"$WEBHOOK_DELIVERY_STATE_DEAD_LETTERED\x10\x03\x12\"\n" +
+	"\x1eWEBHOOK_DELIVERY_STATE_SKIPPED\x10\x042\xb0\x10\n" +
 	"\x11MemoryBankService\x12m\n" +
 	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\",\x82\xd3\xe4\x93\x02&:\x06memory\"\x1c/v1/{parent=apps/*}/memories\x12b\n" +
 	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/memories/*}\x90\x02\x01\x12v\n" +
@@ -2055,7 +2545,9 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/memories/*}:rollback\x12s\n" +
 	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{parent=apps/*}/memories:purge\x12\x86\x01\n" +
 	"\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"-\x82\xd3\xe4\x93\x02$\x12\"/v1/{name=apps/*/memoryBankConfig}\x90\x02\x01\x12\xb0\x01\n" +
-	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}\x12W\n" +
+	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}\x12\x9a\x01\n" +
+	"\x15ListWebhookDeliveries\x12&.kioku.v1.ListWebhookDeliveriesRequest\x1a'.kioku.v1.ListWebhookDeliveriesResponse\"0\x82\xd3\xe4\x93\x02'\x12%/v1/{parent=apps/*}/webhookDeliveries\x90\x02\x01\x12\x8c\x01\n" +
+	"\x10RedeliverWebhook\x12!.kioku.v1.RedeliverWebhookRequest\x1a\x19.kioku.v1.WebhookDelivery\":\x82\xd3\xe4\x93\x024:\x01*\"//v1/{name=apps/*/webhookDeliveries/*}:redeliver\x12W\n" +
 	"\rWatchMemories\x12\x1e.kioku.v1.WatchMemoriesRequest\x1a\x1f.kioku.v1.WatchMemoriesResponse\"\x03\x90\x02\x010\x01B\x97\x01\n" +
 	"\fcom.kioku.v1B\x16MemoryBankServiceProtoP\x01Z.github.com/kioku-ai/kioku/gen/kioku/v1;kiokuv1\xa2\x02\x03KXX\xaa\x02\bKioku.V1\xca\x02\bKioku\\V1\xe2\x02\x14Kioku\\V1\\GPBMetadata\xea\x02\tKioku::V1b\x06proto3"
 
@@ -2071,133 +2563,153 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 	return file_kioku_v1_memory_bank_service_proto_rawDescData
 }
 
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_kioku_v1_memory_bank_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
-	(*WatchMemoriesRequest)(nil),          // 0: kioku.v1.WatchMemoriesRequest
-	(*WatchMemoriesResponse)(nil),         // 1: kioku.v1.WatchMemoriesResponse
-	(*CreateMemoryRequest)(nil),           // 2: kioku.v1.CreateMemoryRequest
-	(*GetMemoryRequest)(nil),              // 3: kioku.v1.GetMemoryRequest
-	(*ListMemoriesRequest)(nil),           // 4: kioku.v1.ListMemoriesRequest
-	(*ListMemoriesResponse)(nil),          // 5: kioku.v1.ListMemoriesResponse
-	(*UpdateMemoryRequest)(nil),           // 6: kioku.v1.UpdateMemoryRequest
-	(*DeleteMemoryRequest)(nil),           // 7: kioku.v1.DeleteMemoryRequest
-	(*GenerateMemoriesRequest)(nil),       // 8: kioku.v1.GenerateMemoriesRequest
-	(*SessionSource)(nil),                 // 9: kioku.v1.SessionSource
-	(*EventsSource)(nil),                  // 10: kioku.v1.EventsSource
-	(*DirectMemoriesSource)(nil),          // 11: kioku.v1.DirectMemoriesSource
-	(*DirectMemory)(nil),                  // 12: kioku.v1.DirectMemory
-	(*RetrieveMemoriesRequest)(nil),       // 13: kioku.v1.RetrieveMemoriesRequest
-	(*RetrieveProfilesRequest)(nil),       // 14: kioku.v1.RetrieveProfilesRequest
-	(*RetrieveProfilesResponse)(nil),      // 15: kioku.v1.RetrieveProfilesResponse
-	(*MemoryProfile)(nil),                 // 16: kioku.v1.MemoryProfile
-	(*SimilaritySearch)(nil),              // 17: kioku.v1.SimilaritySearch
-	(*TimeRange)(nil),                     // 18: kioku.v1.TimeRange
-	(*SimpleRetrieval)(nil),               // 19: kioku.v1.SimpleRetrieval
-	(*RetrieveMemoriesResponse)(nil),      // 20: kioku.v1.RetrieveMemoriesResponse
-	(*RetrievedMemory)(nil),               // 21: kioku.v1.RetrievedMemory
-	(*ListMemoryRevisionsRequest)(nil),    // 22: kioku.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil),   // 23: kioku.v1.ListMemoryRevisionsResponse
-	(*RollbackMemoryRequest)(nil),         // 24: kioku.v1.RollbackMemoryRequest
-	(*PurgeMemoriesRequest)(nil),          // 25: kioku.v1.PurgeMemoriesRequest
-	(*GetMemoryBankConfigRequest)(nil),    // 26: kioku.v1.GetMemoryBankConfigRequest
-	(*UpdateMemoryBankConfigRequest)(nil), // 27: kioku.v1.UpdateMemoryBankConfigRequest
-	nil,                                   // 28: kioku.v1.WatchMemoriesRequest.ScopeEntry
-	nil,                                   // 29: kioku.v1.ListMemoriesRequest.ScopeEntry
-	nil,                                   // 30: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 31: kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	nil,                                   // 32: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 33: kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	nil,                                   // 34: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	nil,                                   // 35: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(MemoryAction)(0),                     // 36: kioku.v1.MemoryAction
-	(*Memory)(nil),                        // 37: kioku.v1.Memory
-	(*timestamppb.Timestamp)(nil),         // 38: google.protobuf.Timestamp
-	(MemoryType)(0),                       // 39: kioku.v1.MemoryType
-	(*fieldmaskpb.FieldMask)(nil),         // 40: google.protobuf.FieldMask
-	(MetadataMergeStrategy)(0),            // 41: kioku.v1.MetadataMergeStrategy
-	(*Event)(nil),                         // 42: kioku.v1.Event
-	(*MemorySource)(nil),                  // 43: kioku.v1.MemorySource
-	(*structpb.Struct)(nil),               // 44: google.protobuf.Struct
-	(*MemoryRevision)(nil),                // 45: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 46: kioku.v1.MemoryBankConfig
-	(*MetadataValue)(nil),                 // 47: kioku.v1.MetadataValue
-	(*emptypb.Empty)(nil),                 // 48: google.protobuf.Empty
-	(*Operation)(nil),                     // 49: kioku.v1.Operation
+	(WebhookDeliveryState)(0),             // 0: kioku.v1.WebhookDeliveryState
+	(*WatchMemoriesRequest)(nil),          // 1: kioku.v1.WatchMemoriesRequest
+	(*WatchMemoriesResponse)(nil),         // 2: kioku.v1.WatchMemoriesResponse
+	(*CreateMemoryRequest)(nil),           // 3: kioku.v1.CreateMemoryRequest
+	(*GetMemoryRequest)(nil),              // 4: kioku.v1.GetMemoryRequest
+	(*ListMemoriesRequest)(nil),           // 5: kioku.v1.ListMemoriesRequest
+	(*ListMemoriesResponse)(nil),          // 6: kioku.v1.ListMemoriesResponse
+	(*UpdateMemoryRequest)(nil),           // 7: kioku.v1.UpdateMemoryRequest
+	(*DeleteMemoryRequest)(nil),           // 8: kioku.v1.DeleteMemoryRequest
+	(*GenerateMemoriesRequest)(nil),       // 9: kioku.v1.GenerateMemoriesRequest
+	(*SessionSource)(nil),                 // 10: kioku.v1.SessionSource
+	(*EventsSource)(nil),                  // 11: kioku.v1.EventsSource
+	(*DirectMemoriesSource)(nil),          // 12: kioku.v1.DirectMemoriesSource
+	(*DirectMemory)(nil),                  // 13: kioku.v1.DirectMemory
+	(*RetrieveMemoriesRequest)(nil),       // 14: kioku.v1.RetrieveMemoriesRequest
+	(*RetrieveProfilesRequest)(nil),       // 15: kioku.v1.RetrieveProfilesRequest
+	(*RetrieveProfilesResponse)(nil),      // 16: kioku.v1.RetrieveProfilesResponse
+	(*MemoryProfile)(nil),                 // 17: kioku.v1.MemoryProfile
+	(*SimilaritySearch)(nil),              // 18: kioku.v1.SimilaritySearch
+	(*TimeRange)(nil),                     // 19: kioku.v1.TimeRange
+	(*SimpleRetrieval)(nil),               // 20: kioku.v1.SimpleRetrieval
+	(*RetrieveMemoriesResponse)(nil),      // 21: kioku.v1.RetrieveMemoriesResponse
+	(*RetrievedMemory)(nil),               // 22: kioku.v1.RetrievedMemory
+	(*ListMemoryRevisionsRequest)(nil),    // 23: kioku.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil),   // 24: kioku.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),         // 25: kioku.v1.RollbackMemoryRequest
+	(*PurgeMemoriesRequest)(nil),          // 26: kioku.v1.PurgeMemoriesRequest
+	(*GetMemoryBankConfigRequest)(nil),    // 27: kioku.v1.GetMemoryBankConfigRequest
+	(*UpdateMemoryBankConfigRequest)(nil), // 28: kioku.v1.UpdateMemoryBankConfigRequest
+	(*ListWebhookDeliveriesRequest)(nil),  // 29: kioku.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil), // 30: kioku.v1.ListWebhookDeliveriesResponse
+	(*RedeliverWebhookRequest)(nil),       // 31: kioku.v1.RedeliverWebhookRequest
+	(*WebhookDelivery)(nil),               // 32: kioku.v1.WebhookDelivery
+	(*WebhookAttempt)(nil),                // 33: kioku.v1.WebhookAttempt
+	nil,                                   // 34: kioku.v1.WatchMemoriesRequest.ScopeEntry
+	nil,                                   // 35: kioku.v1.ListMemoriesRequest.ScopeEntry
+	nil,                                   // 36: kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	nil,                                   // 37: kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	nil,                                   // 38: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 39: kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	nil,                                   // 40: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	nil,                                   // 41: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(MemoryAction)(0),                     // 42: kioku.v1.MemoryAction
+	(*Memory)(nil),                        // 43: kioku.v1.Memory
+	(*timestamppb.Timestamp)(nil),         // 44: google.protobuf.Timestamp
+	(MemoryType)(0),                       // 45: kioku.v1.MemoryType
+	(*fieldmaskpb.FieldMask)(nil),         // 46: google.protobuf.FieldMask
+	(MetadataMergeStrategy)(0),            // 47: kioku.v1.MetadataMergeStrategy
+	(*Event)(nil),                         // 48: kioku.v1.Event
+	(*MemorySource)(nil),                  // 49: kioku.v1.MemorySource
+	(*structpb.Struct)(nil),               // 50: google.protobuf.Struct
+	(*MemoryRevision)(nil),                // 51: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 52: kioku.v1.MemoryBankConfig
+	(*durationpb.Duration)(nil),           // 53: google.protobuf.Duration
+	(*MetadataValue)(nil),                 // 54: kioku.v1.MetadataValue
+	(*emptypb.Empty)(nil),                 // 55: google.protobuf.Empty
+	(*Operation)(nil),                     // 56: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	28, // 0: kioku.v1.WatchMemoriesRequest.scope:type_name -> kioku.v1.WatchMemoriesRequest.ScopeEntry
-	36, // 1: kioku.v1.WatchMemoriesResponse.action:type_name -> kioku.v1.MemoryAction
-	37, // 2: kioku.v1.WatchMemoriesResponse.memory:type_name -> kioku.v1.Memory
-	38, // 3: kioku.v1.WatchMemoriesResponse.change_time:type_name -> google.protobuf.Timestamp
-	37, // 4: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	29, // 5: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	39, // 6: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	37, // 7: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	37, // 8: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	40, // 9: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
-	30, // 10: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	9,  // 11: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
-	10, // 12: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
-	11, // 13: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	31, // 14: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	41, // 15: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
-	38, // 16: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	38, // 17: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	42, // 18: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
-	12, // 19: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	43, // 20: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	32, // 21: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	17, // 22: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
-	19, // 23: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	39, // 24: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	33, // 25: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	34, // 26: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	44, // 27: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
-	37, // 28: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
-	18, // 29: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	38, // 30: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	38, // 31: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
-	21, // 32: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	37, // 33: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	45, // 34: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	35, // 35: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	46, // 36: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	40, // 37: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	47, // 38: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	16, // 39: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
-	2,  // 40: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	3,  // 41: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	4,  // 42: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	6,  // 43: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	7,  // 44: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	8,  // 45: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	13, // 46: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	14, // 47: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
-	22, // 48: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	24, // 49: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	25, // 50: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	26, // 51: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	27, // 52: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	0,  // 53: kioku.v1.MemoryBankService.WatchMemories:input_type -> kioku.v1.WatchMemoriesRequest
-	37, // 54: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	37, // 55: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	5,  // 56: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	37, // 57: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	48, // 58: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	49, // 59: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	20, // 60: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	15, // 61: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
-	23, // 62: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	37, // 63: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	49, // 64: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	46, // 65: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	46, // 66: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	1,  // 67: kioku.v1.MemoryBankService.WatchMemories:output_type -> kioku.v1.WatchMemoriesResponse
-	54, // [54:68] is the sub-list for method output_type
-	40, // [40:54] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	34, // 0: kioku.v1.WatchMemoriesRequest.scope:type_name -> kioku.v1.WatchMemoriesRequest.ScopeEntry
+	42, // 1: kioku.v1.WatchMemoriesResponse.action:type_name -> kioku.v1.MemoryAction
+	43, // 2: kioku.v1.WatchMemoriesResponse.memory:type_name -> kioku.v1.Memory
+	44, // 3: kioku.v1.WatchMemoriesResponse.change_time:type_name -> google.protobuf.Timestamp
+	43, // 4: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	35, // 5: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
+	45, // 6: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	43, // 7: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	43, // 8: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	46, // 9: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	36, // 10: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	10, // 11: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
+	11, // 12: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
+	12, // 13: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
+	37, // 14: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	47, // 15: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
+	44, // 16: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	44, // 17: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	48, // 18: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	13, // 19: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
+	49, // 20: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	38, // 21: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	18, // 22: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
+	20, // 23: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
+	45, // 24: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	39, // 25: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	40, // 26: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	50, // 27: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
+	43, // 28: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
+	19, // 29: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
+	44, // 30: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	44, // 31: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	22, // 32: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
+	43, // 33: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	51, // 34: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	41, // 35: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	52, // 36: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	46, // 37: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 38: kioku.v1.ListWebhookDeliveriesRequest.state:type_name -> kioku.v1.WebhookDeliveryState
+	32, // 39: kioku.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> kioku.v1.WebhookDelivery
+	0,  // 40: kioku.v1.WebhookDelivery.state:type_name -> kioku.v1.WebhookDeliveryState
+	44, // 41: kioku.v1.WebhookDelivery.event_time:type_name -> google.protobuf.Timestamp
+	44, // 42: kioku.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
+	33, // 43: kioku.v1.WebhookDelivery.attempts:type_name -> kioku.v1.WebhookAttempt
+	44, // 44: kioku.v1.WebhookAttempt.time:type_name -> google.protobuf.Timestamp
+	53, // 45: kioku.v1.WebhookAttempt.duration:type_name -> google.protobuf.Duration
+	54, // 46: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	17, // 47: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
+	3,  // 48: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	4,  // 49: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	5,  // 50: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	7,  // 51: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	8,  // 52: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	9,  // 53: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	14, // 54: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	15, // 55: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
+	23, // 56: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	25, // 57: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	26, // 58: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	27, // 59: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	28, // 60: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	29, // 61: kioku.v1.MemoryBankService.ListWebhookDeliveries:input_type -> kioku.v1.ListWebhookDeliveriesRequest
+	31, // 62: kioku.v1.MemoryBankService.RedeliverWebhook:input_type -> kioku.v1.RedeliverWebhookRequest
+	1,  // 63: kioku.v1.MemoryBankService.WatchMemories:input_type -> kioku.v1.WatchMemoriesRequest
+	43, // 64: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	43, // 65: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	6,  // 66: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	43, // 67: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	55, // 68: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	56, // 69: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	21, // 70: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	16, // 71: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
+	24, // 72: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	43, // 73: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	56, // 74: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	52, // 75: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	52, // 76: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	30, // 77: kioku.v1.MemoryBankService.ListWebhookDeliveries:output_type -> kioku.v1.ListWebhookDeliveriesResponse
+	32, // 78: kioku.v1.MemoryBankService.RedeliverWebhook:output_type -> kioku.v1.WebhookDelivery
+	2,  // 79: kioku.v1.MemoryBankService.WatchMemories:output_type -> kioku.v1.WatchMemoriesResponse
+	64, // [64:80] is the sub-list for method output_type
+	48, // [48:64] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -2222,13 +2734,14 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   36,
+			NumEnums:      1,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_kioku_v1_memory_bank_service_proto_goTypes,
 		DependencyIndexes: file_kioku_v1_memory_bank_service_proto_depIdxs,
+		EnumInfos:         file_kioku_v1_memory_bank_service_proto_enumTypes,
 		MessageInfos:      file_kioku_v1_memory_bank_service_proto_msgTypes,
 	}.Build()
 	File_kioku_v1_memory_bank_service_proto = out.File

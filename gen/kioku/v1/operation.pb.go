@@ -200,8 +200,8 @@ type Operation_Error struct {
 }
 
 type Operation_Response struct {
-	// The result: a GenerateMemoriesResponse, a PurgeMemoriesResponse or a
-	// CompactSessionResponse.
+	// The result: a GenerateMemoriesResponse, a PurgeMemoriesResponse, a
+	// CompactSessionResponse or a RewriteBlocksResponse.
 	Response *anypb.Any `protobuf:"bytes,5,opt,name=response,proto3,oneof"`
 }
 

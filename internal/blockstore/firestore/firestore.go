@@ -14,8 +14,9 @@
 //	kioku_apps/{app}/kioku_block_users/{user}/kioku_blocks/{label}
 //	    a user's block, as above
 //	.../kioku_blocks/{label}/kioku_revisions/{number, 20 digits}
-//	    number, action (UPDATED, APPENDED, REPLACED), value, description,
-//	    limit, read_only, create_ns
+//	    number, action (UPDATED, APPENDED, REPLACED, REWRITTEN), value,
+//	    description, limit, read_only, create_ns, sources (the sessions
+//	    a rewrite was written from: session, event_ids; absent for none)
 //
 // A Write is one transaction: it reads the block, refuses with Aborted
 // when its revision moved on, counts the owner's blocks when it creates
@@ -89,13 +90,20 @@ type blockDoc struct {
 
 // revisionDoc is a revision document.
 type revisionDoc struct {
-	Number      int64  `firestore:"number"`
-	Action      string `firestore:"action"`
-	Value       string `firestore:"value"`
-	Description string `firestore:"description"`
-	Limit       int    `firestore:"limit"`
-	ReadOnly    bool   `firestore:"read_only"`
-	CreateNS    int64  `firestore:"create_ns"`
+	Number      int64       `firestore:"number"`
+	Action      string      `firestore:"action"`
+	Value       string      `firestore:"value"`
+	Description string      `firestore:"description"`
+	Limit       int         `firestore:"limit"`
+	ReadOnly    bool        `firestore:"read_only"`
+	CreateNS    int64       `firestore:"create_ns"`
+	Sources     []sourceDoc `firestore:"sources,omitempty"`
+}
+
+// sourceDoc is a revision's source.
+type sourceDoc struct {
+	Session  string   `firestore:"session"`
+	EventIDs []string `firestore:"event_ids,omitempty"`
 }
 
 func blockOf(app, user string, snap *firestore.DocumentSnapshot) (*blocks.Block, error) {
@@ -191,8 +199,12 @@ func toBlockDoc(b *blocks.Block) *blockDoc {
 }
 
 func toRevisionDoc(r *blocks.Revision) *revisionDoc {
-	return &revisionDoc{Number: r.Number, Action: r.Action.String(), Value: r.Value, Description: r.Description,
+	d := &revisionDoc{Number: r.Number, Action: r.Action.String(), Value: r.Value, Description: r.Description,
 		Limit: r.Limit, ReadOnly: r.ReadOnly, CreateNS: unixnano.From(r.CreateTime)}
+	for _, src := range r.Sources {
+		d.Sources = append(d.Sources, sourceDoc{Session: src.Session, EventIDs: src.EventIDs})
+	}
+	return d
 }
 
 // Delete implements blocks.Store: the block in a transaction that finds
@@ -234,8 +246,12 @@ func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, l
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &blocks.Revision{Key: k, Number: d.Number, Action: a, Value: d.Value, Description: d.Description,
-			Limit: d.Limit, ReadOnly: d.ReadOnly, CreateTime: unixnano.Time(d.CreateNS)})
+		r := &blocks.Revision{Key: k, Number: d.Number, Action: a, Value: d.Value, Description: d.Description,
+			Limit: d.Limit, ReadOnly: d.ReadOnly, CreateTime: unixnano.Time(d.CreateNS)}
+		for _, src := range d.Sources {
+			r.Sources = append(r.Sources, blocks.Source{Session: src.Session, EventIDs: src.EventIDs})
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

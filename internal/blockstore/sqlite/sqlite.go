@@ -8,7 +8,8 @@
 //	                 read_only, revision, create_ns, update_ns; user_id
 //	                 is '' for an app's shared blocks.
 //	block_revisions  (app, user_id, label, number) → action, value,
-//	                 description, lim, read_only, create_ns.
+//	                 description, lim, read_only, create_ns, sources (a
+//	                 JSON array of blocks.Source, '' for none; v2).
 //
 // A write is one transaction of the shared write connection: it reads the
 // block's revision, refuses with Aborted when it moved on, and writes.
@@ -22,7 +23,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/kioku-ai/kioku/blocks"
@@ -32,7 +35,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/unixnano"
 )
 
-// schema is the tables (v1).
+// schema is the tables (v1); sourcesColumn adds the revisions' sources
+// (v2).
 const schema = `
 CREATE TABLE blocks (
 	app         TEXT    NOT NULL,
@@ -62,6 +66,8 @@ CREATE TABLE block_revisions (
 ) WITHOUT ROWID;
 `
 
+const sourcesColumn = `ALTER TABLE block_revisions ADD COLUMN sources TEXT NOT NULL DEFAULT '';`
+
 // Store is the SQLite block store.
 type Store struct {
 	db *sqlitedb.DB
@@ -71,7 +77,7 @@ var _ blocks.Store = (*Store)(nil)
 
 // New returns a Store on db, creating its tables if needed.
 func New(db *sqlitedb.DB) (*Store, error) {
-	if err := db.Migrate("blocks", []string{schema}); err != nil {
+	if err := db.Migrate("blocks", []string{schema, sourcesColumn}); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -186,9 +192,17 @@ func insertRevision(kr *seal.Keyring, tx *sql.Tx, r *blocks.Revision) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(`INSERT INTO block_revisions (app, user_id, label, number, action, value, description, lim, read_only, create_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	var sources string
+	if len(r.Sources) > 0 {
+		b, err := json.Marshal(r.Sources)
+		if err != nil {
+			return err
+		}
+		sources = string(b)
+	}
+	_, err = tx.Exec(`INSERT INTO block_revisions (app, user_id, label, number, action, value, description, lim, read_only, create_ns, sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (app, user_id, label, number) DO NOTHING`,
-		r.App, r.User, r.Label, r.Number, r.Action.String(), value, r.Description, r.Limit, r.ReadOnly, unixnano.From(r.CreateTime))
+		r.App, r.User, r.Label, r.Number, r.Action.String(), value, r.Description, r.Limit, r.ReadOnly, unixnano.From(r.CreateTime), sources)
 	return err
 }
 
@@ -209,7 +223,7 @@ func (s *Store) Delete(ctx context.Context, k blocks.Key) error {
 
 // ListRevisions implements blocks.Store.
 func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, limit int) ([]*blocks.Revision, error) {
-	query := `SELECT number, action, value, description, lim, read_only, create_ns FROM block_revisions WHERE app = ? AND user_id = ? AND label = ?`
+	query := `SELECT number, action, value, description, lim, read_only, create_ns, sources FROM block_revisions WHERE app = ? AND user_id = ? AND label = ?`
 	args := []any{k.App, k.User, k.Label}
 	if before > 0 {
 		query += ` AND number < ?`
@@ -223,11 +237,16 @@ func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, l
 	var out []*blocks.Revision
 	for rows.Next() {
 		r := &blocks.Revision{Key: k}
-		var action string
+		var action, sources string
 		var value []byte
 		var create int64
-		if err := rows.Scan(&r.Number, &action, &value, &r.Description, &r.Limit, &r.ReadOnly, &create); err != nil {
+		if err := rows.Scan(&r.Number, &action, &value, &r.Description, &r.Limit, &r.ReadOnly, &create, &sources); err != nil {
 			return nil, err
+		}
+		if sources != "" {
+			if err := json.Unmarshal([]byte(sources), &r.Sources); err != nil {
+				return nil, fmt.Errorf("decoding the sources of revision %d of block %s: %w", r.Number, k.Name(), err)
+			}
 		}
 		if r.Value, err = s.db.Keyring().OpenString(k.App, revisionAt(k, r.Number), value); err != nil {
 			return nil, err

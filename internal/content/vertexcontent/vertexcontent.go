@@ -23,15 +23,15 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/kioku-ai/kioku/internal/content"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // FromVertex converts Vertex AI content to the domain's; nil for nil.
-func FromVertex(c *aiplatformpb.Content) (*sessions.Content, error) {
+func FromVertex(c *aiplatformpb.Content) (*sessiontype.Content, error) {
 	if c == nil {
 		return nil, nil
 	}
-	out := &sessions.Content{Role: c.GetRole()}
+	out := &sessiontype.Content{Role: c.GetRole()}
 	for i, p := range c.GetParts() {
 		b, err := protojson.Marshal(p)
 		if err != nil {
@@ -59,7 +59,7 @@ var decode = protojson.UnmarshalOptions{DiscardUnknown: true}
 // fields Vertex AI's Part lacks are left out; an extension that does not
 // decode as the Vertex AI field of its name is left out too, and the typed
 // fields still convert.
-func ToVertex(c *sessions.Content) (*aiplatformpb.Content, error) {
+func ToVertex(c *sessiontype.Content) (*aiplatformpb.Content, error) {
 	if c == nil {
 		return nil, nil
 	}

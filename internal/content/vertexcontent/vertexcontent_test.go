@@ -12,7 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
 	"github.com/kioku-ai/kioku/internal/prototest"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func TestVertexRoundTripsEveryPart(t *testing.T) {
@@ -68,8 +68,8 @@ func TestVertexRoundTripsEveryPart(t *testing.T) {
 }
 
 func TestToVertexKeepsOneDataMember(t *testing.T) {
-	d := &sessions.Content{Role: "model", Parts: []sessions.Part{
-		{Text: "both", FunctionCall: &sessions.FunctionCall{Name: "f"}},
+	d := &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{
+		{Text: "both", FunctionCall: &sessiontype.FunctionCall{Name: "f"}},
 		// An extension that is not Vertex AI's shape is dropped, the rest kept.
 		{Text: "odd", Extensions: map[string]any{"videoMetadata": "not an object", "mediaResolution": map[string]any{"level": "HIGH"}}},
 		{Thought: true},

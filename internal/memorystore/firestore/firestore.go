@@ -35,6 +35,11 @@
 //	    cursor the retention sweep removed)
 //	kioku_apps/{app}/kioku_changes/{cursor, 20 digits}
 //	    cursor, scope_key, memory_id, time_ns, body (record.MarshalChange)
+//	kioku_apps/{app}/kioku_feed/webhooks
+//	    owner, expiry_ns (the webhook dispatch's lease), cursor (the
+//	    change feed's cursor deliveries were made up to)
+//	kioku_apps/{app}/kioku_webhook_deliveries/{delivery}
+//	    id, state, body (record.MarshalDelivery)
 //	kioku_apps_schema/memorybank
 //	    version: the formats the documents are in (see Migrate)
 //

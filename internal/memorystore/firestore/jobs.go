@@ -164,14 +164,26 @@ func (s *Store) CountPending(ctx context.Context, app, key string, limit int) (i
 
 // CountPendingOfOwner implements jobs.Store, with a count aggregation.
 func (s *Store) CountPendingOfOwner(ctx context.Context, app, owner string, limit int) (int, error) {
-	q := s.app(app).Collection("kioku_operations").Where("state", "==", jobs.Pending.String()).Where("owner", "==", owner).Limit(limit)
+	return s.countOfOwner(ctx, app, owner, jobs.Pending, limit)
+}
+
+// CountRunningOfOwner implements jobs.Store, with a count aggregation
+// (one read; equality filters only, so no composite index).
+func (s *Store) CountRunningOfOwner(ctx context.Context, app, owner string, limit int) (int, error) {
+	return s.countOfOwner(ctx, app, owner, jobs.Running, limit)
+}
+
+// countOfOwner counts the operations of an app's owner in a state, up to
+// limit.
+func (s *Store) countOfOwner(ctx context.Context, app, owner string, state jobs.State, limit int) (int, error) {
+	q := s.app(app).Collection("kioku_operations").Where("state", "==", state.String()).Where("owner", "==", owner).Limit(limit)
 	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
 	if err != nil {
 		return 0, firestoredb.Wrap(err)
 	}
 	v, ok := res["n"].(*firestorepb.Value)
 	if !ok {
-		return 0, fmt.Errorf("counting pending operations of %s in %s: no count in %v", owner, app, res)
+		return 0, fmt.Errorf("counting %s operations of %s in %s: no count in %v", state, owner, app, res)
 	}
 	return int(v.GetIntegerValue()), nil
 }

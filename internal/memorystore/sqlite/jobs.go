@@ -146,6 +146,13 @@ func (s *Store) CountPendingOfOwner(ctx context.Context, app, owner string, limi
 	return n, err
 }
 
+// CountRunningOfOwner implements jobs.Store.
+func (s *Store) CountRunningOfOwner(ctx context.Context, app, owner string, limit int) (int, error) {
+	var n int
+	err := s.db.Read().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM operations INDEXED BY operations_by_owner WHERE app = ? AND owner = ? AND state = 'RUNNING' LIMIT ?)`, app, owner, limit).Scan(&n)
+	return n, err
+}
+
 // UpdateOperations implements jobs.Store: one transaction.
 func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []jobs.Update) error {
 	bodies, err := encodeUpdates(s.db.Keyring(), updates)

@@ -23,10 +23,10 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
-// goldenDB rewrites testdata/kioku-v9.db, the database this version
+// goldenDB rewrites testdata/kioku-v10.db, the database this version
 // writes: go test ./internal/memorystore/sqlite -run GoldenDatabase -golden-db.
 // testdata/kioku-v1.db was written the same way by the first version
 // (schema 1: operations as Go's default JSON, states and actions by
@@ -40,11 +40,13 @@ import (
 // without owners, memories without a type or profile field),
 // testdata/kioku-v7.db by the version of schema 7 (memories without a
 // type or profile field), testdata/kioku-v8.db by the version of schema 8
-// (no change feed); they must never be rewritten.
-var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v9.db from this version")
+// (no change feed), testdata/kioku-v9.db by the version of schema 9 (no
+// webhook deliveries), testdata/kioku-v10.db by the version of schema 10
+// (no usage per day); they must never be rewritten.
+var goldenDB = flag.Bool("golden-db", false, "rewrite testdata/kioku-v11.db from this version")
 
 // schema is the version of the schema this version writes.
-const schema = 9
+const schema = 11
 
 // open copies a golden database and opens it with this version's store
 // (which migrates it).
@@ -186,17 +188,65 @@ func TestMigrationFromV8(t *testing.T) {
 	}
 }
 
-// TestGoldenDatabase reads the database this version writes: besides the
-// others' records, a profile schema and the field the offline extractor
-// filled, and the change feed of its memories.
-func TestGoldenDatabase(t *testing.T) {
-	if *goldenDB {
-		writeGolden(t, filepath.Join("testdata", "kioku-v9.db"))
-	}
+// TestMigrationFromV9 opens a database of schema 9, written before
+// webhooks: no delivery, and a dispatch that starts at cursor 0.
+func TestMigrationFromV9(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v9.db")
 	checkGolden(t, st, teaRestated)
 	checkNamesAndMetadata(t, st)
 	checkProfiles(t, st)
+	checkChanges(t, st)
+	if ds, err := st.ListDeliveries(t.Context(), memorybank.DeliveryQuery{App: "golden", Limit: 10}); err != nil || len(ds) != 0 {
+		t.Fatalf("deliveries of a database before them = %v, %v; want none", ds, err)
+	}
+	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
+	if held, cursor, err := st.ClaimWebhookLease(t.Context(), "golden", "w", now, now.Add(time.Minute)); err != nil || !held || cursor != 0 {
+		t.Fatalf("the first dispatch lease = %v %d %v; want held at cursor 0", held, cursor, err)
+	}
+}
+
+// TestMigrationFromV10: a database of schema 10 has no usage yet.
+func TestMigrationFromV10(t *testing.T) {
+	_, st := openCurrent(t, "kioku-v10.db")
+	checkGolden(t, st, teaRestated)
+	checkChanges(t, st)
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{}) {
+		t.Fatalf("usage of a database before it = %+v, %v; want none", u, err)
+	}
+}
+
+// TestGoldenDatabase reads the database this version writes: besides the
+// others' records, a profile schema and the field the offline extractor
+// filled, the change feed of its memories, a webhook and its delivery, and
+// an app's usage of a day.
+func TestGoldenDatabase(t *testing.T) {
+	if *goldenDB {
+		writeGolden(t, filepath.Join("testdata", "kioku-v11.db"))
+	}
+	_, st := openCurrent(t, "kioku-v11.db")
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{Generations: 3, Tokens: 1234}) {
+		t.Fatalf("usage = %+v, %v; want 3 generations and 1234 tokens", u, err)
+	}
+	checkGolden(t, st, teaRestated)
+	checkNamesAndMetadata(t, st)
+	checkProfiles(t, st)
+	checkChanges(t, st)
+	cfg, err := st.GetConfig(t.Context(), "golden")
+	if err != nil || len(cfg.Webhooks) != 1 || cfg.Webhooks[0].URL != "https://hooks.example.com/golden" || cfg.Webhooks[0].Secret != goldenSecret || cfg.Webhooks[0].CreateTime.IsZero() {
+		t.Fatalf("webhooks = %+v, %v", cfg.Webhooks, err)
+	}
+	d, err := st.GetDelivery(t.Context(), "golden", memorybank.DeliveryID(1, "https://hooks.example.com/golden"))
+	if err != nil || d.State != memorybank.DeliveryDeadLettered || d.MemoryID != "tea" || d.AttemptCount != 1 || d.Attempts[0].Status != 500 {
+		t.Fatalf("delivery = %+v, %v", d, err)
+	}
+}
+
+// goldenSecret is the golden database's webhook secret.
+var goldenSecret = "whsec_QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJD" // 24 bytes
+
+// checkChanges checks the change feed schema 9 added.
+func checkChanges(t *testing.T, st *sqlite.Store) {
+	t.Helper()
 	p, err := st.ListChanges(t.Context(), memorybank.ChangeQuery{App: "golden", Limit: 100})
 	if err != nil || p.Last == 0 || int64(len(p.Changes)) != p.Last {
 		t.Fatalf("change feed = %+v, %v; want every change since the first", p, err)
@@ -420,14 +470,14 @@ func writeGolden(t *testing.T, path string) {
 		}
 	}
 	fs := &memorybanktest.FakeSessions{}
-	fs.Append(sessions.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
+	fs.Append(sessiontype.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
 	jcfg := jobs.Config{Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5}
 	svc := memorybanktest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	withGen := memorybanktest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden",
 		ManagedTopics: []string{"USER_PREFERENCES"},
 		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
-		Examples:      []appconfig.Example{{Events: []*sessions.Event{{ID: "x1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
+		Examples:      []appconfig.Example{{Events: []*sessiontype.Event{{ID: "x1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I fly to Oslo."}}}, Timestamp: now}}, ExpectedFacts: []string{"The user flies to Oslo."}}},
 		MemoryTTL:     90 * 24 * time.Hour, RevisionTTL: 365 * 24 * time.Hour,
 		Trigger:  appconfig.Trigger{EventCount: 10, IdleDuration: 5 * time.Minute},
 		Profiles: []profile.Schema{{ID: "user-profile", Fields: []profile.FieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
@@ -446,7 +496,7 @@ func writeGolden(t *testing.T, path string) {
 	_, err = svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "gone", Fact: "The user lives in Paris.", Scope: ann})
 	must(err)
 	must(svc.DeleteMemory(ctx, "golden", "gone"))
-	s1 := sessions.Key{App: "golden", User: "ann", ID: "s1"}
+	s1 := sessiontype.Key{App: "golden", User: "ann", ID: "s1"}
 	_, err = svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: ann, Facts: []memorybank.DirectFact{{Fact: "The user has a cat named Miso.", Topics: []string{"USER_PREFERENCES"}}, {Fact: "The user likes green tea."}}, FactsSession: &s1, FactsEventIDs: []string{"e1", "e2"}})
 	must(err)
 	if n, err := svc.RunOnce(ctx); n != 1 || err != nil {
@@ -462,7 +512,7 @@ func writeGolden(t *testing.T, path string) {
 		must(st.Write(ctx, &memorybank.Write{App: "golden", Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Pending, ExpectAttempt: 0, ClaimKey: true}}}))
 		return &c
 	}
-	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessions.Event{{ID: "i1", Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
+	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessiontype.Event{{ID: "i1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
 	must(err)
 	claim(run, "dead-worker")
 	pend, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Facts: []memorybank.DirectFact{{Fact: "The user runs."}}})
@@ -475,7 +525,7 @@ func writeGolden(t *testing.T, path string) {
 	f := *claim(fail, "w3")
 	f.State, f.EndTime, f.ErrorKind, f.ErrorMessage, f.Progress, f.LeaseOwner, f.LeaseExpiry = jobs.Failed, clock(), fault.Unavailable, "gave up after 1 attempts: Gemini is unavailable", "failed", "", time.Time{}
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &f, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
-	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessions.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
+	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessiontype.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
 	must(err)
 	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
 	// A profile field, as generation writes one (the queued operations
@@ -490,6 +540,24 @@ func writeGolden(t *testing.T, path string) {
 		App: "golden", MemoryID: "lang", Number: 1, Action: memorybank.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
 		Sources: pm.Sources, Operation: "apps/golden/operations/id099", Reason: "profile field extracted", CreateTime: at, StatedTime: at, Profile: field,
 	}}}}))
+	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden", Webhooks: []appconfig.Webhook{
+		{URL: "https://hooks.example.com/golden", Secret: goldenSecret, Events: []string{memorybank.EventMemoryCreated}},
+	}}, []string{"webhooks"})
+	must(err)
+	held, _, err := st.ClaimWebhookLease(ctx, "golden", "old-worker", now, now.Add(time.Minute))
+	must(err)
+	if !held {
+		t.Fatal("no dispatch lease")
+	}
+	d := &memorybank.Delivery{App: "golden", ID: memorybank.DeliveryID(1, "https://hooks.example.com/golden"), Cursor: 1,
+		URL: "https://hooks.example.com/golden", Event: memorybank.EventMemoryCreated, MemoryID: "tea", Revision: 1, Scope: ann,
+		EventTime: now, State: memorybank.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now}
+	must(st.AddDeliveries(ctx, "golden", "old-worker", now, 0, 1, []*memorybank.Delivery{d}))
+	d.State, d.AttemptCount = memorybank.DeliveryDeadLettered, 1
+	d.Attempts = []memorybank.DeliveryAttempt{{Time: now, Status: 500, Error: "answered 500 Internal Server Error", Duration: time.Millisecond}}
+	must(st.PutDelivery(ctx, d))
+	_, _, err = st.AddUsage(ctx, "golden", "2026-01-02", memorybank.Usage{Generations: 3, Tokens: 1234}, memorybank.Usage{})
+	must(err)
 	must(db.Close())
 	// One file: fold the log into it.
 	db, err = sqlitedb.Open(path)

@@ -18,6 +18,7 @@ import (
 //	memory_revisions.body  (app, memory, number)
 //	bank_configs.body      (app): prompts and examples
 //	operations.body        (app, id): requests and results
+//	webhook_deliveries.body (app, id): the webhook's URL and the event
 //
 // Scopes, topics, metadata, sources and memory types stay as they are:
 // scopes and sources are ids that key and join rows, filters match topics
@@ -38,6 +39,9 @@ func profileAt(app, id string) seal.Where   { return seal.At("memories.profile",
 func embeddingAt(app, id string) seal.Where { return seal.At("memories.embedding", app, id) }
 func configAt(app string) seal.Where        { return seal.At("bank_configs.body", app) }
 func operationAt(app, id string) seal.Where { return seal.At("operations.body", app, id) }
+func deliveryAt(app, id string) seal.Where {
+	return seal.At("webhook_deliveries.body", app, id)
+}
 func revisionAt(app, memoryID string, number int64) seal.Where {
 	return seal.At("memory_revisions.body", app, memoryID, strconv.FormatInt(number, 10))
 }

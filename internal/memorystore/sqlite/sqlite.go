@@ -166,7 +166,9 @@ WHERE json_type(body, '$.action') = 'integer';
 // queued before); memories' type and profile field (empty for
 // natural-language memories, which all earlier ones are), with the index
 // RetrieveProfiles reads a scope's profile fields by (v8); the change
-// feed, empty for the changes made before (v9).
+// feed, empty for the changes made before (v9); webhook deliveries and
+// each app's dispatch lease and cursor (v10); the apps' usage per day,
+// counted against their quotas (v11).
 var migrations = append(stepsOf(schema),
 	sqlitedb.Step{Func: rewriteOperations(`json_type(body, '$.format') IS NULL`)},
 	sqlitedb.Step{SQL: `
@@ -205,6 +207,31 @@ CREATE TABLE memory_changes (
 CREATE INDEX memory_changes_by_scope ON memory_changes (app, scope_key, cursor);
 CREATE INDEX memory_changes_by_time ON memory_changes (time_ns);
 CREATE INDEX memory_changes_by_memory ON memory_changes (app, memory_id);
+`},
+	sqlitedb.Step{SQL: `
+CREATE TABLE webhook_dispatch (
+	app       TEXT    NOT NULL PRIMARY KEY,
+	owner     TEXT    NOT NULL DEFAULT '',
+	expiry_ns INTEGER NOT NULL DEFAULT 0,
+	cursor    INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE webhook_deliveries (
+	app   TEXT NOT NULL,
+	id    TEXT NOT NULL,
+	state TEXT NOT NULL,
+	body  BLOB NOT NULL,
+	PRIMARY KEY (app, id)
+) WITHOUT ROWID;
+CREATE INDEX webhook_deliveries_by_state ON webhook_deliveries (app, state, id);
+`},
+	sqlitedb.Step{SQL: `
+CREATE TABLE usage (
+	app         TEXT    NOT NULL,
+	day         TEXT    NOT NULL,
+	generations INTEGER NOT NULL DEFAULT 0,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (app, day)
+) WITHOUT ROWID;
 `})
 
 func stepsOf(sqls []string) []sqlitedb.Step {

@@ -7,11 +7,11 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 )
 
-// AppendEvent implements sessions.Store.
-func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
+// AppendEvent implements sessiondriver.Store.
+func (s *Store) AppendEvent(ctx context.Context, r *sessiondriver.AppendEventParams) (*sessiondriver.AppendResult, error) {
 	key := r.Key
 	ref := s.sessionRef(key.App, key.ID)
 	unlock, err := s.lockAppend(ctx, r)
@@ -21,8 +21,8 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 	defer unlock()
 	// The event's search terms are found once, outside the transaction,
 	// which may run more than once.
-	indexed := sessions.IndexTerms(r.Event)
-	var res *sessions.AppendResult
+	indexed := sessiondriver.IndexTerms(r.Event)
+	var res *sessiondriver.AppendResult
 	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		res = nil
 		d, err := readSession(tx.Get, ref, key, r.Now)
@@ -48,7 +48,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err != nil {
 				return err
 			}
-			res = &sessions.AppendResult{Event: e, Existing: true}
+			res = &sessiondriver.AppendResult{Event: e, Existing: true}
 			return nil
 		case !firestoredb.IsNotFound(err):
 			return err
@@ -59,7 +59,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		seq := d.LastSeq + 1
 		updates := []firestore.Update{{Path: "last_seq", Value: seq}, {Path: "update_ns", Value: unixnano.From(r.Now)}}
 		if c := r.Event.Actions.Compaction; c != nil {
-			if err := sessions.CheckCompaction(key, c, d.LastSeq); err != nil {
+			if err := sessiondriver.CheckCompaction(key, c, d.LastSeq); err != nil {
 				return err
 			}
 			if c.EndSequence > d.CompactionEnd {
@@ -67,11 +67,11 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			}
 		}
 		if len(r.Deltas.Session) > 0 {
-			old, err := sessions.DecodeState([]byte(d.State))
+			old, err := sessiondriver.DecodeState([]byte(d.State))
 			if err != nil {
 				return err
 			}
-			_, enc, err := sessions.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
+			_, enc, err := sessiondriver.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		if err := writeShared(); err != nil {
 			return err
 		}
-		res = &sessions.AppendResult{Event: &e}
+		res = &sessiondriver.AppendResult{Event: &e}
 		return nil
 	}, s.txn...)
 	if err != nil {

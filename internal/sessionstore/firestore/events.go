@@ -7,12 +7,13 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 	"google.golang.org/api/iterator"
 )
 
 // queryEvents runs one bounded query over a session's events.
-func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.EventQuery) ([]*sessions.Event, error) {
+func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessiondriver.EventQuery) ([]*sessiontype.Event, error) {
 	query := s.dataRef(app, inc).Collection("events").Query
 	if q.AfterSeq > 0 {
 		query = query.Where("seq", ">", q.AfterSeq)
@@ -36,7 +37,7 @@ func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.Eve
 	}
 	it := query.Documents(ctx)
 	defer it.Stop()
-	var out []*sessions.Event
+	var out []*sessiontype.Event
 	total := 0
 	for {
 		if q.MaxBytes > 0 && total > q.MaxBytes {
@@ -63,13 +64,13 @@ func (s *Store) queryEvents(ctx context.Context, app, inc string, q sessions.Eve
 }
 
 // visible reads a visible session document.
-func (s *Store) visible(ctx context.Context, key sessions.Key, now time.Time) (*sessionDoc, error) {
+func (s *Store) visible(ctx context.Context, key sessiontype.Key, now time.Time) (*sessionDoc, error) {
 	d, err := readSession(func(r *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) { return r.Get(ctx) }, s.sessionRef(key.App, key.ID), key, now)
 	return d, firestoredb.Wrap(err)
 }
 
-// ListEvents implements sessions.Store.
-func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+// ListEvents implements sessiondriver.Store.
+func (s *Store) ListEvents(ctx context.Context, key sessiontype.Key, q sessiondriver.EventQuery) ([]*sessiontype.Event, error) {
 	d, err := s.visible(ctx, key, q.Now)
 	if err != nil {
 		return nil, err
@@ -77,8 +78,8 @@ func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.Eve
 	return s.queryEvents(ctx, key.App, d.Incarnation, q)
 }
 
-// FindEvent implements sessions.Store.
-func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now time.Time) (*sessions.Event, error) {
+// FindEvent implements sessiondriver.Store.
+func (s *Store) FindEvent(ctx context.Context, key sessiontype.Key, id string, now time.Time) (*sessiontype.Event, error) {
 	d, err := s.visible(ctx, key, now)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 	"github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // proxied is a session service on a Firestore store whose client reaches
@@ -25,13 +26,13 @@ type proxied struct {
 	client *gfs.Client
 	proxy  *faultproxy.Proxy
 	guard  *firestoredb.Guard
-	key    sessions.Key
+	key    sessiontype.Key
 }
 
 func newProxied(t *testing.T) *proxied {
 	t.Helper()
 	c, p, g := firestoretest.NewProxiedClient(t)
-	f := &proxied{svc: sessions.NewService(firestore.New(c, firestore.Options{}), sessions.Config{}), client: c, proxy: p, guard: g, key: sessions.Key{App: "a", User: "u", ID: "s"}}
+	f := &proxied{svc: sessions.NewService(firestore.New(c, firestore.Options{}), sessions.Config{}), client: c, proxy: p, guard: g, key: sessiontype.Key{App: "a", User: "u", ID: "s"}}
 	if _, err := f.svc.CreateSession(t.Context(), sessions.CreateSessionRequest{App: "a", User: "u", ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func (f *proxied) append(ctx context.Context, id string, timeout time.Duration) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	_, err := f.svc.AppendEvent(ctx, f.key, &sessions.Event{ID: id, Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "note " + id}}}}, nil)
+	_, err := f.svc.AppendEvent(ctx, f.key, &sessiontype.Event{ID: id, Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "note " + id}}}}, nil)
 	return time.Since(start), err
 }
 

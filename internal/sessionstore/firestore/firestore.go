@@ -95,7 +95,8 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Options configures a Store: its root collection and its transactions'
@@ -126,7 +127,7 @@ type sessionLock struct {
 // and its app's state when it writes them (always in this order, so two
 // appends cannot deadlock). A wait that outlasts ctx ends with ctx's error
 // (as a domain error) and holds nothing.
-func (s *Store) lockAppend(ctx context.Context, r *sessions.AppendRequest) (func(), error) {
+func (s *Store) lockAppend(ctx context.Context, r *sessiondriver.AppendEventParams) (func(), error) {
 	keys := []string{"s/" + r.Key.App + "/" + r.Key.ID}
 	if len(r.Deltas.User) > 0 {
 		keys = append(keys, "u/"+r.Key.App+"/"+r.Key.User)
@@ -182,7 +183,12 @@ func (s *Store) lock(ctx context.Context, k string) (func(), error) {
 	}, nil
 }
 
-var _ sessions.Store = (*Store)(nil)
+var (
+	_ sessiondriver.Store      = (*Store)(nil)
+	_ sessiondriver.Searcher   = (*Store)(nil)
+	_ sessiondriver.Transferer = (*Store)(nil)
+	_ sessiondriver.Eraser     = (*Store)(nil)
+)
 
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
@@ -245,12 +251,12 @@ func (d *sessionDoc) expired(now time.Time) bool {
 }
 
 // session converts a document to a Session with its own state.
-func (d *sessionDoc) session(app, id string) (*sessions.Session, error) {
-	st, err := sessions.DecodeState([]byte(d.State))
+func (d *sessionDoc) session(app, id string) (*sessiontype.Session, error) {
+	st, err := sessiondriver.DecodeState([]byte(d.State))
 	if err != nil {
 		return nil, fmt.Errorf("decoding the state of session %s: %w", id, err)
 	}
-	initial, err := sessions.DecodeState([]byte(d.InitialState))
+	initial, err := sessiondriver.DecodeState([]byte(d.InitialState))
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +264,8 @@ func (d *sessionDoc) session(app, id string) (*sessions.Session, error) {
 	if len(labels) == 0 {
 		labels = nil
 	}
-	return &sessions.Session{
-		Key:          sessions.Key{App: app, User: d.User, ID: id},
+	return &sessiontype.Session{
+		Key:          sessiontype.Key{App: app, User: d.User, ID: id},
 		DisplayName:  d.DisplayName,
 		Labels:       labels,
 		State:        st,
@@ -282,8 +288,8 @@ type eventDoc struct {
 	Body string `firestore:"body"`
 }
 
-func (d *eventDoc) event() (*sessions.Event, error) {
-	e, err := sessions.UnmarshalEvent([]byte(d.Body))
+func (d *eventDoc) event() (*sessiontype.Event, error) {
+	e, err := sessiondriver.UnmarshalEvent([]byte(d.Body))
 	if err != nil {
 		return nil, fmt.Errorf("decoding event %s: %w", d.ID, err)
 	}
@@ -297,6 +303,6 @@ type stateDoc struct {
 	UpdateNS int64  `firestore:"update_ns"`
 }
 
-func notFound(key sessions.Key) error {
+func notFound(key sessiontype.Key) error {
 	return fault.NotFoundf("session %s not found", key.Name())
 }

@@ -8,11 +8,12 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/sessionstore/firestore"
 	"github.com/kioku-ai/kioku/sessions"
-	"github.com/kioku-ai/kioku/sessions/sessionstest"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver/sessiondrivertest"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func TestConformance(t *testing.T) {
-	sessionstest.Run(t, func(t *testing.T) *firestore.Store {
+	sessiondrivertest.Run(t, func(t *testing.T) *firestore.Store {
 		c, _ := firestoretest.NewClient(t)
 		return firestore.New(c, firestore.Options{})
 	})
@@ -25,11 +26,11 @@ func TestSearchReindex(t *testing.T) {
 	store := firestore.New(c, firestore.Options{})
 	svc := sessions.NewService(store, sessions.Config{})
 	ctx := t.Context()
-	key := sessions.Key{App: "a", User: "u1", ID: "s1"}
+	key := sessiontype.Key{App: "a", User: "u1", ID: "s1"}
 	if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
-	e := &sessions.Event{ID: "e1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "the lighthouse keeper"}}}}
+	e := &sessiontype.Event{ID: "e1", Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "the lighthouse keeper"}}}}
 	if _, err := svc.AppendEvent(ctx, key, e, nil); err != nil {
 		t.Fatal(err)
 	}

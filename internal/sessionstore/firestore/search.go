@@ -10,12 +10,13 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Event search on Firestore: no document of its own. Each event document
 // carries what its search needs: owner (the store's root, app and user),
-// session, author, terms (the distinct terms of sessions.IndexTerms, an
+// session, author, terms (the distinct terms of sessiondriver.IndexTerms, an
 // array) and nterms (its length in terms). A search runs, per query term,
 // one query over the user's events (a collection group query on owner, or
 // one over the session's events collection) for the events whose terms
@@ -23,7 +24,7 @@ import (
 // (at least minTermReads) of them; terms with more matches are counted with
 // an aggregation. One more aggregation counts the events searched and
 // averages their length. The candidates are chosen with
-// sessions.CandidateOrder and their sessions read (in one batch) to drop
+// sessiondriver.CandidateOrder and their sessions read (in one batch) to drop
 // those of expired or deleted sessions whose events are not removed yet.
 //
 // So an append writes no extra document (the event document has the
@@ -57,12 +58,12 @@ const (
 func (s *Store) owner(app, user string) string { return s.root + "/" + app + "/" + user }
 
 // searchFields returns the search fields of an event document.
-func (s *Store) searchFields(app, user, session string, e *sessions.Event) map[string]any {
-	return s.searchFieldsOf(app, user, session, e, sessions.IndexTerms(e))
+func (s *Store) searchFields(app, user, session string, e *sessiontype.Event) map[string]any {
+	return s.searchFieldsOf(app, user, session, e, sessiondriver.IndexTerms(e))
 }
 
 // searchFieldsOf is searchFields with the event's terms found beforehand.
-func (s *Store) searchFieldsOf(app, user, session string, e *sessions.Event, t sessions.IndexedTerms) map[string]any {
+func (s *Store) searchFieldsOf(app, user, session string, e *sessiontype.Event, t sessiondriver.IndexedTerms) map[string]any {
 	distinct := t.Distinct
 	if distinct == nil {
 		distinct = []string{}
@@ -77,12 +78,12 @@ func (s *Store) searchFieldsOf(app, user, session string, e *sessions.Event, t s
 }
 
 // eventData is the whole document of an event.
-func (s *Store) eventData(app, user, session string, e *sessions.Event, body string) map[string]any {
-	return s.eventDataOf(app, user, session, e, body, sessions.IndexTerms(e))
+func (s *Store) eventData(app, user, session string, e *sessiontype.Event, body string) map[string]any {
+	return s.eventDataOf(app, user, session, e, body, sessiondriver.IndexTerms(e))
 }
 
 // eventDataOf is eventData with the event's terms found beforehand.
-func (s *Store) eventDataOf(app, user, session string, e *sessions.Event, body string, t sessions.IndexedTerms) map[string]any {
+func (s *Store) eventDataOf(app, user, session string, e *sessiontype.Event, body string, t sessiondriver.IndexedTerms) map[string]any {
 	m := s.searchFieldsOf(app, user, session, e, t)
 	m["seq"] = e.Sequence
 	m["id"] = e.ID
@@ -99,12 +100,12 @@ type candidate struct {
 	doc     eventDoc
 }
 
-// SearchEvents implements sessions.Store.
-func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*sessions.SearchCandidates, error) {
-	out := &sessions.SearchCandidates{DocFreq: map[string]float64{}}
+// SearchEvents implements sessiondriver.Searcher.
+func (s *Store) SearchEvents(ctx context.Context, q *sessiondriver.SearchEventsParams) (*sessiondriver.SearchCandidates, error) {
+	out := &sessiondriver.SearchCandidates{DocFreq: map[string]float64{}}
 	var base firestore.Query
 	if q.Session != "" {
-		d, err := s.visible(ctx, sessions.Key{App: q.App, User: q.User, ID: q.Session}, q.Now)
+		d, err := s.visible(ctx, sessiontype.Key{App: q.App, User: q.User, ID: q.Session}, q.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +171,7 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 		}
 		out.DocFreq[t.Term] = df
 	}
-	order := sessions.CandidateOrder(q.Terms, postings, out.Docs, out.DocFreq, func(a, b string) int {
+	order := sessiondriver.CandidateOrder(q.Terms, postings, out.Docs, out.DocFreq, func(a, b string) int {
 		return cmp.Or(cmp.Compare(found[b].doc.TSNS, found[a].doc.TSNS), strings.Compare(b, a))
 	})
 	return out, s.keepVisible(ctx, q, order, found, out)
@@ -180,7 +181,7 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 // are visible and still the incarnation the event belongs to, up to
 // q.Limit. It reads the sessions of the candidates it looks at, q.Limit
 // candidates at a time.
-func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order *sessions.Candidates[string], found map[string]*candidate, out *sessions.SearchCandidates) error {
+func (s *Store) keepVisible(ctx context.Context, q *sessiondriver.SearchEventsParams, order *sessiondriver.Candidates[string], found map[string]*candidate, out *sessiondriver.SearchCandidates) error {
 	live := map[string]string{} // session id → incarnation, when visible
 	read := map[string]bool{}
 	for len(out.Hits) < q.Limit && order.Len() > 0 {
@@ -219,13 +220,13 @@ func (s *Store) keepVisible(ctx context.Context, q *sessions.SearchQuery, order 
 			if err != nil {
 				return err
 			}
-			out.Hits = append(out.Hits, sessions.SearchHit{Session: sessions.Key{App: q.App, User: q.User, ID: c.session}, Event: e})
+			out.Hits = append(out.Hits, sessiontype.SearchHit{Session: sessiontype.Key{App: q.App, User: q.User, ID: c.session}, Event: e})
 		}
 	}
 	return nil
 }
 
-// ReindexSearch implements sessions.SearchReindexer: it rewrites the search
+// ReindexSearch implements sessiondriver.SearchReindexer: it rewrites the search
 // fields of the events of up to limit sessions indexed with an older
 // terms.Version (a collection group query on search_v), then marks the
 // sessions current.

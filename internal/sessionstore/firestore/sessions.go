@@ -11,12 +11,13 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// SessionUser implements sessions.Store.
+// SessionUser implements sessiondriver.Store.
 func (s *Store) SessionUser(ctx context.Context, app, id string, now time.Time) (string, error) {
 	snap, err := s.sessionRef(app, id).Get(ctx)
 	if firestoredb.IsNotFound(err) {
@@ -36,7 +37,7 @@ func (s *Store) SessionUser(ctx context.Context, app, id string, now time.Time) 
 }
 
 // readSession reads a visible session document.
-func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error), ref *firestore.DocumentRef, key sessions.Key, now time.Time) (*sessionDoc, error) {
+func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error), ref *firestore.DocumentRef, key sessiontype.Key, now time.Time) (*sessionDoc, error) {
 	snap, err := get(ref)
 	if firestoredb.IsNotFound(err) {
 		return nil, notFound(key)
@@ -57,11 +58,11 @@ func readSession(get func(*firestore.DocumentRef) (*firestore.DocumentSnapshot, 
 // newIncarnation returns a random id for a session's data.
 func newIncarnation() string { return aip.NewID() }
 
-// CreateSession implements sessions.Store. A fork's events are written
+// CreateSession implements sessiondriver.Store. A fork's events are written
 // under the new incarnation first, where nothing points at them yet; the
 // session document that makes them visible is then created in a
 // transaction. If that fails, the events are removed again.
-func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) error {
+func (s *Store) CreateSession(ctx context.Context, r *sessiondriver.CreateSessionParams) error {
 	sess := r.Session
 	inc := newIncarnation()
 	if len(r.Events) > 0 {
@@ -134,12 +135,12 @@ func txSessionDoc(tx *firestore.Transaction, ref *firestore.DocumentRef) (*sessi
 
 // newSessionDoc is the document of sess with initial as its initial state,
 // at the current search version; the incarnation is the caller's to set.
-func newSessionDoc(sess *sessions.Session, initial map[string]any) (sessionDoc, error) {
-	state, err := sessions.EncodeState(sess.State)
+func newSessionDoc(sess *sessiontype.Session, initial map[string]any) (sessionDoc, error) {
+	state, err := sessiondriver.EncodeState(sess.State)
 	if err != nil {
 		return sessionDoc{}, err
 	}
-	initialState, err := sessions.EncodeState(initial)
+	initialState, err := sessiondriver.EncodeState(initial)
 	if err != nil {
 		return sessionDoc{}, err
 	}
@@ -160,7 +161,7 @@ func nonNilLabels(l map[string]string) map[string]string {
 }
 
 // writeEvents writes a session's events under an incarnation, in batches.
-func (s *Store) writeEvents(ctx context.Context, app, user, session, inc string, events []*sessions.Event) error {
+func (s *Store) writeEvents(ctx context.Context, app, user, session, inc string, events []*sessiontype.Event) error {
 	bw := s.c.BulkWriter(ctx)
 	var jobs []*firestore.BulkWriterJob
 	for _, e := range events {
@@ -192,8 +193,8 @@ func (s *Store) writeEvents(ctx context.Context, app, user, session, inc string,
 	return nil
 }
 
-// GetSession implements sessions.Store.
-func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.EventQuery) (*sessions.Session, []*sessions.Event, error) {
+// GetSession implements sessiondriver.Store.
+func (s *Store) GetSession(ctx context.Context, key sessiontype.Key, q sessiondriver.EventQuery) (*sessiontype.Session, []*sessiontype.Event, error) {
 	snaps, err := s.c.GetAll(ctx, []*firestore.DocumentRef{s.sessionRef(key.App, key.ID), s.userRef(key.App, key.User), s.appStateRef(key.App)})
 	if err != nil {
 		return nil, nil, firestoredb.Wrap(err)
@@ -219,7 +220,7 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 	if err != nil {
 		return nil, nil, err
 	}
-	sess.State = sessions.Merge(sess.State, user, app)
+	sess.State = sessiontype.Merge(sess.State, user, app)
 	if q.Skip {
 		return sess, nil, nil
 	}
@@ -237,9 +238,9 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 	return sess, events, nil
 }
 
-// ListSessions implements sessions.Store. Expired sessions (not swept yet)
+// ListSessions implements sessiondriver.Store. Expired sessions (not swept yet)
 // are skipped, reading further pages until the limit is reached.
-func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
+func (s *Store) ListSessions(ctx context.Context, q sessiondriver.ListSessionsParams) ([]*sessiontype.Session, error) {
 	base := s.app(q.App).Collection("kioku_sessions").Query
 	if q.User != "" {
 		base = base.Where("user", "==", q.User)
@@ -259,7 +260,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 	}
 	base = base.OrderBy(field, dir).OrderBy(firestore.DocumentID, dir)
 	cursorNS, cursorID := q.AfterTime.UnixNano(), q.AfterID
-	var out []*sessions.Session
+	var out []*sessiontype.Session
 	for len(out) < q.Limit {
 		want := q.Limit - len(out)
 		query := base.Limit(want)
@@ -301,10 +302,10 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 	return out, nil
 }
 
-// UpdateSession implements sessions.Store.
-func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions.SessionUpdate) (*sessions.Session, error) {
+// UpdateSession implements sessiondriver.Store.
+func (s *Store) UpdateSession(ctx context.Context, key sessiontype.Key, u *sessiondriver.UpdateSessionParams) (*sessiontype.Session, error) {
 	ref := s.sessionRef(key.App, key.ID)
-	var out *sessions.Session
+	var out *sessiontype.Session
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		d, err := readSession(tx.Get, ref, key, u.Now)
 		if err != nil {
@@ -328,8 +329,8 @@ func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions
 	return out, firestoredb.Wrap(err)
 }
 
-// DeleteSession implements sessions.Store.
-func (s *Store) DeleteSession(ctx context.Context, key sessions.Key, now time.Time) error {
+// DeleteSession implements sessiondriver.Store.
+func (s *Store) DeleteSession(ctx context.Context, key sessiontype.Key, now time.Time) error {
 	ref := s.sessionRef(key.App, key.ID)
 	var inc string
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -402,7 +403,7 @@ func (s *Store) removeSession(ctx context.Context, ref *firestore.DocumentRef, a
 	return inc, firestoredb.Wrap(err)
 }
 
-// DeleteExpired implements sessions.Store: it deletes sessions that expired
+// DeleteExpired implements sessiondriver.Store: it deletes sessions that expired
 // (across apps, with a collection group query on expire_ns), then removes
 // the data of deleted sessions whose removal was interrupted.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {

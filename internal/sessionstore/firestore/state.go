@@ -7,7 +7,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func readState(snap *firestore.DocumentSnapshot, err error) (map[string]any, int64, error) {
@@ -21,7 +22,7 @@ func readState(snap *firestore.DocumentSnapshot, err error) (map[string]any, int
 	if err := snap.DataTo(&d); err != nil {
 		return nil, 0, err
 	}
-	st, err := sessions.DecodeState([]byte(d.State))
+	st, err := sessiondriver.DecodeState([]byte(d.State))
 	return st, d.UpdateNS, err
 }
 
@@ -49,7 +50,7 @@ func (s *Store) sharedWrites(tx *firestore.Transaction, app, user string, userDe
 		if err != nil {
 			return nil, err
 		}
-		_, enc, err := sessions.UpdatedState(old, scope.delta, scope.name, max)
+		_, enc, err := sessiondriver.UpdatedState(old, scope.delta, scope.name, max)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +66,8 @@ func (s *Store) sharedWrites(tx *firestore.Transaction, app, user string, userDe
 	}, nil
 }
 
-// GetState implements sessions.Store.
-func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string]any, time.Time, error) {
+// GetState implements sessiondriver.Store.
+func (s *Store) GetState(ctx context.Context, ref sessiontype.StateRef) (map[string]any, time.Time, error) {
 	doc := s.appStateRef(ref.App)
 	if ref.User != "" {
 		doc = s.userRef(ref.App, ref.User)
@@ -75,8 +76,8 @@ func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string
 	return st, unixnano.Time(updateNS), firestoredb.Wrap(err)
 }
 
-// UpdateState implements sessions.Store.
-func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[string]any, time.Time, error) {
+// UpdateState implements sessiondriver.Store.
+func (s *Store) UpdateState(ctx context.Context, r *sessiondriver.UpdateStateParams) (map[string]any, time.Time, error) {
 	var st map[string]any
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		doc, name := s.appStateRef(r.Ref.App), "app"
@@ -88,7 +89,7 @@ func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[s
 			return err
 		}
 		var enc []byte
-		if st, enc, err = sessions.UpdatedState(old, r.Delta, name, r.MaxStateBytes); err != nil {
+		if st, enc, err = sessiondriver.UpdatedState(old, r.Delta, name, r.MaxStateBytes); err != nil {
 			return err
 		}
 		return tx.Set(doc, stateDoc{State: string(enc), UpdateNS: unixnano.From(r.Now)})

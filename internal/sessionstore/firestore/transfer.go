@@ -12,27 +12,28 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The primitives of export and import (package archive): listings in
 // document id order with cursors, and writes of archived records as they
 // are.
 
-// Apps implements sessions.Store (firestoredb.Apps).
+// Apps implements sessiondriver.Transferer (firestoredb.Apps).
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return firestoredb.Apps(ctx, s.c, s.root, after, limit)
 }
 
-// ScanSessions implements sessions.Store. Expired sessions not swept yet
+// ScanSessions implements sessiondriver.Transferer. Expired sessions not swept yet
 // are skipped, reading further pages until the limit is reached.
-func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sessions.Session, error) {
+func (s *Store) ScanSessions(ctx context.Context, q sessiondriver.ScanSessionsParams) ([]*sessiontype.Session, error) {
 	base := s.app(q.App).Collection("kioku_sessions").Query
 	if q.User != "" {
 		base = base.Where("user", "==", q.User)
 	}
 	after := q.AfterID
-	var out []*sessions.Session
+	var out []*sessiontype.Session
 	for len(out) < q.Limit {
 		want := q.Limit - len(out)
 		snaps, err := firestoredb.PageByID(ctx, base, after, want)
@@ -61,27 +62,27 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 	return out, nil
 }
 
-// ScanUserStates implements sessions.Store.
-func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int) ([]*sessions.SharedState, error) {
+// ScanUserStates implements sessiondriver.Transferer.
+func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int) ([]*sessiontype.SharedState, error) {
 	snaps, err := firestoredb.PageByID(ctx, s.app(app).Collection("kioku_users").Query, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*sessions.SharedState, 0, len(snaps))
+	out := make([]*sessiontype.SharedState, 0, len(snaps))
 	for _, snap := range snaps {
 		st, updateNS, err := readState(snap, nil)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &sessions.SharedState{Ref: sessions.StateRef{App: app, User: snap.Ref.ID}, State: st, UpdateTime: unixnano.Time(updateNS)})
+		out = append(out, &sessiontype.SharedState{Ref: sessiontype.StateRef{App: app, User: snap.Ref.ID}, State: st, UpdateTime: unixnano.Time(updateNS)})
 	}
 	return out, nil
 }
 
-// ImportSession implements sessions.Store: one transaction on the session
+// ImportSession implements sessiondriver.Transferer: one transaction on the session
 // document. A new session gets a new incarnation; one brought up to date
 // keeps its own (and its events).
-func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now time.Time) (bool, error) {
+func (s *Store) ImportSession(ctx context.Context, sess *sessiontype.Session, now time.Time) (bool, error) {
 	doc, err := newSessionDoc(sess, sess.InitialState)
 	if err != nil {
 		return false, err
@@ -137,11 +138,11 @@ func sameSession(a, b *sessionDoc) bool {
 	return reflect.DeepEqual(x, y) && maps.Equal(a.Labels, b.Labels)
 }
 
-// ImportEvents implements sessions.Store: it reads the session, the
+// ImportEvents implements sessiondriver.Transferer: it reads the session, the
 // documents of the events' sequences and ids (one batch), then writes what
 // is missing with a bulk writer. Each write is idempotent, so an import
 // stopped half-way is completed by the next.
-func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
+func (s *Store) ImportEvents(ctx context.Context, key sessiontype.Key, events []*sessiontype.Event, now time.Time) (int, error) {
 	d, err := s.visible(ctx, key, now)
 	if err != nil {
 		return 0, err
@@ -218,10 +219,10 @@ func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*se
 	return n, nil
 }
 
-// ImportState implements sessions.Store: one transaction on the scope's
+// ImportState implements sessiondriver.Transferer: one transaction on the scope's
 // document.
-func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool, error) {
-	enc, err := sessions.EncodeState(st.State)
+func (s *Store) ImportState(ctx context.Context, st *sessiontype.SharedState) (bool, error) {
+	enc, err := sessiondriver.EncodeState(st.State)
 	if err != nil {
 		return false, err
 	}
@@ -256,15 +257,26 @@ func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool
 	return wrote, firestoredb.Wrap(err)
 }
 
-// DeleteUserSessions implements sessions.Store: a query on the user's
-// session documents, then, for each, the deletion DeleteSession does (a
-// transaction that leaves a tombstone, then the removal of its data).
-func (s *Store) DeleteUserSessions(ctx context.Context, app, user string, limit int) ([]sessions.Key, error) {
+// EraseUser implements sessiondriver.Eraser: deleteUserSessions, and
+// deleteUserData once no session is left.
+func (s *Store) EraseUser(ctx context.Context, app, user string, limit int) ([]sessiontype.Key, error) {
+	keys, err := s.deleteUserSessions(ctx, app, user, limit)
+	if err != nil || len(keys) > 0 {
+		return keys, err
+	}
+	return nil, s.deleteUserData(ctx, app, user)
+}
+
+// deleteUserSessions deletes up to limit sessions of a user: a query on
+// the user's session documents, then, for each, the deletion
+// DeleteSession does (a transaction that leaves a tombstone, then the
+// removal of its data).
+func (s *Store) deleteUserSessions(ctx context.Context, app, user string, limit int) ([]sessiontype.Key, error) {
 	snaps, err := s.app(app).Collection("kioku_sessions").Where("user", "==", user).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
-	var keys []sessions.Key
+	var keys []sessiontype.Key
 	for _, snap := range snaps {
 		// A session replaced by another user's meanwhile stays.
 		inc, err := s.removeSession(ctx, snap.Ref, app, time.Now(), func(d *sessionDoc) bool { return d.User == user })
@@ -280,16 +292,16 @@ func (s *Store) DeleteUserSessions(ctx context.Context, app, user string, limit 
 		if _, err := s.tombstoneRef(app, inc).Delete(ctx); err != nil {
 			return keys, firestoredb.Wrap(err)
 		}
-		keys = append(keys, sessions.Key{App: app, User: user, ID: snap.Ref.ID})
+		keys = append(keys, sessiontype.Key{App: app, User: user, ID: snap.Ref.ID})
 	}
 	return keys, nil
 }
 
-// DeleteUserData implements sessions.Store: the user's state document, and
-// the event documents still carrying the user as their owner (those of
-// sessions whose removal was interrupted), found with the collection group
-// query event search uses.
-func (s *Store) DeleteUserData(ctx context.Context, app, user string) error {
+// deleteUserData deletes what is left of a user: the user's state
+// document, and the event documents still carrying the user as their
+// owner (those of sessions whose removal was interrupted), found with the
+// collection group query event search uses.
+func (s *Store) deleteUserData(ctx context.Context, app, user string) error {
 	if _, err := s.userRef(app, user).Delete(ctx); err != nil {
 		return firestoredb.Wrap(err)
 	}

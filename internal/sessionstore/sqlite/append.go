@@ -7,18 +7,18 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 )
 
-// AppendEvent implements sessions.Store. Its common path is three
+// AppendEvent implements sessiondriver.Store. Its common path is three
 // statements: read the session's row, insert the event (ignored when the id
 // exists: then the earlier append is returned) and move the session on. The
 // event is indexed for search later (index.go): the append only marks the
 // session as having events to index, if it had none.
-func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*sessions.AppendResult, error) {
+func (s *Store) AppendEvent(ctx context.Context, r *sessiondriver.AppendEventParams) (*sessiondriver.AppendResult, error) {
 	key := r.Key
 	body := r.Body // the event's JSON; its Sequence is zero
-	var res *sessions.AppendResult
+	var res *sessiondriver.AppendResult
 	k := s.db.Keyring()
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var user string
@@ -58,14 +58,14 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err != nil {
 				return err
 			}
-			res = &sessions.AppendResult{Event: e, Existing: true}
+			res = &sessiondriver.AppendResult{Event: e, Existing: true}
 			return nil
 		}
 		if r.ExpectedSequence != nil && *r.ExpectedSequence != last {
 			return fault.New(fault.FailedPrecondition, "session %s is at sequence %d, not the expected %d; read it again and retry", key.Name(), last, *r.ExpectedSequence)
 		}
 		if c := r.Event.Actions.Compaction; c != nil {
-			if err := sessions.CheckCompaction(key, c, last); err != nil {
+			if err := sessiondriver.CheckCompaction(key, c, last); err != nil {
 				return err
 			}
 			if c.EndSequence > compactedThrough {
@@ -83,7 +83,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 			if err != nil {
 				return err
 			}
-			_, enc, err := sessions.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
+			_, enc, err := sessiondriver.UpdatedState(old, r.Deltas.Session, "session", r.MaxStateBytes)
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ func (s *Store) AppendEvent(ctx context.Context, r *sessions.AppendRequest) (*se
 		}
 		e := *r.Event
 		e.Sequence = seq
-		res = &sessions.AppendResult{Event: &e}
+		res = &sessiondriver.AppendResult{Event: &e}
 		return nil
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // TestSearchBacklog opens a database written before the search index
@@ -25,7 +26,7 @@ func TestSearchBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	e := &sessions.Event{ID: "e1", Author: "user", Timestamp: now, Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "the lighthouse keeper"}}}}
+	e := &sessiontype.Event{ID: "e1", Author: "user", Timestamp: now, Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "the lighthouse keeper"}}}}
 	body, err := encodeEvent(e)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +81,8 @@ func TestSearchReindexOnNewTerms(t *testing.T) {
 	if _, err := svc.CreateSession(t.Context(), sessions.CreateSessionRequest{App: "a", User: "u1", ID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	e := &sessions.Event{ID: "e1", Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "the lighthouse keeper"}}}}
-	if _, err := svc.AppendEvent(t.Context(), sessions.Key{App: "a", User: "u1", ID: "s1"}, e, nil); err != nil {
+	e := &sessiontype.Event{ID: "e1", Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "the lighthouse keeper"}}}}
+	if _, err := svc.AppendEvent(t.Context(), sessiontype.Key{App: "a", User: "u1", ID: "s1"}, e, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The indexer's pass (RunIndexer's, in a server) indexes the event.

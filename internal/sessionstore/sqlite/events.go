@@ -10,19 +10,20 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/seal"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // encodeEvent returns an event's stored body: its JSON without the
 // sequence, which is a column of its own.
-func encodeEvent(e *sessions.Event) ([]byte, error) {
+func encodeEvent(e *sessiontype.Event) ([]byte, error) {
 	c := *e
 	c.Sequence = 0
 	return c.Marshal()
 }
 
 // queryEvents reads events of a session the caller has found visible.
-func queryEvents(ctx context.Context, k *seal.Keyring, tx querier, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
+func queryEvents(ctx context.Context, k *seal.Keyring, tx querier, key sessiontype.Key, q sessiondriver.EventQuery) ([]*sessiontype.Event, error) {
 	var sb strings.Builder
 	args := []any{key.App, key.ID}
 	sb.WriteString(`SELECT seq, body FROM events WHERE app = ? AND session = ?`)
@@ -56,7 +57,7 @@ func queryEvents(ctx context.Context, k *seal.Keyring, tx querier, key sessions.
 		return nil, err
 	}
 	defer rows.Close()
-	var events []*sessions.Event
+	var events []*sessiontype.Event
 	total := 0
 	for rows.Next() {
 		var seq int64
@@ -76,9 +77,9 @@ func queryEvents(ctx context.Context, k *seal.Keyring, tx querier, key sessions.
 	return events, rows.Err()
 }
 
-// ListEvents implements sessions.Store.
-func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.EventQuery) ([]*sessions.Event, error) {
-	var events []*sessions.Event
+// ListEvents implements sessiondriver.Store.
+func (s *Store) ListEvents(ctx context.Context, key sessiontype.Key, q sessiondriver.EventQuery) ([]*sessiontype.Event, error) {
+	var events []*sessiontype.Event
 	err := s.readTx(ctx, func(tx querier) error {
 		if err := visible(ctx, tx, key, q.Now); err != nil {
 			return err
@@ -92,7 +93,7 @@ func (s *Store) ListEvents(ctx context.Context, key sessions.Key, q sessions.Eve
 
 // visible returns NotFound unless the session exists under its user and has
 // not expired.
-func visible(ctx context.Context, tx querier, key sessions.Key, now time.Time) error {
+func visible(ctx context.Context, tx querier, key sessiontype.Key, now time.Time) error {
 	var user string
 	var expireNS int64
 	err := tx.QueryRowContext(ctx, `SELECT user, expire_ns FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID).Scan(&user, &expireNS)
@@ -102,9 +103,9 @@ func visible(ctx context.Context, tx querier, key sessions.Key, now time.Time) e
 	return err
 }
 
-// FindEvent implements sessions.Store.
-func (s *Store) FindEvent(ctx context.Context, key sessions.Key, id string, now time.Time) (*sessions.Event, error) {
-	var e *sessions.Event
+// FindEvent implements sessiondriver.Store.
+func (s *Store) FindEvent(ctx context.Context, key sessiontype.Key, id string, now time.Time) (*sessiontype.Event, error) {
+	var e *sessiontype.Event
 	err := s.readTx(ctx, func(tx querier) error {
 		if err := visible(ctx, tx, key, now); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sessionstore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // fuzzService is one store shared by every input of a fuzzing process;
@@ -92,7 +93,7 @@ func FuzzStateDeltaAndNames(f *testing.F) {
 			}
 			return
 		}
-		_, appendErr := svc.AppendEvent(ctx, sess.Key, &sessions.Event{ID: "e1", Author: "user", Actions: sessions.Actions{StateDelta: delta}}, nil)
+		_, appendErr := svc.AppendEvent(ctx, sess.Key, &sessiontype.Event{ID: "e1", Author: "user", Actions: sessiontype.Actions{StateDelta: delta}}, nil)
 		if appendErr != nil {
 			if k := fault.KindOf(appendErr); k != fault.Invalid && k != fault.ResourceExhausted {
 				t.Fatalf("AppendEvent: %v (kind %v), want Invalid, ResourceExhausted or success", appendErr, k)
@@ -105,8 +106,8 @@ func FuzzStateDeltaAndNames(f *testing.F) {
 		want := map[string]any{}
 		wantEvents := 0
 		if appendErr == nil {
-			d := sessions.SplitDelta(delta)
-			want = sessions.Merge(sessions.ApplyDelta(nil, d.Session), sessions.ApplyDelta(nil, d.User), sessions.ApplyDelta(nil, d.App))
+			d := sessiontype.SplitDelta(delta)
+			want = sessiontype.Merge(sessiontype.ApplyDelta(nil, d.Session), sessiontype.ApplyDelta(nil, d.User), sessiontype.ApplyDelta(nil, d.App))
 			wantEvents = 1
 		}
 		// reflect.DeepEqual first: cmp's diffing is exponential on deeply

@@ -14,7 +14,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/terms"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Writing the search index.
@@ -53,8 +54,8 @@ type indexDoc struct {
 // newIndexDoc returns the index entry of an event of a session, its terms
 // and tags passed through hash (seal.go), or false when the event has no
 // terms to index.
-func newIndexDoc(hash func(string) string, app, user, session string, e *sessions.Event) (indexDoc, bool) {
-	t := sessions.IndexTerms(e)
+func newIndexDoc(hash func(string) string, app, user, session string, e *sessiontype.Event) (indexDoc, bool) {
+	t := sessiondriver.IndexTerms(e)
 	if len(t.Distinct) == 0 {
 		return indexDoc{}, false
 	}
@@ -72,7 +73,7 @@ func newIndexDoc(hash func(string) string, app, user, session string, e *session
 }
 
 // searchable is what the indexer decodes of a stored event: the fields
-// sessions.IndexTerms reads (the stored JSON's names, which never change;
+// sessiondriver.IndexTerms reads (the stored JSON's names, which never change;
 // the timestamp comes from its column). Decoding the rest of the event,
 // its state delta and metadata, would only cost time.
 type searchable struct {
@@ -84,13 +85,13 @@ type searchable struct {
 		} `json:"parts"`
 	} `json:"content"`
 	Actions struct {
-		Compaction *sessions.Compaction `json:"compaction"`
+		Compaction *sessiontype.Compaction `json:"compaction"`
 	} `json:"actions"`
 }
 
 // decodeSearchable opens and decodes a stored event's body into an Event
 // holding what IndexTerms reads, and its sequence and timestamp.
-func decodeSearchable(k *seal.Keyring, app, session string, seq, tsNS int64, body []byte) (*sessions.Event, error) {
+func decodeSearchable(k *seal.Keyring, app, session string, seq, tsNS int64, body []byte) (*sessiontype.Event, error) {
 	body, err := k.Open(app, eventAt(app, session, seq), body)
 	if err != nil {
 		return nil, err
@@ -99,12 +100,12 @@ func decodeSearchable(k *seal.Keyring, app, session string, seq, tsNS int64, bod
 	if err := json.Unmarshal(body, &d); err != nil {
 		return nil, err
 	}
-	e := &sessions.Event{Sequence: seq, Timestamp: unixnano.Time(tsNS), Author: d.Author}
+	e := &sessiontype.Event{Sequence: seq, Timestamp: unixnano.Time(tsNS), Author: d.Author}
 	e.Actions.Compaction = d.Actions.Compaction
 	if d.Content != nil {
-		e.Content = &sessions.Content{Parts: make([]sessions.Part, len(d.Content.Parts))}
+		e.Content = &sessiontype.Content{Parts: make([]sessiontype.Part, len(d.Content.Parts))}
 		for i, p := range d.Content.Parts {
-			e.Content.Parts[i] = sessions.Part{Text: p.Text, Thought: p.Thought}
+			e.Content.Parts[i] = sessiontype.Part{Text: p.Text, Thought: p.Thought}
 		}
 	}
 	return e, nil
@@ -229,7 +230,7 @@ func unindexSession(tx *sql.Tx, app, session string) error {
 	return err
 }
 
-var _ sessions.SearchIndexer = (*Store)(nil)
+var _ sessiondriver.SearchIndexer = (*Store)(nil)
 
 // pendingSession is a session with events to index, as a pass read it.
 type pendingSession struct {
@@ -243,7 +244,7 @@ type pendingSession struct {
 	docs          []indexDoc
 }
 
-// IndexSearch implements sessions.SearchIndexer: it indexes up to limit
+// IndexSearch implements sessiondriver.SearchIndexer: it indexes up to limit
 // events appended (or forked) and not indexed yet, and returns how many it
 // read.
 func (s *Store) IndexSearch(ctx context.Context, limit int) (int, error) {
@@ -402,9 +403,9 @@ func (s *Store) queueReindex(ctx context.Context) error {
 	})
 }
 
-var _ sessions.SearchReindexer = (*Store)(nil)
+var _ sessiondriver.SearchReindexer = (*Store)(nil)
 
-// ReindexSearch implements sessions.SearchReindexer: it indexes the events
+// ReindexSearch implements sessiondriver.SearchReindexer: it indexes the events
 // of up to limit sessions of the search backlog with the current terms, a
 // transaction per session, and returns how many it did. A session's
 // events waiting for the indexer are indexed with the others.
@@ -428,7 +429,7 @@ func (s *Store) ReindexSearch(ctx context.Context, limit int) (int, error) {
 				if err := unindexSession(tx, app, id); err != nil {
 					return err
 				}
-				events, err := queryEvents(ctx, s.db.Keyring(), tx, sessions.Key{App: app, User: user, ID: id}, sessions.EventQuery{})
+				events, err := queryEvents(ctx, s.db.Keyring(), tx, sessiontype.Key{App: app, User: user, ID: id}, sessiondriver.EventQuery{})
 				if err != nil {
 					return err
 				}

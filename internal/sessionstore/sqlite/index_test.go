@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // indexState counts what the search index holds and what waits for it:
@@ -49,8 +50,8 @@ func openService(t *testing.T, path string) (*sqlitedb.DB, *Store, *sessions.Ser
 	return db, s, sessions.NewService(s, sessions.Config{})
 }
 
-func textEvent(id, text string) *sessions.Event {
-	return &sessions.Event{ID: id, Author: "user", Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: text}}}}
+func textEvent(id, text string) *sessiontype.Event {
+	return &sessiontype.Event{ID: id, Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: text}}}}
 }
 
 // TestAppendsAreIndexedInBatches: an append stores its event and leaves
@@ -62,7 +63,7 @@ func TestAppendsAreIndexedInBatches(t *testing.T) {
 	defer db.Close()
 	ctx := t.Context()
 	for u := range 2 {
-		key := sessions.Key{App: "a", User: fmt.Sprint("u", u), ID: fmt.Sprint("s", u)}
+		key := sessiontype.Key{App: "a", User: fmt.Sprint("u", u), ID: fmt.Sprint("s", u)}
 		if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestIndexingRacesWithWrites(t *testing.T) {
 		writers.Go(func() {
 			user := fmt.Sprint("u", w%2)
 			for round := range 6 {
-				key := sessions.Key{App: "a", User: user, ID: fmt.Sprintf("w%d", w)}
+				key := sessiontype.Key{App: "a", User: user, ID: fmt.Sprintf("w%d", w)}
 				if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 					t.Error(err)
 					return
@@ -198,7 +199,7 @@ func TestIndexingRacesWithWrites(t *testing.T) {
 func TestWaitingEventsSurviveACrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kioku.db")
 	db, _, svc := openService(t, path)
-	key := sessions.Key{App: "a", User: "u", ID: "s"}
+	key := sessiontype.Key{App: "a", User: "u", ID: "s"}
 	if _, err := svc.CreateSession(t.Context(), sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,16 +242,16 @@ func TestWaitingEventsSurviveACrash(t *testing.T) {
 // of a stored event gives the same index entry as the whole event.
 func TestSearchableDecodesWhatIndexTermsReads(t *testing.T) {
 	ts := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
-	events := []*sessions.Event{
+	events := []*sessiontype.Event{
 		textEvent("e1", "Tea at the harbour, 東京 and Zürich"),
-		{ID: "e2", Author: "model", Content: &sessions.Content{Role: "model", Parts: []sessions.Part{
+		{ID: "e2", Author: "model", Content: &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{
 			{Text: "thinking about kettles", Thought: true},
 			{Text: "the answer is green tea"},
-			{FunctionCall: &sessions.FunctionCall{Name: "brew", Args: map[string]any{"leaf": "sencha"}}},
+			{FunctionCall: &sessiontype.FunctionCall{Name: "brew", Args: map[string]any{"leaf": "sencha"}}},
 			{Text: "and a biscuit"},
-		}}, Actions: sessions.Actions{StateDelta: map[string]any{"cups": 2.0}}},
-		{ID: "e3", Author: "summariser", Content: &sessions.Content{Parts: []sessions.Part{{Text: "a summary of the tea talk"}}},
-			Actions: sessions.Actions{Compaction: &sessions.Compaction{StartSequence: 1, EndSequence: 2}}},
+		}}, Actions: sessiontype.Actions{StateDelta: map[string]any{"cups": 2.0}}},
+		{ID: "e3", Author: "summariser", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "a summary of the tea talk"}}},
+			Actions: sessiontype.Actions{Compaction: &sessiontype.Compaction{StartSequence: 1, EndSequence: 2}}},
 		{ID: "e4", Author: "tool"},
 	}
 	for i, e := range events {
@@ -282,7 +283,7 @@ func TestIndexingInWholeChunks(t *testing.T) {
 	const sessionsN, perSession = 4, 300 // 1,200 events: two chunks and 200 in the first pass of 1000
 	var wg sync.WaitGroup
 	for i := range sessionsN {
-		key := sessions.Key{App: "a", User: fmt.Sprint("u", i%2), ID: fmt.Sprint("s", i)}
+		key := sessiontype.Key{App: "a", User: fmt.Sprint("u", i%2), ID: fmt.Sprint("s", i)}
 		if _, err := svc.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 			t.Fatal(err)
 		}

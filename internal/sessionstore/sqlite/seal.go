@@ -4,7 +4,8 @@ import (
 	"strconv"
 
 	"github.com/kioku-ai/kioku/internal/seal"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Encryption at rest. In a database encrypted with a key (sqlitedb's
@@ -33,12 +34,12 @@ func userStateAt(app, user string) seal.Where  { return seal.At("user_state.stat
 func appStateAt(app string) seal.Where         { return seal.At("app_state.state", app) }
 
 // decodeEvent opens and decodes a stored body and sets its sequence.
-func decodeEvent(k *seal.Keyring, app, session string, seq int64, body []byte) (*sessions.Event, error) {
+func decodeEvent(k *seal.Keyring, app, session string, seq int64, body []byte) (*sessiontype.Event, error) {
 	body, err := k.Open(app, eventAt(app, session, seq), body)
 	if err != nil {
 		return nil, err
 	}
-	e, err := sessions.UnmarshalEvent(body)
+	e, err := sessiondriver.UnmarshalEvent(body)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func decodeState(k *seal.Keyring, app string, at seal.Where, raw []byte) (map[st
 			return nil, err
 		}
 	}
-	return sessions.DecodeState(raw)
+	return sessiondriver.DecodeState(raw)
 }
 
 // termHashers gives each app's search term hasher (the identity in a

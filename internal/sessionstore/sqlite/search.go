@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The search index (schema version 2).
@@ -24,7 +25,7 @@ import (
 //	               number, so one user's events are one range of docs.
 //	search_fts     an FTS5 table, contentless, without positions
 //	               (detail=none), rowid = doc: the event's distinct terms
-//	               (sessions.IndexTerms, already normalised; FTS5's ascii
+//	               (sessiondriver.IndexTerms, already normalised; FTS5's ascii
 //	               tokenizer only splits them on spaces) and two tags, one
 //	               for its session and one for its author.
 //	search_backlog sessions whose events were stored before the index
@@ -39,7 +40,7 @@ import (
 // A search reads, for each query term, the newest perTermPostings docs of
 // the user's range that hold it (with the session's or author's tag when
 // the query filters on them), chooses its candidates with
-// sessions.CandidateOrder, and reads their events. It reads what the user
+// sessiondriver.CandidateOrder, and reads their events. It reads what the user
 // has, never other users' rows.
 var searchSchema = `
 CREATE TABLE search_users (
@@ -86,17 +87,17 @@ const perTermPostings = 2000
 // event number is the low 32 bits of a doc).
 const maxUserDocs = 1<<32 - 1
 
-// SearchEvents implements sessions.Store. It first indexes the user's
+// SearchEvents implements sessiondriver.Searcher. It first indexes the user's
 // events that wait for the indexer, so that it finds every event appended
 // before it.
-func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*sessions.SearchCandidates, error) {
+func (s *Store) SearchEvents(ctx context.Context, q *sessiondriver.SearchEventsParams) (*sessiondriver.SearchCandidates, error) {
 	if err := s.indexUser(ctx, q.App, q.User); err != nil {
 		return nil, err
 	}
-	out := &sessions.SearchCandidates{DocFreq: map[string]float64{}}
+	out := &sessiondriver.SearchCandidates{DocFreq: map[string]float64{}}
 	err := s.readTx(ctx, func(tx querier) error {
 		if q.Session != "" {
-			if err := visible(ctx, tx, sessions.Key{App: q.App, User: q.User, ID: q.Session}, q.Now); err != nil {
+			if err := visible(ctx, tx, sessiontype.Key{App: q.App, User: q.User, ID: q.Session}, q.Now); err != nil {
 				return err
 			}
 		}
@@ -154,7 +155,7 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 			}
 			out.DocFreq[t.Term] = df
 		}
-		order := sessions.CandidateOrder(q.Terms, postings, out.Docs, out.DocFreq, func(a, b int64) int { return cmp.Compare(b, a) })
+		order := sessiondriver.CandidateOrder(q.Terms, postings, out.Docs, out.DocFreq, func(a, b int64) int { return cmp.Compare(b, a) })
 		hits, err := s.loadCandidates(ctx, tx, q, order)
 		out.Hits = hits
 		return err
@@ -168,8 +169,8 @@ func (s *Store) SearchEvents(ctx context.Context, q *sessions.SearchQuery) (*ses
 // loadCandidates reads the events of the candidates in order, skipping
 // those outside the time range and those of sessions that are not visible
 // (expired, not swept yet), until q.Limit are found.
-func (s *Store) loadCandidates(ctx context.Context, tx querier, q *sessions.SearchQuery, order *sessions.Candidates[int64]) ([]sessions.SearchHit, error) {
-	var hits []sessions.SearchHit
+func (s *Store) loadCandidates(ctx context.Context, tx querier, q *sessiondriver.SearchEventsParams, order *sessiondriver.Candidates[int64]) ([]sessiontype.SearchHit, error) {
+	var hits []sessiontype.SearchHit
 	visibleSession := map[string]bool{}
 	for len(hits) < q.Limit && order.Len() > 0 {
 		ids := order.Take(q.Limit - len(hits))
@@ -227,7 +228,7 @@ func (s *Store) loadCandidates(ctx context.Context, tx querier, q *sessions.Sear
 			if err != nil {
 				return nil, err
 			}
-			hits = append(hits, sessions.SearchHit{Session: sessions.Key{App: q.App, User: q.User, ID: r.session}, Event: e})
+			hits = append(hits, sessiontype.SearchHit{Session: sessiontype.Key{App: q.App, User: q.User, ID: r.session}, Event: e})
 		}
 	}
 	return hits, nil
@@ -235,7 +236,7 @@ func (s *Store) loadCandidates(ctx context.Context, tx querier, q *sessions.Sear
 
 // visibleSessions marks in vis which of the sessions (ids of q.App) are
 // the user's and not expired.
-func visibleSessions(ctx context.Context, tx querier, q *sessions.SearchQuery, ids []any, vis map[string]bool) error {
+func visibleSessions(ctx context.Context, tx querier, q *sessiondriver.SearchEventsParams, ids []any, vis map[string]bool) error {
 	if len(ids) == 0 {
 		return nil
 	}

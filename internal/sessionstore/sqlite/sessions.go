@@ -14,23 +14,24 @@ import (
 	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
-// CreateSession implements sessions.Store. A fork's events are indexed
+// CreateSession implements sessiondriver.Store. A fork's events are indexed
 // for search the way appended ones are (index.go): the session starts with
 // search_from 1.
-func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) error {
+func (s *Store) CreateSession(ctx context.Context, r *sessiondriver.CreateSessionParams) error {
 	sess := r.Session
 	labels, err := json.Marshal(nonNilLabels(sess.Labels))
 	if err != nil {
 		return err
 	}
-	state, err := sessions.EncodeState(sess.State)
+	state, err := sessiondriver.EncodeState(sess.State)
 	if err != nil {
 		return err
 	}
-	initial, err := sessions.EncodeState(r.InitialState)
+	initial, err := sessiondriver.EncodeState(r.InitialState)
 	if err != nil {
 		return err
 	}
@@ -87,9 +88,9 @@ func (s *Store) CreateSession(ctx context.Context, r *sessions.CreateRequest) er
 
 const sessionColumns = `user, display_name, labels, create_ns, update_ns, expire_ns, last_seq`
 
-func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessions.Session, error) {
+func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessiontype.Session, error) {
 	var (
-		sess                         = &sessions.Session{Key: sessions.Key{App: app, ID: id}}
+		sess                         = &sessiontype.Session{Key: sessiontype.Key{App: app, ID: id}}
 		labels                       []byte
 		createNS, updateNS, expireNS int64
 	)
@@ -108,7 +109,7 @@ func scanSession(app, id string, scan func(...any) error, extra ...any) (*sessio
 }
 
 // loadSession reads a visible session row (with its own and initial state).
-func loadSession(ctx context.Context, k *seal.Keyring, q querier, key sessions.Key, now time.Time) (*sessions.Session, error) {
+func loadSession(ctx context.Context, k *seal.Keyring, q querier, key sessiontype.Key, now time.Time) (*sessiontype.Session, error) {
 	var state, initial []byte
 	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+`, state, initial_state, compaction_seq, compaction_end FROM sessions WHERE app = ? AND id = ?`, key.App, key.ID)
 	var compactionSeq, compactionEnd int64
@@ -132,7 +133,7 @@ func loadSession(ctx context.Context, k *seal.Keyring, q querier, key sessions.K
 	return sess, nil
 }
 
-// SessionUser implements sessions.Store.
+// SessionUser implements sessiondriver.Store.
 func (s *Store) SessionUser(ctx context.Context, app, id string, now time.Time) (string, error) {
 	var user string
 	var expireNS int64
@@ -146,11 +147,11 @@ func (s *Store) SessionUser(ctx context.Context, app, id string, now time.Time) 
 	return user, nil
 }
 
-// GetSession implements sessions.Store.
-func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.EventQuery) (*sessions.Session, []*sessions.Event, error) {
+// GetSession implements sessiondriver.Store.
+func (s *Store) GetSession(ctx context.Context, key sessiontype.Key, q sessiondriver.EventQuery) (*sessiontype.Session, []*sessiontype.Event, error) {
 	var (
-		sess   *sessions.Session
-		events []*sessions.Event
+		sess   *sessiontype.Session
+		events []*sessiontype.Event
 	)
 	err := s.readTx(ctx, func(tx querier) error {
 		var err error
@@ -166,7 +167,7 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 		if err != nil {
 			return err
 		}
-		sess.State = sessions.Merge(sess.State, user, app)
+		sess.State = sessiontype.Merge(sess.State, user, app)
 		if q.Skip {
 			return nil
 		}
@@ -188,8 +189,8 @@ func (s *Store) GetSession(ctx context.Context, key sessions.Key, q sessions.Eve
 	return sess, events, nil
 }
 
-// ListSessions implements sessions.Store.
-func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
+// ListSessions implements sessiondriver.Store.
+func (s *Store) ListSessions(ctx context.Context, q sessiondriver.ListSessionsParams) ([]*sessiontype.Session, error) {
 	var sb strings.Builder
 	cols := sessionColumns + `, id`
 	if q.IncludeState {
@@ -221,7 +222,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*sessions.Session
+	var out []*sessiontype.Session
 	for rows.Next() {
 		var id string
 		var state []byte
@@ -244,9 +245,9 @@ func (s *Store) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sess
 	return out, rows.Err()
 }
 
-// UpdateSession implements sessions.Store.
-func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions.SessionUpdate) (*sessions.Session, error) {
-	var out *sessions.Session
+// UpdateSession implements sessiondriver.Store.
+func (s *Store) UpdateSession(ctx context.Context, key sessiontype.Key, u *sessiondriver.UpdateSessionParams) (*sessiontype.Session, error) {
+	var out *sessiontype.Session
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		sess, err := loadSession(ctx, s.db.Keyring(), tx, key, u.Now)
 		if err != nil {
@@ -274,8 +275,8 @@ func (s *Store) UpdateSession(ctx context.Context, key sessions.Key, u *sessions
 	return out, err
 }
 
-// DeleteSession implements sessions.Store.
-func (s *Store) DeleteSession(ctx context.Context, key sessions.Key, now time.Time) error {
+// DeleteSession implements sessiondriver.Store.
+func (s *Store) DeleteSession(ctx context.Context, key sessiontype.Key, now time.Time) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		if err := visible(ctx, tx, key, now); err != nil {
 			return err
@@ -295,7 +296,7 @@ func deleteSession(tx *sql.Tx, app, id string) error {
 	return err
 }
 
-// DeleteExpired implements sessions.Store.
+// DeleteExpired implements sessiondriver.Store.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	n := 0
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {

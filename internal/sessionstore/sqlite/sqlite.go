@@ -36,7 +36,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 var schema = []string{`
@@ -108,7 +109,12 @@ type Store struct {
 	indexMu sync.Mutex
 }
 
-var _ sessions.Store = (*Store)(nil)
+var (
+	_ sessiondriver.Store      = (*Store)(nil)
+	_ sessiondriver.Searcher   = (*Store)(nil)
+	_ sessiondriver.Transferer = (*Store)(nil)
+	_ sessiondriver.Eraser     = (*Store)(nil)
+)
 
 // New returns a Store on db, creating its tables if needed. A database
 // whose events were stored before the search index existed, or indexed
@@ -155,7 +161,7 @@ func New(db *sqlitedb.DB) (*Store, error) {
 	return s, nil
 }
 
-func notFound(key sessions.Key) error {
+func notFound(key sessiontype.Key) error {
 	return fault.NotFoundf("session %s not found", key.Name())
 }
 

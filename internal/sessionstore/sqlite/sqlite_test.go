@@ -9,10 +9,12 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
-	"github.com/kioku-ai/kioku/sessions/sessionstest"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver/sessiondrivertest"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
-func newStore(t *testing.T) sessions.Store { return openStore(t, false) }
+func newStore(t *testing.T) sessiondriver.Store { return openStore(t, false) }
 
 // openStore opens a store in a new database, encrypted or not.
 func openStore(t testing.TB, encrypted bool) *sqlite.Store {
@@ -23,13 +25,13 @@ func openStore(t testing.TB, encrypted bool) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	sessionstest.Run(t, newStore)
+	sessiondrivertest.Run(t, newStore)
 }
 
 // TestConformanceEncrypted runs the suite on an encrypted database: every
 // read and search works on sealed values and hashed terms.
 func TestConformanceEncrypted(t *testing.T) {
-	sessionstest.Run(t, func(t *testing.T) *sqlite.Store { return openStore(t, true) })
+	sessiondrivertest.Run(t, func(t *testing.T) *sqlite.Store { return openStore(t, true) })
 }
 
 // BenchmarkAppendParallel measures durable appends through the Service
@@ -51,17 +53,17 @@ func benchAppend(b *testing.B, encrypted bool) {
 	var n atomic.Int64
 	b.SetParallelism(32) // 64 goroutines on 2 cores
 	b.RunParallel(func(pb *testing.PB) {
-		key := sessions.Key{App: "bench", User: "u", ID: fmt.Sprint("s", n.Add(1))}
+		key := sessiontype.Key{App: "bench", User: "u", ID: fmt.Sprint("s", n.Add(1))}
 		if _, err := svc.CreateSession(b.Context(), sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 			b.Error(err)
 			return
 		}
 		for i := 0; pb.Next(); i++ {
-			_, err := svc.AppendEvent(b.Context(), key, &sessions.Event{
+			_, err := svc.AppendEvent(b.Context(), key, &sessiontype.Event{
 				ID:      fmt.Sprint("e", i),
 				Author:  "user",
-				Content: &sessions.Content{Role: "user", Parts: []sessions.Part{{Text: "I would like a cup of green tea, please."}}},
-				Actions: sessions.Actions{StateDelta: map[string]any{"turn": float64(i)}},
+				Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I would like a cup of green tea, please."}}},
+				Actions: sessiontype.Actions{StateDelta: map[string]any{"turn": float64(i)}},
 			}, nil)
 			if err != nil {
 				b.Error(err)

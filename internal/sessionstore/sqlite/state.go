@@ -9,7 +9,8 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // applyShared applies deltas to a user's and an app's state rows.
@@ -40,7 +41,7 @@ func (s *Store) updateScope(tx *sql.Tx, sel, put *sql.Stmt, at seal.Where, key [
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s state: %w", scope, err)
 	}
-	st, enc, err := sessions.UpdatedState(old, delta, scope, max)
+	st, enc, err := sessiondriver.UpdatedState(old, delta, scope, max)
 	if err != nil {
 		return nil, err
 	}
@@ -70,14 +71,14 @@ func scopeState(ctx context.Context, k *seal.Keyring, q querier, app, user strin
 	return st, updateNS, err
 }
 
-// GetState implements sessions.Store.
-func (s *Store) GetState(ctx context.Context, ref sessions.StateRef) (map[string]any, time.Time, error) {
+// GetState implements sessiondriver.Store.
+func (s *Store) GetState(ctx context.Context, ref sessiontype.StateRef) (map[string]any, time.Time, error) {
 	st, uns, err := scopeState(ctx, s.db.Keyring(), s.db.Read(), ref.App, ref.User)
 	return st, unixnano.Time(uns), err
 }
 
-// UpdateState implements sessions.Store.
-func (s *Store) UpdateState(ctx context.Context, r *sessions.StateUpdate) (map[string]any, time.Time, error) {
+// UpdateState implements sessiondriver.Store.
+func (s *Store) UpdateState(ctx context.Context, r *sessiondriver.UpdateStateParams) (map[string]any, time.Time, error) {
 	var st map[string]any
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var err error

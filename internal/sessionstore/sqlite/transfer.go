@@ -10,20 +10,21 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The primitives of export and import (package archive): listings in key
 // order with cursors, each a range of a primary key, and writes of
 // archived records as they are, each a transaction.
 
-// Apps implements sessions.Store: the apps with a row in any of its tables.
+// Apps implements sessiondriver.Transferer: the apps with a row in any of its tables.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return s.db.Apps(ctx, []string{"sessions", "user_state", "app_state"}, after, limit)
 }
 
-// ScanSessions implements sessions.Store.
-func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sessions.Session, error) {
+// ScanSessions implements sessiondriver.Transferer.
+func (s *Store) ScanSessions(ctx context.Context, q sessiondriver.ScanSessionsParams) ([]*sessiontype.Session, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + sessionColumns + `, id, state, initial_state, compaction_seq, compaction_end FROM sessions WHERE app = ?`)
 	args := []any{q.App}
@@ -38,7 +39,7 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*sessions.Session
+	var out []*sessiontype.Session
 	for rows.Next() {
 		var id string
 		var state, initial []byte
@@ -61,14 +62,14 @@ func (s *Store) ScanSessions(ctx context.Context, q sessions.ScanQuery) ([]*sess
 	return out, rows.Err()
 }
 
-// ScanUserStates implements sessions.Store.
-func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int) ([]*sessions.SharedState, error) {
+// ScanUserStates implements sessiondriver.Transferer.
+func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int) ([]*sessiontype.SharedState, error) {
 	rows, err := s.db.Read().QueryContext(ctx, `SELECT user, state, update_ns FROM user_state WHERE app = ? AND user > ? ORDER BY user LIMIT ?`, app, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*sessions.SharedState
+	var out []*sessiontype.SharedState
 	for rows.Next() {
 		var (
 			user     string
@@ -82,22 +83,22 @@ func (s *Store) ScanUserStates(ctx context.Context, app, after string, limit int
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &sessions.SharedState{Ref: sessions.StateRef{App: app, User: user}, State: st, UpdateTime: unixnano.Time(updateNS)})
+		out = append(out, &sessiontype.SharedState{Ref: sessiontype.StateRef{App: app, User: user}, State: st, UpdateTime: unixnano.Time(updateNS)})
 	}
 	return out, rows.Err()
 }
 
-// ImportSession implements sessions.Store.
-func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now time.Time) (bool, error) {
+// ImportSession implements sessiondriver.Transferer.
+func (s *Store) ImportSession(ctx context.Context, sess *sessiontype.Session, now time.Time) (bool, error) {
 	labels, err := json.Marshal(nonNilLabels(sess.Labels))
 	if err != nil {
 		return false, err
 	}
-	state, err := sessions.EncodeState(sess.State)
+	state, err := sessiondriver.EncodeState(sess.State)
 	if err != nil {
 		return false, err
 	}
-	initial, err := sessions.EncodeState(sess.InitialState)
+	initial, err := sessiondriver.EncodeState(sess.InitialState)
 	if err != nil {
 		return false, err
 	}
@@ -165,11 +166,11 @@ func (s *Store) ImportSession(ctx context.Context, sess *sessions.Session, now t
 	return wrote, err
 }
 
-// ImportEvents implements sessions.Store: one transaction, an insert per
+// ImportEvents implements sessiondriver.Transferer: one transaction, an insert per
 // event not stored yet, and the search entries of those events (but of
 // those the indexer will read, at or after the session's search_from:
 // index.go).
-func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*sessions.Event, now time.Time) (int, error) {
+func (s *Store) ImportEvents(ctx context.Context, key sessiontype.Key, events []*sessiontype.Event, now time.Time) (int, error) {
 	bodies := make([][]byte, len(events))
 	docs := make([]indexDoc, len(events))
 	hasTerms := make([]bool, len(events))
@@ -234,9 +235,9 @@ func (s *Store) ImportEvents(ctx context.Context, key sessions.Key, events []*se
 	return n, err
 }
 
-// ImportState implements sessions.Store.
-func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool, error) {
-	enc, err := sessions.EncodeState(st.State)
+// ImportState implements sessiondriver.Transferer.
+func (s *Store) ImportState(ctx context.Context, st *sessiontype.SharedState) (bool, error) {
+	enc, err := sessiondriver.EncodeState(st.State)
 	if err != nil {
 		return false, err
 	}
@@ -276,24 +277,34 @@ func (s *Store) ImportState(ctx context.Context, st *sessions.SharedState) (bool
 	return wrote, err
 }
 
-// DeleteUserSessions implements sessions.Store.
-func (s *Store) DeleteUserSessions(ctx context.Context, app, user string, limit int) ([]sessions.Key, error) {
-	var keys []sessions.Key
+// EraseUser implements sessiondriver.Eraser: deleteUserSessions, and
+// deleteUserData once no session is left.
+func (s *Store) EraseUser(ctx context.Context, app, user string, limit int) ([]sessiontype.Key, error) {
+	keys, err := s.deleteUserSessions(ctx, app, user, limit)
+	if err != nil || len(keys) > 0 {
+		return keys, err
+	}
+	return nil, s.deleteUserData(ctx, app, user)
+}
+
+// deleteUserSessions deletes up to limit sessions of a user.
+func (s *Store) deleteUserSessions(ctx context.Context, app, user string, limit int) ([]sessiontype.Key, error) {
+	var keys []sessiontype.Key
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		deleted, err := deleteSessionsWhere(tx, `SELECT app, id FROM sessions INDEXED BY sessions_by_user WHERE app = ? AND user = ? LIMIT ?`, app, user, limit)
 		keys = nil
 		for _, k := range deleted {
-			keys = append(keys, sessions.Key{App: k[0], User: user, ID: k[1]})
+			keys = append(keys, sessiontype.Key{App: k[0], User: user, ID: k[1]})
 		}
 		return err
 	})
 	return keys, err
 }
 
-// DeleteUserData implements sessions.Store: the user's state row, and
+// deleteUserData deletes what is left of a user: the user's state row, and
 // their row of the search statistics with any index entries still under
 // it.
-func (s *Store) DeleteUserData(ctx context.Context, app, user string) error {
+func (s *Store) deleteUserData(ctx context.Context, app, user string) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`DELETE FROM user_state WHERE app = ? AND user = ?`, app, user); err != nil {
 			return err

@@ -197,3 +197,81 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("%d refusals reported, want 4", limited.Load())
 	}
 }
+
+// share is a settable auth.ShareSource.
+type share struct {
+	fraction float64
+	servers  int
+}
+
+func (s *share) Share() (float64, int) { return s.fraction, s.servers }
+
+// TestRateLimitShare: a server granting a share of the limits fills a
+// key's bucket at that share of its rate, with that share of its burst
+// (at least one call), says in the refusal that the limit is the
+// servers', keeps the bucket's tokens when the share changes, and with
+// no share refuses every limited call with a RetryInfo of a second.
+func TestRateLimitShare(t *testing.T) {
+	k, e := auth.NewKey("shared", "a", "")
+	e.RateLimit = &auth.RateLimit{PerSecond: 30, Burst: 6}
+	free, fe := auth.NewKey("unlimited", "a", "")
+	fe.RateLimit = &auth.RateLimit{}
+	keys := writeKeys(t, map[string]any{"keys": []auth.Key{e, fe}})
+	now := time.Unix(1_800_000_000, 0)
+	sh := &share{fraction: 1.0 / 3, servers: 3}
+	g := auth.NewGuard(auth.Options{
+		Keys:   keys,
+		Share:  sh,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:    func() time.Time { return now },
+	}, auth.Policy{proc: {Access: auth.Read}})
+	h := g.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	call := func(key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", proc, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	burst := func() int {
+		n := 0
+		for call(k).Code == 200 && n < 100 {
+			n++
+		}
+		return n
+	}
+	if got := burst(); got != 2 {
+		t.Errorf("a third of a burst of 6: %d calls passed; want 2", got)
+	}
+	if rec := call(k); rec.Code != 429 || !strings.Contains(rec.Body.String(), "30 calls a second (bursts of 6) for the 3 servers together; retry in") {
+		t.Errorf("over the share: %d %s", rec.Code, rec.Body)
+	}
+	// A third of 30 a second: one call every 100 ms.
+	now = now.Add(100 * time.Millisecond)
+	if got := burst(); got != 1 {
+		t.Errorf("100 ms later, %d calls passed; want 1", got)
+	}
+	// The whole limit: the bucket keeps what it gathered at a third (its
+	// burst then, 2), then fills at 30 a second up to 6.
+	now = now.Add(time.Second)
+	sh.fraction, sh.servers = 1, 1
+	if got := burst(); got != 2 {
+		t.Errorf("with the whole limit at once: %d calls passed; want the 2 gathered", got)
+	}
+	now = now.Add(time.Second)
+	if got := burst(); got != 6 {
+		t.Errorf("with the whole limit, a second later: %d calls passed; want 6", got)
+	}
+	// No share: refused, with a RetryInfo of a second; keys without a
+	// limit pass.
+	sh.fraction = 0
+	now = now.Add(time.Second)
+	rec := call(k)
+	if rec.Code != 429 || !strings.Contains(rec.Body.String(), "retry in 1s") {
+		t.Errorf("with no share: %d %s", rec.Code, rec.Body)
+	}
+	if rec := call(free); rec.Code != 200 {
+		t.Errorf("a key without a limit, with no share: %d %s", rec.Code, rec.Body)
+	}
+}

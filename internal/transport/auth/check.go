@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // named is a resource a request names, with the field that names it.
@@ -160,11 +160,11 @@ func checkStateDeltas(c Caller, rule Rule, m protoreflect.Message) error {
 // interceptor applies it to the fields a Rule lists in StateDeltas before
 // the handler runs, so a refused request stores nothing.
 func StateScopeAllowed(c Caller, field, key string) error {
-	if c.User == "" || sessions.ScopeOf(key) != sessions.ScopeApp {
+	if c.User == "" || sessiontype.ScopeOf(key) != sessiontype.ScopeApp {
 		return nil
 	}
 	return denied("%s key %q writes the app scope (%q), which every user of app %q reads; this API key may write a session's own keys and the %q and %q scopes of user %q only",
-		field, aip.Truncate(key, 100), sessions.PrefixApp, c.App, sessions.PrefixUser, sessions.PrefixTemp, c.User)
+		field, aip.Truncate(key, 100), sessiontype.PrefixApp, c.App, sessiontype.PrefixUser, sessiontype.PrefixTemp, c.User)
 }
 
 // loadCheck records whether a call's handler must check a loaded

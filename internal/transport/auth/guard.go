@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -35,6 +36,10 @@ type Options struct {
 	// DefaultRate is the rate limit of a key that has none of its own and
 	// whose app has none in the key file. Zero: no limit.
 	DefaultRate RateLimit
+	// Share, when set, says what part of every rate limit this server may
+	// grant: the limits are then the cluster's, shared by the servers of
+	// one store (package internal/cluster). Nil: all of it (one server).
+	Share ShareSource
 	// KeyCheckInterval is how often an open stream checks that its key is
 	// still in force (not removed by a reload, not expired); a stream whose
 	// key is not ends UNAUTHENTICATED. Zero: 30 seconds; at most a minute.
@@ -68,7 +73,32 @@ type Guard struct {
 
 type bucket struct {
 	lim  *rate.Limiter
-	conf RateLimit
+	conf RateLimit // the key's limit
+	eff  RateLimit // this server's share of it
+}
+
+// A ShareSource says what part of every rate limit a server may grant.
+type ShareSource interface {
+	// Share returns the fraction of each limit the server may grant now,
+	// in [0, 1], and how many servers share the limits.
+	Share() (fraction float64, servers int)
+}
+
+// shareWait is the RetryInfo of a call refused by a server that grants no
+// share of its limit yet (a server that just joined, or one that cannot
+// renew its share): the others' next beat, about a second away.
+const shareWait = time.Second
+
+// scale returns the part of r a server with fraction f of it grants: f of
+// the rate, and f of the burst but at least one call.
+func (r RateLimit) scale(f float64) RateLimit {
+	if f >= 1 {
+		return r
+	}
+	if f <= 0 {
+		return RateLimit{}
+	}
+	return RateLimit{PerSecond: r.PerSecond * f, Burst: max(1, int(math.Round(float64(r.Burst)*f)))}
 }
 
 // NewGuard returns a Guard for the union of the given policies (one per
@@ -183,7 +213,7 @@ func (g *Guard) admit(r *http.Request, label string) (*http.Request, *connect.Er
 		return r, g.refused(r, label, rej.reason, "", err)
 	}
 	if conf, wait, ok := g.allow(c, now); !ok {
-		err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("this API key's rate limit is %g calls a second (bursts of %d); retry in %v", conf.PerSecond, conf.Burst, wait))
+		err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("this API key's rate limit is %g calls a second (bursts of %d)%s; retry in %v", conf.PerSecond, conf.Burst, g.shared(), wait))
 		if d, derr := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); derr == nil {
 			err.AddDetail(d)
 		}
@@ -230,18 +260,48 @@ func (g *Guard) stillValid(c Caller, now time.Time) *rejection {
 	return nil
 }
 
+// share returns the fraction of every limit this server grants, and the
+// servers sharing them.
+func (g *Guard) share() (float64, int) {
+	if g.opts.Share == nil {
+		return 1, 1
+	}
+	return g.opts.Share.Share()
+}
+
+// shared says, for a refusal's message, that the limit is shared by
+// several servers.
+func (g *Guard) shared() string {
+	if _, n := g.share(); n > 1 {
+		return fmt.Sprintf(" for the %d servers together", n)
+	}
+	return ""
+}
+
 // allow takes a token from the caller's bucket, or says how long until
-// one is there.
+// one is there. The bucket holds this server's share of the key's limit;
+// when the share changes, the bucket keeps its tokens (up to its new
+// burst) and fills at its new rate.
 func (g *Guard) allow(c Caller, now time.Time) (RateLimit, time.Duration, bool) {
 	conf := g.opts.Keys.rateFor(c, g.opts.DefaultRate)
 	if conf.PerSecond <= 0 {
 		return conf, 0, true
 	}
+	f, _ := g.share()
+	eff := conf.scale(f)
+	if eff.PerSecond <= 0 {
+		return conf, shareWait, false
+	}
 	g.mu.Lock()
 	b := g.buckets[c.digest]
-	if b == nil || b.conf != conf {
-		b = &bucket{lim: rate.NewLimiter(rate.Limit(conf.PerSecond), conf.Burst), conf: conf}
+	switch {
+	case b == nil || b.conf != conf:
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(eff.PerSecond), eff.Burst), conf: conf, eff: eff}
 		g.buckets[c.digest] = b
+	case b.eff != eff:
+		b.lim.SetLimitAt(now, rate.Limit(eff.PerSecond))
+		b.lim.SetBurstAt(now, eff.Burst)
+		b.eff = eff
 	}
 	g.mu.Unlock()
 	res := b.lim.ReserveN(now, 1)

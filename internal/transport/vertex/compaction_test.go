@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // TestCompactionInCustomMetadata: a kioku compaction reads through Vertex
@@ -44,7 +45,7 @@ func TestCompactionInCustomMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	key := sessions.Key{App: "1491331942182813696", User: "ann", ID: "long"}
+	key := sessiontype.Key{App: "1491331942182813696", User: "ann", ID: "long"}
 	if _, err := k.node.Sessions.Compact(ctx, key, sessions.CompactRequest{UpTo: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +74,12 @@ func TestOperationOfAnotherKind(t *testing.T) {
 	fake.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: "A summary."} })
 	k := startKioku(t, fake)
 	ctx := t.Context()
-	key := sessions.Key{App: "1491331942182813696", User: "ann", ID: "s"}
+	key := sessiontype.Key{App: "1491331942182813696", User: "ann", ID: "s"}
 	if _, err := k.node.Sessions.CreateSession(ctx, sessions.CreateSessionRequest{App: key.App, User: key.User, ID: key.ID}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := k.node.Sessions.AppendEvent(ctx, key, &sessions.Event{Author: "user", Content: &sessions.Content{Parts: []sessions.Part{{Text: "hi"}}}}, nil); err != nil {
+		if _, err := k.node.Sessions.AppendEvent(ctx, key, &sessiontype.Event{Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "hi"}}}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The keys under which an event's extensions keep the Vertex AI fields the
@@ -35,7 +35,7 @@ const (
 
 // sessionToVertex converts a domain session; its state is what the domain
 // returned (the merged view on reads).
-func sessionToVertex(e engine, s *sessions.Session) (*aiplatformpb.Session, error) {
+func sessionToVertex(e engine, s *sessiontype.Session) (*aiplatformpb.Session, error) {
 	state, err := content.Struct("session_state", s.State)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "encoding the session's state")
@@ -57,7 +57,7 @@ func sessionToVertex(e engine, s *sessions.Session) (*aiplatformpb.Session, erro
 
 // eventFromVertex converts a request's event (its name, which gives the
 // event id, is appendEvent's).
-func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
+func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessiontype.Event, error) {
 	if v == nil {
 		return nil, fault.InvalidField("event", "Required field is not set.")
 	}
@@ -67,7 +67,7 @@ func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
 	if v.GetInvocationId() == "" {
 		return nil, fault.InvalidField("event.invocation_id", "Required field is not set.")
 	}
-	out := &sessions.Event{
+	out := &sessiontype.Event{
 		Author:       v.GetAuthor(),
 		InvocationID: v.GetInvocationId(),
 		ErrorCode:    v.GetErrorCode(),
@@ -87,7 +87,7 @@ func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
 	}
 	ext := map[string]any{}
 	if a := v.GetActions(); a != nil {
-		out.Actions = sessions.Actions{
+		out.Actions = sessiontype.Actions{
 			StateDelta:        content.Map(a.GetStateDelta()),
 			TransferToAgent:   a.GetTransferAgent(),
 			Escalate:          a.GetEscalate(),
@@ -139,7 +139,7 @@ func eventFromVertex(v *aiplatformpb.SessionEvent) (*sessions.Event, error) {
 
 // eventToVertex converts a stored event of the session named by e and
 // session.
-func eventToVertex(e engine, session string, ev *sessions.Event) (*aiplatformpb.SessionEvent, error) {
+func eventToVertex(e engine, session string, ev *sessiontype.Event) (*aiplatformpb.SessionEvent, error) {
 	out := &aiplatformpb.SessionEvent{
 		Name:         e.eventName(session, ev.ID),
 		Author:       ev.Author,
@@ -270,7 +270,7 @@ const adkCompactionKey = "_compaction"
 // adkCompaction returns a kioku compaction in ADK Python's form
 // (EventCompaction dumped to JSON): the times of the first and last events
 // it covers in seconds, and the summary as compacted_content.
-func adkCompaction(c *sessions.Compaction, summary *sessions.Content) map[string]any {
+func adkCompaction(c *sessiontype.Compaction, summary *sessiontype.Content) map[string]any {
 	seconds := func(t time.Time) float64 {
 		if t.IsZero() {
 			return 0

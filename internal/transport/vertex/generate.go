@@ -15,7 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Memory generation and retrieval: GenerateMemories starts a memory bank
@@ -92,7 +92,7 @@ func (s *Surface) generateRequest(ctx context.Context, r *aiplatformpb.GenerateM
 			if c == nil {
 				return engine{}, nil, fault.InvalidField("direct_contents_source.events", "direct_contents_source.events[%d].content is required", i)
 			}
-			req.Events = append(req.Events, &sessions.Event{Author: c.Role, Content: c})
+			req.Events = append(req.Events, &sessiontype.Event{Author: c.Role, Content: c})
 		}
 		if len(req.Events) == 0 {
 			return engine{}, nil, fault.InvalidField("direct_contents_source.events", "direct_contents_source.events is empty")

@@ -17,7 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/memorybank"
-	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The Vertex AI SDK (Python, and its TypeScript port in
@@ -89,7 +89,7 @@ func (s *Surface) ingestEvents(ctx context.Context, r *vertexv1beta1.IngestEvent
 		if err != nil {
 			return nil, err
 		}
-		se := &sessions.Event{Author: c.Role, Content: c}
+		se := &sessiontype.Event{Author: c.Role, Content: c}
 		if id, ok := ev["eventId"].(string); ok {
 			se.ID = id
 		}
@@ -313,13 +313,13 @@ func stringMap(field string, v any) (map[string]string, error) {
 
 // contentFromJSON reads content in its JSON form ({"role", "parts"}, as
 // genai and Vertex AI write it).
-func contentFromJSON(field string, v any) (*sessions.Content, error) {
+func contentFromJSON(field string, v any) (*sessiontype.Content, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, fault.InvalidField(field, "%s is required: {\"role\", \"parts\"}", field)
 	}
 	role, _ := m["role"].(string)
-	out := &sessions.Content{Role: role}
+	out := &sessiontype.Content{Role: role}
 	parts, _ := m["parts"].([]any)
 	for i, p := range parts {
 		pm, ok := p.(map[string]any)

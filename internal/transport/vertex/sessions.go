@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // defaultSessionTTL is the expiry Vertex AI gives a session created without
@@ -19,21 +20,21 @@ import (
 const defaultSessionTTL = 365 * 24 * time.Hour
 
 // session finds the session a Vertex AI session name names.
-func (s *Surface) session(ctx context.Context, field, name string) (engine, sessions.Key, error) {
+func (s *Surface) session(ctx context.Context, field, name string) (engine, sessiontype.Key, error) {
 	e, ids, err := s.policy.parse(field, name, sessionKind)
 	if err != nil {
-		return engine{}, sessions.Key{}, err
+		return engine{}, sessiontype.Key{}, err
 	}
 	absent := fault.NotFoundf("Session %s not found.", e.sessionName(ids[0]))
 	key, err := s.sess.FindSession(ctx, e.app, ids[0])
 	if fault.Is(err, fault.NotFound) {
-		return engine{}, sessions.Key{}, absent
+		return engine{}, sessiontype.Key{}, absent
 	}
 	if err != nil {
-		return engine{}, sessions.Key{}, err
+		return engine{}, sessiontype.Key{}, err
 	}
 	if err := owned(ctx, key.User, absent); err != nil {
-		return engine{}, sessions.Key{}, err
+		return engine{}, sessiontype.Key{}, err
 	}
 	return e, key, nil
 }
@@ -160,7 +161,7 @@ func (s *Surface) listSessions(ctx context.Context, r *aiplatformpb.ListSessions
 	}
 	// Vertex AI lists each session with its merged state: the session's
 	// own keys with the "user:" keys of its user and the app's "app:" keys.
-	appState, err := s.sess.GetState(ctx, sessions.StateRef{App: e.app})
+	appState, err := s.sess.GetState(ctx, sessiontype.StateRef{App: e.app})
 	if err != nil {
 		return nil, err
 	}
@@ -169,14 +170,14 @@ func (s *Surface) listSessions(ctx context.Context, r *aiplatformpb.ListSessions
 	for _, sess := range list {
 		us, ok := userStates[sess.User]
 		if !ok {
-			st, err := s.sess.GetState(ctx, sessions.StateRef{App: e.app, User: sess.User})
+			st, err := s.sess.GetState(ctx, sessiontype.StateRef{App: e.app, User: sess.User})
 			if err != nil {
 				return nil, err
 			}
 			us = st.State
 			userStates[sess.User] = us
 		}
-		sess.State = sessions.Merge(sess.State, us, appState.State)
+		sess.State = sessiontype.Merge(sess.State, us, appState.State)
 		vs, err := sessionToVertex(e, sess)
 		if err != nil {
 			return nil, err

@@ -73,6 +73,12 @@ const (
 	// MemoryBankServiceUpdateMemoryBankConfigProcedure is the fully-qualified name of the
 	// MemoryBankService's UpdateMemoryBankConfig RPC.
 	MemoryBankServiceUpdateMemoryBankConfigProcedure = "/kioku.v1.MemoryBankService/UpdateMemoryBankConfig"
+	// MemoryBankServiceListWebhookDeliveriesProcedure is the fully-qualified name of the
+	// MemoryBankService's ListWebhookDeliveries RPC.
+	MemoryBankServiceListWebhookDeliveriesProcedure = "/kioku.v1.MemoryBankService/ListWebhookDeliveries"
+	// MemoryBankServiceRedeliverWebhookProcedure is the fully-qualified name of the MemoryBankService's
+	// RedeliverWebhook RPC.
+	MemoryBankServiceRedeliverWebhookProcedure = "/kioku.v1.MemoryBankService/RedeliverWebhook"
 	// MemoryBankServiceWatchMemoriesProcedure is the fully-qualified name of the MemoryBankService's
 	// WatchMemories RPC.
 	MemoryBankServiceWatchMemoriesProcedure = "/kioku.v1.MemoryBankService/WatchMemories"
@@ -116,6 +122,12 @@ type MemoryBankServiceClient interface {
 	GetMemoryBankConfig(context.Context, *connect.Request[v1.GetMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
 	// Updates an app's memory bank configuration.
 	UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
+	// Lists the deliveries of an app's webhooks with their attempts, newest
+	// event first.
+	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
+	// Sends a delivery again (a dead-lettered one, or any other): it becomes
+	// pending, due at once, its attempts kept.
+	RedeliverWebhook(context.Context, *connect.Request[v1.RedeliverWebhookRequest]) (*connect.Response[v1.WebhookDelivery], error)
 	// Streams the changes of an app's memories (or of one scope's) as they
 	// are committed: created, updated and deleted, each with its revision,
 	// the operation that made it and a cursor. A client that reconnects with
@@ -224,6 +236,19 @@ func NewMemoryBankServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(memoryBankServiceMethods.ByName("UpdateMemoryBankConfig")),
 			connect.WithClientOptions(opts...),
 		),
+		listWebhookDeliveries: connect.NewClient[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse](
+			httpClient,
+			baseURL+MemoryBankServiceListWebhookDeliveriesProcedure,
+			connect.WithSchema(memoryBankServiceMethods.ByName("ListWebhookDeliveries")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		redeliverWebhook: connect.NewClient[v1.RedeliverWebhookRequest, v1.WebhookDelivery](
+			httpClient,
+			baseURL+MemoryBankServiceRedeliverWebhookProcedure,
+			connect.WithSchema(memoryBankServiceMethods.ByName("RedeliverWebhook")),
+			connect.WithClientOptions(opts...),
+		),
 		watchMemories: connect.NewClient[v1.WatchMemoriesRequest, v1.WatchMemoriesResponse](
 			httpClient,
 			baseURL+MemoryBankServiceWatchMemoriesProcedure,
@@ -249,6 +274,8 @@ type memoryBankServiceClient struct {
 	purgeMemories          *connect.Client[v1.PurgeMemoriesRequest, v1.Operation]
 	getMemoryBankConfig    *connect.Client[v1.GetMemoryBankConfigRequest, v1.MemoryBankConfig]
 	updateMemoryBankConfig *connect.Client[v1.UpdateMemoryBankConfigRequest, v1.MemoryBankConfig]
+	listWebhookDeliveries  *connect.Client[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse]
+	redeliverWebhook       *connect.Client[v1.RedeliverWebhookRequest, v1.WebhookDelivery]
 	watchMemories          *connect.Client[v1.WatchMemoriesRequest, v1.WatchMemoriesResponse]
 }
 
@@ -317,6 +344,16 @@ func (c *memoryBankServiceClient) UpdateMemoryBankConfig(ctx context.Context, re
 	return c.updateMemoryBankConfig.CallUnary(ctx, req)
 }
 
+// ListWebhookDeliveries calls kioku.v1.MemoryBankService.ListWebhookDeliveries.
+func (c *memoryBankServiceClient) ListWebhookDeliveries(ctx context.Context, req *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
+	return c.listWebhookDeliveries.CallUnary(ctx, req)
+}
+
+// RedeliverWebhook calls kioku.v1.MemoryBankService.RedeliverWebhook.
+func (c *memoryBankServiceClient) RedeliverWebhook(ctx context.Context, req *connect.Request[v1.RedeliverWebhookRequest]) (*connect.Response[v1.WebhookDelivery], error) {
+	return c.redeliverWebhook.CallUnary(ctx, req)
+}
+
 // WatchMemories calls kioku.v1.MemoryBankService.WatchMemories.
 func (c *memoryBankServiceClient) WatchMemories(ctx context.Context, req *connect.Request[v1.WatchMemoriesRequest]) (*connect.ServerStreamForClient[v1.WatchMemoriesResponse], error) {
 	return c.watchMemories.CallServerStream(ctx, req)
@@ -360,6 +397,12 @@ type MemoryBankServiceHandler interface {
 	GetMemoryBankConfig(context.Context, *connect.Request[v1.GetMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
 	// Updates an app's memory bank configuration.
 	UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
+	// Lists the deliveries of an app's webhooks with their attempts, newest
+	// event first.
+	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
+	// Sends a delivery again (a dead-lettered one, or any other): it becomes
+	// pending, due at once, its attempts kept.
+	RedeliverWebhook(context.Context, *connect.Request[v1.RedeliverWebhookRequest]) (*connect.Response[v1.WebhookDelivery], error)
 	// Streams the changes of an app's memories (or of one scope's) as they
 	// are committed: created, updated and deleted, each with its revision,
 	// the operation that made it and a cursor. A client that reconnects with
@@ -464,6 +507,19 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 		connect.WithSchema(memoryBankServiceMethods.ByName("UpdateMemoryBankConfig")),
 		connect.WithHandlerOptions(opts...),
 	)
+	memoryBankServiceListWebhookDeliveriesHandler := connect.NewUnaryHandler(
+		MemoryBankServiceListWebhookDeliveriesProcedure,
+		svc.ListWebhookDeliveries,
+		connect.WithSchema(memoryBankServiceMethods.ByName("ListWebhookDeliveries")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	memoryBankServiceRedeliverWebhookHandler := connect.NewUnaryHandler(
+		MemoryBankServiceRedeliverWebhookProcedure,
+		svc.RedeliverWebhook,
+		connect.WithSchema(memoryBankServiceMethods.ByName("RedeliverWebhook")),
+		connect.WithHandlerOptions(opts...),
+	)
 	memoryBankServiceWatchMemoriesHandler := connect.NewServerStreamHandler(
 		MemoryBankServiceWatchMemoriesProcedure,
 		svc.WatchMemories,
@@ -499,6 +555,10 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 			memoryBankServiceGetMemoryBankConfigHandler.ServeHTTP(w, r)
 		case MemoryBankServiceUpdateMemoryBankConfigProcedure:
 			memoryBankServiceUpdateMemoryBankConfigHandler.ServeHTTP(w, r)
+		case MemoryBankServiceListWebhookDeliveriesProcedure:
+			memoryBankServiceListWebhookDeliveriesHandler.ServeHTTP(w, r)
+		case MemoryBankServiceRedeliverWebhookProcedure:
+			memoryBankServiceRedeliverWebhookHandler.ServeHTTP(w, r)
 		case MemoryBankServiceWatchMemoriesProcedure:
 			memoryBankServiceWatchMemoriesHandler.ServeHTTP(w, r)
 		default:
@@ -560,6 +620,14 @@ func (UnimplementedMemoryBankServiceHandler) GetMemoryBankConfig(context.Context
 
 func (UnimplementedMemoryBankServiceHandler) UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.UpdateMemoryBankConfig is not implemented"))
+}
+
+func (UnimplementedMemoryBankServiceHandler) ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.ListWebhookDeliveries is not implemented"))
+}
+
+func (UnimplementedMemoryBankServiceHandler) RedeliverWebhook(context.Context, *connect.Request[v1.RedeliverWebhookRequest]) (*connect.Response[v1.WebhookDelivery], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.RedeliverWebhook is not implemented"))
 }
 
 func (UnimplementedMemoryBankServiceHandler) WatchMemories(context.Context, *connect.Request[v1.WatchMemoriesRequest], *connect.ServerStream[v1.WatchMemoriesResponse]) error {

@@ -13,9 +13,10 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from kioku.v1 import memory_pb2 as kioku_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ckioku/v1/block_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x02\n\x05\x42lock\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05label\x18\x02 \x01(\tR\x05label\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n\tread_only\x18\x06 \x01(\x08R\x08readOnly\x12\x1a\n\x08revision\x18\x07 \x01(\x03R\x08revision\x12;\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\"\xfa\x01\n\rBlockRevision\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12-\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x15.kioku.v1.BlockActionR\x06\x61\x63tion\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n\tread_only\x18\x06 \x01(\x08R\x08readOnly\x12;\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\"\x83\x01\n\x12UpdateBlockRequest\x12%\n\x05\x62lock\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.BlockR\x05\x62lock\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"%\n\x0fGetBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"g\n\x11ListBlocksRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"e\n\x12ListBlocksResponse\x12\'\n\x06\x62locks\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.BlockR\x06\x62locks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n\x12\x44\x65leteBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"D\n\x14\x41ppendToBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\"m\n\x15ReplaceInBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0bold_content\x18\x02 \x01(\tR\noldContent\x12\x1f\n\x0bnew_content\x18\x03 \x01(\tR\nnewContent\"o\n\x19ListBlockRevisionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x86\x01\n\x1aListBlockRevisionsResponse\x12@\n\x0f\x62lock_revisions\x18\x01 \x03(\x0b\x32\x17.kioku.v1.BlockRevisionR\x0e\x62lockRevisions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*{\n\x0b\x42lockAction\x12\x1c\n\x18\x42LOCK_ACTION_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42LOCK_ACTION_UPDATED\x10\x01\x12\x19\n\x15\x42LOCK_ACTION_APPENDED\x10\x02\x12\x19\n\x15\x42LOCK_ACTION_REPLACED\x10\x03\x32\x88\x04\n\x0c\x42lockService\x12<\n\x0bUpdateBlock\x12\x1c.kioku.v1.UpdateBlockRequest\x1a\x0f.kioku.v1.Block\x12;\n\x08GetBlock\x12\x19.kioku.v1.GetBlockRequest\x1a\x0f.kioku.v1.Block\"\x03\x90\x02\x01\x12L\n\nListBlocks\x12\x1b.kioku.v1.ListBlocksRequest\x1a\x1c.kioku.v1.ListBlocksResponse\"\x03\x90\x02\x01\x12\x43\n\x0b\x44\x65leteBlock\x12\x1c.kioku.v1.DeleteBlockRequest\x1a\x16.google.protobuf.Empty\x12@\n\rAppendToBlock\x12\x1e.kioku.v1.AppendToBlockRequest\x1a\x0f.kioku.v1.Block\x12\x42\n\x0eReplaceInBlock\x12\x1f.kioku.v1.ReplaceInBlockRequest\x1a\x0f.kioku.v1.Block\x12\x64\n\x12ListBlockRevisions\x12#.kioku.v1.ListBlockRevisionsRequest\x1a$.kioku.v1.ListBlockRevisionsResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ckioku/v1/block_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\"\xb2\x02\n\x05\x42lock\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05label\x18\x02 \x01(\tR\x05label\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n\tread_only\x18\x06 \x01(\x08R\x08readOnly\x12\x1a\n\x08revision\x18\x07 \x01(\x03R\x08revision\x12;\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\"\xac\x02\n\rBlockRevision\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12-\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x15.kioku.v1.BlockActionR\x06\x61\x63tion\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n\tread_only\x18\x06 \x01(\x08R\x08readOnly\x12;\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x30\n\x07sources\x18\x08 \x03(\x0b\x32\x16.kioku.v1.MemorySourceR\x07sources\"@\n\x15RewriteBlocksResponse\x12\'\n\x06\x62locks\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.BlockR\x06\x62locks\"\x83\x01\n\x12UpdateBlockRequest\x12%\n\x05\x62lock\x18\x01 \x01(\x0b\x32\x0f.kioku.v1.BlockR\x05\x62lock\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"%\n\x0fGetBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"g\n\x11ListBlocksRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"e\n\x12ListBlocksResponse\x12\'\n\x06\x62locks\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.BlockR\x06\x62locks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n\x12\x44\x65leteBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"D\n\x14\x41ppendToBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\"m\n\x15ReplaceInBlockRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0bold_content\x18\x02 \x01(\tR\noldContent\x12\x1f\n\x0bnew_content\x18\x03 \x01(\tR\nnewContent\"o\n\x19ListBlockRevisionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x86\x01\n\x1aListBlockRevisionsResponse\x12@\n\x0f\x62lock_revisions\x18\x01 \x03(\x0b\x32\x17.kioku.v1.BlockRevisionR\x0e\x62lockRevisions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\x97\x01\n\x0b\x42lockAction\x12\x1c\n\x18\x42LOCK_ACTION_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42LOCK_ACTION_UPDATED\x10\x01\x12\x19\n\x15\x42LOCK_ACTION_APPENDED\x10\x02\x12\x19\n\x15\x42LOCK_ACTION_REPLACED\x10\x03\x12\x1a\n\x16\x42LOCK_ACTION_REWRITTEN\x10\x04\x32\x88\x04\n\x0c\x42lockService\x12<\n\x0bUpdateBlock\x12\x1c.kioku.v1.UpdateBlockRequest\x1a\x0f.kioku.v1.Block\x12;\n\x08GetBlock\x12\x19.kioku.v1.GetBlockRequest\x1a\x0f.kioku.v1.Block\"\x03\x90\x02\x01\x12L\n\nListBlocks\x12\x1b.kioku.v1.ListBlocksRequest\x1a\x1c.kioku.v1.ListBlocksResponse\"\x03\x90\x02\x01\x12\x43\n\x0b\x44\x65leteBlock\x12\x1c.kioku.v1.DeleteBlockRequest\x1a\x16.google.protobuf.Empty\x12@\n\rAppendToBlock\x12\x1e.kioku.v1.AppendToBlockRequest\x1a\x0f.kioku.v1.Block\x12\x42\n\x0eReplaceInBlock\x12\x1f.kioku.v1.ReplaceInBlockRequest\x1a\x0f.kioku.v1.Block\x12\x64\n\x12ListBlockRevisions\x12#.kioku.v1.ListBlockRevisionsRequest\x1a$.kioku.v1.ListBlockRevisionsResponse\"\x03\x90\x02\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kioku.v1.block_service_pb2', globals())
@@ -28,30 +29,32 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _BLOCKSERVICE.methods_by_name['ListBlocks']._serialized_options = b'\220\002\001'
   _BLOCKSERVICE.methods_by_name['ListBlockRevisions']._options = None
   _BLOCKSERVICE.methods_by_name['ListBlockRevisions']._serialized_options = b'\220\002\001'
-  _BLOCKACTION._serialized_start=1520
-  _BLOCKACTION._serialized_end=1643
-  _BLOCK._serialized_start=105
-  _BLOCK._serialized_end=411
-  _BLOCKREVISION._serialized_start=414
-  _BLOCKREVISION._serialized_end=664
-  _UPDATEBLOCKREQUEST._serialized_start=667
-  _UPDATEBLOCKREQUEST._serialized_end=798
-  _GETBLOCKREQUEST._serialized_start=800
-  _GETBLOCKREQUEST._serialized_end=837
-  _LISTBLOCKSREQUEST._serialized_start=839
-  _LISTBLOCKSREQUEST._serialized_end=942
-  _LISTBLOCKSRESPONSE._serialized_start=944
-  _LISTBLOCKSRESPONSE._serialized_end=1045
-  _DELETEBLOCKREQUEST._serialized_start=1047
-  _DELETEBLOCKREQUEST._serialized_end=1087
-  _APPENDTOBLOCKREQUEST._serialized_start=1089
-  _APPENDTOBLOCKREQUEST._serialized_end=1157
-  _REPLACEINBLOCKREQUEST._serialized_start=1159
-  _REPLACEINBLOCKREQUEST._serialized_end=1268
-  _LISTBLOCKREVISIONSREQUEST._serialized_start=1270
-  _LISTBLOCKREVISIONSREQUEST._serialized_end=1381
-  _LISTBLOCKREVISIONSRESPONSE._serialized_start=1384
-  _LISTBLOCKREVISIONSRESPONSE._serialized_end=1518
-  _BLOCKSERVICE._serialized_start=1646
-  _BLOCKSERVICE._serialized_end=2166
+  _BLOCKACTION._serialized_start=1660
+  _BLOCKACTION._serialized_end=1811
+  _BLOCK._serialized_start=128
+  _BLOCK._serialized_end=434
+  _BLOCKREVISION._serialized_start=437
+  _BLOCKREVISION._serialized_end=737
+  _REWRITEBLOCKSRESPONSE._serialized_start=739
+  _REWRITEBLOCKSRESPONSE._serialized_end=803
+  _UPDATEBLOCKREQUEST._serialized_start=806
+  _UPDATEBLOCKREQUEST._serialized_end=937
+  _GETBLOCKREQUEST._serialized_start=939
+  _GETBLOCKREQUEST._serialized_end=976
+  _LISTBLOCKSREQUEST._serialized_start=978
+  _LISTBLOCKSREQUEST._serialized_end=1081
+  _LISTBLOCKSRESPONSE._serialized_start=1083
+  _LISTBLOCKSRESPONSE._serialized_end=1184
+  _DELETEBLOCKREQUEST._serialized_start=1186
+  _DELETEBLOCKREQUEST._serialized_end=1226
+  _APPENDTOBLOCKREQUEST._serialized_start=1228
+  _APPENDTOBLOCKREQUEST._serialized_end=1296
+  _REPLACEINBLOCKREQUEST._serialized_start=1298
+  _REPLACEINBLOCKREQUEST._serialized_end=1407
+  _LISTBLOCKREVISIONSREQUEST._serialized_start=1409
+  _LISTBLOCKREVISIONSREQUEST._serialized_end=1520
+  _LISTBLOCKREVISIONSRESPONSE._serialized_start=1523
+  _LISTBLOCKREVISIONSRESPONSE._serialized_end=1657
+  _BLOCKSERVICE._serialized_start=1814
+  _BLOCKSERVICE._serialized_end=2334
 # @@protoc_insertion_point(module_scope)

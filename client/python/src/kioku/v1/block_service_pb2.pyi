@@ -1,5 +1,6 @@
 from google.protobuf import empty_pb2 as _empty_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from kioku.v1 import memory_pb2 as _memory_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -8,6 +9,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 BLOCK_ACTION_APPENDED: BlockAction
 BLOCK_ACTION_REPLACED: BlockAction
+BLOCK_ACTION_REWRITTEN: BlockAction
 BLOCK_ACTION_UNSPECIFIED: BlockAction
 BLOCK_ACTION_UPDATED: BlockAction
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -43,13 +45,14 @@ class Block(_message.Message):
     def __init__(self, name: _Optional[str] = ..., label: _Optional[str] = ..., value: _Optional[str] = ..., description: _Optional[str] = ..., limit: _Optional[int] = ..., read_only: bool = ..., revision: _Optional[int] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class BlockRevision(_message.Message):
-    __slots__ = ["action", "create_time", "description", "limit", "name", "read_only", "value"]
+    __slots__ = ["action", "create_time", "description", "limit", "name", "read_only", "sources", "value"]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     action: BlockAction
     create_time: _timestamp_pb2.Timestamp
@@ -57,8 +60,9 @@ class BlockRevision(_message.Message):
     limit: int
     name: str
     read_only: bool
+    sources: _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemorySource]
     value: str
-    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[BlockAction, str]] = ..., value: _Optional[str] = ..., description: _Optional[str] = ..., limit: _Optional[int] = ..., read_only: bool = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[_Union[BlockAction, str]] = ..., value: _Optional[str] = ..., description: _Optional[str] = ..., limit: _Optional[int] = ..., read_only: bool = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[_memory_pb2.MemorySource, _Mapping]]] = ...) -> None: ...
 
 class DeleteBlockRequest(_message.Message):
     __slots__ = ["name"]
@@ -117,6 +121,12 @@ class ReplaceInBlockRequest(_message.Message):
     new_content: str
     old_content: str
     def __init__(self, name: _Optional[str] = ..., old_content: _Optional[str] = ..., new_content: _Optional[str] = ...) -> None: ...
+
+class RewriteBlocksResponse(_message.Message):
+    __slots__ = ["blocks"]
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    blocks: _containers.RepeatedCompositeFieldContainer[Block]
+    def __init__(self, blocks: _Optional[_Iterable[_Union[Block, _Mapping]]] = ...) -> None: ...
 
 class UpdateBlockRequest(_message.Message):
     __slots__ = ["block", "expected_revision"]

@@ -11,6 +11,7 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
@@ -20,7 +21,7 @@ from kioku.v1 import operation_pb2 as kioku_dot_v1_dot_operation__pb2
 from kioku.v1 import session_pb2 as kioku_dot_v1_dot_session__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"kioku/v1/memory_bank_service.proto\x12\x08kioku.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"\xcc\x01\n\x14WatchMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n\x05scope\x18\x02 \x03(\x0b\x32).kioku.v1.WatchMemoriesRequest.ScopeEntryR\x05scope\x12!\n\x0cstart_cursor\x18\x03 \x01(\tR\x0bstartCursor\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x80\x02\n\x15WatchMemoriesResponse\x12.\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x16.kioku.v1.MemoryActionR\x06\x61\x63tion\x12(\n\x06memory\x18\x02 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n\x08revision\x18\x03 \x01(\tR\x08revision\x12\x1c\n\toperation\x18\x04 \x01(\tR\toperation\x12\x16\n\x06\x63ursor\x18\x05 \x01(\tR\x06\x63ursor\x12;\n\x0b\x63hange_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nchangeTime\"t\n\x13\x43reateMemoryRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n\x06memory\x18\x02 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n\tmemory_id\x18\x03 \x01(\tR\x08memoryId\"&\n\x10GetMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xb4\x02\n\x13ListMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12>\n\x05scope\x18\x04 \x03(\x0b\x32(.kioku.v1.ListMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x12\x37\n\x0cmemory_types\x18\x06 \x03(\x0e\x32\x14.kioku.v1.MemoryTypeR\x0bmemoryTypes\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x14ListMemoriesResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n\x13UpdateMemoryRequest\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\")\n\x13\x44\x65leteMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xea\x05\n\x17GenerateMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.GenerateMemoriesRequest.ScopeEntryR\x05scope\x12@\n\x0esession_source\x18\x03 \x01(\x0b\x32\x17.kioku.v1.SessionSourceH\x00R\rsessionSource\x12=\n\revents_source\x18\x04 \x01(\x0b\x32\x16.kioku.v1.EventsSourceH\x00R\x0c\x65ventsSource\x12V\n\x16\x64irect_memories_source\x18\x05 \x01(\x0b\x32\x1e.kioku.v1.DirectMemoriesSourceH\x00R\x14\x64irectMemoriesSource\x12\x33\n\x15\x64isable_consolidation\x18\x06 \x01(\x08R\x14\x64isableConsolidation\x12%\n\x0e\x61llowed_topics\x18\x07 \x03(\tR\rallowedTopics\x12K\n\x08metadata\x18\x08 \x03(\x0b\x32/.kioku.v1.GenerateMemoriesRequest.MetadataEntryR\x08metadata\x12W\n\x17metadata_merge_strategy\x18\t \x01(\x0e\x32\x1f.kioku.v1.MetadataMergeStrategyR\x15metadataMergeStrategy\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aT\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\x42\x08\n\x06source\"\x9b\x01\n\rSessionSource\x12\x18\n\x07session\x18\x01 \x01(\tR\x07session\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"7\n\x0c\x45ventsSource\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\"z\n\x14\x44irectMemoriesSource\x12\x32\n\x08memories\x18\x01 \x03(\x0b\x32\x16.kioku.v1.DirectMemoryR\x08memories\x12.\n\x06source\x18\x02 \x01(\x0b\x32\x16.kioku.v1.MemorySourceR\x06source\":\n\x0c\x44irectMemory\x12\x12\n\x04\x66\x61\x63t\x18\x01 \x01(\tR\x04\x66\x61\x63t\x12\x16\n\x06topics\x18\x02 \x03(\tR\x06topics\"\x9d\x03\n\x17RetrieveMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveMemoriesRequest.ScopeEntryR\x05scope\x12I\n\x11similarity_search\x18\x03 \x01(\x0b\x32\x1a.kioku.v1.SimilaritySearchH\x00R\x10similaritySearch\x12\x46\n\x10simple_retrieval\x18\x04 \x01(\x0b\x32\x19.kioku.v1.SimpleRetrievalH\x00R\x0fsimpleRetrieval\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x12\x37\n\x0cmemory_types\x18\x06 \x03(\x0e\x32\x14.kioku.v1.MemoryTypeR\x0bmemoryTypes\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\x08\n\x06method\"\xaf\x01\n\x17RetrieveProfilesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveProfilesRequest.ScopeEntryR\x05scope\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xbe\x01\n\x18RetrieveProfilesResponse\x12L\n\x08profiles\x18\x01 \x03(\x0b\x32\x30.kioku.v1.RetrieveProfilesResponse.ProfilesEntryR\x08profiles\x1aT\n\rProfilesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MemoryProfileR\x05value:\x02\x38\x01\"\x8d\x01\n\rMemoryProfile\x12\x1b\n\tschema_id\x18\x01 \x01(\tR\x08schemaId\x12\x31\n\x07profile\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x07profile\x12,\n\x08memories\x18\x03 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\"s\n\x10SimilaritySearch\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x34\n\x0bprefer_time\x18\x03 \x01(\x0b\x32\x13.kioku.v1.TimeRangeR\npreferTime\"}\n\tTimeRange\x12\x39\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"M\n\x0fSimpleRetrieval\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"\x8c\x01\n\x18RetrieveMemoriesResponse\x12H\n\x12retrieved_memories\x18\x01 \x03(\x0b\x32\x19.kioku.v1.RetrievedMemoryR\x11retrievedMemories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"W\n\x0fRetrievedMemory\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n\x08\x64istance\x18\x02 \x01(\x01R\x08\x64istance\"p\n\x1aListMemoryRevisionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x8a\x01\n\x1bListMemoryRevisionsResponse\x12\x43\n\x10memory_revisions\x18\x01 \x03(\x0b\x32\x18.kioku.v1.MemoryRevisionR\x0fmemoryRevisions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n\x15RollbackMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12,\n\x12target_revision_id\x18\x02 \x01(\tR\x10targetRevisionId\"\xd7\x01\n\x14PurgeMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n\x05scope\x18\x02 \x03(\x0b\x32).kioku.v1.PurgeMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x14\n\x05\x66orce\x18\x04 \x01(\x08R\x05\x66orce\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"0\n\x1aGetMemoryBankConfigRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n\x1dUpdateMemoryBankConfigRequest\x12H\n\x12memory_bank_config\x18\x01 \x01(\x0b\x32\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask2\x86\t\n\x11MemoryBankService\x12?\n\x0c\x43reateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\x12>\n\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"\x03\x90\x02\x01\x12R\n\x0cListMemories\x12\x1d.kioku.v1.ListMemoriesRequest\x1a\x1e.kioku.v1.ListMemoriesResponse\"\x03\x90\x02\x01\x12?\n\x0cUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x45\n\x0c\x44\x65leteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\x12J\n\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\x12^\n\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"\x03\x90\x02\x01\x12^\n\x10RetrieveProfiles\x12!.kioku.v1.RetrieveProfilesRequest\x1a\".kioku.v1.RetrieveProfilesResponse\"\x03\x90\x02\x01\x12g\n\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"\x03\x90\x02\x01\x12\x43\n\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x44\n\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\x12\\\n\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"\x03\x90\x02\x01\x12]\n\x16UpdateMemoryBankConfig\x12\'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\x12W\n\rWatchMemories\x12\x1e.kioku.v1.WatchMemoriesRequest\x1a\x1f.kioku.v1.WatchMemoriesResponse\"\x03\x90\x02\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"kioku/v1/memory_bank_service.proto\x12\x08kioku.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15kioku/v1/memory.proto\x1a\x18kioku/v1/operation.proto\x1a\x16kioku/v1/session.proto\"\xcc\x01\n\x14WatchMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n\x05scope\x18\x02 \x03(\x0b\x32).kioku.v1.WatchMemoriesRequest.ScopeEntryR\x05scope\x12!\n\x0cstart_cursor\x18\x03 \x01(\tR\x0bstartCursor\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x80\x02\n\x15WatchMemoriesResponse\x12.\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x16.kioku.v1.MemoryActionR\x06\x61\x63tion\x12(\n\x06memory\x18\x02 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n\x08revision\x18\x03 \x01(\tR\x08revision\x12\x1c\n\toperation\x18\x04 \x01(\tR\toperation\x12\x16\n\x06\x63ursor\x18\x05 \x01(\tR\x06\x63ursor\x12;\n\x0b\x63hange_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nchangeTime\"t\n\x13\x43reateMemoryRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12(\n\x06memory\x18\x02 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1b\n\tmemory_id\x18\x03 \x01(\tR\x08memoryId\"&\n\x10GetMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xb4\x02\n\x13ListMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12>\n\x05scope\x18\x04 \x03(\x0b\x32(.kioku.v1.ListMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x12\x37\n\x0cmemory_types\x18\x06 \x03(\x0e\x32\x14.kioku.v1.MemoryTypeR\x0bmemoryTypes\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x14ListMemoriesResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n\x13UpdateMemoryRequest\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\")\n\x13\x44\x65leteMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xea\x05\n\x17GenerateMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.GenerateMemoriesRequest.ScopeEntryR\x05scope\x12@\n\x0esession_source\x18\x03 \x01(\x0b\x32\x17.kioku.v1.SessionSourceH\x00R\rsessionSource\x12=\n\revents_source\x18\x04 \x01(\x0b\x32\x16.kioku.v1.EventsSourceH\x00R\x0c\x65ventsSource\x12V\n\x16\x64irect_memories_source\x18\x05 \x01(\x0b\x32\x1e.kioku.v1.DirectMemoriesSourceH\x00R\x14\x64irectMemoriesSource\x12\x33\n\x15\x64isable_consolidation\x18\x06 \x01(\x08R\x14\x64isableConsolidation\x12%\n\x0e\x61llowed_topics\x18\x07 \x03(\tR\rallowedTopics\x12K\n\x08metadata\x18\x08 \x03(\x0b\x32/.kioku.v1.GenerateMemoriesRequest.MetadataEntryR\x08metadata\x12W\n\x17metadata_merge_strategy\x18\t \x01(\x0e\x32\x1f.kioku.v1.MetadataMergeStrategyR\x15metadataMergeStrategy\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aT\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MetadataValueR\x05value:\x02\x38\x01\x42\x08\n\x06source\"\x9b\x01\n\rSessionSource\x12\x18\n\x07session\x18\x01 \x01(\tR\x07session\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"7\n\x0c\x45ventsSource\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x0f.kioku.v1.EventR\x06\x65vents\"z\n\x14\x44irectMemoriesSource\x12\x32\n\x08memories\x18\x01 \x03(\x0b\x32\x16.kioku.v1.DirectMemoryR\x08memories\x12.\n\x06source\x18\x02 \x01(\x0b\x32\x16.kioku.v1.MemorySourceR\x06source\":\n\x0c\x44irectMemory\x12\x12\n\x04\x66\x61\x63t\x18\x01 \x01(\tR\x04\x66\x61\x63t\x12\x16\n\x06topics\x18\x02 \x03(\tR\x06topics\"\x9d\x03\n\x17RetrieveMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveMemoriesRequest.ScopeEntryR\x05scope\x12I\n\x11similarity_search\x18\x03 \x01(\x0b\x32\x1a.kioku.v1.SimilaritySearchH\x00R\x10similaritySearch\x12\x46\n\x10simple_retrieval\x18\x04 \x01(\x0b\x32\x19.kioku.v1.SimpleRetrievalH\x00R\x0fsimpleRetrieval\x12\x16\n\x06\x66ilter\x18\x05 \x01(\tR\x06\x66ilter\x12\x37\n\x0cmemory_types\x18\x06 \x03(\x0e\x32\x14.kioku.v1.MemoryTypeR\x0bmemoryTypes\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\x08\n\x06method\"\xaf\x01\n\x17RetrieveProfilesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x42\n\x05scope\x18\x02 \x03(\x0b\x32,.kioku.v1.RetrieveProfilesRequest.ScopeEntryR\x05scope\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xbe\x01\n\x18RetrieveProfilesResponse\x12L\n\x08profiles\x18\x01 \x03(\x0b\x32\x30.kioku.v1.RetrieveProfilesResponse.ProfilesEntryR\x08profiles\x1aT\n\rProfilesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.kioku.v1.MemoryProfileR\x05value:\x02\x38\x01\"\x8d\x01\n\rMemoryProfile\x12\x1b\n\tschema_id\x18\x01 \x01(\tR\x08schemaId\x12\x31\n\x07profile\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x07profile\x12,\n\x08memories\x18\x03 \x03(\x0b\x32\x10.kioku.v1.MemoryR\x08memories\"s\n\x10SimilaritySearch\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x13\n\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x34\n\x0bprefer_time\x18\x03 \x01(\x0b\x32\x13.kioku.v1.TimeRangeR\npreferTime\"}\n\tTimeRange\x12\x39\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"M\n\x0fSimpleRetrieval\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"\x8c\x01\n\x18RetrieveMemoriesResponse\x12H\n\x12retrieved_memories\x18\x01 \x03(\x0b\x32\x19.kioku.v1.RetrievedMemoryR\x11retrievedMemories\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"W\n\x0fRetrievedMemory\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x10.kioku.v1.MemoryR\x06memory\x12\x1a\n\x08\x64istance\x18\x02 \x01(\x01R\x08\x64istance\"p\n\x1aListMemoryRevisionsRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x8a\x01\n\x1bListMemoryRevisionsResponse\x12\x43\n\x10memory_revisions\x18\x01 \x03(\x0b\x32\x18.kioku.v1.MemoryRevisionR\x0fmemoryRevisions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n\x15RollbackMemoryRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12,\n\x12target_revision_id\x18\x02 \x01(\tR\x10targetRevisionId\"\xd7\x01\n\x14PurgeMemoriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12?\n\x05scope\x18\x02 \x03(\x0b\x32).kioku.v1.PurgeMemoriesRequest.ScopeEntryR\x05scope\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x14\n\x05\x66orce\x18\x04 \x01(\x08R\x05\x66orce\x1a\x38\n\nScopeEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"0\n\x1aGetMemoryBankConfigRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n\x1dUpdateMemoryBankConfigRequest\x12H\n\x12memory_bank_config\x18\x01 \x01(\x0b\x32\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"\xa8\x01\n\x1cListWebhookDeliveriesRequest\x12\x16\n\x06parent\x18\x01 \x01(\tR\x06parent\x12\x34\n\x05state\x18\x02 \x01(\x0e\x32\x1e.kioku.v1.WebhookDeliveryStateR\x05state\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"\x82\x01\n\x1dListWebhookDeliveriesResponse\x12\x39\n\ndeliveries\x18\x01 \x03(\x0b\x32\x19.kioku.v1.WebhookDeliveryR\ndeliveries\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"-\n\x17RedeliverWebhookRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xb2\x03\n\x0fWebhookDelivery\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nwebhook_id\x18\x02 \x01(\tR\twebhookId\x12\x10\n\x03url\x18\x03 \x01(\tR\x03url\x12\x12\n\x04type\x18\x04 \x01(\tR\x04type\x12\x16\n\x06memory\x18\x05 \x01(\tR\x06memory\x12\x1a\n\x08revision\x18\x06 \x01(\x03R\x08revision\x12\x34\n\x05state\x18\x07 \x01(\x0e\x32\x1e.kioku.v1.WebhookDeliveryStateR\x05state\x12\x39\n\nevent_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\teventTime\x12\x46\n\x11next_attempt_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12\x34\n\x08\x61ttempts\x18\n \x03(\x0b\x32\x18.kioku.v1.WebhookAttemptR\x08\x61ttempts\x12#\n\rattempt_count\x18\x0b \x01(\x05R\x0c\x61ttemptCount\"\xae\x01\n\x0eWebhookAttempt\x12.\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n\x0bstatus_code\x18\x02 \x01(\x05R\nstatusCode\x12\x14\n\x05\x65rror\x18\x03 \x01(\tR\x05\x65rror\x12\x35\n\x08\x64uration\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08\x64uration*\xd6\x01\n\x14WebhookDeliveryState\x12&\n\"WEBHOOK_DELIVERY_STATE_UNSPECIFIED\x10\x00\x12\"\n\x1eWEBHOOK_DELIVERY_STATE_PENDING\x10\x01\x12$\n WEBHOOK_DELIVERY_STATE_DELIVERED\x10\x02\x12(\n$WEBHOOK_DELIVERY_STATE_DEAD_LETTERED\x10\x03\x12\"\n\x1eWEBHOOK_DELIVERY_STATE_SKIPPED\x10\x04\x32\xc7\n\n\x11MemoryBankService\x12?\n\x0c\x43reateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\x12>\n\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"\x03\x90\x02\x01\x12R\n\x0cListMemories\x12\x1d.kioku.v1.ListMemoriesRequest\x1a\x1e.kioku.v1.ListMemoriesResponse\"\x03\x90\x02\x01\x12?\n\x0cUpdateMemory\x12\x1d.kioku.v1.UpdateMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x45\n\x0c\x44\x65leteMemory\x12\x1d.kioku.v1.DeleteMemoryRequest\x1a\x16.google.protobuf.Empty\x12J\n\x10GenerateMemories\x12!.kioku.v1.GenerateMemoriesRequest\x1a\x13.kioku.v1.Operation\x12^\n\x10RetrieveMemories\x12!.kioku.v1.RetrieveMemoriesRequest\x1a\".kioku.v1.RetrieveMemoriesResponse\"\x03\x90\x02\x01\x12^\n\x10RetrieveProfiles\x12!.kioku.v1.RetrieveProfilesRequest\x1a\".kioku.v1.RetrieveProfilesResponse\"\x03\x90\x02\x01\x12g\n\x13ListMemoryRevisions\x12$.kioku.v1.ListMemoryRevisionsRequest\x1a%.kioku.v1.ListMemoryRevisionsResponse\"\x03\x90\x02\x01\x12\x43\n\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\x12\x44\n\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\x12\\\n\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"\x03\x90\x02\x01\x12]\n\x16UpdateMemoryBankConfig\x12\'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\x12m\n\x15ListWebhookDeliveries\x12&.kioku.v1.ListWebhookDeliveriesRequest\x1a\'.kioku.v1.ListWebhookDeliveriesResponse\"\x03\x90\x02\x01\x12P\n\x10RedeliverWebhook\x12!.kioku.v1.RedeliverWebhookRequest\x1a\x19.kioku.v1.WebhookDelivery\x12W\n\rWatchMemories\x12\x1e.kioku.v1.WatchMemoriesRequest\x1a\x1f.kioku.v1.WatchMemoriesResponse\"\x03\x90\x02\x01\x30\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kioku.v1.memory_bank_service_pb2', globals())
@@ -55,80 +56,94 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _MEMORYBANKSERVICE.methods_by_name['ListMemoryRevisions']._serialized_options = b'\220\002\001'
   _MEMORYBANKSERVICE.methods_by_name['GetMemoryBankConfig']._options = None
   _MEMORYBANKSERVICE.methods_by_name['GetMemoryBankConfig']._serialized_options = b'\220\002\001'
+  _MEMORYBANKSERVICE.methods_by_name['ListWebhookDeliveries']._options = None
+  _MEMORYBANKSERVICE.methods_by_name['ListWebhookDeliveries']._serialized_options = b'\220\002\001'
   _MEMORYBANKSERVICE.methods_by_name['WatchMemories']._options = None
   _MEMORYBANKSERVICE.methods_by_name['WatchMemories']._serialized_options = b'\220\002\001'
-  _WATCHMEMORIESREQUEST._serialized_start=248
-  _WATCHMEMORIESREQUEST._serialized_end=452
-  _WATCHMEMORIESREQUEST_SCOPEENTRY._serialized_start=396
-  _WATCHMEMORIESREQUEST_SCOPEENTRY._serialized_end=452
-  _WATCHMEMORIESRESPONSE._serialized_start=455
-  _WATCHMEMORIESRESPONSE._serialized_end=711
-  _CREATEMEMORYREQUEST._serialized_start=713
-  _CREATEMEMORYREQUEST._serialized_end=829
-  _GETMEMORYREQUEST._serialized_start=831
-  _GETMEMORYREQUEST._serialized_end=869
-  _LISTMEMORIESREQUEST._serialized_start=872
-  _LISTMEMORIESREQUEST._serialized_end=1180
-  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_start=396
-  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_end=452
-  _LISTMEMORIESRESPONSE._serialized_start=1182
-  _LISTMEMORIESRESPONSE._serialized_end=1290
-  _UPDATEMEMORYREQUEST._serialized_start=1292
-  _UPDATEMEMORYREQUEST._serialized_end=1416
-  _DELETEMEMORYREQUEST._serialized_start=1418
-  _DELETEMEMORYREQUEST._serialized_end=1459
-  _GENERATEMEMORIESREQUEST._serialized_start=1462
-  _GENERATEMEMORIESREQUEST._serialized_end=2208
-  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_start=396
-  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_end=452
-  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_start=2114
-  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_end=2198
-  _SESSIONSOURCE._serialized_start=2211
-  _SESSIONSOURCE._serialized_end=2366
-  _EVENTSSOURCE._serialized_start=2368
-  _EVENTSSOURCE._serialized_end=2423
-  _DIRECTMEMORIESSOURCE._serialized_start=2425
-  _DIRECTMEMORIESSOURCE._serialized_end=2547
-  _DIRECTMEMORY._serialized_start=2549
-  _DIRECTMEMORY._serialized_end=2607
-  _RETRIEVEMEMORIESREQUEST._serialized_start=2610
-  _RETRIEVEMEMORIESREQUEST._serialized_end=3023
-  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_start=396
-  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_end=452
-  _RETRIEVEPROFILESREQUEST._serialized_start=3026
-  _RETRIEVEPROFILESREQUEST._serialized_end=3201
-  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_start=396
-  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_end=452
-  _RETRIEVEPROFILESRESPONSE._serialized_start=3204
-  _RETRIEVEPROFILESRESPONSE._serialized_end=3394
-  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_start=3310
-  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_end=3394
-  _MEMORYPROFILE._serialized_start=3397
-  _MEMORYPROFILE._serialized_end=3538
-  _SIMILARITYSEARCH._serialized_start=3540
-  _SIMILARITYSEARCH._serialized_end=3655
-  _TIMERANGE._serialized_start=3657
-  _TIMERANGE._serialized_end=3782
-  _SIMPLERETRIEVAL._serialized_start=3784
-  _SIMPLERETRIEVAL._serialized_end=3861
-  _RETRIEVEMEMORIESRESPONSE._serialized_start=3864
-  _RETRIEVEMEMORIESRESPONSE._serialized_end=4004
-  _RETRIEVEDMEMORY._serialized_start=4006
-  _RETRIEVEDMEMORY._serialized_end=4093
-  _LISTMEMORYREVISIONSREQUEST._serialized_start=4095
-  _LISTMEMORYREVISIONSREQUEST._serialized_end=4207
-  _LISTMEMORYREVISIONSRESPONSE._serialized_start=4210
-  _LISTMEMORYREVISIONSRESPONSE._serialized_end=4348
-  _ROLLBACKMEMORYREQUEST._serialized_start=4350
-  _ROLLBACKMEMORYREQUEST._serialized_end=4439
-  _PURGEMEMORIESREQUEST._serialized_start=4442
-  _PURGEMEMORIESREQUEST._serialized_end=4657
-  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_start=396
-  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_end=452
-  _GETMEMORYBANKCONFIGREQUEST._serialized_start=4659
-  _GETMEMORYBANKCONFIGREQUEST._serialized_end=4707
-  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_start=4710
-  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_end=4876
-  _MEMORYBANKSERVICE._serialized_start=4879
-  _MEMORYBANKSERVICE._serialized_end=6037
+  _WEBHOOKDELIVERYSTATE._serialized_start=5876
+  _WEBHOOKDELIVERYSTATE._serialized_end=6090
+  _WATCHMEMORIESREQUEST._serialized_start=280
+  _WATCHMEMORIESREQUEST._serialized_end=484
+  _WATCHMEMORIESREQUEST_SCOPEENTRY._serialized_start=428
+  _WATCHMEMORIESREQUEST_SCOPEENTRY._serialized_end=484
+  _WATCHMEMORIESRESPONSE._serialized_start=487
+  _WATCHMEMORIESRESPONSE._serialized_end=743
+  _CREATEMEMORYREQUEST._serialized_start=745
+  _CREATEMEMORYREQUEST._serialized_end=861
+  _GETMEMORYREQUEST._serialized_start=863
+  _GETMEMORYREQUEST._serialized_end=901
+  _LISTMEMORIESREQUEST._serialized_start=904
+  _LISTMEMORIESREQUEST._serialized_end=1212
+  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_start=428
+  _LISTMEMORIESREQUEST_SCOPEENTRY._serialized_end=484
+  _LISTMEMORIESRESPONSE._serialized_start=1214
+  _LISTMEMORIESRESPONSE._serialized_end=1322
+  _UPDATEMEMORYREQUEST._serialized_start=1324
+  _UPDATEMEMORYREQUEST._serialized_end=1448
+  _DELETEMEMORYREQUEST._serialized_start=1450
+  _DELETEMEMORYREQUEST._serialized_end=1491
+  _GENERATEMEMORIESREQUEST._serialized_start=1494
+  _GENERATEMEMORIESREQUEST._serialized_end=2240
+  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_start=428
+  _GENERATEMEMORIESREQUEST_SCOPEENTRY._serialized_end=484
+  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_start=2146
+  _GENERATEMEMORIESREQUEST_METADATAENTRY._serialized_end=2230
+  _SESSIONSOURCE._serialized_start=2243
+  _SESSIONSOURCE._serialized_end=2398
+  _EVENTSSOURCE._serialized_start=2400
+  _EVENTSSOURCE._serialized_end=2455
+  _DIRECTMEMORIESSOURCE._serialized_start=2457
+  _DIRECTMEMORIESSOURCE._serialized_end=2579
+  _DIRECTMEMORY._serialized_start=2581
+  _DIRECTMEMORY._serialized_end=2639
+  _RETRIEVEMEMORIESREQUEST._serialized_start=2642
+  _RETRIEVEMEMORIESREQUEST._serialized_end=3055
+  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_start=428
+  _RETRIEVEMEMORIESREQUEST_SCOPEENTRY._serialized_end=484
+  _RETRIEVEPROFILESREQUEST._serialized_start=3058
+  _RETRIEVEPROFILESREQUEST._serialized_end=3233
+  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_start=428
+  _RETRIEVEPROFILESREQUEST_SCOPEENTRY._serialized_end=484
+  _RETRIEVEPROFILESRESPONSE._serialized_start=3236
+  _RETRIEVEPROFILESRESPONSE._serialized_end=3426
+  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_start=3342
+  _RETRIEVEPROFILESRESPONSE_PROFILESENTRY._serialized_end=3426
+  _MEMORYPROFILE._serialized_start=3429
+  _MEMORYPROFILE._serialized_end=3570
+  _SIMILARITYSEARCH._serialized_start=3572
+  _SIMILARITYSEARCH._serialized_end=3687
+  _TIMERANGE._serialized_start=3689
+  _TIMERANGE._serialized_end=3814
+  _SIMPLERETRIEVAL._serialized_start=3816
+  _SIMPLERETRIEVAL._serialized_end=3893
+  _RETRIEVEMEMORIESRESPONSE._serialized_start=3896
+  _RETRIEVEMEMORIESRESPONSE._serialized_end=4036
+  _RETRIEVEDMEMORY._serialized_start=4038
+  _RETRIEVEDMEMORY._serialized_end=4125
+  _LISTMEMORYREVISIONSREQUEST._serialized_start=4127
+  _LISTMEMORYREVISIONSREQUEST._serialized_end=4239
+  _LISTMEMORYREVISIONSRESPONSE._serialized_start=4242
+  _LISTMEMORYREVISIONSRESPONSE._serialized_end=4380
+  _ROLLBACKMEMORYREQUEST._serialized_start=4382
+  _ROLLBACKMEMORYREQUEST._serialized_end=4471
+  _PURGEMEMORIESREQUEST._serialized_start=4474
+  _PURGEMEMORIESREQUEST._serialized_end=4689
+  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_start=428
+  _PURGEMEMORIESREQUEST_SCOPEENTRY._serialized_end=484
+  _GETMEMORYBANKCONFIGREQUEST._serialized_start=4691
+  _GETMEMORYBANKCONFIGREQUEST._serialized_end=4739
+  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_start=4742
+  _UPDATEMEMORYBANKCONFIGREQUEST._serialized_end=4908
+  _LISTWEBHOOKDELIVERIESREQUEST._serialized_start=4911
+  _LISTWEBHOOKDELIVERIESREQUEST._serialized_end=5079
+  _LISTWEBHOOKDELIVERIESRESPONSE._serialized_start=5082
+  _LISTWEBHOOKDELIVERIESRESPONSE._serialized_end=5212
+  _REDELIVERWEBHOOKREQUEST._serialized_start=5214
+  _REDELIVERWEBHOOKREQUEST._serialized_end=5259
+  _WEBHOOKDELIVERY._serialized_start=5262
+  _WEBHOOKDELIVERY._serialized_end=5696
+  _WEBHOOKATTEMPT._serialized_start=5699
+  _WEBHOOKATTEMPT._serialized_end=5873
+  _MEMORYBANKSERVICE._serialized_start=6093
+  _MEMORYBANKSERVICE._serialized_end=7444
 # @@protoc_insertion_point(module_scope)

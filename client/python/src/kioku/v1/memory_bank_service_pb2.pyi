@@ -1,3 +1,4 @@
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import empty_pb2 as _empty_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
@@ -6,11 +7,17 @@ from kioku.v1 import memory_pb2 as _memory_pb2
 from kioku.v1 import operation_pb2 as _operation_pb2
 from kioku.v1 import session_pb2 as _session_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+WEBHOOK_DELIVERY_STATE_DEAD_LETTERED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_SKIPPED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
 
 class CreateMemoryRequest(_message.Message):
     __slots__ = ["memory", "memory_id", "parent"]
@@ -147,6 +154,26 @@ class ListMemoryRevisionsResponse(_message.Message):
     next_page_token: str
     def __init__(self, memory_revisions: _Optional[_Iterable[_Union[_memory_pb2.MemoryRevision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListWebhookDeliveriesRequest(_message.Message):
+    __slots__ = ["page_size", "page_token", "parent", "state"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    parent: str
+    state: WebhookDeliveryState
+    def __init__(self, parent: _Optional[str] = ..., state: _Optional[_Union[WebhookDeliveryState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesResponse(_message.Message):
+    __slots__ = ["deliveries", "next_page_token"]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[WebhookDelivery]
+    next_page_token: str
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[WebhookDelivery, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class MemoryProfile(_message.Message):
     __slots__ = ["memories", "profile", "schema_id"]
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +202,12 @@ class PurgeMemoriesRequest(_message.Message):
     parent: str
     scope: _containers.ScalarMap[str, str]
     def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., filter: _Optional[str] = ..., force: bool = ...) -> None: ...
+
+class RedeliverWebhookRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class RetrieveMemoriesRequest(_message.Message):
     __slots__ = ["filter", "memory_types", "parent", "scope", "similarity_search", "simple_retrieval"]
@@ -335,3 +368,44 @@ class WatchMemoriesResponse(_message.Message):
     operation: str
     revision: str
     def __init__(self, action: _Optional[_Union[_memory_pb2.MemoryAction, str]] = ..., memory: _Optional[_Union[_memory_pb2.Memory, _Mapping]] = ..., revision: _Optional[str] = ..., operation: _Optional[str] = ..., cursor: _Optional[str] = ..., change_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class WebhookAttempt(_message.Message):
+    __slots__ = ["duration", "error", "status_code", "time"]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    duration: _duration_pb2.Duration
+    error: str
+    status_code: int
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., status_code: _Optional[int] = ..., error: _Optional[str] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class WebhookDelivery(_message.Message):
+    __slots__ = ["attempt_count", "attempts", "event_time", "memory", "name", "next_attempt_time", "revision", "state", "type", "url", "webhook_id"]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt_count: int
+    attempts: _containers.RepeatedCompositeFieldContainer[WebhookAttempt]
+    event_time: _timestamp_pb2.Timestamp
+    memory: str
+    name: str
+    next_attempt_time: _timestamp_pb2.Timestamp
+    revision: int
+    state: WebhookDeliveryState
+    type: str
+    url: str
+    webhook_id: str
+    def __init__(self, name: _Optional[str] = ..., webhook_id: _Optional[str] = ..., url: _Optional[str] = ..., type: _Optional[str] = ..., memory: _Optional[str] = ..., revision: _Optional[int] = ..., state: _Optional[_Union[WebhookDeliveryState, str]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[WebhookAttempt, _Mapping]]] = ..., attempt_count: _Optional[int] = ...) -> None: ...
+
+class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -84,6 +84,16 @@ class MemoryBankServiceStub(object):
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.SerializeToString,
                 response_deserializer=kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.FromString,
                 )
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/kioku.v1.MemoryBankService/ListWebhookDeliveries',
+                request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesResponse.FromString,
+                )
+        self.RedeliverWebhook = channel.unary_unary(
+                '/kioku.v1.MemoryBankService/RedeliverWebhook',
+                request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.RedeliverWebhookRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.WebhookDelivery.FromString,
+                )
         self.WatchMemories = channel.unary_stream(
                 '/kioku.v1.MemoryBankService/WatchMemories',
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.WatchMemoriesRequest.SerializeToString,
@@ -197,6 +207,22 @@ class MemoryBankServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWebhookDeliveries(self, request, context):
+        """Lists the deliveries of an app's webhooks with their attempts, newest
+        event first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RedeliverWebhook(self, request, context):
+        """Sends a delivery again (a dead-lettered one, or any other): it becomes
+        pending, due at once, its attempts kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchMemories(self, request, context):
         """Streams the changes of an app's memories (or of one scope's) as they
         are committed: created, updated and deleted, each with its revision,
@@ -280,6 +306,16 @@ def add_MemoryBankServiceServicer_to_server(servicer, server):
                     servicer.UpdateMemoryBankConfig,
                     request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.FromString,
                     response_serializer=kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.SerializeToString,
+            ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesResponse.SerializeToString,
+            ),
+            'RedeliverWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.RedeliverWebhook,
+                    request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.RedeliverWebhookRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.WebhookDelivery.SerializeToString,
             ),
             'WatchMemories': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchMemories,
@@ -516,6 +552,40 @@ class MemoryBankService(object):
         return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/UpdateMemoryBankConfig',
             kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.SerializeToString,
             kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/ListWebhookDeliveries',
+            kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RedeliverWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/RedeliverWebhook',
+            kioku_dot_v1_dot_memory__bank__service__pb2.RedeliverWebhookRequest.SerializeToString,
+            kioku_dot_v1_dot_memory__bank__service__pb2.WebhookDelivery.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

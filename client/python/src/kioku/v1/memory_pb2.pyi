@@ -147,7 +147,7 @@ class Memory(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fact: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., topics: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., typed_metadata: _Optional[_Mapping[str, MetadataValue]] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[MemorySource, _Mapping]]] = ..., revision_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., stated_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., profile: _Optional[_Union[ProfileField, _Mapping]] = ...) -> None: ...
 
 class MemoryBankConfig(_message.Message):
-    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "pii_redaction", "profile_schemas", "retrieval", "revision_ttl", "update_time"]
+    __slots__ = ["compaction_trigger", "custom_topics", "generation_examples", "generation_trigger", "managed_topics", "memory_ttl", "name", "pii_redaction", "profile_schemas", "retrieval", "revision_ttl", "update_time", "webhooks"]
     COMPACTION_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_TOPICS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +160,7 @@ class MemoryBankConfig(_message.Message):
     RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
     REVISION_TTL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOKS_FIELD_NUMBER: _ClassVar[int]
     compaction_trigger: CompactionTrigger
     custom_topics: _containers.RepeatedCompositeFieldContainer[CustomMemoryTopic]
     generation_examples: _containers.RepeatedCompositeFieldContainer[GenerationExample]
@@ -172,7 +173,8 @@ class MemoryBankConfig(_message.Message):
     retrieval: RetrievalConfig
     revision_ttl: _duration_pb2.Duration
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., pii_redaction: _Optional[_Union[PiiRedaction, _Mapping]] = ..., profile_schemas: _Optional[_Iterable[_Union[ProfileSchemaConfig, _Mapping]]] = ...) -> None: ...
+    webhooks: _containers.RepeatedCompositeFieldContainer[Webhook]
+    def __init__(self, name: _Optional[str] = ..., managed_topics: _Optional[_Iterable[str]] = ..., custom_topics: _Optional[_Iterable[_Union[CustomMemoryTopic, _Mapping]]] = ..., generation_examples: _Optional[_Iterable[_Union[GenerationExample, _Mapping]]] = ..., memory_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., generation_trigger: _Optional[_Union[GenerationTrigger, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retrieval: _Optional[_Union[RetrievalConfig, _Mapping]] = ..., compaction_trigger: _Optional[_Union[CompactionTrigger, _Mapping]] = ..., pii_redaction: _Optional[_Union[PiiRedaction, _Mapping]] = ..., profile_schemas: _Optional[_Iterable[_Union[ProfileSchemaConfig, _Mapping]]] = ..., webhooks: _Optional[_Iterable[_Union[Webhook, _Mapping]]] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
     __slots__ = ["action", "create_time", "event_time", "expire_time", "extracted_facts", "fact", "metadata", "name", "operation", "profile", "reason", "scope", "sources", "stated_time", "topics", "typed_metadata"]
@@ -300,6 +302,18 @@ class RetrievalConfig(_message.Message):
     FUSION_FIELD_NUMBER: _ClassVar[int]
     fusion: FusionConfig
     def __init__(self, fusion: _Optional[_Union[FusionConfig, _Mapping]] = ...) -> None: ...
+
+class Webhook(_message.Message):
+    __slots__ = ["events", "include_fact", "secret", "url"]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FACT_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedScalarFieldContainer[str]
+    include_fact: bool
+    secret: str
+    url: str
+    def __init__(self, url: _Optional[str] = ..., secret: _Optional[str] = ..., events: _Optional[_Iterable[str]] = ..., include_fact: bool = ...) -> None: ...
 
 class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

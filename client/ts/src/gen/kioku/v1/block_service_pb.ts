@@ -7,13 +7,15 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { EmptySchema, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_empty, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { MemorySource } from "./memory_pb.js";
+import { file_kioku_v1_memory } from "./memory_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file kioku/v1/block_service.proto.
  */
 export const file_kioku_v1_block_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxraW9rdS92MS9ibG9ja19zZXJ2aWNlLnByb3RvEghraW9rdS52MSLeAQoFQmxvY2sSDAoEbmFtZRgBIAEoCRINCgVsYWJlbBgCIAEoCRINCgV2YWx1ZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRINCgVsaW1pdBgFIAEoBRIRCglyZWFkX29ubHkYBiABKAgSEAoIcmV2aXNpb24YByABKAMSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK7AQoNQmxvY2tSZXZpc2lvbhIMCgRuYW1lGAEgASgJEiUKBmFjdGlvbhgCIAEoDjIVLmtpb2t1LnYxLkJsb2NrQWN0aW9uEg0KBXZhbHVlGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg0KBWxpbWl0GAUgASgFEhEKCXJlYWRfb25seRgGIAEoCBIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiagoSVXBkYXRlQmxvY2tSZXF1ZXN0Eh4KBWJsb2NrGAEgASgLMg8ua2lva3UudjEuQmxvY2sSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iHwoPR2V0QmxvY2tSZXF1ZXN0EgwKBG5hbWUYASABKAkiSgoRTGlzdEJsb2Nrc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIk4KEkxpc3RCbG9ja3NSZXNwb25zZRIfCgZibG9ja3MYASADKAsyDy5raW9rdS52MS5CbG9jaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlQmxvY2tSZXF1ZXN0EgwKBG5hbWUYASABKAkiNQoUQXBwZW5kVG9CbG9ja1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIk8KFVJlcGxhY2VJbkJsb2NrUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC29sZF9jb250ZW50GAIgASgJEhMKC25ld19jb250ZW50GAMgASgJIlIKGUxpc3RCbG9ja1JldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImcKGkxpc3RCbG9ja1JldmlzaW9uc1Jlc3BvbnNlEjAKD2Jsb2NrX3JldmlzaW9ucxgBIAMoCzIXLmtpb2t1LnYxLkJsb2NrUmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKnsKC0Jsb2NrQWN0aW9uEhwKGEJMT0NLX0FDVElPTl9VTlNQRUNJRklFRBAAEhgKFEJMT0NLX0FDVElPTl9VUERBVEVEEAESGQoVQkxPQ0tfQUNUSU9OX0FQUEVOREVEEAISGQoVQkxPQ0tfQUNUSU9OX1JFUExBQ0VEEAMy6wgKDEJsb2NrU2VydmljZRKgAQoLVXBkYXRlQmxvY2sSHC5raW9rdS52MS5VcGRhdGVCbG9ja1JlcXVlc3QaDy5raW9rdS52MS5CbG9jayJigtPkkwJcOgVibG9ja1opOgVibG9jazIgL3YxL3tibG9jay5uYW1lPWFwcHMvKi9ibG9ja3MvKn0yKC92MS97YmxvY2submFtZT1hcHBzLyovdXNlcnMvKi9ibG9ja3MvKn0SgwEKCEdldEJsb2NrEhkua2lva3UudjEuR2V0QmxvY2tSZXF1ZXN0Gg8ua2lva3UudjEuQmxvY2siS5ACAYLT5JMCQlocEhovdjEve25hbWU9YXBwcy8qL2Jsb2Nrcy8qfRIiL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL2Jsb2Nrcy8qfRKUAQoKTGlzdEJsb2NrcxIbLmtpb2t1LnYxLkxpc3RCbG9ja3NSZXF1ZXN0Ghwua2lva3UudjEuTGlzdEJsb2Nrc1Jlc3BvbnNlIkuQAgGC0+STAkJaHBIaL3YxL3twYXJlbnQ9YXBwcy8qfS9ibG9ja3MSIi92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qfS9ibG9ja3MSjQEKC0RlbGV0ZUJsb2NrEhwua2lva3UudjEuRGVsZXRlQmxvY2tSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IkiC0+STAkJaHCoaL3YxL3tuYW1lPWFwcHMvKi9ibG9ja3MvKn0qIi92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9ibG9ja3MvKn0SngEKDUFwcGVuZFRvQmxvY2sSHi5raW9rdS52MS5BcHBlbmRUb0Jsb2NrUmVxdWVzdBoPLmtpb2t1LnYxLkJsb2NrIlyC0+STAlY6ASpaJjoBKiIhL3YxL3tuYW1lPWFwcHMvKi9ibG9ja3MvKn06YXBwZW5kIikvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovYmxvY2tzLyp9OmFwcGVuZBKiAQoOUmVwbGFjZUluQmxvY2sSHy5raW9rdS52MS5SZXBsYWNlSW5CbG9ja1JlcXVlc3QaDy5raW9rdS52MS5CbG9jayJegtPkkwJYOgEqWic6ASoiIi92MS97bmFtZT1hcHBzLyovYmxvY2tzLyp9OnJlcGxhY2UiKi92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9ibG9ja3MvKn06cmVwbGFjZRLEAQoSTGlzdEJsb2NrUmV2aXNpb25zEiMua2lva3UudjEuTGlzdEJsb2NrUmV2aXNpb25zUmVxdWVzdBokLmtpb2t1LnYxLkxpc3RCbG9ja1JldmlzaW9uc1Jlc3BvbnNlImOQAgGC0+STAlpaKBImL3YxL3twYXJlbnQ9YXBwcy8qL2Jsb2Nrcy8qfS9yZXZpc2lvbnMSLi92MS97cGFyZW50PWFwcHMvKi91c2Vycy8qL2Jsb2Nrcy8qfS9yZXZpc2lvbnNCkgEKDGNvbS5raW9rdS52MUIRQmxvY2tTZXJ2aWNlUHJvdG9QAVouZ2l0aHViLmNvbS9raW9rdS1haS9raW9rdS9nZW4va2lva3UvdjE7a2lva3V2MaICA0tYWKoCCEtpb2t1LlYxygIIS2lva3VcVjHiAhRLaW9rdVxWMVxHUEJNZXRhZGF0YeoCCUtpb2t1OjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_timestamp]);
+  fileDesc("ChxraW9rdS92MS9ibG9ja19zZXJ2aWNlLnByb3RvEghraW9rdS52MSLeAQoFQmxvY2sSDAoEbmFtZRgBIAEoCRINCgVsYWJlbBgCIAEoCRINCgV2YWx1ZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRINCgVsaW1pdBgFIAEoBRIRCglyZWFkX29ubHkYBiABKAgSEAoIcmV2aXNpb24YByABKAMSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLkAQoNQmxvY2tSZXZpc2lvbhIMCgRuYW1lGAEgASgJEiUKBmFjdGlvbhgCIAEoDjIVLmtpb2t1LnYxLkJsb2NrQWN0aW9uEg0KBXZhbHVlGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg0KBWxpbWl0GAUgASgFEhEKCXJlYWRfb25seRgGIAEoCBIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHc291cmNlcxgIIAMoCzIWLmtpb2t1LnYxLk1lbW9yeVNvdXJjZSI4ChVSZXdyaXRlQmxvY2tzUmVzcG9uc2USHwoGYmxvY2tzGAEgAygLMg8ua2lva3UudjEuQmxvY2siagoSVXBkYXRlQmxvY2tSZXF1ZXN0Eh4KBWJsb2NrGAEgASgLMg8ua2lva3UudjEuQmxvY2sSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iHwoPR2V0QmxvY2tSZXF1ZXN0EgwKBG5hbWUYASABKAkiSgoRTGlzdEJsb2Nrc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIk4KEkxpc3RCbG9ja3NSZXNwb25zZRIfCgZibG9ja3MYASADKAsyDy5raW9rdS52MS5CbG9jaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlQmxvY2tSZXF1ZXN0EgwKBG5hbWUYASABKAkiNQoUQXBwZW5kVG9CbG9ja1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIk8KFVJlcGxhY2VJbkJsb2NrUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC29sZF9jb250ZW50GAIgASgJEhMKC25ld19jb250ZW50GAMgASgJIlIKGUxpc3RCbG9ja1JldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImcKGkxpc3RCbG9ja1JldmlzaW9uc1Jlc3BvbnNlEjAKD2Jsb2NrX3JldmlzaW9ucxgBIAMoCzIXLmtpb2t1LnYxLkJsb2NrUmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKpcBCgtCbG9ja0FjdGlvbhIcChhCTE9DS19BQ1RJT05fVU5TUEVDSUZJRUQQABIYChRCTE9DS19BQ1RJT05fVVBEQVRFRBABEhkKFUJMT0NLX0FDVElPTl9BUFBFTkRFRBACEhkKFUJMT0NLX0FDVElPTl9SRVBMQUNFRBADEhoKFkJMT0NLX0FDVElPTl9SRVdSSVRURU4QBDLrCAoMQmxvY2tTZXJ2aWNlEqABCgtVcGRhdGVCbG9jaxIcLmtpb2t1LnYxLlVwZGF0ZUJsb2NrUmVxdWVzdBoPLmtpb2t1LnYxLkJsb2NrImKC0+STAlw6BWJsb2NrWik6BWJsb2NrMiAvdjEve2Jsb2NrLm5hbWU9YXBwcy8qL2Jsb2Nrcy8qfTIoL3YxL3tibG9jay5uYW1lPWFwcHMvKi91c2Vycy8qL2Jsb2Nrcy8qfRKDAQoIR2V0QmxvY2sSGS5raW9rdS52MS5HZXRCbG9ja1JlcXVlc3QaDy5raW9rdS52MS5CbG9jayJLkAIBgtPkkwJCWhwSGi92MS97bmFtZT1hcHBzLyovYmxvY2tzLyp9EiIvdjEve25hbWU9YXBwcy8qL3VzZXJzLyovYmxvY2tzLyp9EpQBCgpMaXN0QmxvY2tzEhsua2lva3UudjEuTGlzdEJsb2Nrc1JlcXVlc3QaHC5raW9rdS52MS5MaXN0QmxvY2tzUmVzcG9uc2UiS5ACAYLT5JMCQlocEhovdjEve3BhcmVudD1hcHBzLyp9L2Jsb2NrcxIiL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyp9L2Jsb2NrcxKNAQoLRGVsZXRlQmxvY2sSHC5raW9rdS52MS5EZWxldGVCbG9ja1JlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiSILT5JMCQlocKhovdjEve25hbWU9YXBwcy8qL2Jsb2Nrcy8qfSoiL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL2Jsb2Nrcy8qfRKeAQoNQXBwZW5kVG9CbG9jaxIeLmtpb2t1LnYxLkFwcGVuZFRvQmxvY2tSZXF1ZXN0Gg8ua2lva3UudjEuQmxvY2siXILT5JMCVjoBKlomOgEqIiEvdjEve25hbWU9YXBwcy8qL2Jsb2Nrcy8qfTphcHBlbmQiKS92MS97bmFtZT1hcHBzLyovdXNlcnMvKi9ibG9ja3MvKn06YXBwZW5kEqIBCg5SZXBsYWNlSW5CbG9jaxIfLmtpb2t1LnYxLlJlcGxhY2VJbkJsb2NrUmVxdWVzdBoPLmtpb2t1LnYxLkJsb2NrIl6C0+STAlg6ASpaJzoBKiIiL3YxL3tuYW1lPWFwcHMvKi9ibG9ja3MvKn06cmVwbGFjZSIqL3YxL3tuYW1lPWFwcHMvKi91c2Vycy8qL2Jsb2Nrcy8qfTpyZXBsYWNlEsQBChJMaXN0QmxvY2tSZXZpc2lvbnMSIy5raW9rdS52MS5MaXN0QmxvY2tSZXZpc2lvbnNSZXF1ZXN0GiQua2lva3UudjEuTGlzdEJsb2NrUmV2aXNpb25zUmVzcG9uc2UiY5ACAYLT5JMCWlooEiYvdjEve3BhcmVudD1hcHBzLyovYmxvY2tzLyp9L3JldmlzaW9ucxIuL3YxL3twYXJlbnQ9YXBwcy8qL3VzZXJzLyovYmxvY2tzLyp9L3JldmlzaW9uc0KSAQoMY29tLmtpb2t1LnYxQhFCbG9ja1NlcnZpY2VQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_timestamp, file_kioku_v1_memory]);
 
 /**
  * A core memory block.
@@ -153,6 +155,14 @@ export type BlockRevision = Message<"kioku.v1.BlockRevision"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 7;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * For BLOCK_ACTION_REWRITTEN: the sessions, and their events, the
+   * rewrite read. Empty for the other actions.
+   *
+   * @generated from field: repeated kioku.v1.MemorySource sources = 8;
+   */
+  sources: MemorySource[];
 };
 
 /**
@@ -161,6 +171,29 @@ export type BlockRevision = Message<"kioku.v1.BlockRevision"> & {
  */
 export const BlockRevisionSchema: GenMessage<BlockRevision> = /*@__PURE__*/
   messageDesc(file_kioku_v1_block_service, 1);
+
+/**
+ * The response of a RewriteBlocks operation: the user's blocks the
+ * background rewrite changed, as it left them (empty when none needed a
+ * change).
+ *
+ * @generated from message kioku.v1.RewriteBlocksResponse
+ */
+export type RewriteBlocksResponse = Message<"kioku.v1.RewriteBlocksResponse"> & {
+  /**
+   * The blocks rewritten.
+   *
+   * @generated from field: repeated kioku.v1.Block blocks = 1;
+   */
+  blocks: Block[];
+};
+
+/**
+ * Describes the message kioku.v1.RewriteBlocksResponse.
+ * Use `create(RewriteBlocksResponseSchema)` to create a new message.
+ */
+export const RewriteBlocksResponseSchema: GenMessage<RewriteBlocksResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_block_service, 2);
 
 /**
  * The request of UpdateBlock.
@@ -190,7 +223,7 @@ export type UpdateBlockRequest = Message<"kioku.v1.UpdateBlockRequest"> & {
  * Use `create(UpdateBlockRequestSchema)` to create a new message.
  */
 export const UpdateBlockRequestSchema: GenMessage<UpdateBlockRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 2);
+  messageDesc(file_kioku_v1_block_service, 3);
 
 /**
  * The request of GetBlock.
@@ -212,7 +245,7 @@ export type GetBlockRequest = Message<"kioku.v1.GetBlockRequest"> & {
  * Use `create(GetBlockRequestSchema)` to create a new message.
  */
 export const GetBlockRequestSchema: GenMessage<GetBlockRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 3);
+  messageDesc(file_kioku_v1_block_service, 4);
 
 /**
  * The request of ListBlocks.
@@ -249,7 +282,7 @@ export type ListBlocksRequest = Message<"kioku.v1.ListBlocksRequest"> & {
  * Use `create(ListBlocksRequestSchema)` to create a new message.
  */
 export const ListBlocksRequestSchema: GenMessage<ListBlocksRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 4);
+  messageDesc(file_kioku_v1_block_service, 5);
 
 /**
  * The response of ListBlocks.
@@ -277,7 +310,7 @@ export type ListBlocksResponse = Message<"kioku.v1.ListBlocksResponse"> & {
  * Use `create(ListBlocksResponseSchema)` to create a new message.
  */
 export const ListBlocksResponseSchema: GenMessage<ListBlocksResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 5);
+  messageDesc(file_kioku_v1_block_service, 6);
 
 /**
  * The request of DeleteBlock.
@@ -298,7 +331,7 @@ export type DeleteBlockRequest = Message<"kioku.v1.DeleteBlockRequest"> & {
  * Use `create(DeleteBlockRequestSchema)` to create a new message.
  */
 export const DeleteBlockRequestSchema: GenMessage<DeleteBlockRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 6);
+  messageDesc(file_kioku_v1_block_service, 7);
 
 /**
  * The request of AppendToBlock.
@@ -327,7 +360,7 @@ export type AppendToBlockRequest = Message<"kioku.v1.AppendToBlockRequest"> & {
  * Use `create(AppendToBlockRequestSchema)` to create a new message.
  */
 export const AppendToBlockRequestSchema: GenMessage<AppendToBlockRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 7);
+  messageDesc(file_kioku_v1_block_service, 8);
 
 /**
  * The request of ReplaceInBlock.
@@ -363,7 +396,7 @@ export type ReplaceInBlockRequest = Message<"kioku.v1.ReplaceInBlockRequest"> & 
  * Use `create(ReplaceInBlockRequestSchema)` to create a new message.
  */
 export const ReplaceInBlockRequestSchema: GenMessage<ReplaceInBlockRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 8);
+  messageDesc(file_kioku_v1_block_service, 9);
 
 /**
  * The request of ListBlockRevisions.
@@ -399,7 +432,7 @@ export type ListBlockRevisionsRequest = Message<"kioku.v1.ListBlockRevisionsRequ
  * Use `create(ListBlockRevisionsRequestSchema)` to create a new message.
  */
 export const ListBlockRevisionsRequestSchema: GenMessage<ListBlockRevisionsRequest> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 9);
+  messageDesc(file_kioku_v1_block_service, 10);
 
 /**
  * The response of ListBlockRevisions.
@@ -427,7 +460,7 @@ export type ListBlockRevisionsResponse = Message<"kioku.v1.ListBlockRevisionsRes
  * Use `create(ListBlockRevisionsResponseSchema)` to create a new message.
  */
 export const ListBlockRevisionsResponseSchema: GenMessage<ListBlockRevisionsResponse> = /*@__PURE__*/
-  messageDesc(file_kioku_v1_block_service, 10);
+  messageDesc(file_kioku_v1_block_service, 11);
 
 /**
  * What a revision did to its block.
@@ -462,6 +495,15 @@ export enum BlockAction {
    * @generated from enum value: BLOCK_ACTION_REPLACED = 3;
    */
   REPLACED = 3,
+
+  /**
+   * The background rewrite (an operation of method RewriteBlocks, queued
+   * when the memory bank's generation triggers fire for a session)
+   * replaced its value from the session's events.
+   *
+   * @generated from enum value: BLOCK_ACTION_REWRITTEN = 4;
+   */
+  REWRITTEN = 4,
 }
 
 /**

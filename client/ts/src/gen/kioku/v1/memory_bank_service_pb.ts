@@ -2,11 +2,11 @@
 // @generated from file kioku/v1/memory_bank_service.proto (package kioku.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Memory, MemoryAction, MemoryBankConfig, MemoryBankConfigSchema, MemoryRevision, MemorySchema, MemorySource, MemoryType, MetadataMergeStrategy, MetadataValue } from "./memory_pb.js";
 import { file_kioku_v1_memory } from "./memory_pb.js";
 import type { OperationSchema } from "./operation_pb.js";
@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kioku/v1/memory_bank_service.proto.
  */
 export const file_kioku_v1_memory_bank_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJraW9rdS92MS9tZW1vcnlfYmFua19zZXJ2aWNlLnByb3RvEghraW9rdS52MSKkAQoUV2F0Y2hNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuV2F0Y2hNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIUCgxzdGFydF9jdXJzb3IYAyABKAkaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIscBChVXYXRjaE1lbW9yaWVzUmVzcG9uc2USJgoGYWN0aW9uGAEgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEiAKBm1lbW9yeRgCIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIQCghyZXZpc2lvbhgDIAEoCRIRCglvcGVyYXRpb24YBCABKAkSDgoGY3Vyc29yGAUgASgJEi8KC2NoYW5nZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJaChNDcmVhdGVNZW1vcnlSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIgCgZtZW1vcnkYAiABKAsyEC5raW9rdS52MS5NZW1vcnkSEQoJbWVtb3J5X2lkGAMgASgJIiAKEEdldE1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLvAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSNwoFc2NvcGUYBCADKAsyKC5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAUgASgJEioKDG1lbW9yeV90eXBlcxgGIAMoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlMKFExpc3RNZW1vcmllc1Jlc3BvbnNlEiIKCG1lbW9yaWVzGAEgAygLMhAua2lva3UudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJoChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIwoTRGVsZXRlTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJIsoEChdHZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjEKDnNlc3Npb25fc291cmNlGAMgASgLMhcua2lva3UudjEuU2Vzc2lvblNvdXJjZUgAEi8KDWV2ZW50c19zb3VyY2UYBCABKAsyFi5raW9rdS52MS5FdmVudHNTb3VyY2VIABJAChZkaXJlY3RfbWVtb3JpZXNfc291cmNlGAUgASgLMh4ua2lva3UudjEuRGlyZWN0TWVtb3JpZXNTb3VyY2VIABIdChVkaXNhYmxlX2NvbnNvbGlkYXRpb24YBiABKAgSFgoOYWxsb3dlZF90b3BpY3MYByADKAkSQQoIbWV0YWRhdGEYCCADKAsyLy5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5NZXRhZGF0YUVudHJ5EkAKF21ldGFkYXRhX21lcmdlX3N0cmF0ZWd5GAkgASgOMh8ua2lva3UudjEuTWV0YWRhdGFNZXJnZVN0cmF0ZWd5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQggKBnNvdXJjZSJ+Cg1TZXNzaW9uU291cmNlEg8KB3Nlc3Npb24YASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDEV2ZW50c1NvdXJjZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudCJoChREaXJlY3RNZW1vcmllc1NvdXJjZRIoCghtZW1vcmllcxgBIAMoCzIWLmtpb2t1LnYxLkRpcmVjdE1lbW9yeRImCgZzb3VyY2UYAiABKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2UiLAoMRGlyZWN0TWVtb3J5EgwKBGZhY3QYASABKAkSDgoGdG9waWNzGAIgAygJIsoCChdSZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjcKEXNpbWlsYXJpdHlfc2VhcmNoGAMgASgLMhoua2lva3UudjEuU2ltaWxhcml0eVNlYXJjaEgAEjUKEHNpbXBsZV9yZXRyaWV2YWwYBCABKAsyGS5raW9rdS52MS5TaW1wbGVSZXRyaWV2YWxIABIOCgZmaWx0ZXIYBSABKAkSKgoMbWVtb3J5X3R5cGVzGAYgAygOMhQua2lva3UudjEuTWVtb3J5VHlwZRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGbWV0aG9kIpQBChdSZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdC5TY29wZUVudHJ5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKoAQoYUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlEkIKCHByb2ZpbGVzGAEgAygLMjAua2lva3UudjEuUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlLlByb2ZpbGVzRW50cnkaSAoNUHJvZmlsZXNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZW1vcnlQcm9maWxlOgI4ASJwCg1NZW1vcnlQcm9maWxlEhEKCXNjaGVtYV9pZBgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCghtZW1vcmllcxgDIAMoCzIQLmtpb2t1LnYxLk1lbW9yeSJaChBTaW1pbGFyaXR5U2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvcF9rGAIgASgFEigKC3ByZWZlcl90aW1lGAMgASgLMhMua2lva3UudjEuVGltZVJhbmdlImkKCVRpbWVSYW5nZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOAoPU2ltcGxlUmV0cmlldmFsEhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJImoKGFJldHJpZXZlTWVtb3JpZXNSZXNwb25zZRI1ChJyZXRyaWV2ZWRfbWVtb3JpZXMYASADKAsyGS5raW9rdS52MS5SZXRyaWV2ZWRNZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKD1JldHJpZXZlZE1lbW9yeRIgCgZtZW1vcnkYASABKAsyEC5raW9rdS52MS5NZW1vcnkSEAoIZGlzdGFuY2UYAiABKAEiUwoaTGlzdE1lbW9yeVJldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImoKG0xpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZRIyChBtZW1vcnlfcmV2aXNpb25zGAEgAygLMhgua2lva3UudjEuTWVtb3J5UmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkEKFVJvbGxiYWNrTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhoKEnRhcmdldF9yZXZpc2lvbl9pZBgCIAEoCSKtAQoUUHVyZ2VNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuUHVyZ2VNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIOCgZmaWx0ZXIYAyABKAkSDQoFZm9yY2UYBCABKAgaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIioKGkdldE1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EgwKBG5hbWUYASABKAkiiAEKHVVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EjYKEm1lbW9yeV9iYW5rX2NvbmZpZxgBIAEoCzIaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWcSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrMoQOChFNZW1vcnlCYW5rU2VydmljZRJtCgxDcmVhdGVNZW1vcnkSHS5raW9rdS52MS5DcmVhdGVNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IiyC0+STAiY6Bm1lbW9yeSIcL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllcxJiCglHZXRNZW1vcnkSGi5raW9rdS52MS5HZXRNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IieQAgGC0+STAh4SHC92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn0SdgoMTGlzdE1lbW9yaWVzEh0ua2lva3UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBoeLmtpb2t1LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlIieQAgGC0+STAh4SHC92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXMSdAoMVXBkYXRlTWVtb3J5Eh0ua2lva3UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIzgtPkkwItOgZtZW1vcnkyIy92MS97bWVtb3J5Lm5hbWU9YXBwcy8qL21lbW9yaWVzLyp9EmsKDERlbGV0ZU1lbW9yeRIdLmtpb2t1LnYxLkRlbGV0ZU1lbW9yeVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJILT5JMCHiocL3YxL3tuYW1lPWFwcHMvKi9tZW1vcmllcy8qfRJ8ChBHZW5lcmF0ZU1lbW9yaWVzEiEua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QaEy5raW9rdS52MS5PcGVyYXRpb24iMILT5JMCKjoBKiIlL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllczpnZW5lcmF0ZRKOAQoQUmV0cmlldmVNZW1vcmllcxIhLmtpb2t1LnYxLlJldHJpZXZlTWVtb3JpZXNSZXF1ZXN0GiIua2lva3UudjEuUmV0cmlldmVNZW1vcmllc1Jlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cmV0cmlldmUSlgEKEFJldHJpZXZlUHJvZmlsZXMSIS5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBoiLmtpb2t1LnYxLlJldHJpZXZlUHJvZmlsZXNSZXNwb25zZSI7kAIBgtPkkwIyOgEqIi0vdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnJldHJpZXZlUHJvZmlsZXMSlwEKE0xpc3RNZW1vcnlSZXZpc2lvbnMSJC5raW9rdS52MS5MaXN0TWVtb3J5UmV2aXNpb25zUmVxdWVzdBolLmtpb2t1LnYxLkxpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEve3BhcmVudD1hcHBzLyovbWVtb3JpZXMvKn0vcmV2aXNpb25zEnUKDlJvbGxiYWNrTWVtb3J5Eh8ua2lva3UudjEuUm9sbGJhY2tNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IjCC0+STAio6ASoiJS92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn06cm9sbGJhY2sScwoNUHVyZ2VNZW1vcmllcxIeLmtpb2t1LnYxLlB1cmdlTWVtb3JpZXNSZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIi2C0+STAic6ASoiIi92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cHVyZ2UShgEKE0dldE1lbW9yeUJhbmtDb25maWcSJC5raW9rdS52MS5HZXRNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBoaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWciLZACAYLT5JMCJBIiL3YxL3tuYW1lPWFwcHMvKi9tZW1vcnlCYW5rQ29uZmlnfRKwAQoWVXBkYXRlTWVtb3J5QmFua0NvbmZpZxInLmtpb2t1LnYxLlVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0Ghoua2lva3UudjEuTWVtb3J5QmFua0NvbmZpZyJRgtPkkwJLOhJtZW1vcnlfYmFua19jb25maWcyNS92MS97bWVtb3J5X2JhbmtfY29uZmlnLm5hbWU9YXBwcy8qL21lbW9yeUJhbmtDb25maWd9ElcKDVdhdGNoTWVtb3JpZXMSHi5raW9rdS52MS5XYXRjaE1lbW9yaWVzUmVxdWVzdBofLmtpb2t1LnYxLldhdGNoTWVtb3JpZXNSZXNwb25zZSIDkAIBMAFClwEKDGNvbS5raW9rdS52MUIWTWVtb3J5QmFua1NlcnZpY2VQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_memory, file_kioku_v1_operation, file_kioku_v1_session]);
+  fileDesc("CiJraW9rdS92MS9tZW1vcnlfYmFua19zZXJ2aWNlLnByb3RvEghraW9rdS52MSKkAQoUV2F0Y2hNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuV2F0Y2hNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIUCgxzdGFydF9jdXJzb3IYAyABKAkaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIscBChVXYXRjaE1lbW9yaWVzUmVzcG9uc2USJgoGYWN0aW9uGAEgASgOMhYua2lva3UudjEuTWVtb3J5QWN0aW9uEiAKBm1lbW9yeRgCIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIQCghyZXZpc2lvbhgDIAEoCRIRCglvcGVyYXRpb24YBCABKAkSDgoGY3Vyc29yGAUgASgJEi8KC2NoYW5nZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJaChNDcmVhdGVNZW1vcnlSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIgCgZtZW1vcnkYAiABKAsyEC5raW9rdS52MS5NZW1vcnkSEQoJbWVtb3J5X2lkGAMgASgJIiAKEEdldE1lbW9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLvAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSNwoFc2NvcGUYBCADKAsyKC5raW9rdS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0LlNjb3BlRW50cnkSDgoGZmlsdGVyGAUgASgJEioKDG1lbW9yeV90eXBlcxgGIAMoDjIULmtpb2t1LnYxLk1lbW9yeVR5cGUaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlMKFExpc3RNZW1vcmllc1Jlc3BvbnNlEiIKCG1lbW9yaWVzGAEgAygLMhAua2lva3UudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJoChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiAKBm1lbW9yeRgBIAEoCzIQLmtpb2t1LnYxLk1lbW9yeRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIwoTRGVsZXRlTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJIsoEChdHZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjEKDnNlc3Npb25fc291cmNlGAMgASgLMhcua2lva3UudjEuU2Vzc2lvblNvdXJjZUgAEi8KDWV2ZW50c19zb3VyY2UYBCABKAsyFi5raW9rdS52MS5FdmVudHNTb3VyY2VIABJAChZkaXJlY3RfbWVtb3JpZXNfc291cmNlGAUgASgLMh4ua2lva3UudjEuRGlyZWN0TWVtb3JpZXNTb3VyY2VIABIdChVkaXNhYmxlX2NvbnNvbGlkYXRpb24YBiABKAgSFgoOYWxsb3dlZF90b3BpY3MYByADKAkSQQoIbWV0YWRhdGEYCCADKAsyLy5raW9rdS52MS5HZW5lcmF0ZU1lbW9yaWVzUmVxdWVzdC5NZXRhZGF0YUVudHJ5EkAKF21ldGFkYXRhX21lcmdlX3N0cmF0ZWd5GAkgASgOMh8ua2lva3UudjEuTWV0YWRhdGFNZXJnZVN0cmF0ZWd5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmtpb2t1LnYxLk1ldGFkYXRhVmFsdWU6AjgBQggKBnNvdXJjZSJ+Cg1TZXNzaW9uU291cmNlEg8KB3Nlc3Npb24YASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDEV2ZW50c1NvdXJjZRIfCgZldmVudHMYASADKAsyDy5raW9rdS52MS5FdmVudCJoChREaXJlY3RNZW1vcmllc1NvdXJjZRIoCghtZW1vcmllcxgBIAMoCzIWLmtpb2t1LnYxLkRpcmVjdE1lbW9yeRImCgZzb3VyY2UYAiABKAsyFi5raW9rdS52MS5NZW1vcnlTb3VyY2UiLAoMRGlyZWN0TWVtb3J5EgwKBGZhY3QYASABKAkSDgoGdG9waWNzGAIgAygJIsoCChdSZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZU1lbW9yaWVzUmVxdWVzdC5TY29wZUVudHJ5EjcKEXNpbWlsYXJpdHlfc2VhcmNoGAMgASgLMhoua2lva3UudjEuU2ltaWxhcml0eVNlYXJjaEgAEjUKEHNpbXBsZV9yZXRyaWV2YWwYBCABKAsyGS5raW9rdS52MS5TaW1wbGVSZXRyaWV2YWxIABIOCgZmaWx0ZXIYBSABKAkSKgoMbWVtb3J5X3R5cGVzGAYgAygOMhQua2lva3UudjEuTWVtb3J5VHlwZRosCgpTY29wZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGbWV0aG9kIpQBChdSZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSOwoFc2NvcGUYAiADKAsyLC5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdC5TY29wZUVudHJ5GiwKClNjb3BlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKoAQoYUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlEkIKCHByb2ZpbGVzGAEgAygLMjAua2lva3UudjEuUmV0cmlldmVQcm9maWxlc1Jlc3BvbnNlLlByb2ZpbGVzRW50cnkaSAoNUHJvZmlsZXNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5raW9rdS52MS5NZW1vcnlQcm9maWxlOgI4ASJwCg1NZW1vcnlQcm9maWxlEhEKCXNjaGVtYV9pZBgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCghtZW1vcmllcxgDIAMoCzIQLmtpb2t1LnYxLk1lbW9yeSJaChBTaW1pbGFyaXR5U2VhcmNoEg0KBXF1ZXJ5GAEgASgJEg0KBXRvcF9rGAIgASgFEigKC3ByZWZlcl90aW1lGAMgASgLMhMua2lva3UudjEuVGltZVJhbmdlImkKCVRpbWVSYW5nZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOAoPU2ltcGxlUmV0cmlldmFsEhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJImoKGFJldHJpZXZlTWVtb3JpZXNSZXNwb25zZRI1ChJyZXRyaWV2ZWRfbWVtb3JpZXMYASADKAsyGS5raW9rdS52MS5SZXRyaWV2ZWRNZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKD1JldHJpZXZlZE1lbW9yeRIgCgZtZW1vcnkYASABKAsyEC5raW9rdS52MS5NZW1vcnkSEAoIZGlzdGFuY2UYAiABKAEiUwoaTGlzdE1lbW9yeVJldmlzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImoKG0xpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZRIyChBtZW1vcnlfcmV2aXNpb25zGAEgAygLMhgua2lva3UudjEuTWVtb3J5UmV2aXNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkEKFVJvbGxiYWNrTWVtb3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhoKEnRhcmdldF9yZXZpc2lvbl9pZBgCIAEoCSKtAQoUUHVyZ2VNZW1vcmllc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEjgKBXNjb3BlGAIgAygLMikua2lva3UudjEuUHVyZ2VNZW1vcmllc1JlcXVlc3QuU2NvcGVFbnRyeRIOCgZmaWx0ZXIYAyABKAkSDQoFZm9yY2UYBCABKAgaLAoKU2NvcGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIioKGkdldE1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EgwKBG5hbWUYASABKAkiiAEKHVVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0EjYKEm1lbW9yeV9iYW5rX2NvbmZpZxgBIAEoCzIaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWcSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIoQBChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRItCgVzdGF0ZRgCIAEoDjIeLmtpb2t1LnYxLldlYmhvb2tEZWxpdmVyeVN0YXRlEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImcKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEi0KCmRlbGl2ZXJpZXMYASADKAsyGS5raW9rdS52MS5XZWJob29rRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKF1JlZGVsaXZlcldlYmhvb2tSZXF1ZXN0EgwKBG5hbWUYASABKAkiyQIKD1dlYmhvb2tEZWxpdmVyeRIMCgRuYW1lGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSCwoDdXJsGAMgASgJEgwKBHR5cGUYBCABKAkSDgoGbWVtb3J5GAUgASgJEhAKCHJldmlzaW9uGAYgASgDEi0KBXN0YXRlGAcgASgOMh4ua2lva3UudjEuV2ViaG9va0RlbGl2ZXJ5U3RhdGUSLgoKZXZlbnRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRbmV4dF9hdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCGF0dGVtcHRzGAogAygLMhgua2lva3UudjEuV2ViaG9va0F0dGVtcHQSFQoNYXR0ZW1wdF9jb3VudBgLIAEoBSKLAQoOV2ViaG9va0F0dGVtcHQSKAoEdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLc3RhdHVzX2NvZGUYAiABKAUSDQoFZXJyb3IYAyABKAkSKwoIZHVyYXRpb24YBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24q1gEKFFdlYmhvb2tEZWxpdmVyeVN0YXRlEiYKIldFQkhPT0tfREVMSVZFUllfU1RBVEVfVU5TUEVDSUZJRUQQABIiCh5XRUJIT09LX0RFTElWRVJZX1NUQVRFX1BFTkRJTkcQARIkCiBXRUJIT09LX0RFTElWRVJZX1NUQVRFX0RFTElWRVJFRBACEigKJFdFQkhPT0tfREVMSVZFUllfU1RBVEVfREVBRF9MRVRURVJFRBADEiIKHldFQkhPT0tfREVMSVZFUllfU1RBVEVfU0tJUFBFRBAEMrAQChFNZW1vcnlCYW5rU2VydmljZRJtCgxDcmVhdGVNZW1vcnkSHS5raW9rdS52MS5DcmVhdGVNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IiyC0+STAiY6Bm1lbW9yeSIcL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllcxJiCglHZXRNZW1vcnkSGi5raW9rdS52MS5HZXRNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IieQAgGC0+STAh4SHC92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn0SdgoMTGlzdE1lbW9yaWVzEh0ua2lva3UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBoeLmtpb2t1LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlIieQAgGC0+STAh4SHC92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXMSdAoMVXBkYXRlTWVtb3J5Eh0ua2lva3UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBoQLmtpb2t1LnYxLk1lbW9yeSIzgtPkkwItOgZtZW1vcnkyIy92MS97bWVtb3J5Lm5hbWU9YXBwcy8qL21lbW9yaWVzLyp9EmsKDERlbGV0ZU1lbW9yeRIdLmtpb2t1LnYxLkRlbGV0ZU1lbW9yeVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJILT5JMCHiocL3YxL3tuYW1lPWFwcHMvKi9tZW1vcmllcy8qfRJ8ChBHZW5lcmF0ZU1lbW9yaWVzEiEua2lva3UudjEuR2VuZXJhdGVNZW1vcmllc1JlcXVlc3QaEy5raW9rdS52MS5PcGVyYXRpb24iMILT5JMCKjoBKiIlL3YxL3twYXJlbnQ9YXBwcy8qfS9tZW1vcmllczpnZW5lcmF0ZRKOAQoQUmV0cmlldmVNZW1vcmllcxIhLmtpb2t1LnYxLlJldHJpZXZlTWVtb3JpZXNSZXF1ZXN0GiIua2lva3UudjEuUmV0cmlldmVNZW1vcmllc1Jlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cmV0cmlldmUSlgEKEFJldHJpZXZlUHJvZmlsZXMSIS5raW9rdS52MS5SZXRyaWV2ZVByb2ZpbGVzUmVxdWVzdBoiLmtpb2t1LnYxLlJldHJpZXZlUHJvZmlsZXNSZXNwb25zZSI7kAIBgtPkkwIyOgEqIi0vdjEve3BhcmVudD1hcHBzLyp9L21lbW9yaWVzOnJldHJpZXZlUHJvZmlsZXMSlwEKE0xpc3RNZW1vcnlSZXZpc2lvbnMSJC5raW9rdS52MS5MaXN0TWVtb3J5UmV2aXNpb25zUmVxdWVzdBolLmtpb2t1LnYxLkxpc3RNZW1vcnlSZXZpc2lvbnNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEve3BhcmVudD1hcHBzLyovbWVtb3JpZXMvKn0vcmV2aXNpb25zEnUKDlJvbGxiYWNrTWVtb3J5Eh8ua2lva3UudjEuUm9sbGJhY2tNZW1vcnlSZXF1ZXN0GhAua2lva3UudjEuTWVtb3J5IjCC0+STAio6ASoiJS92MS97bmFtZT1hcHBzLyovbWVtb3JpZXMvKn06cm9sbGJhY2sScwoNUHVyZ2VNZW1vcmllcxIeLmtpb2t1LnYxLlB1cmdlTWVtb3JpZXNSZXF1ZXN0GhMua2lva3UudjEuT3BlcmF0aW9uIi2C0+STAic6ASoiIi92MS97cGFyZW50PWFwcHMvKn0vbWVtb3JpZXM6cHVyZ2UShgEKE0dldE1lbW9yeUJhbmtDb25maWcSJC5raW9rdS52MS5HZXRNZW1vcnlCYW5rQ29uZmlnUmVxdWVzdBoaLmtpb2t1LnYxLk1lbW9yeUJhbmtDb25maWciLZACAYLT5JMCJBIiL3YxL3tuYW1lPWFwcHMvKi9tZW1vcnlCYW5rQ29uZmlnfRKwAQoWVXBkYXRlTWVtb3J5QmFua0NvbmZpZxInLmtpb2t1LnYxLlVwZGF0ZU1lbW9yeUJhbmtDb25maWdSZXF1ZXN0Ghoua2lva3UudjEuTWVtb3J5QmFua0NvbmZpZyJRgtPkkwJLOhJtZW1vcnlfYmFua19jb25maWcyNS92MS97bWVtb3J5X2JhbmtfY29uZmlnLm5hbWU9YXBwcy8qL21lbW9yeUJhbmtDb25maWd9EpoBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSJi5raW9rdS52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Gicua2lva3UudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiMJACAYLT5JMCJxIlL3YxL3twYXJlbnQ9YXBwcy8qfS93ZWJob29rRGVsaXZlcmllcxKMAQoQUmVkZWxpdmVyV2ViaG9vaxIhLmtpb2t1LnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Ghkua2lva3UudjEuV2ViaG9va0RlbGl2ZXJ5IjqC0+STAjQ6ASoiLy92MS97bmFtZT1hcHBzLyovd2ViaG9va0RlbGl2ZXJpZXMvKn06cmVkZWxpdmVyElcKDVdhdGNoTWVtb3JpZXMSHi5raW9rdS52MS5XYXRjaE1lbW9yaWVzUmVxdWVzdBofLmtpb2t1LnYxLldhdGNoTWVtb3JpZXNSZXNwb25zZSIDkAIBMAFClwEKDGNvbS5raW9rdS52MUIWTWVtb3J5QmFua1NlcnZpY2VQcm90b1ABWi5naXRodWIuY29tL2tpb2t1LWFpL2tpb2t1L2dlbi9raW9rdS92MTtraW9rdXYxogIDS1hYqgIIS2lva3UuVjHKAghLaW9rdVxWMeICFEtpb2t1XFYxXEdQQk1ldGFkYXRh6gIJS2lva3U6OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_kioku_v1_memory, file_kioku_v1_operation, file_kioku_v1_session]);
 
 /**
  * The request of WatchMemories.
@@ -1018,7 +1018,8 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
    * The fields to change: `managed_topics`, `custom_topics`,
    * `generation_examples`, `memory_ttl`, `revision_ttl`,
    * `generation_trigger`, `retrieval`, `compaction_trigger`,
-   * `pii_redaction`, `profile_schemas`. Empty replaces them all.
+   * `pii_redaction`, `profile_schemas`, `webhooks`. Empty replaces them
+   * all.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */
@@ -1031,6 +1032,280 @@ export type UpdateMemoryBankConfigRequest = Message<"kioku.v1.UpdateMemoryBankCo
  */
 export const UpdateMemoryBankConfigRequestSchema: GenMessage<UpdateMemoryBankConfigRequest> = /*@__PURE__*/
   messageDesc(file_kioku_v1_memory_bank_service, 27);
+
+/**
+ * The request of ListWebhookDeliveries.
+ *
+ * @generated from message kioku.v1.ListWebhookDeliveriesRequest
+ */
+export type ListWebhookDeliveriesRequest = Message<"kioku.v1.ListWebhookDeliveriesRequest"> & {
+  /**
+   * `apps/{app}`. Required.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * When set, only deliveries in this state.
+   *
+   * @generated from field: kioku.v1.WebhookDeliveryState state = 2;
+   */
+  state: WebhookDeliveryState;
+
+  /**
+   * At most this many (default 50, at most 1,000).
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message kioku.v1.ListWebhookDeliveriesRequest.
+ * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 28);
+
+/**
+ * The response of ListWebhookDeliveries.
+ *
+ * @generated from message kioku.v1.ListWebhookDeliveriesResponse
+ */
+export type ListWebhookDeliveriesResponse = Message<"kioku.v1.ListWebhookDeliveriesResponse"> & {
+  /**
+   * Newest event first.
+   *
+   * @generated from field: repeated kioku.v1.WebhookDelivery deliveries = 1;
+   */
+  deliveries: WebhookDelivery[];
+
+  /**
+   * The token of the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message kioku.v1.ListWebhookDeliveriesResponse.
+ * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 29);
+
+/**
+ * The request of RedeliverWebhook.
+ *
+ * @generated from message kioku.v1.RedeliverWebhookRequest
+ */
+export type RedeliverWebhookRequest = Message<"kioku.v1.RedeliverWebhookRequest"> & {
+  /**
+   * `apps/{app}/webhookDeliveries/{delivery}`. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message kioku.v1.RedeliverWebhookRequest.
+ * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
+ */
+export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 30);
+
+/**
+ * WebhookDelivery is one event sent to one webhook, with its attempts.
+ *
+ * Name: `apps/{app}/webhookDeliveries/{delivery}`.
+ *
+ * @generated from message kioku.v1.WebhookDelivery
+ */
+export type WebhookDelivery = Message<"kioku.v1.WebhookDelivery"> & {
+  /**
+   * The resource name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The event's `webhook-id` header: the same for every webhook and every
+   * attempt of the event.
+   *
+   * @generated from field: string webhook_id = 2;
+   */
+  webhookId: string;
+
+  /**
+   * The webhook's URL.
+   *
+   * @generated from field: string url = 3;
+   */
+  url: string;
+
+  /**
+   * The event type, such as `memory.created`.
+   *
+   * @generated from field: string type = 4;
+   */
+  type: string;
+
+  /**
+   * The memory the event is about, `apps/{app}/memories/{memory}`; empty
+   * for other events.
+   *
+   * @generated from field: string memory = 5;
+   */
+  memory: string;
+
+  /**
+   * The memory's revision the event reports (0 for other events).
+   *
+   * @generated from field: int64 revision = 6;
+   */
+  revision: bigint;
+
+  /**
+   * @generated from field: kioku.v1.WebhookDeliveryState state = 7;
+   */
+  state: WebhookDeliveryState;
+
+  /**
+   * When the event happened.
+   *
+   * @generated from field: google.protobuf.Timestamp event_time = 8;
+   */
+  eventTime?: Timestamp | undefined;
+
+  /**
+   * When the next attempt is due (pending deliveries).
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_time = 9;
+   */
+  nextAttemptTime?: Timestamp | undefined;
+
+  /**
+   * The attempts, oldest first (the last 20 when there were more).
+   *
+   * @generated from field: repeated kioku.v1.WebhookAttempt attempts = 10;
+   */
+  attempts: WebhookAttempt[];
+
+  /**
+   * How many attempts were made in all.
+   *
+   * @generated from field: int32 attempt_count = 11;
+   */
+  attemptCount: number;
+};
+
+/**
+ * Describes the message kioku.v1.WebhookDelivery.
+ * Use `create(WebhookDeliverySchema)` to create a new message.
+ */
+export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 31);
+
+/**
+ * WebhookAttempt is one POST of a delivery.
+ *
+ * @generated from message kioku.v1.WebhookAttempt
+ */
+export type WebhookAttempt = Message<"kioku.v1.WebhookAttempt"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp time = 1;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The HTTP status answered; 0 when none came (a refused connection, a
+   * timeout).
+   *
+   * @generated from field: int32 status_code = 2;
+   */
+  statusCode: number;
+
+  /**
+   * Why the attempt failed; empty for a 2xx.
+   *
+   * @generated from field: string error = 3;
+   */
+  error: string;
+
+  /**
+   * How long the attempt took.
+   *
+   * @generated from field: google.protobuf.Duration duration = 4;
+   */
+  duration?: Duration | undefined;
+};
+
+/**
+ * Describes the message kioku.v1.WebhookAttempt.
+ * Use `create(WebhookAttemptSchema)` to create a new message.
+ */
+export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
+  messageDesc(file_kioku_v1_memory_bank_service, 32);
+
+/**
+ * The state of a webhook delivery.
+ *
+ * @generated from enum kioku.v1.WebhookDeliveryState
+ */
+export enum WebhookDeliveryState {
+  /**
+   * Unset.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Not delivered yet: waiting for its first attempt or a retry.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * The endpoint answered 2xx.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_DELIVERED = 2;
+   */
+  DELIVERED = 2,
+
+  /**
+   * Retried for the whole retry window without a 2xx: given up
+   * (RedeliverWebhook sends it again).
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_DEAD_LETTERED = 3;
+   */
+  DEAD_LETTERED = 3,
+
+  /**
+   * Not sent: what it was about is gone (the memory's user was erased).
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_SKIPPED = 4;
+   */
+  SKIPPED = 4,
+}
+
+/**
+ * Describes the enum kioku.v1.WebhookDeliveryState.
+ */
+export const WebhookDeliveryStateSchema: GenEnum<WebhookDeliveryState> = /*@__PURE__*/
+  enumDesc(file_kioku_v1_memory_bank_service, 0);
 
 /**
  * MemoryBankService stores long-term memories, generates them from
@@ -1178,6 +1453,28 @@ export const MemoryBankService: GenService<{
     methodKind: "unary";
     input: typeof UpdateMemoryBankConfigRequestSchema;
     output: typeof MemoryBankConfigSchema;
+  },
+  /**
+   * Lists the deliveries of an app's webhooks with their attempts, newest
+   * event first.
+   *
+   * @generated from rpc kioku.v1.MemoryBankService.ListWebhookDeliveries
+   */
+  listWebhookDeliveries: {
+    methodKind: "unary";
+    input: typeof ListWebhookDeliveriesRequestSchema;
+    output: typeof ListWebhookDeliveriesResponseSchema;
+  },
+  /**
+   * Sends a delivery again (a dead-lettered one, or any other): it becomes
+   * pending, due at once, its attempts kept.
+   *
+   * @generated from rpc kioku.v1.MemoryBankService.RedeliverWebhook
+   */
+  redeliverWebhook: {
+    methodKind: "unary";
+    input: typeof RedeliverWebhookRequestSchema;
+    output: typeof WebhookDeliverySchema;
   },
   /**
    * Streams the changes of an app's memories (or of one scope's) as they

@@ -61,8 +61,8 @@ export type Operation = Message<"kioku.v1.Operation"> & {
     case: "error";
   } | {
     /**
-     * The result: a GenerateMemoriesResponse, a PurgeMemoriesResponse or a
-     * CompactSessionResponse.
+     * The result: a GenerateMemoriesResponse, a PurgeMemoriesResponse, a
+     * CompactSessionResponse or a RewriteBlocksResponse.
      *
      * @generated from field: google.protobuf.Any response = 5;
      */

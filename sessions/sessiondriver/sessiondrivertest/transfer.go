@@ -1,4 +1,4 @@
-package sessionstest
+package sessiondrivertest
 
 import (
 	"testing"
@@ -9,6 +9,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // The primitives export and import use (package archive).
@@ -26,12 +28,12 @@ func testScan(t *testing.T, h *harness) {
 		h.create(t, "app1", "u1", id, nil)
 	}
 	h.create(t, "app3", "u9", "x", nil)
-	if _, err := h.svc.UpdateState(h.ctx, sessions.StateRef{App: "app2"}, map[string]any{"app:only": true}); err != nil {
+	if _, err := h.svc.UpdateState(h.ctx, sessiontype.StateRef{App: "app2"}, map[string]any{"app:only": true}); err != nil {
 		t.Fatal(err)
 	}
 
 	for _, page := range []int{1, 2, 10} {
-		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) { return h.store.Apps(h.ctx, after, n) }, suitetest.Same)
+		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) { return h.transfer().Apps(h.ctx, after, n) }, suitetest.Same)
 		if diff := cmp.Diff([]string{"app1", "app2", "app3"}, apps); diff != "" {
 			t.Fatalf("Apps by pages of %d (-want +got):\n%s", page, diff)
 		}
@@ -39,13 +41,13 @@ func testScan(t *testing.T, h *harness) {
 
 	// Every session of app1 visible now, in id order, by pages.
 	now := h.clock.Now()
-	scan := func(user string, now time.Time, page int) []*sessions.Session {
+	scan := func(user string, now time.Time, page int) []*sessiontype.Session {
 		t.Helper()
-		return suitetest.Pages(t, page, func(after string, n int) ([]*sessions.Session, error) {
-			return h.store.ScanSessions(h.ctx, sessions.ScanQuery{App: "app1", User: user, Now: now, AfterID: after, Limit: n})
-		}, func(s *sessions.Session) string { return s.Key.ID })
+		return suitetest.Pages(t, page, func(after string, n int) ([]*sessiontype.Session, error) {
+			return h.transfer().ScanSessions(h.ctx, sessiondriver.ScanSessionsParams{App: "app1", User: user, Now: now, AfterID: after, Limit: n})
+		}, func(s *sessiontype.Session) string { return s.Key.ID })
 	}
-	names := func(ss []*sessions.Session) []string {
+	names := func(ss []*sessiontype.Session) []string {
 		var out []string
 		for _, s := range ss {
 			out = append(out, s.Key.Name())
@@ -82,16 +84,16 @@ func testScan(t *testing.T, h *harness) {
 	}
 
 	// User scopes ever written, in user order.
-	if _, err := h.svc.UpdateState(h.ctx, sessions.StateRef{App: "app1", User: "u0"}, map[string]any{"user:x": 1}); err != nil {
+	if _, err := h.svc.UpdateState(h.ctx, sessiontype.StateRef{App: "app1", User: "u0"}, map[string]any{"user:x": 1}); err != nil {
 		t.Fatal(err)
 	}
-	states := suitetest.Pages(t, 1, func(after string, n int) ([]*sessions.SharedState, error) {
-		return h.store.ScanUserStates(h.ctx, "app1", after, n)
-	}, func(s *sessions.SharedState) string { return s.Ref.User })
-	if len(states) != 2 || states[0].Ref != (sessions.StateRef{App: "app1", User: "u0"}) || states[1].Ref != (sessions.StateRef{App: "app1", User: "u1"}) {
+	states := suitetest.Pages(t, 1, func(after string, n int) ([]*sessiontype.SharedState, error) {
+		return h.transfer().ScanUserStates(h.ctx, "app1", after, n)
+	}, func(s *sessiontype.SharedState) string { return s.Ref.User })
+	if len(states) != 2 || states[0].Ref != (sessiontype.StateRef{App: "app1", User: "u0"}) || states[1].Ref != (sessiontype.StateRef{App: "app1", User: "u1"}) {
 		t.Fatalf("ScanUserStates = %+v", states)
 	}
-	stored, err := h.svc.GetState(h.ctx, sessions.StateRef{App: "app1", User: "u1"})
+	stored, err := h.svc.GetState(h.ctx, sessiontype.StateRef{App: "app1", User: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +105,9 @@ func testScan(t *testing.T, h *harness) {
 // copySessions imports every session of app (with its events) and every
 // shared scope from one store into another, as package archive does, and
 // returns what the calls reported.
-func copySessions(t *testing.T, h *harness, from, to sessions.Store, app string, now time.Time) (wrote, events int) {
+func copySessions(t *testing.T, h *harness, from, to transferStore, app string, now time.Time) (wrote, events int) {
 	t.Helper()
-	list, err := from.ScanSessions(h.ctx, sessions.ScanQuery{App: app, Now: now, Limit: 100})
+	list, err := from.ScanSessions(h.ctx, sessiondriver.ScanSessionsParams{App: app, Now: now, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func copySessions(t *testing.T, h *harness, from, to sessions.Store, app string,
 		if w {
 			wrote++
 		}
-		evs, err := from.ListEvents(h.ctx, s.Key, sessions.EventQuery{Now: now})
+		evs, err := from.ListEvents(h.ctx, s.Key, sessiondriver.EventQuery{Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,11 +133,11 @@ func copySessions(t *testing.T, h *harness, from, to sessions.Store, app string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, at, err := from.GetState(h.ctx, sessions.StateRef{App: app})
+	st, at, err := from.GetState(h.ctx, sessiontype.StateRef{App: app})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(users, &sessions.SharedState{Ref: sessions.StateRef{App: app}, State: st, UpdateTime: at}) {
+	for _, s := range append(users, &sessiontype.SharedState{Ref: sessiontype.StateRef{App: app}, State: st, UpdateTime: at}) {
 		w, err := to.ImportState(h.ctx, s)
 		if err != nil {
 			t.Fatalf("ImportState(%s): %v", s.Ref.Name(), err)
@@ -157,9 +159,9 @@ func testImport(t *testing.T, h *harness) {
 	h.create(t, "app1", "u2", "t1", nil)
 	now := h.clock.Now()
 
-	target := h.fresh()
+	target := h.fresh().(transferStore)
 	tsvc := sessions.NewService(target, sessions.Config{Now: h.clock.Tick})
-	wrote, events := copySessions(t, h, h.store, target, "app1", now)
+	wrote, events := copySessions(t, h, h.transfer(), target, "app1", now)
 	// Three sessions, u1's and the app's scopes; two events of s1, one of
 	// its fork.
 	if wrote != 5 || events != 3 {
@@ -168,18 +170,18 @@ func testImport(t *testing.T, h *harness) {
 
 	// The target holds the same sessions, events and scopes, and finds the
 	// events by search.
-	scan := func(st sessions.Store) []*sessions.Session {
+	scan := func(st transferStore) []*sessiontype.Session {
 		t.Helper()
-		list, err := st.ScanSessions(h.ctx, sessions.ScanQuery{App: "app1", Now: now, Limit: 100})
+		list, err := st.ScanSessions(h.ctx, sessiondriver.ScanSessionsParams{App: "app1", Now: now, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return list
 	}
-	if diff := cmp.Diff(scan(h.store), scan(target)); diff != "" {
+	if diff := cmp.Diff(scan(h.transfer()), scan(target)); diff != "" {
 		t.Fatalf("imported sessions (-source +target):\n%s", diff)
 	}
-	for _, key := range []sessions.Key{s1.Key, {App: "app1", User: "u1", ID: "s2"}} {
+	for _, key := range []sessiontype.Key{s1.Key, {App: "app1", User: "u1", ID: "s2"}} {
 		want, wantEvents := h.get(t, key, sessions.GetSessionRequest{})
 		got, gotEvents, err := tsvc.GetSession(h.ctx, key, sessions.GetSessionRequest{})
 		if err != nil {
@@ -198,7 +200,7 @@ func testImport(t *testing.T, h *harness) {
 	}
 
 	// Importing again writes nothing.
-	if wrote, events := copySessions(t, h, h.store, target, "app1", now); wrote != 0 || events != 0 {
+	if wrote, events := copySessions(t, h, h.transfer(), target, "app1", now); wrote != 0 || events != 0 {
 		t.Fatalf("second import wrote %d sessions and scopes and %d events, want none", wrote, events)
 	}
 
@@ -206,12 +208,12 @@ func testImport(t *testing.T, h *harness) {
 	h.append(t, s1.Key, textEvent("e3", "agent", "and sails away"))
 	h.append(t, s1.Key, textEvent("e4", "user", "bye"))
 	moved, _ := h.get(t, s1.Key, sessions.GetSessionRequest{})
-	resumed := h.fresh()
-	scanned := scan(h.store)
+	resumed := h.fresh().(transferStore)
+	scanned := scan(h.transfer())
 	if _, err := resumed.ImportSession(h.ctx, scanned[0], now); err != nil {
 		t.Fatal(err)
 	}
-	all, err := h.store.ListEvents(h.ctx, s1.Key, sessions.EventQuery{Now: now})
+	all, err := h.store.ListEvents(h.ctx, s1.Key, sessiondriver.EventQuery{Now: now})
 	if err != nil || len(all) != 4 {
 		t.Fatalf("source events: %d, %v", len(all), err)
 	}
@@ -222,7 +224,7 @@ func testImport(t *testing.T, h *harness) {
 		t.Fatalf("ImportEvents after a stop = %d, %v; want the 3 missing", n, err)
 	}
 	// The first target catches up with the source's later events.
-	if wrote, events := copySessions(t, h, h.store, target, "app1", now); wrote != 1 || events != 2 {
+	if wrote, events := copySessions(t, h, h.transfer(), target, "app1", now); wrote != 1 || events != 2 {
 		t.Fatalf("import of the moved-on source wrote %d sessions and %d events, want 1 and 2", wrote, events)
 	}
 	got, _, err := tsvc.GetSession(h.ctx, s1.Key, sessions.GetSessionRequest{})
@@ -231,7 +233,7 @@ func testImport(t *testing.T, h *harness) {
 	}
 
 	// What conflicts with the target is refused, naming it.
-	_, err = target.ImportSession(h.ctx, &sessions.Session{Key: sessions.Key{App: "app1", User: "u9", ID: "s1"}, CreateTime: now, UpdateTime: now}, now)
+	_, err = target.ImportSession(h.ctx, &sessiontype.Session{Key: sessiontype.Key{App: "app1", User: "u9", ID: "s1"}, CreateTime: now, UpdateTime: now}, now)
 	wantKind(t, "a session of another user under an imported id", err, fault.AlreadyExists)
 	old := scanned[0]
 	if _, err := tsvc.AppendEvent(h.ctx, s1.Key, textEvent("x1", "user", "written in the target"), nil); err != nil {
@@ -241,33 +243,33 @@ func testImport(t *testing.T, h *harness) {
 	wantKind(t, "a session that moved on in the target", err, fault.FailedPrecondition)
 	clash := *all[0]
 	clash.ID = "other"
-	_, err = target.ImportEvents(h.ctx, s1.Key, []*sessions.Event{&clash}, now)
+	_, err = target.ImportEvents(h.ctx, s1.Key, []*sessiontype.Event{&clash}, now)
 	wantKind(t, "another event at an imported sequence", err, fault.AlreadyExists)
 	beyond := *all[0]
 	beyond.ID, beyond.Sequence = "far", 99
-	_, err = target.ImportEvents(h.ctx, s1.Key, []*sessions.Event{&beyond}, now)
+	_, err = target.ImportEvents(h.ctx, s1.Key, []*sessiontype.Event{&beyond}, now)
 	wantKind(t, "an event past the session's last sequence", err, fault.Invalid)
-	_, err = target.ImportEvents(h.ctx, sessions.Key{App: "app1", User: "u1", ID: "nope"}, all[:1], now)
+	_, err = target.ImportEvents(h.ctx, sessiontype.Key{App: "app1", User: "u1", ID: "nope"}, all[:1], now)
 	wantKind(t, "events of a session not imported", err, fault.NotFound)
-	if _, err := tsvc.UpdateState(h.ctx, sessions.StateRef{App: "app1", User: "u1"}, map[string]any{"user:later": true}); err != nil {
+	if _, err := tsvc.UpdateState(h.ctx, sessiontype.StateRef{App: "app1", User: "u1"}, map[string]any{"user:later": true}); err != nil {
 		t.Fatal(err)
 	}
-	st, at, err := h.store.GetState(h.ctx, sessions.StateRef{App: "app1", User: "u1"})
+	st, at, err := h.store.GetState(h.ctx, sessiontype.StateRef{App: "app1", User: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = target.ImportState(h.ctx, &sessions.SharedState{Ref: sessions.StateRef{App: "app1", User: "u1"}, State: st, UpdateTime: at})
+	_, err = target.ImportState(h.ctx, &sessiontype.SharedState{Ref: sessiontype.StateRef{App: "app1", User: "u1"}, State: st, UpdateTime: at})
 	wantKind(t, "a scope updated in the target after the archive", err, fault.FailedPrecondition)
 }
 
 func testDeleteUser(t *testing.T, h *harness) {
-	ann, bo := sessions.StateRef{App: "app1", User: "ann"}, sessions.StateRef{App: "app1", User: "bo"}
+	ann, bo := sessiontype.StateRef{App: "app1", User: "ann"}, sessiontype.StateRef{App: "app1", User: "bo"}
 	s1 := h.create(t, "app1", "ann", "s1", map[string]any{"k": 1, "user:name": "Ann", "app:motd": "hi"})
 	h.append(t, s1.Key, textEvent("e1", "user", "the zyxwvut lighthouse"))
 	if _, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: "app1", User: "ann", ID: "s2", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	h.append(t, sessions.Key{App: "app1", User: "ann", ID: "s2"}, textEvent("e1", "user", "zyxwvut again"))
+	h.append(t, sessiontype.Key{App: "app1", User: "ann", ID: "s2"}, textEvent("e1", "user", "zyxwvut again"))
 	b1 := h.create(t, "app1", "bo", "b1", map[string]any{"user:name": "Bo"})
 	h.append(t, b1.Key, textEvent("f1", "user", "a zyxwvut of my own"))
 	other := h.create(t, "app2", "ann", "x1", map[string]any{"user:name": "Ann elsewhere"})
@@ -282,7 +284,7 @@ func testDeleteUser(t *testing.T, h *harness) {
 	wantKind(t, "GetSession of an erased user's session", err, fault.NotFound)
 	past := h.clock.Now().Add(-time.Hour) // when s2 was visible
 	for _, now := range []time.Time{past, h.clock.Now()} {
-		if left, err := h.store.ScanSessions(h.ctx, sessions.ScanQuery{App: "app1", User: "ann", Now: now, Limit: 10}); err != nil || len(left) != 0 {
+		if left, err := h.transfer().ScanSessions(h.ctx, sessiondriver.ScanSessionsParams{App: "app1", User: "ann", Now: now, Limit: 10}); err != nil || len(left) != 0 {
 			t.Fatalf("ann's sessions after the erasure: %v, %v", left, err)
 		}
 	}
@@ -290,7 +292,7 @@ func testDeleteUser(t *testing.T, h *harness) {
 	if err != nil || len(st) != 0 || !at.IsZero() {
 		t.Fatalf("ann's state after the erasure: %v at %v, %v", st, at, err)
 	}
-	states, err := h.store.ScanUserStates(h.ctx, "app1", "", 10)
+	states, err := h.transfer().ScanUserStates(h.ctx, "app1", "", 10)
 	if err != nil || len(states) != 1 || states[0].Ref != bo {
 		t.Fatalf("user scopes after the erasure: %+v, %v", states, err)
 	}
@@ -308,7 +310,7 @@ func testDeleteUser(t *testing.T, h *harness) {
 	if hits, _, err := h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "bo", Query: "zyxwvut"}); err != nil || len(hits) != 1 {
 		t.Fatalf("search of bo after ann's erasure: %+v, %v", hits, err)
 	}
-	if st, err := h.svc.GetState(h.ctx, sessions.StateRef{App: "app1"}); err != nil || st.State["app:motd"] != "hi" {
+	if st, err := h.svc.GetState(h.ctx, sessiontype.StateRef{App: "app1"}); err != nil || st.State["app:motd"] != "hi" {
 		t.Fatalf("the app's state after the erasure: %+v, %v", st, err)
 	}
 	if got, _ := h.get(t, other.Key, sessions.GetSessionRequest{}); got.State["user:name"] != "Ann elsewhere" {

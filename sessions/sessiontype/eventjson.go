@@ -1,4 +1,4 @@
-package sessions
+package sessiontype
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package sessionstest
+package sessiondrivertest
 
 import (
 	"fmt"
@@ -11,11 +11,12 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func testAppendAssignsIDsAndSequences(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
-	var got []*sessions.Event
+	var got []*sessiontype.Event
 	for i := range 5 {
 		e := textEvent("", "user", fmt.Sprint("m", i))
 		e.Sequence = 99 // ignored
@@ -129,7 +130,7 @@ func testConcurrentAppends(t *testing.T, h *harness) {
 		t.Fatalf("concurrent append: %v", err)
 	}
 	total := 0
-	for _, key := range []sessions.Key{s.Key, other.Key} {
+	for _, key := range []sessiontype.Key{s.Key, other.Key} {
 		sess, events := h.get(t, key, sessions.GetSessionRequest{})
 		total += len(events)
 		for i, e := range events {
@@ -169,7 +170,7 @@ func testStateScopes(t *testing.T, h *harness) {
 	c := h.create(t, "app1", "u2", "c", nil)
 	d := h.create(t, "app2", "u1", "d", nil)
 	for _, tc := range []struct {
-		key  sessions.Key
+		key  sessiontype.Key
 		want map[string]any
 	}{
 		{a.Key, map[string]any{"s": 1.0, "user:u": 2.0, "app:a": 3.0}},
@@ -278,7 +279,7 @@ func testLimits(t *testing.T, h *harness) {
 	}
 	_, err = h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: "app1", User: "u1", ID: "labels", Labels: labels})
 	wantKind(t, "too many labels", err, fault.ResourceExhausted)
-	_, err = h.svc.AppendEvent(h.ctx, sessions.Key{App: "app1", User: "u1", ID: "nope"}, textEvent("e", "user", "m"), nil)
+	_, err = h.svc.AppendEvent(h.ctx, sessiontype.Key{App: "app1", User: "u1", ID: "nope"}, textEvent("e", "user", "m"), nil)
 	wantKind(t, "append to an unknown session", err, fault.NotFound)
 	// Nothing of the rejected inputs was stored.
 	sess, events := h.get(t, s.Key, sessions.GetSessionRequest{})
@@ -294,19 +295,19 @@ func nan() float64 {
 
 func testEventRoundTrip(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
-	e := &sessions.Event{
+	e := &sessiontype.Event{
 		ID:           "full",
 		InvocationID: "inv1",
 		Author:       "model",
-		Content: &sessions.Content{Role: "model", Parts: []sessions.Part{
+		Content: &sessiontype.Content{Role: "model", Parts: []sessiontype.Part{
 			{Text: "thinking", Thought: true, ThoughtSignature: []byte{1, 2, 3}},
-			{InlineData: &sessions.Blob{MIMEType: "image/png", Data: []byte("png-bytes"), DisplayName: "pic"}},
-			{FileData: &sessions.FileData{MIMEType: "application/pdf", FileURI: "gs://b/f.pdf"}},
-			{FunctionCall: &sessions.FunctionCall{ID: "c1", Name: "lookup", Args: map[string]any{"q": "tea", "n": 3.0}}},
-			{FunctionResponse: &sessions.FunctionResponse{ID: "c1", Name: "lookup", Response: map[string]any{"ok": true}}},
+			{InlineData: &sessiontype.Blob{MIMEType: "image/png", Data: []byte("png-bytes"), DisplayName: "pic"}},
+			{FileData: &sessiontype.FileData{MIMEType: "application/pdf", FileURI: "gs://b/f.pdf"}},
+			{FunctionCall: &sessiontype.FunctionCall{ID: "c1", Name: "lookup", Args: map[string]any{"q": "tea", "n": 3.0}}},
+			{FunctionResponse: &sessiontype.FunctionResponse{ID: "c1", Name: "lookup", Response: map[string]any{"ok": true}}},
 			{Extensions: map[string]any{"executableCode": map[string]any{"code": "print(1)"}}},
 		}},
-		Actions: sessions.Actions{
+		Actions: sessiontype.Actions{
 			StateDelta:        map[string]any{"k": "v"},
 			ArtifactDelta:     map[string]int64{"f.txt": 2},
 			TransferToAgent:   "helper",
@@ -344,7 +345,7 @@ func testEventRoundTrip(t *testing.T, h *harness) {
 	}
 }
 
-func mustMarshal(t *testing.T, e *sessions.Event) []byte {
+func mustMarshal(t *testing.T, e *sessiontype.Event) []byte {
 	t.Helper()
 	b, err := e.Marshal()
 	if err != nil {
@@ -354,7 +355,7 @@ func mustMarshal(t *testing.T, e *sessions.Event) []byte {
 }
 
 // size returns the stored size of events.
-func size(events []*sessions.Event) int {
+func size(events []*sessiontype.Event) int {
 	n := 0
 	for _, e := range events {
 		n += e.Size

@@ -1,11 +1,14 @@
-// Package sessionstest is the conformance suite of sessions.Store: every
-// backend runs Run and must pass all of it. The suite drives a Store through
-// sessions.Service, so it checks the whole contract a caller sees: names and
-// isolation, idempotent appends, sequences, optimistic concurrency, scoped
-// state, reads, listings, expiry, forks, watches, event search,
-// compaction, the primitives of export and import, and the erasure of a
-// user.
-package sessionstest
+// Package sessiondrivertest is the conformance suite of the session store
+// contract (package sessions/sessiondriver): every backend runs Run and
+// must pass all of it. The suite drives a store through sessions.Service,
+// so it checks the whole contract a caller sees: names and isolation,
+// idempotent appends, sequences, optimistic concurrency, scoped state,
+// reads, listings, expiry, forks, watches, compaction; and, for each
+// optional part the store implements, event search (Searcher), the
+// primitives of export and import (Transferer) and the erasure of a user
+// (Eraser). For a part it leaves out, the suite checks that the service
+// answers Unimplemented where a caller would need it.
+package sessiondrivertest
 
 import (
 	"context"
@@ -17,6 +20,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiondriver"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 // Clock is a settable clock for the suite's Service.
@@ -53,9 +58,10 @@ func (c *Clock) Tick() time.Time {
 
 // Run runs the conformance suite, each case on an empty store of its own
 // from newStore, which registers the store's cleanup with t.Cleanup (the
-// suite closes nothing).
-func Run[S sessions.Store](t *testing.T, newStore func(t *testing.T) S) {
-	tests := []suitetest.Case[*harness]{
+// suite closes nothing). The optional parts are found on the first store
+// newStore returns.
+func Run[S sessiondriver.Store](t *testing.T, newStore func(t *testing.T) S) {
+	core := []suitetest.Case[*harness]{
 		{Name: "CreateWithCallerID", Run: testCreateWithCallerID},
 		{Name: "CreateDuplicateIDInApp", Run: testCreateDuplicateIDInApp},
 		{Name: "CreateServerIDs", Run: testCreateServerIDs},
@@ -89,18 +95,42 @@ func Run[S sessions.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "Fork", Run: testFork},
 		{Name: "Watch", Run: testWatch},
 		{Name: "Limits", Run: testLimits},
+		{Name: "CompactionView", Run: testCompactionView},
+		{Name: "CompactionIdempotent", Run: testCompactionIdempotent},
+		{Name: "CompactionRecursive", Run: testCompactionRecursive},
+		{Name: "CompactionBounds", Run: testCompactionBounds},
+	}
+	search := []suitetest.Case[*harness]{
 		{Name: "SearchRanking", Run: testSearchRanking},
 		{Name: "SearchFilters", Run: testSearchFilters},
 		{Name: "SearchPaging", Run: testSearchPaging},
 		{Name: "SearchDeletionAndExpiry", Run: testSearchDeletionAndExpiry},
 		{Name: "SearchIsolation", Run: testSearchIsolation},
-		{Name: "CompactionView", Run: testCompactionView},
-		{Name: "CompactionIdempotent", Run: testCompactionIdempotent},
-		{Name: "CompactionRecursive", Run: testCompactionRecursive},
-		{Name: "CompactionBounds", Run: testCompactionBounds},
+	}
+	transfer := []suitetest.Case[*harness]{
 		{Name: "Scan", Run: testScan},
 		{Name: "Import", Run: testImport},
-		{Name: "DeleteUser", Run: testDeleteUser},
+	}
+	var first sessiondriver.Store = newStore(t)
+	tests := core
+	_, searches := first.(sessiondriver.Searcher)
+	if searches {
+		tests = append(tests, search...)
+	} else {
+		tests = append(tests, suitetest.Case[*harness]{Name: "SearchUnimplemented", Run: testSearchUnimplemented})
+	}
+	_, transfers := first.(sessiondriver.Transferer)
+	if transfers {
+		tests = append(tests, transfer...)
+	}
+	switch _, erases := first.(sessiondriver.Eraser); {
+	case !erases:
+		tests = append(tests, suitetest.Case[*harness]{Name: "DeleteUserUnimplemented", Run: testDeleteUserUnimplemented})
+	case transfers && searches:
+		// The erasure is checked on the store's own listings and search.
+		tests = append(tests, suitetest.Case[*harness]{Name: "DeleteUser", Run: testDeleteUser})
+	default:
+		t.Fatalf("a store that erases users (sessiondriver.Eraser) must implement sessiondriver.Transferer and sessiondriver.Searcher too, which the suite checks the erasure with")
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
@@ -114,21 +144,49 @@ func Run[S sessions.Store](t *testing.T, newStore func(t *testing.T) S) {
 				MaxReadBytes:  256 << 10,
 			},
 		})
-		return &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessions.Store { return newStore(t) }}
+		return &harness{svc: svc, store: store, clock: clock, ctx: t.Context(), fresh: func() sessiondriver.Store { return newStore(t) }}
 	})
+}
+
+// transferStore is a store with the export and import primitives.
+type transferStore interface {
+	sessiondriver.Store
+	sessiondriver.Transferer
 }
 
 type harness struct {
 	svc   *sessions.Service
-	store sessions.Store
+	store sessiondriver.Store
 	clock *Clock
 	ctx   context.Context
 	// fresh returns another empty store of the backend (an import's
 	// target).
-	fresh func() sessions.Store
+	fresh func() sessiondriver.Store
 }
 
-func (h *harness) create(t *testing.T, app, user, id string, state map[string]any) *sessions.Session {
+// transfer returns the store as a transferStore (the cases of that part
+// run only on stores that are one).
+func (h *harness) transfer() transferStore { return h.store.(transferStore) }
+
+// testSearchUnimplemented: without the Searcher part, a search is
+// Unimplemented, not an empty result.
+func testSearchUnimplemented(t *testing.T, h *harness) {
+	s := h.create(t, "app1", "u1", "s1", nil)
+	h.append(t, s.Key, textEvent("e1", "user", "the lighthouse"))
+	_, _, err := h.svc.SearchEvents(h.ctx, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "lighthouse"})
+	wantKind(t, "SearchEvents on a store without Searcher", err, fault.Unimplemented)
+}
+
+// testDeleteUserUnimplemented: without the Eraser part, erasing a user is
+// Unimplemented, and deletes nothing.
+func testDeleteUserUnimplemented(t *testing.T, h *harness) {
+	s := h.create(t, "app1", "ann", "s1", nil)
+	_, err := h.svc.DeleteUser(h.ctx, "app1", "ann")
+	wantKind(t, "DeleteUser on a store without Eraser", err, fault.Unimplemented)
+	h.get(t, s.Key, sessions.GetSessionRequest{})
+}
+
+func (h *harness) create(t *testing.T, app, user, id string, state map[string]any) *sessiontype.Session {
 	t.Helper()
 	s, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: app, User: user, ID: id, State: state})
 	if err != nil {
@@ -137,7 +195,7 @@ func (h *harness) create(t *testing.T, app, user, id string, state map[string]an
 	return s
 }
 
-func (h *harness) append(t *testing.T, key sessions.Key, e *sessions.Event) *sessions.Event {
+func (h *harness) append(t *testing.T, key sessiontype.Key, e *sessiontype.Event) *sessiontype.Event {
 	t.Helper()
 	got, err := h.svc.AppendEvent(h.ctx, key, e, nil)
 	if err != nil {
@@ -146,7 +204,7 @@ func (h *harness) append(t *testing.T, key sessions.Key, e *sessions.Event) *ses
 	return got
 }
 
-func (h *harness) get(t *testing.T, key sessions.Key, r sessions.GetSessionRequest) (*sessions.Session, []*sessions.Event) {
+func (h *harness) get(t *testing.T, key sessiontype.Key, r sessions.GetSessionRequest) (*sessiontype.Session, []*sessiontype.Event) {
 	t.Helper()
 	s, events, err := h.svc.GetSession(h.ctx, key, r)
 	if err != nil {
@@ -157,7 +215,7 @@ func (h *harness) get(t *testing.T, key sessions.Key, r sessions.GetSessionReque
 
 // appendSpaced appends n user events e1, e2, ... to key, event i at base
 // plus i steps, and returns base (1 January 2025).
-func (h *harness) appendSpaced(t *testing.T, key sessions.Key, n int, step time.Duration) time.Time {
+func (h *harness) appendSpaced(t *testing.T, key sessiontype.Key, n int, step time.Duration) time.Time {
 	t.Helper()
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 1; i <= n; i++ {
@@ -168,16 +226,16 @@ func (h *harness) appendSpaced(t *testing.T, key sessions.Key, n int, step time.
 	return base
 }
 
-func textEvent(id, author, text string) *sessions.Event {
-	return &sessions.Event{
+func textEvent(id, author, text string) *sessiontype.Event {
+	return &sessiontype.Event{
 		ID:           id,
 		InvocationID: "inv-" + id,
 		Author:       author,
-		Content:      &sessions.Content{Role: author, Parts: []sessions.Part{{Text: text}}},
+		Content:      &sessiontype.Content{Role: author, Parts: []sessiontype.Part{{Text: text}}},
 	}
 }
 
-func deltaEvent(id string, delta map[string]any) *sessions.Event {
+func deltaEvent(id string, delta map[string]any) *sessiontype.Event {
 	e := textEvent(id, "agent", "set state")
 	e.Actions.StateDelta = delta
 	return e
@@ -193,7 +251,7 @@ func wantKind(t *testing.T, what string, err error, kind fault.Kind) {
 	}
 }
 
-func ids(events []*sessions.Event) []string {
+func ids(events []*sessiontype.Event) []string {
 	var out []string
 	for _, e := range events {
 		out = append(out, e.ID)
@@ -201,7 +259,7 @@ func ids(events []*sessions.Event) []string {
 	return out
 }
 
-func seqs(events []*sessions.Event) []int64 {
+func seqs(events []*sessiontype.Event) []int64 {
 	var out []int64
 	for _, e := range events {
 		out = append(out, e.Sequence)

@@ -1,4 +1,4 @@
-package sessionstest
+package sessiondrivertest
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func testGetRecentAndAfter(t *testing.T, h *harness) {
@@ -43,7 +44,7 @@ func testGetRecentAndAfter(t *testing.T, h *harness) {
 // token after it; a listing with state has pages of at most 32 sessions.
 func testReadBudget(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
-	big := func(i int) *sessions.Event {
+	big := func(i int) *sessiontype.Event {
 		return textEvent(fmt.Sprint("e", i), "user", strings.Repeat(fmt.Sprint(i%10), 60<<10))
 	}
 	collect := func(r sessions.ListEventsRequest) ([]int64, int) {
@@ -205,8 +206,8 @@ func testListSessionsOrderBy(t *testing.T, h *harness) {
 		h.create(t, "app1", user, fmt.Sprintf("s%d", i), nil)
 	}
 	// s1, then s3, are updated last: update order s3 s1 s4 s2 s0.
-	h.append(t, sessions.Key{App: "app1", User: "u1", ID: "s1"}, textEvent("e1", "user", "m"))
-	h.append(t, sessions.Key{App: "app1", User: "u1", ID: "s3"}, textEvent("e1", "user", "m"))
+	h.append(t, sessiontype.Key{App: "app1", User: "u1", ID: "s1"}, textEvent("e1", "user", "m"))
+	h.append(t, sessiontype.Key{App: "app1", User: "u1", ID: "s3"}, textEvent("e1", "user", "m"))
 	list := func(user, order string) []string {
 		t.Helper()
 		var all []string
@@ -267,7 +268,7 @@ func testListSessionsPagingAndOrder(t *testing.T, h *harness) {
 	}
 	h.create(t, "other", "u1", "x", nil)
 	// Touch s00 (u2) so it becomes the most recently updated.
-	h.append(t, sessions.Key{App: "app1", User: "u2", ID: "s00"}, textEvent("e", "user", "m"))
+	h.append(t, sessiontype.Key{App: "app1", User: "u2", ID: "s00"}, textEvent("e", "user", "m"))
 	list := func(user string, size int32) []string {
 		t.Helper()
 		var all []string
@@ -409,7 +410,7 @@ func testListSessionsFilter(t *testing.T, h *harness) {
 // The search cases: ranking, filters, paging, deletion and expiry, and
 // isolation between users and apps.
 
-func (h *harness) search(t *testing.T, r sessions.SearchEventsRequest) ([]sessions.SearchHit, string) {
+func (h *harness) search(t *testing.T, r sessions.SearchEventsRequest) ([]sessiontype.SearchHit, string) {
 	t.Helper()
 	hits, next, err := h.svc.SearchEvents(h.ctx, r)
 	if err != nil {
@@ -419,7 +420,7 @@ func (h *harness) search(t *testing.T, r sessions.SearchEventsRequest) ([]sessio
 }
 
 // hitIDs returns "session/event" for each hit.
-func hitIDs(hits []sessions.SearchHit) []string {
+func hitIDs(hits []sessiontype.SearchHit) []string {
 	out := []string{}
 	for _, h := range hits {
 		out = append(out, h.Session.ID+"/"+h.Event.ID)
@@ -436,7 +437,7 @@ func testSearchRanking(t *testing.T, h *harness) {
 	h.append(t, s2.Key, textEvent("paint", "user", "Last weekend I painted a sunset over the lake."))
 	h.append(t, s2.Key, textEvent("tokyo", "user", "来月東京に行きます"))
 	h.append(t, s2.Key, textEvent("none", "agent", "That sounds lovely."))
-	h.append(t, s2.Key, &sessions.Event{ID: "call", Author: "agent", Content: &sessions.Content{Parts: []sessions.Part{{FunctionCall: &sessions.FunctionCall{Name: "lookup"}}}}})
+	h.append(t, s2.Key, &sessiontype.Event{ID: "call", Author: "agent", Content: &sessiontype.Content{Parts: []sessiontype.Part{{FunctionCall: &sessiontype.FunctionCall{Name: "lookup"}}}}})
 
 	// Both words beat one; the stored event comes back whole, with its
 	// session and sequence.
@@ -483,7 +484,7 @@ func testSearchFilters(t *testing.T, h *harness) {
 	s1 := h.create(t, "app1", "u1", "s1", nil)
 	s2 := h.create(t, "app1", "u1", "s2", nil)
 	day := func(d int) time.Time { return time.Date(2026, 1, d, 12, 0, 0, 0, time.UTC) }
-	add := func(key sessions.Key, id, author string, d int) {
+	add := func(key sessiontype.Key, id, author string, d int) {
 		e := textEvent(id, author, "we talked about the garden")
 		e.Timestamp = day(d)
 		h.append(t, key, e)
@@ -492,7 +493,7 @@ func testSearchFilters(t *testing.T, h *harness) {
 	add(s1.Key, "b", "agent", 2)
 	add(s2.Key, "c", "user", 3)
 	add(s2.Key, "d", "agent", 4)
-	sorted := func(hits []sessions.SearchHit) []string {
+	sorted := func(hits []sessiontype.SearchHit) []string {
 		ids := hitIDs(hits)
 		slices.Sort(ids)
 		return ids
@@ -560,7 +561,7 @@ func testSearchPaging(t *testing.T, h *harness) {
 			t.Fatalf("hit %d is %s, want %s (shorter texts first)", i, hit.Event.ID, want)
 		}
 	}
-	var paged []sessions.SearchHit
+	var paged []sessiontype.SearchHit
 	token := ""
 	for range 4 {
 		hits, next := h.search(t, sessions.SearchEventsRequest{App: "app1", User: "u1", Query: "river", PageSize: 10, PageToken: token})

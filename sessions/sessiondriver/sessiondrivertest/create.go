@@ -1,4 +1,4 @@
-package sessionstest
+package sessiondrivertest
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
+	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
 func testCreateWithCallerID(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
-	if s.Key != (sessions.Key{App: "app1", User: "u1", ID: "s1"}) {
+	if s.Key != (sessiontype.Key{App: "app1", User: "u1", ID: "s1"}) {
 		t.Fatalf("created key = %+v", s.Key)
 	}
 	if s.CreateTime.IsZero() || s.UpdateTime.IsZero() || s.LastSequence != 0 {
@@ -39,7 +40,7 @@ func testCreateDuplicateIDInApp(t *testing.T, h *harness) {
 	// Another app is another namespace.
 	h.create(t, "app2", "u1", "dup", nil)
 	// The original is untouched.
-	got, _ := h.get(t, sessions.Key{App: "app1", User: "u1", ID: "dup"}, sessions.GetSessionRequest{})
+	got, _ := h.get(t, sessiontype.Key{App: "app1", User: "u1", ID: "dup"}, sessions.GetSessionRequest{})
 	if got.User != "u1" {
 		t.Fatalf("original session's user = %q", got.User)
 	}
@@ -86,7 +87,7 @@ func testCreateInitialStateScopes(t *testing.T, h *harness) {
 }
 
 func testInvalidNames(t *testing.T, h *harness) {
-	for _, k := range []sessions.Key{
+	for _, k := range []sessiontype.Key{
 		{App: "", User: "u", ID: "s"},
 		{App: "a/b", User: "u", ID: "s"},
 		{App: "a", User: "", ID: "s"},
@@ -101,14 +102,14 @@ func testInvalidNames(t *testing.T, h *harness) {
 		_, _, err = h.svc.GetSession(h.ctx, k, sessions.GetSessionRequest{})
 		wantKind(t, fmt.Sprintf("GetSession(%q)", k), err, fault.Invalid)
 	}
-	_, err := h.svc.AppendEvent(h.ctx, sessions.Key{App: "a", User: "u", ID: "s"}, &sessions.Event{ID: "no spaces"}, nil)
+	_, err := h.svc.AppendEvent(h.ctx, sessiontype.Key{App: "a", User: "u", ID: "s"}, &sessiontype.Event{ID: "no spaces"}, nil)
 	wantKind(t, "event id with a space", err, fault.Invalid)
 }
 
 func testIsolation(t *testing.T, h *harness) {
 	s := h.create(t, "app1", "u1", "s1", nil)
 	h.append(t, s.Key, textEvent("e1", "user", "secret"))
-	for _, k := range []sessions.Key{
+	for _, k := range []sessiontype.Key{
 		{App: "app1", User: "u2", ID: "s1"},
 		{App: "app2", User: "u1", ID: "s1"},
 	} {
@@ -311,8 +312,8 @@ func testExpiry(t *testing.T, h *harness) {
 }
 
 func testSharedState(t *testing.T, h *harness) {
-	user := sessions.StateRef{App: "app1", User: "u1"}
-	app := sessions.StateRef{App: "app1"}
+	user := sessiontype.StateRef{App: "app1", User: "u1"}
+	app := sessiontype.StateRef{App: "app1"}
 	st, err := h.svc.GetState(h.ctx, user)
 	if err != nil || len(st.State) != 0 || !st.UpdateTime.IsZero() {
 		t.Fatalf("empty user state = %+v, %v", st, err)
@@ -408,7 +409,7 @@ func testWatch(t *testing.T, h *harness) {
 		go func() {
 			var got []string
 			close(ready)
-			err := h.svc.Watch(ctx, s.Key, after, func(e *sessions.Event) error {
+			err := h.svc.Watch(ctx, s.Key, after, func(e *sessiontype.Event) error {
 				got = append(got, e.ID)
 				if len(got) == n {
 					return errStop
@@ -448,7 +449,7 @@ func testWatch(t *testing.T, h *harness) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("watch did not end after the session was deleted")
 	}
-	err := h.svc.Watch(h.ctx, s.Key, nil, func(*sessions.Event) error { return nil })
+	err := h.svc.Watch(h.ctx, s.Key, nil, func(*sessiontype.Event) error { return nil })
 	wantKind(t, "watch of a missing session", err, fault.NotFound)
 }
 

@@ -1,11 +1,15 @@
-package sessions
+// Package sessiontype holds the session data model that package sessions
+// (the caller's API) and package sessions/sessiondriver (the contract a
+// store implements) share: a session's key and metadata, its events and
+// their content, and the rules of prefix-scoped state. It has no
+// behaviour beyond what the values themselves mean, so that callers and
+// backends agree on them without importing each other.
+package sessiontype
 
 import (
 	"bytes"
-	"encoding/json"
 	"time"
 
-	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -203,7 +207,7 @@ func (e *Event) contentJSON() []byte {
 	b, err := c.Marshal()
 	if err != nil {
 		// Events are validated as JSON-encodable before they are stored.
-		panic("sessions: event not encodable: " + err.Error())
+		panic("sessiontype: event not encodable: " + err.Error())
 	}
 	return b
 }
@@ -219,16 +223,6 @@ func (e *Event) Marshal() ([]byte, error) {
 	return w.buf, nil
 }
 
-// UnmarshalEvent decodes an event stored with Marshal, its Size set.
-func UnmarshalEvent(b []byte) (*Event, error) {
-	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, err
-	}
-	e.Size = len(b)
-	return &e, nil
-}
-
 // GetResponse returns the response's content; nil for a nil response.
 func (r *FunctionResponse) GetResponse() map[string]any {
 	if r == nil {
@@ -237,11 +231,11 @@ func (r *FunctionResponse) GetResponse() map[string]any {
 	return r.Response
 }
 
-// CheckCompaction checks, for a store, that a compaction event appended
-// after the session's last event (last) covers only events before it.
-func CheckCompaction(key Key, c *Compaction, last int64) error {
-	if c.EndSequence > last {
-		return fault.Invalidf("event.actions.compaction.end_sequence %d is beyond the last event of session %s (%d); a compaction covers events before it", c.EndSequence, key.Name(), last)
-	}
-	return nil
+// SearchHit is one event found by a search of a user's events.
+type SearchHit struct {
+	// Session is the event's session.
+	Session Key
+	Event   *Event
+	// Score is the event's BM25 score for the query (higher is better).
+	Score float64
 }

@@ -1,0 +1,51 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/kioku-ai/kioku/memorybank"
+)
+
+// AddUsage implements memorybank.UsageStore.
+func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorybank.Usage) (memorybank.Usage, bool, error) {
+	var u memorybank.Usage
+	var added bool
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if u, err = getUsage(tx.QueryRowContext(ctx, `SELECT generations, tokens FROM usage WHERE app = ? AND day = ?`, app, day)); err != nil {
+			return err
+		}
+		if spent(u, below) {
+			added = false
+			return nil
+		}
+		u.Generations += add.Generations
+		u.Tokens += add.Tokens
+		added = true
+		_, err = tx.ExecContext(ctx, `INSERT INTO usage (app, day, generations, tokens) VALUES (?, ?, ?, ?)
+ON CONFLICT (app, day) DO UPDATE SET generations = excluded.generations, tokens = excluded.tokens`, app, day, u.Generations, u.Tokens)
+		return err
+	})
+	return u, added, err
+}
+
+// GetUsage implements memorybank.UsageStore.
+func (s *Store) GetUsage(ctx context.Context, app, day string) (memorybank.Usage, error) {
+	return getUsage(s.db.Read().QueryRowContext(ctx, `SELECT generations, tokens FROM usage WHERE app = ? AND day = ?`, app, day))
+}
+
+func getUsage(row *sql.Row) (memorybank.Usage, error) {
+	var u memorybank.Usage
+	err := row.Scan(&u.Generations, &u.Tokens)
+	if errors.Is(err, sql.ErrNoRows) {
+		return memorybank.Usage{}, nil
+	}
+	return u, err
+}
+
+// spent reports whether a field of u is at or past its positive bound.
+func spent(u, below memorybank.Usage) bool {
+	return below.Generations > 0 && u.Generations >= below.Generations || below.Tokens > 0 && u.Tokens >= below.Tokens
+}

@@ -1,0 +1,432 @@
+// Package webhooks delivers the memory bank's events to the webhooks of
+// each app's configuration, as the Standard Webhooks specification says
+// (headers webhook-id, webhook-timestamp, webhook-signature; HMAC-SHA256
+// with the webhook's "whsec_" secret).
+//
+// The outbox is the memory bank's change feed, which every Write appends
+// to in its own transaction: a change is in the feed if and only if it was
+// committed. A Dispatcher turns the feed into deliveries (one per change
+// and webhook that wants its event type), moving the app's delivery cursor
+// in the same store transaction, then sends them: at least once, in order
+// per memory and webhook (a memory's next delivery waits for the one
+// before it to be delivered or given up), retried with exponential backoff
+// and full jitter for Config.RetryWindow (24 hours), then dead-lettered.
+//
+// One server at a time dispatches an app: the dispatch holds a lease in
+// the store (memorybank.WebhookStore.ClaimWebhookLease), renewed before
+// each round and fenced on every move of the cursor, as the jobs engine's
+// operations are, so that two servers on one Firestore never send the same
+// event at once. The dispatch is not an operation of the jobs engine
+// itself: its rounds would take workers from generations and count in the
+// queues' bounds, so that a receiver that is down for a day would stop an
+// app's memory generation; a dispatch shares no worker, queue or
+// transaction with appends, retrieval or generation.
+//
+// Every request is bounded: no redirect is followed (a 3xx is a failed
+// attempt), each attempt has a timeout, the answer is read up to a bound,
+// and an app has at most Config.InFlightPerApp requests in flight.
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/resource"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Store holds the feed, the configurations and the deliveries.
+	Store memorybank.Store
+	// Wake, when set, returns a channel that receives a value when an
+	// app's memories changed through this server (memorybank.Service's
+	// SubscribeChanges): its deliveries go out at once rather than at the
+	// next poll.
+	Wake func(app string) (<-chan struct{}, func())
+	// Client sends the requests. Default: an http.Client that follows no
+	// redirect.
+	Client *http.Client
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Owner names this server in the dispatch leases. Default: random.
+	Owner string
+	// Lease is how long a dispatch lease lasts unrenewed. Default 30s.
+	Lease time.Duration
+	// PollInterval is how often the dispatcher looks for apps with
+	// webhooks and for changes committed by other servers. Default 1s.
+	PollInterval time.Duration
+	// AttemptTimeout bounds each request. Default 10s.
+	AttemptTimeout time.Duration
+	// MaxAnswerBytes bounds what is read of an answer. Default 64 KiB.
+	MaxAnswerBytes int64
+	// InFlightPerApp is the most requests an app has in flight. Default 8.
+	InFlightPerApp int
+	// RetryWindow is how long a delivery is retried, from its first
+	// attempt, before it is dead-lettered. Default 24h.
+	RetryWindow time.Duration
+	// BaseDelay and MaxDelay shape the backoff: the n-th retry waits a
+	// random time between zero and min(MaxDelay, BaseDelay*2^n) (full
+	// jitter). Defaults 1s and 1h.
+	BaseDelay, MaxDelay time.Duration
+}
+
+// Dispatcher delivers the apps' webhook events. Run runs it.
+type Dispatcher struct {
+	cfg Config
+	log *slog.Logger
+	now func() time.Time
+}
+
+// New returns a Dispatcher.
+func New(cfg Config) *Dispatcher {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "webhooks-" + aip.NewID()
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = 10 * time.Second
+	}
+	if cfg.MaxAnswerBytes <= 0 {
+		cfg.MaxAnswerBytes = 64 << 10
+	}
+	if cfg.InFlightPerApp <= 0 {
+		cfg.InFlightPerApp = 8
+	}
+	if cfg.RetryWindow <= 0 {
+		cfg.RetryWindow = 24 * time.Hour
+	}
+	if cfg.BaseDelay <= 0 {
+		cfg.BaseDelay = time.Second
+	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = time.Hour
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return &Dispatcher{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+}
+
+// Run dispatches until ctx ends: it looks for the apps with webhooks
+// every PollInterval and runs one loop per app.
+func (d *Dispatcher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	running := map[string]bool{}
+	t := time.NewTicker(d.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		cfgs, err := d.cfg.Store.ListConfigs(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("webhooks: listing the apps' configurations failed", "err", err)
+		}
+		for _, c := range cfgs {
+			if len(c.Webhooks) > 0 && !running[c.App] {
+				running[c.App] = true
+				wg.Go(func() { d.runApp(ctx, c.App) })
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runApp dispatches one app's events while this server holds its lease,
+// and tries for the lease every PollInterval otherwise.
+func (d *Dispatcher) runApp(ctx context.Context, app string) {
+	var wake <-chan struct{}
+	if d.cfg.Wake != nil {
+		ch, cancel := d.cfg.Wake(app)
+		defer cancel()
+		wake = ch
+	}
+	for ctx.Err() == nil {
+		wait, err := d.Round(ctx, app)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("webhooks: a dispatch round failed", "app", app, "err", err)
+		}
+		wait = min(max(wait, 0), d.cfg.PollInterval)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Round runs one round of an app's dispatch: it takes or renews the
+// app's lease, makes the deliveries of the changes committed since the
+// last round, and sends those due (one per memory and webhook, in order).
+// It returns how long until the next delivery is due (zero: now; the
+// caller caps it). Without the lease it does nothing.
+func (d *Dispatcher) Round(ctx context.Context, app string) (time.Duration, error) {
+	now := d.now()
+	held, cursor, err := d.cfg.Store.ClaimWebhookLease(ctx, app, d.cfg.Owner, now, now.Add(d.cfg.Lease))
+	if err != nil || !held {
+		return d.cfg.PollInterval, err
+	}
+	cfg, err := d.cfg.Store.GetConfig(ctx, app)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.fanOut(ctx, app, cfg, cursor, now); err != nil {
+		return 0, err
+	}
+	return d.send(ctx, app, cfg)
+}
+
+// fanOut makes the deliveries of the feed's changes after cursor, a page
+// at a time, each page's with the cursor's move in one transaction.
+func (d *Dispatcher) fanOut(ctx context.Context, app string, cfg *appconfig.Config, cursor int64, now time.Time) error {
+	for {
+		p, err := d.cfg.Store.ListChanges(ctx, memorybank.ChangeQuery{App: app, After: cursor, Limit: memorybank.MaxChangesPerRead})
+		if err != nil {
+			return err
+		}
+		to := p.Last
+		if len(p.Changes) == memorybank.MaxChangesPerRead {
+			to = p.Changes[len(p.Changes)-1].Cursor
+		}
+		if to <= cursor {
+			return nil
+		}
+		var ds []*memorybank.Delivery
+		for _, c := range p.Changes {
+			event := memorybank.EventOfAction(c.Action)
+			for _, w := range cfg.Webhooks {
+				if !w.Wants(event) || c.Time.Before(w.CreateTime) {
+					continue
+				}
+				ds = append(ds, &memorybank.Delivery{
+					App: app, ID: memorybank.DeliveryID(c.Cursor, w.URL), Cursor: c.Cursor, URL: w.URL, Event: event,
+					MemoryID: c.MemoryID, Revision: c.Revision, Operation: c.Operation, Scope: c.Scope, EventTime: c.Time,
+					State: memorybank.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now,
+				})
+			}
+		}
+		if err := d.cfg.Store.AddDeliveries(ctx, app, d.cfg.Owner, now, cursor, to, ds); err != nil {
+			return err
+		}
+		cursor = to
+	}
+}
+
+// maxPendingRead is how many pending deliveries a round reads.
+const maxPendingRead = 1000
+
+// send sends the due heads of the app's pending deliveries, at most
+// InFlightPerApp at once, and returns how long until the next is due.
+func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config) (time.Duration, error) {
+	pending, err := d.cfg.Store.PendingDeliveries(ctx, app, maxPendingRead)
+	if err != nil {
+		return 0, err
+	}
+	now := d.now()
+	next := d.cfg.PollInterval
+	heads := map[[2]string]bool{}
+	var due []*memorybank.Delivery
+	for _, dl := range pending {
+		key := [2]string{dl.URL, dl.MemoryID}
+		if heads[key] {
+			continue // a later change of a memory waits for the one before
+		}
+		heads[key] = true
+		if wait := dl.NextAttempt.Sub(now); wait > 0 {
+			next = min(next, wait)
+			continue
+		}
+		due = append(due, dl)
+	}
+	sem := make(chan struct{}, d.cfg.InFlightPerApp)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(due))
+	for _, dl := range due {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := d.attempt(ctx, cfg, dl); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if len(due) > 0 {
+		next = 0 // what the sent ones held back may be due now
+	}
+	return next, <-errs
+}
+
+// attempt sends one delivery and records the attempt.
+func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *memorybank.Delivery) error {
+	var hook *appconfig.Webhook
+	for i := range cfg.Webhooks {
+		if cfg.Webhooks[i].URL == dl.URL {
+			hook = &cfg.Webhooks[i]
+		}
+	}
+	if hook == nil {
+		return d.skip(ctx, dl, "the webhook was removed from the configuration")
+	}
+	body, err := d.payload(ctx, dl, hook)
+	if fault.Is(err, fault.NotFound) {
+		return d.skip(ctx, dl, "the memory's revision is gone (its user was erased)")
+	}
+	if err != nil {
+		return err
+	}
+	start := d.now()
+	status, sendErr := d.post(ctx, hook, dl, body, start)
+	if ctx.Err() != nil {
+		return nil // stopping: the delivery stays pending, sent again later
+	}
+	a := memorybank.DeliveryAttempt{Time: start, Status: status, Duration: d.now().Sub(start)}
+	if sendErr != nil {
+		a.Error = sendErr.Error()
+	}
+	dl.Attempts = append(dl.Attempts, a)
+	if len(dl.Attempts) > memorybank.MaxKeptAttempts {
+		dl.Attempts = dl.Attempts[len(dl.Attempts)-memorybank.MaxKeptAttempts:]
+	}
+	dl.AttemptCount++
+	switch {
+	case sendErr == nil:
+		dl.State = memorybank.DeliveryDelivered
+	case d.now().Sub(dl.RetryFrom) >= d.cfg.RetryWindow:
+		dl.State = memorybank.DeliveryDeadLettered
+		d.log.Warn("webhooks: a delivery was dead-lettered", "delivery", dl.Name(), "url", dl.URL, "attempts", dl.AttemptCount, "err", sendErr)
+	default:
+		dl.NextAttempt = d.now().Add(d.backoff(dl.AttemptCount))
+	}
+	return d.cfg.Store.PutDelivery(ctx, dl)
+}
+
+// backoff is the wait before the retry after n attempts: full jitter over
+// min(MaxDelay, BaseDelay*2^(n-1)).
+func (d *Dispatcher) backoff(n int) time.Duration {
+	ceil := d.cfg.MaxDelay
+	if n-1 < 40 {
+		ceil = min(ceil, d.cfg.BaseDelay<<(n-1))
+	}
+	return rand.N(ceil + 1)
+}
+
+func (d *Dispatcher) skip(ctx context.Context, dl *memorybank.Delivery, why string) error {
+	dl.State = memorybank.DeliverySkipped
+	dl.Attempts = append(dl.Attempts, memorybank.DeliveryAttempt{Time: d.now(), Error: "not sent: " + why})
+	return d.cfg.Store.PutDelivery(ctx, dl)
+}
+
+// post sends body to the webhook, signed, and reads a bounded answer. It
+// returns the status and, unless it was 2xx, why the attempt failed.
+func (d *Dispatcher) post(ctx context.Context, hook *appconfig.Webhook, dl *memorybank.Delivery, body []byte, at time.Time) (int, error) {
+	key, err := memorybank.WebhookSecretKey(hook.Secret)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.AttemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	id, ts := dl.MessageID(), strconv.FormatInt(at.Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "kioku-webhooks")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", Sign(key, id, ts, body))
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, fmt.Errorf("no answer within %v", d.cfg.AttemptTimeout)
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, d.cfg.MaxAnswerBytes))
+	if resp.StatusCode/100 != 2 {
+		return resp.StatusCode, fmt.Errorf("answered %s", resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// Sign returns the webhook-signature header of a message: "v1," and the
+// base64 of HMAC-SHA256(key, "{id}.{timestamp}.{body}").
+func Sign(key []byte, id, timestamp string, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s.%s.", id, timestamp)
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Event is a webhook's JSON body.
+type Event struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      EventData `json:"data"`
+}
+
+// EventData is a memory event's data: the memory's name, and with the
+// fact (include_fact, the default) the memory as the revision recorded it.
+type EventData struct {
+	// Name is the memory's resource name.
+	Name      string            `json:"name"`
+	Revision  int64             `json:"revision,omitempty"`
+	Scope     map[string]string `json:"scope,omitempty"`
+	Fact      string            `json:"fact,omitempty"`
+	Topics    []string          `json:"topics,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Operation string            `json:"operation,omitempty"`
+}
+
+// payload builds a delivery's body from the revision it reports: the
+// fact as stored, after the app's PII redaction.
+func (d *Dispatcher) payload(ctx context.Context, dl *memorybank.Delivery, hook *appconfig.Webhook) ([]byte, error) {
+	ev := Event{Type: dl.Event, Timestamp: dl.EventTime.UTC(), Data: EventData{Name: resource.MemoryName(dl.App, dl.MemoryID)}}
+	rev, err := d.cfg.Store.GetRevision(ctx, dl.App, dl.MemoryID, dl.Revision)
+	if err != nil {
+		return nil, err
+	}
+	if !hook.OmitFact {
+		ev.Data.Revision, ev.Data.Scope, ev.Data.Fact, ev.Data.Topics = rev.Number, rev.Scope, rev.Fact, rev.Topics
+		ev.Data.Operation = rev.Operation
+		if len(rev.Metadata) > 0 {
+			ev.Data.Metadata = rev.Metadata.Strings()
+		}
+	}
+	return json.Marshal(ev)
+}
