@@ -132,6 +132,7 @@ var (
 	Operation        = NewPattern("apps/{app}/operations/{operation}")
 	MemoryBankConfig = NewPattern("apps/{app}/memoryBankConfig")
 	WebhookDelivery  = NewPattern("apps/{app}/webhookDeliveries/{delivery}")
+	QuotaUsage       = NewPattern("apps/{app}/quotaUsage")
 )
 
 // The patterns of Vertex AI's resource names, which the Vertex AI surface
@@ -272,6 +273,18 @@ func ParseOperation(field, name string) (app, operation string, err error) {
 		return "", "", err
 	}
 	return v[0], v[1], validateIDs(v, "app id", AppIDChars, "operation id", OperationIDChars)
+}
+
+// QuotaUsageName returns "apps/{app}/quotaUsage".
+func QuotaUsageName(app string) string { return AppName(app) + "/quotaUsage" }
+
+// ParseQuotaUsage parses "apps/{app}/quotaUsage" and checks the app id.
+func ParseQuotaUsage(field, name string) (app string, err error) {
+	v, err := QuotaUsage.Parse(field, name)
+	if err != nil {
+		return "", err
+	}
+	return v[0], ValidateID("app id", v[0], AppIDChars)
 }
 
 // ParseMemoryBankConfig parses "apps/{app}/memoryBankConfig" and checks the
