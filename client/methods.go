@@ -169,6 +169,12 @@ func (c *Client) UpdateMemoryBankConfig(ctx context.Context, req *kiokuv1.Update
 	return unary(ctx, c.memories.UpdateMemoryBankConfig, req)
 }
 
+// GetQuotaUsage returns an app's usage of today (UTC) against the daily
+// quotas every app has.
+func (c *Client) GetQuotaUsage(ctx context.Context, req *kiokuv1.GetQuotaUsageRequest) (*kiokuv1.QuotaUsage, error) {
+	return unary(ctx, c.memories.GetQuotaUsage, req)
+}
+
 // ListWebhookDeliveries lists the deliveries of an app's webhooks with
 // their attempts, newest event first.
 func (c *Client) ListWebhookDeliveries(ctx context.Context, req *kiokuv1.ListWebhookDeliveriesRequest) (*kiokuv1.ListWebhookDeliveriesResponse, error) {

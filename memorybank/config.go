@@ -83,6 +83,7 @@ func (s *Service) UpdateConfig(ctx context.Context, c *appconfig.Config, mask []
 	s.configMu.Lock()
 	delete(s.configCache, c.App)
 	s.configMu.Unlock()
+	s.configs.Notify(struct{}{})
 	return &next, nil
 }
 

@@ -114,7 +114,8 @@ type Service struct {
 	onTrigger TriggerFunc
 	idle      idleSessions
 
-	feed *wake.Broker[string] // wakes WatchChanges on this server's writes
+	feed    *wake.Broker[string]   // wakes WatchChanges on this server's writes
+	configs *wake.Broker[struct{}] // wakes the webhooks' dispatcher on UpdateConfig
 
 	usage usageSeen // the apps' usage as this server last saw it
 }
@@ -153,6 +154,7 @@ func NewService(store Store, cfg Config) *Service {
 	s := &Service{
 		store:       wakingStore{Store: store, feed: feed},
 		feed:        feed,
+		configs:     wake.New[struct{}](),
 		gen:         cfg.Generator,
 		emb:         cfg.Embedder,
 		sess:        cfg.Sessions,

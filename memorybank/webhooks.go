@@ -349,3 +349,10 @@ func (s *Service) Redeliver(ctx context.Context, app, id string) (*Delivery, err
 func (s *Service) SubscribeChanges(app string) (<-chan struct{}, func()) {
 	return s.feed.Subscribe(app)
 }
+
+// SubscribeConfigs returns a channel that receives a value after each
+// UpdateConfig through this Service, and the function that ends the
+// subscription.
+func (s *Service) SubscribeConfigs() (<-chan struct{}, func()) {
+	return s.configs.Subscribe(struct{}{})
+}

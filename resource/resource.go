@@ -118,6 +118,7 @@ var (
 	Operation        = NewPattern("apps/{app}/operations/{operation}")
 	MemoryBankConfig = NewPattern("apps/{app}/memoryBankConfig")
 	WebhookDelivery  = NewPattern("apps/{app}/webhookDeliveries/{delivery}")
+	QuotaUsage       = NewPattern("apps/{app}/quotaUsage")
 )
 
 // Child returns the pattern of the resources under p's: p's template, a
@@ -247,6 +248,18 @@ func ParseOperation(field, name string) (app, operation string, err error) {
 		return "", "", err
 	}
 	return v[0], v[1], validateIDs(v, "app id", AppIDChars, "operation id", OperationIDChars)
+}
+
+// QuotaUsageName returns "apps/{app}/quotaUsage".
+func QuotaUsageName(app string) string { return AppName(app) + "/quotaUsage" }
+
+// ParseQuotaUsage parses "apps/{app}/quotaUsage" and checks the app id.
+func ParseQuotaUsage(field, name string) (app string, err error) {
+	v, err := QuotaUsage.Parse(field, name)
+	if err != nil {
+		return "", err
+	}
+	return v[0], ValidateID("app id", v[0], AppIDChars)
 }
 
 // ParseMemoryBankConfig parses "apps/{app}/memoryBankConfig" and checks the

@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,10 +23,12 @@ import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/model/scripted"
 )
 
-const benchClusterUsage = `Usage: kioku-bench cluster [--json] [--servers 1,2,3] [--rate 100] [--duration 6s] [--kioku BIN]
+const benchClusterUsage = `Usage: kioku-bench cluster [--json] [--servers 1,2,3] [--rate 100] [--duration 6s]
+       [--limit 50] [--flood 300] [--flood-duration 4s] [--kioku BIN]
 
 Needs FIRESTORE_EMULATOR_HOST. For each server count N it starts N
 kioku serve processes (--kioku, or built from ./cmd/kioku) on one fresh
@@ -32,7 +36,15 @@ project of the emulator, with a fake Gemini endpoint in this process,
 and sends appends at --rate a second, spread over the servers in turn,
 for --duration (an open loop: each append timed from its scheduled time;
 one refused by a server is sent again, with the same event id, to the
-next). It reports per N:
+next). The servers take API keys: the appends' app has no rate limit,
+another app one of --limit calls a second (its key file's rate_limits),
+which is first flooded with --flood calls a second spread over the
+servers for --flood-duration, from as soon as the last server listens.
+It reports per N:
+
+  n<N>_limit_accepted_per_s  the flooded app's calls accepted a second by
+                          all servers together (against n<N>_limit_per_s,
+                          the limit, and n<N>_flood_per_s, the calls sent)
 
   n<N>_appends_per_s      appends acknowledged a second
   n<N>_p50_ms, _p99_ms,   their latencies
@@ -73,6 +85,9 @@ func benchCluster(ctx context.Context, args []string) error {
 	latency := fs.Duration("model-latency", 10*time.Second, "time the fake model takes to answer a call (the kill run's generations)")
 	generations := fs.Int("generations", 20, "memory generations queued through the server the kill run kills")
 	sessionsN := fs.Int("sessions", 64, "sessions the appends go to, in turn, each of a user of its own")
+	limit := fs.Float64("limit", 50, "calls a second the flooded app may make (its app rate limit); 0: no flood")
+	floodRate := fs.Int("flood", 300, "calls a second sent to the flooded app, spread over the servers")
+	floodFor := fs.Duration("flood-duration", 4*time.Second, "how long each run floods the limited app")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,8 +102,11 @@ func benchCluster(ctx context.Context, args []string) error {
 		}
 		counts = append(counts, n)
 	}
-	if *rate < 1 || *sessionsN < 1 {
-		return fmt.Errorf("--rate and --sessions must be at least 1")
+	if *rate < 1 || *sessionsN < 1 || *floodRate < 1 {
+		return fmt.Errorf("--rate, --sessions and --flood must be at least 1")
+	}
+	if *limit < 0 {
+		return fmt.Errorf("--limit %v: want 0 (no flood) or more", *limit)
 	}
 	if *bin == "" {
 		dir, err := os.MkdirTemp("", "kioku-bench-cluster-")
@@ -119,7 +137,8 @@ func benchCluster(ctx context.Context, args []string) error {
 	}
 	for i, n := range counts {
 		kill := n == most && n >= 2 && !containsAfter(counts, i, most)
-		c := &clusterRun{bin: *bin, fakeURL: fakeURL, lease: *lease, servers: n, rate: *rate, duration: *duration, sessions: *sessionsN, generations: *generations, kill: kill}
+		c := &clusterRun{bin: *bin, fakeURL: fakeURL, lease: *lease, servers: n, rate: *rate, duration: *duration, sessions: *sessionsN, generations: *generations, kill: kill,
+			limit: *limit, floodRate: *floodRate, floodFor: *floodFor}
 		if err := c.run(ctx, r, say); err != nil {
 			return fmt.Errorf("%d servers: %w", n, err)
 		}
@@ -149,6 +168,10 @@ type clusterRun struct {
 	sessions        int
 	generations     int
 	kill            bool
+	limit           float64 // the flooded app's calls a second
+	floodRate       int
+	floodFor        time.Duration
+	floodKey        string
 	procs           []*clusterServer
 	project         string
 	killedCPU       time.Duration // the killed server's CPU time just before the kill
@@ -172,10 +195,30 @@ var clusterListening = regexp.MustCompile(`kioku listening on (http://\S+)`)
 // start starts the run's servers and waits until each listens.
 func (c *clusterRun) start(ctx context.Context) error {
 	c.project = "bench-cluster-" + strings.ToLower(aip.NewID()[:10])
+	// The appends' key has no limit (--rate-limit 0); the flooded app has
+	// --limit.
+	benchKey, benchEntry := auth.NewKey("bench", "bench", "")
+	floodKey, floodEntry := auth.NewKey("flood", clusterFloodApp, "")
+	c.floodKey = floodKey
+	keyFile, err := os.CreateTemp("", "kioku-bench-cluster-keys-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(keyFile.Name()) // each server reads it as it starts
+	err = json.NewEncoder(keyFile).Encode(map[string]any{
+		"keys":        []auth.Key{benchEntry, floodEntry},
+		"rate_limits": map[string]auth.RateLimit{clusterFloodApp: {PerSecond: c.limit, Burst: 5}},
+	})
+	if cerr := keyFile.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
 	for range c.servers {
 		cmd := exec.Command(c.bin, "serve", "--addr", "127.0.0.1:0", "--log-level", "error", "--store", "firestore",
 			"--firestore-project", c.project, "--operation-lease", c.lease.String(), "--rate-limit", "0",
-			"--model-provider", "gemini", "--gemini-base-url", c.fakeURL)
+			"--auth-keys", keyFile.Name(), "--model-provider", "gemini", "--gemini-base-url", c.fakeURL)
 		cmd.Env = append(os.Environ(), "GEMINI_API_KEY=bench")
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
@@ -184,7 +227,7 @@ func (c *clusterRun) start(ctx context.Context) error {
 		if err := cmd.Start(); err != nil {
 			return err
 		}
-		s := &clusterServer{cmd: cmd, hc: &http.Client{Transport: benchTransport()}}
+		s := &clusterServer{cmd: cmd, hc: &http.Client{Transport: keyTransport{benchTransport(), benchKey}}}
 		c.procs = append(c.procs, s)
 		found := make(chan string, 1)
 		go func() {
@@ -255,6 +298,9 @@ func (c *clusterRun) run(ctx context.Context, r *benchReport, say func(string, .
 	defer c.stop()
 	if err := c.start(ctx); err != nil {
 		return err
+	}
+	if c.limit > 0 {
+		c.flood(ctx, r, say)
 	}
 	names := make([]string, c.sessions)
 	for i := range names {
@@ -517,4 +563,81 @@ func (c *clusterRun) resumed(ctx context.Context, names []string) (takeovers int
 		}
 	}
 	return takeovers, first, longest, nil
+}
+
+// clusterFloodApp is the app kioku-bench cluster floods past its limit.
+const clusterFloodApp = "flood"
+
+// keyTransport sends each request with an API key, unless it has an
+// Authorization of its own.
+type keyTransport struct {
+	base *http.Transport
+	key  string
+}
+
+func (t keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+t.key)
+	}
+	return t.base.RoundTrip(r)
+}
+
+func (t keyTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// flood sends GetSession calls of the flooded app (of a session that does
+// not exist: NOT_FOUND is a call the rate limit let through) at floodRate
+// a second, open loop, spread over the servers in turn, for floodFor, and
+// reports how many a second the servers accepted together against the
+// limit. Calls go out in small batches every few milliseconds, as many as
+// are due, so that a slow tick does not thin the flood.
+func (c *clusterRun) flood(ctx context.Context, r *benchReport, say func(string, ...any)) {
+	var (
+		wg                   sync.WaitGroup
+		mu                   sync.Mutex
+		sent, refused, other int
+		perServer            = make([]int, len(c.procs))
+		firstOther           error
+	)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; time.Since(start) < c.floodFor && ctx.Err() == nil; <-tick.C {
+		for due := int(time.Since(start).Seconds() * float64(c.floodRate)); i < due; i++ {
+			sent++
+			s := c.procs[i%len(c.procs)]
+			wg.Go(func() {
+				req := connect.NewRequest(&kiokuv1.GetSessionRequest{Name: "apps/" + clusterFloodApp + "/users/u/sessions/none"})
+				req.Header().Set("Authorization", "Bearer "+c.floodKey)
+				_, err := s.sc.GetSession(ctx, req)
+				mu.Lock()
+				defer mu.Unlock()
+				switch connect.CodeOf(err) {
+				case connect.CodeNotFound:
+					perServer[slices.Index(c.procs, s)]++
+				case connect.CodeResourceExhausted:
+					refused++
+				default:
+					if other++; firstOther == nil {
+						firstOther = err
+					}
+				}
+			})
+		}
+	}
+	elapsed := time.Since(start)
+	wg.Wait()
+	accepted := 0
+	for _, n := range perServer {
+		accepted += n
+	}
+	p := fmt.Sprintf("n%d_", c.servers)
+	r.set(p+"limit_accepted_per_s", float64(accepted)/elapsed.Seconds())
+	r.set(p+"limit_per_s", c.limit)
+	r.set(p+"flood_per_s", float64(sent)/elapsed.Seconds())
+	say("%d servers, an app limited to %g calls/s flooded with %.0f/s for %v: %.1f accepted/s (by server %v), %d refused, %d failed otherwise",
+		c.servers, c.limit, float64(sent)/elapsed.Seconds(), elapsed.Round(time.Millisecond), float64(accepted)/elapsed.Seconds(), perServer, refused, other)
+	if firstOther != nil {
+		say("  the first call that failed otherwise: %v", firstOther)
+	}
 }

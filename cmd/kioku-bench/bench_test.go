@@ -360,7 +360,8 @@ func TestBenchExport(t *testing.T) {
 // TestBenchClusterSurvivesSIGKILL: three kioku serve processes on the
 // emulator, one SIGKILLed under appends while it runs generations: every
 // acknowledged append is in the store, and each generation it held is
-// claimed again by another server.
+// claimed again by another server; an app limited to 50 calls a second
+// gets at most 60 a second through the three.
 func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
 	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
 	bin := filepath.Join(t.TempDir(), "kioku")
@@ -380,5 +381,10 @@ func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
 	}
 	if m["kill_resume_max_s"].(float64) <= 0 {
 		t.Errorf("resumed %v s after the kill", m["kill_resume_max_s"])
+	}
+	// The app limited to 50 calls a second, flooded with 300 a second
+	// over the three servers: together they accept about the limit.
+	if got := m["n3_limit_accepted_per_s"].(float64); got > 60 || got < 25 || m["n3_limit_per_s"].(float64) != 50 {
+		t.Errorf("three servers accepted %v calls a second of an app limited to %v", got, m["n3_limit_per_s"])
 	}
 }

@@ -86,6 +86,7 @@ Operating a running server (--server URL, --key KEY, --json; tables by default):
   kioku ops list|get|wait|cancel            memory operations
   kioku config get|set                      an app's memory bank configuration
   kioku webhooks list|redeliver             an app's webhook deliveries
+  kioku quota get                           an app's usage of its daily quotas
   kioku files list|cat|view|revisions|rm    a user's memory files
 
 Run "kioku serve -h" for the server's flags, "kioku sessions -h" (and the
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string) error {
 		return importArchive(ctx, args[1:], os.Stdin, os.Stdout)
 	case "encryption":
 		return encryption(ctx, args[1:], os.Stdout)
-	case "sessions", "users", "state", "memories", "ops", "config", "webhooks", "files":
+	case "sessions", "users", "state", "memories", "ops", "config", "webhooks", "quota", "files":
 		return operator(ctx, args[0], args[1:], os.Stdout, os.Stderr)
 	case "mcp":
 		return runMCP(ctx, args[1:], os.Stdin, os.Stdout, os.Stderr)

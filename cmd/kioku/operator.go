@@ -1,7 +1,7 @@
 package main
 
 // The operator commands: kioku sessions|users|state|memories|ops|config|
-// webhooks|files call a running server through the Go client (package client) and
+// webhooks|quota|files call a running server through the Go client (package client) and
 // print readable tables, or JSON with --json (protojson of the API's
 // messages; a list is a JSON array). Each subcommand takes the resource
 // name it acts on, as the API writes it (apps/demo/users/ann/sessions/s1),
@@ -83,6 +83,9 @@ var operatorGroups = map[string][]subcommand{
 		{name: "list", args: "apps/APP", about: "list the deliveries of an app's webhooks with their attempts, newest event first (--state dead_lettered for the given up)", setup: webhooksList},
 		{name: "redeliver", args: "apps/APP/webhookDeliveries/ID", about: "send a delivery again (a dead-lettered one, or any other): pending, due now", setup: webhooksRedeliver},
 	},
+	"quota": {
+		{name: "get", args: "apps/APP", about: "show an app's usage of today (UTC) against the daily quotas of memory generations and model tokens (an app key)", setup: quotaGet},
+	},
 	// A memory file is named on the command line by its user and its path,
 	// apps/APP/users/USER/memories/notes.md, or by its resource name,
 	// apps/APP/users/USER/memoryFiles/ID.
@@ -104,6 +107,7 @@ var operatorGroupAbout = map[string]string{
 	"ops":      "memory operations (generation, purges)",
 	"config":   "an app's memory bank configuration",
 	"webhooks": "the deliveries of an app's webhooks",
+	"quota":    "an app's usage of the daily quotas",
 	"files":    "a user's memory files (the memory tool's /memories) and their revisions",
 }
 

@@ -230,8 +230,11 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	// On Firestore the rate limits are the cluster's: each server grants
 	// its share (internal/cluster); on SQLite this process is the only one.
+	// Only a server whose callers are limited (keys, ID tokens, minted
+	// tokens) is a member: an open server limits no one, and its idle
+	// cost stays free of the member record's reads each second.
 	var members *cluster.Membership
-	if stores.fsClient != nil {
+	if stores.fsClient != nil && (cfg.Keys != nil || cfg.Identities != nil || cfg.SigningKeys != nil) {
 		members = cluster.New(cluster.Config{Registry: cluster.NewFirestore(stores.fsClient), ID: cfg.WorkerID, Interval: cfg.MemberInterval, Logger: cfg.Logger})
 	}
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
@@ -323,7 +326,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	// The webhooks' deliveries go out on their own goroutines, sharing no
 	// worker with the operations.
 	wh := cfg.Webhooks
-	wh.Store, wh.Wake, wh.Logger = stores.Memories, n.Memories.SubscribeChanges, cfg.Logger
+	wh.Store, wh.Wake, wh.ConfigWake, wh.Logger = stores.Memories, n.Memories.SubscribeChanges, n.Memories.SubscribeConfigs, cfg.Logger
 	if wh.Owner == "" {
 		wh.Owner = cfg.WorkerID
 	}

@@ -418,6 +418,14 @@ func TestAttackMatrix(t *testing.T) {
 			_, err := c.RedeliverWebhook(ctx, &kiokuv1.RedeliverWebhookRequest{Name: "apps/a/webhookDeliveries/00000000000000000001-000000000000"})
 			return err
 		}, appLevelCode: denied},
+		// The usage of the daily quotas is the app's: app keys only.
+		kiokuv1connect.MemoryBankServiceGetQuotaUsageProcedure: {owner: "app", victim: func(ctx context.Context, c *client.Client) error {
+			_, err := c.GetQuotaUsage(ctx, &kiokuv1.GetQuotaUsageRequest{Name: "apps/a/quotaUsage"})
+			return err
+		}, appLevel: func(ctx context.Context, c *client.Client) error {
+			_, err := c.GetQuotaUsage(ctx, &kiokuv1.GetQuotaUsageRequest{Name: "apps/a/quotaUsage"})
+			return err
+		}, appLevelCode: denied},
 		kiokuv1connect.OperationServiceCancelOperationProcedure: {byID: true, allowed: []connect.Code{connect.CodeFailedPrecondition}, victim: func(ctx context.Context, c *client.Client) error {
 			_, err := c.CancelOperation(ctx, &kiokuv1.CancelOperationRequest{Name: annOp.GetName()})
 			return err

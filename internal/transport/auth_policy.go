@@ -95,7 +95,13 @@ var (
 	// webhookDeliveriesKind and webhookDeliveryKind are the app's webhook
 	// deliveries: its own, like the configuration that names the webhooks.
 	webhookDeliveriesKind = appKind(auth.AppWide)
-	webhookDeliveryKind   = &auth.Kind{Form: resource.WebhookDelivery.String(), Parse: func(name string) (auth.Resource, bool) {
+	// quotaUsageKind is the app's usage of its daily quotas: the app's
+	// own, like its configuration.
+	quotaUsageKind = &auth.Kind{Form: resource.QuotaUsage.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.QuotaUsage.Match(name)
+		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
+	}}
+	webhookDeliveryKind = &auth.Kind{Form: resource.WebhookDelivery.String(), Parse: func(name string) (auth.Resource, bool) {
 		v, ok := resource.WebhookDelivery.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
 	}}
@@ -177,6 +183,8 @@ var kiokuPolicy = auth.Policy{
 	// The webhooks' deliveries name the app's endpoints: app keys only.
 	kiokuv1connect.MemoryBankServiceListWebhookDeliveriesProcedure: {Access: auth.AppAdmin, Resources: []auth.Field{nameField("parent", webhookDeliveriesKind)}},
 	kiokuv1connect.MemoryBankServiceRedeliverWebhookProcedure:      {Access: auth.AppAdmin, Resources: []auth.Field{nameField("name", webhookDeliveryKind)}},
+	// The usage of the quotas is the app's, not one user's: app keys only.
+	kiokuv1connect.MemoryBankServiceGetQuotaUsageProcedure: {Access: auth.AppAdmin, Resources: []auth.Field{nameField("name", quotaUsageKind)}},
 
 	kiokuv1connect.OperationServiceGetOperationProcedure:    {Access: auth.Read, Resources: []auth.Field{nameField("name", operationKind)}},
 	kiokuv1connect.OperationServiceListOperationsProcedure:  {Access: auth.Read, Resources: []auth.Field{nameField("parent", operationsKind)}},

@@ -394,6 +394,25 @@ func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Re
 	return respond(bankConfigToProto(c))
 }
 
+// GetQuotaUsage implements kiokuv1connect.MemoryBankServiceHandler.
+func (h *MemoryHandler) GetQuotaUsage(ctx context.Context, req *connect.Request[kiokuv1.GetQuotaUsageRequest]) (*connect.Response[kiokuv1.QuotaUsage], error) {
+	app, err := resource.ParseQuotaUsage("name", req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	u, end, err := h.svc.Usage(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	q := h.svc.Quotas()
+	return connect.NewResponse(&kiokuv1.QuotaUsage{
+		Name: resource.QuotaUsageName(app), Day: end.AddDate(0, 0, -1).Format(time.DateOnly),
+		Generations: u.Generations, Tokens: u.Tokens,
+		GenerationQuota: q.Generations, TokenQuota: q.Tokens,
+		ResetTime: timestampOrNil(end),
+	}), nil
+}
+
 // UpdateMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
 	p := req.Msg.GetMemoryBankConfig()

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -69,9 +70,20 @@ type Config struct {
 	Owner string
 	// Lease is how long a dispatch lease lasts unrenewed. Default 30s.
 	Lease time.Duration
-	// PollInterval is how often the dispatcher looks for apps with
-	// webhooks and for changes committed by other servers. Default 1s.
+	// ConfigWake, when set, subscribes to this server's configuration
+	// updates, so that an app given webhooks here starts at once.
+	ConfigWake func() (<-chan struct{}, func())
+	// DiscoverInterval is how often the dispatcher lists the apps'
+	// configurations for apps given webhooks on other servers. Default 30s.
+	DiscoverInterval time.Duration
+	// PollInterval is how soon a busy app's dispatch runs again (retries
+	// due, deliveries held back). Default 1s.
 	PollInterval time.Duration
+	// IdleInterval is the longest an app's dispatch waits, with nothing
+	// pending, before it looks for changes committed by other servers
+	// (this server's changes wake it at once): the wait doubles from
+	// PollInterval up to it. Default a third of Lease.
+	IdleInterval time.Duration
 	// AttemptTimeout bounds each request. Default 10s.
 	AttemptTimeout time.Duration
 	// MaxAnswerBytes bounds what is read of an answer. Default 64 KiB.
@@ -111,6 +123,12 @@ func New(cfg Config) *Dispatcher {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
+	if cfg.IdleInterval <= 0 {
+		cfg.IdleInterval = max(cfg.Lease/3, cfg.PollInterval)
+	}
+	if cfg.DiscoverInterval <= 0 {
+		cfg.DiscoverInterval = 30 * time.Second
+	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 10 * time.Second
 	}
@@ -136,12 +154,19 @@ func New(cfg Config) *Dispatcher {
 }
 
 // Run dispatches until ctx ends: it looks for the apps with webhooks
-// every PollInterval and runs one loop per app.
+// every DiscoverInterval, and when this server updates a configuration,
+// and runs one loop per app.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var updated <-chan struct{}
+	if d.cfg.ConfigWake != nil {
+		ch, cancel := d.cfg.ConfigWake()
+		defer cancel()
+		updated = ch
+	}
 	running := map[string]bool{}
-	t := time.NewTicker(d.cfg.PollInterval)
+	t := time.NewTicker(d.cfg.DiscoverInterval)
 	defer t.Stop()
 	for {
 		cfgs, err := d.cfg.Store.ListConfigs(ctx)
@@ -157,13 +182,20 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-updated:
 		case <-t.C:
 		}
 	}
 }
 
+// Idle is what Round returns when nothing of the app is pending, or
+// another server holds its lease: the caller waits its idle wait.
+const Idle = time.Duration(math.MaxInt64)
+
 // runApp dispatches one app's events while this server holds its lease,
-// and tries for the lease every PollInterval otherwise.
+// and tries for the lease otherwise. While nothing is pending its wait
+// doubles from PollInterval to IdleInterval, so an idle app costs a few
+// store reads a minute; this server's changes wake it at once.
 func (d *Dispatcher) runApp(ctx context.Context, app string) {
 	var wake <-chan struct{}
 	if d.cfg.Wake != nil {
@@ -171,16 +203,22 @@ func (d *Dispatcher) runApp(ctx context.Context, app string) {
 		defer cancel()
 		wake = ch
 	}
+	idle := d.cfg.PollInterval
 	for ctx.Err() == nil {
 		wait, err := d.Round(ctx, app)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("webhooks: a dispatch round failed", "app", app, "err", err)
 		}
-		wait = min(max(wait, 0), d.cfg.PollInterval)
+		if wait == Idle && err == nil {
+			wait, idle = idle, min(2*idle, d.cfg.IdleInterval)
+		} else {
+			wait, idle = min(max(wait, 0), d.cfg.PollInterval), d.cfg.PollInterval
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			idle = d.cfg.PollInterval
 		case <-t.C:
 		}
 		t.Stop()
@@ -191,12 +229,15 @@ func (d *Dispatcher) runApp(ctx context.Context, app string) {
 // app's lease, makes the deliveries of the changes committed since the
 // last round, and sends those due (one per memory and webhook, in order).
 // It returns how long until the next delivery is due (zero: now; the
-// caller caps it). Without the lease it does nothing.
+// caller caps it), or Idle. Without the lease it does nothing.
 func (d *Dispatcher) Round(ctx context.Context, app string) (time.Duration, error) {
 	now := d.now()
 	held, cursor, err := d.cfg.Store.ClaimWebhookLease(ctx, app, d.cfg.Owner, now, now.Add(d.cfg.Lease))
-	if err != nil || !held {
+	if err != nil {
 		return d.cfg.PollInterval, err
+	}
+	if !held {
+		return Idle, nil
 	}
 	cfg, err := d.cfg.Store.GetConfig(ctx, app)
 	if err != nil {
@@ -253,6 +294,9 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 	pending, err := d.cfg.Store.PendingDeliveries(ctx, app, maxPendingRead)
 	if err != nil {
 		return 0, err
+	}
+	if len(pending) == 0 {
+		return Idle, nil
 	}
 	now := d.now()
 	next := d.cfg.PollInterval

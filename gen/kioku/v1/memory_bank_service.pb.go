@@ -1895,6 +1895,154 @@ func (x *GetMemoryBankConfigRequest) GetName() string {
 	return ""
 }
 
+// The request of GetQuotaUsage.
+type GetQuotaUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `apps/{app}/quotaUsage`. Required.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQuotaUsageRequest) Reset() {
+	*x = GetQuotaUsageRequest{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQuotaUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQuotaUsageRequest) ProtoMessage() {}
+
+func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQuotaUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetQuotaUsageRequest) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetQuotaUsageRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// An app's usage of one day (UTC) against the daily quotas every app has,
+// as counted durably in the store (all servers of one store together).
+type QuotaUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `apps/{app}/quotaUsage`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The day counted, UTC, as YYYY-MM-DD.
+	Day string `protobuf:"bytes,2,opt,name=day,proto3" json:"day,omitempty"`
+	// The memory generations the app has made this day: each
+	// GenerateMemories request accepted counts one.
+	Generations int64 `protobuf:"varint,3,opt,name=generations,proto3" json:"generations,omitempty"`
+	// The model tokens (prompt and output) its generations have used this day.
+	Tokens int64 `protobuf:"varint,4,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// The generations an app may make a day; 0: no quota.
+	GenerationQuota int64 `protobuf:"varint,5,opt,name=generation_quota,json=generationQuota,proto3" json:"generation_quota,omitempty"`
+	// The model tokens an app's generations may use a day; 0: no quota.
+	TokenQuota int64 `protobuf:"varint,6,opt,name=token_quota,json=tokenQuota,proto3" json:"token_quota,omitempty"`
+	// When the day ends and the usage starts again from zero.
+	ResetTime     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=reset_time,json=resetTime,proto3" json:"reset_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaUsage) Reset() {
+	*x = QuotaUsage{}
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaUsage) ProtoMessage() {}
+
+func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
+func (*QuotaUsage) Descriptor() ([]byte, []int) {
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *QuotaUsage) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QuotaUsage) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *QuotaUsage) GetGenerations() int64 {
+	if x != nil {
+		return x.Generations
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetGenerationQuota() int64 {
+	if x != nil {
+		return x.GenerationQuota
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetTokenQuota() int64 {
+	if x != nil {
+		return x.TokenQuota
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetResetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetTime
+	}
+	return nil
+}
+
 // The request of UpdateMemoryBankConfig.
 type UpdateMemoryBankConfigRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1912,7 +2060,7 @@ type UpdateMemoryBankConfigRequest struct {
 
 func (x *UpdateMemoryBankConfigRequest) Reset() {
 	*x = UpdateMemoryBankConfigRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[27]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2072,7 @@ func (x *UpdateMemoryBankConfigRequest) String() string {
 func (*UpdateMemoryBankConfigRequest) ProtoMessage() {}
 
 func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[27]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2085,7 @@ func (x *UpdateMemoryBankConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMemoryBankConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMemoryBankConfigRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{27}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateMemoryBankConfigRequest) GetMemoryBankConfig() *MemoryBankConfig {
@@ -1971,7 +2119,7 @@ type ListWebhookDeliveriesRequest struct {
 
 func (x *ListWebhookDeliveriesRequest) Reset() {
 	*x = ListWebhookDeliveriesRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[28]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2131,7 @@ func (x *ListWebhookDeliveriesRequest) String() string {
 func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[28]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2144,7 @@ func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{28}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListWebhookDeliveriesRequest) GetParent() string {
@@ -2040,7 +2188,7 @@ type ListWebhookDeliveriesResponse struct {
 
 func (x *ListWebhookDeliveriesResponse) Reset() {
 	*x = ListWebhookDeliveriesResponse{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[29]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2200,7 @@ func (x *ListWebhookDeliveriesResponse) String() string {
 func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[29]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2213,7 @@ func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{29}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
@@ -2093,7 +2241,7 @@ type RedeliverWebhookRequest struct {
 
 func (x *RedeliverWebhookRequest) Reset() {
 	*x = RedeliverWebhookRequest{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[30]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2253,7 @@ func (x *RedeliverWebhookRequest) String() string {
 func (*RedeliverWebhookRequest) ProtoMessage() {}
 
 func (x *RedeliverWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[30]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2266,7 @@ func (x *RedeliverWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverWebhookRequest.ProtoReflect.Descriptor instead.
 func (*RedeliverWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{30}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RedeliverWebhookRequest) GetName() string {
@@ -2162,7 +2310,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[31]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2322,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[31]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2335,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{31}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WebhookDelivery) GetName() string {
@@ -2284,7 +2432,7 @@ type WebhookAttempt struct {
 
 func (x *WebhookAttempt) Reset() {
 	*x = WebhookAttempt{}
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[32]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2444,7 @@ func (x *WebhookAttempt) String() string {
 func (*WebhookAttempt) ProtoMessage() {}
 
 func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[32]
+	mi := &file_kioku_v1_memory_bank_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2457,7 @@ func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttempt.ProtoReflect.Descriptor instead.
 func (*WebhookAttempt) Descriptor() ([]byte, []int) {
-	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{32}
+	return file_kioku_v1_memory_bank_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WebhookAttempt) GetTime() *timestamppb.Timestamp {
@@ -2487,7 +2635,20 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"0\n" +
 	"\x1aGetMemoryBankConfigRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"*\n" +
+	"\x14GetQuotaUsageRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xf3\x01\n" +
+	"\n" +
+	"QuotaUsage\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03day\x18\x02 \x01(\tR\x03day\x12 \n" +
+	"\vgenerations\x18\x03 \x01(\x03R\vgenerations\x12\x16\n" +
+	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\x12)\n" +
+	"\x10generation_quota\x18\x05 \x01(\x03R\x0fgenerationQuota\x12\x1f\n" +
+	"\vtoken_quota\x18\x06 \x01(\x03R\n" +
+	"tokenQuota\x129\n" +
+	"\n" +
+	"reset_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tresetTime\"\xa6\x01\n" +
 	"\x1dUpdateMemoryBankConfigRequest\x12H\n" +
 	"\x12memory_bank_config\x18\x01 \x01(\v2\x1a.kioku.v1.MemoryBankConfigR\x10memoryBankConfig\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
@@ -2531,7 +2692,7 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x1eWEBHOOK_DELIVERY_STATE_PENDING\x10\x01\x12$\n" +
 	" WEBHOOK_DELIVERY_STATE_DELIVERED\x10\x02\x12(\n" +
 	"$WEBHOOK_DELIVERY_STATE_DEAD_LETTERED\x10\x03\x12\"\n" +
-	"\x1eWEBHOOK_DELIVERY_STATE_SKIPPED\x10\x042\xb0\x10\n" +
+	"\x1eWEBHOOK_DELIVERY_STATE_SKIPPED\x10\x042\xa0\x11\n" +
 	"\x11MemoryBankService\x12m\n" +
 	"\fCreateMemory\x12\x1d.kioku.v1.CreateMemoryRequest\x1a\x10.kioku.v1.Memory\",\x82\xd3\xe4\x93\x02&:\x06memory\"\x1c/v1/{parent=apps/*}/memories\x12b\n" +
 	"\tGetMemory\x12\x1a.kioku.v1.GetMemoryRequest\x1a\x10.kioku.v1.Memory\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/memories/*}\x90\x02\x01\x12v\n" +
@@ -2545,7 +2706,8 @@ const file_kioku_v1_memory_bank_service_proto_rawDesc = "" +
 	"\x0eRollbackMemory\x12\x1f.kioku.v1.RollbackMemoryRequest\x1a\x10.kioku.v1.Memory\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/{name=apps/*/memories/*}:rollback\x12s\n" +
 	"\rPurgeMemories\x12\x1e.kioku.v1.PurgeMemoriesRequest\x1a\x13.kioku.v1.Operation\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{parent=apps/*}/memories:purge\x12\x86\x01\n" +
 	"\x13GetMemoryBankConfig\x12$.kioku.v1.GetMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"-\x82\xd3\xe4\x93\x02$\x12\"/v1/{name=apps/*/memoryBankConfig}\x90\x02\x01\x12\xb0\x01\n" +
-	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}\x12\x9a\x01\n" +
+	"\x16UpdateMemoryBankConfig\x12'.kioku.v1.UpdateMemoryBankConfigRequest\x1a\x1a.kioku.v1.MemoryBankConfig\"Q\x82\xd3\xe4\x93\x02K:\x12memory_bank_config25/v1/{memory_bank_config.name=apps/*/memoryBankConfig}\x12n\n" +
+	"\rGetQuotaUsage\x12\x1e.kioku.v1.GetQuotaUsageRequest\x1a\x14.kioku.v1.QuotaUsage\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{name=apps/*/quotaUsage}\x90\x02\x01\x12\x9a\x01\n" +
 	"\x15ListWebhookDeliveries\x12&.kioku.v1.ListWebhookDeliveriesRequest\x1a'.kioku.v1.ListWebhookDeliveriesResponse\"0\x82\xd3\xe4\x93\x02'\x12%/v1/{parent=apps/*}/webhookDeliveries\x90\x02\x01\x12\x8c\x01\n" +
 	"\x10RedeliverWebhook\x12!.kioku.v1.RedeliverWebhookRequest\x1a\x19.kioku.v1.WebhookDelivery\":\x82\xd3\xe4\x93\x024:\x01*\"//v1/{name=apps/*/webhookDeliveries/*}:redeliver\x12W\n" +
 	"\rWatchMemories\x12\x1e.kioku.v1.WatchMemoriesRequest\x1a\x1f.kioku.v1.WatchMemoriesResponse\"\x03\x90\x02\x010\x01B\x97\x01\n" +
@@ -2564,7 +2726,7 @@ func file_kioku_v1_memory_bank_service_proto_rawDescGZIP() []byte {
 }
 
 var file_kioku_v1_memory_bank_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_kioku_v1_memory_bank_service_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(WebhookDeliveryState)(0),             // 0: kioku.v1.WebhookDeliveryState
 	(*WatchMemoriesRequest)(nil),          // 1: kioku.v1.WatchMemoriesRequest
@@ -2594,122 +2756,127 @@ var file_kioku_v1_memory_bank_service_proto_goTypes = []any{
 	(*RollbackMemoryRequest)(nil),         // 25: kioku.v1.RollbackMemoryRequest
 	(*PurgeMemoriesRequest)(nil),          // 26: kioku.v1.PurgeMemoriesRequest
 	(*GetMemoryBankConfigRequest)(nil),    // 27: kioku.v1.GetMemoryBankConfigRequest
-	(*UpdateMemoryBankConfigRequest)(nil), // 28: kioku.v1.UpdateMemoryBankConfigRequest
-	(*ListWebhookDeliveriesRequest)(nil),  // 29: kioku.v1.ListWebhookDeliveriesRequest
-	(*ListWebhookDeliveriesResponse)(nil), // 30: kioku.v1.ListWebhookDeliveriesResponse
-	(*RedeliverWebhookRequest)(nil),       // 31: kioku.v1.RedeliverWebhookRequest
-	(*WebhookDelivery)(nil),               // 32: kioku.v1.WebhookDelivery
-	(*WebhookAttempt)(nil),                // 33: kioku.v1.WebhookAttempt
-	nil,                                   // 34: kioku.v1.WatchMemoriesRequest.ScopeEntry
-	nil,                                   // 35: kioku.v1.ListMemoriesRequest.ScopeEntry
-	nil,                                   // 36: kioku.v1.GenerateMemoriesRequest.ScopeEntry
-	nil,                                   // 37: kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	nil,                                   // 38: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
-	nil,                                   // 39: kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	nil,                                   // 40: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	nil,                                   // 41: kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	(MemoryAction)(0),                     // 42: kioku.v1.MemoryAction
-	(*Memory)(nil),                        // 43: kioku.v1.Memory
-	(*timestamppb.Timestamp)(nil),         // 44: google.protobuf.Timestamp
-	(MemoryType)(0),                       // 45: kioku.v1.MemoryType
-	(*fieldmaskpb.FieldMask)(nil),         // 46: google.protobuf.FieldMask
-	(MetadataMergeStrategy)(0),            // 47: kioku.v1.MetadataMergeStrategy
-	(*Event)(nil),                         // 48: kioku.v1.Event
-	(*MemorySource)(nil),                  // 49: kioku.v1.MemorySource
-	(*structpb.Struct)(nil),               // 50: google.protobuf.Struct
-	(*MemoryRevision)(nil),                // 51: kioku.v1.MemoryRevision
-	(*MemoryBankConfig)(nil),              // 52: kioku.v1.MemoryBankConfig
-	(*durationpb.Duration)(nil),           // 53: google.protobuf.Duration
-	(*MetadataValue)(nil),                 // 54: kioku.v1.MetadataValue
-	(*emptypb.Empty)(nil),                 // 55: google.protobuf.Empty
-	(*Operation)(nil),                     // 56: kioku.v1.Operation
+	(*GetQuotaUsageRequest)(nil),          // 28: kioku.v1.GetQuotaUsageRequest
+	(*QuotaUsage)(nil),                    // 29: kioku.v1.QuotaUsage
+	(*UpdateMemoryBankConfigRequest)(nil), // 30: kioku.v1.UpdateMemoryBankConfigRequest
+	(*ListWebhookDeliveriesRequest)(nil),  // 31: kioku.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil), // 32: kioku.v1.ListWebhookDeliveriesResponse
+	(*RedeliverWebhookRequest)(nil),       // 33: kioku.v1.RedeliverWebhookRequest
+	(*WebhookDelivery)(nil),               // 34: kioku.v1.WebhookDelivery
+	(*WebhookAttempt)(nil),                // 35: kioku.v1.WebhookAttempt
+	nil,                                   // 36: kioku.v1.WatchMemoriesRequest.ScopeEntry
+	nil,                                   // 37: kioku.v1.ListMemoriesRequest.ScopeEntry
+	nil,                                   // 38: kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	nil,                                   // 39: kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	nil,                                   // 40: kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	nil,                                   // 41: kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	nil,                                   // 42: kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	nil,                                   // 43: kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	(MemoryAction)(0),                     // 44: kioku.v1.MemoryAction
+	(*Memory)(nil),                        // 45: kioku.v1.Memory
+	(*timestamppb.Timestamp)(nil),         // 46: google.protobuf.Timestamp
+	(MemoryType)(0),                       // 47: kioku.v1.MemoryType
+	(*fieldmaskpb.FieldMask)(nil),         // 48: google.protobuf.FieldMask
+	(MetadataMergeStrategy)(0),            // 49: kioku.v1.MetadataMergeStrategy
+	(*Event)(nil),                         // 50: kioku.v1.Event
+	(*MemorySource)(nil),                  // 51: kioku.v1.MemorySource
+	(*structpb.Struct)(nil),               // 52: google.protobuf.Struct
+	(*MemoryRevision)(nil),                // 53: kioku.v1.MemoryRevision
+	(*MemoryBankConfig)(nil),              // 54: kioku.v1.MemoryBankConfig
+	(*durationpb.Duration)(nil),           // 55: google.protobuf.Duration
+	(*MetadataValue)(nil),                 // 56: kioku.v1.MetadataValue
+	(*emptypb.Empty)(nil),                 // 57: google.protobuf.Empty
+	(*Operation)(nil),                     // 58: kioku.v1.Operation
 }
 var file_kioku_v1_memory_bank_service_proto_depIdxs = []int32{
-	34, // 0: kioku.v1.WatchMemoriesRequest.scope:type_name -> kioku.v1.WatchMemoriesRequest.ScopeEntry
-	42, // 1: kioku.v1.WatchMemoriesResponse.action:type_name -> kioku.v1.MemoryAction
-	43, // 2: kioku.v1.WatchMemoriesResponse.memory:type_name -> kioku.v1.Memory
-	44, // 3: kioku.v1.WatchMemoriesResponse.change_time:type_name -> google.protobuf.Timestamp
-	43, // 4: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	35, // 5: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
-	45, // 6: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	43, // 7: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
-	43, // 8: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
-	46, // 9: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
-	36, // 10: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
+	36, // 0: kioku.v1.WatchMemoriesRequest.scope:type_name -> kioku.v1.WatchMemoriesRequest.ScopeEntry
+	44, // 1: kioku.v1.WatchMemoriesResponse.action:type_name -> kioku.v1.MemoryAction
+	45, // 2: kioku.v1.WatchMemoriesResponse.memory:type_name -> kioku.v1.Memory
+	46, // 3: kioku.v1.WatchMemoriesResponse.change_time:type_name -> google.protobuf.Timestamp
+	45, // 4: kioku.v1.CreateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	37, // 5: kioku.v1.ListMemoriesRequest.scope:type_name -> kioku.v1.ListMemoriesRequest.ScopeEntry
+	47, // 6: kioku.v1.ListMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	45, // 7: kioku.v1.ListMemoriesResponse.memories:type_name -> kioku.v1.Memory
+	45, // 8: kioku.v1.UpdateMemoryRequest.memory:type_name -> kioku.v1.Memory
+	48, // 9: kioku.v1.UpdateMemoryRequest.update_mask:type_name -> google.protobuf.FieldMask
+	38, // 10: kioku.v1.GenerateMemoriesRequest.scope:type_name -> kioku.v1.GenerateMemoriesRequest.ScopeEntry
 	10, // 11: kioku.v1.GenerateMemoriesRequest.session_source:type_name -> kioku.v1.SessionSource
 	11, // 12: kioku.v1.GenerateMemoriesRequest.events_source:type_name -> kioku.v1.EventsSource
 	12, // 13: kioku.v1.GenerateMemoriesRequest.direct_memories_source:type_name -> kioku.v1.DirectMemoriesSource
-	37, // 14: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
-	47, // 15: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
-	44, // 16: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
-	44, // 17: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
-	48, // 18: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
+	39, // 14: kioku.v1.GenerateMemoriesRequest.metadata:type_name -> kioku.v1.GenerateMemoriesRequest.MetadataEntry
+	49, // 15: kioku.v1.GenerateMemoriesRequest.metadata_merge_strategy:type_name -> kioku.v1.MetadataMergeStrategy
+	46, // 16: kioku.v1.SessionSource.start_time:type_name -> google.protobuf.Timestamp
+	46, // 17: kioku.v1.SessionSource.end_time:type_name -> google.protobuf.Timestamp
+	50, // 18: kioku.v1.EventsSource.events:type_name -> kioku.v1.Event
 	13, // 19: kioku.v1.DirectMemoriesSource.memories:type_name -> kioku.v1.DirectMemory
-	49, // 20: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
-	38, // 21: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
+	51, // 20: kioku.v1.DirectMemoriesSource.source:type_name -> kioku.v1.MemorySource
+	40, // 21: kioku.v1.RetrieveMemoriesRequest.scope:type_name -> kioku.v1.RetrieveMemoriesRequest.ScopeEntry
 	18, // 22: kioku.v1.RetrieveMemoriesRequest.similarity_search:type_name -> kioku.v1.SimilaritySearch
 	20, // 23: kioku.v1.RetrieveMemoriesRequest.simple_retrieval:type_name -> kioku.v1.SimpleRetrieval
-	45, // 24: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
-	39, // 25: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
-	40, // 26: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
-	50, // 27: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
-	43, // 28: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
+	47, // 24: kioku.v1.RetrieveMemoriesRequest.memory_types:type_name -> kioku.v1.MemoryType
+	41, // 25: kioku.v1.RetrieveProfilesRequest.scope:type_name -> kioku.v1.RetrieveProfilesRequest.ScopeEntry
+	42, // 26: kioku.v1.RetrieveProfilesResponse.profiles:type_name -> kioku.v1.RetrieveProfilesResponse.ProfilesEntry
+	52, // 27: kioku.v1.MemoryProfile.profile:type_name -> google.protobuf.Struct
+	45, // 28: kioku.v1.MemoryProfile.memories:type_name -> kioku.v1.Memory
 	19, // 29: kioku.v1.SimilaritySearch.prefer_time:type_name -> kioku.v1.TimeRange
-	44, // 30: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
-	44, // 31: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
+	46, // 30: kioku.v1.TimeRange.start_time:type_name -> google.protobuf.Timestamp
+	46, // 31: kioku.v1.TimeRange.end_time:type_name -> google.protobuf.Timestamp
 	22, // 32: kioku.v1.RetrieveMemoriesResponse.retrieved_memories:type_name -> kioku.v1.RetrievedMemory
-	43, // 33: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
-	51, // 34: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
-	41, // 35: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
-	52, // 36: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
-	46, // 37: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 38: kioku.v1.ListWebhookDeliveriesRequest.state:type_name -> kioku.v1.WebhookDeliveryState
-	32, // 39: kioku.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> kioku.v1.WebhookDelivery
-	0,  // 40: kioku.v1.WebhookDelivery.state:type_name -> kioku.v1.WebhookDeliveryState
-	44, // 41: kioku.v1.WebhookDelivery.event_time:type_name -> google.protobuf.Timestamp
-	44, // 42: kioku.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
-	33, // 43: kioku.v1.WebhookDelivery.attempts:type_name -> kioku.v1.WebhookAttempt
-	44, // 44: kioku.v1.WebhookAttempt.time:type_name -> google.protobuf.Timestamp
-	53, // 45: kioku.v1.WebhookAttempt.duration:type_name -> google.protobuf.Duration
-	54, // 46: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
-	17, // 47: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
-	3,  // 48: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
-	4,  // 49: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
-	5,  // 50: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
-	7,  // 51: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
-	8,  // 52: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
-	9,  // 53: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
-	14, // 54: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
-	15, // 55: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
-	23, // 56: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
-	25, // 57: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
-	26, // 58: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
-	27, // 59: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
-	28, // 60: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
-	29, // 61: kioku.v1.MemoryBankService.ListWebhookDeliveries:input_type -> kioku.v1.ListWebhookDeliveriesRequest
-	31, // 62: kioku.v1.MemoryBankService.RedeliverWebhook:input_type -> kioku.v1.RedeliverWebhookRequest
-	1,  // 63: kioku.v1.MemoryBankService.WatchMemories:input_type -> kioku.v1.WatchMemoriesRequest
-	43, // 64: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
-	43, // 65: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
-	6,  // 66: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
-	43, // 67: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
-	55, // 68: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
-	56, // 69: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
-	21, // 70: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
-	16, // 71: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
-	24, // 72: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
-	43, // 73: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
-	56, // 74: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
-	52, // 75: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	52, // 76: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
-	30, // 77: kioku.v1.MemoryBankService.ListWebhookDeliveries:output_type -> kioku.v1.ListWebhookDeliveriesResponse
-	32, // 78: kioku.v1.MemoryBankService.RedeliverWebhook:output_type -> kioku.v1.WebhookDelivery
-	2,  // 79: kioku.v1.MemoryBankService.WatchMemories:output_type -> kioku.v1.WatchMemoriesResponse
-	64, // [64:80] is the sub-list for method output_type
-	48, // [48:64] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	45, // 33: kioku.v1.RetrievedMemory.memory:type_name -> kioku.v1.Memory
+	53, // 34: kioku.v1.ListMemoryRevisionsResponse.memory_revisions:type_name -> kioku.v1.MemoryRevision
+	43, // 35: kioku.v1.PurgeMemoriesRequest.scope:type_name -> kioku.v1.PurgeMemoriesRequest.ScopeEntry
+	46, // 36: kioku.v1.QuotaUsage.reset_time:type_name -> google.protobuf.Timestamp
+	54, // 37: kioku.v1.UpdateMemoryBankConfigRequest.memory_bank_config:type_name -> kioku.v1.MemoryBankConfig
+	48, // 38: kioku.v1.UpdateMemoryBankConfigRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 39: kioku.v1.ListWebhookDeliveriesRequest.state:type_name -> kioku.v1.WebhookDeliveryState
+	34, // 40: kioku.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> kioku.v1.WebhookDelivery
+	0,  // 41: kioku.v1.WebhookDelivery.state:type_name -> kioku.v1.WebhookDeliveryState
+	46, // 42: kioku.v1.WebhookDelivery.event_time:type_name -> google.protobuf.Timestamp
+	46, // 43: kioku.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
+	35, // 44: kioku.v1.WebhookDelivery.attempts:type_name -> kioku.v1.WebhookAttempt
+	46, // 45: kioku.v1.WebhookAttempt.time:type_name -> google.protobuf.Timestamp
+	55, // 46: kioku.v1.WebhookAttempt.duration:type_name -> google.protobuf.Duration
+	56, // 47: kioku.v1.GenerateMemoriesRequest.MetadataEntry.value:type_name -> kioku.v1.MetadataValue
+	17, // 48: kioku.v1.RetrieveProfilesResponse.ProfilesEntry.value:type_name -> kioku.v1.MemoryProfile
+	3,  // 49: kioku.v1.MemoryBankService.CreateMemory:input_type -> kioku.v1.CreateMemoryRequest
+	4,  // 50: kioku.v1.MemoryBankService.GetMemory:input_type -> kioku.v1.GetMemoryRequest
+	5,  // 51: kioku.v1.MemoryBankService.ListMemories:input_type -> kioku.v1.ListMemoriesRequest
+	7,  // 52: kioku.v1.MemoryBankService.UpdateMemory:input_type -> kioku.v1.UpdateMemoryRequest
+	8,  // 53: kioku.v1.MemoryBankService.DeleteMemory:input_type -> kioku.v1.DeleteMemoryRequest
+	9,  // 54: kioku.v1.MemoryBankService.GenerateMemories:input_type -> kioku.v1.GenerateMemoriesRequest
+	14, // 55: kioku.v1.MemoryBankService.RetrieveMemories:input_type -> kioku.v1.RetrieveMemoriesRequest
+	15, // 56: kioku.v1.MemoryBankService.RetrieveProfiles:input_type -> kioku.v1.RetrieveProfilesRequest
+	23, // 57: kioku.v1.MemoryBankService.ListMemoryRevisions:input_type -> kioku.v1.ListMemoryRevisionsRequest
+	25, // 58: kioku.v1.MemoryBankService.RollbackMemory:input_type -> kioku.v1.RollbackMemoryRequest
+	26, // 59: kioku.v1.MemoryBankService.PurgeMemories:input_type -> kioku.v1.PurgeMemoriesRequest
+	27, // 60: kioku.v1.MemoryBankService.GetMemoryBankConfig:input_type -> kioku.v1.GetMemoryBankConfigRequest
+	30, // 61: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:input_type -> kioku.v1.UpdateMemoryBankConfigRequest
+	28, // 62: kioku.v1.MemoryBankService.GetQuotaUsage:input_type -> kioku.v1.GetQuotaUsageRequest
+	31, // 63: kioku.v1.MemoryBankService.ListWebhookDeliveries:input_type -> kioku.v1.ListWebhookDeliveriesRequest
+	33, // 64: kioku.v1.MemoryBankService.RedeliverWebhook:input_type -> kioku.v1.RedeliverWebhookRequest
+	1,  // 65: kioku.v1.MemoryBankService.WatchMemories:input_type -> kioku.v1.WatchMemoriesRequest
+	45, // 66: kioku.v1.MemoryBankService.CreateMemory:output_type -> kioku.v1.Memory
+	45, // 67: kioku.v1.MemoryBankService.GetMemory:output_type -> kioku.v1.Memory
+	6,  // 68: kioku.v1.MemoryBankService.ListMemories:output_type -> kioku.v1.ListMemoriesResponse
+	45, // 69: kioku.v1.MemoryBankService.UpdateMemory:output_type -> kioku.v1.Memory
+	57, // 70: kioku.v1.MemoryBankService.DeleteMemory:output_type -> google.protobuf.Empty
+	58, // 71: kioku.v1.MemoryBankService.GenerateMemories:output_type -> kioku.v1.Operation
+	21, // 72: kioku.v1.MemoryBankService.RetrieveMemories:output_type -> kioku.v1.RetrieveMemoriesResponse
+	16, // 73: kioku.v1.MemoryBankService.RetrieveProfiles:output_type -> kioku.v1.RetrieveProfilesResponse
+	24, // 74: kioku.v1.MemoryBankService.ListMemoryRevisions:output_type -> kioku.v1.ListMemoryRevisionsResponse
+	45, // 75: kioku.v1.MemoryBankService.RollbackMemory:output_type -> kioku.v1.Memory
+	58, // 76: kioku.v1.MemoryBankService.PurgeMemories:output_type -> kioku.v1.Operation
+	54, // 77: kioku.v1.MemoryBankService.GetMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	54, // 78: kioku.v1.MemoryBankService.UpdateMemoryBankConfig:output_type -> kioku.v1.MemoryBankConfig
+	29, // 79: kioku.v1.MemoryBankService.GetQuotaUsage:output_type -> kioku.v1.QuotaUsage
+	32, // 80: kioku.v1.MemoryBankService.ListWebhookDeliveries:output_type -> kioku.v1.ListWebhookDeliveriesResponse
+	34, // 81: kioku.v1.MemoryBankService.RedeliverWebhook:output_type -> kioku.v1.WebhookDelivery
+	2,  // 82: kioku.v1.MemoryBankService.WatchMemories:output_type -> kioku.v1.WatchMemoriesResponse
+	66, // [66:83] is the sub-list for method output_type
+	49, // [49:66] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_kioku_v1_memory_bank_service_proto_init() }
@@ -2735,7 +2902,7 @@ func file_kioku_v1_memory_bank_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kioku_v1_memory_bank_service_proto_rawDesc), len(file_kioku_v1_memory_bank_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

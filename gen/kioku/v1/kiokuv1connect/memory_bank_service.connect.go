@@ -73,6 +73,9 @@ const (
 	// MemoryBankServiceUpdateMemoryBankConfigProcedure is the fully-qualified name of the
 	// MemoryBankService's UpdateMemoryBankConfig RPC.
 	MemoryBankServiceUpdateMemoryBankConfigProcedure = "/kioku.v1.MemoryBankService/UpdateMemoryBankConfig"
+	// MemoryBankServiceGetQuotaUsageProcedure is the fully-qualified name of the MemoryBankService's
+	// GetQuotaUsage RPC.
+	MemoryBankServiceGetQuotaUsageProcedure = "/kioku.v1.MemoryBankService/GetQuotaUsage"
 	// MemoryBankServiceListWebhookDeliveriesProcedure is the fully-qualified name of the
 	// MemoryBankService's ListWebhookDeliveries RPC.
 	MemoryBankServiceListWebhookDeliveriesProcedure = "/kioku.v1.MemoryBankService/ListWebhookDeliveries"
@@ -122,6 +125,10 @@ type MemoryBankServiceClient interface {
 	GetMemoryBankConfig(context.Context, *connect.Request[v1.GetMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
 	// Updates an app's memory bank configuration.
 	UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
+	// Returns an app's usage of today (UTC) against the daily quotas every
+	// app has (the server's --quota-generations and --quota-tokens), and
+	// when the day ends. App keys only.
+	GetQuotaUsage(context.Context, *connect.Request[v1.GetQuotaUsageRequest]) (*connect.Response[v1.QuotaUsage], error)
 	// Lists the deliveries of an app's webhooks with their attempts, newest
 	// event first.
 	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
@@ -236,6 +243,13 @@ func NewMemoryBankServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(memoryBankServiceMethods.ByName("UpdateMemoryBankConfig")),
 			connect.WithClientOptions(opts...),
 		),
+		getQuotaUsage: connect.NewClient[v1.GetQuotaUsageRequest, v1.QuotaUsage](
+			httpClient,
+			baseURL+MemoryBankServiceGetQuotaUsageProcedure,
+			connect.WithSchema(memoryBankServiceMethods.ByName("GetQuotaUsage")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		listWebhookDeliveries: connect.NewClient[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse](
 			httpClient,
 			baseURL+MemoryBankServiceListWebhookDeliveriesProcedure,
@@ -274,6 +288,7 @@ type memoryBankServiceClient struct {
 	purgeMemories          *connect.Client[v1.PurgeMemoriesRequest, v1.Operation]
 	getMemoryBankConfig    *connect.Client[v1.GetMemoryBankConfigRequest, v1.MemoryBankConfig]
 	updateMemoryBankConfig *connect.Client[v1.UpdateMemoryBankConfigRequest, v1.MemoryBankConfig]
+	getQuotaUsage          *connect.Client[v1.GetQuotaUsageRequest, v1.QuotaUsage]
 	listWebhookDeliveries  *connect.Client[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse]
 	redeliverWebhook       *connect.Client[v1.RedeliverWebhookRequest, v1.WebhookDelivery]
 	watchMemories          *connect.Client[v1.WatchMemoriesRequest, v1.WatchMemoriesResponse]
@@ -344,6 +359,11 @@ func (c *memoryBankServiceClient) UpdateMemoryBankConfig(ctx context.Context, re
 	return c.updateMemoryBankConfig.CallUnary(ctx, req)
 }
 
+// GetQuotaUsage calls kioku.v1.MemoryBankService.GetQuotaUsage.
+func (c *memoryBankServiceClient) GetQuotaUsage(ctx context.Context, req *connect.Request[v1.GetQuotaUsageRequest]) (*connect.Response[v1.QuotaUsage], error) {
+	return c.getQuotaUsage.CallUnary(ctx, req)
+}
+
 // ListWebhookDeliveries calls kioku.v1.MemoryBankService.ListWebhookDeliveries.
 func (c *memoryBankServiceClient) ListWebhookDeliveries(ctx context.Context, req *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
 	return c.listWebhookDeliveries.CallUnary(ctx, req)
@@ -397,6 +417,10 @@ type MemoryBankServiceHandler interface {
 	GetMemoryBankConfig(context.Context, *connect.Request[v1.GetMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
 	// Updates an app's memory bank configuration.
 	UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error)
+	// Returns an app's usage of today (UTC) against the daily quotas every
+	// app has (the server's --quota-generations and --quota-tokens), and
+	// when the day ends. App keys only.
+	GetQuotaUsage(context.Context, *connect.Request[v1.GetQuotaUsageRequest]) (*connect.Response[v1.QuotaUsage], error)
 	// Lists the deliveries of an app's webhooks with their attempts, newest
 	// event first.
 	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
@@ -507,6 +531,13 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 		connect.WithSchema(memoryBankServiceMethods.ByName("UpdateMemoryBankConfig")),
 		connect.WithHandlerOptions(opts...),
 	)
+	memoryBankServiceGetQuotaUsageHandler := connect.NewUnaryHandler(
+		MemoryBankServiceGetQuotaUsageProcedure,
+		svc.GetQuotaUsage,
+		connect.WithSchema(memoryBankServiceMethods.ByName("GetQuotaUsage")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	memoryBankServiceListWebhookDeliveriesHandler := connect.NewUnaryHandler(
 		MemoryBankServiceListWebhookDeliveriesProcedure,
 		svc.ListWebhookDeliveries,
@@ -555,6 +586,8 @@ func NewMemoryBankServiceHandler(svc MemoryBankServiceHandler, opts ...connect.H
 			memoryBankServiceGetMemoryBankConfigHandler.ServeHTTP(w, r)
 		case MemoryBankServiceUpdateMemoryBankConfigProcedure:
 			memoryBankServiceUpdateMemoryBankConfigHandler.ServeHTTP(w, r)
+		case MemoryBankServiceGetQuotaUsageProcedure:
+			memoryBankServiceGetQuotaUsageHandler.ServeHTTP(w, r)
 		case MemoryBankServiceListWebhookDeliveriesProcedure:
 			memoryBankServiceListWebhookDeliveriesHandler.ServeHTTP(w, r)
 		case MemoryBankServiceRedeliverWebhookProcedure:
@@ -620,6 +653,10 @@ func (UnimplementedMemoryBankServiceHandler) GetMemoryBankConfig(context.Context
 
 func (UnimplementedMemoryBankServiceHandler) UpdateMemoryBankConfig(context.Context, *connect.Request[v1.UpdateMemoryBankConfigRequest]) (*connect.Response[v1.MemoryBankConfig], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.UpdateMemoryBankConfig is not implemented"))
+}
+
+func (UnimplementedMemoryBankServiceHandler) GetQuotaUsage(context.Context, *connect.Request[v1.GetQuotaUsageRequest]) (*connect.Response[v1.QuotaUsage], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kioku.v1.MemoryBankService.GetQuotaUsage is not implemented"))
 }
 
 func (UnimplementedMemoryBankServiceHandler) ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {

@@ -105,6 +105,12 @@ class GetMemoryRequest(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class GetQuotaUsageRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class ListMemoriesRequest(_message.Message):
     __slots__ = ["filter", "memory_types", "page_size", "page_token", "parent", "scope"]
     class ScopeEntry(_message.Message):
@@ -202,6 +208,24 @@ class PurgeMemoriesRequest(_message.Message):
     parent: str
     scope: _containers.ScalarMap[str, str]
     def __init__(self, parent: _Optional[str] = ..., scope: _Optional[_Mapping[str, str]] = ..., filter: _Optional[str] = ..., force: bool = ...) -> None: ...
+
+class QuotaUsage(_message.Message):
+    __slots__ = ["day", "generation_quota", "generations", "name", "reset_time", "token_quota", "tokens"]
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    GENERATIONS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESET_TIME_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    day: str
+    generation_quota: int
+    generations: int
+    name: str
+    reset_time: _timestamp_pb2.Timestamp
+    token_quota: int
+    tokens: int
+    def __init__(self, name: _Optional[str] = ..., day: _Optional[str] = ..., generations: _Optional[int] = ..., tokens: _Optional[int] = ..., generation_quota: _Optional[int] = ..., token_quota: _Optional[int] = ..., reset_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RedeliverWebhookRequest(_message.Message):
     __slots__ = ["name"]

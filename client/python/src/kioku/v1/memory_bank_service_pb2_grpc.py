@@ -84,6 +84,11 @@ class MemoryBankServiceStub(object):
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.SerializeToString,
                 response_deserializer=kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.FromString,
                 )
+        self.GetQuotaUsage = channel.unary_unary(
+                '/kioku.v1.MemoryBankService/GetQuotaUsage',
+                request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.GetQuotaUsageRequest.SerializeToString,
+                response_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.QuotaUsage.FromString,
+                )
         self.ListWebhookDeliveries = channel.unary_unary(
                 '/kioku.v1.MemoryBankService/ListWebhookDeliveries',
                 request_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
@@ -207,6 +212,15 @@ class MemoryBankServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetQuotaUsage(self, request, context):
+        """Returns an app's usage of today (UTC) against the daily quotas every
+        app has (the server's --quota-generations and --quota-tokens), and
+        when the day ends. App keys only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListWebhookDeliveries(self, request, context):
         """Lists the deliveries of an app's webhooks with their attempts, newest
         event first.
@@ -306,6 +320,11 @@ def add_MemoryBankServiceServicer_to_server(servicer, server):
                     servicer.UpdateMemoryBankConfig,
                     request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.FromString,
                     response_serializer=kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.SerializeToString,
+            ),
+            'GetQuotaUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQuotaUsage,
+                    request_deserializer=kioku_dot_v1_dot_memory__bank__service__pb2.GetQuotaUsageRequest.FromString,
+                    response_serializer=kioku_dot_v1_dot_memory__bank__service__pb2.QuotaUsage.SerializeToString,
             ),
             'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
                     servicer.ListWebhookDeliveries,
@@ -552,6 +571,23 @@ class MemoryBankService(object):
         return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/UpdateMemoryBankConfig',
             kioku_dot_v1_dot_memory__bank__service__pb2.UpdateMemoryBankConfigRequest.SerializeToString,
             kioku_dot_v1_dot_memory__pb2.MemoryBankConfig.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetQuotaUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/kioku.v1.MemoryBankService/GetQuotaUsage',
+            kioku_dot_v1_dot_memory__bank__service__pb2.GetQuotaUsageRequest.SerializeToString,
+            kioku_dot_v1_dot_memory__bank__service__pb2.QuotaUsage.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
