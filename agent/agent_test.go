@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 type env struct {
@@ -40,7 +41,7 @@ func setup(t *testing.T) *env {
 
 func (e *env) session(t *testing.T, user, id string) string {
 	t.Helper()
-	s, err := e.kioku.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("app", user), SessionId: id})
+	s, err := e.kioku.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName("app", user), SessionId: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestIdentityComesFromTheSession(t *testing.T) {
 	e.wait(t, res)
 	count := func(app, user string) int {
 		n := 0
-		for _, err := range e.kioku.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: client.AppName(app), Scope: map[string]string{"user_id": user}}) {
+		for _, err := range e.kioku.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: resource.AppName(app), Scope: map[string]string{"user_id": user}}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,12 +217,12 @@ func TestIdentityComesFromTheSession(t *testing.T) {
 		t.Fatalf("memories: alice %d, bob %d, other/bob %d", count("app", "alice"), count("app", "bob"), count("other", "bob"))
 	}
 	// The memory's source is the session and the user's message of the turn.
-	for m, err := range e.kioku.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: client.AppName("app"), Scope: map[string]string{"user_id": "alice"}}) {
+	for m, err := range e.kioku.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: resource.AppName("app"), Scope: map[string]string{"user_id": "alice"}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		src := m.GetSources()
-		if len(src) != 1 || src[0].GetSession() != client.SessionName("app", "alice", "s") || len(src[0].GetEventIds()) != 1 || src[0].GetEventIds()[0] != res.Events[0].GetId() {
+		if len(src) != 1 || src[0].GetSession() != resource.SessionName("app", "alice", "s") || len(src[0].GetEventIds()) != 1 || src[0].GetEventIds()[0] != res.Events[0].GetId() {
 			t.Fatalf("sources = %v, want the session and event %s", src, res.Events[0].GetId())
 		}
 	}
@@ -265,7 +266,7 @@ func TestMemoryCarriesToTheNextSession(t *testing.T) {
 		{Fact: "Alice tuned her cello.", StatedTime: timestamppb.New(time.Date(2026, 1, 3, 9, 0, 0, 0, time.UTC))},
 	} {
 		m.Scope = map[string]string{"user_id": "alice"}
-		if _, err := e.kioku.CreateMemory(t.Context(), &kiokuv1.CreateMemoryRequest{Parent: client.AppName("app"), Memory: m}); err != nil {
+		if _, err := e.kioku.CreateMemory(t.Context(), &kiokuv1.CreateMemoryRequest{Parent: resource.AppName("app"), Memory: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -431,7 +432,7 @@ func TestUserIDFromState(t *testing.T) {
 	e.agent.UserIDKey = "user_id"
 	create := func(user, id string, state map[string]any) string {
 		st, _ := structpb.NewStruct(state)
-		s, err := e.kioku.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("app", user), SessionId: id, Session: &kiokuv1.Session{State: st}})
+		s, err := e.kioku.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName("app", user), SessionId: id, Session: &kiokuv1.Session{State: st}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/exampletest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // finalAnswer is the model's reply that gives the structured reply: a call
@@ -55,7 +56,7 @@ func Example() {
 
 	// The conversation's session, with the user id in its state.
 	s, err := kioku.CreateSession(ctx, &kiokuv1.CreateSessionRequest{
-		Parent:  client.UserName("companion", "ann"),
+		Parent:  resource.UserName("companion", "ann"),
 		Session: &kiokuv1.Session{State: client.Delta(map[string]any{"user_id": "ann"})},
 	})
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/memorytools"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // preload returns the instruction text of the session user's structured
@@ -137,7 +137,7 @@ func (t *turn) afterTurn(ctx context.Context) error {
 		return nil
 	}
 	op, err := t.a.Kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
-		Parent: client.AppName(t.app),
+		Parent: resource.AppName(t.app),
 		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: t.name}},
 	})
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestMemoryFileTool: a model (the fake Gemini, through the real genai
@@ -62,11 +62,11 @@ func TestMemoryFileTool(t *testing.T) {
 		}
 	}
 	// The file is ann's, not bob's.
-	got, err := e.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: client.UserName("app", "ann"), ShowDeleted: true})
+	got, err := e.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: resource.UserName("app", "ann"), ShowDeleted: true})
 	if err != nil || len(got.GetMemoryFiles()) != 1 || got.GetMemoryFiles()[0].GetPath() != "/memories/ann.md" {
 		t.Fatalf("ann's memory files: %v, %v", got, err)
 	}
-	bob, err := e.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: client.UserName("app", "bob"), ShowDeleted: true})
+	bob, err := e.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: resource.UserName("app", "bob"), ShowDeleted: true})
 	if err != nil || len(bob.GetMemoryFiles()) != 0 {
 		t.Fatalf("bob's memory files: %v, %v", bob, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestPreloadIncludesProfile: the preload puts the session user's
@@ -27,7 +28,7 @@ func TestPreloadIncludesProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.kioku.UpdateMemoryBankConfig(ctx, &kiokuv1.UpdateMemoryBankConfigRequest{
-		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: client.MemoryBankConfigName("app"), ProfileSchemas: []*kiokuv1.ProfileSchemaConfig{{SchemaId: "user-profile", JsonSchema: schema}}},
+		MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: resource.MemoryBankConfigName("app"), ProfileSchemas: []*kiokuv1.ProfileSchemaConfig{{SchemaId: "user-profile", JsonSchema: schema}}},
 		UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"profile_schemas"}},
 	}); err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestPreloadIncludesProfile(t *testing.T) {
 	// The extraction call fills the profile (the fake model answers it).
 	e.fake.ReplyText(`{"facts": [], "profile": {"user-profile": {"preferred_language": {"value": "Python", "events": [1]},
 		"age": {"value": 34, "events": [1]}, "vegetarian": {"value": true, "events": [1]}}}}`)
-	op, err := e.kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("app"), Scope: client.Scope("alice"),
+	op, err := e.kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("app"), Scope: client.Scope("alice"),
 		Source: client.FromEvents(&kiokuv1.Event{Author: "user", InvocationId: "i1", Content: client.Text("user", "I'm 34, vegetarian, and I code in Python.")})})
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,11 @@ import (
 	"github.com/invopop/jsonschema"
 	"google.golang.org/genai"
 
-	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/memorytools"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // turn is the state of one running turn.
@@ -41,7 +41,7 @@ func (a *Agent) Turn(ctx context.Context, session, message string, opts ...TurnO
 	for _, opt := range opts {
 		opt(&o)
 	}
-	app, user, id, err := client.ParseSessionName(session)
+	app, user, id, err := resource.ParseSession("session", session)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The records of the core memory blocks (format version 4), as they are
@@ -61,7 +62,7 @@ func decodeBlockRecord(rec *Record, line []byte) error {
 		if err := strict(line, &m); err != nil {
 			return err
 		}
-		app, user, label, err := aip.ParseBlock("name", m.Name)
+		app, user, label, err := resource.ParseBlock("name", m.Name)
 		if err != nil {
 			return err
 		}
@@ -76,16 +77,16 @@ func decodeBlockRecord(rec *Record, line []byte) error {
 	if err := strict(line, &m); err != nil {
 		return err
 	}
-	v, ok := aip.UserBlockRevision.Match(m.Name)
+	v, ok := resource.UserBlockRevision.Match(m.Name)
 	if !ok {
-		if v, ok = aip.AppBlockRevision.Match(m.Name); ok {
+		if v, ok = resource.AppBlockRevision.Match(m.Name); ok {
 			v = []string{v[0], "", v[1], v[2]}
 		}
 	}
 	if !ok {
-		return fmt.Errorf("name %q is not of the form %s or %s", aip.Truncate(m.Name, 200), aip.UserBlockRevision, aip.AppBlockRevision)
+		return fmt.Errorf("name %q is not of the form %s or %s", aip.Truncate(m.Name, 200), resource.UserBlockRevision, resource.AppBlockRevision)
 	}
-	app, user, label, err := aip.ParseBlock("name", aip.BlockName(v[0], v[1], v[2]))
+	app, user, label, err := resource.ParseBlock("name", resource.BlockName(v[0], v[1], v[2]))
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func decodeBlockRecord(rec *Record, line []byte) error {
 		return err
 	}
 	for i, src := range m.Sources {
-		if _, _, _, err := aip.ParseSession("sources.session", src.Session); err != nil {
+		if _, _, _, err := resource.ParseSession("sources.session", src.Session); err != nil {
 			return fmt.Errorf("sources[%d]: %w", i, err)
 		}
 	}

@@ -72,8 +72,9 @@
 //
 // and an import deletes it again. A memory's embedding is its vector as
 // little-endian IEEE 754 float32 values, base64-encoded (standard
-// alphabet); its sources are record.MarshalSources's form
-// (internal/memorystore/record). Its revisions follow it, newest first.
+// alphabet); its sources are in the memory bank's stored form (package
+// github.com/kioku-ai/kioku/memorybank/record, MarshalSources). Its
+// revisions follow it, newest first.
 // Memory files come user by user (in id order), each file in path order,
 // deleted ones too, followed by its revisions (the latest
 // memoryfiles.MaxRevisions, newest first; content only for CREATED and
@@ -82,11 +83,12 @@
 // order followed by its revisions (the latest blocks.MaxRevisions, newest
 // first; a REWRITTEN revision has the sessions it was written from as
 // sources, [{"session":...,"event_ids":[...]}]). A configuration and a revision are the memory
-// bank's stored forms (record.MarshalConfig, record.MarshalRevision), an
+// bank's stored forms (package memorybank/record: MarshalConfig,
+// MarshalRevision), an
 // operation the jobs engine's (jobs.MarshalOperation, format 3 since the
 // engine left the memory bank; archives of earlier versions hold format
 // 2), which are versioned themselves and read back in every version kioku
-// has written (record.DecodeOperation).
+// has written (memorybank/record's DecodeOperation).
 //
 // What an export holds: the sessions visible when it ran (expired ones not
 // yet swept are left out) with all their events, every user: and app:

@@ -8,10 +8,10 @@ import (
 
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -42,10 +42,10 @@ func ParseSelection(name string) (Selection, error) {
 	if name == "" {
 		return Selection{}, nil
 	}
-	if v, ok := aip.App.Match(name); ok {
-		return Selection{App: v[0]}, aip.ValidateID("app id", v[0], aip.AppIDChars)
+	if v, ok := resource.App.Match(name); ok {
+		return Selection{App: v[0]}, resource.ValidateID("app id", v[0], resource.AppIDChars)
 	}
-	app, user, err := aip.ParseUser("selection", name)
+	app, user, err := resource.ParseUser("selection", name)
 	if err != nil {
 		return Selection{}, fault.Invalidf("%q is neither an app (apps/{app}) nor a user (apps/{app}/users/{user})", name)
 	}
@@ -418,7 +418,7 @@ func (e *exporter) ownerBlocks(ctx context.Context, app, user string) error {
 func (e *exporter) watermarks(ctx context.Context, app string) error {
 	prefix := ""
 	if e.sel.User != "" {
-		prefix = aip.UserName(app, e.sel.User) + "/sessions/"
+		prefix = resource.UserName(app, e.sel.User) + "/sessions/"
 	}
 	after := ""
 	for {

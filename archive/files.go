@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The records of the memory files (format version 2), as they are
@@ -67,7 +67,7 @@ func decodeMemoryFile(line []byte) (*memoryfiles.File, error) {
 	if err := strict(line, &m); err != nil {
 		return nil, err
 	}
-	app, user, id, err := aip.ParseMemoryFile("name", m.Name)
+	app, user, id, err := resource.ParseMemoryFile("name", m.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func decodeFileRevision(line []byte) (*memoryfiles.Revision, error) {
 	if err := strict(line, &m); err != nil {
 		return nil, err
 	}
-	app, user, id, n, err := aip.ParseMemoryFileRevision("name", m.Name)
+	app, user, id, n, err := resource.ParseMemoryFileRevision("name", m.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/blocks"
-	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
@@ -303,7 +303,7 @@ func (w *Writer) Config(c *appconfig.Config) error {
 	if err != nil {
 		return err
 	}
-	return w.write(KindConfig, configRecord{Kind: KindConfig, Name: aip.MemoryBankConfigName(c.App), Config: body})
+	return w.write(KindConfig, configRecord{Kind: KindConfig, Name: resource.MemoryBankConfigName(c.App), Config: body})
 }
 
 // Memory writes a memory record, with its vector.

@@ -11,12 +11,12 @@ import (
 
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -469,7 +469,7 @@ func within(h Header, rec *Record) error {
 		app, user = rec.Revision.App, h.User // follows its memory, checked with it
 	case KindWatermark:
 		var err error
-		if app, user, _, err = aip.ParseSession("session", rec.Watermark.Session); err != nil {
+		if app, user, _, err = resource.ParseSession("session", rec.Watermark.Session); err != nil {
 			return fmt.Errorf("names no session: %w", err)
 		}
 	case KindOperation:

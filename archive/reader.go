@@ -10,9 +10,9 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/record"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
@@ -180,7 +180,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &s); err != nil {
 			return nil, err
 		}
-		app, user, err := aip.ParseState("name", s.Name)
+		app, user, err := resource.ParseState("name", s.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +196,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &s); err != nil {
 			return nil, err
 		}
-		app, user, id, err := aip.ParseSession("name", s.Name)
+		app, user, id, err := resource.ParseSession("name", s.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &e); err != nil {
 			return nil, err
 		}
-		app, user, id, err := aip.ParseSession("session", e.Session)
+		app, user, id, err := resource.ParseSession("session", e.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +224,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &n); err != nil {
 			return nil, err
 		}
-		app, user, id, err := aip.ParseSession("name", n.Name)
+		app, user, id, err := resource.ParseSession("name", n.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &c); err != nil {
 			return nil, err
 		}
-		app, err := aip.ParseMemoryBankConfig("name", c.Name)
+		app, err := resource.ParseMemoryBankConfig("name", c.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +246,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &m); err != nil {
 			return nil, err
 		}
-		app, id, err := aip.ParseMemory("name", m.Name)
+		app, id, err := resource.ParseMemory("name", m.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +280,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &w); err != nil {
 			return nil, err
 		}
-		app, _, _, err := aip.ParseSession("session", w.Session)
+		app, _, _, err := resource.ParseSession("session", w.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +290,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err := strict(line, &o); err != nil {
 			return nil, err
 		}
-		app, id, err := aip.ParseOperation("name", o.Name)
+		app, id, err := resource.ParseOperation("name", o.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -319,7 +319,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 
 // parseRevision parses a revision's name.
 func parseRevision(name string) (app, memory string, number int64, err error) {
-	v, err := aip.Revision.Parse("name", name)
+	v, err := resource.Revision.Parse("name", name)
 	if err != nil {
 		return "", "", 0, err
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Key names a block: an app's shared block when User is empty, else a
@@ -15,7 +15,7 @@ type Key struct {
 }
 
 // Name returns the block's resource name.
-func (k Key) Name() string { return aip.BlockName(k.App, k.User, k.Label) }
+func (k Key) Name() string { return resource.BlockName(k.App, k.User, k.Label) }
 
 // Owner says whose block it is, for messages: "user U of app A" or "app
 // A".
@@ -108,7 +108,7 @@ type Revision struct {
 
 // Name returns the revision's resource name, {block}/revisions/{n}.
 func (r *Revision) Name() string {
-	return aip.BlockRevisionName(r.App, r.User, r.Label, r.Number)
+	return resource.BlockRevisionName(r.App, r.User, r.Label, r.Number)
 }
 
 // revisionOf returns the revision that records b as an action left it,

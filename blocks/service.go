@@ -9,6 +9,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/redact"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Config configures a Service.
@@ -45,15 +46,15 @@ func NewService(store Store, cfg Config) *Service {
 // validateKey checks a block's key; field is the request field of its
 // name.
 func validateKey(field string, k Key) error {
-	if err := aip.ValidateID("app id", k.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", k.App, resource.AppIDChars); err != nil {
 		return err
 	}
 	if k.User != "" {
-		if err := aip.ValidateID("user id", k.User, aip.UserIDChars); err != nil {
+		if err := resource.ValidateID("user id", k.User, resource.UserIDChars); err != nil {
 			return err
 		}
 	}
-	return aip.ValidateBlockLabel(field+" label", k.Label)
+	return resource.ValidateBlockLabel(field+" label", k.Label)
 }
 
 // chars returns the characters (code points) of s.
@@ -141,10 +142,10 @@ func (s *Service) Delete(ctx context.Context, k Key) error {
 // data-subject request, and returns how many it removed. The app's shared
 // blocks stay.
 func (s *Service) EraseUser(ctx context.Context, app, user string) (int, error) {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return 0, err
 	}
-	if err := aip.ValidateID("user id", user, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
 		return 0, err
 	}
 	return s.store.DeleteUser(ctx, app, user)

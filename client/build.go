@@ -40,7 +40,7 @@ func Scope(user string) map[string]string { return map[string]string{"user_id": 
 // Similar returns RetrieveMemoriesRequest's method for the k memories most
 // similar to query (k 0: 3):
 //
-//	c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"),
+//	c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"),
 //		Scope: client.Scope("ann"), Method: client.Similar("What does Ann drink?", 5)})
 func Similar(query string, k int) *kiokuv1.RetrieveMemoriesRequest_SimilaritySearch {
 	return &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: query, TopK: int32(k)}}
@@ -56,8 +56,8 @@ func Every(pageSize int, pageToken string) *kiokuv1.RetrieveMemoriesRequest_Simp
 // FromSession returns GenerateMemoriesRequest's source for the events of a
 // stored session not processed by an earlier generation:
 //
-//	c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"),
-//		Source: client.FromSession(client.SessionName("demo", "ann", "s1"))})
+//	c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("demo"),
+//		Source: client.FromSession(resource.SessionName("demo", "ann", "s1"))})
 func FromSession(session string) *kiokuv1.GenerateMemoriesRequest_SessionSource {
 	return &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{Session: session}}
 }

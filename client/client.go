@@ -1,11 +1,12 @@
 // Package client is the Go client of kioku: every method of the four
 // services (sessions, the memory bank, operations, memory files) with the generated request and response types (package
 // github.com/kioku-ai/kioku/gen/kioku/v1, imported as kiokuv1),
-// resource-name helpers, iterators over every List method, and operation
-// waiting.
+// iterators over every List method, and operation waiting. The resource
+// names it sends are built (and the ones it gets back parsed) with package
+// github.com/kioku-ai/kioku/resource, the parser the server uses.
 //
 //	c := client.New("http://127.0.0.1:8080")
-//	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+//	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann")})
 //	for ev, err := range c.AllEvents(ctx, &kiokuv1.ListEventsRequest{Parent: s.GetName()}) { ... }
 //
 // Text, Delta, Scope, Similar, Every, Facts, FromSession and FromEvents

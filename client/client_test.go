@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // serve runs a real kioku whose handler is wrapped by wrap, which can reach
@@ -47,13 +48,13 @@ func TestAuthHeaderOnEveryCall(t *testing.T) {
 	})
 	c := client.New(url, client.WithAuthToken("s3cret"), client.WithHeader("X-Tenant", "t1"))
 	ctx := t.Context()
-	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "s"}); err != nil {
+	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u"), SessionId: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	// A stream carries the headers too.
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	for range c.WatchSession(wctx, &kiokuv1.WatchSessionRequest{Name: client.SessionName("a", "u", "s")}) {
+	for range c.WatchSession(wctx, &kiokuv1.WatchSessionRequest{Name: resource.SessionName("a", "u", "s")}) {
 	}
 	if seen.Load() != calls.Load() || calls.Load() != 2 {
 		t.Fatalf("%d of %d calls carried the headers", seen.Load(), calls.Load())
@@ -65,12 +66,12 @@ func TestIteratorsAndWatch(t *testing.T) {
 	c := client.New(url)
 	ctx := t.Context()
 	for i := range 7 {
-		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: fmt.Sprint("s", i)}); err != nil {
+		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u"), SessionId: fmt.Sprint("s", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	n := 0
-	for s, err := range c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: client.UserName("a", "u"), PageSize: 3}) {
+	for s, err := range c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName("a", "u"), PageSize: 3}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestIteratorsAndWatch(t *testing.T) {
 		t.Fatalf("AllSessions yielded %d, want 7", n)
 	}
 	// Stopping early stops fetching.
-	for range c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: client.UserName("a", "u"), PageSize: 3}) {
+	for range c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName("a", "u"), PageSize: 3}) {
 		break
 	}
 	// An error is yielded once.
@@ -93,7 +94,7 @@ func TestIteratorsAndWatch(t *testing.T) {
 		}
 	}
 
-	name := client.SessionName("a", "u", "s0")
+	name := resource.SessionName("a", "u", "s0")
 	got := make(chan string, 10)
 	go func() {
 		for ev, err := range c.WatchSession(ctx, &kiokuv1.WatchSessionRequest{Name: name}) {
@@ -161,8 +162,8 @@ func isProcedure(r *http.Request, procedure string) bool { return r.URL.Path == 
 // sent and AppendEvent's answer.
 func appendTea(t *testing.T, c *client.Client) (string, *kiokuv1.Event, *kiokuv1.AppendEventResponse, error) {
 	t.Helper()
-	name := client.SessionName("a", "u", "s")
-	if _, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "s"}); err != nil {
+	name := resource.SessionName("a", "u", "s")
+	if _, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u"), SessionId: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	ev := &kiokuv1.Event{Author: "user", Content: client.Text("user", "I prefer tea.")}
@@ -250,7 +251,7 @@ func TestRetryUnavailable(t *testing.T) {
 	var calls, headers atomic.Int32
 	url := serve(t, unavailable(kiokuv1connect.SessionServiceGetStateProcedure, 2, &calls, &headers))
 	c := client.New(url, fast, client.WithAuthToken("k"))
-	if _, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.AppStateName("a")}); err != nil {
+	if _, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.AppStateName("a")}); err != nil {
 		t.Fatalf("GetState after two UNAVAILABLE: %v", err)
 	}
 	if calls.Load() != 3 || headers.Load() != 3 {
@@ -260,7 +261,7 @@ func TestRetryUnavailable(t *testing.T) {
 	// The attempts are bounded.
 	calls.Store(0)
 	c = client.New(url, client.WithRetry(client.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Millisecond}))
-	if _, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.AppStateName("a")}); connect.CodeOf(err) != connect.CodeUnavailable {
+	if _, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.AppStateName("a")}); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("GetState with 2 attempts against 2 failures: %v, want UNAVAILABLE", err)
 	}
 	if calls.Load() != 2 {
@@ -271,7 +272,7 @@ func TestRetryUnavailable(t *testing.T) {
 	calls.Store(0)
 	url = serve(t, unavailable(kiokuv1connect.SessionServiceCreateSessionProcedure, 1, &calls, &headers))
 	c = client.New(url, fast)
-	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u")}); connect.CodeOf(err) != connect.CodeUnavailable {
+	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u")}); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("CreateSession: %v, want UNAVAILABLE", err)
 	}
 	if calls.Load() != 1 {
@@ -284,7 +285,7 @@ func TestRetryUnavailable(t *testing.T) {
 	c = client.New(url, client.WithRetry(client.RetryPolicy{MaxAttempts: 1000, InitialBackoff: time.Hour}))
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	if _, err := c.GetState(short, &kiokuv1.GetStateRequest{Name: client.AppStateName("a")}); connect.CodeOf(err) != connect.CodeUnavailable {
+	if _, err := c.GetState(short, &kiokuv1.GetStateRequest{Name: resource.AppStateName("a")}); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("GetState: %v, want the last UNAVAILABLE", err)
 	}
 	if calls.Load() != 1 {
@@ -315,7 +316,7 @@ func TestRetryRefused(t *testing.T) {
 		}
 	}()
 	c := client.New("http://"+addr, client.WithRetry(client.RetryPolicy{MaxAttempts: 20, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}))
-	s, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u")})
+	s, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u")})
 	if err := <-started; err != nil {
 		t.Fatalf("the port was taken meanwhile: %v", err)
 	}

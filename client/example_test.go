@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/exampletest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 func Example() {
@@ -19,7 +20,7 @@ func Example() {
 	c := client.New(url)
 
 	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{
-		Parent:    client.UserName("demo", "ann"),
+		Parent:    resource.UserName("demo", "ann"),
 		SessionId: "s1",
 	})
 	if err != nil {
@@ -39,7 +40,7 @@ func Example() {
 	fmt.Println("appended sequence", res.GetEvent().GetSequence())
 
 	// The user: key is seen by every session of the user.
-	other, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	other, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann")})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -49,23 +50,13 @@ func Example() {
 	// other session sees tea
 }
 
-func ExampleSessionName() {
-	name := client.SessionName("demo", "ann", "s1")
-	app, user, session, _ := client.ParseSessionName(name)
-	fmt.Println(name)
-	fmt.Println(app, user, session)
-	// Output:
-	// apps/demo/users/ann/sessions/s1
-	// demo ann s1
-}
-
 func ExampleClient_AllEvents() {
 	url, stop := exampletest.StartKioku()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url, client.WithJSON())
-	name := client.SessionName("demo", "ann", "long")
-	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann"), SessionId: "long"}); err != nil {
+	name := resource.SessionName("demo", "ann", "long")
+	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann"), SessionId: "long"}); err != nil {
 		log.Fatal(err)
 	}
 	for i := range 5 {
@@ -91,7 +82,7 @@ func ExampleClient_WaitOperation() {
 	c := client.New(url, client.WithGRPC())
 
 	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
-		Parent: client.AppName("demo"),
+		Parent: resource.AppName("demo"),
 		Scope:  client.Scope("ann"),
 		Source: client.Facts("Ann lives in Sapporo."),
 	})
@@ -118,12 +109,12 @@ func ExampleSimilar() {
 	ctx := context.Background()
 	c := client.New(url)
 	for _, fact := range []string{"Ann prefers green tea.", "Ann lives in Sapporo."} {
-		if _, err := c.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: client.AppName("demo"),
+		if _, err := c.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: resource.AppName("demo"),
 			Memory: &kiokuv1.Memory{Fact: fact, Scope: client.Scope("ann")}}); err != nil {
 			log.Fatal(err)
 		}
 	}
-	res, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"),
+	res, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"),
 		Scope: client.Scope("ann"), Method: client.Similar("Which tea does Ann like?", 1)})
 	if err != nil {
 		log.Fatal(err)
@@ -142,7 +133,7 @@ func ExampleClient_Execute() {
 	defer stop()
 	ctx := context.Background()
 	c := client.New(url)
-	user := client.UserName("demo", "ann")
+	user := resource.UserName("demo", "ann")
 
 	// The input of a "memory" tool_use block of the model, as it came.
 	input, err := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/notes.md", "file_text": "Ann likes tea.\n"})
@@ -177,7 +168,7 @@ func Example_firstProgram() {
 	c := client.New(url) // options: client.WithGRPC(), client.WithAuthToken(key), client.WithRetry(...)
 
 	// A session of user ann in app demo, then one event with a state change.
-	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann")})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -198,7 +189,7 @@ func Example_firstProgram() {
 
 	// Remember a fact about ann (client.FromSession(s.GetName()) would extract facts from the
 	// conversation instead, by the offline extractor or a model), wait for it, and find it again.
-	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"),
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("demo"),
 		Scope: client.Scope("ann"), Source: client.Facts("Ann lives in Sapporo.")})
 	if err != nil {
 		log.Fatal(err)
@@ -210,7 +201,7 @@ func Example_firstProgram() {
 	if _, err := client.GenerateResult(done); err != nil {
 		log.Fatal(err)
 	}
-	found, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"),
+	found, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"),
 		Scope: client.Scope("ann"), Method: client.Similar("Where does Ann live?", 3)})
 	if err != nil {
 		log.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest/faultproxy"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestFirestoreFaults runs a kioku on Firestore (the emulator) through a
@@ -42,7 +43,7 @@ func TestFirestoreFaults(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := client.New(srv.URL)
 	ctx := t.Context()
-	name := func(w int) string { return client.SessionName("a", "u", fmt.Sprint("s", w)) }
+	name := func(w int) string { return resource.SessionName("a", "u", fmt.Sprint("s", w)) }
 
 	// Writers append to a session each, every event sent again with its id
 	// until stored (as an application does after the client's own retries
@@ -51,7 +52,7 @@ func TestFirestoreFaults(t *testing.T) {
 	// commits among them.
 	const writers, each = 4, 25
 	for w := range writers {
-		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: fmt.Sprint("s", w)}); err != nil {
+		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u"), SessionId: fmt.Sprint("s", w)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,58 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/aip"
 )
-
-// AppName returns "apps/{app}", the parent of memories and operations.
-func AppName(app string) string { return aip.AppName(app) }
-
-// UserName returns "apps/{app}/users/{user}", the parent of a user's
-// sessions.
-func UserName(app, user string) string { return aip.UserName(app, user) }
-
-// SessionName returns "apps/{app}/users/{user}/sessions/{session}".
-func SessionName(app, user, session string) string { return aip.SessionName(app, user, session) }
-
-// EventName returns a session's event's name.
-func EventName(app, user, session, event string) string {
-	return aip.EventName(app, user, session, event)
-}
-
-// AppStateName returns the name of an app's "app:" state.
-func AppStateName(app string) string { return aip.AppStateName(app) }
-
-// UserStateName returns the name of a user's "user:" state.
-func UserStateName(app, user string) string { return aip.UserStateName(app, user) }
-
-// MemoryName returns "apps/{app}/memories/{memory}".
-func MemoryName(app, memory string) string { return aip.MemoryName(app, memory) }
-
-// OperationName returns "apps/{app}/operations/{operation}".
-func OperationName(app, operation string) string { return aip.OperationName(app, operation) }
-
-// UserBlockName returns "apps/{app}/users/{user}/blocks/{label}", a
-// user's core memory block.
-func UserBlockName(app, user, label string) string { return aip.BlockName(app, user, label) }
-
-// AppBlockName returns "apps/{app}/blocks/{label}", a block the app's
-// users share.
-func AppBlockName(app, label string) string { return aip.BlockName(app, "", label) }
-
-// MemoryFileName returns "apps/{app}/users/{user}/memoryFiles/{file}".
-func MemoryFileName(app, user, file string) string { return aip.MemoryFileName(app, user, file) }
-
-// MemoryBankConfigName returns "apps/{app}/memoryBankConfig".
-func MemoryBankConfigName(app string) string { return aip.MemoryBankConfigName(app) }
-
-// ParseSessionName splits "apps/{app}/users/{user}/sessions/{session}",
-// checking the ids as the server does.
-func ParseSessionName(name string) (app, user, session string, err error) {
-	if app, user, session, err = aip.ParseSession("session name", name); err != nil {
-		return "", "", "", fmt.Errorf("client: %w", err)
-	}
-	return app, user, session, nil
-}
 
 // pages iterates over the items of a List method's pages.
 func pages[Item any](ctx context.Context, next func(token string) ([]Item, string, error)) iter.Seq2[Item, error] {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // DefaultWorkers is how many runs a process may have going at once by
@@ -28,7 +29,7 @@ const DefaultWorkers = 64
 // Config configures an Engine.
 type Config struct {
 	// Now and NewID are the clock and the id source (defaults: time.Now and
-	// aip.NewID).
+	// random ids of 20 lower-case letters and digits).
 	Now   func() time.Time
 	NewID func() string
 	// Logger receives the workers' errors. Default slog.Default().
@@ -309,10 +310,10 @@ func (e *Engine) checkQueue(ctx context.Context, k *Kind, op *Operation) error {
 
 // validate checks an operation's app and id as a caller gave them.
 func validate(app, id string) error {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return err
 	}
-	return aip.ValidateID("operation id", id, aip.MemoryIDChars)
+	return resource.ValidateID("operation id", id, resource.MemoryIDChars)
 }
 
 // Get returns an operation.
@@ -326,7 +327,7 @@ func (e *Engine) Get(ctx context.Context, app, id string) (*Operation, error) {
 // List returns a page of an app's operations, newest first, optionally
 // only those in the given states.
 func (e *Engine) List(ctx context.Context, app string, states []State, pageSize int32, token string) ([]*Operation, string, error) {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return nil, "", err
 	}
 	size, err := aip.PageSize("page_size", pageSize)

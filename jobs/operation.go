@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // State is the state of an operation.
@@ -96,7 +96,7 @@ type Operation struct {
 }
 
 // Name returns the operation's resource name.
-func (o *Operation) Name() string { return aip.OperationName(o.App, o.ID) }
+func (o *Operation) Name() string { return resource.OperationName(o.App, o.ID) }
 
 // ClaimTime is when a worker may claim the operation: a pending one when it
 // is due (created, or its retry's backoff over), a running one when its

@@ -18,7 +18,7 @@ import (
 // Format is the version of the record MarshalOperation writes. Formats 1
 // and 2 were the memory bank's operation records, which held its kinds'
 // requests and results beside the fields below; the memory bank's stored
-// formats (internal/memorystore/record) still read them.
+// formats (memorybank/record) still read them.
 const Format = 3
 
 // record is the stored form of an Operation, without its app and id (the

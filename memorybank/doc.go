@@ -140,5 +140,5 @@
 // Write completes). Package memorybanktest is its
 // conformance suite, run here on the SQLite store and by
 // internal/memorystore/sqlite and internal/memorystore/firestore; the
-// stored forms of its records are internal/memorystore/record's.
+// stored forms of its records are memorybank/record's.
 package memorybank

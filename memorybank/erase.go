@@ -3,8 +3,8 @@ package memorybank
 import (
 	"context"
 
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Erasure is what EraseUser deleted.
@@ -34,7 +34,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
-	if err := aip.ValidateID("user id", user, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
 		return nil, err
 	}
 	out := &Erasure{}
@@ -58,7 +58,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 		}
 		out.Memories += len(ids)
 	}
-	prefix := aip.UserName(app, user) + "/sessions/"
+	prefix := resource.UserName(app, user) + "/sessions/"
 	for {
 		page, err := s.store.ScanWatermarks(ctx, app, prefix, "", eraseBatch)
 		if err != nil || len(page) == 0 {

@@ -59,8 +59,9 @@ var memoryFilter = &filter.Schema{Method: "a memory filter", Fields: []filter.Fi
 
 // Filter is a parsed memory filter (ParseFilter). Its conditions (Topics,
 // EventTime, StatedTime, None) are those every memory that passes must
-// meet, which a store can take into its query; Rest and ExactMetadata are
-// checked memory by memory (MatchesRest).
+// meet, which a store can take into its query; the rest of the filter
+// (OR, NOT, metadata, create and update times: opaque to a store) and
+// ExactMetadata are checked memory by memory (MatchesRest).
 type Filter struct {
 	// Topics the memory must all have.
 	Topics []string
@@ -70,9 +71,9 @@ type Filter struct {
 	// None is set when the conditions contradict each other: nothing
 	// matches.
 	None bool
-	// Rest is the rest of the filter (nil: nothing more), bound to the
+	// rest is the rest of the filter (nil: nothing more), bound to the
 	// memory filter's fields: any of them, with OR, NOT and parentheses.
-	Rest filter.Expr
+	rest filter.Expr
 	// ExactMetadata, when set, keeps only the memories whose metadata is
 	// exactly it (a generation's RequireExactMatch).
 	ExactMetadata *metadata.Map
@@ -89,8 +90,8 @@ func (f Filter) Empty() bool {
 }
 
 // Residual reports whether the filter has conditions that are checked
-// memory by memory (Rest or ExactMetadata).
-func (f Filter) Residual() bool { return f.Rest != nil || f.ExactMetadata != nil }
+// memory by memory (the rest of the filter, or ExactMetadata).
+func (f Filter) Residual() bool { return f.rest != nil || f.ExactMetadata != nil }
 
 // MatchesTopics reports whether a memory's topics pass the filter's
 // (false when the filter matches nothing).
@@ -120,13 +121,13 @@ func (f Filter) MatchesTimes(event, stated time.Time) bool {
 	return f.EventTime.Contains(event) && f.StatedTime.Contains(stated)
 }
 
-// MatchesRest reports whether a memory passes the filter's Rest and
-// ExactMetadata.
+// MatchesRest reports whether a memory passes the rest of the filter
+// (what its conditions do not hold) and ExactMetadata.
 func (f Filter) MatchesRest(m *Memory) bool {
 	if f.ExactMetadata != nil && !f.ExactMetadata.Equal(m.Metadata) {
 		return false
 	}
-	return filter.Eval(f.Rest, func(c *filter.Cond) bool { return matchMemory(m, c) })
+	return filter.Eval(f.rest, func(c *filter.Cond) bool { return matchMemory(m, c) })
 }
 
 // Matches reports whether a memory passes the whole filter.
@@ -137,7 +138,7 @@ func (f Filter) Matches(m *Memory) bool {
 // ParseFilter parses a memory filter (see the fields above). The
 // conditions every memory must meet at the top level (topic equalities,
 // bounds of the event and stated times) become the Filter's conditions;
-// the rest is its Rest. Errors are INVALID_ARGUMENT naming the field
+// the rest is kept whole, for MatchesRest. Errors are INVALID_ARGUMENT naming the field
 // "filter" and saying what is wrong.
 func ParseFilter(s string) (Filter, error) {
 	e, err := memoryFilter.Parse(s)
@@ -164,9 +165,9 @@ func ParseFilter(s string) (Filter, error) {
 	switch len(rest) {
 	case 0:
 	case 1:
-		f.Rest = rest[0]
+		f.rest = rest[0]
 	default:
-		f.Rest = rest
+		f.rest = rest
 	}
 	return f, nil
 }

@@ -44,15 +44,11 @@ func TestParseFilter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(memorybank.Filter{}, "Rest")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(memorybank.Filter{})); diff != "" {
 				t.Errorf("ParseFilter(%s) (-want +got):\n%s", tc.filter, diff)
 			}
-			rest := ""
-			if got.Rest != nil {
-				rest = got.Rest.String()
-			}
-			if rest != tc.rest {
-				t.Errorf("ParseFilter(%s).Rest = %s, want %s", tc.filter, rest, tc.rest)
+			if rest := memorybank.FilterRest(got); rest != tc.rest {
+				t.Errorf("ParseFilter(%s)'s rest = %s, want %s", tc.filter, rest, tc.rest)
 			}
 		})
 	}

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -82,7 +82,7 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*jo
 			return nil, fault.New(fault.ResourceExhausted, "direct_memories_source.source.event_ids has %d ids; the limit is %d", len(r.FactsEventIDs), MaxSourceEventIDs)
 		}
 		for i, id := range r.FactsEventIDs {
-			if err := aip.ValidateID("direct_memories_source.source.event_ids["+strconv.Itoa(i)+"]", id, aip.EventIDChars); err != nil {
+			if err := resource.ValidateID("direct_memories_source.source.event_ids["+strconv.Itoa(i)+"]", id, resource.EventIDChars); err != nil {
 				return nil, err
 			}
 		}

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Limits of the memory bank's inputs, part of the API contract.
@@ -109,7 +109,7 @@ func validateText(field, s string, max int) error {
 // validateID checks a memory or operation id: 1 to 128 bytes of letters,
 // digits, '-' and '_', starting with a letter or digit.
 func validateID(field, id string) error {
-	return aip.ValidateID(field, id, aip.MemoryIDChars)
+	return resource.ValidateID(field, id, resource.MemoryIDChars)
 }
 
 // validateConfig checks a configuration.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Scope says whom a memory is about, for example {"user_id": "u1"}.
@@ -142,7 +142,7 @@ func (m *Memory) Type() MemoryType {
 }
 
 // Name returns the memory's resource name.
-func (m *Memory) Name() string { return aip.MemoryName(m.App, m.ID) }
+func (m *Memory) Name() string { return resource.MemoryName(m.App, m.ID) }
 
 // responseBytes estimates the size of the memory in a response: its
 // strings plus a little per field for names, times and framing (the
@@ -270,5 +270,5 @@ type Revision struct {
 
 // Name returns the revision's resource name.
 func (r *Revision) Name() string {
-	return aip.RevisionName(r.App, r.MemoryID, strconv.FormatInt(r.Number, 10))
+	return resource.RevisionName(r.App, r.MemoryID, strconv.FormatInt(r.Number, 10))
 }

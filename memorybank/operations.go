@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
@@ -129,7 +129,7 @@ func Concerns(op *jobs.Operation, user string) bool {
 // records, so that renaming a Go field cannot change what stored
 // operations mean. Their shapes are those the first formats of the
 // operation record held under "generate", "purge" and beside them
-// (internal/memorystore/record reads those formats into these).
+// (memorybank/record reads those formats into these).
 
 type generateRecord struct {
 	Scope                Scope                `json:"scope"`
@@ -209,7 +209,7 @@ func parseSessionName(field, name string) (*sessiontype.Key, error) {
 	if name == "" {
 		return nil, nil
 	}
-	app, user, id, err := aip.ParseSession(field, name)
+	app, user, id, err := resource.ParseSession(field, name)
 	if err != nil {
 		return nil, err
 	}

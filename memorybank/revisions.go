@@ -7,6 +7,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // ListRevisions returns a page of a memory's revisions, newest first. It
@@ -52,7 +53,7 @@ func (s *Service) GetRevision(ctx context.Context, app, id string, number int64)
 	}
 	r, err := s.store.GetRevision(ctx, app, id, number)
 	if err == nil && !r.ExpireTime.IsZero() && !s.now().Before(r.ExpireTime) {
-		err = fault.NotFoundf("revision %d of memory %s not found", number, aip.MemoryName(app, id))
+		err = fault.NotFoundf("revision %d of memory %s not found", number, resource.MemoryName(app, id))
 	}
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -46,7 +47,7 @@ type Config struct {
 	Jobs *jobs.Engine
 
 	// Now and NewID are the clock and the id source of memories (defaults:
-	// time.Now and aip.NewID).
+	// time.Now and random ids of 20 lower-case letters and digits).
 	Now   func() time.Time
 	NewID func() string
 	// Logger receives the background errors. Default slog.Default().
@@ -83,7 +84,7 @@ type Config struct {
 	// RetrieveMemories call reads when its filter leaves conditions to
 	// check memory by memory (Filter.Residual): past it the page ends
 	// with the matches found so far and a token that continues after the
-	// last memory read. Default 10 pages of aip.MaxPageSize.
+	// last memory read. Default 10 pages of the largest page size (1,000).
 	MaxScan int
 }
 
@@ -175,7 +176,7 @@ func NewService(store Store, cfg Config) *Service {
 // EmbedderName returns the name of the embedder in use.
 func (s *Service) EmbedderName() string { return s.emb.Name() }
 
-func validateApp(app string) error { return aip.ValidateID("app id", app, aip.AppIDChars) }
+func validateApp(app string) error { return resource.ValidateID("app id", app, resource.AppIDChars) }
 
 // revision builds the revision recording m's new state.
 func (s *Service) revision(cfg *appconfig.Config, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {

@@ -64,8 +64,8 @@ type MemoryStore interface {
 
 	// ListMemories returns up to q.Limit visible memories that meet
 	// q.Filter's conditions (Filter.MatchesTopics and MatchesTimes), most
-	// recently updated first, after the cursor. It leaves the filter's
-	// Rest and ExactMetadata to its caller, which checks them on what it
+	// recently updated first, after the cursor. It leaves the rest of the
+	// filter and ExactMetadata to its caller, which checks them on what it
 	// lists with bounded reads (Service.ListMemories).
 	ListMemories(ctx context.Context, q ListQuery) ([]*Memory, error)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The webhook event types (appconfig.Webhook.Events).
@@ -244,7 +245,7 @@ func (d *Delivery) Name() string { return DeliveryName(d.App, d.ID) }
 func (d *Delivery) MessageID() string { return fmt.Sprintf("msg_%s_%d", d.App, d.Cursor) }
 
 // DeliveryName returns "apps/{app}/webhookDeliveries/{id}".
-func DeliveryName(app, id string) string { return aip.WebhookDelivery.Build(app, id) }
+func DeliveryName(app, id string) string { return resource.WebhookDelivery.Build(app, id) }
 
 // DeliveryID returns the id of the delivery of the event at a cursor to
 // a URL.
@@ -326,7 +327,7 @@ func (s *Service) Redeliver(ctx context.Context, app, id string) (*Delivery, err
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
-	if err := aip.ValidateID("delivery id", id, aip.MemoryIDChars); err != nil {
+	if err := resource.ValidateID("delivery id", id, resource.MemoryIDChars); err != nil {
 		return nil, err
 	}
 	d, err := s.store.GetDelivery(ctx, app, id)

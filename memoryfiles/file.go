@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // File is one memory file of a user.
@@ -31,7 +31,7 @@ type File struct {
 
 // Name returns the file's resource name,
 // apps/{app}/users/{user}/memoryFiles/{file}.
-func (f *File) Name() string { return aip.MemoryFileName(f.App, f.User, f.ID) }
+func (f *File) Name() string { return resource.MemoryFileName(f.App, f.User, f.ID) }
 
 // Action is what a revision did to its file.
 type Action int
@@ -90,7 +90,7 @@ type Revision struct {
 // Name returns the revision's resource name,
 // apps/{app}/users/{user}/memoryFiles/{file}/revisions/{n}.
 func (r *Revision) Name() string {
-	return aip.MemoryFileRevisionName(r.App, r.User, r.FileID, r.Number)
+	return resource.MemoryFileRevisionName(r.App, r.User, r.FileID, r.Number)
 }
 
 // Usage is what a user's memory files hold, kept with every write: the

@@ -10,12 +10,13 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Config configures a Service.
 type Config struct {
 	// Now and NewID are the clock and the id source (defaults: time.Now
-	// and aip.NewID).
+	// and random ids of 20 lower-case letters and digits).
 	Now   func() time.Time
 	NewID func() string
 	// MaxAttempts bounds how often a command is computed again when a
@@ -52,10 +53,10 @@ type Result struct {
 
 // validateUser checks the ids of a user of an app.
 func validateUser(app, user string) error {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return err
 	}
-	return aip.ValidateID("user id", user, aip.UserIDChars)
+	return resource.ValidateID("user id", user, resource.UserIDChars)
 }
 
 // Execute runs one command of the memory tool for a user: input is the
@@ -185,12 +186,12 @@ func (s *Service) GetFile(ctx context.Context, app, user, id string) (*File, err
 	if err := validateUser(app, user); err != nil {
 		return nil, err
 	}
-	if err := aip.ValidateID("memory file id", id, aip.MemoryFileIDChars); err != nil {
+	if err := resource.ValidateID("memory file id", id, resource.MemoryFileIDChars); err != nil {
 		return nil, err
 	}
 	f, err := s.store.GetFile(ctx, app, user, id)
 	if fault.Is(err, fault.NotFound) {
-		return nil, fault.NotFoundf("memory file %s not found", aip.MemoryFileName(app, user, id))
+		return nil, fault.NotFoundf("memory file %s not found", resource.MemoryFileName(app, user, id))
 	}
 	return f, err
 }

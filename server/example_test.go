@@ -12,6 +12,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/server"
 )
 
@@ -60,7 +61,7 @@ func Example() {
 
 	c := client.New(url)
 	s, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{
-		Parent:    client.UserName("demo", "ann"),
+		Parent:    resource.UserName("demo", "ann"),
 		SessionId: "first",
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/server"
 )
 
@@ -96,7 +97,7 @@ func TestKeys(t *testing.T) {
 	writeKeys(t, keysPath, ann)
 	s, url := start(t, server.Options{DataDir: t.TempDir(), KeysFile: keysPath})
 	create := func(c *client.Client, app string) error {
-		_, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName(app, "ann")})
+		_, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName(app, "ann")})
 		return err
 	}
 	if err := create(client.New(url), "demo"); connect.CodeOf(err) != connect.CodeUnauthenticated {
@@ -158,7 +159,7 @@ func TestCORSOrigins(t *testing.T) {
 func TestFirestore(t *testing.T) {
 	project := firestoretest.Project(t)
 	_, url := start(t, server.Options{FirestoreProject: project})
-	s, err := client.New(url).CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann"), SessionId: "fs"})
+	s, err := client.New(url).CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann"), SessionId: "fs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestModels(t *testing.T) {
 	}})
 	c := client.New(url)
 	op, err := c.GenerateMemories(t.Context(), &kiokuv1.GenerateMemoriesRequest{
-		Parent: client.AppName("demo"),
+		Parent: resource.AppName("demo"),
 		Scope:  client.Scope("ann"),
 		Source: client.FromEvents(&kiokuv1.Event{Author: "user", Content: client.Text("user", "I moved to Sapporo.")}),
 	})
@@ -191,7 +192,7 @@ func TestModels(t *testing.T) {
 		t.Fatalf("generation: %v, %v", err, client.OperationError(op))
 	}
 	var facts []string
-	for m, err := range c.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: client.AppName("demo")}) {
+	for m, err := range c.AllMemories(t.Context(), &kiokuv1.ListMemoriesRequest{Parent: resource.AppName("demo")}) {
 		if err != nil {
 			t.Fatal(err)
 		}

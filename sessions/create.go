@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -114,7 +114,7 @@ func (s *Service) ForkSession(ctx context.Context, src sessiontype.Key, r ForkSe
 	}
 	upTo := source.LastSequence
 	if r.EventID != "" {
-		if err := aip.ValidateID("event_id", r.EventID, aip.EventIDChars); err != nil {
+		if err := resource.ValidateID("event_id", r.EventID, resource.EventIDChars); err != nil {
 			return nil, err
 		}
 		ev, err := s.store.FindEvent(ctx, src, r.EventID, now)

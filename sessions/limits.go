@@ -9,9 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
-	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -64,27 +63,26 @@ const (
 	MaxDisplayNameBytes = 512
 	MaxLabelKeyBytes    = 63
 	MaxLabelValueBytes  = 256
-	MaxFilterBytes      = filter.MaxBytes
 	maxValueDepth       = 32
 )
 
 // ValidateKey checks a session key's three ids.
 func ValidateKey(k sessiontype.Key) error {
-	if err := aip.ValidateID("app id", k.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", k.App, resource.AppIDChars); err != nil {
 		return err
 	}
-	if err := aip.ValidateID("user id", k.User, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user id", k.User, resource.UserIDChars); err != nil {
 		return err
 	}
-	return aip.ValidateID("session id", k.ID, aip.SessionIDChars)
+	return resource.ValidateID("session id", k.ID, resource.SessionIDChars)
 }
 
 func validateRef(r sessiontype.StateRef) error {
-	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", r.App, resource.AppIDChars); err != nil {
 		return err
 	}
 	if r.User != "" {
-		return aip.ValidateID("user id", r.User, aip.UserIDChars)
+		return resource.ValidateID("user id", r.User, resource.UserIDChars)
 	}
 	return nil
 }
@@ -226,7 +224,7 @@ func validateValue(field string, v any) error {
 // validateEvent checks an event before it is prepared for storing.
 func (l Limits) validateEvent(e *sessiontype.Event) error {
 	if e.ID != "" {
-		if err := aip.ValidateID("event.id", e.ID, aip.EventIDChars); err != nil {
+		if err := resource.ValidateID("event.id", e.ID, resource.EventIDChars); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -108,10 +109,10 @@ func eventBytes(events []*sessiontype.Event) int {
 // or NotFound. Session ids are unique within an app, so a caller that names
 // sessions without their user (the Vertex AI API) finds the key this way.
 func (s *Service) FindSession(ctx context.Context, app, id string) (sessiontype.Key, error) {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return sessiontype.Key{}, err
 	}
-	if err := aip.ValidateID("session id", id, aip.SessionIDChars); err != nil {
+	if err := resource.ValidateID("session id", id, resource.SessionIDChars); err != nil {
 		return sessiontype.Key{}, err
 	}
 	user, err := s.store.SessionUser(ctx, app, id, s.now())
@@ -166,11 +167,11 @@ func parseSessionOrder(s string) (sessiondriver.SessionOrder, error) {
 // ListSessions returns a page of sessions, most recently updated first (or
 // in r.OrderBy's order), and the token of the next page ("" when none).
 func (s *Service) ListSessions(ctx context.Context, r ListSessionsRequest) ([]*sessiontype.Session, string, error) {
-	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", r.App, resource.AppIDChars); err != nil {
 		return nil, "", err
 	}
 	if r.User != "" {
-		if err := aip.ValidateID("user id", r.User, aip.UserIDChars); err != nil {
+		if err := resource.ValidateID("user id", r.User, resource.UserIDChars); err != nil {
 			return nil, "", err
 		}
 	}

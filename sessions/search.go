@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/sessionsearch"
 	"github.com/kioku-ai/kioku/internal/terms"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -89,14 +90,14 @@ func (s *Service) SearchEvents(ctx context.Context, r SearchEventsRequest) ([]se
 	if !ok {
 		return nil, "", fault.New(fault.Unimplemented, "this session store does not search events (sessiondriver.Searcher)")
 	}
-	if err := aip.ValidateID("app id", r.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", r.App, resource.AppIDChars); err != nil {
 		return nil, "", err
 	}
-	if err := aip.ValidateID("user id", r.User, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user id", r.User, resource.UserIDChars); err != nil {
 		return nil, "", err
 	}
 	if r.Session != "" {
-		if err := aip.ValidateID("session id", r.Session, aip.SessionIDChars); err != nil {
+		if err := resource.ValidateID("session id", r.Session, resource.SessionIDChars); err != nil {
 			return nil, "", err
 		}
 	}
@@ -106,8 +107,8 @@ func (s *Service) SearchEvents(ctx context.Context, r SearchEventsRequest) ([]se
 	if len(r.Query) > MaxSearchQueryBytes {
 		return nil, "", fault.Invalidf("query is %d bytes; the limit is %d", len(r.Query), MaxSearchQueryBytes)
 	}
-	if len(r.Author) > aip.MaxIDBytes {
-		return nil, "", fault.Invalidf("author is %d bytes; the limit is %d", len(r.Author), aip.MaxIDBytes)
+	if len(r.Author) > resource.MaxIDBytes {
+		return nil, "", fault.Invalidf("author is %d bytes; the limit is %d", len(r.Author), resource.MaxIDBytes)
 	}
 	if !validTime(r.From) || !validTime(r.To) {
 		return nil, "", fault.Invalidf("start_time and end_time must be within years 1678 to 2261")

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -87,10 +87,10 @@ func (s *Service) DeleteSession(ctx context.Context, key sessiontype.Key) error 
 // erasure that stopped. Sessions created while it runs may be left:
 // revoke the user's keys first.
 func (s *Service) DeleteUser(ctx context.Context, app, user string) (int, error) {
-	if err := aip.ValidateID("app id", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
 		return 0, err
 	}
-	if err := aip.ValidateID("user id", user, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
 		return 0, err
 	}
 	eraser, ok := s.store.(sessiondriver.Eraser)

@@ -50,6 +50,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // SessionService is ADK's session.Service on kioku.
@@ -91,7 +92,7 @@ func (s *SessionService) Create(ctx context.Context, req *session.CreateRequest)
 		}
 	}
 	created, err := s.c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{
-		Parent:    client.UserName(req.AppName, req.UserID),
+		Parent:    resource.UserName(req.AppName, req.UserID),
 		SessionId: req.SessionID,
 		Session:   &kiokuv1.Session{State: state},
 	})
@@ -108,7 +109,7 @@ func (s *SessionService) Create(ctx context.Context, req *session.CreateRequest)
 // Get implements session.Service.
 func (s *SessionService) Get(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
 	r := &kiokuv1.GetSessionRequest{
-		Name:            client.SessionName(req.AppName, req.UserID, req.SessionID),
+		Name:            resource.SessionName(req.AppName, req.UserID, req.SessionID),
 		NumRecentEvents: int32(req.NumRecentEvents),
 		View:            kiokuv1.SessionView_SESSION_VIEW_COMPACTED,
 	}
@@ -172,9 +173,9 @@ func (s *SessionService) pagedSession(ctx context.Context, r *kiokuv1.GetSession
 // List implements session.Service: every session of the user, or of the
 // app when UserID is empty, without events.
 func (s *SessionService) List(ctx context.Context, req *session.ListRequest) (*session.ListResponse, error) {
-	parent := client.UserName(req.AppName, req.UserID)
+	parent := resource.UserName(req.AppName, req.UserID)
 	if req.UserID == "" {
-		parent = client.AppName(req.AppName)
+		parent = resource.AppName(req.AppName)
 	}
 	var out []session.Session
 	for ps, err := range s.c.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: parent, PageSize: 1000, IncludeState: true}) {
@@ -194,7 +195,7 @@ func (s *SessionService) List(ctx context.Context, req *session.ListRequest) (*s
 // exist (or is another user's) succeeds and changes nothing.
 func (s *SessionService) Delete(ctx context.Context, req *session.DeleteRequest) error {
 	_, err := s.c.DeleteSession(ctx, &kiokuv1.DeleteSessionRequest{
-		Name:         client.SessionName(req.AppName, req.UserID, req.SessionID),
+		Name:         resource.SessionName(req.AppName, req.UserID, req.SessionID),
 		AllowMissing: true,
 	})
 	return err
@@ -214,7 +215,7 @@ func (s *SessionService) AppendEvent(ctx context.Context, sess session.Session, 
 		return err
 	}
 	res, err := s.c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{
-		Name:  client.SessionName(sess.AppName(), sess.UserID(), sess.ID()),
+		Name:  resource.SessionName(sess.AppName(), sess.UserID(), sess.ID()),
 		Event: pe,
 	})
 	if err != nil {
@@ -244,7 +245,7 @@ type kiokuSession struct {
 }
 
 func newSession(p *kiokuv1.Session) (*kiokuSession, error) {
-	app, user, id, err := client.ParseSessionName(p.GetName())
+	app, user, id, err := resource.ParseSession("session name", p.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -378,10 +379,10 @@ func NewMemoryService(c *client.Client, opts ...MemoryOption) *MemoryService {
 // the scope {"user_id": user}.
 func (m *MemoryService) AddSessionToMemory(ctx context.Context, s session.Session) error {
 	op, err := m.c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
-		Parent: client.AppName(s.AppName()),
+		Parent: resource.AppName(s.AppName()),
 		Scope:  map[string]string{"user_id": s.UserID()},
 		Source: &kiokuv1.GenerateMemoriesRequest_SessionSource{SessionSource: &kiokuv1.SessionSource{
-			Session: client.SessionName(s.AppName(), s.UserID(), s.ID()),
+			Session: resource.SessionName(s.AppName(), s.UserID(), s.ID()),
 		}},
 	})
 	if err != nil || !m.wait {
@@ -401,7 +402,7 @@ func (m *MemoryService) SearchMemory(ctx context.Context, req *memory.SearchRequ
 		return &memory.SearchResponse{}, nil
 	}
 	res, err := m.c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{
-		Parent: client.AppName(req.AppName),
+		Parent: resource.AppName(req.AppName),
 		Scope:  map[string]string{"user_id": req.UserID},
 		Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: req.Query, TopK: int32(m.topK)}},
 	})

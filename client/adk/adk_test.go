@@ -27,6 +27,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // startKioku serves a fresh kioku (embedded store) for one test; with a
@@ -72,7 +73,7 @@ func TestGetPagesALargeSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: client.SessionName("a", "u", "long")}); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+	if _, err := c.GetSession(ctx, &kiokuv1.GetSessionRequest{Name: resource.SessionName("a", "u", "long")}); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("GetSession of 80 KiB of events with a 32 KiB budget: %v, want FAILED_PRECONDITION", err)
 	}
 	for _, c := range []struct{ recent, want, first int }{{0, 40, 0}, {25, 25, 15}, {3, 3, 37}} {
@@ -298,7 +299,7 @@ func TestCompaction(t *testing.T) {
 		t.Fatalf("ADK Python's compaction after a round trip (-stored +read):\n%s", diff)
 	}
 
-	op, err := c.CompactSession(ctx, &kiokuv1.CompactSessionRequest{Name: client.SessionName("a", "ann", "s"), KeepRecentEvents: 3})
+	op, err := c.CompactSession(ctx, &kiokuv1.CompactSessionRequest{Name: resource.SessionName("a", "ann", "s"), KeepRecentEvents: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/exampletest"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Example runs an ADK agent with kioku as its session and memory service
@@ -72,7 +73,7 @@ func Example() {
 	}
 
 	// The turn is in kioku: the user's message and the agent's reply.
-	for ev, err := range c.AllEvents(ctx, &kiokuv1.ListEventsRequest{Parent: client.SessionName("companion", "ann", s.Session.ID())}) {
+	for ev, err := range c.AllEvents(ctx, &kiokuv1.ListEventsRequest{Parent: resource.SessionName("companion", "ann", s.Session.ID())}) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/model"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 //go:embed web
@@ -55,12 +56,12 @@ type App struct {
 // NewApp returns the app on a kioku server and a chat model, writing the
 // app: greeting and Hana's persona block when the app has none.
 func NewApp(ctx context.Context, kioku *client.Client, chat model.Chat, log *slog.Logger) (*App, error) {
-	st, err := kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.AppStateName(appID)})
+	st, err := kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.AppStateName(appID)})
 	if err != nil {
 		return nil, fmt.Errorf("reading the app state from kioku: %w", err)
 	}
 	if _, ok := st.GetState().AsMap()["app:greeting"]; !ok {
-		if err := updateState(ctx, kioku, client.AppStateName(appID), map[string]any{"app:greeting": defaultGreeting}); err != nil {
+		if err := updateState(ctx, kioku, resource.AppStateName(appID), map[string]any{"app:greeting": defaultGreeting}); err != nil {
 			return nil, err
 		}
 	}
@@ -210,7 +211,7 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	// A first sign-in starts the user's scoped state and their human
 	// block.
-	st, err := a.kioku.GetState(r.Context(), &kiokuv1.GetStateRequest{Name: client.UserStateName(appID, id)})
+	st, err := a.kioku.GetState(r.Context(), &kiokuv1.GetStateRequest{Name: resource.UserStateName(appID, id)})
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -223,7 +224,7 @@ func (a *App) signIn(w http.ResponseWriter, r *http.Request) {
 		init["user:affinity"] = startAffinity
 	}
 	if len(init) > 0 {
-		if err := updateState(r.Context(), a.kioku, client.UserStateName(appID, id), init); err != nil {
+		if err := updateState(r.Context(), a.kioku, resource.UserStateName(appID, id), init); err != nil {
 			a.fail(w, err)
 			return
 		}
@@ -284,7 +285,7 @@ type view struct {
 
 // currentSession returns the user's most recently updated session, or nil.
 func (a *App) currentSession(ctx context.Context, user string) (*kiokuv1.Session, error) {
-	list, err := a.kioku.ListSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: client.UserName(appID, user), PageSize: 1})
+	list, err := a.kioku.ListSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName(appID, user), PageSize: 1})
 	if err != nil || len(list.GetSessions()) == 0 {
 		return nil, err
 	}
@@ -299,11 +300,11 @@ func (a *App) view(ctx context.Context, user string) (*view, error) {
 	}
 	var state map[string]any
 	if sess == nil {
-		st, err := a.kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.UserStateName(appID, user)})
+		st, err := a.kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.UserStateName(appID, user)})
 		if err != nil {
 			return nil, err
 		}
-		app, err := a.kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.AppStateName(appID)})
+		app, err := a.kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.AppStateName(appID)})
 		if err != nil {
 			return nil, err
 		}
@@ -446,7 +447,7 @@ func (a *App) newDay(w http.ResponseWriter, r *http.Request, user string) {
 	}
 	st, _ := structpb.NewStruct(map[string]any{"user_id": user, "day": day})
 	sess, err := a.kioku.CreateSession(r.Context(), &kiokuv1.CreateSessionRequest{
-		Parent:  client.UserName(appID, user),
+		Parent:  resource.UserName(appID, user),
 		Session: &kiokuv1.Session{DisplayName: "Day " + strconv.Itoa(day), State: st},
 	})
 	if err != nil {
@@ -538,7 +539,7 @@ const maxMemoriesShown = 100
 func (a *App) memories(w http.ResponseWriter, r *http.Request, user string) {
 	ctx := r.Context()
 	labels := map[string]string{}
-	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: client.UserName(appID, user)}) {
+	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName(appID, user)}) {
 		if err != nil {
 			a.fail(w, err)
 			return
@@ -546,7 +547,7 @@ func (a *App) memories(w http.ResponseWriter, r *http.Request, user string) {
 		labels[s.GetName()] = s.GetDisplayName()
 	}
 	out := []memoryView{}
-	for m, err := range a.kioku.AllMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: client.AppName(appID), Scope: map[string]string{"user_id": user}}) {
+	for m, err := range a.kioku.AllMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: resource.AppName(appID), Scope: map[string]string{"user_id": user}}) {
 		if err != nil {
 			a.fail(w, err)
 			return

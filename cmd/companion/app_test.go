@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -389,7 +390,7 @@ func TestDemoMemoryByOfflineExtractor(t *testing.T) {
 
 	// Extraction from a session of the user's.
 	ctx := t.Context()
-	sess, err := s.kioku.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName(appID, "bo")})
+	sess, err := s.kioku.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName(appID, "bo")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestDemoMemoryByOfflineExtractor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	op, err := s.kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName(appID), Source: client.FromSession(sess.GetName())})
+	op, err := s.kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName(appID), Source: client.FromSession(sess.GetName())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +494,7 @@ func TestMemoryFiles(t *testing.T) {
 	s.call("POST", "/api/signin", map[string]string{"name": "Ann"}, nil)
 	s.turn("/api/day", map[string]string{})
 	s.turn("/api/chat", map[string]string{"message": "I have a cat called Miso"})
-	f, err := s.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: client.UserName(appID, "ann")})
+	f, err := s.kioku.ListMemoryFiles(t.Context(), &kiokuv1.ListMemoryFilesRequest{Parent: resource.UserName(appID, "ann")})
 	if err != nil || len(f.GetMemoryFiles()) != 1 || f.GetMemoryFiles()[0].GetPath() != "/memories/pets.md" {
 		t.Fatalf("ann's memory files: %v, %v", f, err)
 	}

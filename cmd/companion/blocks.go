@@ -13,6 +13,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Hana's core memory: two kioku blocks that the agent renders in every
@@ -48,12 +49,12 @@ func createBlock(ctx context.Context, kioku *client.Client, b *kiokuv1.Block) er
 
 // ensurePersona creates the app's persona block when the app has none.
 func ensurePersona(ctx context.Context, kioku *client.Client) error {
-	return createBlock(ctx, kioku, &kiokuv1.Block{Name: client.AppBlockName(appID, personaLabel), Value: personaValue, Description: personaDescription, ReadOnly: true})
+	return createBlock(ctx, kioku, &kiokuv1.Block{Name: resource.BlockName(appID, "", personaLabel), Value: personaValue, Description: personaDescription, ReadOnly: true})
 }
 
 // ensureHuman creates a user's human block, empty, when they have none.
 func ensureHuman(ctx context.Context, kioku *client.Client, user string) error {
-	return createBlock(ctx, kioku, &kiokuv1.Block{Name: client.UserBlockName(appID, user, humanLabel), Description: humanDescription, Limit: humanLimit})
+	return createBlock(ctx, kioku, &kiokuv1.Block{Name: resource.BlockName(appID, user, humanLabel), Description: humanDescription, Limit: humanLimit})
 }
 
 // setIdleTrigger gives the app's memory bank an idle trigger of d when it
@@ -61,7 +62,7 @@ func ensureHuman(ctx context.Context, kioku *client.Client, user string) error {
 // generated and the user's blocks rewritten. An app that has a trigger
 // keeps it.
 func setIdleTrigger(ctx context.Context, kioku *client.Client, d time.Duration) error {
-	name := client.MemoryBankConfigName(appID)
+	name := resource.MemoryBankConfigName(appID)
 	cfg, err := kioku.MemoryBankService().GetMemoryBankConfig(ctx, connect.NewRequest(&kiokuv1.GetMemoryBankConfigRequest{Name: name}))
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ type blockView struct {
 func (a *App) blocks(w http.ResponseWriter, r *http.Request, user string) {
 	ctx := r.Context()
 	labels := map[string]string{}
-	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: client.UserName(appID, user)}) {
+	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName(appID, user)}) {
 		if err != nil {
 			a.fail(w, err)
 			return
@@ -103,7 +104,7 @@ func (a *App) blocks(w http.ResponseWriter, r *http.Request, user string) {
 		labels[s.GetName()] = s.GetDisplayName()
 	}
 	out := []blockView{}
-	for _, owner := range []struct{ parent, name string }{{client.AppName(appID), "app"}, {client.UserName(appID, user), "user"}} {
+	for _, owner := range []struct{ parent, name string }{{resource.AppName(appID), "app"}, {resource.UserName(appID, user), "user"}} {
 		for b, err := range a.kioku.AllBlocks(ctx, &kiokuv1.ListBlocksRequest{Parent: owner.parent}) {
 			if err != nil {
 				a.fail(w, err)

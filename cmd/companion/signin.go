@@ -16,7 +16,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // firebaseSignIn is the sign-in with Firebase Authentication: the page
@@ -105,7 +105,7 @@ func (s *firebaseSignIn) user(ctx context.Context, idToken string) (string, erro
 		return "", &httpError{http.StatusBadRequest, "id_token: its claims name no user (sub)"}
 	}
 	kioku := client.New(s.Kioku, client.WithAuthToken(idToken))
-	if _, err := kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.UserStateName(appID, claims.Sub)}); err != nil {
+	if _, err := kioku.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.UserStateName(appID, claims.Sub)}); err != nil {
 		var ce *connect.Error
 		if errors.As(err, &ce) && (ce.Code() == connect.CodeUnauthenticated || ce.Code() == connect.CodePermissionDenied) {
 			return "", &httpError{http.StatusUnauthorized, "kioku refused the ID token: " + ce.Message()}
@@ -120,7 +120,7 @@ func (s *firebaseSignIn) user(ctx context.Context, idToken string) (string, erro
 // have capitals).
 func (a *App) validUser(id string) bool {
 	if a.firebase != nil {
-		return aip.ValidateID("user", id, aip.UserIDChars) == nil
+		return resource.ValidateID("user", id, resource.UserIDChars) == nil
 	}
 	return id != "" && userID(id) == id
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The canary: one lower-case word, so that the search index's term for
@@ -374,7 +375,7 @@ func TestTLS(t *testing.T) {
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
 	hc := &http.Client{Transport: &http.Transport{Protocols: protocols, TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	s, err := client.New(proc.url, client.WithHTTPClient(hc)).CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	s, err := client.New(proc.url, client.WithHTTPClient(hc)).CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann")})
 	if err != nil {
 		t.Fatalf("Connect over TLS: %v", err)
 	}

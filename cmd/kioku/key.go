@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 const keyUsage = `Usage: kioku key --app APP [--user USER] [--name NAME] [--ttl DURATION]
@@ -46,7 +46,7 @@ func key(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *app != auth.AllApps {
-		if err := aip.ValidateID("--app", *app, aip.AppIDChars); err != nil {
+		if err := resource.ValidateID("--app", *app, resource.AppIDChars); err != nil {
 			return err
 		}
 	}
@@ -54,7 +54,7 @@ func key(args []string, stdout io.Writer) error {
 		if *app == auth.AllApps {
 			return fmt.Errorf("--user needs a single --app, not *")
 		}
-		if err := aip.ValidateID("--user", *user, aip.UserIDChars); err != nil {
+		if err := resource.ValidateID("--user", *user, resource.UserIDChars); err != nil {
 			return err
 		}
 	}

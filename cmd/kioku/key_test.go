@@ -14,6 +14,7 @@ import (
 
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestAPIKeys makes a key with `kioku key`, starts `kioku serve
@@ -36,7 +37,7 @@ func TestAPIKeys(t *testing.T) {
 	proc := startKioku(t, "--data-dir", t.TempDir(), "--auth-keys", keys)
 
 	create := func(c *client.Client, app string) error {
-		_, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: client.UserName(app, "ann")})
+		_, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: resource.UserName(app, "ann")})
 		return err
 	}
 	if err := create(client.New(proc.url, client.WithAuthToken(key)), "demo"); err != nil {

@@ -18,8 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 const mcpUsage = `Usage: kioku mcp --server URL [--key KEY] [--user apps/APP/users/USER]
@@ -45,11 +45,11 @@ func runMCP(ctx context.Context, args []string, in io.ReadCloser, out io.WriteCl
 	}
 	endpoint := strings.TrimRight(*server, "/") + "/mcp"
 	if *user != "" {
-		app, u, err := aip.ParseUser("--user", *user)
+		app, u, err := resource.ParseUser("--user", *user)
 		if err != nil {
 			return err
 		}
-		endpoint += "/" + aip.UserName(app, u)
+		endpoint += "/" + resource.UserName(app, u)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

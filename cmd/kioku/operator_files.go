@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // toolPath splits apps/APP/users/USER/memories/PATH into the user's name
@@ -23,7 +23,7 @@ func toolPath(arg string) (user, path string, err error) {
 		return "", "", fmt.Errorf("%q is not of the form apps/APP/users/USER[/memories/PATH]", arg)
 	}
 	user = strings.Join(parts[:4], "/")
-	if _, _, err := aip.ParseUser("argument", user); err != nil {
+	if _, _, err := resource.ParseUser("argument", user); err != nil {
 		return "", "", err
 	}
 	if len(parts) == 5 {
@@ -35,7 +35,7 @@ func toolPath(arg string) (user, path string, err error) {
 // fileName finds the resource name of the file an argument names: its
 // name, or its user and path (the file there now).
 func fileName(ctx context.Context, e *opEnv, arg string) (string, error) {
-	if _, ok := aip.MemoryFile.Match(arg); ok {
+	if _, ok := resource.MemoryFile.Match(arg); ok {
 		return arg, nil
 	}
 	user, path, err := toolPath(arg)

@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // operatorServer is a real kioku behind API keys, with an operator key
@@ -61,9 +62,9 @@ func TestOperatorCommands(t *testing.T) {
 
 	// Two sessions of ann; the first has three events, with a tool call and
 	// a user: state change.
-	s1 := client.SessionName("demo", "ann", "s1")
+	s1 := resource.SessionName("demo", "ann", "s1")
 	for _, id := range []string{"s1", "s2"} {
-		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann"), SessionId: id,
+		if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann"), SessionId: id,
 			Session: &kiokuv1.Session{DisplayName: "chat " + id, Labels: map[string]string{"team": "core"}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 
 	out, _, _ := s.kioku(false, "sessions", "list", "apps/demo/users/ann")
-	has(t, "sessions list", out, "SESSION", "DISPLAY NAME", s1, "chat s1", client.SessionName("demo", "ann", "s2"), "team=core")
+	has(t, "sessions list", out, "SESSION", "DISPLAY NAME", s1, "chat s1", resource.SessionName("demo", "ann", "s2"), "team=core")
 	out, _, _ = s.kioku(false, "sessions", "list", "apps/demo", "--json")
 	var sessions []map[string]any
 	if err := json.Unmarshal([]byte(out), &sessions); err != nil || len(sessions) != 2 {
@@ -98,7 +99,7 @@ func TestOperatorCommands(t *testing.T) {
 	out, _, _ = s.kioku(false, "state", "get", "apps/demo/users/ann")
 	has(t, "state get", out, "apps/demo/users/ann/state", "user:drink", `"tea"`)
 	s.kioku(false, "state", "set", "apps/demo/users/ann/state", "--set", "user:level=3", "--set", "user:drink=null", "--set", "user:nick=Annie")
-	st, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: client.UserStateName("demo", "ann")})
+	st, err := c.GetState(ctx, &kiokuv1.GetStateRequest{Name: resource.UserStateName("demo", "ann")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 
 	// Memories from direct facts, through an operation.
-	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("ann"),
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("demo"), Scope: client.Scope("ann"),
 		Source: client.Facts("Ann lives in Sapporo.", "Ann prefers green tea.")})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 
 	// Errors: the server's, and the command line's.
-	if _, _, err := s.kioku(true, "sessions", "get", client.SessionName("demo", "ann", "nope")); connect.CodeOf(err) != connect.CodeNotFound {
+	if _, _, err := s.kioku(true, "sessions", "get", resource.SessionName("demo", "ann", "nope")); connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("sessions get of a missing session: %v", err)
 	}
 	var out2, err2 bytes.Buffer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 func TestPageTokensAreBoundToTheirQuery(t *testing.T) {
@@ -112,29 +113,9 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
-func TestIDsAndPageSizes(t *testing.T) {
-	for _, c := range []struct {
-		id, extra, msg string
-	}{
-		{"", aip.AppIDChars, "is required"},
-		{strings.Repeat("a", 129), aip.AppIDChars, "the limit is 128"},
-		{"-a", aip.AppIDChars, "must start with an ASCII letter or digit"},
-		{"\uff41bc", aip.AppIDChars, "U+FF41, not ASCII"},
-		{"a\uff42c", aip.AppIDChars, "U+FF42, not ASCII) at byte 1"},
-		{"a b", aip.AppIDChars, "U+0020 (a space or control character)"},
-		{"a\xffb", aip.AppIDChars, "a byte that is not valid UTF-8"},
-		{"a/b", aip.AppIDChars, `the character '/'`},
-		{"ann@example.com", aip.AppIDChars, `the character '@'`},
-	} {
-		if err := aip.ValidateID("app id", c.id, c.extra); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "app id") {
-			t.Errorf("ValidateID(%.20q) = %v, want INVALID_ARGUMENT naming the field and %q", c.id, err, c.msg)
-		}
-	}
-	if err := aip.ValidateID("user id", "ann@example.com", aip.UserIDChars); err != nil {
-		t.Errorf("an email as a user id: %v", err)
-	}
+func TestNewIDAndPageSizes(t *testing.T) {
 	for i := range 200 {
-		if id := aip.NewID(); len(id) != 20 || aip.ValidateID("session id", id, aip.SessionIDChars) != nil {
+		if id := aip.NewID(); len(id) != 20 || resource.ValidateID("session id", id, resource.SessionIDChars) != nil {
 			t.Fatalf("NewID() = %q (try %d)", id, i)
 		}
 	}
@@ -155,114 +136,6 @@ func TestIDsAndPageSizes(t *testing.T) {
 	}
 }
 
-// FuzzResourceNames checks that name parsing never panics, rejects what it
-// cannot use with Invalid, and that whatever it accepts names exactly the
-// resource it parsed.
-func FuzzResourceNames(f *testing.F) {
-	for _, s := range []string{
-		"apps/a/users/u/sessions/s",
-		"apps/a/users/u/sessions/s/",
-		"apps//users/u/sessions/s",
-		"apps/a/users/ann@example.com/sessions/s-1",
-		"apps/a/users/-/sessions/s",
-		"apps/../users/u/sessions/s",
-		"apps/a/users/u/sessions/s\xff",
-		"apps/a/state",
-		"apps/a/users/u/state",
-		"apps/a/users/-",
-		"apps/a",
-		"apps/a/memories/m",
-		"apps/a/operations/o",
-		"apps/a/memoryBankConfig",
-		"",
-	} {
-		f.Add(s)
-	}
-	invalid := func(t *testing.T, what, name string, err error) {
-		if fault.KindOf(err) != fault.Invalid {
-			t.Fatalf("%s(%q): %v is not Invalid", what, name, err)
-		}
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		if app, user, session, err := aip.ParseSession("name", name); err != nil {
-			invalid(t, "ParseSession", name, err)
-		} else if got := aip.SessionName(app, user, session); got != name {
-			t.Fatalf("ParseSession(%q) names %q", name, got)
-		}
-		if app, user, err := aip.ParseUserOrAll("parent", name); err != nil {
-			invalid(t, "ParseUserOrAll", name, err)
-		} else if user != "" && aip.UserName(app, user) != name || user == "" && name != aip.AppName(app) && name != aip.UserName(app, aip.AllUsers) {
-			t.Fatalf("ParseUserOrAll(%q) = %q, %q", name, app, user)
-		}
-		if app, user, err := aip.ParseState("name", name); err != nil {
-			invalid(t, "ParseState", name, err)
-		} else if user == "" && aip.AppStateName(app) != name || user != "" && aip.UserStateName(app, user) != name {
-			t.Fatalf("ParseState(%q) = %q, %q", name, app, user)
-		}
-		if app, m, err := aip.ParseMemory("name", name); err != nil {
-			invalid(t, "ParseMemory", name, err)
-		} else if aip.MemoryName(app, m) != name {
-			t.Fatalf("ParseMemory(%q) = %q, %q", name, app, m)
-		}
-		if app, op, err := aip.ParseOperation("name", name); err != nil {
-			invalid(t, "ParseOperation", name, err)
-		} else if aip.OperationName(app, op) != name {
-			t.Fatalf("ParseOperation(%q) = %q, %q", name, app, op)
-		}
-		if app, err := aip.ParseMemoryBankConfig("name", name); err != nil {
-			invalid(t, "ParseMemoryBankConfig", name, err)
-		} else if aip.MemoryBankConfigName(app) != name {
-			t.Fatalf("ParseMemoryBankConfig(%q) = %q", name, app)
-		}
-	})
-}
-
-func TestParseNamesTheFieldAndTheForm(t *testing.T) {
-	for _, c := range []struct {
-		parse func() error
-		msg   string
-	}{
-		{func() error { _, _, _, err := aip.ParseSession("session_source.session", ""); return err }, "session_source.session is required (apps/{app}/users/{user}/sessions/{session})"},
-		{func() error { _, _, _, err := aip.ParseSession("name", "apps/a/users/u"); return err }, `name "apps/a/users/u" is not of the form apps/{app}/users/{user}/sessions/{session}`},
-		{func() error { _, _, _, err := aip.ParseSession("name", "apps/a/users/u/sessions/s!"); return err }, `session id "s!" has the character '!'`},
-		{func() error { _, _, err := aip.ParseUserOrAll("parent", "apps/a/sessions"); return err }, "not of the form apps/{app}/users/{user} or apps/{app}"},
-		{func() error { _, _, err := aip.ParseState("name", "apps/a/users/u"); return err }, "apps/{app}/state or apps/{app}/users/{user}/state"},
-		{func() error { _, _, err := aip.ParseState("name", "apps/a/users/u!/state"); return err }, `user id "u!"`},
-		{func() error { _, err := aip.ParseApp("parent", "apps/a.b/"); return err }, "not of the form apps/{app}"},
-		{func() error { _, _, err := aip.ParseMemory("name", "apps/a/memories/m.1"); return err }, `memory id "m.1" has the character '.'`},
-	} {
-		if err := c.parse(); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("%v, want INVALID_ARGUMENT with %q", err, c.msg)
-		}
-	}
-}
-
-func TestPatterns(t *testing.T) {
-	p := aip.NewPattern("projects/{project}/locations/{location}/reasoningEngines/{engine}/sessions/{session}")
-	name := p.Build("p1", "us-central1", "123", "s1")
-	if name != "projects/p1/locations/us-central1/reasoningEngines/123/sessions/s1" {
-		t.Fatalf("Build = %q", name)
-	}
-	if vars, ok := p.Match(name); !ok || strings.Join(vars, ",") != "p1,us-central1,123,s1" {
-		t.Fatalf("Match(%q) = %v, %v", name, vars, ok)
-	}
-	for _, bad := range []string{"projects/p1/locations/us-central1/reasoningEngines/123/sessions/", "projects/p1/locations/l/reasoningEngines/123/sessions/s1/x", "projects/p1/regions/l/reasoningEngines/1/sessions/s"} {
-		if _, ok := p.Match(bad); ok {
-			t.Errorf("Match(%q) accepted", bad)
-		}
-	}
-	for _, bad := range []string{"apps//x", "apps/{a", "apps/x{a}", "apps/{}", ""} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewPattern(%q) did not panic", bad)
-				}
-			}()
-			aip.NewPattern(bad)
-		}()
-	}
-}
-
 // TestClock: a configured clock and id source are kept; nil ones become
 // time.Now and NewID.
 func TestClock(t *testing.T) {
@@ -275,7 +148,7 @@ func TestClock(t *testing.T) {
 	if d := time.Since(now()); d < 0 || d > time.Minute {
 		t.Errorf("aip.Clock(nil) now = %v, not the time", now())
 	}
-	if id := newID(); len(id) != 20 || aip.ValidateID("id", id, aip.AppIDChars) != nil {
+	if id := newID(); len(id) != 20 || resource.ValidateID("id", id, resource.AppIDChars) != nil {
 		t.Errorf("aip.Clock(nil) newID = %q, not an id of NewID's", id)
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Core memory (MemGPT's working context): the app's shared blocks and the
@@ -86,9 +86,9 @@ func editBlock(ctx context.Context, t Target, label string, edit func(name strin
 	if strings.TrimSpace(label) == "" {
 		return BlockEdited{}, errors.New("give the label of a block of <core_memory>")
 	}
-	b, err := edit(client.UserName(t.App, t.User) + "/blocks/" + label)
+	b, err := edit(resource.UserName(t.App, t.User) + "/blocks/" + label)
 	if connect.CodeOf(err) == connect.CodeNotFound {
-		if _, shared := t.Kioku.GetBlock(ctx, &kiokuv1.GetBlockRequest{Name: client.AppName(t.App) + "/blocks/" + label}); shared == nil {
+		if _, shared := t.Kioku.GetBlock(ctx, &kiokuv1.GetBlockRequest{Name: resource.AppName(t.App) + "/blocks/" + label}); shared == nil {
 			return BlockEdited{}, fmt.Errorf("the block %q is shared by every user of the app: it cannot be edited from a conversation", label)
 		}
 		return BlockEdited{}, fmt.Errorf("there is no block %q of this user in <core_memory>", label)
@@ -106,7 +106,7 @@ func editBlock(ctx context.Context, t Target, label string, edit func(name strin
 func CoreMemory(ctx context.Context, t Target) (string, error) {
 	var blocks []*kiokuv1.Block
 	byLabel := map[string]int{}
-	for _, parent := range []string{client.AppName(t.App), client.UserName(t.App, t.User)} {
+	for _, parent := range []string{resource.AppName(t.App), resource.UserName(t.App, t.User)} {
 		for b, err := range t.Kioku.AllBlocks(ctx, &kiokuv1.ListBlocksRequest{Parent: parent}) {
 			if err != nil {
 				return "", fmt.Errorf("reading the core memory blocks: %w", err)

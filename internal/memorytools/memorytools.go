@@ -33,6 +33,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/content"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The tools' names.
@@ -156,7 +157,7 @@ func LoadMemoryTool(ctx context.Context, t Target, in Query, k int) (Memories, e
 // target user's scope.
 func retrieve(ctx context.Context, t Target, query string, k int) ([]*kiokuv1.Memory, error) {
 	res, err := t.Kioku.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{
-		Parent: client.AppName(t.App),
+		Parent: resource.AppName(t.App),
 		Scope:  client.Scope(t.User),
 		Method: &kiokuv1.RetrieveMemoriesRequest_SimilaritySearch{SimilaritySearch: &kiokuv1.SimilaritySearch{Query: query, TopK: int32(k)}},
 	})
@@ -179,7 +180,7 @@ func SaveToMemoryTool(ctx context.Context, t Target, in Fact, source *kiokuv1.Me
 		return Saved{}, errors.New("give the fact to remember")
 	}
 	op, err := t.Kioku.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
-		Parent: client.AppName(t.App),
+		Parent: resource.AppName(t.App),
 		Scope:  client.Scope(t.User),
 		Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
 			Memories: []*kiokuv1.DirectMemory{{Fact: in.Fact}},
@@ -198,14 +199,14 @@ func SearchConversationTool(ctx context.Context, t Target, in Query) (Conversati
 	if strings.TrimSpace(in.Query) == "" {
 		return Conversation{}, errors.New("give a query")
 	}
-	res, err := t.Kioku.SearchEvents(ctx, &kiokuv1.SearchEventsRequest{Parent: client.UserName(t.App, t.User), Query: in.Query, PageSize: 5})
+	res, err := t.Kioku.SearchEvents(ctx, &kiokuv1.SearchEventsRequest{Parent: resource.UserName(t.App, t.User), Query: in.Query, PageSize: 5})
 	if err != nil {
 		return Conversation{}, err
 	}
 	out := Conversation{Results: []Found{}}
 	for _, r := range res.GetResults() {
 		e := r.GetEvent()
-		_, _, session, _ := client.ParseSessionName(r.GetSession())
+		_, _, session, _ := resource.ParseSession("session", r.GetSession())
 		out.Results = append(out.Results, Found{
 			When: e.GetTimestamp().AsTime().UTC().Format(time.RFC3339), Session: session, Author: e.GetAuthor(),
 			Text: truncate(content.FromKioku(e.GetContent()).Text(), 500),
@@ -227,7 +228,7 @@ func MemoryTool(ctx context.Context, t Target, input json.RawMessage) (FileOutpu
 	if err != nil {
 		return FileOutput{}, err
 	}
-	res, err := t.Kioku.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: client.UserName(t.App, t.User), Input: in})
+	res, err := t.Kioku.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: resource.UserName(t.App, t.User), Input: in})
 	if err != nil {
 		return FileOutput{}, err
 	}
@@ -257,7 +258,7 @@ func RetrieveProfilesTool(ctx context.Context, t Target) (Profiles, error) {
 }
 
 func retrieveProfiles(ctx context.Context, t Target) (map[string]*kiokuv1.MemoryProfile, error) {
-	res, err := t.Kioku.RetrieveProfiles(ctx, &kiokuv1.RetrieveProfilesRequest{Parent: client.AppName(t.App), Scope: client.Scope(t.User)})
+	res, err := t.Kioku.RetrieveProfiles(ctx, &kiokuv1.RetrieveProfilesRequest{Parent: resource.AppName(t.App), Scope: client.Scope(t.User)})
 	if err != nil {
 		return nil, fmt.Errorf("retrieving profiles: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // childEnv names the scenario a re-executed test binary runs (TestMain)
@@ -122,14 +123,14 @@ func hugeReplyChild(limit string) error {
 		<-served
 	}()
 	c := client.New("http://" + ln.Addr().String())
-	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann")})
 	if err != nil {
 		return err
 	}
 	if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: sess.GetName(), Event: &kiokuv1.Event{Author: "user", Content: client.Text("user", "Let me tell you a long story.")}}); err != nil {
 		return err
 	}
-	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"), Source: client.FromSession(sess.GetName())})
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("demo"), Source: client.FromSession(sess.GetName())})
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func hugeReplyChild(limit string) error {
 		}
 		if got.GetDone() || strings.HasPrefix(msg, "attempt ") && strings.Contains(msg, " failed (") {
 			fmt.Println("failed:", msg)
-			list, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: client.AppName("demo")})
+			list, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: resource.AppName("demo")})
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // startGeneration appends the user's message to a new session of app and
@@ -20,14 +21,14 @@ import (
 func startGeneration(t *testing.T, c *client.Client, app, user, message string) (op, session string) {
 	t.Helper()
 	ctx := t.Context()
-	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName(app, user)})
+	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName(app, user)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: sess.GetName(), Event: &kiokuv1.Event{Author: "user", Content: client.Text("user", message)}}); err != nil {
 		t.Fatal(err)
 	}
-	o, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName(app), Source: client.FromSession(sess.GetName())})
+	o, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName(app), Source: client.FromSession(sess.GetName())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestGeneratedMemoriesForgottenWithSession(t *testing.T) {
 	fake.ReplyText(`{"facts":[{"fact":"The user keeps bees.","topic":"USER_PERSONAL_INFO","events":[1]},{"fact":"The user lives in Nara.","topic":"USER_PERSONAL_INFO","events":[1,2]}]}`)
 	c, _ := serve(t, node.Config{Models: model.Config{Provider: "gemini", GeminiAPIKey: "k", GeminiBaseURL: fake.URL}})
 	ctx := t.Context()
-	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", "ann")})
+	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", "ann")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestGeneratedMemoriesForgottenWithSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"), Source: client.FromSession(sess.GetName())})
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("demo"), Source: client.FromSession(sess.GetName())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestGeneratedMemoriesForgottenWithSession(t *testing.T) {
 	if _, err := c.DeleteSession(ctx, &kiokuv1.DeleteSessionRequest{Name: sess.GetName(), ForgetMemories: true}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: client.AppName("demo")})
+	list, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: resource.AppName("demo")})
 	if err != nil {
 		t.Fatal(err)
 	}

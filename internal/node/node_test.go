@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // serve starts a node as kioku serve does with no model flags (a fresh
@@ -31,14 +32,14 @@ func serve(t *testing.T, cfg node.Config) (*client.Client, *nodetest.LogBuffer) 
 func say(t *testing.T, c *client.Client, user, message string) *kiokuv1.GenerateMemoriesResponse {
 	t.Helper()
 	ctx := t.Context()
-	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("demo", user)})
+	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("demo", user)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: sess.GetName(), Event: &kiokuv1.Event{Author: "user", Content: client.Text("user", message)}}); err != nil {
 		t.Fatal(err)
 	}
-	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("demo"), Source: client.FromSession(sess.GetName())})
+	op, err := c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("demo"), Source: client.FromSession(sess.GetName())})
 	if err != nil {
 		t.Fatalf("GenerateMemories with no model flags: %v", err)
 	}
@@ -92,7 +93,7 @@ func testOfflineExtractor(t *testing.T, cfg node.Config) {
 	}
 	home := res.GetGeneratedMemories()[2].GetMemory().GetName()
 
-	r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("ann"), Method: client.Similar("Where does the user work?", 3)})
+	r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"), Scope: client.Scope("ann"), Method: client.Similar("Where does the user work?", 3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func testOfflineExtractor(t *testing.T, cfg node.Config) {
 		g[0].GetMemory().GetFact() != "The user moved from Osaka to Kyoto in "+lastMonth+" and lives there." {
 		t.Fatalf("the move: %v, want an update of %s", g, home)
 	}
-	list, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: client.AppName("demo")})
+	list, err := c.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: resource.AppName("demo")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func testOfflineExtractor(t *testing.T, cfg node.Config) {
 	if n := len(revs.GetMemoryRevisions()); n != 2 {
 		t.Fatalf("the home memory has %d revisions, want 2: %v", n, revs.GetMemoryRevisions())
 	}
-	r, err = c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("ann"), Method: client.Similar("Where does the user live?", 3)})
+	r, err = c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"), Scope: client.Scope("ann"), Method: client.Similar("Where does the user live?", 3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestOfflineEmbedderTies(t *testing.T) {
 	c, _ := serve(t, node.Config{})
 	ctx := t.Context()
 	for id, fact := range map[string]string{"tea": "Ann prefers tea.", "a-home": "Ann lives in Sapporo.", "b-work": "Ann works as a nurse.", "c-pet": "Ann has a cat called Miso."} {
-		if _, err := c.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: client.AppName("demo"), MemoryId: id, Memory: &kiokuv1.Memory{Fact: fact, Scope: client.Scope("ann")}}); err != nil {
+		if _, err := c.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: resource.AppName("demo"), MemoryId: id, Memory: &kiokuv1.Memory{Fact: fact, Scope: client.Scope("ann")}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +150,7 @@ func TestOfflineEmbedderTies(t *testing.T) {
 		"Does Ann have pets?":  "Ann has a cat called Miso.",
 		"Where is Ann's home?": "Ann lives in Sapporo.",
 	} {
-		r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("ann"), Method: client.Similar(q, 4)})
+		r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"), Scope: client.Scope("ann"), Method: client.Similar(q, 4)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +181,7 @@ func TestNamesInRetrieval(t *testing.T) {
 		"what pet does Ann have?":       "Ann has a dog named Pochi.",
 		"Where does Ann's sister live?": "Ann's sister lives in Kobe.",
 	} {
-		r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: client.AppName("demo"), Scope: client.Scope("u1"), Method: client.Similar(q, 4)})
+		r, err := c.RetrieveMemories(ctx, &kiokuv1.RetrieveMemoriesRequest{Parent: resource.AppName("demo"), Scope: client.Scope("u1"), Method: client.Similar(q, 4)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestOneUserCannotFillTheAppsQueue: on a server whose model hangs (so
@@ -44,7 +45,7 @@ func TestOneUserCannotFillTheAppsQueue(t *testing.T) {
 
 	session := func(c *client.Client, user string) string {
 		t.Helper()
-		sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", user)})
+		sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", user)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,52 +2,52 @@ package transport
 
 import (
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The kinds of resource name kioku.v1 requests carry (see package auth).
 var (
 	// userKind is apps/{app}/users/{user}: the parent of a user's sessions.
-	userKind = &auth.Kind{Form: aip.User.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.User.Match(name)
-		if !ok || v[1] == aip.AllUsers {
+	userKind = &auth.Kind{Form: resource.User.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.User.Match(name)
+		if !ok || v[1] == resource.AllUsers {
 			return auth.Resource{}, false
 		}
 		return auth.Resource{App: v[0], User: v[1], Owner: auth.UserOwned}, true
 	}}
 	// sessionsParentKind is ListSessions' parent: one user's sessions, or
 	// every user's.
-	sessionsParentKind = &auth.Kind{Form: aip.User.String() + " or " + aip.App.String(), Parse: func(name string) (auth.Resource, bool) {
-		if v, ok := aip.App.Match(name); ok {
+	sessionsParentKind = &auth.Kind{Form: resource.User.String() + " or " + resource.App.String(), Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := resource.App.Match(name); ok {
 			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
 		}
-		v, ok := aip.User.Match(name)
+		v, ok := resource.User.Match(name)
 		if !ok {
 			return auth.Resource{}, false
 		}
-		if v[1] == aip.AllUsers {
+		if v[1] == resource.AllUsers {
 			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
 		}
 		return auth.Resource{App: v[0], User: v[1], Owner: auth.UserOwned}, true
 	}}
 	// userOrSessionKind is SearchEvents' parent: a user or one session.
-	userOrSessionKind = &auth.Kind{Form: aip.User.String() + " or " + aip.Session.String(), Parse: func(name string) (auth.Resource, bool) {
+	userOrSessionKind = &auth.Kind{Form: resource.User.String() + " or " + resource.Session.String(), Parse: func(name string) (auth.Resource, bool) {
 		if r, ok := sessionKind.Parse(name); ok {
 			return r, true
 		}
 		return userKind.Parse(name)
 	}}
-	sessionKind = &auth.Kind{Form: aip.Session.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.Session.Match(name)
+	sessionKind = &auth.Kind{Form: resource.Session.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.Session.Match(name)
 		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
 	}}
 	// stateKind is the app's state (which users may read) or a user's.
-	stateKind = &auth.Kind{Form: aip.AppState.String() + " or " + aip.UserState.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
-		if v, ok := aip.AppState.Match(name); ok {
+	stateKind = &auth.Kind{Form: resource.AppState.String() + " or " + resource.UserState.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := resource.AppState.Match(name); ok {
 			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
 		}
-		v, ok := aip.UserState.Match(name)
+		v, ok := resource.UserState.Match(name)
 		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
 	}}
 	// memoriesKind is apps/{app} as the parent of memories, which a
@@ -57,39 +57,39 @@ var (
 	operationsKind = appKind(auth.AppWide)
 	// memoryKind and operationKind name resources by id; their user is
 	// their scope's, known once loaded (MemoryHandler checks it).
-	memoryKind = &auth.Kind{Form: aip.Memory.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.Memory.Match(name)
+	memoryKind = &auth.Kind{Form: resource.Memory.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.Memory.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.OwnerAfterLoad}, ok
 	}}
-	operationKind = &auth.Kind{Form: aip.Operation.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.Operation.Match(name)
+	operationKind = &auth.Kind{Form: resource.Operation.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.Operation.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.OwnerAfterLoad}, ok
 	}}
 	// memoryFileKind names one user's memory file.
-	memoryFileKind = &auth.Kind{Form: aip.MemoryFile.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.MemoryFile.Match(name)
+	memoryFileKind = &auth.Kind{Form: resource.MemoryFile.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.MemoryFile.Match(name)
 		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
 	}}
 	// blockKind names a user's block or an app's shared block, which its
 	// users may read; blocksParentKind is ListBlocks' parent: a user, or
 	// the app for its shared blocks.
-	blockKind = &auth.Kind{Form: aip.UserBlock.String() + " or " + aip.AppBlock.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
-		if v, ok := aip.AppBlock.Match(name); ok {
+	blockKind = &auth.Kind{Form: resource.UserBlock.String() + " or " + resource.AppBlock.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := resource.AppBlock.Match(name); ok {
 			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
 		}
-		v, ok := aip.UserBlock.Match(name)
+		v, ok := resource.UserBlock.Match(name)
 		return auth.Resource{App: at(v, 0), User: at(v, 1), Owner: auth.UserOwned}, ok
 	}}
-	blocksParentKind = &auth.Kind{Form: aip.User.String() + " or " + aip.App.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
-		if v, ok := aip.App.Match(name); ok {
+	blocksParentKind = &auth.Kind{Form: resource.User.String() + " or " + resource.App.String(), SharedRead: true, Parse: func(name string) (auth.Resource, bool) {
+		if v, ok := resource.App.Match(name); ok {
 			return auth.Resource{App: v[0], Owner: auth.AppWide}, true
 		}
 		return userKind.Parse(name)
 	}}
 	// bankConfigKind is the memory bank's configuration: the app's own
 	// (its prompts, topics and profile schemas), which no user key reads.
-	bankConfigKind = &auth.Kind{Form: aip.MemoryBankConfig.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.MemoryBankConfig.Match(name)
+	bankConfigKind = &auth.Kind{Form: resource.MemoryBankConfig.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.MemoryBankConfig.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
 	}}
 	// webhookDeliveriesKind and webhookDeliveryKind are the app's webhook
@@ -97,19 +97,19 @@ var (
 	webhookDeliveriesKind = appKind(auth.AppWide)
 	// quotaUsageKind is the app's usage of its daily quotas: the app's
 	// own, like its configuration.
-	quotaUsageKind = &auth.Kind{Form: aip.QuotaUsage.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.QuotaUsage.Match(name)
+	quotaUsageKind = &auth.Kind{Form: resource.QuotaUsage.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.QuotaUsage.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
 	}}
-	webhookDeliveryKind = &auth.Kind{Form: aip.WebhookDelivery.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.WebhookDelivery.Match(name)
+	webhookDeliveryKind = &auth.Kind{Form: resource.WebhookDelivery.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.WebhookDelivery.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: auth.AppWide}, ok
 	}}
 )
 
 func appKind(owner auth.Owner) *auth.Kind {
-	return &auth.Kind{Form: aip.App.String(), Parse: func(name string) (auth.Resource, bool) {
-		v, ok := aip.App.Match(name)
+	return &auth.Kind{Form: resource.App.String(), Parse: func(name string) (auth.Resource, bool) {
+		v, ok := resource.App.Match(name)
 		return auth.Resource{App: at(v, 0), Owner: owner}, ok
 	}}
 }

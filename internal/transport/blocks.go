@@ -10,7 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // BlockHandler serves kioku.v1.BlockService over a blocks.Service.
@@ -27,7 +27,7 @@ func NewBlockHandler(svc *blocks.Service) *BlockHandler {
 
 // parseBlock parses a block's name in a request field.
 func parseBlock(field, name string) (blocks.Key, error) {
-	app, user, label, err := aip.ParseBlock(field, name)
+	app, user, label, err := resource.ParseBlock(field, name)
 	return blocks.Key{App: app, User: user, Label: label}, err
 }
 
@@ -59,7 +59,7 @@ func (h *BlockHandler) GetBlock(ctx context.Context, req *connect.Request[kiokuv
 
 // ListBlocks implements kiokuv1connect.BlockServiceHandler.
 func (h *BlockHandler) ListBlocks(ctx context.Context, req *connect.Request[kiokuv1.ListBlocksRequest]) (*connect.Response[kiokuv1.ListBlocksResponse], error) {
-	app, user, err := aip.ParseBlocksParent("parent", req.Msg.GetParent())
+	app, user, err := resource.ParseBlocksParent("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}

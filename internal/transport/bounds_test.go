@@ -35,6 +35,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/transport"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // gzipBomb returns a gzip body that inflates to members times 16 MiB of
@@ -324,8 +325,8 @@ func TestLargeSessionIsPaged(t *testing.T) {
 	meter := &responseMeter{}
 	c := client.New(url, client.WithHTTPClient(meter))
 	ctx := t.Context()
-	name := client.SessionName("a", "u", "long")
-	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "u"), SessionId: "long"}); err != nil {
+	name := resource.SessionName("a", "u", "long")
+	if _, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "u"), SessionId: "long"}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

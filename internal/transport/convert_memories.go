@@ -12,7 +12,6 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
@@ -21,6 +20,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -186,7 +186,7 @@ func durationOrNil(d time.Duration) *durationpb.Duration {
 
 func bankConfigToProto(c *appconfig.Config) (*kiokuv1.MemoryBankConfig, error) {
 	out := &kiokuv1.MemoryBankConfig{
-		Name:          aip.MemoryBankConfigName(c.App),
+		Name:          resource.MemoryBankConfigName(c.App),
 		ManagedTopics: c.ManagedTopics,
 		MemoryTtl:     durationOrNil(c.MemoryTTL),
 		RevisionTtl:   durationOrNil(c.RevisionTTL),

@@ -13,8 +13,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // authService serves kioku.v1.AuthService: it mints user tokens with the
@@ -31,7 +31,7 @@ func (s authService) MintUserToken(_ context.Context, req *connect.Request[kioku
 	if s.keys == nil {
 		return nil, fault.New(fault.Unimplemented, "kioku.v1.AuthService.MintUserToken is not implemented on this server: start it with --token-signing-key-file")
 	}
-	app, user, err := aip.ParseUser("parent", req.Msg.GetParent())
+	app, user, err := resource.ParseUser("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}

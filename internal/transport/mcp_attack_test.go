@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // mcpPost sends one MCP JSON-RPC request to endpoint over Streamable HTTP
@@ -77,18 +78,18 @@ func TestMCPAttackMatrix(t *testing.T) {
 		if _, err := app.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: "apps/a", Memory: &kiokuv1.Memory{Fact: u + " likes green tea.", Scope: client.Scope(u)}}); err != nil {
 			t.Fatal(err)
 		}
-		s, err := app.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", u)})
+		s, err := app.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", u)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := app.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: s.GetName(), Event: &kiokuv1.Event{Author: "user", InvocationId: "i1", Content: client.Text("user", "I like green tea.")}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := app.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: client.UserName("a", u) + "/blocks/human", Value: u + " likes green tea."}}); err != nil {
+		if _, err := app.UpdateBlock(ctx, &kiokuv1.UpdateBlockRequest{Block: &kiokuv1.Block{Name: resource.UserName("a", u) + "/blocks/human", Value: u + " likes green tea."}}); err != nil {
 			t.Fatal(err)
 		}
 		input, _ := structpb.NewStruct(map[string]any{"command": "create", "path": "/memories/" + u + ".md", "file_text": u + "'s notes\n"})
-		if _, err := app.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: client.UserName("a", u), Input: input}); err != nil {
+		if _, err := app.Execute(ctx, &kiokuv1.ExecuteRequest{Parent: resource.UserName("a", u), Input: input}); err != nil {
 			t.Fatal(err)
 		}
 	}

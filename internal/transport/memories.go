@@ -10,10 +10,10 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // MemoryHandler serves kioku.v1.MemoryBankService and
@@ -71,7 +71,7 @@ func convertAllOrErr[T, P any](in []T, conv func(T) (P, error)) ([]P, error) {
 
 // CreateMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[kiokuv1.CreateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[k
 
 // GetMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
-	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
+	app, id, err := resource.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (h *MemoryHandler) GetMemory(ctx context.Context, req *connect.Request[kiok
 
 // ListMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[kiokuv1.ListMemoriesRequest]) (*connect.Response[kiokuv1.ListMemoriesResponse], error) {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ const memoryPaths = "fact, display_name, description, topics, metadata, typed_me
 // UpdateMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
 	m := req.Msg.GetMemory()
-	app, id, err := aip.ParseMemory("memory.name", m.GetName())
+	app, id, err := resource.ParseMemory("memory.name", m.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (h *MemoryHandler) UpdateMemory(ctx context.Context, req *connect.Request[k
 
 // DeleteMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[kiokuv1.DeleteMemoryRequest]) (*connect.Response[emptypb.Empty], error) {
-	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
+	app, id, err := resource.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (h *MemoryHandler) DeleteMemory(ctx context.Context, req *connect.Request[k
 // GenerateMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GenerateMemories(ctx context.Context, req *connect.Request[kiokuv1.GenerateMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
 	m := req.Msg
-	app, err := aip.ParseApp("parent", m.GetParent())
+	app, err := resource.ParseApp("parent", m.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ func (h *MemoryHandler) operation(ctx context.Context, op *workflow.Operation) (
 // RetrieveMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Request[kiokuv1.RetrieveMemoriesRequest]) (*connect.Response[kiokuv1.RetrieveMemoriesResponse], error) {
 	m := req.Msg
-	app, err := aip.ParseApp("parent", m.GetParent())
+	app, err := resource.ParseApp("parent", m.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func (h *MemoryHandler) RetrieveMemories(ctx context.Context, req *connect.Reque
 
 // RetrieveProfiles implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) RetrieveProfiles(ctx context.Context, req *connect.Request[kiokuv1.RetrieveProfilesRequest]) (*connect.Response[kiokuv1.RetrieveProfilesResponse], error) {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (h *MemoryHandler) RetrieveProfiles(ctx context.Context, req *connect.Reque
 
 // ListMemoryRevisions implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Request[kiokuv1.ListMemoryRevisionsRequest]) (*connect.Response[kiokuv1.ListMemoryRevisionsResponse], error) {
-	app, id, err := aip.ParseMemory("parent", req.Msg.GetParent())
+	app, id, err := resource.ParseMemory("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (h *MemoryHandler) ListMemoryRevisions(ctx context.Context, req *connect.Re
 
 // RollbackMemory implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request[kiokuv1.RollbackMemoryRequest]) (*connect.Response[kiokuv1.Memory], error) {
-	app, id, err := aip.ParseMemory("name", req.Msg.GetName())
+	app, id, err := resource.ParseMemory("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request
 		return nil, err
 	}
 	rev := req.Msg.GetTargetRevisionId()
-	if v, ok := aip.Revision.Match(rev); ok {
+	if v, ok := resource.Revision.Match(rev); ok {
 		// A revision's full name is accepted too.
 		if v[0] != app || v[1] != id {
 			return nil, fault.Invalidf("target_revision_id %q is a revision of another memory", rev)
@@ -370,7 +370,7 @@ func (h *MemoryHandler) RollbackMemory(ctx context.Context, req *connect.Request
 
 // PurgeMemories implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[kiokuv1.PurgeMemoriesRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +383,7 @@ func (h *MemoryHandler) PurgeMemories(ctx context.Context, req *connect.Request[
 
 // GetMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
-	app, err := aip.ParseMemoryBankConfig("name", req.Msg.GetName())
+	app, err := resource.ParseMemoryBankConfig("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +396,7 @@ func (h *MemoryHandler) GetMemoryBankConfig(ctx context.Context, req *connect.Re
 
 // GetQuotaUsage implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) GetQuotaUsage(ctx context.Context, req *connect.Request[kiokuv1.GetQuotaUsageRequest]) (*connect.Response[kiokuv1.QuotaUsage], error) {
-	app, err := aip.ParseQuotaUsage("name", req.Msg.GetName())
+	app, err := resource.ParseQuotaUsage("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +406,7 @@ func (h *MemoryHandler) GetQuotaUsage(ctx context.Context, req *connect.Request[
 	}
 	q := h.svc.Quotas()
 	return connect.NewResponse(&kiokuv1.QuotaUsage{
-		Name: aip.QuotaUsageName(app), Day: end.AddDate(0, 0, -1).Format(time.DateOnly),
+		Name: resource.QuotaUsageName(app), Day: end.AddDate(0, 0, -1).Format(time.DateOnly),
 		Generations: u.Generations, Tokens: u.Tokens,
 		GenerationQuota: q.Generations, TokenQuota: q.Tokens,
 		ResetTime: timestampOrNil(end),
@@ -416,7 +416,7 @@ func (h *MemoryHandler) GetQuotaUsage(ctx context.Context, req *connect.Request[
 // UpdateMemoryBankConfig implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect.Request[kiokuv1.UpdateMemoryBankConfigRequest]) (*connect.Response[kiokuv1.MemoryBankConfig], error) {
 	p := req.Msg.GetMemoryBankConfig()
-	app, err := aip.ParseMemoryBankConfig("memory_bank_config.name", p.GetName())
+	app, err := resource.ParseMemoryBankConfig("memory_bank_config.name", p.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +433,7 @@ func (h *MemoryHandler) UpdateMemoryBankConfig(ctx context.Context, req *connect
 
 // GetOperation implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[kiokuv1.GetOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
+	app, id, err := resource.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -449,7 +449,7 @@ func (h *MemoryHandler) GetOperation(ctx context.Context, req *connect.Request[k
 
 // ListOperations implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) ListOperations(ctx context.Context, req *connect.Request[kiokuv1.ListOperationsRequest]) (*connect.Response[kiokuv1.ListOperationsResponse], error) {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -470,7 +470,7 @@ const maxWait = 10 * time.Minute
 
 // WaitOperation implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[kiokuv1.WaitOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
+	app, id, err := resource.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +497,7 @@ func (h *MemoryHandler) WaitOperation(ctx context.Context, req *connect.Request[
 
 // CancelOperation implements kiokuv1connect.OperationServiceHandler.
 func (h *MemoryHandler) CancelOperation(ctx context.Context, req *connect.Request[kiokuv1.CancelOperationRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	app, id, err := aip.ParseOperation("name", req.Msg.GetName())
+	app, id, err := resource.ParseOperation("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -522,7 +522,7 @@ func (h *MemoryHandler) checkMemory(ctx context.Context, app, id string) error {
 	if err != nil {
 		return err
 	}
-	return auth.CheckLoaded(ctx, scope["user_id"], fault.NotFoundf("memory %s not found", aip.MemoryName(app, id)))
+	return auth.CheckLoaded(ctx, scope["user_id"], fault.NotFoundf("memory %s not found", resource.MemoryName(app, id)))
 }
 
 // checkOperation is checkMemory for operations: a user key reaches only
@@ -535,5 +535,5 @@ func (h *MemoryHandler) checkOperation(ctx context.Context, app, id string) erro
 	if err != nil {
 		return err
 	}
-	return auth.CheckLoaded(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("operation %s not found", aip.OperationName(app, id)))
+	return auth.CheckLoaded(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("operation %s not found", resource.OperationName(app, id)))
 }

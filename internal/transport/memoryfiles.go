@@ -8,8 +8,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // MemoryFileHandler serves kioku.v1.MemoryFileService over a
@@ -27,7 +27,7 @@ func NewMemoryFileHandler(svc *memoryfiles.Service) *MemoryFileHandler {
 
 // Execute implements kiokuv1connect.MemoryFileServiceHandler.
 func (h *MemoryFileHandler) Execute(ctx context.Context, req *connect.Request[kiokuv1.ExecuteRequest]) (*connect.Response[kiokuv1.ExecuteResponse], error) {
-	app, user, err := aip.ParseUser("parent", req.Msg.GetParent())
+	app, user, err := resource.ParseUser("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (h *MemoryFileHandler) Execute(ctx context.Context, req *connect.Request[ki
 // ListMemoryFiles implements kiokuv1connect.MemoryFileServiceHandler.
 func (h *MemoryFileHandler) ListMemoryFiles(ctx context.Context, req *connect.Request[kiokuv1.ListMemoryFilesRequest]) (*connect.Response[kiokuv1.ListMemoryFilesResponse], error) {
 	m := req.Msg
-	app, user, err := aip.ParseUser("parent", m.GetParent())
+	app, user, err := resource.ParseUser("parent", m.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (h *MemoryFileHandler) ListMemoryFiles(ctx context.Context, req *connect.Re
 
 // GetMemoryFile implements kiokuv1connect.MemoryFileServiceHandler.
 func (h *MemoryFileHandler) GetMemoryFile(ctx context.Context, req *connect.Request[kiokuv1.GetMemoryFileRequest]) (*connect.Response[kiokuv1.MemoryFile], error) {
-	app, user, id, err := aip.ParseMemoryFile("name", req.Msg.GetName())
+	app, user, id, err := resource.ParseMemoryFile("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (h *MemoryFileHandler) GetMemoryFile(ctx context.Context, req *connect.Requ
 
 // ListMemoryFileRevisions implements kiokuv1connect.MemoryFileServiceHandler.
 func (h *MemoryFileHandler) ListMemoryFileRevisions(ctx context.Context, req *connect.Request[kiokuv1.ListMemoryFileRevisionsRequest]) (*connect.Response[kiokuv1.ListMemoryFileRevisionsResponse], error) {
-	app, user, id, err := aip.ParseMemoryFile("parent", req.Msg.GetParent())
+	app, user, id, err := resource.ParseMemoryFile("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}

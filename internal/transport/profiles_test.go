@@ -8,6 +8,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestProfilesOverREST drives structured profiles through kioku.v1's REST
@@ -39,14 +40,14 @@ func TestProfilesOverREST(t *testing.T) {
 	ann := client.New(url, client.WithAuthToken(annKey), client.WithHTTPClient(h2cClient()))
 	ctx := t.Context()
 	for i, said := range []string{"My preferred language is Python.", "Well, my preferred language is Go."} {
-		s, err := ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "ann")})
+		s, err := ann.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "ann")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ann.AppendEvent(ctx, &kiokuv1.AppendEventRequest{Name: s.GetName(), Event: &kiokuv1.Event{Author: "user", InvocationId: "i", Content: client.Text("user", said)}}); err != nil {
 			t.Fatal(err)
 		}
-		op, err := ann.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: client.AppName("a"), Source: client.FromSession(s.GetName())})
+		op, err := ann.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{Parent: resource.AppName("a"), Source: client.FromSession(s.GetName())})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@
 // It is the only package that knows both the wire (the generated code in
 // gen/) and the domain (sessions, memorybank, and the application layer
 // internal/workflow for the calls that cross domains and for operations): its
-// handlers parse resource names (with package internal/aip), bound every
+// handlers parse resource names (with package resource), bound every
 // input and convert protos to domain values and back; the domain's typed
 // errors (package fault) they return become Connect codes in one
 // interceptor (errors.go), for kioku.v1

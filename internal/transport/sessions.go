@@ -17,6 +17,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/internal/workflow"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -41,7 +42,7 @@ func NewSessionHandler(svc *sessions.Service, a *workflow.App) *SessionHandler {
 // CreateSession implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) CreateSession(ctx context.Context, req *connect.Request[kiokuv1.CreateSessionRequest]) (*connect.Response[kiokuv1.Session], error) {
 	m := req.Msg
-	app, user, err := aip.ParseUser("parent", m.GetParent())
+	app, user, err := resource.ParseUser("parent", m.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (h *SessionHandler) GetSession(ctx context.Context, req *connect.Request[ki
 // ListSessions implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) ListSessions(ctx context.Context, req *connect.Request[kiokuv1.ListSessionsRequest]) (*connect.Response[kiokuv1.ListSessionsResponse], error) {
 	m := req.Msg
-	app, user, err := aip.ParseUserOrAll("parent", m.GetParent())
+	app, user, err := resource.ParseUserOrAll("parent", m.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +211,7 @@ func (h *SessionHandler) DeleteSession(ctx context.Context, req *connect.Request
 // DeleteUser implements kiokuv1connect.SessionServiceHandler: the
 // application layer's erasure of the user (workflow.App.DeleteUser).
 func (h *SessionHandler) DeleteUser(ctx context.Context, req *connect.Request[kiokuv1.DeleteUserRequest]) (*connect.Response[kiokuv1.DeleteUserResponse], error) {
-	app, user, err := aip.ParseUser("name", req.Msg.GetName())
+	app, user, err := resource.ParseUser("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -382,12 +383,12 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 	m := req.Msg
 	r := sessions.SearchEventsRequest{Query: m.GetQuery(), Author: m.GetAuthor(), PageSize: m.GetPageSize(), PageToken: m.GetPageToken()}
 	var err error
-	if _, ok := aip.Session.Match(m.GetParent()); ok {
-		r.App, r.User, r.Session, err = aip.ParseSession("parent", m.GetParent())
-	} else if _, ok := aip.User.Match(m.GetParent()); ok || m.GetParent() == "" {
-		r.App, r.User, err = aip.ParseUser("parent", m.GetParent())
+	if _, ok := resource.Session.Match(m.GetParent()); ok {
+		r.App, r.User, r.Session, err = resource.ParseSession("parent", m.GetParent())
+	} else if _, ok := resource.User.Match(m.GetParent()); ok || m.GetParent() == "" {
+		r.App, r.User, err = resource.ParseUser("parent", m.GetParent())
 	} else {
-		err = fault.Invalidf("parent %q is not of the form %s or %s", aip.Truncate(m.GetParent(), 200), aip.User, aip.Session)
+		err = fault.Invalidf("parent %q is not of the form %s or %s", aip.Truncate(m.GetParent(), 200), resource.User, resource.Session)
 	}
 	if err != nil {
 		return nil, err
@@ -412,7 +413,7 @@ func (h *SessionHandler) SearchEvents(ctx context.Context, req *connect.Request[
 
 // CompactSession implements kiokuv1connect.SessionServiceHandler.
 func (h *SessionHandler) CompactSession(ctx context.Context, req *connect.Request[kiokuv1.CompactSessionRequest]) (*connect.Response[kiokuv1.Operation], error) {
-	appID, user, id, err := aip.ParseSession("name", req.Msg.GetName())
+	appID, user, id, err := resource.ParseSession("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,8 @@ import (
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Stream caps. A stream holds a goroutine and its buffers for as long as
@@ -219,9 +219,9 @@ func (w *watchConn) Receive(msg any) error {
 	var err error
 	switch req := msg.(type) {
 	case *kiokuv1.WatchSessionRequest:
-		app, user, _, err = aip.ParseSession("name", req.GetName())
+		app, user, _, err = resource.ParseSession("name", req.GetName())
 	case *kiokuv1.WatchMemoriesRequest:
-		app, err = aip.ParseApp("parent", req.GetParent())
+		app, err = resource.ParseApp("parent", req.GetParent())
 		user = req.GetScope()["user_id"]
 	}
 	if err != nil || user == "" {

@@ -11,13 +11,14 @@ import (
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // WatchMemories implements kiokuv1connect.MemoryBankServiceHandler: the
 // app's change feed (memorybank.Service.WatchChanges), each change sent
 // with the memory as it is then.
 func (h *MemoryHandler) WatchMemories(ctx context.Context, req *connect.Request[kiokuv1.WatchMemoriesRequest], stream *connect.ServerStream[kiokuv1.WatchMemoriesResponse]) error {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func (h *MemoryHandler) WatchMemories(ctx context.Context, req *connect.Request[
 // changeToProto converts a change, with the memory read now (only its
 // name and scope when it was deleted or is no longer visible).
 func (h *MemoryHandler) changeToProto(ctx context.Context, c *memorybank.ChangeRecord) (*kiokuv1.WatchMemoriesResponse, error) {
-	m := &kiokuv1.Memory{Name: aip.MemoryName(c.App, c.MemoryID), Scope: c.Scope}
+	m := &kiokuv1.Memory{Name: resource.MemoryName(c.App, c.MemoryID), Scope: c.Scope}
 	if c.Action != memorybank.Deleted {
 		got, err := h.svc.GetMemory(ctx, c.App, c.MemoryID)
 		switch {
@@ -56,7 +57,7 @@ func (h *MemoryHandler) changeToProto(ctx context.Context, c *memorybank.ChangeR
 	}
 	return &kiokuv1.WatchMemoriesResponse{
 		Action: actionToProto(c.Action), Memory: m,
-		Revision:  aip.RevisionName(c.App, c.MemoryID, strconv.FormatInt(c.Revision, 10)),
+		Revision:  resource.RevisionName(c.App, c.MemoryID, strconv.FormatInt(c.Revision, 10)),
 		Operation: c.Operation, Cursor: strconv.FormatInt(c.Cursor, 10), ChangeTime: timestamppb.New(c.Time),
 	}, nil
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 var deliveryStates = map[memorybank.DeliveryState]kiokuv1.WebhookDeliveryState{
@@ -24,7 +24,7 @@ func deliveryToProto(d *memorybank.Delivery) *kiokuv1.WebhookDelivery {
 		State: deliveryStates[d.State], EventTime: timestampOrNil(d.EventTime), AttemptCount: int32(d.AttemptCount),
 	}
 	if d.MemoryID != "" {
-		out.Memory = aip.MemoryName(d.App, d.MemoryID)
+		out.Memory = resource.MemoryName(d.App, d.MemoryID)
 	}
 	if d.State == memorybank.DeliveryPending {
 		out.NextAttemptTime = timestampOrNil(d.NextAttempt)
@@ -39,7 +39,7 @@ func deliveryToProto(d *memorybank.Delivery) *kiokuv1.WebhookDelivery {
 
 // ListWebhookDeliveries implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) ListWebhookDeliveries(ctx context.Context, req *connect.Request[kiokuv1.ListWebhookDeliveriesRequest]) (*connect.Response[kiokuv1.ListWebhookDeliveriesResponse], error) {
-	app, err := aip.ParseApp("parent", req.Msg.GetParent())
+	app, err := resource.ParseApp("parent", req.Msg.GetParent())
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (h *MemoryHandler) ListWebhookDeliveries(ctx context.Context, req *connect.
 
 // RedeliverWebhook implements kiokuv1connect.MemoryBankServiceHandler.
 func (h *MemoryHandler) RedeliverWebhook(ctx context.Context, req *connect.Request[kiokuv1.RedeliverWebhookRequest]) (*connect.Response[kiokuv1.WebhookDelivery], error) {
-	v, err := aip.WebhookDelivery.Parse("name", req.Msg.GetName())
+	v, err := resource.WebhookDelivery.Parse("name", req.Msg.GetName())
 	if err != nil {
 		return nil, err
 	}

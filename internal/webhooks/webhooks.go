@@ -49,6 +49,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Config configures a Dispatcher.
@@ -459,7 +460,7 @@ type EventData struct {
 // payload builds a delivery's body from the revision it reports: the
 // fact as stored, after the app's PII redaction.
 func (d *Dispatcher) payload(ctx context.Context, dl *memorybank.Delivery, hook *appconfig.Webhook) ([]byte, error) {
-	ev := Event{Type: dl.Event, Timestamp: dl.EventTime.UTC(), Data: EventData{Name: aip.MemoryName(dl.App, dl.MemoryID)}}
+	ev := Event{Type: dl.Event, Timestamp: dl.EventTime.UTC(), Data: EventData{Name: resource.MemoryName(dl.App, dl.MemoryID)}}
 	rev, err := d.cfg.Store.GetRevision(ctx, dl.App, dl.MemoryID, dl.Revision)
 	if err != nil {
 		return nil, err

@@ -7,9 +7,9 @@ import (
 	"fmt"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -53,7 +53,7 @@ type Compaction struct {
 
 // compactRecord and compactResult are a compaction's request and result
 // in its operation's record, in the shapes the memory bank's operation
-// record held them (see internal/memorystore/record).
+// record held them (see memorybank/record).
 type compactRecord struct {
 	Session    string `json:"session"`
 	UpTo       int64  `json:"up_to,omitempty"`
@@ -157,7 +157,7 @@ func compactionOf(op *jobs.Operation) (*Compaction, error) {
 	if err := decodeStrict(op.Request, &req); err != nil {
 		return nil, fmt.Errorf("decoding the request of operation %s: %w", op.Name(), err)
 	}
-	app, user, id, err := aip.ParseSession("compact.session", req.Session)
+	app, user, id, err := resource.ParseSession("compact.session", req.Session)
 	if err != nil {
 		return nil, err
 	}

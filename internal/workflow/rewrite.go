@@ -15,6 +15,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -369,7 +370,7 @@ func rewriteOf(op *jobs.Operation) (*Rewrite, error) {
 	if err := decodeStrict(op.Request, &req); err != nil {
 		return nil, fmt.Errorf("decoding the request of operation %s: %w", op.Name(), err)
 	}
-	app, user, id, err := aip.ParseSession("rewrite.session", req.Session)
+	app, user, id, err := resource.ParseSession("rewrite.session", req.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +380,7 @@ func rewriteOf(op *jobs.Operation) (*Rewrite, error) {
 		return nil, fmt.Errorf("decoding the result of operation %s: %w", op.Name(), err)
 	}
 	for _, b := range res.Blocks {
-		app, user, label, err := aip.ParseBlock("name", b.Name)
+		app, user, label, err := resource.ParseBlock("name", b.Name)
 		if err != nil {
 			return nil, err
 		}

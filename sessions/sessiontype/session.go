@@ -10,7 +10,7 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Key identifies a session. Session ids are unique within an app; the user
@@ -24,7 +24,7 @@ type Key struct {
 // Name returns the session's resource name,
 // "apps/{app}/users/{user}/sessions/{id}".
 func (k Key) Name() string {
-	return aip.SessionName(k.App, k.User, k.ID)
+	return resource.SessionName(k.App, k.User, k.ID)
 }
 
 // Session is a conversation's metadata and state.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The state key prefixes that choose a key's scope.
@@ -138,9 +138,9 @@ type StateRef struct {
 // "apps/{app}/users/{user}/state".
 func (r StateRef) Name() string {
 	if r.User == "" {
-		return aip.AppStateName(r.App)
+		return resource.AppStateName(r.App)
 	}
-	return aip.UserStateName(r.App, r.User)
+	return resource.UserStateName(r.App, r.User)
 }
 
 // Prefix returns the key prefix of the scope.

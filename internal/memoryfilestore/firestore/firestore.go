@@ -43,10 +43,10 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Options configures a Store: its root collection and its transactions'
@@ -402,7 +402,7 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 			}
 			for _, a := range at {
 				if a.Ref.ID != f.ID {
-					return fault.New(fault.AlreadyExists, "memory file %s is at %s in this store; the archive has %s there", aip.MemoryFileName(f.App, f.User, a.Ref.ID), f.Path, f.Name())
+					return fault.New(fault.AlreadyExists, "memory file %s is at %s in this store; the archive has %s there", resource.MemoryFileName(f.App, f.User, a.Ref.ID), f.Path, f.Name())
 				}
 			}
 		}

@@ -35,11 +35,11 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memoryfiles"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // schema is the tables (v1).
@@ -448,7 +448,7 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 			var other string
 			err = tx.QueryRow(`SELECT id FROM memory_files WHERE app = ? AND user_id = ? AND path = ? AND deleted = 0 AND id != ?`, f.App, f.User, key, f.ID).Scan(&other)
 			if err == nil {
-				return fault.New(fault.AlreadyExists, "memory file %s is at %s in this store; the archive has %s there", aip.MemoryFileName(f.App, f.User, other), f.Path, f.Name())
+				return fault.New(fault.AlreadyExists, "memory file %s is at %s in this store; the archive has %s there", resource.MemoryFileName(f.App, f.User, other), f.Path, f.Name())
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err

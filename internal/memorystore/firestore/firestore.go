@@ -43,7 +43,7 @@
 //	kioku_apps_schema/memorybank
 //	    version: the formats the documents are in (see Migrate)
 //
-// Records are the stored forms of internal/memorystore/record
+// Records are the stored forms of memorybank/record
 // (MarshalConfig, MarshalRevision, MarshalSources) and the jobs engine's
 // operation record (jobs.MarshalOperation): tagged records with enums by
 // name, the same in both stores.
@@ -96,9 +96,9 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"github.com/kioku-ai/kioku/memorybank/record"
 
 	"cloud.google.com/go/firestore"
 

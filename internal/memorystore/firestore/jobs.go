@@ -11,9 +11,9 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/record"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )

@@ -7,10 +7,10 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
 // DeleteExpiredRevisions implements memorybank.RevisionStore.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
 // appendChanges appends a Write's changes to its app's feed and raises the

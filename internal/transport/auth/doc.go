@@ -83,7 +83,7 @@
 //
 // # Adding a surface
 //
-// Declare the surface's Kinds (with aip.NewPattern for its name patterns)
+// Declare the surface's Kinds (with resource.NewPattern for its name patterns)
 // and its Policy, pass the policy to the server's Guard, install
 // Guard.Interceptor on the surface's Connect handlers and serve them behind
 // Guard.Wrap (the server does both for what it mounts), and call

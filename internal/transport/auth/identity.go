@@ -19,7 +19,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Provider is one entry of an identity file: an OpenID Connect issuer (or
@@ -196,7 +196,7 @@ func (p *Providers) read() (*providerSet, error) {
 // provider checks one entry of the file and builds its verifier; the
 // providers of one issuer share its key cache.
 func (p *Providers) provider(i int, e Provider, keysOf map[string]*remoteKeys) (*provider, error) {
-	if err := aip.ValidateID(fmt.Sprintf("providers[%d].app", i), e.App, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID(fmt.Sprintf("providers[%d].app", i), e.App, resource.AppIDChars); err != nil {
 		return nil, err
 	}
 	pr := &provider{Provider: e}
@@ -206,7 +206,7 @@ func (p *Providers) provider(i int, e Provider, keysOf map[string]*remoteKeys) (
 	var jwksURL string
 	switch e.Type {
 	case "firebase":
-		if err := aip.ValidateID(fmt.Sprintf("providers[%d].project", i), e.Project, aip.AppIDChars); err != nil {
+		if err := resource.ValidateID(fmt.Sprintf("providers[%d].project", i), e.Project, resource.AppIDChars); err != nil {
 			return nil, err
 		}
 		if e.Issuer != "" || e.Audience != "" {
@@ -349,7 +349,7 @@ func (pr *provider) caller(payload []byte, now time.Time) (Caller, *rejection) {
 	if pr.UserClaim == "email" && claims["email_verified"] != true {
 		return Caller{}, &rejection{"bad_user_claim", "the token's claim email is not verified (email_verified is not true): it cannot name a kioku user"}
 	}
-	if err := aip.ValidateID("the token's claim "+pr.UserClaim, user, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("the token's claim "+pr.UserClaim, user, resource.UserIDChars); err != nil {
 		return Caller{}, &rejection{"bad_user_claim", fmt.Sprintf("%v: it is not a kioku user id (the identity file's user_claim chooses the claim)", err)}
 	}
 	return tokenCaller(pr.issuer, pr.App, user, times.expiry()), nil

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Keys are the API keys a server accepts, loaded from a key file. The
@@ -117,7 +117,7 @@ func readKeys(path string) (*keyFile, error) {
 	out := &keyFile{byDigest: map[[sha256.Size]byte]loadedKey{}, appRates: f.RateLimits}
 	for app, r := range f.RateLimits {
 		if app != AllApps {
-			if err := aip.ValidateID("rate_limits key", app, aip.AppIDChars); err != nil {
+			if err := resource.ValidateID("rate_limits key", app, resource.AppIDChars); err != nil {
 				return nil, fmt.Errorf("key file %s: %v (or \"*\" for every app)", path, err)
 			}
 		}
@@ -131,7 +131,7 @@ func readKeys(path string) (*keyFile, error) {
 			return nil, fmt.Errorf("key file %s: keys[%d].sha256 must be 64 hex digits (the SHA-256 of the key; kioku key prints it)", path, i)
 		}
 		if key.App != AllApps {
-			if err := aip.ValidateID(fmt.Sprintf("keys[%d].app", i), key.App, aip.AppIDChars); err != nil {
+			if err := resource.ValidateID(fmt.Sprintf("keys[%d].app", i), key.App, resource.AppIDChars); err != nil {
 				return nil, fmt.Errorf("key file %s: %v (or \"*\" for every app)", path, err)
 			}
 		}
@@ -139,7 +139,7 @@ func readKeys(path string) (*keyFile, error) {
 			if key.App == AllApps {
 				return nil, fmt.Errorf("key file %s: keys[%d] has a user but app \"*\"; a user key needs its app", path, i)
 			}
-			if err := aip.ValidateID(fmt.Sprintf("keys[%d].user", i), key.User, aip.UserIDChars); err != nil {
+			if err := resource.ValidateID(fmt.Sprintf("keys[%d].user", i), key.User, resource.UserIDChars); err != nil {
 				return nil, fmt.Errorf("key file %s: %v", path, err)
 			}
 		}

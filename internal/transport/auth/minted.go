@@ -16,7 +16,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // MintedIssuer is the iss (and aud) of the tokens a server mints.
@@ -169,10 +169,10 @@ func NewSigningKeyFile(path string) error {
 // when it expires. The app and user must be valid ids; ttl 0 is
 // DefaultTokenTTL, and more than MaxTokenTTL is refused.
 func (k *SigningKeys) Mint(app, user string, ttl time.Duration, now time.Time) (string, time.Time, error) {
-	if err := aip.ValidateID("app", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app", app, resource.AppIDChars); err != nil {
 		return "", time.Time{}, err
 	}
-	if err := aip.ValidateID("user", user, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user", user, resource.UserIDChars); err != nil {
 		return "", time.Time{}, err
 	}
 	switch {
@@ -221,7 +221,7 @@ func (k *SigningKeys) authenticate(raw string, digest [sha256.Size]byte, now tim
 	if rej := times.check(now); rej != nil {
 		return Caller{}, rej
 	}
-	if aip.ValidateID("app", extra.App, aip.AppIDChars) != nil || aip.ValidateID("user", claims.Subject, aip.UserIDChars) != nil {
+	if resource.ValidateID("app", extra.App, resource.AppIDChars) != nil || resource.ValidateID("user", claims.Subject, resource.UserIDChars) != nil {
 		return Caller{}, &rejection{"bad_user_claim", "the minted token's kioku_app or sub is not a kioku id"}
 	}
 	c := tokenCaller(MintedIssuer, extra.App, claims.Subject, times.expiry())

@@ -27,6 +27,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestADKAgentWithMCPToolset: an ADK-Go agent whose only tools are ADK's
@@ -36,7 +37,7 @@ func TestADKAgentWithMCPToolset(t *testing.T) {
 	k := serveKeyed(t)
 	ctx := t.Context()
 	if _, err := client.New(k.url, client.WithAuthToken(k.app)).CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{
-		Parent: client.AppName("a"), Memory: &kiokuv1.Memory{Fact: "Ann's favourite tea is genmaicha.", Scope: client.Scope("ann")},
+		Parent: resource.AppName("a"), Memory: &kiokuv1.Memory{Fact: "Ann's favourite tea is genmaicha.", Scope: client.Scope("ann")},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestSameToolsAsTheAgent(t *testing.T) {
 	_, url := nodetest.ServeH2C(t, node.Config{Models: nodetest.Gemini(fake)})
 	ctx := t.Context()
 	c := client.New(url)
-	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "ann")})
+	sess, err := c.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "ann")})
 	if err != nil {
 		t.Fatal(err)
 	}

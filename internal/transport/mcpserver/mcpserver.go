@@ -68,10 +68,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kioku-ai/kioku/client"
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/memorytools"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/transport/httperr"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // Paths are the ServeMux patterns the handler serves.
@@ -158,10 +158,10 @@ func (e *endpoint) identify(r *http.Request) (identity, *connect.Error) {
 		}
 		return identity{app: caller.App, user: caller.User}, nil
 	}
-	if err := aip.ValidateID("app in the path", app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("app in the path", app, resource.AppIDChars); err != nil {
 		return identity{}, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	if err := aip.ValidateID("user in the path", user, aip.UserIDChars); err != nil {
+	if err := resource.ValidateID("user in the path", user, resource.UserIDChars); err != nil {
 		return identity{}, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if keyed {

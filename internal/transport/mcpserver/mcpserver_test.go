@@ -14,6 +14,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/node/nodetest"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // keyed is a kioku behind API keys: ann's and bob's user keys and an app
@@ -144,7 +145,7 @@ func TestToolsOverStreamableHTTP(t *testing.T) {
 	if mems, _ := json.Marshal(got["memories"]); !strings.Contains(string(mems), "genmaicha") {
 		t.Fatalf("load_memory found %v", got)
 	}
-	mems, err := appClient.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: client.AppName("a")})
+	mems, err := appClient.ListMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: resource.AppName("a")})
 	if err != nil || len(mems.GetMemories()) != 1 || mems.GetMemories()[0].GetScope()["user_id"] != "ann" {
 		t.Fatalf("the app's memories: %v, %v", mems, err)
 	}
@@ -160,7 +161,7 @@ func TestToolsOverStreamableHTTP(t *testing.T) {
 		t.Fatalf("viewing a missing file: %v, %v", res, err)
 	}
 
-	sess, err := appClient.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: client.UserName("a", "ann")})
+	sess, err := appClient.CreateSession(ctx, &kiokuv1.CreateSessionRequest{Parent: resource.UserName("a", "ann")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/memorytools"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // The resources' URIs: the user's profile, and a memory file by its id
@@ -62,7 +63,7 @@ func addResources(s *mcp.Server, kioku *client.Client) {
 		if !ok || id == "" || strings.Contains(id, "/") {
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
-		f, err := t.Kioku.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: client.MemoryFileName(t.App, t.User, id)})
+		f, err := t.Kioku.GetMemoryFile(ctx, &kiokuv1.GetMemoryFileRequest{Name: resource.MemoryFileName(t.App, t.User, id)})
 		if connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument {
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
@@ -99,7 +100,7 @@ func listFiles(ctx context.Context, kioku *client.Client) ([]*mcp.Resource, erro
 		return nil, err
 	}
 	var out []*mcp.Resource
-	for f, err := range kioku.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: client.UserName(t.App, t.User)}) {
+	for f, err := range kioku.AllMemoryFiles(ctx, &kiokuv1.ListMemoryFilesRequest{Parent: resource.UserName(t.App, t.User)}) {
 		if err != nil {
 			return nil, err
 		}

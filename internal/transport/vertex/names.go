@@ -7,6 +7,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // An engine is a reasoning engine as a request named it: in full,
@@ -49,7 +50,7 @@ func (e engine) deleteOperationName(id string) string {
 	if e.project == "" {
 		return e.operationName(id)
 	}
-	return aip.VertexLocationOperation.Build(e.project, e.location, id)
+	return locationOperation.Build(e.project, e.location, id)
 }
 
 // Names are checked against a Policy: which projects and locations are
@@ -84,7 +85,7 @@ func ParsePolicy(projects, locations, engines string) (Policy, error) {
 		if !ok || id == "" || app == "" || strings.Contains(id, "/") {
 			return Policy{}, fmt.Errorf("--vertex-engines: %q is not ENGINE_ID=APP", pair)
 		}
-		if err := aip.ValidateID("app", app, aip.AppIDChars); err != nil {
+		if err := resource.ValidateID("app", app, resource.AppIDChars); err != nil {
 			return Policy{}, fmt.Errorf("--vertex-engines: %v", err)
 		}
 		if p.Engines == nil {
@@ -108,16 +109,26 @@ func (p *Policy) app(id string) string {
 
 // kind is a kind of Vertex AI resource: a reasoning engine or a resource
 // under one, with its name's pattern in full and in express mode's short
-// form (package internal/aip declares both).
-type kind struct{ full, short aip.Pattern }
+// form.
+type kind struct{ full, short resource.Pattern }
+
+// The patterns of Vertex AI's resource names that this surface serves
+// beside kioku's: a reasoning engine in full or in express mode's short
+// form (the resources under one are its Child patterns), and the
+// location-level operations of DeleteSession.
+var (
+	fullEngine        = resource.NewPattern("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}")
+	shortEngine       = resource.NewPattern("reasoningEngines/{reasoning_engine}")
+	locationOperation = resource.NewPattern("projects/{project}/locations/{location}/operations/{operation}")
+)
 
 // under returns the kind of the resources under an engine that template
 // (such as "sessions/{session}") names; "" is the engine itself.
 func under(template string) kind {
 	if template == "" {
-		return kind{aip.VertexEngine, aip.VertexShortEngine}
+		return kind{fullEngine, shortEngine}
 	}
-	return kind{aip.VertexEngine.Child(template), aip.VertexShortEngine.Child(template)}
+	return kind{fullEngine.Child(template), shortEngine.Child(template)}
 }
 
 // The kinds of Vertex AI names this surface serves.
@@ -154,7 +165,7 @@ func (p *Policy) parse(field, name string, k kind) (engine, []string, error) {
 		return engine{}, nil, fault.New(fault.PermissionDenied, "location %q is not served here (this kioku serves locations %s; see --vertex-locations)", e.location, strings.Join(p.Locations, ", "))
 	}
 	e.app = p.app(e.id)
-	if err := aip.ValidateID("reasoning engine id", e.app, aip.AppIDChars); err != nil {
+	if err := resource.ValidateID("reasoning engine id", e.app, resource.AppIDChars); err != nil {
 		return engine{}, nil, fault.InvalidField(field, "%s: %v", field, err)
 	}
 	return e, ids, nil

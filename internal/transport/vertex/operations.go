@@ -140,7 +140,7 @@ const (
 // parseOperation parses an operation name.
 func (s *Surface) parseOperation(name string) (opRef, error) {
 	ref := opRef{name: name, version: v1beta1}
-	if vars, ok := aip.VertexLocationOperation.Match(name); ok {
+	if vars, ok := locationOperation.Match(name); ok {
 		if strings.HasPrefix(vars[2], v1Prefix) {
 			ref.version = v1
 		}

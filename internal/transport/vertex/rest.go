@@ -11,9 +11,9 @@ import (
 	"connectrpc.com/vanguard"
 	"google.golang.org/genproto/googleapis/api/annotations"
 
-	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport"
 	"github.com/kioku-ai/kioku/internal/transport/httperr"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // REST. Vertex AI's REST API is served as kioku.v1's is: the server's
@@ -74,7 +74,7 @@ func (s *Surface) REST() transport.REST {
 // poll: /ui/, /v1beta1/ and /v1/ followed by an operation's name.
 func operationRules() []*annotations.HttpRule {
 	var rules []*annotations.HttpRule
-	patterns := []aip.Pattern{aip.VertexLocationOperation}
+	patterns := []resource.Pattern{locationOperation}
 	for _, k := range []kind{sessionOpKind, memoryOpKind, engineOpKind} {
 		patterns = append(patterns, k.full, k.short)
 	}
@@ -92,7 +92,7 @@ func operationRules() []*annotations.HttpRule {
 var variable = regexp.MustCompile(`\{[^}]*\}`)
 
 // wildcards returns a name pattern as a binding's: each variable a "*".
-func wildcards(p aip.Pattern) string { return variable.ReplaceAllString(p.String(), "*") }
+func wildcards(p resource.Pattern) string { return variable.ReplaceAllString(p.String(), "*") }
 
 // systemParams are the query parameters of Google's APIs that are not
 // fields of a request (response format, field selection, API key,

@@ -37,9 +37,8 @@
 // Sessions are engine/sessions/{id}: session ids are unique within an app
 // in kioku too, so a session is found by its id and its user is read from
 // it (sessions.Service.FindSession). The names' patterns are declared
-// once, beside kioku.v1's, in package internal/aip (VertexEngine,
-// VertexShortEngine and the resources under them); names.go parses and
-// builds them.
+// once, in names.go (with package resource's NewPattern, as kioku.v1's
+// are), which parses and builds them.
 //
 // # Filters and pages
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -62,7 +62,7 @@ func testCreateServerIDs(t *testing.T, h *harness) {
 				t.Fatalf("server-chosen id %q is not URL-safe", s.ID)
 			}
 		}
-		if err := aip.ValidateID("session id", s.ID, aip.SessionIDChars); err != nil {
+		if err := resource.ValidateID("session id", s.ID, resource.SessionIDChars); err != nil {
 			t.Fatalf("server-chosen id %q is not a valid id: %v", s.ID, err)
 		}
 	}
@@ -94,7 +94,7 @@ func testInvalidNames(t *testing.T, h *harness) {
 		{App: "a", User: "u", ID: "bad id"},
 		{App: "a", User: "u", ID: ".."},
 		{App: "a", User: "u", ID: "__x__"},
-		{App: "a", User: "u", ID: strings.Repeat("x", aip.MaxIDBytes+1)},
+		{App: "a", User: "u", ID: strings.Repeat("x", resource.MaxIDBytes+1)},
 		{App: "a", User: "u\xff", ID: "s"},
 	} {
 		_, err := h.svc.CreateSession(h.ctx, sessions.CreateSessionRequest{App: k.App, User: k.User, ID: k.ID})

@@ -1,9 +1,10 @@
-package aip
+package resource
 
 import (
 	"strconv"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // The patterns of the memory files' names (kioku.v1.MemoryFileService): a
@@ -50,7 +51,7 @@ func ParseMemoryFileRevision(field, name string) (app, user, file string, n int6
 	}
 	n, perr := strconv.ParseInt(v[3], 10, 64)
 	if perr != nil || n < 1 {
-		return "", "", "", 0, fault.Invalidf("%s %q: the revision is not a number from 1", field, Truncate(name, 200))
+		return "", "", "", 0, fault.Invalidf("%s %q: the revision is not a number from 1", field, aip.Truncate(name, 200))
 	}
 	return v[0], v[1], v[2], n, nil
 }

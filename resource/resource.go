@@ -1,26 +1,27 @@
-// Package aip holds what every API surface of kioku shares about resource
-// names (AIP-122), ids and page tokens (AIP-158): the patterns of kioku's
-// names and the functions that parse and build them, the rules for ids and
-// the random ids kioku assigns, and the opaque page tokens bound to their
-// query.
+// Package resource holds kioku's resource names (AIP-122): the patterns of
+// kioku.v1's names, the functions that build them and the ones that parse
+// them, and the rules of the ids in them.
 //
-// The server's handlers, its authorization declarations and the Go client
-// all parse and build names here, so that a name means the same thing
-// everywhere; the Vertex AI surface's patterns are declared beside
-// kioku's. The domain packages (sessions,
-// memorybank) use the id rules and page tokens but keep their own domain
-// validation.
+// It is the one parser of names in kioku: the Go client builds the names
+// it sends here, the server's handlers and its authorization policy parse
+// the names they receive here, and the domain packages check ids with the
+// same rules, so that a name means the same thing everywhere. The Vertex AI
+// surface declares its own patterns with NewPattern.
 //
-// Parse functions return errors of kind fault.Invalid that name the
-// request field and the expected form.
-package aip
+// Build functions (SessionName, MemoryName, ...) do not check their ids:
+// what they return parses when the ids are valid. Parse functions check
+// the name's shape and every id in it, and return errors of kind
+// fault.Invalid that name the request field and the expected form:
+//
+//	app, user, session, err := resource.ParseSession("name", name)
+package resource
 
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // A Pattern is a resource name template such as
@@ -39,7 +40,7 @@ func NewPattern(template string) Pattern {
 	for _, s := range segs {
 		v := strings.HasPrefix(s, "{") || strings.HasSuffix(s, "}") || strings.ContainsAny(s, "{}")
 		if s == "" || v && (len(s) < 3 || s[0] != '{' || s[len(s)-1] != '}' || strings.ContainsAny(s[1:len(s)-1], "{}")) {
-			panic(fmt.Sprintf("aip: bad pattern %q", template))
+			panic(fmt.Sprintf("resource: bad pattern %q", template))
 		}
 	}
 	return Pattern{text: template, segs: segs}
@@ -77,7 +78,7 @@ func (p Pattern) Parse(field, name string) ([]string, error) {
 	}
 	vars, ok := p.Match(name)
 	if !ok {
-		return nil, fault.Invalidf("%s %q is not of the form %s", field, Truncate(name, 200), p)
+		return nil, fault.Invalidf("%s %q is not of the form %s", field, aip.Truncate(name, 200), p)
 	}
 	return vars, nil
 }
@@ -99,24 +100,9 @@ func (p Pattern) Build(vars ...string) string {
 		}
 	}
 	if i != len(vars) {
-		panic(fmt.Sprintf("aip: %d values for pattern %s", len(vars), p))
+		panic(fmt.Sprintf("resource: %d values for pattern %s", len(vars), p))
 	}
 	return b.String()
-}
-
-// Truncate shortens s to at most n bytes, on a character boundary, and
-// marks the cut with "...", for quoting caller input or a model's reply in
-// an error message: the message stays valid UTF-8 when s is, as the wire
-// requires of a status message (a cut inside a character made an
-// operation's stored error unreadable).
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // The patterns of kioku.v1's resource names.
@@ -133,17 +119,6 @@ var (
 	MemoryBankConfig = NewPattern("apps/{app}/memoryBankConfig")
 	WebhookDelivery  = NewPattern("apps/{app}/webhookDeliveries/{delivery}")
 	QuotaUsage       = NewPattern("apps/{app}/quotaUsage")
-)
-
-// The patterns of Vertex AI's resource names, which the Vertex AI surface
-// (package internal/transport/vertex) serves beside kioku's: a reasoning
-// engine in full or in express mode's short form (the resources under one
-// are its Child patterns), and the location-level operations of
-// DeleteSession.
-var (
-	VertexEngine            = NewPattern("projects/{project}/locations/{location}/reasoningEngines/{reasoning_engine}")
-	VertexShortEngine       = NewPattern("reasoningEngines/{reasoning_engine}")
-	VertexLocationOperation = NewPattern("projects/{project}/locations/{location}/operations/{operation}")
 )
 
 // Child returns the pattern of the resources under p's: p's template, a
@@ -226,7 +201,7 @@ func ParseUserOrAll(field, name string) (app, user string, err error) {
 		if name == "" {
 			return "", "", fault.Invalidf("%s is required (%s, or %s for every user)", field, User, App)
 		}
-		return "", "", fault.Invalidf("%s %q is not of the form %s or %s", field, Truncate(name, 200), User, App)
+		return "", "", fault.Invalidf("%s %q is not of the form %s or %s", field, aip.Truncate(name, 200), User, App)
 	}
 	return ParseUser(field, name)
 }
@@ -253,7 +228,7 @@ func ParseState(field, name string) (app, user string, err error) {
 	if name == "" {
 		return "", "", fault.Invalidf("%s is required (%s or %s)", field, AppState, UserState)
 	}
-	return "", "", fault.Invalidf("%s %q is not of the form %s or %s", field, Truncate(name, 200), AppState, UserState)
+	return "", "", fault.Invalidf("%s %q is not of the form %s or %s", field, aip.Truncate(name, 200), AppState, UserState)
 }
 
 // ParseMemory parses "apps/{app}/memories/{memory}" and checks the ids.

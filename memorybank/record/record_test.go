@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
 // TestSameMemory: times compare as instants and empty collections as

@@ -1,17 +1,20 @@
 // Package record holds the stored forms of the memory bank's records, the
-// same in every store (internal/memorystore/sqlite and firestore) and in
-// archives (package archive): revisions (MarshalRevision), configurations
+// same in every store of kioku's (SQLite, Firestore) and in archives
+// (package archive): revisions (MarshalRevision), configurations
 // (MarshalConfig), memories' sources (MarshalSources), vectors
 // (EncodeVector), types and profile fields (MemoryType, MarshalProfile),
-// the changes of the change feed (MarshalChange),
-// and the decoding of operations in every format kioku
-// has written (DecodeOperation). Each is a tagged record type of its own,
-// never a domain type, so that renaming a Go field or reordering a Go
-// constant cannot change what stored rows mean: enums are stored by name,
-// times as Unix nanoseconds, durations as nanoseconds, sessions by
-// resource name. Golden files in memorybank/testdata hold rows of each
-// format; a change that alters them is a change of format, which writes
-// the new one and keeps reading the old.
+// the changes of the change feed (MarshalChange), and the decoding of
+// operations in every format kioku has written (DecodeOperation). It is
+// public so that the archive's format is stated in public terms, and so
+// that a third-party backend can keep its records in the same forms.
+//
+// Each is a tagged record type of its own, never a domain type, so that
+// renaming a Go field or reordering a Go constant cannot change what
+// stored rows mean: enums are stored by name, times as Unix nanoseconds,
+// durations as nanoseconds, sessions by resource name. Golden files in
+// memorybank/testdata hold rows of each format; a change that alters
+// them is a change of format, which writes the new one and keeps reading
+// the old.
 package record
 
 import (

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kioku-ai/kioku/internal/memorystore/record"
+	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
 func TestVectorEncoding(t *testing.T) {

@@ -1,11 +1,11 @@
-package aip_test
+package resource_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/resource"
 )
 
 // TestBlockNames: a block's name parses into its app, user (empty for an
@@ -18,11 +18,11 @@ func TestBlockNames(t *testing.T) {
 		{"apps/a/blocks/persona", "a", "", "persona"},
 		{"apps/a.b/users/ann@x.org/blocks/a_b-9", "a.b", "ann@x.org", "a_b-9"},
 	} {
-		app, user, label, err := aip.ParseBlock("name", tc.name)
+		app, user, label, err := resource.ParseBlock("name", tc.name)
 		if err != nil || app != tc.app || user != tc.user || label != tc.label {
 			t.Errorf("ParseBlock(%q) = %q, %q, %q, %v", tc.name, app, user, label, err)
 		}
-		if got := aip.BlockName(app, user, label); got != tc.name {
+		if got := resource.BlockName(app, user, label); got != tc.name {
 			t.Errorf("BlockName of %q = %q", tc.name, got)
 		}
 	}
@@ -35,17 +35,17 @@ func TestBlockNames(t *testing.T) {
 		{"apps/a/users/ann/memoryFiles/x", "is not of the form apps/{app}/users/{user}/blocks/{block} or apps/{app}/blocks/{block}"},
 		{"", "name is required"},
 	} {
-		_, _, _, err := aip.ParseBlock("name", tc.name)
+		_, _, _, err := resource.ParseBlock("name", tc.name)
 		if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseBlock(%q): %v; want one saying %q", tc.name, err, tc.want)
 		}
 	}
 	for _, tc := range []struct{ parent, app, user string }{{"apps/a", "a", ""}, {"apps/a/users/ann", "a", "ann"}} {
-		if app, user, err := aip.ParseBlocksParent("parent", tc.parent); err != nil || app != tc.app || user != tc.user {
+		if app, user, err := resource.ParseBlocksParent("parent", tc.parent); err != nil || app != tc.app || user != tc.user {
 			t.Errorf("ParseBlocksParent(%q) = %q, %q, %v", tc.parent, app, user, err)
 		}
 	}
-	if _, _, err := aip.ParseBlocksParent("parent", "apps/a/users/-"); !fault.Is(err, fault.Invalid) {
+	if _, _, err := resource.ParseBlocksParent("parent", "apps/a/users/-"); !fault.Is(err, fault.Invalid) {
 		t.Errorf("ParseBlocksParent of every user: %v", err)
 	}
 }

@@ -1,9 +1,10 @@
-package aip
+package resource
 
 import (
 	"strconv"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/aip"
 )
 
 // The patterns of the core memory blocks' names (kioku.v1.BlockService):
@@ -39,16 +40,16 @@ func ValidateBlockLabel(field, label string) error {
 		return fault.InvalidField(field, "%s is required", field)
 	}
 	if len(label) > MaxBlockLabelBytes {
-		return fault.InvalidField(field, "%s %q is %d bytes; the limit is %d", field, Truncate(label, 200), len(label), MaxBlockLabelBytes)
+		return fault.InvalidField(field, "%s %q is %d bytes; the limit is %d", field, aip.Truncate(label, 200), len(label), MaxBlockLabelBytes)
 	}
 	for i, c := range label {
 		if c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-') {
 			continue
 		}
 		if i == 0 {
-			return fault.InvalidField(field, "%s %q starts with %s; it must start with a lower-case ASCII letter (a-z)", field, Truncate(label, 200), describe(label, i, c))
+			return fault.InvalidField(field, "%s %q starts with %s; it must start with a lower-case ASCII letter (a-z)", field, aip.Truncate(label, 200), describe(label, i, c))
 		}
-		return fault.InvalidField(field, "%s %q has %s at byte %d; allowed are lower-case ASCII letters, digits, '_' and '-'", field, Truncate(label, 200), describe(label, i, c), i)
+		return fault.InvalidField(field, "%s %q has %s at byte %d; allowed are lower-case ASCII letters, digits, '_' and '-'", field, aip.Truncate(label, 200), describe(label, i, c), i)
 	}
 	return nil
 }
@@ -66,7 +67,7 @@ func ParseBlock(field, name string) (app, user, label string, err error) {
 	if name == "" {
 		return "", "", "", fault.InvalidField(field, "%s is required (%s or %s)", field, UserBlock, AppBlock)
 	}
-	return "", "", "", fault.InvalidField(field, "%s %q is not of the form %s or %s", field, Truncate(name, 200), UserBlock, AppBlock)
+	return "", "", "", fault.InvalidField(field, "%s %q is not of the form %s or %s", field, aip.Truncate(name, 200), UserBlock, AppBlock)
 }
 
 // ParseBlocksParent parses the parent of a block listing:
@@ -82,7 +83,7 @@ func ParseBlocksParent(field, name string) (app, user string, err error) {
 	if name == "" {
 		return "", "", fault.InvalidField(field, "%s is required (%s or %s)", field, User, App)
 	}
-	return "", "", fault.InvalidField(field, "%s %q is not of the form %s or %s", field, Truncate(name, 200), User, App)
+	return "", "", fault.InvalidField(field, "%s %q is not of the form %s or %s", field, aip.Truncate(name, 200), User, App)
 }
 
 // blockIDs checks a block name's app and user ids (user empty for the
