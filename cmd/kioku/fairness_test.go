@@ -66,7 +66,10 @@ func TestUserShareAcrossServers(t *testing.T) {
 				{Author: "user", Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}},
 			}}},
 		}))
-		return res.Msg.GetName(), err
+		if err != nil {
+			return "", err
+		}
+		return res.Msg.GetName(), nil
 	}
 	// The flood: 24 scopes of one user, through the three servers in turn.
 	for i := range 24 {
