@@ -77,7 +77,14 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 		}
 		out.Watermarks += len(names)
 	}
-	return out, s.eraseOperations(ctx, app, user, out)
+	if err := s.eraseOperations(ctx, app, user, out); err != nil {
+		return out, err
+	}
+	// The erasure is complete: its user.erased event goes to the feed
+	// (the webhooks' outbox) in a Write of its own. A crash before it
+	// leaves the erasure to be finished by calling EraseUser again, which
+	// appends it then.
+	return out, s.store.Write(ctx, &Write{App: app, Now: s.now(), Events: []*ChangeRecord{{Event: EventUserErased, Scope: Scope{"user_id": user}}}})
 }
 
 // eraseOperations removes the operations of an app that concern a user.

@@ -225,6 +225,10 @@ type Delivery struct {
 	Attempts     []DeliveryAttempt
 	AttemptCount int
 	CreateTime   time.Time
+
+	// OpKind and OpState are an operation.done's operation's kind and
+	// final state (ChangeRecord's).
+	OpKind, OpState string
 }
 
 // DeliveryAttempt is one POST of a delivery.
