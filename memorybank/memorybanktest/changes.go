@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 )
 
 // The change feed: every committed change once, in commit order, with
@@ -285,9 +286,32 @@ func testWebhookEvents(t *testing.T, h *harness) {
 	if diff := cmp.Diff([]changeLine{{1, "CREATED", m.ID, user1.Key(), 1, op.Name()}}, lines(cp.Changes)); diff != "" || cp.Last != 3 {
 		t.Fatalf("changes of memories, last %d (-want +got):\n%s", cp.Last, diff)
 	}
-	// An erasure, once complete, is a user.erased of the user's scope.
+	// An erasure, once complete (UserErased), is a user.erased of the
+	// user's scope.
 	if _, err := h.svc.EraseUser(h.ctx, "app1", "u1"); err != nil {
 		t.Fatal(err)
+	}
+	if got := h.feedEvents("app1"); len(got) != 2 {
+		t.Fatalf("events after EraseUser, before UserErased: %+v", got)
+	}
+	// Without a webhook that wants user.erased, none is appended (the
+	// event names the user); with one, it is.
+	if err := h.svc.UserErased(h.ctx, "app1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.feedEvents("app1"); len(got) != 2 {
+		t.Fatalf("events after UserErased with no webhook asking: %+v", got)
+	}
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Webhooks: []appconfig.Webhook{
+		{URL: "https://hooks.example.com/a", Events: []string{memorybank.EventUserErased}},
+	}}, []string{"webhooks"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.UserErased(h.ctx, "app1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.UserErased(h.ctx, "app1", "U/1"); !fault.Is(err, fault.Invalid) {
+		t.Fatalf("UserErased of a bad user id: %v, want Invalid", err)
 	}
 	// The erasure removed the generation's operation (it was about u1):
 	// its end was an event, and stays one.
