@@ -2,9 +2,11 @@ package memorybank
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/jobs"
 )
 
 // ChangeRetention is how long the change feed keeps a change: a reader
@@ -17,9 +19,12 @@ const ChangeRetention = 7 * 24 * time.Hour
 const MaxChangesPerRead = 500
 
 // ChangeRecord is one entry of an app's change feed: a memory created,
-// updated or deleted by a committed Write. A Store appends one for each
-// Change of a Write that has a revision, in the Write's transaction, so a
-// change is in the feed if and only if it was committed.
+// updated or deleted by a committed Write, or (Event set) an event for the
+// webhooks that is not a memory's change. A Store appends them in the
+// transaction that commits what they record (Write.ChangeRecords), so an
+// entry is in the feed if and only if what it records was committed. The
+// feed is the webhooks' outbox; Service.Changes and WatchChanges, which
+// report changes of memories, leave the events out.
 type ChangeRecord struct {
 	App string
 	// Cursor numbers the app's changes: 1, 2, 3... in commit order, with
@@ -36,7 +41,18 @@ type ChangeRecord struct {
 	Operation string
 	// Time is when the change was committed (the Write's Now).
 	Time time.Time
+	// Event is empty for a memory's change; EventOperationDone for an
+	// operation that ended (Operation, OpKind, OpState say which and how;
+	// Action is Unchanged), EventUserErased for the end of an erasure
+	// (Scope holds the user_id; Action is Unchanged).
+	Event string
+	// OpKind and OpState are an operation.done's operation's kind and
+	// final state (jobs.State's name: SUCCEEDED, FAILED, CANCELLED).
+	OpKind, OpState string
 }
+
+// IsEvent reports whether the record is an event, not a memory's change.
+func (c *ChangeRecord) IsEvent() bool { return c.Event != "" }
 
 // ChangeQuery selects changes for ListChanges.
 type ChangeQuery struct {
@@ -57,6 +73,11 @@ type ChangePage struct {
 	// Swept is the highest cursor the retention sweep removed (0: none):
 	// a reader at a cursor below it missed changes.
 	Swept int64
+	// More, from Service.Changes, says the read stopped at its limit with
+	// Through the cursor of the last entry it read (an event it left out
+	// included): a reader continues after Through.
+	More    bool
+	Through int64
 }
 
 // ChangeStore keeps the change feed that Write appends to.
@@ -73,9 +94,11 @@ type ChangeStore interface {
 	DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
-// ChangeRecords returns the change records a store appends for w, the
-// app's latest cursor before it being last: one per change with a
-// revision, numbered from last+1, in the order of w.Changes.
+// ChangeRecords returns the records a store appends for w to its app's
+// feed, the app's latest cursor before it being last, numbered from
+// last+1: one per change with a revision, in the order of w.Changes, then
+// an operation.done per update of w.Operations that ends its operation
+// (into a final state from one that is not), then w.Events.
 func (w *Write) ChangeRecords(last int64) []*ChangeRecord {
 	var out []*ChangeRecord
 	for _, c := range w.Changes {
@@ -87,6 +110,22 @@ func (w *Write) ChangeRecords(last int64) []*ChangeRecord {
 			App: c.Memory.App, Cursor: last, Action: c.Revision.Action, MemoryID: c.Memory.ID,
 			Scope: c.Memory.Scope, Revision: c.Revision.Number, Operation: c.Revision.Operation, Time: w.Now,
 		})
+	}
+	for _, u := range w.Operations {
+		if !u.Op.State.Done() || u.ExpectState.Done() {
+			continue
+		}
+		last++
+		out = append(out, &ChangeRecord{
+			App: u.Op.App, Cursor: last, Action: Unchanged, Event: EventOperationDone, Operation: u.Op.Name(),
+			OpKind: u.Op.Kind, OpState: u.Op.State.String(), Time: w.Now,
+		})
+	}
+	for _, e := range w.Events {
+		last++
+		c := *e
+		c.App, c.Cursor, c.Action, c.Time = w.App, last, Unchanged, w.Now
+		out = append(out, &c)
 	}
 	return out
 }
@@ -139,5 +178,30 @@ func (s *Service) Changes(ctx context.Context, r ChangesRequest) (*ChangePage, e
 	case r.After < p.Swept:
 		return nil, fault.New(fault.FailedPrecondition, "cursor %d is older than the change feed keeps (%v): changes up to cursor %d were removed; reread the memories (ListMemories) and watch from cursor %d", r.After, ChangeRetention, p.Swept, p.Swept)
 	}
+	if n := len(p.Changes); n > 0 {
+		p.More, p.Through = n == q.Limit, p.Changes[n-1].Cursor
+	}
+	p.Changes = slices.DeleteFunc(p.Changes, (*ChangeRecord).IsEvent)
 	return p, nil
+}
+
+// EndingWrites returns, per app, the Writes that append the
+// operation.done events of updates (jobs.Store.UpdateOperations): those
+// that end their operations, grouped by app in the order of updates.
+func EndingWrites(now time.Time, updates []jobs.Update) []*Write {
+	var out []*Write
+	byApp := map[string]*Write{}
+	for _, u := range updates {
+		if !u.Op.State.Done() || u.ExpectState.Done() {
+			continue
+		}
+		w := byApp[u.Op.App]
+		if w == nil {
+			w = &Write{App: u.Op.App, Now: now}
+			byApp[u.Op.App] = w
+			out = append(out, w)
+		}
+		w.Operations = append(w.Operations, u)
+	}
+	return out
 }

@@ -2,8 +2,11 @@ package memorybank
 
 import (
 	"context"
+	"slices"
 
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -15,6 +18,9 @@ type Erasure struct {
 	// Watermarks and Operations count the generation watermarks of the
 	// user's sessions and the operations about the user removed.
 	Watermarks, Operations int
+	// Deliveries counts the webhook deliveries of the user's memory
+	// changes removed (their records name the memory and its scope).
+	Deliveries int
 }
 
 // eraseBatch is how many records one deletion of an erasure removes.
@@ -77,7 +83,47 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 		}
 		out.Watermarks += len(names)
 	}
-	return out, s.eraseOperations(ctx, app, user, out)
+	if err := s.eraseOperations(ctx, app, user, out); err != nil {
+		return out, err
+	}
+	// The user's changes left the feed with their memories: no delivery
+	// of them is made after this, and those made are removed.
+	n, err := s.deleteDeliveries(ctx, app, func(d *Delivery) bool { return d.Scope["user_id"] == user })
+	out.Deliveries += n
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// UserErased appends a user.erased event for the webhooks to the app's
+// change feed (their outbox), in a Write of its own, when a webhook of the
+// app's configuration wants that event: the caller calls it once
+// everything it erases of the user is gone (DeleteUser erases the
+// sessions, the memories, the memory files and the blocks). The event
+// names the user, so an app whose webhooks do not ask for it keeps no
+// trace of the user at all; one that asks keeps the event in the feed and
+// its deliveries for their retention (ChangeRetention,
+// DeliveryRetention). A crash before it leaves the erasure to be finished
+// by calling DeleteUser again, which appends it then.
+func (s *Service) UserErased(ctx context.Context, app, user string) error {
+	if err := validateApp(app); err != nil {
+		return err
+	}
+	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
+		return err
+	}
+	cfg, err := s.store.GetConfig(ctx, app)
+	if fault.Is(err, fault.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(cfg.Webhooks, func(w appconfig.Webhook) bool { return w.Wants(EventUserErased) }) {
+		return nil
+	}
+	return s.store.Write(ctx, &Write{App: app, Now: s.now(), Events: []*ChangeRecord{{Event: EventUserErased, Scope: Scope{"user_id": user}}}})
 }
 
 // eraseOperations removes the operations of an app that concern a user.

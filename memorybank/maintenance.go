@@ -104,10 +104,15 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	for {
 		n, err := s.store.DeleteExpiredChanges(ctx, s.now(), 200)
 		total += n
-		if err != nil || n < 200 {
+		if err != nil {
 			return total, err
 		}
+		if n < 200 {
+			break
+		}
 	}
+	n, err := s.sweepDeliveries(ctx, s.now())
+	return total + n, err
 }
 
 // Reembed gives the memories whose vectors come from another embedder a

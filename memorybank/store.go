@@ -265,8 +265,12 @@ type Write struct {
 	Watermarks map[string]int64
 	// Operations to update, each only if it is still as expected (a
 	// worker's completion of the operations whose effects the write
-	// holds, or its progress).
+	// holds, or its progress). Each that ends its operation appends an
+	// operation.done to the feed (ChangeRecords).
 	Operations []jobs.Update
+	// Events are appended to the app's feed (ChangeRecords): webhook
+	// events that are not a memory's change, such as user.erased.
+	Events []*ChangeRecord
 }
 
 // Change writes a memory's new state (Deleted for a deletion) and one

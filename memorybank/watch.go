@@ -18,7 +18,7 @@ func (w wakingStore) Write(ctx context.Context, wr *Write) error {
 	if err := w.Store.Write(ctx, wr); err != nil {
 		return err
 	}
-	if len(wr.Changes) > 0 {
+	if len(wr.ChangeRecords(0)) > 0 {
 		w.feed.Notify(wr.App)
 	}
 	return nil
@@ -47,7 +47,8 @@ func (s *Service) WatchChanges(ctx context.Context, r ChangesRequest, send func(
 			}
 			r.After = c.Cursor
 		}
-		if len(p.Changes) == MaxChangesPerRead {
+		if p.More {
+			r.After = p.Through
 			continue
 		}
 		// The read saw every change up to p.Last (ListChanges reads one

@@ -226,6 +226,10 @@ type Delivery struct {
 	Attempts     []DeliveryAttempt
 	AttemptCount int
 	CreateTime   time.Time
+
+	// OpKind and OpState are an operation.done's operation's kind and
+	// final state (ChangeRecord's).
+	OpKind, OpState string
 }
 
 // DeliveryAttempt is one POST of a delivery.
@@ -296,6 +300,71 @@ type WebhookStore interface {
 	// ListDeliveries returns up to q.Limit deliveries of an app, in
 	// descending id order (newest event first) before q.BeforeID.
 	ListDeliveries(ctx context.Context, q DeliveryQuery) ([]*Delivery, error)
+
+	// DeleteDeliveries deletes deliveries of an app by id (those that
+	// are not stored are no error).
+	DeleteDeliveries(ctx context.Context, app string, ids []string) error
+}
+
+// DeliveryRetention is how long a delivery that ended (delivered,
+// dead-lettered or skipped) is kept after its last attempt (its creation
+// when it had none); SweepExpired removes it then.
+const DeliveryRetention = 7 * 24 * time.Hour
+
+// deliveryPage is how many deliveries one read of deleteDeliveries takes.
+const deliveryPage = 500
+
+// deleteDeliveries deletes the deliveries of an app that gone says, a
+// page at a time, and returns how many.
+func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*Delivery) bool) (int, error) {
+	n := 0
+	q := DeliveryQuery{App: app, Limit: deliveryPage}
+	for {
+		page, err := s.store.ListDeliveries(ctx, q)
+		if err != nil {
+			return n, err
+		}
+		var ids []string
+		for _, d := range page {
+			if gone(d) {
+				ids = append(ids, d.ID)
+			}
+		}
+		if len(ids) > 0 {
+			if err := s.store.DeleteDeliveries(ctx, app, ids); err != nil {
+				return n, err
+			}
+			n += len(ids)
+		}
+		if len(page) < deliveryPage {
+			return n, nil
+		}
+		q.BeforeID = page[len(page)-1].ID
+	}
+}
+
+// sweepDeliveries deletes the deliveries that ended more than
+// DeliveryRetention before now, of every app with a configuration.
+func (s *Service) sweepDeliveries(ctx context.Context, now time.Time) (int, error) {
+	cfgs, err := s.store.ListConfigs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, c := range cfgs {
+		n, err := s.deleteDeliveries(ctx, c.App, func(d *Delivery) bool {
+			last := d.CreateTime
+			if k := len(d.Attempts); k > 0 {
+				last = d.Attempts[k-1].Time
+			}
+			return d.State != DeliveryPending && now.Sub(last) > DeliveryRetention
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // ListDeliveries returns a page of an app's webhook deliveries, newest

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,10 +74,13 @@ func TestWebhooksCommands(t *testing.T) {
 	})
 	s := &operatorServer{t: t, url: url, key: key, c: client.New(url, client.WithAuthToken(key))}
 	ctx := t.Context()
-	setHook := func(app, url string) {
+	setHook := func(app, url string, events ...string) {
 		t.Helper()
+		if len(events) == 0 {
+			events = []string{"memory.created", "memory.updated", "memory.deleted"}
+		}
 		_, err := s.c.UpdateMemoryBankConfig(ctx, &kiokuv1.UpdateMemoryBankConfigRequest{
-			MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/" + app + "/memoryBankConfig", Webhooks: []*kiokuv1.Webhook{{Url: url, Events: []string{"memory.created", "memory.updated", "memory.deleted"}}}},
+			MemoryBankConfig: &kiokuv1.MemoryBankConfig{Name: "apps/" + app + "/memoryBankConfig", Webhooks: []*kiokuv1.Webhook{{Url: url, Events: events}}},
 			UpdateMask:       &fieldmaskpb.FieldMask{Paths: []string{"webhooks"}},
 		})
 		if err != nil {
@@ -125,6 +129,42 @@ func TestWebhooksCommands(t *testing.T) {
 			t.Fatalf("%s: last revision delivered %d, want 3", n, last[n])
 		}
 	}
+
+	// A generation's end: an operation.done, after its memories' events.
+	ops := &hookReceiver{}
+	ops.status.Store(http.StatusNoContent)
+	srv3 := httptest.NewServer(ops)
+	defer srv3.Close()
+	setHook("ops", srv3.URL+"/hook", "memory.created", "operation.done")
+	op, err := s.c.GenerateMemories(ctx, &kiokuv1.GenerateMemoriesRequest{
+		Parent: "apps/ops", Scope: client.Scope("ann"),
+		Source: &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{
+			Memories: []*kiokuv1.DirectMemory{{Fact: "Ann lives in Sapporo."}, {Fact: "Ann swims."}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the generation's operation.done", func() bool {
+		evs, _ := ops.got()
+		return slices.ContainsFunc(evs, func(ev webhooks.Event) bool { return ev.Type == "operation.done" })
+	})
+	evs, _ = ops.got()
+	for _, ev := range evs {
+		switch ev.Type {
+		case "memory.created":
+		case "operation.done":
+			if ev.Data.Name != op.GetName() || ev.Data.Kind != "GenerateMemories" || ev.Data.State != "SUCCEEDED" || ev.Data.Fact != "" {
+				t.Fatalf("operation.done: %+v, want %s GenerateMemories SUCCEEDED", ev.Data, op.GetName())
+			}
+		default:
+			t.Fatalf("an event not asked for: %+v", ev)
+		}
+	}
+	waitFor(t, "the generation's two memory.created", func() bool {
+		evs, _ := ops.got()
+		return len(evs) >= 3
+	})
 
 	// 500 forever: dead-lettered, listed, redelivered.
 	broken := &hookReceiver{}

@@ -5,7 +5,9 @@
 //
 // The outbox is the memory bank's change feed, which every Write appends
 // to in its own transaction: a change is in the feed if and only if it was
-// committed. A Dispatcher turns the feed into deliveries (one per change
+// committed. The feed also holds the events that are not a memory's
+// change (operation.done, appended in the transaction that ends the
+// operation; user.erased, once an erasure completed). A Dispatcher turns the feed into deliveries (one per change
 // and webhook that wants its event type), moving the app's delivery cursor
 // in the same store transaction, then sends them: at least once, in order
 // per memory and webhook (a memory's next delivery waits for the one
@@ -266,14 +268,18 @@ func (d *Dispatcher) fanOut(ctx context.Context, app string, cfg *appconfig.Conf
 		}
 		var ds []*memorybank.Delivery
 		for _, c := range p.Changes {
-			event := memorybank.EventOfAction(c.Action)
+			event := c.Event
+			if !c.IsEvent() {
+				event = memorybank.EventOfAction(c.Action)
+			}
 			for _, w := range cfg.Webhooks {
 				if !w.Wants(event) || c.Time.Before(w.CreateTime) {
 					continue
 				}
 				ds = append(ds, &memorybank.Delivery{
 					App: app, ID: memorybank.DeliveryID(c.Cursor, w.URL), Cursor: c.Cursor, URL: w.URL, Event: event,
-					MemoryID: c.MemoryID, Revision: c.Revision, Operation: c.Operation, Scope: c.Scope, EventTime: c.Time,
+					MemoryID: c.MemoryID, Revision: c.Revision, Operation: c.Operation, OpKind: c.OpKind, OpState: c.OpState,
+					Scope: c.Scope, EventTime: c.Time,
 					State: memorybank.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now,
 				})
 			}
@@ -304,6 +310,9 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 	var due []*memorybank.Delivery
 	for _, dl := range pending {
 		key := [2]string{dl.URL, dl.MemoryID}
+		if dl.MemoryID == "" {
+			key[1] = "event " + dl.ID // an event of no memory waits for none
+		}
 		if heads[key] {
 			continue // a later change of a memory waits for the one before
 		}
@@ -346,7 +355,7 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 		return d.skip(ctx, dl, "the webhook was removed from the configuration")
 	}
 	body, err := d.payload(ctx, dl, hook)
-	if fault.Is(err, fault.NotFound) {
+	if fault.Is(err, fault.NotFound) && dl.MemoryID != "" {
 		return d.skip(ctx, dl, "the memory's revision is gone (its user was erased)")
 	}
 	if err != nil {
@@ -444,11 +453,16 @@ type Event struct {
 	Data      EventData `json:"data"`
 }
 
-// EventData is a memory event's data: the memory's name, and with the
-// fact (include_fact, the default) the memory as the revision recorded it.
+// EventData is an event's data. A memory event's is the memory's name,
+// and with the fact (include_fact, the default) the memory as the
+// revision recorded it. An operation.done's is the operation's name, kind
+// and final state (SUCCEEDED, FAILED or CANCELLED); a user.erased's is
+// the scope {"user_id": ...} of the user erased, with no name.
 type EventData struct {
-	// Name is the memory's resource name.
-	Name      string            `json:"name"`
+	// Name is the memory's or the operation's resource name.
+	Name      string            `json:"name,omitempty"`
+	Kind      string            `json:"kind,omitempty"`
+	State     string            `json:"state,omitempty"`
 	Revision  int64             `json:"revision,omitempty"`
 	Scope     map[string]string `json:"scope,omitempty"`
 	Fact      string            `json:"fact,omitempty"`
@@ -460,7 +474,16 @@ type EventData struct {
 // payload builds a delivery's body from the revision it reports: the
 // fact as stored, after the app's PII redaction.
 func (d *Dispatcher) payload(ctx context.Context, dl *memorybank.Delivery, hook *appconfig.Webhook) ([]byte, error) {
-	ev := Event{Type: dl.Event, Timestamp: dl.EventTime.UTC(), Data: EventData{Name: resource.MemoryName(dl.App, dl.MemoryID)}}
+	ev := Event{Type: dl.Event, Timestamp: dl.EventTime.UTC()}
+	switch dl.Event {
+	case memorybank.EventOperationDone:
+		ev.Data = EventData{Name: dl.Operation, Kind: dl.OpKind, State: dl.OpState}
+		return json.Marshal(ev)
+	case memorybank.EventUserErased:
+		ev.Data = EventData{Scope: dl.Scope}
+		return json.Marshal(ev)
+	}
+	ev.Data = EventData{Name: resource.MemoryName(dl.App, dl.MemoryID)}
 	rev, err := d.cfg.Store.GetRevision(ctx, dl.App, dl.MemoryID, dl.Revision)
 	if err != nil {
 		return nil, err

@@ -160,7 +160,8 @@ type UserErasure struct {
 // memories with their revisions, and the watermarks of the user's
 // sessions), then the user's memory files (deleted ones too) with their
 // revisions, then the user's blocks with theirs (the app's shared blocks
-// stay). Calling it again finishes an erasure that stopped.
+// stay), and last appends the webhooks' user.erased event. Calling it
+// again finishes an erasure that stopped.
 func (a *App) DeleteUser(ctx context.Context, app, user string) (*UserErasure, error) {
 	n, err := a.sessions.DeleteUser(ctx, app, user)
 	if err != nil {
@@ -181,6 +182,9 @@ func (a *App) DeleteUser(ctx context.Context, app, user string) (*UserErasure, e
 		if bl, err = a.blocks.EraseUser(ctx, app, user); err != nil {
 			return nil, err
 		}
+	}
+	if err := a.memories.UserErased(ctx, app, user); err != nil {
+		return nil, err
 	}
 	return &UserErasure{Sessions: n, Erasure: *er, Files: files, Blocks: bl}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/appconfig"
 )
 
 // The change feed: every committed change once, in commit order, with
@@ -82,8 +83,10 @@ func testChangeFeed(t *testing.T, h *harness) {
 	if diff := cmp.Diff(want, lines(p.Changes)); diff != "" {
 		t.Fatalf("feed of app1 (-want +got):\n%s", diff)
 	}
-	if p.Last != 5 || p.Swept != 0 {
-		t.Fatalf("feed of app1: last %d swept %d, want 5 and 0", p.Last, p.Swept)
+	// The generation's end is an operation.done at cursor 6, which the
+	// feed of memory changes leaves out (testWebhookEvents).
+	if p.Last != 6 || p.Swept != 0 {
+		t.Fatalf("feed of app1: last %d swept %d, want 6 and 0", p.Last, p.Swept)
 	}
 	var last time.Time
 	for _, c := range p.Changes {
@@ -107,10 +110,10 @@ func testChangeFeed(t *testing.T, h *harness) {
 		t.Fatalf("user1 after 3 (-want +got):\n%s", diff)
 	}
 	// From now: no change, and the cursor to continue from.
-	if p := h.changes(memorybank.ChangesRequest{App: "app1", After: -1}); len(p.Changes) != 0 || p.Last != 5 {
-		t.Fatalf("from now = %d changes, last %d; want none, last 5", len(p.Changes), p.Last)
+	if p := h.changes(memorybank.ChangesRequest{App: "app1", After: -1}); len(p.Changes) != 0 || p.Last != 6 {
+		t.Fatalf("from now = %d changes, last %d; want none, last 6", len(p.Changes), p.Last)
 	}
-	if _, err := h.svc.Changes(h.ctx, memorybank.ChangesRequest{App: "app1", After: 6}); !fault.Is(err, fault.Invalid) || fault.FieldOf(err) != "start_cursor" {
+	if _, err := h.svc.Changes(h.ctx, memorybank.ChangesRequest{App: "app1", After: 7}); !fault.Is(err, fault.Invalid) || fault.FieldOf(err) != "start_cursor" {
 		t.Fatalf("cursor beyond the feed: %v, want Invalid naming start_cursor", err)
 	}
 }
@@ -201,5 +204,133 @@ func testWatchChanges(t *testing.T, h *harness) {
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatalf("WatchChanges returned nil after its context ended")
+	}
+}
+
+// eventLine is what the suite compares of a webhook event of the feed.
+type eventLine struct {
+	Cursor                 int64
+	Event, Operation       string
+	OpKind, OpState, Scope string
+}
+
+// feedEvents reads an app's whole feed from the store, the events the
+// Service leaves out included, and returns its events.
+func (h *harness) feedEvents(app string) []eventLine {
+	h.t.Helper()
+	p, err := h.store.ListChanges(h.ctx, memorybank.ChangeQuery{App: app, Limit: memorybank.MaxChangesPerRead})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := []eventLine{}
+	for _, c := range p.Changes {
+		if c.IsEvent() {
+			out = append(out, eventLine{c.Cursor, c.Event, c.Operation, c.OpKind, c.OpState, c.Scope.Key()})
+		}
+	}
+	return out
+}
+
+// testWebhookEvents: an operation's end and an erasure's are events of
+// the feed (the webhooks' outbox), appended in the transaction that
+// commits them, and only then; the feed of memory changes leaves them out.
+func testWebhookEvents(t *testing.T, h *harness) {
+	op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user is vegetarian."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.noGen)
+	m := h.op(op).Generated[0].Memory
+	// The generation's memory change and its end, in one Write.
+	p, err := h.store.ListChanges(h.ctx, memorybank.ChangeQuery{App: "app1", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 2 || p.Changes[0].MemoryID != m.ID || !p.Changes[1].Time.Equal(p.Changes[0].Time) {
+		t.Fatalf("feed after a generation: %+v", p.Changes)
+	}
+	gen := eventLine{2, memorybank.EventOperationDone, op.Name(), op.Operation.Kind, "SUCCEEDED", ""}
+	if diff := cmp.Diff([]eventLine{gen}, h.feedEvents("app1")); diff != "" {
+		t.Fatalf("events after a generation (-want +got):\n%s", diff)
+	}
+	// UpdateOperations: a claim is no event; a failure is; a stale end
+	// (its expectation no longer holds) writes neither it nor its event.
+	now := h.clock.Now()
+	o := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, CreateTime: now}
+	if err := h.store.CreateOperation(h.ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	run := *o
+	run.State, run.Attempt, run.LeaseOwner, run.LeaseExpiry = jobs.Running, 1, "w", now.Add(time.Minute)
+	if err := h.store.UpdateOperations(h.ctx, now, []jobs.Update{{Op: &run, ExpectState: jobs.Pending}}); err != nil {
+		t.Fatal(err)
+	}
+	failed := run
+	failed.State, failed.ErrorMessage, failed.EndTime = jobs.Failed, "boom", now
+	if err := h.store.UpdateOperations(h.ctx, now, []jobs.Update{{Op: &failed, ExpectState: jobs.Running, ExpectAttempt: 2}}); !fault.Is(err, fault.Aborted) {
+		t.Fatalf("a stale end: %v, want Aborted", err)
+	}
+	if got := h.feedEvents("app1"); len(got) != 1 {
+		t.Fatalf("events after a claim and a stale end: %+v, want the generation's only", got)
+	}
+	if err := h.store.UpdateOperations(h.ctx, now, []jobs.Update{{Op: &failed, ExpectState: jobs.Running, ExpectAttempt: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// Writing a finished operation again (a progress of none) is no end.
+	if err := h.store.UpdateOperations(h.ctx, now, []jobs.Update{{Op: &failed, ExpectState: jobs.Failed, ExpectAttempt: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	fail := eventLine{3, memorybank.EventOperationDone, failed.Name(), "CompactSession", "FAILED", ""}
+	// The feed of memory changes has no event.
+	cp := h.changes(memorybank.ChangesRequest{App: "app1"})
+	if diff := cmp.Diff([]changeLine{{1, "CREATED", m.ID, user1.Key(), 1, op.Name()}}, lines(cp.Changes)); diff != "" || cp.Last != 3 {
+		t.Fatalf("changes of memories, last %d (-want +got):\n%s", cp.Last, diff)
+	}
+	// An erasure, once complete (UserErased), is a user.erased of the
+	// user's scope.
+	if _, err := h.svc.EraseUser(h.ctx, "app1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.feedEvents("app1"); len(got) != 2 {
+		t.Fatalf("events after EraseUser, before UserErased: %+v", got)
+	}
+	// Without a webhook that wants user.erased, none is appended (the
+	// event names the user); with one, it is.
+	if err := h.svc.UserErased(h.ctx, "app1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.feedEvents("app1"); len(got) != 2 {
+		t.Fatalf("events after UserErased with no webhook asking: %+v", got)
+	}
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Webhooks: []appconfig.Webhook{
+		{URL: "https://hooks.example.com/a", Events: []string{memorybank.EventUserErased}},
+	}}, []string{"webhooks"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.UserErased(h.ctx, "app1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.UserErased(h.ctx, "app1", "U/1"); !fault.Is(err, fault.Invalid) {
+		t.Fatalf("UserErased of a bad user id: %v, want Invalid", err)
+	}
+	// The erasure removed the generation's operation (it was about u1):
+	// its end was an event, and stays one.
+	erased := eventLine{4, memorybank.EventUserErased, "", "", "", memorybank.Scope{"user_id": "u1"}.Key()}
+	if diff := cmp.Diff([]eventLine{gen, fail, erased}, h.feedEvents("app1")); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
+	}
+	// The erasure removed the user's changes from the feed, and appended
+	// no change of memories.
+	if cp := h.changes(memorybank.ChangesRequest{App: "app1"}); len(cp.Changes) != 0 || cp.Last != 4 {
+		t.Fatalf("changes of memories after the erasure: %d, last %d; want none, last 4", len(cp.Changes), cp.Last)
+	}
+	// A page cut at its limit by events says where to continue.
+	cp = h.changes(memorybank.ChangesRequest{App: "app1", After: 1, Limit: 2})
+	if len(cp.Changes) != 0 || !cp.More || cp.Through != 3 {
+		t.Fatalf("a page of events only: %d changes, more %v through %d; want none, true, 3", len(cp.Changes), cp.More, cp.Through)
+	}
+	// Another app's feed has none of them.
+	if got := h.feedEvents("app2"); len(got) != 0 {
+		t.Fatalf("events of app2: %+v", got)
 	}
 }

@@ -105,6 +105,8 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "WatchChanges", Run: testWatchChanges},
 		{Name: "WebhookConfig", Run: testWebhookConfig},
 		{Name: "WebhookDeliveries", Run: testWebhookDeliveries},
+		{Name: "WebhookEvents", Run: testWebhookEvents},
+		{Name: "DeliveryErasureRetention", Run: testDeliveryErasureRetention},
 		{Name: "Usage", Run: testUsage},
 		{Name: "Quotas", Run: testQuotas},
 	}

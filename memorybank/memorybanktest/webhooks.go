@@ -221,3 +221,60 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 		t.Fatalf("Redeliver of none: %v, want NotFound", err)
 	}
 }
+
+// testDeliveryErasureRetention: erasing a user removes the deliveries of
+// the user's changes; SweepExpired removes the deliveries that ended
+// DeliveryRetention ago and keeps pending ones.
+func testDeliveryErasureRetention(t *testing.T, h *harness) {
+	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := h.clock.Now()
+	if held, _, err := h.store.ClaimWebhookLease(h.ctx, "app1", "a", now, now.Add(time.Minute)); err != nil || !held {
+		t.Fatalf("lease: %v %v", held, err)
+	}
+	const u = "https://hooks.example.com/a"
+	u2 := memorybank.Scope{"user_id": "u2"}
+	mine, theirs, done, old := delivery(1, u, "m1", now), delivery(2, u, "m2", now), delivery(3, u, "m3", now), delivery(4, u, "m4", now)
+	theirs.Scope, done.Scope, old.Scope = u2, u2, u2
+	if err := h.store.AddDeliveries(h.ctx, "app1", "a", now, 0, 4, []*memorybank.Delivery{mine, theirs, done, old}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.svc.EraseUser(h.ctx, "app1", "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Deliveries != 1 {
+		t.Fatalf("erasure removed %d deliveries, want 1", got.Deliveries)
+	}
+	if _, err := h.store.GetDelivery(h.ctx, "app1", mine.ID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("the erased user's delivery: %v, want NotFound", err)
+	}
+	// done is delivered now, old was delivered then dead-lettered with
+	// its last attempt a retention ago; theirs stays pending.
+	done.State, done.Attempts = memorybank.DeliveryDelivered, []memorybank.DeliveryAttempt{{Time: now.Add(2 * time.Hour), Status: 204}}
+	old.State, old.Attempts = memorybank.DeliveryDeadLettered, []memorybank.DeliveryAttempt{{Time: now, Status: 500}}
+	for _, d := range []*memorybank.Delivery{done, old} {
+		if err := h.store.PutDelivery(h.ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.clock.Advance(memorybank.DeliveryRetention + time.Hour)
+	if _, err := h.svc.SweepExpired(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	left, _, err := h.svc.ListDeliveries(h.ctx, "app1", memorybank.DeliveryUnspecified, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range left {
+		ids = append(ids, d.ID)
+	}
+	if diff := cmp.Diff([]string{done.ID, theirs.ID}, ids); diff != "" {
+		t.Fatalf("deliveries after the sweep (-want +got):\n%s", diff)
+	}
+	if err := h.store.DeleteDeliveries(h.ctx, "app1", []string{old.ID, mine.ID}); err != nil {
+		t.Fatalf("deleting deliveries already gone: %v", err)
+	}
+}

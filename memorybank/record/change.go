@@ -17,18 +17,21 @@ type changeRecord struct {
 	Revision  int64            `json:"revision"`
 	Operation string           `json:"operation,omitempty"`
 	TimeNS    int64            `json:"time_ns"`
+	Event     string           `json:"event,omitempty"`
+	OpKind    string           `json:"op_kind,omitempty"`
+	OpState   string           `json:"op_state,omitempty"`
 }
 
 // MarshalChange returns the stored form of a change of the feed: JSON
 // with the action by name and the time in Unix nanoseconds.
 func MarshalChange(c *memorybank.ChangeRecord) ([]byte, error) {
 	name, ok := actionName(c.Action)
-	if !ok || c.Action == memorybank.Unchanged {
+	if !ok || (c.Action == memorybank.Unchanged) != c.IsEvent() {
 		return nil, fmt.Errorf("change %d of app %s: no stored action for %v", c.Cursor, c.App, c.Action)
 	}
 	return json.Marshal(changeRecord{
 		Action: name, MemoryID: c.MemoryID, Scope: c.Scope, Revision: c.Revision,
-		Operation: c.Operation, TimeNS: unixnano.From(c.Time),
+		Operation: c.Operation, TimeNS: unixnano.From(c.Time), Event: c.Event, OpKind: c.OpKind, OpState: c.OpState,
 	})
 }
 
@@ -46,5 +49,6 @@ func UnmarshalChange(app string, cursor int64, body []byte) (*memorybank.ChangeR
 	return &memorybank.ChangeRecord{
 		App: app, Cursor: cursor, Action: action, MemoryID: r.MemoryID, Scope: r.Scope,
 		Revision: r.Revision, Operation: r.Operation, Time: unixnano.Time(r.TimeNS),
+		Event: r.Event, OpKind: r.OpKind, OpState: r.OpState,
 	}, nil
 }

@@ -19,6 +19,8 @@ type deliveryRecord struct {
 	MemoryID     string           `json:"memory_id,omitempty"`
 	Revision     int64            `json:"revision,omitempty"`
 	Operation    string           `json:"operation,omitempty"`
+	OpKind       string           `json:"op_kind,omitempty"`
+	OpState      string           `json:"op_state,omitempty"`
 	Scope        memorybank.Scope `json:"scope,omitempty"`
 	EventNS      int64            `json:"event_ns"`
 	State        string           `json:"state"`
@@ -40,6 +42,7 @@ type attemptRecord struct {
 func MarshalDelivery(d *memorybank.Delivery) ([]byte, error) {
 	r := deliveryRecord{
 		Cursor: d.Cursor, URL: d.URL, Event: d.Event, MemoryID: d.MemoryID, Revision: d.Revision, Operation: d.Operation,
+		OpKind: d.OpKind, OpState: d.OpState,
 		Scope: d.Scope, EventNS: unixnano.From(d.EventTime), State: d.State.String(), NextNS: unixnano.From(d.NextAttempt), RetryFromNS: unixnano.From(d.RetryFrom),
 		AttemptCount: d.AttemptCount, CreateNS: unixnano.From(d.CreateTime),
 	}
@@ -65,7 +68,7 @@ func UnmarshalDelivery(app, id string, body []byte) (*memorybank.Delivery, error
 	}
 	d := &memorybank.Delivery{
 		App: app, ID: id, Cursor: r.Cursor, URL: r.URL, Event: r.Event, MemoryID: r.MemoryID, Revision: r.Revision,
-		Operation: r.Operation, Scope: r.Scope, EventTime: unixnano.Time(r.EventNS), State: state,
+		Operation: r.Operation, OpKind: r.OpKind, OpState: r.OpState, Scope: r.Scope, EventTime: unixnano.Time(r.EventNS), State: state,
 		NextAttempt: unixnano.Time(r.NextNS), RetryFrom: unixnano.Time(r.RetryFromNS), AttemptCount: r.AttemptCount, CreateTime: unixnano.Time(r.CreateNS),
 	}
 	for _, a := range r.Attempts {

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -266,7 +267,24 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 		if err := s.checkUpdates(tx, now, updates); err != nil {
 			return err
 		}
-		return s.applyUpdates(tx, updates)
+		ending := memorybank.EndingWrites(now, updates)
+		feeds := make([]*feedDoc, len(ending))
+		for i, w := range ending {
+			f, err := s.readFeedFor(tx, w)
+			if err != nil {
+				return err
+			}
+			feeds[i] = f
+		}
+		if err := s.applyUpdates(tx, updates); err != nil {
+			return err
+		}
+		for i, w := range ending {
+			if err := s.appendChanges(tx, w, feeds[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	}, s.txn...)
 	return firestoredb.Wrap(err)
 }

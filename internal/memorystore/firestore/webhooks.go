@@ -184,3 +184,12 @@ func (s *Store) ListDeliveries(ctx context.Context, q memorybank.DeliveryQuery) 
 	}
 	return deliveriesOf(q.App, snaps)
 }
+
+// DeleteDeliveries implements memorybank.WebhookStore.
+func (s *Store) DeleteDeliveries(ctx context.Context, app string, ids []string) error {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = s.deliveries(app).Doc(id)
+	}
+	return firestoredb.DeleteDocs(ctx, s.c, refs)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -163,7 +164,15 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 		if err := checkUpdates(tx, now, updates); err != nil {
 			return err
 		}
-		return applyUpdates(tx, updates, bodies)
+		if err := applyUpdates(tx, updates, bodies); err != nil {
+			return err
+		}
+		for _, w := range memorybank.EndingWrites(now, updates) {
+			if err := appendChanges(tx, w); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -150,3 +150,15 @@ func (s *Store) ListDeliveries(ctx context.Context, q memorybank.DeliveryQuery) 
 	args = append(args, q.Limit)
 	return s.queryDeliveries(ctx, q.App, sb.String(), args...)
 }
+
+// DeleteDeliveries implements memorybank.WebhookStore: one transaction.
+func (s *Store) DeleteDeliveries(ctx context.Context, app string, ids []string) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			if _, err := tx.Exec(`DELETE FROM webhook_deliveries WHERE app = ? AND id = ?`, app, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
