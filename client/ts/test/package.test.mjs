@@ -1,6 +1,9 @@
 // The package as a program outside the repository gets it: `npm pack`,
-// then `npm install` of the tarball into a new project (from npm's cache,
-// which `npm ci` filled), a TypeScript program type-checked against the
+// then `npm install` of the tarball into a new project (from npm's cache
+// where it holds the packages: `npm ci` fills it with their tarballs, but
+// not always with the registry's metadata that resolving the tarball's
+// dependency ranges reads, so --prefer-offline, not --offline, which fails
+// on a machine whose cache was filled by npm ci alone), a TypeScript program type-checked against the
 // installed declarations, and a JavaScript program that imports
 // "@kioku-ai/client" and makes a round trip against a real kioku.
 import assert from "node:assert/strict";
@@ -38,7 +41,7 @@ test("npm install of the packed tarball, then import and a round trip", async ()
   assert.ok(!files.some((f) => f.startsWith("test/") || f.startsWith("node_modules/")), `packed files: ${files}`);
 
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "outside", private: true, type: "module" }));
-  run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], project);
+  run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], project);
 
   writeFileSync(
     join(project, "main.ts"),
