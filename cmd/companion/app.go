@@ -533,18 +533,28 @@ type revisionView struct {
 	Time   time.Time `json:"time"`
 }
 
+// sessionLabels maps the names of a user's sessions to their display
+// names, which the memory and core memory panels show as sources.
+func (a *App) sessionLabels(ctx context.Context, user string) (map[string]string, error) {
+	labels := map[string]string{}
+	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName(appID, user)}) {
+		if err != nil {
+			return nil, err
+		}
+		labels[s.GetName()] = s.GetDisplayName()
+	}
+	return labels, nil
+}
+
 // maxMemoriesShown bounds the memory panel.
 const maxMemoriesShown = 100
 
 func (a *App) memories(w http.ResponseWriter, r *http.Request, user string) {
 	ctx := r.Context()
-	labels := map[string]string{}
-	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName(appID, user)}) {
-		if err != nil {
-			a.fail(w, err)
-			return
-		}
-		labels[s.GetName()] = s.GetDisplayName()
+	labels, err := a.sessionLabels(ctx, user)
+	if err != nil {
+		a.fail(w, err)
+		return
 	}
 	out := []memoryView{}
 	for m, err := range a.kioku.AllMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: resource.AppName(appID), Scope: map[string]string{"user_id": user}}) {

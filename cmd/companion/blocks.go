@@ -95,13 +95,10 @@ type blockView struct {
 // blocks answers the core memory panel: the app's blocks, then the user's.
 func (a *App) blocks(w http.ResponseWriter, r *http.Request, user string) {
 	ctx := r.Context()
-	labels := map[string]string{}
-	for s, err := range a.kioku.AllSessions(ctx, &kiokuv1.ListSessionsRequest{Parent: resource.UserName(appID, user)}) {
-		if err != nil {
-			a.fail(w, err)
-			return
-		}
-		labels[s.GetName()] = s.GetDisplayName()
+	labels, err := a.sessionLabels(ctx, user)
+	if err != nil {
+		a.fail(w, err)
+		return
 	}
 	out := []blockView{}
 	for _, owner := range []struct{ parent, name string }{{resource.AppName(appID), "app"}, {resource.UserName(appID, user), "user"}} {
