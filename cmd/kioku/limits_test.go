@@ -108,14 +108,15 @@ func flood(t *testing.T, key string, urls []string, perSecond int, d time.Durati
 	for i := 0; time.Since(start) < d; <-tick.C {
 		for due := int(time.Since(start).Seconds() * float64(perSecond)); i < due; i++ {
 			res.sent++
+			n := i
 			wg.Go(func() {
 				req := connect.NewRequest(&kiokuv1.GetSessionRequest{Name: "apps/flood/users/u/sessions/none"})
 				req.Header().Set("Authorization", "Bearer "+key)
-				_, err := clients[i%len(urls)].GetSession(t.Context(), req)
+				_, err := clients[n%len(urls)].GetSession(t.Context(), req)
 				switch connect.CodeOf(err) {
 				case connect.CodeNotFound:
 					accepted.Add(1)
-					perServer[i%len(urls)].Add(1)
+					perServer[n%len(urls)].Add(1)
 				case connect.CodeResourceExhausted:
 					refused.Add(1)
 				default:

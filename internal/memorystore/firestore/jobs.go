@@ -81,13 +81,19 @@ func opsFromSnaps(snaps []*firestore.DocumentSnapshot) ([]*jobs.Operation, error
 	return out, nil
 }
 
-// CreateOperation implements jobs.Store.
+// CreateOperation implements jobs.Store. The create runs in a
+// transaction, so that Firestore's client retries it with backoff when a
+// claim's transaction holds the lock on the app's operations (a claim
+// queries them for a running operation of its key) past the lock
+// timeout: written alone, the create would fail ABORTED to the caller.
 func (s *Store) CreateOperation(ctx context.Context, op *jobs.Operation) error {
 	d, err := toOpDoc(op)
 	if err != nil {
 		return err
 	}
-	_, err = s.opRef(op.App, op.ID).Create(ctx, d)
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		return tx.Create(s.opRef(op.App, op.ID), d)
+	}, s.txn...)
 	if status.Code(err) == codes.AlreadyExists {
 		return fault.New(fault.AlreadyExists, "operation %s already exists", op.Name())
 	}
@@ -261,8 +267,16 @@ func (s *Store) Migrate(ctx context.Context) (int, error) {
 	return n, firestoredb.Wrap(err)
 }
 
-// UpdateOperations implements jobs.Store: one transaction.
+// UpdateOperations implements jobs.Store: one transaction. A claim (an
+// update with ClaimKey) is tried once: contention on it means other
+// servers claim the same operations, and the scheduler does better to
+// pass to the next one (it takes Aborted so) than to wait out the
+// client's backoff, which grows to seconds and holds its claims up.
 func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []jobs.Update) error {
+	opts := s.txn
+	if slices.ContainsFunc(updates, func(u jobs.Update) bool { return u.ClaimKey }) {
+		opts = []firestore.TransactionOption{firestore.MaxAttempts(1)}
+	}
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := s.checkUpdates(tx, now, updates); err != nil {
 			return err
@@ -285,7 +299,7 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 			}
 		}
 		return nil
-	}, s.txn...)
+	}, opts...)
 	return firestoredb.Wrap(err)
 }
 
