@@ -65,7 +65,7 @@ type OfflineExtractor struct{}
 
 // offlineExtractorName is the extractor's Name; its version changes when
 // its rules give other facts.
-const offlineExtractorName = "offline:kioku-extractor-v3"
+const offlineExtractorName = "offline:kioku-extractor-v4"
 
 // Name implements Generator.
 func (OfflineExtractor) Name() string { return offlineExtractorName }
@@ -165,6 +165,34 @@ func speakerOf(author string) (facts.Speaker, bool) {
 	return facts.Speaker{Name: author}, true
 }
 
+// listenerOf returns the name of the person the author of event i (a
+// person with a name) talks to: the nearest other author of the
+// conversation, before it or else after it, when that is a person with a
+// name (not the user, whose name the events do not give, nor the agent);
+// "" otherwise.
+func listenerOf(authors []string, i int) string {
+	other := func(j int) (string, bool) {
+		if authors[j] == authors[i] {
+			return "", false
+		}
+		if sp, ok := speakerOf(authors[j]); ok && sp.Name != "" {
+			return sp.Name, true
+		}
+		return "", true
+	}
+	for j := i - 1; j >= 0; j-- {
+		if name, ok := other(j); ok {
+			return name
+		}
+	}
+	for j := i + 1; j < len(authors); j++ {
+		if name, ok := other(j); ok {
+			return name
+		}
+	}
+	return ""
+}
+
 // extractionReply reads the conversation of an extraction call.
 func extractionReply(r *GenerateRequest) map[string]any {
 	allowed := map[string]bool{}
@@ -198,7 +226,11 @@ func extractionReply(r *GenerateRequest) map[string]any {
 	var name string
 	fields := profileFields(r)
 	profile := map[string]map[string]any{}
-	for _, e := range events {
+	authors := make([]string, len(events))
+	for i, e := range events {
+		authors[i], _, _ = strings.Cut(e.text, ": ")
+	}
+	for i, e := range events {
 		text := strings.TrimRight(e.text, "\n")
 		var at time.Time
 		if m := eventTime.FindStringSubmatch(text); m != nil {
@@ -212,6 +244,9 @@ func extractionReply(r *GenerateRequest) map[string]any {
 		speaker, ok := speakerOf(author)
 		if !ok {
 			continue
+		}
+		if speaker.Name != "" {
+			speaker.To = listenerOf(authors, i) // the user talks to the agent
 		}
 		said = toolParts.ReplaceAllString(said, "")
 		for _, f := range facts.Extract(said, speaker, at) {

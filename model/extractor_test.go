@@ -83,6 +83,30 @@ I moved to Kyoto last month. I love green tea. (2026-05-08 09:01)
 	}
 }
 
+// TestOfflineExtractorListener: in a conversation between two people,
+// what one says to the other ("your") is written with the other's name;
+// to the agent, it is not kept.
+func TestOfflineExtractorListener(t *testing.T) {
+	req := &model.GenerateRequest{
+		Messages: []model.Message{{Role: "user", Text: `The conversation:
+[1] Nate: Have you watched any good movies lately? (2026-05-08 09:00)
+[2] Joanna: I finally finished my first screenplay. I took your advice on the ending! (2026-05-08 09:01)
+[3] user: I finally finished my first screenplay. I took your advice on the ending! (2026-05-08 09:02)
+[4] model: Well done. (2026-05-08 09:03)
+`}},
+		Schema: model.SchemaFor(&extractionReply{}),
+	}
+	var got extractionReply
+	offlineReply(t, req, &got)
+	var facts []string
+	for _, f := range got.Facts {
+		facts = append(facts, f.Fact)
+	}
+	if want := "Joanna finished their first screenplay. Joanna took Nate's advice on the ending.|The user finished their first screenplay."; strings.Join(facts, "|") != want {
+		t.Errorf("facts %q, want %q", facts, want)
+	}
+}
+
 func TestOfflineExtractorConsolidates(t *testing.T) {
 	req := &model.GenerateRequest{
 		Messages: []model.Message{{Role: "user", Text: `Existing memories:
@@ -165,7 +189,7 @@ func TestOfflineExtractorRefusesOtherCalls(t *testing.T) {
 			t.Errorf("%v: want FailedPrecondition saying a language model is needed", err)
 		}
 	}
-	if got := gen.Name(); got != "offline:kioku-extractor-v3" {
+	if got := gen.Name(); got != "offline:kioku-extractor-v4" {
 		t.Errorf("name %q", got)
 	}
 }

@@ -59,7 +59,14 @@ import (
 // person named Name (a conversation between people stored with the
 // speakers as authors). Facts name the user "The user" (ユーザー) and a
 // person by name; Named puts the user's name in once it is known.
-type Speaker struct{ Name string }
+type Speaker struct {
+	Name string
+	// To is the listener's name, when the speaker talks to a person (a
+	// conversation between two people): what is said to them ("your
+	// advice") is written with it. "" when unknown or the agent, whom
+	// "you" then names, and such statements are not kept.
+	To string
+}
 
 // english returns the speaker as the subject of an English fact.
 func (s Speaker) english() string {
@@ -114,6 +121,9 @@ type Fact struct {
 	// loose: what it says is no lasting fact the rules read (see
 	// mergeLoose).
 	loose bool
+	// aside: a clause that says something but no statement of the
+	// speaker's; told only with the message's loose facts.
+	aside bool
 }
 
 // maxClause bounds the clauses read: a longer one is not a simple
@@ -139,6 +149,8 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 				if len(c) <= maxClause {
 					if f, ok := extractEnglish(c, sp, now); ok {
 						facts = append(facts, f)
+					} else if f, ok := aside(c, sp, now); ok {
+						facts = append(facts, f)
 					}
 				}
 			}
@@ -160,12 +172,23 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 // pottery workshop on 5 May 2023. Melanie and others all made their own
 // pots."). Facts the rules read (home, work, family, pets, likes, names,
 // dates of birth) stay one each, for consolidation to compare and update.
+// The message's asides (what it says of others, of the listener, of
+// things) join the loose facts in their place, and are dropped when the
+// message has none: they make its memory findable by more of what was
+// said, and are no memory of their own.
 func mergeLoose(fs []Fact) []Fact {
+	anchored := false
+	for _, f := range fs {
+		anchored = anchored || f.loose && !f.aside
+	}
 	var out []Fact
 	li := -1
 	for _, f := range fs {
-		loose := f.loose
-		f.loose = false
+		loose, aside := f.loose, f.aside
+		f.loose, f.aside = false, false
+		if aside && !anchored {
+			continue
+		}
 		if !loose {
 			out = append(out, f)
 			continue

@@ -109,6 +109,36 @@ func TestExtractOneEpisode(t *testing.T) {
 	}
 }
 
+// TestExtractAsides: what a message says besides the speaker's
+// statements (of others, of things, to the listener) is told with those
+// statements, and is no memory of its own.
+func TestExtractAsides(t *testing.T) {
+	msg := "I finally finished my first screenplay. It was a story about sisterhood and dreams. I took your advice on the ending!"
+	for _, c := range []struct {
+		sp   Speaker
+		want []string
+	}{
+		{Speaker{Name: "Joanna", To: "Nate"}, []string{"Joanna finished their first screenplay. It was a story about sisterhood and dreams. Joanna took Nate's advice on the ending."}},
+		// Without the listener's name, what is said to them is left out.
+		{Speaker{Name: "Joanna"}, []string{"Joanna finished their first screenplay. It was a story about sisterhood and dreams."}},
+	} {
+		if got := texts(Extract(msg, c.sp, said)); strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("Extract(%q, %+v) = %q, want %q", msg, c.sp, got, c.want)
+		}
+	}
+	// A message of asides alone, or of asides and facts the rules read,
+	// makes no memory of them.
+	for msg, want := range map[string][]string{
+		"It was a transgender poetry reading where people shared their stories. Thankfully they enjoyed the Grand Canyon a lot!": nil,
+		"I have a cat named Miso. Her fur is grey and very soft.":                                                                {"Joanna has a cat named Miso."},
+		"You are doing great with your new studio, keep going.":                                                                  nil,
+	} {
+		if got := texts(Extract(msg, Speaker{Name: "Joanna", To: "Nate"}, said)); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("Extract(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
 func TestExtractKindsAndDates(t *testing.T) {
 	for msg, want := range map[string]Fact{
 		"I live in Osaka.":                           {Text: "The user lives in Osaka.", Kind: Personal},
