@@ -226,6 +226,9 @@ func extractionReply(r *GenerateRequest) map[string]any {
 	var name string
 	fields := profileFields(r)
 	profile := map[string]map[string]any{}
+	// episodes are the speakers' last episodes (facts.Fact's Episode), by
+	// author, in out.
+	episodes := map[string]int{}
 	authors := make([]string, len(events))
 	for i, e := range events {
 		authors[i], _, _ = strings.Cut(e.text, ": ")
@@ -249,10 +252,22 @@ func extractionReply(r *GenerateRequest) map[string]any {
 			speaker.To = listenerOf(authors, i) // the user talks to the agent
 		}
 		said = toolParts.ReplaceAllString(said, "")
-		for _, f := range facts.Extract(said, speaker, at) {
+		fs, asides := facts.ExtractMessage(said, speaker, at)
+		if j, ok := episodes[author]; ok && asides != "" {
+			// A message that tells nothing of its own goes on with the
+			// episode of the speaker's message before ("It was a
+			// transgender poetry reading."), and ends it.
+			out[j].Fact += " " + asides
+			out[j].Events = append(out[j].Events, e.n)
+		}
+		delete(episodes, author)
+		for _, f := range fs {
 			topic := topicOf[f.Kind]
 			if !allowed[topic] {
 				topic = ""
+			}
+			if f.Episode {
+				episodes[author] = len(out)
 			}
 			out = append(out, extractedFact{Fact: f.Text, Topic: topic, Events: []int{e.n}, Date: f.Date})
 			if speaker.Name == "" {

@@ -118,6 +118,9 @@ type Fact struct {
 	// time the text was said: YYYY-MM-DD, YYYY-MM or YYYY; "" when it says
 	// none or the time is unknown.
 	Date string
+	// Episode: the fact tells the message's statements that are no
+	// lasting fact the rules read (see mergeLoose), one such a message.
+	Episode bool
 	// loose: what it says is no lasting fact the rules read (see
 	// mergeLoose).
 	loose bool
@@ -134,6 +137,16 @@ const maxClause = 240
 // said at now (zero: unknown, and relative dates stay as they are).
 // Questions are skipped. The same text always gives the same facts.
 func Extract(text string, sp Speaker, now time.Time) []Fact {
+	fs, _ := ExtractMessage(text, sp, now)
+	return fs
+}
+
+// ExtractMessage is Extract, and also returns the message's asides when
+// it has no episode to tell them with (what it says of others, of
+// things, to the listener, the photo it shared: "It was a transgender
+// poetry reading."), for the caller to tell with the speaker's episode of
+// a message before ("" when there are none).
+func ExtractMessage(text string, sp Speaker, now time.Time) (fs []Fact, asides string) {
 	text = unorm.NFKC.String(text)
 	var out []Fact
 	seen := map[string]bool{}
@@ -142,7 +155,9 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 			continue
 		}
 		var facts []Fact
-		if isJapanese(s.text) {
+		if f, ok := sharedPhoto(s.text, sp); ok {
+			facts = append(facts, f)
+		} else if isJapanese(s.text) {
 			facts = extractJapanese(s.text, sp, now)
 		} else {
 			for _, c := range clauses(s.text) {
@@ -176,17 +191,17 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 // things) join the loose facts in their place, and are dropped when the
 // message has none: they make its memory findable by more of what was
 // said, and are no memory of their own.
-func mergeLoose(fs []Fact) []Fact {
+func mergeLoose(fs []Fact) (out []Fact, asides string) {
 	anchored := false
 	for _, f := range fs {
 		anchored = anchored || f.loose && !f.aside
 	}
-	var out []Fact
 	li := -1
 	for _, f := range fs {
 		loose, aside := f.loose, f.aside
 		f.loose, f.aside = false, false
 		if aside && !anchored {
+			asides = strings.TrimSpace(asides + " " + f.Text)
 			continue
 		}
 		if !loose {
@@ -195,6 +210,7 @@ func mergeLoose(fs []Fact) []Fact {
 		}
 		if li < 0 {
 			li = len(out)
+			f.Episode = true
 			out = append(out, f)
 			continue
 		}
@@ -203,7 +219,7 @@ func mergeLoose(fs []Fact) []Fact {
 			out[li].Date = f.Date
 		}
 	}
-	return out
+	return out, asides
 }
 
 type sentence struct {

@@ -264,3 +264,19 @@ func toListener(c, name string) string {
 		return name
 	}), " ")
 }
+
+// photoRE is a note of a photo a message shared, with its caption, as an
+// app that captions images writes it beside the text: "[shares a photo: a
+// photo of a cup with a dog face on it]" (also "[photo: ...]", "[image:
+// ...]").
+var photoRE = regexp.MustCompile(`(?i)^\[(?:(?:shares?|shared|sends?|sent) (?:an? )?)?(?:photo|image|picture|pic)(?: of)?:\s*(?:(?:an? )?(?:photo|photograph|photography|picture|image|close up) of\s+)?([^\]]+)\]$`)
+
+// sharedPhoto returns the aside of a photo's caption: "Melanie shared a
+// photo of a cup with a dog face on it."
+func sharedPhoto(s string, sp Speaker) (Fact, bool) {
+	m := photoRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Fact{}, false
+	}
+	return Fact{Text: tidy(sp.english() + " shared a photo of " + strings.TrimRight(m[1], " .") + "."), Kind: Personal, loose: true, aside: true}, true
+}
