@@ -31,6 +31,10 @@ import (
 //     third person, with the memory bank's topics, the event cited and
 //     relative dates resolved against the event's time. Other authors are
 //     taken for the agent, whose words are not facts about the user.
+//     A person's listener is the nearest other author with a name
+//     (facts.Speaker's To); a message that tells only asides goes on
+//     with the fact of the speaker's episode in their message before,
+//     which then cites both events (facts.ExtractMessage).
 //     Once the user says their name in the conversation ("I'm Ann"), the
 //     user's facts carry it ("Ann has a dog called Pochi.", see
 //     facts.Named);

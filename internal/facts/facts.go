@@ -35,11 +35,16 @@
 //     from my grandma in Sweden is special to me" as "This necklace from
 //     Melanie's grandma in Sweden is special to them.". A message's
 //     statements that are no lasting fact (these, and the events, plans
-//     and activities above) are one fact (mergeLoose).
+//     and activities above) are one fact, its episode (mergeLoose);
+//   - a message's asides: what else it says, of others, of things, a
+//     photo's caption ("[shares a photo: ...]"), and what is said to the
+//     listener when Speaker.To names them; told with the message's
+//     episode, or returned by ExtractMessage for the caller to tell with
+//     the speaker's episode before.
 //
 // What it misses: facts implied ("we walked Pochi" does not say there is
-// a dog), what someone says about others unless it names the speaker,
-// what is said to the listener ("you"), sarcasm, hypotheticals and most
+// a dog), what someone says about others unless it goes with something
+// said of the speaker, what is said to an agent ("you"), sarcasm, hypotheticals and most
 // negations, pronouns that point back ("she", "it": kept as said), and
 // every language but English and Japanese. A
 // language model (--model-provider gemini, vertex or openai) does far
