@@ -31,6 +31,10 @@ import (
 //     third person, with the memory bank's topics, the event cited and
 //     relative dates resolved against the event's time. Other authors are
 //     taken for the agent, whose words are not facts about the user.
+//     A person's listener is the nearest other author with a name
+//     (facts.Speaker's To); a message that tells only asides goes on
+//     with the fact of the speaker's episode in their message before,
+//     which then cites both events (facts.ExtractMessage).
 //     Once the user says their name in the conversation ("I'm Ann"), the
 //     user's facts carry it ("Ann has a dog called Pochi.", see
 //     facts.Named);
@@ -65,7 +69,7 @@ type OfflineExtractor struct{}
 
 // offlineExtractorName is the extractor's Name; its version changes when
 // its rules give other facts.
-const offlineExtractorName = "offline:kioku-extractor-v3"
+const offlineExtractorName = "offline:kioku-extractor-v4"
 
 // Name implements Generator.
 func (OfflineExtractor) Name() string { return offlineExtractorName }
@@ -165,6 +169,34 @@ func speakerOf(author string) (facts.Speaker, bool) {
 	return facts.Speaker{Name: author}, true
 }
 
+// listenerOf returns the name of the person the author of event i (a
+// person with a name) talks to: the nearest other author of the
+// conversation, before it or else after it, when that is a person with a
+// name (not the user, whose name the events do not give, nor the agent);
+// "" otherwise.
+func listenerOf(authors []string, i int) string {
+	other := func(j int) (string, bool) {
+		if authors[j] == authors[i] {
+			return "", false
+		}
+		if sp, ok := speakerOf(authors[j]); ok && sp.Name != "" {
+			return sp.Name, true
+		}
+		return "", true
+	}
+	for j := i - 1; j >= 0; j-- {
+		if name, ok := other(j); ok {
+			return name
+		}
+	}
+	for j := i + 1; j < len(authors); j++ {
+		if name, ok := other(j); ok {
+			return name
+		}
+	}
+	return ""
+}
+
 // extractionReply reads the conversation of an extraction call.
 func extractionReply(r *GenerateRequest) map[string]any {
 	allowed := map[string]bool{}
@@ -198,7 +230,14 @@ func extractionReply(r *GenerateRequest) map[string]any {
 	var name string
 	fields := profileFields(r)
 	profile := map[string]map[string]any{}
-	for _, e := range events {
+	// episodes are the speakers' last episodes (facts.Fact's Episode), by
+	// author, in out.
+	episodes := map[string]int{}
+	authors := make([]string, len(events))
+	for i, e := range events {
+		authors[i], _, _ = strings.Cut(e.text, ": ")
+	}
+	for i, e := range events {
 		text := strings.TrimRight(e.text, "\n")
 		var at time.Time
 		if m := eventTime.FindStringSubmatch(text); m != nil {
@@ -213,11 +252,26 @@ func extractionReply(r *GenerateRequest) map[string]any {
 		if !ok {
 			continue
 		}
+		if speaker.Name != "" {
+			speaker.To = listenerOf(authors, i) // the user talks to the agent
+		}
 		said = toolParts.ReplaceAllString(said, "")
-		for _, f := range facts.Extract(said, speaker, at) {
+		fs, asides := facts.ExtractMessage(said, speaker, at)
+		if j, ok := episodes[author]; ok && asides != "" {
+			// A message that tells nothing of its own goes on with the
+			// episode of the speaker's message before ("It was a
+			// transgender poetry reading."), and ends it.
+			out[j].Fact += " " + asides
+			out[j].Events = append(out[j].Events, e.n)
+		}
+		delete(episodes, author)
+		for _, f := range fs {
 			topic := topicOf[f.Kind]
 			if !allowed[topic] {
 				topic = ""
+			}
+			if f.Episode {
+				episodes[author] = len(out)
 			}
 			out = append(out, extractedFact{Fact: f.Text, Topic: topic, Events: []int{e.n}, Date: f.Date})
 			if speaker.Name == "" {

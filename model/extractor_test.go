@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,6 +81,51 @@ I moved to Kyoto last month. I love green tea. (2026-05-08 09:01)
 		if g.Fact != w.fact || g.Topic != w.topic || len(g.Events) != 1 || g.Events[0] != w.event || g.Date != w.date {
 			t.Errorf("fact %d: %+v, want %+v", i+1, g, w)
 		}
+	}
+}
+
+// TestOfflineExtractorListener: in a conversation between two people,
+// what one says to the other ("your") is written with the other's name;
+// to the agent, it is not kept.
+func TestOfflineExtractorListener(t *testing.T) {
+	req := &model.GenerateRequest{
+		Messages: []model.Message{{Role: "user", Text: `The conversation:
+[1] Nate: Have you watched any good movies lately? (2026-05-08 09:00)
+[2] Joanna: I finally finished my first screenplay. I took your advice on the ending! (2026-05-08 09:01)
+[3] user: I finally finished my first screenplay. I took your advice on the ending! (2026-05-08 09:02)
+[4] model: Well done. (2026-05-08 09:03)
+`}},
+		Schema: model.SchemaFor(&extractionReply{}),
+	}
+	var got extractionReply
+	offlineReply(t, req, &got)
+	var facts []string
+	for _, f := range got.Facts {
+		facts = append(facts, f.Fact)
+	}
+	if want := "Joanna finished their first screenplay. Joanna took Nate's advice on the ending.|The user finished their first screenplay."; strings.Join(facts, "|") != want {
+		t.Errorf("facts %q, want %q", facts, want)
+	}
+}
+
+// TestOfflineExtractorEpisodeGoesOn: a message that tells nothing of its
+// own goes on with the episode of the speaker's message before, citing
+// both; one more such message does not.
+func TestOfflineExtractorEpisodeGoesOn(t *testing.T) {
+	req := &model.GenerateRequest{
+		Messages: []model.Message{{Role: "user", Text: `The conversation:
+[1] Caroline: I went to a poetry reading last night. (2026-05-08 09:00)
+[2] Melanie: Wow, what was it like? (2026-05-08 09:01)
+[3] Caroline: It was a transgender poetry reading where people shared their stories. (2026-05-08 09:02)
+[4] Melanie: That sounds so empowering! (2026-05-08 09:03)
+[5] Caroline: The organisers were all volunteers from the centre. (2026-05-08 09:04)
+`}},
+		Schema: model.SchemaFor(&extractionReply{}),
+	}
+	var got extractionReply
+	offlineReply(t, req, &got)
+	if len(got.Facts) != 1 || got.Facts[0].Fact != "Caroline went to a poetry reading on 7 May 2026. It was a transgender poetry reading where people shared their stories." || fmt.Sprint(got.Facts[0].Events) != "[1 3]" {
+		t.Errorf("facts %+v", got.Facts)
 	}
 }
 
@@ -165,7 +211,7 @@ func TestOfflineExtractorRefusesOtherCalls(t *testing.T) {
 			t.Errorf("%v: want FailedPrecondition saying a language model is needed", err)
 		}
 	}
-	if got := gen.Name(); got != "offline:kioku-extractor-v3" {
+	if got := gen.Name(); got != "offline:kioku-extractor-v4" {
 		t.Errorf("name %q", got)
 	}
 }

@@ -46,7 +46,10 @@ With --json the last line is
   {"variant":..., "questions":N, "recall":{"1":r,"5":r,"10":r,"20":r},
    "temporal_questions":N, "temporal_recall":{"1":r,...}}
 and for extracted-offline also "memories":N, "sessions":N, "events":N
-and "evidence_cited":r (the share of the evidence some memory cites).
+and "evidence_cited":r (the share of the evidence some memory cites);
+last "by_conversation": {sample_id: {"questions":N, "recall_10":r}}, each
+conversation's recall@10 (also printed a line each; for extracted-offline
+with its "memories" and "events").
 
 Flags:
 `
@@ -298,7 +301,11 @@ func benchLocomo(ctx context.Context, args []string) error {
 	ks := []int{1, 5, 10, 20}
 	sums, temporalSums := map[int]float64{}, map[int]float64{}
 	questions, temporal := 0, 0
+	// Each conversation's recall@10, to see how far one conversation's
+	// figure strays from the mean (a held-out conversation is another).
+	byConv := map[string]any{}
 	for _, c := range convs {
+		convQuestions, convSum := 0, 0.0
 		scope := map[string]string{"user_id": c.SampleID}
 		var docs []locomoDoc
 		if !extracted {
@@ -339,6 +346,8 @@ func benchLocomo(ctx context.Context, args []string) error {
 		}
 		if err := askLocomo(ctx, &c, find, func(q locomoQA, evidence []string, results [][]string) {
 			questions++
+			convQuestions++
+			convSum += recallAt(10, evidence, results)
 			if q.Category == 2 {
 				temporal++
 			}
@@ -351,6 +360,17 @@ func benchLocomo(ctx context.Context, args []string) error {
 			}
 		}); err != nil {
 			return err
+		}
+		if convQuestions > 0 {
+			one := map[string]any{"questions": convQuestions, "recall_10": roundFigure(convSum / float64(convQuestions))}
+			line := fmt.Sprintf("%-10s recall@10 %.3f of %d questions", c.SampleID, convSum/float64(convQuestions), convQuestions)
+			if gen != nil {
+				n := gen.byConv[c.SampleID]
+				one["memories"], one["events"] = n[0], n[1]
+				line += fmt.Sprintf(", %d memories of %d events", n[0], n[1])
+			}
+			byConv[c.SampleID] = one
+			fmt.Fprintln(stdout, line)
 		}
 	}
 	if questions == 0 {
@@ -376,6 +396,7 @@ func benchLocomo(ctx context.Context, args []string) error {
 			r.set("events", gen.events)
 			r.set("evidence_cited", roundFigure(gen.covered))
 		}
+		r.set("by_conversation", byConv)
 		return r.printJSON(stdout)
 	}
 	return nil

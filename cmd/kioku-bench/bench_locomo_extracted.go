@@ -28,6 +28,8 @@ type locomoExtracted struct {
 	// covered is the share of the questions' evidence that some memory
 	// cites: the most recall can reach.
 	covered float64
+	// byConv counts each conversation's memories and events.
+	byConv map[string][2]int
 }
 
 // eventIDOf returns the event id of a dia_id, and diaIDOf the reverse.
@@ -51,11 +53,12 @@ func extractLocomo(ctx context.Context, env *benchEnv, convs []locomoConversatio
 	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
 	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
 	var mu sync.Mutex
-	out := &locomoExtracted{}
+	out := &locomoExtracted{byConv: map[string][2]int{}}
 	if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error {
 		s, e, err := generateLocomo(ctx, sc, mc, oc, &convs[i])
 		mu.Lock()
 		out.sessions, out.events = out.sessions+s, out.events+e
+		out.byConv[convs[i].SampleID] = [2]int{0, e}
 		mu.Unlock()
 		return err
 	}); err != nil {
@@ -73,6 +76,9 @@ func extractLocomo(ctx context.Context, env *benchEnv, convs []locomoConversatio
 			}
 			for _, m := range list.Msg.GetMemories() {
 				out.memories++
+				n := out.byConv[c.SampleID]
+				n[0]++
+				out.byConv[c.SampleID] = n
 				for _, id := range memoryDiaIDs(m) {
 					ids[id] = true
 				}

@@ -42,6 +42,10 @@ type qaSession struct {
 // "model" for an assistant's turn).
 type qaTurn struct {
 	id, author, role, text string
+	// caption describes the photo the turn shared ("" for none): a second
+	// text part of the event, "[shares a photo: <caption>]", as an app
+	// that captions the images its users send would store it.
+	caption string
 }
 
 // qaQuestion is one question, its gold answer and its category.
@@ -112,7 +116,7 @@ func locomoQAConversation(c *locomoConversation) (qaConversation, error) {
 		}
 		s := qaSession{id: fmt.Sprintf("%s-s%d", c.SampleID, n), date: date}
 		for _, t := range turns {
-			s.turns = append(s.turns, qaTurn{id: eventIDOf(t.DiaID), author: t.Speaker, role: "user", text: t.Text})
+			s.turns = append(s.turns, qaTurn{id: eventIDOf(t.DiaID), author: t.Speaker, role: "user", text: t.Text, caption: t.Caption})
 		}
 		out.sessions = append(out.sessions, s)
 	}
@@ -222,6 +226,16 @@ func longMemEvalConversations(raw []byte) ([]qaConversation, error) {
 // session once its events are in, so that later sessions consolidate
 // against what earlier ones left. It returns the sessions and events
 // stored.
+// turnParts returns the parts of a turn's event: its text, and the
+// caption of the photo it shared, when it did.
+func turnParts(text, caption string) []*kiokuv1.Part {
+	parts := []*kiokuv1.Part{{Text: text}}
+	if caption != "" {
+		parts = append(parts, &kiokuv1.Part{Text: "[shares a photo: " + caption + "]"})
+	}
+	return parts
+}
+
 func ingestQA(ctx context.Context, app string, sc kiokuv1connect.SessionServiceClient, mc kiokuv1connect.MemoryBankServiceClient, oc kiokuv1connect.OperationServiceClient, c *qaConversation) (sessions, events int, err error) {
 	for _, s := range c.sessions {
 		sess, err := sc.CreateSession(ctx, connect.NewRequest(&kiokuv1.CreateSessionRequest{
@@ -233,7 +247,7 @@ func ingestQA(ctx context.Context, app string, sc kiokuv1connect.SessionServiceC
 		for i, t := range s.turns {
 			if _, err := sc.AppendEvent(ctx, connect.NewRequest(&kiokuv1.AppendEventRequest{Name: sess.Msg.GetName(), Event: &kiokuv1.Event{
 				Id: t.id, Author: t.author, Timestamp: timestamppb.New(s.date.Add(time.Duration(i) * time.Second)),
-				Content: &kiokuv1.Content{Role: t.role, Parts: []*kiokuv1.Part{{Text: t.text}}},
+				Content: &kiokuv1.Content{Role: t.role, Parts: turnParts(t.text, t.caption)},
 			}})); err != nil {
 				return 0, 0, fmt.Errorf("appending %s to %s: %w", t.id, s.id, err)
 			}

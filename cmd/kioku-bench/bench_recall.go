@@ -79,12 +79,8 @@ func recallSessions(c *locomoConversation) [][]recallTurn {
 
 // event returns the turn as an event with the given id.
 func (t recallTurn) event(id string) *kiokuv1.Event {
-	parts := []*kiokuv1.Part{{Text: t.text}}
-	if t.caption != "" {
-		parts = append(parts, &kiokuv1.Part{Text: "[shares a photo: " + t.caption + "]"})
-	}
 	return &kiokuv1.Event{Id: id, InvocationId: id, Author: t.speaker, Timestamp: timestamppb.New(t.at),
-		Content: &kiokuv1.Content{Role: "user", Parts: parts}}
+		Content: &kiokuv1.Content{Role: "user", Parts: turnParts(t.text, t.caption)}}
 }
 
 // eventID turns a dia_id ("D1:3") into an event id ("D1-3").

@@ -90,6 +90,11 @@ func TestBenchLocomoComputesRecall(t *testing.T) {
 		if got["variant"] != variant || got["questions"] != 4.0 || got["temporal_questions"] != 1.0 {
 			t.Fatalf("%s: %v; want 4 questions, 1 temporal (category 5 and malformed evidence skipped)", variant, got)
 		}
+		byConv, _ := got["by_conversation"].(map[string]any)
+		conv, _ := byConv["conv-x"].(map[string]any)
+		if conv["questions"] != 4.0 || conv["recall_10"] != 1.0 || variant == "extracted-offline" && (conv["memories"] != 3.0 || conv["events"] != 3.0) {
+			t.Errorf("%s: by_conversation %v; want conv-x's 4 questions at recall@10 1", variant, got["by_conversation"])
+		}
 		recall, temporal := got["recall"].(map[string]any), got["temporal_recall"].(map[string]any)
 		if recall["1"] != 1.0 || recall["20"] != 1.0 || temporal["1"] != 1.0 {
 			t.Fatalf("%s: recall %v, temporal %v; each question has one obvious answer", variant, recall, temporal)

@@ -35,11 +35,16 @@
 //     from my grandma in Sweden is special to me" as "This necklace from
 //     Melanie's grandma in Sweden is special to them.". A message's
 //     statements that are no lasting fact (these, and the events, plans
-//     and activities above) are one fact (mergeLoose).
+//     and activities above) are one fact, its episode (mergeLoose);
+//   - a message's asides: what else it says, of others, of things, a
+//     photo's caption ("[shares a photo: ...]"), and what is said to the
+//     listener when Speaker.To names them; told with the message's
+//     episode, or returned by ExtractMessage for the caller to tell with
+//     the speaker's episode before.
 //
 // What it misses: facts implied ("we walked Pochi" does not say there is
-// a dog), what someone says about others unless it names the speaker,
-// what is said to the listener ("you"), sarcasm, hypotheticals and most
+// a dog), what someone says about others unless it goes with something
+// said of the speaker, what is said to an agent ("you"), sarcasm, hypotheticals and most
 // negations, pronouns that point back ("she", "it": kept as said), and
 // every language but English and Japanese. A
 // language model (--model-provider gemini, vertex or openai) does far
@@ -59,7 +64,14 @@ import (
 // person named Name (a conversation between people stored with the
 // speakers as authors). Facts name the user "The user" (ユーザー) and a
 // person by name; Named puts the user's name in once it is known.
-type Speaker struct{ Name string }
+type Speaker struct {
+	Name string
+	// To is the listener's name, when the speaker talks to a person (a
+	// conversation between two people): what is said to them ("your
+	// advice") is written with it. "" when unknown or the agent, whom
+	// "you" then names, and such statements are not kept.
+	To string
+}
 
 // english returns the speaker as the subject of an English fact.
 func (s Speaker) english() string {
@@ -111,9 +123,15 @@ type Fact struct {
 	// time the text was said: YYYY-MM-DD, YYYY-MM or YYYY; "" when it says
 	// none or the time is unknown.
 	Date string
+	// Episode: the fact tells the message's statements that are no
+	// lasting fact the rules read (see mergeLoose), one such a message.
+	Episode bool
 	// loose: what it says is no lasting fact the rules read (see
 	// mergeLoose).
 	loose bool
+	// aside: a clause that says something but no statement of the
+	// speaker's; told only with the message's loose facts.
+	aside bool
 }
 
 // maxClause bounds the clauses read: a longer one is not a simple
@@ -124,6 +142,16 @@ const maxClause = 240
 // said at now (zero: unknown, and relative dates stay as they are).
 // Questions are skipped. The same text always gives the same facts.
 func Extract(text string, sp Speaker, now time.Time) []Fact {
+	fs, _ := ExtractMessage(text, sp, now)
+	return fs
+}
+
+// ExtractMessage is Extract, and also returns the message's asides when
+// it has no episode to tell them with (what it says of others, of
+// things, to the listener, the photo it shared: "It was a transgender
+// poetry reading."), for the caller to tell with the speaker's episode of
+// a message before ("" when there are none).
+func ExtractMessage(text string, sp Speaker, now time.Time) (fs []Fact, asides string) {
 	text = unorm.NFKC.String(text)
 	var out []Fact
 	seen := map[string]bool{}
@@ -132,12 +160,16 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 			continue
 		}
 		var facts []Fact
-		if isJapanese(s.text) {
+		if f, ok := sharedPhoto(s.text, sp); ok {
+			facts = append(facts, f)
+		} else if isJapanese(s.text) {
 			facts = extractJapanese(s.text, sp, now)
 		} else {
 			for _, c := range clauses(s.text) {
 				if len(c) <= maxClause {
 					if f, ok := extractEnglish(c, sp, now); ok {
+						facts = append(facts, f)
+					} else if f, ok := aside(c, sp, now); ok {
 						facts = append(facts, f)
 					}
 				}
@@ -160,18 +192,30 @@ func Extract(text string, sp Speaker, now time.Time) []Fact {
 // pottery workshop on 5 May 2023. Melanie and others all made their own
 // pots."). Facts the rules read (home, work, family, pets, likes, names,
 // dates of birth) stay one each, for consolidation to compare and update.
-func mergeLoose(fs []Fact) []Fact {
-	var out []Fact
+// The message's asides (what it says of others, of the listener, of
+// things) join the loose facts in their place, and are dropped when the
+// message has none: they make its memory findable by more of what was
+// said, and are no memory of their own.
+func mergeLoose(fs []Fact) (out []Fact, asides string) {
+	anchored := false
+	for _, f := range fs {
+		anchored = anchored || f.loose && !f.aside
+	}
 	li := -1
 	for _, f := range fs {
-		loose := f.loose
-		f.loose = false
+		loose, aside := f.loose, f.aside
+		f.loose, f.aside = false, false
+		if aside && !anchored {
+			asides = strings.TrimSpace(asides + " " + f.Text)
+			continue
+		}
 		if !loose {
 			out = append(out, f)
 			continue
 		}
 		if li < 0 {
 			li = len(out)
+			f.Episode = true
 			out = append(out, f)
 			continue
 		}
@@ -180,7 +224,7 @@ func mergeLoose(fs []Fact) []Fact {
 			out[li].Date = f.Date
 		}
 	}
-	return out
+	return out, asides
 }
 
 type sentence struct {

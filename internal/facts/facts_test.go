@@ -109,15 +109,58 @@ func TestExtractOneEpisode(t *testing.T) {
 	}
 }
 
+// TestExtractAsides: what a message says besides the speaker's
+// statements (of others, of things, to the listener) is told with those
+// statements, and is no memory of its own.
+func TestExtractAsides(t *testing.T) {
+	msg := "I finally finished my first screenplay. It was a story about sisterhood and dreams. I took your advice on the ending!"
+	for _, c := range []struct {
+		sp   Speaker
+		want []string
+	}{
+		{Speaker{Name: "Joanna", To: "Nate"}, []string{"Joanna finished their first screenplay. It was a story about sisterhood and dreams. Joanna took Nate's advice on the ending."}},
+		// Without the listener's name, what is said to them is left out.
+		{Speaker{Name: "Joanna"}, []string{"Joanna finished their first screenplay. It was a story about sisterhood and dreams."}},
+	} {
+		if got := texts(Extract(msg, c.sp, said)); strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("Extract(%q, %+v) = %q, want %q", msg, c.sp, got, c.want)
+		}
+	}
+	// A message of asides alone, or of asides and facts the rules read,
+	// makes no memory of them.
+	for msg, want := range map[string][]string{
+		"It was a transgender poetry reading where people shared their stories. Thankfully they enjoyed the Grand Canyon a lot!": nil,
+		"I have a cat named Miso. Her fur is grey and very soft.":                                                                {"Joanna has a cat named Miso."},
+		"You are doing great with your new studio, keep going.":                                                                  nil,
+	} {
+		if got := texts(Extract(msg, Speaker{Name: "Joanna", To: "Nate"}, said)); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("Extract(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// TestExtractPhotoAndAsides: a photo's caption is an aside; a message of
+// asides alone returns them for the caller to tell with an episode.
+func TestExtractPhotoAndAsides(t *testing.T) {
+	fs, asides := ExtractMessage("I made this bowl at the pottery workshop.\n[shares a photo: a photo of a blue bowl with a dog face]", Speaker{Name: "Melanie"}, said)
+	if got := texts(fs); len(got) != 1 || got[0] != "Melanie made this bowl at the pottery workshop. Melanie shared a photo of a blue bowl with a dog face." || !fs[0].Episode || asides != "" {
+		t.Errorf("facts %q (episode %v), asides %q", got, len(fs) > 0 && fs[0].Episode, asides)
+	}
+	fs, asides = ExtractMessage("It was a transgender poetry reading.\n[shares a photo: a photography of a sign]", Speaker{Name: "Caroline"}, said)
+	if len(fs) != 0 || asides != "It was a transgender poetry reading. Caroline shared a photo of a sign." {
+		t.Errorf("facts %q, asides %q", texts(fs), asides)
+	}
+}
+
 func TestExtractKindsAndDates(t *testing.T) {
 	for msg, want := range map[string]Fact{
 		"I live in Osaka.":                           {Text: "The user lives in Osaka.", Kind: Personal},
 		"I love green tea.":                          {Text: "The user loves green tea.", Kind: Preference},
-		"I'm going to visit Kyoto tomorrow.":         {Text: "The user is going to visit Kyoto on 9 May 2026.", Kind: Plan, Date: "2026-05-09"},
-		"Please remember that I'm left-handed.":      {Text: "The user is left-handed.", Kind: Instruction},
+		"I'm going to visit Kyoto tomorrow.":         {Text: "The user is going to visit Kyoto on 9 May 2026.", Kind: Plan, Date: "2026-05-09", Episode: true},
+		"Please remember that I'm left-handed.":      {Text: "The user is left-handed.", Kind: Instruction, Episode: true},
 		"My birthday is on 3 May.":                   {Text: "The user's birthday is on 3 May.", Kind: Personal},
 		"I moved to Kyoto 2 years ago.":              {Text: "The user moved to Kyoto in 2024 and lives there.", Kind: Personal, Date: "2024"},
-		"In 2019 I graduated from Osaka University.": {Text: "The user graduated from Osaka University in 2019.", Kind: Personal, Date: "2019"},
+		"In 2019 I graduated from Osaka University.": {Text: "The user graduated from Osaka University in 2019.", Kind: Personal, Date: "2019", Episode: true},
 	} {
 		got := Extract(msg, Speaker{}, said)
 		if len(got) != 1 || got[0] != want {

@@ -3,6 +3,7 @@ package facts
 import (
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/kioku-ai/kioku/internal/terms"
 )
@@ -167,24 +168,33 @@ var firstPersonRE = regexp.MustCompile(`\b(?:I|[Mm]e|[Mm]y|[Mm]yself|[Mm]ine|[Ww
 // than as its subject, with the speaker's name where it first does
 // ("This necklace is super special to Caroline"), when it says enough.
 func mention(sp Speaker, c string, d dateInfo) (Fact, bool) {
-	loc := firstPersonRE.FindStringIndex(c)
-	if loc == nil {
+	if !firstPersonRE.MatchString(c) {
 		return Fact{}, false
 	}
-	var name string
-	switch strings.ToLower(c[loc[0]:loc[1]]) {
-	case "my", "mine", "our", "ours":
-		name = sp.english() + "'s"
-	case "we", "us", "ourselves":
-		name = sp.english() + " and others"
-	default:
-		name = sp.english()
+	return thirdPersonClause(sp, c, d, minMentionWords)
+}
+
+// thirdPersonClause returns a clause as said, with the speaker's name where
+// it first names them and their pronouns in the third person after, when
+// it has at least min content words.
+func thirdPersonClause(sp Speaker, c string, d dateInfo, min int) (Fact, bool) {
+	text := c
+	if loc := firstPersonRE.FindStringIndex(c); loc != nil {
+		var name string
+		switch strings.ToLower(c[loc[0]:loc[1]]) {
+		case "my", "mine", "our", "ours":
+			name = sp.english() + "'s"
+		case "we", "us", "ourselves":
+			name = sp.english() + " and others"
+		default:
+			name = sp.english()
+		}
+		if loc[0] > 0 {
+			name = strings.Replace(name, "The user", "the user", 1)
+		}
+		text = c[:loc[0]] + name + rewritePronouns(c[loc[1]:])
 	}
-	if loc[0] > 0 {
-		name = strings.Replace(name, "The user", "the user", 1)
-	}
-	text := c[:loc[0]] + name + rewritePronouns(c[loc[1]:])
-	if contentWords(strings.ReplaceAll(text, marker, " "), sp) < minMentionWords {
+	if contentWords(strings.ReplaceAll(text, marker, " "), sp) < min {
 		return Fact{}, false
 	}
 	if strings.Contains(text, marker) {
@@ -195,4 +205,78 @@ func mention(sp Speaker, c string, d dateInfo) (Fact, bool) {
 	text = tidy(text + ".")
 	r := []rune(text)
 	return Fact{Text: strings.ToUpper(string(r[0])) + string(r[1:]), Kind: Personal, Date: d.w.field(), loose: true}, true
+}
+
+// aside returns a clause said by sp at now that is no statement of
+// theirs the rules or the statements above read ("It was a transgender
+// poetry reading", "They signed it to show our friendship"), as said in
+// the third person, with what was said to the listener written with the
+// listener's name: Extract tells it only with the message's statements
+// (mergeLoose).
+func aside(c string, sp Speaker, now time.Time) (Fact, bool) {
+	c = strings.TrimRight(stripDiscourse(normalizeEnglish(c)), " .,!")
+	if addressee.MatchString(c) {
+		if sp.To == "" {
+			return Fact{}, false
+		}
+		c = toListener(c, sp.To)
+	}
+	var d dateInfo
+	if dm, ok := findEnglishDate(c, now, guessTense(c)); ok {
+		d.w, d.orig = dm.w, c[dm.start:dm.end]
+		c = c[:dm.start] + marker + c[dm.end:]
+	}
+	c = stripVocative(stripDiscourse(c))
+	if c == "" {
+		return Fact{}, false
+	}
+	f, ok := thirdPersonClause(sp, c, d, minStatementWords)
+	f.aside = true
+	return f, ok
+}
+
+// listenerRE finds the listener in a clause: "you", "your", "you're".
+var listenerRE = regexp.MustCompile(`(?i)\b(?:thank you|you know|you guys|you are|you were|you have|you're|you've|you'll|you'd|yours|your|you)\b`)
+
+// toListener writes what a clause says to the listener with their name:
+// "your advice" is "Nate's advice", "you are" "Nate is"; "thank you" and
+// "you know" are dropped.
+func toListener(c, name string) string {
+	return spaces.ReplaceAllString(listenerRE.ReplaceAllStringFunc(c, func(w string) string {
+		switch strings.ToLower(w) {
+		case "thank you", "you know":
+			return ""
+		case "you guys":
+			return name + " and others"
+		case "you are", "you're":
+			return name + " is"
+		case "you were":
+			return name + " was"
+		case "you have", "you've":
+			return name + " has"
+		case "you'll":
+			return name + " will"
+		case "you'd":
+			return name + " would"
+		case "your", "yours":
+			return name + "'s"
+		}
+		return name
+	}), " ")
+}
+
+// photoRE is a note of a photo a message shared, with its caption, as an
+// app that captions images writes it beside the text: "[shares a photo: a
+// photo of a cup with a dog face on it]" (also "[photo: ...]", "[image:
+// ...]").
+var photoRE = regexp.MustCompile(`(?i)^\[(?:(?:shares?|shared|sends?|sent) (?:an? )?)?(?:photo|image|picture|pic)(?: of)?:\s*(?:(?:an? )?(?:photo|photograph|photography|picture|image|close up) of\s+)?([^\]]+)\]$`)
+
+// sharedPhoto returns the aside of a photo's caption: "Melanie shared a
+// photo of a cup with a dog face on it."
+func sharedPhoto(s string, sp Speaker) (Fact, bool) {
+	m := photoRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Fact{}, false
+	}
+	return Fact{Text: tidy(sp.english() + " shared a photo of " + strings.TrimRight(m[1], " .") + "."), Kind: Personal, loose: true, aside: true}, true
 }

@@ -69,7 +69,7 @@ func TestOfflineExtractorByDefault(t *testing.T) {
 
 func testOfflineExtractor(t *testing.T, cfg node.Config) {
 	c, logs := serve(t, cfg)
-	if log := logs.String(); !strings.Contains(log, "the offline extractor") || !strings.Contains(log, "offline:kioku-extractor-v3") {
+	if log := logs.String(); !strings.Contains(log, "the offline extractor") || !strings.Contains(log, "offline:kioku-extractor-v4") {
 		t.Fatalf("the start-up log does not state the offline extractor:\n%s", log)
 	}
 	ctx := t.Context()
