@@ -173,12 +173,42 @@ func webhooksSurviveSIGKILL(t *testing.T, store ...string) {
 	}
 	killed := time.Since(start)
 
+	// The last server finishes the operations the kills cut; then what
+	// is committed no longer changes.
+	c := client.New(proc.url)
+	// A minute for the locks of the last kills' transactions to expire
+	// (Firestore), and time to send what they held back.
+	deadline := time.Now().Add(2 * time.Minute)
+	failed := 0
+	for {
+		running, n := 0, 0
+		failed = 0
+		for r := range kills {
+			for op, err := range c.AllOperations(ctx, &kiokuv1.ListOperationsRequest{Parent: "apps/" + app(r)}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if !op.GetDone() {
+					running++
+				} else if op.GetError() != nil {
+					failed++
+				}
+			}
+		}
+		if running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d operations not done", running, n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
 	// The committed changes, as the feeds have them (webhook-id →
 	// revision): read again once each has been delivered, until a read
-	// finds no more (operations the kills cut resume on the last server
-	// and may commit after a read). A read of an app's feed ends when no
-	// change came for a second.
-	c := client.New(proc.url)
+	// finds no more. A read of an app's feed ends when no change came for
+	// a second.
 	readFeeds := func() map[string]string {
 		var (
 			fmu       sync.Mutex
@@ -215,9 +245,6 @@ func webhooksSurviveSIGKILL(t *testing.T, store ...string) {
 	if len(committed) == 0 {
 		t.Fatal("no change was committed")
 	}
-	// A minute for the locks of the last kills' transactions to expire
-	// (Firestore), and time to send what they held back.
-	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		mu.Lock()
 		missing := 0
@@ -239,6 +266,34 @@ func webhooksSurviveSIGKILL(t *testing.T, store ...string) {
 			committed = again
 			continue
 		}
+		// The memories' revisions as stored, each of which is a change
+		// (nothing is deleted here): the feed must name every one (a feed
+		// written apart from the change's transaction would miss some).
+		var unfed []string
+		fed := map[string]bool{}
+		for _, rev := range committed {
+			fed[rev] = true
+		}
+		revisions := 0
+		for r := range kills {
+			for m, err := range c.AllMemories(ctx, &kiokuv1.ListMemoriesRequest{Parent: "apps/" + app(r)}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rev, err := range c.AllMemoryRevisions(ctx, &kiokuv1.ListMemoryRevisionsRequest{Parent: m.GetName()}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					revisions++
+					if !fed[rev.GetName()] {
+						unfed = append(unfed, rev.GetName())
+					}
+				}
+			}
+		}
+		if len(unfed) > 0 {
+			t.Fatalf("%d of %d stored revisions are in no change of the feed, never delivered: %s", len(unfed), revisions, strings.Join(unfed, ", "))
+		}
 		mu.Lock()
 		var invented []string
 		for id, rev := range delivered {
@@ -255,8 +310,8 @@ func webhooksSurviveSIGKILL(t *testing.T, store ...string) {
 		for id := range committed {
 			apps[id[:strings.LastIndex(id, "_")]] = true
 		}
-		t.Logf("%d generations (%d calls sent again), %d model calls; %d committed changes in %d apps, each delivered (%d webhook-ids, %d requests) across %d SIGKILLs, %d of them of a server that had sent some; the kills took %v, all delivered after %v",
-			3*kills, resent, fake.calls.Load(), len(committed), len(apps), total, reqs, kills, sending, killed.Round(time.Second), time.Since(start).Round(time.Second))
+		t.Logf("%d generations (%d calls sent again, %d failed), %d model calls; %d committed changes (%d revisions stored) in %d apps, each delivered (%d webhook-ids, %d requests) across %d SIGKILLs, %d of them of a server that had sent some; the kills took %v, all delivered after %v",
+			3*kills, resent, failed, fake.calls.Load(), len(committed), revisions, len(apps), total, reqs, kills, sending, killed.Round(time.Second), time.Since(start).Round(time.Second))
 		return
 	}
 }
