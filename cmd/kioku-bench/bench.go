@@ -24,6 +24,7 @@ Scenarios:
   export      kioku export and import of a large store: time and peak memory
   mcp         a tool call over MCP beside the same call over Connect: latency
   cluster     several kioku serve processes on the Firestore emulator, one killed
+  webhooks    append latency and generation time with a webhook receiver that hangs
 
 Run "kioku-bench SCENARIO -h" for a scenario's flags.
 `
@@ -40,6 +41,7 @@ var benchScenarios = map[string]func(context.Context, []string) error{
 	"export":      benchExport,
 	"mcp":         benchMCP,
 	"cluster":     benchCluster,
+	"webhooks":    benchWebhooks,
 }
 
 func bench(ctx context.Context, args []string) error {

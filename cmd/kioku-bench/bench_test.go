@@ -128,6 +128,22 @@ func TestBenchMemoriesRuns(t *testing.T) {
 	}
 }
 
+// TestBenchWebhooksRuns: bench webhooks measures both apps, and the
+// hanging receiver was sent requests.
+func TestBenchWebhooksRuns(t *testing.T) {
+	got := runBench(t, "webhooks", "--ops", "30", "--json")
+	for _, app := range []string{"none", "hang"} {
+		for _, k := range []string{"_generate_s", "_append_p50_ms", "_append_p99_ms", "_appends"} {
+			if v, _ := got[app+k].(float64); v <= 0 {
+				t.Fatalf("bench webhooks: %s = %v in %v", app+k, got[app+k], got)
+			}
+		}
+	}
+	if v, _ := got["hang_requests"].(float64); v < 1 {
+		t.Fatalf("bench webhooks: no request reached the hanging receiver: %v", got)
+	}
+}
+
 // TestBenchMCPRuns: bench mcp measures load_memory over MCP and the same
 // retrieval over Connect (each call checks it got five memories).
 func TestBenchMCPRuns(t *testing.T) {

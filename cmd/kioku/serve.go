@@ -67,7 +67,7 @@ func registerServeFlags(fs *cli.FlagSet) *serveFlags {
 		otelEndpoint: fs.Env("otel-endpoint", "", "OTLP endpoint URL to export OpenTelemetry traces to (http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: OTEL_EXPORTER_OTLP_ENDPOINT, and without it no export"),
 		corsOrigins:  fs.Env("cors-origins", "", "comma-separated exact origins (such as https://app.example.com) whose browser pages may call kioku (Connect, gRPC-Web, REST); empty: none"),
 		allowedHosts: fs.Env("allowed-hosts", "", "comma-separated host names (no port), beyond localhost and loopback addresses, that kioku answers while it listens on loopback without TLS, such as a name a local proxy forwards; * for any. Other Host headers are refused (a guard against DNS rebinding); on other addresses, and over TLS, any Host is answered"),
-		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this)"),
+		lease:        fs.Env("operation-lease", "60s", "how long a memory operation stays claimed by a server that stops renewing it (after a crash, its operations resume on any server after this, and its apps' webhook deliveries after half of it)"),
 
 		rateLimit:        fs.Env("rate-limit", "100", "calls a second each API key may make on average, unless the key file sets the key's or its app's rate_limit; 0: no limit"),
 		bodyTimeout:      fs.Env("body-timeout", "30s", "time a request's whole body may take to arrive; a slower one is cut off (DEADLINE_EXCEEDED)"),

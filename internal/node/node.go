@@ -330,6 +330,15 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if wh.Owner == "" {
 		wh.Owner = cfg.WorkerID
 	}
+	// An app's dispatch lease is half the operations' (30 s by default), so
+	// that after a crash its deliveries resume as soon as its operations
+	// do; a busy app's rounds come at least 3 times a lease.
+	if wh.Lease == 0 && cfg.Lease > 0 {
+		wh.Lease = cfg.Lease / 2
+		if wh.PollInterval == 0 {
+			wh.PollInterval = min(time.Second, wh.Lease/3)
+		}
+	}
 	n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
 	if members != nil {
 		// The first beat, before the server answers, so that a lone
