@@ -23,6 +23,10 @@
 // the fractions granted at any time is therefore at most 1, up to the
 // clocks' skew on expiries (see docs/operations.md, "Running several
 // servers").
+//
+// The live members' ids also order the servers (Rank): the order in
+// which they take a dead server's memory operations over
+// (jobs.Config.Rank).
 package cluster
 
 import (
