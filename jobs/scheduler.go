@@ -462,15 +462,23 @@ func (e *Engine) serve(op *Operation) {
 	e.served[[2]string{op.App, op.Owner}] = e.claims
 }
 
+// maxClaimWrite bounds the operations one claim writes, with those taken
+// over (a Firestore transaction writes at most 500 documents).
+const maxClaimWrite = 200
+
 // claimOps claims each of leads with up to its kind's Coalesce-1
-// pending operations of its key, all in one write, and returns the
-// operations of each claim.
+// pending operations of its key, all in one write of at most
+// maxClaimWrite operations (the leads past it are left for the next
+// claim), and returns the operations of each claim.
 func (e *Engine) claimOps(ctx context.Context, leads []*Operation, now time.Time) ([][]*Operation, error) {
 	var (
 		updates []Update
 		claims  [][]*Operation
 	)
 	for _, op := range leads {
+		if len(updates) >= maxClaimWrite {
+			break
+		}
 		group := []*Operation{op}
 		if k := e.kind(op.Kind); k != nil && k.Coalesce > 1 && op.Key != "" {
 			more, err := e.store.PendingOperations(ctx, op.App, op.Key, op.Kind, now, k.Coalesce)
@@ -478,7 +486,7 @@ func (e *Engine) claimOps(ctx context.Context, leads []*Operation, now time.Time
 				return nil, err
 			}
 			for _, m := range more {
-				if m.ID != op.ID && len(group) < k.Coalesce {
+				if m.ID != op.ID && len(group) < k.Coalesce && len(updates)+len(group) < maxClaimWrite {
 					group = append(group, m)
 				}
 			}
