@@ -165,11 +165,11 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 }
 
 // claim claims the earliest claimable operation with the pending
-// operations of its key it can coalesce, and, when room (free workers
-// besides the one it claims for) allows, the other operations of the scan
-// whose workers died (takeover), each with its own: one claim each (the
-// operations of one key), the first the earliest. With l, the runs going here
-// (nil: none counted), it passes over the operations of the owners at
+// operations of its key it can coalesce and, with l and up to room more
+// (the workers free besides the one it claims for), the operations of the
+// scan whose workers died (takeovers), each with those of its key, in the
+// same write; it returns the operations of each claim, the earliest's
+// first. With l, the runs going here (nil: none counted), it passes over the operations of the owners at
 // their share of the workers (MaxWorkersPerOwner), and those of the apps
 // at theirs (MaxWorkersPerApp) while an operation of another app can be
 // claimed. A full scan that held nothing to claim but operations that
