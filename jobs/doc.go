@@ -50,6 +50,20 @@
 // write; they run in groups (Kind.Group) as Batches that share one run of
 // the handler and its result.
 //
+// The operations of a worker that died (running, their lease expired)
+// are taken over together: a scan that finds some claims them with the
+// operation it claims, each with its key's coalesced operations, in one
+// write, up to the free workers and within the shares below (counting
+// those taken with them); their runs compute as CPU slots free. On a
+// shared store the processes take them over in their rank
+// (Config.Rank, the dead worker left out): the first as their leases run
+// out, each next one 250ms (at most Lease/8) later, so that two
+// processes do not claim them at once (two claims of one app conflict in
+// the store, and Firestore's emulator resolves the conflict only after
+// 2 s). So a dead worker's operations are claimed again at most a
+// lease and a scan after its death (its last renewal came before). A
+// pending operation is claimed one at a time, as CPU slots free.
+//
 // The scheduler claims the earliest claimable operation (Store.
 // QueuedOperations, by ClaimTime; owners in turn, below). Wake-ups replace polling: an Enqueue of
 // this process, and the end of a run, wake it at once; with nothing to

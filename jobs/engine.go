@@ -72,6 +72,14 @@ type Config struct {
 	// for this process's Enqueue, the end of a run, and the due times of
 	// queued operations.
 	LocalQueue bool
+	// Rank, when set, returns this process's position (0 for the first)
+	// among the live processes sharing the store other than holder, a
+	// worker whose lease expired: the operations of a worker that died are
+	// taken over first by the process ranked first, in one claim (up to
+	// its free workers), and by each next one 250ms (at most Lease/8)
+	// later, so that two processes do not claim them together (their
+	// claims conflict in the store). Nil: every process is first.
+	Rank func(holder string) int
 	// MaxAttempts is how often an operation is started before it fails
 	// for good. Default 5.
 	MaxAttempts int

@@ -89,16 +89,24 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 			<-slots
 			return
 		}
-		claimed, next, err := e.claim(ctx, l)
+		// The slots free besides the one taken: only this loop takes them,
+		// so at least as many are free when the claim returns.
+		room := cap(slots) - len(slots)
+		claims, next, err := e.claim(ctx, l, room)
 		if err != nil && ctx.Err() == nil {
 			e.log.WarnContext(ctx, "claiming operations", "error", err)
 		}
-		if len(claimed) > 0 {
+		for i, claimed := range claims {
 			poll = e.cfg.PollInterval
 			op := claimed[0] // a claim's operations share their key, so their owner
 			l.add(op, 1)
+			batches := e.holdClaimed(claimed)
 			slot := &cpuSlot{gate: cpu}
-			slot.took()
+			if i == 0 {
+				slot.took() // the CPU slot this loop took
+			} else {
+				slots <- struct{}{} // free (room)
+			}
 			runs.Go(func() {
 				defer func() {
 					slot.release()
@@ -106,8 +114,19 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 					<-slots
 					e.signal() // its key is free, its slot too
 				}()
-				e.runClaimed(context.WithValue(ctx, cpuSlotKey{}, slot), claimed)
+				if i > 0 {
+					// Taken over with the first: it computes when a CPU
+					// slot is free (held meanwhile, its lease renewed).
+					select {
+					case cpu <- struct{}{}:
+						slot.took()
+					case <-ctx.Done(): // handed back below
+					}
+				}
+				e.runBatches(context.WithValue(ctx, cpuSlotKey{}, slot), batches)
 			})
+		}
+		if len(claims) > 0 {
 			continue
 		}
 		<-cpu
@@ -146,8 +165,11 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 }
 
 // claim claims the earliest claimable operation with the pending
-// operations of its key it can coalesce. With l, the runs going here
-// (nil: none counted), it passes over the operations of the owners at
+// operations of its key it can coalesce and, with l and up to room more
+// (the workers free besides the one it claims for), the operations of the
+// scan whose workers died (takeovers), each with those of its key, in the
+// same write; it returns the operations of each claim, the earliest's
+// first. With l, the runs going here (nil: none counted), it passes over the operations of the owners at
 // their share of the workers (MaxWorkersPerOwner), and those of the apps
 // at theirs (MaxWorkersPerApp) while an operation of another app can be
 // claimed. A full scan that held nothing to claim but operations that
@@ -155,11 +177,11 @@ func (e *Engine) schedule(ctx context.Context, runs *sync.WaitGroup) {
 // longer one (up to maxQueueScan operations), so that a few keys' or
 // owners' queued work does not hide the others'. With nothing to claim it returns when the earliest queued
 // operation becomes claimable (zero when none is queued).
-func (e *Engine) claim(ctx context.Context, l *load) (claimed []*Operation, next time.Time, err error) {
+func (e *Engine) claim(ctx context.Context, l *load, room int) (claims [][]*Operation, next time.Time, err error) {
 	for limit := queueScan; ; limit = min(8*limit, maxQueueScan) {
-		claimed, next, passed, err := e.claimIn(ctx, l, limit)
-		if len(claimed) > 0 || err != nil || !passed || limit == maxQueueScan {
-			return claimed, next, err
+		claims, next, passed, err := e.claimIn(ctx, l, limit, room)
+		if len(claims) > 0 || err != nil || !passed || limit == maxQueueScan {
+			return claims, next, err
 		}
 	}
 }
@@ -173,25 +195,25 @@ const maxQueueScan = 1024
 // claimIn is claim over the first limit queued operations; passed reports
 // that the scan was full and held operations due that it passed over,
 // their key busy or their owner at their share.
-func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Operation, next time.Time, passed bool, err error) {
+func (e *Engine) claimIn(ctx context.Context, l *load, limit, room int) (claims [][]*Operation, next time.Time, passed bool, err error) {
 	now := e.now()
 	queued, err := e.store.QueuedOperations(ctx, limit)
 	if err != nil {
 		return nil, time.Time{}, false, err
 	}
-	busy := map[[2]string]bool{}   // keys with a running operation under a live lease
+	busy := map[[2]string]bool{}   // keys with a running operation under a live lease, or awaiting its takeover here
 	running := map[[2]string]int{} // owners' running operations under live leases, on any process
 	for _, op := range queued {
-		if op.State == Running && op.LeaseExpiry.After(now) && op.Key != "" {
+		if op.State == Running && op.Key != "" && e.claimTime(op).After(now) {
 			busy[[2]string{op.App, op.Key}] = true
-			if op.Owner != "" {
-				running[[2]string{op.App, op.Owner}]++
-			}
+		}
+		if op.State == Running && op.LeaseExpiry.After(now) && op.Key != "" && op.Owner != "" {
+			running[[2]string{op.App, op.Owner}]++
 		}
 	}
 	var claimable, later []*Operation // later: of apps at their share
 	for _, op := range queued {
-		if at := op.ClaimTime(); at.After(now) {
+		if at := e.claimTime(op); at.After(now) {
 			if !e.holds(op) && (next.IsZero() || at.Before(next)) {
 				next = at
 			}
@@ -206,19 +228,21 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 		case op.State == Pending && op.Key != "" && busy[[2]string{op.App, op.Key}]:
 			passed = true
 			continue // waits for its key; the end of that run wakes us
-		case l.ownerFull(op):
+		case l.ownerFull(op, 0):
 			passed = true
 			continue // waits for a run of its owner to end, which wakes us
-		case l.appFull(op.App):
+		case l.appFull(op.App, 0):
 			later = append(later, op)
 			continue
 		}
 		claimable = append(claimable, op)
 	}
 	// With no other app's operation to claim, an app may use every worker.
-	for _, op := range append(e.inTurn(claimable), e.inTurn(later)...) {
+	ordered := append(e.inTurn(claimable), e.inTurn(later)...)
+	complete := len(queued) < limit
+	for i, op := range ordered {
 		if l != nil {
-			full, err := e.ownerFullAcross(ctx, op, running, len(queued) < limit)
+			full, err := e.ownerFullAcross(ctx, op, running, complete, 0)
 			if err != nil {
 				return nil, time.Time{}, false, err
 			}
@@ -227,10 +251,24 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 				continue // waits for a run of its owner, on any process, to end
 			}
 		}
-		claimed, err := e.claimOp(ctx, op, now)
+		leads := []*Operation{op}
+		if l != nil && room > 0 {
+			more, err := e.takeovers(ctx, l, op, ordered[i+1:], running, complete, room, now)
+			if err != nil {
+				return nil, time.Time{}, false, err
+			}
+			leads = append(leads, more...)
+		}
+		claims, err := e.claimOps(ctx, leads, now)
+		if len(leads) > 1 && (fault.Is(err, fault.Aborted) || fault.Is(err, fault.NotFound)) {
+			// One of them was taken meanwhile: the first alone.
+			claims, err = e.claimOps(ctx, leads[:1], now)
+		}
 		if err == nil {
-			e.serve(op)
-			return claimed, time.Time{}, false, nil
+			for _, c := range claims {
+				e.serve(c[0])
+			}
+			return claims, time.Time{}, false, nil
 		}
 		if !fault.Is(err, fault.Aborted) && !fault.Is(err, fault.NotFound) {
 			return nil, time.Time{}, false, err
@@ -246,9 +284,75 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 	return nil, next, passed && full, nil
 }
 
+// takeoverStep is how much longer than the one before it each process,
+// in its rank (Config.Rank), waits after a dead worker's lease expired
+// before it takes the worker's operations over (at most Lease/8).
+const takeoverStep = 250 * time.Millisecond
+
+// claimTime is when op may be claimed here: its ClaimTime, and for a
+// running operation (its lease expired: its worker died) rank takeover
+// steps later, so that one process takes a dead worker's operations over
+// alone, in one claim, while the others wait their turn. Two processes
+// claiming together conflict in the store (Firestore's emulator holds
+// such conflicting transactions for seconds).
+func (e *Engine) claimTime(op *Operation) time.Time {
+	at := op.ClaimTime()
+	if op.State != Running || e.cfg.Rank == nil {
+		return at
+	}
+	if r := e.cfg.Rank(op.LeaseOwner); r > 0 {
+		at = at.Add(time.Duration(r) * min(takeoverStep, e.cfg.Lease/8))
+	}
+	return at
+}
+
+// takeovers returns, to be claimed with lead, up to room operations of
+// ops (claimable, in their turn) that a dead worker held (running, their
+// lease expired), each of a key of its own that is not lead's, within the
+// shares of their apps and owners counting those taken with them. Work
+// that waited a lease already is taken over at once, up to the free
+// workers, instead of one claim at a time; it computes when a CPU slot is
+// free. Pending operations are claimed one at a time, as CPU slots free.
+func (e *Engine) takeovers(ctx context.Context, l *load, lead *Operation, ops []*Operation, running map[[2]string]int, complete bool, room int, now time.Time) ([]*Operation, error) {
+	keys := map[[2]string]bool{{lead.App, lead.Key}: true}
+	apps := map[string]int{lead.App: 1}
+	owners := map[[2]string]int{}
+	if lead.Owner != "" {
+		owners[[2]string{lead.App, lead.Owner}] = 1
+	}
+	var out []*Operation
+	for _, op := range ops {
+		if len(out) == room {
+			break
+		}
+		k, o := [2]string{op.App, op.Key}, [2]string{op.App, op.Owner}
+		if op.State != Running || op.LeaseExpiry.After(now) || (op.Key != "" && keys[k]) ||
+			l.appFull(op.App, apps[op.App]) || l.ownerFull(op, owners[o]) {
+			continue
+		}
+		full, err := e.ownerFullAcross(ctx, op, running, complete, owners[o])
+		if err != nil {
+			return nil, err
+		}
+		if full {
+			continue
+		}
+		out = append(out, op)
+		if op.Key != "" {
+			keys[k] = true
+		}
+		apps[op.App]++
+		if op.Owner != "" {
+			owners[o]++
+		}
+	}
+	return out, nil
+}
+
 // ownerFullAcross reports whether op has an owner whose operations run
-// by every process sharing the store hold their share of the workers
-// (MaxWorkersPerOwner): the lease records say who runs what. A scan that
+// by every process sharing the store, and more about to be claimed with
+// it, hold their share of the workers (MaxWorkersPerOwner): the lease
+// records say who runs what. A scan that
 // held every queued operation (complete) counted them already (running);
 // otherwise the store counts them, one read on Firestore. Coalesced
 // operations count one each, so an owner whose runs coalesce is held to
@@ -256,7 +360,7 @@ func (e *Engine) claimIn(ctx context.Context, l *load, limit int) (claimed []*Op
 // each see the owner below their share: the owner then holds up to one
 // run more per other process, until one ends. With LocalQueue the
 // process's own count (load) is the whole count.
-func (e *Engine) ownerFullAcross(ctx context.Context, op *Operation, running map[[2]string]int, complete bool) (bool, error) {
+func (e *Engine) ownerFullAcross(ctx context.Context, op *Operation, running map[[2]string]int, complete bool, more int) (bool, error) {
 	if op.Owner == "" || e.cfg.LocalQueue {
 		return false, nil
 	}
@@ -267,7 +371,7 @@ func (e *Engine) ownerFullAcross(ctx context.Context, op *Operation, running map
 			return false, err
 		}
 	}
-	return n >= e.cfg.MaxWorkersPerOwner, nil
+	return n+more >= e.cfg.MaxWorkersPerOwner, nil
 }
 
 // load counts the runs going in a process's scheduler, per app and per
@@ -300,26 +404,26 @@ func (l *load) add(op *Operation, n int) {
 	}
 }
 
-// appFull reports whether app holds its share of the workers; false on a
-// nil load.
-func (l *load) appFull(app string) bool {
+// appFull reports whether app holds its share of the workers with more
+// runs; false on a nil load.
+func (l *load) appFull(app string, more int) bool {
 	if l == nil {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.apps[app] >= l.maxPerApp
+	return l.apps[app]+more >= l.maxPerApp
 }
 
 // ownerFull reports whether op has an owner who holds their share of the
-// workers; false on a nil load.
-func (l *load) ownerFull(op *Operation) bool {
+// workers with more runs; false on a nil load.
+func (l *load) ownerFull(op *Operation, more int) bool {
 	if l == nil || op.Owner == "" {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.owners[[2]string{op.App, op.Owner}] >= l.maxPerOwner
+	return l.owners[[2]string{op.App, op.Owner}]+more >= l.maxPerOwner
 }
 
 // maxServed bounds the owners whose turns the engine remembers; past it
@@ -358,35 +462,50 @@ func (e *Engine) serve(op *Operation) {
 	e.served[[2]string{op.App, op.Owner}] = e.claims
 }
 
-// claimOp claims op and up to its kind's Coalesce-1 pending operations of
-// its key in one write.
-func (e *Engine) claimOp(ctx context.Context, op *Operation, now time.Time) ([]*Operation, error) {
-	group := []*Operation{op}
-	if k := e.kind(op.Kind); k != nil && k.Coalesce > 1 && op.Key != "" {
-		more, err := e.store.PendingOperations(ctx, op.App, op.Key, op.Kind, now, k.Coalesce)
-		if err != nil {
-			return nil, err
+// maxClaimWrite bounds the operations one claim writes, with those taken
+// over (a Firestore transaction writes at most 500 documents).
+const maxClaimWrite = 200
+
+// claimOps claims each of leads with up to its kind's Coalesce-1
+// pending operations of its key, all in one write of at most
+// maxClaimWrite operations (the leads past it are left for the next
+// claim), and returns the operations of each claim.
+func (e *Engine) claimOps(ctx context.Context, leads []*Operation, now time.Time) ([][]*Operation, error) {
+	var (
+		updates []Update
+		claims  [][]*Operation
+	)
+	for _, op := range leads {
+		if len(updates) >= maxClaimWrite {
+			break
 		}
-		for _, m := range more {
-			if m.ID != op.ID && len(group) < k.Coalesce {
-				group = append(group, m)
+		group := []*Operation{op}
+		if k := e.kind(op.Kind); k != nil && k.Coalesce > 1 && op.Key != "" {
+			more, err := e.store.PendingOperations(ctx, op.App, op.Key, op.Kind, now, k.Coalesce)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range more {
+				if m.ID != op.ID && len(group) < k.Coalesce && len(updates)+len(group) < maxClaimWrite {
+					group = append(group, m)
+				}
 			}
 		}
-	}
-	updates := make([]Update, len(group))
-	claimed := make([]*Operation, len(group))
-	for i, g := range group {
-		c := g.Clone()
-		c.State, c.Attempt = Running, g.Attempt+1
-		c.LeaseOwner, c.LeaseExpiry = e.cfg.WorkerID, now.Add(e.cfg.Lease)
-		c.StartTime, c.Progress = now, "claimed by "+e.cfg.WorkerID
-		claimed[i] = c
-		updates[i] = Update{Op: c, ExpectState: g.State, ExpectAttempt: g.Attempt, ClaimKey: i == 0}
+		claimed := make([]*Operation, len(group))
+		for i, g := range group {
+			c := g.Clone()
+			c.State, c.Attempt = Running, g.Attempt+1
+			c.LeaseOwner, c.LeaseExpiry = e.cfg.WorkerID, now.Add(e.cfg.Lease)
+			c.StartTime, c.Progress = now, "claimed by "+e.cfg.WorkerID
+			claimed[i] = c
+			updates = append(updates, Update{Op: c, ExpectState: g.State, ExpectAttempt: g.Attempt, ClaimKey: i == 0})
+		}
+		claims = append(claims, claimed)
 	}
 	if err := e.store.UpdateOperations(ctx, now, updates); err != nil {
 		return nil, err
 	}
-	return claimed, nil
+	return claims, nil
 }
 
 // giveUp fails an operation whose workers kept dying.
@@ -408,24 +527,29 @@ func (e *Engine) giveUp(ctx context.Context, op *Operation, now time.Time) {
 // RunOnce claims operations and runs them, without renewing leases (Run's
 // heartbeat does that). It returns how many operations it claimed.
 func (e *Engine) RunOnce(ctx context.Context) (int, error) {
-	claimed, _, err := e.claim(ctx, nil)
-	if err != nil || len(claimed) == 0 {
+	claims, _, err := e.claim(ctx, nil, 0)
+	if err != nil || len(claims) == 0 {
 		return 0, err
 	}
-	e.runClaimed(ctx, claimed)
-	return len(claimed), nil
+	e.runBatches(ctx, e.holdClaimed(claims[0]))
+	return len(claims[0]), nil
 }
 
-// runClaimed runs the groups of a claim as batches, one after the other.
-// All of them are held (their leases renewed) from the claim on; when ctx
-// ends, those not done go back to pending.
-func (e *Engine) runClaimed(ctx context.Context, claimed []*Operation) {
+// holdClaimed splits the operations of a claim into the batches of their
+// groups, held (their leases renewed) from now on.
+func (e *Engine) holdClaimed(claimed []*Operation) []*Batch {
 	groups := e.groups(claimed)
 	batches := make([]*Batch, len(groups))
 	for i, g := range groups {
 		batches[i] = &Batch{e: e, kind: e.kind(g[0].Kind), ops: g}
 		e.hold(batches[i])
 	}
+	return batches
+}
+
+// runBatches runs held batches, one after the other; when ctx ends, those
+// not done go back to pending.
+func (e *Engine) runBatches(ctx context.Context, batches []*Batch) {
 	for _, b := range batches {
 		if ctx.Err() != nil {
 			b.handBack(ctx)

@@ -381,8 +381,8 @@ func TestBenchExport(t *testing.T) {
 // TestBenchClusterSurvivesSIGKILL: three kioku serve processes on the
 // emulator, one SIGKILLed under appends while it runs generations: every
 // acknowledged append is in the store, and each generation it held is
-// claimed again by another server; an app limited to 50 calls a second
-// gets at most 60 a second through the three.
+// claimed again by another server within the lease; an app limited to 50
+// calls a second gets at most 60 a second through the three.
 func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
 	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
 	bin := filepath.Join(t.TempDir(), "kioku")
@@ -400,8 +400,16 @@ func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
 	if n := m["kill_takeovers"].(float64); n < 1 || n > 6 {
 		t.Errorf("%v generations of the killed server claimed again, want 1 to 6", n)
 	}
-	if m["kill_resume_max_s"].(float64) <= 0 {
-		t.Errorf("resumed %v s after the kill", m["kill_resume_max_s"])
+	// Each was claimed again within the lease of the kill: the lease of an
+	// operation expires at most a lease after the kill (the last renewal
+	// may just precede it), and the survivor first in rank claims them
+	// all in one write as soon as they expire. The margin is the
+	// survivor's wake and scan (a few milliseconds alone; the emulator,
+	// the three servers and this load share the machine's cores).
+	const margin = 0.5
+	t.Logf("claimed again %v to %v s after the kill (lease %v s)", m["kill_resume_first_s"], m["kill_resume_max_s"], m["lease_s"])
+	if got, lease := m["kill_resume_max_s"].(float64), m["lease_s"].(float64); got <= 0 || got > lease+margin {
+		t.Errorf("the killed server's operations were claimed again %v to %v s after the kill, want within the lease (%v s) and %v s", m["kill_resume_first_s"], got, lease, margin)
 	}
 	// The app limited to 50 calls a second, flooded with 300 a second
 	// over the three servers: together they accept about the limit.

@@ -23,12 +23,17 @@
 // the fractions granted at any time is therefore at most 1, up to the
 // clocks' skew on expiries (see docs/operations.md, "Running several
 // servers").
+//
+// The live members' ids also order the servers (Rank): the order in
+// which they take a dead server's memory operations over
+// (jobs.Config.Rank).
 package cluster
 
 import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -84,6 +89,7 @@ type Membership struct {
 	fraction float64   // granted until until
 	until    time.Time // the expiry of this server's stored record
 	servers  int       // the live members at the last beat, this one included
+	others   []string  // the ids of the other live members at the last beat, sorted
 	failing  bool
 }
 
@@ -142,8 +148,13 @@ func (m *Membership) Beat(ctx context.Context) {
 	now := m.cfg.Now()
 	var next Member
 	var servers int
+	var ids []string
 	err := m.cfg.Registry.Beat(ctx, m.cfg.ID, now, func(others []Member) Member {
 		next, servers = Decide(m.cfg.ID, others, now.Add(recordLife*m.cfg.Interval)), len(others)+1
+		ids = ids[:0]
+		for _, o := range others {
+			ids = append(ids, o.ID)
+		}
 		// Lower what is granted before the record says so.
 		m.mu.Lock()
 		m.fraction = min(m.fraction, next.Fraction)
@@ -164,6 +175,25 @@ func (m *Membership) Beat(ctx context.Context) {
 	}
 	m.failing = false
 	m.fraction, m.until, m.servers = next.Fraction, next.Expires, servers
+	slices.Sort(ids)
+	m.others = ids
+}
+
+// Rank returns this server's position, 0 for the first, among the live
+// members at its last beat other than except (a server that may have
+// died), ordered by id: the order in which servers take a dead server's
+// operations over (jobs.Config.Rank). Every server that has seen the same
+// members computes a rank of its own.
+func (m *Membership) Rank(except string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := 0
+	for _, id := range m.others {
+		if id < m.cfg.ID && id != except {
+			r++
+		}
+	}
+	return r
 }
 
 // Decide returns the record of member self given the live records of the

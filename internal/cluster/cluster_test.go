@@ -55,7 +55,7 @@ func (c *clock) add(d time.Duration) {
 
 // TestMembersOnFirestore: members on the emulator beating concurrently
 // never grant more than the whole limit together, settle on equal
-// shares, take over the share of a member that leaves at their next beat
+// shares and on their ranks, take over the share of a member that leaves at their next beat
 // and of one that dies once its record expires; a member that cannot
 // beat stops granting when its own record expires.
 func TestMembersOnFirestore(t *testing.T) {
@@ -95,6 +95,22 @@ func TestMembersOnFirestore(t *testing.T) {
 	for i, m := range ms {
 		if f, n := m.Share(); math.Abs(f-1.0/3) > 1e-6 || n != 3 {
 			t.Errorf("member %d grants %v of %d servers; want 1/3 of 3", i, f, n)
+		}
+	}
+	// The order in which they take over a dead server's operations: by id,
+	// the dead one left out.
+	for _, c := range []struct {
+		m       int
+		except  string
+		want    int
+		meaning string
+	}{
+		{0, "", 0, "a first"}, {1, "", 1, "b second"}, {2, "", 2, "c third"},
+		{1, "a", 0, "b first without a"}, {2, "a", 1, "c second without a"}, {2, "b", 1, "c second without b"},
+		{0, "c", 0, "a first without c"},
+	} {
+		if got := ms[c.m].Rank(c.except); got != c.want {
+			t.Errorf("Rank(%q) of member %d = %d; want %d (%s)", c.except, c.m, got, c.want, c.meaning)
 		}
 	}
 

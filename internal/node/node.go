@@ -246,6 +246,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		// Only this process queues operations in its SQLite file.
 		LocalQueue:    cfg.Store == "sqlite",
 		SweepInterval: cfg.SweepInterval,
+		Rank:          takeoverRank(members),
 	})
 	n.Files = memoryfiles.NewService(stores.Files, memoryfiles.Config{})
 	n.Memories = memorybank.NewService(stores.Memories, memorybank.Config{
@@ -635,4 +636,14 @@ func (n *Node) Close() error {
 	}
 	n.closers = nil
 	return errors.Join(errs...)
+}
+
+// takeoverRank is the order in which the servers of a cluster take a dead
+// server's operations over (jobs.Config.Rank): their members' ranks. A
+// server that is no member (SQLite, or no callers limited) has none.
+func takeoverRank(members *cluster.Membership) func(string) int {
+	if members == nil {
+		return nil
+	}
+	return members.Rank
 }

@@ -202,6 +202,78 @@ func testLeaseTakeover(t *testing.T, h *harness) {
 	}
 }
 
+// testTakeoverInOneClaim: the operations of a worker that died (their
+// leases expired) are claimed again together, in one claim (one start
+// time), up to the free workers and within their owner's share: of an
+// owner's three, MaxWorkersPerOwner (2) at once, the third once one of
+// theirs ended. A process ranked second (Config.Rank, the dead worker
+// left out) takes them over a takeover step (250ms) after their expiry.
+func testTakeoverInOneClaim(t *testing.T, h *harness) {
+	e := h.engine("w1", jobs.Config{Workers: 8, MaxWorkersPerOwner: 2, LocalQueue: true})
+	var dead []*jobs.Operation
+	for _, k := range []string{"a", "b", "c", "u1/x", "u1/y", "u1/z"} {
+		op := h.enqueue(e, "app1", k, request{})
+		if _, err := h.claimAs(op, "dead", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, op)
+	}
+	h.clock.Advance(2 * time.Second)
+	started, release := h.blockRuns()
+	defer h.start(e)()
+	for range 5 {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the dead worker's operations were not taken over")
+		}
+	}
+	var first time.Time
+	taken := 0
+	for _, op := range dead {
+		got := h.get(op)
+		if got.State != jobs.Running || got.Attempt != 2 {
+			continue
+		}
+		if taken++; first.IsZero() {
+			first = got.StartTime
+		}
+		if !got.StartTime.Equal(first) {
+			t.Errorf("%s taken over at %v, %s at %v: want one claim", dead[0].Key, first, op.Key, got.StartTime)
+		}
+	}
+	if taken != 5 {
+		t.Fatalf("%d operations taken over at once, want 5 (three keys without an owner, two of u1's three)", taken)
+	}
+	release()
+	for _, op := range dead {
+		if w, err := e.Wait(h.ctx, "app1", op.ID, 10*time.Second); err != nil || w.State != jobs.Succeeded || w.Attempt != 2 {
+			t.Fatalf("%s after the takeover: %+v, %v", op.Key, w, err)
+		}
+	}
+
+	var holders []string
+	second := h.engine("w2", jobs.Config{Rank: func(holder string) int {
+		holders = append(holders, holder)
+		return 1
+	}})
+	op := h.enqueue(second, "app1", "d", request{})
+	if _, err := h.claimAs(op, "dead", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Second + 100*time.Millisecond)
+	if n, err := second.RunOnce(h.ctx); err != nil || n != 0 {
+		t.Fatalf("ranked second, 100ms after the lease expired: claimed %d, %v; want none", n, err)
+	}
+	h.clock.Advance(200 * time.Millisecond)
+	if n, err := second.RunOnce(h.ctx); err != nil || n != 1 {
+		t.Fatalf("ranked second, 300ms after the lease expired: claimed %d, %v; want it", n, err)
+	}
+	if len(holders) == 0 || holders[0] != "dead" {
+		t.Fatalf("Rank asked about %v, want the dead worker", holders)
+	}
+}
+
 // testHeartbeat runs Run with a short lease: while a run waits, the
 // heartbeat renews its lease; when its operation is cancelled the renewal
 // is refused and the handler's context ends; when Run's context ends the

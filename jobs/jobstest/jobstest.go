@@ -6,8 +6,9 @@
 // rules through a jobs.Engine on the store with a kind of its own: a run
 // exactly once, retries and their backoff, keys run one at a time,
 // coalescing and groups, work handed back when a worker stops, leases
-// renewed and taken over, cancellation, waiting, the queue's bounds and
-// the retention of finished operations, the shares of the workers one app
+// renewed and taken over (a dead worker's operations in one claim, by
+// rank), cancellation, waiting, the queue's bounds and the retention of
+// finished operations, the shares of the workers one app
 // and one owner may hold (and a long queue of work that waits for them
 // hiding nothing), the attempts' timeout and the waits before retries.
 package jobstest
@@ -48,6 +49,7 @@ func Run[S jobs.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "CoalescingAndGroups", Run: testCoalescingAndGroups},
 		{Name: "HandBack", Run: testHandBack},
 		{Name: "LeaseTakeover", Run: testLeaseTakeover},
+		{Name: "TakeoverInOneClaim", Run: testTakeoverInOneClaim},
 		{Name: "Heartbeat", Run: testHeartbeat},
 		{Name: "CancelAndWait", Run: testCancelAndWait},
 		{Name: "Bounds", Run: testBounds},
