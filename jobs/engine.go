@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +103,11 @@ type Config struct {
 type Kind struct {
 	// Name is stored with each operation of the kind (Operation.Kind).
 	Name string
+	// Domain is the domain whose work the kind is, a lower-case word
+	// ("memory", "session"): Ended counts the kind's operations under it,
+	// so that each domain's operations are counted apart although one
+	// engine runs them all.
+	Domain string
 	// Run runs a claimed batch of the kind's operations (one, or several
 	// coalesced ones of one key) and returns its outcome. An error of kind
 	// Unavailable, Aborted or DeadlineExceeded is retried with backoff;
@@ -235,6 +241,9 @@ func New(store Store, cfg Config) *Engine {
 func (e *Engine) Register(k Kind) {
 	if k.Name == "" || k.Run == nil {
 		panic("jobs: a kind needs a name and a Run")
+	}
+	if k.Domain == "" || strings.Trim(k.Domain, "abcdefghijklmnopqrstuvwxyz") != "" {
+		panic("jobs: kind " + k.Name + "'s domain " + strconv.Quote(k.Domain) + " is not a lower-case word")
 	}
 	e.kindsMu.Lock()
 	defer e.kindsMu.Unlock()
@@ -445,15 +454,19 @@ func (e *Engine) Cancel(ctx context.Context, app, id string) (*Operation, error)
 // finished wakes the waiters of operations that ended in this process,
 // counts them, and tells their kinds.
 func (e *Engine) finished(ops ...*Operation) {
-	for _, op := range ops {
-		if k := e.kind(op.Kind); k != nil && k.Ended != nil {
-			k.Ended(op)
+	domains := make([]string, len(ops))
+	for i, op := range ops {
+		if k := e.kind(op.Kind); k != nil {
+			domains[i] = k.Domain
+			if k.Ended != nil {
+				k.Ended(op)
+			}
 		}
 	}
 	e.waitMu.Lock()
 	defer e.waitMu.Unlock()
-	for _, op := range ops {
-		e.ended[Count{Kind: op.Kind, State: op.State}]++
+	for i, op := range ops {
+		e.ended[Count{Domain: domains[i], Kind: op.Kind, State: op.State}]++
 		for _, ch := range e.waiters[op.Name()] {
 			select {
 			case ch <- struct{}{}:
@@ -465,14 +478,17 @@ func (e *Engine) finished(ops ...*Operation) {
 
 // Count is how many operations of a kind ended in a state.
 type Count struct {
-	Kind  string
-	State State
-	N     uint64
+	// Domain is the kind's (Kind.Domain); empty for an operation of a kind
+	// not registered here (cancelled through this engine).
+	Domain string
+	Kind   string
+	State  State
+	N      uint64
 }
 
 // Ended counts the operations that ended in this process (run by its
-// workers or cancelled through it) since it started, by kind and final
-// state.
+// workers or cancelled through it) since it started, by domain, kind and
+// final state, in that order.
 func (e *Engine) Ended() []Count {
 	e.waitMu.Lock()
 	defer e.waitMu.Unlock()
@@ -482,7 +498,7 @@ func (e *Engine) Ended() []Count {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b Count) int {
-		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(a.State, b.State))
+		return cmp.Or(strings.Compare(a.Domain, b.Domain), strings.Compare(a.Kind, b.Kind), cmp.Compare(a.State, b.State))
 	})
 	return out
 }

@@ -39,7 +39,7 @@ func testRunsOnce(t *testing.T, h *harness) {
 	if n := h.drain(e); n != 0 || len(h.ran()) != 1 || !slices.Equal(ended, []string{op.ID}) {
 		t.Fatalf("after the end: %d more ran, %d runs, ended %v", n, len(h.ran()), ended)
 	}
-	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Kind: kind, State: jobs.Succeeded, N: 1}) {
+	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Domain: domain, Kind: kind, State: jobs.Succeeded, N: 1}) {
 		t.Fatalf("Ended = %+v", c)
 	}
 }
@@ -390,6 +390,10 @@ func testUnknownKind(t *testing.T, h *harness) {
 	h.drain(e)
 	if got := h.get(op); got.State != jobs.Failed || got.ErrorKind != fault.Invalid || !strings.Contains(got.ErrorMessage, `unknown operation kind "Nope"`) {
 		t.Fatalf("an operation of an unknown kind: %s %v %q", got.State, got.ErrorKind, got.ErrorMessage)
+	}
+	// It counts, without a domain: none registered it here.
+	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Kind: "Nope", State: jobs.Failed, N: 1}) {
+		t.Fatalf("Ended = %+v", c)
 	}
 }
 
