@@ -333,37 +333,28 @@ func (e *Engine) Get(ctx context.Context, app, id string) (*Operation, error) {
 	return e.store.GetOperation(ctx, app, id)
 }
 
-// List returns a page of an app's operations, newest first, optionally
-// only those in the given states.
-func (e *Engine) List(ctx context.Context, app string, states []State, pageSize int32, token string) ([]*Operation, string, error) {
-	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
-		return nil, "", err
+// List returns up to q.Limit operations of app q.App, newest first, after
+// the cursor (q.AfterCreate and q.AfterID: the last operation of the
+// previous page), only those in q.States when it is not empty. Page
+// tokens are the caller's to make of the cursor.
+func (e *Engine) List(ctx context.Context, q Query) ([]*Operation, error) {
+	if err := resource.ValidateID("app id", q.App, resource.AppIDChars); err != nil {
+		return nil, err
 	}
-	size, err := aip.PageSize("page_size", pageSize)
-	if err != nil {
-		return nil, "", err
+	if q.Limit <= 0 {
+		return nil, fault.New(fault.Invalid, "a listing of operations needs a positive limit, not %d", q.Limit)
 	}
-	var names []string
-	for _, st := range states {
-		names = append(names, st.String())
+	for _, st := range q.States {
+		if _, ok := stateNames[st]; !ok {
+			return nil, fault.New(fault.Invalid, "a listing of operations by state names state %d, which is none", st)
+		}
 	}
-	digest := aip.QueryDigest("operations", app, strings.Join(names, ","))
-	tok, err := aip.DecodePageToken(token, digest)
-	if err != nil {
-		return nil, "", err
+	if q.AfterID != "" {
+		if err := resource.ValidateID("operation id", q.AfterID, resource.MemoryIDChars); err != nil {
+			return nil, err
+		}
 	}
-	q := Query{App: app, States: states, AfterID: tok.ID, Limit: size + 1}
-	if tok.ID != "" {
-		q.AfterCreate = time.Unix(0, tok.Time)
-	}
-	ops, err := e.store.ListOperations(ctx, q)
-	if err != nil {
-		return nil, "", err
-	}
-	ops, next := aip.Page(ops, size, digest, func(last *Operation) aip.PageToken {
-		return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
-	})
-	return ops, next, nil
+	return e.store.ListOperations(ctx, q)
 }
 
 // Wait returns an operation once it is done, or as it is when timeout
