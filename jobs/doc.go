@@ -5,7 +5,8 @@
 // store, run exactly once by the handler of its kind, and queried and
 // cancelled through the Engine. The engine knows nothing of what an
 // operation does: domains register their kinds (Kind) and keep their
-// requests and results in encodings of their own.
+// requests and results in encodings of their own; each kind names its
+// domain, under which Engine.Ended counts its operations.
 //
 // # The record
 //
@@ -134,8 +135,9 @@
 // Store is the engine's contract with its storage; package jobstest is its
 // conformance suite, run by the stores of internal/memorystore (whose
 // tables hold the operations beside the memory bank's data, so that a
-// memory generation commits in one transaction) and by this package's own
-// tests. The package is public with the domains' contracts: the memory
+// memory generation commits in one transaction) and by the in-memory
+// store of internal/jobstore/memstore, which this package's own tests run
+// on. The package is public with the domains' contracts: the memory
 // bank's Store includes Store, its Service queues on an Engine, and a
 // backend of another database implements both and runs both suites.
 package jobs

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +111,11 @@ type Config struct {
 type Kind struct {
 	// Name is stored with each operation of the kind (Operation.Kind).
 	Name string
+	// Domain is the domain whose work the kind is, a lower-case word
+	// ("memory", "session"): Ended counts the kind's operations under it,
+	// so that each domain's operations are counted apart although one
+	// engine runs them all.
+	Domain string
 	// Run runs a claimed batch of the kind's operations (one, or several
 	// coalesced ones of one key) and returns its outcome. An error of kind
 	// Unavailable, Aborted or DeadlineExceeded is retried with backoff;
@@ -244,6 +250,9 @@ func (e *Engine) Register(k Kind) {
 	if k.Name == "" || k.Run == nil {
 		panic("jobs: a kind needs a name and a Run")
 	}
+	if k.Domain == "" || strings.Trim(k.Domain, "abcdefghijklmnopqrstuvwxyz") != "" {
+		panic("jobs: kind " + k.Name + "'s domain " + strconv.Quote(k.Domain) + " is not a lower-case word")
+	}
 	e.kindsMu.Lock()
 	defer e.kindsMu.Unlock()
 	if _, dup := e.kinds[k.Name]; dup {
@@ -332,37 +341,28 @@ func (e *Engine) Get(ctx context.Context, app, id string) (*Operation, error) {
 	return e.store.GetOperation(ctx, app, id)
 }
 
-// List returns a page of an app's operations, newest first, optionally
-// only those in the given states.
-func (e *Engine) List(ctx context.Context, app string, states []State, pageSize int32, token string) ([]*Operation, string, error) {
-	if err := resource.ValidateID("app id", app, resource.AppIDChars); err != nil {
-		return nil, "", err
+// List returns up to q.Limit operations of app q.App, newest first, after
+// the cursor (q.AfterCreate and q.AfterID: the last operation of the
+// previous page), only those in q.States when it is not empty. Page
+// tokens are the caller's to make of the cursor.
+func (e *Engine) List(ctx context.Context, q Query) ([]*Operation, error) {
+	if err := resource.ValidateID("app id", q.App, resource.AppIDChars); err != nil {
+		return nil, err
 	}
-	size, err := aip.PageSize("page_size", pageSize)
-	if err != nil {
-		return nil, "", err
+	if q.Limit <= 0 {
+		return nil, fault.New(fault.Invalid, "a listing of operations needs a positive limit, not %d", q.Limit)
 	}
-	var names []string
-	for _, st := range states {
-		names = append(names, st.String())
+	for _, st := range q.States {
+		if _, ok := stateNames[st]; !ok {
+			return nil, fault.New(fault.Invalid, "a listing of operations by state names state %d, which is none", st)
+		}
 	}
-	digest := aip.QueryDigest("operations", app, strings.Join(names, ","))
-	tok, err := aip.DecodePageToken(token, digest)
-	if err != nil {
-		return nil, "", err
+	if q.AfterID != "" {
+		if err := resource.ValidateID("operation id", q.AfterID, resource.MemoryIDChars); err != nil {
+			return nil, err
+		}
 	}
-	q := Query{App: app, States: states, AfterID: tok.ID, Limit: size + 1}
-	if tok.ID != "" {
-		q.AfterCreate = time.Unix(0, tok.Time)
-	}
-	ops, err := e.store.ListOperations(ctx, q)
-	if err != nil {
-		return nil, "", err
-	}
-	ops, next := aip.Page(ops, size, digest, func(last *Operation) aip.PageToken {
-		return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
-	})
-	return ops, next, nil
+	return e.store.ListOperations(ctx, q)
 }
 
 // Wait returns an operation once it is done, or as it is when timeout
@@ -453,15 +453,19 @@ func (e *Engine) Cancel(ctx context.Context, app, id string) (*Operation, error)
 // finished wakes the waiters of operations that ended in this process,
 // counts them, and tells their kinds.
 func (e *Engine) finished(ops ...*Operation) {
-	for _, op := range ops {
-		if k := e.kind(op.Kind); k != nil && k.Ended != nil {
-			k.Ended(op)
+	domains := make([]string, len(ops))
+	for i, op := range ops {
+		if k := e.kind(op.Kind); k != nil {
+			domains[i] = k.Domain
+			if k.Ended != nil {
+				k.Ended(op)
+			}
 		}
 	}
 	e.waitMu.Lock()
 	defer e.waitMu.Unlock()
-	for _, op := range ops {
-		e.ended[Count{Kind: op.Kind, State: op.State}]++
+	for i, op := range ops {
+		e.ended[Count{Domain: domains[i], Kind: op.Kind, State: op.State}]++
 		for _, ch := range e.waiters[op.Name()] {
 			select {
 			case ch <- struct{}{}:
@@ -473,14 +477,17 @@ func (e *Engine) finished(ops ...*Operation) {
 
 // Count is how many operations of a kind ended in a state.
 type Count struct {
-	Kind  string
-	State State
-	N     uint64
+	// Domain is the kind's (Kind.Domain); empty for an operation of a kind
+	// not registered here (cancelled through this engine).
+	Domain string
+	Kind   string
+	State  State
+	N      uint64
 }
 
 // Ended counts the operations that ended in this process (run by its
-// workers or cancelled through it) since it started, by kind and final
-// state.
+// workers or cancelled through it) since it started, by domain, kind and
+// final state, in that order.
 func (e *Engine) Ended() []Count {
 	e.waitMu.Lock()
 	defer e.waitMu.Unlock()
@@ -490,7 +497,7 @@ func (e *Engine) Ended() []Count {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b Count) int {
-		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(a.State, b.State))
+		return cmp.Or(strings.Compare(a.Domain, b.Domain), strings.Compare(a.Kind, b.Kind), cmp.Compare(a.State, b.State))
 	})
 	return out
 }

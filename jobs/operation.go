@@ -138,7 +138,7 @@ type Update struct {
 	ClaimKey bool
 }
 
-// Query selects operations for Store.ListOperations.
+// Query selects operations for Engine.List and Store.ListOperations.
 type Query struct {
 	App string
 	// States, when not empty, keeps operations in these states.

@@ -29,7 +29,7 @@ const coalesceMax = 8
 func (s *Service) register(e *jobs.Engine) {
 	describe := func(key string) string { return "scope " + ParseScopeKey(key).String() }
 	e.Register(jobs.Kind{
-		Name: KindGenerate, Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser,
+		Name: KindGenerate, Domain: "memory", Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser,
 		Timeout: s.cfg.AttemptTimeout,
 		// Generations of one scope share a run when they have the same
 		// options (metadata included) and the same kind of input (facts
@@ -45,7 +45,7 @@ func (s *Service) register(e *jobs.Engine) {
 		},
 		Ended: s.generationEnded,
 	})
-	e.Register(jobs.Kind{Name: KindPurge, Run: s.purge, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser})
+	e.Register(jobs.Kind{Name: KindPurge, Domain: "memory", Run: s.purge, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser})
 }
 
 // Job is a memory bank operation's request and what it did, decoded from

@@ -75,7 +75,7 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	close(store.blocked)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ops, _, err := engine.List(ctx, "app", nil, 0, "")
+		ops, err := engine.List(ctx, jobs.Query{App: "app", Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -565,8 +565,12 @@ func (n *Node) metrics(db *sqlitedb.DB, vectors *vectorcache.Cache) []transport.
 		transport.Metric{Name: "kioku_memory_trigger_sessions", Help: help, Gauge: true, Labels: [][2]string{{"kind", "fired"}}, Value: float64(fired)},
 	)
 	for _, c := range n.Jobs.Ended() {
+		if c.Domain == "" {
+			continue // of a kind this server does not run, cancelled here
+		}
 		out = append(out, transport.Metric{
-			Name: "kioku_memory_operations_total", Help: "Operations that ended on this server, by method (their kind) and final state.",
+			Name:   "kioku_" + c.Domain + "_operations_total",
+			Help:   "Operations of the " + c.Domain + " domain that ended on this server, by method (their kind) and final state.",
 			Labels: [][2]string{{"method", c.Kind}, {"state", c.State.String()}}, Value: float64(c.N),
 		})
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // TestCompactSession compacts over RPC: the operation, its response, the
-// compacted view, and the refusal without a model.
+// compacted view, its count among the session operations, and the refusal
+// without a model.
 func TestCompactSession(t *testing.T) {
 	c, fake := startNode(t, true)
 	ctx := t.Context()
@@ -61,6 +62,16 @@ func TestCompactSession(t *testing.T) {
 	full, err := c.sessions.GetSession(ctx, req(&kiokuv1.GetSessionRequest{Name: name}))
 	if err != nil || len(full.Msg.GetEvents()) != 13 {
 		t.Fatalf("full view: %d events, %v", len(full.Msg.GetEvents()), err)
+	}
+	// A compaction is the sessions' work: counted as a session operation.
+	metrics := scrape(t, c.url)
+	if n := metrics[`kioku_session_operations_total{method="CompactSession",state="SUCCEEDED"}`]; n != 1 {
+		t.Errorf("succeeded CompactSession operations = %v, want 1", n)
+	}
+	for series := range metrics {
+		if strings.HasPrefix(series, "kioku_memory_operations_total{") && strings.Contains(series, "CompactSession") {
+			t.Errorf("a compaction counted as a memory operation: %s", series)
+		}
 	}
 	_, err = c.sessions.CompactSession(ctx, req(&kiokuv1.CompactSessionRequest{Name: name, UpToSequence: 99}))
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {

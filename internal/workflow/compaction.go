@@ -79,7 +79,7 @@ func compactionKey(key sessiontype.Key) string {
 
 func (a *App) registerCompaction() {
 	a.jobs.Register(jobs.Kind{
-		Name: KindCompact, Run: a.compact,
+		Name: KindCompact, Domain: "session", Run: a.compact,
 		Describe: func(key string) string { return "scope " + memorybank.ParseScopeKey(key).String() },
 		Owner:    func(key string) string { return memorybank.ParseScopeKey(key).User() },
 		Ended: func(op *jobs.Operation) {

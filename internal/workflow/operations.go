@@ -2,8 +2,10 @@ package workflow
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 )
@@ -84,12 +86,34 @@ func (a *App) GetOperation(ctx context.Context, app, id string) (*Operation, err
 }
 
 // ListOperations returns a page of an app's operations, newest first,
-// optionally only those in the given states.
+// optionally only those in the given states. The page token holds the
+// engine's cursor, the last operation's create time and id, bound to the
+// app and the states.
 func (a *App) ListOperations(ctx context.Context, app string, states []jobs.State, pageSize int32, token string) ([]*Operation, string, error) {
-	ops, next, err := a.jobs.List(ctx, app, states, pageSize, token)
+	size, err := aip.PageSize("page_size", pageSize)
 	if err != nil {
 		return nil, "", err
 	}
+	names := make([]string, len(states))
+	for i, st := range states {
+		names[i] = st.String()
+	}
+	digest := aip.QueryDigest("operations", app, strings.Join(names, ","))
+	tok, err := aip.DecodePageToken(token, digest)
+	if err != nil {
+		return nil, "", err
+	}
+	q := jobs.Query{App: app, States: states, AfterID: tok.ID, Limit: size + 1}
+	if tok.ID != "" {
+		q.AfterCreate = time.Unix(0, tok.Time)
+	}
+	ops, err := a.jobs.List(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	ops, next := aip.Page(ops, size, digest, func(last *jobs.Operation) aip.PageToken {
+		return aip.PageToken{Time: last.CreateTime.UnixNano(), ID: last.ID}
+	})
 	out := make([]*Operation, len(ops))
 	for i, op := range ops {
 		if out[i], err = a.View(op); err != nil {

@@ -92,7 +92,7 @@ func rewriteKey(user string) string {
 
 func (a *App) registerRewrite() {
 	a.jobs.Register(jobs.Kind{
-		Name: KindRewrite, Run: a.rewrite,
+		Name: KindRewrite, Domain: "memory", Run: a.rewrite,
 		// The rewrites a user's sessions queued while one ran are one
 		// batch: one model call over their sessions.
 		Coalesce: 10,

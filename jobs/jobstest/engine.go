@@ -39,7 +39,7 @@ func testRunsOnce(t *testing.T, h *harness) {
 	if n := h.drain(e); n != 0 || len(h.ran()) != 1 || !slices.Equal(ended, []string{op.ID}) {
 		t.Fatalf("after the end: %d more ran, %d runs, ended %v", n, len(h.ran()), ended)
 	}
-	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Kind: kind, State: jobs.Succeeded, N: 1}) {
+	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Domain: domain, Kind: kind, State: jobs.Succeeded, N: 1}) {
 		t.Fatalf("Ended = %+v", c)
 	}
 }
@@ -342,16 +342,25 @@ func testCancelAndWait(t *testing.T, h *harness) {
 	wantKind(t, "an operation of another app", err, fault.NotFound)
 	_, err = e.Get(h.ctx, "app1", "a/b")
 	wantKind(t, "a malformed id", err, fault.Invalid)
-	list, next, err := e.List(h.ctx, "app1", []jobs.State{jobs.Cancelled}, 0, "")
-	if err != nil || next != "" || len(list) != 1 || list[0].ID != b.ID {
-		t.Fatalf("List(CANCELLED) = %v, %q, %v", ids(list), next, err)
+	list, err := e.List(h.ctx, jobs.Query{App: "app1", States: []jobs.State{jobs.Cancelled}, Limit: 10})
+	if err != nil || len(list) != 1 || list[0].ID != b.ID {
+		t.Fatalf("List(CANCELLED) = %v, %v", ids(list), err)
 	}
-	page, next, err := e.List(h.ctx, "app1", nil, 1, "")
-	if err != nil || len(page) != 1 || page[0].ID != b.ID || next == "" {
-		t.Fatalf("List page 1 = %v, %q, %v", ids(page), next, err)
+	page, err := e.List(h.ctx, jobs.Query{App: "app1", Limit: 1})
+	if err != nil || len(page) != 1 || page[0].ID != b.ID {
+		t.Fatalf("List page 1 = %v, %v", ids(page), err)
 	}
-	if page, next, err = e.List(h.ctx, "app1", nil, 1, next); err != nil || len(page) != 1 || page[0].ID != a.ID || next != "" {
-		t.Fatalf("List page 2 = %v, %q, %v", ids(page), next, err)
+	q := jobs.Query{App: "app1", AfterCreate: page[0].CreateTime, AfterID: page[0].ID, Limit: 1}
+	if page, err = e.List(h.ctx, q); err != nil || len(page) != 1 || page[0].ID != a.ID {
+		t.Fatalf("List page 2 = %v, %v", ids(page), err)
+	}
+	q.AfterCreate, q.AfterID = page[0].CreateTime, page[0].ID
+	if page, err = e.List(h.ctx, q); err != nil || len(page) != 0 {
+		t.Fatalf("List page 3 = %v, %v; want none", ids(page), err)
+	}
+	for _, bad := range []jobs.Query{{App: "app/1", Limit: 1}, {App: "app1"}, {App: "app1", States: []jobs.State{jobs.Unspecified}, Limit: 1}, {App: "app1", AfterID: "a/b", Limit: 1}} {
+		_, err := e.List(h.ctx, bad)
+		wantKind(t, fmt.Sprintf("List(%+v)", bad), err, fault.Invalid)
 	}
 }
 
@@ -462,6 +471,10 @@ func testUnknownKind(t *testing.T, h *harness) {
 	h.drain(e)
 	if got := h.get(op); got.State != jobs.Failed || got.ErrorKind != fault.Invalid || !strings.Contains(got.ErrorMessage, `unknown operation kind "Nope"`) {
 		t.Fatalf("an operation of an unknown kind: %s %v %q", got.State, got.ErrorKind, got.ErrorMessage)
+	}
+	// It counts, without a domain: none registered it here.
+	if c := e.Ended(); len(c) != 1 || c[0] != (jobs.Count{Kind: "Nope", State: jobs.Failed, N: 1}) {
+		t.Fatalf("Ended = %+v", c)
 	}
 }
 

@@ -15,27 +15,34 @@ import (
 // testShareOfWorkers: with two workers, an app whose runs hang holds one
 // of them while another app's operation waits, so that the other app's
 // operation runs although it was queued last; with nothing else to claim,
-// the app's next operation takes the second worker.
+// the app's next operation takes the second worker. The claims' order is
+// read from the operations' start times: the runs' goroutines may reach
+// their handler in any order.
 func testShareOfWorkers(t *testing.T, h *harness) {
 	e := h.engine("w1", jobs.Config{Workers: 2, LocalQueue: true})
-	h.enqueue(e, "slow", "u1", request{Hang: true})
-	h.enqueue(e, "slow", "u2", request{Hang: true})
+	u1 := h.enqueue(e, "slow", "u1", request{Hang: true})
+	u2 := h.enqueue(e, "slow", "u2", request{Hang: true})
 	fast := h.enqueue(e, "fast", "u3", request{})
 	defer h.start(e)()
-	if got := <-h.hanging; got != "slow/u1" {
-		t.Fatalf("first run: %s", got)
-	}
 	w, err := e.Wait(h.ctx, "fast", fast.ID, 10*time.Second)
 	if err != nil || w.State != jobs.Succeeded {
 		t.Fatalf("the other app's operation while one app's run hangs: %+v, %v", w, err)
 	}
-	select {
-	case got := <-h.hanging:
-		if got != "slow/u2" {
-			t.Fatalf("second hanging run: %s", got)
+	hung := map[string]bool{}
+	for range 2 {
+		select {
+		case got := <-h.hanging:
+			hung[got] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("hanging runs %v: with nothing else to claim, the app did not get the second worker", hung)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("with nothing else to claim, the app did not get the second worker")
+	}
+	if !hung["slow/u1"] || !hung["slow/u2"] {
+		t.Fatalf("hanging runs %v, want slow/u1 and slow/u2", hung)
+	}
+	first, second := h.get(u1).StartTime, h.get(u2).StartTime
+	if !first.Before(w.StartTime) || !w.StartTime.Before(second) {
+		t.Fatalf("claimed slow/u1 at %v, fast at %v, slow/u2 at %v: want them in that order", first, w.StartTime, second)
 	}
 }
 

@@ -90,8 +90,12 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// kind is the name of the suite's kind of operations.
-const kind = "Test"
+// kind is the name of the suite's kind of operations, and domain its
+// domain.
+const (
+	kind   = "Test"
+	domain = "test"
+)
 
 // request is the suite's kind's request: what its handler does.
 type request struct {
@@ -162,7 +166,7 @@ func (h *harness) engine(worker string, cfg jobs.Config) *jobs.Engine {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := jobs.New(h.store, cfg)
 	e.Register(jobs.Kind{
-		Name: kind, Run: h.run, Coalesce: 8, Timeout: h.timeout,
+		Name: kind, Domain: domain, Run: h.run, Coalesce: 8, Timeout: h.timeout,
 		Group: func(op *jobs.Operation) string { return decode[request](h.t, op.Request).Group },
 		Ended: func(op *jobs.Operation) {
 			h.mu.Lock()

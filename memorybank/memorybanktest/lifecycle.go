@@ -187,12 +187,12 @@ func testTriggers(t *testing.T, h *harness) {
 	for _, e := range evs[:2] {
 		h.appended(h.svc, key, e.Sequence)
 	}
-	if ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, ""); len(ops) != 0 {
+	if ops, _ := h.svc.ListOperations(h.ctx, "app1", nil); len(ops) != 0 {
 		t.Fatalf("triggered before 3 events: %d operations", len(ops))
 	}
 	h.appended(h.svc, key, 3)
 	h.appended(h.svc, key, 4)
-	ops, _, _ := h.svc.ListOperations(h.ctx, "app1", nil, 0, "")
+	ops, _ := h.svc.ListOperations(h.ctx, "app1", nil)
 	if len(ops) != 1 || ops[0].Generate.Session == nil || ops[0].Generate.Session.ID != "s1" {
 		t.Fatalf("operations after 4 events = %v", ops)
 	}
@@ -222,7 +222,7 @@ func testIdleTrigger(t *testing.T, h *harness) {
 	h.gemini.SetResponder(func(modeltest.Call) modeltest.Reply { return modeltest.Reply{Text: `{"facts":[]}`} })
 	ops := func(svc *Worker) []*Operation {
 		t.Helper()
-		list, _, err := svc.ListOperations(h.ctx, "app1", []jobs.State{jobs.Pending}, 0, "")
+		list, err := svc.ListOperations(h.ctx, "app1", []jobs.State{jobs.Pending})
 		if err != nil {
 			t.Fatal(err)
 		}

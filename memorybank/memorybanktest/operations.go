@@ -416,11 +416,11 @@ func testOperations(t *testing.T, h *harness) {
 	}
 	_, err = h.noGen.CancelOperation(h.ctx, "app1", a.ID)
 	wantKind(t, "cancel a finished operation", err, fault.FailedPrecondition)
-	list, _, err := h.noGen.ListOperations(h.ctx, "app1", []jobs.State{jobs.Cancelled}, 0, "")
+	list, err := h.noGen.ListOperations(h.ctx, "app1", []jobs.State{jobs.Cancelled})
 	if err != nil || len(list) != 1 || list[0].ID != b.ID {
 		t.Fatalf("ListOperations(CANCELLED) = %v, %v", list, err)
 	}
-	all, _, _ := h.noGen.ListOperations(h.ctx, "app1", nil, 0, "")
+	all, _ := h.noGen.ListOperations(h.ctx, "app1", nil)
 	if len(all) != 2 || all[0].ID != b.ID {
 		t.Fatalf("ListOperations = %v (newest first)", all)
 	}

@@ -23,7 +23,7 @@ import (
 func open(t *testing.T) memoryfiles.Store { return on(t, sqlitetest.Open(t)) }
 
 // on returns a store on db.
-func on(t *testing.T, db *sqlitedb.DB) memoryfiles.Store {
+func on(t testing.TB, db *sqlitedb.DB) memoryfiles.Store {
 	s, err := sqlite.New(db)
 	if err != nil {
 		t.Fatal(err)
