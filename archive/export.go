@@ -10,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
@@ -25,7 +27,7 @@ import (
 // Export and Import fail with fault.Unimplemented otherwise.
 type Stores struct {
 	Sessions sessiondriver.Store
-	Memories memorybank.Store
+	Memories memorydriver.Store
 	Files    memoryfiles.Store
 	Blocks   blocks.Store
 }
@@ -261,7 +263,7 @@ func (e *exporter) config(ctx context.Context, app string) error {
 func (e *exporter) memories(ctx context.Context, app string) error {
 	after := ""
 	for {
-		page, err := e.st.Memories.ScanMemories(ctx, memorybank.ScanQuery{App: app, User: e.sel.User, AfterID: after, Limit: memoryPage})
+		page, err := e.st.Memories.ScanMemories(ctx, memorydriver.ScanQuery{App: app, User: e.sel.User, AfterID: after, Limit: memoryPage})
 		if err != nil {
 			return err
 		}
@@ -281,7 +283,7 @@ func (e *exporter) memories(ctx context.Context, app string) error {
 }
 
 // revisions writes a memory's revisions, newest first.
-func (e *exporter) revisions(ctx context.Context, m *memorybank.Memory) error {
+func (e *exporter) revisions(ctx context.Context, m *memorytype.Memory) error {
 	var before int64
 	for {
 		revs, err := e.st.Memories.ListRevisions(ctx, m.App, m.ID, before, revisionPage, e.now)

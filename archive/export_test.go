@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
@@ -19,6 +18,8 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
@@ -96,20 +97,20 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	_, err := f.sessions.UpdateState(ctx, sessiontype.StateRef{App: "a2"}, map[string]any{"app:only": true})
 	must(err)
 
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorybank.Scope{"user_id": "u1"}, Topics: []string{appconfig.TopicUserPreferences}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorytype.Scope{"user_id": "u1"}, Topics: []string{appconfig.TopicUserPreferences}})
 	must(err)
 	_, err = f.memories.UpdateMemory(ctx, "a1", "m1", memorybank.MemoryUpdate{Fact: ptr("Ann likes green tea.")})
 	must(err)
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m2", Fact: "Bo says hello.", Scope: memorybank.Scope{"user_id": "u2"}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m2", Fact: "Bo says hello.", Scope: memorytype.Scope{"user_id": "u2"}})
 	must(err)
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m3", Fact: "Ann had a cold.", Scope: memorybank.Scope{"user_id": "u1"}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m3", Fact: "Ann had a cold.", Scope: memorytype.Scope{"user_id": "u1"}})
 	must(err)
 	must(f.memories.DeleteMemory(ctx, "a1", "m3"))
 	_, err = f.memories.UpdateConfig(ctx, &appconfig.Config{App: "a1", MemoryTTL: 48 * time.Hour, Trigger: appconfig.Trigger{EventCount: 10}}, nil)
 	must(err)
-	f.op, err = f.memories.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Facts: []memorybank.DirectFact{{Fact: "Ann is learning Go."}}})
+	f.op, err = f.memories.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "a1", Scope: memorytype.Scope{"user_id": "u1"}, Facts: []memorybank.DirectFact{{Fact: "Ann is learning Go."}}})
 	must(err)
-	must(st.Memories.Write(ctx, &memorybank.Write{App: "a1", Now: f.now, Watermarks: map[string]int64{s1.Name(): 2, t1.Name(): 1}}))
+	must(st.Memories.Write(ctx, &memorydriver.Write{App: "a1", Now: f.now, Watermarks: map[string]int64{s1.Name(): 2, t1.Name(): 1}}))
 
 	// Memory files: u1's notes (edited), a deleted file, and u2's.
 	ids := 0
@@ -306,7 +307,7 @@ func TestExport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(revs, []*memorybank.Revision{all[10].Revision, all[11].Revision}); diff != "" {
+			if diff := cmp.Diff(revs, []*memorytype.Revision{all[10].Revision, all[11].Revision}); diff != "" {
 				t.Errorf("revision records (-stored +archived):\n%s", diff)
 			}
 			cfg, err := st.Memories.GetConfig(ctx, "a1")

@@ -13,6 +13,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
@@ -174,9 +176,9 @@ type importer struct {
 
 	// The memory whose revisions follow, whether it was written, and its
 	// revisions not written yet.
-	memory    *memorybank.Memory
+	memory    *memorytype.Memory
 	memoryIn  bool
-	revisions []*memorybank.Revision
+	revisions []*memorytype.Revision
 
 	// The memory file whose revisions follow, and its revisions (a file
 	// keeps MaxRevisions of them: they are written with it).
@@ -300,7 +302,7 @@ func (im *importer) event(ctx context.Context, rec *Record) error {
 }
 
 // revision queues a revision of the current memory.
-func (im *importer) revision(ctx context.Context, r *memorybank.Revision) error {
+func (im *importer) revision(ctx context.Context, r *memorytype.Revision) error {
 	im.revisions = append(im.revisions, r)
 	if len(im.revisions) >= revisionBatch {
 		return im.flushMemory(ctx)
@@ -309,7 +311,7 @@ func (im *importer) revision(ctx context.Context, r *memorybank.Revision) error 
 }
 
 // watermark queues a watermark; those of one app are written together.
-func (im *importer) watermark(ctx context.Context, w *memorybank.Watermark) error {
+func (im *importer) watermark(ctx context.Context, w *memorydriver.Watermark) error {
 	if err := im.flushEvents(ctx); err != nil {
 		return err
 	}
@@ -436,7 +438,7 @@ func (im *importer) flushMarks(ctx context.Context) error {
 	if len(im.marks) == 0 {
 		return nil
 	}
-	err := im.st.Memories.Write(ctx, &memorybank.Write{App: im.marksApp, Now: im.opts.Now, Watermarks: im.marks})
+	err := im.st.Memories.Write(ctx, &memorydriver.Write{App: im.marksApp, Now: im.opts.Now, Watermarks: im.marks})
 	if err != nil {
 		return fmt.Errorf("watermarks of app %s: %w", im.marksApp, err)
 	}

@@ -1,6 +1,8 @@
 package memorybank
 
 import (
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"slices"
 
@@ -48,7 +50,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 		return out, err
 	}
 	for {
-		page, err := s.store.ScanMemories(ctx, ScanQuery{App: app, User: user, Limit: eraseBatch})
+		page, err := s.store.ScanMemories(ctx, memorydriver.ScanQuery{App: app, User: user, Limit: eraseBatch})
 		if err != nil || len(page) == 0 {
 			if err != nil {
 				return out, err
@@ -88,7 +90,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 	}
 	// The user's changes left the feed with their memories: no delivery
 	// of them is made after this, and those made are removed.
-	n, err := s.deleteDeliveries(ctx, app, func(d *Delivery) bool { return d.Scope["user_id"] == user })
+	n, err := s.deleteDeliveries(ctx, app, func(d *memorytype.Delivery) bool { return d.Scope["user_id"] == user })
 	out.Deliveries += n
 	if err != nil {
 		return out, err
@@ -120,10 +122,10 @@ func (s *Service) UserErased(ctx context.Context, app, user string) error {
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(cfg.Webhooks, func(w appconfig.Webhook) bool { return w.Wants(EventUserErased) }) {
+	if !slices.ContainsFunc(cfg.Webhooks, func(w appconfig.Webhook) bool { return w.Wants(memorytype.EventUserErased) }) {
 		return nil
 	}
-	return s.store.Write(ctx, &Write{App: app, Now: s.now(), Events: []*ChangeRecord{{Event: EventUserErased, Scope: Scope{"user_id": user}}}})
+	return s.store.Write(ctx, &memorydriver.Write{App: app, Now: s.now(), Events: []*memorytype.ChangeRecord{{Event: memorytype.EventUserErased, Scope: memorytype.Scope{"user_id": user}}}})
 }
 
 // eraseOperations removes the operations of an app that concern a user.

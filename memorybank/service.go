@@ -1,6 +1,8 @@
 package memorybank
 
 import (
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"context"
 	"log/slog"
 	"slices"
@@ -75,7 +77,7 @@ type Config struct {
 	// address (for development and tests); otherwise they are https.
 	WebhooksAllowLoopbackHTTP bool
 	// MaxReadBytes bounds the memories (their size in a response, see
-	// Memory.responseBytes) one ListMemories or simple RetrieveMemories
+	// memoryBytes) one ListMemories or simple RetrieveMemories
 	// page returns, and the revisions of a ListRevisions page: a page ends
 	// early with the item that passes it, with a next page token. Default
 	// 8 MiB, so that a response stays well under the 16 MiB message limit.
@@ -93,7 +95,7 @@ const defaultMaxScan = 10 * aip.MaxPageSize
 
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
-	store Store
+	store memorydriver.Store
 	gen   model.Generator
 	emb   model.Embedder
 	sess  SessionReader
@@ -127,7 +129,7 @@ type cachedConfig struct {
 
 // NewService returns a Service over store, and registers the memory
 // bank's kinds of operations on cfg.Jobs.
-func NewService(store Store, cfg Config) *Service {
+func NewService(store memorydriver.Store, cfg Config) *Service {
 	cfg.Now, cfg.NewID = aip.Clock(cfg.Now, cfg.NewID)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -179,8 +181,8 @@ func (s *Service) EmbedderName() string { return s.emb.Name() }
 func validateApp(app string) error { return resource.ValidateID("app id", app, resource.AppIDChars) }
 
 // revision builds the revision recording m's new state.
-func (s *Service) revision(cfg *appconfig.Config, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
-	r := &Revision{
+func (s *Service) revision(cfg *appconfig.Config, m *memorytype.Memory, action memorytype.Action, now time.Time, reason string, extracted []string, op string) *memorytype.Revision {
+	r := &memorytype.Revision{
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
 		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: m.Metadata.Clone(),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,

@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -21,7 +22,7 @@ import (
 // blockingStore is a memory bank store whose configuration reads wait
 // while blocked is open: the first thing a trigger does.
 type blockingStore struct {
-	memorybank.Store
+	memorydriver.Store
 	blocked chan struct{}
 }
 

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/aip"
 	blockfirestore "github.com/kioku-ai/kioku/internal/blockstore/firestore"
@@ -44,6 +43,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
@@ -357,7 +357,7 @@ func shareSource(m *cluster.Membership) auth.ShareSource {
 // and what kioku export and import read and write directly.
 type Stores struct {
 	Sessions sessiondriver.Store
-	Memories memorybank.Store
+	Memories memorydriver.Store
 	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.
 	Ready func(context.Context) error

@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -31,12 +32,12 @@ import (
 // per-app compaction triggers: every N events since the last compaction
 // (recursively), and every M bytes.
 func TestCompactionTriggers(t *testing.T) {
-	stores := map[string]func(t *testing.T) (sessiondriver.Store, memorybank.Store){
-		"sqlite": func(t *testing.T) (sessiondriver.Store, memorybank.Store) {
+	stores := map[string]func(t *testing.T) (sessiondriver.Store, memorydriver.Store){
+		"sqlite": func(t *testing.T) (sessiondriver.Store, memorydriver.Store) {
 			db := sqlitetest.Open(t)
 			return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 		},
-		"firestore": func(t *testing.T) (sessiondriver.Store, memorybank.Store) {
+		"firestore": func(t *testing.T) (sessiondriver.Store, memorydriver.Store) {
 			c, _ := firestoretest.NewClient(t)
 			return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{})
 		},
@@ -49,7 +50,7 @@ func TestCompactionTriggers(t *testing.T) {
 	}
 }
 
-func testCompactionTriggers(t *testing.T, ss sessiondriver.Store, ms memorybank.Store) {
+func testCompactionTriggers(t *testing.T, ss sessiondriver.Store, ms memorydriver.Store) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	gemini := modeltest.NewGemini(t)

@@ -50,7 +50,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -274,7 +274,7 @@ type Store struct {
 	cache *vectorcache.Cache
 }
 
-var _ memorybank.Store = (*Store)(nil)
+var _ memorydriver.Store = (*Store)(nil)
 
 // Options tune a Store.
 type Options struct {

@@ -6,16 +6,16 @@ import (
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
-	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
 )
 
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, newStore)
+	memorydrivertest.Run(t, newStore)
 }
 
 // TestConformanceEncrypted runs the suite on an encrypted database.
 func TestConformanceEncrypted(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t)) })
+	memorydrivertest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t)) })
 }
 
 // newStore returns a store on a file of the test's own.

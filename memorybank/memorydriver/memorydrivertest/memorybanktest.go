@@ -1,4 +1,4 @@
-// Package memorybanktest is the conformance suite of memorybank.Store:
+// Package memorybanktest is the conformance suite of memorydriver.Store:
 // every backend runs Run and must pass all of it, and package memorybank
 // runs it on the SQLite store in its own tests. The suite drives a Store
 // through memorybank.Service and its operations through a jobs.Engine on
@@ -17,7 +17,7 @@
 // retention; a watcher woken by a write), and the apps' usage per day
 // with the quotas enforced on it. The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
-package memorybanktest
+package memorydrivertest
 
 import (
 	"context"
@@ -34,6 +34,8 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -43,7 +45,7 @@ import (
 // Run runs the conformance suite, each case on an empty store of its own
 // from newStore, which registers the store's cleanup with t.Cleanup (the
 // suite closes nothing).
-func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
+func Run[S memorydriver.Store](t *testing.T, newStore func(t *testing.T) S) {
 	tests := []suitetest.Case[*harness]{
 		{Name: "CreateGetList", Run: testCreateGetList},
 		{Name: "InvalidInput", Run: testInvalidInput},
@@ -112,7 +114,7 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))
-		h.fresh = func() memorybank.Store { return newStore(t) }
+		h.fresh = func() memorydriver.Store { return newStore(t) }
 		return h
 	})
 }
@@ -197,7 +199,7 @@ type Worker struct {
 
 // NewWorker returns a memory bank on store: a Service of cfg and an Engine
 // of jcfg (each given the other).
-func NewWorker(store memorybank.Store, cfg memorybank.Config, jcfg jobs.Config) *Worker {
+func NewWorker(store memorydriver.Store, cfg memorybank.Config, jcfg jobs.Config) *Worker {
 	if jcfg.Now == nil {
 		jcfg.Now = cfg.Now
 	}
@@ -280,7 +282,7 @@ func (w *Worker) Run(ctx context.Context) {
 
 type harness struct {
 	t      *testing.T
-	store  memorybank.Store
+	store  memorydriver.Store
 	clock  *jobstest.Clock
 	gemini *modeltest.Gemini
 	sess   *FakeSessions
@@ -289,10 +291,10 @@ type harness struct {
 	ctx    context.Context
 	// fresh returns another empty store of the backend (an import's
 	// target).
-	fresh func() memorybank.Store
+	fresh func() memorydriver.Store
 }
 
-func newHarness(t *testing.T, store memorybank.Store) *harness {
+func newHarness(t *testing.T, store memorydriver.Store) *harness {
 	h := &harness{
 		t: t, store: store, ctx: t.Context(),
 		clock:  jobstest.NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)),
@@ -315,9 +317,9 @@ func (h *harness) service(worker string, gen model.Generator) *Worker {
 	return NewWorker(h.store, cfg, jobs.Config{WorkerID: worker, Lease: time.Minute, MaxAttempts: 3})
 }
 
-var user1 = memorybank.Scope{"user_id": "u1"}
+var user1 = memorytype.Scope{"user_id": "u1"}
 
-func (h *harness) create(fact string, scope memorybank.Scope, topics ...string) *memorybank.Memory {
+func (h *harness) create(fact string, scope memorytype.Scope, topics ...string) *memorytype.Memory {
 	h.t.Helper()
 	m, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: fact, Scope: scope, Topics: topics})
 	if err != nil {
@@ -356,7 +358,7 @@ func (h *harness) op(op *Operation) *Operation {
 	return got
 }
 
-func (h *harness) facts(scope memorybank.Scope) []string {
+func (h *harness) facts(scope memorytype.Scope) []string {
 	h.t.Helper()
 	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: scope, PageSize: 1000})
 	if err != nil {

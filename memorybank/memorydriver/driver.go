@@ -1,6 +1,7 @@
-package memorybank
+package memorydriver
 
 import (
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"time"
 
@@ -33,15 +34,6 @@ type Store interface {
 	jobs.Store
 }
 
-// Usage is what an app spent in one day (UTC) against its quotas.
-type Usage struct {
-	// Generations are the GenerateMemories requests accepted.
-	Generations int64
-	// Tokens are the generation model's prompt and output tokens, as the
-	// provider reported them.
-	Tokens int64
-}
-
 // UsageStore keeps each app's usage per day, durably: the counts of
 // Quotas.
 type UsageStore interface {
@@ -49,9 +41,9 @@ type UsageStore interface {
 	// unless a field of below is positive and the usage of that field is
 	// at or past it already; it returns the usage after (before, when it
 	// added nothing) and whether it added.
-	AddUsage(ctx context.Context, app, day string, add, below Usage) (Usage, bool, error)
+	AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error)
 	// GetUsage returns app's usage of day; zero when there is none.
-	GetUsage(ctx context.Context, app, day string) (Usage, error)
+	GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error)
 }
 
 // MemoryStore keeps memories, the watermarks of the sessions generation
@@ -60,14 +52,14 @@ type UsageStore interface {
 type MemoryStore interface {
 	// GetMemory returns a memory, deleted or expired ones included (the
 	// caller decides what is visible). NotFound when it never existed.
-	GetMemory(ctx context.Context, app, id string) (*Memory, error)
+	GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error)
 
 	// ListMemories returns up to q.Limit visible memories that meet
 	// q.Filter's conditions (Filter.MatchesTopics and MatchesTimes), most
 	// recently updated first, after the cursor. It leaves the rest of the
 	// filter and ExactMetadata to its caller, which checks them on what it
 	// lists with bounded reads (Service.ListMemories).
-	ListMemories(ctx context.Context, q ListQuery) ([]*Memory, error)
+	ListMemories(ctx context.Context, q ListQuery) ([]*memorytype.Memory, error)
 
 	// SearchMemories ranks the visible memories of a scope that pass the
 	// whole filter (Filter.Matches) with retrieval.Rank: the q.K whose
@@ -76,19 +68,19 @@ type MemoryStore interface {
 	// q.K lexically most similar to q.Terms, with the scope's term
 	// statistics. A store may rank candidates it fetched by other means
 	// instead of every memory of the scope.
-	SearchMemories(ctx context.Context, q SearchQuery) ([]retrieval.Ranked[*Memory], error)
+	SearchMemories(ctx context.Context, q SearchQuery) ([]retrieval.Ranked[*memorytype.Memory], error)
 
 	// MemoriesBySource returns the visible memories that have the session
 	// among their sources.
-	MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*Memory, error)
+	MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorytype.Memory, error)
 
 	// StaleEmbeddings returns up to limit visible memories whose vectors are
 	// not of model (for re-embedding after the embedder changed).
-	StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*Memory, error)
+	StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorytype.Memory, error)
 
 	// ExpiredMemories returns up to limit memories that are not deleted but
 	// have expired at now (the sweeper deletes them with a revision).
-	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*Memory, error)
+	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error)
 
 	// Write applies a set of changes atomically, after checking all its
 	// preconditions; if one fails nothing is written and the error is
@@ -106,10 +98,10 @@ type MemoryStore interface {
 type RevisionStore interface {
 	// ListRevisions returns up to limit revisions of a memory, newest
 	// first, with numbers below before (0: from the newest).
-	ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*Revision, error)
+	ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error)
 
 	// GetRevision returns one revision, or NotFound.
-	GetRevision(ctx context.Context, app, memoryID string, number int64) (*Revision, error)
+	GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorytype.Revision, error)
 
 	// DeleteExpiredRevisions deletes up to limit revisions that expired
 	// before now and returns how many.
@@ -144,7 +136,7 @@ type TransferStore interface {
 	// after q.AfterID, deleted and expired ones included, with their
 	// vectors: the memories an export copies (their revisions are read with
 	// ListRevisions).
-	ScanMemories(ctx context.Context, q ScanQuery) ([]*Memory, error)
+	ScanMemories(ctx context.Context, q ScanQuery) ([]*memorytype.Memory, error)
 
 	// ScanWatermarks returns up to limit watermarks of an app whose session
 	// names start with prefix, in session name order after the name after.
@@ -160,7 +152,7 @@ type TransferStore interface {
 	// app is AlreadyExists. Revisions already stored (by number) are left
 	// as they are. It reports whether it wrote the memory and how many
 	// revisions it wrote.
-	ImportMemory(ctx context.Context, m *Memory, revs []*Revision) (bool, int, error)
+	ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*memorytype.Revision) (bool, int, error)
 
 	// DeleteMemories removes memories of an app entirely, for an erasure
 	// (Service.EraseUser): their rows or documents, their revisions, their
@@ -181,7 +173,7 @@ type ProfileStore interface {
 	// StructuredProfile (Memory.Profile set) of one scope (Scope.Key),
 	// with their vectors, in any order: one indexed read, whatever the
 	// scope's other memories.
-	ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*Memory, error)
+	ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorytype.Memory, error)
 }
 
 // ScanQuery selects memories for ScanMemories.
@@ -208,7 +200,7 @@ type ListQuery struct {
 	App string
 	// ScopeKey, when set, selects one scope (Scope.Key).
 	ScopeKey string
-	Filter   Filter
+	Filter   memorytype.Filter
 	Now      time.Time
 	// AfterUpdate and AfterID are the cursor: the last memory of the
 	// previous page; zero for the first page.
@@ -244,7 +236,7 @@ type SearchQuery struct {
 	// vectorcache.Cache) ranks the scope's memories in memory and reads
 	// nothing per query.
 	DenseFillsOnly bool
-	Filter         Filter
+	Filter         memorytype.Filter
 	Now            time.Time
 }
 
@@ -270,17 +262,157 @@ type Write struct {
 	Operations []jobs.Update
 	// Events are appended to the app's feed (ChangeRecords): webhook
 	// events that are not a memory's change, such as user.erased.
-	Events []*ChangeRecord
+	Events []*memorytype.ChangeRecord
 }
 
 // Change writes a memory's new state (Deleted for a deletion) and one
 // revision. A change without a revision only refreshes the memory's vector
 // (its Revision number stays).
 type Change struct {
-	Memory   *Memory
-	Revision *Revision
+	Memory   *memorytype.Memory
+	Revision *memorytype.Revision
 	// ExpectRevision is the revision the stored memory must be at (0: the
 	// memory must not exist, AlreadyExists otherwise); Aborted when it
 	// differs.
 	ExpectRevision int64
 }
+
+// ChangeRetention is how long the change feed keeps a change: a reader
+// that resumes from a cursor older than that is told it missed changes
+// (Service.Changes), never given a silent gap. The sweeper
+// (SweepExpired) removes older changes.
+const ChangeRetention = 7 * 24 * time.Hour
+
+// ChangeQuery selects changes for ListChanges.
+type ChangeQuery struct {
+	App string
+	// ScopeKey, when set, keeps the changes of one scope (Scope.Key).
+	ScopeKey string
+	// After is the cursor of the last change read (0: from the first).
+	After int64
+	Limit int
+}
+
+// ChangeStore keeps the change feed that Write appends to.
+type ChangeStore interface {
+	// ListChanges returns up to q.Limit changes of an app after q.After
+	// in cursor order, with the app's latest and swept cursors, all of
+	// one snapshot: when it returns fewer than q.Limit changes, there is
+	// no other change of the query up to Last.
+	ListChanges(ctx context.Context, q ChangeQuery) (*memorytype.ChangePage, error)
+
+	// DeleteExpiredChanges deletes up to limit changes older than
+	// ChangeRetention at now, raising their apps' swept cursors, and
+	// returns how many.
+	DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// ChangeRecords returns the records a store appends for w to its app's
+// feed, the app's latest cursor before it being last, numbered from
+// last+1: one per change with a revision, in the order of w.Changes, then
+// an operation.done per update of w.Operations that ends its operation
+// (into a final state from one that is not), then w.Events.
+func (w *Write) ChangeRecords(last int64) []*memorytype.ChangeRecord {
+	var out []*memorytype.ChangeRecord
+	for _, c := range w.Changes {
+		if c.Revision == nil {
+			continue
+		}
+		last++
+		out = append(out, &memorytype.ChangeRecord{
+			App: c.Memory.App, Cursor: last, Action: c.Revision.Action, MemoryID: c.Memory.ID,
+			Scope: c.Memory.Scope, Revision: c.Revision.Number, Operation: c.Revision.Operation, Time: w.Now,
+		})
+	}
+	for _, u := range w.Operations {
+		if !u.Op.State.Done() || u.ExpectState.Done() {
+			continue
+		}
+		last++
+		out = append(out, &memorytype.ChangeRecord{
+			App: u.Op.App, Cursor: last, Action: memorytype.Unchanged, Event: memorytype.EventOperationDone, Operation: u.Op.Name(),
+			OpKind: u.Op.Kind, OpState: u.Op.State.String(), Time: w.Now,
+		})
+	}
+	for _, e := range w.Events {
+		last++
+		c := *e
+		c.App, c.Cursor, c.Action, c.Time = w.App, last, memorytype.Unchanged, w.Now
+		out = append(out, &c)
+	}
+	return out
+}
+
+// EndingWrites returns, per app, the Writes that append the
+// operation.done events of updates (jobs.Store.UpdateOperations): those
+// that end their operations, grouped by app in the order of updates.
+func EndingWrites(now time.Time, updates []jobs.Update) []*Write {
+	var out []*Write
+	byApp := map[string]*Write{}
+	for _, u := range updates {
+		if !u.Op.State.Done() || u.ExpectState.Done() {
+			continue
+		}
+		w := byApp[u.Op.App]
+		if w == nil {
+			w = &Write{App: u.Op.App, Now: now}
+			byApp[u.Op.App] = w
+			out = append(out, w)
+		}
+		w.Operations = append(w.Operations, u)
+	}
+	return out
+}
+
+// DeliveryQuery selects deliveries for ListDeliveries.
+type DeliveryQuery struct {
+	App string
+	// State, when set, keeps deliveries in it.
+	State memorytype.DeliveryState
+	// BeforeID is the cursor: the id of the last delivery of the previous
+	// page (deliveries come newest first); empty for the first page.
+	BeforeID string
+	Limit    int
+}
+
+// WebhookStore keeps an app's webhook deliveries and its dispatcher's
+// state: the lease that makes one server at a time deliver the app's
+// events, and the change feed's cursor up to which deliveries were made
+// (the feed is the outbox: deliveries are made from it after the change
+// committed, so a crash between the two loses nothing).
+type WebhookStore interface {
+	// ClaimWebhookLease gives the app's dispatch lease to owner until
+	// expiry when no other owner holds it at now (or renews owner's); it
+	// reports whether owner holds it, and the app's delivery cursor.
+	ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (held bool, cursor int64, err error)
+
+	// AddDeliveries stores new deliveries of an app and moves its
+	// delivery cursor from from to to, atomically; Aborted when the
+	// cursor is not at from (another dispatcher moved it) or owner no
+	// longer holds the lease at now. Deliveries already stored (by id)
+	// are kept as they are.
+	AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error
+
+	// PendingDeliveries returns up to limit pending deliveries of an app,
+	// in id order (event order).
+	PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error)
+
+	// PutDelivery replaces a stored delivery (NotFound when there is none).
+	PutDelivery(ctx context.Context, d *memorytype.Delivery) error
+
+	// GetDelivery returns a delivery, or NotFound.
+	GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error)
+
+	// ListDeliveries returns up to q.Limit deliveries of an app, in
+	// descending id order (newest event first) before q.BeforeID.
+	ListDeliveries(ctx context.Context, q DeliveryQuery) ([]*memorytype.Delivery, error)
+
+	// DeleteDeliveries deletes deliveries of an app by id (those that
+	// are not stored are no error).
+	DeleteDeliveries(ctx context.Context, app string, ids []string) error
+}
+
+// DeliveryRetention is how long a delivery that ended (delivered,
+// dead-lettered or skipped) is kept after its last attempt (its creation
+// when it had none); SweepExpired removes it then.
+const DeliveryRetention = 7 * 24 * time.Hour
