@@ -1,14 +1,14 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"slices"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
 

@@ -1,12 +1,12 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"context"
 	"slices"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 

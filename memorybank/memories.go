@@ -1,8 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"context"
 	"fmt"
 	"slices"
@@ -12,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -199,7 +199,9 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope memoryty
 	if err != nil {
 		return nil, "", err
 	}
-	cursor := func(m *memorytype.Memory) aip.PageToken { return aip.PageToken{Time: m.UpdateTime.UnixNano(), ID: m.ID} }
+	cursor := func(m *memorytype.Memory) aip.PageToken {
+		return aip.PageToken{Time: m.UpdateTime.UnixNano(), ID: m.ID}
+	}
 	if n := aip.PageLen(list, size, s.cfg.MaxReadBytes, memoryBytes); n < len(list) {
 		return list[:n], aip.NextPageToken(list[n-1], digest, cursor), nil
 	}

@@ -1,7 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/resource"
@@ -133,7 +133,7 @@ func Concerns(op *jobs.Operation, user string) bool {
 // (memorybank/record reads those formats into these).
 
 type generateRecord struct {
-	Scope                memorytype.Scope                `json:"scope"`
+	Scope                memorytype.Scope     `json:"scope"`
 	Session              string               `json:"session,omitempty"`
 	FromNS               int64                `json:"from_ns,omitempty"`
 	ToNS                 int64                `json:"to_ns,omitempty"`
@@ -154,9 +154,9 @@ type factRecord struct {
 }
 
 type purgeRecord struct {
-	Scope  memorytype.Scope  `json:"scope,omitempty"`
-	Filter string `json:"filter,omitempty"`
-	Force  bool   `json:"force,omitempty"`
+	Scope  memorytype.Scope `json:"scope,omitempty"`
+	Filter string           `json:"filter,omitempty"`
+	Force  bool             `json:"force,omitempty"`
 }
 
 // generateResult is a generation's result: its memories and figures.
@@ -180,23 +180,23 @@ type generatedRecord struct {
 
 // memoryRecord is a memory in a generation's result (without its vector).
 type memoryRecord struct {
-	ID             string         `json:"id"`
-	Fact           string         `json:"fact"`
-	Scope          memorytype.Scope          `json:"scope"`
-	DisplayName    string         `json:"display_name,omitempty"`
-	Description    string         `json:"description,omitempty"`
-	Topics         []string       `json:"topics,omitempty"`
-	Metadata       metadata.Map   `json:"metadata,omitempty"`
-	Sources        []memorytype.Source       `json:"sources,omitempty"`
-	CreateNS       int64          `json:"create_ns"`
-	UpdateNS       int64          `json:"update_ns"`
-	ExpireNS       int64          `json:"expire_ns,omitempty"`
-	Revision       int64          `json:"revision"`
-	Deleted        bool           `json:"deleted,omitempty"`
-	EmbeddingModel string         `json:"embedding_model,omitempty"`
-	EventNS        int64          `json:"event_ns,omitempty"`
-	StatedNS       int64          `json:"stated_ns,omitempty"`
-	Profile        *profile.Field `json:"profile,omitempty"`
+	ID             string              `json:"id"`
+	Fact           string              `json:"fact"`
+	Scope          memorytype.Scope    `json:"scope"`
+	DisplayName    string              `json:"display_name,omitempty"`
+	Description    string              `json:"description,omitempty"`
+	Topics         []string            `json:"topics,omitempty"`
+	Metadata       metadata.Map        `json:"metadata,omitempty"`
+	Sources        []memorytype.Source `json:"sources,omitempty"`
+	CreateNS       int64               `json:"create_ns"`
+	UpdateNS       int64               `json:"update_ns"`
+	ExpireNS       int64               `json:"expire_ns,omitempty"`
+	Revision       int64               `json:"revision"`
+	Deleted        bool                `json:"deleted,omitempty"`
+	EmbeddingModel string              `json:"embedding_model,omitempty"`
+	EventNS        int64               `json:"event_ns,omitempty"`
+	StatedNS       int64               `json:"stated_ns,omitempty"`
+	Profile        *profile.Field      `json:"profile,omitempty"`
 }
 
 func sessionName(k *sessiontype.Key) string {

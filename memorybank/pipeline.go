@@ -1,8 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"math"
 	"slices"
@@ -12,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 )
@@ -492,7 +492,9 @@ func withoutVector(m *memorytype.Memory) *memorytype.Memory {
 }
 
 func sourcesEqual(a, b []memorytype.Source) bool {
-	return slices.EqualFunc(a, b, func(x, y memorytype.Source) bool { return x.Session == y.Session && slices.Equal(x.EventIDs, y.EventIDs) })
+	return slices.EqualFunc(a, b, func(x, y memorytype.Source) bool {
+		return x.Session == y.Session && slices.Equal(x.EventIDs, y.EventIDs)
+	})
 }
 
 // generate asks gen, telling the engine that the run waits meanwhile

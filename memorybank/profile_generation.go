@@ -1,8 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"fmt"
 	"slices"
@@ -10,9 +8,10 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
-
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 

@@ -1,7 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,9 +9,9 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
-
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )

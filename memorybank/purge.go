@@ -1,14 +1,14 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"fmt"
 	"slices"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // purge is the handler of KindPurge: it counts, and with Force deletes,

@@ -1,7 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // The model's replies are checked whole, against their schema and these

@@ -1,13 +1,13 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"strconv"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
 

@@ -1,8 +1,6 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"context"
 	"log/slog"
 	"slices"
@@ -13,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/wake"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/resource"

@@ -1,12 +1,12 @@
 package memorybank
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorydriver"
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/wake"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // wakingStore is the Service's store: its Writes that change memories wake

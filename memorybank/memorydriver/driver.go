@@ -1,12 +1,12 @@
 package memorydriver
 
 import (
-	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"context"
 	"time"
 
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
