@@ -49,7 +49,7 @@ func openStores(t *testing.T, cfg node.Config) archive.Stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Files: st.Files, Blocks: st.Blocks}
+	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Operations: st.Operations, Files: st.Files, Blocks: st.Blocks}
 }
 
 var t0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
@@ -70,7 +70,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	f := &fixture{now: t0}
 	clock := func() time.Time { f.now = f.now.Add(time.Millisecond); return f.now }
 	f.sessions = sessions.NewService(st.Sessions, sessions.Config{Now: clock})
-	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions, Jobs: jobs.New(st.Memories, jobs.Config{Now: clock})})
+	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions, Jobs: jobs.New(st.Operations, jobs.Config{Now: clock}), Operations: st.Operations})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -317,7 +317,7 @@ func TestExport(t *testing.T) {
 			if diff := cmp.Diff(cfg, all[8].Config); diff != "" {
 				t.Errorf("config record (-stored +archived):\n%s", diff)
 			}
-			op, err := st.Memories.GetOperation(ctx, "a1", f.op.ID)
+			op, err := st.Operations.GetOperation(ctx, "a1", f.op.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

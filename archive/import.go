@@ -80,7 +80,7 @@ func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOption
 		opts.Now = time.Now()
 	}
 	rep := &Report{Read: Counts{}, Written: Counts{}}
-	ts, err := transferer(st)
+	ts, ms, err := transferers(st)
 	if err != nil {
 		return rep, err
 	}
@@ -91,7 +91,7 @@ func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOption
 		return rep, fmt.Errorf("reading the archive again to write it: %w", err)
 	}
 	rep.Read = Counts{}
-	im := &importer{st: st, transfer: ts, opts: opts, rep: rep}
+	im := &importer{st: st, transfer: ts, mtransfer: ms, opts: opts, rep: rep}
 	changed := "the archive changed while it was imported; what was written before it stays"
 	if err := scan(src, opts.Target, rep, changed, func(rec *Record) error { return im.record(ctx, rec) }); err != nil {
 		return rep, err
@@ -163,10 +163,11 @@ func describeSelection(s Selection) string {
 
 // importer is an import under way: the batches not written yet.
 type importer struct {
-	st       Stores
-	transfer sessiondriver.Transferer
-	opts     ImportOptions
-	rep      *Report
+	st        Stores
+	transfer  sessiondriver.Transferer
+	mtransfer memorydriver.Transferer
+	opts      ImportOptions
+	rep       *Report
 
 	// The session whose events follow, and its events not written yet.
 	session    *sessiontype.Session
@@ -258,14 +259,14 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		im.block = rec.Block
 		return nil
 	case KindOperation:
-		_, err := im.st.Memories.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
+		_, err := im.st.Operations.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
 		switch {
 		case err == nil:
 			return nil // the target's, which may have run on since
 		case !fault.Is(err, fault.NotFound):
 			return err
 		}
-		err = im.st.Memories.CreateOperation(ctx, rec.Operation)
+		err = im.st.Operations.CreateOperation(ctx, rec.Operation)
 		if fault.Is(err, fault.AlreadyExists) {
 			return nil
 		}
@@ -422,7 +423,7 @@ func (im *importer) flushMemory(ctx context.Context) error {
 	if im.memory == nil || im.memoryIn && len(im.revisions) == 0 {
 		return nil
 	}
-	wrote, n, err := im.st.Memories.ImportMemory(ctx, im.memory, im.revisions)
+	wrote, n, err := im.mtransfer.ImportMemory(ctx, im.memory, im.revisions)
 	if err != nil {
 		return fmt.Errorf("memory %s: %w", im.memory.Name(), err)
 	}

@@ -48,7 +48,10 @@ func (s *Service) Changes(ctx context.Context, r ChangesRequest) (*memorytype.Ch
 	if r.After < 0 {
 		q.Limit = 0
 	}
-	p, err := s.store.ListChanges(ctx, q)
+	if s.parts.changes == nil {
+		return nil, unimplemented("reading the change feed", "ChangeFeed")
+	}
+	p, err := s.parts.changes.ListChanges(ctx, q)
 	if err != nil {
 		return nil, err
 	}

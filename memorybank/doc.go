@@ -107,7 +107,7 @@
 // period (or a request that gives one) prefers the memories of that
 // period, by their time (Memory.Time). Without a query RetrieveMemories
 // pages through the scope. Filters bound topics, metadata and the
-// memories' times (ParseFilter).
+// memories' times (memorytype.ParseFilter).
 //
 // # Structured profiles
 //
@@ -118,7 +118,7 @@
 // per schema and scope, and consolidates them per field without a model
 // call (profile_generation.go); each field is a memory of type
 // StructuredProfile (Memory.Profile) with revisions. RetrieveProfiles
-// returns a scope's profiles with one indexed read (ProfileStore) and no
+// returns a scope's profiles with one indexed read (memorydriver.Profiler) and no
 // model call; listings and searches return natural-language memories
 // unless their types ask for profile fields (profiles.go).
 //
@@ -133,12 +133,20 @@
 //
 // # Stores
 //
-// Store persists the memory bank; it is made of focused interfaces:
-// MemoryStore (memories, watermarks and the atomic Write), RevisionStore,
-// ConfigStore, TransferStore (export, import and erasure), ProfileStore
-// (a scope's profile fields), and jobs.Store (the operations, which a
-// Write completes). Package memorybanktest is its
-// conformance suite, run here on the SQLite store and by
-// internal/memorystore/sqlite and internal/memorystore/firestore; the
-// stored forms of its records are memorybank/record's.
+// The store is a memorydriver.Store (package memorybank/memorydriver: the
+// contract a backend implements, thirteen required methods and optional
+// parts found by type assertion; the data model both sides share is
+// package memorybank/memorytype). Where a call needs a part the store
+// leaves out, the Service answers Unimplemented: EraseUser without
+// Eraser, RetrieveProfiles and profile schemas without Profiler, Changes
+// and WatchChanges without ChangeFeed, webhooks and their deliveries
+// without Webhooks, Usage and generations under quotas without
+// UsageMeter; Reembed does nothing without Reembedder. The operations
+// are kept in the jobs store given as Config.Operations, the memory
+// store's own object, since a Write completes operations in the
+// transaction of their memories. Package
+// memorybank/memorydriver/memorydrivertest is the conformance suite, run
+// here on the SQLite store and by internal/memorystore/sqlite and
+// internal/memorystore/firestore; the stored forms of its records are
+// memorybank/record's.
 package memorybank

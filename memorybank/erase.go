@@ -45,12 +45,15 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
 		return nil, err
 	}
+	if s.parts.eraser == nil {
+		return nil, unimplemented("erasing a user", "Eraser")
+	}
 	out := &Erasure{}
 	if err := s.eraseOperations(ctx, app, user, out); err != nil {
 		return out, err
 	}
 	for {
-		page, err := s.store.ScanMemories(ctx, memorydriver.ScanQuery{App: app, User: user, Limit: eraseBatch})
+		page, err := s.parts.eraser.ScanMemories(ctx, memorydriver.ScanQuery{App: app, User: user, Limit: eraseBatch})
 		if err != nil || len(page) == 0 {
 			if err != nil {
 				return out, err
@@ -61,14 +64,14 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 		for i, m := range page {
 			ids[i] = m.ID
 		}
-		if err := s.store.DeleteMemories(ctx, app, ids); err != nil {
+		if err := s.parts.eraser.DeleteMemories(ctx, app, ids); err != nil {
 			return out, err
 		}
 		out.Memories += len(ids)
 	}
 	prefix := resource.UserName(app, user) + "/sessions/"
 	for {
-		page, err := s.store.ScanWatermarks(ctx, app, prefix, "", eraseBatch)
+		page, err := s.parts.eraser.ScanWatermarks(ctx, app, prefix, "", eraseBatch)
 		if err != nil || len(page) == 0 {
 			if err != nil {
 				return out, err
@@ -80,7 +83,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 			names[i] = w.Session
 			s.forgetTrigger(w.Session)
 		}
-		if err := s.store.DeleteWatermarks(ctx, app, names); err != nil {
+		if err := s.parts.eraser.DeleteWatermarks(ctx, app, names); err != nil {
 			return out, err
 		}
 		out.Watermarks += len(names)
@@ -130,10 +133,13 @@ func (s *Service) UserErased(ctx context.Context, app, user string) error {
 
 // eraseOperations removes the operations of an app that concern a user.
 func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Erasure) error {
+	if s.ops == nil {
+		return nil
+	}
 	q := jobs.Query{App: app, Limit: eraseBatch}
 	var ids []string
 	for {
-		page, err := s.store.ListOperations(ctx, q)
+		page, err := s.ops.ListOperations(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -150,7 +156,7 @@ func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Er
 	}
 	for start := 0; start < len(ids); start += eraseBatch {
 		batch := ids[start:min(start+eraseBatch, len(ids))]
-		if err := s.store.DeleteOperations(ctx, app, batch); err != nil {
+		if err := s.ops.DeleteOperations(ctx, app, batch); err != nil {
 			return err
 		}
 		out.Operations += len(batch)

@@ -103,8 +103,8 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 			break
 		}
 	}
-	for {
-		n, err := s.store.DeleteExpiredChanges(ctx, s.now(), 200)
+	for s.parts.changes != nil {
+		n, err := s.parts.changes.DeleteExpiredChanges(ctx, s.now(), 200)
 		total += n
 		if err != nil {
 			return total, err
@@ -124,11 +124,11 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 // embedded redacted, since the embedder may be a model: one stored before
 // redaction was turned on keeps its fact and gets the vector of the fact
 // redacted, which is what the app's queries, redacted too, are compared
-// with.
+// with. A store that is not a memorydriver.Reembedder re-embeds nothing.
 func (s *Service) Reembed(ctx context.Context) (int, error) {
 	total := 0
-	for {
-		mems, err := s.store.StaleEmbeddings(ctx, s.emb.Name(), 100, s.now())
+	for s.parts.reembedder != nil {
+		mems, err := s.parts.reembedder.StaleEmbeddings(ctx, s.emb.Name(), 100, s.now())
 		if err != nil || len(mems) == 0 {
 			return total, err
 		}
@@ -170,4 +170,5 @@ func (s *Service) Reembed(ctx context.Context) (int, error) {
 		}
 		total += len(mems)
 	}
+	return total, nil
 }

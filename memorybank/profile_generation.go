@@ -51,7 +51,10 @@ func (s *Service) profiles(ctx context.Context, cfg *appconfig.Config, app strin
 	if len(p.schemas) == 0 {
 		return nil, nil
 	}
-	mems, err := s.store.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
+	if s.parts.profiler == nil {
+		return nil, unimplemented("generating structured profiles", "Profiler")
+	}
+	mems, err := s.parts.profiler.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // each a JSON Schema object of named scalar fields under a schema id);
 // generation fills them from conversations (profile_generation.go), one
 // profile per schema and scope; RetrieveProfiles returns a scope's
-// profiles with one indexed read (ProfileStore) and no model call. Each
+// profiles with one indexed read (memorydriver.Profiler) and no model call. Each
 // field of a profile is a Memory of type StructuredProfile whose Profile
 // holds the field's value, with revisions like any memory: a later
 // statement that changes the value updates that memory, and the revision
@@ -54,6 +54,9 @@ func (s *Service) RetrieveProfiles(ctx context.Context, app string, scope memory
 	if err := validateScope("scope", scope); err != nil {
 		return nil, err
 	}
+	if s.parts.profiler == nil {
+		return nil, unimplemented("reading structured profiles", "Profiler")
+	}
 	cfg, err := s.config(ctx, app)
 	if err != nil {
 		return nil, err
@@ -67,7 +70,7 @@ func (s *Service) RetrieveProfiles(ctx context.Context, app string, scope memory
 	if len(schemas) == 0 {
 		return nil, nil
 	}
-	mems, err := s.store.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
+	mems, err := s.parts.profiler.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
 	if err != nil {
 		return nil, err
 	}

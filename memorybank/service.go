@@ -47,6 +47,11 @@ type Config struct {
 	// NewService registers their kinds on it. Nil means none:
 	// GenerateMemories and PurgeMemories are FailedPrecondition.
 	Jobs *jobs.Engine
+	// Operations is the jobs store that Jobs keeps its operations in: the
+	// memory store itself, given apart (see package memorydriver).
+	// EraseUser deletes a user's operations from it. Required with Jobs
+	// (NewService panics without it); nil when Jobs is.
+	Operations jobs.Store
 
 	// Now and NewID are the clock and the id source of memories (defaults:
 	// time.Now and random ids of 20 lower-case letters and digits).
@@ -96,6 +101,8 @@ const defaultMaxScan = 10 * aip.MaxPageSize
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
 	store memorydriver.Store
+	ops   jobs.Store
+	parts storeParts
 	gen   model.Generator
 	emb   model.Embedder
 	sess  SessionReader
@@ -152,9 +159,14 @@ func NewService(store memorydriver.Store, cfg Config) *Service {
 	if cfg.WatchPollInterval <= 0 {
 		cfg.WatchPollInterval = time.Second
 	}
+	if cfg.Jobs != nil && cfg.Operations == nil {
+		panic("memorybank: Config.Jobs without Config.Operations, the jobs store it runs on")
+	}
 	feed := wake.New[string]()
 	s := &Service{
 		store:       wakingStore{Store: store, feed: feed},
+		ops:         cfg.Operations,
+		parts:       partsOf(store),
 		feed:        feed,
 		configs:     wake.New[struct{}](),
 		gen:         cfg.Generator,

@@ -47,12 +47,13 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	sess := sessions.NewService(sessStore, sessions.Config{})
 	gemini := modeltest.NewGemini(t)
 	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}
-	engine := jobs.New(store, jobs.Config{})
+	engine := jobs.New(memStore, jobs.Config{})
 	mem := memorybank.NewService(store, memorybank.Config{
-		Generator: &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
-		Sessions:  sess,
-		Jobs:      engine,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Generator:  &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
+		Sessions:   sess,
+		Jobs:       engine,
+		Operations: memStore,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err := memStore.PutConfig(ctx, &appconfig.Config{App: "app", Trigger: appconfig.Trigger{EventCount: 5}}); err != nil {
 		t.Fatal(err)

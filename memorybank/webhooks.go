@@ -145,9 +145,12 @@ const deliveryPage = 500
 // page at a time, and returns how many.
 func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*memorytype.Delivery) bool) (int, error) {
 	n := 0
+	if s.parts.webhooks == nil {
+		return 0, nil
+	}
 	q := memorydriver.DeliveryQuery{App: app, Limit: deliveryPage}
 	for {
-		page, err := s.store.ListDeliveries(ctx, q)
+		page, err := s.parts.webhooks.ListDeliveries(ctx, q)
 		if err != nil {
 			return n, err
 		}
@@ -158,7 +161,7 @@ func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*m
 			}
 		}
 		if len(ids) > 0 {
-			if err := s.store.DeleteDeliveries(ctx, app, ids); err != nil {
+			if err := s.parts.webhooks.DeleteDeliveries(ctx, app, ids); err != nil {
 				return n, err
 			}
 			n += len(ids)
@@ -209,7 +212,10 @@ func (s *Service) ListDeliveries(ctx context.Context, app string, state memoryty
 	if err != nil {
 		return nil, "", err
 	}
-	ds, err := s.store.ListDeliveries(ctx, memorydriver.DeliveryQuery{App: app, State: state, BeforeID: tok.ID, Limit: size + 1})
+	if s.parts.webhooks == nil {
+		return nil, "", unimplemented("listing webhook deliveries", "Webhooks")
+	}
+	ds, err := s.parts.webhooks.ListDeliveries(ctx, memorydriver.DeliveryQuery{App: app, State: state, BeforeID: tok.ID, Limit: size + 1})
 	if err != nil {
 		return nil, "", err
 	}
@@ -226,13 +232,16 @@ func (s *Service) Redeliver(ctx context.Context, app, id string) (*memorytype.De
 	if err := resource.ValidateID("delivery id", id, resource.MemoryIDChars); err != nil {
 		return nil, err
 	}
-	d, err := s.store.GetDelivery(ctx, app, id)
+	if s.parts.webhooks == nil {
+		return nil, unimplemented("redelivering a webhook delivery", "Webhooks")
+	}
+	d, err := s.parts.webhooks.GetDelivery(ctx, app, id)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	d.State, d.NextAttempt, d.RetryFrom = memorytype.DeliveryPending, now, now
-	if err := s.store.PutDelivery(ctx, d); err != nil {
+	if err := s.parts.webhooks.PutDelivery(ctx, d); err != nil {
 		return nil, err
 	}
 	s.feed.Notify(app)

@@ -238,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		members = cluster.New(cluster.Config{Registry: cluster.NewFirestore(stores.fsClient), ID: cfg.WorkerID, Interval: cfg.MemberInterval, Logger: cfg.Logger})
 	}
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
-	n.Jobs = jobs.New(stores.Memories, jobs.Config{
+	n.Jobs = jobs.New(stores.Operations, jobs.Config{
 		Logger:   cfg.Logger,
 		Workers:  cfg.Workers,
 		WorkerID: cfg.WorkerID,
@@ -253,6 +253,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Embedder:      emb,
 		Sessions:      n.Sessions,
 		Jobs:          n.Jobs,
+		Operations:    stores.Operations,
 		Logger:        cfg.Logger,
 		SweepInterval: cfg.SweepInterval,
 		// Webhooks are https, or http to loopback when the flag says so.
@@ -325,12 +326,16 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.App.Start(bg)
 	// The webhooks' deliveries go out on their own goroutines, sharing no
 	// worker with the operations.
-	wh := cfg.Webhooks
-	wh.Store, wh.Wake, wh.ConfigWake, wh.Logger = stores.Memories, n.Memories.SubscribeChanges, n.Memories.SubscribeConfigs, cfg.Logger
-	if wh.Owner == "" {
-		wh.Owner = cfg.WorkerID
+	// A memory store without webhook deliveries has no webhooks to send
+	// (memorybank.Service refuses them in a configuration).
+	if hooks, ok := stores.Memories.(webhooks.Store); ok {
+		wh := cfg.Webhooks
+		wh.Store, wh.Wake, wh.ConfigWake, wh.Logger = hooks, n.Memories.SubscribeChanges, n.Memories.SubscribeConfigs, cfg.Logger
+		if wh.Owner == "" {
+			wh.Owner = cfg.WorkerID
+		}
+		n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
 	}
-	n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
 	if members != nil {
 		// The first beat, before the server answers, so that a lone
 		// server grants its limits at once.
@@ -358,6 +363,10 @@ func shareSource(m *cluster.Membership) auth.ShareSource {
 type Stores struct {
 	Sessions sessiondriver.Store
 	Memories memorydriver.Store
+	// Operations keeps the operations of the jobs engine: the memory
+	// store's own object, since a memory store's Write completes
+	// operations in the transaction of their memories (memorydriver).
+	Operations jobs.Store
 	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.
 	Ready func(context.Context) error
@@ -403,7 +412,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			st.Close()
 			return nil, err
 		}
-		st.Memories, st.vectors = ms, ms.VectorCache()
+		st.Memories, st.Operations, st.vectors = ms, ms, ms.VectorCache()
 		if st.Files, err = filesqlite.New(db); err != nil {
 			st.Close()
 			return nil, err
@@ -449,7 +458,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 		if migrated > 0 {
 			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
 		}
-		st.Memories = ms
+		st.Memories, st.Operations = ms, ms
 		st.Files = filefirestore.New(client, filefirestore.Options{})
 		st.Blocks = blockfirestore.New(client, blockfirestore.Options{})
 	default:

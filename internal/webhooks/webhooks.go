@@ -15,7 +15,7 @@
 // and full jitter for Config.RetryWindow (24 hours), then dead-lettered.
 //
 // One server at a time dispatches an app: the dispatch holds a lease in
-// the store (memorydriver.WebhookStore.ClaimWebhookLease), renewed before
+// the store (memorydriver.Webhooks.ClaimWebhookLease), renewed before
 // each round and fenced on every move of the cursor, as the jobs engine's
 // operations are, so that two servers on one Firestore never send the same
 // event at once. The dispatch is not an operation of the jobs engine
@@ -56,10 +56,17 @@ import (
 	"github.com/kioku-ai/kioku/resource"
 )
 
+// Store is what a Dispatcher reads and writes: a memory store that keeps
+// webhook deliveries (and so the change feed they are made from).
+type Store interface {
+	memorydriver.Store
+	memorydriver.Webhooks
+}
+
 // Config configures a Dispatcher.
 type Config struct {
 	// Store holds the feed, the configurations and the deliveries.
-	Store memorydriver.Store
+	Store Store
 	// Wake, when set, returns a channel that receives a value when an
 	// app's memories changed through this server (memorybank.Service's
 	// SubscribeChanges): its deliveries go out at once rather than at the

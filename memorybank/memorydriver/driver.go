@@ -11,45 +11,10 @@ import (
 	"github.com/kioku-ai/kioku/model"
 )
 
-// Store persists the memory bank: its memories, revisions and
-// configurations, the transfer primitives of export and import, and the
-// operations of the jobs engine, which its Write completes together with
-// the memories they change. Service validates inputs and computes every
-// change; a Store stores, looks up and enforces the preconditions of a
-// Write atomically.
-//
-// Errors are of package fault's kinds (NotFound, AlreadyExists, Aborted for
-// a failed precondition of a Write); any other error is Internal. Package
-// memorybanktest is its conformance suite, and package jobstest that of
-// its operations.
+// Store is what every memory bank backend implements: the thirteen
+// methods the memory bank cannot do without (docs/backends.md gives each
+// one's reason). Its optional parts follow.
 type Store interface {
-	MemoryStore
-	RevisionStore
-	ConfigStore
-	TransferStore
-	ProfileStore
-	ChangeStore
-	WebhookStore
-	UsageStore
-	jobs.Store
-}
-
-// UsageStore keeps each app's usage per day, durably: the counts of
-// Quotas.
-type UsageStore interface {
-	// AddUsage adds add to app's usage of day (YYYY-MM-DD) atomically,
-	// unless a field of below is positive and the usage of that field is
-	// at or past it already; it returns the usage after (before, when it
-	// added nothing) and whether it added.
-	AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error)
-	// GetUsage returns app's usage of day; zero when there is none.
-	GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error)
-}
-
-// MemoryStore keeps memories, the watermarks of the sessions generation
-// read, and writes changes of them atomically, each recorded in the change
-// feed (ChangeStore) in the same transaction.
-type MemoryStore interface {
 	// GetMemory returns a memory, deleted or expired ones included (the
 	// caller decides what is visible). NotFound when it never existed.
 	GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error)
@@ -74,28 +39,19 @@ type MemoryStore interface {
 	// among their sources.
 	MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorytype.Memory, error)
 
-	// StaleEmbeddings returns up to limit visible memories whose vectors are
-	// not of model (for re-embedding after the embedder changed).
-	StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorytype.Memory, error)
-
-	// ExpiredMemories returns up to limit memories that are not deleted but
-	// have expired at now (the sweeper deletes them with a revision).
-	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error)
-
 	// Write applies a set of changes atomically, after checking all its
 	// preconditions; if one fails nothing is written and the error is
-	// Aborted (or NotFound / AlreadyExists as described on Write). In the
-	// same transaction it appends w.ChangeRecords to the app's change
-	// feed, numbered after the app's latest cursor.
+	// Aborted (or NotFound / AlreadyExists as described on Write). It
+	// applies w.Operations to the jobs store the backend shares its
+	// database with, in the same transaction. A store that keeps a
+	// ChangeFeed appends w.ChangeRecords to the app's feed in the same
+	// transaction too, numbered after the app's latest cursor.
 	Write(ctx context.Context, w *Write) error
 
 	// Watermark returns the last sequence of a session processed by
 	// generation (0 when none).
 	Watermark(ctx context.Context, app, session string) (int64, error)
-}
 
-// RevisionStore keeps the revisions a Write records.
-type RevisionStore interface {
 	// ListRevisions returns up to limit revisions of a memory, newest
 	// first, with numbers below before (0: from the newest).
 	ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error)
@@ -103,13 +59,6 @@ type RevisionStore interface {
 	// GetRevision returns one revision, or NotFound.
 	GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorytype.Revision, error)
 
-	// DeleteExpiredRevisions deletes up to limit revisions that expired
-	// before now and returns how many.
-	DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error)
-}
-
-// ConfigStore keeps the apps' configurations.
-type ConfigStore interface {
 	// GetConfig returns an app's configuration; a zero appconfig.Config (with App
 	// set) when none was stored.
 	GetConfig(ctx context.Context, app string) (*appconfig.Config, error)
@@ -120,18 +69,29 @@ type ConfigStore interface {
 	// ListConfigs returns every stored configuration (one per app that
 	// has one), in no particular order.
 	ListConfigs(ctx context.Context) ([]*appconfig.Config, error)
+
+	// ExpiredMemories returns up to limit memories that are not deleted but
+	// have expired at now (the sweeper deletes them with a revision).
+	ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error)
+
+	// DeleteExpiredRevisions deletes up to limit revisions that expired
+	// before now and returns how many.
+	DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
-// TransferStore holds the primitives of export and import (package
-// archive) and of a user's erasure: listings in key order with cursors,
-// writes of archived records as they are, and deletions that leave no
-// revision.
-type TransferStore interface {
-	// Apps returns up to limit ids of the apps that hold memories,
-	// configurations, operations or watermarks, in ascending order, after
-	// the id after ("" for the first).
-	Apps(ctx context.Context, after string, limit int) ([]string, error)
+// Reembedder finds the memories whose vectors an embedder that changed
+// left behind; the service's Reembed embeds them again. Without it a
+// changed embedder's memories keep their old vectors, which the dense
+// side of a search skips (the lexical side still finds them).
+type Reembedder interface {
+	// StaleEmbeddings returns up to limit visible memories whose vectors are
+	// not of model (for re-embedding after the embedder changed).
+	StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorytype.Memory, error)
+}
 
+// Scanner lists an app's memories and watermarks in key order: what both
+// an export (Transferer) and an erasure (Eraser) read.
+type Scanner interface {
 	// ScanMemories returns up to q.Limit memories of an app in id order
 	// after q.AfterID, deleted and expired ones included, with their
 	// vectors: the memories an export copies (their revisions are read with
@@ -141,6 +101,18 @@ type TransferStore interface {
 	// ScanWatermarks returns up to limit watermarks of an app whose session
 	// names start with prefix, in session name order after the name after.
 	ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]Watermark, error)
+}
+
+// Transferer holds the primitives of export and import (package
+// archive): listings in key order with cursors, and writes of archived
+// records as they are.
+type Transferer interface {
+	Scanner
+
+	// Apps returns up to limit ids of the apps that hold memories,
+	// configurations, operations or watermarks, in ascending order, after
+	// the id after ("" for the first).
+	Apps(ctx context.Context, after string, limit int) ([]string, error)
 
 	// ImportMemory stores a memory as an archive has it (vector, revision
 	// number, deletion and all) and the given revisions of it, in one
@@ -153,6 +125,12 @@ type TransferStore interface {
 	// as they are. It reports whether it wrote the memory and how many
 	// revisions it wrote.
 	ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*memorytype.Revision) (bool, int, error)
+}
+
+// Eraser deletes what a user's erasure (Service.EraseUser) removes,
+// leaving no revision and no change.
+type Eraser interface {
+	Scanner
 
 	// DeleteMemories removes memories of an app entirely, for an erasure
 	// (Service.EraseUser): their rows or documents, their revisions, their
@@ -167,13 +145,82 @@ type TransferStore interface {
 	DeleteWatermarks(ctx context.Context, app string, sessions []string) error
 }
 
-// ProfileStore reads structured profiles (see profiles.go).
-type ProfileStore interface {
+// Profiler reads structured profiles (Service.RetrieveProfiles, and the
+// generation of an app whose configuration declares profile schemas).
+type Profiler interface {
 	// ProfileMemories returns up to limit visible memories of type
 	// StructuredProfile (Memory.Profile set) of one scope (Scope.Key),
 	// with their vectors, in any order: one indexed read, whatever the
 	// scope's other memories.
 	ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorytype.Memory, error)
+}
+
+// ChangeFeed keeps the change feed that Write appends to: a store that
+// implements it appends Write.ChangeRecords in Write's transaction, one
+// that does not appends nothing. Service.Changes and WatchChanges read it.
+type ChangeFeed interface {
+	// ListChanges returns up to q.Limit changes of an app after q.After
+	// in cursor order, with the app's latest and swept cursors, all of
+	// one snapshot: when it returns fewer than q.Limit changes, there is
+	// no other change of the query up to Last.
+	ListChanges(ctx context.Context, q ChangeQuery) (*memorytype.ChangePage, error)
+
+	// DeleteExpiredChanges deletes up to limit changes older than
+	// ChangeRetention at now, raising their apps' swept cursors, and
+	// returns how many.
+	DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// Webhooks keeps an app's webhook deliveries and its dispatcher's state:
+// the lease that makes one server at a time deliver the app's events, and
+// the change feed's cursor up to which deliveries were made (the feed is
+// the outbox: deliveries are made from it after the change committed, so
+// a crash between the two loses nothing). It needs the ChangeFeed.
+type Webhooks interface {
+	ChangeFeed
+
+	// ClaimWebhookLease gives the app's dispatch lease to owner until
+	// expiry when no other owner holds it at now (or renews owner's); it
+	// reports whether owner holds it, and the app's delivery cursor.
+	ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (held bool, cursor int64, err error)
+
+	// AddDeliveries stores new deliveries of an app and moves its
+	// delivery cursor from from to to, atomically; Aborted when the
+	// cursor is not at from (another dispatcher moved it) or owner no
+	// longer holds the lease at now. Deliveries already stored (by id)
+	// are kept as they are.
+	AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error
+
+	// PendingDeliveries returns up to limit pending deliveries of an app,
+	// in id order (event order).
+	PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error)
+
+	// PutDelivery replaces a stored delivery (NotFound when there is none).
+	PutDelivery(ctx context.Context, d *memorytype.Delivery) error
+
+	// GetDelivery returns a delivery, or NotFound.
+	GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error)
+
+	// ListDeliveries returns up to q.Limit deliveries of an app, in
+	// descending id order (newest event first) before q.BeforeID.
+	ListDeliveries(ctx context.Context, q DeliveryQuery) ([]*memorytype.Delivery, error)
+
+	// DeleteDeliveries deletes deliveries of an app by id (those that
+	// are not stored are no error).
+	DeleteDeliveries(ctx context.Context, app string, ids []string) error
+}
+
+// UsageMeter keeps each app's usage per day, durably: the counts the
+// service's quotas (memorybank.Quotas) are enforced on.
+type UsageMeter interface {
+	// AddUsage adds add to app's usage of day (YYYY-MM-DD) atomically,
+	// unless a field of below is positive and the usage of that field is
+	// at or past it already; it returns the usage after (before, when it
+	// added nothing) and whether it added.
+	AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error)
+
+	// GetUsage returns app's usage of day; zero when there is none.
+	GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error)
 }
 
 // ScanQuery selects memories for ScanMemories.
@@ -257,8 +304,13 @@ type Write struct {
 	Watermarks map[string]int64
 	// Operations to update, each only if it is still as expected (a
 	// worker's completion of the operations whose effects the write
-	// holds, or its progress). Each that ends its operation appends an
-	// operation.done to the feed (ChangeRecords).
+	// holds, or its progress), as jobs.Store.UpdateOperations does: a
+	// generation's memories and its operation's end commit together, so
+	// that a worker that crashed between the two neither loses them nor
+	// makes them twice. This is why a memory backend keeps its operations
+	// in its own database: the jobs store the node gives the engine is
+	// the same backend object. Each update that ends its operation
+	// appends an operation.done to the feed (ChangeRecords).
 	Operations []jobs.Update
 	// Events are appended to the app's feed (ChangeRecords): webhook
 	// events that are not a memory's change, such as user.erased.
@@ -291,20 +343,6 @@ type ChangeQuery struct {
 	// After is the cursor of the last change read (0: from the first).
 	After int64
 	Limit int
-}
-
-// ChangeStore keeps the change feed that Write appends to.
-type ChangeStore interface {
-	// ListChanges returns up to q.Limit changes of an app after q.After
-	// in cursor order, with the app's latest and swept cursors, all of
-	// one snapshot: when it returns fewer than q.Limit changes, there is
-	// no other change of the query up to Last.
-	ListChanges(ctx context.Context, q ChangeQuery) (*memorytype.ChangePage, error)
-
-	// DeleteExpiredChanges deletes up to limit changes older than
-	// ChangeRetention at now, raising their apps' swept cursors, and
-	// returns how many.
-	DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // ChangeRecords returns the records a store appends for w to its app's
@@ -373,43 +411,6 @@ type DeliveryQuery struct {
 	// page (deliveries come newest first); empty for the first page.
 	BeforeID string
 	Limit    int
-}
-
-// WebhookStore keeps an app's webhook deliveries and its dispatcher's
-// state: the lease that makes one server at a time deliver the app's
-// events, and the change feed's cursor up to which deliveries were made
-// (the feed is the outbox: deliveries are made from it after the change
-// committed, so a crash between the two loses nothing).
-type WebhookStore interface {
-	// ClaimWebhookLease gives the app's dispatch lease to owner until
-	// expiry when no other owner holds it at now (or renews owner's); it
-	// reports whether owner holds it, and the app's delivery cursor.
-	ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (held bool, cursor int64, err error)
-
-	// AddDeliveries stores new deliveries of an app and moves its
-	// delivery cursor from from to to, atomically; Aborted when the
-	// cursor is not at from (another dispatcher moved it) or owner no
-	// longer holds the lease at now. Deliveries already stored (by id)
-	// are kept as they are.
-	AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error
-
-	// PendingDeliveries returns up to limit pending deliveries of an app,
-	// in id order (event order).
-	PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error)
-
-	// PutDelivery replaces a stored delivery (NotFound when there is none).
-	PutDelivery(ctx context.Context, d *memorytype.Delivery) error
-
-	// GetDelivery returns a delivery, or NotFound.
-	GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error)
-
-	// ListDeliveries returns up to q.Limit deliveries of an app, in
-	// descending id order (newest event first) before q.BeforeID.
-	ListDeliveries(ctx context.Context, q DeliveryQuery) ([]*memorytype.Delivery, error)
-
-	// DeleteDeliveries deletes deliveries of an app by id (those that
-	// are not stored are no error).
-	DeleteDeliveries(ctx context.Context, app string, ids []string) error
 }
 
 // DeliveryRetention is how long a delivery that ended (delivered,

@@ -109,7 +109,7 @@ const (
 	MaxValueBytes  = 1 << 10
 	MaxDescription = 1 << 10
 	// MaxMemories bounds the profile fields one read of a scope returns
-	// (memorydriver.ProfileStore.ProfileMemories): every field of every schema,
+	// (memorydriver.Profiler.ProfileMemories): every field of every schema,
 	// with room for fields of schemas since removed.
 	MaxMemories = 1000
 )

@@ -83,7 +83,7 @@ func (s *Store) appendChanges(tx *firestore.Transaction, w *memorydriver.Write, 
 	return tx.Set(s.feedRef(w.App), map[string]any{"last": feed.Last}, firestore.MergeAll)
 }
 
-// ListChanges implements memorydriver.ChangeStore: in one read-only
+// ListChanges implements memorydriver.ChangeFeed: in one read-only
 // transaction (one snapshot), the feed's document and a query on the
 // cursor (and scope key, with the composite index on (scope_key,
 // cursor)).
@@ -123,7 +123,7 @@ func (s *Store) ListChanges(ctx context.Context, q memorydriver.ChangeQuery) (*m
 	return p, firestoredb.Wrap(err)
 }
 
-// DeleteExpiredChanges implements memorydriver.ChangeStore: a collection
+// DeleteExpiredChanges implements memorydriver.ChangeFeed: a collection
 // group query on time_ns, then per app one transaction that deletes its
 // changes found and raises its swept cursor.
 func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error) {

@@ -117,7 +117,19 @@ type Store struct {
 	txn  []firestore.TransactionOption
 }
 
-var _ memorydriver.Store = (*Store)(nil)
+// The store implements every optional part of the contract, and keeps the
+// operations of the jobs engine in the same database (jobs.go), as
+// memorydriver.Write needs.
+var (
+	_ memorydriver.Store      = (*Store)(nil)
+	_ memorydriver.Reembedder = (*Store)(nil)
+	_ memorydriver.Transferer = (*Store)(nil)
+	_ memorydriver.Eraser     = (*Store)(nil)
+	_ memorydriver.Profiler   = (*Store)(nil)
+	_ memorydriver.ChangeFeed = (*Store)(nil)
+	_ memorydriver.Webhooks   = (*Store)(nil)
+	_ memorydriver.UsageMeter = (*Store)(nil)
+)
 
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
@@ -311,7 +323,7 @@ func metadataOf(d map[string]any) (metadata.Map, error) {
 
 func appOf(snap *firestore.DocumentSnapshot) string { return snap.Ref.Parent.Parent.ID }
 
-// GetMemory implements memorydriver.MemoryStore.
+// GetMemory implements memorydriver.Store.
 func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error) {
 	snap, err := s.memories(app).Doc(id).Get(ctx)
 	if firestoredb.IsNotFound(err) {
@@ -355,7 +367,7 @@ func collect(ctx context.Context, base firestore.Query, limit int, after []any, 
 	return out, nil
 }
 
-// ListMemories implements memorydriver.MemoryStore. The scope and the first
+// ListMemories implements memorydriver.Store. The scope and the first
 // topic are query filters (firestore.indexes.json has their indexes);
 // further topics, the times and expiry are checked in the server, reading
 // further pages as needed. Metadata is never a query filter: the ordered
@@ -384,7 +396,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorydriver.ListQuery) ([]*
 		func(m *memorytype.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })
 }
 
-// ProfileMemories implements memorydriver.ProfileStore: one query,
+// ProfileMemories implements memorydriver.Profiler: one query,
 // equalities on scope_key, memory_type and deleted (served by merging
 // single-field indexes).
 func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorytype.Memory, error) {
@@ -392,7 +404,7 @@ func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now t
 	return visible(ctx, app, q, now)
 }
 
-// MemoriesBySource implements memorydriver.MemoryStore.
+// MemoriesBySource implements memorydriver.Store.
 func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorytype.Memory, error) {
 	out, err := visible(ctx, app, s.memories(app).Where("source_sessions", "array-contains", session).Where("deleted", "==", false), now)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -419,7 +431,7 @@ func visible(ctx context.Context, app string, q firestore.Query, now time.Time) 
 	return out, nil
 }
 
-// StaleEmbeddings implements memorydriver.MemoryStore. Besides the memories whose
+// StaleEmbeddings implements memorydriver.Reembedder. Besides the memories whose
 // vectors are of another model it returns those whose terms are of an
 // older version than this server's, so that re-embedding rewrites their
 // terms too. (A document written before memories had terms has no
@@ -439,13 +451,13 @@ func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, no
 	return append(out, more...), err
 }
 
-// ExpiredMemories implements memorydriver.MemoryStore.
+// ExpiredMemories implements memorydriver.Store.
 func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	base := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false).Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano())
 	return collect(ctx, base, limit, nil, func(*memorytype.Memory) bool { return true }, appOf, nil)
 }
 
-// Watermark implements memorydriver.MemoryStore.
+// Watermark implements memorydriver.Store.
 func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
 	snap, err := s.watermarkRef(app, session).Get(ctx)
 	if firestoredb.IsNotFound(err) {

@@ -13,7 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
-// DeleteExpiredRevisions implements memorydriver.RevisionStore.
+// DeleteExpiredRevisions implements memorydriver.Store.
 func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
 	return firestoredb.DeleteQuery(ctx, s.c, s.c.CollectionGroup("kioku_revisions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit))
 }
@@ -48,7 +48,7 @@ func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*
 	return r, nil
 }
 
-// ListRevisions implements memorydriver.RevisionStore.
+// ListRevisions implements memorydriver.Store.
 func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error) {
 	q := s.memories(app).Doc(memoryID).Collection("kioku_revisions").OrderBy("number", firestore.Desc)
 	if before > 0 {
@@ -79,7 +79,7 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	return out, nil
 }
 
-// GetRevision implements memorydriver.RevisionStore.
+// GetRevision implements memorydriver.Store.
 func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorytype.Revision, error) {
 	snap, err := s.revisionRef(app, memoryID, number).Get(ctx)
 	if firestoredb.IsNotFound(err) {
@@ -95,7 +95,7 @@ func (s *Store) configRef(app string) *firestore.DocumentRef {
 	return s.app(app).Collection("kioku_config").Doc("memory_bank")
 }
 
-// GetConfig implements memorydriver.ConfigStore.
+// GetConfig implements memorydriver.Store.
 func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	snap, err := s.configRef(app).Get(ctx)
 	if firestoredb.IsNotFound(err) {
@@ -115,7 +115,7 @@ func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*appconfig.Conf
 	return record.UnmarshalConfig(app, []byte(body.(string)))
 }
 
-// ListConfigs implements memorydriver.ConfigStore. It lists the app documents
+// ListConfigs implements memorydriver.Store. It lists the app documents
 // (which may exist only as parents of collections) and reads their
 // configuration documents: no index is needed.
 func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
@@ -147,7 +147,7 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
 	return out, nil
 }
 
-// PutConfig implements memorydriver.ConfigStore.
+// PutConfig implements memorydriver.Store.
 func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	body, err := record.MarshalConfig(c)
 	if err != nil {

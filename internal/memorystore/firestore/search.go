@@ -49,7 +49,7 @@ func lexicalBudget(q memorydriver.SearchQuery) int {
 	return min(maxNearest, 2*q.K+10)
 }
 
-// SearchMemories implements memorydriver.MemoryStore. It reads the scope's
+// SearchMemories implements memorydriver.Store. It reads the scope's
 // statistics, then gathers candidates in two bounded queries, both
 // pre-filtered on the scope and deleted = false: the dense side's
 // FindNearest (dot product with the weighted query vector, pre-filtered on

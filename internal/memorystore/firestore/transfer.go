@@ -17,12 +17,12 @@ import (
 // document id or session name order with cursors, and writes of archived
 // records as they are.
 
-// Apps implements memorydriver.TransferStore (firestoredb.Apps).
+// Apps implements memorydriver.Transferer (firestoredb.Apps).
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return firestoredb.Apps(ctx, s.c, s.root, after, limit)
 }
 
-// ScanMemories implements memorydriver.TransferStore. A user's memories are a query
+// ScanMemories implements memorydriver.Scanner. A user's memories are a query
 // on scope.user_id (a single-field index).
 func (s *Store) ScanMemories(ctx context.Context, q memorydriver.ScanQuery) ([]*memorytype.Memory, error) {
 	base := s.memories(q.App).Query
@@ -50,7 +50,7 @@ type watermarkDoc struct {
 	Seq     int64  `firestore:"seq"`
 }
 
-// ScanWatermarks implements memorydriver.TransferStore: a range query on the
+// ScanWatermarks implements memorydriver.Scanner: a range query on the
 // session field (a single-field index), from the prefix on, cut where the
 // names stop having it.
 func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorydriver.Watermark, error) {
@@ -76,7 +76,7 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 	return out, nil
 }
 
-// ImportMemory implements memorydriver.TransferStore: one transaction that reads the
+// ImportMemory implements memorydriver.Transferer: one transaction that reads the
 // memory, its scope's statistics and the revisions' documents, then writes
 // the memory (counting it in the statistics in place of the stored one)
 // and the revisions not stored yet.
@@ -171,7 +171,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*
 	return wrote, n, nil
 }
 
-// DeleteMemories implements memorydriver.TransferStore: for each memory, its
+// DeleteMemories implements memorydriver.Eraser: for each memory, its
 // revisions (a bulk writer, page by page), then in one transaction the
 // memory's document and its part of the scope's statistics (whose document
 // goes once no memory is counted in it). An erasure stopped between the two
@@ -250,7 +250,7 @@ func (s *Store) deleteAll(ctx context.Context, q firestore.Query) (int, error) {
 	}
 }
 
-// DeleteWatermarks implements memorydriver.TransferStore.
+// DeleteWatermarks implements memorydriver.Eraser.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
 	refs := make([]*firestore.DocumentRef, len(sessions))
 	for i, name := range sessions {

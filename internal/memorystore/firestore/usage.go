@@ -18,7 +18,7 @@ type usageDoc struct {
 	Tokens      int64 `firestore:"tokens"`
 }
 
-// AddUsage implements memorydriver.UsageStore: a transaction when a bound
+// AddUsage implements memorydriver.UsageMeter: a transaction when a bound
 // applies, else one write of server-side increments (no read, no
 // contention between servers counting tokens at once).
 func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error) {
@@ -62,7 +62,7 @@ func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memory
 	return u, added, nil
 }
 
-// GetUsage implements memorydriver.UsageStore.
+// GetUsage implements memorydriver.UsageMeter.
 func (s *Store) GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error) {
 	snap, err := s.usageRef(app, day).Get(ctx)
 	if firestoredb.IsNotFound(err) {

@@ -48,7 +48,7 @@ func readDispatch(snap *firestore.DocumentSnapshot, err error) (dispatchDoc, err
 	return d, snap.DataTo(&d)
 }
 
-// ClaimWebhookLease implements memorydriver.WebhookStore in one
+// ClaimWebhookLease implements memorydriver.Webhooks in one
 // transaction on the dispatch document.
 func (s *Store) ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (bool, int64, error) {
 	var (
@@ -69,7 +69,7 @@ func (s *Store) ClaimWebhookLease(ctx context.Context, app, owner string, now, e
 	return held, cursor, firestoredb.Wrap(err)
 }
 
-// AddDeliveries implements memorydriver.WebhookStore in one transaction:
+// AddDeliveries implements memorydriver.Webhooks in one transaction:
 // the dispatch document checked and moved, the deliveries not stored yet
 // created.
 func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error {
@@ -126,7 +126,7 @@ func deliveriesOf(app string, snaps []*firestore.DocumentSnapshot) ([]*memorytyp
 	return out, nil
 }
 
-// PendingDeliveries implements memorydriver.WebhookStore (the composite
+// PendingDeliveries implements memorydriver.Webhooks (the composite
 // index on (state, id)).
 func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error) {
 	snaps, err := s.deliveries(app).Where("state", "==", memorytype.DeliveryPending.String()).
@@ -137,7 +137,7 @@ func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([
 	return deliveriesOf(app, snaps)
 }
 
-// PutDelivery implements memorydriver.WebhookStore.
+// PutDelivery implements memorydriver.Webhooks.
 func (s *Store) PutDelivery(ctx context.Context, d *memorytype.Delivery) error {
 	b, err := record.MarshalDelivery(d)
 	if err != nil {
@@ -152,7 +152,7 @@ func (s *Store) PutDelivery(ctx context.Context, d *memorytype.Delivery) error {
 	return firestoredb.Wrap(err)
 }
 
-// GetDelivery implements memorydriver.WebhookStore.
+// GetDelivery implements memorydriver.Webhooks.
 func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error) {
 	snap, err := s.deliveries(app).Doc(id).Get(ctx)
 	if firestoredb.IsNotFound(err) {
@@ -168,7 +168,7 @@ func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorytype.De
 	return ds[0], nil
 }
 
-// ListDeliveries implements memorydriver.WebhookStore (with a state: the
+// ListDeliveries implements memorydriver.Webhooks (with a state: the
 // composite index on (state, id descending)).
 func (s *Store) ListDeliveries(ctx context.Context, q memorydriver.DeliveryQuery) ([]*memorytype.Delivery, error) {
 	query := s.deliveries(q.App).Query
@@ -185,7 +185,7 @@ func (s *Store) ListDeliveries(ctx context.Context, q memorydriver.DeliveryQuery
 	return deliveriesOf(q.App, snaps)
 }
 
-// DeleteDeliveries implements memorydriver.WebhookStore.
+// DeleteDeliveries implements memorydriver.Webhooks.
 func (s *Store) DeleteDeliveries(ctx context.Context, app string, ids []string) error {
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {

@@ -11,7 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
-// Write implements memorydriver.MemoryStore: one transaction, which reads
+// Write implements memorydriver.Store: one transaction, which reads
 // the operations, memories, watermarks, scope statistics and change feed
 // it changes, checks every precondition (for a claim, with a query for a
 // running operation of the key), then writes, the changes to the feed

@@ -39,7 +39,7 @@ func appendChanges(tx *sql.Tx, w *memorydriver.Write) error {
 	return err
 }
 
-// ListChanges implements memorydriver.ChangeStore: the feed's row, then its
+// ListChanges implements memorydriver.ChangeFeed: the feed's row, then its
 // changes, in one read transaction.
 func (s *Store) ListChanges(ctx context.Context, q memorydriver.ChangeQuery) (*memorytype.ChangePage, error) {
 	tx, err := s.db.Read().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -77,7 +77,7 @@ func (s *Store) ListChanges(ctx context.Context, q memorydriver.ChangeQuery) (*m
 	return p, err
 }
 
-// DeleteExpiredChanges implements memorydriver.ChangeStore: it deletes the
+// DeleteExpiredChanges implements memorydriver.ChangeFeed: it deletes the
 // oldest expired changes and raises their apps' swept cursors in one
 // transaction.
 func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error) {

@@ -89,7 +89,7 @@ func queryMemories(ctx context.Context, k *seal.Keyring, q querier, query string
 	return queryAll(ctx, q, func(scan func(...any) error) (*memorytype.Memory, error) { return scanMemory(k, scan) }, query, args...)
 }
 
-// GetMemory implements memorydriver.MemoryStore.
+// GetMemory implements memorydriver.Store.
 func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error) {
 	m, err := scanMemory(s.db.Keyring(), s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -141,7 +141,7 @@ func filterSQL(sb *strings.Builder, args []any, f memorytype.Filter) []any {
 	return args
 }
 
-// ListMemories implements memorydriver.MemoryStore.
+// ListMemories implements memorydriver.Store.
 func (s *Store) ListMemories(ctx context.Context, q memorydriver.ListQuery) ([]*memorytype.Memory, error) {
 	if q.Filter.None {
 		return nil, nil
@@ -160,7 +160,7 @@ func (s *Store) ListMemories(ctx context.Context, q memorydriver.ListQuery) ([]*
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
-// SearchMemories implements memorydriver.MemoryStore: it searches the scope in the
+// SearchMemories implements memorydriver.Store: it searches the scope in the
 // cache, loading it first when the cache does not hold it.
 func (s *Store) SearchMemories(ctx context.Context, q memorydriver.SearchQuery) ([]retrieval.Ranked[*memorytype.Memory], error) {
 	if q.Filter.None {
@@ -171,7 +171,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorydriver.SearchQuery) 
 	})
 }
 
-// ProfileMemories implements memorydriver.ProfileStore, on the partial
+// ProfileMemories implements memorydriver.Profiler, on the partial
 // index of profile fields.
 func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories INDEXED BY memories_profiles
@@ -179,7 +179,7 @@ func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now t
 		app, scopeKey, now.UnixNano(), limit)
 }
 
-// MemoriesBySource implements memorydriver.MemoryStore.
+// MemoriesBySource implements memorydriver.Store.
 func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
 		WHERE src.app = ? AND src.session = ? AND m.deleted = 0 AND (m.expire_ns = 0 OR m.expire_ns > ?) ORDER BY m.id`, app, session, now.UnixNano())
@@ -193,17 +193,17 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// StaleEmbeddings implements memorydriver.MemoryStore.
+// StaleEmbeddings implements memorydriver.Reembedder.
 func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
 }
 
-// ExpiredMemories implements memorydriver.MemoryStore.
+// ExpiredMemories implements memorydriver.Store.
 func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
 }
 
-// Write implements memorydriver.MemoryStore.
+// Write implements memorydriver.Store.
 func (s *Store) Write(ctx context.Context, w *memorydriver.Write) error {
 	type prepared struct {
 		c    memorydriver.Change
@@ -389,7 +389,7 @@ func nonNilMetadata(m metadata.Map) metadata.Map {
 	return m
 }
 
-// Watermark implements memorydriver.MemoryStore.
+// Watermark implements memorydriver.Store.
 func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
 	var seq int64
 	err := s.db.Read().QueryRowContext(ctx, `SELECT seq FROM watermarks WHERE app = ? AND session = ?`, app, session).Scan(&seq)

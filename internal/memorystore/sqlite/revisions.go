@@ -12,7 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
-// DeleteExpiredRevisions implements memorydriver.RevisionStore.
+// DeleteExpiredRevisions implements memorydriver.Store.
 func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
 	var n int64
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
@@ -26,7 +26,7 @@ func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit
 	return int(n), err
 }
 
-// ListRevisions implements memorydriver.RevisionStore.
+// ListRevisions implements memorydriver.Store.
 func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error) {
 	q := `SELECT number, body FROM memory_revisions WHERE app = ? AND memory_id = ? AND (expire_ns = 0 OR expire_ns > ?)`
 	args := []any{app, memoryID, now.UnixNano()}
@@ -50,7 +50,7 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	}, q, args...)
 }
 
-// GetRevision implements memorydriver.RevisionStore.
+// GetRevision implements memorydriver.Store.
 func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorytype.Revision, error) {
 	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM memory_revisions WHERE app = ? AND memory_id = ? AND number = ?`, app, memoryID, number).Scan(&body)
@@ -66,7 +66,7 @@ func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number in
 	return record.UnmarshalRevision(app, memoryID, number, body)
 }
 
-// GetConfig implements memorydriver.ConfigStore.
+// GetConfig implements memorydriver.Store.
 func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
@@ -82,7 +82,7 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, e
 	return record.UnmarshalConfig(app, body)
 }
 
-// PutConfig implements memorydriver.ConfigStore.
+// PutConfig implements memorydriver.Store.
 func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	b, err := record.MarshalConfig(c)
 	if err != nil {
@@ -98,7 +98,7 @@ func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	})
 }
 
-// ListConfigs implements memorydriver.ConfigStore.
+// ListConfigs implements memorydriver.Store.
 func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
 	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*appconfig.Config, error) {
 		var app string

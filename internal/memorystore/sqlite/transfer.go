@@ -17,12 +17,12 @@ import (
 // order with cursors, each a range of a primary key, and writes of
 // archived records as they are.
 
-// Apps implements memorydriver.TransferStore: the apps with a row in any of its tables.
+// Apps implements memorydriver.Transferer: the apps with a row in any of its tables.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return s.db.Apps(ctx, []string{"memories", "bank_configs", "operations", "watermarks"}, after, limit)
 }
 
-// ScanMemories implements memorydriver.TransferStore. A user's memories are found by
+// ScanMemories implements memorydriver.Scanner. A user's memories are found by
 // reading the app's (no index holds the scope's user).
 func (s *Store) ScanMemories(ctx context.Context, q memorydriver.ScanQuery) ([]*memorytype.Memory, error) {
 	var sb strings.Builder
@@ -37,7 +37,7 @@ func (s *Store) ScanMemories(ctx context.Context, q memorydriver.ScanQuery) ([]*
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
-// ScanWatermarks implements memorydriver.TransferStore.
+// ScanWatermarks implements memorydriver.Scanner.
 func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorydriver.Watermark, error) {
 	const q = `SELECT session, seq FROM watermarks WHERE app = ? AND session > ? AND session >= ? ORDER BY session LIMIT ?`
 	rows, err := s.db.Read().QueryContext(ctx, q, app, after, prefix, limit)
@@ -59,7 +59,7 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 	return out, rows.Err()
 }
 
-// ImportMemory implements memorydriver.TransferStore: one transaction for the
+// ImportMemory implements memorydriver.Transferer: one transaction for the
 // memory's row, its source index entries and the revisions not stored
 // yet; the vector cache is told as for any write.
 func (s *Store) ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*memorytype.Revision) (bool, int, error) {
@@ -128,7 +128,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*
 	return wrote, n, nil
 }
 
-// DeleteMemories implements memorydriver.TransferStore: one transaction (SQLite
+// DeleteMemories implements memorydriver.Eraser: one transaction (SQLite
 // overwrites what it deletes: see package sqlitedb); the vector cache
 // drops them.
 func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) error {
@@ -168,7 +168,7 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 	return nil
 }
 
-// DeleteWatermarks implements memorydriver.TransferStore.
+// DeleteWatermarks implements memorydriver.Eraser.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
 	return s.deleteEach(ctx, `DELETE FROM watermarks WHERE app = ? AND session = ?`, app, sessions)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
-// AddUsage implements memorydriver.UsageStore.
+// AddUsage implements memorydriver.UsageMeter.
 func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error) {
 	var u memorytype.Usage
 	var added bool
@@ -31,7 +31,7 @@ ON CONFLICT (app, day) DO UPDATE SET generations = excluded.generations, tokens 
 	return u, added, err
 }
 
-// GetUsage implements memorydriver.UsageStore.
+// GetUsage implements memorydriver.UsageMeter.
 func (s *Store) GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error) {
 	return getUsage(s.db.Read().QueryRowContext(ctx, `SELECT generations, tokens FROM usage WHERE app = ? AND day = ?`, app, day))
 }

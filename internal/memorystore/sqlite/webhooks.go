@@ -19,7 +19,7 @@ import (
 // (record.MarshalDelivery, sealed) with its state beside it for the
 // queries.
 
-// ClaimWebhookLease implements memorydriver.WebhookStore.
+// ClaimWebhookLease implements memorydriver.Webhooks.
 func (s *Store) ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (bool, int64, error) {
 	var (
 		held   bool
@@ -42,7 +42,7 @@ ON CONFLICT (app) DO UPDATE SET owner = excluded.owner, expiry_ns = excluded.exp
 	return held, cursor, err
 }
 
-// AddDeliveries implements memorydriver.WebhookStore.
+// AddDeliveries implements memorydriver.Webhooks.
 func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error {
 	bodies := make([]any, len(ds))
 	for i, d := range ds {
@@ -98,13 +98,13 @@ func (s *Store) queryDeliveries(ctx context.Context, app, query string, args ...
 	}, query, args...)
 }
 
-// PendingDeliveries implements memorydriver.WebhookStore.
+// PendingDeliveries implements memorydriver.Webhooks.
 func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error) {
 	return s.queryDeliveries(ctx, app, `SELECT id, body FROM webhook_deliveries INDEXED BY webhook_deliveries_by_state
 WHERE app = ? AND state = 'PENDING' ORDER BY id LIMIT ?`, app, limit)
 }
 
-// PutDelivery implements memorydriver.WebhookStore.
+// PutDelivery implements memorydriver.Webhooks.
 func (s *Store) PutDelivery(ctx context.Context, d *memorytype.Delivery) error {
 	body, err := s.deliveryBody(d)
 	if err != nil {
@@ -122,7 +122,7 @@ func (s *Store) PutDelivery(ctx context.Context, d *memorytype.Delivery) error {
 	})
 }
 
-// GetDelivery implements memorydriver.WebhookStore.
+// GetDelivery implements memorydriver.Webhooks.
 func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error) {
 	ds, err := s.queryDeliveries(ctx, app, `SELECT id, body FROM webhook_deliveries WHERE app = ? AND id = ?`, app, id)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorytype.De
 	return ds[0], nil
 }
 
-// ListDeliveries implements memorydriver.WebhookStore.
+// ListDeliveries implements memorydriver.Webhooks.
 func (s *Store) ListDeliveries(ctx context.Context, q memorydriver.DeliveryQuery) ([]*memorytype.Delivery, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT id, body FROM webhook_deliveries WHERE app = ?`)
@@ -152,7 +152,7 @@ func (s *Store) ListDeliveries(ctx context.Context, q memorydriver.DeliveryQuery
 	return s.queryDeliveries(ctx, q.App, sb.String(), args...)
 }
 
-// DeleteDeliveries implements memorydriver.WebhookStore: one transaction.
+// DeleteDeliveries implements memorydriver.Webhooks: one transaction.
 func (s *Store) DeleteDeliveries(ctx context.Context, app string, ids []string) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {

@@ -219,7 +219,7 @@ type eventLine struct {
 // Service leaves out included, and returns its events.
 func (h *harness) feedEvents(app string) []eventLine {
 	h.t.Helper()
-	p, err := h.store.ListChanges(h.ctx, memorydriver.ChangeQuery{App: app, Limit: memorybank.MaxChangesPerRead})
+	p, err := h.store.(memorydriver.ChangeFeed).ListChanges(h.ctx, memorydriver.ChangeQuery{App: app, Limit: memorybank.MaxChangesPerRead})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func testWebhookEvents(t *testing.T, h *harness) {
 	h.drain(h.noGen)
 	m := h.op(op).Generated[0].Memory
 	// The generation's memory change and its end, in one Write.
-	p, err := h.store.ListChanges(h.ctx, memorydriver.ChangeQuery{App: "app1", Limit: 10})
+	p, err := h.store.(memorydriver.ChangeFeed).ListChanges(h.ctx, memorydriver.ChangeQuery{App: "app1", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

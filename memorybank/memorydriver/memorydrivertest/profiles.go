@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
@@ -469,7 +470,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	if _, err := tsvc.EraseUser(h.ctx, "app1", "u1"); err != nil {
 		t.Fatal(err)
 	}
-	left, err := target.ProfileMemories(h.ctx, "app1", user1.Key(), h.clock.Now(), 10)
+	left, err := target.(memorydriver.Profiler).ProfileMemories(h.ctx, "app1", user1.Key(), h.clock.Now(), 10)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("profile fields after erasure: %d, %v", len(left), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
@@ -21,7 +22,7 @@ import (
 // and days apart, and concurrent adds that all count, the bounded ones
 // stopping exactly at the bound.
 func testUsage(t *testing.T, h *harness) {
-	st, ctx := h.store, h.ctx
+	st, ctx := h.store.(memorydriver.UsageMeter), h.ctx
 	type U = memorytype.Usage
 	add := func(app, day string, a, below U, want U, wantAdded bool) {
 		t.Helper()

@@ -54,7 +54,9 @@ func testScan(t *testing.T, h *harness) {
 	}
 
 	for _, page := range []int{1, 3, 10} {
-		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) { return h.store.Apps(h.ctx, after, n) }, suitetest.Same)
+		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) {
+			return h.store.(memorydriver.Transferer).Apps(h.ctx, after, n)
+		}, suitetest.Same)
 		if diff := cmp.Diff([]string{"app1", "app2", "app3", "app4", "app5"}, apps); diff != "" {
 			t.Fatalf("Apps by pages of %d (-want +got):\n%s", page, diff)
 		}
@@ -63,7 +65,7 @@ func testScan(t *testing.T, h *harness) {
 	scan := func(user string, page int) []*memorytype.Memory {
 		t.Helper()
 		return suitetest.Pages(t, page, func(after string, n int) ([]*memorytype.Memory, error) {
-			return h.store.ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", User: user, AfterID: after, Limit: n})
+			return h.store.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", User: user, AfterID: after, Limit: n})
 		}, func(m *memorytype.Memory) string { return m.ID })
 	}
 	ids := func(ms []*memorytype.Memory) []string {
@@ -101,7 +103,7 @@ func testScan(t *testing.T, h *harness) {
 	wms := func(prefix string, page int) []memorydriver.Watermark {
 		t.Helper()
 		return suitetest.Pages(t, page, func(after string, n int) ([]memorydriver.Watermark, error) {
-			return h.store.ScanWatermarks(h.ctx, "app4", prefix, after, n)
+			return h.store.(memorydriver.Transferer).ScanWatermarks(h.ctx, "app4", prefix, after, n)
 		}, func(w memorydriver.Watermark) string { return w.Session })
 	}
 	want := []memorydriver.Watermark{
@@ -123,7 +125,7 @@ func testScan(t *testing.T, h *harness) {
 // archive does, and returns what the calls reported.
 func copyMemories(t *testing.T, h *harness, from, to memorydriver.Store, chunk int) (memories, revisions int) {
 	t.Helper()
-	list, err := from.ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", Limit: 100})
+	list, err := from.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func copyMemories(t *testing.T, h *harness, from, to memorydriver.Store, chunk i
 			t.Fatal(err)
 		}
 		for start := 0; start == 0 || start < len(revs); start += chunk {
-			w, n, err := to.ImportMemory(h.ctx, m, revs[start:min(start+chunk, len(revs))])
+			w, n, err := to.(memorydriver.Transferer).ImportMemory(h.ctx, m, revs[start:min(start+chunk, len(revs))])
 			if err != nil {
 				t.Fatalf("ImportMemory(%s): %v", m.Name(), err)
 			}
@@ -168,7 +170,7 @@ func testImport(t *testing.T, h *harness) {
 	}
 	scan := func(st memorydriver.Store) []*memorytype.Memory {
 		t.Helper()
-		list, err := st.ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", Limit: 100})
+		list, err := st.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,22 +226,22 @@ func testImport(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, n, err := resumed.ImportMemory(h.ctx, m2now, revs[:1]); err != nil || !w || n != 1 {
+	if w, n, err := resumed.(memorydriver.Transferer).ImportMemory(h.ctx, m2now, revs[:1]); err != nil || !w || n != 1 {
 		t.Fatalf("ImportMemory with the first revision = %v, %d, %v", w, n, err)
 	}
-	if w, n, err := resumed.ImportMemory(h.ctx, m2now, revs); err != nil || w || n != 2 {
+	if w, n, err := resumed.(memorydriver.Transferer).ImportMemory(h.ctx, m2now, revs); err != nil || w || n != 2 {
 		t.Fatalf("ImportMemory after a stop = %v, %d, %v; want the 2 missing revisions only", w, n, err)
 	}
 
 	// What conflicts with the target is refused.
 	other := *m2now
 	other.CreateTime = other.CreateTime.Add(-time.Hour)
-	_, _, err = target.ImportMemory(h.ctx, &other, nil)
+	_, _, err = target.(memorydriver.Transferer).ImportMemory(h.ctx, &other, nil)
 	wantKind(t, "another memory under an imported id", err, fault.AlreadyExists)
 	if _, err := tsvc.UpdateMemory(h.ctx, "app1", m2.ID, memorybank.MemoryUpdate{Fact: ptr("The user plays the double bass.")}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = target.ImportMemory(h.ctx, m2now, nil)
+	_, _, err = target.(memorydriver.Transferer).ImportMemory(h.ctx, m2now, nil)
 	wantKind(t, "a memory that moved on in the target", err, fault.FailedPrecondition)
 }
 
@@ -296,7 +298,7 @@ func testEraseUser(t *testing.T, h *harness) {
 			t.Fatalf("revisions of erased memory %s: %v, %v", m.ID, revs, err)
 		}
 	}
-	if left, err := h.store.ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", User: "ann", Limit: 10}); err != nil || len(left) != 0 {
+	if left, err := h.store.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", User: "ann", Limit: 10}); err != nil || len(left) != 0 {
 		t.Fatalf("ann's memories after the erasure: %v, %v", left, err)
 	}
 	if got := h.facts(ann); len(got) != 0 {

@@ -85,7 +85,7 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	now := h.clock.Now()
 	lease := func(owner string, at time.Time) (bool, int64) {
 		t.Helper()
-		held, cursor, err := h.store.ClaimWebhookLease(h.ctx, "app1", owner, at, at.Add(30*time.Second))
+		held, cursor, err := h.store.(memorydriver.Webhooks).ClaimWebhookLease(h.ctx, "app1", owner, at, at.Add(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,18 +103,18 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	const u = "https://hooks.example.com/a"
 	ds := []*memorytype.Delivery{delivery(1, u, "m1", now), delivery(2, u, "m2", now), delivery(3, u, "m1", now)}
 	at := now.Add(21 * time.Second)
-	if err := h.store.AddDeliveries(h.ctx, "app1", "b", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "b", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries by b without the lease: %v, want Aborted", err)
 	}
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", at, 1, 3, ds); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", at, 1, 3, ds); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries from a cursor not the store's: %v, want Aborted", err)
 	}
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); err != nil {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); err != nil {
 		t.Fatal(err)
 	}
 	// A replay of the same page (after a dispatcher lost its answer) is
 	// refused by the cursor, and stored deliveries are kept as they are.
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries replayed: %v, want Aborted", err)
 	}
 	if _, cursor := lease("a", at); cursor != 3 {
@@ -125,12 +125,12 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	if held, cursor := lease("b", late); !held || cursor != 3 {
 		t.Fatalf("b after a's lease expired: held %v cursor %d", held, cursor)
 	}
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", late, 3, 4, nil); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", late, 3, 4, nil); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries by a after b took over: %v, want Aborted", err)
 	}
 	dup := delivery(3, u, "m1", now)
 	dup.Event = memorytype.EventMemoryDeleted
-	if err := h.store.AddDeliveries(h.ctx, "app1", "b", late, 3, 4, []*memorytype.Delivery{dup, delivery(4, u, "m3", now)}); err != nil {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "b", late, 3, 4, []*memorytype.Delivery{dup, delivery(4, u, "m3", now)}); err != nil {
 		t.Fatal(err)
 	}
 	ids := func(ds []*memorytype.Delivery) []string {
@@ -141,7 +141,7 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 		return out
 	}
 	id := func(c int64) string { return memorytype.DeliveryID(c, u) }
-	pending, err := h.store.PendingDeliveries(h.ctx, "app1", 10)
+	pending, err := h.store.(memorydriver.Webhooks).PendingDeliveries(h.ctx, "app1", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,31 +161,31 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 		{Time: now.Add(time.Second), Status: 500, Error: "answered 500 Internal Server Error", Duration: 30 * time.Millisecond},
 		{Time: now.Add(3 * time.Second), Status: 204, Duration: 20 * time.Millisecond},
 	}
-	if err := h.store.PutDelivery(h.ctx, d); err != nil {
+	if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	dead := pending[1]
 	dead.State = memorytype.DeliveryDeadLettered
-	if err := h.store.PutDelivery(h.ctx, dead); err != nil {
+	if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, dead); err != nil {
 		t.Fatal(err)
 	}
-	back, err := h.store.GetDelivery(h.ctx, "app1", d.ID)
+	back, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app1", d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(d, back); diff != "" {
 		t.Fatalf("delivery after PutDelivery (-want +got):\n%s", diff)
 	}
-	if pending, _ := h.store.PendingDeliveries(h.ctx, "app1", 10); !cmp.Equal(ids(pending), []string{id(3), id(4)}) {
+	if pending, _ := h.store.(memorydriver.Webhooks).PendingDeliveries(h.ctx, "app1", 10); !cmp.Equal(ids(pending), []string{id(3), id(4)}) {
 		t.Fatalf("pending after two ended = %v", ids(pending))
 	}
-	if _, err := h.store.GetDelivery(h.ctx, "app1", id(9)); !fault.Is(err, fault.NotFound) {
+	if _, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app1", id(9)); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("GetDelivery of none: %v, want NotFound", err)
 	}
-	if err := h.store.PutDelivery(h.ctx, delivery(9, u, "m9", now)); !fault.Is(err, fault.NotFound) {
+	if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, delivery(9, u, "m9", now)); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("PutDelivery of none: %v, want NotFound", err)
 	}
-	if _, err := h.store.GetDelivery(h.ctx, "app2", d.ID); !fault.Is(err, fault.NotFound) {
+	if _, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app2", d.ID); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("another app's delivery: %v, want NotFound", err)
 	}
 	// Listing: newest first, a state, pages through the service.
@@ -231,14 +231,14 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	now := h.clock.Now()
-	if held, _, err := h.store.ClaimWebhookLease(h.ctx, "app1", "a", now, now.Add(time.Minute)); err != nil || !held {
+	if held, _, err := h.store.(memorydriver.Webhooks).ClaimWebhookLease(h.ctx, "app1", "a", now, now.Add(time.Minute)); err != nil || !held {
 		t.Fatalf("lease: %v %v", held, err)
 	}
 	const u = "https://hooks.example.com/a"
 	u2 := memorytype.Scope{"user_id": "u2"}
 	mine, theirs, done, old := delivery(1, u, "m1", now), delivery(2, u, "m2", now), delivery(3, u, "m3", now), delivery(4, u, "m4", now)
 	theirs.Scope, done.Scope, old.Scope = u2, u2, u2
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", now, 0, 4, []*memorytype.Delivery{mine, theirs, done, old}); err != nil {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", now, 0, 4, []*memorytype.Delivery{mine, theirs, done, old}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := h.svc.EraseUser(h.ctx, "app1", "u1")
@@ -248,7 +248,7 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 	if got.Deliveries != 1 {
 		t.Fatalf("erasure removed %d deliveries, want 1", got.Deliveries)
 	}
-	if _, err := h.store.GetDelivery(h.ctx, "app1", mine.ID); !fault.Is(err, fault.NotFound) {
+	if _, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app1", mine.ID); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("the erased user's delivery: %v, want NotFound", err)
 	}
 	// done is delivered now, old was delivered then dead-lettered with
@@ -256,7 +256,7 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 	done.State, done.Attempts = memorytype.DeliveryDelivered, []memorytype.DeliveryAttempt{{Time: now.Add(2 * time.Hour), Status: 204}}
 	old.State, old.Attempts = memorytype.DeliveryDeadLettered, []memorytype.DeliveryAttempt{{Time: now, Status: 500}}
 	for _, d := range []*memorytype.Delivery{done, old} {
-		if err := h.store.PutDelivery(h.ctx, d); err != nil {
+		if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -275,7 +275,7 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 	if diff := cmp.Diff([]string{done.ID, theirs.ID}, ids); diff != "" {
 		t.Fatalf("deliveries after the sweep (-want +got):\n%s", diff)
 	}
-	if err := h.store.DeleteDeliveries(h.ctx, "app1", []string{old.ID, mine.ID}); err != nil {
+	if err := h.store.(memorydriver.Webhooks).DeleteDeliveries(h.ctx, "app1", []string{old.ID, mine.ID}); err != nil {
 		t.Fatalf("deleting deliveries already gone: %v", err)
 	}
 }
