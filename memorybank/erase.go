@@ -108,8 +108,8 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 // sessions, the memories, the memory files and the blocks). The event
 // names the user, so an app whose webhooks do not ask for it keeps no
 // trace of the user at all; one that asks keeps the event in the feed and
-// its deliveries for their retention (ChangeRetention,
-// DeliveryRetention). A crash before it leaves the erasure to be finished
+// its deliveries for their retention (memorydriver.ChangeRetention,
+// memorydriver.DeliveryRetention). A crash before it leaves the erasure to be finished
 // by calling DeleteUser again, which appends it then.
 func (s *Service) UserErased(ctx context.Context, app, user string) error {
 	if err := validateApp(app); err != nil {

@@ -151,7 +151,7 @@ type ListMemoriesRequest struct {
 	PageSize  int32
 	PageToken string
 	// Types are the types of memories listed; empty: NaturalLanguage only
-	// (see Filter.Types).
+	// (see memorytype.Filter.Types).
 	Types []memorytype.MemoryType
 }
 

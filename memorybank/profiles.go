@@ -17,7 +17,7 @@ import (
 // holds the field's value, with revisions like any memory: a later
 // statement that changes the value updates that memory, and the revision
 // records the change. Listings and searches return natural-language
-// memories unless asked for profile fields (Filter.Types).
+// memories unless asked for profile fields (memorytype.Filter.Types).
 
 // sameValue reports whether two values of a field say the same: strings
 // equal but for case, spaces and a final period; others equal.

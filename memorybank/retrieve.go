@@ -33,7 +33,7 @@ type RetrieveRequest struct {
 	PageToken  string
 	Filter     string
 	// Types are the types of memories retrieved; empty: NaturalLanguage
-	// only (see Filter.Types).
+	// only (see memorytype.Filter.Types).
 	Types []memorytype.MemoryType
 }
 

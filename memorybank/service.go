@@ -89,7 +89,7 @@ type Config struct {
 	MaxReadBytes int
 	// MaxScan bounds the memories one ListMemories or simple
 	// RetrieveMemories call reads when its filter leaves conditions to
-	// check memory by memory (Filter.Residual): past it the page ends
+	// check memory by memory (memorytype.Filter.Residual): past it the page ends
 	// with the matches found so far and a token that continues after the
 	// last memory read. Default 10 pages of the largest page size (1,000).
 	MaxScan int

@@ -174,7 +174,7 @@ func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*m
 }
 
 // sweepDeliveries deletes the deliveries that ended more than
-// DeliveryRetention before now, of every app with a configuration.
+// memorydriver.DeliveryRetention before now, of every app with a configuration.
 func (s *Service) sweepDeliveries(ctx context.Context, now time.Time) (int, error) {
 	cfgs, err := s.store.ListConfigs(ctx)
 	if err != nil {

@@ -14,10 +14,10 @@
 //
 //   - Reembedder: re-embedding after the embedder changed (off without it);
 //   - Transferer: the primitives of export and import (package archive);
-//   - Eraser: erasing a user (Service.EraseUser);
-//   - Profiler: structured profiles (Service.RetrieveProfiles, and
+//   - Eraser: erasing a user (memorybank.Service.EraseUser);
+//   - Profiler: structured profiles (memorybank.Service.RetrieveProfiles, and
 //     profile schemas in a configuration);
-//   - ChangeFeed: the feed of committed changes (Service.Changes and
+//   - ChangeFeed: the feed of committed changes (memorybank.Service.Changes and
 //     WatchChanges);
 //   - Webhooks: webhook deliveries from that feed (webhooks in a
 //     configuration, the deliveries' listing and redelivery);

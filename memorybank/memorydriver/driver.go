@@ -23,7 +23,7 @@ type Store interface {
 	// q.Filter's conditions (Filter.MatchesTopics and MatchesTimes), most
 	// recently updated first, after the cursor. It leaves the rest of the
 	// filter and ExactMetadata to its caller, which checks them on what it
-	// lists with bounded reads (Service.ListMemories).
+	// lists with bounded reads (memorybank.Service.ListMemories).
 	ListMemories(ctx context.Context, q ListQuery) ([]*memorytype.Memory, error)
 
 	// SearchMemories ranks the visible memories of a scope that pass the
@@ -127,13 +127,13 @@ type Transferer interface {
 	ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*memorytype.Revision) (bool, int, error)
 }
 
-// Eraser deletes what a user's erasure (Service.EraseUser) removes,
+// Eraser deletes what a user's erasure (memorybank.Service.EraseUser) removes,
 // leaving no revision and no change.
 type Eraser interface {
 	Scanner
 
 	// DeleteMemories removes memories of an app entirely, for an erasure
-	// (Service.EraseUser): their rows or documents, their revisions, their
+	// (memorybank.Service.EraseUser): their rows or documents, their revisions, their
 	// entries in the source index and in the similarity statistics (and
 	// the statistics of a scope left with no memory), and their changes in
 	// the change feed (the app's cursors stay as they were). No revision
@@ -145,7 +145,7 @@ type Eraser interface {
 	DeleteWatermarks(ctx context.Context, app string, sessions []string) error
 }
 
-// Profiler reads structured profiles (Service.RetrieveProfiles, and the
+// Profiler reads structured profiles (memorybank.Service.RetrieveProfiles, and the
 // generation of an app whose configuration declares profile schemas).
 type Profiler interface {
 	// ProfileMemories returns up to limit visible memories of type
@@ -157,7 +157,7 @@ type Profiler interface {
 
 // ChangeFeed keeps the change feed that Write appends to: a store that
 // implements it appends Write.ChangeRecords in Write's transaction, one
-// that does not appends nothing. Service.Changes and WatchChanges read it.
+// that does not appends nothing. memorybank.Service.Changes and WatchChanges read it.
 type ChangeFeed interface {
 	// ListChanges returns up to q.Limit changes of an app after q.After
 	// in cursor order, with the app's latest and swept cursors, all of
@@ -331,8 +331,8 @@ type Change struct {
 
 // ChangeRetention is how long the change feed keeps a change: a reader
 // that resumes from a cursor older than that is told it missed changes
-// (Service.Changes), never given a silent gap. The sweeper
-// (SweepExpired) removes older changes.
+// (memorybank.Service.Changes), never given a silent gap. The sweeper
+// (memorybank.Service.SweepExpired) removes older changes.
 const ChangeRetention = 7 * 24 * time.Hour
 
 // ChangeQuery selects changes for ListChanges.

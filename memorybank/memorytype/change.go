@@ -9,7 +9,7 @@ import (
 // webhooks that is not a memory's change. A Store appends them in the
 // transaction that commits what they record (Write.ChangeRecords), so an
 // entry is in the feed if and only if what it records was committed. The
-// feed is the webhooks' outbox; Service.Changes and WatchChanges, which
+// feed is the webhooks' outbox; memorybank.Service.Changes and WatchChanges, which
 // report changes of memories, leave the events out.
 type ChangeRecord struct {
 	App string
@@ -49,7 +49,7 @@ type ChangePage struct {
 	// Swept is the highest cursor the retention sweep removed (0: none):
 	// a reader at a cursor below it missed changes.
 	Swept int64
-	// More, from Service.Changes, says the read stopped at its limit with
+	// More, from memorybank.Service.Changes, says the read stopped at its limit with
 	// Through the cursor of the last entry it read (an event it left out
 	// included): a reader continues after Through.
 	More    bool
