@@ -48,7 +48,9 @@ import (
 
 // Run runs the conformance suite, each case on an empty store of its own
 // from newStore, which registers the store's cleanup with t.Cleanup (the
-// suite closes nothing).
+// suite closes nothing). One more store from newStore tells which
+// optional parts the backend implements: the cases of those parts run,
+// and a left-out case for each of the others.
 func Run[S Backend](t *testing.T, newStore func(t *testing.T) S) {
 	all := []suitetest.Case[*harness]{
 		{Name: "CreateGetList", Run: testCreateGetList},
