@@ -1,7 +1,7 @@
 // Package archive moves a kioku installation, one app of it or one user of
 // an app between stores: Export writes what the stores hold to a portable
 // archive and Import loads an archive into any store. It works through the
-// store interfaces (sessiondriver.Store, memorybank.Store, memoryfiles.Store,
+// store interfaces (sessiondriver.Store, memorydriver.Store, memoryfiles.Store,
 // blocks.Store),
 // so an archive written from SQLite loads into Firestore and the other way
 // round.

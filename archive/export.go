@@ -10,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
@@ -21,13 +23,17 @@ import (
 // memory files, or no blocks): an export then holds none, and an import
 // of an archive that has some fails at the first.
 //
-// The session store must implement sessiondriver.Transferer as well:
-// Export and Import fail with fault.Unimplemented otherwise.
+// The session store must implement sessiondriver.Transferer as well, and
+// the memory store memorydriver.Transferer: Export and Import fail with
+// fault.Unimplemented otherwise. Operations is the jobs store the memory
+// bank's operations are kept in: the memory store itself (see package
+// memorydriver).
 type Stores struct {
-	Sessions sessiondriver.Store
-	Memories memorybank.Store
-	Files    memoryfiles.Store
-	Blocks   blocks.Store
+	Sessions   sessiondriver.Store
+	Memories   memorydriver.Store
+	Operations jobs.Store
+	Files      memoryfiles.Store
+	Blocks     blocks.Store
 }
 
 // Selection chooses what an export copies: the whole installation (App
@@ -76,11 +82,11 @@ const (
 // much the stores hold. now decides what has expired. Export does not
 // close w.
 func Export(ctx context.Context, st Stores, w *Writer, sel Selection, now time.Time) error {
-	ts, err := transferer(st)
+	ts, ms, err := transferers(st)
 	if err != nil {
 		return err
 	}
-	e := &exporter{st: st, transfer: ts, w: w, sel: sel, now: now}
+	e := &exporter{st: st, transfer: ts, mtransfer: ms, w: w, sel: sel, now: now}
 	if sel.App != "" {
 		return e.app(ctx, sel.App)
 	}
@@ -97,20 +103,26 @@ func Export(ctx context.Context, st Stores, w *Writer, sel Selection, now time.T
 }
 
 type exporter struct {
-	st       Stores
-	transfer sessiondriver.Transferer
-	w        *Writer
-	sel      Selection
-	now      time.Time
+	st        Stores
+	transfer  sessiondriver.Transferer
+	mtransfer memorydriver.Transferer
+	w         *Writer
+	sel       Selection
+	now       time.Time
 }
 
-// transferer returns the session store's export and import primitives.
-func transferer(st Stores) (sessiondriver.Transferer, error) {
+// transferers returns the session and memory stores' export and import
+// primitives.
+func transferers(st Stores) (sessiondriver.Transferer, memorydriver.Transferer, error) {
 	ts, ok := st.Sessions.(sessiondriver.Transferer)
 	if !ok {
-		return nil, fault.New(fault.Unimplemented, "the session store %T cannot be exported or imported: it does not implement sessiondriver.Transferer", st.Sessions)
+		return nil, nil, fault.New(fault.Unimplemented, "the session store %T cannot be exported or imported: it does not implement sessiondriver.Transferer", st.Sessions)
 	}
-	return ts, nil
+	ms, ok := st.Memories.(memorydriver.Transferer)
+	if !ok {
+		return nil, nil, fault.New(fault.Unimplemented, "the memory store %T cannot be exported or imported: it does not implement memorydriver.Transferer", st.Memories)
+	}
+	return ts, ms, nil
 }
 
 // apps returns the apps any of the stores holds, in id order. Apps are an
@@ -120,7 +132,7 @@ func (e *exporter) apps(ctx context.Context) ([]string, error) {
 		what string
 		apps func(ctx context.Context, after string, limit int) ([]string, error)
 	}
-	lists := []lister{{"session store", e.transfer.Apps}, {"memory bank", e.st.Memories.Apps}}
+	lists := []lister{{"session store", e.transfer.Apps}, {"memory bank", e.mtransfer.Apps}}
 	if e.st.Files != nil {
 		lists = append(lists, lister{"memory files", e.st.Files.Apps})
 	}
@@ -261,7 +273,7 @@ func (e *exporter) config(ctx context.Context, app string) error {
 func (e *exporter) memories(ctx context.Context, app string) error {
 	after := ""
 	for {
-		page, err := e.st.Memories.ScanMemories(ctx, memorybank.ScanQuery{App: app, User: e.sel.User, AfterID: after, Limit: memoryPage})
+		page, err := e.mtransfer.ScanMemories(ctx, memorydriver.ScanQuery{App: app, User: e.sel.User, AfterID: after, Limit: memoryPage})
 		if err != nil {
 			return err
 		}
@@ -281,7 +293,7 @@ func (e *exporter) memories(ctx context.Context, app string) error {
 }
 
 // revisions writes a memory's revisions, newest first.
-func (e *exporter) revisions(ctx context.Context, m *memorybank.Memory) error {
+func (e *exporter) revisions(ctx context.Context, m *memorytype.Memory) error {
 	var before int64
 	for {
 		revs, err := e.st.Memories.ListRevisions(ctx, m.App, m.ID, before, revisionPage, e.now)
@@ -422,7 +434,7 @@ func (e *exporter) watermarks(ctx context.Context, app string) error {
 	}
 	after := ""
 	for {
-		page, err := e.st.Memories.ScanWatermarks(ctx, app, prefix, after, watermarkPage)
+		page, err := e.mtransfer.ScanWatermarks(ctx, app, prefix, after, watermarkPage)
 		if err != nil {
 			return err
 		}
@@ -443,7 +455,7 @@ func (e *exporter) watermarks(ctx context.Context, app string) error {
 func (e *exporter) operations(ctx context.Context, app string) error {
 	q := jobs.Query{App: app, Limit: operationPage}
 	for {
-		page, err := e.st.Memories.ListOperations(ctx, q)
+		page, err := e.st.Operations.ListOperations(ctx, q)
 		if err != nil {
 			return err
 		}

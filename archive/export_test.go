@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
@@ -19,6 +18,8 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
@@ -48,7 +49,7 @@ func openStores(t *testing.T, cfg node.Config) archive.Stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Files: st.Files, Blocks: st.Blocks}
+	return archive.Stores{Sessions: st.Sessions, Memories: st.Memories, Operations: st.Operations, Files: st.Files, Blocks: st.Blocks}
 }
 
 var t0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
@@ -69,7 +70,7 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	f := &fixture{now: t0}
 	clock := func() time.Time { f.now = f.now.Add(time.Millisecond); return f.now }
 	f.sessions = sessions.NewService(st.Sessions, sessions.Config{Now: clock})
-	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions, Jobs: jobs.New(st.Memories, jobs.Config{Now: clock})})
+	f.memories = memorybank.NewService(st.Memories, memorybank.Config{Now: clock, Embedder: model.Offline{}, Sessions: f.sessions, Jobs: jobs.New(st.Operations, jobs.Config{Now: clock}), Operations: st.Operations})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -96,20 +97,20 @@ func populate(t *testing.T, st archive.Stores) *fixture {
 	_, err := f.sessions.UpdateState(ctx, sessiontype.StateRef{App: "a2"}, map[string]any{"app:only": true})
 	must(err)
 
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorybank.Scope{"user_id": "u1"}, Topics: []string{appconfig.TopicUserPreferences}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m1", Fact: "Ann likes tea.", Scope: memorytype.Scope{"user_id": "u1"}, Topics: []string{appconfig.TopicUserPreferences}})
 	must(err)
 	_, err = f.memories.UpdateMemory(ctx, "a1", "m1", memorybank.MemoryUpdate{Fact: ptr("Ann likes green tea.")})
 	must(err)
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m2", Fact: "Bo says hello.", Scope: memorybank.Scope{"user_id": "u2"}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m2", Fact: "Bo says hello.", Scope: memorytype.Scope{"user_id": "u2"}})
 	must(err)
-	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m3", Fact: "Ann had a cold.", Scope: memorybank.Scope{"user_id": "u1"}})
+	_, err = f.memories.CreateMemory(ctx, "a1", memorybank.MemoryInput{ID: "m3", Fact: "Ann had a cold.", Scope: memorytype.Scope{"user_id": "u1"}})
 	must(err)
 	must(f.memories.DeleteMemory(ctx, "a1", "m3"))
 	_, err = f.memories.UpdateConfig(ctx, &appconfig.Config{App: "a1", MemoryTTL: 48 * time.Hour, Trigger: appconfig.Trigger{EventCount: 10}}, nil)
 	must(err)
-	f.op, err = f.memories.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Facts: []memorybank.DirectFact{{Fact: "Ann is learning Go."}}})
+	f.op, err = f.memories.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "a1", Scope: memorytype.Scope{"user_id": "u1"}, Facts: []memorybank.DirectFact{{Fact: "Ann is learning Go."}}})
 	must(err)
-	must(st.Memories.Write(ctx, &memorybank.Write{App: "a1", Now: f.now, Watermarks: map[string]int64{s1.Name(): 2, t1.Name(): 1}}))
+	must(st.Memories.Write(ctx, &memorydriver.Write{App: "a1", Now: f.now, Watermarks: map[string]int64{s1.Name(): 2, t1.Name(): 1}}))
 
 	// Memory files: u1's notes (edited), a deleted file, and u2's.
 	ids := 0
@@ -306,7 +307,7 @@ func TestExport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(revs, []*memorybank.Revision{all[10].Revision, all[11].Revision}); diff != "" {
+			if diff := cmp.Diff(revs, []*memorytype.Revision{all[10].Revision, all[11].Revision}); diff != "" {
 				t.Errorf("revision records (-stored +archived):\n%s", diff)
 			}
 			cfg, err := st.Memories.GetConfig(ctx, "a1")
@@ -316,7 +317,7 @@ func TestExport(t *testing.T) {
 			if diff := cmp.Diff(cfg, all[8].Config); diff != "" {
 				t.Errorf("config record (-stored +archived):\n%s", diff)
 			}
-			op, err := st.Memories.GetOperation(ctx, "a1", f.op.ID)
+			op, err := st.Operations.GetOperation(ctx, "a1", f.op.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

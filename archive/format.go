@@ -14,8 +14,9 @@ import (
 
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/record"
@@ -99,11 +100,11 @@ type Record struct {
 	// Config is a memory_bank_config record.
 	Config *appconfig.Config
 	// Memory is a memory record, with its vector.
-	Memory *memorybank.Memory
+	Memory *memorytype.Memory
 	// Revision is a revision record.
-	Revision *memorybank.Revision
+	Revision *memorytype.Revision
 	// Watermark is a watermark record.
-	Watermark *memorybank.Watermark
+	Watermark *memorydriver.Watermark
 	// Operation is an operation record.
 	Operation *jobs.Operation
 	// File is a memory_file record, with its content.
@@ -307,7 +308,7 @@ func (w *Writer) Config(c *appconfig.Config) error {
 }
 
 // Memory writes a memory record, with its vector.
-func (w *Writer) Memory(m *memorybank.Memory) error {
+func (w *Writer) Memory(m *memorytype.Memory) error {
 	sources, err := record.MarshalSources(m.Sources)
 	if err != nil {
 		return err
@@ -321,7 +322,7 @@ func (w *Writer) Memory(m *memorybank.Memory) error {
 }
 
 // Revision writes a revision record.
-func (w *Writer) Revision(r *memorybank.Revision) error {
+func (w *Writer) Revision(r *memorytype.Revision) error {
 	body, err := record.MarshalRevision(r)
 	if err != nil {
 		return err
@@ -330,7 +331,7 @@ func (w *Writer) Revision(r *memorybank.Revision) error {
 }
 
 // Watermark writes a watermark record.
-func (w *Writer) Watermark(wm memorybank.Watermark) error {
+func (w *Writer) Watermark(wm memorydriver.Watermark) error {
 	return w.write(KindWatermark, watermarkRecord{Kind: KindWatermark, Session: wm.Session, Sequence: wm.Sequence})
 }
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -122,13 +122,13 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	event := filled[sessiontype.Event](f)
 	event.Partial = false // never stored
 	config := filled[appconfig.Config](f)
-	mem := filled[memorybank.Memory](f)
+	mem := filled[memorytype.Memory](f)
 	// Metadata of every type (the filler leaves values empty strings).
 	mem.Metadata = metadata.Map{"s": metadata.String("x"), "d": metadata.Double(-2.5e-3),
 		"b": metadata.Bool(true), "t": metadata.Timestamp(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))}
-	rev := filled[memorybank.Revision](f)
-	rev.Action = memorybank.Updated
-	wm := filled[memorybank.Watermark](f)
+	rev := filled[memorytype.Revision](f)
+	rev.Action = memorytype.Updated
+	wm := filled[memorydriver.Watermark](f)
 	wm.Session = "apps/" + wm.App + "/users/u/sessions/s"
 	op := filled[jobs.Operation](f)
 	op.State, op.ErrorKind = jobs.Failed, 2

@@ -13,6 +13,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
@@ -78,7 +80,7 @@ func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOption
 		opts.Now = time.Now()
 	}
 	rep := &Report{Read: Counts{}, Written: Counts{}}
-	ts, err := transferer(st)
+	ts, ms, err := transferers(st)
 	if err != nil {
 		return rep, err
 	}
@@ -89,7 +91,7 @@ func Import(ctx context.Context, st Stores, src io.ReadSeeker, opts ImportOption
 		return rep, fmt.Errorf("reading the archive again to write it: %w", err)
 	}
 	rep.Read = Counts{}
-	im := &importer{st: st, transfer: ts, opts: opts, rep: rep}
+	im := &importer{st: st, transfer: ts, mtransfer: ms, opts: opts, rep: rep}
 	changed := "the archive changed while it was imported; what was written before it stays"
 	if err := scan(src, opts.Target, rep, changed, func(rec *Record) error { return im.record(ctx, rec) }); err != nil {
 		return rep, err
@@ -161,10 +163,11 @@ func describeSelection(s Selection) string {
 
 // importer is an import under way: the batches not written yet.
 type importer struct {
-	st       Stores
-	transfer sessiondriver.Transferer
-	opts     ImportOptions
-	rep      *Report
+	st        Stores
+	transfer  sessiondriver.Transferer
+	mtransfer memorydriver.Transferer
+	opts      ImportOptions
+	rep       *Report
 
 	// The session whose events follow, and its events not written yet.
 	session    *sessiontype.Session
@@ -174,9 +177,9 @@ type importer struct {
 
 	// The memory whose revisions follow, whether it was written, and its
 	// revisions not written yet.
-	memory    *memorybank.Memory
+	memory    *memorytype.Memory
 	memoryIn  bool
-	revisions []*memorybank.Revision
+	revisions []*memorytype.Revision
 
 	// The memory file whose revisions follow, and its revisions (a file
 	// keeps MaxRevisions of them: they are written with it).
@@ -256,14 +259,14 @@ func (im *importer) record(ctx context.Context, rec *Record) error {
 		im.block = rec.Block
 		return nil
 	case KindOperation:
-		_, err := im.st.Memories.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
+		_, err := im.st.Operations.GetOperation(ctx, rec.Operation.App, rec.Operation.ID)
 		switch {
 		case err == nil:
 			return nil // the target's, which may have run on since
 		case !fault.Is(err, fault.NotFound):
 			return err
 		}
-		err = im.st.Memories.CreateOperation(ctx, rec.Operation)
+		err = im.st.Operations.CreateOperation(ctx, rec.Operation)
 		if fault.Is(err, fault.AlreadyExists) {
 			return nil
 		}
@@ -300,7 +303,7 @@ func (im *importer) event(ctx context.Context, rec *Record) error {
 }
 
 // revision queues a revision of the current memory.
-func (im *importer) revision(ctx context.Context, r *memorybank.Revision) error {
+func (im *importer) revision(ctx context.Context, r *memorytype.Revision) error {
 	im.revisions = append(im.revisions, r)
 	if len(im.revisions) >= revisionBatch {
 		return im.flushMemory(ctx)
@@ -309,7 +312,7 @@ func (im *importer) revision(ctx context.Context, r *memorybank.Revision) error 
 }
 
 // watermark queues a watermark; those of one app are written together.
-func (im *importer) watermark(ctx context.Context, w *memorybank.Watermark) error {
+func (im *importer) watermark(ctx context.Context, w *memorydriver.Watermark) error {
 	if err := im.flushEvents(ctx); err != nil {
 		return err
 	}
@@ -420,7 +423,7 @@ func (im *importer) flushMemory(ctx context.Context) error {
 	if im.memory == nil || im.memoryIn && len(im.revisions) == 0 {
 		return nil
 	}
-	wrote, n, err := im.st.Memories.ImportMemory(ctx, im.memory, im.revisions)
+	wrote, n, err := im.mtransfer.ImportMemory(ctx, im.memory, im.revisions)
 	if err != nil {
 		return fmt.Errorf("memory %s: %w", im.memory.Name(), err)
 	}
@@ -436,7 +439,7 @@ func (im *importer) flushMarks(ctx context.Context) error {
 	if len(im.marks) == 0 {
 		return nil
 	}
-	err := im.st.Memories.Write(ctx, &memorybank.Write{App: im.marksApp, Now: im.opts.Now, Watermarks: im.marks})
+	err := im.st.Memories.Write(ctx, &memorydriver.Write{App: im.marksApp, Now: im.opts.Now, Watermarks: im.marks})
 	if err != nil {
 		return fmt.Errorf("watermarks of app %s: %w", im.marksApp, err)
 	}

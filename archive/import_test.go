@@ -15,10 +15,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions"
@@ -113,7 +113,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("imported session's merged state (-want +got), %d events:\n%s", len(events), diff)
 		}
 		res, _, err := memorybank.NewService(st.Memories, memorybank.Config{Now: func() time.Time { return now }}).
-			RetrieveMemories(ctx, memorybank.RetrieveRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
+			RetrieveMemories(ctx, memorybank.RetrieveRequest{App: "a1", Scope: memorytype.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
 		if err != nil || len(res) != 1 || res[0].Memory.ID != "m1" {
 			t.Fatalf("retrieval from the imported store = %+v, %v", res, err)
 		}
@@ -226,7 +226,7 @@ func TestImportEmbedsForTheTarget(t *testing.T) {
 				}
 			}
 			res, _, err := memorybank.NewService(dst.Memories, memorybank.Config{Now: func() time.Time { return now }, Embedder: testEmbedder{}}).
-				RetrieveMemories(t.Context(), memorybank.RetrieveRequest{App: "a1", Scope: memorybank.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
+				RetrieveMemories(t.Context(), memorybank.RetrieveRequest{App: "a1", Scope: memorytype.Scope{"user_id": "u1"}, Query: "green tea", TopK: 1})
 			if err != nil || len(res) != 1 {
 				t.Fatalf("retrieval with the target's embedder = %+v, %v", res, err)
 			}

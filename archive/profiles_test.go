@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/archive"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -31,24 +32,24 @@ func TestRoundTripKeepsProfiles(t *testing.T) {
 	}
 	// The fields as generation writes them: preferred_language changed
 	// once (two revisions), age set.
-	scope := memorybank.Scope{"user_id": "u1"}
+	scope := memorytype.Scope{"user_id": "u1"}
 	put := func(id string, rev int64, field string, value any) {
 		t.Helper()
 		p := &profile.Field{SchemaID: "user-profile", Field: field, Value: value}
-		m := &memorybank.Memory{App: "a1", ID: id, Scope: scope, Profile: p, Fact: field + ": " + profile.ValueText(value),
+		m := &memorytype.Memory{App: "a1", ID: id, Scope: scope, Profile: p, Fact: field + ": " + profile.ValueText(value),
 			CreateTime: now.Add(-time.Hour), UpdateTime: now.Add(time.Duration(rev) * time.Second), Revision: rev}
 		vec, err := model.Offline{}.Embed(ctx, []string{m.Fact}, model.TaskDocument)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Embedding, m.EmbeddingModel = vec[0], model.Offline{}.Name()
-		action, expect := memorybank.Created, int64(0)
+		action, expect := memorytype.Created, int64(0)
 		if rev > 1 {
-			action, expect = memorybank.Updated, rev-1
+			action, expect = memorytype.Updated, rev-1
 		}
-		c := memorybank.Change{Memory: m, ExpectRevision: expect, Revision: &memorybank.Revision{App: "a1", MemoryID: id, Number: rev, Action: action,
+		c := memorydriver.Change{Memory: m, ExpectRevision: expect, Revision: &memorytype.Revision{App: "a1", MemoryID: id, Number: rev, Action: action,
 			Fact: m.Fact, Scope: scope, Reason: "profile field extracted", CreateTime: m.UpdateTime, Profile: p}}
-		if err := src.Memories.Write(ctx, &memorybank.Write{App: "a1", Now: m.UpdateTime, Changes: []memorybank.Change{c}}); err != nil {
+		if err := src.Memories.Write(ctx, &memorydriver.Write{App: "a1", Now: m.UpdateTime, Changes: []memorydriver.Change{c}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +60,7 @@ func TestRoundTripKeepsProfiles(t *testing.T) {
 	check := func(what string, st archive.Stores) {
 		t.Helper()
 		got, err := svc(st).RetrieveProfiles(ctx, "a1", scope)
-		if err != nil || len(got) != 1 || !cmp.Equal(want[0].Values, got[0].Values) || len(got[0].Memories) != 2 || got[0].Memories[0].Type() != memorybank.StructuredProfile {
+		if err != nil || len(got) != 1 || !cmp.Equal(want[0].Values, got[0].Values) || len(got[0].Memories) != 2 || got[0].Memories[0].Type() != memorytype.StructuredProfile {
 			t.Fatalf("%s: RetrieveProfiles = %+v, %v", what, got, err)
 		}
 		revs, _, err := svc(st).ListRevisions(ctx, "a1", "lang", 10, "")

@@ -10,7 +10,8 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
@@ -250,7 +251,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		mem := &memorybank.Memory{
+		mem := &memorytype.Memory{
 			App: app, ID: id, Fact: m.Fact, DisplayName: m.DisplayName, Description: m.Description,
 			Scope: m.Scope, Topics: m.Topics, Metadata: m.Metadata, Profile: m.Profile,
 			CreateTime: m.CreateTime, UpdateTime: m.UpdateTime, ExpireTime: m.ExpireTime, EventTime: m.EventTime, StatedTime: m.StatedTime,
@@ -284,7 +285,7 @@ func decode(kind Kind, line []byte) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.Watermark = &memorybank.Watermark{App: app, Session: w.Session, Sequence: w.Sequence}
+		rec.Watermark = &memorydriver.Watermark{App: app, Session: w.Session, Sequence: w.Sequence}
 	case KindOperation:
 		var o operationRecord
 		if err := strict(line, &o); err != nil {

@@ -63,7 +63,7 @@ type Operation struct {
 	State State
 	// Key serialises operations: of one app and key, one runs at a time,
 	// and pending ones may be coalesced into one run. Empty: none. kioku's
-	// kinds key their operations by a scope (memorybank.Scope.Key: a
+	// kinds key their operations by a scope (memorytype.Scope.Key: a
 	// memory scope, or a session's user and id for a compaction), whose
 	// user_id names the user the operation is about: authorisation and a
 	// user's erasure read it there.

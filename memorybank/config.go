@@ -75,6 +75,9 @@ func (s *Service) UpdateConfig(ctx context.Context, c *appconfig.Config, mask []
 	if err := validateWebhooks(next.Webhooks, s.cfg.WebhooksAllowLoopbackHTTP); err != nil {
 		return nil, err
 	}
+	if err := s.parts.supports(&next); err != nil {
+		return nil, err
+	}
 	next.App = c.App
 	next.UpdateTime = now
 	if err := s.store.PutConfig(ctx, &next); err != nil {

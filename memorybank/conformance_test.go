@@ -5,7 +5,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
-	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
 )
 
 // TestConformance runs the conformance suite here, on the embedded SQLite
@@ -14,5 +14,5 @@ import (
 // without an emulator; the backends run it too, the Firestore one on the
 // emulator.
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) })
+	memorydrivertest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) })
 }

@@ -17,7 +17,7 @@
 // rewritten, a deleted memory keeps them, and RollbackMemory restores any of
 // them (memories.go, revisions.go). Each change is also recorded in the
 // app's change feed in the same transaction (ChangeRecord, with a dense
-// cursor per app; kept ChangeRetention): Changes reads it and
+// cursor per app; kept memorydriver.ChangeRetention): Changes reads it and
 // WatchChanges streams it (changes.go, watch.go). An app's configuration (package
 // memorybank/appconfig; config.go here validates and caches it) says
 // which topics to extract, the TTLs, the generation trigger,
@@ -52,7 +52,7 @@
 //     not stored twice;
 //  4. return the write of everything, which the engine commits together
 //     with the watermarks and the operations' completion in one
-//     transaction (Store.Write with the engine's jobs.Updates), so that
+//     transaction (memorydriver.Store.Write with the engine's jobs.Updates), so that
 //     effects apply exactly once even if a worker dies and another takes
 //     the operation over: a stale worker's write is refused by its
 //     lease's fencing.
@@ -105,9 +105,9 @@
 // Service orders the result with retrieval.Fuse as the app's Fusion says.
 // A query that asks when prefers dated memories, and one that names a
 // period (or a request that gives one) prefers the memories of that
-// period, by their time (Memory.Time). Without a query RetrieveMemories
+// period, by their time (memorytype.Memory.Time). Without a query RetrieveMemories
 // pages through the scope. Filters bound topics, metadata and the
-// memories' times (ParseFilter).
+// memories' times (memorytype.ParseFilter).
 //
 // # Structured profiles
 //
@@ -117,8 +117,8 @@
 // profile.SchemaFor makes one from a Go type). Generation fills them within its extraction call, one profile
 // per schema and scope, and consolidates them per field without a model
 // call (profile_generation.go); each field is a memory of type
-// StructuredProfile (Memory.Profile) with revisions. RetrieveProfiles
-// returns a scope's profiles with one indexed read (ProfileStore) and no
+// StructuredProfile (memorytype.Memory.Profile) with revisions. RetrieveProfiles
+// returns a scope's profiles with one indexed read (memorydriver.Profiler) and no
 // model call; listings and searches return natural-language memories
 // unless their types ask for profile fields (profiles.go).
 //
@@ -133,12 +133,20 @@
 //
 // # Stores
 //
-// Store persists the memory bank; it is made of focused interfaces:
-// MemoryStore (memories, watermarks and the atomic Write), RevisionStore,
-// ConfigStore, TransferStore (export, import and erasure), ProfileStore
-// (a scope's profile fields), and jobs.Store (the operations, which a
-// Write completes). Package memorybanktest is its
-// conformance suite, run here on the SQLite store and by
-// internal/memorystore/sqlite and internal/memorystore/firestore; the
-// stored forms of its records are memorybank/record's.
+// The store is a memorydriver.Store (package memorybank/memorydriver: the
+// contract a backend implements, thirteen required methods and optional
+// parts found by type assertion; the data model both sides share is
+// package memorybank/memorytype). Where a call needs a part the store
+// leaves out, the Service answers Unimplemented: EraseUser without
+// Eraser, RetrieveProfiles and profile schemas without Profiler, Changes
+// and WatchChanges without ChangeFeed, webhooks and their deliveries
+// without Webhooks, Usage and generations under quotas without
+// UsageMeter; Reembed does nothing without Reembedder. The operations
+// are kept in the jobs store given as Config.Operations, the memory
+// store's own object, since a Write completes operations in the
+// transaction of their memories. Package
+// memorybank/memorydriver/memorydrivertest is the conformance suite, run
+// here on the SQLite store and by internal/memorystore/sqlite and
+// internal/memorystore/firestore; the stored forms of its records are
+// memorybank/record's.
 package memorybank

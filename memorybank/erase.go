@@ -7,6 +7,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -43,12 +45,15 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 	if err := resource.ValidateID("user id", user, resource.UserIDChars); err != nil {
 		return nil, err
 	}
+	if s.parts.eraser == nil {
+		return nil, unimplemented("erasing a user", "Eraser")
+	}
 	out := &Erasure{}
 	if err := s.eraseOperations(ctx, app, user, out); err != nil {
 		return out, err
 	}
 	for {
-		page, err := s.store.ScanMemories(ctx, ScanQuery{App: app, User: user, Limit: eraseBatch})
+		page, err := s.parts.eraser.ScanMemories(ctx, memorydriver.ScanQuery{App: app, User: user, Limit: eraseBatch})
 		if err != nil || len(page) == 0 {
 			if err != nil {
 				return out, err
@@ -59,14 +64,14 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 		for i, m := range page {
 			ids[i] = m.ID
 		}
-		if err := s.store.DeleteMemories(ctx, app, ids); err != nil {
+		if err := s.parts.eraser.DeleteMemories(ctx, app, ids); err != nil {
 			return out, err
 		}
 		out.Memories += len(ids)
 	}
 	prefix := resource.UserName(app, user) + "/sessions/"
 	for {
-		page, err := s.store.ScanWatermarks(ctx, app, prefix, "", eraseBatch)
+		page, err := s.parts.eraser.ScanWatermarks(ctx, app, prefix, "", eraseBatch)
 		if err != nil || len(page) == 0 {
 			if err != nil {
 				return out, err
@@ -78,7 +83,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 			names[i] = w.Session
 			s.forgetTrigger(w.Session)
 		}
-		if err := s.store.DeleteWatermarks(ctx, app, names); err != nil {
+		if err := s.parts.eraser.DeleteWatermarks(ctx, app, names); err != nil {
 			return out, err
 		}
 		out.Watermarks += len(names)
@@ -88,7 +93,7 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 	}
 	// The user's changes left the feed with their memories: no delivery
 	// of them is made after this, and those made are removed.
-	n, err := s.deleteDeliveries(ctx, app, func(d *Delivery) bool { return d.Scope["user_id"] == user })
+	n, err := s.deleteDeliveries(ctx, app, func(d *memorytype.Delivery) bool { return d.Scope["user_id"] == user })
 	out.Deliveries += n
 	if err != nil {
 		return out, err
@@ -103,8 +108,8 @@ func (s *Service) EraseUser(ctx context.Context, app, user string) (*Erasure, er
 // sessions, the memories, the memory files and the blocks). The event
 // names the user, so an app whose webhooks do not ask for it keeps no
 // trace of the user at all; one that asks keeps the event in the feed and
-// its deliveries for their retention (ChangeRetention,
-// DeliveryRetention). A crash before it leaves the erasure to be finished
+// its deliveries for their retention (memorydriver.ChangeRetention,
+// memorydriver.DeliveryRetention). A crash before it leaves the erasure to be finished
 // by calling DeleteUser again, which appends it then.
 func (s *Service) UserErased(ctx context.Context, app, user string) error {
 	if err := validateApp(app); err != nil {
@@ -120,18 +125,21 @@ func (s *Service) UserErased(ctx context.Context, app, user string) error {
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(cfg.Webhooks, func(w appconfig.Webhook) bool { return w.Wants(EventUserErased) }) {
+	if !slices.ContainsFunc(cfg.Webhooks, func(w appconfig.Webhook) bool { return w.Wants(memorytype.EventUserErased) }) {
 		return nil
 	}
-	return s.store.Write(ctx, &Write{App: app, Now: s.now(), Events: []*ChangeRecord{{Event: EventUserErased, Scope: Scope{"user_id": user}}}})
+	return s.store.Write(ctx, &memorydriver.Write{App: app, Now: s.now(), Events: []*memorytype.ChangeRecord{{Event: memorytype.EventUserErased, Scope: memorytype.Scope{"user_id": user}}}})
 }
 
 // eraseOperations removes the operations of an app that concern a user.
 func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Erasure) error {
+	if s.ops == nil {
+		return nil
+	}
 	q := jobs.Query{App: app, Limit: eraseBatch}
 	var ids []string
 	for {
-		page, err := s.store.ListOperations(ctx, q)
+		page, err := s.ops.ListOperations(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -148,7 +156,7 @@ func (s *Service) eraseOperations(ctx context.Context, app, user string, out *Er
 	}
 	for start := 0; start < len(ids); start += eraseBatch {
 		batch := ids[start:min(start+eraseBatch, len(ids))]
-		if err := s.store.DeleteOperations(ctx, app, batch); err != nil {
+		if err := s.ops.DeleteOperations(ctx, app, batch); err != nil {
 			return err
 		}
 		out.Operations += len(batch)

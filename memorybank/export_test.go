@@ -25,12 +25,3 @@ func EncodeJob(kind string, j *Job) (request, result []byte) {
 	}
 	return nil, nil
 }
-
-// FilterRest returns the rest of a parsed filter as text, "" when there is
-// none.
-func FilterRest(f Filter) string {
-	if f.rest == nil {
-		return ""
-	}
-	return f.rest.String()
-}

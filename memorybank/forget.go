@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
@@ -26,16 +28,16 @@ func (s *Service) ForgetSession(ctx context.Context, key sessiontype.Key) error 
 		if err != nil {
 			return err
 		}
-		w := &Write{App: key.App, Now: now}
+		w := &memorydriver.Write{App: key.App, Now: now}
 		for _, m := range mems {
 			old := m.Revision
-			m.Sources = slices.DeleteFunc(m.Sources, func(src Source) bool { return src.Session == name })
+			m.Sources = slices.DeleteFunc(m.Sources, func(src memorytype.Source) bool { return src.Session == name })
 			m.Revision, m.UpdateTime = old+1, now
-			action := Updated
+			action := memorytype.Updated
 			if len(m.Sources) == 0 {
-				m.Deleted, action = true, Deleted
+				m.Deleted, action = true, memorytype.Deleted
 			}
-			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, action, now, "session forgotten: "+name, nil, ""), ExpectRevision: old})
+			w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, action, now, "session forgotten: "+name, nil, ""), ExpectRevision: old})
 		}
 		err = s.store.Write(ctx, w)
 		if fault.Is(err, fault.Aborted) && attempt < 5 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/resource"
@@ -35,7 +36,7 @@ func (s *Service) GenerateMemories(ctx context.Context, r *GenerateRequest) (*jo
 			return nil, fault.Invalidf("session_source.session %s is not in app %s", r.Session.Name(), r.App)
 		}
 		if len(r.Scope) == 0 {
-			r.Scope = Scope{"user_id": r.Session.User}
+			r.Scope = memorytype.Scope{"user_id": r.Session.User}
 		}
 		if !r.To.IsZero() && !r.To.After(r.From) {
 			return nil, fault.Invalidf("session_source.end_time must be after start_time")
@@ -120,7 +121,7 @@ func (s *Service) PurgeMemories(ctx context.Context, r *PurgeRequest) (*jobs.Ope
 			return nil, err
 		}
 	}
-	if _, err := ParseFilter(r.Filter); err != nil {
+	if _, err := memorytype.ParseFilter(r.Filter); err != nil {
 		return nil, err
 	}
 	key := ""
@@ -133,15 +134,15 @@ func (s *Service) PurgeMemories(ctx context.Context, r *PurgeRequest) (*jobs.Ope
 // GeneratedMemory is one memory an operation created, updated or deleted,
 // or that held a new fact already (Unchanged).
 type GeneratedMemory struct {
-	Memory *Memory
-	Action Action
+	Memory *memorytype.Memory
+	Action memorytype.Action
 }
 
 // GenerateRequest is the input of GenerateMemories. Exactly one of Session,
 // Events and Facts is set.
 type GenerateRequest struct {
 	App   string
-	Scope Scope
+	Scope memorytype.Scope
 	// Session is a stored session; only events not processed before are
 	// used, optionally within [From, To).
 	Session *sessiontype.Key
@@ -171,7 +172,7 @@ type DirectFact struct {
 // PurgeRequest is the input of PurgeMemories.
 type PurgeRequest struct {
 	App    string
-	Scope  Scope
+	Scope  memorytype.Scope
 	Filter string
 	// Force deletes; without it the operation only counts.
 	Force bool

@@ -1,6 +1,7 @@
 package memorybank
 
 import (
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"regexp"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func validateFact(field, fact string) error {
 }
 
 // validateScope checks a scope.
-func validateScope(field string, s Scope) error {
+func validateScope(field string, s memorytype.Scope) error {
 	if len(s) == 0 {
 		return fault.Invalidf("%s is required, for example {\"user_id\": \"u1\"}", field)
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 )
@@ -69,7 +71,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 		if len(mems) == 0 {
 			break
 		}
-		byApp := map[string]*Write{}
+		byApp := map[string]*memorydriver.Write{}
 		for _, m := range mems {
 			cfg, err := s.config(ctx, m.App)
 			if err != nil {
@@ -77,12 +79,12 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 			}
 			w := byApp[m.App]
 			if w == nil {
-				w = &Write{App: m.App, Now: now}
+				w = &memorydriver.Write{App: m.App, Now: now}
 				byApp[m.App] = w
 			}
 			old := m.Revision
 			m.Deleted, m.Revision, m.UpdateTime = true, old+1, now
-			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Deleted, now, "expired", nil, ""), ExpectRevision: old})
+			w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, memorytype.Deleted, now, "expired", nil, ""), ExpectRevision: old})
 		}
 		for _, w := range byApp {
 			if err := s.store.Write(ctx, w); err != nil && !fault.Is(err, fault.Aborted) {
@@ -101,8 +103,8 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 			break
 		}
 	}
-	for {
-		n, err := s.store.DeleteExpiredChanges(ctx, s.now(), 200)
+	for s.parts.changes != nil {
+		n, err := s.parts.changes.DeleteExpiredChanges(ctx, s.now(), 200)
 		total += n
 		if err != nil {
 			return total, err
@@ -122,11 +124,11 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 // embedded redacted, since the embedder may be a model: one stored before
 // redaction was turned on keeps its fact and gets the vector of the fact
 // redacted, which is what the app's queries, redacted too, are compared
-// with.
+// with. A store that is not a memorydriver.Reembedder re-embeds nothing.
 func (s *Service) Reembed(ctx context.Context) (int, error) {
 	total := 0
-	for {
-		mems, err := s.store.StaleEmbeddings(ctx, s.emb.Name(), 100, s.now())
+	for s.parts.reembedder != nil {
+		mems, err := s.parts.reembedder.StaleEmbeddings(ctx, s.emb.Name(), 100, s.now())
 		if err != nil || len(mems) == 0 {
 			return total, err
 		}
@@ -150,15 +152,15 @@ func (s *Service) Reembed(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		byApp := map[string]*Write{}
+		byApp := map[string]*memorydriver.Write{}
 		for i, m := range mems {
 			m.Embedding, m.EmbeddingModel = vecs[i], s.emb.Name()
 			w := byApp[m.App]
 			if w == nil {
-				w = &Write{App: m.App, Now: s.now()}
+				w = &memorydriver.Write{App: m.App, Now: s.now()}
 				byApp[m.App] = w
 			}
-			w.Changes = append(w.Changes, Change{Memory: m, ExpectRevision: m.Revision})
+			w.Changes = append(w.Changes, memorydriver.Change{Memory: m, ExpectRevision: m.Revision})
 		}
 		for _, w := range byApp {
 			// A memory changed meanwhile got a fresh vector with its change.
@@ -168,4 +170,5 @@ func (s *Service) Reembed(ctx context.Context) (int, error) {
 		}
 		total += len(mems)
 	}
+	return total, nil
 }

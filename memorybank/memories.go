@@ -10,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -19,7 +21,7 @@ type MemoryInput struct {
 	// ID is the memory id; empty lets the service choose.
 	ID          string
 	Fact        string
-	Scope       Scope
+	Scope       memorytype.Scope
 	DisplayName string
 	Description string
 	Topics      []string
@@ -32,7 +34,7 @@ type MemoryInput struct {
 }
 
 // CreateMemory stores a memory directly: no model, no consolidation.
-func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) (*Memory, error) {
+func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) (*memorytype.Memory, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
@@ -78,14 +80,14 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	if stated.IsZero() {
 		stated = now
 	}
-	m := &Memory{
+	m := &memorytype.Memory{
 		App: app, ID: in.ID, Fact: in.Fact, Scope: in.Scope, DisplayName: in.DisplayName, Description: in.Description,
 		Topics: in.Topics, Metadata: in.Metadata, CreateTime: now, UpdateTime: now, ExpireTime: exp, Revision: 1,
 		EventTime: in.EventTime, StatedTime: stated,
 		Embedding: vecs[0], EmbeddingModel: s.emb.Name(),
 	}
-	rev := s.revision(cfg, m, Created, now, "created directly", nil, "")
-	if err := s.store.Write(ctx, &Write{App: app, Now: now, Changes: []Change{{Memory: m, Revision: rev}}}); err != nil {
+	rev := s.revision(cfg, m, memorytype.Created, now, "created directly", nil, "")
+	if err := s.store.Write(ctx, &memorydriver.Write{App: app, Now: now, Changes: []memorydriver.Change{{Memory: m, Revision: rev}}}); err != nil {
 		if fault.Is(err, fault.AlreadyExists) {
 			return nil, fault.New(fault.AlreadyExists, "memory %s already exists", m.Name())
 		}
@@ -94,7 +96,7 @@ func (s *Service) CreateMemory(ctx context.Context, app string, in MemoryInput) 
 	return m, nil
 }
 
-func (s *Service) validateMemory(field, fact string, scope Scope, topics []string, md metadata.Map) error {
+func (s *Service) validateMemory(field, fact string, scope memorytype.Scope, topics []string, md metadata.Map) error {
 	if err := validateFact(field+".fact", fact); err != nil {
 		return err
 	}
@@ -109,7 +111,7 @@ func (s *Service) validateMemory(field, fact string, scope Scope, topics []strin
 
 // MemoryScope returns the scope of a memory, deleted or expired ones
 // included (their revisions remain readable), for access checks.
-func (s *Service) MemoryScope(ctx context.Context, app, id string) (Scope, error) {
+func (s *Service) MemoryScope(ctx context.Context, app, id string) (memorytype.Scope, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
@@ -124,7 +126,7 @@ func (s *Service) MemoryScope(ctx context.Context, app, id string) (Scope, error
 }
 
 // GetMemory returns a visible memory.
-func (s *Service) GetMemory(ctx context.Context, app, id string) (*Memory, error) {
+func (s *Service) GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
@@ -144,17 +146,17 @@ func (s *Service) GetMemory(ctx context.Context, app, id string) (*Memory, error
 // ListMemoriesRequest is the input of ListMemories.
 type ListMemoriesRequest struct {
 	App       string
-	Scope     Scope // empty: every scope
+	Scope     memorytype.Scope // empty: every scope
 	Filter    string
 	PageSize  int32
 	PageToken string
 	// Types are the types of memories listed; empty: NaturalLanguage only
-	// (see Filter.Types).
-	Types []MemoryType
+	// (see memorytype.Filter.Types).
+	Types []memorytype.MemoryType
 }
 
 // ListMemories returns a page of memories, most recently updated first.
-func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*Memory, string, error) {
+func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*memorytype.Memory, string, error) {
 	if err := validateApp(r.App); err != nil {
 		return nil, "", err
 	}
@@ -163,7 +165,7 @@ func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*M
 			return nil, "", err
 		}
 	}
-	f, err := ParseFilter(r.Filter)
+	f, err := memorytype.ParseFilter(r.Filter)
 	if err != nil {
 		return nil, "", err
 	}
@@ -175,7 +177,7 @@ func (s *Service) ListMemories(ctx context.Context, r ListMemoriesRequest) ([]*M
 	return s.listPage(ctx, "memories", r.App, r.Scope, f, r.Filter, size, r.PageToken)
 }
 
-func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f Filter, filter string, size int, token string) ([]*Memory, string, error) {
+func (s *Service) listPage(ctx context.Context, kind, app string, scope memorytype.Scope, f memorytype.Filter, filter string, size int, token string) ([]*memorytype.Memory, string, error) {
 	scopeKey := ""
 	if len(scope) > 0 {
 		scopeKey = scope.Key()
@@ -189,7 +191,7 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if err != nil {
 		return nil, "", err
 	}
-	q := ListQuery{App: app, ScopeKey: scopeKey, Filter: f, Now: s.now(), AfterID: tok.ID}
+	q := memorydriver.ListQuery{App: app, ScopeKey: scopeKey, Filter: f, Now: s.now(), AfterID: tok.ID}
 	if tok.ID != "" {
 		q.AfterUpdate = time.Unix(0, tok.Time)
 	}
@@ -197,8 +199,10 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 	if err != nil {
 		return nil, "", err
 	}
-	cursor := func(m *Memory) aip.PageToken { return aip.PageToken{Time: m.UpdateTime.UnixNano(), ID: m.ID} }
-	if n := aip.PageLen(list, size, s.cfg.MaxReadBytes, (*Memory).responseBytes); n < len(list) {
+	cursor := func(m *memorytype.Memory) aip.PageToken {
+		return aip.PageToken{Time: m.UpdateTime.UnixNano(), ID: m.ID}
+	}
+	if n := aip.PageLen(list, size, s.cfg.MaxReadBytes, memoryBytes); n < len(list) {
 		return list[:n], aip.NextPageToken(list[n-1], digest, cursor), nil
 	}
 	if last != nil {
@@ -213,7 +217,7 @@ func (s *Service) listPage(ctx context.Context, kind, app string, scope Scope, f
 // Config.MaxScan memories, so that a selective filter never makes one
 // call read a whole app, with the last memory read (to continue after);
 // last is nil when the list holds want memories or is all there is.
-func (s *Service) listMatching(ctx context.Context, q ListQuery, want int) (list []*Memory, last *Memory, err error) {
+func (s *Service) listMatching(ctx context.Context, q memorydriver.ListQuery, want int) (list []*memorytype.Memory, last *memorytype.Memory, err error) {
 	if !q.Filter.Residual() {
 		q.Limit = want
 		list, err := s.store.ListMemories(ctx, q)
@@ -260,7 +264,7 @@ type MemoryUpdate struct {
 }
 
 // UpdateMemory changes a memory and records a revision.
-func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpdate) (*Memory, error) {
+func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpdate) (*memorytype.Memory, error) {
 	if u.Fact != nil {
 		if err := validateFact("memory.fact", *u.Fact); err != nil {
 			return nil, err
@@ -296,7 +300,7 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 	if err := validateTimes("memory", event, stated); err != nil {
 		return nil, err
 	}
-	return s.modify(ctx, app, id, func(m *Memory, now time.Time) (Action, string, error) {
+	return s.modify(ctx, app, id, func(m *memorytype.Memory, now time.Time) (memorytype.Action, string, error) {
 		if u.EventTime != nil {
 			m.EventTime = event
 		}
@@ -345,22 +349,22 @@ func (s *Service) UpdateMemory(ctx context.Context, app, id string, u MemoryUpda
 				m.ExpireTime = exp
 			}
 		}
-		return Updated, "updated directly", nil
+		return memorytype.Updated, "updated directly", nil
 	})
 }
 
 // DeleteMemory deletes a memory; its revisions remain.
 func (s *Service) DeleteMemory(ctx context.Context, app, id string) error {
-	_, err := s.modify(ctx, app, id, func(m *Memory, _ time.Time) (Action, string, error) {
+	_, err := s.modify(ctx, app, id, func(m *memorytype.Memory, _ time.Time) (memorytype.Action, string, error) {
 		m.Deleted = true
-		return Deleted, "deleted directly", nil
+		return memorytype.Deleted, "deleted directly", nil
 	})
 	return err
 }
 
 // modify applies change to a visible memory with a new revision, retrying
 // when a concurrent change won.
-func (s *Service) modify(ctx context.Context, app, id string, change func(m *Memory, now time.Time) (Action, string, error)) (*Memory, error) {
+func (s *Service) modify(ctx context.Context, app, id string, change func(m *memorytype.Memory, now time.Time) (memorytype.Action, string, error)) (*memorytype.Memory, error) {
 	for attempt := 0; ; attempt++ {
 		m, err := s.GetMemory(ctx, app, id)
 		if err != nil {
@@ -391,7 +395,7 @@ func (s *Service) modify(ctx context.Context, app, id string, change func(m *Mem
 // caller reads the memory again. With the app's redaction on it redacts
 // the fact first. It embeds the fact when it changed, or when m has no
 // vector of the current embedder.
-func (s *Service) writeRevision(ctx context.Context, cfg *appconfig.Config, m *Memory, old int64, factChanged bool, action Action, now time.Time, reason string) error {
+func (s *Service) writeRevision(ctx context.Context, cfg *appconfig.Config, m *memorytype.Memory, old int64, factChanged bool, action memorytype.Action, now time.Time, reason string) error {
 	red, err := s.Redactor(cfg)
 	if err != nil {
 		return err
@@ -408,5 +412,5 @@ func (s *Service) writeRevision(ctx context.Context, cfg *appconfig.Config, m *M
 	}
 	m.Revision, m.UpdateTime = old+1, now
 	rev := s.revision(cfg, m, action, now, reason, nil, "")
-	return s.store.Write(ctx, &Write{App: m.App, Now: now, Changes: []Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
+	return s.store.Write(ctx, &memorydriver.Write{App: m.App, Now: now, Changes: []memorydriver.Change{{Memory: m, Revision: rev, ExpectRevision: old}}})
 }

@@ -1,6 +1,7 @@
 package memorybank
 
 import (
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"math"
 	"unicode/utf8"
 
@@ -86,10 +87,10 @@ func (c metadataChange) updated(old metadata.Map) metadata.Map {
 
 // consolidation returns the filter of the memories consolidation may
 // see: with RequireExactMatch, those whose metadata is the generation's.
-func (c metadataChange) consolidation() Filter {
+func (c metadataChange) consolidation() memorytype.Filter {
 	if c.strategy != metadata.RequireExactMatch {
-		return Filter{}
+		return memorytype.Filter{}
 	}
 	md := c.md
-	return Filter{ExactMetadata: &md}
+	return memorytype.Filter{ExactMetadata: &md}
 }

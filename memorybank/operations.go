@@ -10,6 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/resource"
@@ -27,7 +28,7 @@ const coalesceMax = 8
 
 // register adds the memory bank's kinds to the engine.
 func (s *Service) register(e *jobs.Engine) {
-	describe := func(key string) string { return "scope " + ParseScopeKey(key).String() }
+	describe := func(key string) string { return "scope " + memorytype.ParseScopeKey(key).String() }
 	e.Register(jobs.Kind{
 		Name: KindGenerate, Domain: "memory", Run: s.generate, Coalesce: coalesceMax, Describe: describe, Noun: "memory operations", Owner: scopeKeyUser,
 		Timeout: s.cfg.AttemptTimeout,
@@ -112,7 +113,7 @@ func Concerns(op *jobs.Operation, user string) bool {
 	if user == "" {
 		return false
 	}
-	if ParseScopeKey(op.Key).User() == user {
+	if memorytype.ParseScopeKey(op.Key).User() == user {
 		return true
 	}
 	if op.Kind != KindGenerate {
@@ -132,7 +133,7 @@ func Concerns(op *jobs.Operation, user string) bool {
 // (memorybank/record reads those formats into these).
 
 type generateRecord struct {
-	Scope                Scope                `json:"scope"`
+	Scope                memorytype.Scope     `json:"scope"`
 	Session              string               `json:"session,omitempty"`
 	FromNS               int64                `json:"from_ns,omitempty"`
 	ToNS                 int64                `json:"to_ns,omitempty"`
@@ -153,9 +154,9 @@ type factRecord struct {
 }
 
 type purgeRecord struct {
-	Scope  Scope  `json:"scope,omitempty"`
-	Filter string `json:"filter,omitempty"`
-	Force  bool   `json:"force,omitempty"`
+	Scope  memorytype.Scope `json:"scope,omitempty"`
+	Filter string           `json:"filter,omitempty"`
+	Force  bool             `json:"force,omitempty"`
 }
 
 // generateResult is a generation's result: its memories and figures.
@@ -179,23 +180,23 @@ type generatedRecord struct {
 
 // memoryRecord is a memory in a generation's result (without its vector).
 type memoryRecord struct {
-	ID             string         `json:"id"`
-	Fact           string         `json:"fact"`
-	Scope          Scope          `json:"scope"`
-	DisplayName    string         `json:"display_name,omitempty"`
-	Description    string         `json:"description,omitempty"`
-	Topics         []string       `json:"topics,omitempty"`
-	Metadata       metadata.Map   `json:"metadata,omitempty"`
-	Sources        []Source       `json:"sources,omitempty"`
-	CreateNS       int64          `json:"create_ns"`
-	UpdateNS       int64          `json:"update_ns"`
-	ExpireNS       int64          `json:"expire_ns,omitempty"`
-	Revision       int64          `json:"revision"`
-	Deleted        bool           `json:"deleted,omitempty"`
-	EmbeddingModel string         `json:"embedding_model,omitempty"`
-	EventNS        int64          `json:"event_ns,omitempty"`
-	StatedNS       int64          `json:"stated_ns,omitempty"`
-	Profile        *profile.Field `json:"profile,omitempty"`
+	ID             string              `json:"id"`
+	Fact           string              `json:"fact"`
+	Scope          memorytype.Scope    `json:"scope"`
+	DisplayName    string              `json:"display_name,omitempty"`
+	Description    string              `json:"description,omitempty"`
+	Topics         []string            `json:"topics,omitempty"`
+	Metadata       metadata.Map        `json:"metadata,omitempty"`
+	Sources        []memorytype.Source `json:"sources,omitempty"`
+	CreateNS       int64               `json:"create_ns"`
+	UpdateNS       int64               `json:"update_ns"`
+	ExpireNS       int64               `json:"expire_ns,omitempty"`
+	Revision       int64               `json:"revision"`
+	Deleted        bool                `json:"deleted,omitempty"`
+	EmbeddingModel string              `json:"embedding_model,omitempty"`
+	EventNS        int64               `json:"event_ns,omitempty"`
+	StatedNS       int64               `json:"stated_ns,omitempty"`
+	Profile        *profile.Field      `json:"profile,omitempty"`
 }
 
 func sessionName(k *sessiontype.Key) string {
@@ -291,17 +292,17 @@ func generatedRecordOf(gm GeneratedMemory) generatedRecord {
 
 // generated returns the memory a record holds, of app.
 func (g generatedRecord) generated(app string) (GeneratedMemory, error) {
-	action := ActionUnspecified
-	for a, n := range actionNames {
-		if n == g.Action {
+	action := memorytype.ActionUnspecified
+	for _, a := range []memorytype.Action{memorytype.Created, memorytype.Updated, memorytype.Deleted, memorytype.Unchanged} {
+		if a.String() == g.Action {
 			action = a
 		}
 	}
-	if action == ActionUnspecified {
+	if action == memorytype.ActionUnspecified {
 		return GeneratedMemory{}, fmt.Errorf("unknown action %q", g.Action)
 	}
 	m := g.Memory
-	return GeneratedMemory{Action: action, Memory: &Memory{
+	return GeneratedMemory{Action: action, Memory: &memorytype.Memory{
 		App: app, ID: m.ID, Fact: m.Fact, Scope: m.Scope, DisplayName: m.DisplayName, Description: m.Description,
 		Topics: m.Topics, Metadata: m.Metadata, Sources: m.Sources, CreateTime: unixnano.Time(m.CreateNS), UpdateTime: unixnano.Time(m.UpdateNS), ExpireTime: unixnano.Time(m.ExpireNS),
 		Revision: m.Revision, Deleted: m.Deleted, EmbeddingModel: m.EmbeddingModel,

@@ -10,6 +10,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 )
@@ -89,7 +91,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 			// A direct fact is stated when it was given: the request's time.
 			c := candidate{fact: redactFact(r.red, f.Fact), topics: f.Topics, stated: op.CreateTime}
 			if g.FactsSession != nil {
-				c.sources = []Source{{Session: g.FactsSession.Name(), EventIDs: g.FactsEventIDs}}
+				c.sources = []memorytype.Source{{Session: g.FactsSession.Name(), EventIDs: g.FactsEventIDs}}
 			}
 			cands = append(cands, c)
 		}
@@ -141,7 +143,7 @@ func (s *Service) generate(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, e
 	// 4. The write, committed with the operations' completion.
 	b.Progress("writing")
 	now := s.now()
-	w := &Write{App: app, Now: now, Watermarks: watermarks}
+	w := &memorydriver.Write{App: app, Now: now, Watermarks: watermarks}
 	var generated []GeneratedMemory
 	if err := s.applyPlan(ctx, cfg, app, scope, req.metadataChange(), plan, first.Name(), now, w, &generated); err != nil {
 		return nil, err
@@ -229,9 +231,9 @@ func normalizeFact(f string) string {
 
 // planned is one decided change.
 type planned struct {
-	action Action // Created, Updated, Deleted; ActionUnspecified for a skip that only adds sources
+	action memorytype.Action // Created, Updated, Deleted; ActionUnspecified for a skip that only adds sources
 	// existing is the memory acted on (nil for a creation).
-	existing *Memory
+	existing *memorytype.Memory
 	fact     string
 	cand     *candidate
 }
@@ -260,10 +262,10 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 	if err != nil {
 		return nil, err
 	}
-	var shown []*Memory
+	var shown []*memorytype.Memory
 	best := map[string]float64{}
 	for _, v := range vecs {
-		hits, err := s.store.SearchMemories(ctx, SearchQuery{App: app, ScopeKey: scopeKey, Vector: v, Model: s.emb.Name(), K: similarPerCandidate, Filter: r.reqs[0].metadataChange().consolidation(), Now: s.now()})
+		hits, err := s.store.SearchMemories(ctx, memorydriver.SearchQuery{App: app, ScopeKey: scopeKey, Vector: v, Model: s.emb.Name(), K: similarPerCandidate, Filter: r.reqs[0].metadataChange().consolidation(), Now: s.now()})
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +279,7 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 			best[h.Item.ID] = max(best[h.Item.ID], h.Score)
 		}
 	}
-	slices.SortStableFunc(shown, func(a, b *Memory) int {
+	slices.SortStableFunc(shown, func(a, b *memorytype.Memory) int {
 		switch {
 		case best[a.ID] > best[b.ID]:
 			return -1
@@ -316,7 +318,7 @@ func (r *genRun) consolidate(ctx context.Context, app, scopeKey string, cands []
 func createAll(cands []candidate) []planned {
 	out := make([]planned, len(cands))
 	for i := range cands {
-		out[i] = planned{action: Created, fact: cands[i].fact, cand: &cands[i]}
+		out[i] = planned{action: memorytype.Created, fact: cands[i].fact, cand: &cands[i]}
 	}
 	return out
 }
@@ -324,7 +326,7 @@ func createAll(cands []candidate) []planned {
 // nearDuplicates consolidates without a model: a candidate whose text or
 // vector nearly equals a shown memory's adds its sources to that memory;
 // the others are created.
-func (s *Service) nearDuplicates(ctx context.Context, cands []candidate, shown []*Memory) ([]planned, error) {
+func (s *Service) nearDuplicates(ctx context.Context, cands []candidate, shown []*memorytype.Memory) ([]planned, error) {
 	texts := make([]string, len(cands))
 	for i, c := range cands {
 		texts[i] = c.fact
@@ -336,7 +338,7 @@ func (s *Service) nearDuplicates(ctx context.Context, cands []candidate, shown [
 	var out []planned
 	used := map[string]bool{}
 	for i := range cands {
-		var dup *Memory
+		var dup *memorytype.Memory
 		for _, m := range shown {
 			if normalizeFact(m.Fact) == normalizeFact(cands[i].fact) || m.EmbeddingModel == s.emb.Name() && cosine(vecs[i], m.Embedding) >= nearDuplicate {
 				dup = m
@@ -345,10 +347,10 @@ func (s *Service) nearDuplicates(ctx context.Context, cands []candidate, shown [
 		}
 		switch {
 		case dup == nil:
-			out = append(out, planned{action: Created, fact: cands[i].fact, cand: &cands[i]})
+			out = append(out, planned{action: memorytype.Created, fact: cands[i].fact, cand: &cands[i]})
 		case !used[dup.ID]:
 			used[dup.ID] = true
-			out = append(out, planned{action: ActionUnspecified, existing: dup, cand: &cands[i]})
+			out = append(out, planned{action: memorytype.ActionUnspecified, existing: dup, cand: &cands[i]})
 		}
 	}
 	return out, nil
@@ -383,11 +385,11 @@ func (s *Service) embedAll(ctx context.Context, texts []string) ([][]float32, er
 // led to it (not every fact of the run, which made the revisions of one
 // generation grow with the square of its facts). meta is the generation's
 // metadata and how it applies to the memories it updates.
-func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, meta metadataChange, plan []planned, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app string, scope memorytype.Scope, meta metadataChange, plan []planned, opName string, now time.Time, w *memorydriver.Write, result *[]GeneratedMemory) error {
 	// Embed every new text in one call.
 	var texts []string
 	for _, p := range plan {
-		if p.action == Created || p.action == Updated {
+		if p.action == memorytype.Created || p.action == memorytype.Updated {
 			texts = append(texts, p.fact)
 		}
 	}
@@ -398,13 +400,13 @@ func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app stri
 	next := 0
 	candFacts := func(p planned) []string { return []string{p.cand.fact} }
 	for _, p := range plan {
-		var sources []Source
+		var sources []memorytype.Source
 		if p.cand != nil {
 			sources = p.cand.sources
 		}
 		switch p.action {
-		case Created:
-			m := &Memory{
+		case memorytype.Created:
+			m := &memorytype.Memory{
 				App: app, ID: s.newID(), Fact: p.fact, Scope: scope, Topics: slices.Clone(p.cand.topics), Metadata: meta.created(),
 				CreateTime: now, UpdateTime: now, Sources: mergeSources(nil, sources), Revision: 1,
 				EventTime: p.cand.event, StatedTime: p.cand.stated,
@@ -414,12 +416,12 @@ func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app stri
 			if cfg.MemoryTTL > 0 {
 				m.ExpireTime = now.Add(cfg.MemoryTTL)
 			}
-			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Created, now, "extracted", candFacts(p), opName)})
-			*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: Created})
-		case Updated, Deleted, ActionUnspecified:
-			m := p.existing.clone()
+			w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, memorytype.Created, now, "extracted", candFacts(p), opName)})
+			*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: memorytype.Created})
+		case memorytype.Updated, memorytype.Deleted, memorytype.ActionUnspecified:
+			m := cloneMemory(p.existing)
 			m.Embedding, m.EmbeddingModel = p.existing.Embedding, p.existing.EmbeddingModel
-			if len(m.Embedding) == 0 && p.action != Updated {
+			if len(m.Embedding) == 0 && p.action != memorytype.Updated {
 				// Memories found by similarity come without their vector;
 				// the stored one is kept (the write checks the revision).
 				cur, err := s.store.GetMemory(ctx, app, m.ID)
@@ -432,11 +434,11 @@ func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app stri
 			merged := mergeSources(m.Sources, sources)
 			action, reason := p.action, "consolidated"
 			switch p.action {
-			case Updated:
+			case memorytype.Updated:
 				m.Fact = p.fact
 				m.Embedding, m.EmbeddingModel = vecs[next], s.emb.Name()
 				next++
-				m.restate(p.cand)
+				restate(m, p.cand)
 				for _, t := range p.cand.topics {
 					if !slices.Contains(m.Topics, t) {
 						m.Topics = append(m.Topics, t)
@@ -444,7 +446,7 @@ func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app stri
 				}
 				m.Sources = merged
 				m.Metadata = meta.updated(m.Metadata)
-			case Deleted:
+			case memorytype.Deleted:
 				m.Deleted = true
 				reason = "contradicted by: " + p.cand.fact
 			default:
@@ -452,25 +454,25 @@ func (s *Service) applyPlan(ctx context.Context, cfg *appconfig.Config, app stri
 				if len(merged) == len(m.Sources) && sourcesEqual(merged, m.Sources) && md.Equal(m.Metadata) {
 					// Nothing new to record; the result says which memory
 					// holds the fact.
-					*result = append(*result, GeneratedMemory{Memory: withoutVector(p.existing), Action: Unchanged})
+					*result = append(*result, GeneratedMemory{Memory: withoutVector(p.existing), Action: memorytype.Unchanged})
 					continue
 				}
 				m.Sources, m.Metadata = merged, md
-				m.restate(p.cand)
-				action, reason = Updated, "confirmed by a new source"
+				restate(m, p.cand)
+				action, reason = memorytype.Updated, "confirmed by a new source"
 			}
 			m.Revision, m.UpdateTime = old+1, now
-			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, action, now, reason, candFacts(p), opName), ExpectRevision: old})
+			w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, action, now, reason, candFacts(p), opName), ExpectRevision: old})
 			*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: action})
 		}
 	}
 	return nil
 }
 
-// restate gives a memory the times of a candidate that updated or
+// restate gives memory m the times of a candidate that updated or
 // confirmed it: stated again when the candidate was (if later), about the
 // candidate's date when it has one.
-func (m *Memory) restate(c *candidate) {
+func restate(m *memorytype.Memory, c *candidate) {
 	if c == nil {
 		return
 	}
@@ -483,14 +485,16 @@ func (m *Memory) restate(c *candidate) {
 }
 
 // withoutVector returns a copy of m without its embedding, for results.
-func withoutVector(m *Memory) *Memory {
-	c := m.clone()
+func withoutVector(m *memorytype.Memory) *memorytype.Memory {
+	c := cloneMemory(m)
 	c.Embedding, c.EmbeddingModel = nil, ""
 	return c
 }
 
-func sourcesEqual(a, b []Source) bool {
-	return slices.EqualFunc(a, b, func(x, y Source) bool { return x.Session == y.Session && slices.Equal(x.EventIDs, y.EventIDs) })
+func sourcesEqual(a, b []memorytype.Source) bool {
+	return slices.EqualFunc(a, b, func(x, y memorytype.Source) bool {
+		return x.Session == y.Session && slices.Equal(x.EventIDs, y.EventIDs)
+	})
 }
 
 // generate asks gen, telling the engine that the run waits meanwhile

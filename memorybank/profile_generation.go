@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
-
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
@@ -32,12 +33,12 @@ import (
 // schemas that apply and the fields filled so far.
 type profileRun struct {
 	schemas []*profile.Schema
-	current map[profileKey]*Memory
+	current map[profileKey]*memorytype.Memory
 }
 
 // profiles returns the profiles a generation of scope fills from events:
 // nil when no schema applies or there are no events to read.
-func (s *Service) profiles(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, events bool) (*profileRun, error) {
+func (s *Service) profiles(ctx context.Context, cfg *appconfig.Config, app string, scope memorytype.Scope, events bool) (*profileRun, error) {
 	if !events {
 		return nil, nil
 	}
@@ -50,7 +51,10 @@ func (s *Service) profiles(ctx context.Context, cfg *appconfig.Config, app strin
 	if len(p.schemas) == 0 {
 		return nil, nil
 	}
-	mems, err := s.store.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
+	if s.parts.profiler == nil {
+		return nil, unimplemented("generating structured profiles", "Profiler")
+	}
+	mems, err := s.parts.profiler.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +169,7 @@ type profileCandidate struct {
 	value  any
 	events []int
 	// sources and stated are as a candidate fact's.
-	sources []Source
+	sources []memorytype.Source
 	stated  time.Time
 }
 
@@ -287,7 +291,7 @@ func isWordByte(b byte) bool {
 // and to the operation's result: per field, a creation, a confirmation
 // (new sources) or an update with a revision; a field that already holds
 // the value with these sources is reported unchanged.
-func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app string, scope Scope, p *profileRun, cands []profileCandidate, opName string, now time.Time, w *Write, result *[]GeneratedMemory) error {
+func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app string, scope memorytype.Scope, p *profileRun, cands []profileCandidate, opName string, now time.Time, w *memorydriver.Write, result *[]GeneratedMemory) error {
 	if len(cands) == 0 {
 		return nil
 	}
@@ -307,7 +311,7 @@ func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app s
 		extracted := []string{c.fact()}
 		cur := p.current[profileKey{c.schema.ID, c.field.Name}]
 		if cur == nil {
-			m := &Memory{
+			m := &memorytype.Memory{
 				App: app, ID: s.newID(), Fact: field.Fact(), Scope: scope, Profile: field,
 				CreateTime: now, UpdateTime: now, Sources: mergeSources(nil, c.sources), Revision: 1, StatedTime: c.stated,
 				Embedding: vecs[next], EmbeddingModel: s.emb.Name(),
@@ -316,17 +320,17 @@ func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app s
 			if cfg.MemoryTTL > 0 {
 				m.ExpireTime = now.Add(cfg.MemoryTTL)
 			}
-			w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Created, now, "profile field extracted", extracted, opName)})
-			*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: Created})
+			w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, memorytype.Created, now, "profile field extracted", extracted, opName)})
+			*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: memorytype.Created})
 			continue
 		}
-		m := cur.clone()
+		m := cloneMemory(cur)
 		m.Embedding, m.EmbeddingModel = cur.Embedding, cur.EmbeddingModel
 		merged := mergeSources(m.Sources, c.sources)
 		reason := "profile field confirmed by a new source"
 		if sameValue(cur.Profile.Value, c.value) {
 			if sourcesEqual(merged, m.Sources) {
-				*result = append(*result, GeneratedMemory{Memory: withoutVector(cur), Action: Unchanged})
+				*result = append(*result, GeneratedMemory{Memory: withoutVector(cur), Action: memorytype.Unchanged})
 				continue
 			}
 		} else {
@@ -341,8 +345,8 @@ func (s *Service) applyProfile(ctx context.Context, cfg *appconfig.Config, app s
 		}
 		old := m.Revision
 		m.Revision, m.UpdateTime = old+1, now
-		w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Updated, now, reason, extracted, opName), ExpectRevision: old})
-		*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: Updated})
+		w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, memorytype.Updated, now, reason, extracted, opName), ExpectRevision: old})
+		*result = append(*result, GeneratedMemory{Memory: withoutVector(m), Action: memorytype.Updated})
 	}
 	return nil
 }

@@ -3,8 +3,7 @@ package memorybank
 import (
 	"context"
 
-	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 )
 
@@ -13,52 +12,12 @@ import (
 // each a JSON Schema object of named scalar fields under a schema id);
 // generation fills them from conversations (profile_generation.go), one
 // profile per schema and scope; RetrieveProfiles returns a scope's
-// profiles with one indexed read (ProfileStore) and no model call. Each
+// profiles with one indexed read (memorydriver.Profiler) and no model call. Each
 // field of a profile is a Memory of type StructuredProfile whose Profile
 // holds the field's value, with revisions like any memory: a later
 // statement that changes the value updates that memory, and the revision
 // records the change. Listings and searches return natural-language
-// memories unless asked for profile fields (Filter.Types).
-
-// MemoryType is the type of a memory, as Vertex AI names them.
-type MemoryType int
-
-// The memory types.
-const (
-	// NaturalLanguage is a fact in words (NATURAL_LANGUAGE_COLLECTION),
-	// the type of every memory but profile fields.
-	NaturalLanguage MemoryType = iota
-	// StructuredProfile is a field of a structured profile
-	// (STRUCTURED_PROFILE).
-	StructuredProfile
-)
-
-// memoryTypeNames are the types' names, as Vertex AI and kioku.v1 spell
-// them.
-var memoryTypeNames = map[MemoryType]string{
-	NaturalLanguage:   "NATURAL_LANGUAGE_COLLECTION",
-	StructuredProfile: "STRUCTURED_PROFILE",
-}
-
-// String returns the type's name (NATURAL_LANGUAGE_COLLECTION,
-// STRUCTURED_PROFILE).
-func (t MemoryType) String() string {
-	if n, ok := memoryTypeNames[t]; ok {
-		return n
-	}
-	return "MEMORY_TYPE_UNSPECIFIED"
-}
-
-// ParseMemoryType returns the type of a name (String's); field names the
-// input in the error.
-func ParseMemoryType(field, name string) (MemoryType, error) {
-	for t, n := range memoryTypeNames {
-		if n == name {
-			return t, nil
-		}
-	}
-	return 0, fault.InvalidField(field, "%s %q is not a memory type: give NATURAL_LANGUAGE_COLLECTION or STRUCTURED_PROFILE", field, aip.Truncate(name, 100))
-}
+// memories unless asked for profile fields (memorytype.Filter.Types).
 
 // sameValue reports whether two values of a field say the same: strings
 // equal but for case, spaces and a final period; others equal.
@@ -79,7 +38,7 @@ type Profile struct {
 	Values map[string]any
 	// Memories are the profile's fields as memories, in the schema's
 	// order of fields.
-	Memories []*Memory
+	Memories []*memorytype.Memory
 }
 
 // RetrieveProfiles returns a scope's profiles, one per schema of the app
@@ -88,12 +47,15 @@ type Profile struct {
 // indexed query) and no model call. Fields of schemas, or of fields, no
 // longer configured, and values that no longer fit their field's type,
 // are left out.
-func (s *Service) RetrieveProfiles(ctx context.Context, app string, scope Scope) ([]*Profile, error) {
+func (s *Service) RetrieveProfiles(ctx context.Context, app string, scope memorytype.Scope) ([]*Profile, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
 	if err := validateScope("scope", scope); err != nil {
 		return nil, err
+	}
+	if s.parts.profiler == nil {
+		return nil, unimplemented("reading structured profiles", "Profiler")
 	}
 	cfg, err := s.config(ctx, app)
 	if err != nil {
@@ -108,7 +70,7 @@ func (s *Service) RetrieveProfiles(ctx context.Context, app string, scope Scope)
 	if len(schemas) == 0 {
 		return nil, nil
 	}
-	mems, err := s.store.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
+	mems, err := s.parts.profiler.ProfileMemories(ctx, app, scope.Key(), s.now(), profile.MaxMemories)
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +102,8 @@ type profileKey struct{ schema, field string }
 
 // latestFields returns, for each field, the most recently updated of the
 // memories that hold it (one, unless a store kept two).
-func latestFields(mems []*Memory) map[profileKey]*Memory {
-	out := map[profileKey]*Memory{}
+func latestFields(mems []*memorytype.Memory) map[profileKey]*memorytype.Memory {
+	out := map[profileKey]*memorytype.Memory{}
 	for _, m := range mems {
 		if m.Profile == nil {
 			continue

@@ -8,6 +8,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -27,22 +29,22 @@ func BenchmarkRetrieveProfiles(b *testing.B) {
 			if _, err := svc.UpdateConfig(ctx, &appconfig.Config{App: "a", Profiles: []profile.Schema{schema}}, nil); err != nil {
 				b.Fatal(err)
 			}
-			scope := memorybank.Scope{"user_id": "ann"}
+			scope := memorytype.Scope{"user_id": "ann"}
 			for i := range n {
 				if _, err := svc.CreateMemory(ctx, "a", memorybank.MemoryInput{Fact: fmt.Sprintf("Ann noted thing number %d.", i), Scope: scope}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			var changes []memorybank.Change
+			var changes []memorydriver.Change
 			for _, f := range []struct {
 				field string
 				value any
 			}{{"preferred_language", "Python"}, {"tone", "succinct"}, {"age", 34.0}} {
 				p := &profile.Field{SchemaID: "user-profile", Field: f.field, Value: f.value}
-				m := &memorybank.Memory{App: "a", ID: f.field, Scope: scope, Profile: p, Fact: f.field + ": " + profile.ValueText(f.value), CreateTime: now, UpdateTime: now, Revision: 1}
-				changes = append(changes, memorybank.Change{Memory: m, Revision: &memorybank.Revision{App: "a", MemoryID: m.ID, Number: 1, Action: memorybank.Created, Fact: m.Fact, Scope: scope, CreateTime: now, Profile: p}})
+				m := &memorytype.Memory{App: "a", ID: f.field, Scope: scope, Profile: p, Fact: f.field + ": " + profile.ValueText(f.value), CreateTime: now, UpdateTime: now, Revision: 1}
+				changes = append(changes, memorydriver.Change{Memory: m, Revision: &memorytype.Revision{App: "a", MemoryID: m.ID, Number: 1, Action: memorytype.Created, Fact: m.Fact, Scope: scope, CreateTime: now, Profile: p}})
 			}
-			if err := st.Write(ctx, &memorybank.Write{App: "a", Now: now, Changes: changes}); err != nil {
+			if err := st.Write(ctx, &memorydriver.Write{App: "a", Now: now, Changes: changes}); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
@@ -16,11 +16,11 @@ import (
 // TestProfileOperationResult: a generation's result keeps its profile
 // fields as such (type and value) through the operation's stored form.
 func TestProfileOperationResult(t *testing.T) {
-	field := &memorybank.Memory{App: "golden", ID: "m9", Fact: "age: 34", Scope: memorybank.Scope{"user_id": "ann"}, CreateTime: t0, UpdateTime: t0, Revision: 2,
+	field := &memorytype.Memory{App: "golden", ID: "m9", Fact: "age: 34", Scope: memorytype.Scope{"user_id": "ann"}, CreateTime: t0, UpdateTime: t0, Revision: 2,
 		Profile: &profile.Field{SchemaID: "user-profile", Field: "age", Value: 34.0}}
 	op := &jobs.Operation{App: "golden", ID: "op9", Kind: memorybank.KindGenerate, State: jobs.Succeeded, Key: "user_id=ann", CreateTime: t0, EndTime: t0}
-	job := &memorybank.Job{Generate: &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "ann"}},
-		Generated: []memorybank.GeneratedMemory{{Action: memorybank.Updated, Memory: field}}, ModelCalls: 1}
+	job := &memorybank.Job{Generate: &memorybank.GenerateRequest{App: "golden", Scope: memorytype.Scope{"user_id": "ann"}},
+		Generated: []memorybank.GeneratedMemory{{Action: memorytype.Updated, Memory: field}}, ModelCalls: 1}
 	op.Request, op.Result = memorybank.EncodeJob(op.Kind, job)
 	body, err := jobs.MarshalOperation(op)
 	if err != nil {
@@ -34,7 +34,7 @@ func TestProfileOperationResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(job, back); diff != "" || back.Generated[0].Memory.Type() != memorybank.StructuredProfile {
+	if diff := cmp.Diff(job, back); diff != "" || back.Generated[0].Memory.Type() != memorytype.StructuredProfile {
 		t.Errorf("job read back (-written +read):\n%s", diff)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
-
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -190,7 +190,7 @@ memory at most once. Every new fact needs at least one action.`
 
 // consolidationPrompt builds the consolidation call's messages. Existing
 // memories are shown as [1]..[m], new facts as (1)..(n).
-func consolidationPrompt(existing []*Memory, candidates []candidate) (system, user string) {
+func consolidationPrompt(existing []*memorytype.Memory, candidates []candidate) (system, user string) {
 	var u strings.Builder
 	u.WriteString("Existing memories:\n")
 	if len(existing) == 0 {
@@ -210,7 +210,7 @@ func consolidationPrompt(existing []*Memory, candidates []candidate) (system, us
 type candidate struct {
 	fact    string
 	topics  []string
-	sources []Source
+	sources []memorytype.Source
 	// event and stated are its times (see Memory): the date the model
 	// gave, and the latest timestamp of the events it cited.
 	event, stated time.Time
@@ -246,7 +246,7 @@ func statedAt(conv *conversation, numbers []int) time.Time {
 // sourcesOf maps cited event numbers (1-based, in the conversation) to
 // sources, one per session, ignoring numbers out of range and inline events
 // (which belong to no session).
-func sourcesOf(conv *conversation, numbers []int) []Source {
+func sourcesOf(conv *conversation, numbers []int) []memorytype.Source {
 	bySession := map[string][]string{}
 	for _, n := range numbers {
 		if n < 1 || n > len(conv.events) {
@@ -261,9 +261,9 @@ func sourcesOf(conv *conversation, numbers []int) []Source {
 			bySession[s] = append(bySession[s], id)
 		}
 	}
-	var out []Source
+	var out []memorytype.Source
 	for s, ids := range bySession {
-		out = append(out, Source{Session: s, EventIDs: ids})
+		out = append(out, memorytype.Source{Session: s, EventIDs: ids})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Session < out[j].Session })
 	return out

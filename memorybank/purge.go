@@ -7,6 +7,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // purge is the handler of KindPurge: it counts, and with Force deletes,
@@ -20,21 +22,21 @@ func (s *Service) purge(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, erro
 		return nil, fault.Wrap(fault.Internal, err, "operation %s", op.Name())
 	}
 	req := job.Purge
-	f, err := ParseFilter(req.Filter)
+	f, err := memorytype.ParseFilter(req.Filter)
 	if err != nil {
 		return nil, err
 	}
 	// A purge deletes memories of every type: profile fields too.
-	f.Types = []MemoryType{NaturalLanguage, StructuredProfile}
+	f.Types = []memorytype.MemoryType{memorytype.NaturalLanguage, memorytype.StructuredProfile}
 	cfg, err := s.store.GetConfig(ctx, op.App)
 	if err != nil {
 		return nil, err
 	}
 	count := job.PurgeCount
-	var after ListQuery
+	var after memorydriver.ListQuery
 	for {
 		now := s.now()
-		q := ListQuery{App: op.App, ScopeKey: op.Key, Filter: f, Now: now, Limit: 500, AfterUpdate: after.AfterUpdate, AfterID: after.AfterID}
+		q := memorydriver.ListQuery{App: op.App, ScopeKey: op.Key, Filter: f, Now: now, Limit: 500, AfterUpdate: after.AfterUpdate, AfterID: after.AfterID}
 		read, err := s.store.ListMemories(ctx, q)
 		if err != nil {
 			return nil, err
@@ -47,17 +49,17 @@ func (s *Service) purge(ctx context.Context, b *jobs.Batch) (*jobs.Outcome, erro
 		// without one lists from the start again: what it deleted no
 		// longer lists, and a memory updated meanwhile is not skipped.
 		if last := read[len(read)-1]; !req.Force || f.Residual() {
-			after = ListQuery{AfterUpdate: last.UpdateTime, AfterID: last.ID}
+			after = memorydriver.ListQuery{AfterUpdate: last.UpdateTime, AfterID: last.ID}
 		}
-		page := slices.DeleteFunc(read, func(m *Memory) bool { return !f.MatchesRest(m) })
+		page := slices.DeleteFunc(read, func(m *memorytype.Memory) bool { return !f.MatchesRest(m) })
 		if !req.Force {
 			count += int64(len(page))
 		} else if len(page) > 0 {
-			w := &Write{App: op.App, Now: now}
+			w := &memorydriver.Write{App: op.App, Now: now}
 			for _, m := range page {
 				old := m.Revision
 				m.Deleted, m.Revision, m.UpdateTime = true, old+1, now
-				w.Changes = append(w.Changes, Change{Memory: m, Revision: s.revision(cfg, m, Deleted, now, "purged", nil, op.Name()), ExpectRevision: old})
+				w.Changes = append(w.Changes, memorydriver.Change{Memory: m, Revision: s.revision(cfg, m, memorytype.Deleted, now, "purged", nil, op.Name()), ExpectRevision: old})
 			}
 			count += int64(len(page))
 			result, progress := encode(purgeResult{PurgeCount: count}), fmt.Sprintf("deleted %d", count)

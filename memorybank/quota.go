@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 )
 
 // Quotas are the allowances every app has each day (UTC), counted durably
-// in the store (UsageStore), so that they hold across restarts and across
+// in the store (memorydriver.UsageMeter), so that they hold across restarts and across
 // the servers of one store. A field of zero means no quota.
 //
 // A GenerateMemories request counts one generation when it is accepted,
@@ -32,7 +33,7 @@ type Quotas struct {
 type AppUsage struct {
 	App string
 	Day string
-	Usage
+	memorytype.Usage
 }
 
 // usageSeen remembers each app's usage of the day as this server last
@@ -42,7 +43,7 @@ type usageSeen struct {
 	apps map[string]AppUsage
 }
 
-func (u *usageSeen) saw(app, day string, got Usage) {
+func (u *usageSeen) saw(app, day string, got memorytype.Usage) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.apps == nil {
@@ -67,14 +68,17 @@ func dayOf(t time.Time) (string, time.Time) {
 func (s *Service) Quotas() Quotas { return s.cfg.Quotas }
 
 // Usage returns an app's usage of today (UTC) and when the day ends.
-func (s *Service) Usage(ctx context.Context, app string) (Usage, time.Time, error) {
+func (s *Service) Usage(ctx context.Context, app string) (memorytype.Usage, time.Time, error) {
 	if err := validateApp(app); err != nil {
-		return Usage{}, time.Time{}, err
+		return memorytype.Usage{}, time.Time{}, err
+	}
+	if s.parts.meter == nil {
+		return memorytype.Usage{}, time.Time{}, unimplemented("reading an app's usage", "UsageMeter")
 	}
 	day, end := dayOf(s.now())
-	u, err := s.store.GetUsage(ctx, app, day)
+	u, err := s.parts.meter.GetUsage(ctx, app, day)
 	if err != nil {
-		return Usage{}, time.Time{}, err
+		return memorytype.Usage{}, time.Time{}, err
 	}
 	s.usage.saw(app, day, u)
 	return u, end, nil
@@ -112,8 +116,11 @@ func (s *Service) spendGeneration(ctx context.Context, app string) error {
 	if q.Generations <= 0 && q.Tokens <= 0 {
 		return nil
 	}
+	if s.parts.meter == nil {
+		return unimplemented("a memory generation under quotas", "UsageMeter")
+	}
 	day, end := dayOf(s.now())
-	u, added, err := s.store.AddUsage(ctx, app, day, Usage{Generations: 1}, Usage{Generations: q.Generations, Tokens: q.Tokens})
+	u, added, err := s.parts.meter.AddUsage(ctx, app, day, memorytype.Usage{Generations: 1}, memorytype.Usage{Generations: q.Generations, Tokens: q.Tokens})
 	if err != nil {
 		return err
 	}
@@ -145,7 +152,7 @@ func (g chargedGenerator) Generate(ctx context.Context, r *model.GenerateRequest
 		day, _ := dayOf(g.s.now())
 		// The tokens are spent whatever the call's outcome; a failure to
 		// count them is logged, not the generation's.
-		u, _, cerr := g.s.store.AddUsage(ctx, g.app, day, Usage{Tokens: int64(resp.PromptTokens + resp.OutputTokens)}, Usage{})
+		u, _, cerr := g.s.parts.meter.AddUsage(ctx, g.app, day, memorytype.Usage{Tokens: int64(resp.PromptTokens + resp.OutputTokens)}, memorytype.Usage{})
 		if cerr != nil {
 			g.s.log.Warn("could not count a generation's model tokens against its app's quota", "app", g.app, "tokens", resp.PromptTokens+resp.OutputTokens, "error", cerr)
 		} else {
@@ -158,7 +165,7 @@ func (g chargedGenerator) Generate(ctx context.Context, r *model.GenerateRequest
 // charged returns gen counting its tokens to app, when the apps have
 // quotas.
 func (s *Service) charged(gen model.Generator, app string) model.Generator {
-	if gen == nil || s.cfg.Quotas.Tokens <= 0 && s.cfg.Quotas.Generations <= 0 {
+	if gen == nil || s.parts.meter == nil || s.cfg.Quotas.Tokens <= 0 && s.cfg.Quotas.Generations <= 0 {
 		return gen
 	}
 	return chargedGenerator{Generator: gen, s: s, app: app}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/golden"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/record"
@@ -54,16 +54,16 @@ func sampleOperations() map[string]sample {
 			},
 			job: &memorybank.Job{
 				Generate: &memorybank.GenerateRequest{
-					App: "golden", Scope: memorybank.Scope{"user_id": "ann"},
+					App: "golden", Scope: memorytype.Scope{"user_id": "ann"},
 					Facts:        []memorybank.DirectFact{{Fact: "The user has a cat named Miso.", Topics: []string{"USER_PREFERENCES"}}, {Fact: "The user likes tea."}},
 					FactsSession: ann, FactsEventIDs: []string{"e1", "e2"}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"},
 				},
 				Generated: []memorybank.GeneratedMemory{
-					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorybank.Scope{"user_id": "ann"},
+					{Action: memorytype.Created, Memory: &memorytype.Memory{App: "golden", ID: "m1", Fact: "The user has a cat named Miso.", Scope: memorytype.Scope{"user_id": "ann"},
 						Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")}, CreateTime: t0, UpdateTime: t0, ExpireTime: t0.Add(time.Hour),
 						EventTime: t0.AddDate(0, -1, 0), StatedTime: t0.Add(-time.Minute),
-						Sources: []memorybank.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
-					{Action: memorybank.Unchanged, Memory: &memorybank.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorybank.Scope{"user_id": "ann"},
+						Sources: []memorytype.Source{{Session: ann.Name(), EventIDs: []string{"e1"}}}, Revision: 1}},
+					{Action: memorytype.Unchanged, Memory: &memorytype.Memory{App: "golden", ID: "m2", Fact: "The user likes tea.", Scope: memorytype.Scope{"user_id": "ann"},
 						CreateTime: t0, UpdateTime: t0, Revision: 3}},
 				},
 				ModelCalls: 2, EventsProcessed: 4, FactsExtracted: 2, ExtractionTime: 1500 * time.Millisecond, Consolidation: 700 * time.Millisecond,
@@ -75,7 +75,7 @@ func sampleOperations() map[string]sample {
 				CreateTime: t0, StartTime: t0, NotBefore: t0.Add(time.Minute), Attempt: 2, LeaseOwner: "worker-1", LeaseExpiry: t0.Add(2 * time.Minute), Progress: "extracting facts",
 			},
 			job: &memorybank.Job{Generate: &memorybank.GenerateRequest{
-				App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Session: &sessiontype.Key{App: "golden", User: "bo", ID: "s2"}, From: t0.Add(-time.Hour), To: t0,
+				App: "golden", Scope: memorytype.Scope{"user_id": "bo"}, Session: &sessiontype.Key{App: "golden", User: "bo", ID: "s2"}, From: t0.Add(-time.Hour), To: t0,
 				Events: []*sessiontype.Event{{ID: "i1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I play the cello."}}}, Timestamp: t0}},
 			}},
 		},
@@ -86,7 +86,7 @@ func sampleOperations() map[string]sample {
 				CreateTime: t0, EndTime: t0.Add(time.Hour), Attempt: 5, Progress: "failed",
 			},
 			job: &memorybank.Job{
-				Purge:      &memorybank.PurgeRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Filter: `topics = "X"`, Force: true},
+				Purge:      &memorybank.PurgeRequest{App: "golden", Scope: memorytype.Scope{"user_id": "cy"}, Filter: `topics = "X"`, Force: true},
 				PurgeCount: 12,
 			},
 		},
@@ -97,11 +97,11 @@ func sampleOperations() map[string]sample {
 			},
 			job: &memorybank.Job{
 				Generate: &memorybank.GenerateRequest{
-					App: "golden", Scope: memorybank.Scope{"user_id": "ann"}, Facts: []memorybank.DirectFact{{Fact: "The user rides a bike."}},
+					App: "golden", Scope: memorytype.Scope{"user_id": "ann"}, Facts: []memorybank.DirectFact{{Fact: "The user rides a bike."}},
 					Metadata: typedMetadata(), MergeStrategy: metadata.RequireExactMatch,
 				},
 				Generated: []memorybank.GeneratedMemory{
-					{Action: memorybank.Created, Memory: &memorybank.Memory{App: "golden", ID: "m3", Fact: "The user rides a bike.", Scope: memorybank.Scope{"user_id": "ann"},
+					{Action: memorytype.Created, Memory: &memorytype.Memory{App: "golden", ID: "m3", Fact: "The user rides a bike.", Scope: memorytype.Scope{"user_id": "ann"},
 						DisplayName: "bike", Description: "How the user gets around.", Metadata: typedMetadata(), CreateTime: t0, UpdateTime: t0, Revision: 1}},
 				},
 			},
@@ -111,7 +111,7 @@ func sampleOperations() map[string]sample {
 				App: "golden", ID: "op4", Kind: memorybank.KindGenerate, State: jobs.Cancelled, Key: "user_id=dee",
 				ErrorKind: fault.Canceled, ErrorMessage: "cancelled by request", CreateTime: t0, EndTime: t0, Progress: "cancelled",
 			},
-			job: &memorybank.Job{Generate: &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "x"}}}},
+			job: &memorybank.Job{Generate: &memorybank.GenerateRequest{App: "golden", Scope: memorytype.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "x"}}}},
 		},
 	}
 }
@@ -215,12 +215,12 @@ func TestOperationFormatV1(t *testing.T) {
 		state    jobs.State
 		attempt  int
 		kind     fault.Kind
-		results  []memorybank.Action
+		results  []memorytype.Action
 		check    func(op *jobs.Operation, job *memorybank.Job) bool
 		property string
 	}
 	for id, w := range map[string]want{
-		"id001": {state: jobs.Succeeded, attempt: 1, results: []memorybank.Action{memorybank.Created, memorybank.Updated},
+		"id001": {state: jobs.Succeeded, attempt: 1, results: []memorytype.Action{memorytype.Created, memorytype.Updated},
 			check: func(op *jobs.Operation, job *memorybank.Job) bool {
 				g := job.Generate
 				return g.FactsSession.Name() == "apps/golden/users/ann/sessions/s1" && len(g.Facts) == 2 && job.Generated[0].Memory.App == "golden" &&
@@ -264,7 +264,7 @@ func TestOperationFormatV1(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		var actions []memorybank.Action
+		var actions []memorytype.Action
 		for _, g := range job.Generated {
 			actions = append(actions, g.Action)
 		}
@@ -301,10 +301,10 @@ func typedMetadata() metadata.Map {
 }
 
 func TestRevisionGolden(t *testing.T) {
-	rev := &memorybank.Revision{
-		App: "golden", MemoryID: "m1", Number: 3, Action: memorybank.Updated, Fact: "The user likes green tea.",
-		Scope: memorybank.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")},
-		ExtractedFacts: []string{"The user likes green tea."}, Sources: []memorybank.Source{{Session: "apps/golden/users/ann/sessions/s1", EventIDs: []string{"e1"}}},
+	rev := &memorytype.Revision{
+		App: "golden", MemoryID: "m1", Number: 3, Action: memorytype.Updated, Fact: "The user likes green tea.",
+		Scope: memorytype.Scope{"user_id": "ann"}, Topics: []string{"USER_PREFERENCES"}, Metadata: metadata.Map{"k": metadata.String("v")},
+		ExtractedFacts: []string{"The user likes green tea."}, Sources: []memorytype.Source{{Session: "apps/golden/users/ann/sessions/s1", EventIDs: []string{"e1"}}},
 		Operation: "apps/golden/operations/op1", Reason: "consolidated", CreateTime: t0, ExpireTime: t0.Add(24 * time.Hour),
 		EventTime: t0.AddDate(0, 0, -3), StatedTime: t0.Add(-time.Hour),
 	}
@@ -348,7 +348,7 @@ func TestRevisionGolden(t *testing.T) {
 		t.Errorf("profile revision decoded: %v (-sample +golden):\n%s", err, cmp.Diff(rev, got))
 	}
 	// The first format's actions were numbers.
-	for file, action := range map[string]memorybank.Action{"revision-gone-2.json": memorybank.Deleted, "revision-tea-3.json": memorybank.Updated} {
+	for file, action := range map[string]memorytype.Action{"revision-gone-2.json": memorytype.Deleted, "revision-tea-3.json": memorytype.Updated} {
 		body, err := os.ReadFile(filepath.Join("testdata", "v1", file))
 		if err != nil {
 			t.Fatal(err)
@@ -444,7 +444,7 @@ func TestConfigGoldenPII(t *testing.T) {
 }
 
 func TestSourcesAndVectorGolden(t *testing.T) {
-	src := []memorybank.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}, {Session: "apps/a/users/u/sessions/t"}}
+	src := []memorytype.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}, {Session: "apps/a/users/u/sessions/t"}}
 	body, err := record.MarshalSources(src)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // The model's replies are checked whole, against their schema and these
@@ -97,7 +98,7 @@ func parseExtraction(text string, topics, allowed []string, conv *conversation, 
 // (or creates and skips it), acts twice on one memory, has an unknown
 // action, or whose facts are empty or too long. A new fact the model said
 // nothing about is created: nothing is lost.
-func parseConsolidation(text string, cands []candidate, shown []*Memory) ([]planned, error) {
+func parseConsolidation(text string, cands []candidate, shown []*memorytype.Memory) ([]planned, error) {
 	var reply consolidationReply
 	if err := decodeReply(text, &reply); err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func parseConsolidation(text string, cands []candidate, shown []*Memory) ([]plan
 		}
 		c := &cands[a.Candidate-1]
 		handled[a.Candidate-1] = true
-		memory := func() (*Memory, error) {
+		memory := func() (*memorytype.Memory, error) {
 			if a.Memory < 1 || a.Memory > len(shown) {
 				return nil, fmt.Errorf("consolidation action %d (%s) names memory %d, but only memories 1 to %d were shown", i+1, a.Action, a.Memory, len(shown))
 			}
@@ -147,7 +148,7 @@ func parseConsolidation(text string, cands []candidate, shown []*Memory) ([]plan
 			if err := validateFact("the consolidated fact", fact); err != nil {
 				return nil, fmt.Errorf("consolidation action %d: %v", i+1, err)
 			}
-			out = append(out, planned{action: Created, fact: fact, cand: c})
+			out = append(out, planned{action: memorytype.Created, fact: fact, cand: c})
 		case "UPDATE":
 			m, err := memory()
 			if err != nil {
@@ -156,13 +157,13 @@ func parseConsolidation(text string, cands []candidate, shown []*Memory) ([]plan
 			if err := validateFact("the consolidated fact", fact); err != nil {
 				return nil, fmt.Errorf("consolidation action %d: %v", i+1, err)
 			}
-			out = append(out, planned{action: Updated, existing: m, fact: fact, cand: c})
+			out = append(out, planned{action: memorytype.Updated, existing: m, fact: fact, cand: c})
 		case "DELETE":
 			m, err := memory()
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, planned{action: Deleted, existing: m, cand: c})
+			out = append(out, planned{action: memorytype.Deleted, existing: m, cand: c})
 		case "SKIP":
 			if a.Memory == 0 {
 				if err := once(); err != nil {
@@ -175,14 +176,14 @@ func parseConsolidation(text string, cands []candidate, shown []*Memory) ([]plan
 				return nil, err
 			}
 			// The fact is known already; the memory gains the new sources.
-			out = append(out, planned{action: ActionUnspecified, existing: m, cand: c})
+			out = append(out, planned{action: memorytype.ActionUnspecified, existing: m, cand: c})
 		default:
 			return nil, fmt.Errorf("consolidation action %d has the unknown action %q", i+1, a.Action)
 		}
 	}
 	for i := range cands {
 		if !handled[i] {
-			out = append(out, planned{action: Created, fact: cands[i].fact, cand: &cands[i]})
+			out = append(out, planned{action: memorytype.Created, fact: cands[i].fact, cand: &cands[i]})
 		}
 	}
 	return out, nil

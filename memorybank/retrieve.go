@@ -5,13 +5,15 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
 
 // Retrieved is a memory found by RetrieveMemories.
 type Retrieved struct {
-	Memory *Memory
+	Memory *memorytype.Memory
 	// Distance is 1 minus the similarity score; 0 without a query.
 	Distance float64
 }
@@ -19,7 +21,7 @@ type Retrieved struct {
 // RetrieveRequest is the input of RetrieveMemories.
 type RetrieveRequest struct {
 	App   string
-	Scope Scope
+	Scope memorytype.Scope
 	// Query, when set, selects the TopK most similar memories (TopK 0
 	// means 3); otherwise the scope is paged.
 	Query string
@@ -31,8 +33,8 @@ type RetrieveRequest struct {
 	PageToken  string
 	Filter     string
 	// Types are the types of memories retrieved; empty: NaturalLanguage
-	// only (see Filter.Types).
-	Types []MemoryType
+	// only (see memorytype.Filter.Types).
+	Types []memorytype.MemoryType
 }
 
 // RetrieveMemories returns the memories of a scope most similar to a query,
@@ -44,7 +46,7 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 	if err := validateScope("scope", r.Scope); err != nil {
 		return nil, "", err
 	}
-	f, err := ParseFilter(r.Filter)
+	f, err := memorytype.ParseFilter(r.Filter)
 	if err != nil {
 		return nil, "", err
 	}
@@ -99,7 +101,7 @@ func (s *Service) RetrieveMemories(ctx context.Context, r RetrieveRequest) ([]Re
 // search embeds a query and retrieves the k memories of a scope closest to
 // it: with the offline embedder by the lexical side alone, with a model
 // embedder by both sides, fused (retrieval.Fuse).
-func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f Filter, fusion retrieval.Fusion, prefer retrieval.TimeRange) ([]Retrieved, error) {
+func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int, f memorytype.Filter, fusion retrieval.Fusion, prefer retrieval.TimeRange) ([]Retrieved, error) {
 	vecs, err := s.emb.Embed(ctx, []string{query}, model.TaskQuery)
 	if err != nil {
 		return nil, err
@@ -109,18 +111,18 @@ func (s *Service) search(ctx context.Context, app, scopeKey, query string, k int
 	if !lexicalOnly || !prefer.Empty() {
 		depth = max(2*k, retrieval.FusionDepth)
 	}
-	scored, err := s.store.SearchMemories(ctx, SearchQuery{
+	scored, err := s.store.SearchMemories(ctx, memorydriver.SearchQuery{
 		App: app, ScopeKey: scopeKey, Vector: vecs[0], Model: s.emb.Name(), Terms: model.OfflineTerms(query),
 		AsksWhen: retrieval.AsksWhen(query), K: depth, DenseFillsOnly: lexicalOnly, Filter: f, Now: s.now(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	var preferred func(*Memory) bool
+	var preferred func(*memorytype.Memory) bool
 	if !prefer.Empty() {
-		preferred = func(m *Memory) bool { return prefer.Contains(m.Time()) }
+		preferred = func(m *memorytype.Memory) bool { return prefer.Contains(m.Time()) }
 	}
-	fused := retrieval.Fuse(scored, k, lexicalOnly, fusion, preferred, func(m *Memory) string { return m.ID })
+	fused := retrieval.Fuse(scored, k, lexicalOnly, fusion, preferred, func(m *memorytype.Memory) string { return m.ID })
 	out := make([]Retrieved, len(fused))
 	for i, r := range fused {
 		out[i] = Retrieved{Memory: r.Item, Distance: r.Distance}

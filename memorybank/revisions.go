@@ -7,12 +7,13 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
 
 // ListRevisions returns a page of a memory's revisions, newest first. It
 // works for deleted memories too.
-func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize int32, token string) ([]*Revision, string, error) {
+func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize int32, token string) ([]*memorytype.Revision, string, error) {
 	if err := validateApp(app); err != nil {
 		return nil, "", err
 	}
@@ -35,8 +36,8 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 	if err != nil {
 		return nil, "", err
 	}
-	size = aip.PageLen(revs, size, s.cfg.MaxReadBytes, (*Revision).responseBytes)
-	revs, next := aip.Page(revs, size, digest, func(last *Revision) aip.PageToken {
+	size = aip.PageLen(revs, size, s.cfg.MaxReadBytes, revisionBytes)
+	revs, next := aip.Page(revs, size, digest, func(last *memorytype.Revision) aip.PageToken {
 		return aip.PageToken{Seq: last.Number}
 	})
 	return revs, next, nil
@@ -44,7 +45,7 @@ func (s *Service) ListRevisions(ctx context.Context, app, id string, pageSize in
 
 // GetRevision returns one revision of a memory, deleted or not; an expired
 // revision is NotFound.
-func (s *Service) GetRevision(ctx context.Context, app, id string, number int64) (*Revision, error) {
+func (s *Service) GetRevision(ctx context.Context, app, id string, number int64) (*memorytype.Revision, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (s *Service) GetRevision(ctx context.Context, app, id string, number int64)
 
 // RollbackMemory restores a memory, deleted or not, to a revision, and
 // records the restoration as a new revision.
-func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) (*Memory, error) {
+func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) (*memorytype.Memory, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) 
 		if err != nil {
 			return nil, err
 		}
-		if target.Action == Deleted {
+		if target.Action == memorytype.Deleted {
 			return nil, fault.Invalidf("revision %d records a deletion; roll back to a revision that holds the fact", n)
 		}
 		cfg, err := s.config(ctx, app)
@@ -92,9 +93,9 @@ func (s *Service) RollbackMemory(ctx context.Context, app, id, revision string) 
 		}
 		now := s.now()
 		old := m.Revision
-		action, reason := Updated, "rollback to revision "+revision
+		action, reason := memorytype.Updated, "rollback to revision "+revision
 		if m.Deleted || m.Expired(now) {
-			action, reason = Created, "restored by rollback to revision "+revision
+			action, reason = memorytype.Created, "restored by rollback to revision "+revision
 			m.Deleted = false
 			m.ExpireTime = time.Time{}
 			if cfg.MemoryTTL > 0 {

@@ -11,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/wake"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/resource"
@@ -45,6 +47,11 @@ type Config struct {
 	// NewService registers their kinds on it. Nil means none:
 	// GenerateMemories and PurgeMemories are FailedPrecondition.
 	Jobs *jobs.Engine
+	// Operations is the jobs store that Jobs keeps its operations in: the
+	// memory store itself, given apart (see package memorydriver).
+	// EraseUser deletes a user's operations from it. Required with Jobs
+	// (NewService panics without it); nil when Jobs is.
+	Operations jobs.Store
 
 	// Now and NewID are the clock and the id source of memories (defaults:
 	// time.Now and random ids of 20 lower-case letters and digits).
@@ -75,14 +82,14 @@ type Config struct {
 	// address (for development and tests); otherwise they are https.
 	WebhooksAllowLoopbackHTTP bool
 	// MaxReadBytes bounds the memories (their size in a response, see
-	// Memory.responseBytes) one ListMemories or simple RetrieveMemories
+	// memoryBytes) one ListMemories or simple RetrieveMemories
 	// page returns, and the revisions of a ListRevisions page: a page ends
 	// early with the item that passes it, with a next page token. Default
 	// 8 MiB, so that a response stays well under the 16 MiB message limit.
 	MaxReadBytes int
 	// MaxScan bounds the memories one ListMemories or simple
 	// RetrieveMemories call reads when its filter leaves conditions to
-	// check memory by memory (Filter.Residual): past it the page ends
+	// check memory by memory (memorytype.Filter.Residual): past it the page ends
 	// with the matches found so far and a token that continues after the
 	// last memory read. Default 10 pages of the largest page size (1,000).
 	MaxScan int
@@ -93,7 +100,9 @@ const defaultMaxScan = 10 * aip.MaxPageSize
 
 // Service is the memory bank. It is safe for concurrent use.
 type Service struct {
-	store Store
+	store memorydriver.Store
+	ops   jobs.Store
+	parts storeParts
 	gen   model.Generator
 	emb   model.Embedder
 	sess  SessionReader
@@ -127,7 +136,7 @@ type cachedConfig struct {
 
 // NewService returns a Service over store, and registers the memory
 // bank's kinds of operations on cfg.Jobs.
-func NewService(store Store, cfg Config) *Service {
+func NewService(store memorydriver.Store, cfg Config) *Service {
 	cfg.Now, cfg.NewID = aip.Clock(cfg.Now, cfg.NewID)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -150,9 +159,14 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.WatchPollInterval <= 0 {
 		cfg.WatchPollInterval = time.Second
 	}
+	if cfg.Jobs != nil && cfg.Operations == nil {
+		panic("memorybank: Config.Jobs without Config.Operations, the jobs store it runs on")
+	}
 	feed := wake.New[string]()
 	s := &Service{
 		store:       wakingStore{Store: store, feed: feed},
+		ops:         cfg.Operations,
+		parts:       partsOf(store),
 		feed:        feed,
 		configs:     wake.New[struct{}](),
 		gen:         cfg.Generator,
@@ -179,8 +193,8 @@ func (s *Service) EmbedderName() string { return s.emb.Name() }
 func validateApp(app string) error { return resource.ValidateID("app id", app, resource.AppIDChars) }
 
 // revision builds the revision recording m's new state.
-func (s *Service) revision(cfg *appconfig.Config, m *Memory, action Action, now time.Time, reason string, extracted []string, op string) *Revision {
-	r := &Revision{
+func (s *Service) revision(cfg *appconfig.Config, m *memorytype.Memory, action memorytype.Action, now time.Time, reason string, extracted []string, op string) *memorytype.Revision {
+	r := &memorytype.Revision{
 		App: m.App, MemoryID: m.ID, Number: m.Revision, Action: action,
 		Fact: m.Fact, Scope: m.Scope, Topics: slices.Clone(m.Topics), Metadata: m.Metadata.Clone(),
 		ExtractedFacts: extracted, Sources: mergeSources(nil, m.Sources), Operation: op, Reason: reason,

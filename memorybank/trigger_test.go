@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -21,7 +22,7 @@ import (
 // blockingStore is a memory bank store whose configuration reads wait
 // while blocked is open: the first thing a trigger does.
 type blockingStore struct {
-	memorybank.Store
+	memorydriver.Store
 	blocked chan struct{}
 }
 
@@ -46,12 +47,13 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	sess := sessions.NewService(sessStore, sessions.Config{})
 	gemini := modeltest.NewGemini(t)
 	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}
-	engine := jobs.New(store, jobs.Config{})
+	engine := jobs.New(memStore, jobs.Config{})
 	mem := memorybank.NewService(store, memorybank.Config{
-		Generator: &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
-		Sessions:  sess,
-		Jobs:      engine,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Generator:  &model.Gemini{Client: gemini.Client(t), Model: "gemini-test"},
+		Sessions:   sess,
+		Jobs:       engine,
+		Operations: memStore,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err := memStore.PutConfig(ctx, &appconfig.Config{App: "app", Trigger: appconfig.Trigger{EventCount: 5}}); err != nil {
 		t.Fatal(err)

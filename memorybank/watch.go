@@ -5,16 +5,18 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/wake"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // wakingStore is the Service's store: its Writes that change memories wake
 // the app's watchers once committed.
 type wakingStore struct {
-	Store
+	memorydriver.Store
 	feed *wake.Broker[string]
 }
 
-func (w wakingStore) Write(ctx context.Context, wr *Write) error {
+func (w wakingStore) Write(ctx context.Context, wr *memorydriver.Write) error {
 	if err := w.Store.Write(ctx, wr); err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func (w wakingStore) Write(ctx context.Context, wr *Write) error {
 // Changes refuses it, at the start or later (a watcher that fell a week
 // behind). A cursor of a scope's watcher advances over the other scopes'
 // changes too, so that a resumed watch reads none of them again.
-func (s *Service) WatchChanges(ctx context.Context, r ChangesRequest, send func(*ChangeRecord) error) error {
+func (s *Service) WatchChanges(ctx context.Context, r ChangesRequest, send func(*memorytype.ChangeRecord) error) error {
 	wake, cancel := s.feed.Subscribe(r.App)
 	defer cancel()
 	ticker := time.NewTicker(s.cfg.WatchPollInterval)

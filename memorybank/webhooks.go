@@ -3,9 +3,7 @@ package memorybank
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -16,20 +14,10 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
-
-// The webhook event types (appconfig.Webhook.Events).
-const (
-	EventMemoryCreated = "memory.created"
-	EventMemoryUpdated = "memory.updated"
-	EventMemoryDeleted = "memory.deleted"
-	EventOperationDone = "operation.done"
-	EventUserErased    = "user.erased"
-)
-
-// EventTypes are the webhook event types, in the API's order.
-var EventTypes = []string{EventMemoryCreated, EventMemoryUpdated, EventMemoryDeleted, EventOperationDone, EventUserErased}
 
 // Webhook limits.
 const (
@@ -40,17 +28,6 @@ const (
 	// may have 24 to 64 bytes.
 	webhookSecretBytes = 32
 )
-
-// EventOfAction returns the webhook event type of a change's action.
-func EventOfAction(a Action) string {
-	switch a {
-	case Created:
-		return EventMemoryCreated
-	case Deleted:
-		return EventMemoryDeleted
-	}
-	return EventMemoryUpdated
-}
 
 // WebhookSecretKey returns the HMAC key of a "whsec_" secret: the bytes
 // its base64 holds.
@@ -119,11 +96,11 @@ func validateWebhooks(ws []appconfig.Webhook, allowLoopbackHTTP bool) error {
 		}
 		seen[w.URL] = true
 		if len(w.Events) == 0 {
-			return fault.InvalidField(field+".events", "%s.events is empty: name at least one of %v", field, EventTypes)
+			return fault.InvalidField(field+".events", "%s.events is empty: name at least one of %v", field, memorytype.EventTypes)
 		}
 		for _, e := range w.Events {
-			if !slices.Contains(EventTypes, e) {
-				return fault.InvalidField(field+".events", "%s.events: %q is not an event type (%v)", field, e, EventTypes)
+			if !slices.Contains(memorytype.EventTypes, e) {
+				return fault.InvalidField(field+".events", "%s.events: %q is not an event type (%v)", field, e, memorytype.EventTypes)
 			}
 		}
 		if _, err := WebhookSecretKey(w.Secret); err != nil {
@@ -157,170 +134,23 @@ func validateWebhookURL(field, raw string, allowLoopbackHTTP bool) error {
 	return fault.InvalidField(field, "%s %q: the scheme must be https", field, raw)
 }
 
-// DeliveryState is the state of a webhook delivery.
-type DeliveryState int
-
-// The states of a delivery.
-const (
-	DeliveryUnspecified DeliveryState = iota
-	// DeliveryPending waits for its first attempt or a retry.
-	DeliveryPending
-	// DeliveryDelivered was answered 2xx.
-	DeliveryDelivered
-	// DeliveryDeadLettered was retried for the whole window and given up.
-	DeliveryDeadLettered
-	// DeliverySkipped was not sent: what it was about is gone (erased).
-	DeliverySkipped
-)
-
-var deliveryStateNames = map[DeliveryState]string{
-	DeliveryPending: "PENDING", DeliveryDelivered: "DELIVERED", DeliveryDeadLettered: "DEAD_LETTERED", DeliverySkipped: "SKIPPED",
-}
-
-// String returns the state's stored name.
-func (s DeliveryState) String() string {
-	if n, ok := deliveryStateNames[s]; ok {
-		return n
-	}
-	return "UNSPECIFIED"
-}
-
-// ParseDeliveryState returns the state of a stored name.
-func ParseDeliveryState(name string) (DeliveryState, error) {
-	for s, n := range deliveryStateNames {
-		if n == name {
-			return s, nil
-		}
-	}
-	return DeliveryUnspecified, fmt.Errorf("unknown delivery state %q", name)
-}
-
 // MaxKeptAttempts is how many attempts a delivery keeps (the last ones);
 // Delivery.AttemptCount counts them all.
 const MaxKeptAttempts = 20
-
-// Delivery is one event sent to one webhook of an app.
-type Delivery struct {
-	App string
-	// ID is the event's cursor in the change feed (20 digits) and the
-	// webhook's URL key: deliveries sort in event order.
-	ID string
-	// Cursor is the event's cursor in the app's change feed.
-	Cursor int64
-	// URL is the webhook's.
-	URL   string
-	Event string
-	// MemoryID, Revision and Operation are the change's.
-	MemoryID  string
-	Revision  int64
-	Operation string
-	Scope     Scope
-	EventTime time.Time
-	State     DeliveryState
-	// NextAttempt is when a pending delivery is due.
-	NextAttempt time.Time
-	// RetryFrom starts the retry window: the delivery's creation, or its
-	// last Redeliver.
-	RetryFrom time.Time
-	// Attempts are the last MaxKeptAttempts, oldest first.
-	Attempts     []DeliveryAttempt
-	AttemptCount int
-	CreateTime   time.Time
-
-	// OpKind and OpState are an operation.done's operation's kind and
-	// final state (ChangeRecord's).
-	OpKind, OpState string
-}
-
-// DeliveryAttempt is one POST of a delivery.
-type DeliveryAttempt struct {
-	Time time.Time
-	// Status is the HTTP status (0: no answer).
-	Status   int
-	Error    string
-	Duration time.Duration
-}
-
-// Name returns the delivery's resource name.
-func (d *Delivery) Name() string { return DeliveryName(d.App, d.ID) }
-
-// MessageID returns the event's webhook-id: the same for every webhook and
-// attempt of the event, unique across the apps of a server.
-func (d *Delivery) MessageID() string { return fmt.Sprintf("msg_%s_%d", d.App, d.Cursor) }
-
-// DeliveryName returns "apps/{app}/webhookDeliveries/{id}".
-func DeliveryName(app, id string) string { return resource.WebhookDelivery.Build(app, id) }
-
-// DeliveryID returns the id of the delivery of the event at a cursor to
-// a URL.
-func DeliveryID(cursor int64, rawURL string) string {
-	h := sha256.Sum256([]byte(rawURL))
-	return fmt.Sprintf("%020d-%s", cursor, hex.EncodeToString(h[:6]))
-}
-
-// DeliveryQuery selects deliveries for ListDeliveries.
-type DeliveryQuery struct {
-	App string
-	// State, when set, keeps deliveries in it.
-	State DeliveryState
-	// BeforeID is the cursor: the id of the last delivery of the previous
-	// page (deliveries come newest first); empty for the first page.
-	BeforeID string
-	Limit    int
-}
-
-// WebhookStore keeps an app's webhook deliveries and its dispatcher's
-// state: the lease that makes one server at a time deliver the app's
-// events, and the change feed's cursor up to which deliveries were made
-// (the feed is the outbox: deliveries are made from it after the change
-// committed, so a crash between the two loses nothing).
-type WebhookStore interface {
-	// ClaimWebhookLease gives the app's dispatch lease to owner until
-	// expiry when no other owner holds it at now (or renews owner's); it
-	// reports whether owner holds it, and the app's delivery cursor.
-	ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (held bool, cursor int64, err error)
-
-	// AddDeliveries stores new deliveries of an app and moves its
-	// delivery cursor from from to to, atomically; Aborted when the
-	// cursor is not at from (another dispatcher moved it) or owner no
-	// longer holds the lease at now. Deliveries already stored (by id)
-	// are kept as they are.
-	AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*Delivery) error
-
-	// PendingDeliveries returns up to limit pending deliveries of an app,
-	// in id order (event order).
-	PendingDeliveries(ctx context.Context, app string, limit int) ([]*Delivery, error)
-
-	// PutDelivery replaces a stored delivery (NotFound when there is none).
-	PutDelivery(ctx context.Context, d *Delivery) error
-
-	// GetDelivery returns a delivery, or NotFound.
-	GetDelivery(ctx context.Context, app, id string) (*Delivery, error)
-
-	// ListDeliveries returns up to q.Limit deliveries of an app, in
-	// descending id order (newest event first) before q.BeforeID.
-	ListDeliveries(ctx context.Context, q DeliveryQuery) ([]*Delivery, error)
-
-	// DeleteDeliveries deletes deliveries of an app by id (those that
-	// are not stored are no error).
-	DeleteDeliveries(ctx context.Context, app string, ids []string) error
-}
-
-// DeliveryRetention is how long a delivery that ended (delivered,
-// dead-lettered or skipped) is kept after its last attempt (its creation
-// when it had none); SweepExpired removes it then.
-const DeliveryRetention = 7 * 24 * time.Hour
 
 // deliveryPage is how many deliveries one read of deleteDeliveries takes.
 const deliveryPage = 500
 
 // deleteDeliveries deletes the deliveries of an app that gone says, a
 // page at a time, and returns how many.
-func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*Delivery) bool) (int, error) {
+func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*memorytype.Delivery) bool) (int, error) {
 	n := 0
-	q := DeliveryQuery{App: app, Limit: deliveryPage}
+	if s.parts.webhooks == nil {
+		return 0, nil
+	}
+	q := memorydriver.DeliveryQuery{App: app, Limit: deliveryPage}
 	for {
-		page, err := s.store.ListDeliveries(ctx, q)
+		page, err := s.parts.webhooks.ListDeliveries(ctx, q)
 		if err != nil {
 			return n, err
 		}
@@ -331,7 +161,7 @@ func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*D
 			}
 		}
 		if len(ids) > 0 {
-			if err := s.store.DeleteDeliveries(ctx, app, ids); err != nil {
+			if err := s.parts.webhooks.DeleteDeliveries(ctx, app, ids); err != nil {
 				return n, err
 			}
 			n += len(ids)
@@ -344,7 +174,7 @@ func (s *Service) deleteDeliveries(ctx context.Context, app string, gone func(*D
 }
 
 // sweepDeliveries deletes the deliveries that ended more than
-// DeliveryRetention before now, of every app with a configuration.
+// memorydriver.DeliveryRetention before now, of every app with a configuration.
 func (s *Service) sweepDeliveries(ctx context.Context, now time.Time) (int, error) {
 	cfgs, err := s.store.ListConfigs(ctx)
 	if err != nil {
@@ -352,12 +182,12 @@ func (s *Service) sweepDeliveries(ctx context.Context, now time.Time) (int, erro
 	}
 	total := 0
 	for _, c := range cfgs {
-		n, err := s.deleteDeliveries(ctx, c.App, func(d *Delivery) bool {
+		n, err := s.deleteDeliveries(ctx, c.App, func(d *memorytype.Delivery) bool {
 			last := d.CreateTime
 			if k := len(d.Attempts); k > 0 {
 				last = d.Attempts[k-1].Time
 			}
-			return d.State != DeliveryPending && now.Sub(last) > DeliveryRetention
+			return d.State != memorytype.DeliveryPending && now.Sub(last) > memorydriver.DeliveryRetention
 		})
 		total += n
 		if err != nil {
@@ -369,7 +199,7 @@ func (s *Service) sweepDeliveries(ctx context.Context, now time.Time) (int, erro
 
 // ListDeliveries returns a page of an app's webhook deliveries, newest
 // event first.
-func (s *Service) ListDeliveries(ctx context.Context, app string, state DeliveryState, pageSize int32, token string) ([]*Delivery, string, error) {
+func (s *Service) ListDeliveries(ctx context.Context, app string, state memorytype.DeliveryState, pageSize int32, token string) ([]*memorytype.Delivery, string, error) {
 	if err := validateApp(app); err != nil {
 		return nil, "", err
 	}
@@ -382,30 +212,36 @@ func (s *Service) ListDeliveries(ctx context.Context, app string, state Delivery
 	if err != nil {
 		return nil, "", err
 	}
-	ds, err := s.store.ListDeliveries(ctx, DeliveryQuery{App: app, State: state, BeforeID: tok.ID, Limit: size + 1})
+	if s.parts.webhooks == nil {
+		return nil, "", unimplemented("listing webhook deliveries", "Webhooks")
+	}
+	ds, err := s.parts.webhooks.ListDeliveries(ctx, memorydriver.DeliveryQuery{App: app, State: state, BeforeID: tok.ID, Limit: size + 1})
 	if err != nil {
 		return nil, "", err
 	}
-	ds, next := aip.Page(ds, size, digest, func(last *Delivery) aip.PageToken { return aip.PageToken{ID: last.ID} })
+	ds, next := aip.Page(ds, size, digest, func(last *memorytype.Delivery) aip.PageToken { return aip.PageToken{ID: last.ID} })
 	return ds, next, nil
 }
 
 // Redeliver makes a delivery pending again, due at once, its attempts
 // kept, and wakes the app's dispatcher on this server.
-func (s *Service) Redeliver(ctx context.Context, app, id string) (*Delivery, error) {
+func (s *Service) Redeliver(ctx context.Context, app, id string) (*memorytype.Delivery, error) {
 	if err := validateApp(app); err != nil {
 		return nil, err
 	}
 	if err := resource.ValidateID("delivery id", id, resource.MemoryIDChars); err != nil {
 		return nil, err
 	}
-	d, err := s.store.GetDelivery(ctx, app, id)
+	if s.parts.webhooks == nil {
+		return nil, unimplemented("redelivering a webhook delivery", "Webhooks")
+	}
+	d, err := s.parts.webhooks.GetDelivery(ctx, app, id)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	d.State, d.NextAttempt, d.RetryFrom = DeliveryPending, now, now
-	if err := s.store.PutDelivery(ctx, d); err != nil {
+	d.State, d.NextAttempt, d.RetryFrom = memorytype.DeliveryPending, now, now
+	if err := s.parts.webhooks.PutDelivery(ctx, d); err != nil {
 		return nil, err
 	}
 	s.feed.Notify(app)

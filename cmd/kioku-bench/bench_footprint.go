@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 const benchFootprintUsage = `Usage: kioku-bench footprint [--scopes N] [--json]
@@ -87,7 +87,7 @@ func benchFootprint(ctx context.Context, args []string) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("kioku-bench footprint: %d scopes x %d memories, vector cache %s, GOMAXPROCS %d", *scopes, *perScope, *cacheFlag, runtime.GOMAXPROCS(0))
 
-	scope := func(i int) memorybank.Scope { return memorybank.Scope{"user_id": fmt.Sprint("u", i)} }
+	scope := func(i int) memorytype.Scope { return memorytype.Scope{"user_id": fmt.Sprint("u", i)} }
 	rng := rand.New(rand.NewPCG(3, 4))
 	facts := make([]string, *scopes**perScope)
 	for i := range facts {

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const benchMCPUsage = `Usage: kioku-bench mcp [--json] [--memories N] [--calls N]
@@ -55,7 +55,7 @@ func benchMCP(ctx context.Context, args []string) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("kioku-bench mcp: store sqlite, embedder %s, %d memories in the scope, %d calls each", env.node.Memories.EmbedderName(), *memories, *calls)
 	rng := rand.New(rand.NewPCG(3, 4))
-	scope := memorybank.Scope{"user_id": "ann"}
+	scope := memorytype.Scope{"user_id": "ann"}
 	if err := parallel(ctx, 16, *memories, func(ctx context.Context, i int) error {
 		_, err := env.node.Memories.CreateMemory(ctx, "bench", memorybank.MemoryInput{Fact: syntheticFact(rand.New(rand.NewPCG(5, uint64(i)))), Scope: scope})
 		return err

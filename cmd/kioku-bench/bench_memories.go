@@ -9,18 +9,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/cli"
-
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/durationpb"
-
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
+	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/scripted"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const benchMemoriesUsage = `Usage: kioku-bench memories [--json] [--store sqlite|firestore]
@@ -150,7 +149,7 @@ func benchMemories(ctx context.Context, args []string) error {
 
 	// Retrieval latency in scopes of 1,000 and 10,000 memories.
 	for _, n := range sizes {
-		scope := memorybank.Scope{"user_id": fmt.Sprint("retrieve-", n)}
+		scope := memorytype.Scope{"user_id": fmt.Sprint("retrieve-", n)}
 		facts := make([]string, n)
 		for i := range facts {
 			facts[i] = syntheticFact(rng)
@@ -196,7 +195,7 @@ func benchMemories(ctx context.Context, args []string) error {
 	// Generation throughput: each operation's scope holds one memory so
 	// that consolidation has something to compare with.
 	if err := parallel(ctx, 16, *ops, func(ctx context.Context, i int) error {
-		_, err := env.node.Memories.CreateMemory(ctx, "bench", memorybank.MemoryInput{Fact: "The user plays the cello.", Scope: memorybank.Scope{"user_id": fmt.Sprint("gen-", i)}})
+		_, err := env.node.Memories.CreateMemory(ctx, "bench", memorybank.MemoryInput{Fact: "The user plays the cello.", Scope: memorytype.Scope{"user_id": fmt.Sprint("gen-", i)}})
 		return err
 	}); err != nil {
 		return err

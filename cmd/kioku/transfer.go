@@ -111,7 +111,7 @@ func export(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
-		if err := archive.Export(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files, Blocks: stores.Blocks}, aw, sel, start); err != nil {
+		if err := archive.Export(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Operations: stores.Operations, Files: stores.Files, Blocks: stores.Blocks}, aw, sel, start); err != nil {
 			return nil, err
 		}
 		return aw.Counts(), aw.Close()
@@ -294,7 +294,7 @@ func importArchive(ctx context.Context, args []string, stdin io.Reader, stdout i
 	}
 	defer stores.Close()
 	start := time.Now()
-	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Files: stores.Files, Blocks: stores.Blocks}, src, archive.ImportOptions{Embedder: emb, Now: start, Target: target})
+	rep, err := archive.Import(ctx, archive.Stores{Sessions: stores.Sessions, Memories: stores.Memories, Operations: stores.Operations, Files: stores.Files, Blocks: stores.Blocks}, src, archive.ImportOptions{Embedder: emb, Now: start, Target: target})
 	report := fmt.Sprintf("import of %s into %s", in, sf.describe())
 	if rep != nil {
 		h := rep.Header

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/kioku-ai/kioku/blocks"
 	"github.com/kioku-ai/kioku/internal/aip"
 	blockfirestore "github.com/kioku-ai/kioku/internal/blockstore/firestore"
@@ -44,6 +43,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memoryfiles"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
@@ -238,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		members = cluster.New(cluster.Config{Registry: cluster.NewFirestore(stores.fsClient), ID: cfg.WorkerID, Interval: cfg.MemberInterval, Logger: cfg.Logger})
 	}
 	n.Sessions = sessions.NewService(stores.Sessions, sessions.Config{Limits: cfg.SessionLimits, Logger: cfg.Logger, Generator: summarizer, SearchIndexDelay: cfg.SearchIndexDelay})
-	n.Jobs = jobs.New(stores.Memories, jobs.Config{
+	n.Jobs = jobs.New(stores.Operations, jobs.Config{
 		Logger:   cfg.Logger,
 		Workers:  cfg.Workers,
 		WorkerID: cfg.WorkerID,
@@ -254,6 +254,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		Embedder:      emb,
 		Sessions:      n.Sessions,
 		Jobs:          n.Jobs,
+		Operations:    stores.Operations,
 		Logger:        cfg.Logger,
 		SweepInterval: cfg.SweepInterval,
 		// Webhooks are https, or http to loopback when the flag says so.
@@ -326,21 +327,25 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.App.Start(bg)
 	// The webhooks' deliveries go out on their own goroutines, sharing no
 	// worker with the operations.
-	wh := cfg.Webhooks
-	wh.Store, wh.Wake, wh.ConfigWake, wh.Logger = stores.Memories, n.Memories.SubscribeChanges, n.Memories.SubscribeConfigs, cfg.Logger
-	if wh.Owner == "" {
-		wh.Owner = cfg.WorkerID
-	}
-	// An app's dispatch lease is half the operations' (30 s by default), so
-	// that after a crash its deliveries resume as soon as its operations
-	// do; a busy app's rounds come at least 3 times a lease.
-	if wh.Lease == 0 && cfg.Lease > 0 {
-		wh.Lease = cfg.Lease / 2
-		if wh.PollInterval == 0 {
-			wh.PollInterval = min(time.Second, wh.Lease/3)
+	// A memory store without webhook deliveries has no webhooks to send
+	// (memorybank.Service refuses them in a configuration).
+	if hooks, ok := stores.Memories.(webhooks.Store); ok {
+		wh := cfg.Webhooks
+		wh.Store, wh.Wake, wh.ConfigWake, wh.Logger = hooks, n.Memories.SubscribeChanges, n.Memories.SubscribeConfigs, cfg.Logger
+		if wh.Owner == "" {
+			wh.Owner = cfg.WorkerID
 		}
+		// An app's dispatch lease is half the operations' (30 s by default),
+		// so that after a crash its deliveries resume as soon as its
+		// operations do; a busy app's rounds come at least 3 times a lease.
+		if wh.Lease == 0 && cfg.Lease > 0 {
+			wh.Lease = cfg.Lease / 2
+			if wh.PollInterval == 0 {
+				wh.PollInterval = min(time.Second, wh.Lease/3)
+			}
+		}
+		n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
 	}
-	n.dispatch.Go(func() { webhooks.New(wh).Run(bg) })
 	if members != nil {
 		// The first beat, before the server answers, so that a lone
 		// server grants its limits at once.
@@ -367,7 +372,11 @@ func shareSource(m *cluster.Membership) auth.ShareSource {
 // and what kioku export and import read and write directly.
 type Stores struct {
 	Sessions sessiondriver.Store
-	Memories memorybank.Store
+	Memories memorydriver.Store
+	// Operations keeps the operations of the jobs engine: the memory
+	// store's own object, since a memory store's Write completes
+	// operations in the transaction of their memories (memorydriver).
+	Operations jobs.Store
 	// Ready reports whether the stores can serve (see transport.Config's);
 	// nil for the embedded store, which is always there.
 	Ready func(context.Context) error
@@ -413,7 +422,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 			st.Close()
 			return nil, err
 		}
-		st.Memories, st.vectors = ms, ms.VectorCache()
+		st.Memories, st.Operations, st.vectors = ms, ms, ms.VectorCache()
 		if st.Files, err = filesqlite.New(db); err != nil {
 			st.Close()
 			return nil, err
@@ -459,7 +468,7 @@ func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
 		if migrated > 0 {
 			cfg.Logger.Info("migrated memory operations to the current format", "documents", migrated)
 		}
-		st.Memories = ms
+		st.Memories, st.Operations = ms, ms
 		st.Files = filefirestore.New(client, filefirestore.Options{})
 		st.Blocks = blockfirestore.New(client, blockfirestore.Options{})
 	default:

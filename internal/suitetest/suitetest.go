@@ -1,5 +1,5 @@
 // Package suitetest is the shape the conformance suites of kioku's stores
-// share (sessiondrivertest, memorybanktest, jobstest, memoryfilestest): named
+// share (sessiondrivertest, memorydrivertest, jobstest, memoryfilestest): named
 // cases run as subtests, each on a fresh harness, listings read back by
 // pages, workers run in the background until the test stops them, and
 // gates that hold calls back until the test lets them through.

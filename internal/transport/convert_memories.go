@@ -5,11 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
@@ -17,15 +12,20 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
+func memoryToProto(m *memorytype.Memory) *kiokuv1.Memory {
 	out := &kiokuv1.Memory{
 		Name:          m.Name(),
 		Fact:          m.Fact,
@@ -50,7 +50,7 @@ func memoryToProto(m *memorybank.Memory) *kiokuv1.Memory {
 	return out
 }
 
-func sourcesToProto(src []memorybank.Source) []*kiokuv1.MemorySource {
+func sourcesToProto(src []memorytype.Source) []*kiokuv1.MemorySource {
 	var out []*kiokuv1.MemorySource
 	for _, s := range src {
 		out = append(out, &kiokuv1.MemorySource{Session: s.Session, EventIds: s.EventIDs})
@@ -58,21 +58,21 @@ func sourcesToProto(src []memorybank.Source) []*kiokuv1.MemorySource {
 	return out
 }
 
-func actionToProto(a memorybank.Action) kiokuv1.MemoryAction {
+func actionToProto(a memorytype.Action) kiokuv1.MemoryAction {
 	switch a {
-	case memorybank.Created:
+	case memorytype.Created:
 		return kiokuv1.MemoryAction_MEMORY_ACTION_CREATED
-	case memorybank.Updated:
+	case memorytype.Updated:
 		return kiokuv1.MemoryAction_MEMORY_ACTION_UPDATED
-	case memorybank.Deleted:
+	case memorytype.Deleted:
 		return kiokuv1.MemoryAction_MEMORY_ACTION_DELETED
-	case memorybank.Unchanged:
+	case memorytype.Unchanged:
 		return kiokuv1.MemoryAction_MEMORY_ACTION_UNCHANGED
 	}
 	return kiokuv1.MemoryAction_MEMORY_ACTION_UNSPECIFIED
 }
 
-func revisionToProto(r *memorybank.Revision) *kiokuv1.MemoryRevision {
+func revisionToProto(r *memorytype.Revision) *kiokuv1.MemoryRevision {
 	return &kiokuv1.MemoryRevision{
 		Name:           r.Name(),
 		Action:         actionToProto(r.Action),

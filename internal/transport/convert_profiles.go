@@ -3,26 +3,26 @@ package transport
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // The conversions of structured profiles: memory types, profile fields,
 // the configuration's profile schemas and RetrieveProfiles' answer.
 
-var memoryTypes = map[memorybank.MemoryType]kiokuv1.MemoryType{
-	memorybank.NaturalLanguage:   kiokuv1.MemoryType_MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION,
-	memorybank.StructuredProfile: kiokuv1.MemoryType_MEMORY_TYPE_STRUCTURED_PROFILE,
+var memoryTypes = map[memorytype.MemoryType]kiokuv1.MemoryType{
+	memorytype.NaturalLanguage:   kiokuv1.MemoryType_MEMORY_TYPE_NATURAL_LANGUAGE_COLLECTION,
+	memorytype.StructuredProfile: kiokuv1.MemoryType_MEMORY_TYPE_STRUCTURED_PROFILE,
 }
 
 // memoryTypesFromProto converts a request's memory types; field names
 // them in errors.
-func memoryTypesFromProto(field string, types []kiokuv1.MemoryType) ([]memorybank.MemoryType, error) {
-	var out []memorybank.MemoryType
+func memoryTypesFromProto(field string, types []kiokuv1.MemoryType) ([]memorytype.MemoryType, error) {
+	var out []memorytype.MemoryType
 	for i, pt := range types {
 		found := false
 		for t, p := range memoryTypes {

@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/emptypb"
-
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // MemoryHandler serves kioku.v1.MemoryBankService and
@@ -535,5 +535,5 @@ func (h *MemoryHandler) checkOperation(ctx context.Context, app, id string) erro
 	if err != nil {
 		return err
 	}
-	return auth.CheckLoaded(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("operation %s not found", resource.OperationName(app, id)))
+	return auth.CheckLoaded(ctx, memorytype.ParseScopeKey(op.Key).User(), fault.NotFoundf("operation %s not found", resource.OperationName(app, id)))
 }

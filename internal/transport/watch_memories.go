@@ -5,13 +5,13 @@ import (
 	"strconv"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // WatchMemories implements kiokuv1connect.MemoryBankServiceHandler: the
@@ -28,7 +28,7 @@ func (h *MemoryHandler) WatchMemories(ctx context.Context, req *connect.Request[
 			return fault.InvalidField("start_cursor", "start_cursor %q is not a cursor of WatchMemories (a WatchMemoriesResponse.cursor, or \"0\")", aip.Truncate(c, 40))
 		}
 	}
-	err = h.svc.WatchChanges(ctx, memorybank.ChangesRequest{App: app, Scope: req.Msg.GetScope(), After: after}, func(c *memorybank.ChangeRecord) error {
+	err = h.svc.WatchChanges(ctx, memorybank.ChangesRequest{App: app, Scope: req.Msg.GetScope(), After: after}, func(c *memorytype.ChangeRecord) error {
 		out, err := h.changeToProto(ctx, c)
 		if err != nil {
 			return err
@@ -44,9 +44,9 @@ func (h *MemoryHandler) WatchMemories(ctx context.Context, req *connect.Request[
 
 // changeToProto converts a change, with the memory read now (only its
 // name and scope when it was deleted or is no longer visible).
-func (h *MemoryHandler) changeToProto(ctx context.Context, c *memorybank.ChangeRecord) (*kiokuv1.WatchMemoriesResponse, error) {
+func (h *MemoryHandler) changeToProto(ctx context.Context, c *memorytype.ChangeRecord) (*kiokuv1.WatchMemoriesResponse, error) {
 	m := &kiokuv1.Memory{Name: resource.MemoryName(c.App, c.MemoryID), Scope: c.Scope}
-	if c.Action != memorybank.Deleted {
+	if c.Action != memorytype.Deleted {
 		got, err := h.svc.GetMemory(ctx, c.App, c.MemoryID)
 		switch {
 		case err == nil:

@@ -4,21 +4,20 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
-
 	"github.com/kioku-ai/kioku/fault"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
 
-var deliveryStates = map[memorybank.DeliveryState]kiokuv1.WebhookDeliveryState{
-	memorybank.DeliveryPending:      kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_PENDING,
-	memorybank.DeliveryDelivered:    kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DELIVERED,
-	memorybank.DeliveryDeadLettered: kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DEAD_LETTERED,
-	memorybank.DeliverySkipped:      kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_SKIPPED,
+var deliveryStates = map[memorytype.DeliveryState]kiokuv1.WebhookDeliveryState{
+	memorytype.DeliveryPending:      kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_PENDING,
+	memorytype.DeliveryDelivered:    kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DELIVERED,
+	memorytype.DeliveryDeadLettered: kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DEAD_LETTERED,
+	memorytype.DeliverySkipped:      kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_SKIPPED,
 }
 
-func deliveryToProto(d *memorybank.Delivery) *kiokuv1.WebhookDelivery {
+func deliveryToProto(d *memorytype.Delivery) *kiokuv1.WebhookDelivery {
 	out := &kiokuv1.WebhookDelivery{
 		Name: d.Name(), WebhookId: d.MessageID(), Url: d.URL, Type: d.Event, Revision: d.Revision,
 		State: deliveryStates[d.State], EventTime: timestampOrNil(d.EventTime), AttemptCount: int32(d.AttemptCount),
@@ -26,7 +25,7 @@ func deliveryToProto(d *memorybank.Delivery) *kiokuv1.WebhookDelivery {
 	if d.MemoryID != "" {
 		out.Memory = resource.MemoryName(d.App, d.MemoryID)
 	}
-	if d.State == memorybank.DeliveryPending {
+	if d.State == memorytype.DeliveryPending {
 		out.NextAttemptTime = timestampOrNil(d.NextAttempt)
 	}
 	for _, a := range d.Attempts {
@@ -43,14 +42,14 @@ func (h *MemoryHandler) ListWebhookDeliveries(ctx context.Context, req *connect.
 	if err != nil {
 		return nil, err
 	}
-	state := memorybank.DeliveryUnspecified
+	state := memorytype.DeliveryUnspecified
 	if s := req.Msg.GetState(); s != kiokuv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED {
 		for ds, ps := range deliveryStates {
 			if ps == s {
 				state = ds
 			}
 		}
-		if state == memorybank.DeliveryUnspecified {
+		if state == memorytype.DeliveryUnspecified {
 			return nil, fault.InvalidField("state", "state %d is not a webhook delivery state", s)
 		}
 	}

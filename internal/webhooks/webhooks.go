@@ -15,7 +15,7 @@
 // and full jitter for Config.RetryWindow (24 hours), then dead-lettered.
 //
 // One server at a time dispatches an app: the dispatch holds a lease in
-// the store (memorybank.WebhookStore.ClaimWebhookLease), renewed before
+// the store (memorydriver.Webhooks.ClaimWebhookLease), renewed before
 // each round and fenced on every move of the cursor, as the jobs engine's
 // operations are, so that two servers on one Firestore never send the same
 // event at once. The dispatch is not an operation of the jobs engine
@@ -51,13 +51,22 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 )
+
+// Store is what a Dispatcher reads and writes: a memory store that keeps
+// webhook deliveries (and so the change feed they are made from).
+type Store interface {
+	memorydriver.Store
+	memorydriver.Webhooks
+}
 
 // Config configures a Dispatcher.
 type Config struct {
 	// Store holds the feed, the configurations and the deliveries.
-	Store memorybank.Store
+	Store Store
 	// Wake, when set, returns a channel that receives a value when an
 	// app's memories changed through this server (memorybank.Service's
 	// SubscribeChanges): its deliveries go out at once rather than at the
@@ -255,7 +264,7 @@ func (d *Dispatcher) Round(ctx context.Context, app string) (time.Duration, erro
 // at a time, each page's with the cursor's move in one transaction.
 func (d *Dispatcher) fanOut(ctx context.Context, app string, cfg *appconfig.Config, cursor int64, now time.Time) error {
 	for {
-		p, err := d.cfg.Store.ListChanges(ctx, memorybank.ChangeQuery{App: app, After: cursor, Limit: memorybank.MaxChangesPerRead})
+		p, err := d.cfg.Store.ListChanges(ctx, memorydriver.ChangeQuery{App: app, After: cursor, Limit: memorybank.MaxChangesPerRead})
 		if err != nil {
 			return err
 		}
@@ -266,21 +275,21 @@ func (d *Dispatcher) fanOut(ctx context.Context, app string, cfg *appconfig.Conf
 		if to <= cursor {
 			return nil
 		}
-		var ds []*memorybank.Delivery
+		var ds []*memorytype.Delivery
 		for _, c := range p.Changes {
 			event := c.Event
 			if !c.IsEvent() {
-				event = memorybank.EventOfAction(c.Action)
+				event = memorytype.EventOfAction(c.Action)
 			}
 			for _, w := range cfg.Webhooks {
 				if !w.Wants(event) || c.Time.Before(w.CreateTime) {
 					continue
 				}
-				ds = append(ds, &memorybank.Delivery{
-					App: app, ID: memorybank.DeliveryID(c.Cursor, w.URL), Cursor: c.Cursor, URL: w.URL, Event: event,
+				ds = append(ds, &memorytype.Delivery{
+					App: app, ID: memorytype.DeliveryID(c.Cursor, w.URL), Cursor: c.Cursor, URL: w.URL, Event: event,
 					MemoryID: c.MemoryID, Revision: c.Revision, Operation: c.Operation, OpKind: c.OpKind, OpState: c.OpState,
 					Scope: c.Scope, EventTime: c.Time,
-					State: memorybank.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now,
+					State: memorytype.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now,
 				})
 			}
 		}
@@ -307,7 +316,7 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 	now := d.now()
 	next := d.cfg.PollInterval
 	heads := map[[2]string]bool{}
-	var due []*memorybank.Delivery
+	var due []*memorytype.Delivery
 	for _, dl := range pending {
 		key := [2]string{dl.URL, dl.MemoryID}
 		if dl.MemoryID == "" {
@@ -344,7 +353,7 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 }
 
 // attempt sends one delivery and records the attempt.
-func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *memorybank.Delivery) error {
+func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *memorytype.Delivery) error {
 	var hook *appconfig.Webhook
 	for i := range cfg.Webhooks {
 		if cfg.Webhooks[i].URL == dl.URL {
@@ -366,7 +375,7 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 	if ctx.Err() != nil {
 		return nil // stopping: the delivery stays pending, sent again later
 	}
-	a := memorybank.DeliveryAttempt{Time: start, Status: status, Duration: d.now().Sub(start)}
+	a := memorytype.DeliveryAttempt{Time: start, Status: status, Duration: d.now().Sub(start)}
 	if sendErr != nil {
 		a.Error = sendErr.Error()
 	}
@@ -377,9 +386,9 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 	dl.AttemptCount++
 	switch {
 	case sendErr == nil:
-		dl.State = memorybank.DeliveryDelivered
+		dl.State = memorytype.DeliveryDelivered
 	case d.now().Sub(dl.RetryFrom) >= d.cfg.RetryWindow:
-		dl.State = memorybank.DeliveryDeadLettered
+		dl.State = memorytype.DeliveryDeadLettered
 		d.log.Warn("webhooks: a delivery was dead-lettered", "delivery", dl.Name(), "url", dl.URL, "attempts", dl.AttemptCount, "err", sendErr)
 	default:
 		dl.NextAttempt = d.now().Add(d.backoff(dl.AttemptCount))
@@ -397,15 +406,15 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 	return rand.N(ceil + 1)
 }
 
-func (d *Dispatcher) skip(ctx context.Context, dl *memorybank.Delivery, why string) error {
-	dl.State = memorybank.DeliverySkipped
-	dl.Attempts = append(dl.Attempts, memorybank.DeliveryAttempt{Time: d.now(), Error: "not sent: " + why})
+func (d *Dispatcher) skip(ctx context.Context, dl *memorytype.Delivery, why string) error {
+	dl.State = memorytype.DeliverySkipped
+	dl.Attempts = append(dl.Attempts, memorytype.DeliveryAttempt{Time: d.now(), Error: "not sent: " + why})
 	return d.cfg.Store.PutDelivery(ctx, dl)
 }
 
 // post sends body to the webhook, signed, and reads a bounded answer. It
 // returns the status and, unless it was 2xx, why the attempt failed.
-func (d *Dispatcher) post(ctx context.Context, hook *appconfig.Webhook, dl *memorybank.Delivery, body []byte, at time.Time) (int, error) {
+func (d *Dispatcher) post(ctx context.Context, hook *appconfig.Webhook, dl *memorytype.Delivery, body []byte, at time.Time) (int, error) {
 	key, err := memorybank.WebhookSecretKey(hook.Secret)
 	if err != nil {
 		return 0, err
@@ -473,13 +482,13 @@ type EventData struct {
 
 // payload builds a delivery's body from the revision it reports: the
 // fact as stored, after the app's PII redaction.
-func (d *Dispatcher) payload(ctx context.Context, dl *memorybank.Delivery, hook *appconfig.Webhook) ([]byte, error) {
+func (d *Dispatcher) payload(ctx context.Context, dl *memorytype.Delivery, hook *appconfig.Webhook) ([]byte, error) {
 	ev := Event{Type: dl.Event, Timestamp: dl.EventTime.UTC()}
 	switch dl.Event {
-	case memorybank.EventOperationDone:
+	case memorytype.EventOperationDone:
 		ev.Data = EventData{Name: dl.Operation, Kind: dl.OpKind, State: dl.OpState}
 		return json.Marshal(ev)
-	case memorybank.EventUserErased:
+	case memorytype.EventUserErased:
 		ev.Data = EventData{Scope: dl.Scope}
 		return json.Marshal(ev)
 	}

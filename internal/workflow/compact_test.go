@@ -18,6 +18,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -31,12 +32,12 @@ import (
 // per-app compaction triggers: every N events since the last compaction
 // (recursively), and every M bytes.
 func TestCompactionTriggers(t *testing.T) {
-	stores := map[string]func(t *testing.T) (sessiondriver.Store, memorybank.Store){
-		"sqlite": func(t *testing.T) (sessiondriver.Store, memorybank.Store) {
+	stores := map[string]func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend){
+		"sqlite": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend) {
 			db := sqlitetest.Open(t)
 			return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
 		},
-		"firestore": func(t *testing.T) (sessiondriver.Store, memorybank.Store) {
+		"firestore": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend) {
 			c, _ := firestoretest.NewClient(t)
 			return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{})
 		},
@@ -49,7 +50,7 @@ func TestCompactionTriggers(t *testing.T) {
 	}
 }
 
-func testCompactionTriggers(t *testing.T, ss sessiondriver.Store, ms memorybank.Store) {
+func testCompactionTriggers(t *testing.T, ss sessiondriver.Store, ms memorydrivertest.Backend) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	gemini := modeltest.NewGemini(t)
@@ -62,7 +63,7 @@ func testCompactionTriggers(t *testing.T, ss sessiondriver.Store, ms memorybank.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sess := sessions.NewService(ss, sessions.Config{Generator: gen, Logger: logger})
 	engine := jobs.New(ms, jobs.Config{Logger: logger})
-	mem := memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: sess, Jobs: engine, Logger: logger})
+	mem := memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: sess, Jobs: engine, Operations: ms, Logger: logger})
 	a := workflow.New(workflow.Config{Sessions: sess, Memories: mem, Jobs: engine, Logger: logger})
 	var handled atomic.Uint64 // notices the triggers have finished with
 	sess.Observe(ctx, "triggers", sessions.ObserverFunc(func(ctx context.Context, n sessions.Notice) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/resource"
 	"github.com/kioku-ai/kioku/sessions"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
@@ -74,14 +74,14 @@ type compactedRecord struct {
 // compactionKey is the key of a session's compactions: they run one at a
 // time, and a key confined to the session's user reaches them.
 func compactionKey(key sessiontype.Key) string {
-	return memorybank.Scope{memorybank.ScopeUser: key.User, "session": key.ID}.Key()
+	return memorytype.Scope{memorytype.ScopeUser: key.User, "session": key.ID}.Key()
 }
 
 func (a *App) registerCompaction() {
 	a.jobs.Register(jobs.Kind{
 		Name: KindCompact, Domain: "session", Run: a.compact,
-		Describe: func(key string) string { return "scope " + memorybank.ParseScopeKey(key).String() },
-		Owner:    func(key string) string { return memorybank.ParseScopeKey(key).User() },
+		Describe: func(key string) string { return "scope " + memorytype.ParseScopeKey(key).String() },
+		Owner:    func(key string) string { return memorytype.ParseScopeKey(key).User() },
 		Ended: func(op *jobs.Operation) {
 			if c, err := compactionOf(op); err == nil {
 				a.triggers.Ended(c.Session, op.Name())

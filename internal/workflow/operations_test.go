@@ -12,6 +12,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions"
 )
 
@@ -26,17 +27,17 @@ func TestListOperationsPages(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sess := sessions.NewService(sqlitetest.Sessions(t, db), sessions.Config{Logger: logger})
 	engine := jobs.New(ms, jobs.Config{Logger: logger})
-	mem := memorybank.NewService(ms, memorybank.Config{Sessions: sess, Jobs: engine, Logger: logger})
+	mem := memorybank.NewService(ms, memorybank.Config{Sessions: sess, Jobs: engine, Operations: ms, Logger: logger})
 	a := workflow.New(workflow.Config{Sessions: sess, Memories: mem, Jobs: engine, Logger: logger})
 	var queued []string // newest first
 	for i := range 7 {
-		op, err := a.PurgeMemories(ctx, &memorybank.PurgeRequest{App: "app1", Scope: memorybank.Scope{"user_id": fmt.Sprint("u", i)}})
+		op, err := a.PurgeMemories(ctx, &memorybank.PurgeRequest{App: "app1", Scope: memorytype.Scope{"user_id": fmt.Sprint("u", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		queued = slices.Insert(queued, 0, op.ID)
 	}
-	if _, err := a.PurgeMemories(ctx, &memorybank.PurgeRequest{App: "app2", Scope: memorybank.Scope{"user_id": "u0"}}); err != nil {
+	if _, err := a.PurgeMemories(ctx, &memorybank.PurgeRequest{App: "app2", Scope: memorytype.Scope{"user_id": "u0"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.CancelOperation(ctx, "app1", queued[2]); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/redact"
 	"github.com/kioku-ai/kioku/resource"
@@ -87,7 +88,7 @@ type rewrittenRecord struct {
 // rewriteKey is the key of a user's rewrites: they run one batch at a
 // time, coalesced, and a key confined to the user reaches them.
 func rewriteKey(user string) string {
-	return memorybank.Scope{memorybank.ScopeUser: user, "core_memory": "blocks"}.Key()
+	return memorytype.Scope{memorytype.ScopeUser: user, "core_memory": "blocks"}.Key()
 }
 
 func (a *App) registerRewrite() {
@@ -98,9 +99,9 @@ func (a *App) registerRewrite() {
 		Coalesce: 10,
 		Group:    func(*jobs.Operation) string { return "" },
 		Timeout:  a.cfg.AttemptTimeout,
-		Describe: func(key string) string { return "scope " + memorybank.ParseScopeKey(key).String() },
+		Describe: func(key string) string { return "scope " + memorytype.ParseScopeKey(key).String() },
 		Noun:     "block rewrites",
-		Owner:    func(key string) string { return memorybank.ParseScopeKey(key).User() },
+		Owner:    func(key string) string { return memorytype.ParseScopeKey(key).User() },
 	})
 }
 

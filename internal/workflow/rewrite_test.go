@@ -23,6 +23,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -32,8 +33,8 @@ import (
 
 // rewriteStores opens the three stores the rewrite of blocks reads and
 // writes, on SQLite and on the Firestore emulator.
-var rewriteStores = map[string]func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store){
-	"sqlite": func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store) {
+var rewriteStores = map[string]func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store){
+	"sqlite": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store) {
 		db := sqlitetest.Open(t)
 		bs, err := blocksqlite.New(db)
 		if err != nil {
@@ -41,7 +42,7 @@ var rewriteStores = map[string]func(t *testing.T) (sessiondriver.Store, memoryba
 		}
 		return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db), bs
 	},
-	"firestore": func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store) {
+	"firestore": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store) {
 		c, _ := firestoretest.NewClient(t)
 		return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{}), blockfirestore.New(c, blockfirestore.Options{})
 	},
@@ -63,14 +64,14 @@ type rewriteHarness struct {
 	now     time.Time
 }
 
-func newRewriteHarness(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store), gen model.Generator) *rewriteHarness {
+func newRewriteHarness(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store), gen model.Generator) *rewriteHarness {
 	ss, ms, bs := open(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	h := &rewriteHarness{t: t, ctx: ctx, now: time.Now()}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h.sess = sessions.NewService(ss, sessions.Config{Logger: logger})
 	h.engine = jobs.New(ms, jobs.Config{Logger: logger})
-	h.mem = memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: h.sess, Jobs: h.engine, Logger: logger, Now: h.clock})
+	h.mem = memorybank.NewService(ms, memorybank.Config{Generator: gen, Sessions: h.sess, Jobs: h.engine, Operations: ms, Logger: logger, Now: h.clock})
 	h.blocks = blocks.NewService(bs, blocks.Config{})
 	h.app = workflow.New(workflow.Config{Sessions: h.sess, Memories: h.mem, Blocks: h.blocks, Generator: gen, Jobs: h.engine, Logger: logger})
 	h.sess.Observe(ctx, "triggers", sessions.ObserverFunc(func(ctx context.Context, n sessions.Notice) {
@@ -177,7 +178,7 @@ func TestRewriteOnIdle(t *testing.T) {
 	}
 }
 
-func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store)) {
+func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store)) {
 	gemini := modeltest.NewGemini(t)
 	var rewriteCalls []modeltest.Call
 	var next []string // the rewrites' replies, in order
@@ -319,7 +320,7 @@ func TestRewriteOffline(t *testing.T) {
 	}
 }
 
-func testRewriteOffline(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorybank.Store, blocks.Store)) {
+func testRewriteOffline(t *testing.T, open func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store)) {
 	h := newRewriteHarness(t, open, model.OfflineExtractor{})
 	if _, err := h.mem.UpdateConfig(h.ctx, &appconfig.Config{App: "app", Trigger: appconfig.Trigger{IdleDuration: time.Second}}, []string{"generation_trigger"}); err != nil {
 		t.Fatal(err)

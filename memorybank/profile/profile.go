@@ -24,7 +24,7 @@ import (
 
 // Field is what a memory of type StructuredProfile (package memorybank)
 // holds: the value of one field of one profile. Its JSON form (its tags)
-// is part of the stored formats, as memorybank.Source's is.
+// is part of the stored formats, as memorytype.Source's is.
 type Field struct {
 	// SchemaID is the profile schema's id (Schema.ID).
 	SchemaID string `json:"schema_id"`
@@ -109,7 +109,7 @@ const (
 	MaxValueBytes  = 1 << 10
 	MaxDescription = 1 << 10
 	// MaxMemories bounds the profile fields one read of a scope returns
-	// (memorybank.ProfileStore.ProfileMemories): every field of every schema,
+	// (memorydriver.Profiler.ProfileMemories): every field of every schema,
 	// with room for fields of schemas since removed.
 	MaxMemories = 1000
 )

@@ -5,15 +5,15 @@ import (
 	"fmt"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
-// changeRecord is the stored form of a memorybank.ChangeRecord, without
+// changeRecord is the stored form of a memorytype.ChangeRecord, without
 // its app and cursor (the row's or document's key).
 type changeRecord struct {
 	Action    string           `json:"action"`
 	MemoryID  string           `json:"memory_id"`
-	Scope     memorybank.Scope `json:"scope"`
+	Scope     memorytype.Scope `json:"scope"`
 	Revision  int64            `json:"revision"`
 	Operation string           `json:"operation,omitempty"`
 	TimeNS    int64            `json:"time_ns"`
@@ -24,9 +24,9 @@ type changeRecord struct {
 
 // MarshalChange returns the stored form of a change of the feed: JSON
 // with the action by name and the time in Unix nanoseconds.
-func MarshalChange(c *memorybank.ChangeRecord) ([]byte, error) {
+func MarshalChange(c *memorytype.ChangeRecord) ([]byte, error) {
 	name, ok := actionName(c.Action)
-	if !ok || (c.Action == memorybank.Unchanged) != c.IsEvent() {
+	if !ok || (c.Action == memorytype.Unchanged) != c.IsEvent() {
 		return nil, fmt.Errorf("change %d of app %s: no stored action for %v", c.Cursor, c.App, c.Action)
 	}
 	return json.Marshal(changeRecord{
@@ -37,7 +37,7 @@ func MarshalChange(c *memorybank.ChangeRecord) ([]byte, error) {
 
 // UnmarshalChange decodes what MarshalChange stored, for the change of an
 // app at a cursor.
-func UnmarshalChange(app string, cursor int64, body []byte) (*memorybank.ChangeRecord, error) {
+func UnmarshalChange(app string, cursor int64, body []byte) (*memorytype.ChangeRecord, error) {
 	var r changeRecord
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("decoding change %d of app %s: %w", cursor, app, err)
@@ -46,7 +46,7 @@ func UnmarshalChange(app string, cursor int64, body []byte) (*memorybank.ChangeR
 	if err != nil {
 		return nil, fmt.Errorf("decoding change %d of app %s: %w", cursor, app, err)
 	}
-	return &memorybank.ChangeRecord{
+	return &memorytype.ChangeRecord{
 		App: app, Cursor: cursor, Action: action, MemoryID: r.MemoryID, Scope: r.Scope,
 		Revision: r.Revision, Operation: r.Operation, Time: unixnano.Time(r.TimeNS),
 		Event: r.Event, OpKind: r.OpKind, OpState: r.OpState,

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
-// deliveryRecord is the stored form of a memorybank.Delivery, without its
+// deliveryRecord is the stored form of a memorytype.Delivery, without its
 // app and id (the row's or document's key): times in Unix nanoseconds,
 // the state by name.
 type deliveryRecord struct {
@@ -21,7 +21,7 @@ type deliveryRecord struct {
 	Operation    string           `json:"operation,omitempty"`
 	OpKind       string           `json:"op_kind,omitempty"`
 	OpState      string           `json:"op_state,omitempty"`
-	Scope        memorybank.Scope `json:"scope,omitempty"`
+	Scope        memorytype.Scope `json:"scope,omitempty"`
 	EventNS      int64            `json:"event_ns"`
 	State        string           `json:"state"`
 	NextNS       int64            `json:"next_ns,omitempty"`
@@ -39,14 +39,14 @@ type attemptRecord struct {
 }
 
 // MarshalDelivery returns a delivery's stored form.
-func MarshalDelivery(d *memorybank.Delivery) ([]byte, error) {
+func MarshalDelivery(d *memorytype.Delivery) ([]byte, error) {
 	r := deliveryRecord{
 		Cursor: d.Cursor, URL: d.URL, Event: d.Event, MemoryID: d.MemoryID, Revision: d.Revision, Operation: d.Operation,
 		OpKind: d.OpKind, OpState: d.OpState,
 		Scope: d.Scope, EventNS: unixnano.From(d.EventTime), State: d.State.String(), NextNS: unixnano.From(d.NextAttempt), RetryFromNS: unixnano.From(d.RetryFrom),
 		AttemptCount: d.AttemptCount, CreateNS: unixnano.From(d.CreateTime),
 	}
-	if d.State == memorybank.DeliveryUnspecified {
+	if d.State == memorytype.DeliveryUnspecified {
 		return nil, fmt.Errorf("delivery %s has no state", d.Name())
 	}
 	for _, a := range d.Attempts {
@@ -57,22 +57,22 @@ func MarshalDelivery(d *memorybank.Delivery) ([]byte, error) {
 
 // UnmarshalDelivery decodes what MarshalDelivery stored, for the delivery
 // of an app with an id.
-func UnmarshalDelivery(app, id string, body []byte) (*memorybank.Delivery, error) {
+func UnmarshalDelivery(app, id string, body []byte) (*memorytype.Delivery, error) {
 	var r deliveryRecord
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("decoding webhook delivery %s of app %s: %w", id, app, err)
 	}
-	state, err := memorybank.ParseDeliveryState(r.State)
+	state, err := memorytype.ParseDeliveryState(r.State)
 	if err != nil {
 		return nil, fmt.Errorf("decoding webhook delivery %s of app %s: %w", id, app, err)
 	}
-	d := &memorybank.Delivery{
+	d := &memorytype.Delivery{
 		App: app, ID: id, Cursor: r.Cursor, URL: r.URL, Event: r.Event, MemoryID: r.MemoryID, Revision: r.Revision,
 		Operation: r.Operation, OpKind: r.OpKind, OpState: r.OpState, Scope: r.Scope, EventTime: unixnano.Time(r.EventNS), State: state,
 		NextAttempt: unixnano.Time(r.NextNS), RetryFrom: unixnano.Time(r.RetryFromNS), AttemptCount: r.AttemptCount, CreateTime: unixnano.Time(r.CreateNS),
 	}
 	for _, a := range r.Attempts {
-		d.Attempts = append(d.Attempts, memorybank.DeliveryAttempt{Time: unixnano.Time(a.TimeNS), Status: a.Status, Error: a.Error, Duration: time.Duration(a.DurationNS)})
+		d.Attempts = append(d.Attempts, memorytype.DeliveryAttempt{Time: unixnano.Time(a.TimeNS), Status: a.Status, Error: a.Error, Duration: time.Duration(a.DurationNS)})
 	}
 	return d, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
@@ -135,7 +135,7 @@ func fromV2(app, id string, fields map[string]json.RawMessage) (*jobs.Operation,
 // then; these tables freeze them.
 var (
 	v1States  = map[int]jobs.State{1: jobs.Pending, 2: jobs.Running, 3: jobs.Succeeded, 4: jobs.Failed, 5: jobs.Cancelled}
-	v1Actions = map[int]memorybank.Action{0: memorybank.ActionUnspecified, 1: memorybank.Created, 2: memorybank.Updated, 3: memorybank.Deleted, 4: memorybank.Unchanged}
+	v1Actions = map[int]memorytype.Action{0: memorytype.ActionUnspecified, 1: memorytype.Created, 2: memorytype.Updated, 3: memorytype.Deleted, 4: memorytype.Unchanged}
 	v1Kinds   = map[int]fault.Kind{
 		0: fault.Internal, 1: fault.Invalid, 2: fault.NotFound, 3: fault.AlreadyExists, 4: fault.FailedPrecondition,
 		5: fault.ResourceExhausted, 6: fault.PermissionDenied, 7: fault.Unavailable, 8: fault.Canceled,
@@ -151,7 +151,7 @@ type operationV1 struct {
 	State    int
 	ScopeKey string
 	Generate *struct {
-		Scope                memorybank.Scope     `json:"scope"`
+		Scope                memorytype.Scope     `json:"scope"`
 		Session              *keyV1               `json:"session"`
 		From                 time.Time            `json:"from"`
 		To                   time.Time            `json:"to"`
@@ -163,18 +163,18 @@ type operationV1 struct {
 		AllowedTopics        []string             `json:"allowed_topics"`
 	}
 	Purge *struct {
-		Scope  memorybank.Scope `json:"scope,omitempty"`
+		Scope  memorytype.Scope `json:"scope,omitempty"`
 		Filter string           `json:"filter,omitempty"`
 		Force  bool             `json:"force,omitempty"`
 	}
 	Generated []struct {
 		Memory struct {
 			ID, Fact                           string
-			Scope                              memorybank.Scope
+			Scope                              memorytype.Scope
 			Topics                             []string
 			Metadata                           map[string]string
 			CreateTime, UpdateTime, ExpireTime time.Time
-			Sources                            []memorybank.Source
+			Sources                            []memorytype.Source
 			Revision                           int64
 			Deleted                            bool
 			EmbeddingModel                     string
@@ -257,7 +257,7 @@ func v1Fields(body []byte) (map[string]json.RawMessage, error) {
 	var generated []object
 	for _, g := range v.Generated {
 		action, ok := v1Actions[g.Action]
-		if !ok || action == memorybank.ActionUnspecified {
+		if !ok || action == memorytype.ActionUnspecified {
 			return nil, fmt.Errorf("unknown action %d", g.Action)
 		}
 		m := g.Memory

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
@@ -36,40 +36,40 @@ import (
 
 // actionName returns the stored name of an action (Action.String), false
 // for one that has none.
-func actionName(a memorybank.Action) (string, bool) {
-	if a == memorybank.ActionUnspecified || a > memorybank.Unchanged {
+func actionName(a memorytype.Action) (string, bool) {
+	if a == memorytype.ActionUnspecified || a > memorytype.Unchanged {
 		return "", false
 	}
 	return a.String(), true
 }
 
 // parseAction returns the action of a stored name.
-func parseAction(name string) (memorybank.Action, error) {
-	for a := memorybank.Created; a <= memorybank.Unchanged; a++ {
+func parseAction(name string) (memorytype.Action, error) {
+	for a := memorytype.Created; a <= memorytype.Unchanged; a++ {
 		if a.String() == name {
 			return a, nil
 		}
 	}
-	return memorybank.ActionUnspecified, fmt.Errorf("unknown action %q", name)
+	return memorytype.ActionUnspecified, fmt.Errorf("unknown action %q", name)
 }
 
 // MarshalSources returns the stored form of a memory's sources (a JSON
-// array of memorybank.Source, [] when none), as the stores keep them
+// array of memorytype.Source, [] when none), as the stores keep them
 // beside the memory.
-func MarshalSources(src []memorybank.Source) ([]byte, error) {
+func MarshalSources(src []memorytype.Source) ([]byte, error) {
 	if src == nil {
-		src = []memorybank.Source{}
+		src = []memorytype.Source{}
 	}
 	return json.Marshal(src)
 }
 
 // UnmarshalSources decodes MarshalSources's output ("" and "null" are no
 // sources).
-func UnmarshalSources(b []byte) ([]memorybank.Source, error) {
+func UnmarshalSources(b []byte) ([]memorytype.Source, error) {
 	if len(b) == 0 || string(b) == "null" {
 		return nil, nil
 	}
-	var src []memorybank.Source
+	var src []memorytype.Source
 	if err := json.Unmarshal(b, &src); err != nil {
 		return nil, fmt.Errorf("decoding sources: %w", err)
 	}
@@ -80,12 +80,12 @@ func UnmarshalSources(b []byte) ([]memorybank.Source, error) {
 }
 
 // ProfileType is the stored memory type of a profile field's memory
-// (memorybank.StructuredProfile); a natural-language memory's is "" (the
+// (memorytype.StructuredProfile); a natural-language memory's is "" (the
 // stores' default for memories written before profiles).
-var ProfileType = memorybank.StructuredProfile.String()
+var ProfileType = memorytype.StructuredProfile.String()
 
 // MemoryType returns the stored memory type of m: ProfileType or "".
-func MemoryType(m *memorybank.Memory) string {
+func MemoryType(m *memorytype.Memory) string {
 	if m.Profile != nil {
 		return ProfileType
 	}
@@ -119,8 +119,8 @@ func UnmarshalProfile(s string) (*profile.Field, error) {
 // leave a memory it already holds alone; values it cannot tell the same
 // (a field it does not know how to compare) count as different, so that
 // the import writes rather than skips.
-func SameMemory(a, b *memorybank.Memory) bool {
-	norm := func(m *memorybank.Memory) memorybank.Memory {
+func SameMemory(a, b *memorytype.Memory) bool {
+	norm := func(m *memorytype.Memory) memorytype.Memory {
 		c := *m
 		v := reflect.ValueOf(&c).Elem()
 		for i := range v.NumField() {
@@ -154,11 +154,11 @@ func SameMemory(a, b *memorybank.Memory) bool {
 type revisionRecord struct {
 	Action         json.RawMessage     `json:"action"`
 	Fact           string              `json:"fact"`
-	Scope          memorybank.Scope    `json:"scope"`
+	Scope          memorytype.Scope    `json:"scope"`
 	Topics         []string            `json:"topics,omitempty"`
 	Metadata       metadata.Map        `json:"metadata,omitempty"`
 	ExtractedFacts []string            `json:"extracted_facts,omitempty"`
-	Sources        []memorybank.Source `json:"sources,omitempty"`
+	Sources        []memorytype.Source `json:"sources,omitempty"`
 	Operation      string              `json:"operation,omitempty"`
 	Reason         string              `json:"reason,omitempty"`
 	CreateNS       int64               `json:"create_ns"`
@@ -171,7 +171,7 @@ type revisionRecord struct {
 }
 
 // MarshalRevision returns a revision's stored form (see UnmarshalRevision).
-func MarshalRevision(r *memorybank.Revision) ([]byte, error) {
+func MarshalRevision(r *memorytype.Revision) ([]byte, error) {
 	name, ok := actionName(r.Action)
 	if !ok {
 		return nil, fmt.Errorf("revision %d of %s has no action", r.Number, r.MemoryID)
@@ -186,13 +186,13 @@ func MarshalRevision(r *memorybank.Revision) ([]byte, error) {
 }
 
 // UnmarshalRevision decodes a stored revision of memoryID.
-func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memorybank.Revision, error) {
+func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memorytype.Revision, error) {
 	var b revisionRecord
 	if err := json.Unmarshal(body, &b); err != nil {
 		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", number, memoryID, err)
 	}
 	var (
-		action memorybank.Action
+		action memorytype.Action
 		name   string
 		n      int
 		err    error
@@ -208,7 +208,7 @@ func UnmarshalRevision(app, memoryID string, number int64, body []byte) (*memory
 	if err != nil {
 		return nil, fmt.Errorf("decoding revision %d of memory %s: %w", number, memoryID, err)
 	}
-	return &memorybank.Revision{
+	return &memorytype.Revision{
 		App: app, MemoryID: memoryID, Number: number, Action: action, Fact: b.Fact, Scope: b.Scope,
 		Topics: b.Topics, Metadata: b.Metadata, ExtractedFacts: b.ExtractedFacts, Sources: b.Sources,
 		Operation: b.Operation, Reason: b.Reason, CreateTime: unixnano.Time(b.CreateNS), ExpireTime: unixnano.Time(b.ExpireNS),

@@ -8,7 +8,7 @@ import (
 )
 
 // Time in retrieval: a memory's time is its event time, else its stated
-// time (memorybank.Memory.Time). A similarity search prefers memories of a
+// time (memorytype.Memory.Time). A similarity search prefers memories of a
 // period, given with the request or named by the query in words
 // (QueryPeriod): a memory found by the query whose time lies in the period
 // has its distance d = 1 - s squared (see Fuse), so that it ranks above

@@ -8,7 +8,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -53,7 +54,7 @@ func readFeed(snap *firestore.DocumentSnapshot, err error) (feedDoc, error) {
 // changes an app's memories reads and writes this one document, which
 // serialises them per app (Firestore sustains about one write a second
 // per document under contention; see the package doc).
-func (s *Store) readFeedFor(tx *firestore.Transaction, w *memorybank.Write) (*feedDoc, error) {
+func (s *Store) readFeedFor(tx *firestore.Transaction, w *memorydriver.Write) (*feedDoc, error) {
 	if len(w.ChangeRecords(0)) == 0 {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func (s *Store) readFeedFor(tx *firestore.Transaction, w *memorybank.Write) (*fe
 
 // appendChanges writes a Write's changes and its app's raised cursor, in
 // the Write's transaction, after readFeedFor.
-func (s *Store) appendChanges(tx *firestore.Transaction, w *memorybank.Write, feed *feedDoc) error {
+func (s *Store) appendChanges(tx *firestore.Transaction, w *memorydriver.Write, feed *feedDoc) error {
 	if feed == nil {
 		return nil
 	}
@@ -82,14 +83,14 @@ func (s *Store) appendChanges(tx *firestore.Transaction, w *memorybank.Write, fe
 	return tx.Set(s.feedRef(w.App), map[string]any{"last": feed.Last}, firestore.MergeAll)
 }
 
-// ListChanges implements memorybank.ChangeStore: in one read-only
+// ListChanges implements memorydriver.ChangeFeed: in one read-only
 // transaction (one snapshot), the feed's document and a query on the
 // cursor (and scope key, with the composite index on (scope_key,
 // cursor)).
-func (s *Store) ListChanges(ctx context.Context, q memorybank.ChangeQuery) (*memorybank.ChangePage, error) {
-	var p *memorybank.ChangePage
+func (s *Store) ListChanges(ctx context.Context, q memorydriver.ChangeQuery) (*memorytype.ChangePage, error) {
+	var p *memorytype.ChangePage
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		p = &memorybank.ChangePage{}
+		p = &memorytype.ChangePage{}
 		d, err := readFeed(tx.Get(s.feedRef(q.App)))
 		if err != nil {
 			return err
@@ -122,11 +123,11 @@ func (s *Store) ListChanges(ctx context.Context, q memorybank.ChangeQuery) (*mem
 	return p, firestoredb.Wrap(err)
 }
 
-// DeleteExpiredChanges implements memorybank.ChangeStore: a collection
+// DeleteExpiredChanges implements memorydriver.ChangeFeed: a collection
 // group query on time_ns, then per app one transaction that deletes its
 // changes found and raises its swept cursor.
 func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error) {
-	snaps, err := s.c.CollectionGroup("kioku_changes").Where("time_ns", "<=", unixnano.From(now.Add(-memorybank.ChangeRetention))).
+	snaps, err := s.c.CollectionGroup("kioku_changes").Where("time_ns", "<=", unixnano.From(now.Add(-memorydriver.ChangeRetention))).
 		OrderBy("time_ns", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return 0, firestoredb.Wrap(err)

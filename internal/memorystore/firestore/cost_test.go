@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -43,7 +44,7 @@ func TestSearchReadsBounded(t *testing.T) {
 	fact := func() string {
 		return fmt.Sprintf("The user likes %s and %s with %s.", words[rng.IntN(len(words))], words[rng.IntN(len(words))], words[rng.IntN(len(words))])
 	}
-	scope := memorybank.Scope{"user_id": "u1"}
+	scope := memorytype.Scope{"user_id": "u1"}
 	const memories = 120
 	for range memories {
 		if _, err := svc.CreateMemory(ctx, "app1", memorybank.MemoryInput{Fact: fact(), Scope: scope}); err != nil {
@@ -105,7 +106,7 @@ func TestSearchReadsBounded(t *testing.T) {
 		// sides find 20.
 		reads(fmt.Sprintf("SearchMemories K 20, query %d", i), 20, 1+(20+5)+(2*20+10), func(ctx context.Context) (int, error) {
 			st := New(c, Options{})
-			res, err := st.SearchMemories(ctx, memorybank.SearchQuery{
+			res, err := st.SearchMemories(ctx, memorydriver.SearchQuery{
 				App: "app1", ScopeKey: scope.Key(), Vector: model.Offline{}.Vector(q, model.TaskQuery), Model: model.Offline{}.Name(),
 				Terms: model.OfflineTerms(q), K: 20,
 			})
@@ -122,7 +123,7 @@ func TestSearchReadsBounded(t *testing.T) {
 // denseAlwaysStore reads the dense side of every search.
 type denseAlwaysStore struct{ *Store }
 
-func (s denseAlwaysStore) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
+func (s denseAlwaysStore) SearchMemories(ctx context.Context, q memorydriver.SearchQuery) ([]retrieval.Ranked[*memorytype.Memory], error) {
 	q.DenseFillsOnly = false
 	return s.Store.SearchMemories(ctx, q)
 }

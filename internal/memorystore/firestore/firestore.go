@@ -95,15 +95,14 @@ import (
 	"sort"
 	"time"
 
+	"cloud.google.com/go/firestore"
+	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/record"
-
-	"cloud.google.com/go/firestore"
-
-	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -118,7 +117,19 @@ type Store struct {
 	txn  []firestore.TransactionOption
 }
 
-var _ memorybank.Store = (*Store)(nil)
+// The store implements every optional part of the contract, and keeps the
+// operations of the jobs engine in the same database (jobs.go), as
+// memorydriver.Write needs.
+var (
+	_ memorydriver.Store      = (*Store)(nil)
+	_ memorydriver.Reembedder = (*Store)(nil)
+	_ memorydriver.Transferer = (*Store)(nil)
+	_ memorydriver.Eraser     = (*Store)(nil)
+	_ memorydriver.Profiler   = (*Store)(nil)
+	_ memorydriver.ChangeFeed = (*Store)(nil)
+	_ memorydriver.Webhooks   = (*Store)(nil)
+	_ memorydriver.UsageMeter = (*Store)(nil)
+)
 
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
@@ -199,7 +210,7 @@ func termIDs(fact string) []int64 {
 	return out
 }
 
-func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
+func toDoc(m *memorytype.Memory) (*memoryDoc, error) {
 	sources, err := record.MarshalSources(m.Sources)
 	if err != nil {
 		return nil, err
@@ -229,7 +240,7 @@ func toDoc(m *memorybank.Memory) (*memoryDoc, error) {
 	return d, nil
 }
 
-func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory, error) {
+func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorytype.Memory, error) {
 	var d memoryDoc
 	if err := snap.DataTo(&d); err != nil {
 		return nil, err
@@ -238,7 +249,7 @@ func fromSnap(app string, snap *firestore.DocumentSnapshot) (*memorybank.Memory,
 	if err != nil {
 		return nil, fmt.Errorf("decoding memory %s: %w", snap.Ref.ID, err)
 	}
-	m := &memorybank.Memory{
+	m := &memorytype.Memory{
 		App: app, ID: snap.Ref.ID, Fact: d.Fact, DisplayName: d.DisplayName, Description: d.Description, Scope: d.Scope, Topics: d.Topics, Metadata: md,
 		CreateTime: unixnano.Time(d.CreateNS), UpdateTime: unixnano.Time(d.UpdateNS), ExpireTime: unixnano.Time(d.ExpireNS),
 		Revision: d.Revision, Deleted: d.Deleted, EmbeddingModel: d.EmbeddingModel,
@@ -312,8 +323,8 @@ func metadataOf(d map[string]any) (metadata.Map, error) {
 
 func appOf(snap *firestore.DocumentSnapshot) string { return snap.Ref.Parent.Parent.ID }
 
-// GetMemory implements memorybank.MemoryStore.
-func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
+// GetMemory implements memorydriver.Store.
+func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error) {
 	snap, err := s.memories(app).Doc(id).Get(ctx)
 	if firestoredb.IsNotFound(err) {
 		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
@@ -325,8 +336,8 @@ func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memo
 }
 
 // collect runs a query page by page until limit memories pass keep.
-func collect(ctx context.Context, base firestore.Query, limit int, after []any, keep func(*memorybank.Memory) bool, app func(*firestore.DocumentSnapshot) string, cursor func(*memorybank.Memory) []any) ([]*memorybank.Memory, error) {
-	var out []*memorybank.Memory
+func collect(ctx context.Context, base firestore.Query, limit int, after []any, keep func(*memorytype.Memory) bool, app func(*firestore.DocumentSnapshot) string, cursor func(*memorytype.Memory) []any) ([]*memorytype.Memory, error) {
+	var out []*memorytype.Memory
 	for len(out) < limit {
 		want := limit - len(out)
 		q := base.Limit(want)
@@ -356,12 +367,12 @@ func collect(ctx context.Context, base firestore.Query, limit int, after []any, 
 	return out, nil
 }
 
-// ListMemories implements memorybank.MemoryStore. The scope and the first
+// ListMemories implements memorydriver.Store. The scope and the first
 // topic are query filters (firestore.indexes.json has their indexes);
 // further topics, the times and expiry are checked in the server, reading
 // further pages as needed. Metadata is never a query filter: the ordered
 // listing would need a composite index per metadata key.
-func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*memorybank.Memory, error) {
+func (s *Store) ListMemories(ctx context.Context, q memorydriver.ListQuery) ([]*memorytype.Memory, error) {
 	if q.Filter.None {
 		return nil, nil
 	}
@@ -378,23 +389,23 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 		after = []any{q.AfterUpdate.UnixNano(), q.AfterID}
 	}
 	return collect(ctx, base, q.Limit, after,
-		func(m *memorybank.Memory) bool {
+		func(m *memorytype.Memory) bool {
 			return m.Visible(q.Now) && q.Filter.MatchesType(m.Type()) && q.Filter.MatchesTopics(m.Topics) && q.Filter.MatchesTimes(m.EventTime, m.StatedTime)
 		},
 		func(*firestore.DocumentSnapshot) string { return q.App },
-		func(m *memorybank.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })
+		func(m *memorytype.Memory) []any { return []any{unixnano.From(m.UpdateTime), m.ID} })
 }
 
-// ProfileMemories implements memorybank.ProfileStore: one query,
+// ProfileMemories implements memorydriver.Profiler: one query,
 // equalities on scope_key, memory_type and deleted (served by merging
 // single-field indexes).
-func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorybank.Memory, error) {
+func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	q := s.memories(app).Where("scope_key", "==", scopeKey).Where("memory_type", "==", record.ProfileType).Where("deleted", "==", false).Limit(limit)
 	return visible(ctx, app, q, now)
 }
 
-// MemoriesBySource implements memorybank.MemoryStore.
-func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
+// MemoriesBySource implements memorydriver.Store.
+func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorytype.Memory, error) {
 	out, err := visible(ctx, app, s.memories(app).Where("source_sessions", "array-contains", session).Where("deleted", "==", false), now)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
@@ -402,12 +413,12 @@ func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now t
 
 // visible runs a query of an app's memories and returns those visible at
 // now.
-func visible(ctx context.Context, app string, q firestore.Query, now time.Time) ([]*memorybank.Memory, error) {
+func visible(ctx context.Context, app string, q firestore.Query, now time.Time) ([]*memorytype.Memory, error) {
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
-	var out []*memorybank.Memory
+	var out []*memorytype.Memory
 	for _, snap := range snaps {
 		m, err := fromSnap(app, snap)
 		if err != nil {
@@ -420,33 +431,33 @@ func visible(ctx context.Context, app string, q firestore.Query, now time.Time) 
 	return out, nil
 }
 
-// StaleEmbeddings implements memorybank.MemoryStore. Besides the memories whose
+// StaleEmbeddings implements memorydriver.Reembedder. Besides the memories whose
 // vectors are of another model it returns those whose terms are of an
 // older version than this server's, so that re-embedding rewrites their
 // terms too. (A document written before memories had terms has no
 // terms_version, which no Firestore query can find; the lexical pass
 // misses it until it is next written, while the dense side still finds
 // it.)
-func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
-	visible := func(m *memorybank.Memory) bool { return m.Visible(now) }
+func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorytype.Memory, error) {
+	visible := func(m *memorytype.Memory) bool { return m.Visible(now) }
 	group := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false)
 	out, err := collect(ctx, group.Where("embedding_model", "!=", model), limit, nil, visible, appOf, nil)
 	if err != nil || len(out) == limit {
 		return out, err
 	}
-	more, err := collect(ctx, group.Where("terms_version", "!=", termsVersion), limit-len(out), nil, func(m *memorybank.Memory) bool {
+	more, err := collect(ctx, group.Where("terms_version", "!=", termsVersion), limit-len(out), nil, func(m *memorytype.Memory) bool {
 		return visible(m) && m.EmbeddingModel == model
 	}, appOf, nil)
 	return append(out, more...), err
 }
 
-// ExpiredMemories implements memorybank.MemoryStore.
-func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorybank.Memory, error) {
+// ExpiredMemories implements memorydriver.Store.
+func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	base := s.c.CollectionGroup("kioku_memories").Where("deleted", "==", false).Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano())
-	return collect(ctx, base, limit, nil, func(*memorybank.Memory) bool { return true }, appOf, nil)
+	return collect(ctx, base, limit, nil, func(*memorytype.Memory) bool { return true }, appOf, nil)
 }
 
-// Watermark implements memorybank.MemoryStore.
+// Watermark implements memorydriver.Store.
 func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
 	snap, err := s.watermarkRef(app, session).Get(ctx)
 	if firestoredb.IsNotFound(err) {

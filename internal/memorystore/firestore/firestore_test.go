@@ -6,7 +6,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
-	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
 )
 
 // newStore opens a store on a Firestore project of the test's own.
@@ -15,7 +15,7 @@ func newStore(t *testing.T) *firestore.Store {
 	return firestore.New(c, firestore.Options{})
 }
 
-func TestConformance(t *testing.T) { memorybanktest.Run(t, newStore) }
+func TestConformance(t *testing.T) { memorydrivertest.Run(t, newStore) }
 
 // TestJobsConformance runs the jobs engine's suite on the store's
 // operations.

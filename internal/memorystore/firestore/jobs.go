@@ -13,7 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -281,7 +281,7 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 		if err := s.checkUpdates(tx, now, updates); err != nil {
 			return err
 		}
-		ending := memorybank.EndingWrites(now, updates)
+		ending := memorydriver.EndingWrites(now, updates)
 		feeds := make([]*feedDoc, len(ending))
 		for i, w := range ending {
 			f, err := s.readFeedFor(tx, w)

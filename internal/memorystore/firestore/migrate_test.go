@@ -12,12 +12,12 @@ import (
 	gfs "cloud.google.com/go/firestore"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/memorystore/firestore"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
@@ -129,7 +129,7 @@ func TestMigrate(t *testing.T) {
 	if !slices.Equal(ids, []string{"id004", "id005", "id007"}) {
 		t.Errorf("queued after the migration = %v", ids)
 	}
-	if r, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || r.Action != memorybank.Deleted {
+	if r, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || r.Action != memorytype.Deleted {
 		t.Errorf("a revision of the first format = %+v, %v", r, err)
 	}
 	migrateAgain(t, st)

@@ -8,12 +8,12 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
-// DeleteExpiredRevisions implements memorybank.RevisionStore.
+// DeleteExpiredRevisions implements memorydriver.Store.
 func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
 	return firestoredb.DeleteQuery(ctx, s.c, s.c.CollectionGroup("kioku_revisions").Where("expire_ns", ">", 0).Where("expire_ns", "<=", now.UnixNano()).Limit(limit))
 }
@@ -25,7 +25,7 @@ type revisionDoc struct {
 	Body     string `firestore:"body"`
 }
 
-func revisionToDoc(r *memorybank.Revision) (*revisionDoc, error) {
+func revisionToDoc(r *memorytype.Revision) (*revisionDoc, error) {
 	body, err := record.MarshalRevision(r)
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func revisionToDoc(r *memorybank.Revision) (*revisionDoc, error) {
 	return &revisionDoc{Number: r.Number, ExpireNS: unixnano.From(r.ExpireTime), Body: string(body)}, nil
 }
 
-func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*memorybank.Revision, error) {
+func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*memorytype.Revision, error) {
 	var d revisionDoc
 	if err := snap.DataTo(&d); err != nil {
 		return nil, err
@@ -48,13 +48,13 @@ func revisionFromSnap(app, memoryID string, snap *firestore.DocumentSnapshot) (*
 	return r, nil
 }
 
-// ListRevisions implements memorybank.RevisionStore.
-func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorybank.Revision, error) {
+// ListRevisions implements memorydriver.Store.
+func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error) {
 	q := s.memories(app).Doc(memoryID).Collection("kioku_revisions").OrderBy("number", firestore.Desc)
 	if before > 0 {
 		q = q.Where("number", "<", before)
 	}
-	var out []*memorybank.Revision
+	var out []*memorytype.Revision
 	for len(out) < limit {
 		want := limit - len(out)
 		snaps, err := q.Limit(want).Documents(ctx).GetAll()
@@ -79,8 +79,8 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	return out, nil
 }
 
-// GetRevision implements memorybank.RevisionStore.
-func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
+// GetRevision implements memorydriver.Store.
+func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorytype.Revision, error) {
 	snap, err := s.revisionRef(app, memoryID, number).Get(ctx)
 	if firestoredb.IsNotFound(err) {
 		return nil, fault.NotFoundf("revision %d of memory apps/%s/memories/%s not found", number, app, memoryID)
@@ -95,7 +95,7 @@ func (s *Store) configRef(app string) *firestore.DocumentRef {
 	return s.app(app).Collection("kioku_config").Doc("memory_bank")
 }
 
-// GetConfig implements memorybank.ConfigStore.
+// GetConfig implements memorydriver.Store.
 func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	snap, err := s.configRef(app).Get(ctx)
 	if firestoredb.IsNotFound(err) {
@@ -115,7 +115,7 @@ func decodeConfig(app string, snap *firestore.DocumentSnapshot) (*appconfig.Conf
 	return record.UnmarshalConfig(app, []byte(body.(string)))
 }
 
-// ListConfigs implements memorybank.ConfigStore. It lists the app documents
+// ListConfigs implements memorydriver.Store. It lists the app documents
 // (which may exist only as parents of collections) and reads their
 // configuration documents: no index is needed.
 func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
@@ -147,7 +147,7 @@ func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
 	return out, nil
 }
 
-// PutConfig implements memorybank.ConfigStore.
+// PutConfig implements memorydriver.Store.
 func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	body, err := record.MarshalConfig(c)
 	if err != nil {

@@ -6,7 +6,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -31,7 +32,7 @@ const (
 )
 
 // denseLimit is the FindNearest limit of a search.
-func denseLimit(q memorybank.SearchQuery) int {
+func denseLimit(q memorydriver.SearchQuery) int {
 	if !q.Filter.Empty() {
 		return min(maxNearest, 10*q.K+50)
 	}
@@ -41,14 +42,14 @@ func denseLimit(q memorybank.SearchQuery) int {
 // lexicalBudget is the most memories the lexical pass reads: the query's
 // rarest terms are looked up while the memories that may hold them (by
 // the scope's document frequencies) fit it.
-func lexicalBudget(q memorybank.SearchQuery) int {
+func lexicalBudget(q memorydriver.SearchQuery) int {
 	if !q.Filter.Empty() {
 		return min(maxNearest, 10*q.K+50)
 	}
 	return min(maxNearest, 2*q.K+10)
 }
 
-// SearchMemories implements memorybank.MemoryStore. It reads the scope's
+// SearchMemories implements memorydriver.Store. It reads the scope's
 // statistics, then gathers candidates in two bounded queries, both
 // pre-filtered on the scope and deleted = false: the dense side's
 // FindNearest (dot product with the weighted query vector, pre-filtered on
@@ -83,7 +84,7 @@ func lexicalBudget(q memorybank.SearchQuery) int {
 // FindNearest run and skipped). Otherwise FindNearest runs as without it,
 // and its candidates come first, so that Rank sees the same candidates in
 // the same order.
-func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
+func (s *Store) SearchMemories(ctx context.Context, q memorydriver.SearchQuery) ([]retrieval.Ranked[*memorytype.Memory], error) {
 	if q.Filter.None || q.K <= 0 {
 		return nil, nil
 	}
@@ -93,7 +94,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 	}
 	base := s.memories(q.App).Where("scope_key", "==", q.ScopeKey).Where("deleted", "==", false)
 	seen := map[string]bool{}
-	var cands []retrieval.Candidate[*memorybank.Memory]
+	var cands []retrieval.Candidate[*memorytype.Memory]
 	// add makes candidates of the memories of snaps not seen yet and
 	// returns how many of snaps are candidates, seen before or not.
 	var wq []float32
@@ -116,7 +117,7 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 				continue
 			}
 			n++
-			c := retrieval.Candidate[*memorybank.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact), HasEventTime: !m.EventTime.IsZero()}
+			c := retrieval.Candidate[*memorytype.Memory]{Item: m, ID: m.ID, Terms: model.OfflineTerms(m.Fact), HasEventTime: !m.EventTime.IsZero()}
 			if wq != nil && m.EmbeddingModel == q.Model && len(m.Embedding) > 0 {
 				for i, x := range m.Embedding {
 					if i < len(wq) {
@@ -146,8 +147,8 @@ func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([
 		lexical, complete = snaps, all && len(snaps) < budget
 		return firestoredb.Wrap(err)
 	}
-	rank := func() []retrieval.Ranked[*memorybank.Memory] {
-		return retrieval.Rank(q.Ranking(), slices.Values(cands), ts, func(m *memorybank.Memory) *memorybank.Memory { return m })
+	rank := func() []retrieval.Ranked[*memorytype.Memory] {
+		return retrieval.Rank(q.Ranking(), slices.Values(cands), ts, func(m *memorytype.Memory) *memorytype.Memory { return m })
 	}
 	// When the dense side only fills K, the lexical pass goes first; when
 	// it was complete and its memories alone give the lexical side K,

@@ -6,7 +6,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -50,7 +50,7 @@ type counted struct {
 }
 
 // countedNow is what a memory written now counts: its fact's terms.
-func countedNow(m *memorybank.Memory) counted { return counted{terms: termIDs(m.Fact), ok: true} }
+func countedNow(m *memorytype.Memory) counted { return counted{terms: termIDs(m.Fact), ok: true} }
 
 // countedIn returns what a stored memory document counts: a document
 // written with terms, of this server's version or an older one, was
@@ -70,7 +70,7 @@ func countedIn(snap *firestore.DocumentSnapshot) (c counted, current bool, err e
 
 // count adds (sign 1) or removes (sign -1) a memory's vector and what it
 // counts of its terms.
-func (st scopeStats) count(m *memorybank.Memory, c counted, sign int32) {
+func (st scopeStats) count(m *memorytype.Memory, c counted, sign int32) {
 	if m == nil || m.Deleted {
 		return
 	}

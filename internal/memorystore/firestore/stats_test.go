@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/internal/firestoretest"
 	"github.com/kioku-ai/kioku/internal/golden"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 )
 
@@ -54,9 +54,9 @@ func TestStatsAfterTermsVersion(t *testing.T) {
 	// stored writes a memory, in a scope of its own, as a server of the
 	// older version left it: its document with the old terms, the scope's
 	// statistics counting them.
-	stored := func(id string) *memorybank.Memory {
-		scope := memorybank.Scope{"user_id": id}
-		m := &memorybank.Memory{App: "app1", ID: id, Fact: fact, Scope: scope, CreateTime: now, UpdateTime: now, Revision: 1}
+	stored := func(id string) *memorytype.Memory {
+		scope := memorytype.Scope{"user_id": id}
+		m := &memorytype.Memory{App: "app1", ID: id, Fact: fact, Scope: scope, CreateTime: now, UpdateTime: now, Revision: 1}
 		d, err := toDoc(m)
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +83,7 @@ func TestStatsAfterTermsVersion(t *testing.T) {
 	// counts returns the term statistics of a memory's scope: the count of
 	// memories and the buckets counted (nil when the document is gone).
 	counts := func(id string) (int, map[int]int32) {
-		st, err := readStats(s.statsRef("app1", memorybank.Scope{"user_id": id}.Key()).Get(ctx))
+		st, err := readStats(s.statsRef("app1", memorytype.Scope{"user_id": id}.Key()).Get(ctx))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestStatsAfterTermsVersion(t *testing.T) {
 	wantNow := buckets(termIDs(fact))
 
 	m := stored("rewritten")
-	if err := s.Write(ctx, &memorybank.Write{App: "app1", Now: now, Changes: []memorybank.Change{{Memory: m, ExpectRevision: 1}}}); err != nil {
+	if err := s.Write(ctx, &memorydriver.Write{App: "app1", Now: now, Changes: []memorydriver.Change{{Memory: m, ExpectRevision: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, got := counts("rewritten"); n != 1 || !maps.Equal(got, wantNow) {

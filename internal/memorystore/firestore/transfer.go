@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -17,23 +17,23 @@ import (
 // document id or session name order with cursors, and writes of archived
 // records as they are.
 
-// Apps implements memorybank.TransferStore (firestoredb.Apps).
+// Apps implements memorydriver.Transferer (firestoredb.Apps).
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return firestoredb.Apps(ctx, s.c, s.root, after, limit)
 }
 
-// ScanMemories implements memorybank.TransferStore. A user's memories are a query
+// ScanMemories implements memorydriver.Scanner. A user's memories are a query
 // on scope.user_id (a single-field index).
-func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*memorybank.Memory, error) {
+func (s *Store) ScanMemories(ctx context.Context, q memorydriver.ScanQuery) ([]*memorytype.Memory, error) {
 	base := s.memories(q.App).Query
 	if q.User != "" {
-		base = base.WherePath(firestore.FieldPath{"scope", memorybank.ScopeUser}, "==", q.User)
+		base = base.WherePath(firestore.FieldPath{"scope", memorytype.ScopeUser}, "==", q.User)
 	}
 	snaps, err := firestoredb.PageByID(ctx, base, q.AfterID, q.Limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*memorybank.Memory, 0, len(snaps))
+	out := make([]*memorytype.Memory, 0, len(snaps))
 	for _, snap := range snaps {
 		m, err := fromSnap(q.App, snap)
 		if err != nil {
@@ -50,10 +50,10 @@ type watermarkDoc struct {
 	Seq     int64  `firestore:"seq"`
 }
 
-// ScanWatermarks implements memorybank.TransferStore: a range query on the
+// ScanWatermarks implements memorydriver.Scanner: a range query on the
 // session field (a single-field index), from the prefix on, cut where the
 // names stop having it.
-func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorybank.Watermark, error) {
+func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorydriver.Watermark, error) {
 	q := s.app(app).Collection("kioku_watermarks").Where("session", ">=", prefix).OrderBy("session", firestore.Asc).Limit(limit)
 	if after != "" {
 		q = q.StartAfter(after)
@@ -62,7 +62,7 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
 	}
-	out := make([]memorybank.Watermark, 0, len(snaps))
+	out := make([]memorydriver.Watermark, 0, len(snaps))
 	for _, snap := range snaps {
 		var d watermarkDoc
 		if err := snap.DataTo(&d); err != nil {
@@ -71,16 +71,16 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 		if !strings.HasPrefix(d.Session, prefix) {
 			break // past the names with the prefix
 		}
-		out = append(out, memorybank.Watermark{App: app, Session: d.Session, Sequence: d.Seq})
+		out = append(out, memorydriver.Watermark{App: app, Session: d.Session, Sequence: d.Seq})
 	}
 	return out, nil
 }
 
-// ImportMemory implements memorybank.TransferStore: one transaction that reads the
+// ImportMemory implements memorydriver.Transferer: one transaction that reads the
 // memory, its scope's statistics and the revisions' documents, then writes
 // the memory (counting it in the statistics in place of the stored one)
 // and the revisions not stored yet.
-func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*memorybank.Revision) (bool, int, error) {
+func (s *Store) ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*memorytype.Revision) (bool, int, error) {
 	doc, err := toDoc(m)
 	if err != nil {
 		return false, 0, err
@@ -105,7 +105,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		wrote, n = false, 0
 		var (
-			old      *memorybank.Memory
+			old      *memorytype.Memory
 			oldTerms counted
 		)
 		snap, err := tx.Get(ref)
@@ -171,7 +171,7 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	return wrote, n, nil
 }
 
-// DeleteMemories implements memorybank.TransferStore: for each memory, its
+// DeleteMemories implements memorydriver.Eraser: for each memory, its
 // revisions (a bulk writer, page by page), then in one transaction the
 // memory's document and its part of the scope's statistics (whose document
 // goes once no memory is counted in it). An erasure stopped between the two
@@ -250,7 +250,7 @@ func (s *Store) deleteAll(ctx context.Context, q firestore.Query) (int, error) {
 	}
 }
 
-// DeleteWatermarks implements memorybank.TransferStore.
+// DeleteWatermarks implements memorydriver.Eraser.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
 	refs := make([]*firestore.DocumentRef, len(sessions))
 	for i, name := range sessions {

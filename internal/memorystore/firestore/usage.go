@@ -4,9 +4,8 @@ import (
 	"context"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // usageRef is the document of an app's usage of one day.
@@ -19,35 +18,35 @@ type usageDoc struct {
 	Tokens      int64 `firestore:"tokens"`
 }
 
-// AddUsage implements memorybank.UsageStore: a transaction when a bound
+// AddUsage implements memorydriver.UsageMeter: a transaction when a bound
 // applies, else one write of server-side increments (no read, no
 // contention between servers counting tokens at once).
-func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorybank.Usage) (memorybank.Usage, bool, error) {
+func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error) {
 	ref := s.usageRef(app, day)
-	if below == (memorybank.Usage{}) {
+	if below == (memorytype.Usage{}) {
 		if _, err := ref.Set(ctx, map[string]any{
 			"generations": firestore.Increment(add.Generations),
 			"tokens":      firestore.Increment(add.Tokens),
 		}, firestore.MergeAll); err != nil {
-			return memorybank.Usage{}, false, firestoredb.Wrap(err)
+			return memorytype.Usage{}, false, firestoredb.Wrap(err)
 		}
 		u, err := s.GetUsage(ctx, app, day)
 		return u, err == nil, err
 	}
-	var u memorybank.Usage
+	var u memorytype.Usage
 	var added bool
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(ref)
 		if err != nil && !firestoredb.IsNotFound(err) {
 			return err
 		}
-		u, added = memorybank.Usage{}, false
+		u, added = memorytype.Usage{}, false
 		if err == nil {
 			var d usageDoc
 			if err := snap.DataTo(&d); err != nil {
 				return err
 			}
-			u = memorybank.Usage{Generations: d.Generations, Tokens: d.Tokens}
+			u = memorytype.Usage{Generations: d.Generations, Tokens: d.Tokens}
 		}
 		if below.Generations > 0 && u.Generations >= below.Generations || below.Tokens > 0 && u.Tokens >= below.Tokens {
 			return nil
@@ -58,23 +57,23 @@ func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memory
 		return tx.Set(ref, usageDoc{Generations: u.Generations, Tokens: u.Tokens})
 	}, s.txn...)
 	if err != nil {
-		return memorybank.Usage{}, false, firestoredb.Wrap(err)
+		return memorytype.Usage{}, false, firestoredb.Wrap(err)
 	}
 	return u, added, nil
 }
 
-// GetUsage implements memorybank.UsageStore.
-func (s *Store) GetUsage(ctx context.Context, app, day string) (memorybank.Usage, error) {
+// GetUsage implements memorydriver.UsageMeter.
+func (s *Store) GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error) {
 	snap, err := s.usageRef(app, day).Get(ctx)
 	if firestoredb.IsNotFound(err) {
-		return memorybank.Usage{}, nil
+		return memorytype.Usage{}, nil
 	}
 	if err != nil {
-		return memorybank.Usage{}, firestoredb.Wrap(err)
+		return memorytype.Usage{}, firestoredb.Wrap(err)
 	}
 	var d usageDoc
 	if err := snap.DataTo(&d); err != nil {
-		return memorybank.Usage{}, err
+		return memorytype.Usage{}, err
 	}
-	return memorybank.Usage{Generations: d.Generations, Tokens: d.Tokens}, nil
+	return memorytype.Usage{Generations: d.Generations, Tokens: d.Tokens}, nil
 }

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -48,7 +48,7 @@ func readDispatch(snap *firestore.DocumentSnapshot, err error) (dispatchDoc, err
 	return d, snap.DataTo(&d)
 }
 
-// ClaimWebhookLease implements memorybank.WebhookStore in one
+// ClaimWebhookLease implements memorydriver.Webhooks in one
 // transaction on the dispatch document.
 func (s *Store) ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (bool, int64, error) {
 	var (
@@ -69,10 +69,10 @@ func (s *Store) ClaimWebhookLease(ctx context.Context, app, owner string, now, e
 	return held, cursor, firestoredb.Wrap(err)
 }
 
-// AddDeliveries implements memorybank.WebhookStore in one transaction:
+// AddDeliveries implements memorydriver.Webhooks in one transaction:
 // the dispatch document checked and moved, the deliveries not stored yet
 // created.
-func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorybank.Delivery) error {
+func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error {
 	docs := make([]deliveryDoc, len(ds))
 	for i, d := range ds {
 		b, err := record.MarshalDelivery(d)
@@ -110,8 +110,8 @@ func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.T
 	return firestoredb.Wrap(err)
 }
 
-func deliveriesOf(app string, snaps []*firestore.DocumentSnapshot) ([]*memorybank.Delivery, error) {
-	out := make([]*memorybank.Delivery, 0, len(snaps))
+func deliveriesOf(app string, snaps []*firestore.DocumentSnapshot) ([]*memorytype.Delivery, error) {
+	out := make([]*memorytype.Delivery, 0, len(snaps))
 	for _, snap := range snaps {
 		var doc deliveryDoc
 		if err := snap.DataTo(&doc); err != nil {
@@ -126,10 +126,10 @@ func deliveriesOf(app string, snaps []*firestore.DocumentSnapshot) ([]*memoryban
 	return out, nil
 }
 
-// PendingDeliveries implements memorybank.WebhookStore (the composite
+// PendingDeliveries implements memorydriver.Webhooks (the composite
 // index on (state, id)).
-func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorybank.Delivery, error) {
-	snaps, err := s.deliveries(app).Where("state", "==", memorybank.DeliveryPending.String()).
+func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error) {
+	snaps, err := s.deliveries(app).Where("state", "==", memorytype.DeliveryPending.String()).
 		OrderBy("id", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
@@ -137,8 +137,8 @@ func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([
 	return deliveriesOf(app, snaps)
 }
 
-// PutDelivery implements memorybank.WebhookStore.
-func (s *Store) PutDelivery(ctx context.Context, d *memorybank.Delivery) error {
+// PutDelivery implements memorydriver.Webhooks.
+func (s *Store) PutDelivery(ctx context.Context, d *memorytype.Delivery) error {
 	b, err := record.MarshalDelivery(d)
 	if err != nil {
 		return err
@@ -152,11 +152,11 @@ func (s *Store) PutDelivery(ctx context.Context, d *memorybank.Delivery) error {
 	return firestoredb.Wrap(err)
 }
 
-// GetDelivery implements memorybank.WebhookStore.
-func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorybank.Delivery, error) {
+// GetDelivery implements memorydriver.Webhooks.
+func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error) {
 	snap, err := s.deliveries(app).Doc(id).Get(ctx)
 	if firestoredb.IsNotFound(err) {
-		return nil, fault.NotFoundf("webhook delivery %s not found", memorybank.DeliveryName(app, id))
+		return nil, fault.NotFoundf("webhook delivery %s not found", memorytype.DeliveryName(app, id))
 	}
 	if err != nil {
 		return nil, firestoredb.Wrap(err)
@@ -168,11 +168,11 @@ func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorybank.De
 	return ds[0], nil
 }
 
-// ListDeliveries implements memorybank.WebhookStore (with a state: the
+// ListDeliveries implements memorydriver.Webhooks (with a state: the
 // composite index on (state, id descending)).
-func (s *Store) ListDeliveries(ctx context.Context, q memorybank.DeliveryQuery) ([]*memorybank.Delivery, error) {
+func (s *Store) ListDeliveries(ctx context.Context, q memorydriver.DeliveryQuery) ([]*memorytype.Delivery, error) {
 	query := s.deliveries(q.App).Query
-	if q.State != memorybank.DeliveryUnspecified {
+	if q.State != memorytype.DeliveryUnspecified {
 		query = query.Where("state", "==", q.State.String())
 	}
 	if q.BeforeID != "" {
@@ -185,7 +185,7 @@ func (s *Store) ListDeliveries(ctx context.Context, q memorybank.DeliveryQuery) 
 	return deliveriesOf(q.App, snaps)
 }
 
-// DeleteDeliveries implements memorybank.WebhookStore.
+// DeleteDeliveries implements memorydriver.Webhooks.
 func (s *Store) DeleteDeliveries(ctx context.Context, app string, ids []string) error {
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {

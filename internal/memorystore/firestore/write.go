@@ -7,21 +7,22 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/firestoredb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
-// Write implements memorybank.MemoryStore: one transaction, which reads
+// Write implements memorydriver.Store: one transaction, which reads
 // the operations, memories, watermarks, scope statistics and change feed
 // it changes, checks every precondition (for a claim, with a query for a
 // running operation of the key), then writes, the changes to the feed
 // among them.
-func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
+func (s *Store) Write(ctx context.Context, w *memorydriver.Write) error {
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		// Reads first: operations, memories, scope statistics, watermarks.
 		if err := s.checkUpdates(tx, w.Now, w.Operations); err != nil {
 			return err
 		}
-		olds := make([]*memorybank.Memory, len(w.Changes))
+		olds := make([]*memorytype.Memory, len(w.Changes))
 		oldTerms := make([]counted, len(w.Changes)) // what the stats count of the old memory's terms
 		type scopeRef struct{ app, key string }
 		stats := map[scopeRef]scopeStats{}

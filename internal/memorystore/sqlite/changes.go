@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
 // appendChanges appends a Write's changes to its app's feed and raises the
 // app's latest cursor, in the Write's transaction.
-func appendChanges(tx *sql.Tx, w *memorybank.Write) error {
+func appendChanges(tx *sql.Tx, w *memorydriver.Write) error {
 	var last int64
 	err := tx.QueryRow(`SELECT last FROM change_feeds WHERE app = ?`, w.App).Scan(&last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -38,15 +39,15 @@ func appendChanges(tx *sql.Tx, w *memorybank.Write) error {
 	return err
 }
 
-// ListChanges implements memorybank.ChangeStore: the feed's row, then its
+// ListChanges implements memorydriver.ChangeFeed: the feed's row, then its
 // changes, in one read transaction.
-func (s *Store) ListChanges(ctx context.Context, q memorybank.ChangeQuery) (*memorybank.ChangePage, error) {
+func (s *Store) ListChanges(ctx context.Context, q memorydriver.ChangeQuery) (*memorytype.ChangePage, error) {
 	tx, err := s.db.Read().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	p := &memorybank.ChangePage{}
+	p := &memorytype.ChangePage{}
 	err = tx.QueryRowContext(ctx, `SELECT last, swept FROM change_feeds WHERE app = ?`, q.App).Scan(&p.Last, &p.Swept)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
@@ -63,7 +64,7 @@ func (s *Store) ListChanges(ctx context.Context, q memorybank.ChangeQuery) (*mem
 	}
 	sb.WriteString(` AND cursor > ? ORDER BY cursor LIMIT ?`)
 	args = append(args, q.After, q.Limit)
-	p.Changes, err = queryAll(ctx, tx, func(scan func(...any) error) (*memorybank.ChangeRecord, error) {
+	p.Changes, err = queryAll(ctx, tx, func(scan func(...any) error) (*memorytype.ChangeRecord, error) {
 		var (
 			cursor int64
 			body   string
@@ -76,7 +77,7 @@ func (s *Store) ListChanges(ctx context.Context, q memorybank.ChangeQuery) (*mem
 	return p, err
 }
 
-// DeleteExpiredChanges implements memorybank.ChangeStore: it deletes the
+// DeleteExpiredChanges implements memorydriver.ChangeFeed: it deletes the
 // oldest expired changes and raises their apps' swept cursors in one
 // transaction.
 func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit int) (int, error) {
@@ -91,7 +92,7 @@ func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit i
 			var k key
 			err := scan(&k.app, &k.cursor)
 			return k, err
-		}, `SELECT app, cursor FROM memory_changes WHERE time_ns <= ? ORDER BY time_ns LIMIT ?`, unixnano.From(now.Add(-memorybank.ChangeRetention)), limit)
+		}, `SELECT app, cursor FROM memory_changes WHERE time_ns <= ? ORDER BY time_ns LIMIT ?`, unixnano.From(now.Add(-memorydriver.ChangeRetention)), limit)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -167,7 +167,7 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 		if err := applyUpdates(tx, updates, bodies); err != nil {
 			return err
 		}
-		for _, w := range memorybank.EndingWrites(now, updates) {
+		for _, w := range memorydriver.EndingWrites(now, updates) {
 			if err := appendChanges(tx, w); err != nil {
 				return err
 			}

@@ -13,7 +13,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/record"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
@@ -21,9 +22,9 @@ import (
 
 const memoryColumns = `app, id, fact, scope, topics, metadata, sources, create_ns, update_ns, expire_ns, revision, deleted, embedding, embedding_model, event_ns, stated_ns, display_name, description, memory_type, profile`
 
-func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, error) {
+func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorytype.Memory, error) {
 	var (
-		m                            memorybank.Memory
+		m                            memorytype.Memory
 		scope, topics, meta, sources string
 		createNS, updateNS, expireNS int64
 		eventNS, statedNS            int64
@@ -84,12 +85,12 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorybank.Memory, e
 	return &m, nil
 }
 
-func queryMemories(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*memorybank.Memory, error) {
-	return queryAll(ctx, q, func(scan func(...any) error) (*memorybank.Memory, error) { return scanMemory(k, scan) }, query, args...)
+func queryMemories(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*memorytype.Memory, error) {
+	return queryAll(ctx, q, func(scan func(...any) error) (*memorytype.Memory, error) { return scanMemory(k, scan) }, query, args...)
 }
 
-// GetMemory implements memorybank.MemoryStore.
-func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memory, error) {
+// GetMemory implements memorydriver.Store.
+func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorytype.Memory, error) {
 	m, err := scanMemory(s.db.Keyring(), s.db.Read().QueryRowContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE app = ? AND id = ?`, app, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.NotFoundf("memory apps/%s/memories/%s not found", app, id)
@@ -98,11 +99,11 @@ func (s *Store) GetMemory(ctx context.Context, app, id string) (*memorybank.Memo
 }
 
 // filterSQL appends the conditions of a filter.
-func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
+func filterSQL(sb *strings.Builder, args []any, f memorytype.Filter) []any {
 	sb.WriteString(` AND memory_type IN (`)
 	types := f.Types
 	if len(types) == 0 {
-		types = []memorybank.MemoryType{memorybank.NaturalLanguage}
+		types = []memorytype.MemoryType{memorytype.NaturalLanguage}
 	}
 	for i, t := range types {
 		if i > 0 {
@@ -110,7 +111,7 @@ func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
 		}
 		sb.WriteString(`?`)
 		name := ""
-		if t == memorybank.StructuredProfile {
+		if t == memorytype.StructuredProfile {
 			name = record.ProfileType
 		}
 		args = append(args, name)
@@ -140,8 +141,8 @@ func filterSQL(sb *strings.Builder, args []any, f memorybank.Filter) []any {
 	return args
 }
 
-// ListMemories implements memorybank.MemoryStore.
-func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*memorybank.Memory, error) {
+// ListMemories implements memorydriver.Store.
+func (s *Store) ListMemories(ctx context.Context, q memorydriver.ListQuery) ([]*memorytype.Memory, error) {
 	if q.Filter.None {
 		return nil, nil
 	}
@@ -159,27 +160,27 @@ func (s *Store) ListMemories(ctx context.Context, q memorybank.ListQuery) ([]*me
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
-// SearchMemories implements memorybank.MemoryStore: it searches the scope in the
+// SearchMemories implements memorydriver.Store: it searches the scope in the
 // cache, loading it first when the cache does not hold it.
-func (s *Store) SearchMemories(ctx context.Context, q memorybank.SearchQuery) ([]retrieval.Ranked[*memorybank.Memory], error) {
+func (s *Store) SearchMemories(ctx context.Context, q memorydriver.SearchQuery) ([]retrieval.Ranked[*memorytype.Memory], error) {
 	if q.Filter.None {
 		return nil, nil
 	}
-	return s.cache.Search(ctx, q, func(ctx context.Context) ([]*memorybank.Memory, error) {
+	return s.cache.Search(ctx, q, func(ctx context.Context) ([]*memorytype.Memory, error) {
 		return queryMemories(ctx, s.db.Keyring(), s.db.Read(), scopeLoadQuery, q.App, q.ScopeKey)
 	})
 }
 
-// ProfileMemories implements memorybank.ProfileStore, on the partial
+// ProfileMemories implements memorydriver.Profiler, on the partial
 // index of profile fields.
-func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorybank.Memory, error) {
+func (s *Store) ProfileMemories(ctx context.Context, app, scopeKey string, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories INDEXED BY memories_profiles
 		WHERE app = ? AND scope_key = ? AND memory_type = 'STRUCTURED_PROFILE' AND deleted = 0 AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`,
 		app, scopeKey, now.UnixNano(), limit)
 }
 
-// MemoriesBySource implements memorybank.MemoryStore.
-func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorybank.Memory, error) {
+// MemoriesBySource implements memorydriver.Store.
+func (s *Store) MemoriesBySource(ctx context.Context, app, session string, now time.Time) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+prefixed("m.", memoryColumns)+` FROM memory_sources AS src JOIN memories AS m ON m.app = src.app AND m.id = src.memory_id
 		WHERE src.app = ? AND src.session = ? AND m.deleted = 0 AND (m.expire_ns = 0 OR m.expire_ns > ?) ORDER BY m.id`, app, session, now.UnixNano())
 }
@@ -192,20 +193,20 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// StaleEmbeddings implements memorybank.MemoryStore.
-func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorybank.Memory, error) {
+// StaleEmbeddings implements memorydriver.Reembedder.
+func (s *Store) StaleEmbeddings(ctx context.Context, model string, limit int, now time.Time) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE deleted = 0 AND (embedding_model < ? OR embedding_model > ?) AND (expire_ns = 0 OR expire_ns > ?) LIMIT ?`, model, model, now.UnixNano(), limit)
 }
 
-// ExpiredMemories implements memorybank.MemoryStore.
-func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorybank.Memory, error) {
+// ExpiredMemories implements memorydriver.Store.
+func (s *Store) ExpiredMemories(ctx context.Context, now time.Time, limit int) ([]*memorytype.Memory, error) {
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), `SELECT `+memoryColumns+` FROM memories WHERE expire_ns > 0 AND deleted = 0 AND expire_ns <= ? LIMIT ?`, now.UnixNano(), limit)
 }
 
-// Write implements memorybank.MemoryStore.
-func (s *Store) Write(ctx context.Context, w *memorybank.Write) error {
+// Write implements memorydriver.Store.
+func (s *Store) Write(ctx context.Context, w *memorydriver.Write) error {
 	type prepared struct {
-		c    memorybank.Change
+		c    memorydriver.Change
 		row  *memoryRow
 		body any
 	}
@@ -300,7 +301,7 @@ type memoryRow struct {
 	embedding                    []byte
 }
 
-func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
+func encodeMemory(k *seal.Keyring, m *memorytype.Memory) (*memoryRow, error) {
 	r := &memoryRow{embedding: record.EncodeVector(m.Embedding)}
 	var err error
 	if r.fact, err = sealText(k, m.App, factAt(m.App, m.ID), []byte(m.Fact)); err != nil {
@@ -341,7 +342,7 @@ func encodeMemory(k *seal.Keyring, m *memorybank.Memory) (*memoryRow, error) {
 
 // putMemory inserts or replaces a memory's row and, with sources, its
 // entries in the source index (none for a deleted memory).
-func putMemory(tx *sql.Tx, m *memorybank.Memory, r *memoryRow, sources bool) error {
+func putMemory(tx *sql.Tx, m *memorytype.Memory, r *memoryRow, sources bool) error {
 	deleted := 0
 	if m.Deleted {
 		deleted = 1
@@ -388,7 +389,7 @@ func nonNilMetadata(m metadata.Map) metadata.Map {
 	return m
 }
 
-// Watermark implements memorybank.MemoryStore.
+// Watermark implements memorydriver.Store.
 func (s *Store) Watermark(ctx context.Context, app, session string) (int64, error) {
 	var seq int64
 	err := s.db.Read().QueryRowContext(ctx, `SELECT seq FROM watermarks WHERE app = ? AND session = ?`, app, session).Scan(&seq)

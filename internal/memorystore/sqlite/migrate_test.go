@@ -19,7 +19,9 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
-	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
@@ -182,7 +184,7 @@ func TestMigrationFromV8(t *testing.T) {
 	checkGolden(t, st, teaRestated)
 	checkNamesAndMetadata(t, st)
 	checkProfiles(t, st)
-	p, err := st.ListChanges(t.Context(), memorybank.ChangeQuery{App: "golden", Limit: 10})
+	p, err := st.ListChanges(t.Context(), memorydriver.ChangeQuery{App: "golden", Limit: 10})
 	if err != nil || p.Last != 0 || len(p.Changes) != 0 {
 		t.Fatalf("change feed of a database before it = %+v, %v; want empty", p, err)
 	}
@@ -196,7 +198,7 @@ func TestMigrationFromV9(t *testing.T) {
 	checkNamesAndMetadata(t, st)
 	checkProfiles(t, st)
 	checkChanges(t, st)
-	if ds, err := st.ListDeliveries(t.Context(), memorybank.DeliveryQuery{App: "golden", Limit: 10}); err != nil || len(ds) != 0 {
+	if ds, err := st.ListDeliveries(t.Context(), memorydriver.DeliveryQuery{App: "golden", Limit: 10}); err != nil || len(ds) != 0 {
 		t.Fatalf("deliveries of a database before them = %v, %v; want none", ds, err)
 	}
 	now := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
@@ -210,7 +212,7 @@ func TestMigrationFromV10(t *testing.T) {
 	_, st := openCurrent(t, "kioku-v10.db")
 	checkGolden(t, st, teaRestated)
 	checkChanges(t, st)
-	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{}) {
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorytype.Usage{}) {
 		t.Fatalf("usage of a database before it = %+v, %v; want none", u, err)
 	}
 }
@@ -224,7 +226,7 @@ func TestGoldenDatabase(t *testing.T) {
 		writeGolden(t, filepath.Join("testdata", "kioku-v11.db"))
 	}
 	_, st := openCurrent(t, "kioku-v11.db")
-	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorybank.Usage{Generations: 3, Tokens: 1234}) {
+	if u, err := st.GetUsage(t.Context(), "golden", "2026-01-02"); err != nil || u != (memorytype.Usage{Generations: 3, Tokens: 1234}) {
 		t.Fatalf("usage = %+v, %v; want 3 generations and 1234 tokens", u, err)
 	}
 	checkGolden(t, st, teaRestated)
@@ -235,8 +237,8 @@ func TestGoldenDatabase(t *testing.T) {
 	if err != nil || len(cfg.Webhooks) != 1 || cfg.Webhooks[0].URL != "https://hooks.example.com/golden" || cfg.Webhooks[0].Secret != goldenSecret || cfg.Webhooks[0].CreateTime.IsZero() {
 		t.Fatalf("webhooks = %+v, %v", cfg.Webhooks, err)
 	}
-	d, err := st.GetDelivery(t.Context(), "golden", memorybank.DeliveryID(1, "https://hooks.example.com/golden"))
-	if err != nil || d.State != memorybank.DeliveryDeadLettered || d.MemoryID != "tea" || d.AttemptCount != 1 || d.Attempts[0].Status != 500 {
+	d, err := st.GetDelivery(t.Context(), "golden", memorytype.DeliveryID(1, "https://hooks.example.com/golden"))
+	if err != nil || d.State != memorytype.DeliveryDeadLettered || d.MemoryID != "tea" || d.AttemptCount != 1 || d.Attempts[0].Status != 500 {
 		t.Fatalf("delivery = %+v, %v", d, err)
 	}
 }
@@ -247,12 +249,12 @@ var goldenSecret = "whsec_QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJD" // 24 bytes
 // checkChanges checks the change feed schema 9 added.
 func checkChanges(t *testing.T, st *sqlite.Store) {
 	t.Helper()
-	p, err := st.ListChanges(t.Context(), memorybank.ChangeQuery{App: "golden", Limit: 100})
+	p, err := st.ListChanges(t.Context(), memorydriver.ChangeQuery{App: "golden", Limit: 100})
 	if err != nil || p.Last == 0 || int64(len(p.Changes)) != p.Last {
 		t.Fatalf("change feed = %+v, %v; want every change since the first", p, err)
 	}
 	first := p.Changes[0]
-	if first.Cursor != 1 || first.Action != memorybank.Created || first.MemoryID != "tea" || first.Scope["user_id"] != "ann" || first.Revision != 1 || first.Time.IsZero() {
+	if first.Cursor != 1 || first.Action != memorytype.Created || first.MemoryID != "tea" || first.Scope["user_id"] != "ann" || first.Revision != 1 || first.Time.IsZero() {
 		t.Errorf("first change = %+v, want tea's creation at cursor 1", first)
 	}
 }
@@ -280,8 +282,8 @@ func checkProfiles(t *testing.T, st *sqlite.Store) {
 	if err != nil || len(revs) != 1 || !reflect.DeepEqual(revs[0].Profile, want) {
 		t.Errorf("the field's revisions = %+v, %v", revs, err)
 	}
-	list, err := st.ListMemories(ctx, memorybank.ListQuery{App: "golden", ScopeKey: "user_id=ann", Now: now, Limit: 100})
-	if err != nil || slices.ContainsFunc(list, func(m *memorybank.Memory) bool { return m.Profile != nil }) {
+	list, err := st.ListMemories(ctx, memorydriver.ListQuery{App: "golden", ScopeKey: "user_id=ann", Now: now, Limit: 100})
+	if err != nil || slices.ContainsFunc(list, func(m *memorytype.Memory) bool { return m.Profile != nil }) {
 		t.Errorf("natural-language listing = %+v, %v", list, err)
 	}
 }
@@ -355,20 +357,20 @@ func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 		t.Errorf("memory gone = %+v, %v", gone, err)
 	}
 	revs, err := st.ListRevisions(ctx, "golden", "tea", 0, 10, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
-	var actions []memorybank.Action
+	var actions []memorytype.Action
 	for _, r := range revs {
 		actions = append(actions, r.Action)
 	}
-	if err != nil || !slices.Equal(actions, []memorybank.Action{memorybank.Updated, memorybank.Updated, memorybank.Created}) || revs[0].Operation == "" {
+	if err != nil || !slices.Equal(actions, []memorytype.Action{memorytype.Updated, memorytype.Updated, memorytype.Created}) || revs[0].Operation == "" {
 		t.Errorf("revisions of tea: %v, %v", actions, err)
 	}
-	if del, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || del.Action != memorybank.Deleted {
+	if del, err := st.GetRevision(ctx, "golden", "gone", 2); err != nil || del.Action != memorytype.Deleted {
 		t.Errorf("deletion revision = %+v, %v", del, err)
 	}
 	if wm, err := st.Watermark(ctx, "golden", "apps/golden/users/ann/sessions/s1"); err != nil || wm != 7 {
 		t.Errorf("watermark = %d, %v", wm, err)
 	}
-	hits, err := st.SearchMemories(ctx, memorybank.SearchQuery{App: "golden", ScopeKey: "user_id=ann", Vector: tea.Embedding, Model: tea.EmbeddingModel, K: 1, Now: tea.UpdateTime})
+	hits, err := st.SearchMemories(ctx, memorydriver.SearchQuery{App: "golden", ScopeKey: "user_id=ann", Vector: tea.Embedding, Model: tea.EmbeddingModel, K: 1, Now: tea.UpdateTime})
 	if err != nil || len(hits) != 1 || hits[0].Item.ID != "tea" {
 		t.Errorf("search = %v, %v", hits, err)
 	}
@@ -387,7 +389,7 @@ func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 		ok      func(op *jobs.Operation, job *memorybank.Job) bool
 	}{
 		"id001": {jobs.Succeeded, 1, func(op *jobs.Operation, job *memorybank.Job) bool {
-			return len(job.Generated) == 2 && job.Generated[0].Action == memorybank.Created && job.Generated[1].Action == memorybank.Updated &&
+			return len(job.Generated) == 2 && job.Generated[0].Action == memorytype.Created && job.Generated[1].Action == memorytype.Updated &&
 				job.Generated[1].Memory.ID == "tea" && job.Generate.FactsSession.ID == "s1"
 		}},
 		"id003": {jobs.Cancelled, 0, func(op *jobs.Operation, job *memorybank.Job) bool {
@@ -437,7 +439,7 @@ func checkGolden(t *testing.T, st *sqlite.Store, stated time.Time) {
 	op := byID["id004"]
 	c := *op
 	c.Attempt, c.LeaseOwner, c.LeaseExpiry = 2, "new-worker", op.LeaseExpiry.Add(time.Hour)
-	if err := st.Write(ctx, &memorybank.Write{App: "golden", Now: op.LeaseExpiry.Add(time.Second), Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Running, ExpectAttempt: 1, ClaimKey: true}}}); err != nil {
+	if err := st.Write(ctx, &memorydriver.Write{App: "golden", Now: op.LeaseExpiry.Add(time.Second), Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Running, ExpectAttempt: 1, ClaimKey: true}}}); err != nil {
 		t.Errorf("claiming the dead worker's operation: %v", err)
 	}
 }
@@ -469,11 +471,11 @@ func writeGolden(t *testing.T, path string) {
 			t.Fatal(err)
 		}
 	}
-	fs := &memorybanktest.FakeSessions{}
+	fs := &memorydrivertest.FakeSessions{}
 	fs.Append(sessiontype.Key{App: "golden", User: "ann", ID: "s2"}, "I hike on Sundays.")
 	jcfg := jobs.Config{Now: clock, NewID: ids, WorkerID: "old-worker", Lease: time.Minute, MaxAttempts: 5}
-	svc := memorybanktest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
-	withGen := memorybanktest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
+	svc := memorydrivertest.NewWorker(st, memorybank.Config{Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
+	withGen := memorydrivertest.NewWorker(st, memorybank.Config{Sessions: fs, Generator: refuse{}, Embedder: model.Offline{}, Now: clock, NewID: ids}, jcfg)
 	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden",
 		ManagedTopics: []string{"USER_PREFERENCES"},
 		CustomTopics:  []appconfig.CustomTopic{{Label: "TRAVEL", Description: "Trips the user took or plans."}},
@@ -483,7 +485,7 @@ func writeGolden(t *testing.T, path string) {
 		Profiles: []profile.Schema{{ID: "user-profile", Fields: []profile.FieldSchema{{Name: "preferred_language", Type: "string", Description: "The programming language the user prefers."}}}},
 	}, nil)
 	must(err)
-	ann := memorybank.Scope{"user_id": "ann"}
+	ann := memorytype.Scope{"user_id": "ann"}
 	tea, err := svc.CreateMemory(ctx, "golden", memorybank.MemoryInput{ID: "tea", Fact: "The user likes tea.", Scope: ann, Topics: []string{"USER_PREFERENCES"},
 		DisplayName: "Tea", Description: "What the user drinks.",
 		Metadata: metadata.Map{"source": metadata.String("chat"), "score": metadata.Double(0.5),
@@ -506,42 +508,42 @@ func writeGolden(t *testing.T, path string) {
 	must(err)
 	_, err = svc.CancelOperation(ctx, "golden", p.ID)
 	must(err)
-	claim := func(op *memorybanktest.Operation, owner string) *jobs.Operation {
+	claim := func(op *memorydrivertest.Operation, owner string) *jobs.Operation {
 		c := *op.Operation
 		c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime, c.Progress = jobs.Running, 1, owner, now.Add(time.Minute), clock(), "claimed by "+owner
-		must(st.Write(ctx, &memorybank.Write{App: "golden", Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Pending, ExpectAttempt: 0, ClaimKey: true}}}))
+		must(st.Write(ctx, &memorydriver.Write{App: "golden", Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: jobs.Pending, ExpectAttempt: 0, ClaimKey: true}}}))
 		return &c
 	}
-	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "bo"}, Events: []*sessiontype.Event{{ID: "i1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
+	run, err := withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorytype.Scope{"user_id": "bo"}, Events: []*sessiontype.Event{{ID: "i1", Author: "user", Content: &sessiontype.Content{Role: "user", Parts: []sessiontype.Part{{Text: "I play the cello."}}}, Timestamp: now}}, DisableConsolidation: true, AllowedTopics: []string{"USER_PREFERENCES"}})
 	must(err)
 	claim(run, "dead-worker")
-	pend, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "cy"}, Facts: []memorybank.DirectFact{{Fact: "The user runs."}}})
+	pend, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorytype.Scope{"user_id": "cy"}, Facts: []memorybank.DirectFact{{Fact: "The user runs."}}})
 	must(err)
 	up := *claim(pend, "w2")
 	up.State, up.NotBefore, up.LeaseOwner, up.LeaseExpiry, up.Progress = jobs.Pending, now.Add(time.Hour), "", time.Time{}, "attempt 1 failed (model unavailable); retrying"
-	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &up, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
-	fail, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorybank.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "The user swims."}}})
+	must(st.Write(ctx, &memorydriver.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &up, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
+	fail, err := svc.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Scope: memorytype.Scope{"user_id": "dee"}, Facts: []memorybank.DirectFact{{Fact: "The user swims."}}})
 	must(err)
 	f := *claim(fail, "w3")
 	f.State, f.EndTime, f.ErrorKind, f.ErrorMessage, f.Progress, f.LeaseOwner, f.LeaseExpiry = jobs.Failed, clock(), fault.Unavailable, "gave up after 1 attempts: Gemini is unavailable", "failed", "", time.Time{}
-	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &f, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
+	must(st.Write(ctx, &memorydriver.Write{App: "golden", Now: clock(), Operations: []jobs.Update{{Op: &f, ExpectState: jobs.Running, ExpectAttempt: 1}}}))
 	_, err = withGen.GenerateMemories(ctx, &memorybank.GenerateRequest{App: "golden", Session: &sessiontype.Key{App: "golden", User: "ann", ID: "s2"}, From: now.Add(-time.Hour), To: now.Add(time.Hour)})
 	must(err)
-	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
+	must(st.Write(ctx, &memorydriver.Write{App: "golden", Now: clock(), Watermarks: map[string]int64{s1.Name(): 7}}))
 	// A profile field, as generation writes one (the queued operations
 	// above stay as they are).
 	field := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
 	vec, err := model.Offline{}.Embed(ctx, []string{"preferred_language: Python"}, model.TaskDocument)
 	must(err)
 	at := clock()
-	pm := &memorybank.Memory{App: "golden", ID: "lang", Fact: "preferred_language: Python", Scope: ann, Profile: field, CreateTime: at, UpdateTime: at, Revision: 1,
-		Sources: []memorybank.Source{{Session: s1.Name(), EventIDs: []string{"e3"}}}, StatedTime: at, Embedding: vec[0], EmbeddingModel: model.Offline{}.Name()}
-	must(st.Write(ctx, &memorybank.Write{App: "golden", Now: at, Changes: []memorybank.Change{{Memory: pm, Revision: &memorybank.Revision{
-		App: "golden", MemoryID: "lang", Number: 1, Action: memorybank.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
+	pm := &memorytype.Memory{App: "golden", ID: "lang", Fact: "preferred_language: Python", Scope: ann, Profile: field, CreateTime: at, UpdateTime: at, Revision: 1,
+		Sources: []memorytype.Source{{Session: s1.Name(), EventIDs: []string{"e3"}}}, StatedTime: at, Embedding: vec[0], EmbeddingModel: model.Offline{}.Name()}
+	must(st.Write(ctx, &memorydriver.Write{App: "golden", Now: at, Changes: []memorydriver.Change{{Memory: pm, Revision: &memorytype.Revision{
+		App: "golden", MemoryID: "lang", Number: 1, Action: memorytype.Created, Fact: pm.Fact, Scope: ann, ExtractedFacts: []string{pm.Fact},
 		Sources: pm.Sources, Operation: "apps/golden/operations/id099", Reason: "profile field extracted", CreateTime: at, StatedTime: at, Profile: field,
 	}}}}))
 	_, err = svc.UpdateConfig(ctx, &appconfig.Config{App: "golden", Webhooks: []appconfig.Webhook{
-		{URL: "https://hooks.example.com/golden", Secret: goldenSecret, Events: []string{memorybank.EventMemoryCreated}},
+		{URL: "https://hooks.example.com/golden", Secret: goldenSecret, Events: []string{memorytype.EventMemoryCreated}},
 	}}, []string{"webhooks"})
 	must(err)
 	held, _, err := st.ClaimWebhookLease(ctx, "golden", "old-worker", now, now.Add(time.Minute))
@@ -549,14 +551,14 @@ func writeGolden(t *testing.T, path string) {
 	if !held {
 		t.Fatal("no dispatch lease")
 	}
-	d := &memorybank.Delivery{App: "golden", ID: memorybank.DeliveryID(1, "https://hooks.example.com/golden"), Cursor: 1,
-		URL: "https://hooks.example.com/golden", Event: memorybank.EventMemoryCreated, MemoryID: "tea", Revision: 1, Scope: ann,
-		EventTime: now, State: memorybank.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now}
-	must(st.AddDeliveries(ctx, "golden", "old-worker", now, 0, 1, []*memorybank.Delivery{d}))
-	d.State, d.AttemptCount = memorybank.DeliveryDeadLettered, 1
-	d.Attempts = []memorybank.DeliveryAttempt{{Time: now, Status: 500, Error: "answered 500 Internal Server Error", Duration: time.Millisecond}}
+	d := &memorytype.Delivery{App: "golden", ID: memorytype.DeliveryID(1, "https://hooks.example.com/golden"), Cursor: 1,
+		URL: "https://hooks.example.com/golden", Event: memorytype.EventMemoryCreated, MemoryID: "tea", Revision: 1, Scope: ann,
+		EventTime: now, State: memorytype.DeliveryPending, NextAttempt: now, RetryFrom: now, CreateTime: now}
+	must(st.AddDeliveries(ctx, "golden", "old-worker", now, 0, 1, []*memorytype.Delivery{d}))
+	d.State, d.AttemptCount = memorytype.DeliveryDeadLettered, 1
+	d.Attempts = []memorytype.DeliveryAttempt{{Time: now, Status: 500, Error: "answered 500 Internal Server Error", Duration: time.Millisecond}}
 	must(st.PutDelivery(ctx, d))
-	_, _, err = st.AddUsage(ctx, "golden", "2026-01-02", memorybank.Usage{Generations: 3, Tokens: 1234}, memorybank.Usage{})
+	_, _, err = st.AddUsage(ctx, "golden", "2026-01-02", memorytype.Usage{Generations: 3, Tokens: 1234}, memorytype.Usage{})
 	must(err)
 	must(db.Close())
 	// One file: fold the log into it.

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
-// DeleteExpiredRevisions implements memorybank.RevisionStore.
+// DeleteExpiredRevisions implements memorydriver.Store.
 func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit int) (int, error) {
 	var n int64
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
@@ -26,8 +26,8 @@ func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit
 	return int(n), err
 }
 
-// ListRevisions implements memorybank.RevisionStore.
-func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorybank.Revision, error) {
+// ListRevisions implements memorydriver.Store.
+func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error) {
 	q := `SELECT number, body FROM memory_revisions WHERE app = ? AND memory_id = ? AND (expire_ns = 0 OR expire_ns > ?)`
 	args := []any{app, memoryID, now.UnixNano()}
 	if before > 0 {
@@ -36,7 +36,7 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	}
 	q += ` ORDER BY number DESC LIMIT ?`
 	args = append(args, limit)
-	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.Revision, error) {
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorytype.Revision, error) {
 		var n int64
 		var body []byte
 		if err := scan(&n, &body); err != nil {
@@ -50,8 +50,8 @@ func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before 
 	}, q, args...)
 }
 
-// GetRevision implements memorybank.RevisionStore.
-func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorybank.Revision, error) {
+// GetRevision implements memorydriver.Store.
+func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number int64) (*memorytype.Revision, error) {
 	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM memory_revisions WHERE app = ? AND memory_id = ? AND number = ?`, app, memoryID, number).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -66,7 +66,7 @@ func (s *Store) GetRevision(ctx context.Context, app, memoryID string, number in
 	return record.UnmarshalRevision(app, memoryID, number, body)
 }
 
-// GetConfig implements memorybank.ConfigStore.
+// GetConfig implements memorydriver.Store.
 func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, error) {
 	var body []byte
 	err := s.db.Read().QueryRowContext(ctx, `SELECT body FROM bank_configs WHERE app = ?`, app).Scan(&body)
@@ -82,7 +82,7 @@ func (s *Store) GetConfig(ctx context.Context, app string) (*appconfig.Config, e
 	return record.UnmarshalConfig(app, body)
 }
 
-// PutConfig implements memorybank.ConfigStore.
+// PutConfig implements memorydriver.Store.
 func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	b, err := record.MarshalConfig(c)
 	if err != nil {
@@ -98,7 +98,7 @@ func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 	})
 }
 
-// ListConfigs implements memorybank.ConfigStore.
+// ListConfigs implements memorydriver.Store.
 func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
 	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*appconfig.Config, error) {
 		var app string

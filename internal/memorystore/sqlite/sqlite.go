@@ -50,7 +50,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/memorystore/vectorcache"
 	"github.com/kioku-ai/kioku/internal/sqlitedb"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -274,7 +274,19 @@ type Store struct {
 	cache *vectorcache.Cache
 }
 
-var _ memorybank.Store = (*Store)(nil)
+// The store implements every optional part of the contract, and keeps the
+// operations of the jobs engine in the same database (jobs.go), as
+// memorydriver.Write needs.
+var (
+	_ memorydriver.Store      = (*Store)(nil)
+	_ memorydriver.Reembedder = (*Store)(nil)
+	_ memorydriver.Transferer = (*Store)(nil)
+	_ memorydriver.Eraser     = (*Store)(nil)
+	_ memorydriver.Profiler   = (*Store)(nil)
+	_ memorydriver.ChangeFeed = (*Store)(nil)
+	_ memorydriver.Webhooks   = (*Store)(nil)
+	_ memorydriver.UsageMeter = (*Store)(nil)
+)
 
 // Options tune a Store.
 type Options struct {

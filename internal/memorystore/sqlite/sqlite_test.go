@@ -5,18 +5,40 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
-	"github.com/kioku-ai/kioku/memorybank/memorybanktest"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver/memorydrivertest"
 )
 
 func TestConformance(t *testing.T) {
-	memorybanktest.Run(t, newStore)
+	memorydrivertest.Run(t, newStore)
 }
 
 // TestConformanceEncrypted runs the suite on an encrypted database.
 func TestConformanceEncrypted(t *testing.T) {
-	memorybanktest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t)) })
+	memorydrivertest.Run(t, func(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.OpenEncrypted(t)) })
 }
+
+// TestConformanceRequiredOnly runs the suite on the store with its
+// optional parts hidden: the cases of the required methods must pass on
+// them alone, and for each part left out the service must answer without
+// it (Unimplemented, or the feature off).
+func TestConformanceRequiredOnly(t *testing.T) {
+	memorydrivertest.Run(t, func(t *testing.T) requiredOnly {
+		st := newStore(t)
+		return requiredOnly{Store: st, jobsStore: st}
+	})
+}
+
+// requiredOnly is a memory store of the required methods only (and the
+// jobs store it shares its database with).
+type requiredOnly struct {
+	memorydriver.Store
+	jobsStore
+}
+
+type jobsStore = jobs.Store
 
 // newStore returns a store on a file of the test's own.
 func newStore(t *testing.T) *sqlite.Store { return sqlitetest.Memories(t, sqlitetest.Open(t)) }

@@ -8,7 +8,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -16,37 +17,37 @@ import (
 // order with cursors, each a range of a primary key, and writes of
 // archived records as they are.
 
-// Apps implements memorybank.TransferStore: the apps with a row in any of its tables.
+// Apps implements memorydriver.Transferer: the apps with a row in any of its tables.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
 	return s.db.Apps(ctx, []string{"memories", "bank_configs", "operations", "watermarks"}, after, limit)
 }
 
-// ScanMemories implements memorybank.TransferStore. A user's memories are found by
+// ScanMemories implements memorydriver.Scanner. A user's memories are found by
 // reading the app's (no index holds the scope's user).
-func (s *Store) ScanMemories(ctx context.Context, q memorybank.ScanQuery) ([]*memorybank.Memory, error) {
+func (s *Store) ScanMemories(ctx context.Context, q memorydriver.ScanQuery) ([]*memorytype.Memory, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + memoryColumns + ` FROM memories WHERE app = ? AND id > ?`)
 	args := []any{q.App, q.AfterID}
 	if q.User != "" {
 		sb.WriteString(` AND json_extract(scope, ?) = ?`)
-		args = append(args, `$."`+memorybank.ScopeUser+`"`, q.User)
+		args = append(args, `$."`+memorytype.ScopeUser+`"`, q.User)
 	}
 	sb.WriteString(` ORDER BY id LIMIT ?`)
 	args = append(args, q.Limit)
 	return queryMemories(ctx, s.db.Keyring(), s.db.Read(), sb.String(), args...)
 }
 
-// ScanWatermarks implements memorybank.TransferStore.
-func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorybank.Watermark, error) {
+// ScanWatermarks implements memorydriver.Scanner.
+func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, limit int) ([]memorydriver.Watermark, error) {
 	const q = `SELECT session, seq FROM watermarks WHERE app = ? AND session > ? AND session >= ? ORDER BY session LIMIT ?`
 	rows, err := s.db.Read().QueryContext(ctx, q, app, after, prefix, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []memorybank.Watermark
+	var out []memorydriver.Watermark
 	for rows.Next() {
-		w := memorybank.Watermark{App: app}
+		w := memorydriver.Watermark{App: app}
 		if err := rows.Scan(&w.Session, &w.Sequence); err != nil {
 			return nil, err
 		}
@@ -58,10 +59,10 @@ func (s *Store) ScanWatermarks(ctx context.Context, app, prefix, after string, l
 	return out, rows.Err()
 }
 
-// ImportMemory implements memorybank.TransferStore: one transaction for the
+// ImportMemory implements memorydriver.Transferer: one transaction for the
 // memory's row, its source index entries and the revisions not stored
 // yet; the vector cache is told as for any write.
-func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*memorybank.Revision) (bool, int, error) {
+func (s *Store) ImportMemory(ctx context.Context, m *memorytype.Memory, revs []*memorytype.Revision) (bool, int, error) {
 	row, err := encodeMemory(s.db.Keyring(), m)
 	if err != nil {
 		return false, 0, err
@@ -127,11 +128,11 @@ func (s *Store) ImportMemory(ctx context.Context, m *memorybank.Memory, revs []*
 	return wrote, n, nil
 }
 
-// DeleteMemories implements memorybank.TransferStore: one transaction (SQLite
+// DeleteMemories implements memorydriver.Eraser: one transaction (SQLite
 // overwrites what it deletes: see package sqlitedb); the vector cache
 // drops them.
 func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) error {
-	var gone []*memorybank.Memory
+	var gone []*memorytype.Memory
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		gone = nil
 		for _, id := range ids {
@@ -167,7 +168,7 @@ func (s *Store) DeleteMemories(ctx context.Context, app string, ids []string) er
 	return nil
 }
 
-// DeleteWatermarks implements memorybank.TransferStore.
+// DeleteWatermarks implements memorydriver.Eraser.
 func (s *Store) DeleteWatermarks(ctx context.Context, app string, sessions []string) error {
 	return s.deleteEach(ctx, `DELETE FROM watermarks WHERE app = ? AND session = ?`, app, sessions)
 }

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
-// AddUsage implements memorybank.UsageStore.
-func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorybank.Usage) (memorybank.Usage, bool, error) {
-	var u memorybank.Usage
+// AddUsage implements memorydriver.UsageMeter.
+func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error) {
+	var u memorytype.Usage
 	var added bool
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -31,21 +31,21 @@ ON CONFLICT (app, day) DO UPDATE SET generations = excluded.generations, tokens 
 	return u, added, err
 }
 
-// GetUsage implements memorybank.UsageStore.
-func (s *Store) GetUsage(ctx context.Context, app, day string) (memorybank.Usage, error) {
+// GetUsage implements memorydriver.UsageMeter.
+func (s *Store) GetUsage(ctx context.Context, app, day string) (memorytype.Usage, error) {
 	return getUsage(s.db.Read().QueryRowContext(ctx, `SELECT generations, tokens FROM usage WHERE app = ? AND day = ?`, app, day))
 }
 
-func getUsage(row *sql.Row) (memorybank.Usage, error) {
-	var u memorybank.Usage
+func getUsage(row *sql.Row) (memorytype.Usage, error) {
+	var u memorytype.Usage
 	err := row.Scan(&u.Generations, &u.Tokens)
 	if errors.Is(err, sql.ErrNoRows) {
-		return memorybank.Usage{}, nil
+		return memorytype.Usage{}, nil
 	}
 	return u, err
 }
 
 // spent reports whether a field of u is at or past its positive bound.
-func spent(u, below memorybank.Usage) bool {
+func spent(u, below memorytype.Usage) bool {
 	return below.Generations > 0 && u.Generations >= below.Generations || below.Tokens > 0 && u.Tokens >= below.Tokens
 }

@@ -9,7 +9,8 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
 )
 
@@ -18,7 +19,7 @@ import (
 // (record.MarshalDelivery, sealed) with its state beside it for the
 // queries.
 
-// ClaimWebhookLease implements memorybank.WebhookStore.
+// ClaimWebhookLease implements memorydriver.Webhooks.
 func (s *Store) ClaimWebhookLease(ctx context.Context, app, owner string, now, expiry time.Time) (bool, int64, error) {
 	var (
 		held   bool
@@ -41,8 +42,8 @@ ON CONFLICT (app) DO UPDATE SET owner = excluded.owner, expiry_ns = excluded.exp
 	return held, cursor, err
 }
 
-// AddDeliveries implements memorybank.WebhookStore.
-func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorybank.Delivery) error {
+// AddDeliveries implements memorydriver.Webhooks.
+func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.Time, from, to int64, ds []*memorytype.Delivery) error {
 	bodies := make([]any, len(ds))
 	for i, d := range ds {
 		var err error
@@ -74,7 +75,7 @@ func (s *Store) AddDeliveries(ctx context.Context, app, owner string, now time.T
 	})
 }
 
-func (s *Store) deliveryBody(d *memorybank.Delivery) (any, error) {
+func (s *Store) deliveryBody(d *memorytype.Delivery) (any, error) {
 	b, err := record.MarshalDelivery(d)
 	if err != nil {
 		return nil, err
@@ -82,8 +83,8 @@ func (s *Store) deliveryBody(d *memorybank.Delivery) (any, error) {
 	return sealText(s.db.Keyring(), d.App, deliveryAt(d.App, d.ID), b)
 }
 
-func (s *Store) queryDeliveries(ctx context.Context, app, query string, args ...any) ([]*memorybank.Delivery, error) {
-	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorybank.Delivery, error) {
+func (s *Store) queryDeliveries(ctx context.Context, app, query string, args ...any) ([]*memorytype.Delivery, error) {
+	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorytype.Delivery, error) {
 		var id string
 		var body []byte
 		if err := scan(&id, &body); err != nil {
@@ -97,14 +98,14 @@ func (s *Store) queryDeliveries(ctx context.Context, app, query string, args ...
 	}, query, args...)
 }
 
-// PendingDeliveries implements memorybank.WebhookStore.
-func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorybank.Delivery, error) {
+// PendingDeliveries implements memorydriver.Webhooks.
+func (s *Store) PendingDeliveries(ctx context.Context, app string, limit int) ([]*memorytype.Delivery, error) {
 	return s.queryDeliveries(ctx, app, `SELECT id, body FROM webhook_deliveries INDEXED BY webhook_deliveries_by_state
 WHERE app = ? AND state = 'PENDING' ORDER BY id LIMIT ?`, app, limit)
 }
 
-// PutDelivery implements memorybank.WebhookStore.
-func (s *Store) PutDelivery(ctx context.Context, d *memorybank.Delivery) error {
+// PutDelivery implements memorydriver.Webhooks.
+func (s *Store) PutDelivery(ctx context.Context, d *memorytype.Delivery) error {
 	body, err := s.deliveryBody(d)
 	if err != nil {
 		return err
@@ -121,24 +122,24 @@ func (s *Store) PutDelivery(ctx context.Context, d *memorybank.Delivery) error {
 	})
 }
 
-// GetDelivery implements memorybank.WebhookStore.
-func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorybank.Delivery, error) {
+// GetDelivery implements memorydriver.Webhooks.
+func (s *Store) GetDelivery(ctx context.Context, app, id string) (*memorytype.Delivery, error) {
 	ds, err := s.queryDeliveries(ctx, app, `SELECT id, body FROM webhook_deliveries WHERE app = ? AND id = ?`, app, id)
 	if err != nil {
 		return nil, err
 	}
 	if len(ds) == 0 {
-		return nil, fault.NotFoundf("webhook delivery %s not found", memorybank.DeliveryName(app, id))
+		return nil, fault.NotFoundf("webhook delivery %s not found", memorytype.DeliveryName(app, id))
 	}
 	return ds[0], nil
 }
 
-// ListDeliveries implements memorybank.WebhookStore.
-func (s *Store) ListDeliveries(ctx context.Context, q memorybank.DeliveryQuery) ([]*memorybank.Delivery, error) {
+// ListDeliveries implements memorydriver.Webhooks.
+func (s *Store) ListDeliveries(ctx context.Context, q memorydriver.DeliveryQuery) ([]*memorytype.Delivery, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT id, body FROM webhook_deliveries WHERE app = ?`)
 	args := []any{q.App}
-	if q.State != memorybank.DeliveryUnspecified {
+	if q.State != memorytype.DeliveryUnspecified {
 		sb.WriteString(` AND state = ?`)
 		args = append(args, q.State.String())
 	}
@@ -151,7 +152,7 @@ func (s *Store) ListDeliveries(ctx context.Context, q memorybank.DeliveryQuery) 
 	return s.queryDeliveries(ctx, q.App, sb.String(), args...)
 }
 
-// DeleteDeliveries implements memorybank.WebhookStore: one transaction.
+// DeleteDeliveries implements memorydriver.Webhooks: one transaction.
 func (s *Store) DeleteDeliveries(ctx context.Context, app string, ids []string) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {

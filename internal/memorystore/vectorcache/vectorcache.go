@@ -15,7 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/kioku-ai/kioku/internal/unixnano"
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
@@ -108,7 +109,7 @@ func (c *Cache) Loaded(app, scopeKey string) bool {
 
 // Put adds, replaces or (for a deleted memory) removes a memory in its
 // scope, if the scope is held: call it after the write committed.
-func (c *Cache) Put(m *memorybank.Memory) {
+func (c *Cache) Put(m *memorytype.Memory) {
 	key := indexKey(m.App, m.Scope.Key())
 	c.gen(key).Add(1) // a load that read the generation before now is stale
 	c.mu.Lock()
@@ -139,7 +140,7 @@ const installAttempts = 3
 // Search ranks the scope's visible memories that pass the query's filter
 // with retrieval.Rank: the q.K best of each side. A scope not held is
 // loaded with load (its visible memories) and kept.
-func (c *Cache) Search(ctx context.Context, q memorybank.SearchQuery, load func(ctx context.Context) ([]*memorybank.Memory, error)) ([]retrieval.Ranked[*memorybank.Memory], error) {
+func (c *Cache) Search(ctx context.Context, q memorydriver.SearchQuery, load func(ctx context.Context) ([]*memorytype.Memory, error)) ([]retrieval.Ranked[*memorytype.Memory], error) {
 	key := indexKey(q.App, q.ScopeKey)
 	c.mu.Lock()
 	s := c.scopes[key]
@@ -257,7 +258,7 @@ func (c *Cache) unlink(s *scopeIndex) {
 // terms (lexical retrieval).
 type scopeIndex struct {
 	app, scopeKey string
-	scope         memorybank.Scope // every memory of the scope has this scope
+	scope         memorytype.Scope // every memory of the scope has this scope
 
 	mu       sync.RWMutex
 	entries  []indexEntry
@@ -284,7 +285,7 @@ type indexEntry struct {
 	names                        *entryNames // nil when all are empty
 	topics                       []string
 	metadata                     metadata.Map
-	sources                      []memorybank.Source
+	sources                      []memorytype.Source
 	createNS, updateNS, expireNS int64
 	eventNS, statedNS            int64
 	revision                     int64
@@ -313,9 +314,9 @@ var (
 // entrySize is an entry's slot in its scope's map of ids.
 const entrySize = 32
 
-func newScopeIndex(app, scopeKey string, memories []*memorybank.Memory) *scopeIndex {
+func newScopeIndex(app, scopeKey string, memories []*memorytype.Memory) *scopeIndex {
 	s := &scopeIndex{
-		app: app, scopeKey: scopeKey, scope: memorybank.ParseScopeKey(scopeKey),
+		app: app, scopeKey: scopeKey, scope: memorytype.ParseScopeKey(scopeKey),
 		pos: make(map[string]int32, len(memories)), entries: make([]indexEntry, 0, len(memories)),
 	}
 	s.bytes = scopeOverhead + int64(len(app)+2*len(scopeKey)) + entryStruct*int64(cap(s.entries))
@@ -326,7 +327,7 @@ func newScopeIndex(app, scopeKey string, memories []*memorybank.Memory) *scopeIn
 }
 
 // put adds a memory that is not in the index.
-func (s *scopeIndex) put(m *memorybank.Memory) {
+func (s *scopeIndex) put(m *memorytype.Memory) {
 	if m.Deleted {
 		return
 	}
@@ -442,15 +443,15 @@ func (e *indexEntry) profile() *profile.Field {
 }
 
 // memoryType returns the type of the entry's memory.
-func (e *indexEntry) memoryType() memorybank.MemoryType {
+func (e *indexEntry) memoryType() memorytype.MemoryType {
 	if e.profile() != nil {
-		return memorybank.StructuredProfile
+		return memorytype.StructuredProfile
 	}
-	return memorybank.NaturalLanguage
+	return memorytype.NaturalLanguage
 }
 
 // memory returns the entry as a Memory (without its vector).
-func (s *scopeIndex) memory(e *indexEntry) *memorybank.Memory {
+func (s *scopeIndex) memory(e *indexEntry) *memorytype.Memory {
 	m := s.view(e)
 	m.Scope, m.Topics, m.Metadata, m.Sources = maps.Clone(s.scope), slices.Clone(e.topics), e.metadata.Clone(), cloneSources(e.sources)
 	return m
@@ -458,8 +459,8 @@ func (s *scopeIndex) memory(e *indexEntry) *memorybank.Memory {
 
 // view returns the entry as a Memory that shares the entry's scope,
 // topics, metadata and sources, for a filter to read.
-func (s *scopeIndex) view(e *indexEntry) *memorybank.Memory {
-	m := &memorybank.Memory{
+func (s *scopeIndex) view(e *indexEntry) *memorytype.Memory {
+	m := &memorytype.Memory{
 		App: s.app, ID: e.id, Fact: e.fact, Scope: s.scope,
 		Topics: e.topics, Metadata: e.metadata, Sources: e.sources,
 		CreateTime: unixnano.Time(e.createNS), UpdateTime: unixnano.Time(e.updateNS), ExpireTime: unixnano.Time(e.expireNS),
@@ -486,7 +487,7 @@ func (s *scopeIndex) modelName(i int32) string {
 // search ranks the scope's visible memories that pass the filter with
 // Rank: dense scores of the memories of q.Model against the weighted query
 // vector, lexical similarity of all of them to q.Terms.
-func (s *scopeIndex) search(q memorybank.SearchQuery) []retrieval.Ranked[*memorybank.Memory] {
+func (s *scopeIndex) search(q memorydriver.SearchQuery) []retrieval.Ranked[*memorytype.Memory] {
 	if q.K <= 0 {
 		return nil
 	}
@@ -517,18 +518,18 @@ func (s *scopeIndex) search(q memorybank.SearchQuery) []retrieval.Ranked[*memory
 
 // Score ranks memories by the same rule as Cache.Search: those of a scope
 // loaded afresh, or candidates a store fetched by other means.
-func Score(q memorybank.SearchQuery, memories []*memorybank.Memory) []retrieval.Ranked[*memorybank.Memory] {
+func Score(q memorydriver.SearchQuery, memories []*memorytype.Memory) []retrieval.Ranked[*memorytype.Memory] {
 	return newScopeIndex(q.App, q.ScopeKey, memories).search(q)
 }
 
 // cloneSources returns a deep copy of sources.
-func cloneSources(sources []memorybank.Source) []memorybank.Source {
+func cloneSources(sources []memorytype.Source) []memorytype.Source {
 	if len(sources) == 0 {
 		return nil
 	}
-	out := make([]memorybank.Source, len(sources))
+	out := make([]memorytype.Source, len(sources))
 	for i, s := range sources {
-		out[i] = memorybank.Source{Session: s.Session, EventIDs: slices.Clone(s.EventIDs)}
+		out[i] = memorytype.Source{Session: s.Session, EventIDs: slices.Clone(s.EventIDs)}
 	}
 	return out
 }

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -47,7 +47,7 @@ func randomVector(r *rand.Rand, dims int, sparse bool) []float32 {
 // referenceSearch ranks memories the slow, obvious way: IDF weights from
 // the visible and invisible vectors of the model, the weighted query scaled
 // to unit length, dot products, best first, ties by id.
-func referenceSearch(q memorybank.SearchQuery, memories []*memorybank.Memory) []string {
+func referenceSearch(q memorydriver.SearchQuery, memories []*memorytype.Memory) []string {
 	var n int
 	df := make([]float64, len(q.Vector))
 	for _, m := range memories {
@@ -99,7 +99,7 @@ func referenceSearch(q memorybank.SearchQuery, memories []*memorybank.Memory) []
 }
 
 // ids returns the ids of the memories the dense side ranked, in order.
-func ids(scored []retrieval.Ranked[*memorybank.Memory]) []string {
+func ids(scored []retrieval.Ranked[*memorytype.Memory]) []string {
 	var out []string
 	for _, s := range scored {
 		if s.DenseRank > 0 {
@@ -110,7 +110,7 @@ func ids(scored []retrieval.Ranked[*memorybank.Memory]) []string {
 }
 
 // ranks describes results with both sides' ranks and scores.
-func ranks(scored []retrieval.Ranked[*memorybank.Memory]) []string {
+func ranks(scored []retrieval.Ranked[*memorytype.Memory]) []string {
 	var out []string
 	for _, s := range scored {
 		out = append(out, fmt.Sprintf("%s:%d:%d:%v:%v", s.Item.ID, s.DenseRank, s.LexicalRank, s.Score, s.Lexical))
@@ -131,12 +131,12 @@ func randomFact(r *rand.Rand) string {
 // memStore is a scope's memories as a store would load them.
 type memStore struct {
 	mu   sync.Mutex
-	live map[string]*memorybank.Memory
+	live map[string]*memorytype.Memory
 	// loads counts the loads.
 	loads int
 }
 
-func (m *memStore) load(context.Context) ([]*memorybank.Memory, error) {
+func (m *memStore) load(context.Context) ([]*memorytype.Memory, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.loads++
@@ -144,11 +144,11 @@ func (m *memStore) load(context.Context) ([]*memorybank.Memory, error) {
 }
 
 // write applies a memory the way a store's Write does: Touch, commit, Put.
-func (m *memStore) write(c *Cache, mem *memorybank.Memory) {
+func (m *memStore) write(c *Cache, mem *memorytype.Memory) {
 	c.Touch(mem.App, mem.Scope.Key())
 	m.mu.Lock()
 	if m.live == nil {
-		m.live = map[string]*memorybank.Memory{}
+		m.live = map[string]*memorytype.Memory{}
 	}
 	if mem.Deleted {
 		delete(m.live, mem.ID)
@@ -159,7 +159,7 @@ func (m *memStore) write(c *Cache, mem *memorybank.Memory) {
 	c.Put(mem)
 }
 
-func search(t *testing.T, c *Cache, q memorybank.SearchQuery, st *memStore) []retrieval.Ranked[*memorybank.Memory] {
+func search(t *testing.T, c *Cache, q memorydriver.SearchQuery, st *memStore) []retrieval.Ranked[*memorytype.Memory] {
 	t.Helper()
 	res, err := c.Search(t.Context(), q, st.load)
 	if err != nil {
@@ -184,7 +184,7 @@ func TestVectorCacheMatchesReference(t *testing.T) {
 			st := &memStore{}
 			for step := range 400 {
 				id := fmt.Sprintf("m%03d", r.IntN(120))
-				m := &memorybank.Memory{App: "a", ID: id, Scope: memorybank.Scope{"user_id": "u"}, Embedding: randomVector(r, dims, sparse), EmbeddingModel: "m1", Fact: randomFact(r)}
+				m := &memorytype.Memory{App: "a", ID: id, Scope: memorytype.Scope{"user_id": "u"}, Embedding: randomVector(r, dims, sparse), EmbeddingModel: "m1", Fact: randomFact(r)}
 				switch r.IntN(10) {
 				case 0:
 					m.Deleted = true
@@ -200,8 +200,8 @@ func TestVectorCacheMatchesReference(t *testing.T) {
 					continue
 				}
 				all, _ := st.load(t.Context())
-				for _, filter := range []memorybank.Filter{{}, {Topics: []string{"pets"}}} {
-					q := memorybank.SearchQuery{App: "a", ScopeKey: "user_id=u", Vector: randomVector(r, dims, sparse), Model: "m1", Terms: model.OfflineTerms(randomFact(r)), K: 10, Filter: filter, Now: now}
+				for _, filter := range []memorytype.Filter{{}, {Topics: []string{"pets"}}} {
+					q := memorydriver.SearchQuery{App: "a", ScopeKey: "user_id=u", Vector: randomVector(r, dims, sparse), Model: "m1", Terms: model.OfflineTerms(randomFact(r)), K: 10, Filter: filter, Now: now}
 					got := search(t, c, q, st)
 					if want := referenceSearch(q, all); !slices.Equal(ids(got), want) {
 						t.Fatalf("step %d, filter %+v: cache ranks %v, reference %v", step, filter, ids(got), want)
@@ -238,12 +238,12 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 	for i := range stores {
 		stores[i] = &memStore{}
 		for j := range 5 {
-			stores[i].write(big, &memorybank.Memory{App: "a", ID: fmt.Sprint("m", j), Scope: memorybank.Scope{"user_id": fmt.Sprint(i)}, Fact: "a fact of some length",
-				Embedding: randomVector(r, 2048, true), EmbeddingModel: "m1", Sources: []memorybank.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1"}}}})
+			stores[i].write(big, &memorytype.Memory{App: "a", ID: fmt.Sprint("m", j), Scope: memorytype.Scope{"user_id": fmt.Sprint(i)}, Fact: "a fact of some length",
+				Embedding: randomVector(r, 2048, true), EmbeddingModel: "m1", Sources: []memorytype.Source{{Session: "apps/a/users/u/sessions/s", EventIDs: []string{"e1"}}}})
 		}
 	}
-	query := func(i int) memorybank.SearchQuery {
-		return memorybank.SearchQuery{App: "a", ScopeKey: memorybank.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 2048, true), Model: "m1", K: 3, Now: now}
+	query := func(i int) memorydriver.SearchQuery {
+		return memorydriver.SearchQuery{App: "a", ScopeKey: memorytype.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 2048, true), Model: "m1", K: 3, Now: now}
 	}
 	// The size of one scope, to size the small cache at 10 of them.
 	one := New(1 << 30)
@@ -270,7 +270,7 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 	// makes 31 the next to go.
 	search(t, c, query(30), stores[30])
 	search(t, c, query(0), stores[0])
-	if !c.Loaded("a", memorybank.Scope{"user_id": "30"}.Key()) || c.Loaded("a", memorybank.Scope{"user_id": "31"}.Key()) {
+	if !c.Loaded("a", memorytype.Scope{"user_id": "30"}.Key()) || c.Loaded("a", memorytype.Scope{"user_id": "31"}.Key()) {
 		t.Fatal("the least recently searched scope was not the one evicted")
 	}
 	if st := c.Stats(); st.Hits != 1 || st.Misses != scopes+1 {
@@ -278,8 +278,8 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 	}
 	// A write to a held scope is seen by its next search, without a load.
 	loads := stores[0].loads
-	stores[0].write(c, &memorybank.Memory{App: "a", ID: "m0", Scope: memorybank.Scope{"user_id": "0"}, Deleted: true})
-	for _, s := range search(t, c, memorybank.SearchQuery{App: "a", ScopeKey: memorybank.Scope{"user_id": "0"}.Key(), Vector: randomVector(r, 2048, false), Model: "m1", K: 10, Now: now}, stores[0]) {
+	stores[0].write(c, &memorytype.Memory{App: "a", ID: "m0", Scope: memorytype.Scope{"user_id": "0"}, Deleted: true})
+	for _, s := range search(t, c, memorydriver.SearchQuery{App: "a", ScopeKey: memorytype.Scope{"user_id": "0"}.Key(), Vector: randomVector(r, 2048, false), Model: "m1", K: 10, Now: now}, stores[0]) {
 		if s.Item.ID == "m0" {
 			t.Fatal("a deleted memory is still found")
 		}
@@ -299,9 +299,9 @@ func TestVectorCacheEvictsLeastRecentlySearched(t *testing.T) {
 func TestVectorCacheInstallRace(t *testing.T) {
 	c := New(1 << 20)
 	st := &memStore{}
-	q := memorybank.SearchQuery{App: "a", ScopeKey: "s", K: 1}
+	q := memorydriver.SearchQuery{App: "a", ScopeKey: "s", K: 1}
 	raced := false
-	load := func(ctx context.Context) ([]*memorybank.Memory, error) {
+	load := func(ctx context.Context) ([]*memorytype.Memory, error) {
 		if !raced {
 			raced = true
 			c.Touch("a", "s") // a writer, between the generation read and the install
@@ -332,12 +332,12 @@ func TestVectorCacheConcurrent(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(w), 9))
 			for range 300 {
 				i := r.IntN(scopes)
-				scope := memorybank.Scope{"user_id": fmt.Sprint(i)}
+				scope := memorytype.Scope{"user_id": fmt.Sprint(i)}
 				if r.IntN(2) == 0 {
-					stores[i].write(c, &memorybank.Memory{App: "a", ID: fmt.Sprint("m", r.IntN(6)), Scope: scope, Embedding: randomVector(r, 256, true), EmbeddingModel: "m1", Deleted: r.IntN(5) == 0})
+					stores[i].write(c, &memorytype.Memory{App: "a", ID: fmt.Sprint("m", r.IntN(6)), Scope: scope, Embedding: randomVector(r, 256, true), EmbeddingModel: "m1", Deleted: r.IntN(5) == 0})
 					continue
 				}
-				if _, err := c.Search(t.Context(), memorybank.SearchQuery{App: "a", ScopeKey: scope.Key(), Vector: randomVector(r, 256, true), Model: "m1", K: 3, Now: now}, stores[i].load); err != nil {
+				if _, err := c.Search(t.Context(), memorydriver.SearchQuery{App: "a", ScopeKey: scope.Key(), Vector: randomVector(r, 256, true), Model: "m1", K: 3, Now: now}, stores[i].load); err != nil {
 					t.Error(err)
 				}
 			}
@@ -346,7 +346,7 @@ func TestVectorCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	r := rand.New(rand.NewPCG(7, 7))
 	for i := range scopes {
-		q := memorybank.SearchQuery{App: "a", ScopeKey: memorybank.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 256, false), Model: "m1", K: 6, Now: now}
+		q := memorydriver.SearchQuery{App: "a", ScopeKey: memorytype.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: randomVector(r, 256, false), Model: "m1", K: 6, Now: now}
 		all, _ := stores[i].load(t.Context())
 		if diff := cmp.Diff(Score(q, all), search(t, c, q, stores[i])); diff != "" {
 			t.Fatalf("scope %d after concurrent writes (-loaded afresh +cache):\n%s", i, diff)
@@ -367,13 +367,13 @@ func TestVectorCacheFootprint(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range 4000 {
-		var mems []*memorybank.Memory
+		var mems []*memorytype.Memory
 		for j := range 3 {
-			mems = append(mems, &memorybank.Memory{App: "app", ID: fmt.Sprintf("%020d", j), Scope: memorybank.Scope{"user_id": fmt.Sprint(i)}, Fact: "The user likes green tea in the morning and coffee after lunch.",
-				Embedding: randomVector(r, 2048, true), EmbeddingModel: "kioku-offline-v1", Sources: []memorybank.Source{{Session: "apps/app/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}}})
+			mems = append(mems, &memorytype.Memory{App: "app", ID: fmt.Sprintf("%020d", j), Scope: memorytype.Scope{"user_id": fmt.Sprint(i)}, Fact: "The user likes green tea in the morning and coffee after lunch.",
+				Embedding: randomVector(r, 2048, true), EmbeddingModel: "kioku-offline-v1", Sources: []memorytype.Source{{Session: "apps/app/users/u/sessions/s", EventIDs: []string{"e1", "e2"}}}})
 		}
-		q := memorybank.SearchQuery{App: "app", ScopeKey: memorybank.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: mems[0].Embedding, Model: "kioku-offline-v1", K: 3}
-		if _, err := c.Search(t.Context(), q, func(context.Context) ([]*memorybank.Memory, error) { return mems, nil }); err != nil {
+		q := memorydriver.SearchQuery{App: "app", ScopeKey: memorytype.Scope{"user_id": fmt.Sprint(i)}.Key(), Vector: mems[0].Embedding, Model: "kioku-offline-v1", K: 3}
+		if _, err := c.Search(t.Context(), q, func(context.Context) ([]*memorytype.Memory, error) { return mems, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,14 +9,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/aip/filter"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // memoryToVertex converts a memory. Its topics and metadata, which
@@ -24,7 +23,7 @@ import (
 // topics ([{"managedMemoryTopic"} | {"customMemoryTopicLabel"}]) and
 // metadata ({"key": {"stringValue" | "doubleValue" | "boolValue" |
 // "timestampValue": value}}), as the Vertex AI SDK reads them.
-func memoryToVertex(e engine, m *memorybank.Memory) (*aiplatformpb.Memory, error) {
+func memoryToVertex(e engine, m *memorytype.Memory) (*aiplatformpb.Memory, error) {
 	out := &aiplatformpb.Memory{
 		Name:        e.memoryName(m.ID),
 		DisplayName: m.DisplayName,
@@ -311,7 +310,7 @@ func memoryFilter(f string, groups any) (string, error) {
 	default:
 		f = "(" + f + ") AND (" + g + ")"
 	}
-	if _, err := memorybank.ParseFilter(f); err != nil {
+	if _, err := memorytype.ParseFilter(f); err != nil {
 		return "", err
 	}
 	return f, nil
@@ -402,15 +401,15 @@ var scopeFilter = &filter.Schema{Method: "ListMemories", Fields: []filter.Field{
 // it lists (its equalities on the scope, at the top level, joined by AND;
 // nil: every scope) and a memory filter of the rest (memoryFilter), with
 // groups, a purge's filter_groups.
-func scopedFilter(s string, groups any) (memorybank.Scope, string, error) {
+func scopedFilter(s string, groups any) (memorytype.Scope, string, error) {
 	e, err := filter.Parse(s)
 	if err != nil {
 		return nil, "", err
 	}
-	var scope memorybank.Scope
+	var scope memorytype.Scope
 	set := func(k, v string) error {
 		if scope == nil {
-			scope = memorybank.Scope{}
+			scope = memorytype.Scope{}
 		}
 		if old, ok := scope[k]; ok && old != v {
 			return fault.InvalidField("filter", "filter gives scope key %q two values", k)

@@ -6,16 +6,16 @@ import (
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/content/vertexcontent"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Memory generation and retrieval: GenerateMemories starts a memory bank
@@ -146,10 +146,10 @@ func bankResponse(e engine, op *workflow.Operation) (*anypb.Any, error) {
 	return anyOf(v1beta1, "GenerateMemoriesResponse", out)
 }
 
-var actions = map[memorybank.Action]aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_Action{
-	memorybank.Created: aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_CREATED,
-	memorybank.Updated: aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_UPDATED,
-	memorybank.Deleted: aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_DELETED,
+var actions = map[memorytype.Action]aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_Action{
+	memorytype.Created: aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_CREATED,
+	memorytype.Updated: aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_UPDATED,
+	memorytype.Deleted: aiplatformpb.GenerateMemoriesResponse_GeneratedMemory_DELETED,
 }
 
 func (s *Surface) retrieveMemories(ctx context.Context, r *aiplatformpb.RetrieveMemoriesRequest) (*aiplatformpb.RetrieveMemoriesResponse, error) {

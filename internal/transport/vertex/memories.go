@@ -5,11 +5,11 @@ import (
 
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 )
 
@@ -97,7 +97,7 @@ func (s *Surface) createMemory(ctx context.Context, r *aiplatformpb.CreateMemory
 
 // memoryDone answers a change of a memory done at once: an operation done
 // with the memory as it is now.
-func (s *Surface) memoryDone(e engine, m *memorybank.Memory, metadataType string) (*longrunningpb.Operation, error) {
+func (s *Surface) memoryDone(e engine, m *memorytype.Memory, metadataType string) (*longrunningpb.Operation, error) {
 	vm, err := memoryToVertex(e, m)
 	if err != nil {
 		return nil, err

@@ -8,12 +8,6 @@ import (
 	"cloud.google.com/go/aiplatform/apiv1beta1/aiplatformpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/emptypb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/transport"
@@ -21,7 +15,13 @@ import (
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Operations. Vertex AI returns a google.longrunning.Operation from the
@@ -279,7 +279,7 @@ func (s *Surface) bankOperation(ctx context.Context, ref opRef, read func(appID,
 		if err != nil {
 			return nil, s.opNotFound(err, ref)
 		}
-		if err := owned(ctx, memorybank.ParseScopeKey(op.Key).User(), fault.NotFoundf("Operation %s not found.", ref.name)); err != nil {
+		if err := owned(ctx, memorytype.ParseScopeKey(op.Key).User(), fault.NotFoundf("Operation %s not found.", ref.name)); err != nil {
 			return nil, err
 		}
 	}

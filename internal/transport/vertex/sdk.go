@@ -7,17 +7,17 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/kioku-ai/kioku/fault"
 	vertexv1beta1 "github.com/kioku-ai/kioku/gen/kioku/vertex/v1beta1"
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/content"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // The Vertex AI SDK (Python, and its TypeScript port in
@@ -200,7 +200,7 @@ func (s *Surface) rollbackMemory(ctx context.Context, r *vertexv1beta1.RollbackM
 }
 
 // revisionJSON is a memory revision as the Vertex AI SDK reads it.
-func revisionJSON(e engine, r *memorybank.Revision) map[string]any {
+func revisionJSON(e engine, r *memorytype.Revision) map[string]any {
 	out := map[string]any{
 		"name":       e.memoryName(r.MemoryID) + "/revisions/" + strconv.FormatInt(r.Number, 10),
 		"createTime": r.CreateTime.UTC().Format(time.RFC3339Nano),

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"encoding/json"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
@@ -60,7 +61,7 @@ func profileReply(fields map[string]any, facts ...map[string]any) map[string]any
 
 // profileOf returns RetrieveProfiles' values of user-profile for a scope
 // (nil when the scope has no such profile).
-func (h *harness) profileOf(scope memorybank.Scope) map[string]any {
+func (h *harness) profileOf(scope memorytype.Scope) map[string]any {
 	h.t.Helper()
 	ps, err := h.svc.RetrieveProfiles(h.ctx, "app1", scope)
 	if err != nil {
@@ -215,7 +216,7 @@ func testProfileGeneration(t *testing.T, h *harness) {
 		!strings.Contains(string(schema), `"user-profile"`) || !strings.Contains(string(schema), `"preferred_language"`) {
 		t.Fatalf("extraction call does not ask for the profile:\n%s\n%s\nschema %s", call.System, call.Text(), schema)
 	}
-	var field *memorybank.Memory
+	var field *memorytype.Memory
 	for _, g := range op.Generated {
 		if g.Memory.Profile != nil {
 			field = g.Memory
@@ -224,7 +225,7 @@ func testProfileGeneration(t *testing.T, h *harness) {
 		}
 	}
 	want := &profile.Field{SchemaID: "user-profile", Field: "preferred_language", Value: "Python"}
-	if field == nil || !cmp.Equal(field.Profile, want) || field.Type() != memorybank.StructuredProfile || field.Fact != "preferred_language: Python" ||
+	if field == nil || !cmp.Equal(field.Profile, want) || field.Type() != memorytype.StructuredProfile || field.Fact != "preferred_language: Python" ||
 		len(field.Sources) != 1 || field.Sources[0].Session != key.Name() || field.Sources[0].EventIDs[0] != "e1" || field.StatedTime.IsZero() {
 		t.Fatalf("profile field memory = %+v", field)
 	}
@@ -239,15 +240,15 @@ func testProfileGeneration(t *testing.T, h *harness) {
 	if got := h.facts(user1); !slices.Equal(got, []string{"The user has a cat called Miso."}) {
 		t.Fatalf("default retrieval = %v", got)
 	}
-	list, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Scope: user1, Types: []memorybank.MemoryType{memorybank.StructuredProfile}})
+	list, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Scope: user1, Types: []memorytype.MemoryType{memorytype.StructuredProfile}})
 	if err != nil || len(list) != 1 || list[0].ID != field.ID || !cmp.Equal(list[0].Profile, want) {
 		t.Fatalf("listing profile fields = %+v, %v", list, err)
 	}
-	both, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Types: []memorybank.MemoryType{memorybank.StructuredProfile, memorybank.NaturalLanguage}})
+	both, _, err := h.svc.ListMemories(h.ctx, memorybank.ListMemoriesRequest{App: "app1", Types: []memorytype.MemoryType{memorytype.StructuredProfile, memorytype.NaturalLanguage}})
 	if err != nil || len(both) != 2 {
 		t.Fatalf("listing both types = %d, %v", len(both), err)
 	}
-	for _, types := range [][]memorybank.MemoryType{nil, {memorybank.StructuredProfile}} {
+	for _, types := range [][]memorytype.MemoryType{nil, {memorytype.StructuredProfile}} {
 		res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "Python programming language", TopK: 5, Types: types})
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +267,7 @@ func testProfileGeneration(t *testing.T, h *harness) {
 		}
 	}
 	// Another user's scope has no profile.
-	if got := h.profileOf(memorybank.Scope{"user_id": "u2"}); got != nil {
+	if got := h.profileOf(memorytype.Scope{"user_id": "u2"}); got != nil {
 		t.Fatalf("u2's profile = %v", got)
 	}
 }
@@ -301,7 +302,7 @@ func testProfileContradiction(t *testing.T, h *harness) {
 	second, _ := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Session: &key})
 	h.drain(h.svc)
 	second = h.op(second)
-	if second.State != jobs.Succeeded || second.ModelCalls != 1 || len(second.Generated) != 1 || second.Generated[0].Action != memorybank.Updated {
+	if second.State != jobs.Succeeded || second.ModelCalls != 1 || len(second.Generated) != 1 || second.Generated[0].Action != memorytype.Updated {
 		t.Fatalf("contradiction = %s %+v %s", second.State, second.Generated, second.ErrorMessage)
 	}
 	upd := second.Generated[0].Memory
@@ -413,7 +414,7 @@ func testProfileRepliesChecked(t *testing.T, h *harness) {
 	if op = h.op(op); op.State != jobs.Succeeded || op.Attempt != 2 || strings.Contains(string(schema), "profile") || strings.Contains(calls[len(calls)-1].System, "Profile user-profile") {
 		t.Fatalf("a schema of other scopes: %s attempt %d, schema %s", op.State, op.Attempt, schema)
 	}
-	scoped := memorybank.Scope{"user_id": "u1", "agent_id": "a1"}
+	scoped := memorytype.Scope{"user_id": "u1", "agent_id": "a1"}
 	h.gemini.ReplyJSON(profileReply(map[string]any{"preferred_language": "Python"}))
 	op, _ = h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: scoped, Events: ev})
 	h.drain(h.svc)
@@ -469,7 +470,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	if _, err := tsvc.EraseUser(h.ctx, "app1", "u1"); err != nil {
 		t.Fatal(err)
 	}
-	left, err := target.ProfileMemories(h.ctx, "app1", user1.Key(), h.clock.Now(), 10)
+	left, err := target.(memorydriver.Profiler).ProfileMemories(h.ctx, "app1", user1.Key(), h.clock.Now(), 10)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("profile fields after erasure: %d, %v", len(left), err)
 	}

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
@@ -34,7 +36,7 @@ func (h *harness) claimAs(op *Operation, owner string, lease time.Duration) (*jo
 	now := h.clock.Now()
 	c := *cur
 	c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime = jobs.Running, cur.Attempt+1, owner, now.Add(lease), now
-	err = h.store.Write(h.ctx, &memorybank.Write{App: op.App, Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: cur.State, ExpectAttempt: cur.Attempt, ClaimKey: true}}})
+	err = h.store.Write(h.ctx, &memorydriver.Write{App: op.App, Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: cur.State, ExpectAttempt: cur.Attempt, ClaimKey: true}}})
 	return &c, err
 }
 
@@ -72,11 +74,11 @@ func testLeaseFencing(t *testing.T, h *harness) {
 	// running, but at attempt 2) and changes nothing.
 	stale := *claimed
 	stale.State = jobs.Succeeded
-	err = h.store.Write(h.ctx, &memorybank.Write{
+	err = h.store.Write(h.ctx, &memorydriver.Write{
 		App: "app1", Now: h.clock.Now(),
-		Changes: []memorybank.Change{{
-			Memory:   &memorybank.Memory{App: "app1", ID: "stale", Fact: "The user speaks French.", Scope: user1, Revision: 1, CreateTime: h.clock.Now(), UpdateTime: h.clock.Now()},
-			Revision: &memorybank.Revision{App: "app1", MemoryID: "stale", Number: 1, Action: memorybank.Created, Fact: "x", CreateTime: h.clock.Now()},
+		Changes: []memorydriver.Change{{
+			Memory:   &memorytype.Memory{App: "app1", ID: "stale", Fact: "The user speaks French.", Scope: user1, Revision: 1, CreateTime: h.clock.Now(), UpdateTime: h.clock.Now()},
+			Revision: &memorytype.Revision{App: "app1", MemoryID: "stale", Number: 1, Action: memorytype.Created, Fact: "x", CreateTime: h.clock.Now()},
 		}},
 		Operations: []jobs.Update{{Op: &stale, ExpectState: jobs.Running, ExpectAttempt: 1}},
 	})
@@ -119,7 +121,7 @@ func testQueueBounds(t *testing.T, h *harness) {
 	}
 	svc := NewWorker(h.store, cfg, jobs.Config{WorkerID: "bounded", MaxQueuedPerKey: 3, MaxQueuedPerApp: 5})
 	gen := func(app, user string) error {
-		_, err := svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: app, Scope: memorybank.Scope{"user_id": user}, Facts: []memorybank.DirectFact{{Fact: "A fact of " + user + "."}}})
+		_, err := svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: app, Scope: memorytype.Scope{"user_id": user}, Facts: []memorybank.DirectFact{{Fact: "A fact of " + user + "."}}})
 		return err
 	}
 	for range 3 {
@@ -150,7 +152,7 @@ func testQueueBounds(t *testing.T, h *harness) {
 	for _, c := range []struct {
 		app, scope string
 		limit, n   int
-	}{{"app1", "", 100, 5}, {"app1", "", 4, 4}, {"app1", memorybank.Scope{"user_id": "u1"}.Key(), 100, 3}, {"app2", "", 100, 1}, {"app3", "", 100, 0}} {
+	}{{"app1", "", 100, 5}, {"app1", "", 4, 4}, {"app1", memorytype.Scope{"user_id": "u1"}.Key(), 100, 3}, {"app2", "", 100, 1}, {"app3", "", 100, 0}} {
 		if n, err := h.store.CountPending(h.ctx, c.app, c.scope, c.limit); err != nil || n != c.n {
 			t.Errorf("CountPending(%s, %q, %d) = %d, %v; want %d", c.app, c.scope, c.limit, n, err, c.n)
 		}
@@ -169,23 +171,23 @@ func testQueueBounds(t *testing.T, h *harness) {
 	// request ({"user_id":"bob","n":"1"}, "n":"2", ...) does not add to
 	// it, and other users and scopes without a user still queue.
 	svc = NewWorker(h.store, cfg, jobs.Config{WorkerID: "per-user", MaxQueuedPerOwner: 3, MaxQueuedPerApp: 100})
-	genScope := func(scope memorybank.Scope) error {
+	genScope := func(scope memorytype.Scope) error {
 		_, err := svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app4", Scope: scope, Facts: []memorybank.DirectFact{{Fact: "A fact."}}})
 		return err
 	}
 	for i := range 3 {
-		if err := genScope(memorybank.Scope{"user_id": "bob", "n": strconv.Itoa(i)}); err != nil {
+		if err := genScope(memorytype.Scope{"user_id": "bob", "n": strconv.Itoa(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err = genScope(memorybank.Scope{"user_id": "bob", "n": "3"})
+	err = genScope(memorytype.Scope{"user_id": "bob", "n": "3"})
 	wantKind(t, "a fourth generation of one user, in a fourth scope", err, fault.ResourceExhausted)
 	if err == nil || !strings.Contains(err.Error(), "user bob of app app4 has 3 memory operations waiting, across all their keys") {
 		t.Errorf("the user's bound: %v", err)
 	}
-	_, err = svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app4", Scope: memorybank.Scope{"user_id": "bob", "n": "4"}})
+	_, err = svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app4", Scope: memorytype.Scope{"user_id": "bob", "n": "4"}})
 	wantKind(t, "a purge of the user over their bound", err, fault.ResourceExhausted)
-	for _, scope := range []memorybank.Scope{{"user_id": "alice"}, {"user_id": "alice", "n": "1"}, {"agent": "a1"}} {
+	for _, scope := range []memorytype.Scope{{"user_id": "alice"}, {"user_id": "alice", "n": "1"}, {"agent": "a1"}} {
 		if err := genScope(scope); err != nil {
 			t.Errorf("scope %v while bob is at his bound: %v", scope, err)
 		}
@@ -193,14 +195,14 @@ func testQueueBounds(t *testing.T, h *harness) {
 }
 
 func testQueue(t *testing.T, h *harness) {
-	gen := func(scope memorybank.Scope, fact string) *Operation {
+	gen := func(scope memorytype.Scope, fact string) *Operation {
 		op, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: scope, Facts: []memorybank.DirectFact{{Fact: fact}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return op
 	}
-	u2 := memorybank.Scope{"user_id": "u2"}
+	u2 := memorytype.Scope{"user_id": "u2"}
 	a := gen(user1, "a")
 	b := gen(u2, "b")
 	c := gen(user1, "c")
@@ -208,7 +210,7 @@ func testQueue(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := gen(memorybank.Scope{"user_id": "u3"}, "d")
+	done := gen(memorytype.Scope{"user_id": "u3"}, "d")
 	if _, err := h.noGen.CancelOperation(h.ctx, "app1", done.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +398,7 @@ func testCoalescing(t *testing.T, h *harness) {
 
 func testOperations(t *testing.T, h *harness) {
 	a, _ := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "A"}}})
-	b, _ := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"user_id": "u2"}, Facts: []memorybank.DirectFact{{Fact: "B"}}})
+	b, _ := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorytype.Scope{"user_id": "u2"}, Facts: []memorybank.DirectFact{{Fact: "B"}}})
 	cancelled, err := h.noGen.CancelOperation(h.ctx, "app1", b.ID)
 	if err != nil || cancelled.State != jobs.Cancelled {
 		t.Fatalf("CancelOperation = %v, %v", cancelled, err)
@@ -411,7 +413,7 @@ func testOperations(t *testing.T, h *harness) {
 	if err != nil || w.State != jobs.Succeeded {
 		t.Fatalf("WaitOperation = %v, %v", w, err)
 	}
-	if got := h.facts(memorybank.Scope{"user_id": "u2"}); len(got) != 0 {
+	if got := h.facts(memorytype.Scope{"user_id": "u2"}); len(got) != 0 {
 		t.Fatalf("cancelled operation ran: %v", got)
 	}
 	_, err = h.noGen.CancelOperation(h.ctx, "app1", a.ID)
@@ -441,25 +443,25 @@ func testOperations(t *testing.T, h *harness) {
 func testOperationsOfAUser(t *testing.T, h *harness) {
 	ann := sessiontype.Key{App: "app1", User: "ann", ID: "s1"}
 	h.sess.Append(ann, "I sing.")
-	byScope, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"user_id": "ann", "agent": "a"}, Facts: []memorybank.DirectFact{{Fact: "x"}}})
+	byScope, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorytype.Scope{"user_id": "ann", "agent": "a"}, Facts: []memorybank.DirectFact{{Fact: "x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bySession, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"team": "t"}, Session: &ann})
+	bySession, err := h.svc.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorytype.Scope{"team": "t"}, Session: &ann})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bySource, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorybank.Scope{"team": "t"}, Facts: []memorybank.DirectFact{{Fact: "y"}}, FactsSession: &ann})
+	bySource, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: memorytype.Scope{"team": "t"}, Facts: []memorybank.DirectFact{{Fact: "y"}}, FactsSession: &ann})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := h.noGen.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: memorybank.Scope{"user_id": "bo"}})
+	other, err := h.noGen.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: memorytype.Scope{"user_id": "bo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An operation of another kind, keyed by a scope that names the user
 	// (a compaction of one of their sessions).
-	compaction := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, Key: memorybank.Scope{"user_id": "ann", "session": "s1"}.Key(), CreateTime: h.clock.Now()}
+	compaction := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, Key: memorytype.Scope{"user_id": "ann", "session": "s1"}.Key(), CreateTime: h.clock.Now()}
 	if err := h.store.CreateOperation(h.ctx, compaction); err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +515,7 @@ func testGenerationGroups(t *testing.T, h *harness) {
 		t.Fatalf("the events' run: %d model calls, %+v; the facts' run: %d model calls", ev.ModelCalls, ev.Generated[0].Memory, fa.ModelCalls)
 	}
 	// Without consolidation, the same fact is stored again.
-	if fa.Generated[0].Action != memorybank.Created || rw.Generated[0].Action != memorybank.Created || fa.Generated[0].Memory.ID == rw.Generated[0].Memory.ID {
+	if fa.Generated[0].Action != memorytype.Created || rw.Generated[0].Action != memorytype.Created || fa.Generated[0].Memory.ID == rw.Generated[0].Memory.ID {
 		t.Fatalf("facts %s %s, without consolidation %s %s", fa.Generated[0].Action, fa.Generated[0].Memory.ID, rw.Generated[0].Action, rw.Generated[0].Memory.ID)
 	}
 }

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"strings"
@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // Webhooks: the configuration's secrets, the dispatch lease and cursor,
 // and the deliveries a store keeps.
 
 func testWebhookConfig(t *testing.T, h *harness) {
-	events := []string{memorybank.EventMemoryCreated, memorybank.EventOperationDone}
+	events := []string{memorytype.EventMemoryCreated, memorytype.EventOperationDone}
 	given := "whsec_" + strings.Repeat("QUJD", 8) // 24 bytes
 	got, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Webhooks: []appconfig.Webhook{
 		{URL: "https://hooks.example.com/a", Events: events},
@@ -72,10 +73,10 @@ func testWebhookConfig(t *testing.T, h *harness) {
 }
 
 // delivery is a pending delivery of app1 at a cursor.
-func delivery(cursor int64, url, memory string, now time.Time) *memorybank.Delivery {
-	return &memorybank.Delivery{
-		App: "app1", ID: memorybank.DeliveryID(cursor, url), Cursor: cursor, URL: url, Event: memorybank.EventMemoryCreated,
-		MemoryID: memory, Revision: 1, Scope: user1, EventTime: now, State: memorybank.DeliveryPending,
+func delivery(cursor int64, url, memory string, now time.Time) *memorytype.Delivery {
+	return &memorytype.Delivery{
+		App: "app1", ID: memorytype.DeliveryID(cursor, url), Cursor: cursor, URL: url, Event: memorytype.EventMemoryCreated,
+		MemoryID: memory, Revision: 1, Scope: user1, EventTime: now, State: memorytype.DeliveryPending,
 		NextAttempt: now, RetryFrom: now, CreateTime: now,
 	}
 }
@@ -84,7 +85,7 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	now := h.clock.Now()
 	lease := func(owner string, at time.Time) (bool, int64) {
 		t.Helper()
-		held, cursor, err := h.store.ClaimWebhookLease(h.ctx, "app1", owner, at, at.Add(30*time.Second))
+		held, cursor, err := h.store.(memorydriver.Webhooks).ClaimWebhookLease(h.ctx, "app1", owner, at, at.Add(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,20 +101,20 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 		t.Fatal("a could not renew its lease")
 	}
 	const u = "https://hooks.example.com/a"
-	ds := []*memorybank.Delivery{delivery(1, u, "m1", now), delivery(2, u, "m2", now), delivery(3, u, "m1", now)}
+	ds := []*memorytype.Delivery{delivery(1, u, "m1", now), delivery(2, u, "m2", now), delivery(3, u, "m1", now)}
 	at := now.Add(21 * time.Second)
-	if err := h.store.AddDeliveries(h.ctx, "app1", "b", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "b", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries by b without the lease: %v, want Aborted", err)
 	}
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", at, 1, 3, ds); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", at, 1, 3, ds); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries from a cursor not the store's: %v, want Aborted", err)
 	}
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); err != nil {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); err != nil {
 		t.Fatal(err)
 	}
 	// A replay of the same page (after a dispatcher lost its answer) is
 	// refused by the cursor, and stored deliveries are kept as they are.
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", at, 0, 3, ds); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries replayed: %v, want Aborted", err)
 	}
 	if _, cursor := lease("a", at); cursor != 3 {
@@ -124,30 +125,30 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	if held, cursor := lease("b", late); !held || cursor != 3 {
 		t.Fatalf("b after a's lease expired: held %v cursor %d", held, cursor)
 	}
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", late, 3, 4, nil); !fault.Is(err, fault.Aborted) {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", late, 3, 4, nil); !fault.Is(err, fault.Aborted) {
 		t.Fatalf("AddDeliveries by a after b took over: %v, want Aborted", err)
 	}
 	dup := delivery(3, u, "m1", now)
-	dup.Event = memorybank.EventMemoryDeleted
-	if err := h.store.AddDeliveries(h.ctx, "app1", "b", late, 3, 4, []*memorybank.Delivery{dup, delivery(4, u, "m3", now)}); err != nil {
+	dup.Event = memorytype.EventMemoryDeleted
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "b", late, 3, 4, []*memorytype.Delivery{dup, delivery(4, u, "m3", now)}); err != nil {
 		t.Fatal(err)
 	}
-	ids := func(ds []*memorybank.Delivery) []string {
+	ids := func(ds []*memorytype.Delivery) []string {
 		out := []string{}
 		for _, d := range ds {
 			out = append(out, d.ID)
 		}
 		return out
 	}
-	id := func(c int64) string { return memorybank.DeliveryID(c, u) }
-	pending, err := h.store.PendingDeliveries(h.ctx, "app1", 10)
+	id := func(c int64) string { return memorytype.DeliveryID(c, u) }
+	pending, err := h.store.(memorydriver.Webhooks).PendingDeliveries(h.ctx, "app1", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{id(1), id(2), id(3), id(4)}, ids(pending)); diff != "" {
 		t.Fatalf("pending (-want +got):\n%s", diff)
 	}
-	if pending[2].Event != memorybank.EventMemoryCreated {
+	if pending[2].Event != memorytype.EventMemoryCreated {
 		t.Fatalf("delivery 3 was replaced by the one added again: %+v", pending[2])
 	}
 	if diff := cmp.Diff(ds[0], pending[0]); diff != "" {
@@ -155,40 +156,40 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	}
 	// Attempts and states round-trip.
 	d := pending[0]
-	d.State, d.AttemptCount = memorybank.DeliveryDelivered, 2
-	d.Attempts = []memorybank.DeliveryAttempt{
+	d.State, d.AttemptCount = memorytype.DeliveryDelivered, 2
+	d.Attempts = []memorytype.DeliveryAttempt{
 		{Time: now.Add(time.Second), Status: 500, Error: "answered 500 Internal Server Error", Duration: 30 * time.Millisecond},
 		{Time: now.Add(3 * time.Second), Status: 204, Duration: 20 * time.Millisecond},
 	}
-	if err := h.store.PutDelivery(h.ctx, d); err != nil {
+	if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	dead := pending[1]
-	dead.State = memorybank.DeliveryDeadLettered
-	if err := h.store.PutDelivery(h.ctx, dead); err != nil {
+	dead.State = memorytype.DeliveryDeadLettered
+	if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, dead); err != nil {
 		t.Fatal(err)
 	}
-	back, err := h.store.GetDelivery(h.ctx, "app1", d.ID)
+	back, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app1", d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(d, back); diff != "" {
 		t.Fatalf("delivery after PutDelivery (-want +got):\n%s", diff)
 	}
-	if pending, _ := h.store.PendingDeliveries(h.ctx, "app1", 10); !cmp.Equal(ids(pending), []string{id(3), id(4)}) {
+	if pending, _ := h.store.(memorydriver.Webhooks).PendingDeliveries(h.ctx, "app1", 10); !cmp.Equal(ids(pending), []string{id(3), id(4)}) {
 		t.Fatalf("pending after two ended = %v", ids(pending))
 	}
-	if _, err := h.store.GetDelivery(h.ctx, "app1", id(9)); !fault.Is(err, fault.NotFound) {
+	if _, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app1", id(9)); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("GetDelivery of none: %v, want NotFound", err)
 	}
-	if err := h.store.PutDelivery(h.ctx, delivery(9, u, "m9", now)); !fault.Is(err, fault.NotFound) {
+	if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, delivery(9, u, "m9", now)); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("PutDelivery of none: %v, want NotFound", err)
 	}
-	if _, err := h.store.GetDelivery(h.ctx, "app2", d.ID); !fault.Is(err, fault.NotFound) {
+	if _, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app2", d.ID); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("another app's delivery: %v, want NotFound", err)
 	}
 	// Listing: newest first, a state, pages through the service.
-	list := func(state memorybank.DeliveryState, size int32, token string) ([]string, string) {
+	list := func(state memorytype.DeliveryState, size int32, token string) ([]string, string) {
 		t.Helper()
 		ds, next, err := h.svc.ListDeliveries(h.ctx, "app1", state, size, token)
 		if err != nil {
@@ -196,15 +197,15 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 		}
 		return ids(ds), next
 	}
-	first, next := list(memorybank.DeliveryUnspecified, 3, "")
-	rest, last := list(memorybank.DeliveryUnspecified, 3, next)
+	first, next := list(memorytype.DeliveryUnspecified, 3, "")
+	rest, last := list(memorytype.DeliveryUnspecified, 3, next)
 	if diff := cmp.Diff([]string{id(4), id(3), id(2), id(1)}, append(first, rest...)); diff != "" || next == "" || last != "" {
 		t.Fatalf("pages (-want +got):\n%s (tokens %q %q)", diff, next, last)
 	}
-	if got, _ := list(memorybank.DeliveryDeadLettered, 0, ""); !cmp.Equal(got, []string{id(2)}) {
+	if got, _ := list(memorytype.DeliveryDeadLettered, 0, ""); !cmp.Equal(got, []string{id(2)}) {
 		t.Fatalf("dead-lettered = %v", got)
 	}
-	if got, _ := list(memorybank.DeliveryPending, 0, ""); !cmp.Equal(got, []string{id(4), id(3)}) {
+	if got, _ := list(memorytype.DeliveryPending, 0, ""); !cmp.Equal(got, []string{id(4), id(3)}) {
 		t.Fatalf("pending = %v", got)
 	}
 	// Redeliver makes it pending again, due now, its attempts kept.
@@ -214,7 +215,7 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != memorybank.DeliveryPending || r.NextAttempt.Before(before) || !r.RetryFrom.Equal(r.NextAttempt) {
+	if r.State != memorytype.DeliveryPending || r.NextAttempt.Before(before) || !r.RetryFrom.Equal(r.NextAttempt) {
 		t.Fatalf("redelivered: %+v", r)
 	}
 	if _, err := h.svc.Redeliver(h.ctx, "app1", id(9)); !fault.Is(err, fault.NotFound) {
@@ -230,14 +231,14 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	now := h.clock.Now()
-	if held, _, err := h.store.ClaimWebhookLease(h.ctx, "app1", "a", now, now.Add(time.Minute)); err != nil || !held {
+	if held, _, err := h.store.(memorydriver.Webhooks).ClaimWebhookLease(h.ctx, "app1", "a", now, now.Add(time.Minute)); err != nil || !held {
 		t.Fatalf("lease: %v %v", held, err)
 	}
 	const u = "https://hooks.example.com/a"
-	u2 := memorybank.Scope{"user_id": "u2"}
+	u2 := memorytype.Scope{"user_id": "u2"}
 	mine, theirs, done, old := delivery(1, u, "m1", now), delivery(2, u, "m2", now), delivery(3, u, "m3", now), delivery(4, u, "m4", now)
 	theirs.Scope, done.Scope, old.Scope = u2, u2, u2
-	if err := h.store.AddDeliveries(h.ctx, "app1", "a", now, 0, 4, []*memorybank.Delivery{mine, theirs, done, old}); err != nil {
+	if err := h.store.(memorydriver.Webhooks).AddDeliveries(h.ctx, "app1", "a", now, 0, 4, []*memorytype.Delivery{mine, theirs, done, old}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := h.svc.EraseUser(h.ctx, "app1", "u1")
@@ -247,23 +248,23 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 	if got.Deliveries != 1 {
 		t.Fatalf("erasure removed %d deliveries, want 1", got.Deliveries)
 	}
-	if _, err := h.store.GetDelivery(h.ctx, "app1", mine.ID); !fault.Is(err, fault.NotFound) {
+	if _, err := h.store.(memorydriver.Webhooks).GetDelivery(h.ctx, "app1", mine.ID); !fault.Is(err, fault.NotFound) {
 		t.Fatalf("the erased user's delivery: %v, want NotFound", err)
 	}
 	// done is delivered now, old was delivered then dead-lettered with
 	// its last attempt a retention ago; theirs stays pending.
-	done.State, done.Attempts = memorybank.DeliveryDelivered, []memorybank.DeliveryAttempt{{Time: now.Add(2 * time.Hour), Status: 204}}
-	old.State, old.Attempts = memorybank.DeliveryDeadLettered, []memorybank.DeliveryAttempt{{Time: now, Status: 500}}
-	for _, d := range []*memorybank.Delivery{done, old} {
-		if err := h.store.PutDelivery(h.ctx, d); err != nil {
+	done.State, done.Attempts = memorytype.DeliveryDelivered, []memorytype.DeliveryAttempt{{Time: now.Add(2 * time.Hour), Status: 204}}
+	old.State, old.Attempts = memorytype.DeliveryDeadLettered, []memorytype.DeliveryAttempt{{Time: now, Status: 500}}
+	for _, d := range []*memorytype.Delivery{done, old} {
+		if err := h.store.(memorydriver.Webhooks).PutDelivery(h.ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.clock.Advance(memorybank.DeliveryRetention + time.Hour)
+	h.clock.Advance(memorydriver.DeliveryRetention + time.Hour)
 	if _, err := h.svc.SweepExpired(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	left, _, err := h.svc.ListDeliveries(h.ctx, "app1", memorybank.DeliveryUnspecified, 0, "")
+	left, _, err := h.svc.ListDeliveries(h.ctx, "app1", memorytype.DeliveryUnspecified, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 	if diff := cmp.Diff([]string{done.ID, theirs.ID}, ids); diff != "" {
 		t.Fatalf("deliveries after the sweep (-want +got):\n%s", diff)
 	}
-	if err := h.store.DeleteDeliveries(h.ctx, "app1", []string{old.ID, mine.ID}); err != nil {
+	if err := h.store.(memorydriver.Webhooks).DeleteDeliveries(h.ctx, "app1", []string{old.ID, mine.ID}); err != nil {
 		t.Fatalf("deleting deliveries already gone: %v", err)
 	}
 }

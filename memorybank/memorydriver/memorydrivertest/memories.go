@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
@@ -50,7 +51,7 @@ func testCreateGetList(t *testing.T, h *harness) {
 	_, err = h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: "m1", Fact: "x", Scope: user1})
 	wantKind(t, "duplicate memory id", err, fault.AlreadyExists)
 	for i := range 5 {
-		h.create(fmt.Sprintf("fact %d about u2", i), memorybank.Scope{"user_id": "u2"})
+		h.create(fmt.Sprintf("fact %d about u2", i), memorytype.Scope{"user_id": "u2"})
 	}
 	var all []string
 	token := ""
@@ -86,7 +87,7 @@ func testInvalidInput(t *testing.T, h *harness) {
 		"long fact":      {Fact: strings.Repeat("x", memorybank.MaxFactBytes+1), Scope: user1},
 		"bad utf-8":      {Fact: "a\xff", Scope: user1},
 		"no scope":       {Fact: "f"},
-		"bad scope key":  {Fact: "f", Scope: memorybank.Scope{"a b": "c"}},
+		"bad scope key":  {Fact: "f", Scope: memorytype.Scope{"a b": "c"}},
 		"bad topic":      {Fact: "f", Scope: user1, Topics: []string{"lower"}},
 		"bad metadata":   {Fact: "f", Scope: user1, Metadata: metadata.Map{"": metadata.String("x")}},
 		"bad id":         {ID: "a/b", Fact: "f", Scope: user1},
@@ -172,7 +173,7 @@ func testRevisions(t *testing.T, h *harness) {
 		t.Fatalf("rolled-back memory not retrievable: %v", res)
 	}
 	r4, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 1, "")
-	if r4[0].Action != memorybank.Created || !strings.Contains(r4[0].Reason, "rollback to revision 1") {
+	if r4[0].Action != memorytype.Created || !strings.Contains(r4[0].Reason, "rollback to revision 1") {
 		t.Fatalf("rollback revision = %+v", r4[0])
 	}
 	_, err = h.svc.RollbackMemory(h.ctx, "app1", m.ID, "3")
@@ -191,7 +192,7 @@ func testRetrieveSimilarity(t *testing.T, h *harness) {
 	} {
 		h.create(f, user1)
 	}
-	h.create("The user likes green tea very much.", memorybank.Scope{"user_id": "u2"})
+	h.create("The user likes green tea very much.", memorytype.Scope{"user_id": "u2"})
 	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: "what tea does the user drink?", TopK: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func testRetrieveSimilarity(t *testing.T, h *harness) {
 		t.Fatalf("default top_k results = %v", def)
 	}
 	// A scope with two keys is another scope.
-	two, _, _ := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: memorybank.Scope{"user_id": "u1", "agent": "x"}, Query: "tea"})
+	two, _, _ := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: memorytype.Scope{"user_id": "u1", "agent": "x"}, Query: "tea"})
 	if len(two) != 0 {
 		t.Fatalf("exact scope match broken: %v", two)
 	}
@@ -331,7 +332,7 @@ func testReadBudget(t *testing.T, h *harness) {
 	fact := func(i int) string {
 		return fmt.Sprint("fact ", i, " ", strings.Repeat("x", memorybank.MaxFactBytes-20))
 	}
-	var last *memorybank.Memory
+	var last *memorytype.Memory
 	for i := range 7 {
 		m, err := svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: fact(i), Scope: user1})
 		if err != nil {
@@ -450,7 +451,7 @@ func testTemporalRetrieval(t *testing.T, h *harness) {
 	}
 	// A question that asks when prefers a dated memory: of two with the
 	// same fact, the one with an event time; otherwise ties go by id.
-	other := memorybank.Scope{"user_id": "u-when"}
+	other := memorytype.Scope{"user_id": "u-when"}
 	for _, m := range []memorybank.MemoryInput{
 		{ID: "swim", Fact: "The user swam across the lake with a friend."},
 		{ID: "swim-dated", Fact: "The user swam across the lake with a friend.", EventTime: day(2023, 8, 5)},

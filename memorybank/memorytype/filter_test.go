@@ -1,4 +1,4 @@
-package memorybank_test
+package memorytype
 
 import (
 	"testing"
@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kioku-ai/kioku/fault"
-	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 )
@@ -21,33 +20,33 @@ func TestParseFilter(t *testing.T) {
 	day := func(d int) time.Time { return time.Date(2023, 5, d, 0, 0, 0, 0, time.UTC) }
 	for name, tc := range map[string]struct {
 		filter string
-		want   memorybank.Filter
+		want   Filter
 		rest   string
 	}{
-		"empty":         {``, memorybank.Filter{}, ""},
-		"a topic":       {`topics = "TRAVEL"`, memorybank.Filter{Topics: []string{"TRAVEL"}}, ""},
-		"a topic twice": {`topic = "TRAVEL" AND topics: "TRAVEL"`, memorybank.Filter{Topics: []string{"TRAVEL"}}, ""},
-		"metadata":      {`metadata.source = "chat" AND metadata.lang = "en"`, memorybank.Filter{}, `metadata.source = "chat" AND metadata.lang = "en"`},
+		"empty":         {``, Filter{}, ""},
+		"a topic":       {`topics = "TRAVEL"`, Filter{Topics: []string{"TRAVEL"}}, ""},
+		"a topic twice": {`topic = "TRAVEL" AND topics: "TRAVEL"`, Filter{Topics: []string{"TRAVEL"}}, ""},
+		"metadata":      {`metadata.source = "chat" AND metadata.lang = "en"`, Filter{}, `metadata.source = "chat" AND metadata.lang = "en"`},
 		"a range of dates": {`event_time >= "2023-05-01" AND event_time < "2023-05-08"`,
-			memorybank.Filter{EventTime: retrieval.TimeRange{From: day(1), To: day(8)}}, ""},
+			Filter{EventTime: retrieval.TimeRange{From: day(1), To: day(8)}}, ""},
 		"a day": {`stated_time = "2023-05-08"`,
-			memorybank.Filter{StatedTime: retrieval.TimeRange{From: day(8), To: day(8).Add(time.Nanosecond)}}, ""},
+			Filter{StatedTime: retrieval.TimeRange{From: day(8), To: day(8).Add(time.Nanosecond)}}, ""},
 		"an empty range": {`event_time > "2023-05-08T00:00:00Z" AND event_time <= "2023-05-01"`,
-			memorybank.Filter{EventTime: retrieval.TimeRange{From: day(8).Add(time.Nanosecond), To: day(1).Add(time.Nanosecond)}, None: true}, ""},
+			Filter{EventTime: retrieval.TimeRange{From: day(8).Add(time.Nanosecond), To: day(1).Add(time.Nanosecond)}, None: true}, ""},
 		"OR and NOT stay whole": {`topics = "A" AND (metadata.k = "v" OR NOT topics = "B") AND createTime > 2025-01-01T00:00:00Z`,
-			memorybank.Filter{Topics: []string{"A"}}, `(metadata.k = "v" OR NOT topics = "B") AND createTime > 2025-01-01T00:00:00Z`},
+			Filter{Topics: []string{"A"}}, `(metadata.k = "v" OR NOT topics = "B") AND createTime > 2025-01-01T00:00:00Z`},
 		"Vertex AI's topics": {`topics.managed_memory_topic: USER_PREFERENCES OR topics.customMemoryTopicLabel: "travel"`,
-			memorybank.Filter{}, `topics.managed_memory_topic : USER_PREFERENCES OR topics.customMemoryTopicLabel : "travel"`},
+			Filter{}, `topics.managed_memory_topic : USER_PREFERENCES OR topics.customMemoryTopicLabel : "travel"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := memorybank.ParseFilter(tc.filter)
+			got, err := ParseFilter(tc.filter)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(memorybank.Filter{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Filter{})); diff != "" {
 				t.Errorf("ParseFilter(%s) (-want +got):\n%s", tc.filter, diff)
 			}
-			if rest := memorybank.FilterRest(got); rest != tc.rest {
+			if rest := filterRest(got); rest != tc.rest {
 				t.Errorf("ParseFilter(%s)'s rest = %s, want %s", tc.filter, rest, tc.rest)
 			}
 		})
@@ -62,7 +61,7 @@ func TestParseFilter(t *testing.T) {
 		"an unclosed group":      `(topics = "A" OR topics = "B"`,
 	} {
 		t.Run("refuses "+name, func(t *testing.T) {
-			if _, err := memorybank.ParseFilter(filter); fault.KindOf(err) != fault.Invalid || err == nil {
+			if _, err := ParseFilter(filter); fault.KindOf(err) != fault.Invalid || err == nil {
 				t.Errorf("ParseFilter(%s) = %v, want INVALID_ARGUMENT", filter, err)
 			}
 		})
@@ -73,7 +72,7 @@ func TestParseFilter(t *testing.T) {
 // metadata compared as its type, OR, NOT and parentheses.
 func TestFilterMatches(t *testing.T) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	m := &memorybank.Memory{
+	m := &Memory{
 		Fact: "The user likes tea.", DisplayName: "tea", Topics: []string{"USER_PREFERENCES", "DRINKS"},
 		Metadata: metadata.Map{
 			"source": metadata.String("chat"), "score": metadata.Double(2.5),
@@ -113,7 +112,7 @@ func TestFilterMatches(t *testing.T) {
 		`stated_time != 2030-01-01`:                                                     false,
 		`-metadata.pinned = true`:                                                       false,
 	} {
-		f, err := memorybank.ParseFilter(filter)
+		f, err := ParseFilter(filter)
 		if err != nil {
 			t.Errorf("ParseFilter(%s): %v", filter, err)
 			continue
@@ -124,15 +123,24 @@ func TestFilterMatches(t *testing.T) {
 	}
 	// ExactMetadata: exactly the same keys and values.
 	same := m.Metadata.Clone()
-	if f := (memorybank.Filter{ExactMetadata: &same}); !f.Matches(m) {
+	if f := (Filter{ExactMetadata: &same}); !f.Matches(m) {
 		t.Error("ExactMetadata of the memory's own metadata does not match it")
 	}
 	delete(same, "two")
-	if f := (memorybank.Filter{ExactMetadata: &same}); f.Matches(m) {
+	if f := (Filter{ExactMetadata: &same}); f.Matches(m) {
 		t.Error("ExactMetadata with a key less matches")
 	}
 	none := metadata.Map{}
-	if f := (memorybank.Filter{ExactMetadata: &none}); !f.Matches(&memorybank.Memory{}) || f.Matches(m) {
+	if f := (Filter{ExactMetadata: &none}); !f.Matches(&Memory{}) || f.Matches(m) {
 		t.Error("empty ExactMetadata: matches a memory without metadata, only")
 	}
+}
+
+// filterRest returns the rest of a parsed filter as text, "" when there is
+// none.
+func filterRest(f Filter) string {
+	if f.rest == nil {
+		return ""
+	}
+	return f.rest.String()
 }

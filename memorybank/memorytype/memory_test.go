@@ -1,4 +1,4 @@
-package memorybank
+package memorytype
 
 import "testing"
 

@@ -1,6 +1,10 @@
-// Package memorybanktest is the conformance suite of memorybank.Store:
-// every backend runs Run and must pass all of it, and package memorybank
-// runs it on the SQLite store in its own tests. The suite drives a Store
+// Package memorydrivertest is the conformance suite of memorydriver.Store
+// and its optional parts: every backend runs Run and must pass all of it,
+// and package memorybank runs it on the SQLite store in its own tests.
+// The cases of an optional part run when the store implements it; for
+// each part it leaves out, one case checks that the service answers what
+// it does without it (Unimplemented, or the feature off). The suite
+// drives a Store
 // through memorybank.Service and its operations through a jobs.Engine on
 // the same store, with the offline embedder and a real Gemini client
 // talking to a fake Gemini server (package modeltest), so it checks what a
@@ -17,7 +21,7 @@
 // retention; a watcher woken by a write), and the apps' usage per day
 // with the quotas enforced on it. The engine's own contract
 // with the store (jobs.Store) has its suite too, jobstest.
-package memorybanktest
+package memorydrivertest
 
 import (
 	"context"
@@ -34,6 +38,8 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions"
@@ -42,9 +48,11 @@ import (
 
 // Run runs the conformance suite, each case on an empty store of its own
 // from newStore, which registers the store's cleanup with t.Cleanup (the
-// suite closes nothing).
-func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
-	tests := []suitetest.Case[*harness]{
+// suite closes nothing). One more store from newStore tells which
+// optional parts the backend implements: the cases of those parts run,
+// and a left-out case for each of the others.
+func Run[S Backend](t *testing.T, newStore func(t *testing.T) S) {
+	all := []suitetest.Case[*harness]{
 		{Name: "CreateGetList", Run: testCreateGetList},
 		{Name: "InvalidInput", Run: testInvalidInput},
 		{Name: "AppIsolation", Run: testAppIsolation},
@@ -110,11 +118,31 @@ func Run[S memorybank.Store](t *testing.T, newStore func(t *testing.T) S) {
 		{Name: "Usage", Run: testUsage},
 		{Name: "Quotas", Run: testQuotas},
 	}
+	var tests []suitetest.Case[*harness]
+	has := partsOf(newStore(t))
+	for _, c := range all {
+		if has[partOf[c.Name]] {
+			tests = append(tests, c)
+		}
+	}
+	for _, p := range parts {
+		if !has[p.name] {
+			tests = append(tests, suitetest.Case[*harness]{Name: p.name + "LeftOut", Run: p.leftOut})
+		}
+	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
 		h := newHarness(t, newStore(t))
-		h.fresh = func() memorybank.Store { return newStore(t) }
+		h.fresh = func() Backend { return newStore(t) }
 		return h
 	})
+}
+
+// Backend is what the suite runs on: a memory store that is also the jobs
+// store of its operations, one object keeping both in one database (see
+// package memorydriver).
+type Backend interface {
+	memorydriver.Store
+	jobs.Store
 }
 
 // FakeSessions is an in-memory memorybank.SessionReader. Now, when set,
@@ -197,14 +225,14 @@ type Worker struct {
 
 // NewWorker returns a memory bank on store: a Service of cfg and an Engine
 // of jcfg (each given the other).
-func NewWorker(store memorybank.Store, cfg memorybank.Config, jcfg jobs.Config) *Worker {
+func NewWorker(store Backend, cfg memorybank.Config, jcfg jobs.Config) *Worker {
 	if jcfg.Now == nil {
 		jcfg.Now = cfg.Now
 	}
 	if jcfg.Logger == nil {
 		jcfg.Logger = cfg.Logger
 	}
-	cfg.Jobs = jobs.New(store, jcfg)
+	cfg.Jobs, cfg.Operations = jobs.New(store, jcfg), store
 	return &Worker{Service: memorybank.NewService(store, cfg), Jobs: cfg.Jobs}
 }
 
@@ -282,7 +310,7 @@ func (w *Worker) Run(ctx context.Context) {
 
 type harness struct {
 	t      *testing.T
-	store  memorybank.Store
+	store  Backend
 	clock  *jobstest.Clock
 	gemini *modeltest.Gemini
 	sess   *FakeSessions
@@ -291,10 +319,10 @@ type harness struct {
 	ctx    context.Context
 	// fresh returns another empty store of the backend (an import's
 	// target).
-	fresh func() memorybank.Store
+	fresh func() Backend
 }
 
-func newHarness(t *testing.T, store memorybank.Store) *harness {
+func newHarness(t *testing.T, store Backend) *harness {
 	h := &harness{
 		t: t, store: store, ctx: t.Context(),
 		clock:  jobstest.NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)),
@@ -317,9 +345,9 @@ func (h *harness) service(worker string, gen model.Generator) *Worker {
 	return NewWorker(h.store, cfg, jobs.Config{WorkerID: worker, Lease: time.Minute, MaxAttempts: 3})
 }
 
-var user1 = memorybank.Scope{"user_id": "u1"}
+var user1 = memorytype.Scope{"user_id": "u1"}
 
-func (h *harness) create(fact string, scope memorybank.Scope, topics ...string) *memorybank.Memory {
+func (h *harness) create(fact string, scope memorytype.Scope, topics ...string) *memorytype.Memory {
 	h.t.Helper()
 	m, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{Fact: fact, Scope: scope, Topics: topics})
 	if err != nil {
@@ -358,7 +386,7 @@ func (h *harness) op(op *Operation) *Operation {
 	return got
 }
 
-func (h *harness) facts(scope memorybank.Scope) []string {
+func (h *harness) facts(scope memorytype.Scope) []string {
 	h.t.Helper()
 	res, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: scope, PageSize: 1000})
 	if err != nil {

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
@@ -87,12 +89,12 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 		md   metadata.Map
 		want []string
 	}{{md, []string{"tea"}}, {metadata.Map{}, []string{coffee.ID}}, {metadata.Map{"source": metadata.String("chat")}, []string{}}} {
-		hits, err := h.store.SearchMemories(h.ctx, memorybank.SearchQuery{App: "app1", ScopeKey: user1.Key(), Model: model.Offline{}.Name(),
-			Terms: model.OfflineTerms("the user likes"), K: 10, Filter: memorybank.Filter{ExactMetadata: &c.md}, Now: h.clock.Now()})
+		hits, err := h.store.SearchMemories(h.ctx, memorydriver.SearchQuery{App: "app1", ScopeKey: user1.Key(), Model: model.Offline{}.Name(),
+			Terms: model.OfflineTerms("the user likes"), K: 10, Filter: memorytype.Filter{ExactMetadata: &c.md}, Now: h.clock.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ids(hits, func(s retrieval.Ranked[*memorybank.Memory]) *memorybank.Memory { return s.Item }); !slices.Equal(got, c.want) {
+		if got := ids(hits, func(s retrieval.Ranked[*memorytype.Memory]) *memorytype.Memory { return s.Item }); !slices.Equal(got, c.want) {
 			t.Errorf("search with ExactMetadata %v found %v, want %v", c.md, got, c.want)
 		}
 	}
@@ -118,7 +120,7 @@ func filterSet(t *testing.T, h *harness, n int) {
 	}
 }
 
-func ids[T any](list []T, memory func(T) *memorybank.Memory) []string {
+func ids[T any](list []T, memory func(T) *memorytype.Memory) []string {
 	out := []string{}
 	for _, x := range list {
 		out = append(out, memory(x).ID)
@@ -129,8 +131,8 @@ func ids[T any](list []T, memory func(T) *memorybank.Memory) []string {
 
 func testFilters(t *testing.T, h *harness) {
 	filterSet(t, h, 12)
-	self := func(m *memorybank.Memory) *memorybank.Memory { return m }
-	retrieved := func(r memorybank.Retrieved) *memorybank.Memory { return r.Memory }
+	self := func(m *memorytype.Memory) *memorytype.Memory { return m }
+	retrieved := func(r memorybank.Retrieved) *memorytype.Memory { return r.Memory }
 	for _, c := range []struct {
 		filter string
 		want   []string
@@ -245,7 +247,7 @@ func testGenerationMetadata(t *testing.T, h *harness) {
 	chat := metadata.Map{"source": s("chat"), "n": metadata.Double(1)}
 	first := run(gen(chat, metadata.MergeUnspecified, "The user owns a red bike."))[0]
 	bike := first.Generated[0].Memory
-	if first.Generated[0].Action != memorybank.Created || !bike.Metadata.Equal(chat) {
+	if first.Generated[0].Action != memorytype.Created || !bike.Metadata.Equal(chat) {
 		t.Fatalf("created %v with %v, want its metadata %v", first.Generated[0].Action, bike.Metadata, chat)
 	}
 	metadataOf := func() metadata.Map {
@@ -275,11 +277,11 @@ func testGenerationMetadata(t *testing.T, h *harness) {
 	// its metadata: here none, so the fact is a new memory; then that one.
 	exact := metadata.Map{"source": s("form")}
 	g := run(gen(exact, metadata.RequireExactMatch, "The user owns a red bike."))[0].Generated[0]
-	if g.Action != memorybank.Created || g.Memory.ID == bike.ID || !g.Memory.Metadata.Equal(exact) {
+	if g.Action != memorytype.Created || g.Memory.ID == bike.ID || !g.Memory.Metadata.Equal(exact) {
 		t.Fatalf("RequireExactMatch with other metadata: %s %s %v, want a new memory", g.Action, g.Memory.ID, g.Memory.Metadata)
 	}
 	again := run(gen(exact, metadata.RequireExactMatch, "The user owns a red bike."))[0].Generated[0]
-	if again.Action != memorybank.Unchanged || again.Memory.ID != g.Memory.ID {
+	if again.Action != memorytype.Unchanged || again.Memory.ID != g.Memory.ID {
 		t.Fatalf("RequireExactMatch with the same metadata: %s %s, want %s unchanged", again.Action, again.Memory.ID, g.Memory.ID)
 	}
 	// Generations with different metadata do not share a run: each gives

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/retrieval"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/model/modeltest"
@@ -66,7 +67,7 @@ func testPurge(t *testing.T, h *harness) {
 		h.create(fmt.Sprintf("old fact %d", i), user1, "USER_PREFERENCES")
 	}
 	h.create("keep me", user1, "USER_PERSONAL_INFO")
-	h.create("other scope", memorybank.Scope{"user_id": "u2"}, "USER_PREFERENCES")
+	h.create("other scope", memorytype.Scope{"user_id": "u2"}, "USER_PREFERENCES")
 	dry, err := h.svc.PurgeMemories(h.ctx, &memorybank.PurgeRequest{App: "app1", Scope: user1, Filter: `topics = "USER_PREFERENCES"`})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func testPurge(t *testing.T, h *harness) {
 	if diff := cmp.Diff([]string{"keep me"}, h.facts(user1)); diff != "" {
 		t.Fatalf("after purge (-want +got):\n%s", diff)
 	}
-	if len(h.facts(memorybank.Scope{"user_id": "u2"})) != 1 {
+	if len(h.facts(memorytype.Scope{"user_id": "u2"})) != 1 {
 		t.Fatalf("purge crossed scopes")
 	}
 }

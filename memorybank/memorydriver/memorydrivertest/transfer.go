@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"strings"
@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/model"
 )
@@ -20,13 +21,13 @@ import (
 func testScan(t *testing.T, h *harness) {
 	for _, m := range []struct {
 		id    string
-		scope memorybank.Scope
+		scope memorytype.Scope
 	}{
-		{"m-d", memorybank.Scope{"user_id": "u1", "agent": "coach"}},
+		{"m-d", memorytype.Scope{"user_id": "u1", "agent": "coach"}},
 		{"m-a", user1},
-		{"m-b", memorybank.Scope{"user_id": "u2"}},
+		{"m-b", memorytype.Scope{"user_id": "u2"}},
 		{"m-c", user1},
-		{"m-e", memorybank.Scope{"team": "t1"}},
+		{"m-e", memorytype.Scope{"team": "t1"}},
 	} {
 		if _, err := h.svc.CreateMemory(h.ctx, "app1", memorybank.MemoryInput{ID: m.id, Fact: "fact " + m.id, Scope: m.scope}); err != nil {
 			t.Fatal(err)
@@ -45,7 +46,7 @@ func testScan(t *testing.T, h *harness) {
 		"apps/app4/users/u1/sessions/s2": 7, "apps/app4/users/u1/sessions/s1": 3,
 		"apps/app4/users/u10/sessions/s1": 4, "apps/app4/users/u0/sessions/s1": 5,
 	}
-	if err := h.store.Write(h.ctx, &memorybank.Write{App: "app4", Now: h.clock.Now(), Watermarks: marks}); err != nil {
+	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app4", Now: h.clock.Now(), Watermarks: marks}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app5", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "queued"}}}); err != nil {
@@ -53,19 +54,21 @@ func testScan(t *testing.T, h *harness) {
 	}
 
 	for _, page := range []int{1, 3, 10} {
-		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) { return h.store.Apps(h.ctx, after, n) }, suitetest.Same)
+		apps := suitetest.Pages(t, page, func(after string, n int) ([]string, error) {
+			return h.store.(memorydriver.Transferer).Apps(h.ctx, after, n)
+		}, suitetest.Same)
 		if diff := cmp.Diff([]string{"app1", "app2", "app3", "app4", "app5"}, apps); diff != "" {
 			t.Fatalf("Apps by pages of %d (-want +got):\n%s", page, diff)
 		}
 	}
 
-	scan := func(user string, page int) []*memorybank.Memory {
+	scan := func(user string, page int) []*memorytype.Memory {
 		t.Helper()
-		return suitetest.Pages(t, page, func(after string, n int) ([]*memorybank.Memory, error) {
-			return h.store.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", User: user, AfterID: after, Limit: n})
-		}, func(m *memorybank.Memory) string { return m.ID })
+		return suitetest.Pages(t, page, func(after string, n int) ([]*memorytype.Memory, error) {
+			return h.store.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", User: user, AfterID: after, Limit: n})
+		}, func(m *memorytype.Memory) string { return m.ID })
 	}
-	ids := func(ms []*memorybank.Memory) []string {
+	ids := func(ms []*memorytype.Memory) []string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.ID)
@@ -97,13 +100,13 @@ func testScan(t *testing.T, h *harness) {
 	}
 
 	// Watermarks by session name, a user's by the prefix of their sessions.
-	wms := func(prefix string, page int) []memorybank.Watermark {
+	wms := func(prefix string, page int) []memorydriver.Watermark {
 		t.Helper()
-		return suitetest.Pages(t, page, func(after string, n int) ([]memorybank.Watermark, error) {
-			return h.store.ScanWatermarks(h.ctx, "app4", prefix, after, n)
-		}, func(w memorybank.Watermark) string { return w.Session })
+		return suitetest.Pages(t, page, func(after string, n int) ([]memorydriver.Watermark, error) {
+			return h.store.(memorydriver.Transferer).ScanWatermarks(h.ctx, "app4", prefix, after, n)
+		}, func(w memorydriver.Watermark) string { return w.Session })
 	}
-	want := []memorybank.Watermark{
+	want := []memorydriver.Watermark{
 		{App: "app4", Session: "apps/app4/users/u0/sessions/s1", Sequence: 5},
 		{App: "app4", Session: "apps/app4/users/u1/sessions/s1", Sequence: 3},
 		{App: "app4", Session: "apps/app4/users/u1/sessions/s2", Sequence: 7},
@@ -120,9 +123,9 @@ func testScan(t *testing.T, h *harness) {
 // copyMemories imports every memory of app1 with its revisions from one
 // store into another, the revisions in chunks of chunk, as package
 // archive does, and returns what the calls reported.
-func copyMemories(t *testing.T, h *harness, from, to memorybank.Store, chunk int) (memories, revisions int) {
+func copyMemories(t *testing.T, h *harness, from, to memorydriver.Store, chunk int) (memories, revisions int) {
 	t.Helper()
-	list, err := from.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", Limit: 100})
+	list, err := from.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +135,7 @@ func copyMemories(t *testing.T, h *harness, from, to memorybank.Store, chunk int
 			t.Fatal(err)
 		}
 		for start := 0; start == 0 || start < len(revs); start += chunk {
-			w, n, err := to.ImportMemory(h.ctx, m, revs[start:min(start+chunk, len(revs))])
+			w, n, err := to.(memorydriver.Transferer).ImportMemory(h.ctx, m, revs[start:min(start+chunk, len(revs))])
 			if err != nil {
 				t.Fatalf("ImportMemory(%s): %v", m.Name(), err)
 			}
@@ -156,7 +159,7 @@ func testImport(t *testing.T, h *harness) {
 			t.Fatal(err)
 		}
 	}
-	gone := h.create("The user had a cold.", memorybank.Scope{"user_id": "u2"})
+	gone := h.create("The user had a cold.", memorytype.Scope{"user_id": "u2"})
 	if err := h.svc.DeleteMemory(h.ctx, "app1", gone.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +168,9 @@ func testImport(t *testing.T, h *harness) {
 	if w, n := copyMemories(t, h, h.store, target, 2); w != 3 || n != 6 {
 		t.Fatalf("first import wrote %d memories and %d revisions, want 3 and 6", w, n)
 	}
-	scan := func(st memorybank.Store) []*memorybank.Memory {
+	scan := func(st memorydriver.Store) []*memorytype.Memory {
 		t.Helper()
-		list, err := st.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", Limit: 100})
+		list, err := st.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +208,7 @@ func testImport(t *testing.T, h *harness) {
 			t.Fatalf("retrieval of %q from the target (-source +target):\n%s", q, diff)
 		}
 	}
-	if got := h.facts(memorybank.Scope{"user_id": "u2"}); len(got) != 0 {
+	if got := h.facts(memorytype.Scope{"user_id": "u2"}); len(got) != 0 {
 		t.Fatalf("the deleted memory is retrieved: %v", got)
 	}
 
@@ -223,30 +226,30 @@ func testImport(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, n, err := resumed.ImportMemory(h.ctx, m2now, revs[:1]); err != nil || !w || n != 1 {
+	if w, n, err := resumed.(memorydriver.Transferer).ImportMemory(h.ctx, m2now, revs[:1]); err != nil || !w || n != 1 {
 		t.Fatalf("ImportMemory with the first revision = %v, %d, %v", w, n, err)
 	}
-	if w, n, err := resumed.ImportMemory(h.ctx, m2now, revs); err != nil || w || n != 2 {
+	if w, n, err := resumed.(memorydriver.Transferer).ImportMemory(h.ctx, m2now, revs); err != nil || w || n != 2 {
 		t.Fatalf("ImportMemory after a stop = %v, %d, %v; want the 2 missing revisions only", w, n, err)
 	}
 
 	// What conflicts with the target is refused.
 	other := *m2now
 	other.CreateTime = other.CreateTime.Add(-time.Hour)
-	_, _, err = target.ImportMemory(h.ctx, &other, nil)
+	_, _, err = target.(memorydriver.Transferer).ImportMemory(h.ctx, &other, nil)
 	wantKind(t, "another memory under an imported id", err, fault.AlreadyExists)
 	if _, err := tsvc.UpdateMemory(h.ctx, "app1", m2.ID, memorybank.MemoryUpdate{Fact: ptr("The user plays the double bass.")}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = target.ImportMemory(h.ctx, m2now, nil)
+	_, _, err = target.(memorydriver.Transferer).ImportMemory(h.ctx, m2now, nil)
 	wantKind(t, "a memory that moved on in the target", err, fault.FailedPrecondition)
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func testEraseUser(t *testing.T, h *harness) {
-	ann := memorybank.Scope{"user_id": "ann"}
-	bo := memorybank.Scope{"user_id": "bo"}
+	ann := memorytype.Scope{"user_id": "ann"}
+	bo := memorytype.Scope{"user_id": "bo"}
 	m1 := h.create("Ann likes green tea.", ann)
 	if _, err := h.svc.UpdateMemory(h.ctx, "app1", m1.ID, memorybank.MemoryUpdate{Fact: ptr("Ann likes black tea.")}); err != nil {
 		t.Fatal(err)
@@ -255,9 +258,9 @@ func testEraseUser(t *testing.T, h *harness) {
 	if err := h.svc.DeleteMemory(h.ctx, "app1", m2.ID); err != nil {
 		t.Fatal(err)
 	}
-	m3 := h.create("Ann trains with the coach.", memorybank.Scope{"user_id": "ann", "agent": "coach"})
+	m3 := h.create("Ann trains with the coach.", memorytype.Scope{"user_id": "ann", "agent": "coach"})
 	keep := h.create("Bo likes green tea.", bo)
-	team := h.create("The team meets on Mondays.", memorybank.Scope{"team": "t1"})
+	team := h.create("The team meets on Mondays.", memorytype.Scope{"team": "t1"})
 	annOp, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: ann, Facts: []memorybank.DirectFact{{Fact: "Ann swims."}}})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +270,7 @@ func testEraseUser(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	marks := map[string]int64{"apps/app1/users/ann/sessions/s1": 4, "apps/app1/users/ann/sessions/s2": 2, "apps/app1/users/bo/sessions/b1": 3}
-	if err := h.store.Write(h.ctx, &memorybank.Write{App: "app1", Now: h.clock.Now(), Watermarks: marks}); err != nil {
+	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app1", Now: h.clock.Now(), Watermarks: marks}); err != nil {
 		t.Fatal(err)
 	}
 	boFacts := h.facts(bo)
@@ -282,11 +285,11 @@ func testEraseUser(t *testing.T, h *harness) {
 	// The change feed keeps no change of ann's memories, and the others'
 	// at their cursors.
 	feed := h.changes(memorybank.ChangesRequest{App: "app1"})
-	want := []changeLine{{6, "CREATED", keep.ID, bo.Key(), 1, ""}, {7, "CREATED", team.ID, memorybank.Scope{"team": "t1"}.Key(), 1, ""}}
+	want := []changeLine{{6, "CREATED", keep.ID, bo.Key(), 1, ""}, {7, "CREATED", team.ID, memorytype.Scope{"team": "t1"}.Key(), 1, ""}}
 	if diff := cmp.Diff(want, lines(feed.Changes)); diff != "" || feed.Last != 7 {
 		t.Fatalf("change feed after the erasure, last %d (-want +got):\n%s", feed.Last, diff)
 	}
-	for _, m := range []*memorybank.Memory{m1, m2, m3} {
+	for _, m := range []*memorytype.Memory{m1, m2, m3} {
 		_, err := h.store.GetMemory(h.ctx, "app1", m.ID)
 		wantKind(t, "an erased memory", err, fault.NotFound)
 		_, err = h.store.GetRevision(h.ctx, "app1", m.ID, 1)
@@ -295,7 +298,7 @@ func testEraseUser(t *testing.T, h *harness) {
 			t.Fatalf("revisions of erased memory %s: %v, %v", m.ID, revs, err)
 		}
 	}
-	if left, err := h.store.ScanMemories(h.ctx, memorybank.ScanQuery{App: "app1", User: "ann", Limit: 10}); err != nil || len(left) != 0 {
+	if left, err := h.store.(memorydriver.Transferer).ScanMemories(h.ctx, memorydriver.ScanQuery{App: "app1", User: "ann", Limit: 10}); err != nil || len(left) != 0 {
 		t.Fatalf("ann's memories after the erasure: %v, %v", left, err)
 	}
 	if got := h.facts(ann); len(got) != 0 {
@@ -318,7 +321,7 @@ func testEraseUser(t *testing.T, h *harness) {
 	if _, err := h.store.GetOperation(h.ctx, "app1", boOp.ID); err != nil {
 		t.Fatalf("bo's operation: %v", err)
 	}
-	for _, m := range []*memorybank.Memory{keep, team} {
+	for _, m := range []*memorytype.Memory{keep, team} {
 		if _, err := h.store.GetMemory(h.ctx, "app1", m.ID); err != nil {
 			t.Fatalf("memory %s of another scope: %v", m.ID, err)
 		}

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"encoding/json"
@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model/modeltest"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -59,7 +59,7 @@ func testDirectFactsWithoutModel(t *testing.T, h *harness) {
 		t.Fatalf("repeated facts: %s %v %s, want the 2 memories unchanged", again.State, again.Generated, again.ErrorMessage)
 	}
 	for i, g := range again.Generated {
-		if g.Action != memorybank.Unchanged || g.Memory.ID != op.Generated[i].Memory.ID || g.Memory.Revision != 1 {
+		if g.Action != memorytype.Unchanged || g.Memory.ID != op.Generated[i].Memory.ID || g.Memory.Revision != 1 {
 			t.Fatalf("repeated fact %d: %s memory %s revision %d, want memory %s unchanged at revision 1", i, g.Action, g.Memory.ID, g.Memory.Revision, op.Generated[i].Memory.ID)
 		}
 	}
@@ -86,7 +86,7 @@ func testDirectFactsSource(t *testing.T, h *harness) {
 		t.Fatalf("generation = %s %v %s", op.State, op.Generated, op.ErrorMessage)
 	}
 	m := op.Generated[0].Memory
-	want := []memorybank.Source{{Session: key.Name(), EventIDs: []string{"e-7"}}}
+	want := []memorytype.Source{{Session: key.Name(), EventIDs: []string{"e-7"}}}
 	if !reflect.DeepEqual(m.Sources, want) {
 		t.Fatalf("sources = %+v, want %+v", m.Sources, want)
 	}
@@ -154,7 +154,7 @@ func testGenerateFromSession(t *testing.T, h *harness) {
 		t.Fatalf("extraction call = %q / schema %v", call.Text(), call.Schema)
 	}
 	m := op.Generated[0].Memory
-	if op.Generated[0].Action != memorybank.Created || len(m.Sources) != 1 || m.Sources[0].Session != key.Name() || m.Sources[0].EventIDs[0] != "e1" {
+	if op.Generated[0].Action != memorytype.Created || len(m.Sources) != 1 || m.Sources[0].Session != key.Name() || m.Sources[0].EventIDs[0] != "e1" {
 		t.Fatalf("generated memory = %+v", m)
 	}
 	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", m.ID, 0, "")
@@ -182,7 +182,7 @@ func testGenerateFromSession(t *testing.T, h *harness) {
 	if !strings.Contains(calls[2].Text(), "[1] The user loves hiking in the Alps.") {
 		t.Fatalf("consolidation did not show the similar memory as [1]: %q", calls[2].Text())
 	}
-	if third.State != jobs.Succeeded || len(third.Generated) != 1 || third.Generated[0].Action != memorybank.Updated || third.ModelCalls != 2 {
+	if third.State != jobs.Succeeded || len(third.Generated) != 1 || third.Generated[0].Action != memorytype.Updated || third.ModelCalls != 2 {
 		t.Fatalf("third generation = %s %+v %d calls %s", third.State, third.Generated, third.ModelCalls, third.ErrorMessage)
 	}
 	upd := third.Generated[0].Memory
@@ -277,7 +277,7 @@ func testConsolidationActions(t *testing.T, h *harness) {
 		t.Fatalf("memories (-want +got):\n%s", diff)
 	}
 	revs, _, _ := h.svc.ListRevisions(h.ctx, "app1", tea.ID, 0, "")
-	if revs[0].Action != memorybank.Deleted || !strings.Contains(revs[0].Reason, "tea instead of coffee") {
+	if revs[0].Action != memorytype.Deleted || !strings.Contains(revs[0].Reason, "tea instead of coffee") {
 		t.Fatalf("deletion revision = %+v", revs[0])
 	}
 	if d, _ := h.svc.GetMemory(h.ctx, "app1", dog.ID); d.Revision != 1 {
@@ -577,7 +577,7 @@ func testGeneratedMemoriesForgotten(t *testing.T, h *harness) {
 		}
 		for _, g := range op.Generated {
 			generated = append(generated, g.Action.String()+" "+g.Memory.Fact)
-			if !slices.ContainsFunc(g.Memory.Sources, func(s memorybank.Source) bool { return s.Session == key.Name() && len(s.EventIDs) > 0 }) {
+			if !slices.ContainsFunc(g.Memory.Sources, func(s memorytype.Source) bool { return s.Session == key.Name() && len(s.EventIDs) > 0 }) {
 				t.Fatalf("generated memory %q without its source: %+v", g.Memory.Fact, g.Memory.Sources)
 			}
 		}

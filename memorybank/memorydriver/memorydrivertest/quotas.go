@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/model"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
@@ -20,8 +22,8 @@ import (
 // and days apart, and concurrent adds that all count, the bounded ones
 // stopping exactly at the bound.
 func testUsage(t *testing.T, h *harness) {
-	st, ctx := h.store, h.ctx
-	type U = memorybank.Usage
+	st, ctx := h.store.(memorydriver.UsageMeter), h.ctx
+	type U = memorytype.Usage
 	add := func(app, day string, a, below U, want U, wantAdded bool) {
 		t.Helper()
 		got, added, err := st.AddUsage(ctx, app, day, a, below)
@@ -118,7 +120,7 @@ func testQuotas(t *testing.T, h *harness) {
 	refused(generate(gens, "quota", 2), "a third generation with a quota of 2")
 	// Each generation made one model call, of 15 tokens (the fake's).
 	u, end, err := gens.Usage(h.ctx, "quota")
-	if err != nil || u != (memorybank.Usage{Generations: 2, Tokens: 30}) || !end.Equal(time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC)) {
+	if err != nil || u != (memorytype.Usage{Generations: 2, Tokens: 30}) || !end.Equal(time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("Usage = %+v ends %v (%v); want 2 generations, 30 tokens, ending at midnight UTC", u, end, err)
 	}
 	// Another server on the same store sees the same count.
@@ -140,7 +142,7 @@ func testQuotas(t *testing.T, h *harness) {
 	if err := generate(gens, "quota", 4); err != nil {
 		t.Fatalf("the next day: %v", err)
 	}
-	if u, _, _ := gens.Usage(h.ctx, "quota"); u != (memorybank.Usage{Generations: 1, Tokens: 15}) {
+	if u, _, _ := gens.Usage(h.ctx, "quota"); u != (memorytype.Usage{Generations: 1, Tokens: 15}) {
 		t.Fatalf("the next day's usage = %+v", u)
 	}
 }

@@ -1,7 +1,8 @@
-package memorybank
+package memorytype
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -35,6 +36,11 @@ import (
 // timestamps; a filter's value that cannot be read as the memory's type
 // matches != only. A memory without the key fails every comparison of
 // it.
+
+// metadataKey is a metadata key a filter may name: the rule of the
+// memory bank's limits (memorybank.MaxMetadataKeyBytes), so that a filter
+// on a key no memory can have is refused, not silently empty.
+var metadataKey = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
 
 // allComparisons are the comparisons of ordered fields.
 var allComparisons = []filter.Op{filter.Eq, filter.Ne, filter.Lt, filter.Le, filter.Gt, filter.Ge}
@@ -146,8 +152,8 @@ func ParseFilter(s string) (Filter, error) {
 		return Filter{}, err
 	}
 	filter.Walk(e, func(r *filter.Restriction) bool {
-		if c := r.Cond; c.Field.Name == "metadata" && !plainKey.MatchString(c.Key) {
-			err = fault.InvalidField("filter", "filter: metadata key %q must be 1 to %d letters, digits, '_', '.' or '-'", c.Key, MaxMetadataKeyBytes)
+		if c := r.Cond; c.Field.Name == "metadata" && !metadataKey.MatchString(c.Key) {
+			err = fault.InvalidField("filter", "filter: metadata key %q must be 1 to %d letters, digits, '_', '.' or '-'", c.Key, 63)
 		}
 		return err == nil
 	})

@@ -1,4 +1,4 @@
-package memorybanktest
+package memorydrivertest
 
 import (
 	"context"
@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
+	"github.com/kioku-ai/kioku/memorybank/memorydriver"
+	"github.com/kioku-ai/kioku/memorybank/memorytype"
 )
 
 // The change feed: every committed change once, in commit order, with
@@ -26,7 +27,7 @@ type changeLine struct {
 	Operation string
 }
 
-func lines(cs []*memorybank.ChangeRecord) []changeLine {
+func lines(cs []*memorytype.ChangeRecord) []changeLine {
 	out := []changeLine{}
 	for _, c := range cs {
 		out = append(out, changeLine{c.Cursor, c.Action.String(), c.MemoryID, c.Scope.Key(), c.Revision, c.Operation})
@@ -34,7 +35,7 @@ func lines(cs []*memorybank.ChangeRecord) []changeLine {
 	return out
 }
 
-func (h *harness) changes(r memorybank.ChangesRequest) *memorybank.ChangePage {
+func (h *harness) changes(r memorybank.ChangesRequest) *memorytype.ChangePage {
 	h.t.Helper()
 	p, err := h.svc.Changes(h.ctx, r)
 	if err != nil {
@@ -47,7 +48,7 @@ func testChangeFeed(t *testing.T, h *harness) {
 	if p := h.changes(memorybank.ChangesRequest{App: "app1"}); p.Last != 0 || len(p.Changes) != 0 {
 		t.Fatalf("empty feed = last %d, %d changes", p.Last, len(p.Changes))
 	}
-	u2 := memorybank.Scope{"user_id": "u2"}
+	u2 := memorytype.Scope{"user_id": "u2"}
 	m1 := h.create("The user likes tea.", user1)
 	m2 := h.create("The user likes coffee.", u2)
 	fact := "The user likes green tea."
@@ -121,13 +122,13 @@ func testChangeFeed(t *testing.T, h *harness) {
 func testChangeFeedAtomic(t *testing.T, h *harness) {
 	m := h.create("The user likes tea.", user1)
 	now := h.clock.Now()
-	fresh := &memorybank.Memory{App: "app1", ID: "fresh1", Fact: "new", Scope: user1, Revision: 1, CreateTime: now, UpdateTime: now}
+	fresh := &memorytype.Memory{App: "app1", ID: "fresh1", Fact: "new", Scope: user1, Revision: 1, CreateTime: now, UpdateTime: now}
 	stale := *m
 	stale.Fact, stale.Revision = "changed", m.Revision+1
 	// One precondition fails: nothing of the Write, nor of its feed.
-	err := h.store.Write(h.ctx, &memorybank.Write{App: "app1", Now: now, Changes: []memorybank.Change{
-		{Memory: fresh, Revision: &memorybank.Revision{App: "app1", MemoryID: fresh.ID, Number: 1, Action: memorybank.Created, Fact: "new", Scope: user1, CreateTime: now}},
-		{Memory: &stale, Revision: &memorybank.Revision{App: "app1", MemoryID: m.ID, Number: stale.Revision, Action: memorybank.Updated, Fact: "changed", Scope: user1, CreateTime: now}, ExpectRevision: m.Revision + 5},
+	err := h.store.Write(h.ctx, &memorydriver.Write{App: "app1", Now: now, Changes: []memorydriver.Change{
+		{Memory: fresh, Revision: &memorytype.Revision{App: "app1", MemoryID: fresh.ID, Number: 1, Action: memorytype.Created, Fact: "new", Scope: user1, CreateTime: now}},
+		{Memory: &stale, Revision: &memorytype.Revision{App: "app1", MemoryID: m.ID, Number: stale.Revision, Action: memorytype.Updated, Fact: "changed", Scope: user1, CreateTime: now}, ExpectRevision: m.Revision + 5},
 	}})
 	if !fault.Is(err, fault.Aborted) {
 		t.Fatalf("Write with a stale precondition = %v, want Aborted", err)
@@ -135,8 +136,8 @@ func testChangeFeedAtomic(t *testing.T, h *harness) {
 	// Neither a watermark nor a vector's refresh is a change of the feed.
 	vec := *m
 	vec.Embedding, vec.EmbeddingModel = []float32{1, 0}, "other"
-	if err := h.store.Write(h.ctx, &memorybank.Write{App: "app1", Now: now, Watermarks: map[string]int64{"apps/app1/users/u1/sessions/s1": 3},
-		Changes: []memorybank.Change{{Memory: &vec, ExpectRevision: m.Revision}}}); err != nil {
+	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app1", Now: now, Watermarks: map[string]int64{"apps/app1/users/u1/sessions/s1": 3},
+		Changes: []memorydriver.Change{{Memory: &vec, ExpectRevision: m.Revision}}}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.changes(memorybank.ChangesRequest{App: "app1"})
@@ -154,7 +155,7 @@ func testChangeFeedAtomic(t *testing.T, h *harness) {
 
 func testChangeRetention(t *testing.T, h *harness) {
 	old := h.create("old", user1)
-	h.clock.Advance(memorybank.ChangeRetention + time.Hour)
+	h.clock.Advance(memorydriver.ChangeRetention + time.Hour)
 	recent := h.create("recent", user1)
 	if _, err := h.svc.SweepExpired(h.ctx); err != nil {
 		t.Fatal(err)
@@ -175,22 +176,22 @@ func testChangeRetention(t *testing.T, h *harness) {
 func testWatchChanges(t *testing.T, h *harness) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	got := make(chan *memorybank.ChangeRecord, 10)
+	got := make(chan *memorytype.ChangeRecord, 10)
 	done := make(chan error, 1)
 	started := h.create("before the watch", user1) // cursor 1
 	go func() {
-		done <- h.svc.WatchChanges(ctx, memorybank.ChangesRequest{App: "app1", Scope: user1, After: 0}, func(c *memorybank.ChangeRecord) error {
+		done <- h.svc.WatchChanges(ctx, memorybank.ChangesRequest{App: "app1", Scope: user1, After: 0}, func(c *memorytype.ChangeRecord) error {
 			got <- c
 			return nil
 		})
 	}()
-	h.create("another scope", memorybank.Scope{"user_id": "u2"}) // cursor 2, not user1's
+	h.create("another scope", memorytype.Scope{"user_id": "u2"}) // cursor 2, not user1's
 	m := h.create("during the watch", user1)                     // cursor 3, wakes the watcher
 	var seen []changeLine
 	for len(seen) < 2 {
 		select {
 		case c := <-got:
-			seen = append(seen, lines([]*memorybank.ChangeRecord{c})...)
+			seen = append(seen, lines([]*memorytype.ChangeRecord{c})...)
 		case err := <-done:
 			t.Fatalf("WatchChanges ended: %v", err)
 		case <-time.After(30 * time.Second):
@@ -218,7 +219,7 @@ type eventLine struct {
 // Service leaves out included, and returns its events.
 func (h *harness) feedEvents(app string) []eventLine {
 	h.t.Helper()
-	p, err := h.store.ListChanges(h.ctx, memorybank.ChangeQuery{App: app, Limit: memorybank.MaxChangesPerRead})
+	p, err := h.store.(memorydriver.ChangeFeed).ListChanges(h.ctx, memorydriver.ChangeQuery{App: app, Limit: memorybank.MaxChangesPerRead})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -242,14 +243,14 @@ func testWebhookEvents(t *testing.T, h *harness) {
 	h.drain(h.noGen)
 	m := h.op(op).Generated[0].Memory
 	// The generation's memory change and its end, in one Write.
-	p, err := h.store.ListChanges(h.ctx, memorybank.ChangeQuery{App: "app1", Limit: 10})
+	p, err := h.store.(memorydriver.ChangeFeed).ListChanges(h.ctx, memorydriver.ChangeQuery{App: "app1", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Changes) != 2 || p.Changes[0].MemoryID != m.ID || !p.Changes[1].Time.Equal(p.Changes[0].Time) {
 		t.Fatalf("feed after a generation: %+v", p.Changes)
 	}
-	gen := eventLine{2, memorybank.EventOperationDone, op.Name(), op.Operation.Kind, "SUCCEEDED", ""}
+	gen := eventLine{2, memorytype.EventOperationDone, op.Name(), op.Operation.Kind, "SUCCEEDED", ""}
 	if diff := cmp.Diff([]eventLine{gen}, h.feedEvents("app1")); diff != "" {
 		t.Fatalf("events after a generation (-want +got):\n%s", diff)
 	}
@@ -280,7 +281,7 @@ func testWebhookEvents(t *testing.T, h *harness) {
 	if err := h.store.UpdateOperations(h.ctx, now, []jobs.Update{{Op: &failed, ExpectState: jobs.Failed, ExpectAttempt: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	fail := eventLine{3, memorybank.EventOperationDone, failed.Name(), "CompactSession", "FAILED", ""}
+	fail := eventLine{3, memorytype.EventOperationDone, failed.Name(), "CompactSession", "FAILED", ""}
 	// The feed of memory changes has no event.
 	cp := h.changes(memorybank.ChangesRequest{App: "app1"})
 	if diff := cmp.Diff([]changeLine{{1, "CREATED", m.ID, user1.Key(), 1, op.Name()}}, lines(cp.Changes)); diff != "" || cp.Last != 3 {
@@ -303,7 +304,7 @@ func testWebhookEvents(t *testing.T, h *harness) {
 		t.Fatalf("events after UserErased with no webhook asking: %+v", got)
 	}
 	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Webhooks: []appconfig.Webhook{
-		{URL: "https://hooks.example.com/a", Events: []string{memorybank.EventUserErased}},
+		{URL: "https://hooks.example.com/a", Events: []string{memorytype.EventUserErased}},
 	}}, []string{"webhooks"}); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func testWebhookEvents(t *testing.T, h *harness) {
 	}
 	// The erasure removed the generation's operation (it was about u1):
 	// its end was an event, and stays one.
-	erased := eventLine{4, memorybank.EventUserErased, "", "", "", memorybank.Scope{"user_id": "u1"}.Key()}
+	erased := eventLine{4, memorytype.EventUserErased, "", "", "", memorytype.Scope{"user_id": "u1"}.Key()}
 	if diff := cmp.Diff([]eventLine{gen, fail, erased}, h.feedEvents("app1")); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
