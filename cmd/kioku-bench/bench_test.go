@@ -364,9 +364,14 @@ func TestBenchExport(t *testing.T) {
 // gets at most 60 a second through the three.
 func TestBenchClusterSurvivesSIGKILL(t *testing.T) {
 	firestoretest.Host(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
-	bin := filepath.Join(t.TempDir(), "kioku")
-	if out, err := exec.Command("go", "build", "-o", bin, "../kioku").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	// $KIOKU_BIN is one built from the tree already (scripts/test builds
+	// one for every stage).
+	bin := os.Getenv("KIOKU_BIN")
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "kioku")
+		if out, err := exec.Command("go", "build", "-o", bin, "../kioku").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
 	}
 	m := runBench(t, "cluster", "--kioku", bin, "--servers", "3", "--rate", "40", "--duration", "3s",
 		"--lease", "2s", "--generations", "6", "--sessions", "8", "--json")
