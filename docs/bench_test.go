@@ -21,6 +21,7 @@ var benchCommand = regexp.MustCompile(`(?m)^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:go run \
 // help; nothing is measured (the figures are measured, and noisy, and
 // not asserted).
 func TestBenchCommandsParse(t *testing.T) {
+	t.Parallel()
 	bin := built(t, "kioku-bench")
 	seen := map[string]bool{}
 	for _, p := range pages(t) {

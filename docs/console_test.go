@@ -174,6 +174,7 @@ func matchOutput(want, got []string) bool {
 // or ```python block is that program's output, checked by the client's
 // own tests.
 func TestConsoleTranscripts(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "zcat", "grep"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the pages' transcripts run %s, which is not on the PATH (scripts/deps installs what is missing): %v", tool, err)
@@ -203,6 +204,7 @@ func TestConsoleTranscripts(t *testing.T) {
 		}
 		ran += len(cmds)
 		t.Run(strings.TrimSuffix(filepath.Base(p.path), ".md"), func(t *testing.T) {
+			t.Parallel() // each page has a kioku, a directory and ports of its own
 			runTranscript(t, p, cmds)
 		})
 	}
@@ -342,12 +344,24 @@ type builtCommand struct {
 }
 
 // built builds ./cmd/NAME once for the test binary's run and returns its
-// path.
+// path. For kioku, $KIOKU_BIN names one built from the tree already
+// (scripts/test builds one for every stage): it is linked into binDir
+// under the name the pages run.
 func built(t *testing.T, name string) string {
 	v, _ := builds.LoadOrStore(name, &builtCommand{})
 	b := v.(*builtCommand)
 	b.once.Do(func() {
 		b.path = filepath.Join(binDir, name)
+		if bin := os.Getenv("KIOKU_BIN"); name == "kioku" && bin != "" {
+			abs, err := filepath.Abs(bin)
+			if err == nil {
+				err = os.Symlink(abs, b.path)
+			}
+			if err != nil {
+				b.err = fmt.Errorf("KIOKU_BIN: %v", err)
+			}
+			return
+		}
 		cmd := exec.Command(goCommand(t), "build", "-o", b.path, "./cmd/"+name)
 		cmd.Dir = repoRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -360,7 +374,7 @@ func built(t *testing.T, name string) string {
 	return b.path
 }
 
-// kiokuBinary is cmd/kioku, built once for the test binary's run.
+// kiokuBinary is cmd/kioku (see built).
 func kiokuBinary(t *testing.T) string { return built(t, "kioku") }
 
 func TestMain(m *testing.M) {

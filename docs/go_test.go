@@ -47,6 +47,7 @@ var urlIdent = regexp.MustCompile(`\burl\b`)
 // program is built and run against a real kioku and must print exactly
 // that.
 func TestGoCode(t *testing.T) {
+	t.Parallel()
 	examples := exampleBodies(t)
 	url := serveNode(t) // a kioku for the programs to call, in the pages' order
 	host := strings.TrimPrefix(url, "http://")

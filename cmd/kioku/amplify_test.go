@@ -75,6 +75,7 @@ func procStatusKB(t *testing.T, pid int, field string) int64 {
 // 47 MB to 970 MB). The time each took is logged (go test -v), not
 // asserted.
 func TestAmplifiedBodiesAreRefusedWithBoundedMemory(t *testing.T) {
+	t.Parallel()
 	proc := startKioku(t, "--data-dir", t.TempDir(), "--model-provider", "none")
 	pid := proc.cmd.Process.Pid
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d/clear_refs", pid)); err != nil {

@@ -12,6 +12,7 @@ import (
 // TestHelpExitsZero: asking for help prints it and succeeds; a missing
 // command is an error.
 func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"key", "-h"}, {"mcp", "-h"}} {
 		var stdout, stderr bytes.Buffer
@@ -36,6 +37,7 @@ func TestHelpExitsZero(t *testing.T) {
 
 // TestKeyTTLInDays: --ttl takes days, alone or with a duration.
 func TestKeyTTLInDays(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	for ttl, want := range map[string]time.Duration{"90d": 90 * 24 * time.Hour, "1d12h": 36 * time.Hour, "36h": 36 * time.Hour} {
 		out, err := exec.Command(bin, "key", "--app", "demo", "--ttl", ttl).Output()
@@ -63,6 +65,7 @@ func TestKeyTTLInDays(t *testing.T) {
 // TestKeyNameDefault: without --name, a key is named after what it
 // reaches, never "", and --name wins.
 func TestKeyNameDefault(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	for _, c := range []struct {
 		args []string

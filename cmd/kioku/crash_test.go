@@ -26,8 +26,13 @@ import (
 	_ "modernc.org/sqlite" // to look into the killed server's file
 )
 
-// buildKioku builds the kioku binary once per test binary.
+// buildKioku builds the kioku binary once per test binary, or returns
+// $KIOKU_BIN, one built from the tree already (scripts/test builds one for
+// every stage).
 var buildKioku = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("KIOKU_BIN"); bin != "" {
+		return bin, nil
+	}
 	dir, err := os.MkdirTemp("", "kioku-bin-")
 	if err != nil {
 		return "", err
@@ -40,8 +45,8 @@ var buildKioku = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// kiokuBinary returns the kioku binary, built once per test binary; a
-// failed build fails the test.
+// kiokuBinary returns the kioku binary ($KIOKU_BIN, or built once per test
+// binary); a failed build fails the test.
 func kiokuBinary(t testing.TB) string {
 	t.Helper()
 	bin, err := buildKioku()
@@ -103,6 +108,7 @@ func startKioku(t *testing.T, args ...string) *kiokuProcess {
 // that sequences are contiguous, and that each session's state is that of
 // its last stored append.
 func TestAcknowledgedAppendsSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	proc := startKioku(t, "--data-dir", dataDir)
 	load := startAppendLoad(t, proc.url)
@@ -277,6 +283,7 @@ func checkAcknowledged(t *testing.T, url string, acked []ack) {
 // waiting and the index empty) are found by a search after the restart:
 // the indexer works from the stored events, not from memory.
 func TestSearchAfterSIGKILLBeforeIndexing(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	proc := startKioku(t, "--data-dir", dataDir, "--search-index-delay", "1h")
 	client := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)

@@ -127,6 +127,7 @@ func failToServe(t *testing.T, args ...string) string {
 // key reads them; a start with a wrong key, or none, is refused with an
 // error naming the key file.
 func TestEncryptionAtRest(t *testing.T) {
+	t.Parallel()
 	dataDir, keyDir := t.TempDir(), t.TempDir()
 	key := newKeyFile(t, filepath.Join(keyDir, "kioku.key"))
 	args := []string{"--data-dir", dataDir, "--encryption-key-file", key}
@@ -350,6 +351,7 @@ func selfSigned(t *testing.T, serial int64) (certPEM, keyPEM []byte, cert *x509.
 // gRPC work over TLS, plaintext is refused, and SIGHUP puts a renewed
 // certificate in force (a broken one leaves it).
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	cert1, key1, x1 := selfSigned(t, 1)
@@ -421,6 +423,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSFlagsGoTogether(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--tls-cert", "cert.pem").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--tls-cert and --tls-key go together") {

@@ -369,6 +369,7 @@ func firestoreDocuments(t *testing.T, project string) map[string]string {
 // TestUsersDeleteCommand erases a user with kioku users delete: it prints
 // what was deleted, and the user's session is gone.
 func TestUsersDeleteCommand(t *testing.T) {
+	t.Parallel()
 	proc := startKioku(t, "--data-dir", t.TempDir())
 	c := client.New(proc.url)
 	if _, err := c.CreateSession(t.Context(), &kiokuv1.CreateSessionRequest{Parent: "apps/a/users/ann", SessionId: "s1"}); err != nil {

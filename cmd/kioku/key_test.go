@@ -20,6 +20,7 @@ import (
 // TestAPIKeys makes a key with `kioku key`, starts `kioku serve
 // --auth-keys` with its entry, and calls the server through the Go client.
 func TestAPIKeys(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "key", "--app", "demo", "--name", "test").Output()
 	if err != nil {

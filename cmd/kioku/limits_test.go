@@ -31,6 +31,7 @@ import (
 // over three servers starts as the third one starts, while the shares are
 // still moving.
 func TestRateLimitAcrossServers(t *testing.T) {
+	t.Parallel()
 	project := firestoretest.Project(t)
 	key, entry := auth.NewKey("flood", "flood", "")
 	b, _ := json.Marshal(map[string]any{
@@ -145,6 +146,7 @@ func flood(t *testing.T, key string, urls []string, perSecond int, d time.Durati
 // quota, another app is not affected, and a restart on the same data
 // directory keeps the count.
 func TestDailyQuotaSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	args := []string{"--data-dir", dataDir, "--quota-generations", "2"}
 	generate := func(url, app string) error {

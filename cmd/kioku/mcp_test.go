@@ -49,6 +49,7 @@ func toolResult(t *testing.T, s *mcp.ClientSession, name string, args map[string
 // the memory file tool; with --user and an app key it reaches ann's
 // memory too; ann's key naming bob, and bob's key, get none of it.
 func TestMCPStdio(t *testing.T) {
+	t.Parallel()
 	annKey, annEntry := auth.NewKey("ann", "a", "ann")
 	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
 	appKey, appEntry := auth.NewKey("backend of a", "a", "")

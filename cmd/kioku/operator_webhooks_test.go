@@ -66,6 +66,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // dead-lettered, listed with its attempts by kioku webhooks list, and
 // delivered after kioku webhooks redeliver.
 func TestWebhooksCommands(t *testing.T) {
+	t.Parallel()
 	key, entry := auth.NewKey("operator", auth.AllApps, "")
 	_, url := nodetest.Serve(t, node.Config{
 		Keys: nodetest.Keys(t, entry), WebhooksAllowLoopbackHTTP: true,

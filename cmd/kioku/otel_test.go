@@ -20,6 +20,7 @@ import (
 // TestOTelEndpoint: kioku serve --otel-endpoint exports the spans of its
 // calls to an OTLP/HTTP collector, flushing them when it stops.
 func TestOTelEndpoint(t *testing.T) {
+	t.Parallel()
 	var (
 		mu      sync.Mutex
 		spans   []string

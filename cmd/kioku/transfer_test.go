@@ -67,6 +67,7 @@ func readArchive(t *testing.T, path string) (archive.Header, []*archive.Record) 
 // TestExportCommand exports from a data directory kioku serve is writing
 // to, and checks the command's refusals.
 func TestExportCommand(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	proc := startKioku(t, "--data-dir", dataDir)
 	sc := kiokuv1connect.NewSessionServiceClient(http.DefaultClient, proc.url)
@@ -369,6 +370,7 @@ func writeArchive(t *testing.T, add func(w *archive.Writer) error) string {
 // record); the archive imports with the --app its header names, also
 // from standard input.
 func TestImportCommandRefuses(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	ok := writeArchive(t, func(*archive.Writer) error { return nil })
 	gap := writeArchive(t, func(w *archive.Writer) error {
@@ -417,6 +419,7 @@ func TestImportCommandRefuses(t *testing.T) {
 // and finds every append acknowledged before the backup started, with
 // contiguous sequences and consistent state.
 func TestBackupWhileServing(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	dataDir := t.TempDir()
 	proc := startKioku(t, "--data-dir", dataDir)
