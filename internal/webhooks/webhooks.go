@@ -18,7 +18,10 @@
 // the store (memorydriver.Webhooks.ClaimWebhookLease), renewed before
 // each round and fenced on every move of the cursor, as the jobs engine's
 // operations are, so that two servers on one Firestore never send the same
-// event at once. The dispatch is not an operation of the jobs engine
+// event at once. A round ends within its lease: it starts no request that
+// could outlast three quarters of it (an attempt's timeout is at most half
+// the lease), and leaves the rest to the next round, which renews it; so a
+// receiver that hangs holds no delivery past the lease. The dispatch is not an operation of the jobs engine
 // itself: its rounds would take workers from generations and count in the
 // queues' bounds, so that a receiver that is down for a day would stop an
 // app's memory generation; a dispatch shares no worker, queue or
@@ -95,7 +98,8 @@ type Config struct {
 	// (this server's changes wake it at once): the wait doubles from
 	// PollInterval up to it. Default a third of Lease.
 	IdleInterval time.Duration
-	// AttemptTimeout bounds each request. Default 10s.
+	// AttemptTimeout bounds each request. Default 10s, and at most half
+	// of Lease.
 	AttemptTimeout time.Duration
 	// MaxAnswerBytes bounds what is read of an answer. Default 64 KiB.
 	MaxAnswerBytes int64
@@ -143,6 +147,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 10 * time.Second
 	}
+	cfg.AttemptTimeout = min(cfg.AttemptTimeout, cfg.Lease/2)
 	if cfg.MaxAnswerBytes <= 0 {
 		cfg.MaxAnswerBytes = 64 << 10
 	}
@@ -257,7 +262,7 @@ func (d *Dispatcher) Round(ctx context.Context, app string) (time.Duration, erro
 	if err := d.fanOut(ctx, app, cfg, cursor, now); err != nil {
 		return 0, err
 	}
-	return d.send(ctx, app, cfg)
+	return d.send(ctx, app, cfg, now.Add(d.cfg.Lease*3/4))
 }
 
 // fanOut makes the deliveries of the feed's changes after cursor, a page
@@ -304,8 +309,9 @@ func (d *Dispatcher) fanOut(ctx context.Context, app string, cfg *appconfig.Conf
 const maxPendingRead = 1000
 
 // send sends the due heads of the app's pending deliveries, at most
-// InFlightPerApp at once, and returns how long until the next is due.
-func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config) (time.Duration, error) {
+// InFlightPerApp at once, starting none that could outlast end, and
+// returns how long until the next is due.
+func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config, end time.Time) (time.Duration, error) {
 	pending, err := d.cfg.Store.PendingDeliveries(ctx, app, maxPendingRead)
 	if err != nil {
 		return 0, err
@@ -335,8 +341,14 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 	sem := make(chan struct{}, d.cfg.InFlightPerApp)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(due))
-	for _, dl := range due {
+	for i, dl := range due {
 		sem <- struct{}{}
+		// The first always goes, so that a round makes progress: its
+		// timeout, at most half the lease, ends within the lease.
+		if i > 0 && d.now().Add(d.cfg.AttemptTimeout).After(end) {
+			<-sem
+			break // the next round, with its lease renewed, sends the rest
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if err := d.attempt(ctx, cfg, dl); err != nil {
