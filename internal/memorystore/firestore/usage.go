@@ -18,16 +18,21 @@ type usageDoc struct {
 	Tokens      int64 `firestore:"tokens"`
 }
 
-// AddUsage implements memorydriver.UsageMeter: a transaction when a bound
-// applies, else one write of server-side increments (no read, no
-// contention between servers counting tokens at once).
+// AddUsage implements memorydriver.UsageMeter: a transaction that reads
+// when a bound applies, else one of server-side increments only (no
+// read, so servers counting tokens at once take no lock of each other's).
+// The increments go in a transaction all the same: a write that waits
+// for a bounded add's lock can be ABORTED, which means it was not
+// applied, and the transaction tries it again.
 func (s *Store) AddUsage(ctx context.Context, app, day string, add, below memorytype.Usage) (memorytype.Usage, bool, error) {
 	ref := s.usageRef(app, day)
 	if below == (memorytype.Usage{}) {
-		if _, err := ref.Set(ctx, map[string]any{
-			"generations": firestore.Increment(add.Generations),
-			"tokens":      firestore.Increment(add.Tokens),
-		}, firestore.MergeAll); err != nil {
+		if err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			return tx.Set(ref, map[string]any{
+				"generations": firestore.Increment(add.Generations),
+				"tokens":      firestore.Increment(add.Tokens),
+			}, firestore.MergeAll)
+		}, s.txn...); err != nil {
 			return memorytype.Usage{}, false, firestoredb.Wrap(err)
 		}
 		u, err := s.GetUsage(ctx, app, day)
