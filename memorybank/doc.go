@@ -146,7 +146,8 @@
 // store's own object, since a Write completes operations in the
 // transaction of their memories. Package
 // memorybank/memorydriver/memorydrivertest is the conformance suite, run
-// here on the SQLite store and by internal/memorystore/sqlite and
-// internal/memorystore/firestore; the stored forms of its records are
-// memorybank/record's.
+// here on the in-memory store (internal/memorystore/memstore, the
+// required methods only) and by internal/memorystore/memstore,
+// internal/memorystore/sqlite and internal/memorystore/firestore; the
+// stored forms of its records are memorybank/record's.
 package memorybank

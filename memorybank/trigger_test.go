@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/sqlitetest"
+	"github.com/kioku-ai/kioku/internal/memorystore/memstore"
+	sessionmemstore "github.com/kioku-ai/kioku/internal/sessionstore/memstore"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
@@ -42,8 +43,7 @@ func (s *blockingStore) GetConfig(ctx context.Context, app string) (*appconfig.C
 // count trigger fires for those appends.
 func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	ctx := t.Context()
-	db := sqlitetest.Open(t)
-	sessStore, memStore := sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
+	sessStore, memStore := sessionmemstore.New(), memstore.New()
 	sess := sessions.NewService(sessStore, sessions.Config{})
 	gemini := modeltest.NewGemini(t)
 	store := &blockingStore{Store: memStore, blocked: make(chan struct{})}
@@ -68,6 +68,14 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 	for i := range n {
 		if _, err := sess.AppendEvent(ctx, key, &sessiontype.Event{ID: fmt.Sprint("e", i), Author: "user", Content: &sessiontype.Content{Parts: []sessiontype.Part{{Text: "I like tea."}}}}, nil); err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			// The first append's notice is the one the store blocks, so
+			// that it reads one event, which fires nothing, however fast
+			// the next appends come (on an in-memory store, the observer
+			// may otherwise first take a notice of five or more, and fire
+			// once for it and once for the rest).
+			waitDelivered(t, sess)
 		}
 	}
 	// All 50 appends are stored while the memory store is blocked.
@@ -95,5 +103,21 @@ func TestTriggersFollowAppendsWithoutDelayingThem(t *testing.T) {
 			t.Fatalf("%d operations triggered, want 1", len(ops))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDelivered waits until the session service's observer was handed a
+// notice.
+func waitDelivered(t *testing.T, sess *sessions.Service) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st := sess.Observers(); len(st) == 1 && st[0].Delivered == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("observer never handed a notice: %+v", sess.Observers())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -8,6 +8,11 @@
 // return copies, so no caller shares one with the store. Every query scans
 // all operations: a store for tens of thousands of operations, not for a
 // server's queue.
+//
+// A store of a domain that completes operations in its own writes (the
+// memory bank's in-memory store) shares the store's mutex (NewLocked) and
+// applies the updates with its writes (PrepareUpdates), so that both
+// commit at once.
 package memstore
 
 import (
@@ -26,7 +31,7 @@ import (
 // Store is an in-memory store of operations. New returns one; it is safe
 // for concurrent use.
 type Store struct {
-	mu  sync.Mutex
+	mu  *sync.Mutex
 	ops map[opKey]*jobs.Operation
 }
 
@@ -38,7 +43,12 @@ type opKey struct{ app, id string }
 func keyOf(op *jobs.Operation) opKey { return opKey{op.App, op.ID} }
 
 // New returns an empty store.
-func New() *Store { return &Store{ops: map[opKey]*jobs.Operation{}} }
+func New() *Store { return NewLocked(new(sync.Mutex)) }
+
+// NewLocked returns an empty store whose operations mu guards: the mutex
+// of a store that keeps its own data under it too and updates operations
+// in its writes with PrepareUpdates.
+func NewLocked(mu *sync.Mutex) *Store { return &Store{mu: mu, ops: map[opKey]*jobs.Operation{}} }
 
 // stored returns op as a durable store reads it back: through its stored
 // form.
@@ -170,24 +180,38 @@ func (s *Store) CountRunningOfOwner(_ context.Context, app, owner string, limit 
 // UpdateOperations implements jobs.Store: every expectation is checked
 // under the mutex before anything is written.
 func (s *Store) UpdateOperations(_ context.Context, now time.Time, updates []jobs.Update) error {
-	next := make([]*jobs.Operation, len(updates))
-	for i, u := range updates {
-		var err error
-		if next[i], err = stored(u.Op); err != nil {
-			return err
-		}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, u := range updates {
-		if err := s.check(now, u, updates); err != nil {
-			return err
+	commit, err := s.PrepareUpdates(now, updates)
+	if err != nil {
+		return err
+	}
+	commit()
+	return nil
+}
+
+// PrepareUpdates checks updates at now as UpdateOperations does, with the
+// mutex held by the caller, and returns what writes them, which the caller
+// calls with the mutex still held: nothing is written when an update
+// fails its checks, or when the caller drops commit (one of its own checks
+// failed).
+func (s *Store) PrepareUpdates(now time.Time, updates []jobs.Update) (commit func(), err error) {
+	next := make([]*jobs.Operation, len(updates))
+	for i, u := range updates {
+		if next[i], err = stored(u.Op); err != nil {
+			return nil, err
 		}
 	}
-	for _, op := range next {
-		s.ops[keyOf(op)] = op
+	for _, u := range updates {
+		if err := s.check(now, u, updates); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return func() {
+		for _, op := range next {
+			s.ops[keyOf(op)] = op
+		}
+	}, nil
 }
 
 // check checks an update's expectations, with the mutex held: its

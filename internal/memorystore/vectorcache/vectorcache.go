@@ -3,6 +3,8 @@
 // the document frequencies of their vectors and terms, kept current write
 // by write, so that a search of a held scope reads nothing from the
 // database and ranks the scope's memories in memory with retrieval.Rank.
+// Score ranks by the same rule memories a store gathered itself (the
+// in-memory store ranks every memory of the scope with it).
 package vectorcache
 
 import (

@@ -1,6 +1,8 @@
 // Package memorydrivertest is the conformance suite of memorydriver.Store
 // and its optional parts: every backend runs Run and must pass all of it,
-// and package memorybank runs it on the SQLite store in its own tests.
+// and package memorybank runs it on the in-memory store
+// (internal/memorystore/memstore, the required methods only) in its own
+// tests.
 // The cases of an optional part run when the store implements it; for
 // each part it leaves out, one case checks that the service answers what
 // it does without it (Unimplemented, or the feature off). The suite

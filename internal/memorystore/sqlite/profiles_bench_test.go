@@ -1,4 +1,4 @@
-package memorybank_test
+package sqlite_test
 
 import (
 	"fmt"
