@@ -27,6 +27,13 @@
 // app's memory generation; a dispatch shares no worker, queue or
 // transaction with appends, retrieval or generation.
 //
+// A receiver that answers again gets its backlog at once: once one of
+// a webhook's deliveries succeeds, each pending delivery of that webhook
+// that failed before it is due in the next round, rather than after the
+// rest of its backoff (up to an hour). Each delivery is brought forward
+// once, so that one the receiver refuses for good is not retried at the
+// pace of the others' successes.
+//
 // Every request is bounded: no redirect is followed (a 3xx is a failed
 // attempt), each attempt has a timeout, the answer is read up to a bound,
 // and an app has at most Config.InFlightPerApp requests in flight.
@@ -119,6 +126,13 @@ type Dispatcher struct {
 	cfg Config
 	log *slog.Logger
 	now func() time.Time
+
+	mu sync.Mutex
+	// answered is the time of the last successful attempt of each app's
+	// webhooks, by URL; hastened, the deliveries of each app brought
+	// forward since their webhook answered (see the package doc).
+	answered map[string]map[string]time.Time
+	hastened map[string]map[string]bool
 }
 
 // New returns a Dispatcher.
@@ -166,7 +180,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Dispatcher{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+	return &Dispatcher{cfg: cfg, log: cfg.Logger, now: cfg.Now, answered: map[string]map[string]time.Time{}, hastened: map[string]map[string]bool{}}
 }
 
 // Run dispatches until ctx ends: it looks for the apps with webhooks
@@ -317,6 +331,9 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 		return 0, err
 	}
 	if len(pending) == 0 {
+		d.mu.Lock()
+		delete(d.hastened, app)
+		d.mu.Unlock()
 		return Idle, nil
 	}
 	now := d.now()
@@ -332,7 +349,7 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 			continue // a later change of a memory waits for the one before
 		}
 		heads[key] = true
-		if wait := dl.NextAttempt.Sub(now); wait > 0 {
+		if wait := dl.NextAttempt.Sub(now); wait > 0 && !d.hasten(app, dl) {
 			next = min(next, wait)
 			continue
 		}
@@ -348,6 +365,9 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 		if i > 0 && d.now().Add(d.cfg.AttemptTimeout).After(end) {
 			<-sem
 			break // the next round, with its lease renewed, sends the rest
+		}
+		if dl.NextAttempt.After(now) {
+			d.hastening(app, dl)
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -399,6 +419,7 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 	switch {
 	case sendErr == nil:
 		dl.State = memorytype.DeliveryDelivered
+		d.answer(dl.App, dl.URL, start)
 	case d.now().Sub(dl.RetryFrom) >= d.cfg.RetryWindow:
 		dl.State = memorytype.DeliveryDeadLettered
 		d.log.Warn("webhooks: a delivery was dead-lettered", "delivery", dl.Name(), "url", dl.URL, "attempts", dl.AttemptCount, "err", sendErr)
@@ -406,6 +427,42 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 		dl.NextAttempt = d.now().Add(d.backoff(dl.AttemptCount))
 	}
 	return d.cfg.Store.PutDelivery(ctx, dl)
+}
+
+// answer records that an app's webhook answered an attempt made at t.
+func (d *Dispatcher) answer(app, url string, t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.answered[app] == nil {
+		d.answered[app] = map[string]time.Time{}
+	}
+	if t.After(d.answered[app][url]) {
+		d.answered[app][url] = t
+	}
+}
+
+// hasten reports whether a pending delivery not yet due goes now: its
+// last attempt failed before its webhook last answered, and it was not
+// brought forward before.
+func (d *Dispatcher) hasten(app string, dl *memorytype.Delivery) bool {
+	if len(dl.Attempts) == 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	answered, ok := d.answered[app][dl.URL]
+	return ok && dl.Attempts[len(dl.Attempts)-1].Time.Before(answered) && !d.hastened[app][dl.ID]
+}
+
+// hastening records that a delivery not yet due is being sent: it is
+// not brought forward again.
+func (d *Dispatcher) hastening(app string, dl *memorytype.Delivery) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.hastened[app] == nil {
+		d.hastened[app] = map[string]bool{}
+	}
+	d.hastened[app][dl.ID] = true
 }
 
 // backoff is the wait before the retry after n attempts: full jitter over

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	memorysqlite "github.com/kioku-ai/kioku/internal/memorystore/sqlite"
 	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/internal/webhooks"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -26,37 +28,68 @@ import (
 // (the third could end past three quarters of the lease), where
 // sending all that are due would hold the twentieth 6 s past a lease
 // that another server may have taken.
+// fixture is a memory bank on SQLite whose app "app1" has one webhook,
+// to a receiver answering with handler, for memory.created and
+// memory.updated.
+type fixture struct {
+	store  *memorysqlite.Store
+	svc    *memorybank.Service
+	logger *slog.Logger
+}
+
+const app = "app1"
+
+func newFixture(t *testing.T, handler http.HandlerFunc) *fixture {
+	t.Helper()
+	f := &fixture{store: sqlitetest.Memories(t, sqlitetest.Open(t)), logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	f.svc = memorybank.NewService(f.store, memorybank.Config{Embedder: model.Offline{}, WebhooksAllowLoopbackHTTP: true, Logger: f.logger})
+	receiver := httptest.NewServer(handler)
+	t.Cleanup(receiver.Close)
+	hook := appconfig.Webhook{URL: receiver.URL, Events: []string{memorytype.EventMemoryCreated, memorytype.EventMemoryUpdated}}
+	if _, err := f.svc.UpdateConfig(t.Context(), &appconfig.Config{App: app, Webhooks: []appconfig.Webhook{hook}}, []string{"webhooks"}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// create creates a memory of its own user.
+func (f *fixture) create(t *testing.T, i int) *memorytype.Memory {
+	t.Helper()
+	m, err := f.svc.CreateMemory(t.Context(), app, memorybank.MemoryInput{Fact: fmt.Sprintf("fact %d", i), Scope: memorytype.Scope{"user_id": fmt.Sprint("u", i)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRoundEndsWithinItsLease: a round starts no request that could
+// outlast its lease, and the rounds after it, each renewing the lease,
+// send the rest, every delivery once. The receiver moves the
+// dispatcher's clock 300 ms per request, as a slow one would: with a
+// 1 s lease and a 200 ms attempt timeout, a round sends two requests
+// (the third could end past three quarters of the lease), where
+// sending all that are due would hold the twentieth 6 s past a lease
+// that another server may have taken.
 func TestRoundEndsWithinItsLease(t *testing.T) {
 	ctx := t.Context()
-	store := sqlitetest.Memories(t, sqlitetest.Open(t))
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := memorybank.NewService(store, memorybank.Config{Embedder: model.Offline{}, WebhooksAllowLoopbackHTTP: true, Logger: logger})
-
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	got := map[string]int{}
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f := newFixture(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		now = now.Add(300 * time.Millisecond)
 		got[r.Header.Get("webhook-id")]++
 		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(receiver.Close)
+	})
 	sent := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
-
-	const app, n = "app1", 20
-	if _, err := svc.UpdateConfig(ctx, &appconfig.Config{App: app, Webhooks: []appconfig.Webhook{{URL: receiver.URL, Events: []string{memorytype.EventMemoryCreated}}}}, []string{"webhooks"}); err != nil {
-		t.Fatal(err)
-	}
+	const n = 20
 	for i := range n {
-		if _, err := svc.CreateMemory(ctx, app, memorybank.MemoryInput{Fact: fmt.Sprintf("fact %d", i), Scope: memorytype.Scope{"user_id": fmt.Sprint("u", i)}}); err != nil {
-			t.Fatal(err)
-		}
+		f.create(t, i)
 	}
 
-	d := webhooks.New(webhooks.Config{Store: store, Now: clock, Logger: logger, Lease: time.Second, AttemptTimeout: 200 * time.Millisecond, InFlightPerApp: 1})
+	d := webhooks.New(webhooks.Config{Store: f.store, Now: clock, Logger: f.logger, Lease: time.Second, AttemptTimeout: 200 * time.Millisecond, InFlightPerApp: 1})
 	rounds := 0
 	for sent() < n && rounds < 2*n {
 		before := sent()
@@ -79,5 +112,75 @@ func TestRoundEndsWithinItsLease(t *testing.T) {
 		if k != 1 {
 			t.Errorf("%s delivered %d times, want once", id, k)
 		}
+	}
+}
+
+// TestBacklogAfterRecovery: once a webhook answers again, the deliveries
+// that failed while it was down go in the next round, not after the rest
+// of their backoff (here up to two hours); one it goes on refusing is
+// brought forward once, then waits its backoff.
+func TestBacklogAfterRecovery(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	up, refused := false, ""
+	got := map[string]int{} // webhook-id: attempts answered 2xx
+	tried := map[string]int{}
+	f := newFixture(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		id := r.Header.Get("webhook-id")
+		tried[id]++
+		if !up || refused != "" && strings.Contains(string(body), refused) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		got[id]++
+		w.WriteHeader(http.StatusNoContent)
+	})
+	now := time.Now()
+	clock := func() time.Time { // a millisecond a reading: nothing waits its backoff
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Millisecond)
+		return now
+	}
+	d := webhooks.New(webhooks.Config{Store: f.store, Now: clock, Logger: f.logger, BaseDelay: time.Hour, MaxDelay: 2 * time.Hour})
+	round := func() {
+		t.Helper()
+		if _, err := d.Round(ctx, app); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var down []*memorytype.Memory
+	for i := range 3 {
+		down = append(down, f.create(t, i))
+	}
+	round() // each tried once, refused: due again in up to 2 hours
+	mu.Lock()
+	up, refused = true, down[2].ID
+	mu.Unlock()
+	round() // nothing due, nothing known to answer: nothing sent
+	mu.Lock()
+	if len(tried) != 3 || len(got) != 0 {
+		t.Fatalf("tried %v, delivered %v: want 3 tried once while down, nothing again before it answers", tried, got)
+	}
+	mu.Unlock()
+	f.create(t, 3) // due now: the receiver answers it
+	round()
+	round() // the backlog, brought forward
+	round() // the refused one is not brought forward again
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("delivered %v after the receiver answered again, want the 2 it accepts of the backlog and the new one", got)
+	}
+	for id, n := range tried {
+		if _, ok := got[id]; !ok && n != 2 || n > 2 {
+			t.Errorf("%s tried %d times (delivered: %v), want 2: refused while down, then brought forward once", id, n, got[id] > 0)
+		}
+	}
+	if len(tried) != 4 {
+		t.Errorf("%d events tried, want 4", len(tried))
 	}
 }
