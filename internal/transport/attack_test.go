@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -74,21 +73,7 @@ func TestAttackMatrix(t *testing.T) {
 	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
 	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry)
 	// ID tokens of an issuer for apps a and b, and minted tokens.
-	is := authtest.NewIssuer(t)
-	ids, err := auth.LoadProviders(authtest.WriteIdentityFile(t,
-		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku", "app": "a"},
-		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku-b", "app": "b"}), auth.ProvidersOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signingFile := filepath.Join(t.TempDir(), "signing.pem")
-	if err := auth.NewSigningKeyFile(signingFile); err != nil {
-		t.Fatal(err)
-	}
-	signing, err := auth.LoadSigningKeys(signingFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	is, ids, _, signing := identityParts(t)
 	_, url := serveNode(t, func(c *node.Config) { c.Keys, c.Identities, c.SigningKeys = keys, ids, signing })
 	with := func(key string, opts ...client.Option) *client.Client {
 		opts = append(opts, client.WithHTTPClient(h2cClient()))
@@ -119,7 +104,7 @@ func TestAttackMatrix(t *testing.T) {
 			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}, Actions: &kiokuv1.EventActions{StateDelta: delta(map[string]any{"user:drink": "tea"})}}})
 		must("event", err)
 	}
-	_, err = app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
+	_, err := app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
 	must("app state", err)
 	for _, m := range []struct {
 		id    string
