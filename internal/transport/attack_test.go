@@ -54,6 +54,21 @@ type attackCase struct {
 	allowed []connect.Code
 }
 
+// attackKeys returns the keys of the attack matrices, loaded, and each
+// key: ann's and bob's of app a, app a's, app b's, an expired one of
+// ann's, and an operator's.
+func attackKeys(t *testing.T) (keys *auth.Keys, ann, bob, app, other, expired, op string) {
+	t.Helper()
+	ann, annEntry := auth.NewKey("ann", "a", "ann")
+	bob, bobEntry := auth.NewKey("bob", "a", "bob")
+	app, appEntry := auth.NewKey("backend of a", "a", "")
+	other, otherEntry := auth.NewKey("backend of b", "b", "")
+	expired, expiredEntry := auth.NewKey("ann's old key", "a", "ann")
+	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
+	op, opEntry := auth.NewKey("operator", auth.AllApps, "")
+	return nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry), ann, bob, app, other, expired, op
+}
+
 // TestAttackMatrix makes every kioku.v1 RPC, over a whole server, with no
 // key, an unknown key, an expired key, another user's key, another app's
 // key, another user's and another app's ID token, ID tokens expired, of
@@ -64,14 +79,7 @@ type attackCase struct {
 // token or minted token, so the refusals were not for a malformed
 // request; a tool-call event appends under a user credential.
 func TestAttackMatrix(t *testing.T) {
-	annKey, annEntry := auth.NewKey("ann", "a", "ann")
-	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
-	appKey, appEntry := auth.NewKey("backend of a", "a", "")
-	otherKey, otherEntry := auth.NewKey("backend of b", "b", "")
-	expiredKey, expiredEntry := auth.NewKey("ann's old key", "a", "ann")
-	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
-	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
-	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry)
+	keys, annKey, bobKey, appKey, otherKey, expiredKey, opKey := attackKeys(t)
 	// ID tokens of an issuer for apps a and b, and minted tokens.
 	is, ids, _, signing := identityParts(t)
 	_, url := serveNode(t, func(c *node.Config) { c.Keys, c.Identities, c.SigningKeys = keys, ids, signing })
