@@ -2,7 +2,6 @@ package blocks
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 	"unicode/utf8"
 
@@ -201,16 +200,10 @@ func (s *Service) write(ctx context.Context, k Key, expected *int64, sources []S
 		if err == nil {
 			return b, nil
 		}
-		if !fault.Is(err, fault.Aborted) || attempt >= s.attempts {
+		// Another write of the block may have won: compute the change
+		// again on what it left.
+		if err := fault.Backoff(ctx, err, attempt, s.attempts); err != nil {
 			return nil, err
-		}
-		// Another write of the block won: wait a little (more each time,
-		// with jitter) and compute the change again on what it left.
-		wait := time.Duration(attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
 		}
 	}
 }

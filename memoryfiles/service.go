@@ -3,7 +3,6 @@ package memoryfiles
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -90,17 +89,10 @@ func (s *Service) Execute(ctx context.Context, app, user string, input map[strin
 		if err == nil {
 			return &Result{Output: out}, nil
 		}
-		if !fault.Is(err, fault.Aborted) || attempt >= s.attempts {
+		// Another write of the user may have won: compute the command
+		// again on what it left.
+		if err := fault.Backoff(ctx, err, attempt, s.attempts); err != nil {
 			return nil, err
-		}
-		// Another write of the user won: wait a little (more each time,
-		// with jitter, so that racing commands spread out) and compute
-		// the command again on what it left.
-		wait := time.Duration(attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
 		}
 	}
 }

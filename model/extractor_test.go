@@ -32,6 +32,29 @@ type consolidationReply struct {
 	} `json:"actions"`
 }
 
+// offlineFacts returns the facts the offline extractor replies to req,
+// joined by "|".
+func offlineFacts(t *testing.T, req *model.GenerateRequest) string {
+	t.Helper()
+	var got extractionReply
+	offlineReply(t, req, &got)
+	var facts []string
+	for _, f := range got.Facts {
+		facts = append(facts, f.Fact)
+	}
+	return strings.Join(facts, "|")
+}
+
+// offlineActions returns the consolidation actions the offline extractor
+// replies to req, as JSON.
+func offlineActions(t *testing.T, req *model.GenerateRequest) string {
+	t.Helper()
+	var got consolidationReply
+	offlineReply(t, req, &got)
+	b, _ := json.Marshal(got.Actions)
+	return string(b)
+}
+
 // offlineReply asks the offline extractor and decodes its reply into got.
 func offlineReply(t *testing.T, req *model.GenerateRequest, got any) {
 	t.Helper()
@@ -97,14 +120,8 @@ func TestOfflineExtractorListener(t *testing.T) {
 `}},
 		Schema: model.SchemaFor(&extractionReply{}),
 	}
-	var got extractionReply
-	offlineReply(t, req, &got)
-	var facts []string
-	for _, f := range got.Facts {
-		facts = append(facts, f.Fact)
-	}
-	if want := "Joanna finished their first screenplay. Joanna took Nate's advice on the ending.|The user finished their first screenplay."; strings.Join(facts, "|") != want {
-		t.Errorf("facts %q, want %q", facts, want)
+	if got, want := offlineFacts(t, req), "Joanna finished their first screenplay. Joanna took Nate's advice on the ending.|The user finished their first screenplay."; got != want {
+		t.Errorf("facts %q, want %q", got, want)
 	}
 }
 
@@ -142,12 +159,10 @@ New facts:
 `}},
 		Schema: model.SchemaFor(&consolidationReply{}),
 	}
-	var got consolidationReply
-	offlineReply(t, req, &got)
-	b, _ := json.Marshal(got.Actions)
+	b := offlineActions(t, req)
 	want := `[{"candidate":1,"action":"UPDATE","memory":1,"fact":"The user moved from Osaka to Kyoto in April 2026 and lives there."},` +
 		`{"candidate":2,"action":"SKIP","memory":2,"fact":""},{"candidate":3,"action":"CREATE","memory":0,"fact":"The user plays the cello."}]`
-	if string(b) != want {
+	if b != want {
 		t.Errorf("actions %s\nwant    %s", b, want)
 	}
 }
@@ -165,14 +180,8 @@ func TestOfflineExtractorNamesTheUser(t *testing.T) {
 `}},
 		Schema: model.SchemaFor(&extractionReply{}),
 	}
-	var got extractionReply
-	offlineReply(t, req, &got)
-	var facts []string
-	for _, f := range got.Facts {
-		facts = append(facts, f.Fact)
-	}
-	if want := "Ann has a dog called Pochi.|The user is Ann.|Ann's sister lives in Kobe.|Caroline lives in Boston."; strings.Join(facts, "|") != want {
-		t.Errorf("facts %q, want %q", facts, want)
+	if got, want := offlineFacts(t, req), "Ann has a dog called Pochi.|The user is Ann.|Ann's sister lives in Kobe.|Caroline lives in Boston."; got != want {
+		t.Errorf("facts %q, want %q", got, want)
 	}
 
 	req = &model.GenerateRequest{
@@ -186,12 +195,10 @@ New facts:
 `}},
 		Schema: model.SchemaFor(&consolidationReply{}),
 	}
-	var actions consolidationReply
-	offlineReply(t, req, &actions)
-	b, _ := json.Marshal(actions.Actions)
+	b := offlineActions(t, req)
 	want := `[{"candidate":1,"action":"UPDATE","memory":2,"fact":"Ann moved from Osaka to Kyoto in April 2026 and lives there."},` +
 		`{"candidate":2,"action":"CREATE","memory":0,"fact":"Ann plays the cello."}]`
-	if string(b) != want {
+	if b != want {
 		t.Errorf("actions %s\nwant    %s", b, want)
 	}
 }

@@ -57,14 +57,7 @@ func testRewrite(t *testing.T, h *Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := *cur
-	moved.Key = otherHuman
-	var movedRevs []*blocks.Revision
-	for _, r := range revs {
-		c := *r
-		c.Key = otherHuman
-		movedRevs = append(movedRevs, &c)
-	}
+	moved, movedRevs := movedTo(otherHuman, cur, revs)
 	if _, _, err := h.Store.Import(h.Ctx, &moved, movedRevs); err != nil {
 		t.Fatal(err)
 	}

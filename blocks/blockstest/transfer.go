@@ -26,14 +26,7 @@ func testImport(t *testing.T, h *Harness) {
 		t.Fatal(err)
 	}
 	// Moved to bob, as another installation would hold it.
-	moved := *b
-	moved.Key = bobHuman
-	var movedRevs []*blocks.Revision
-	for _, r := range revs {
-		c := *r
-		c.Key = bobHuman
-		movedRevs = append(movedRevs, &c)
-	}
+	moved, movedRevs := movedTo(bobHuman, b, revs)
 	wrote, n, err := h.Store.Import(h.Ctx, &moved, movedRevs)
 	if err != nil || !wrote || n != 2 {
 		t.Fatalf("importing: %v, %d, %v; want the block and 2 revisions", wrote, n, err)
@@ -109,4 +102,18 @@ func testAppsAndUsers(t *testing.T, h *Harness) {
 	if users, err = h.Store.Users(h.Ctx, "b-app", "", 10); err != nil || !slices.Equal(users, []string{"u2"}) {
 		t.Errorf("users of b-app after u1's erasure: %q, %v", users, err)
 	}
+}
+
+// movedTo returns copies of b and its revisions under the key k, as
+// another installation would hold them.
+func movedTo(k blocks.Key, b *blocks.Block, revs []*blocks.Revision) (blocks.Block, []*blocks.Revision) {
+	moved := *b
+	moved.Key = k
+	var movedRevs []*blocks.Revision
+	for _, r := range revs {
+		c := *r
+		c.Key = k
+		movedRevs = append(movedRevs, &c)
+	}
+	return moved, movedRevs
 }

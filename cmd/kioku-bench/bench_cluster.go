@@ -24,7 +24,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/aip"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/transport/auth"
-	"github.com/kioku-ai/kioku/model/scripted"
 )
 
 const benchClusterUsage = `Usage: kioku-bench cluster [--json] [--servers 1,2,3] [--rate 100] [--duration 6s]
@@ -119,10 +118,7 @@ func benchCluster(ctx context.Context, args []string) error {
 			return fmt.Errorf("building kioku (run from the repository's root, or give --kioku): %v\n%s", err, out)
 		}
 	}
-	fakeURL, stopFake, err := scripted.Serve(&scripted.Gemini{Respond: func(c scripted.Call) (scripted.Reply, error) {
-		time.Sleep(*latency)
-		return scripted.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1]}]}`}, nil
-	}})
+	fakeURL, stopFake, err := serveCelloGemini(*latency)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/seal"
+	"github.com/kioku-ai/kioku/model/scripted"
 )
 
 // benchEnv is a kioku node serving on loopback for a benchmark, with a
@@ -399,4 +400,14 @@ func benchEncryption(on bool) func(*node.Config) {
 			c.EncryptionKey = seal.GenerateLocalKey()
 		}
 	}
+}
+
+// serveCelloGemini serves a fake Gemini that answers every call, after
+// latency, with one fact drawn from the first event (the user plays the
+// cello on Sundays), and returns its URL and its stop.
+func serveCelloGemini(latency time.Duration) (url string, stop func(), err error) {
+	return scripted.Serve(&scripted.Gemini{Respond: func(scripted.Call) (scripted.Reply, error) {
+		time.Sleep(latency)
+		return scripted.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1]}]}`}, nil
+	}})
 }

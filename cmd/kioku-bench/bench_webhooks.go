@@ -19,7 +19,6 @@ import (
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/model"
-	"github.com/kioku-ai/kioku/model/scripted"
 )
 
 const benchWebhooksUsage = `Usage: kioku-bench webhooks [--json] [--store sqlite|firestore]
@@ -64,10 +63,7 @@ func benchWebhooks(ctx context.Context, args []string) error {
 	if err := benchProject(*store, project); err != nil {
 		return err
 	}
-	fakeURL, stopFake, err := scripted.Serve(&scripted.Gemini{Respond: func(c scripted.Call) (scripted.Reply, error) {
-		time.Sleep(*latency)
-		return scripted.Reply{Text: `{"facts":[{"fact":"The user plays the cello on Sundays.","topic":"USER_PREFERENCES","events":[1]}]}`}, nil
-	}})
+	fakeURL, stopFake, err := serveCelloGemini(*latency)
 	if err != nil {
 		return err
 	}

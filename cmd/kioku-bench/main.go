@@ -15,29 +15,15 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
+	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	node.TuneGC()
-	if err := bench(ctx, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0) // help was asked for and printed
-		}
-		fmt.Fprintln(os.Stderr, "kioku-bench:", err)
-		os.Exit(2)
-	}
+	cli.Main("kioku-bench", bench)
 }
 
 // version names the build in the archives bench export writes.

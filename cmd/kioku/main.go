@@ -33,27 +33,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	node.TuneGC()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			// Help was asked for (-h) and printed: not a failure.
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "kioku:", err)
-		os.Exit(2)
-	}
+	cli.Main("kioku", run)
 }
 
 const usage = `kioku: sessions and memory bank service for LLM agents

@@ -12,6 +12,18 @@ import (
 	"time"
 )
 
+// fetch sends req and returns the answer's status, body and header.
+func fetch(t *testing.T, req *http.Request) (int, string, http.Header) {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header
+}
+
 func TestMetadataHandler(t *testing.T) {
 	srv := httptest.NewServer(metadataHandler("my-project", "kioku_key"))
 	defer srv.Close()
@@ -21,13 +33,7 @@ func TestMetadataHandler(t *testing.T) {
 		if flavor {
 			req.Header.Set("Metadata-Flavor", "Google")
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b), res.Header
+		return fetch(t, req)
 	}
 
 	status, body, h := get("/computeMetadata/v1/instance/service-accounts/default/token?scopes=x", true)
@@ -110,13 +116,8 @@ func TestMetadataHandlerRefusesOtherHostsAndProxies(t *testing.T) {
 		req.Host = host
 		req.Header = header
 		req.Header.Set("Metadata-Flavor", "Google")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		code, body, _ := fetch(t, req)
+		return code, body
 	}
 	for _, host := range []string{"127.0.0.1:18089", "127.0.0.1", "127.8.9.10:1", "[::1]:18089", "[::1]", "localhost:18089", "LOCALHOST", "metadata.google.internal", "Metadata.Google.Internal:80", "169.254.169.254", "169.254.169.254:80"} {
 		if status, body := get(host, http.Header{}); status != http.StatusOK || !strings.Contains(body, "kioku_key") {

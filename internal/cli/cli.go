@@ -1,7 +1,7 @@
 // Package cli holds what kioku's commands share on the command line: flag
 // sets whose string flags can default to environment variables, the model
 // flags (the same in kioku serve, the benchmarks and the companion demo),
-// and the logger.
+// the logger, and the main function of kioku and kioku-bench (Main).
 package cli
 
 import (

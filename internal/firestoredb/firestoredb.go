@@ -2,9 +2,11 @@
 // options (StoreOptions), how their client is connected (Dial), the fault
 // policy of that connection and the health of Firestore (Guard), the
 // mapping of Firestore's errors to the domain's kinds (Wrap), reading
-// documents page by page or one by one (PageByID, EachDoc), bulk deletion,
-// the listing of apps for export, and a Meter that counts the documents
-// they read, write and delete (Firestore's billing units).
+// documents page by page or one by one (PageByID, PageIDs, EachDoc) and
+// revisions newest first (RevisionsBelow), bulk deletion (DeleteDocs,
+// WithSub), the listing of apps for export (Apps, AppsWith), and a Meter
+// that counts the documents they read, write and delete (Firestore's
+// billing units).
 package firestoredb
 
 import (
@@ -197,4 +199,69 @@ func Apps(ctx context.Context, c *firestore.Client, root, after string, limit in
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// PageIDs is PageByID's documents' ids: a listing of names such as a
+// store's users, whose documents hold nothing the listing needs.
+func PageIDs(ctx context.Context, q firestore.Query, after string, limit int) ([]string, error) {
+	snaps, err := PageByID(ctx, q, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(snaps))
+	for i, snap := range snaps {
+		out[i] = snap.Ref.ID
+	}
+	return out, nil
+}
+
+// AppsWith is Apps for a store that has data in only some of the apps
+// under the root: those that has reports, in order after the cursor, at
+// most limit.
+func AppsWith(ctx context.Context, c *firestore.Client, root, after string, limit int, has func(app string) (bool, error)) ([]string, error) {
+	var out []string
+	for len(out) < limit {
+		page, err := Apps(ctx, c, root, after, limit)
+		if err != nil || len(page) == 0 {
+			return out, err
+		}
+		for _, app := range page {
+			ok, err := has(app)
+			if err != nil {
+				return nil, err
+			}
+			if ok && len(out) < limit {
+				out = append(out, app)
+			}
+		}
+		after = page[len(page)-1]
+	}
+	return out, nil
+}
+
+// RevisionsBelow reads the revisions in revs (documents with a number
+// field): those numbered below before (all when it is 0), newest first,
+// at most limit.
+func RevisionsBelow(ctx context.Context, revs *firestore.CollectionRef, before int64, limit int) ([]*firestore.DocumentSnapshot, error) {
+	q := revs.OrderBy("number", firestore.Desc).Limit(limit)
+	if before > 0 {
+		q = q.Where("number", "<", before)
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	return snaps, Wrap(err)
+}
+
+// WithSub returns the references of the documents of snaps, each after
+// those of its collection named sub: what deletes them with what they
+// hold, in an order that leaves no orphan when it stops part way.
+func WithSub(ctx context.Context, snaps []*firestore.DocumentSnapshot, sub string) ([]*firestore.DocumentRef, error) {
+	var refs []*firestore.DocumentRef
+	for _, snap := range snaps {
+		below, err := snap.Ref.Collection(sub).DocumentRefs(ctx).GetAll()
+		if err != nil {
+			return nil, Wrap(err)
+		}
+		refs = append(append(refs, below...), snap.Ref)
+	}
+	return refs, nil
 }

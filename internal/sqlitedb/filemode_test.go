@@ -1,8 +1,6 @@
 package sqlitedb
 
 import (
-	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -17,20 +15,8 @@ func TestFilesOwnerOnly(t *testing.T) {
 	defer syscall.Umask(syscall.Umask(0o022))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kioku.db")
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec("INSERT INTO t (k, v) VALUES (1, 'one')")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	db := openAt(t, path)
+	mustExec(t, db, "INSERT INTO t (k, v) VALUES (1, 'one')")
 	backup := filepath.Join(t.TempDir(), "copy.db")
 	if err := Backup(t.Context(), path, backup); err != nil {
 		t.Fatal(err)
@@ -50,7 +36,7 @@ func TestFilesOwnerOnly(t *testing.T) {
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open(path)
+	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

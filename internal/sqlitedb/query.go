@@ -55,3 +55,71 @@ func (db *DB) Apps(ctx context.Context, tables []string, after string, limit int
 	}
 	return out, nil
 }
+
+// Querier runs queries: the read pool (DB.Read) or a transaction.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// QueryAll runs query on q and returns its rows as scan reads each.
+func QueryAll[T any](ctx context.Context, q Querier, scan func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Strings runs query, which selects one text column, on the read pool and
+// returns its values in the order it gives them.
+func (db *DB) Strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	return QueryAll(ctx, db.Read(), func(scan func(...any) error) (string, error) {
+		var s string
+		err := scan(&s)
+		return s, err
+	}, query, args...)
+}
+
+// BelowNumber ends a listing of numbered revisions: those numbered below
+// before (all when it is 0), newest first, at most limit. It returns the
+// query and args with the clause's arguments appended.
+func BelowNumber(query string, args []any, before int64, limit int) (string, []any) {
+	if before > 0 {
+		query += ` AND number < ?`
+		args = append(args, before)
+	}
+	return query + ` ORDER BY number DESC LIMIT ?`, append(args, limit)
+}
+
+// DeleteUser deletes the rows of user of app from each of tables (each
+// with app and user_id columns), in one write, and returns how many rows
+// the first of them held: the stores' DeleteUser, the first table holding
+// what they count.
+func (db *DB) DeleteUser(ctx context.Context, app, user string, tables ...string) (int, error) {
+	var n int64
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		for i, t := range tables {
+			res, err := tx.Exec(`DELETE FROM `+t+` WHERE app = ? AND user_id = ?`, app, user)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				if n, err = res.RowsAffected(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return int(n), err
+}

@@ -17,7 +17,13 @@ import (
 
 func openTest(t *testing.T) *DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "kioku.db")
+	return openAt(t, filepath.Join(t.TempDir(), "kioku.db"))
+}
+
+// openAt opens the database at path, closed when the test ends, with the
+// tests' table t (k INTEGER PRIMARY KEY, v TEXT).
+func openAt(t *testing.T, path string) *DB {
+	t.Helper()
 	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +33,14 @@ func openTest(t *testing.T) *DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// mustExec runs one statement in a write, failing the test if it fails.
+func mustExec(t *testing.T, db *DB, query string, args ...any) {
+	t.Helper()
+	if err := db.Write(context.Background(), func(tx *sql.Tx) error { _, err := tx.Exec(query, args...); return err }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The durability promise rests on these settings: a commit returns only
@@ -216,20 +230,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // nothing behind; a good copy reads back.
 func TestBackup(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "kioku.db")
-	db, err := Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec("INSERT INTO t (k, v) VALUES (7, 'seven')")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, openAt(t, src), "INSERT INTO t (k, v) VALUES (7, 'seven')")
 	dir := t.TempDir()
 	if err := Backup(t.Context(), filepath.Join(dir, "missing.db"), filepath.Join(dir, "a.db")); err == nil {
 		t.Error("backing up a missing file succeeded")
@@ -340,28 +341,15 @@ func TestWriteWithoutChangesIsNotCommitted(t *testing.T) {
 // stays or their page is emptied.
 func TestDeletedContentIsOverwritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kioku.db")
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Migrate("test", []string{"CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"}); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	write := func(q string, args ...any) {
-		t.Helper()
-		if err := db.Write(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := openAt(t, path)
 	for i := range 200 { // many pages
-		write(`INSERT INTO t (k, v) VALUES (?, ?)`, i, fmt.Sprintf("row %d %s", i, strings.Repeat("KEPTKEPT", 20)))
+		mustExec(t, db, `INSERT INTO t (k, v) VALUES (?, ?)`, i, fmt.Sprintf("row %d %s", i, strings.Repeat("KEPTKEPT", 20)))
 	}
-	write(`INSERT INTO t (k, v) VALUES (1000, 'GONEGONE one')`)
-	write(`UPDATE t SET v = 'something else' WHERE k = 1000`)
-	write(`INSERT INTO t (k, v) VALUES (1001, 'GONEGONE two')`)
-	write(`DELETE FROM t WHERE k = 1001`)
-	write(`DELETE FROM t WHERE k < 150`) // empties pages
+	mustExec(t, db, `INSERT INTO t (k, v) VALUES (1000, 'GONEGONE one')`)
+	mustExec(t, db, `UPDATE t SET v = 'something else' WHERE k = 1000`)
+	mustExec(t, db, `INSERT INTO t (k, v) VALUES (1001, 'GONEGONE two')`)
+	mustExec(t, db, `DELETE FROM t WHERE k = 1001`)
+	mustExec(t, db, `DELETE FROM t WHERE k < 150`) // empties pages
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

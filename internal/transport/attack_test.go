@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -55,6 +54,21 @@ type attackCase struct {
 	allowed []connect.Code
 }
 
+// attackKeys returns the keys of the attack matrices, loaded, and each
+// key: ann's and bob's of app a, app a's, app b's, an expired one of
+// ann's, and an operator's.
+func attackKeys(t *testing.T) (keys *auth.Keys, ann, bob, app, other, expired, op string) {
+	t.Helper()
+	ann, annEntry := auth.NewKey("ann", "a", "ann")
+	bob, bobEntry := auth.NewKey("bob", "a", "bob")
+	app, appEntry := auth.NewKey("backend of a", "a", "")
+	other, otherEntry := auth.NewKey("backend of b", "b", "")
+	expired, expiredEntry := auth.NewKey("ann's old key", "a", "ann")
+	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
+	op, opEntry := auth.NewKey("operator", auth.AllApps, "")
+	return nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry), ann, bob, app, other, expired, op
+}
+
 // TestAttackMatrix makes every kioku.v1 RPC, over a whole server, with no
 // key, an unknown key, an expired key, another user's key, another app's
 // key, another user's and another app's ID token, ID tokens expired, of
@@ -65,30 +79,9 @@ type attackCase struct {
 // token or minted token, so the refusals were not for a malformed
 // request; a tool-call event appends under a user credential.
 func TestAttackMatrix(t *testing.T) {
-	annKey, annEntry := auth.NewKey("ann", "a", "ann")
-	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
-	appKey, appEntry := auth.NewKey("backend of a", "a", "")
-	otherKey, otherEntry := auth.NewKey("backend of b", "b", "")
-	expiredKey, expiredEntry := auth.NewKey("ann's old key", "a", "ann")
-	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
-	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
-	keys := nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry)
+	keys, annKey, bobKey, appKey, otherKey, expiredKey, opKey := attackKeys(t)
 	// ID tokens of an issuer for apps a and b, and minted tokens.
-	is := authtest.NewIssuer(t)
-	ids, err := auth.LoadProviders(authtest.WriteIdentityFile(t,
-		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku", "app": "a"},
-		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku-b", "app": "b"}), auth.ProvidersOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signingFile := filepath.Join(t.TempDir(), "signing.pem")
-	if err := auth.NewSigningKeyFile(signingFile); err != nil {
-		t.Fatal(err)
-	}
-	signing, err := auth.LoadSigningKeys(signingFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	is, ids, _, signing := identityParts(t)
 	_, url := serveNode(t, func(c *node.Config) { c.Keys, c.Identities, c.SigningKeys = keys, ids, signing })
 	with := func(key string, opts ...client.Option) *client.Client {
 		opts = append(opts, client.WithHTTPClient(h2cClient()))
@@ -119,7 +112,7 @@ func TestAttackMatrix(t *testing.T) {
 			Content: &kiokuv1.Content{Role: "user", Parts: []*kiokuv1.Part{{Text: text}}}, Actions: &kiokuv1.EventActions{StateDelta: delta(map[string]any{"user:drink": "tea"})}}})
 		must("event", err)
 	}
-	_, err = app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
+	_, err := app.UpdateState(ctx, &kiokuv1.UpdateStateRequest{Name: "apps/a/state", StateDelta: delta(map[string]any{"app:motd": "hello"})})
 	must("app state", err)
 	for _, m := range []struct {
 		id    string

@@ -28,24 +28,33 @@ type identityServer struct {
 	is                       *authtest.Issuer
 }
 
-func startIdentityServer(t testing.TB, extraKeys ...auth.Key) identityServer {
+// identityParts returns an issuer of ID tokens, the identity providers
+// that name it for apps a (audience "kioku") and b (audience "kioku-b"),
+// and a new token signing key: its file and the keys loaded from it.
+func identityParts(t testing.TB) (is *authtest.Issuer, ids *auth.Providers, signingFile string, signing *auth.SigningKeys) {
 	t.Helper()
-	is := authtest.NewIssuer(t)
-	appKey, appEntry := auth.NewKey("backend of a", "a", "")
+	is = authtest.NewIssuer(t)
 	ids, err := auth.LoadProviders(authtest.WriteIdentityFile(t,
 		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku", "app": "a"},
 		map[string]any{"type": "oidc", "issuer": is.URL, "audience": "kioku-b", "app": "b"}), auth.ProvidersOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	signingFile := filepath.Join(t.TempDir(), "signing.pem")
+	signingFile = filepath.Join(t.TempDir(), "signing.pem")
 	if err := auth.NewSigningKeyFile(signingFile); err != nil {
 		t.Fatal(err)
 	}
-	signing, err := auth.LoadSigningKeys(signingFile)
+	signing, err = auth.LoadSigningKeys(signingFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return is, ids, signingFile, signing
+}
+
+func startIdentityServer(t testing.TB, extraKeys ...auth.Key) identityServer {
+	t.Helper()
+	is, ids, signingFile, signing := identityParts(t)
+	appKey, appEntry := auth.NewKey("backend of a", "a", "")
 	_, url := nodetest.ServeH2C(t, node.Config{Keys: nodetest.Keys(t, append(extraKeys, appEntry)...), Identities: ids, SigningKeys: signing})
 	return identityServer{url: url, appKey: appKey, signingFile: signingFile, is: is}
 }

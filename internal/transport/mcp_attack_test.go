@@ -60,16 +60,8 @@ func mcpSucceeded(status int, m map[string]any) bool {
 // another user are refused too. Then each call goes through with ann's
 // key, so the refusals were not for malformed requests.
 func TestMCPAttackMatrix(t *testing.T) {
-	annKey, annEntry := auth.NewKey("ann", "a", "ann")
-	bobKey, bobEntry := auth.NewKey("bob", "a", "bob")
-	appKey, appEntry := auth.NewKey("backend of a", "a", "")
-	otherKey, otherEntry := auth.NewKey("backend of b", "b", "")
-	expiredKey, expiredEntry := auth.NewKey("ann's old key", "a", "ann")
-	expiredEntry.ExpireTime = "2021-01-01T00:00:00Z"
-	opKey, opEntry := auth.NewKey("operator", auth.AllApps, "")
-	_, url := serveNode(t, func(c *node.Config) {
-		c.Keys = nodetest.Keys(t, annEntry, bobEntry, appEntry, otherEntry, expiredEntry, opEntry)
-	})
+	keys, annKey, bobKey, appKey, otherKey, expiredKey, opKey := attackKeys(t)
+	_, url := serveNode(t, func(c *node.Config) { c.Keys = keys })
 	app, op := client.New(url, client.WithAuthToken(appKey)), client.New(url, client.WithAuthToken(opKey))
 	ctx := t.Context()
 

@@ -228,13 +228,9 @@ func (s *Store) Delete(ctx context.Context, k blocks.Key) error {
 
 // ListRevisions implements blocks.Store.
 func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, limit int) ([]*blocks.Revision, error) {
-	q := s.blockRef(k).Collection("kioku_revisions").OrderBy("number", firestore.Desc).Limit(limit)
-	if before > 0 {
-		q = q.Where("number", "<", before)
-	}
-	snaps, err := q.Documents(ctx).GetAll()
+	snaps, err := firestoredb.RevisionsBelow(ctx, s.blockRef(k).Collection("kioku_revisions"), before, limit)
 	if err != nil {
-		return nil, firestoredb.Wrap(err)
+		return nil, err
 	}
 	out := make([]*blocks.Revision, 0, len(snaps))
 	for _, snap := range snaps {
@@ -259,41 +255,19 @@ func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, l
 // Apps implements blocks.Store: the app documents that have shared
 // blocks or users with blocks.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
-	var out []string
-	for len(out) < limit {
-		page, err := firestoredb.Apps(ctx, s.c, s.root, after, limit)
-		if err != nil || len(page) == 0 {
-			return out, err
+	return firestoredb.AppsWith(ctx, s.c, s.root, after, limit, func(app string) (bool, error) {
+		users, err := s.Users(ctx, app, "", 1)
+		if err != nil || len(users) > 0 {
+			return len(users) > 0, err
 		}
-		for _, app := range page {
-			users, err := s.Users(ctx, app, "", 1)
-			if err != nil {
-				return nil, err
-			}
-			shared, err := s.List(ctx, app, "", "", 1)
-			if err != nil {
-				return nil, err
-			}
-			if (len(users) > 0 || len(shared) > 0) && len(out) < limit {
-				out = append(out, app)
-			}
-		}
-		after = page[len(page)-1]
-	}
-	return out, nil
+		shared, err := s.List(ctx, app, "", "", 1)
+		return len(shared) > 0, err
+	})
 }
 
 // Users implements blocks.Store.
 func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
-	snaps, err := firestoredb.PageByID(ctx, s.c.Collection(s.root).Doc(app).Collection("kioku_block_users").Select(), after, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(snaps))
-	for i, snap := range snaps {
-		out[i] = snap.Ref.ID
-	}
-	return out, nil
+	return firestoredb.PageIDs(ctx, s.c.Collection(s.root).Doc(app).Collection("kioku_block_users").Select(), after, limit)
 }
 
 // Import implements blocks.Store: one transaction that reads the block,
@@ -362,13 +336,9 @@ func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
 	if err != nil {
 		return 0, firestoredb.Wrap(err)
 	}
-	var refs []*firestore.DocumentRef
-	for _, snap := range snaps {
-		revs, err := snap.Ref.Collection("kioku_revisions").DocumentRefs(ctx).GetAll()
-		if err != nil {
-			return 0, firestoredb.Wrap(err)
-		}
-		refs = append(append(refs, revs...), snap.Ref)
+	refs, err := firestoredb.WithSub(ctx, snaps, "kioku_revisions")
+	if err != nil {
+		return 0, err
 	}
 	if err := firestoredb.DeleteDocs(ctx, s.c, append(refs, s.userRef(app, user))); err != nil {
 		return 0, err

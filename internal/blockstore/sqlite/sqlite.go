@@ -224,23 +224,14 @@ func (s *Store) Delete(ctx context.Context, k blocks.Key) error {
 // ListRevisions implements blocks.Store.
 func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, limit int) ([]*blocks.Revision, error) {
 	query := `SELECT number, action, value, description, lim, read_only, create_ns, sources FROM block_revisions WHERE app = ? AND user_id = ? AND label = ?`
-	args := []any{k.App, k.User, k.Label}
-	if before > 0 {
-		query += ` AND number < ?`
-		args = append(args, before)
-	}
-	rows, err := s.db.Read().QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*blocks.Revision
-	for rows.Next() {
+	query, args := sqlitedb.BelowNumber(query, []any{k.App, k.User, k.Label}, before, limit)
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*blocks.Revision, error) {
 		r := &blocks.Revision{Key: k}
 		var action, sources string
 		var value []byte
 		var create int64
-		if err := rows.Scan(&r.Number, &action, &value, &r.Description, &r.Limit, &r.ReadOnly, &create, &sources); err != nil {
+		err := scan(&r.Number, &action, &value, &r.Description, &r.Limit, &r.ReadOnly, &create, &sources)
+		if err != nil {
 			return nil, err
 		}
 		if sources != "" {
@@ -255,9 +246,8 @@ func (s *Store) ListRevisions(ctx context.Context, k blocks.Key, before int64, l
 			return nil, err
 		}
 		r.CreateTime = unixnano.Time(create)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, nil
+	}, query, args...)
 }
 
 // Apps implements blocks.Store.
@@ -267,20 +257,7 @@ func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, er
 
 // Users implements blocks.Store.
 func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
-	rows, err := s.db.Read().QueryContext(ctx, `SELECT DISTINCT user_id FROM blocks WHERE app = ? AND user_id > ? ORDER BY user_id LIMIT ?`, app, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return s.db.Strings(ctx, `SELECT DISTINCT user_id FROM blocks WHERE app = ? AND user_id > ? ORDER BY user_id LIMIT ?`, app, after, limit)
 }
 
 // Import implements blocks.Store.
@@ -342,17 +319,5 @@ func (s *Store) Import(ctx context.Context, b *blocks.Block, revs []*blocks.Revi
 
 // DeleteUser implements blocks.Store.
 func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
-	var n int64
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM blocks WHERE app = ? AND user_id = ?`, app, user)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		_, err = tx.Exec(`DELETE FROM block_revisions WHERE app = ? AND user_id = ?`, app, user)
-		return err
-	})
-	return int(n), err
+	return s.db.DeleteUser(ctx, app, user, "blocks", "block_revisions")
 }

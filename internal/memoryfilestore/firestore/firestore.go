@@ -235,13 +235,9 @@ func (s *Store) OldestDeleted(ctx context.Context, app, user string, limit int) 
 
 // ListRevisions implements memoryfiles.Store.
 func (s *Store) ListRevisions(ctx context.Context, app, user, id string, before int64, limit int) ([]*memoryfiles.Revision, error) {
-	q := s.files(app, user).Doc(id).Collection("kioku_revisions").OrderBy("number", firestore.Desc).Limit(limit)
-	if before > 0 {
-		q = q.Where("number", "<", before)
-	}
-	snaps, err := q.Documents(ctx).GetAll()
+	snaps, err := firestoredb.RevisionsBelow(ctx, s.files(app, user).Doc(id).Collection("kioku_revisions"), before, limit)
 	if err != nil {
-		return nil, firestoredb.Wrap(err)
+		return nil, err
 	}
 	out := make([]*memoryfiles.Revision, len(snaps))
 	for i, snap := range snaps {
@@ -333,37 +329,15 @@ func (s *Store) purge(tx *firestore.Transaction, f *memoryfiles.File) error {
 // Apps implements memoryfiles.Store: the app documents under the root
 // that have a user of memory files.
 func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, error) {
-	var out []string
-	for len(out) < limit {
-		page, err := firestoredb.Apps(ctx, s.c, s.root, after, limit)
-		if err != nil || len(page) == 0 {
-			return out, err
-		}
-		for _, app := range page {
-			users, err := s.Users(ctx, app, "", 1)
-			if err != nil {
-				return nil, err
-			}
-			if len(users) > 0 && len(out) < limit {
-				out = append(out, app)
-			}
-		}
-		after = page[len(page)-1]
-	}
-	return out, nil
+	return firestoredb.AppsWith(ctx, s.c, s.root, after, limit, func(app string) (bool, error) {
+		users, err := s.Users(ctx, app, "", 1)
+		return len(users) > 0, err
+	})
 }
 
 // Users implements memoryfiles.Store.
 func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
-	snaps, err := firestoredb.PageByID(ctx, s.users(app).Select(), after, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(snaps))
-	for i, snap := range snaps {
-		out[i] = snap.Ref.ID
-	}
-	return out, nil
+	return firestoredb.PageIDs(ctx, s.users(app).Select(), after, limit)
 }
 
 // ImportFile implements memoryfiles.Store: one transaction that reads the
@@ -463,13 +437,9 @@ func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
 			}
 			continue
 		}
-		var refs []*firestore.DocumentRef
-		for _, snap := range snaps {
-			revs, err := snap.Ref.Collection("kioku_revisions").DocumentRefs(ctx).GetAll()
-			if err != nil {
-				return n, firestoredb.Wrap(err)
-			}
-			refs = append(append(refs, revs...), snap.Ref)
+		refs, err := firestoredb.WithSub(ctx, snaps, "kioku_revisions")
+		if err != nil {
+			return n, err
 		}
 		if err := firestoredb.DeleteDocs(ctx, s.c, refs); err != nil {
 			return n, err

@@ -254,23 +254,14 @@ func scanFiles(ctx context.Context, k *seal.Keyring, q rowsQuerier, app, user st
 // ListRevisions implements memoryfiles.Store.
 func (s *Store) ListRevisions(ctx context.Context, app, user, id string, before int64, limit int) ([]*memoryfiles.Revision, error) {
 	query := `SELECT number, action, path, content, size, create_ns FROM memory_file_revisions WHERE app = ? AND user_id = ? AND file_id = ?`
-	args := []any{app, user, id}
-	if before > 0 {
-		query += ` AND number < ?`
-		args = append(args, before)
-	}
-	rows, err := s.db.Read().QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*memoryfiles.Revision
-	for rows.Next() {
+	query, args := sqlitedb.BelowNumber(query, []any{app, user, id}, before, limit)
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memoryfiles.Revision, error) {
 		r := &memoryfiles.Revision{App: app, User: user, FileID: id}
 		var action string
 		var create int64
 		var path, content []byte
-		if err := rows.Scan(&r.Number, &action, &path, &content, &r.Size, &create); err != nil {
+		err := scan(&r.Number, &action, &path, &content, &r.Size, &create)
+		if err != nil {
 			return nil, err
 		}
 		if r.Path, err = s.db.Keyring().OpenString(app, revisionPathAt(app, user, id, r.Number), path); err != nil {
@@ -283,9 +274,8 @@ func (s *Store) ListRevisions(ctx context.Context, app, user, id string, before 
 			return nil, err
 		}
 		r.CreateTime = unixnano.Time(create)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, nil
+	}, query, args...)
 }
 
 // Write implements memoryfiles.Store.
@@ -405,20 +395,7 @@ func (s *Store) Apps(ctx context.Context, after string, limit int) ([]string, er
 
 // Users implements memoryfiles.Store.
 func (s *Store) Users(ctx context.Context, app, after string, limit int) ([]string, error) {
-	rows, err := s.db.Read().QueryContext(ctx, `SELECT user_id FROM memory_file_usages WHERE app = ? AND user_id > ? ORDER BY user_id LIMIT ?`, app, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return s.db.Strings(ctx, `SELECT user_id FROM memory_file_usages WHERE app = ? AND user_id > ? ORDER BY user_id LIMIT ?`, app, after, limit)
 }
 
 // ImportFile implements memoryfiles.Store.
@@ -486,22 +463,5 @@ func (s *Store) ImportFile(ctx context.Context, f *memoryfiles.File, revs []*mem
 
 // DeleteUser implements memoryfiles.Store.
 func (s *Store) DeleteUser(ctx context.Context, app, user string) (int, error) {
-	var n int
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM memory_files WHERE app = ? AND user_id = ?`, app, user)
-		if err != nil {
-			return err
-		}
-		deleted, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		n = int(deleted)
-		if _, err := tx.Exec(`DELETE FROM memory_file_revisions WHERE app = ? AND user_id = ?`, app, user); err != nil {
-			return err
-		}
-		_, err = tx.Exec(`DELETE FROM memory_file_usages WHERE app = ? AND user_id = ?`, app, user)
-		return err
-	})
-	return n, err
+	return s.db.DeleteUser(ctx, app, user, "memory_files", "memory_file_revisions", "memory_file_usages")
 }

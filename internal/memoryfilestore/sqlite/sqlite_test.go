@@ -1,10 +1,8 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,26 +41,6 @@ func TestConformanceEncrypted(t *testing.T) {
 // canary is a word that a path holds and no stored byte may.
 const canary = "zqxcanarypath"
 
-// holding returns the files of dir whose bytes hold canary.
-func holding(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(b, []byte(canary)) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
-
 // TestEncryptedPathsLeaveNoTrace is issue 36's finding 9: the model
 // chooses memory file paths, so an encrypted database must not keep them
 // in the clear. Files whose paths hold a canary are created, edited,
@@ -71,61 +49,37 @@ func holding(t *testing.T, dir string) []string {
 // its log or its shared memory holds the canary while it is open nor
 // after it closed; a plain database does (the check sees it).
 func TestEncryptedPathsLeaveNoTrace(t *testing.T) {
-	for _, encrypted := range []bool{false, true} {
-		t.Run(map[bool]string{false: "plain", true: "encrypted"}[encrypted], func(t *testing.T) {
-			dir := t.TempDir()
-			db, err := sqlitedb.Open(filepath.Join(dir, "kioku.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if encrypted {
-				sqlitetest.Encrypt(t, db, sqlitetest.NewKey(t))
-			}
-			h := memoryfilestest.NewHarness(t, on(t, db))
-			d := "/memories/" + canary
-			h.Create(d+"/notes.md", "likes tea\n")
-			h.Create(d+"/plans.md", "a trip\n")
-			h.OK(map[string]any{"command": "str_replace", "path": d + "/notes.md", "old_str": "tea", "new_str": "green tea"})
-			h.OK(map[string]any{"command": "rename", "old_path": d, "new_path": d + "-moved"})
-			h.OK(map[string]any{"command": "delete", "path": d + "-moved/plans.md"})
-			h.Want(map[string]any{"command": "create", "path": d + "-moved/notes.md", "file_text": "again"},
-				"Error: File "+d+"-moved/notes.md already exists", true)
-			if got, want := h.Paths("ann"), []string{d + "-moved/notes.md"}; !slices.Equal(got, want) {
-				t.Fatalf("paths %q, want %q", got, want)
-			}
-			if got := h.OK(map[string]any{"command": "view", "path": d + "-moved"}); !strings.Contains(got, "notes.md") || strings.Contains(got, "plans.md") {
-				t.Fatalf("view of the directory:\n%s", got)
-			}
-			if got, _ := h.Content("ann", d+"-moved/notes.md"); got != "likes green tea\n" {
-				t.Fatalf("content %q", got)
-			}
-			f, err := h.Store.FindFile(h.Ctx, "app1", "ann", d+"-moved/notes.md")
-			if err != nil {
-				t.Fatal(err)
-			}
-			revs, err := h.Store.ListRevisions(h.Ctx, "app1", "ann", f.ID, 0, 10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(revs) != 3 || revs[0].Path != d+"-moved/notes.md" || revs[2].Path != d+"/notes.md" {
-				t.Fatalf("revisions %+v", revs)
-			}
-			check := func(when string) {
-				t.Helper()
-				found := holding(t, dir)
-				if encrypted && len(found) > 0 {
-					t.Errorf("%s, %v hold the canary of a path", when, found)
-				}
-				if !encrypted && !slices.Contains(found, "kioku.db") && !slices.Contains(found, "kioku.db-wal") {
-					t.Errorf("%s, no file holds the canary of a plain database's path: the check sees nothing", when)
-				}
-			}
-			check("while open")
-			db.Close()
-			check("after closing")
-		})
-	}
+	sqlitetest.LeavesNoTrace(t, canary, "a path", func(t *testing.T, db *sqlitedb.DB) {
+		h := memoryfilestest.NewHarness(t, on(t, db))
+		d := "/memories/" + canary
+		h.Create(d+"/notes.md", "likes tea\n")
+		h.Create(d+"/plans.md", "a trip\n")
+		h.OK(map[string]any{"command": "str_replace", "path": d + "/notes.md", "old_str": "tea", "new_str": "green tea"})
+		h.OK(map[string]any{"command": "rename", "old_path": d, "new_path": d + "-moved"})
+		h.OK(map[string]any{"command": "delete", "path": d + "-moved/plans.md"})
+		h.Want(map[string]any{"command": "create", "path": d + "-moved/notes.md", "file_text": "again"},
+			"Error: File "+d+"-moved/notes.md already exists", true)
+		if got, want := h.Paths("ann"), []string{d + "-moved/notes.md"}; !slices.Equal(got, want) {
+			t.Fatalf("paths %q, want %q", got, want)
+		}
+		if got := h.OK(map[string]any{"command": "view", "path": d + "-moved"}); !strings.Contains(got, "notes.md") || strings.Contains(got, "plans.md") {
+			t.Fatalf("view of the directory:\n%s", got)
+		}
+		if got, _ := h.Content("ann", d+"-moved/notes.md"); got != "likes green tea\n" {
+			t.Fatalf("content %q", got)
+		}
+		f, err := h.Store.FindFile(h.Ctx, "app1", "ann", d+"-moved/notes.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs, err := h.Store.ListRevisions(h.Ctx, "app1", "ann", f.ID, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(revs) != 3 || revs[0].Path != d+"-moved/notes.md" || revs[2].Path != d+"/notes.md" {
+			t.Fatalf("revisions %+v", revs)
+		}
+	})
 }
 
 // TestEncryptedPathsSealedOnUpgrade: an encrypted database whose files and
@@ -191,7 +145,7 @@ func TestEncryptedPathsSealedOnUpgrade(t *testing.T) {
 		t.Fatalf("revisions %+v", revs)
 	}
 	db.Close()
-	if found := holding(t, dir); len(found) > 0 {
+	if found := sqlitetest.Holding(t, dir, canary); len(found) > 0 {
 		t.Fatalf("after the upgrade, %v hold the canary of a path", found)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
@@ -64,7 +65,7 @@ func (s *Store) ListChanges(ctx context.Context, q memorydriver.ChangeQuery) (*m
 	}
 	sb.WriteString(` AND cursor > ? ORDER BY cursor LIMIT ?`)
 	args = append(args, q.After, q.Limit)
-	p.Changes, err = queryAll(ctx, tx, func(scan func(...any) error) (*memorytype.ChangeRecord, error) {
+	p.Changes, err = sqlitedb.QueryAll(ctx, tx, func(scan func(...any) error) (*memorytype.ChangeRecord, error) {
 		var (
 			cursor int64
 			body   string
@@ -88,7 +89,7 @@ func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit i
 			app    string
 			cursor int64
 		}
-		old, err := queryAll(ctx, tx, func(scan func(...any) error) (key, error) {
+		old, err := sqlitedb.QueryAll(ctx, tx, func(scan func(...any) error) (key, error) {
 			var k key
 			err := scan(&k.app, &k.cursor)
 			return k, err

@@ -70,8 +70,8 @@ func (s *Store) GetOperation(ctx context.Context, app, id string) (*jobs.Operati
 }
 
 // queryOperations runs a query of (app, id, body) rows.
-func queryOperations(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*jobs.Operation, error) {
-	return queryAll(ctx, q, func(scan func(...any) error) (*jobs.Operation, error) {
+func queryOperations(ctx context.Context, k *seal.Keyring, q sqlitedb.Querier, query string, args ...any) ([]*jobs.Operation, error) {
+	return sqlitedb.QueryAll(ctx, q, func(scan func(...any) error) (*jobs.Operation, error) {
 		var app, id string
 		var body []byte
 		if err := scan(&app, &id, &body); err != nil {

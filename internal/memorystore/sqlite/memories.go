@@ -85,8 +85,8 @@ func scanMemory(k *seal.Keyring, scan func(...any) error) (*memorytype.Memory, e
 	return &m, nil
 }
 
-func queryMemories(ctx context.Context, k *seal.Keyring, q querier, query string, args ...any) ([]*memorytype.Memory, error) {
-	return queryAll(ctx, q, func(scan func(...any) error) (*memorytype.Memory, error) { return scanMemory(k, scan) }, query, args...)
+func queryMemories(ctx context.Context, k *seal.Keyring, q sqlitedb.Querier, query string, args ...any) ([]*memorytype.Memory, error) {
+	return sqlitedb.QueryAll(ctx, q, func(scan func(...any) error) (*memorytype.Memory, error) { return scanMemory(k, scan) }, query, args...)
 }
 
 // GetMemory implements memorydriver.Store.

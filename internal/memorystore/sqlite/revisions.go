@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
 	"github.com/kioku-ai/kioku/memorybank/record"
@@ -30,13 +31,8 @@ func (s *Store) DeleteExpiredRevisions(ctx context.Context, now time.Time, limit
 func (s *Store) ListRevisions(ctx context.Context, app, memoryID string, before int64, limit int, now time.Time) ([]*memorytype.Revision, error) {
 	q := `SELECT number, body FROM memory_revisions WHERE app = ? AND memory_id = ? AND (expire_ns = 0 OR expire_ns > ?)`
 	args := []any{app, memoryID, now.UnixNano()}
-	if before > 0 {
-		q += ` AND number < ?`
-		args = append(args, before)
-	}
-	q += ` ORDER BY number DESC LIMIT ?`
-	args = append(args, limit)
-	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorytype.Revision, error) {
+	q, args = sqlitedb.BelowNumber(q, args, before, limit)
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorytype.Revision, error) {
 		var n int64
 		var body []byte
 		if err := scan(&n, &body); err != nil {
@@ -100,7 +96,7 @@ func (s *Store) PutConfig(ctx context.Context, c *appconfig.Config) error {
 
 // ListConfigs implements memorydriver.Store.
 func (s *Store) ListConfigs(ctx context.Context) ([]*appconfig.Config, error) {
-	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*appconfig.Config, error) {
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*appconfig.Config, error) {
 		var app string
 		var body []byte
 		if err := scan(&app, &body); err != nil {

@@ -247,7 +247,7 @@ func stepsOf(sqls []string) []sqlitedb.Step {
 func rewriteOperations(where string) func(tx *sql.Tx) error {
 	return func(tx *sql.Tx) error {
 		type row struct{ app, id, body string }
-		old, err := queryAll(context.Background(), tx, func(scan func(...any) error) (row, error) {
+		old, err := sqlitedb.QueryAll(context.Background(), tx, func(scan func(...any) error) (row, error) {
 			var r row
 			err := scan(&r.app, &r.id, &r.body)
 			return r, err
@@ -326,27 +326,4 @@ func (s *Store) deleteEach(ctx context.Context, query, app string, keys []string
 func jsonText(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// queryAll runs a query and returns its rows as scan reads each.
-func queryAll[T any](ctx context.Context, q querier, scan func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows.Scan)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/memorybank/memorydriver"
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
@@ -84,7 +85,7 @@ func (s *Store) deliveryBody(d *memorytype.Delivery) (any, error) {
 }
 
 func (s *Store) queryDeliveries(ctx context.Context, app, query string, args ...any) ([]*memorytype.Delivery, error) {
-	return queryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorytype.Delivery, error) {
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*memorytype.Delivery, error) {
 		var id string
 		var body []byte
 		if err := scan(&id, &body); err != nil {

@@ -217,20 +217,14 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondriver.ListSessionsPa
 		column = "create_ns"
 	}
 	args = sqlitedb.ByTime(&sb, args, column, q.Order.Ascending, q.AfterTime, q.AfterID, q.Limit)
-	rows, err := s.db.Read().QueryContext(ctx, sb.String(), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*sessiontype.Session
-	for rows.Next() {
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*sessiontype.Session, error) {
 		var id string
 		var state []byte
 		extra := []any{&id}
 		if q.IncludeState {
 			extra = append(extra, &state)
 		}
-		sess, err := scanSession(q.App, "", rows.Scan, extra...)
+		sess, err := scanSession(q.App, "", scan, extra...)
 		if err != nil {
 			return nil, err
 		}
@@ -240,9 +234,8 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondriver.ListSessionsPa
 				return nil, err
 			}
 		}
-		out = append(out, sess)
-	}
-	return out, rows.Err()
+		return sess, nil
+	}, sb.String(), args...)
 }
 
 // UpdateSession implements sessiondriver.Store.

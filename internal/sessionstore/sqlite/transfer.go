@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/sqlitedb"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
@@ -34,17 +35,11 @@ func (s *Store) ScanSessions(ctx context.Context, q sessiondriver.ScanSessionsPa
 	}
 	sb.WriteString(` AND id > ? AND (expire_ns = 0 OR expire_ns > ?) ORDER BY id LIMIT ?`)
 	args = append(args, q.AfterID, q.Now.UnixNano(), q.Limit)
-	rows, err := s.db.Read().QueryContext(ctx, sb.String(), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*sessiontype.Session
-	for rows.Next() {
+	return sqlitedb.QueryAll(ctx, s.db.Read(), func(scan func(...any) error) (*sessiontype.Session, error) {
 		var id string
 		var state, initial []byte
 		var compactionSeq, compactionEnd int64
-		sess, err := scanSession(q.App, "", rows.Scan, &id, &state, &initial, &compactionSeq, &compactionEnd)
+		sess, err := scanSession(q.App, "", scan, &id, &state, &initial, &compactionSeq, &compactionEnd)
 		if err != nil {
 			return nil, err
 		}
@@ -57,9 +52,8 @@ func (s *Store) ScanSessions(ctx context.Context, q sessiondriver.ScanSessionsPa
 		if sess.InitialState, err = decodeState(k, q.App, initialStateAt(q.App, id), initial); err != nil {
 			return nil, err
 		}
-		out = append(out, sess)
-	}
-	return out, rows.Err()
+		return sess, nil
+	}, sb.String(), args...)
 }
 
 // ScanUserStates implements sessiondriver.Transferer.

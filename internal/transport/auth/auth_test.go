@@ -122,6 +122,20 @@ func TestGuardRefusesBeforeTheBody(t *testing.T) {
 	}
 }
 
+// caller returns a function that calls proc with a key through g, to a
+// handler that does nothing, and returns the answer.
+func caller(g *auth.Guard) func(key string) *httptest.ResponseRecorder {
+	h := g.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	return func(key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", proc, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+}
+
 // TestRateLimits: a key's bucket allows its burst, then refuses with
 // RESOURCE_EXHAUSTED and a RetryInfo, and refills at its rate; the key's
 // own limit beats its app's, which beats "*" and the server's default.
@@ -145,15 +159,7 @@ func TestRateLimits(t *testing.T) {
 		Rejected:    func(_, reason string) { limited.Add(1) },
 		Now:         func() time.Time { return now },
 	}, auth.Policy{proc: {Access: auth.Read}})
-	h := g.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	call := func(key string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", proc, strings.NewReader("{}"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+key)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
+	call := caller(g)
 	burst := func(key string) int {
 		n := 0
 		for call(key).Code == 200 {
@@ -225,15 +231,7 @@ func TestRateLimitShare(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:    func() time.Time { return now },
 	}, auth.Policy{proc: {Access: auth.Read}})
-	h := g.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	call := func(key string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", proc, strings.NewReader("{}"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+key)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
+	call := caller(g)
 	burst := func() int {
 		n := 0
 		for call(k).Code == 200 && n < 100 {
