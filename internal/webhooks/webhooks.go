@@ -7,9 +7,10 @@
 // to in its own transaction: a change is in the feed if and only if it was
 // committed. The feed also holds the events that are not a memory's
 // change (operation.done, appended in the transaction that ends the
-// operation; user.erased, once an erasure completed). A Dispatcher turns the feed into deliveries (one per change
-// and webhook that wants its event type), moving the app's delivery cursor
-// in the same store transaction, then sends them: at least once, in order
+// operation; user.erased, once an erasure completed). A Dispatcher turns
+// the feed into deliveries (one per change and webhook that wants its
+// event type), moving the app's delivery cursor in the same store
+// transaction, then sends them: at least once, in order
 // per memory and webhook (a memory's next delivery waits for the one
 // before it to be delivered or given up), retried with exponential backoff
 // and full jitter for Config.RetryWindow (24 hours), then dead-lettered.
@@ -19,20 +20,24 @@
 // each round and fenced on every move of the cursor, as the jobs engine's
 // operations are, so that two servers on one Firestore never send the same
 // event at once. A round ends within its lease: it starts no request that
-// could outlast three quarters of it (an attempt's timeout is at most half
-// the lease), and leaves the rest to the next round, which renews it; so a
-// receiver that hangs holds no delivery past the lease. The dispatch is not an operation of the jobs engine
-// itself: its rounds would take workers from generations and count in the
+// could outlast three quarters of it, nor a first one that could outlast
+// the lease (an attempt's timeout is at most half the lease), and leaves
+// the rest to the next round, which renews it; so a receiver that hangs
+// holds no delivery past the lease. The dispatch is not an operation of
+// the jobs engine itself: its rounds would take workers from generations and count in the
 // queues' bounds, so that a receiver that is down for a day would stop an
 // app's memory generation; a dispatch shares no worker, queue or
 // transaction with appends, retrieval or generation.
 //
-// A receiver that answers again gets its backlog at once: once one of
-// a webhook's deliveries succeeds, each pending delivery of that webhook
-// that failed before it is due in the next round, rather than after the
-// rest of its backoff (up to an hour). Each delivery is brought forward
-// once, so that one the receiver refuses for good is not retried at the
-// pace of the others' successes.
+// A receiver that answers again gets its backlog at once: when a
+// webhook recovers (an attempt succeeds after one that failed), each
+// pending delivery of that webhook whose last attempt came before the
+// recovery is due in the next round, rather than after the rest of its
+// wait (up to an hour). An attempt brought forward that fails does not
+// count as the webhook failing, so a delivery the receiver refuses for
+// good is brought forward once per recovery, not at the pace of the
+// others' successes. Recoveries are what this server saw: after its
+// lease moves, the next server brings nothing forward until it sees one.
 //
 // Every request is bounded: no redirect is followed (a 3xx is a failed
 // attempt), each attempt has a timeout, the answer is read up to a bound,
@@ -53,6 +58,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -128,11 +134,16 @@ type Dispatcher struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	// answered is the time of the last successful attempt of each app's
-	// webhooks, by URL; hastened, the deliveries of each app brought
-	// forward since their webhook answered (see the package doc).
-	answered map[string]map[string]time.Time
-	hastened map[string]map[string]bool
+	// health is each app's webhooks' health, by URL (see the package
+	// doc).
+	health map[string]map[string]*health
+}
+
+// health is what a Dispatcher saw of a webhook's answers: whether its
+// last attempt that counts failed, and when it last recovered.
+type health struct {
+	failing   bool
+	recovered time.Time
 }
 
 // New returns a Dispatcher.
@@ -180,7 +191,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Dispatcher{cfg: cfg, log: cfg.Logger, now: cfg.Now, answered: map[string]map[string]time.Time{}, hastened: map[string]map[string]bool{}}
+	return &Dispatcher{cfg: cfg, log: cfg.Logger, now: cfg.Now, health: map[string]map[string]*health{}}
 }
 
 // Run dispatches until ctx ends: it looks for the apps with webhooks
@@ -276,7 +287,7 @@ func (d *Dispatcher) Round(ctx context.Context, app string) (time.Duration, erro
 	if err := d.fanOut(ctx, app, cfg, cursor, now); err != nil {
 		return 0, err
 	}
-	return d.send(ctx, app, cfg, now.Add(d.cfg.Lease*3/4))
+	return d.send(ctx, app, cfg, now.Add(d.cfg.Lease))
 }
 
 // fanOut makes the deliveries of the feed's changes after cursor, a page
@@ -323,17 +334,15 @@ func (d *Dispatcher) fanOut(ctx context.Context, app string, cfg *appconfig.Conf
 const maxPendingRead = 1000
 
 // send sends the due heads of the app's pending deliveries, at most
-// InFlightPerApp at once, starting none that could outlast end, and
+// InFlightPerApp at once, within the lease that ends at leaseEnd, and
 // returns how long until the next is due.
-func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config, end time.Time) (time.Duration, error) {
+func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config, leaseEnd time.Time) (time.Duration, error) {
+	d.forget(app, cfg)
 	pending, err := d.cfg.Store.PendingDeliveries(ctx, app, maxPendingRead)
 	if err != nil {
 		return 0, err
 	}
 	if len(pending) == 0 {
-		d.mu.Lock()
-		delete(d.hastened, app)
-		d.mu.Unlock()
 		return Idle, nil
 	}
 	now := d.now()
@@ -349,7 +358,7 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 			continue // a later change of a memory waits for the one before
 		}
 		heads[key] = true
-		if wait := dl.NextAttempt.Sub(now); wait > 0 && !d.hasten(app, dl) {
+		if wait := dl.NextAttempt.Sub(now); wait > 0 && !d.recoveredSince(app, dl) {
 			next = min(next, wait)
 			continue
 		}
@@ -358,20 +367,23 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 	sem := make(chan struct{}, d.cfg.InFlightPerApp)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(due))
+	// The first may end up to the lease's end, so that a round makes
+	// progress (its timeout is at most half the lease); the others, three
+	// quarters of the lease.
+	end := leaseEnd
 	for i, dl := range due {
 		sem <- struct{}{}
-		// The first always goes, so that a round makes progress: its
-		// timeout, at most half the lease, ends within the lease.
-		if i > 0 && d.now().Add(d.cfg.AttemptTimeout).After(end) {
+		if d.now().Add(d.cfg.AttemptTimeout).After(end) {
 			<-sem
 			break // the next round, with its lease renewed, sends the rest
 		}
-		if dl.NextAttempt.After(now) {
-			d.hastening(app, dl)
+		if i == 0 {
+			end = leaseEnd.Add(-d.cfg.Lease / 4)
 		}
+		early := dl.NextAttempt.After(now)
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := d.attempt(ctx, cfg, dl); err != nil {
+			if err := d.attempt(ctx, cfg, dl, early); err != nil {
 				errs <- err
 			}
 		})
@@ -384,8 +396,9 @@ func (d *Dispatcher) send(ctx context.Context, app string, cfg *appconfig.Config
 	return next, <-errs
 }
 
-// attempt sends one delivery and records the attempt.
-func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *memorytype.Delivery) error {
+// attempt sends one delivery and records the attempt; early says it was
+// brought forward by its webhook's recovery.
+func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *memorytype.Delivery, early bool) error {
 	var hook *appconfig.Webhook
 	for i := range cfg.Webhooks {
 		if cfg.Webhooks[i].URL == dl.URL {
@@ -416,10 +429,10 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 		dl.Attempts = dl.Attempts[len(dl.Attempts)-memorybank.MaxKeptAttempts:]
 	}
 	dl.AttemptCount++
+	d.answered(dl.App, dl.URL, start, sendErr == nil, early)
 	switch {
 	case sendErr == nil:
 		dl.State = memorytype.DeliveryDelivered
-		d.answer(dl.App, dl.URL, start)
 	case d.now().Sub(dl.RetryFrom) >= d.cfg.RetryWindow:
 		dl.State = memorytype.DeliveryDeadLettered
 		d.log.Warn("webhooks: a delivery was dead-lettered", "delivery", dl.Name(), "url", dl.URL, "attempts", dl.AttemptCount, "err", sendErr)
@@ -429,40 +442,53 @@ func (d *Dispatcher) attempt(ctx context.Context, cfg *appconfig.Config, dl *mem
 	return d.cfg.Store.PutDelivery(ctx, dl)
 }
 
-// answer records that an app's webhook answered an attempt made at t.
-func (d *Dispatcher) answer(app, url string, t time.Time) {
+// answered records the outcome of an attempt made at t to an app's
+// webhook: a success after a failure is a recovery; a failure of an
+// attempt brought forward is not the webhook failing.
+func (d *Dispatcher) answered(app, url string, t time.Time, ok, early bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.answered[app] == nil {
-		d.answered[app] = map[string]time.Time{}
+	if d.health[app] == nil {
+		d.health[app] = map[string]*health{}
 	}
-	if t.After(d.answered[app][url]) {
-		d.answered[app][url] = t
+	h := d.health[app][url]
+	if h == nil {
+		h = &health{}
+		d.health[app][url] = h
+	}
+	switch {
+	case ok && h.failing:
+		h.failing, h.recovered = false, t
+	case !ok && !early:
+		h.failing = true
 	}
 }
 
-// hasten reports whether a pending delivery not yet due goes now: its
-// last attempt failed before its webhook last answered, and it was not
-// brought forward before.
-func (d *Dispatcher) hasten(app string, dl *memorytype.Delivery) bool {
+// recoveredSince reports whether a pending delivery not yet due goes now:
+// its webhook recovered after the delivery's last attempt.
+func (d *Dispatcher) recoveredSince(app string, dl *memorytype.Delivery) bool {
 	if len(dl.Attempts) == 0 {
 		return false
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	answered, ok := d.answered[app][dl.URL]
-	return ok && dl.Attempts[len(dl.Attempts)-1].Time.Before(answered) && !d.hastened[app][dl.ID]
+	h := d.health[app][dl.URL]
+	return h != nil && dl.Attempts[len(dl.Attempts)-1].Time.Before(h.recovered)
 }
 
-// hastening records that a delivery not yet due is being sent: it is
-// not brought forward again.
-func (d *Dispatcher) hastening(app string, dl *memorytype.Delivery) {
+// forget drops what was seen of an app's webhooks that its configuration
+// no longer has.
+func (d *Dispatcher) forget(app string, cfg *appconfig.Config) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.hastened[app] == nil {
-		d.hastened[app] = map[string]bool{}
+	for url := range d.health[app] {
+		if !slices.ContainsFunc(cfg.Webhooks, func(w appconfig.Webhook) bool { return w.URL == url }) {
+			delete(d.health[app], url)
+		}
 	}
-	d.hastened[app][dl.ID] = true
+	if len(d.health[app]) == 0 {
+		delete(d.health, app)
+	}
 }
 
 // backoff is the wait before the retry after n attempts: full jitter over
