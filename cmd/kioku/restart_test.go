@@ -263,8 +263,13 @@ func TestTwoServersShareFirestore(t *testing.T) {
 	holdOnce.Do(func() { close(hold) })
 	b = startKioku(t, args...)
 
+	// Server a may die inside a transaction (its lease renewal runs every
+	// two thirds of a second while the model call hangs); the emulator
+	// holds that transaction's locks until it expires, about a minute,
+	// and b's claims of the operation wait for them. So the wait is the
+	// lease plus that minute, with room for a loaded machine.
 	ob := kiokuv1connect.NewOperationServiceClient(http.DefaultClient, b.url)
-	res, err := ob.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: op.Msg.GetName(), Timeout: durationpb.New(60 * time.Second)}))
+	res, err := ob.WaitOperation(ctx, connect.NewRequest(&kiokuv1.WaitOperationRequest{Name: op.Msg.GetName(), Timeout: durationpb.New(150 * time.Second)}))
 	if err != nil {
 		t.Fatal(err)
 	}
