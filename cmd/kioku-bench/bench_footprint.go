@@ -15,7 +15,6 @@ import (
 
 	"connectrpc.com/connect"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -105,7 +104,7 @@ func benchFootprint(ctx context.Context, args []string) error {
 	r.set("rss_seed_peak_mb", procStatusMB("VmHWM"))
 	resetPeakRSS()
 
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
+	mc := env.memories()
 	retrieve := func(ctx context.Context, u int) error {
 		res, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{
 			Parent: "apps/bench", Scope: scope(u),

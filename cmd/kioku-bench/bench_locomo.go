@@ -18,7 +18,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
 )
 
@@ -279,7 +278,7 @@ func benchLocomo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer env.close()
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
+	mc := env.memories()
 	fmt.Fprintf(stdout, "kioku-bench locomo: %s, variant %s, embedder %s\n", *data, *variant, env.node.Memories.EmbedderName())
 	var gen *locomoExtracted
 	if extracted {

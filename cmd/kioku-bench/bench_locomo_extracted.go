@@ -49,9 +49,9 @@ func generateLocomo(ctx context.Context, sc kiokuv1connect.SessionServiceClient,
 // parallel; each conversation's sessions in order) and measures how much
 // of the evidence they cite.
 func extractLocomo(ctx context.Context, env *benchEnv, convs []locomoConversation) (*locomoExtracted, error) {
-	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
-	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
+	sc := env.sessions()
+	mc := env.memories()
+	oc := env.operations()
 	var mu sync.Mutex
 	out := &locomoExtracted{byConv: map[string][2]int{}}
 	if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error {

@@ -10,7 +10,6 @@ import (
 
 	"connectrpc.com/connect"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/memorytype"
@@ -86,7 +85,7 @@ func benchMCP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
+	mc := env.memories()
 	connectLat, err := measureLatency(ctx, *calls, func(ctx context.Context) error {
 		res, err := mc.RetrieveMemories(ctx, connect.NewRequest(&kiokuv1.RetrieveMemoriesRequest{
 			Parent: "apps/bench", Scope: scope,

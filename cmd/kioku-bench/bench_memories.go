@@ -11,7 +11,6 @@ import (
 
 	"connectrpc.com/connect"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/jobs"
@@ -131,8 +130,8 @@ func benchMemories(ctx context.Context, args []string) error {
 	r := &benchReport{}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("kioku-bench memories: store %s (encrypted %v), embedder %s, up to %d workers, model latency %v", *store, *encrypted, env.node.Memories.EmbedderName(), *workers, *latency)
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
-	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
+	mc := env.memories()
+	oc := env.operations()
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	var sizes []int
@@ -263,9 +262,9 @@ func benchMemories(ctx context.Context, args []string) error {
 // memoryCosts counts the Firestore documents of creating memories and of
 // generations, one call at a time.
 func (e *benchEnv) memoryCosts(ctx context.Context, r *benchReport, say func(string, ...any)) error {
-	mc := kiokuv1connect.NewMemoryBankServiceClient(e.httpClient, e.url)
-	oc := kiokuv1connect.NewOperationServiceClient(e.httpClient, e.url)
-	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	mc := e.memories()
+	oc := e.operations()
+	sc := e.sessions()
 	generate := func(ctx context.Context, req *kiokuv1.GenerateMemoriesRequest) error {
 		res, err := mc.GenerateMemories(ctx, connect.NewRequest(req))
 		if err != nil {

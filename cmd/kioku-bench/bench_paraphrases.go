@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 )
@@ -63,8 +62,8 @@ func benchParaphrases(ctx context.Context, args []string) error {
 		provider = "offline"
 	}
 	fmt.Fprintf(stdout, "kioku-bench paraphrases: model provider %s, embedder %s\n", provider, env.node.Memories.EmbedderName())
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
-	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
+	mc := env.memories()
+	oc := env.operations()
 	scope := map[string]string{"user_id": "ann"}
 	n := 0
 	for round := range paraphrases[0] {

@@ -148,9 +148,9 @@ func benchQA(ctx context.Context, args []string) error {
 	fmt.Fprintf(stdout, "kioku-bench qa: %s (%s), retrieve %s top %d, memories by %s, answerer %s, judge %s, embedder %s\n",
 		*data, kind, *retrieve, *topK, *extract, answerer, judge, env.node.Memories.EmbedderName())
 
-	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
-	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
+	sc := env.sessions()
+	mc := env.memories()
+	oc := env.operations()
 	var mu sync.Mutex
 	sessions, events := 0, 0
 	start := time.Now()

@@ -115,7 +115,7 @@ func benchRecall(ctx context.Context, args []string) error {
 		return err
 	}
 	defer env.close()
-	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
+	sc := env.sessions()
 	fmt.Fprintf(stdout, "kioku-bench recall: %s\n", *data)
 	r := &benchReport{}
 

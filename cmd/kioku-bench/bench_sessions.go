@@ -198,7 +198,7 @@ func benchSessions(ctx context.Context, args []string) error {
 		return err
 	}
 
-	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
+	sc := env.sessions()
 	// Reads of recent events on a short and a long session.
 	for _, n := range []int{100, *longEvents} {
 		key := sessiontype.Key{App: "bench", User: "reader", ID: fmt.Sprintf("long-%d", n)}
@@ -253,7 +253,7 @@ func benchSessions(ctx context.Context, args []string) error {
 // of its own, for d, and returns the appends per second and their
 // latencies.
 func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Duration) (float64, []time.Duration, error) {
-	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	sc := e.sessions()
 	names, err := createBenchSessions(ctx, sc, "append", clients)
 	if err != nil {
 		return 0, nil, err
@@ -266,7 +266,7 @@ func (e *benchEnv) measureAppends(ctx context.Context, clients int, d time.Durat
 // measureOpenAppends sends AppendEvent at rate appends a second for d, to
 // sessions sessions (ids phase-N) in turn (measureOpenLoop).
 func (e *benchEnv) measureOpenAppends(ctx context.Context, phase string, sessions int, rate float64, d time.Duration) (*openLoop, error) {
-	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	sc := e.sessions()
 	names, err := createBenchSessions(ctx, sc, phase, sessions)
 	if err != nil {
 		return nil, err
@@ -413,7 +413,7 @@ func unsyncedNote(durable, unsynced float64) string {
 // sessionCosts counts the Firestore documents of each kind of session
 // call, one call at a time, and of an idle server.
 func (e *benchEnv) sessionCosts(ctx context.Context, r *benchReport, say func(string, ...any), idle time.Duration) error {
-	sc := kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+	sc := e.sessions()
 	const parent = "apps/bench/users/cost"
 	name := func(i int) string { return fmt.Sprintf("%s/sessions/cost-%d", parent, i) }
 	event := func(i int, delta *structpb.Struct) *kiokuv1.Event {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/internal/seal"
 	"github.com/kioku-ai/kioku/model/scripted"
@@ -72,6 +73,21 @@ func startBenchNode(ctx context.Context, store, project string, extra ...func(*n
 			os.RemoveAll(dir)
 		},
 	}, nil
+}
+
+// sessions returns a client of the node's session service.
+func (e *benchEnv) sessions() kiokuv1connect.SessionServiceClient {
+	return kiokuv1connect.NewSessionServiceClient(e.httpClient, e.url)
+}
+
+// memories returns a client of the node's memory bank service.
+func (e *benchEnv) memories() kiokuv1connect.MemoryBankServiceClient {
+	return kiokuv1connect.NewMemoryBankServiceClient(e.httpClient, e.url)
+}
+
+// operations returns a client of the node's operation service.
+func (e *benchEnv) operations() kiokuv1connect.OperationServiceClient {
+	return kiokuv1connect.NewOperationServiceClient(e.httpClient, e.url)
 }
 
 // benchTransport is the benchmarks' client transport: HTTP/2 over

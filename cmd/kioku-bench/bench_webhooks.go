@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
-	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/cli"
 	"github.com/kioku-ai/kioku/internal/node"
 	"github.com/kioku-ai/kioku/jobs"
@@ -106,9 +105,9 @@ func benchWebhooks(ctx context.Context, args []string) error {
 	defer env.close()
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	say("kioku-bench webhooks: store %s, %d operations an app, model latency %v, receiver at %s never answers", *store, *ops, *latency, ln.Addr())
-	mc := kiokuv1connect.NewMemoryBankServiceClient(env.httpClient, env.url)
-	oc := kiokuv1connect.NewOperationServiceClient(env.httpClient, env.url)
-	sc := kiokuv1connect.NewSessionServiceClient(env.httpClient, env.url)
+	mc := env.memories()
+	oc := env.operations()
+	sc := env.sessions()
 	r := &benchReport{}
 	say("%-6s %12s %14s %14s %8s", "app", "generate s", "append p50 ms", "append p99 ms", "appends")
 	for _, app := range []string{"none", "hang"} {

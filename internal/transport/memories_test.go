@@ -1,18 +1,21 @@
 package transport_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/kioku-ai/kioku/client"
 	kiokuv1 "github.com/kioku-ai/kioku/gen/kioku/v1"
 	"github.com/kioku-ai/kioku/gen/kioku/v1/kiokuv1connect"
 	"github.com/kioku-ai/kioku/internal/node"
@@ -433,5 +436,195 @@ func TestMemoryTimesOverConnect(t *testing.T) {
 		Fact: "x", Scope: map[string]string{"user_id": "ann"}, EventTime: timestamppb.New(time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)),
 	}})); connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "memory.event_time") {
 		t.Fatalf("an event time out of range: %v", err)
+	}
+}
+
+// TestTypedMetadataOverConnect: kioku.v1's typed_metadata round-trips with
+// its types, metadata shows the same values as text (and old clients'
+// string metadata still works), display names and descriptions are kept,
+// a generation applies its metadata, and filters compare typed values.
+func TestTypedMetadataOverConnect(t *testing.T) {
+	c, _ := startNode(t, false)
+	ctx := t.Context()
+	ann := map[string]string{"user_id": "ann"}
+	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	created, err := c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/demo", MemoryId: "tea", Memory: &kiokuv1.Memory{
+		Fact: "Ann prefers green tea.", Scope: ann, DisplayName: "tea", Description: "What Ann drinks.",
+		Metadata: map[string]string{"source": "chat"},
+		TypedMetadata: map[string]*kiokuv1.MetadataValue{
+			"score":  {Value: &kiokuv1.MetadataValue_DoubleValue{DoubleValue: 2}},
+			"pinned": {Value: &kiokuv1.MetadataValue_BoolValue{BoolValue: true}},
+			"seen":   {Value: &kiokuv1.MetadataValue_TimestampValue{TimestampValue: timestamppb.New(at)}},
+		},
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := created.Msg
+	tm := m.GetTypedMetadata()
+	if m.GetDisplayName() != "tea" || m.GetDescription() != "What Ann drinks." || tm["source"].GetStringValue() != "chat" || tm["score"].GetDoubleValue() != 2 ||
+		!tm["pinned"].GetBoolValue() || !tm["seen"].GetTimestampValue().AsTime().Equal(at) {
+		t.Fatalf("created %v", m)
+	}
+	if got := m.GetMetadata(); got["score"] != "2" || got["pinned"] != "true" || got["seen"] != "2026-05-06T07:08:09Z" || got["source"] != "chat" {
+		t.Fatalf("metadata as text: %v", got)
+	}
+
+	// A key given twice, differently, is refused naming the field.
+	_, err = c.memories.CreateMemory(ctx, req(&kiokuv1.CreateMemoryRequest{Parent: "apps/demo", Memory: &kiokuv1.Memory{Fact: "x", Scope: ann,
+		Metadata: map[string]string{"k": "1"}, TypedMetadata: map[string]*kiokuv1.MetadataValue{"k": {Value: &kiokuv1.MetadataValue_DoubleValue{DoubleValue: 1}}}}}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "typed_metadata") {
+		t.Fatalf("a key in metadata and typed_metadata: %v", err)
+	}
+
+	// Updates by path.
+	up, err := c.memories.UpdateMemory(ctx, req(&kiokuv1.UpdateMemoryRequest{
+		Memory:     &kiokuv1.Memory{Name: m.GetName(), DisplayName: "green tea", TypedMetadata: map[string]*kiokuv1.MetadataValue{"score": {Value: &kiokuv1.MetadataValue_DoubleValue{DoubleValue: 0.5}}}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"display_name", "typed_metadata"}},
+	}))
+	if err != nil || up.Msg.GetDisplayName() != "green tea" || up.Msg.GetDescription() != "What Ann drinks." || len(up.Msg.GetTypedMetadata()) != 1 || up.Msg.GetMetadata()["score"] != "0.5" {
+		t.Fatalf("UpdateMemory = %v, %v", up, err)
+	}
+	revs, err := c.memories.ListMemoryRevisions(ctx, req(&kiokuv1.ListMemoryRevisionsRequest{Parent: m.GetName()}))
+	if err != nil || len(revs.Msg.GetMemoryRevisions()) != 2 || revs.Msg.GetMemoryRevisions()[1].GetTypedMetadata()["pinned"].GetBoolValue() != true {
+		t.Fatalf("revisions = %v, %v", revs, err)
+	}
+
+	// A generation of direct facts with metadata: created with it.
+	op, err := c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo", Scope: ann,
+		Source:                &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "Ann rides a bike."}}}},
+		Metadata:              map[string]*kiokuv1.MetadataValue{"source": {Value: &kiokuv1.MetadataValue_StringValue{StringValue: "form"}}, "score": {Value: &kiokuv1.MetadataValue_DoubleValue{DoubleValue: 9}}},
+		MetadataMergeStrategy: kiokuv1.MetadataMergeStrategy_METADATA_MERGE_STRATEGY_MERGE,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := wait(t, c, op.Msg)
+	var resp kiokuv1.GenerateMemoriesResponse
+	if err := done.GetResponse().UnmarshalTo(&resp); err != nil || len(resp.GetGeneratedMemories()) != 1 ||
+		resp.GetGeneratedMemories()[0].GetMemory().GetTypedMetadata()["score"].GetDoubleValue() != 9 {
+		t.Fatalf("generated %v, %v (%v)", &resp, err, done)
+	}
+
+	// Filters compare typed values: an OR selects exactly.
+	for filter, want := range map[string]int{
+		`metadata.score > 5 OR metadata.source = "chat"`:   1, // the bike; tea's source went with the update
+		`metadata.score >= 0.5 AND metadata.score < 1`:     1,
+		`display_name = "green tea" OR metadata.score = 9`: 2,
+		`NOT metadata:source`:                              1,
+	} {
+		list, err := c.memories.ListMemories(ctx, req(&kiokuv1.ListMemoriesRequest{Parent: "apps/demo", Filter: filter}))
+		if err != nil || len(list.Msg.GetMemories()) != want {
+			t.Errorf("ListMemories(%s) = %v, %v; want %d", filter, list, err, want)
+		}
+	}
+	_, err = c.memories.GenerateMemories(ctx, req(&kiokuv1.GenerateMemoriesRequest{Parent: "apps/demo", Scope: ann,
+		Source:                &kiokuv1.GenerateMemoriesRequest_DirectMemoriesSource{DirectMemoriesSource: &kiokuv1.DirectMemoriesSource{Memories: []*kiokuv1.DirectMemory{{Fact: "x"}}}},
+		MetadataMergeStrategy: 7,
+	}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "metadata_merge_strategy") {
+		t.Fatalf("an unknown strategy: %v", err)
+	}
+}
+
+// TestWatchMemoriesResumes: a watcher that disconnects and comes back
+// with its last cursor gets every change made meanwhile, in order, and
+// none it had; a live watcher is woken by a change; bad cursors are
+// refused naming start_cursor.
+func TestWatchMemoriesResumes(t *testing.T) {
+	_, url := serveNode(t, nil)
+	c := client.New(url, client.WithHTTPClient(h2cClient()))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	u1, u2 := map[string]string{"user_id": "u1"}, map[string]string{"user_id": "u2"}
+	create := func(id string, scope map[string]string) {
+		t.Helper()
+		if _, err := c.CreateMemory(ctx, &kiokuv1.CreateMemoryRequest{Parent: "apps/w", MemoryId: id, Memory: &kiokuv1.Memory{Fact: "Fact " + id + ".", Scope: scope}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// line is what the test compares of a change.
+	line := func(r *kiokuv1.WatchMemoriesResponse) string {
+		return r.GetCursor() + " " + r.GetAction().String() + " " + r.GetMemory().GetName() + " " + r.GetRevision()
+	}
+	// take reads n changes of a new stream from cursor.
+	take := func(scope map[string]string, cursor string, n int) []string {
+		t.Helper()
+		var got []string
+		for r, err := range c.WatchMemories(ctx, &kiokuv1.WatchMemoriesRequest{Parent: "apps/w", Scope: scope, StartCursor: cursor}) {
+			if err != nil {
+				t.Fatalf("watching from %q: %v (after %v)", cursor, err, got)
+			}
+			got = append(got, line(r))
+			if len(got) == n {
+				break
+			}
+		}
+		return got
+	}
+	create("a", u1)
+	create("b", u2)
+	create("c", u1)
+	first := take(u1, "0", 1)
+	if diff := cmp.Diff([]string{"1 MEMORY_ACTION_CREATED apps/w/memories/a apps/w/memories/a/revisions/1"}, first); diff != "" {
+		t.Fatalf("first change of u1 (-want +got):\n%s", diff)
+	}
+	// Disconnected after cursor 1: changes happen.
+	fact := "Fact a, changed."
+	if _, err := c.UpdateMemory(ctx, &kiokuv1.UpdateMemoryRequest{Memory: &kiokuv1.Memory{Name: "apps/w/memories/a", Fact: fact}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"fact"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteMemory(ctx, &kiokuv1.DeleteMemoryRequest{Name: "apps/w/memories/c"}); err != nil {
+		t.Fatal(err)
+	}
+	create("d", u1) // the sentinel: the last change
+	want := []string{
+		"3 MEMORY_ACTION_CREATED apps/w/memories/c apps/w/memories/c/revisions/1",
+		"4 MEMORY_ACTION_UPDATED apps/w/memories/a apps/w/memories/a/revisions/2",
+		"5 MEMORY_ACTION_DELETED apps/w/memories/c apps/w/memories/c/revisions/2",
+		"6 MEMORY_ACTION_CREATED apps/w/memories/d apps/w/memories/d/revisions/1",
+	}
+	if diff := cmp.Diff(want, take(u1, "1", 4)); diff != "" {
+		t.Fatalf("resumed after cursor 1 (-want +got):\n%s", diff)
+	}
+	// The whole app, from the start: u2's change too.
+	if got := take(nil, "0", 2); got[1] != "2 MEMORY_ACTION_CREATED apps/w/memories/b apps/w/memories/b/revisions/1" {
+		t.Fatalf("app-wide watch = %v, want b's creation second", got)
+	}
+	// A live watcher, from now, is woken by the next change, with the
+	// memory as it is.
+	live := make(chan *kiokuv1.WatchMemoriesResponse, 1)
+	go func() {
+		for r, err := range c.WatchMemories(ctx, &kiokuv1.WatchMemoriesRequest{Parent: "apps/w", Scope: u2}) {
+			if err == nil {
+				live <- r
+			}
+			return
+		}
+	}()
+	// The watch may start after this change or before it; either way it
+	// sees the one after.
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("the live watcher saw none of 10 changes")
+		}
+		create("e"+string(rune('0'+i)), u2)
+		select {
+		case r := <-live:
+			if r.GetAction() != kiokuv1.MemoryAction_MEMORY_ACTION_CREATED || r.GetMemory().GetFact() == "" || r.GetMemory().GetScope()["user_id"] != "u2" {
+				t.Fatalf("live change = %v", r)
+			}
+		case <-time.After(2 * time.Second):
+			continue
+		}
+		break
+	}
+	for _, bad := range []string{"x", "-1", "1000"} {
+		for _, err := range c.WatchMemories(ctx, &kiokuv1.WatchMemoriesRequest{Parent: "apps/w", StartCursor: bad}) {
+			if connect.CodeOf(err) != connect.CodeInvalidArgument {
+				t.Errorf("start_cursor %q: %v, want INVALID_ARGUMENT", bad, err)
+			}
+			break
+		}
 	}
 }

@@ -10,10 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kioku-ai/kioku/internal/firestoretest"
-	memoryfirestore "github.com/kioku-ai/kioku/internal/memorystore/firestore"
-	sessionfirestore "github.com/kioku-ai/kioku/internal/sessionstore/firestore"
-	"github.com/kioku-ai/kioku/internal/sqlitetest"
 	"github.com/kioku-ai/kioku/internal/workflow"
 	"github.com/kioku-ai/kioku/jobs"
 	"github.com/kioku-ai/kioku/memorybank"
@@ -32,19 +28,9 @@ import (
 // per-app compaction triggers: every N events since the last compaction
 // (recursively), and every M bytes.
 func TestCompactionTriggers(t *testing.T) {
-	stores := map[string]func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend){
-		"sqlite": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend) {
-			db := sqlitetest.Open(t)
-			return sqlitetest.Sessions(t, db), sqlitetest.Memories(t, db)
-		},
-		"firestore": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend) {
-			c, _ := firestoretest.NewClient(t)
-			return sessionfirestore.New(c, sessionfirestore.Options{}), memoryfirestore.New(c, memoryfirestore.Options{})
-		},
-	}
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
-			ss, ms := open(t)
+			ss, ms, _ := open(t)
 			testCompactionTriggers(t, ss, ms)
 		})
 	}

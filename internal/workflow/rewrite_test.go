@@ -31,9 +31,9 @@ import (
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
 
-// rewriteStores opens the three stores the rewrite of blocks reads and
-// writes, on SQLite and on the Firestore emulator.
-var rewriteStores = map[string]func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store){
+// stores opens the three stores the workflows read and write (sessions,
+// memories, blocks), on SQLite and on the Firestore emulator.
+var stores = map[string]func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store){
 	"sqlite": func(t *testing.T) (sessiondriver.Store, memorydrivertest.Backend, blocks.Store) {
 		db := sqlitetest.Open(t)
 		bs, err := blocksqlite.New(db)
@@ -173,7 +173,7 @@ func rewrites(t *testing.T, ops []*workflow.Operation) []*workflow.Operation {
 // skipped, one past the limit refused; the operation counts under its own
 // kind; a user with no block that may change gets no rewrite.
 func TestRewriteOnIdle(t *testing.T) {
-	for name, open := range rewriteStores {
+	for name, open := range stores {
 		t.Run(name, func(t *testing.T) { testRewriteOnIdle(t, open) })
 	}
 }
@@ -315,7 +315,7 @@ func testRewriteOnIdle(t *testing.T, open func(t *testing.T) (sessiondriver.Stor
 // block; a fact that changes one replaces it, and past the limit the
 // oldest lines go first.
 func TestRewriteOffline(t *testing.T) {
-	for name, open := range rewriteStores {
+	for name, open := range stores {
 		t.Run(name, func(t *testing.T) { testRewriteOffline(t, open) })
 	}
 }
