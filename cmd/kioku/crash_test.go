@@ -65,11 +65,15 @@ type kiokuProcess struct {
 var listening = regexp.MustCompile(`kioku listening on (https?://\S+)`)
 
 // startKioku runs `kioku serve` on a free port with args and waits until it
-// listens.
+// listens. GEMINI_API_KEY is set in its environment, for the tests that
+// point --gemini-base-url at a fake model (the key is never sent anywhere
+// else, and the provider is offline unless a flag names another), so that
+// no test has to set it in its own process and give up t.Parallel.
 func startKioku(t *testing.T, args ...string) *kiokuProcess {
 	t.Helper()
 	bin := kiokuBinary(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	cmd.Env = append(os.Environ(), "GEMINI_API_KEY=test-key")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ import (
 //
 // The two stores run at once: most of the time is spent waiting.
 func TestWebhooksSurviveSIGKILL(t *testing.T) {
-	t.Setenv("GEMINI_API_KEY", "test-key") // for the fake models
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		webhooksSurviveSIGKILL(t, "--data-dir", t.TempDir())

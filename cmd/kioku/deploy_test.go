@@ -127,6 +127,7 @@ func portOf(t *testing.T, what, addr string) string {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	d := readDockerfile(t)
 	if len(d.stages) < 2 {
 		t.Fatalf("the Dockerfile has %d stages, want a build stage and a small final one", len(d.stages))
@@ -200,6 +201,7 @@ func TestDockerfile(t *testing.T) {
 // the Compose specification's schema, interpolation, normalisation) and
 // checks its services against the binaries and the Dockerfile.
 func TestComposeFile(t *testing.T) {
+	t.Parallel()
 	for _, env := range []struct {
 		vars     []string
 		provider string

@@ -8,6 +8,7 @@ import (
 // TestDescribe: the module version Go stamped (a tag's, or a
 // pseudo-version), else the release the build named with -X.
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "c9b14f9edf3f53071e85d3102cc4e741d41bc085"}, {Key: "vcs.time", Value: "2026-11-30T16:07:53Z"}}
 	for _, tc := range []struct {
 		main, release string

@@ -49,6 +49,7 @@ func newKeyFile(t *testing.T, path string) string {
 // TestEncryptionHelpListsRotateFlags checks that kioku encryption -h ends
 // with rotate's flags, not an empty "Flags of rotate:" heading.
 func TestEncryptionHelpListsRotateFlags(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "encryption", "-h").CombinedOutput()
 	if err != nil {

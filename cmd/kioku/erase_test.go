@@ -191,6 +191,7 @@ func userView(t *testing.T, c *client.Client, user string) []proto.Message {
 // of the project holds either. Another user's data is unchanged. A user
 // key cannot erase its user; the app's key can, and again without error.
 func TestDeleteUserLeavesNothing(t *testing.T) {
+	t.Parallel()
 	fake := modeltest.NewGemini(t)
 	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
 		if c.Schema == nil { // a compaction
@@ -205,7 +206,6 @@ func TestDeleteUserLeavesNothing(t *testing.T) {
 		}
 		return modeltest.Reply{Text: `{"facts":[{"fact":"The user's code word is ` + word + `.","topic":"USER_PERSONAL_INFO","events":[1]}]}`}
 	})
-	t.Setenv("GEMINI_API_KEY", "test-key")
 	appKey, appEntry := auth.NewKey("backend", "shop", "")
 	userKey, userEntry := auth.NewKey("the erased user", "shop", erasedUser)
 	b, _ := json.Marshal(map[string]any{"keys": []auth.Key{appEntry, userEntry}})

@@ -23,6 +23,7 @@ import (
 // generation, queued behind the flood, completes within 10 s (30 s under
 // the race detector: raceSlowdown).
 func TestUserShareAcrossServers(t *testing.T) {
+	t.Parallel()
 	project := firestoretest.Project(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
 	fake := modeltest.NewGemini(t)
 	var (
@@ -48,7 +49,6 @@ func TestUserShareAcrossServers(t *testing.T) {
 		mu.Unlock()
 		return modeltest.Reply{Text: `{"facts":[{"fact":"The user plays the cello.","topic":"USER_PREFERENCES","events":[1]}]}`}
 	})
-	t.Setenv("GEMINI_API_KEY", "test-key")
 	args := []string{"--store", "firestore", "--firestore-project", project, "--model-provider", "gemini", "--gemini-base-url", fake.URL, "--workers", "16"}
 	var (
 		servers []kiokuv1connect.MemoryBankServiceClient

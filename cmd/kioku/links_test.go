@@ -37,6 +37,7 @@ var benchHarness = []string{
 // another module does besides upstreamTestImporters. kioku links none of
 // the benchmark harness (benchHarness).
 func TestBinariesLinkNoTestCode(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"github.com/kioku-ai/kioku/cmd/kioku", "github.com/kioku-ai/kioku/cmd/companion"} {
 		out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Module", cmd).Output()
 		if err != nil {

@@ -25,6 +25,7 @@ func fetch(t *testing.T, req *http.Request) (int, string, http.Header) {
 }
 
 func TestMetadataHandler(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(metadataHandler("my-project", "kioku_key"))
 	defer srv.Close()
 	get := func(path string, flavor bool) (int, string, http.Header) {
@@ -65,6 +66,7 @@ func TestMetadataHandler(t *testing.T) {
 }
 
 func TestMetadataServerListensOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0"} {
 		err := metadataServer(t.Context(), []string{"--addr", addr}, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "loopback") {
@@ -108,6 +110,7 @@ func TestMetadataServerListensOnLoopbackOnly(t *testing.T) {
 // A page on a domain rebound to 127.0.0.1 sends its own Host, and a proxy
 // adds X-Forwarded-For: neither gets the token (issue 36, finding 1).
 func TestMetadataHandlerRefusesOtherHostsAndProxies(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(metadataHandler("my-project", "kioku_key"))
 	defer srv.Close()
 	get := func(host string, header http.Header) (int, string) {

@@ -59,6 +59,7 @@ func has(t *testing.T, what, out string, want ...string) {
 }
 
 func TestOperatorCommands(t *testing.T) {
+	t.Parallel()
 	s := newOperatorServer(t)
 	ctx := t.Context()
 	c := s.c
@@ -212,6 +213,7 @@ func TestOperatorCommands(t *testing.T) {
 // against --quota-generations, as a table and as JSON, and an app that
 // has made none at zero; a user key may not read it.
 func TestQuotaCommand(t *testing.T) {
+	t.Parallel()
 	key, entry := auth.NewKey("operator", auth.AllApps, "")
 	userKey, userEntry := auth.NewKey("ann", "q", "ann")
 	_, url := nodetest.Serve(t, node.Config{Keys: nodetest.Keys(t, entry, userEntry), Quotas: memorybank.Quotas{Generations: 5}})
@@ -257,6 +259,7 @@ func TestQuotaCommand(t *testing.T) {
 // TestFilesCommands runs kioku files list|cat|view|revisions|rm against a
 // real server whose memory files a model wrote through Execute.
 func TestFilesCommands(t *testing.T) {
+	t.Parallel()
 	s := newOperatorServer(t)
 	for _, in := range []map[string]any{
 		{"command": "create", "path": "/memories/notes.md", "file_text": "Ann likes tea.\n"},

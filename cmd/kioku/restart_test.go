@@ -50,7 +50,6 @@ func startRestartCase(t *testing.T, app string, args ...string) *restartCase {
 		}
 		return modeltest.Reply{Text: fmt.Sprintf(`{"facts":[{"fact":"This is user %s.","topic":"USER_PERSONAL_INFO","events":[1]}]}`, m[1])}
 	})
-	t.Setenv("GEMINI_API_KEY", "test-key")
 	rc := &restartCase{t: t, fake: fake, release: release,
 		args: append([]string{"--data-dir", t.TempDir(), "--model-provider", "gemini", "--gemini-base-url", fake.URL, "--workers", "2"}, args...)}
 	rc.proc = startKioku(t, rc.args...)
@@ -130,6 +129,7 @@ func (rc *restartCase) restart(app string) map[int32]int {
 // data directory, and checks that every operation finishes, each exactly
 // once: the interrupted ones once their lease expired, at attempt 2.
 func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
+	t.Parallel()
 	rc := startRestartCase(t, "restart", "--operation-lease", "2s")
 	rc.proc.cmd.Process.Signal(syscall.SIGKILL)
 	rc.proc.cmd.Wait()
@@ -144,6 +144,7 @@ func TestOperationsFinishExactlyOnceAfterRestart(t *testing.T) {
 // ten minutes): the stopping server handed its work back instead of
 // failing it or leaving its lease to expire.
 func TestOperationsHandedBackOnGracefulStop(t *testing.T) {
+	t.Parallel()
 	rc := startRestartCase(t, "graceful", "--operation-lease", "10m")
 	if err := rc.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -169,6 +170,7 @@ func TestOperationsHandedBackOnGracefulStop(t *testing.T) {
 // by a server that is killed is finished by another, exactly once, after
 // the lease expires.
 func TestTwoServersShareFirestore(t *testing.T) {
+	t.Parallel()
 	project := firestoretest.Project(t) // starts the emulator and sets FIRESTORE_EMULATOR_HOST for the servers
 	fake := modeltest.NewGemini(t)
 	hold := make(chan struct{})
@@ -177,7 +179,6 @@ func TestTwoServersShareFirestore(t *testing.T) {
 		<-hold
 		return modeltest.Reply{Text: `{"facts":[{"fact":"The user keeps a diary.","topic":"USER_PERSONAL_INFO","events":[1]}]}`}
 	})
-	t.Setenv("GEMINI_API_KEY", "test-key")
 	args := []string{"--store", "firestore", "--firestore-project", project, "--model-provider", "gemini", "--gemini-base-url", fake.URL, "--operation-lease", "2s"}
 	a := startKioku(t, args...)
 	b := startKioku(t, args...)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestReachableAddr(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		addr  string
 		names []string

@@ -275,6 +275,7 @@ func records(t *testing.T, path string) []*archive.Record {
 // state of every scope, memories with their revisions, configuration and
 // operations. Importing again writes nothing.
 func TestRoundTripThroughFirestore(t *testing.T) {
+	t.Parallel()
 	project := firestoretest.Project(t)
 	fake := modeltest.NewGemini(t)
 	fake.SetResponder(func(c modeltest.Call) modeltest.Reply {
@@ -283,7 +284,6 @@ func TestRoundTripThroughFirestore(t *testing.T) {
 		}
 		return modeltest.Reply{Text: `{"facts":[{"fact":"Ann prefers green tea.","topic":"USER_PREFERENCES","events":[1]},{"fact":"It snows in Sapporo.","topic":"DRINKS","events":[4]}]}`}
 	})
-	t.Setenv("GEMINI_API_KEY", "test-key")
 	models := []string{"--model-provider", "gemini", "--gemini-base-url", fake.URL}
 	srcDir := t.TempDir()
 	src := startKioku(t, append([]string{"--data-dir", srcDir}, models...)...)

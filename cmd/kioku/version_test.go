@@ -7,6 +7,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	bin := kiokuBinary(t)
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil {

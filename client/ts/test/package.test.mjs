@@ -1,5 +1,6 @@
-// The package as a program outside the repository gets it: `npm pack`,
-// then `npm install` of the tarball into a new project (from npm's cache
+// The package as a program outside the repository gets it: `npm pack`
+// (--ignore-scripts: npm test has just built dist/, which prepack would
+// build again), then `npm install` of the tarball into a new project (from npm's cache
 // where it holds the packages: `npm ci` fills it with their tarballs, but
 // not always with the registry's metadata that resolving the tarball's
 // dependency ranges reads, so --prefer-offline, not --offline, which fails
@@ -34,7 +35,7 @@ after(async () => {
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 test("npm install of the packed tarball, then import and a round trip", async () => {
-  const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", project], pkgDir));
+  const packed = JSON.parse(run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", project], pkgDir));
   const tarball = join(project, packed[0].filename);
   const files = packed[0].files.map((f) => f.path);
   assert.ok(files.includes("dist/index.js") && files.includes("dist/index.d.ts"), `packed files: ${files}`);
