@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -478,12 +479,17 @@ func TestHealthWatchStreamsAreCapped(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
-			if err == nil {
-				err = stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
+			if err != nil {
+				refl.add(err)
+				return
 			}
-			if err == nil {
-				_, err = stream.Recv()
+			// Send answers io.EOF when the server has already ended the
+			// stream (refused it); Recv then gives its status.
+			if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil && !errors.Is(err, io.EOF) {
+				refl.add(err)
+				return
 			}
+			_, err = stream.Recv()
 			refl.add(err)
 		}()
 	}
