@@ -1,6 +1,7 @@
 // The package as a program outside the repository gets it: `npm pack`
 // (--ignore-scripts: npm test has just built dist/, which prepack would
-// build again), then `npm install` of the tarball into a new project (from npm's cache
+// build again), then `npm install` of the tarball into a new project
+// (from npm's cache
 // where it holds the packages: `npm ci` fills it with their tarballs, but
 // not always with the registry's metadata that resolving the tarball's
 // dependency ranges reads, so --prefer-offline, not --offline, which fails
