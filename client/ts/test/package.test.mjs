@@ -1,13 +1,13 @@
 // The package as a program outside the repository gets it: `npm pack`
 // (--ignore-scripts: npm test has just built dist/, which prepack would
-// build again), then `npm install` of the tarball into a new project
-// (from npm's cache
-// where it holds the packages: `npm ci` fills it with their tarballs, but
-// not always with the registry's metadata that resolving the tarball's
-// dependency ranges reads, so --prefer-offline, not --offline, which fails
-// on a machine whose cache was filled by npm ci alone), a TypeScript program type-checked against the
-// installed declarations, and a JavaScript program that imports
-// "@kioku-ai/client" and makes a round trip against a real kioku.
+// build again), then `npm install` of the tarball into a new project (from
+// npm's cache where it holds the packages: `npm ci` fills it with their
+// tarballs, but not always with the registry's metadata that resolving the
+// tarball's dependency ranges reads, so --prefer-offline, not --offline,
+// which fails on a machine whose cache was filled by npm ci alone), a
+// TypeScript program type-checked against the installed declarations, and
+// a JavaScript program that imports "@kioku-ai/client" and makes a round
+// trip against a real kioku.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
