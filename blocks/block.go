@@ -1,10 +1,10 @@
 package blocks
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/enumname"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -59,24 +59,16 @@ const (
 	Rewritten
 )
 
-var actionNames = [...]string{"ACTION_UNSPECIFIED", "UPDATED", "APPENDED", "REPLACED", "REWRITTEN"}
+// actionNames are the stored names of the actions.
+var actionNames = map[Action]string{Updated: "UPDATED", Appended: "APPENDED", Replaced: "REPLACED", Rewritten: "REWRITTEN"}
 
-// String returns the action's name (UPDATED, ...).
-func (a Action) String() string {
-	if a >= 0 && int(a) < len(actionNames) {
-		return actionNames[a]
-	}
-	return fmt.Sprintf("Action(%d)", int(a))
-}
+// String returns the action's name (UPDATED, ...); ACTION_UNSPECIFIED for
+// the zero action.
+func (a Action) String() string { return enumname.String(actionNames, a, "ACTION_UNSPECIFIED") }
 
 // ParseAction returns the action of a name String returns.
 func ParseAction(name string) (Action, error) {
-	for i, n := range actionNames {
-		if n == name && i > 0 {
-			return Action(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown block revision action %q", name)
+	return enumname.Parse(actionNames, name, "block revision action")
 }
 
 // Source is one session a revision was written from, with the events of

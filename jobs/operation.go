@@ -1,11 +1,11 @@
 package jobs
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/enumname"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -33,21 +33,11 @@ func (s State) Done() bool { return s >= Succeeded }
 
 // String returns the state's name, the one stored (PENDING, RUNNING,
 // SUCCEEDED, FAILED, CANCELLED); UNSPECIFIED for the zero state.
-func (s State) String() string {
-	if n, ok := stateNames[s]; ok {
-		return n
-	}
-	return "UNSPECIFIED"
-}
+func (s State) String() string { return enumname.String(stateNames, s, "UNSPECIFIED") }
 
 // ParseState returns the state of a stored name (State.String).
 func ParseState(name string) (State, error) {
-	for s, n := range stateNames {
-		if n == name {
-			return s, nil
-		}
-	}
-	return Unspecified, fmt.Errorf("unknown operation state %q", name)
+	return enumname.Parse(stateNames, name, "operation state")
 }
 
 // Operation is the durable record of one piece of slow work: its kind, its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kioku-ai/kioku/fault"
+	"github.com/kioku-ai/kioku/internal/enumname"
 	"github.com/kioku-ai/kioku/internal/unixnano"
 )
 
@@ -60,12 +61,11 @@ func KindName(k fault.Kind) string { return kindNames[k] }
 
 // ParseKind returns the error kind of a stored name (KindName).
 func ParseKind(name string) (fault.Kind, error) {
-	for k, n := range kindNames {
-		if n == name {
-			return k, nil
-		}
+	k, err := enumname.Parse(kindNames, name, "error kind")
+	if err != nil {
+		return fault.Internal, err
 	}
-	return fault.Internal, fmt.Errorf("unknown error kind %q", name)
+	return k, nil
 }
 
 // MarshalOperation returns an operation's stored form (see

@@ -1,9 +1,9 @@
 package memoryfiles
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/enumname"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -50,24 +50,16 @@ const (
 	Deleted
 )
 
-var actionNames = [...]string{"ACTION_UNSPECIFIED", "CREATED", "EDITED", "RENAMED", "DELETED"}
+// actionNames are the stored names of the actions.
+var actionNames = map[Action]string{Created: "CREATED", Edited: "EDITED", Renamed: "RENAMED", Deleted: "DELETED"}
 
-// String returns the action's name (CREATED, ...).
-func (a Action) String() string {
-	if a >= 0 && int(a) < len(actionNames) {
-		return actionNames[a]
-	}
-	return fmt.Sprintf("Action(%d)", int(a))
-}
+// String returns the action's name (CREATED, ...); ACTION_UNSPECIFIED for
+// the zero action.
+func (a Action) String() string { return enumname.String(actionNames, a, "ACTION_UNSPECIFIED") }
 
 // ParseAction returns the action of a name String returns.
 func ParseAction(name string) (Action, error) {
-	for i, n := range actionNames {
-		if n == name && i > 0 {
-			return Action(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown memory file revision action %q", name)
+	return enumname.Parse(actionNames, name, "memory file revision action")
 }
 
 // Revision is one change of a file. Revisions are never rewritten; each

@@ -13,7 +13,6 @@ package blockstest
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,15 +60,8 @@ type Harness struct {
 
 // NewHarness returns a harness on a store.
 func NewHarness(t *testing.T, s blocks.Store) *Harness {
-	var mu sync.Mutex
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Millisecond)
-		return now
-	}
-	return &Harness{T: t, Ctx: t.Context(), Store: s, Svc: blocks.NewService(s, blocks.Config{Now: clock, MaxAttempts: 100})}
+	clock := suitetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Millisecond)
+	return &Harness{T: t, Ctx: t.Context(), Store: s, Svc: blocks.NewService(s, blocks.Config{Now: clock.Tick, MaxAttempts: 100})}
 }
 
 // The keys the cases use: ann's and bob's blocks of app1, app1's shared

@@ -2,13 +2,15 @@
 // share (sessiondrivertest, memorydrivertest, jobstest, memoryfilestest): named
 // cases run as subtests, each on a fresh harness, listings read back by
 // pages, workers run in the background until the test stops them, and
-// gates that hold calls back until the test lets them through.
+// gates that hold calls back until the test lets them through, and a
+// settable clock.
 package suitetest
 
 import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Case is one test of a suite, run on a harness H of its own.
@@ -100,4 +102,38 @@ func (g *Gate) Pass(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Clock is a settable clock for the services the suites drive: Now reads
+// it, Tick moves it on by its step and reads it (so that consecutive
+// writes get distinct, ordered times), Advance moves it on.
+type Clock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+// NewClock returns a clock at at that Tick moves on by step.
+func NewClock(at time.Time, step time.Duration) *Clock { return &Clock{now: at, step: step} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Tick moves the clock on by its step and returns the new time.
+func (c *Clock) Tick() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }

@@ -183,7 +183,7 @@ func testLeaseTakeover(t *testing.T, h *harness) {
 	}
 	late := stalled.Clone()
 	late.State, late.Result = jobs.Succeeded, encode(result{Ran: []string{"stale"}})
-	wantKind(t, "the stale worker's completion", h.store.UpdateOperations(h.ctx, h.clock.Now(), []jobs.Update{{Op: late, ExpectState: jobs.Running, ExpectAttempt: 1}}), fault.Aborted)
+	wantKind(t, "the stale worker's completion", h.store.UpdateOperations(h.ctx, h.clock.Tick(), []jobs.Update{{Op: late, ExpectState: jobs.Running, ExpectAttempt: 1}}), fault.Aborted)
 	h.clock.Advance(2 * time.Minute)
 	h.drain(e)
 	if got := h.get(op); got.State != jobs.Succeeded || got.Attempt != 3 || !slices.Equal(decode[result](t, got.Result).Ran, []string{op.ID}) {

@@ -66,30 +66,6 @@ func Run[S jobs.Store](t *testing.T, newStore func(t *testing.T) S) {
 	suitetest.Run(t, tests, func(t *testing.T) *harness { return newHarness(t, newStore(t)) })
 }
 
-// Clock is a settable clock, for the suites of kioku's stores.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock at the given time.
-func NewClock(at time.Time) *Clock { return &Clock{now: at} }
-
-// Now returns the time, one microsecond later at each call.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Microsecond)
-	return c.now
-}
-
-// Advance moves the clock.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // kind is the name of the suite's kind of operations, and domain its
 // domain.
 const (
@@ -121,7 +97,7 @@ type harness struct {
 	t     *testing.T
 	ctx   context.Context
 	store jobs.Store
-	clock *Clock
+	clock *suitetest.Clock
 
 	mu sync.Mutex
 	// runs lists the batches the handler ran (their operations' ids).
@@ -140,7 +116,7 @@ type harness struct {
 
 func newHarness(t *testing.T, store jobs.Store) *harness {
 	h := &harness{
-		t: t, ctx: t.Context(), store: store, clock: NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)),
+		t: t, ctx: t.Context(), store: store, clock: suitetest.NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC), time.Microsecond),
 		hanging: make(chan string, 16), hangOver: make(chan struct{}),
 	}
 	t.Cleanup(func() { close(h.hangOver) })
@@ -152,7 +128,7 @@ func newHarness(t *testing.T, store jobs.Store) *harness {
 func (h *harness) engine(worker string, cfg jobs.Config) *jobs.Engine {
 	cfg.WorkerID = worker
 	if cfg.Now == nil {
-		cfg.Now = h.clock.Now
+		cfg.Now = h.clock.Tick
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = time.Minute
@@ -282,7 +258,7 @@ func (h *harness) claimAs(op *jobs.Operation, owner string, lease time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	c := cur.Clone()
 	c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime = jobs.Running, cur.Attempt+1, owner, now.Add(lease), now
 	return c, h.store.UpdateOperations(h.ctx, now, []jobs.Update{{Op: c, ExpectState: cur.State, ExpectAttempt: cur.Attempt, ClaimKey: true}})
@@ -306,7 +282,7 @@ func ids(ops []*jobs.Operation) []string {
 
 // newOp returns a pending operation of the suite's kind, not stored.
 func (h *harness) newOp(app, id, key string) *jobs.Operation {
-	return &jobs.Operation{App: app, ID: id, Kind: kind, State: jobs.Pending, Key: key, Request: encode(request{}), CreateTime: h.clock.Now(), Progress: "queued"}
+	return &jobs.Operation{App: app, ID: id, Kind: kind, State: jobs.Pending, Key: key, Request: encode(request{}), CreateTime: h.clock.Tick(), Progress: "queued"}
 }
 
 // create stores operations.

@@ -50,8 +50,8 @@ func testCreateGetList(t *testing.T, h *harness) {
 	}
 	// By state.
 	c := made[1].Clone()
-	c.State, c.EndTime = jobs.Cancelled, h.clock.Now()
-	if err := h.store.UpdateOperations(h.ctx, h.clock.Now(), []jobs.Update{{Op: c, ExpectState: jobs.Pending}}); err != nil {
+	c.State, c.EndTime = jobs.Cancelled, h.clock.Tick()
+	if err := h.store.UpdateOperations(h.ctx, h.clock.Tick(), []jobs.Update{{Op: c, ExpectState: jobs.Pending}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -104,7 +104,7 @@ func testQueue(t *testing.T, h *harness) {
 	later := h.newOp("app1", "later", "k1")
 	later.NotBefore = later.CreateTime.Add(time.Hour)
 	done := h.newOp("app1", "done", "k1")
-	done.State, done.EndTime = jobs.Succeeded, h.clock.Now()
+	done.State, done.EndTime = jobs.Succeeded, h.clock.Tick()
 	h.create(a, b, c, d, later, done)
 	// b runs (lease of a minute): it moves behind the pending ones due now.
 	if _, err := h.claimAs(b, "w", time.Minute); err != nil {
@@ -120,7 +120,7 @@ func testQueue(t *testing.T, h *harness) {
 	if q, _ := h.store.QueuedOperations(h.ctx, 2); !slices.Equal(ids(q), []string{"a", "c"}) {
 		t.Fatalf("QueuedOperations(2) = %v", ids(q))
 	}
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	for _, tc := range []struct {
 		app, key, kind string
 		at             time.Time
@@ -208,7 +208,7 @@ func testCountPending(t *testing.T, h *harness) {
 func testUpdateExpectations(t *testing.T, h *harness) {
 	a, b := h.newOp("app1", "a", "k1"), h.newOp("app1", "b", "k2")
 	h.create(a, b)
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	progress := func(op *jobs.Operation, msg string) *jobs.Operation {
 		c := op.Clone()
 		c.Progress = msg
@@ -248,7 +248,7 @@ func testClaimKey(t *testing.T, h *harness) {
 	}
 	// Two of one key claimed together in one write.
 	h.clock.Advance(2 * time.Minute) // a's lease expired
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	var ups []jobs.Update
 	for _, op := range []*jobs.Operation{b, c} {
 		cl := op.Clone()
@@ -273,7 +273,7 @@ func testDeletions(t *testing.T, h *harness) {
 		}
 		h.create(op)
 	}
-	cutoff := h.clock.Now()
+	cutoff := h.clock.Tick()
 	young := h.newOp("app1", "young", "")
 	young.State = jobs.Failed
 	h.create(young)

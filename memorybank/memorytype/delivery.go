@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kioku-ai/kioku/internal/enumname"
 	"github.com/kioku-ai/kioku/resource"
 )
 
@@ -18,20 +19,12 @@ var deliveryStateNames = map[DeliveryState]string{
 
 // String returns the state's stored name.
 func (s DeliveryState) String() string {
-	if n, ok := deliveryStateNames[s]; ok {
-		return n
-	}
-	return "UNSPECIFIED"
+	return enumname.String(deliveryStateNames, s, "UNSPECIFIED")
 }
 
 // ParseDeliveryState returns the state of a stored name.
 func ParseDeliveryState(name string) (DeliveryState, error) {
-	for s, n := range deliveryStateNames {
-		if n == name {
-			return s, nil
-		}
-	}
-	return DeliveryUnspecified, fmt.Errorf("unknown delivery state %q", name)
+	return enumname.Parse(deliveryStateNames, name, "delivery state")
 }
 
 // Delivery is one event sent to one webhook of an app.

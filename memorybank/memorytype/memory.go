@@ -10,6 +10,7 @@ import (
 
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/aip"
+	"github.com/kioku-ai/kioku/internal/enumname"
 	"github.com/kioku-ai/kioku/memorybank/metadata"
 	"github.com/kioku-ai/kioku/memorybank/profile"
 	"github.com/kioku-ai/kioku/resource"
@@ -164,12 +165,7 @@ var actionNames = map[Action]string{
 
 // String returns the action's name, the one stored (CREATED, UPDATED,
 // DELETED, UNCHANGED); UNSPECIFIED for the zero action.
-func (a Action) String() string {
-	if n, ok := actionNames[a]; ok {
-		return n
-	}
-	return "UNSPECIFIED"
-}
+func (a Action) String() string { return enumname.String(actionNames, a, "UNSPECIFIED") }
 
 // Revision records one change of a memory.
 type Revision struct {

@@ -14,7 +14,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,22 +69,11 @@ type Harness struct {
 
 // NewHarness returns a harness on a store.
 func NewHarness(t *testing.T, s memoryfiles.Store) *Harness {
-	var mu sync.Mutex
-	now, n := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 0
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Millisecond)
-		return now
-	}
-	ids := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return fmt.Sprintf("f%d", n)
-	}
-	return &Harness{T: t, Ctx: context.Background(), Store: s, Now: clock,
-		Svc: memoryfiles.NewService(s, memoryfiles.Config{Now: clock, NewID: ids})}
+	clock := suitetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Millisecond)
+	var n atomic.Int64
+	ids := func() string { return fmt.Sprintf("f%d", n.Add(1)) }
+	return &Harness{T: t, Ctx: context.Background(), Store: s, Now: clock.Tick,
+		Svc: memoryfiles.NewService(s, memoryfiles.Config{Now: clock.Tick, NewID: ids})}
 }
 
 // Exec runs one command of the tool for a user of app1 ("ann" unless the

@@ -92,7 +92,7 @@ func testChangeFeed(t *testing.T, h *harness) {
 	}
 	var last time.Time
 	for _, c := range p.Changes {
-		if c.App != "app1" || c.Time.Before(last) || c.Time.After(h.clock.Now()) {
+		if c.App != "app1" || c.Time.Before(last) || c.Time.After(h.clock.Tick()) {
 			t.Fatalf("change %d: app %q time %v, want app1 at commit times in order", c.Cursor, c.App, c.Time)
 		}
 		last = c.Time
@@ -122,7 +122,7 @@ func testChangeFeed(t *testing.T, h *harness) {
 
 func testChangeFeedAtomic(t *testing.T, h *harness) {
 	m := h.create("The user likes tea.", user1)
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	fresh := &memorytype.Memory{App: "app1", ID: "fresh1", Fact: "new", Scope: user1, Revision: 1, CreateTime: now, UpdateTime: now}
 	stale := *m
 	stale.Fact, stale.Revision = "changed", m.Revision+1
@@ -257,7 +257,7 @@ func testWebhookEvents(t *testing.T, h *harness) {
 	}
 	// UpdateOperations: a claim is no event; a failure is; a stale end
 	// (its expectation no longer holds) writes neither it nor its event.
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	o := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, CreateTime: now}
 	if err := h.store.CreateOperation(h.ctx, o); err != nil {
 		t.Fatal(err)
@@ -406,7 +406,7 @@ func delivery(cursor int64, url, memory string, now time.Time) *memorytype.Deliv
 }
 
 func testWebhookDeliveries(t *testing.T, h *harness) {
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	lease := func(owner string, at time.Time) (bool, int64) {
 		t.Helper()
 		held, cursor, err := h.store.(memorydriver.Webhooks).ClaimWebhookLease(h.ctx, "app1", owner, at, at.Add(30*time.Second))
@@ -534,7 +534,7 @@ func testWebhookDeliveries(t *testing.T, h *harness) {
 	}
 	// Redeliver makes it pending again, due now, its attempts kept.
 	h.clock.Advance(time.Hour)
-	before := h.clock.Now()
+	before := h.clock.Tick()
 	r, err := h.svc.Redeliver(h.ctx, "app1", dead.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -554,7 +554,7 @@ func testDeliveryErasureRetention(t *testing.T, h *harness) {
 	if _, err := h.svc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	if held, _, err := h.store.(memorydriver.Webhooks).ClaimWebhookLease(h.ctx, "app1", "a", now, now.Add(time.Minute)); err != nil || !held {
 		t.Fatalf("lease: %v %v", held, err)
 	}

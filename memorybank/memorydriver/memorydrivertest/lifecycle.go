@@ -277,7 +277,7 @@ func testIdleTrigger(t *testing.T, h *harness) {
 
 func testReembed(t *testing.T, h *harness) {
 	m := h.create("The user grows tomatoes.", user1)
-	other := memorybank.NewService(h.store, memorybank.Config{Embedder: renamed{model.Offline{}}, Now: h.clock.Now})
+	other := memorybank.NewService(h.store, memorybank.Config{Embedder: renamed{model.Offline{}}, Now: h.clock.Tick})
 	// A query that shares no term with the fact finds it by its vector
 	// only, which is of another embedder until it is re-embedded; the
 	// lexical side finds it by its terms whatever its vector.

@@ -39,7 +39,7 @@ func testCreateGetList(t *testing.T, h *harness) {
 	if !got.StatedTime.Equal(m.CreateTime) || !got.EventTime.IsZero() {
 		t.Errorf("stated %v, event %v; want stated at creation (%v), no event time", got.StatedTime, got.EventTime, m.CreateTime)
 	}
-	said := h.clock.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	said := h.clock.Tick().Add(-48 * time.Hour).Truncate(time.Second)
 	if _, err := h.svc.CreateMemory(h.ctx, "app2", memorybank.MemoryInput{ID: "m0", Fact: "The user moved to Lisbon.", Scope: user1, StatedTime: said}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func testRetrieveSimilarity(t *testing.T, h *harness) {
 // side alone ranks another car above the name.
 func testHybridRetrieval(t *testing.T, h *harness) {
 	emb := &model.GeminiEmbedder{Client: h.gemini.Client(t), Model: "embedding-test", Dims: 256}
-	svc := memorybank.NewService(h.store, memorybank.Config{Embedder: emb, Now: h.clock.Now})
+	svc := memorybank.NewService(h.store, memorybank.Config{Embedder: emb, Now: h.clock.Tick})
 	for id, f := range map[string]string{
 		"name":    "Thaddeus lent a ladder, a hammer and a tin of blue paint for the garden fence.",
 		"meaning": "The user bought an automobile.",
@@ -326,7 +326,7 @@ func testRetrieveFiltersAndPaging(t *testing.T, h *harness) {
 // of revisions ends early with the item that passes Config.MaxReadBytes,
 // and paging still reaches every item.
 func testReadBudget(t *testing.T, h *harness) {
-	svc := memorybank.NewService(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now, MaxReadBytes: 10 << 10})
+	svc := memorybank.NewService(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Tick, MaxReadBytes: 10 << 10})
 	// Memories and revisions of a little over 4 KiB each (their fact):
 	// three pass 10 KiB, so pages hold 3, 3 and 1.
 	fact := func(i int) string {

@@ -38,7 +38,6 @@ import (
 	"github.com/kioku-ai/kioku/fault"
 	"github.com/kioku-ai/kioku/internal/suitetest"
 	"github.com/kioku-ai/kioku/jobs"
-	"github.com/kioku-ai/kioku/jobs/jobstest"
 	"github.com/kioku-ai/kioku/memorybank"
 	"github.com/kioku-ai/kioku/memorybank/appconfig"
 	"github.com/kioku-ai/kioku/memorybank/memorydriver"
@@ -315,7 +314,7 @@ func (w *Worker) Run(ctx context.Context) {
 type harness struct {
 	t      *testing.T
 	store  Backend
-	clock  *jobstest.Clock
+	clock  *suitetest.Clock
 	gemini *modeltest.Gemini
 	sess   *FakeSessions
 	svc    *Worker // with a model
@@ -329,10 +328,10 @@ type harness struct {
 func newHarness(t *testing.T, store Backend) *harness {
 	h := &harness{
 		t: t, store: store, ctx: t.Context(),
-		clock:  jobstest.NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)),
+		clock:  suitetest.NewClock(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC), time.Microsecond),
 		gemini: modeltest.NewGemini(t),
 	}
-	h.sess = &FakeSessions{Now: h.clock.Now}
+	h.sess = &FakeSessions{Now: h.clock.Tick}
 	h.svc = h.service("worker-a", &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"})
 	h.noGen = h.service("worker-b", nil)
 	return h
@@ -340,7 +339,7 @@ func newHarness(t *testing.T, store Backend) *harness {
 
 func (h *harness) service(worker string, gen model.Generator) *Worker {
 	cfg := memorybank.Config{
-		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Now,
+		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Tick,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if gen != nil {
@@ -484,7 +483,7 @@ func unimplemented(t *testing.T, call string, err error) {
 // memory of another embedder keeps its vector and Reembed finds nothing.
 func reembedderLeftOut(t *testing.T, h *harness) {
 	m := h.create("The user likes tea.", user1)
-	other := memorybank.NewService(h.store, memorybank.Config{Embedder: renamed{model.Offline{}}, Now: h.clock.Now})
+	other := memorybank.NewService(h.store, memorybank.Config{Embedder: renamed{model.Offline{}}, Now: h.clock.Tick})
 	if n, err := other.Reembed(h.ctx); err != nil || n != 0 {
 		t.Fatalf("Reembed = %d, %v; want 0, nil", n, err)
 	}
@@ -544,7 +543,7 @@ func usageMeterLeftOut(t *testing.T, h *harness) {
 	if _, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user likes tea."}}}); err != nil {
 		t.Fatalf("GenerateMemories without quotas: %v", err)
 	}
-	q := NewWorker(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now, Quotas: memorybank.Quotas{Generations: 5}}, jobs.Config{WorkerID: "quota", Lease: time.Minute, MaxAttempts: 3})
+	q := NewWorker(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Tick, Quotas: memorybank.Quotas{Generations: 5}}, jobs.Config{WorkerID: "quota", Lease: time.Minute, MaxAttempts: 3})
 	_, err = q.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app1", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "The user likes coffee."}}})
 	unimplemented(t, "GenerateMemories under quotas", err)
 }

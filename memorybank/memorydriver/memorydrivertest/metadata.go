@@ -90,7 +90,7 @@ func testMetadataAndNames(t *testing.T, h *harness) {
 		want []string
 	}{{md, []string{"tea"}}, {metadata.Map{}, []string{coffee.ID}}, {metadata.Map{"source": metadata.String("chat")}, []string{}}} {
 		hits, err := h.store.SearchMemories(h.ctx, memorydriver.SearchQuery{App: "app1", ScopeKey: user1.Key(), Model: model.Offline{}.Name(),
-			Terms: model.OfflineTerms("the user likes"), K: 10, Filter: memorytype.Filter{ExactMetadata: &c.md}, Now: h.clock.Now()})
+			Terms: model.OfflineTerms("the user likes"), K: 10, Filter: memorytype.Filter{ExactMetadata: &c.md}, Now: h.clock.Tick()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func testFilters(t *testing.T, h *harness) {
 	// (even empty) with a token, and paging still finds every match once.
 	sparse := `metadata.i = 11 OR metadata.i = 5 OR metadata.i = 0 OR metadata.i = 1`
 	want := []string{"m00", "m01", "m05", "m11"}
-	bounded := NewWorker(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now, MaxScan: 3}, jobs.Config{})
+	bounded := NewWorker(h.store, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Tick, MaxScan: 3}, jobs.Config{})
 	for _, svc := range []*Worker{h.svc, bounded} {
 		var got []string
 		token, short := "", 0

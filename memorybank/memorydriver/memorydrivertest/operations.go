@@ -33,7 +33,7 @@ func (h *harness) claimAs(op *Operation, owner string, lease time.Duration) (*jo
 	if err != nil {
 		return nil, err
 	}
-	now := h.clock.Now()
+	now := h.clock.Tick()
 	c := *cur
 	c.State, c.Attempt, c.LeaseOwner, c.LeaseExpiry, c.StartTime = jobs.Running, cur.Attempt+1, owner, now.Add(lease), now
 	err = h.store.Write(h.ctx, &memorydriver.Write{App: op.App, Now: now, Operations: []jobs.Update{{Op: &c, ExpectState: cur.State, ExpectAttempt: cur.Attempt, ClaimKey: true}}})
@@ -75,10 +75,10 @@ func testLeaseFencing(t *testing.T, h *harness) {
 	stale := *claimed
 	stale.State = jobs.Succeeded
 	err = h.store.Write(h.ctx, &memorydriver.Write{
-		App: "app1", Now: h.clock.Now(),
+		App: "app1", Now: h.clock.Tick(),
 		Changes: []memorydriver.Change{{
-			Memory:   &memorytype.Memory{App: "app1", ID: "stale", Fact: "The user speaks French.", Scope: user1, Revision: 1, CreateTime: h.clock.Now(), UpdateTime: h.clock.Now()},
-			Revision: &memorytype.Revision{App: "app1", MemoryID: "stale", Number: 1, Action: memorytype.Created, Fact: "x", CreateTime: h.clock.Now()},
+			Memory:   &memorytype.Memory{App: "app1", ID: "stale", Fact: "The user speaks French.", Scope: user1, Revision: 1, CreateTime: h.clock.Tick(), UpdateTime: h.clock.Tick()},
+			Revision: &memorytype.Revision{App: "app1", MemoryID: "stale", Number: 1, Action: memorytype.Created, Fact: "x", CreateTime: h.clock.Tick()},
 		}},
 		Operations: []jobs.Update{{Op: &stale, ExpectState: jobs.Running, ExpectAttempt: 1}},
 	})
@@ -116,7 +116,7 @@ func testLeaseFencing(t *testing.T, h *harness) {
 // purge beyond its scope's or its app's bound, until the queue drains.
 func testQueueBounds(t *testing.T, h *harness) {
 	cfg := memorybank.Config{
-		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Now,
+		Embedder: model.Offline{}, Sessions: h.sess, Now: h.clock.Tick,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	svc := NewWorker(h.store, cfg, jobs.Config{WorkerID: "bounded", MaxQueuedPerKey: 3, MaxQueuedPerApp: 5})
@@ -233,14 +233,14 @@ func testQueue(t *testing.T, h *harness) {
 	if q, _ := h.store.QueuedOperations(h.ctx, 2); len(q) != 2 || q[0].ID != a.ID {
 		t.Fatalf("QueuedOperations(2) = %d operations", len(q))
 	}
-	p, err := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.KindGenerate, h.clock.Now(), 10)
+	p, err := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.KindGenerate, h.clock.Tick(), 10)
 	if err != nil || len(p) != 2 || p[0].ID != a.ID || p[1].ID != c.ID {
 		t.Fatalf("PendingOperations = %v, %v; want a and c", p, err)
 	}
 	if p, _ := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.KindGenerate, a.CreateTime.Add(-time.Second), 10); len(p) != 0 {
 		t.Fatalf("PendingOperations before they were due = %d", len(p))
 	}
-	if p, _ := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.KindPurge, h.clock.Now(), 10); len(p) != 0 {
+	if p, _ := h.store.PendingOperations(h.ctx, "app1", user1.Key(), memorybank.KindPurge, h.clock.Tick(), 10); len(p) != 0 {
 		t.Fatalf("PendingOperations of another method = %d", len(p))
 	}
 	// One claim takes a with c (same scope, coalesced), then the purge,
@@ -337,7 +337,7 @@ func testHeartbeat(t *testing.T, h *harness) {
 	const lease = 300 * time.Millisecond
 	svc := NewWorker(h.store, memorybank.Config{
 		Generator: &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"}, Embedder: model.Offline{}, Sessions: h.sess,
-		Now: h.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now: h.clock.Tick, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, jobs.Config{WorkerID: "beating", Lease: lease, Workers: 1, LocalQueue: true})
 	stop, ended := suitetest.Start(h.ctx, svc.Run)
 	<-started
@@ -461,7 +461,7 @@ func testOperationsOfAUser(t *testing.T, h *harness) {
 	}
 	// An operation of another kind, keyed by a scope that names the user
 	// (a compaction of one of their sessions).
-	compaction := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, Key: memorytype.Scope{"user_id": "ann", "session": "s1"}.Key(), CreateTime: h.clock.Now()}
+	compaction := &jobs.Operation{App: "app1", ID: "c1", Kind: "CompactSession", State: jobs.Pending, Key: memorytype.Scope{"user_id": "ann", "session": "s1"}.Key(), CreateTime: h.clock.Tick()}
 	if err := h.store.CreateOperation(h.ctx, compaction); err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func testPurgeResumes(t *testing.T, h *harness) {
 	}
 	c := cur.Clone()
 	c.Result = []byte(`{"purge_count":7}`)
-	if err := h.store.UpdateOperations(h.ctx, h.clock.Now(), []jobs.Update{{Op: c, ExpectState: jobs.Pending}}); err != nil {
+	if err := h.store.UpdateOperations(h.ctx, h.clock.Tick(), []jobs.Update{{Op: c, ExpectState: jobs.Pending}}); err != nil {
 		t.Fatal(err)
 	}
 	h.drain(h.svc)

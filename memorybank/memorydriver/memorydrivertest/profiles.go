@@ -450,7 +450,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	// Export and import carry the fields.
 	target := h.fresh()
 	copyMemories(t, h, h.store, target, 10)
-	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now})
+	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Tick})
 	if _, err := tsvc.UpdateConfig(h.ctx, &appconfig.Config{App: "app1", Profiles: mustConfig(t, h).Profiles}, []string{"profile_schemas"}); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func testProfileLifecycle(t *testing.T, h *harness) {
 	if _, err := tsvc.EraseUser(h.ctx, "app1", "u1"); err != nil {
 		t.Fatal(err)
 	}
-	left, err := target.(memorydriver.Profiler).ProfileMemories(h.ctx, "app1", user1.Key(), h.clock.Now(), 10)
+	left, err := target.(memorydriver.Profiler).ProfileMemories(h.ctx, "app1", user1.Key(), h.clock.Tick(), 10)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("profile fields after erasure: %d, %v", len(left), err)
 	}

@@ -82,7 +82,7 @@ func testQuotas(t *testing.T, h *harness) {
 	worker := func(id string, q memorybank.Quotas) *Worker {
 		return NewWorker(h.store, memorybank.Config{
 			Generator: &model.Gemini{Client: h.gemini.Client(t), Model: "gemini-test"},
-			Embedder:  model.Offline{}, Sessions: h.sess, Now: h.clock.Now, Quotas: q,
+			Embedder:  model.Offline{}, Sessions: h.sess, Now: h.clock.Tick, Quotas: q,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}, jobs.Config{WorkerID: id, Lease: time.Minute, MaxAttempts: 3})
 	}

@@ -155,7 +155,7 @@ func testPIIRedaction(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	emb := &recordingEmbedder{}
-	if n, err := memorybank.NewService(h.store, memorybank.Config{Embedder: emb, Now: h.clock.Now}).Reembed(h.ctx); err != nil || n == 0 {
+	if n, err := memorybank.NewService(h.store, memorybank.Config{Embedder: emb, Now: h.clock.Tick}).Reembed(h.ctx); err != nil || n == 0 {
 		t.Fatalf("Reembed = %d, %v", n, err)
 	}
 	embedded := strings.Join(emb.texts, "\n")

@@ -46,7 +46,7 @@ func testScan(t *testing.T, h *harness) {
 		"apps/app4/users/u1/sessions/s2": 7, "apps/app4/users/u1/sessions/s1": 3,
 		"apps/app4/users/u10/sessions/s1": 4, "apps/app4/users/u0/sessions/s1": 5,
 	}
-	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app4", Now: h.clock.Now(), Watermarks: marks}); err != nil {
+	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app4", Now: h.clock.Tick(), Watermarks: marks}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.noGen.GenerateMemories(h.ctx, &memorybank.GenerateRequest{App: "app5", Scope: user1, Facts: []memorybank.DirectFact{{Fact: "queued"}}}); err != nil {
@@ -130,7 +130,7 @@ func copyMemories(t *testing.T, h *harness, from, to memorydriver.Store, chunk i
 		t.Fatal(err)
 	}
 	for _, m := range list {
-		revs, err := from.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Now())
+		revs, err := from.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Tick())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,11 +180,11 @@ func testImport(t *testing.T, h *harness) {
 		t.Fatalf("imported memories (-source +target):\n%s", diff)
 	}
 	for _, m := range scan(h.store) {
-		want, err := h.store.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Now())
+		want, err := h.store.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Tick())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := target.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Now())
+		got, err := target.ListRevisions(h.ctx, "app1", m.ID, 0, 100, h.clock.Tick())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func testImport(t *testing.T, h *harness) {
 	}
 	// Retrieval of the target ranks the imported memories as the source's
 	// (its statistics count them), and does not see the deleted one.
-	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Now})
+	tsvc := memorybank.NewService(target, memorybank.Config{Embedder: model.Offline{}, Now: h.clock.Tick})
 	for _, q := range []string{"cello viola quartet", "tea"} {
 		want, _, err := h.svc.RetrieveMemories(h.ctx, memorybank.RetrieveRequest{App: "app1", Scope: user1, Query: q, TopK: 2})
 		if err != nil {
@@ -218,7 +218,7 @@ func testImport(t *testing.T, h *harness) {
 		t.Fatalf("second import wrote %d memories and %d revisions, want none", w, n)
 	}
 	resumed := h.fresh()
-	revs, err := h.store.ListRevisions(h.ctx, "app1", m2.ID, 0, 100, h.clock.Now())
+	revs, err := h.store.ListRevisions(h.ctx, "app1", m2.ID, 0, 100, h.clock.Tick())
 	if err != nil || len(revs) != 3 {
 		t.Fatalf("revisions of m2: %d, %v", len(revs), err)
 	}
@@ -270,7 +270,7 @@ func testEraseUser(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	marks := map[string]int64{"apps/app1/users/ann/sessions/s1": 4, "apps/app1/users/ann/sessions/s2": 2, "apps/app1/users/bo/sessions/b1": 3}
-	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app1", Now: h.clock.Now(), Watermarks: marks}); err != nil {
+	if err := h.store.Write(h.ctx, &memorydriver.Write{App: "app1", Now: h.clock.Tick(), Watermarks: marks}); err != nil {
 		t.Fatal(err)
 	}
 	boFacts := h.facts(bo)
@@ -294,7 +294,7 @@ func testEraseUser(t *testing.T, h *harness) {
 		wantKind(t, "an erased memory", err, fault.NotFound)
 		_, err = h.store.GetRevision(h.ctx, "app1", m.ID, 1)
 		wantKind(t, "a revision of an erased memory", err, fault.NotFound)
-		if revs, err := h.store.ListRevisions(h.ctx, "app1", m.ID, 0, 10, h.clock.Now()); err != nil || len(revs) != 0 {
+		if revs, err := h.store.ListRevisions(h.ctx, "app1", m.ID, 0, 10, h.clock.Tick()); err != nil || len(revs) != 0 {
 			t.Fatalf("revisions of erased memory %s: %v, %v", m.ID, revs, err)
 		}
 	}

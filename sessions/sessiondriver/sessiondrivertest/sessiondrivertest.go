@@ -13,7 +13,6 @@ package sessiondrivertest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,38 +22,6 @@ import (
 	"github.com/kioku-ai/kioku/sessions/sessiondriver"
 	"github.com/kioku-ai/kioku/sessions/sessiontype"
 )
-
-// Clock is a settable clock for the suite's Service.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// Tick moves the clock forward by one microsecond and returns the new time,
-// so that consecutive writes get distinct, ordered times.
-func (c *Clock) Tick() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Microsecond)
-	return c.now
-}
 
 // Run runs the conformance suite, each case on an empty store of its own
 // from newStore, which registers the store's cleanup with t.Cleanup (the
@@ -133,7 +100,7 @@ func Run[S sessiondriver.Store](t *testing.T, newStore func(t *testing.T) S) {
 		t.Fatalf("a store that erases users (sessiondriver.Eraser) must implement sessiondriver.Transferer and sessiondriver.Searcher too, which the suite checks the erasure with")
 	}
 	suitetest.Run(t, tests, func(t *testing.T) *harness {
-		clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+		clock := suitetest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), time.Microsecond)
 		store := newStore(t)
 		svc := sessions.NewService(store, sessions.Config{
 			Now:               clock.Tick,
@@ -157,7 +124,7 @@ type transferStore interface {
 type harness struct {
 	svc   *sessions.Service
 	store sessiondriver.Store
-	clock *Clock
+	clock *suitetest.Clock
 	ctx   context.Context
 	// fresh returns another empty store of the backend (an import's
 	// target).
