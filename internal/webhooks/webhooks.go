@@ -492,13 +492,20 @@ func (d *Dispatcher) forget(app string, cfg *appconfig.Config) {
 }
 
 // backoff is the wait before the retry after n attempts: full jitter over
-// min(MaxDelay, BaseDelay*2^(n-1)).
+// backoffCeiling.
 func (d *Dispatcher) backoff(n int) time.Duration {
-	ceil := d.cfg.MaxDelay
-	if n-1 < 40 {
-		ceil = min(ceil, d.cfg.BaseDelay<<(n-1))
+	return time.Duration(rand.Uint64N(uint64(backoffCeiling(d.cfg.BaseDelay, d.cfg.MaxDelay, n)) + 1))
+}
+
+// backoffCeiling is min(maxDelay, base*2^(n-1)), the doubling stopped at
+// maxDelay before it could overflow: a delivery retried for 24 hours
+// makes more attempts than base (1s) doubles in an int64 of nanoseconds.
+func backoffCeiling(base, maxDelay time.Duration, n int) time.Duration {
+	shift := max(n-1, 0)
+	if shift >= 63 || base > maxDelay>>shift {
+		return maxDelay
 	}
-	return rand.N(ceil + 1)
+	return base << shift
 }
 
 func (d *Dispatcher) skip(ctx context.Context, dl *memorytype.Delivery, why string) error {
