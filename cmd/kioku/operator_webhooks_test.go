@@ -23,17 +23,19 @@ import (
 )
 
 // hookReceiver records the events a webhook receives while it answers
-// status (503 while "down").
+// status (503 while "down"), and counts the attempts it refused.
 type hookReceiver struct {
-	status atomic.Int32
-	mu     sync.Mutex
-	events []webhooks.Event
-	ids    []string
+	status  atomic.Int32
+	refused atomic.Int32
+	mu      sync.Mutex
+	events  []webhooks.Event
+	ids     []string
 }
 
 func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if s := int(h.status.Load()); s != http.StatusNoContent {
+		h.refused.Add(1)
 		w.WriteHeader(s)
 		return
 	}
@@ -70,8 +72,10 @@ func TestWebhooksCommands(t *testing.T) {
 	key, entry := auth.NewKey("operator", auth.AllApps, "")
 	_, url := nodetest.Serve(t, node.Config{
 		Keys: nodetest.Keys(t, entry), WebhooksAllowLoopbackHTTP: true,
-		// The 24 hours of retries stand at 2 seconds here.
-		Webhooks: webhooks.Config{RetryWindow: 2 * time.Second, BaseDelay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond},
+		// The 24 hours of retries stand at 10 seconds here: the first
+		// change's retries outlast the writes after it, even on a
+		// loaded machine.
+		Webhooks: webhooks.Config{RetryWindow: 10 * time.Second, BaseDelay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond},
 	})
 	s := &operatorServer{t: t, url: url, key: key, c: client.New(url, client.WithAuthToken(key))}
 	ctx := t.Context()
@@ -109,7 +113,9 @@ func TestWebhooksCommands(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(time.Second) // down for a second (standing in for minutes), within the retry window
+	// Down until it has refused the first attempts (standing in for
+	// minutes), within the retry window.
+	waitFor(t, "a refused attempt", func() bool { return down.refused.Load() > 0 })
 	down.status.Store(http.StatusNoContent)
 	waitFor(t, "nine events after the receiver came back", func() bool { evs, _ := down.got(); return len(evs) >= 9 })
 	evs, ids := down.got()
