@@ -1,9 +1,9 @@
 // Package suitetest is the shape the conformance suites of kioku's stores
-// share (sessiondrivertest, memorydrivertest, jobstest, memoryfilestest): named
-// cases run as subtests, each on a fresh harness, listings read back by
-// pages, workers run in the background until the test stops them, and
-// gates that hold calls back until the test lets them through, and a
-// settable clock.
+// share (sessiondrivertest, memorydrivertest, jobstest, memoryfilestest,
+// blockstest): named cases run as subtests, each on a fresh harness,
+// listings read back by pages, workers run in the background until the
+// test stops them, gates that hold calls back until the test lets them
+// through, and a settable clock.
 package suitetest
 
 import (
