@@ -4,9 +4,10 @@
 // mapping of Firestore's errors to the domain's kinds (Wrap), reading
 // documents page by page or one by one (PageByID, PageIDs, EachDoc) and
 // revisions newest first (RevisionsBelow), bulk deletion (DeleteDocs,
-// WithSub), the listing of apps for export (Apps, AppsWith), and a Meter
-// that counts the documents they read, write and delete (Firestore's
-// billing units).
+// WithSub), the listing of apps for export (Apps, AppsWith), the locks on
+// which one process's transactions on a document queue (Locks), and a
+// Meter that counts the documents they read, write and delete
+// (Firestore's billing units).
 package firestoredb
 
 import (

@@ -261,6 +261,48 @@ func testClaimKey(t *testing.T, h *harness) {
 	if got := h.get(c); got.State != jobs.Running || got.LeaseOwner != "w3" {
 		t.Fatalf("claimed together: %s %q", got.State, got.LeaseOwner)
 	}
+	// The key is free once its runs end, or go back to pending.
+	d, e := h.newOp("app1", "d", "k"), h.newOp("app1", "e", "k")
+	h.create(d, e)
+	_, err = h.claimAs(d, "w4", time.Minute)
+	wantKind(t, "a claim while two of the key run", err, fault.Aborted)
+	h.set(t, jobs.Running, func(op *jobs.Operation) { op.State, op.EndTime = jobs.Succeeded, h.clock.Now() }, b, c)
+	if d, err = h.claimAs(d, "w4", time.Minute); err != nil {
+		t.Fatalf("a claim once the key's runs succeeded: %v", err)
+	}
+	h.set(t, jobs.Running, func(op *jobs.Operation) { op.State, op.LeaseOwner, op.LeaseExpiry = jobs.Pending, "", time.Time{} }, d)
+	if e, err = h.claimAs(e, "w5", time.Minute); err != nil {
+		t.Fatalf("a claim once the key's run went back to pending: %v", err)
+	}
+	// A takeover (of a run whose lease expired) waits for the key too.
+	h.clock.Advance(2 * time.Minute)
+	if _, err = h.claimAs(d, "w6", time.Minute); err != nil {
+		t.Fatalf("a claim once the key's run's lease expired: %v", err)
+	}
+	_, err = h.claimAs(e, "w7", time.Minute)
+	wantKind(t, "taking over a run whose key runs another", err, fault.Aborted)
+	if err := h.store.DeleteOperations(h.ctx, "app1", []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = h.claimAs(e, "w7", time.Minute); err != nil {
+		t.Fatalf("taking over once the key's run was deleted: %v", err)
+	}
+}
+
+// set changes stored operations in state with f, each at its stored
+// attempt, in one write.
+func (h *harness) set(t *testing.T, state jobs.State, f func(op *jobs.Operation), ops ...*jobs.Operation) {
+	t.Helper()
+	var ups []jobs.Update
+	for _, op := range ops {
+		cur := h.get(op)
+		c := cur.Clone()
+		f(c)
+		ups = append(ups, jobs.Update{Op: c, ExpectState: state, ExpectAttempt: cur.Attempt})
+	}
+	if err := h.store.UpdateOperations(h.ctx, h.clock.Tick(), ups); err != nil {
+		t.Fatalf("changing %v: %v", ids(ops), err)
+	}
 }
 
 func testDeletions(t *testing.T, h *harness) {

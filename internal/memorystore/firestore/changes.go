@@ -3,6 +3,7 @@ package firestore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -47,6 +48,15 @@ func readFeed(snap *firestore.DocumentSnapshot, err error) (feedDoc, error) {
 		return d, err
 	}
 	return d, snap.DataTo(&d)
+}
+
+// lockFeeds takes this process's locks on the feed documents of apps (in
+// order, so that two writes cannot deadlock): the writes of one app's
+// changes from one server queue instead of conflicting on the document,
+// which every one of them reads and raises. The function it returns gives
+// them back.
+func (s *Store) lockFeeds(ctx context.Context, apps ...string) (func(), error) {
+	return s.feeds.Lock(ctx, "this server's earlier writes to the app's change feed", slices.Compact(slices.Sorted(slices.Values(apps)))...)
 }
 
 // readFeedFor reads the app's feed document in a Write's transaction
@@ -141,7 +151,11 @@ func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit i
 	}
 	n := 0
 	for app, old := range byApp {
-		err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		unlock, err := s.lockFeeds(ctx, app)
+		if err != nil {
+			return n, err
+		}
+		err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 			feed, err := readFeed(tx.Get(s.feedRef(app)))
 			if err != nil {
 				return err
@@ -156,6 +170,7 @@ func (s *Store) DeleteExpiredChanges(ctx context.Context, now time.Time, limit i
 			}
 			return tx.Set(s.feedRef(app), map[string]any{"swept": feed.Swept}, firestore.MergeAll)
 		}, s.txn...)
+		unlock()
 		if err != nil {
 			return n, firestoredb.Wrap(err)
 		}

@@ -24,6 +24,9 @@
 //	    key), create_ns, claim_ns (when it may be claimed: due time or lease
 //	    expiry; 0 once finished), lease_expiry_ns, attempt, body (the jobs
 //	    engine's operation record, JSON)
+//	kioku_apps/{app}/kioku_keys/{sha256 of the key}
+//	    op (the operation last claimed first of its key: a claim reads it,
+//	    and that operation, to find whether the key runs)
 //	kioku_apps/{app}/kioku_watermarks/{sha256 of the session name}
 //	    session, seq
 //	kioku_apps/{app}/kioku_scope_stats/{sha256 of the scope key}
@@ -50,15 +53,16 @@
 //
 // A Write is one transaction: it reads the operations, memories,
 // watermarks and scope statistics it changes, checks every precondition
-// (for a claim, with a query for a running operation of the key), then
-// writes; the jobs engine's UpdateOperations is one too (jobs.go). A
+// (for a claim, through its key's document, that no other operation of
+// the key runs), then writes; the jobs engine's UpdateOperations is one too (jobs.go). A
 // Write that changes memories also reads and raises its app's feed
 // document and creates a change document per change: the feed's cursors
 // are dense and in commit order, at the cost of serialising an app's
 // memory writes on that document (Firestore sustains about one write a
 // second to one document under contention, more in bursts; writes to
-// other apps do not contend). A
-// worker's lease is fenced by the operation's attempt. Workers find work
+// other apps do not contend). One server's writes of an app's changes
+// queue on a lock of its feed in the server (lockFeeds) rather than
+// conflict on the document. A worker's lease is fenced by the operation's attempt. Workers find work
 // with one collection group query on claim_ns (QueuedOperations); idle
 // servers run it with a backoff (the jobs engine's scheduler), so an idle
 // deployment reads about one document per server every 30 seconds for its
@@ -115,6 +119,10 @@ type Store struct {
 	c    *firestore.Client
 	root string
 	txn  []firestore.TransactionOption
+
+	// The transactions of this process that write an app's feed document
+	// (lockFeeds) queue on its lock instead of conflicting in Firestore.
+	feeds firestoredb.Locks
 }
 
 // The store implements every optional part of the contract, and keeps the

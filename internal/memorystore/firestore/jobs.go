@@ -277,8 +277,20 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 	if slices.ContainsFunc(updates, func(u jobs.Update) bool { return u.ClaimKey }) {
 		opts = []firestore.TransactionOption{firestore.MaxAttempts(1)}
 	}
-	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := s.checkUpdates(tx, now, updates); err != nil {
+	var feeds []string
+	for _, w := range memorydriver.EndingWrites(now, updates) {
+		if len(w.ChangeRecords(0)) > 0 {
+			feeds = append(feeds, w.App)
+		}
+	}
+	unlock, err := s.lockFeeds(ctx, feeds...)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	err = s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		claims, err := s.checkUpdates(tx, now, updates)
+		if err != nil {
 			return err
 		}
 		ending := memorydriver.EndingWrites(now, updates)
@@ -290,7 +302,7 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 			}
 			feeds[i] = f
 		}
-		if err := s.applyUpdates(tx, updates); err != nil {
+		if err := s.applyUpdates(tx, updates, claims); err != nil {
 			return err
 		}
 		for i, w := range ending {
@@ -306,42 +318,96 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 // checkUpdates reads, in a transaction at now, the operations of updates
 // and checks their expectations: each in its expected state at its
 // expected attempt, and for a claim, no other operation of its key (other
-// than those of the same write) running under a live lease.
-func (s *Store) checkUpdates(tx *firestore.Transaction, now time.Time, updates []jobs.Update) error {
+// than those of the same write) running under a live lease. It returns
+// the key documents the write is to point at their claims (keyClaims).
+//
+// The key's running operation is found through the key's document, which
+// names the operation last claimed as its key's first (jobs.Update
+// ClaimKey): two point reads, never a query. Claims of different keys so
+// share no document, where a query for the key's running operations
+// would lock the range it scans (on the emulator, the whole collection:
+// two claims of one app then wait on each other until its 2-second lock
+// timeout).
+func (s *Store) checkUpdates(tx *firestore.Transaction, now time.Time, updates []jobs.Update) (keyClaims, error) {
+	inWrite := func(app, id string) bool {
+		return slices.ContainsFunc(updates, func(u jobs.Update) bool { return u.Op.App == app && u.Op.ID == id })
+	}
+	claims := keyClaims{}
 	for _, u := range updates {
 		snap, err := tx.Get(s.opRef(u.Op.App, u.Op.ID))
 		if firestoredb.IsNotFound(err) {
-			return fault.NotFoundf("operation %s not found", u.Op.Name())
+			return nil, fault.NotFoundf("operation %s not found", u.Op.Name())
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var d opDoc
 		if err := snap.DataTo(&d); err != nil {
-			return err
+			return nil, err
 		}
 		if d.State != u.ExpectState.String() || d.Attempt != u.ExpectAttempt {
-			return fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), d.State, d.Attempt, u.ExpectState, u.ExpectAttempt)
+			return nil, fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), d.State, d.Attempt, u.ExpectState, u.ExpectAttempt)
 		}
-		if !u.ClaimKey || u.Op.Key == "" {
+		ref := s.keyRef(u.Op.App, u.Op.Key)
+		if !u.ClaimKey || u.Op.Key == "" || claims[ref.Path] != nil {
 			continue
 		}
-		busy, err := tx.Documents(s.app(u.Op.App).Collection("kioku_operations").Where("scope_key", "==", u.Op.Key).
-			Where("state", "==", jobs.Running.String()).Where("lease_expiry_ns", ">", now.UnixNano())).GetAll()
+		holder, err := s.keyHolder(tx, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, b := range busy {
-			if !slices.ContainsFunc(updates, func(o jobs.Update) bool { return o.Op.App == u.Op.App && o.Op.ID == b.Ref.ID }) {
-				return fault.New(fault.Aborted, "key %q of app %s has a running operation (%s)", u.Op.Key, u.Op.App, b.Ref.ID)
+		if holder != "" && !inWrite(u.Op.App, holder) {
+			snap, err := tx.Get(s.opRef(u.Op.App, holder))
+			if err != nil && !firestoredb.IsNotFound(err) {
+				return nil, err
+			}
+			if err == nil {
+				var h opDoc
+				if err := snap.DataTo(&h); err != nil {
+					return nil, err
+				}
+				if h.State == jobs.Running.String() && h.LeaseExpiryNS > now.UnixNano() {
+					return nil, fault.New(fault.Aborted, "key %q of app %s has a running operation (%s)", u.Op.Key, u.Op.App, holder)
+				}
 			}
 		}
+		claims[ref.Path] = &keyClaim{ref: ref, op: u.Op.ID}
 	}
-	return nil
+	return claims, nil
 }
 
-// applyUpdates writes the operations of checked updates in a transaction.
-func (s *Store) applyUpdates(tx *firestore.Transaction, updates []jobs.Update) error {
+// keyClaims are the key documents a write points at the operations it
+// claims, by path.
+type keyClaims map[string]*keyClaim
+
+type keyClaim struct {
+	ref *firestore.DocumentRef
+	op  string
+}
+
+// keyRef is the document of an app's key: kioku_keys/{sha256 of the key}
+// with the field op, the operation last claimed first of its key.
+func (s *Store) keyRef(app, key string) *firestore.DocumentRef {
+	return s.app(app).Collection("kioku_keys").Doc(hashID(key))
+}
+
+// keyHolder reads the operation a key's document names ("" when none).
+func (s *Store) keyHolder(tx *firestore.Transaction, ref *firestore.DocumentRef) (string, error) {
+	snap, err := tx.Get(ref)
+	if firestoredb.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	op, _ := snap.DataAt("op")
+	id, _ := op.(string)
+	return id, nil
+}
+
+// applyUpdates writes the operations of checked updates, and the
+// documents of the keys they claim, in a transaction.
+func (s *Store) applyUpdates(tx *firestore.Transaction, updates []jobs.Update, claims keyClaims) error {
 	for _, u := range updates {
 		d, err := toOpDoc(u.Op)
 		if err != nil {
@@ -351,17 +417,57 @@ func (s *Store) applyUpdates(tx *firestore.Transaction, updates []jobs.Update) e
 			return err
 		}
 	}
+	for _, c := range claims {
+		if err := tx.Set(c.ref, map[string]any{"op": c.op}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// DeleteOperations implements jobs.Store.
+// DeleteOperations implements jobs.Store. The documents of their keys
+// that name them go too (a user's erasure leaves none of the user's keys).
 func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) error {
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {
 		refs[i] = s.opRef(app, id)
 	}
-	return firestoredb.DeleteDocs(ctx, s.c, refs)
+	snaps, err := s.c.GetAll(ctx, refs)
+	if err != nil {
+		return firestoredb.Wrap(err)
+	}
+	keys := map[string]bool{}
+	for _, snap := range snaps {
+		if key, err := snap.DataAt("scope_key"); err == nil && key != "" {
+			keys[fmt.Sprint(key)] = true
+		}
+	}
+	if err := firestoredb.DeleteDocs(ctx, s.c, refs); err != nil {
+		return err
+	}
+	var keyRefs []*firestore.DocumentRef
+	for key := range keys {
+		keyRefs = append(keyRefs, s.keyRef(app, key))
+	}
+	for part := range slices.Chunk(keyRefs, keysPerDeletion) {
+		if err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			snaps, err := tx.GetAll(part)
+			for _, snap := range snaps {
+				if holder, _ := snap.DataAt("op"); err == nil && snap.Exists() && slices.Contains(ids, fmt.Sprint(holder)) {
+					err = tx.Delete(snap.Ref)
+				}
+			}
+			return err
+		}, s.txn...); err != nil {
+			return firestoredb.Wrap(err)
+		}
+	}
+	return nil
 }
+
+// keysPerDeletion bounds the key documents one transaction of
+// DeleteOperations reads and deletes (Firestore allows 500 writes).
+const keysPerDeletion = 100
 
 // current reports whether an operation document is in the current format
 // (or is no operation document at all): its state by name, its body of

@@ -13,13 +13,21 @@ import (
 
 // Write implements memorydriver.Store: one transaction, which reads
 // the operations, memories, watermarks, scope statistics and change feed
-// it changes, checks every precondition (for a claim, with a query for a
-// running operation of the key), then writes, the changes to the feed
+// it changes, checks every precondition (for a claim, through the key's document
+// that no other operation of the key runs), then writes, the changes to the feed
 // among them.
 func (s *Store) Write(ctx context.Context, w *memorydriver.Write) error {
+	if len(w.ChangeRecords(0)) > 0 {
+		unlock, err := s.lockFeeds(ctx, w.App)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		// Reads first: operations, memories, scope statistics, watermarks.
-		if err := s.checkUpdates(tx, w.Now, w.Operations); err != nil {
+		claims, err := s.checkUpdates(tx, w.Now, w.Operations)
+		if err != nil {
 			return err
 		}
 		olds := make([]*memorytype.Memory, len(w.Changes))
@@ -117,7 +125,7 @@ func (s *Store) Write(ctx context.Context, w *memorydriver.Write) error {
 		if err := s.appendChanges(tx, w, feed); err != nil {
 			return err
 		}
-		return s.applyUpdates(tx, w.Operations)
+		return s.applyUpdates(tx, w.Operations, claims)
 	}, s.txn...)
 	return firestoredb.Wrap(err)
 }

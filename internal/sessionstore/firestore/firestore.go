@@ -86,7 +86,6 @@ package firestore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
@@ -112,15 +111,7 @@ type Store struct {
 	// Appends to one session (or one shared state document) from this
 	// process queue on a lock instead of conflicting in Firestore; appends
 	// from other servers still conflict and are retried.
-	locksMu sync.Mutex
-	locks   map[string]*sessionLock
-}
-
-// sessionLock is a lock that a waiter can give up on: its channel holds a
-// token while the lock is free.
-type sessionLock struct {
-	free chan struct{}
-	refs int
+	locks firestoredb.Locks
 }
 
 // lockAppend takes the locks of an append: its session's, then its user's
@@ -135,52 +126,7 @@ func (s *Store) lockAppend(ctx context.Context, r *sessiondriver.AppendEventPara
 	if len(r.Deltas.App) > 0 {
 		keys = append(keys, "a/"+r.Key.App)
 	}
-	var unlock []func()
-	release := func() {
-		for i := len(unlock) - 1; i >= 0; i-- {
-			unlock[i]()
-		}
-	}
-	for _, k := range keys {
-		u, err := s.lock(ctx, k)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		unlock = append(unlock, u)
-	}
-	return release, nil
-}
-
-// lock serialises this process's writes to one document, waiting at most
-// until ctx is done.
-func (s *Store) lock(ctx context.Context, k string) (func(), error) {
-	s.locksMu.Lock()
-	l := s.locks[k]
-	if l == nil {
-		l = &sessionLock{free: make(chan struct{}, 1)}
-		l.free <- struct{}{}
-		s.locks[k] = l
-	}
-	l.refs++
-	s.locksMu.Unlock()
-	drop := func() {
-		s.locksMu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(s.locks, k)
-		}
-		s.locksMu.Unlock()
-	}
-	select {
-	case <-l.free:
-	case <-ctx.Done():
-		drop()
-		return nil, fault.Wrap(fault.KindOf(ctx.Err()), ctx.Err(), "waiting for this server's earlier appends to the same session or state")
-	}
-	return func() {
-		l.free <- struct{}{}
-		drop()
-	}, nil
+	return s.locks.Lock(ctx, "this server's earlier appends to the same session or state", keys...)
 }
 
 var (
@@ -193,7 +139,7 @@ var (
 // New returns a Store on a Firestore client.
 func New(c *firestore.Client, o Options) *Store {
 	root, txn := o.Resolve()
-	return &Store{c: c, root: root, txn: txn, locks: map[string]*sessionLock{}}
+	return &Store{c: c, root: root, txn: txn}
 }
 
 func (s *Store) app(app string) *firestore.DocumentRef { return s.c.Collection(s.root).Doc(app) }
