@@ -277,13 +277,14 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 	if slices.ContainsFunc(updates, func(u jobs.Update) bool { return u.ClaimKey }) {
 		opts = []firestore.TransactionOption{firestore.MaxAttempts(1)}
 	}
-	var feeds []string
-	for _, w := range memorydriver.EndingWrites(now, updates) {
+	ending := memorydriver.EndingWrites(now, updates)
+	var apps []string
+	for _, w := range ending {
 		if len(w.ChangeRecords(0)) > 0 {
-			feeds = append(feeds, w.App)
+			apps = append(apps, w.App)
 		}
 	}
-	unlock, err := s.lockFeeds(ctx, feeds...)
+	unlock, err := s.lockFeeds(ctx, apps...)
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,6 @@ func (s *Store) UpdateOperations(ctx context.Context, now time.Time, updates []j
 		if err != nil {
 			return err
 		}
-		ending := memorydriver.EndingWrites(now, updates)
 		feeds := make([]*feedDoc, len(ending))
 		for i, w := range ending {
 			f, err := s.readFeedFor(tx, w)
