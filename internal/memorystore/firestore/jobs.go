@@ -348,9 +348,12 @@ func (s *Store) checkUpdates(tx *firestore.Transaction, now time.Time, updates [
 		if d.State != u.ExpectState.String() || d.Attempt != u.ExpectAttempt {
 			return nil, fault.New(fault.Aborted, "operation %s is %s at attempt %d, not %s at attempt %d", u.Op.Name(), d.State, d.Attempt, u.ExpectState, u.ExpectAttempt)
 		}
-		ref := s.keyRef(u.Op.App, u.Op.Key)
-		if !u.ClaimKey || u.Op.Key == "" || claims[ref.Path] != nil {
+		if !u.ClaimKey || u.Op.Key == "" {
 			continue
+		}
+		ref := s.keyRef(u.Op.App, u.Op.Key)
+		if claims[ref.Path] != nil {
+			continue // claimed first by an earlier update of the write
 		}
 		holder, err := s.keyHolder(tx, ref)
 		if err != nil {
@@ -400,9 +403,15 @@ func (s *Store) keyHolder(tx *firestore.Transaction, ref *firestore.DocumentRef)
 	if err != nil {
 		return "", err
 	}
+	return holderOf(snap), nil
+}
+
+// holderOf returns the operation a key's document names ("" when the
+// document does not exist).
+func holderOf(snap *firestore.DocumentSnapshot) string {
 	op, _ := snap.DataAt("op")
 	id, _ := op.(string)
-	return id, nil
+	return id
 }
 
 // applyUpdates writes the operations of checked updates, and the
@@ -453,7 +462,7 @@ func (s *Store) DeleteOperations(ctx context.Context, app string, ids []string) 
 		if err := s.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 			snaps, err := tx.GetAll(part)
 			for _, snap := range snaps {
-				if holder, _ := snap.DataAt("op"); err == nil && snap.Exists() && slices.Contains(ids, fmt.Sprint(holder)) {
+				if h := holderOf(snap); err == nil && h != "" && slices.Contains(ids, h) {
 					err = tx.Delete(snap.Ref)
 				}
 			}
