@@ -1,28 +1,32 @@
 // Package cluster shares the rate limits of the servers that serve one
 // store among them, without a store write per call.
 //
-// Each server is a member: every Interval it writes a member record (its
-// id, the fraction of every limit it grants, and an expiry of three
-// intervals) and reads the records of the others that have not expired.
-// It then grants
+// Each server is a member: every Interval it reads the records of the
+// others that have not expired and writes its own (its id, the fraction
+// of every limit it claims, and an expiry of three intervals). It claims
 //
-//	min(1/N, 1 - the sum of the others' fractions)
+//	min(1/N, 1 - the sum of the others' claims)
 //
 // of each limit, N being the live members, itself included: an equal share
 // once every member has seen every other, and never more than the others
-// leave free. A server that joins grants nothing until the others have
-// lowered their fractions at their next beat; a server that leaves (or
-// dies) keeps its fraction until its record is deleted (or expires), and
-// the others take it over at their next beat. A member grants its fraction
-// only until its own record expires: one that cannot beat stops granting,
-// since the others will soon count it gone.
+// leave free. A server that joins claims nothing until the others have
+// lowered their claims at their next beat; a server that leaves (or dies)
+// keeps its claim until its record is deleted (or expires), and the others
+// take it over at their next beat. A member grants its share only until
+// its own record expires: one that cannot beat stops granting, since the
+// others will soon count it gone.
 //
-// A beat is one store transaction over the member records, so two beats
-// never both read the fractions the other is replacing; a member lowers
-// what it grants before its beat commits and raises it after. The sum of
-// the fractions granted at any time is therefore at most 1, up to the
-// clocks' skew on expiries (see docs/operations.md, "Running several
-// servers").
+// No beat takes a lock: a member writes only its own record, so beats of
+// different servers never wait on each other. What a member grants never
+// exceeds what its stored record claims: it lowers its grant before it
+// writes a lower claim, and to raise it writes the higher claim first,
+// reads the others' claims again, and grants only what they leave free.
+// Of two members raising at once, at least one reads the other's new
+// claim (each writes before it reads), so the grants sum to at most 1 at
+// every moment, up to the clocks' skew on expiries (see
+// docs/operations.md, "Running several servers"). Expired records are
+// deleted only if unchanged since they were read, so a late renewal is
+// never lost.
 //
 // The live members' ids also order the servers (Rank): the order in
 // which they take a dead server's memory operations over
@@ -42,8 +46,8 @@ import (
 type Member struct {
 	// ID names the server.
 	ID string
-	// Fraction is the part of every limit the server grants, in [0, 1],
-	// until Expires.
+	// Fraction is the part of every limit the server claims, in [0, 1],
+	// until Expires: at least what it grants.
 	Fraction float64
 	// Expires is when the record stops counting, unless renewed.
 	Expires time.Time
@@ -51,10 +55,13 @@ type Member struct {
 
 // Registry keeps the member records of the servers that share a store.
 type Registry interface {
-	// Beat runs decide, in one transaction, on the records of the members
-	// other than self.ID that have not expired at now, and stores the
-	// record it returns for self. decide may run more than once.
-	Beat(ctx context.Context, self string, now time.Time, decide func(others []Member) Member) error
+	// Others returns the records of the members other than self that have
+	// not expired at now, after every write to them that finished before
+	// the call. It may delete expired records, but not one renewed since
+	// it read it.
+	Others(ctx context.Context, self string, now time.Time) ([]Member, error)
+	// Put stores a member's record.
+	Put(ctx context.Context, m Member) error
 	// Leave deletes a member's record.
 	Leave(ctx context.Context, id string) error
 }
@@ -112,10 +119,7 @@ func New(cfg Config) *Membership {
 func (m *Membership) Share() (float64, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.cfg.Now().Before(m.until) {
-		return 0, m.servers
-	}
-	return m.fraction, m.servers
+	return m.grantedLocked(), m.servers
 }
 
 // Interval is how often the server beats: the longest a server that joins
@@ -123,8 +127,8 @@ func (m *Membership) Share() (float64, int) {
 func (m *Membership) Interval() time.Duration { return m.cfg.Interval }
 
 // Run beats at once and then every Interval until ctx is done, then
-// deletes this server's record so that the others take its share at
-// their next beat.
+// stops granting and deletes this server's record so that the others
+// take its share at their next beat.
 func (m *Membership) Run(ctx context.Context) {
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
@@ -132,6 +136,9 @@ func (m *Membership) Run(ctx context.Context) {
 		m.Beat(ctx)
 		select {
 		case <-ctx.Done():
+			m.mu.Lock()
+			m.fraction = 0
+			m.mu.Unlock()
 			leave, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Interval)
 			defer cancel()
 			if err := m.cfg.Registry.Leave(leave, m.cfg.ID); err != nil {
@@ -146,37 +153,66 @@ func (m *Membership) Run(ctx context.Context) {
 // Beat renews this server's record and its share once.
 func (m *Membership) Beat(ctx context.Context) {
 	now := m.cfg.Now()
-	var next Member
-	var servers int
-	var ids []string
-	err := m.cfg.Registry.Beat(ctx, m.cfg.ID, now, func(others []Member) Member {
-		next, servers = Decide(m.cfg.ID, others, now.Add(recordLife*m.cfg.Interval)), len(others)+1
-		ids = ids[:0]
-		for _, o := range others {
-			ids = append(ids, o.ID)
-		}
-		// Lower what is granted before the record says so.
-		m.mu.Lock()
-		m.fraction = min(m.fraction, next.Fraction)
-		m.mu.Unlock()
-		return next
-	})
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	expires := now.Add(recordLife * m.cfg.Interval)
+	others, err := m.cfg.Registry.Others(ctx, m.cfg.ID, now)
 	if err != nil {
-		if !m.failing {
-			m.cfg.Logger.Warn("this server could not renew its member record; it grants its share of the rate limits until the record expires, then none", "expires", m.until, "error", err)
-		}
-		m.failing = true
+		m.failed(err)
 		return
 	}
+	next := Decide(m.cfg.ID, others, expires)
+	m.mu.Lock()
+	granted := m.grantedLocked()
+	if next.Fraction < granted {
+		// Lower what is granted before the record says so.
+		m.fraction = next.Fraction
+	}
+	m.mu.Unlock()
+	if err := m.cfg.Registry.Put(ctx, next); err != nil {
+		m.failed(err)
+		return
+	}
+	grant := next.Fraction
+	if grant > granted {
+		// Raise only to what the others leave free once they can see
+		// this claim: one raising at the same time sees it, or was seen.
+		again, err := m.cfg.Registry.Others(ctx, m.cfg.ID, now)
+		if err != nil {
+			// The claim stored covers the old grant until the new expiry.
+			grant = granted
+		} else {
+			grant = min(grant, Decide(m.cfg.ID, again, expires).Fraction)
+		}
+	}
+	ids := make([]string, 0, len(others))
+	for _, o := range others {
+		ids = append(ids, o.ID)
+	}
+	slices.Sort(ids)
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.failing {
-		m.cfg.Logger.Info("this server renewed its member record again", "fraction", next.Fraction, "servers", servers)
+		m.cfg.Logger.Info("this server renewed its member record again", "fraction", grant, "servers", len(others)+1)
 	}
 	m.failing = false
-	m.fraction, m.until, m.servers = next.Fraction, next.Expires, servers
-	slices.Sort(ids)
-	m.others = ids
+	m.fraction, m.until, m.servers, m.others = grant, expires, len(others)+1, ids
+}
+
+// grantedLocked is the fraction granted now; m.mu is held.
+func (m *Membership) grantedLocked() float64 {
+	if !m.cfg.Now().Before(m.until) {
+		return 0
+	}
+	return m.fraction
+}
+
+// failed notes a beat that could not renew the record.
+func (m *Membership) failed(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.failing {
+		m.cfg.Logger.Warn("this server could not renew its member record; it grants its share of the rate limits until the record expires, then none", "expires", m.until, "error", err)
+	}
+	m.failing = true
 }
 
 // Rank returns this server's position, 0 for the first, among the live

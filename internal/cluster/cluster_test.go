@@ -158,3 +158,131 @@ func TestMembersOnFirestore(t *testing.T) {
 		t.Errorf("a's record expired: a grants %v; want 0", f)
 	}
 }
+
+// TestRaisesAtOnce: two members that raise at the same moment never grant
+// more than the whole limit together, however their reads and writes
+// interleave. Each schedule runs one beat of each on a registry that
+// lets one call through at a time, and checks the sum of the grants
+// whenever both members wait on the registry.
+func TestRaisesAtOnce(t *testing.T) {
+	type step struct {
+		id, op string
+	}
+	A, B := func(op string) step { return step{"a", op} }, func(op string) step { return step{"b", op} }
+	for _, c := range []struct {
+		name     string
+		schedule []step
+		a, b     float64 // the grants after the schedule
+	}{
+		// Neither has seen the other at first: each writes its claim of
+		// the whole limit before it reads again, and grants only what the
+		// other's claim, if it sees it, leaves free.
+		{"both claim, then both read", []step{A("others"), B("others"), A("put"), B("put"), A("others"), B("others")}, 0, 0},
+		{"one reads again before the other claims", []step{A("others"), B("others"), A("put"), A("others"), B("put"), B("others")}, 1, 0},
+		{"one claims between the other's claim and read", []step{A("others"), B("others"), B("put"), A("put"), B("others"), A("others")}, 0, 0},
+		// The second sees the first's claim at once and claims nothing.
+		{"one after the other", []step{A("others"), A("put"), A("others"), B("others"), B("put")}, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := &clock{now: time.Unix(1_800_000_000, 0)}
+			reg := &steppedRegistry{records: map[string]cluster.Member{}, calls: make(chan *registryCall)}
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			events := make(chan *registryCall)
+			ms := map[string]*cluster.Membership{}
+			for _, id := range []string{"a", "b"} {
+				m := cluster.New(cluster.Config{Registry: reg, ID: id, Interval: time.Second, Logger: quiet, Now: clk.Now})
+				ms[id] = m
+				go func() {
+					m.Beat(t.Context())
+					events <- &registryCall{id: id, op: "done"}
+				}()
+			}
+			// Forward the registry's calls as events.
+			go func() {
+				for call := range reg.calls {
+					events <- call
+				}
+			}()
+			pending := map[string]*registryCall{}
+			for range 2 {
+				e := <-events
+				pending[e.id] = e
+			}
+			for i, s := range c.schedule {
+				call := pending[s.id]
+				if call == nil || call.op != s.op {
+					t.Fatalf("step %d: member %s is at %+v; the schedule wants %s", i, s.id, call, s.op)
+				}
+				close(call.proceed)
+				e := <-events
+				if e.id != s.id {
+					t.Fatalf("step %d: member %s called while %s ran", i, e.id, s.id)
+				}
+				pending[s.id] = e
+				fa, _ := ms["a"].Share()
+				fb, _ := ms["b"].Share()
+				if fa+fb > 1+1e-9 {
+					t.Fatalf("after step %d (%s %s): a grants %v and b %v", i, s.id, s.op, fa, fb)
+				}
+			}
+			for id, e := range pending {
+				if e.op != "done" {
+					t.Errorf("member %s still waits on %s after the schedule", id, e.op)
+				}
+			}
+			close(reg.calls)
+			fa, _ := ms["a"].Share()
+			fb, _ := ms["b"].Share()
+			if fa != c.a || fb != c.b {
+				t.Errorf("a grants %v and b %v; want %v and %v", fa, fb, c.a, c.b)
+			}
+		})
+	}
+}
+
+// steppedRegistry is an in-memory Registry whose every call waits for the
+// test to let it through.
+type steppedRegistry struct {
+	mu      sync.Mutex
+	records map[string]cluster.Member
+	calls   chan *registryCall
+}
+
+type registryCall struct {
+	id, op  string
+	proceed chan struct{}
+}
+
+func (r *steppedRegistry) wait(id, op string) {
+	c := &registryCall{id: id, op: op, proceed: make(chan struct{})}
+	r.calls <- c
+	<-c.proceed
+}
+
+func (r *steppedRegistry) Others(_ context.Context, self string, now time.Time) ([]cluster.Member, error) {
+	r.wait(self, "others")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var others []cluster.Member
+	for id, m := range r.records {
+		if id != self && now.Before(m.Expires) {
+			others = append(others, m)
+		}
+	}
+	return others, nil
+}
+
+func (r *steppedRegistry) Put(_ context.Context, m cluster.Member) error {
+	r.wait(m.ID, "put")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records[m.ID] = m
+	return nil
+}
+
+func (r *steppedRegistry) Leave(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.records, id)
+	return nil
+}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/kioku-ai/kioku/internal/firestoredb"
 )
@@ -14,11 +16,12 @@ const membersCollection = "kioku_members"
 
 // Firestore is a Registry in a Firestore database: one document per
 // member in the collection kioku_members. A beat reads the collection and
-// writes one document in one transaction (its reads lock what they read),
-// so a database with N servers takes N writes and N queries of N
-// documents every interval, whatever the calls. The record of a server
-// that stopped without leaving is deleted by the first beat after it
-// expires.
+// writes its own document, outside any transaction, so beats never lock
+// and never wait on each other: a database with N servers takes N writes
+// and N queries of N documents every interval (one more query for a
+// member that raises its claim), whatever the calls. The record of a
+// server that stopped without leaving is deleted by the first read after
+// it expires, with a precondition on its update time.
 type Firestore struct {
 	c *firestore.Client
 }
@@ -31,38 +34,41 @@ type memberDoc struct {
 	Expires  time.Time `firestore:"expires"`
 }
 
-// Beat implements Registry.
-func (f *Firestore) Beat(ctx context.Context, self string, now time.Time, decide func([]Member) Member) error {
-	col := f.c.Collection(membersCollection)
-	err := f.c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		// Every record, expired ones too: a few documents, and a query
-		// on expires alone would not lock the records it skips.
-		snaps, err := tx.Documents(col).GetAll()
-		if err != nil {
-			return err
+// Others implements Registry. Firestore's queries are strongly
+// consistent: they see every write that finished before them.
+func (f *Firestore) Others(ctx context.Context, self string, now time.Time) ([]Member, error) {
+	// Every record, expired ones too: a few documents, and the expired
+	// ones go.
+	snaps, err := f.c.Collection(membersCollection).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, firestoredb.Wrap(err)
+	}
+	var others []Member
+	for _, s := range snaps {
+		var d memberDoc
+		if err := s.DataTo(&d); err != nil {
+			return nil, err
 		}
-		var others []Member
-		for _, s := range snaps {
-			var d memberDoc
-			if err := s.DataTo(&d); err != nil {
-				return err
-			}
-			if s.Ref.ID == self {
-				continue
-			}
-			if !now.Before(d.Expires) {
-				// A server that stopped without leaving: it no longer
-				// counts, and its record goes.
-				if err := tx.Delete(s.Ref); err != nil {
-					return err
-				}
-				continue
-			}
-			others = append(others, Member{ID: s.Ref.ID, Fraction: d.Fraction, Expires: d.Expires})
+		if s.Ref.ID == self {
+			continue
 		}
-		m := decide(others)
-		return tx.Set(col.Doc(self), memberDoc{Fraction: m.Fraction, Expires: m.Expires})
-	})
+		if !now.Before(d.Expires) {
+			// A server that stopped without leaving: it no longer counts,
+			// and its record goes unless it was renewed since.
+			_, err := s.Ref.Delete(ctx, firestore.LastUpdateTime(s.UpdateTime))
+			if err != nil && status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound {
+				return nil, firestoredb.Wrap(err)
+			}
+			continue
+		}
+		others = append(others, Member{ID: s.Ref.ID, Fraction: d.Fraction, Expires: d.Expires})
+	}
+	return others, nil
+}
+
+// Put implements Registry.
+func (f *Firestore) Put(ctx context.Context, m Member) error {
+	_, err := f.c.Collection(membersCollection).Doc(m.ID).Set(ctx, memberDoc{Fraction: m.Fraction, Expires: m.Expires})
 	return firestoredb.Wrap(err)
 }
 
