@@ -56,7 +56,10 @@ func (f *Firestore) Others(ctx context.Context, self string, now time.Time) ([]M
 			// A server that stopped without leaving: it no longer counts,
 			// and its record goes unless it was renewed since.
 			_, err := s.Ref.Delete(ctx, firestore.LastUpdateTime(s.UpdateTime))
-			if err != nil && status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound {
+			switch status.Code(err) {
+			case codes.OK, codes.NotFound, codes.FailedPrecondition:
+				// Gone, or renewed since: a read after its renewal counts it.
+			default:
 				return nil, firestoredb.Wrap(err)
 			}
 			continue
